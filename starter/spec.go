@@ -1,0 +1,55 @@
+package starter
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+// Spec is what a startd tells a starter it launches: which job, where its
+// shadow is, and where the starter may work. The startd writes it as JSON on
+// the starter's standard input.
+type Spec struct {
+	// Slot is the slot name ("slot1@host") the job runs in.
+	Slot string `json:"slot"`
+	// Host is the execute machine's name, reported to the shadow.
+	Host string `json:"host"`
+	// ClaimID identifies the claim the job runs under.
+	ClaimID string `json:"claim_id"`
+	// JobAd is the job's ad in new ClassAd syntax, as the agent sent it.
+	JobAd string `json:"job_ad"`
+	// ShadowAddr and Secret are how the starter finds and proves itself to
+	// the job's shadow.
+	ShadowAddr string `json:"shadow_addr"`
+	Secret     string `json:"secret"`
+	// ScratchDir is an empty directory owned by this job; the startd
+	// removes it after the starter exits.
+	ScratchDir string `json:"scratch_dir"`
+	// TLS material of the execute host, signed by the pool CA.
+	CertFile string `json:"cert_file"`
+	KeyFile  string `json:"key_file"`
+	CAFile   string `json:"ca_file"`
+}
+
+// ReadSpec decodes a Spec and checks that the fields a starter cannot work
+// without are present.
+func ReadSpec(r io.Reader) (*Spec, error) {
+	var s Spec
+	if err := json.NewDecoder(r).Decode(&s); err != nil {
+		return nil, fmt.Errorf("read starter spec: %w", err)
+	}
+	switch {
+	case s.JobAd == "":
+		return nil, fmt.Errorf("starter spec: no job ad")
+	case s.ShadowAddr == "":
+		return nil, fmt.Errorf("starter spec: no shadow address")
+	case s.ScratchDir == "":
+		return nil, fmt.Errorf("starter spec: no scratch directory")
+	}
+	return &s, nil
+}
+
+// Write encodes the spec for a starter's standard input.
+func (s *Spec) Write(w io.Writer) error {
+	return json.NewEncoder(w).Encode(s)
+}
