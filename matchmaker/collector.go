@@ -1,0 +1,281 @@
+package matchmaker
+
+import (
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"harrier.dev/harrier/classad"
+)
+
+// Ad types the collector treats specially; all others are only stored.
+const (
+	TypeMachine    = "Machine"
+	TypeJob        = "Job"
+	TypeNegotiator = "Negotiator"
+)
+
+// Machine states, as HTCondor names them, that the matchmaker reads or writes.
+const (
+	StateUnclaimed = "Unclaimed"
+	StateMatched   = "Matched"
+)
+
+// A Clock tells the time. The collector reads it to start and expire leases,
+// so tests can move time without sleeping.
+type Clock interface {
+	Now() time.Time
+}
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+// A Collector stores the pool's ads. Every ad is kept under a lease and
+// disappears when the lease runs out without a refresh. Ads are keyed by type
+// (case-insensitive, as in HTCondor) and name; idle job ads are kept per
+// agent, each agent's set replaced as a whole by its next advertisement.
+//
+// Stored ads are never modified in place: a change replaces the ad, so an
+// ad handed out by a snapshot or query stays valid and unchanging.
+// A Collector is safe for concurrent use.
+type Collector struct {
+	clock Clock
+
+	mu     sync.Mutex
+	ads    map[adKey]storedAd
+	agents map[string]*jobSet // keyed by agent name
+}
+
+type adKey struct {
+	typ  string // lower-case
+	name string
+}
+
+type storedAd struct {
+	ad      *classad.ClassAd
+	text    string // as advertised, to tell a refresh from a change
+	expires time.Time
+}
+
+// jobSet is the idle-job advertisement of one agent.
+type jobSet struct {
+	addr    string
+	jobs    []Job // in advertised order, minus jobs matched since
+	seen    map[string]bool
+	expires time.Time
+}
+
+// NewCollector returns an empty collector that reads the time from clock.
+func NewCollector(clock Clock) *Collector {
+	if clock == nil {
+		clock = systemClock{}
+	}
+	return &Collector{clock: clock, ads: make(map[adKey]storedAd), agents: make(map[string]*jobSet)}
+}
+
+func keyOf(typ, name string) adKey { return adKey{strings.ToLower(typ), name} }
+
+// Advertise stores ad under (typ, name) for lease, replacing any previous ad
+// of that key. It reports whether the ad may allow a new match: a machine ad
+// whose State is Unclaimed and that is new, or was not Unclaimed before, or
+// whose text changed in anything but a refresh. A machine re-advertising the
+// same Unclaimed ad does not count, or every refresh would run a cycle.
+func (c *Collector) Advertise(typ, name string, ad *classad.ClassAd, text string, lease time.Duration) bool {
+	now := c.clock.Now()
+	k := keyOf(typ, name)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old, existed := c.ads[k]
+	if existed && !now.Before(old.expires) {
+		existed = false
+	}
+	c.ads[k] = storedAd{ad: ad, text: text, expires: now.Add(lease)}
+	if k.typ != strings.ToLower(TypeMachine) || state(ad) != StateUnclaimed {
+		return false
+	}
+	return !existed || state(old.ad) != StateUnclaimed || changedPolicy(old.ad, ad)
+}
+
+// changedPolicy reports whether a machine's matching policy changed between
+// two ads: its Requirements (the START expression) or its Rank.
+func changedPolicy(old, ad *classad.ClassAd) bool {
+	return exprText(old, "Requirements") != exprText(ad, "Requirements") ||
+		exprText(old, "Rank") != exprText(ad, "Rank")
+}
+
+// AdvertiseJobs replaces the idle jobs of agent, reachable at addr, with
+// jobs, for lease. It reports whether the set holds a job id the agent's
+// previous advertisement did not: a job that a match dropped from the set
+// and that the agent advertises again before it hears of the match does not
+// count as new.
+func (c *Collector) AdvertiseJobs(agent, addr string, jobs []Job, lease time.Duration) bool {
+	now := c.clock.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var prev map[string]bool
+	if old := c.agents[agent]; old != nil && now.Before(old.expires) {
+		prev = old.seen
+	}
+	set := &jobSet{addr: addr, jobs: make([]Job, len(jobs)), seen: make(map[string]bool, len(jobs)), expires: now.Add(lease)}
+	fresh := false
+	for i, j := range jobs {
+		j.Agent, j.AgentAddr = agent, addr
+		set.jobs[i] = j
+		set.seen[j.ID] = true
+		fresh = fresh || !prev[j.ID]
+	}
+	c.agents[agent] = set
+	return fresh
+}
+
+// Invalidate removes the ad (typ, name) and reports whether it was there.
+// The type "Job" names an agent: its whole set of idle jobs is removed.
+func (c *Collector) Invalidate(typ, name string) bool {
+	now := c.clock.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if strings.EqualFold(typ, TypeJob) {
+		set, ok := c.agents[name]
+		delete(c.agents, name)
+		return ok && now.Before(set.expires)
+	}
+	k := keyOf(typ, name)
+	old, ok := c.ads[k]
+	delete(c.ads, k)
+	return ok && now.Before(old.expires)
+}
+
+// Query returns the live ads of type typ for which constraint evaluates to
+// true, ordered by name; the zero Expr selects them all. The type "Job"
+// selects the idle jobs of every agent, ordered by agent and then as
+// advertised.
+func (c *Collector) Query(typ string, constraint classad.Expr) []*classad.ClassAd {
+	c.Expire()
+	var ads []*classad.ClassAd
+	c.mu.Lock()
+	if strings.EqualFold(typ, TypeJob) {
+		for _, agent := range sortedKeys(c.agents) {
+			for _, j := range c.agents[agent].jobs {
+				ads = append(ads, j.Ad)
+			}
+		}
+	} else {
+		k := strings.ToLower(typ)
+		var keys []adKey
+		for key := range c.ads {
+			if key.typ == k {
+				keys = append(keys, key)
+			}
+		}
+		slices.SortFunc(keys, func(a, b adKey) int { return strings.Compare(a.name, b.name) })
+		for _, key := range keys {
+			ads = append(ads, c.ads[key].ad)
+		}
+	}
+	c.mu.Unlock()
+	// Evaluate outside the lock: stored ads are immutable.
+	if constraint.IsZero() {
+		return ads
+	}
+	return slices.DeleteFunc(ads, func(ad *classad.ClassAd) bool {
+		return !ad.EvalExpr(constraint, nil).IsTrue()
+	})
+}
+
+// Expire drops every ad and job set whose lease has run out. Reads ignore
+// expired entries anyway; this releases their memory.
+func (c *Collector) Expire() {
+	now := c.clock.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, a := range c.ads {
+		if !now.Before(a.expires) {
+			delete(c.ads, k)
+		}
+	}
+	for name, set := range c.agents {
+		if !now.Before(set.expires) {
+			delete(c.agents, name)
+		}
+	}
+}
+
+// Snapshot returns the live idle jobs, ordered by agent and then as
+// advertised, and the live machine ads, ordered by name: the input of one
+// negotiation cycle.
+func (c *Collector) Snapshot() ([]Job, []Machine) {
+	c.Expire()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var jobs []Job
+	for _, agent := range sortedKeys(c.agents) {
+		jobs = append(jobs, c.agents[agent].jobs...)
+	}
+	var machines []Machine
+	mt := strings.ToLower(TypeMachine)
+	for k, a := range c.ads {
+		if k.typ == mt {
+			machines = append(machines, Machine{Name: k.name, Ad: a.ad})
+		}
+	}
+	slices.SortFunc(machines, func(a, b Machine) int { return strings.Compare(a.Name, b.Name) })
+	return jobs, machines
+}
+
+// Claim records a match: the machine's ad, if it is still the one that was
+// matched, is replaced by a copy with State = "Matched", and the job leaves
+// its agent's idle set, so that the next cycle offers neither again. The
+// next advertisements of the startd and the agent bring the truth.
+func (c *Collector) Claim(m Match) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := keyOf(TypeMachine, m.Machine.Name)
+	if a, ok := c.ads[k]; ok && a.ad == m.Machine.Ad {
+		ad := a.ad.Copy()
+		ad.SetString("State", StateMatched)
+		a.ad = ad
+		c.ads[k] = a
+	}
+	if set := c.agents[m.Job.Agent]; set != nil {
+		set.jobs = slices.DeleteFunc(set.jobs, func(j Job) bool { return j.ID == m.Job.ID })
+	}
+}
+
+// Unclaim undoes the job half of [Collector.Claim] after the startd could
+// not be told of the match: the job returns to its agent's idle set unless
+// the agent has advertised a set without it since. The machine stays
+// Matched until its startd advertises again or its lease runs out, so an
+// unreachable startd is not offered again and again.
+func (c *Collector) Unclaim(j Job) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	set := c.agents[j.Agent]
+	if set == nil || !set.seen[j.ID] || slices.ContainsFunc(set.jobs, func(x Job) bool { return x.ID == j.ID }) {
+		return
+	}
+	set.jobs = append(set.jobs, j)
+}
+
+func state(ad *classad.ClassAd) string {
+	s, _ := ad.EvalString("State")
+	return s
+}
+
+func exprText(ad *classad.ClassAd, name string) string {
+	e, ok := ad.Lookup(name)
+	if !ok {
+		return ""
+	}
+	return e.String()
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,132 @@
+package matchmaker
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"harrier.dev/harrier/wire"
+)
+
+// driver runs negotiation cycles: on a kick (debounced) and periodically.
+// It is the one place where the negotiator's decisions become effects: it
+// applies them to the collector and sends the notifications.
+type driver struct {
+	log        *slog.Logger
+	collector  *Collector
+	negotiator Negotiator
+	notifier   Notifier
+	clock      Clock
+	name       string        // of the Negotiator ad
+	interval   time.Duration // between periodic cycles
+	debounce   time.Duration // from the first kick to its cycle
+
+	kick chan struct{} // capacity 1: a pending kick absorbs later ones
+	sem  chan struct{} // bounds notifications in flight
+	wg   sync.WaitGroup
+}
+
+// Kick asks for a cycle soon. It never blocks.
+func (d *driver) Kick() {
+	select {
+	case d.kick <- struct{}{}:
+	default:
+	}
+}
+
+// run drives cycles until ctx is done, then waits for the notifications in
+// flight.
+func (d *driver) run(ctx context.Context) {
+	defer d.wg.Wait()
+	tick := time.NewTicker(d.interval)
+	defer tick.Stop()
+	var debounce <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.kick:
+			if debounce == nil {
+				debounce = time.After(d.debounce)
+			}
+		case <-debounce:
+			debounce = nil
+			d.cycle(ctx)
+		case <-tick.C:
+			debounce = nil
+			d.cycle(ctx)
+		}
+	}
+}
+
+// cycle runs one negotiation: snapshot, decide, record the matches in the
+// collector, and hand the notifications to background senders so that a
+// slow peer delays only its own match.
+func (d *driver) cycle(ctx context.Context) CycleStats {
+	start := time.Now()
+	jobs, machines := d.collector.Snapshot()
+	res := d.negotiator.Negotiate(jobs, machines)
+	for _, m := range res.Matches {
+		d.collector.Claim(m)
+		d.wg.Add(1)
+		go d.notify(context.WithoutCancel(ctx), m)
+	}
+	s := CycleStats{
+		Start:          d.clock.Now(),
+		Duration:       time.Since(start),
+		Matches:        len(res.Matches),
+		Rejections:     res.Rejections,
+		IdleJobs:       res.IdleJobs,
+		CandidateSlots: res.CandidateSlots,
+	}
+	ad := s.ad(d.name)
+	d.collector.Advertise(TypeNegotiator, d.name, ad, ad.String(), 3*d.interval)
+	level := slog.LevelDebug
+	if s.Matches > 0 {
+		level = slog.LevelInfo
+	}
+	d.log.Log(ctx, level, "negotiation cycle", "stats", s)
+	return s
+}
+
+// notify tells the startd of m and, only if it accepted, the agent. When
+// the startd cannot be told, the job goes back to its agent's idle set and
+// another cycle is asked for; the machine stays Matched until its startd
+// advertises again.
+func (d *driver) notify(ctx context.Context, m Match) {
+	defer d.wg.Done()
+	d.sem <- struct{}{}
+	defer func() { <-d.sem }()
+
+	claim := newClaimID()
+	jobAd := m.Job.Ad.String()
+	addr, _ := m.Machine.Ad.EvalString("StartdAddr")
+	log := d.log.With("job", m.Job.ID, "agent", m.Job.Agent, "slot", m.Machine.Name)
+
+	sctx, cancel := wire.WithTimeout(ctx)
+	err := d.notifier.StartdMatched(sctx, addr, &wire.StartdMatchedRequest{Slot: m.Machine.Name, ClaimId: claim, JobAd: jobAd})
+	cancel()
+	if err != nil {
+		log.Warn("startd not told of match; job returns to the idle set", "startd", addr, "err", err)
+		d.collector.Unclaim(m.Job)
+		d.Kick()
+		return
+	}
+	actx, cancel := wire.WithTimeout(ctx)
+	err = d.notifier.AgentMatched(actx, m.Job.AgentAddr, &wire.MatchedRequest{
+		JobId:      m.Job.ID,
+		ClaimId:    claim,
+		MachineAd:  m.Machine.Ad.String(),
+		StartdAddr: addr,
+		Slot:       m.Machine.Name,
+	})
+	cancel()
+	if err != nil {
+		// The startd drops the unclaimed match after its own timeout, and
+		// the agent's next advertisement offers the job again.
+		log.Warn("agent not told of match", "addr", m.Job.AgentAddr, "err", err)
+		return
+	}
+	log.Debug("match sent", "startd", addr)
+}

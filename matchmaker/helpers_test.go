@@ -1,0 +1,64 @@
+package matchmaker
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"harrier.dev/harrier/classad"
+)
+
+// fakeClock is a Clock that moves only when told.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{now: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+func mustParse(t testing.TB, text string) *classad.ClassAd {
+	t.Helper()
+	ad, err := classad.Parse(text)
+	if err != nil {
+		t.Fatalf("parse %s: %v", text, err)
+	}
+	return ad
+}
+
+// machineText returns a slot ad; extra is spliced in as further attributes.
+func machineText(name, state string, memory int, extra string) string {
+	return fmt.Sprintf(`[ MyType = "Machine"; Name = %q; Machine = "host"; StartdAddr = "127.0.0.1:1";
+		State = %q; Activity = "Idle"; Arch = "X86_64"; OpSys = "LINUX"; Cpus = 1; Memory = %d; Disk = 1000000;
+		Requirements = TARGET.RequestMemory <= MY.Memory; %s ]`, name, state, memory, extra)
+}
+
+func machine(t testing.TB, name, state string, memory int, extra string) Machine {
+	return Machine{Name: name, Ad: mustParse(t, machineText(name, state, memory, extra))}
+}
+
+// jobText returns a job ad; extra is spliced in as further attributes.
+func jobText(cluster, proc int, owner, extra string) string {
+	return fmt.Sprintf(`[ MyType = "Job"; ClusterId = %d; ProcId = %d; Owner = %q;
+		RequestCpus = 1; RequestMemory = 512; RequestDisk = 1000;
+		Requirements = TARGET.Arch == "X86_64" && TARGET.Memory >= MY.RequestMemory; %s ]`, cluster, proc, owner, extra)
+}
+
+func job(t testing.TB, agent string, cluster, proc int, owner, extra string) Job {
+	return Job{ID: fmt.Sprintf("%d.%d", cluster, proc), Agent: agent, AgentAddr: "127.0.0.1:2",
+		Ad: mustParse(t, jobText(cluster, proc, owner, extra))}
+}

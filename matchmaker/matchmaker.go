@@ -1,0 +1,178 @@
+package matchmaker
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"harrier.dev/harrier/wire"
+)
+
+// Defaults for the zero values of [Config].
+const (
+	// DefaultInterval is HTCondor's NEGOTIATOR_INTERVAL default.
+	DefaultInterval = 20 * time.Second
+	// DefaultDebounce gathers a burst of advertisements into one cycle.
+	DefaultDebounce = 50 * time.Millisecond
+	// DefaultLease applies to ads advertised without a lease, as
+	// HTCondor's CLASSAD_LIFETIME.
+	DefaultLease = 15 * time.Minute
+	// DefaultMaxNotify bounds the match notifications in flight.
+	DefaultMaxNotify = 16
+)
+
+// Config configures a [Matchmaker]. TLS is required; zero values of the
+// other fields select the defaults above.
+type Config struct {
+	Logger *slog.Logger
+	// TLS is the server side of the pool's mutual TLS. It must require and
+	// verify client certificates: only pool members may advertise or query.
+	TLS *tls.Config
+	// ClientTLS is used to tell agents and startds of matches. It is not
+	// needed when Notifier is set.
+	ClientTLS *tls.Config
+	// Interval between periodic negotiation cycles (NEGOTIATOR_INTERVAL).
+	Interval time.Duration
+	// Debounce is the wait between an advertisement that may allow a new
+	// match and the cycle it causes.
+	Debounce time.Duration
+	// DefaultLease applies to advertisements that name no lease.
+	DefaultLease time.Duration
+	// Name of the published Negotiator ad; default "negotiator@" + hostname.
+	Name string
+	// MaxNotify bounds the match notifications in flight.
+	MaxNotify int
+	// Clock times leases; default the system clock.
+	Clock Clock
+	// Notifier replaces the gRPC notifier built from ClientTLS.
+	Notifier Notifier
+	// Priorities orders submitters; nil treats them alike.
+	Priorities Prioritizer
+}
+
+// ErrNoTLS reports a configuration without a server TLS config that
+// requires client certificates.
+var ErrNoTLS = errors.New("matchmaker: TLS must require and verify client certificates")
+
+// A Matchmaker is the collector and negotiator daemon.
+type Matchmaker struct {
+	log       *slog.Logger
+	tls       *tls.Config
+	collector *Collector
+	driver    *driver
+	lease     time.Duration
+	closer    func() // releases the notifier's connections
+
+	serving sync.Once
+}
+
+// New checks cfg and returns a Matchmaker ready to [Matchmaker.Serve].
+func New(cfg Config) (*Matchmaker, error) {
+	if cfg.TLS == nil || cfg.TLS.ClientAuth != tls.RequireAndVerifyClientCert {
+		return nil, ErrNoTLS
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	log = log.With("daemon", "matchmaker")
+	if cfg.Interval <= 0 {
+		cfg.Interval = DefaultInterval
+	}
+	if cfg.Debounce <= 0 {
+		cfg.Debounce = DefaultDebounce
+	}
+	if cfg.DefaultLease <= 0 {
+		cfg.DefaultLease = DefaultLease
+	}
+	if cfg.MaxNotify <= 0 {
+		cfg.MaxNotify = DefaultMaxNotify
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = systemClock{}
+	}
+	if cfg.Name == "" {
+		host, err := os.Hostname()
+		if err != nil {
+			return nil, fmt.Errorf("matchmaker name: %w", err)
+		}
+		cfg.Name = "negotiator@" + host
+	}
+	closer := func() {}
+	if cfg.Notifier == nil {
+		if cfg.ClientTLS == nil {
+			return nil, errors.New("matchmaker: ClientTLS is needed to notify matches")
+		}
+		n := newGRPCNotifier(cfg.ClientTLS)
+		cfg.Notifier, closer = n, n.Close
+	}
+	c := NewCollector(cfg.Clock)
+	return &Matchmaker{
+		log:       log,
+		tls:       cfg.TLS,
+		collector: c,
+		lease:     cfg.DefaultLease,
+		closer:    closer,
+		driver: &driver{
+			log:        log,
+			collector:  c,
+			negotiator: Negotiator{Priorities: cfg.Priorities},
+			notifier:   cfg.Notifier,
+			clock:      cfg.Clock,
+			name:       cfg.Name,
+			interval:   cfg.Interval,
+			debounce:   cfg.Debounce,
+			kick:       make(chan struct{}, 1),
+			sem:        make(chan struct{}, cfg.MaxNotify),
+		},
+	}, nil
+}
+
+// ErrServed is returned by a second call to [Matchmaker.Serve].
+var ErrServed = errors.New("matchmaker: already served")
+
+// Serve serves the Collector service on lis and runs negotiation cycles
+// until ctx is done; then it stops accepting calls, lets the calls and
+// match notifications in flight finish, and returns nil. It returns early
+// with an error if serving fails. Serve closes lis and may be called once.
+func (m *Matchmaker) Serve(ctx context.Context, lis net.Listener) error {
+	first := false
+	m.serving.Do(func() { first = true })
+	if !first {
+		lis.Close()
+		return ErrServed
+	}
+	defer m.closer()
+
+	srv := grpc.NewServer(wire.ServerOptions(m.tls)...)
+	wire.RegisterCollectorServer(srv, &collectorEndpoint{collector: m.collector, kick: m.driver.Kick, defaultLease: m.lease})
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(lis) }()
+	driven := make(chan struct{})
+	go func() { m.driver.run(ctx); close(driven) }()
+	m.log.Info("serving", "addr", lis.Addr().String())
+
+	var err error
+	select {
+	case <-ctx.Done():
+		srv.GracefulStop()
+		<-served
+	case err = <-served:
+		err = fmt.Errorf("matchmaker: serve %s: %w", lis.Addr(), err)
+		cancel()
+	}
+	<-driven
+	m.log.Info("stopped")
+	return err
+}
