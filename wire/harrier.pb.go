@@ -2284,14 +2284,15 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\fReleaseClaim\x12\x1f.harrier.v1.ReleaseClaimRequest\x1a\x1d.harrier.v1.ReleaseClaimReply2\x8f\x01\n" +
 	"\x06Shadow\x12C\n" +
 	"\x06Attach\x12\x1a.harrier.v1.StarterMessage\x1a\x19.harrier.v1.ShadowMessage(\x010\x01\x12@\n" +
-	"\bReadFile\x12\x1b.harrier.v1.ReadFileRequest\x1a\x15.harrier.v1.FileChunk0\x012\xc9\x02\n" +
+	"\bReadFile\x12\x1b.harrier.v1.ReadFileRequest\x1a\x15.harrier.v1.FileChunk0\x012\x88\x03\n" +
 	"\x06Schedd\x12H\n" +
 	"\n" +
 	"NewCluster\x12\x1d.harrier.v1.NewClusterRequest\x1a\x1b.harrier.v1.NewClusterReply\x12<\n" +
 	"\x06Submit\x12\x19.harrier.v1.SubmitRequest\x1a\x17.harrier.v1.SubmitReply\x12?\n" +
 	"\x05Query\x12\x1b.harrier.v1.JobQueryRequest\x1a\x19.harrier.v1.JobQueryReply\x12A\n" +
 	"\aHistory\x12\x1b.harrier.v1.JobQueryRequest\x1a\x19.harrier.v1.JobQueryReply\x123\n" +
-	"\x03Act\x12\x16.harrier.v1.ActRequest\x1a\x14.harrier.v1.ActReplyB\x1aZ\x18harrier.dev/harrier/wireb\x06proto3"
+	"\x03Act\x12\x16.harrier.v1.ActRequest\x1a\x14.harrier.v1.ActReply\x12=\n" +
+	"\tQueryPool\x12\x18.harrier.v1.QueryRequest\x1a\x16.harrier.v1.QueryReplyB\x1aZ\x18harrier.dev/harrier/wireb\x06proto3"
 
 var (
 	file_harrier_v1_harrier_proto_rawDescOnce sync.Once
@@ -2374,24 +2375,26 @@ var file_harrier_v1_harrier_proto_depIdxs = []int32{
 	33, // 23: harrier.v1.Schedd.Query:input_type -> harrier.v1.JobQueryRequest
 	33, // 24: harrier.v1.Schedd.History:input_type -> harrier.v1.JobQueryRequest
 	35, // 25: harrier.v1.Schedd.Act:input_type -> harrier.v1.ActRequest
-	3,  // 26: harrier.v1.Collector.Advertise:output_type -> harrier.v1.AdvertiseReply
-	3,  // 27: harrier.v1.Collector.AdvertiseJobs:output_type -> harrier.v1.AdvertiseReply
-	5,  // 28: harrier.v1.Collector.Invalidate:output_type -> harrier.v1.InvalidateReply
-	7,  // 29: harrier.v1.Collector.Query:output_type -> harrier.v1.QueryReply
-	9,  // 30: harrier.v1.Agent.Matched:output_type -> harrier.v1.MatchedReply
-	11, // 31: harrier.v1.Startd.Matched:output_type -> harrier.v1.StartdMatchedReply
-	13, // 32: harrier.v1.Startd.RequestClaim:output_type -> harrier.v1.RequestClaimReply
-	15, // 33: harrier.v1.Startd.ActivateClaim:output_type -> harrier.v1.ActivateClaimReply
-	17, // 34: harrier.v1.Startd.ReleaseClaim:output_type -> harrier.v1.ReleaseClaimReply
-	24, // 35: harrier.v1.Shadow.Attach:output_type -> harrier.v1.ShadowMessage
-	28, // 36: harrier.v1.Shadow.ReadFile:output_type -> harrier.v1.FileChunk
-	30, // 37: harrier.v1.Schedd.NewCluster:output_type -> harrier.v1.NewClusterReply
-	32, // 38: harrier.v1.Schedd.Submit:output_type -> harrier.v1.SubmitReply
-	34, // 39: harrier.v1.Schedd.Query:output_type -> harrier.v1.JobQueryReply
-	34, // 40: harrier.v1.Schedd.History:output_type -> harrier.v1.JobQueryReply
-	36, // 41: harrier.v1.Schedd.Act:output_type -> harrier.v1.ActReply
-	26, // [26:42] is the sub-list for method output_type
-	10, // [10:26] is the sub-list for method input_type
+	6,  // 26: harrier.v1.Schedd.QueryPool:input_type -> harrier.v1.QueryRequest
+	3,  // 27: harrier.v1.Collector.Advertise:output_type -> harrier.v1.AdvertiseReply
+	3,  // 28: harrier.v1.Collector.AdvertiseJobs:output_type -> harrier.v1.AdvertiseReply
+	5,  // 29: harrier.v1.Collector.Invalidate:output_type -> harrier.v1.InvalidateReply
+	7,  // 30: harrier.v1.Collector.Query:output_type -> harrier.v1.QueryReply
+	9,  // 31: harrier.v1.Agent.Matched:output_type -> harrier.v1.MatchedReply
+	11, // 32: harrier.v1.Startd.Matched:output_type -> harrier.v1.StartdMatchedReply
+	13, // 33: harrier.v1.Startd.RequestClaim:output_type -> harrier.v1.RequestClaimReply
+	15, // 34: harrier.v1.Startd.ActivateClaim:output_type -> harrier.v1.ActivateClaimReply
+	17, // 35: harrier.v1.Startd.ReleaseClaim:output_type -> harrier.v1.ReleaseClaimReply
+	24, // 36: harrier.v1.Shadow.Attach:output_type -> harrier.v1.ShadowMessage
+	28, // 37: harrier.v1.Shadow.ReadFile:output_type -> harrier.v1.FileChunk
+	30, // 38: harrier.v1.Schedd.NewCluster:output_type -> harrier.v1.NewClusterReply
+	32, // 39: harrier.v1.Schedd.Submit:output_type -> harrier.v1.SubmitReply
+	34, // 40: harrier.v1.Schedd.Query:output_type -> harrier.v1.JobQueryReply
+	34, // 41: harrier.v1.Schedd.History:output_type -> harrier.v1.JobQueryReply
+	36, // 42: harrier.v1.Schedd.Act:output_type -> harrier.v1.ActReply
+	7,  // 43: harrier.v1.Schedd.QueryPool:output_type -> harrier.v1.QueryReply
+	27, // [27:44] is the sub-list for method output_type
+	10, // [10:27] is the sub-list for method input_type
 	10, // [10:10] is the sub-list for extension type_name
 	10, // [10:10] is the sub-list for extension extendee
 	0,  // [0:10] is the sub-list for field type_name

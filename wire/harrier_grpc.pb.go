@@ -757,6 +757,7 @@ const (
 	Schedd_Query_FullMethodName      = "/harrier.v1.Schedd/Query"
 	Schedd_History_FullMethodName    = "/harrier.v1.Schedd/History"
 	Schedd_Act_FullMethodName        = "/harrier.v1.Schedd/Act"
+	Schedd_QueryPool_FullMethodName  = "/harrier.v1.Schedd/QueryPool"
 )
 
 // ScheddClient is the client API for Schedd service.
@@ -771,6 +772,9 @@ type ScheddClient interface {
 	Query(ctx context.Context, in *JobQueryRequest, opts ...grpc.CallOption) (*JobQueryReply, error)
 	History(ctx context.Context, in *JobQueryRequest, opts ...grpc.CallOption) (*JobQueryReply, error)
 	Act(ctx context.Context, in *ActRequest, opts ...grpc.CallOption) (*ActReply, error)
+	// QueryPool asks the matchmaker on the caller's behalf, so that local
+	// users need no pool certificate to see the pool.
+	QueryPool(ctx context.Context, in *QueryRequest, opts ...grpc.CallOption) (*QueryReply, error)
 }
 
 type scheddClient struct {
@@ -831,6 +835,16 @@ func (c *scheddClient) Act(ctx context.Context, in *ActRequest, opts ...grpc.Cal
 	return out, nil
 }
 
+func (c *scheddClient) QueryPool(ctx context.Context, in *QueryRequest, opts ...grpc.CallOption) (*QueryReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(QueryReply)
+	err := c.cc.Invoke(ctx, Schedd_QueryPool_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ScheddServer is the server API for Schedd service.
 // All implementations must embed UnimplementedScheddServer
 // for forward compatibility.
@@ -843,6 +857,9 @@ type ScheddServer interface {
 	Query(context.Context, *JobQueryRequest) (*JobQueryReply, error)
 	History(context.Context, *JobQueryRequest) (*JobQueryReply, error)
 	Act(context.Context, *ActRequest) (*ActReply, error)
+	// QueryPool asks the matchmaker on the caller's behalf, so that local
+	// users need no pool certificate to see the pool.
+	QueryPool(context.Context, *QueryRequest) (*QueryReply, error)
 	mustEmbedUnimplementedScheddServer()
 }
 
@@ -867,6 +884,9 @@ func (UnimplementedScheddServer) History(context.Context, *JobQueryRequest) (*Jo
 }
 func (UnimplementedScheddServer) Act(context.Context, *ActRequest) (*ActReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method Act not implemented")
+}
+func (UnimplementedScheddServer) QueryPool(context.Context, *QueryRequest) (*QueryReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method QueryPool not implemented")
 }
 func (UnimplementedScheddServer) mustEmbedUnimplementedScheddServer() {}
 func (UnimplementedScheddServer) testEmbeddedByValue()                {}
@@ -979,6 +999,24 @@ func _Schedd_Act_Handler(srv interface{}, ctx context.Context, dec func(interfac
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Schedd_QueryPool_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QueryRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ScheddServer).QueryPool(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Schedd_QueryPool_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ScheddServer).QueryPool(ctx, req.(*QueryRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Schedd_ServiceDesc is the grpc.ServiceDesc for Schedd service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1005,6 +1043,10 @@ var Schedd_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Act",
 			Handler:    _Schedd_Act_Handler,
+		},
+		{
+			MethodName: "QueryPool",
+			Handler:    _Schedd_QueryPool_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
