@@ -1,0 +1,220 @@
+package classad
+
+// ClassAd is a set of named expressions. Names are case-insensitive; the
+// original spelling and the insertion order are kept for printing.
+//
+// A ClassAd is safe for concurrent evaluation; modifying it (Set, Delete,
+// Update) must not happen concurrently with any other use.
+type ClassAd struct {
+	attrs []attr
+	// table is an open-addressing index into attrs: slot holds i+1, 0 is empty.
+	// Its length is a power of two at least twice len(attrs).
+	table []int32
+	self  adRef
+}
+
+type attr struct {
+	name string
+	hash uint32
+	expr Expr
+}
+
+// adRef is a ClassAd as an evaluation scope: the ad and its lexical parent.
+// A top-level ad has no parent.
+type adRef struct {
+	ad     *ClassAd
+	parent *adRef
+}
+
+// New returns an empty ClassAd.
+func New() *ClassAd {
+	ad := &ClassAd{}
+	ad.self.ad = ad
+	return ad
+}
+
+// root returns ad as a top-level scope without allocating for ads made by New.
+func (ad *ClassAd) root() *adRef {
+	if ad.self.ad == ad {
+		return &ad.self
+	}
+	return &adRef{ad: ad}
+}
+
+// hashName is FNV-1a over the ASCII-lowercased name.
+func hashName(s string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		h ^= uint32(c)
+		h *= 16777619
+	}
+	return h
+}
+
+// equalFold compares ASCII strings ignoring case, as libclassad's strcasecmp does.
+func equalFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if x == y {
+			continue
+		}
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// find returns the index in attrs of the attribute name with hash h, or -1.
+func (ad *ClassAd) find(name string, h uint32) int {
+	if ad == nil || len(ad.table) == 0 {
+		return -1
+	}
+	mask := uint32(len(ad.table) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		slot := ad.table[i]
+		if slot == 0 {
+			return -1
+		}
+		a := &ad.attrs[slot-1]
+		if a.hash == h && equalFold(a.name, name) {
+			return int(slot - 1)
+		}
+	}
+}
+
+func (ad *ClassAd) reindex() {
+	n := 8
+	for n < 2*len(ad.attrs) {
+		n *= 2
+	}
+	if len(ad.table) != n {
+		ad.table = make([]int32, n)
+	} else {
+		clear(ad.table)
+	}
+	for i := range ad.attrs {
+		ad.insertSlot(i)
+	}
+}
+
+func (ad *ClassAd) insertSlot(i int) {
+	mask := uint32(len(ad.table) - 1)
+	for j := ad.attrs[i].hash & mask; ; j = (j + 1) & mask {
+		if ad.table[j] == 0 {
+			ad.table[j] = int32(i + 1)
+			return
+		}
+	}
+}
+
+// Set binds name to e, replacing any attribute of the same name (ignoring
+// case). A replaced attribute keeps its position and its original spelling.
+func (ad *ClassAd) Set(name string, e Expr) {
+	if ad.self.ad == nil {
+		ad.self.ad = ad
+	}
+	h := hashName(name)
+	if i := ad.find(name, h); i >= 0 {
+		ad.attrs[i].expr = e
+		return
+	}
+	ad.attrs = append(ad.attrs, attr{name: name, hash: h, expr: e})
+	if 2*len(ad.attrs) > len(ad.table) {
+		ad.reindex()
+	} else {
+		ad.insertSlot(len(ad.attrs) - 1)
+	}
+}
+
+// SetValue binds name to the literal v.
+func (ad *ClassAd) SetValue(name string, v Value) { ad.Set(name, Literal(v)) }
+
+// SetString binds name to the string s.
+func (ad *ClassAd) SetString(name, s string) { ad.SetValue(name, String(s)) }
+
+// SetInt binds name to the integer i.
+func (ad *ClassAd) SetInt(name string, i int64) { ad.SetValue(name, Int(i)) }
+
+// SetReal binds name to the real f.
+func (ad *ClassAd) SetReal(name string, f float64) { ad.SetValue(name, Real(f)) }
+
+// SetBool binds name to the boolean b.
+func (ad *ClassAd) SetBool(name string, b bool) { ad.SetValue(name, Bool(b)) }
+
+// SetExpr parses src as an expression and binds name to it.
+func (ad *ClassAd) SetExpr(name, src string) error {
+	e, err := ParseExpr(src)
+	if err != nil {
+		return err
+	}
+	ad.Set(name, e)
+	return nil
+}
+
+// Lookup returns the expression bound to name, ignoring case.
+func (ad *ClassAd) Lookup(name string) (Expr, bool) {
+	i := ad.find(name, hashName(name))
+	if i < 0 {
+		return Expr{}, false
+	}
+	return ad.attrs[i].expr, true
+}
+
+// Delete removes name, if present.
+func (ad *ClassAd) Delete(name string) {
+	i := ad.find(name, hashName(name))
+	if i < 0 {
+		return
+	}
+	ad.attrs = append(ad.attrs[:i], ad.attrs[i+1:]...)
+	ad.reindex()
+}
+
+// Len returns the number of attributes.
+func (ad *ClassAd) Len() int {
+	if ad == nil {
+		return 0
+	}
+	return len(ad.attrs)
+}
+
+// Names returns the attribute names in insertion order, as first spelled.
+func (ad *ClassAd) Names() []string {
+	names := make([]string, len(ad.attrs))
+	for i := range ad.attrs {
+		names[i] = ad.attrs[i].name
+	}
+	return names
+}
+
+// Copy returns a copy of ad. Expressions are immutable and shared; setting or
+// deleting attributes of either ad does not affect the other.
+func (ad *ClassAd) Copy() *ClassAd {
+	c := &ClassAd{
+		attrs: append([]attr(nil), ad.attrs...),
+		table: append([]int32(nil), ad.table...),
+	}
+	c.self.ad = c
+	return c
+}
+
+// Update sets every attribute of other into ad.
+func (ad *ClassAd) Update(other *ClassAd) {
+	for _, a := range other.attrs {
+		ad.Set(a.name, a.expr)
+	}
+}

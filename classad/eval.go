@@ -1,0 +1,337 @@
+package classad
+
+import (
+	"sync"
+)
+
+// Limits that keep evaluation of hostile ads finite.
+const (
+	// maxEvalDepth bounds attribute references in progress at once.
+	maxEvalDepth = 512
+	// maxSteps bounds attribute evaluations per top-level evaluation, so
+	// that non-circular but exponential ads (a = b + b; b = c + c; ...)
+	// end in error rather than running for years.
+	maxSteps = 1 << 20
+	// maxString bounds strings built during evaluation.
+	maxString = 1 << 24
+)
+
+// frame marks an attribute whose evaluation is in progress.
+type frame struct {
+	ad *ClassAd
+	i  int
+}
+
+// evalCtx is the state of one top-level evaluation: the two ads of a match
+// (MY and TARGET; target may be nil) and the in-progress attributes used to
+// detect circular references.
+type evalCtx struct {
+	my, target *ClassAd
+	stack      []frame
+	steps      int
+	buf        [16]frame
+}
+
+var ctxPool = sync.Pool{New: func() any { return new(evalCtx) }}
+
+func getCtx(my, target *ClassAd) *evalCtx {
+	c := ctxPool.Get().(*evalCtx)
+	c.reset(my, target)
+	return c
+}
+
+func putCtx(c *evalCtx) {
+	c.my, c.target = nil, nil
+	clear(c.stack[:cap(c.stack)])
+	ctxPool.Put(c)
+}
+
+func (c *evalCtx) reset(my, target *ClassAd) {
+	c.my, c.target = my, target
+	c.stack = c.buf[:0]
+	c.steps = 0
+}
+
+// top returns the outermost scope of s.
+func top(s *adRef) *adRef {
+	for s.parent != nil {
+		s = s.parent
+	}
+	return s
+}
+
+// targetOf returns the ad that TARGET means for an expression in scope s.
+func (c *evalCtx) targetOf(s *adRef) *ClassAd {
+	switch top(s).ad {
+	case c.my:
+		return c.target
+	case c.target:
+		return c.my
+	}
+	return nil
+}
+
+// evalAttr evaluates attribute i of scope sc, in that scope. A circular
+// reference evaluates to error, as in libclassad.
+func (c *evalCtx) evalAttr(sc *adRef, i int) Value {
+	n := sc.ad.attrs[i].expr.n
+	switch n := n.(type) {
+	case nil:
+		return Value{}
+	case *litNode:
+		return n.v
+	}
+	c.steps++
+	if c.steps > maxSteps || len(c.stack) >= maxEvalDepth {
+		return Value{kind: ErrorKind}
+	}
+	for _, f := range c.stack {
+		if f.i == i && f.ad == sc.ad {
+			return Value{kind: ErrorKind}
+		}
+	}
+	c.stack = append(c.stack, frame{sc.ad, i})
+	v := n.eval(c, sc)
+	c.stack = c.stack[:len(c.stack)-1]
+	return v
+}
+
+// lookupChain finds name in s or its lexical parents.
+func (c *evalCtx) lookupChain(s *adRef, name string, h uint32) (Value, bool) {
+	for sc := s; sc != nil; sc = sc.parent {
+		if i := sc.ad.find(name, h); i >= 0 {
+			return c.evalAttr(sc, i), true
+		}
+	}
+	return Value{}, false
+}
+
+// Eval evaluates the attribute name in the ad's own scope, with no target.
+// A missing attribute is undefined.
+func (ad *ClassAd) Eval(name string) Value { return ad.EvalAttrAgainst(name, nil) }
+
+// EvalAttrAgainst evaluates the attribute name with MY = ad and TARGET =
+// target (which may be nil).
+func (ad *ClassAd) EvalAttrAgainst(name string, target *ClassAd) Value {
+	i := ad.find(name, hashName(name))
+	if i < 0 {
+		return Value{}
+	}
+	c := getCtx(ad, target)
+	v := c.evalAttr(ad.root(), i)
+	putCtx(c)
+	return v
+}
+
+// EvalExpr evaluates e with MY = ad and TARGET = target (which may be nil).
+func (ad *ClassAd) EvalExpr(e Expr, target *ClassAd) Value {
+	if e.n == nil {
+		return Value{}
+	}
+	if ad == nil {
+		ad = New()
+	}
+	c := getCtx(ad, target)
+	v := e.n.eval(c, ad.root())
+	putCtx(c)
+	return v
+}
+
+// EvalString evaluates name and reports whether it is a string.
+func (ad *ClassAd) EvalString(name string) (string, bool) { return ad.Eval(name).StringValue() }
+
+// EvalInt evaluates name and reports whether it is an integer. Reals are
+// truncated toward zero and booleans give 0 or 1, as HTCondor's EvalInteger.
+func (ad *ClassAd) EvalInt(name string) (int64, bool) {
+	v := ad.Eval(name)
+	if b, ok := v.BoolValue(); ok {
+		if b {
+			return 1, true
+		}
+		return 0, true
+	}
+	return v.IntValue()
+}
+
+// EvalReal evaluates name and reports whether it is a number; integers are
+// converted and booleans give 0 or 1.
+func (ad *ClassAd) EvalReal(name string) (float64, bool) { return toFloat(ad.Eval(name)) }
+
+// EvalBool evaluates name and reports whether it is a boolean. Numbers count
+// as booleans (non-zero is true), as in HTCondor's EvalBool.
+func (ad *ClassAd) EvalBool(name string) (bool, bool) {
+	b, st := truth(ad.Eval(name))
+	return b, st == truthBool
+}
+
+// toFloat converts numbers and booleans to float64.
+func toFloat(v Value) (float64, bool) {
+	switch v.kind {
+	case BoolKind:
+		if v.b() {
+			return 1, true
+		}
+		return 0, true
+	case IntKind:
+		return float64(v.i()), true
+	case RealKind:
+		return v.f(), true
+	}
+	return 0, false
+}
+
+func (n *litNode) eval(*evalCtx, *adRef) Value { return n.v }
+
+func (n *attrNode) eval(c *evalCtx, s *adRef) Value {
+	if n.abs {
+		r := top(s)
+		if i := r.ad.find(n.name, n.hash); i >= 0 {
+			return c.evalAttr(r, i)
+		}
+		return Value{}
+	}
+	if v, ok := c.lookupChain(s, n.name, n.hash); ok {
+		return v
+	}
+	// Not in lexical scope: fall back to the target, as libclassad's
+	// alternate scope does during matching.
+	if t := c.targetOf(s); t != nil {
+		if i := t.find(n.name, n.hash); i >= 0 {
+			return c.evalAttr(t.root(), i)
+		}
+	}
+	return Value{}
+}
+
+// scope returns the ad that the scope word denotes, or nil.
+func (n *scopeNode) scope(c *evalCtx, s *adRef) *adRef {
+	switch n.kind {
+	case scopeSelf:
+		return s
+	case scopeTarget:
+		if t := c.targetOf(s); t != nil {
+			return t.root()
+		}
+	case scopeParent:
+		return s.parent
+	case scopeRoot:
+		return top(s)
+	}
+	return nil
+}
+
+func (n *scopeNode) eval(c *evalCtx, s *adRef) Value {
+	r := n.scope(c, s)
+	if r == nil {
+		return Value{}
+	}
+	return Value{kind: AdKind, ref: r}
+}
+
+func (n *selectNode) eval(c *evalCtx, s *adRef) Value {
+	if sn, ok := n.x.(*scopeNode); ok {
+		// MY.x, TARGET.x: skip building the intermediate value.
+		r := sn.scope(c, s)
+		if r == nil {
+			return Value{}
+		}
+		v, _ := c.lookupChain(r, n.name, n.hash)
+		return v
+	}
+	return c.selectValue(n.x.eval(c, s), n.name, n.hash)
+}
+
+// selectValue evaluates base.name. Selecting from a list selects from each
+// element, so {[a=1],[a=2]}.a is {1,2}.
+func (c *evalCtx) selectValue(base Value, name string, h uint32) Value {
+	switch base.kind {
+	case AdKind:
+		v, _ := c.lookupChain(base.ref.(*adRef), name, h)
+		return v
+	case ListKind:
+		elems := base.ref.(*listValue).elems
+		out := make([]Value, len(elems))
+		for i, e := range elems {
+			out[i] = c.selectValue(e, name, h)
+		}
+		return listOf(out)
+	case UndefinedKind:
+		return Value{}
+	}
+	return Value{kind: ErrorKind}
+}
+
+func (n *indexNode) eval(c *evalCtx, s *adRef) Value {
+	x := n.x.eval(c, s)
+	i := n.i.eval(c, s)
+	if x.kind == ErrorKind || i.kind == ErrorKind {
+		return Value{kind: ErrorKind}
+	}
+	if x.kind == UndefinedKind || i.kind == UndefinedKind {
+		return Value{}
+	}
+	switch {
+	case x.kind == ListKind && i.kind == IntKind:
+		elems := x.ref.(*listValue).elems
+		if k := i.i(); k >= 0 && k < int64(len(elems)) {
+			return elems[k]
+		}
+	case x.kind == AdKind && i.kind == StringKind:
+		v, _ := c.lookupChain(x.ref.(*adRef), i.str, hashName(i.str))
+		return v
+	}
+	return Value{kind: ErrorKind}
+}
+
+func (n *unaryNode) eval(c *evalCtx, s *adRef) Value { return unaryOp(n.op, n.x.eval(c, s)) }
+
+func (n *binaryNode) eval(c *evalCtx, s *adRef) Value {
+	switch n.op {
+	case opAnd:
+		return evalAnd(c, s, n.l, n.r)
+	case opOr:
+		return evalOr(c, s, n.l, n.r)
+	}
+	return binaryOp(n.op, n.l.eval(c, s), n.r.eval(c, s))
+}
+
+func (n *condNode) eval(c *evalCtx, s *adRef) Value {
+	b, st := truth(n.c.eval(c, s))
+	switch {
+	case st == truthUndefined:
+		return Value{}
+	case st == truthError:
+		return Value{kind: ErrorKind}
+	case b:
+		return n.a.eval(c, s)
+	}
+	return n.b.eval(c, s)
+}
+
+func (n *elvisNode) eval(c *evalCtx, s *adRef) Value {
+	if v := n.a.eval(c, s); v.kind != UndefinedKind {
+		return v
+	}
+	return n.b.eval(c, s)
+}
+
+func (n *parenNode) eval(c *evalCtx, s *adRef) Value { return n.x.eval(c, s) }
+
+func (n *listNode) eval(c *evalCtx, s *adRef) Value {
+	out := make([]Value, len(n.elems))
+	for i, e := range n.elems {
+		out[i] = e.eval(c, s)
+	}
+	return listOf(out)
+}
+
+func (n *adNode) eval(_ *evalCtx, s *adRef) Value {
+	return Value{kind: AdKind, ref: &adRef{ad: n.ad, parent: s}}
+}
+
+func (n *callNode) eval(c *evalCtx, s *adRef) Value {
+	if n.fn == nil {
+		return Value{kind: ErrorKind}
+	}
+	return n.fn(c, s, n.args)
+}

@@ -1,0 +1,146 @@
+package classad
+
+// Expr is a parsed, immutable expression. The zero Expr evaluates to
+// undefined.
+type Expr struct {
+	n node
+}
+
+// node is one element of an expression tree. eval must not retain c.
+type node interface {
+	eval(c *evalCtx, s *adRef) Value
+	print(p *printer)
+}
+
+// Literal returns an expression that evaluates to v.
+func Literal(v Value) Expr { return Expr{&litNode{v: v}} }
+
+// String unparses e in new-ClassAd syntax; ParseExpr reads it back as an
+// equivalent expression.
+func (e Expr) String() string {
+	var p printer
+	p.expr(e)
+	return p.String()
+}
+
+// IsZero reports whether e is the zero Expr.
+func (e Expr) IsZero() bool { return e.n == nil }
+
+// AsLiteral returns the value of e if e is a literal.
+func (e Expr) AsLiteral() (Value, bool) {
+	if l, ok := e.n.(*litNode); ok {
+		return l.v, true
+	}
+	return Value{}, false
+}
+
+type op uint8
+
+const (
+	opNone op = iota
+	// binary, by rising precedence class
+	opOr
+	opAnd
+	opBitOr
+	opBitXor
+	opBitAnd
+	opEq
+	opNe
+	opMetaEq // =?=
+	opMetaNe // =!=
+	opIs
+	opIsnt
+	opLt
+	opLe
+	opGt
+	opGe
+	opShl
+	opShr
+	opUshr
+	opAdd
+	opSub
+	opMul
+	opDiv
+	opMod
+	// unary
+	opNeg
+	opPlus
+	opNot
+	opBitNot
+)
+
+var opText = [...]string{
+	opOr: "||", opAnd: "&&", opBitOr: "|", opBitXor: "^", opBitAnd: "&",
+	opEq: "==", opNe: "!=", opMetaEq: "=?=", opMetaNe: "=!=", opIs: "is", opIsnt: "isnt",
+	opLt: "<", opLe: "<=", opGt: ">", opGe: ">=",
+	opShl: "<<", opShr: ">>", opUshr: ">>>",
+	opAdd: "+", opSub: "-", opMul: "*", opDiv: "/", opMod: "%",
+	opNeg: "-", opPlus: "+", opNot: "!", opBitNot: "~",
+}
+
+// litNode is a constant.
+type litNode struct{ v Value }
+
+// attrNode is a bare attribute name, or with abs set, a root reference ".name".
+type attrNode struct {
+	name string
+	hash uint32
+	abs  bool
+}
+
+// scopeKind names the reserved scope words.
+type scopeKind uint8
+
+const (
+	scopeSelf   scopeKind = iota // self, MY
+	scopeTarget                  // TARGET, other
+	scopeParent
+	scopeRoot
+)
+
+// scopeNode is one of self, my, target, other, parent, root.
+type scopeNode struct {
+	kind scopeKind
+	word string // spelling, for printing
+}
+
+// selectNode is x.name.
+type selectNode struct {
+	x    node
+	name string
+	hash uint32
+}
+
+// indexNode is x[i].
+type indexNode struct{ x, i node }
+
+type unaryNode struct {
+	op op
+	x  node
+}
+
+type binaryNode struct {
+	op   op
+	l, r node
+}
+
+// condNode is c ? a : b.
+type condNode struct{ c, a, b node }
+
+// elvisNode is a ?: b.
+type elvisNode struct{ a, b node }
+
+// parenNode keeps source parentheses so that printing reproduces them.
+type parenNode struct{ x node }
+
+type listNode struct{ elems []node }
+
+// adNode is a nested ClassAd literal.
+type adNode struct{ ad *ClassAd }
+
+// callNode is a function call; fn is nil for unknown functions.
+type callNode struct {
+	name string
+	fn   builtin
+	args []node
+}

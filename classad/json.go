@@ -1,0 +1,222 @@
+package classad
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// JSON form, as HTCondor writes it: literals become JSON values (undefined
+// is null, lists arrays, nested ads objects) and any other expression the
+// string "\/Expr(<expression>)\/". Reals keep a decimal point.
+
+// MarshalJSON encodes ad as a JSON object.
+func (ad *ClassAd) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	if err := writeJSONAd(&b, ad); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+func writeJSONAd(b *bytes.Buffer, ad *ClassAd) error {
+	b.WriteByte('{')
+	for i, a := range ad.attrs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		writeJSONString(b, a.name)
+		b.WriteByte(':')
+		if err := writeJSONNode(b, a.expr.n); err != nil {
+			return fmt.Errorf("attribute %s: %w", a.name, err)
+		}
+	}
+	b.WriteByte('}')
+	return nil
+}
+
+func writeJSONNode(b *bytes.Buffer, n node) error {
+	switch n := n.(type) {
+	case nil:
+		b.WriteString("null")
+		return nil
+	case *litNode:
+		if ok, err := writeJSONValue(b, n.v); ok || err != nil {
+			return err
+		}
+	case *listNode:
+		b.WriteByte('[')
+		for i, e := range n.elems {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if err := writeJSONNode(b, e); err != nil {
+				return err
+			}
+		}
+		b.WriteByte(']')
+		return nil
+	case *adNode:
+		return writeJSONAd(b, n.ad)
+	}
+	var p printer
+	n.print(&p)
+	writeJSONString(b, "/Expr("+p.String()+")/")
+	return nil
+}
+
+// writeJSONValue writes v if JSON has a form for it and reports whether it did.
+func writeJSONValue(b *bytes.Buffer, v Value) (bool, error) {
+	switch v.kind {
+	case UndefinedKind:
+		b.WriteString("null")
+	case BoolKind:
+		b.WriteString(strconv.FormatBool(v.b()))
+	case IntKind:
+		b.WriteString(strconv.FormatInt(v.i(), 10))
+	case RealKind:
+		f := v.f()
+		if math.IsInf(f, 0) || math.IsNaN(f) {
+			return false, nil
+		}
+		b.WriteString(formatReal(f))
+	case StringKind:
+		writeJSONString(b, v.str)
+	case ListKind:
+		b.WriteByte('[')
+		for i, e := range v.ref.(*listValue).elems {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if ok, err := writeJSONValue(b, e); err != nil {
+				return false, err
+			} else if !ok {
+				var p printer
+				p.value(e)
+				writeJSONString(b, "/Expr("+p.String()+")/")
+			}
+		}
+		b.WriteByte(']')
+	case AdKind:
+		return true, writeJSONAd(b, v.ref.(*adRef).ad)
+	default:
+		return false, nil
+	}
+	return true, nil
+}
+
+// writeJSONString writes s as a JSON string, escaping '/' as "\/" the way
+// HTCondor does so that the "\/Expr(" marker survives.
+func writeJSONString(b *bytes.Buffer, s string) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // cannot fail for a string
+	out := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	b.Write(bytes.ReplaceAll(out, []byte("/"), []byte(`\/`)))
+}
+
+// UnmarshalJSON replaces ad's contents with the attributes of a JSON object.
+func (ad *ClassAd) UnmarshalJSON(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var raw any
+	if err := dec.Decode(&raw); err != nil {
+		return fmt.Errorf("classad json: %w", err)
+	}
+	obj, ok := raw.(map[string]any)
+	if !ok {
+		return fmt.Errorf("classad json: want an object, have %T", raw)
+	}
+	// encoding/json loses key order; recover it from the input.
+	keys, err := objectKeys(data)
+	if err != nil {
+		return fmt.Errorf("classad json: %w", err)
+	}
+	*ad = ClassAd{}
+	ad.self.ad = ad
+	for _, k := range keys {
+		n, err := jsonNode(obj[k], 0)
+		if err != nil {
+			return fmt.Errorf("classad json: attribute %s: %w", k, err)
+		}
+		ad.Set(k, Expr{n})
+	}
+	return nil
+}
+
+func objectKeys(data []byte) ([]string, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if _, err := dec.Token(); err != nil { // {
+		return nil, err
+	}
+	var keys []string
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, t.(string))
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return nil, err
+		}
+	}
+	return keys, nil
+}
+
+func jsonNode(x any, depth int) (node, error) {
+	if depth > MaxNesting {
+		return nil, fmt.Errorf("nesting deeper than %d levels", MaxNesting)
+	}
+	switch x := x.(type) {
+	case nil:
+		return &litNode{}, nil
+	case bool:
+		return &litNode{v: Bool(x)}, nil
+	case json.Number:
+		if i, err := strconv.ParseInt(string(x), 10, 64); err == nil {
+			return &litNode{v: Int(i)}, nil
+		}
+		f, err := strconv.ParseFloat(string(x), 64)
+		if err != nil {
+			return nil, fmt.Errorf("number %s: %w", x, err)
+		}
+		return &litNode{v: Real(f)}, nil
+	case string:
+		if src, ok := strings.CutPrefix(x, "/Expr("); ok {
+			if src, ok := strings.CutSuffix(src, ")/"); ok {
+				e, err := ParseExpr(src)
+				if err != nil {
+					return nil, err
+				}
+				return e.n, nil
+			}
+		}
+		return &litNode{v: String(x)}, nil
+	case []any:
+		l := &listNode{elems: make([]node, len(x))}
+		for i, e := range x {
+			n, err := jsonNode(e, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			l.elems[i] = n
+		}
+		return l, nil
+	case map[string]any:
+		raw, err := json.Marshal(x)
+		if err != nil {
+			return nil, err
+		}
+		inner := New()
+		if err := inner.UnmarshalJSON(raw); err != nil {
+			return nil, err
+		}
+		return &adNode{ad: inner}, nil
+	}
+	return nil, fmt.Errorf("unexpected JSON value %T", x)
+}

@@ -1,0 +1,333 @@
+package classad
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+type tokKind uint8
+
+const (
+	tEOF tokKind = iota
+	tIdent
+	tInt
+	tReal
+	tString
+	tName  // 'quoted attribute name'
+	tPunct // operators and delimiters; text in tok.text
+)
+
+type token struct {
+	kind tokKind
+	pos  int    // byte offset of the first character
+	text string // identifier, string contents, or punctuation
+	i    int64
+	f    float64
+}
+
+func (t token) describe() string {
+	switch t.kind {
+	case tEOF:
+		return "end of input"
+	case tIdent:
+		return "'" + t.text + "'"
+	case tInt, tReal:
+		return "number"
+	case tString:
+		return "string"
+	case tName:
+		return "quoted name"
+	}
+	return "'" + t.text + "'"
+}
+
+// SyntaxError reports malformed input: where it is and what was expected.
+type SyntaxError struct {
+	Offset int // byte offset in the input
+	Line   int // 1-based
+	Column int // 1-based, in bytes
+	Msg    string
+}
+
+func (e *SyntaxError) Error() string {
+	return fmt.Sprintf("line %d, column %d: %s", e.Line, e.Column, e.Msg)
+}
+
+// lexer turns source into tokens. In old mode a backslash in a string only
+// escapes a double quote, as in HTCondor's old ClassAd syntax.
+type lexer struct {
+	src string
+	pos int
+	old bool
+	err *SyntaxError
+}
+
+func (lx *lexer) errorf(pos int, format string, args ...any) {
+	if lx.err != nil {
+		return
+	}
+	line, col := 1, 1
+	for i := 0; i < pos && i < len(lx.src); i++ {
+		if lx.src[i] == '\n' {
+			line++
+			col = 1
+		} else {
+			col++
+		}
+	}
+	lx.err = &SyntaxError{Offset: pos, Line: line, Column: col, Msg: fmt.Sprintf(format, args...)}
+}
+
+// skip passes over white space and comments.
+func (lx *lexer) skip() {
+	for lx.pos < len(lx.src) {
+		c := lx.src[lx.pos]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
+			lx.pos++
+		case c == '/' && strings.HasPrefix(lx.src[lx.pos:], "//"):
+			if i := strings.IndexByte(lx.src[lx.pos:], '\n'); i >= 0 {
+				lx.pos += i + 1
+			} else {
+				lx.pos = len(lx.src)
+			}
+		case c == '/' && strings.HasPrefix(lx.src[lx.pos:], "/*"):
+			if i := strings.Index(lx.src[lx.pos+2:], "*/"); i >= 0 {
+				lx.pos += i + 4
+			} else {
+				lx.errorf(lx.pos, "unterminated comment")
+				lx.pos = len(lx.src)
+			}
+		default:
+			return
+		}
+	}
+}
+
+func isIdentStart(c byte) bool {
+	return c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+}
+
+func isIdentChar(c byte) bool { return isIdentStart(c) || '0' <= c && c <= '9' }
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// puncts lists multi-character operators longest first.
+var puncts = []string{">>>", "=?=", "=!=", "==", "!=", "<=", ">=", "<<", ">>", "&&", "||"}
+
+func (lx *lexer) next() token {
+	lx.skip()
+	if lx.pos >= len(lx.src) {
+		return token{kind: tEOF, pos: len(lx.src)}
+	}
+	start := lx.pos
+	c := lx.src[start]
+	switch {
+	case isIdentStart(c):
+		for lx.pos < len(lx.src) && isIdentChar(lx.src[lx.pos]) {
+			lx.pos++
+		}
+		return token{kind: tIdent, pos: start, text: lx.src[start:lx.pos]}
+	case isDigit(c) || c == '.' && lx.pos+1 < len(lx.src) && isDigit(lx.src[lx.pos+1]):
+		return lx.number()
+	case c == '"':
+		s, ok := lx.quoted('"')
+		if !ok {
+			return token{kind: tEOF, pos: start}
+		}
+		return token{kind: tString, pos: start, text: s}
+	case c == '\'':
+		s, ok := lx.quoted('\'')
+		if !ok {
+			return token{kind: tEOF, pos: start}
+		}
+		return token{kind: tName, pos: start, text: s}
+	}
+	for _, p := range puncts {
+		if strings.HasPrefix(lx.src[start:], p) {
+			lx.pos += len(p)
+			return token{kind: tPunct, pos: start, text: p}
+		}
+	}
+	if strings.IndexByte("()[]{},;.=+-*/%<>!~&|^?:", c) >= 0 {
+		lx.pos++
+		return token{kind: tPunct, pos: start, text: lx.src[start:lx.pos]}
+	}
+	lx.errorf(start, "unexpected character %q", c)
+	lx.pos = len(lx.src)
+	return token{kind: tEOF, pos: start}
+}
+
+// number scans an integer (decimal, 0x hex, 0 octal) or a real, with an
+// optional B, K, M, G or T factor that makes it a real, as libclassad does.
+func (lx *lexer) number() token {
+	start := lx.pos
+	src := lx.src
+	isReal := false
+	if strings.HasPrefix(src[start:], "0x") || strings.HasPrefix(src[start:], "0X") {
+		lx.pos += 2
+		for lx.pos < len(src) && strings.IndexByte("0123456789abcdefABCDEF", src[lx.pos]) >= 0 {
+			lx.pos++
+		}
+	} else {
+		for lx.pos < len(src) && isDigit(src[lx.pos]) {
+			lx.pos++
+		}
+		if lx.pos < len(src) && src[lx.pos] == '.' {
+			isReal = true
+			lx.pos++
+			for lx.pos < len(src) && isDigit(src[lx.pos]) {
+				lx.pos++
+			}
+		}
+		if lx.pos < len(src) && (src[lx.pos] == 'e' || src[lx.pos] == 'E') {
+			p := lx.pos + 1
+			if p < len(src) && (src[p] == '+' || src[p] == '-') {
+				p++
+			}
+			if p < len(src) && isDigit(src[p]) {
+				isReal = true
+				for p < len(src) && isDigit(src[p]) {
+					p++
+				}
+				lx.pos = p
+			}
+		}
+	}
+	text := src[start:lx.pos]
+	factor := 0.0
+	if lx.pos < len(src) && (lx.pos+1 >= len(src) || !isIdentChar(src[lx.pos+1])) {
+		switch src[lx.pos] {
+		case 'B', 'b':
+			factor = 1
+		case 'K', 'k':
+			factor = 1024
+		case 'M', 'm':
+			factor = 1024 * 1024
+		case 'G', 'g':
+			factor = 1024 * 1024 * 1024
+		case 'T', 't':
+			factor = 1024 * 1024 * 1024 * 1024
+		}
+		if factor != 0 {
+			lx.pos++
+		}
+	}
+	if lx.pos < len(src) && isIdentChar(src[lx.pos]) {
+		lx.errorf(lx.pos, "malformed number %q", src[start:lx.pos+1])
+		return token{kind: tEOF, pos: start}
+	}
+	if isReal || factor != 0 {
+		var f float64
+		if isReal {
+			var err error
+			f, err = strconv.ParseFloat(text, 64)
+			if err != nil && !math.IsInf(f, 0) {
+				lx.errorf(start, "malformed real %q", text)
+				return token{kind: tEOF, pos: start}
+			}
+		} else {
+			i, ok := parseInt(text)
+			if !ok {
+				lx.errorf(start, "integer %q out of range", text)
+				return token{kind: tEOF, pos: start}
+			}
+			f = float64(i)
+		}
+		if factor != 0 {
+			f *= factor
+		}
+		return token{kind: tReal, pos: start, f: f, text: src[start:lx.pos]}
+	}
+	i, ok := parseInt(text)
+	if !ok {
+		lx.errorf(start, "integer %q out of range", text)
+		return token{kind: tEOF, pos: start}
+	}
+	return token{kind: tInt, pos: start, i: i, text: text}
+}
+
+// parseInt reads decimal, 0x hexadecimal and 0-prefixed octal.
+func parseInt(text string) (int64, bool) {
+	base := 10
+	switch {
+	case len(text) > 2 && (text[1] == 'x' || text[1] == 'X'):
+		base, text = 16, text[2:]
+	case len(text) > 1 && text[0] == '0':
+		base, text = 8, text[1:]
+	}
+	u, err := strconv.ParseUint(text, base, 64)
+	if err != nil || base == 10 && u > 1<<63 {
+		return 0, false
+	}
+	// Hex and octal may spell negative numbers; decimal 1<<63 is only
+	// accepted by the parser after a unary minus.
+	return int64(u), true
+}
+
+// quoted scans a string delimited by q, handling C escapes (or, in old mode,
+// only \").
+func (lx *lexer) quoted(q byte) (string, bool) {
+	start := lx.pos
+	lx.pos++
+	var b strings.Builder
+	for {
+		if lx.pos >= len(lx.src) {
+			lx.errorf(start, "unterminated %s", map[byte]string{'"': "string", '\'': "quoted name"}[q])
+			return "", false
+		}
+		c := lx.src[lx.pos]
+		if c == q {
+			lx.pos++
+			return b.String(), true
+		}
+		if c != '\\' || lx.pos+1 >= len(lx.src) {
+			b.WriteByte(c)
+			lx.pos++
+			continue
+		}
+		e := lx.src[lx.pos+1]
+		if lx.old {
+			if e == '"' {
+				b.WriteByte('"')
+				lx.pos += 2
+			} else {
+				b.WriteByte('\\')
+				lx.pos++
+			}
+			continue
+		}
+		lx.pos += 2
+		switch e {
+		case 'n':
+			b.WriteByte('\n')
+		case 't':
+			b.WriteByte('\t')
+		case 'r':
+			b.WriteByte('\r')
+		case 'b':
+			b.WriteByte('\b')
+		case 'f':
+			b.WriteByte('\f')
+		case 'v':
+			b.WriteByte('\v')
+		case 'a':
+			b.WriteByte('\a')
+		case '0', '1', '2', '3', '4', '5', '6', '7':
+			n := int(e - '0')
+			max := 3
+			if e > '3' {
+				max = 2
+			}
+			for k := 1; k < max && lx.pos < len(lx.src) && '0' <= lx.src[lx.pos] && lx.src[lx.pos] <= '7'; k++ {
+				n = n*8 + int(lx.src[lx.pos]-'0')
+				lx.pos++
+			}
+			b.WriteByte(byte(n))
+		default: // \\ \" \' \? and anything else stand for themselves
+			b.WriteByte(e)
+		}
+	}
+}

@@ -1,0 +1,519 @@
+package classad
+
+import (
+	"strings"
+)
+
+// MaxNesting bounds how deeply expressions, lists and ClassAds may nest in
+// parsed input; deeper input is refused with a SyntaxError rather than
+// risking the stack.
+const MaxNesting = 256
+
+type parser struct {
+	lx    lexer
+	tok   token
+	depth int
+}
+
+func newParser(src string, old bool) *parser {
+	p := &parser{lx: lexer{src: src, old: old}}
+	p.advance()
+	return p
+}
+
+func (p *parser) advance() { p.tok = p.lx.next() }
+
+func (p *parser) failed() bool { return p.lx.err != nil }
+
+func (p *parser) errorf(format string, args ...any) {
+	p.lx.errorf(p.tok.pos, format, args...)
+	p.tok = token{kind: tEOF, pos: p.tok.pos}
+}
+
+func (p *parser) isPunct(s string) bool { return p.tok.kind == tPunct && p.tok.text == s }
+
+func (p *parser) expect(s string, what string) {
+	if !p.isPunct(s) {
+		p.errorf("expected '%s' %s, found %s", s, what, p.tok.describe())
+		return
+	}
+	p.advance()
+}
+
+func (p *parser) enter() bool {
+	p.depth++
+	if p.depth > MaxNesting {
+		p.errorf("nesting deeper than %d levels", MaxNesting)
+		return false
+	}
+	return true
+}
+
+func (p *parser) leave() { p.depth-- }
+
+var errNode = &litNode{v: Value{kind: ErrorKind}}
+
+// ParseExpr parses one expression in new-ClassAd syntax.
+func ParseExpr(src string) (Expr, error) {
+	p := newParser(src, false)
+	n := p.expr()
+	if !p.failed() && p.tok.kind != tEOF {
+		p.errorf("expected operator or end of input, found %s", p.tok.describe())
+	}
+	if p.failed() {
+		return Expr{}, p.lx.err
+	}
+	return Expr{n}, nil
+}
+
+// Parse parses a ClassAd in new syntax: "[ a = 1; b = a + 1 ]". As a
+// leniency the semicolons between attributes may be left out, so ads printed
+// one attribute per line (as in Condor papers) are read too.
+func Parse(src string) (*ClassAd, error) {
+	p := newParser(src, false)
+	if !p.isPunct("[") {
+		p.errorf("expected '[' to start a ClassAd, found %s", p.tok.describe())
+		return nil, p.lx.err
+	}
+	ad := p.classad()
+	if !p.failed() && p.tok.kind != tEOF {
+		p.errorf("expected end of input after ClassAd, found %s", p.tok.describe())
+	}
+	if p.failed() {
+		return nil, p.lx.err
+	}
+	return ad, nil
+}
+
+// ParseOld parses a ClassAd in old syntax: one "Name = Expr" per line. Blank
+// lines and lines starting with # are ignored. In strings a backslash escapes
+// only a double quote.
+func ParseOld(src string) (*ClassAd, error) {
+	ad := New()
+	lineNo, off := 0, 0
+	for off < len(src) {
+		lineNo++
+		end := strings.IndexByte(src[off:], '\n')
+		var line string
+		if end < 0 {
+			line, end = src[off:], len(src)
+		} else {
+			line, end = src[off:off+end], off+end+1
+		}
+		start := off
+		off = end
+		trimmed := strings.TrimSpace(line)
+		if trimmed == "" || trimmed[0] == '#' {
+			continue
+		}
+		p := newParser(line, true)
+		name, ok := p.attrName()
+		if ok {
+			p.expect("=", "after attribute name")
+		}
+		var n node
+		if !p.failed() {
+			n = p.expr()
+			if !p.failed() && p.tok.kind != tEOF {
+				p.errorf("expected end of line, found %s", p.tok.describe())
+			}
+		}
+		if p.failed() {
+			e := p.lx.err
+			return nil, &SyntaxError{Offset: start + e.Offset, Line: lineNo, Column: e.Column, Msg: e.Msg}
+		}
+		ad.Set(name, Expr{n})
+	}
+	return ad, nil
+}
+
+// attrName reads an attribute name: an identifier that is not a reserved
+// word, or a 'quoted name'.
+func (p *parser) attrName() (string, bool) {
+	switch p.tok.kind {
+	case tIdent:
+		if isKeyword(p.tok.text) {
+			p.errorf("expected attribute name, found reserved word %s", p.tok.describe())
+			return "", false
+		}
+		name := p.tok.text
+		p.advance()
+		return name, true
+	case tName:
+		name := p.tok.text
+		p.advance()
+		return name, true
+	}
+	p.errorf("expected attribute name, found %s", p.tok.describe())
+	return "", false
+}
+
+// isKeyword reports whether s is a literal or operator word.
+func isKeyword(s string) bool {
+	switch {
+	case equalFold(s, "true"), equalFold(s, "false"), equalFold(s, "undefined"),
+		equalFold(s, "error"), equalFold(s, "is"), equalFold(s, "isnt"):
+		return true
+	}
+	return false
+}
+
+// classad parses "[ name = expr; ... ]"; the current token is '['.
+func (p *parser) classad() *ClassAd {
+	ad := New()
+	if !p.enter() {
+		return ad
+	}
+	defer p.leave()
+	p.advance()
+	for !p.failed() && !p.isPunct("]") {
+		name, ok := p.attrName()
+		if !ok {
+			break
+		}
+		p.expect("=", "after attribute name")
+		n := p.expr()
+		if p.failed() {
+			break
+		}
+		ad.Set(name, Expr{n})
+		switch {
+		case p.isPunct(";"):
+			p.advance()
+		case p.isPunct("]"), p.tok.kind == tIdent, p.tok.kind == tName:
+		default:
+			p.errorf("expected ';' or ']' after attribute %s, found %s", name, p.tok.describe())
+		}
+	}
+	p.expect("]", "to close ClassAd")
+	return ad
+}
+
+// expr parses a conditional expression, the lowest precedence level.
+func (p *parser) expr() node {
+	if !p.enter() {
+		return errNode
+	}
+	defer p.leave()
+	c := p.binary(1)
+	if !p.isPunct("?") {
+		return c
+	}
+	p.advance()
+	if p.isPunct(":") {
+		p.advance()
+		return &elvisNode{a: c, b: p.expr()}
+	}
+	a := p.expr()
+	p.expect(":", "in conditional expression")
+	if p.failed() {
+		return errNode
+	}
+	return &condNode{c: c, a: a, b: p.expr()}
+}
+
+const maxLevel = 10
+
+// binop returns the binary operator at precedence level, or opNone.
+func (p *parser) binop(level int) op {
+	t := p.tok
+	if t.kind == tIdent && level == 6 {
+		switch {
+		case equalFold(t.text, "is"):
+			return opIs
+		case equalFold(t.text, "isnt"):
+			return opIsnt
+		}
+		return opNone
+	}
+	if t.kind != tPunct {
+		return opNone
+	}
+	switch level {
+	case 1:
+		if t.text == "||" {
+			return opOr
+		}
+	case 2:
+		if t.text == "&&" {
+			return opAnd
+		}
+	case 3:
+		if t.text == "|" {
+			return opBitOr
+		}
+	case 4:
+		if t.text == "^" {
+			return opBitXor
+		}
+	case 5:
+		if t.text == "&" {
+			return opBitAnd
+		}
+	case 6:
+		switch t.text {
+		case "==":
+			return opEq
+		case "!=":
+			return opNe
+		case "=?=":
+			return opMetaEq
+		case "=!=":
+			return opMetaNe
+		}
+	case 7:
+		switch t.text {
+		case "<":
+			return opLt
+		case "<=":
+			return opLe
+		case ">":
+			return opGt
+		case ">=":
+			return opGe
+		}
+	case 8:
+		switch t.text {
+		case "<<":
+			return opShl
+		case ">>":
+			return opShr
+		case ">>>":
+			return opUshr
+		}
+	case 9:
+		switch t.text {
+		case "+":
+			return opAdd
+		case "-":
+			return opSub
+		}
+	case 10:
+		switch t.text {
+		case "*":
+			return opMul
+		case "/":
+			return opDiv
+		case "%":
+			return opMod
+		}
+	}
+	return opNone
+}
+
+func (p *parser) binary(level int) node {
+	if level > maxLevel {
+		return p.unary()
+	}
+	l := p.binary(level + 1)
+	for !p.failed() {
+		o := p.binop(level)
+		if o == opNone {
+			break
+		}
+		p.advance()
+		r := p.binary(level + 1)
+		l = &binaryNode{op: o, l: l, r: r}
+	}
+	return l
+}
+
+func (p *parser) unary() node {
+	var o op
+	if p.tok.kind == tPunct {
+		switch p.tok.text {
+		case "-":
+			o = opNeg
+		case "+":
+			o = opPlus
+		case "!":
+			o = opNot
+		case "~":
+			o = opBitNot
+		}
+	}
+	if o == opNone {
+		return p.postfix(p.primary())
+	}
+	if !p.enter() {
+		return errNode
+	}
+	defer p.leave()
+	p.advance()
+	if o == opNeg && (p.tok.kind == tInt || p.tok.kind == tReal) {
+		// Fold a negative number literal, so that the most negative
+		// integer can be written and every printed number reads back.
+		t := p.tok
+		p.advance()
+		if !p.isPunct(".") && !p.isPunct("[") {
+			if t.kind == tInt {
+				return &litNode{v: Int(-t.i)}
+			}
+			return &litNode{v: Real(-t.f)}
+		}
+		return &unaryNode{op: o, x: p.postfix(p.number(t))}
+	}
+	return &unaryNode{op: o, x: p.unary()}
+}
+
+func (p *parser) number(t token) node {
+	if t.kind == tInt {
+		if t.i < 0 && t.text[0] != '0' {
+			p.lx.errorf(t.pos, "integer %q out of range", t.text)
+		}
+		return &litNode{v: Int(t.i)}
+	}
+	return &litNode{v: Real(t.f)}
+}
+
+func (p *parser) postfix(x node) node {
+	for !p.failed() {
+		switch {
+		case p.isPunct("."):
+			p.advance()
+			name, ok := p.selectName()
+			if !ok {
+				return errNode
+			}
+			x = &selectNode{x: x, name: name, hash: hashName(name)}
+		case p.isPunct("["):
+			if !p.enter() {
+				return errNode
+			}
+			p.advance()
+			i := p.expr()
+			p.expect("]", "to close subscript")
+			p.leave()
+			x = &indexNode{x: x, i: i}
+		default:
+			return x
+		}
+	}
+	return x
+}
+
+// selectName reads the name after '.'; any identifier or quoted name will do.
+func (p *parser) selectName() (string, bool) {
+	if p.tok.kind == tIdent || p.tok.kind == tName {
+		name := p.tok.text
+		p.advance()
+		return name, true
+	}
+	p.errorf("expected attribute name after '.', found %s", p.tok.describe())
+	return "", false
+}
+
+var scopeWords = []struct {
+	word string
+	kind scopeKind
+}{
+	{"self", scopeSelf}, {"my", scopeSelf}, {"target", scopeTarget},
+	{"other", scopeTarget}, {"parent", scopeParent}, {"root", scopeRoot},
+}
+
+func scopeWord(s string) (scopeKind, bool) {
+	for _, w := range scopeWords {
+		if equalFold(s, w.word) {
+			return w.kind, true
+		}
+	}
+	return 0, false
+}
+
+func (p *parser) primary() node {
+	t := p.tok
+	switch t.kind {
+	case tInt, tReal:
+		p.advance()
+		return p.number(t)
+	case tString:
+		p.advance()
+		return &litNode{v: String(t.text)}
+	case tName:
+		p.advance()
+		return &attrNode{name: t.text, hash: hashName(t.text)}
+	case tIdent:
+		p.advance()
+		switch {
+		case equalFold(t.text, "true"):
+			return &litNode{v: Bool(true)}
+		case equalFold(t.text, "false"):
+			return &litNode{v: Bool(false)}
+		case equalFold(t.text, "undefined"):
+			return &litNode{v: Undefined()}
+		case equalFold(t.text, "error"):
+			return &litNode{v: Error()}
+		case equalFold(t.text, "is"), equalFold(t.text, "isnt"):
+			p.lx.errorf(t.pos, "expected expression, found '%s'", t.text)
+			return errNode
+		}
+		if p.isPunct("(") {
+			return p.call(t.text)
+		}
+		if k, ok := scopeWord(t.text); ok {
+			return &scopeNode{kind: k, word: t.text}
+		}
+		return &attrNode{name: t.text, hash: hashName(t.text)}
+	case tPunct:
+		switch t.text {
+		case ".":
+			p.advance()
+			name, ok := p.selectName()
+			if !ok {
+				return errNode
+			}
+			return &attrNode{name: name, hash: hashName(name), abs: true}
+		case "(":
+			if !p.enter() {
+				return errNode
+			}
+			defer p.leave()
+			p.advance()
+			x := p.expr()
+			p.expect(")", "to close parenthesis")
+			return &parenNode{x: x}
+		case "{":
+			return p.list()
+		case "[":
+			return &adNode{ad: p.classad()}
+		}
+	}
+	p.errorf("expected expression, found %s", t.describe())
+	return errNode
+}
+
+func (p *parser) list() node {
+	if !p.enter() {
+		return errNode
+	}
+	defer p.leave()
+	p.advance()
+	l := &listNode{}
+	for !p.failed() && !p.isPunct("}") {
+		l.elems = append(l.elems, p.expr())
+		if !p.isPunct(",") {
+			break
+		}
+		p.advance()
+	}
+	p.expect("}", "to close list")
+	return l
+}
+
+func (p *parser) call(name string) node {
+	if !p.enter() {
+		return errNode
+	}
+	defer p.leave()
+	p.advance() // (
+	c := &callNode{name: name, fn: lookupBuiltin(name)}
+	for !p.failed() && !p.isPunct(")") {
+		c.args = append(c.args, p.expr())
+		if !p.isPunct(",") {
+			break
+		}
+		p.advance()
+	}
+	p.expect(")", "to close argument list of "+name)
+	return c
+}
