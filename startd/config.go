@@ -1,0 +1,111 @@
+package startd
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"harrier.dev/harrier/classad"
+)
+
+// Config is everything a startd is told at start-up. The zero values of the
+// optional fields select the documented defaults.
+type Config struct {
+	// Name is the machine's name in the pool (Machine, and the "@name"
+	// part of each slot's Name). Default: the host name.
+	Name   string
+	Logger *slog.Logger // default slog.Default()
+	// TLS serves the Startd service; ClientTLS is used to reach the
+	// matchmaker. Both are required.
+	TLS, ClientTLS *tls.Config
+	// MatchmakerAddr is the collector's address (required).
+	MatchmakerAddr string
+	// AdvertiseAddr is the ip:port advertised as StartdAddr; it must be the
+	// listener's address as the matchmaker and agents reach it. Default:
+	// the listener's own address.
+	AdvertiseAddr string
+	// Start and Rank are the owner's START and RANK ClassAd expressions.
+	// Defaults: "true" and "0".
+	Start, Rank string
+	// NumSlots is the number of slots; each gets an even share of the
+	// machine's CPUs, memory and disk. Default 1.
+	NumSlots int
+	// ExecuteDir holds the jobs' scratch directories and the starter logs
+	// (required; created if missing).
+	ExecuteDir string
+	// AdvertiseInterval is how often ads are refreshed; each ad's lease is
+	// three intervals. Default 10 s.
+	AdvertiseInterval time.Duration
+	// StarterCommand is the argv that runs a starter (required).
+	StarterCommand []string
+	// CertFile, KeyFile and CAFile are handed to each starter so that it
+	// can reach its shadow over mutual TLS.
+	CertFile, KeyFile, CAFile string
+}
+
+const (
+	defaultAdvertiseInterval = 10 * time.Second
+	// matchTimeout is how long a Matched slot waits for its claim.
+	matchTimeout = 60 * time.Second
+	// killGrace is how long a starter has between SIGTERM and SIGKILL.
+	killGrace = 5 * time.Second
+)
+
+// withDefaults checks cfg and fills in its defaults. START and RANK must
+// parse; the error names the configuration key.
+func (cfg Config) withDefaults() (Config, error) {
+	var errs []error
+	if cfg.Name == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("no name configured and no host name: %w", err))
+		}
+		cfg.Name = h
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.TLS == nil || cfg.ClientTLS == nil {
+		errs = append(errs, errors.New("TLS and client TLS configurations are required"))
+	}
+	if cfg.MatchmakerAddr == "" {
+		errs = append(errs, errors.New("no matchmaker address"))
+	}
+	if cfg.Start == "" {
+		cfg.Start = "true"
+	}
+	if cfg.Rank == "" {
+		cfg.Rank = "0"
+	}
+	if _, err := classad.ParseExpr(cfg.Start); err != nil {
+		errs = append(errs, fmt.Errorf("START: %w", err))
+	}
+	if _, err := classad.ParseExpr(cfg.Rank); err != nil {
+		errs = append(errs, fmt.Errorf("RANK: %w", err))
+	}
+	if cfg.NumSlots == 0 {
+		cfg.NumSlots = 1
+	}
+	if cfg.NumSlots < 0 {
+		errs = append(errs, fmt.Errorf("number of slots %d is negative", cfg.NumSlots))
+	}
+	if cfg.ExecuteDir == "" {
+		errs = append(errs, errors.New("no execute directory"))
+	}
+	if cfg.AdvertiseInterval == 0 {
+		cfg.AdvertiseInterval = defaultAdvertiseInterval
+	}
+	if cfg.AdvertiseInterval < time.Second {
+		errs = append(errs, fmt.Errorf("advertise interval %v is shorter than a second", cfg.AdvertiseInterval))
+	}
+	if len(cfg.StarterCommand) == 0 {
+		errs = append(errs, errors.New("no starter command"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return cfg, fmt.Errorf("startd configuration: %w", err)
+	}
+	return cfg, nil
+}

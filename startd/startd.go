@@ -1,0 +1,178 @@
+package startd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"harrier.dev/harrier/wire"
+)
+
+// Startd is an execute machine's daemon. Create it with New and run it with
+// Serve.
+type Startd struct {
+	cfg     Config
+	log     *slog.Logger
+	measure measurer
+	// matchTimeout and killGrace are fields so that tests can shorten them.
+	matchTimeout time.Duration
+	killGrace    time.Duration
+
+	// changed wakes the advertiser after a state change.
+	changed chan struct{}
+	// runs counts the goroutines waiting for starters.
+	runs sync.WaitGroup
+
+	mu    sync.Mutex
+	slots []*slot // guarded by mu, as is everything in each slot
+	// addr is StartdAddr; set by Serve before any ad is built.
+	addr string
+	// version is HarrierVersion.
+	version string
+}
+
+// New checks cfg, prepares the execute directory (removing scratch
+// directories a crashed startd left behind) and returns a Startd. Errors
+// in the START or RANK expressions name the key and the position.
+func New(cfg Config) (*Startd, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.ExecuteDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create execute directory: %w", err)
+	}
+	if err := removeScratch(cfg.ExecuteDir); err != nil {
+		return nil, err
+	}
+	s := &Startd{
+		cfg:          cfg,
+		log:          cfg.Logger.With("daemon", "startd", "name", cfg.Name),
+		measure:      measureHost(cfg.ExecuteDir),
+		matchTimeout: matchTimeout,
+		killGrace:    killGrace,
+		changed:      make(chan struct{}, 1),
+		version:      version(),
+	}
+	now := time.Now()
+	for i := range cfg.NumSlots {
+		s.slots = append(s.slots, newSlot(i+1, cfg.Name, now))
+	}
+	return s, nil
+}
+
+// Serve serves the Startd service on lis and keeps the machine ads
+// advertised until ctx is done. Then it stops serving, kills the starters
+// still running, withdraws its ads and returns nil. It returns an error
+// only if serving failed. Serve must be called once.
+func (s *Startd) Serve(ctx context.Context, lis net.Listener) error {
+	s.mu.Lock()
+	s.addr = s.cfg.AdvertiseAddr
+	if s.addr == "" {
+		s.addr = lis.Addr().String()
+	}
+	s.mu.Unlock()
+
+	conn, err := wire.Dial(s.cfg.MatchmakerAddr, s.cfg.ClientTLS)
+	if err != nil {
+		return fmt.Errorf("startd: %w", err)
+	}
+	defer conn.Close()
+	collector := wire.NewCollectorClient(conn)
+
+	// The advertiser also stops when serving fails.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	srv := grpc.NewServer(wire.ServerOptions(s.cfg.TLS)...)
+	wire.RegisterStartdServer(srv, &endpoint{s: s})
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(lis) }()
+
+	advDone := make(chan struct{})
+	go func() {
+		defer close(advDone)
+		s.advertiseLoop(ctx, collector)
+	}()
+	s.log.Info("startd serving", "addr", s.addr, "slots", len(s.slots))
+
+	var failed error
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		if !errors.Is(err, grpc.ErrServerStopped) {
+			failed = fmt.Errorf("startd: serve: %w", err)
+		}
+	}
+	cancel()
+	srv.Stop()
+	s.killAll()
+	s.runs.Wait()
+	<-advDone
+	s.invalidate(context.WithoutCancel(ctx), collector)
+	s.log.Info("startd stopped")
+	return failed
+}
+
+// killAll kills every running starter and waits until they are gone.
+func (s *Startd) killAll() {
+	var wg sync.WaitGroup
+	s.mu.Lock()
+	for _, sl := range s.slots {
+		if b, ok := sl.phase.(claimedBusy); ok {
+			wg.Go(func() { b.run.kill(s.killGrace) })
+		}
+	}
+	s.mu.Unlock()
+	wg.Wait()
+}
+
+// notify wakes the advertiser; a pending wake-up covers any number of
+// changes.
+func (s *Startd) notify() {
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
+}
+
+// slotByName returns the slot with the given full or short name.
+func (s *Startd) slotByName(name string) *slot {
+	for _, sl := range s.slots {
+		if sl.name == name || sl.short() == name {
+			return sl
+		}
+	}
+	return nil
+}
+
+// slotByClaim returns the slot holding claim id, with the claim.
+func (s *Startd) slotByClaim(id string) (*slot, *claim) {
+	for _, sl := range s.slots {
+		if c := claimOf(sl.phase); c != nil && c.id == id {
+			return sl, c
+		}
+	}
+	return nil, nil
+}
+
+// move changes a slot's phase, logs it and wakes the advertiser. Callers
+// check that the move is legal first (they need to answer the peer in
+// their own terms); a refused move is a bug in this package and is logged
+// as one. It must be called with s.mu held.
+func (s *Startd) move(sl *slot, next phase) {
+	from := sl.phase.status()
+	if err := sl.moveTo(next, time.Now()); err != nil {
+		s.log.Error("BUG: slot state machine", "err", err)
+		return
+	}
+	s.log.Info("slot changed", "slot", sl.name, "from", from.String(), "to", next.status().String())
+	s.notify()
+}

@@ -1,0 +1,233 @@
+package startd
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/starter"
+	"harrier.dev/harrier/wire"
+)
+
+// endpoint implements the Startd service of the wire protocol.
+type endpoint struct {
+	wire.UnimplementedStartdServer
+	s *Startd
+}
+
+// Matched puts an Unclaimed slot into Matched, where it waits for a claim
+// with the same id; if none comes within the match timeout it goes back to
+// Unclaimed.
+func (e *endpoint) Matched(_ context.Context, req *wire.StartdMatchedRequest) (*wire.StartdMatchedReply, error) {
+	s := e.s
+	if req.ClaimId == "" {
+		return nil, status.Error(codes.InvalidArgument, "matched: empty claim id")
+	}
+	if _, err := parseJobAd(req.JobAd); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sl := s.slotByName(req.Slot)
+	if sl == nil {
+		return nil, status.Errorf(codes.NotFound, "matched: no slot %q", req.Slot)
+	}
+	if _, ok := sl.phase.(unclaimed); !ok {
+		return nil, status.Errorf(codes.FailedPrecondition, "matched: %s is %s, not %s", sl.name, sl.phase.status(), unclaimed{}.status())
+	}
+	m := matched{claimID: req.ClaimId}
+	s.move(sl, m)
+	time.AfterFunc(s.matchTimeout, func() { s.expireMatch(sl, m.claimID) })
+	return &wire.StartdMatchedReply{}, nil
+}
+
+// expireMatch returns sl to Unclaimed if it still waits for claimID.
+func (s *Startd) expireMatch(sl *slot, claimID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m, ok := sl.phase.(matched); ok && m.claimID == claimID {
+		s.log.Info("match not claimed in time", "slot", sl.name)
+		s.move(sl, unclaimed{})
+	}
+}
+
+// RequestClaim claims a Matched slot for an agent if the claim id is the
+// one the negotiator gave and the match still holds on a fresh measurement
+// of the machine. A refusal is a reply, not an error, so that the agent can
+// record why.
+func (e *endpoint) RequestClaim(_ context.Context, req *wire.RequestClaimRequest) (*wire.RequestClaimReply, error) {
+	s := e.s
+	job, err := parseJobAd(req.JobAd)
+	if err != nil {
+		return nil, err
+	}
+	m, err := s.measure()
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "request claim: measure machine: %v", err)
+	}
+	now := time.Now()
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sl := s.slotByName(req.Slot)
+	if sl == nil {
+		return nil, status.Errorf(codes.NotFound, "request claim: no slot %q", req.Slot)
+	}
+	mp, ok := sl.phase.(matched)
+	if !ok {
+		return refuse("%s is %s, not %s", sl.name, sl.phase.status(), matched{}.status()), nil
+	}
+	// A wrong id does not undo the match: it is not the matched agent
+	// asking, and the matched one may still come.
+	if mp.claimID != req.ClaimId {
+		return refuse("%s is matched under another claim id", sl.name), nil
+	}
+	ad, err := machineAd(s.adConfig(), m, sl.view(), now)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "request claim: %v", err)
+	}
+	if !classad.Match(job, ad) {
+		s.move(sl, unclaimed{})
+		return refuse("the match no longer holds: %s or the job's requirements are false", sl.name), nil
+	}
+	c := &claim{id: req.ClaimId, agent: req.Agent, owner: evalString(job, "Owner"), jobID: jobID(job)}
+	s.move(sl, claimedIdle{claim: c})
+	ad, err = machineAd(s.adConfig(), m, sl.view(), now)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "request claim: %v", err)
+	}
+	return &wire.RequestClaimReply{Accepted: true, MachineAd: ad.String()}, nil
+}
+
+func refuse(format string, args ...any) *wire.RequestClaimReply {
+	return &wire.RequestClaimReply{Reason: fmt.Sprintf(format, args...)}
+}
+
+// ActivateClaim starts a starter for the job on a Claimed/Idle slot, which
+// becomes Claimed/Busy until the starter exits.
+func (e *endpoint) ActivateClaim(_ context.Context, req *wire.ActivateClaimRequest) (*wire.ActivateClaimReply, error) {
+	s := e.s
+	if _, err := parseJobAd(req.JobAd); err != nil {
+		return nil, err
+	}
+	if req.ShadowAddr == "" {
+		return nil, status.Error(codes.InvalidArgument, "activate claim: no shadow address")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sl, c := s.slotByClaim(req.ClaimId)
+	if sl == nil {
+		return nil, status.Error(codes.NotFound, "activate claim: unknown claim id")
+	}
+	if _, ok := sl.phase.(claimedIdle); !ok {
+		return nil, status.Errorf(codes.FailedPrecondition, "activate claim: %s is %s, not %s", sl.name, sl.phase.status(), claimedIdle{}.status())
+	}
+	spec := starter.Spec{
+		Slot:       sl.name,
+		Host:       s.cfg.Name,
+		ClaimID:    c.id,
+		JobAd:      req.JobAd,
+		ShadowAddr: req.ShadowAddr,
+		Secret:     req.Secret,
+		CertFile:   s.cfg.CertFile,
+		KeyFile:    s.cfg.KeyFile,
+		CAFile:     s.cfg.CAFile,
+	}
+	r, err := startStarter(s.cfg.StarterCommand, s.cfg.ExecuteDir, sl.short(), spec)
+	if err != nil {
+		s.log.Error("start starter", "slot", sl.name, "err", err)
+		return nil, status.Errorf(codes.Internal, "activate claim: %v", err)
+	}
+	s.move(sl, claimedBusy{claim: c, run: r})
+	s.log.Info("starter started", "slot", sl.name, "pid", r.cmd.Process.Pid, "scratch", r.scratch)
+	s.runs.Go(func() { s.reap(sl, r) })
+	return &wire.ActivateClaimReply{}, nil
+}
+
+// reap waits for a starter to exit and, unless its claim is being
+// released, returns the slot to Claimed/Idle for the agent to reuse.
+func (s *Startd) reap(sl *slot, r *run) {
+	r.wait()
+	s.log.Info("starter exited", "slot", sl.name, "status", exitStatus(r.err))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b, ok := sl.phase.(claimedBusy); ok && b.run == r {
+		s.move(sl, claimedIdle{claim: b.claim})
+	}
+}
+
+// ReleaseClaim ends a claim: a running starter is killed (SIGTERM, SIGKILL
+// after a grace period) and its scratch directory removed before the slot
+// becomes Unclaimed. It returns when that is done.
+func (e *endpoint) ReleaseClaim(_ context.Context, req *wire.ReleaseClaimRequest) (*wire.ReleaseClaimReply, error) {
+	s := e.s
+	s.mu.Lock()
+	sl, c := s.slotByClaim(req.ClaimId)
+	if sl == nil {
+		s.mu.Unlock()
+		return nil, status.Error(codes.NotFound, "release claim: unknown claim id")
+	}
+	var r *run
+	switch p := sl.phase.(type) {
+	case claimedBusy:
+		r = p.run
+		s.move(sl, preemptingKilling{claim: c, run: r})
+	case preemptingKilling:
+		r = p.run // released twice: wait for the first
+	}
+	s.mu.Unlock()
+
+	if r != nil {
+		r.kill(s.killGrace)
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch sl.phase.(type) {
+	case claimedIdle, preemptingKilling:
+		if claimOf(sl.phase) == c {
+			s.move(sl, unclaimed{})
+		}
+	}
+	return &wire.ReleaseClaimReply{}, nil
+}
+
+// parseJobAd parses a job ad sent by a peer; a malformed one is the
+// caller's error.
+func parseJobAd(text string) (*classad.ClassAd, error) {
+	ad, err := classad.Parse(text)
+	if err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "job ad: %v", err)
+	}
+	return ad, nil
+}
+
+// jobID returns the job's "cluster.proc" id from JobId or ClusterId and
+// ProcId, or "".
+func jobID(job *classad.ClassAd) string {
+	if id := evalString(job, "JobId"); id != "" {
+		return id
+	}
+	c, ok1 := job.EvalInt("ClusterId")
+	p, ok2 := job.EvalInt("ProcId")
+	if ok1 && ok2 {
+		return fmt.Sprintf("%d.%d", c, p)
+	}
+	return ""
+}
+
+func evalString(ad *classad.ClassAd, name string) string {
+	v, _ := ad.EvalString(name)
+	return v
+}
+
+func exitStatus(err error) string {
+	if err == nil {
+		return "exit 0"
+	}
+	return err.Error()
+}

@@ -1,0 +1,392 @@
+package startd
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/starter"
+	"harrier.dev/harrier/wire"
+)
+
+// starterScript records the spec and working directory it was given in
+// the directory named by its first argument, then runs until the test
+// creates the file "go" there, so that the test decides when the starter
+// exits.
+const starterScript = `cat > "$1/spec.json"; pwd > "$1/cwd.tmp"; mv "$1/cwd.tmp" "$1/cwd"
+while [ ! -e "$1/go" ]; do sleep 0.05; done`
+
+const jobAd = `[ MyType = "Job"; ClusterId = 7; ProcId = 0; Owner = "alice"; Requirements = TARGET.Arch =!= undefined && TARGET.Cpus >= 1 ]`
+
+// harness is a startd serving over TLS on 127.0.0.1, a fake collector it
+// advertises to, and a client of its Startd service.
+type harness struct {
+	s         *Startd
+	collector *fakeCollector
+	client    wire.StartdClient
+	addr      string
+	execDir   string
+	outDir    string
+	// idle is the keyboard idle time the startd measures, in seconds.
+	idle   atomic.Int64
+	cancel context.CancelFunc
+	served chan error
+}
+
+// newHarness starts a startd whose START is "KeyboardIdle > 60"; the
+// keyboard starts idle. tweak may adjust the startd before it serves.
+func newHarness(t *testing.T, tweak func(*Startd)) *harness {
+	t.Helper()
+	serverTLS, clientTLS := testTLS(t)
+	collector, collectorAddr := startCollector(t, serverTLS)
+	h := &harness{collector: collector, execDir: t.TempDir(), outDir: t.TempDir(), served: make(chan error, 1)}
+	h.idle.Store(3600)
+
+	// A scratch directory left by a crashed startd, and a log to keep.
+	if err := os.MkdirAll(filepath.Join(h.execDir, "scratch.slot1.old", "sub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{
+		Name:           "exec1",
+		Logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
+		TLS:            serverTLS,
+		ClientTLS:      clientTLS,
+		MatchmakerAddr: collectorAddr,
+		Start:          "KeyboardIdle > 60",
+		Rank:           "TARGET.Owner == \"alice\"",
+		ExecuteDir:     h.execDir,
+		StarterCommand: []string{"/bin/sh", "-c", starterScript, "starter", h.outDir},
+		CertFile:       "/pool/exec1.crt",
+		KeyFile:        "/pool/exec1.key",
+		CAFile:         "/pool/ca.crt",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(h.execDir, "scratch.slot1.old")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("leftover scratch directory not removed: %v", err)
+	}
+	real := s.measure
+	s.measure = func() (machine, error) {
+		m, err := real()
+		m.idle = time.Duration(h.idle.Load()) * time.Second
+		return m, err
+	}
+	if tweak != nil {
+		tweak(s)
+	}
+	h.s = s
+
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.addr = lis.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	go func() { h.served <- s.Serve(ctx, lis) }()
+	t.Cleanup(func() { h.stop(t) })
+
+	conn, err := wire.Dial(h.addr, clientTLS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	h.client = wire.NewStartdClient(conn)
+	return h
+}
+
+// stop shuts the startd down and waits for Serve to return.
+func (h *harness) stop(t *testing.T) {
+	if h.cancel == nil {
+		return
+	}
+	h.cancel()
+	h.cancel = nil
+	if err := <-h.served; err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+}
+
+func wantCode(t *testing.T, err error, code codes.Code) {
+	t.Helper()
+	if status.Code(err) != code {
+		t.Errorf("got %v, want code %v", err, code)
+	}
+}
+
+func adString(t *testing.T, ad *classad.ClassAd, name string) string {
+	t.Helper()
+	v, ok := ad.EvalString(name)
+	if !ok {
+		t.Errorf("ad has no string %s: %s", name, ad)
+	}
+	return v
+}
+
+func adInt(t *testing.T, ad *classad.ClassAd, name string) int64 {
+	t.Helper()
+	v, ok := ad.EvalInt(name)
+	if !ok {
+		t.Errorf("ad has no integer %s: %s", name, ad)
+	}
+	return v
+}
+
+// waitFile waits until the starter script has written name.
+func (h *harness) waitFile(t *testing.T, name string) []byte {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, err := os.ReadFile(filepath.Join(h.outDir, name))
+		if err == nil {
+			return b
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("starter never wrote %s: %v", name, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func scratchDirs(t *testing.T, dir string) []string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(dir, scratchPrefix+"*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestClaimLifecycle(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := t.Context()
+	const slot = "slot1@exec1"
+
+	ad := h.collector.waitStatus(t, slot, Status{Unclaimed, Idle})
+	for name, want := range map[string]string{
+		"MyType": "Machine", "TargetType": "Job", "Name": slot, "Machine": "exec1",
+		"StartdAddr": h.addr, "OpSys": "LINUX", "Arch": archName(runtime.GOARCH),
+	} {
+		if got := adString(t, ad, name); got != want {
+			t.Errorf("%s = %q, want %q", name, got, want)
+		}
+	}
+	if got := adInt(t, ad, "Cpus"); got != int64(runtime.NumCPU()) {
+		t.Errorf("Cpus = %d, want %d", got, runtime.NumCPU())
+	}
+	if adInt(t, ad, "Memory") <= 0 || adInt(t, ad, "Disk") <= 0 || adInt(t, ad, "KeyboardIdle") != 3600 {
+		t.Errorf("implausible machine ad %s", ad)
+	}
+	h.collector.mu.Lock()
+	lease := h.collector.leases[slot]
+	h.collector.mu.Unlock()
+	if lease != 30 {
+		t.Errorf("lease %d s, want 3 × 10 s", lease)
+	}
+
+	// The negotiator matches the slot; a second match is refused.
+	if _, err := h.client.Matched(ctx, &wire.StartdMatchedRequest{Slot: slot, ClaimId: "c1", JobAd: jobAd}); err != nil {
+		t.Fatal(err)
+	}
+	h.collector.waitStatus(t, slot, Status{Matched, Idle})
+	_, err := h.client.Matched(ctx, &wire.StartdMatchedRequest{Slot: slot, ClaimId: "c9", JobAd: jobAd})
+	wantCode(t, err, codes.FailedPrecondition)
+
+	// A claim under another id is refused and leaves the match alone.
+	reply, err := h.client.RequestClaim(ctx, &wire.RequestClaimRequest{Slot: slot, ClaimId: "c2", JobAd: jobAd, Agent: "agent@submit"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reply.Accepted || reply.Reason == "" {
+		t.Errorf("claim with a wrong id: %+v", reply)
+	}
+
+	reply, err = h.client.RequestClaim(ctx, &wire.RequestClaimRequest{Slot: slot, ClaimId: "c1", JobAd: jobAd, Agent: "agent@submit"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reply.Accepted {
+		t.Fatalf("claim refused: %s", reply.Reason)
+	}
+	if _, err := classad.Parse(reply.MachineAd); err != nil {
+		t.Errorf("claim reply machine ad: %v", err)
+	}
+	ad = h.collector.waitStatus(t, slot, Status{Claimed, Idle})
+	for name, want := range map[string]string{"ClaimedBy": "agent@submit", "RemoteOwner": "alice", "JobId": "7.0"} {
+		if got := adString(t, ad, name); got != want {
+			t.Errorf("%s = %q, want %q", name, got, want)
+		}
+	}
+
+	// Bad activations change nothing.
+	_, err = h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: "nope", JobAd: jobAd, ShadowAddr: "10.0.0.1:9"})
+	wantCode(t, err, codes.NotFound)
+	_, err = h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: "c1", JobAd: "[ A = ", ShadowAddr: "10.0.0.1:9"})
+	wantCode(t, err, codes.InvalidArgument)
+
+	// The job runs: the starter gets a valid spec and an empty private
+	// scratch directory as its working directory.
+	_, err = h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: "c1", JobAd: jobAd, ShadowAddr: "10.0.0.1:9", Secret: "s3cret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.collector.waitStatus(t, slot, Status{Claimed, Busy})
+	cwd := strings.TrimSpace(string(h.waitFile(t, "cwd")))
+	spec, err := starter.ReadSpec(strings.NewReader(string(h.waitFile(t, "spec.json"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := starter.Spec{Slot: slot, Host: "exec1", ClaimID: "c1", JobAd: jobAd, ShadowAddr: "10.0.0.1:9", Secret: "s3cret",
+		ScratchDir: cwd, CertFile: "/pool/exec1.crt", KeyFile: "/pool/exec1.key", CAFile: "/pool/ca.crt"}
+	if *spec != want {
+		t.Errorf("starter spec\n got %+v\nwant %+v", *spec, want)
+	}
+	if filepath.Dir(cwd) != h.execDir {
+		t.Errorf("scratch %s not in %s", cwd, h.execDir)
+	}
+	if fi, err := os.Stat(cwd); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("scratch directory: %v, %v", fi, err)
+	}
+	_, err = h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: "c1", JobAd: jobAd, ShadowAddr: "10.0.0.1:9"})
+	wantCode(t, err, codes.FailedPrecondition)
+
+	// The starter exits: the slot stays claimed, the scratch goes.
+	if err := os.WriteFile(filepath.Join(h.outDir, "go"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.collector.waitStatus(t, slot, Status{Claimed, Idle})
+	if d := scratchDirs(t, h.execDir); len(d) != 0 {
+		t.Errorf("scratch left after the starter exited: %v", d)
+	}
+
+	// The agent reuses the claim, then releases it while the job runs.
+	for _, f := range []string{"go", "cwd", "spec.json"} {
+		os.Remove(filepath.Join(h.outDir, f))
+	}
+	_, err = h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: "c1", JobAd: jobAd, ShadowAddr: "10.0.0.1:9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.collector.waitStatus(t, slot, Status{Claimed, Busy})
+	h.waitFile(t, "cwd")
+	if _, err := h.client.ReleaseClaim(ctx, &wire.ReleaseClaimRequest{ClaimId: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	ad = h.collector.waitStatus(t, slot, Status{Unclaimed, Idle})
+	if _, ok := ad.EvalString("ClaimedBy"); ok {
+		t.Errorf("unclaimed ad still names its claimer: %s", ad)
+	}
+	if d := scratchDirs(t, h.execDir); len(d) != 0 {
+		t.Errorf("scratch left after release: %v", d)
+	}
+	if _, err := os.Stat(filepath.Join(h.execDir, "starter.slot1.log")); err != nil {
+		t.Errorf("starter log: %v", err)
+	}
+	_, err = h.client.ReleaseClaim(ctx, &wire.ReleaseClaimRequest{ClaimId: "c1"})
+	wantCode(t, err, codes.NotFound)
+
+	// The owner comes back between match and claim: START is now false.
+	if _, err := h.client.Matched(ctx, &wire.StartdMatchedRequest{Slot: "slot1", ClaimId: "c3", JobAd: jobAd}); err != nil {
+		t.Fatal(err)
+	}
+	h.collector.waitStatus(t, slot, Status{Matched, Idle})
+	h.idle.Store(5)
+	reply, err = h.client.RequestClaim(ctx, &wire.RequestClaimRequest{Slot: slot, ClaimId: "c3", JobAd: jobAd, Agent: "agent@submit"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reply.Accepted || reply.Reason == "" {
+		t.Errorf("claim accepted although START is false: %+v", reply)
+	}
+	h.collector.waitStatus(t, slot, Status{Unclaimed, Idle})
+
+	// Shut down: the ads are withdrawn.
+	h.stop(t)
+	h.collector.mu.Lock()
+	defer h.collector.mu.Unlock()
+	if !h.collector.invalidated[slot] {
+		t.Error("slot ad not invalidated at shutdown")
+	}
+}
+
+func TestBadRequests(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := t.Context()
+	h.collector.waitStatus(t, "slot1@exec1", Status{Unclaimed, Idle})
+
+	_, err := h.client.Matched(ctx, &wire.StartdMatchedRequest{Slot: "slot9", ClaimId: "c1", JobAd: jobAd})
+	wantCode(t, err, codes.NotFound)
+	_, err = h.client.Matched(ctx, &wire.StartdMatchedRequest{Slot: "slot1", ClaimId: "c1", JobAd: "not an ad ]["})
+	wantCode(t, err, codes.InvalidArgument)
+	_, err = h.client.Matched(ctx, &wire.StartdMatchedRequest{Slot: "slot1", JobAd: jobAd})
+	wantCode(t, err, codes.InvalidArgument)
+	_, err = h.client.RequestClaim(ctx, &wire.RequestClaimRequest{Slot: "slot1", ClaimId: "c1", JobAd: "[["})
+	wantCode(t, err, codes.InvalidArgument)
+	reply, err := h.client.RequestClaim(ctx, &wire.RequestClaimRequest{Slot: "slot1", ClaimId: "c1", JobAd: jobAd})
+	if err != nil || reply.Accepted {
+		t.Errorf("claim of an unmatched slot: %+v, %v", reply, err)
+	}
+	_, err = h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: "c1", JobAd: jobAd})
+	wantCode(t, err, codes.InvalidArgument)
+	_, err = h.client.ReleaseClaim(ctx, &wire.ReleaseClaimRequest{})
+	wantCode(t, err, codes.NotFound)
+}
+
+func TestMatchTimesOut(t *testing.T) {
+	h := newHarness(t, func(s *Startd) { s.matchTimeout = 50 * time.Millisecond })
+	h.collector.waitStatus(t, "slot1@exec1", Status{Unclaimed, Idle})
+	if _, err := h.client.Matched(t.Context(), &wire.StartdMatchedRequest{Slot: "slot1", ClaimId: "c1", JobAd: jobAd}); err != nil {
+		t.Fatal(err)
+	}
+	// Matched is advertised, then the slot returns to Unclaimed by itself.
+	h.collector.waitFor(t, "the match expire", func() bool {
+		a, err := classad.Parse(h.collector.latest["slot1@exec1"])
+		if err != nil {
+			return false
+		}
+		st, _ := a.EvalString("State")
+		return st == "Unclaimed" && h.s.slotState("slot1") == Status{Unclaimed, Idle}
+	})
+}
+
+func TestShutdownKillsStarters(t *testing.T) {
+	h := newHarness(t, func(s *Startd) { s.killGrace = 100 * time.Millisecond })
+	ctx := t.Context()
+	const slot = "slot1@exec1"
+	h.collector.waitStatus(t, slot, Status{Unclaimed, Idle})
+	if _, err := h.client.Matched(ctx, &wire.StartdMatchedRequest{Slot: slot, ClaimId: "c1", JobAd: jobAd}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := h.client.RequestClaim(ctx, &wire.RequestClaimRequest{Slot: slot, ClaimId: "c1", JobAd: jobAd}); err != nil || !r.Accepted {
+		t.Fatalf("claim: %+v, %v", r, err)
+	}
+	if _, err := h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: "c1", JobAd: jobAd, ShadowAddr: "10.0.0.1:9"}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFile(t, "cwd")
+	h.stop(t) // returns only once the starter is gone
+	if d := scratchDirs(t, h.execDir); len(d) != 0 {
+		t.Errorf("scratch left after shutdown: %v", d)
+	}
+}
+
+// slotState returns the current status of the named slot.
+func (s *Startd) slotState(name string) Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.slotByName(name).phase.status()
+}

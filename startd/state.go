@@ -1,0 +1,145 @@
+package startd
+
+import (
+	"errors"
+	"fmt"
+)
+
+// State is a slot's state, named as in HTCondor.
+type State string
+
+// The slot states in use.
+const (
+	Unclaimed  State = "Unclaimed"
+	Matched    State = "Matched"
+	Claimed    State = "Claimed"
+	Preempting State = "Preempting"
+)
+
+// Activity is what a slot is doing within its state, named as in HTCondor.
+type Activity string
+
+// The slot activities in use.
+const (
+	Idle    Activity = "Idle"
+	Busy    Activity = "Busy"
+	Killing Activity = "Killing"
+)
+
+// Status is a slot's state and activity, the pair a machine ad shows.
+type Status struct {
+	State    State
+	Activity Activity
+}
+
+// String returns "State/Activity", as condor_status users read it.
+func (s Status) String() string { return string(s.State) + "/" + string(s.Activity) }
+
+// ErrIllegalTransition is matched by every *TransitionError.
+var ErrIllegalTransition = errors.New("illegal slot transition")
+
+// TransitionError reports a move the slot state machine does not allow.
+type TransitionError struct {
+	Slot     string
+	From, To Status
+}
+
+func (e *TransitionError) Error() string {
+	return fmt.Sprintf("%s: cannot go from %s to %s", e.Slot, e.From, e.To)
+}
+
+// Is makes errors.Is(err, ErrIllegalTransition) true.
+func (e *TransitionError) Is(target error) bool { return target == ErrIllegalTransition }
+
+// A phase is one state of a slot together with the data that state owns:
+// the claim id while matched, the claim while claimed, the starter while
+// busy. Holding the data in the state makes it impossible to, say, have a
+// running starter on an unclaimed slot.
+type phase interface {
+	status() Status
+	// follows reports whether the slot may move from prev to this phase.
+	follows(prev phase) bool
+}
+
+// unclaimed: the slot is free and advertised for matching.
+type unclaimed struct{}
+
+// matched: the negotiator paired the slot with a job; it waits for the
+// agent to claim it with claimID.
+type matched struct{ claimID string }
+
+// claimedIdle: an agent holds the slot and may start a job under the claim.
+type claimedIdle struct{ claim *claim }
+
+// claimedBusy: a starter runs a job under the claim.
+type claimedBusy struct {
+	claim *claim
+	run   *run
+}
+
+// preemptingKilling: the claim is being released and its starter killed.
+type preemptingKilling struct {
+	claim *claim
+	run   *run
+}
+
+func (unclaimed) status() Status         { return Status{Unclaimed, Idle} }
+func (matched) status() Status           { return Status{Matched, Idle} }
+func (claimedIdle) status() Status       { return Status{Claimed, Idle} }
+func (claimedBusy) status() Status       { return Status{Claimed, Busy} }
+func (preemptingKilling) status() Status { return Status{Preempting, Killing} }
+
+func (unclaimed) follows(prev phase) bool {
+	switch prev.(type) {
+	case matched, claimedIdle, preemptingKilling:
+		return true
+	}
+	return false
+}
+
+func (matched) follows(prev phase) bool {
+	_, ok := prev.(unclaimed)
+	return ok
+}
+
+func (claimedIdle) follows(prev phase) bool {
+	switch prev.(type) {
+	case matched, claimedBusy:
+		return true
+	}
+	return false
+}
+
+func (claimedBusy) follows(prev phase) bool {
+	_, ok := prev.(claimedIdle)
+	return ok
+}
+
+func (preemptingKilling) follows(prev phase) bool {
+	_, ok := prev.(claimedBusy)
+	return ok
+}
+
+// claimOf returns the claim a phase holds, or nil.
+func claimOf(p phase) *claim {
+	switch p := p.(type) {
+	case claimedIdle:
+		return p.claim
+	case claimedBusy:
+		return p.claim
+	case preemptingKilling:
+		return p.claim
+	}
+	return nil
+}
+
+// claim is an agent's hold on a slot.
+type claim struct {
+	id string
+	// agent is the claiming agent's name (ClaimedBy).
+	agent string
+	// owner and jobID describe the job the claim was made for
+	// (RemoteOwner, JobId).
+	owner string
+	jobID string
+}
