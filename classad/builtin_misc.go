@@ -1,0 +1,74 @@
+package classad
+
+func registerMisc(m map[string]builtin) {
+	m["eval"] = evalFn
+	m["unparse"] = unparse
+	m["debug"] = lazy(1, 1, func(_ *evalCtx, a []Value) Value { return a[0] })
+}
+
+// evalFn parses its string argument and evaluates it in the caller's scope.
+// The nesting of eval() calls counts against the evaluation limits.
+func evalFn(c *evalCtx, s *adRef, args []node) Value {
+	if len(args) != 1 {
+		return Value{kind: ErrorKind}
+	}
+	v := args[0].eval(c, s)
+	if v.kind != StringKind {
+		if v.kind == UndefinedKind {
+			return v
+		}
+		return Value{kind: ErrorKind}
+	}
+	c.steps++
+	if c.steps > maxSteps || len(c.stack) >= maxEvalDepth {
+		return Value{kind: ErrorKind}
+	}
+	e, err := ParseExpr(v.str)
+	if err != nil {
+		return Value{kind: ErrorKind}
+	}
+	// Mark the nesting so that eval("eval(...)") chains stay bounded.
+	c.stack = append(c.stack, frame{})
+	r := e.n.eval(c, s)
+	c.stack = c.stack[:len(c.stack)-1]
+	return r
+}
+
+// unparse(attr) returns the text of the expression bound to attr (found
+// as a bare name would be); for any other argument, the argument's text.
+func unparse(c *evalCtx, s *adRef, args []node) Value {
+	if len(args) != 1 {
+		return Value{kind: ErrorKind}
+	}
+	var p printer
+	switch n := args[0].(type) {
+	case *attrNode:
+		for sc := s; sc != nil && !n.abs; sc = sc.parent {
+			if i := sc.ad.find(n.name, n.hash); i >= 0 {
+				p.expr(sc.ad.attrs[i].expr)
+				return String(p.String())
+			}
+		}
+		if t := c.targetOf(s); t != nil && !n.abs {
+			if i := t.find(n.name, n.hash); i >= 0 {
+				p.expr(t.attrs[i].expr)
+				return String(p.String())
+			}
+		}
+		return Value{}
+	case *selectNode:
+		base := n.x.eval(c, s)
+		if base.kind != AdKind {
+			return Value{kind: ErrorKind}
+		}
+		for sc := base.ref.(*adRef); sc != nil; sc = sc.parent {
+			if i := sc.ad.find(n.name, n.hash); i >= 0 {
+				p.expr(sc.ad.attrs[i].expr)
+				return String(p.String())
+			}
+		}
+		return Value{}
+	}
+	args[0].print(&p)
+	return String(p.String())
+}

@@ -1,0 +1,634 @@
+package classad
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode"
+)
+
+func registerStrings(m map[string]builtin) {
+	m["strcat"] = lazy(0, -1, strcat)
+	m["join"] = lazy(1, -1, join)
+	m["substr"] = strict(2, 3, substr)
+	m["strcmp"] = lazy(2, 2, func(_ *evalCtx, a []Value) Value { return strcmpFn(a, false) })
+	m["stricmp"] = lazy(2, 2, func(_ *evalCtx, a []Value) Value { return strcmpFn(a, true) })
+	m["toupper"] = strict(1, 1, func(_ *evalCtx, a []Value) Value { return mapString(a[0], strings.ToUpper) })
+	m["tolower"] = strict(1, 1, func(_ *evalCtx, a []Value) Value { return mapString(a[0], strings.ToLower) })
+	m["size"] = strict(1, 1, size)
+	m["length"] = m["size"]
+	m["split"] = strict(1, 2, split)
+	m["splitusername"] = strict(1, 1, func(_ *evalCtx, a []Value) Value { return splitAt(a[0], false) })
+	m["splitslotname"] = strict(1, 1, func(_ *evalCtx, a []Value) Value { return splitAt(a[0], true) })
+	m["sprintf"] = strict(1, -1, sprintf)
+	m["regexp"] = strict(2, 3, regexpFn)
+	m["regexps"] = strict(3, 4, func(_ *evalCtx, a []Value) Value { return regexpSubst(a, substMatch) })
+	m["replace"] = strict(3, 4, func(_ *evalCtx, a []Value) Value { return regexpSubst(a, substFirst) })
+	m["replaceall"] = strict(3, 4, func(_ *evalCtx, a []Value) Value { return regexpSubst(a, substAll) })
+	m["regexpmember"] = strict(2, 3, regexpMember)
+	m["stringlistsize"] = strict(1, 2, func(_ *evalCtx, a []Value) Value {
+		items, ok := stringListArg(a, 1)
+		if !ok {
+			return Value{kind: ErrorKind}
+		}
+		return Int(int64(len(items)))
+	})
+	m["stringlistsum"] = strict(1, 2, func(_ *evalCtx, a []Value) Value { return stringListFold(a, "sum") })
+	m["stringlistavg"] = strict(1, 2, func(_ *evalCtx, a []Value) Value { return stringListFold(a, "avg") })
+	m["stringlistmin"] = strict(1, 2, func(_ *evalCtx, a []Value) Value { return stringListFold(a, "min") })
+	m["stringlistmax"] = strict(1, 2, func(_ *evalCtx, a []Value) Value { return stringListFold(a, "max") })
+	m["stringlistmember"] = strict(2, 3, func(_ *evalCtx, a []Value) Value { return stringListMember(a, false) })
+	m["stringlistimember"] = strict(2, 3, func(_ *evalCtx, a []Value) Value { return stringListMember(a, true) })
+	m["stringlistsintersect"] = strict(2, 3, func(_ *evalCtx, a []Value) Value { return stringListsIntersect(a, false) })
+	m["stringlistsubsetmatch"] = strict(2, 3, func(_ *evalCtx, a []Value) Value { return stringListSubset(a, false) })
+	m["stringlistisubsetmatch"] = strict(2, 3, func(_ *evalCtx, a []Value) Value { return stringListSubset(a, true) })
+	m["stringlistregexpmember"] = strict(2, 4, stringListRegexpMember)
+	m["versioncmp"] = strict(2, 2, func(_ *evalCtx, a []Value) Value {
+		x, y, ok := twoStrings(a)
+		if !ok {
+			return Value{kind: ErrorKind}
+		}
+		return Int(int64(versionCompare(x, y)))
+	})
+	for name, test := range map[string]func(int) bool{
+		"versiongt": func(c int) bool { return c > 0 },
+		"versionge": func(c int) bool { return c >= 0 },
+		"versionlt": func(c int) bool { return c < 0 },
+		"versionle": func(c int) bool { return c <= 0 },
+		"versioneq": func(c int) bool { return c == 0 },
+	} {
+		m[name] = strict(2, 2, func(_ *evalCtx, a []Value) Value {
+			x, y, ok := twoStrings(a)
+			if !ok {
+				return Value{kind: ErrorKind}
+			}
+			return Bool(test(versionCompare(x, y)))
+		})
+	}
+	m["version_in_range"] = strict(3, 3, versionInRange)
+	m["versioninrange"] = m["version_in_range"]
+}
+
+func twoStrings(a []Value) (string, string, bool) {
+	if a[0].kind != StringKind || a[1].kind != StringKind {
+		return "", "", false
+	}
+	return a[0].str, a[1].str, true
+}
+
+// strcat converts each argument with string(); undefined or error in any
+// argument makes the result error, as HTCondor documents.
+func strcat(_ *evalCtx, a []Value) Value {
+	var b strings.Builder
+	for _, v := range a {
+		s, ok := stringOf(v)
+		if !ok || b.Len()+len(s) > maxString {
+			return Value{kind: ErrorKind}
+		}
+		b.WriteString(s)
+	}
+	return String(b.String())
+}
+
+// join(sep, list), join(sep, a, b, ...) or join(list): the string forms of
+// the items separated by sep; undefined items are skipped.
+func join(_ *evalCtx, a []Value) Value {
+	for _, v := range a {
+		if v.kind == ErrorKind {
+			return v
+		}
+	}
+	var sep string
+	var items []Value
+	switch {
+	case len(a) == 1 && a[0].kind == ListKind:
+		items = a[0].ref.(*listValue).elems
+	case len(a) == 1:
+		return Value{kind: ErrorKind}
+	default:
+		if a[0].kind == UndefinedKind {
+			return Value{}
+		}
+		s, ok := stringOf(a[0])
+		if !ok {
+			return Value{kind: ErrorKind}
+		}
+		sep = s
+		if len(a) == 2 && a[1].kind == ListKind {
+			items = a[1].ref.(*listValue).elems
+		} else {
+			items = a[1:]
+		}
+	}
+	var b strings.Builder
+	n := 0
+	for _, v := range items {
+		if v.kind == UndefinedKind {
+			continue
+		}
+		s, ok := stringOf(v)
+		if !ok || v.kind == ListKind || v.kind == AdKind || b.Len()+len(s)+len(sep) > maxString {
+			return Value{kind: ErrorKind}
+		}
+		if n > 0 {
+			b.WriteString(sep)
+		}
+		b.WriteString(s)
+		n++
+	}
+	return String(b.String())
+}
+
+// substr(s, offset [, length]): a negative offset counts from the end; a
+// negative length leaves that many characters off the end. Out of range
+// parts are clipped.
+func substr(_ *evalCtx, a []Value) Value {
+	if a[0].kind != StringKind || a[1].kind != IntKind {
+		return Value{kind: ErrorKind}
+	}
+	s := a[0].str
+	n := int64(len(s))
+	off := a[1].i()
+	if off < 0 {
+		off += n
+	}
+	off = max(0, min(off, n))
+	end := n
+	if len(a) == 3 {
+		if a[2].kind != IntKind {
+			return Value{kind: ErrorKind}
+		}
+		l := a[2].i()
+		if l < 0 {
+			end = n + l
+		} else if l < n-off {
+			end = off + l
+		}
+	}
+	if end <= off {
+		return String("")
+	}
+	return String(s[off:end])
+}
+
+func strcmpFn(a []Value, fold bool) Value {
+	x, ok1 := stringOf(a[0])
+	y, ok2 := stringOf(a[1])
+	if !ok1 || !ok2 {
+		return Value{kind: ErrorKind}
+	}
+	if fold {
+		return Int(int64(compareFold(x, y)))
+	}
+	return Int(int64(strings.Compare(x, y)))
+}
+
+func mapString(v Value, f func(string) string) Value {
+	s, ok := stringOf(v)
+	if !ok {
+		return Value{kind: ErrorKind}
+	}
+	return String(f(s))
+}
+
+func size(_ *evalCtx, a []Value) Value {
+	switch v := a[0]; v.kind {
+	case StringKind:
+		return Int(int64(len(v.str)))
+	case ListKind:
+		return Int(int64(len(v.ref.(*listValue).elems)))
+	case AdKind:
+		return Int(int64(v.ref.(*adRef).ad.Len()))
+	}
+	return Value{kind: ErrorKind}
+}
+
+const defaultDelims = " ,"
+
+// fields splits s at any of delims, dropping empty items and trimming
+// white space, as HTCondor's StringList does.
+func fields(s, delims string) []string {
+	parts := strings.FieldsFunc(s, func(r rune) bool { return strings.ContainsRune(delims, r) })
+	out := parts[:0]
+	for _, p := range parts {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func split(_ *evalCtx, a []Value) Value {
+	if a[0].kind != StringKind {
+		return Value{kind: ErrorKind}
+	}
+	var items []string
+	if len(a) == 2 {
+		if a[1].kind != StringKind {
+			return Value{kind: ErrorKind}
+		}
+		items = fields(a[0].str, a[1].str)
+	} else {
+		items = strings.FieldsFunc(a[0].str, func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
+	}
+	out := make([]Value, len(items))
+	for i, s := range items {
+		out[i] = String(s)
+	}
+	return listOf(out)
+}
+
+// splitAt splits "user@domain" into {"user", "domain"}; for slot names a
+// missing @ puts the whole string second, for user names first.
+func splitAt(v Value, slot bool) Value {
+	if v.kind != StringKind {
+		return Value{kind: ErrorKind}
+	}
+	before, after, ok := strings.Cut(v.str, "@")
+	if !ok {
+		if slot {
+			return List(String(""), String(v.str))
+		}
+		return List(String(v.str), String(""))
+	}
+	return List(String(before), String(after))
+}
+
+// sprintf formats like C's printf for the conversions d i u o x X e E f g G
+// s c and %%; %s accepts any value and prints its string form.
+func sprintf(_ *evalCtx, a []Value) Value {
+	if a[0].kind != StringKind {
+		return Value{kind: ErrorKind}
+	}
+	f := a[0].str
+	args := a[1:]
+	var b strings.Builder
+	for i := 0; i < len(f); i++ {
+		if f[i] != '%' {
+			b.WriteByte(f[i])
+			continue
+		}
+		j := i + 1
+		for j < len(f) && strings.IndexByte("-+ #0123456789.", f[j]) >= 0 {
+			j++
+		}
+		for j < len(f) && strings.IndexByte("hlLqjzt", f[j]) >= 0 {
+			j++ // length modifiers mean nothing here
+		}
+		if j >= len(f) {
+			return Value{kind: ErrorKind}
+		}
+		spec := "%" + strings.Map(func(r rune) rune {
+			if strings.ContainsRune("hlLqjzt", r) {
+				return -1
+			}
+			return r
+		}, f[i+1:j])
+		verb := f[j]
+		i = j
+		if verb == '%' {
+			b.WriteByte('%')
+			continue
+		}
+		if len(args) == 0 {
+			return Value{kind: ErrorKind}
+		}
+		v := args[0]
+		args = args[1:]
+		switch verb {
+		case 'd', 'i', 'u', 'o', 'x', 'X', 'c':
+			n := toInt(v)
+			if n.kind != IntKind || v.kind == StringKind {
+				return Value{kind: ErrorKind}
+			}
+			switch verb {
+			case 'd', 'i', 'u':
+				fmt.Fprintf(&b, spec+"d", n.i())
+			case 'c':
+				fmt.Fprintf(&b, spec+"c", rune(n.i()))
+			default:
+				fmt.Fprintf(&b, spec+string(verb), n.i())
+			}
+		case 'e', 'E', 'f', 'F', 'g', 'G':
+			r := toReal(v)
+			if r.kind != RealKind || v.kind == StringKind {
+				return Value{kind: ErrorKind}
+			}
+			fmt.Fprintf(&b, spec+string(verb), r.f())
+		case 's':
+			s, ok := stringOf(v)
+			if !ok {
+				return Value{kind: ErrorKind}
+			}
+			fmt.Fprintf(&b, spec+"s", s)
+		default:
+			return Value{kind: ErrorKind}
+		}
+		if b.Len() > maxString {
+			return Value{kind: ErrorKind}
+		}
+	}
+	return String(b.String())
+}
+
+// compileRegexp compiles pattern with HTCondor's option letters: i (ignore
+// case), m (multi-line), s (dot matches newline); x and f are accepted and
+// ignored. Patterns are RE2, not PCRE.
+func compileRegexp(pattern Value, opts []Value) (*regexp.Regexp, bool) {
+	if pattern.kind != StringKind {
+		return nil, false
+	}
+	flags := ""
+	if len(opts) > 0 {
+		if opts[0].kind != StringKind {
+			return nil, false
+		}
+		for _, c := range opts[0].str {
+			switch c {
+			case 'i', 'I':
+				flags += "i"
+			case 'm', 'M':
+				flags += "m"
+			case 's', 'S':
+				flags += "s"
+			}
+		}
+	}
+	src := pattern.str
+	if flags != "" {
+		src = "(?" + flags + ")" + src
+	}
+	re, err := regexp.Compile(src)
+	return re, err == nil
+}
+
+func regexpFn(_ *evalCtx, a []Value) Value {
+	re, ok := compileRegexp(a[0], a[2:])
+	if !ok || a[1].kind != StringKind {
+		return Value{kind: ErrorKind}
+	}
+	return Bool(re.MatchString(a[1].str))
+}
+
+type substMode uint8
+
+const (
+	substMatch substMode = iota // regexps: the substitution alone
+	substFirst                  // replace: the target with the first match replaced
+	substAll                    // replaceAll
+)
+
+// regexpSubst implements regexps, replace and replaceAll. In the
+// substitution \0 .. \9 stand for the match and its groups.
+func regexpSubst(a []Value, mode substMode) Value {
+	re, ok := compileRegexp(a[0], a[3:])
+	if !ok || a[1].kind != StringKind || a[2].kind != StringKind {
+		return Value{kind: ErrorKind}
+	}
+	target, sub := a[1].str, a[2].str
+	expand := func(m []int) string {
+		var b strings.Builder
+		for i := 0; i < len(sub); i++ {
+			if sub[i] == '\\' && i+1 < len(sub) && isDigit(sub[i+1]) {
+				g := int(sub[i+1] - '0')
+				if 2*g+1 < len(m) && m[2*g] >= 0 {
+					b.WriteString(target[m[2*g]:m[2*g+1]])
+				}
+				i++
+				continue
+			}
+			b.WriteByte(sub[i])
+		}
+		return b.String()
+	}
+	switch mode {
+	case substMatch:
+		m := re.FindStringSubmatchIndex(target)
+		if m == nil {
+			return String("")
+		}
+		return String(expand(m))
+	case substFirst:
+		m := re.FindStringSubmatchIndex(target)
+		if m == nil {
+			return String(target)
+		}
+		return String(target[:m[0]] + expand(m) + target[m[1]:])
+	}
+	var b strings.Builder
+	last := 0
+	for _, m := range re.FindAllStringSubmatchIndex(target, -1) {
+		b.WriteString(target[last:m[0]])
+		b.WriteString(expand(m))
+		last = m[1]
+		if b.Len() > maxString {
+			return Value{kind: ErrorKind}
+		}
+	}
+	b.WriteString(target[last:])
+	return String(b.String())
+}
+
+// regexpMember reports whether any string in the list matches; a non-string
+// element is error.
+func regexpMember(_ *evalCtx, a []Value) Value {
+	re, ok := compileRegexp(a[0], a[2:])
+	if !ok || a[1].kind != ListKind {
+		return Value{kind: ErrorKind}
+	}
+	undef := false
+	for _, e := range a[1].ref.(*listValue).elems {
+		switch e.kind {
+		case StringKind:
+			if re.MatchString(e.str) {
+				return Bool(true)
+			}
+		case UndefinedKind:
+			undef = true
+		default:
+			return Value{kind: ErrorKind}
+		}
+	}
+	if undef {
+		return Value{}
+	}
+	return Bool(false)
+}
+
+// stringListArg splits a[0] at the delimiters in a[di] (default " ,").
+func stringListArg(a []Value, di int) ([]string, bool) {
+	if a[0].kind != StringKind {
+		return nil, false
+	}
+	delims := defaultDelims
+	if len(a) > di {
+		if a[di].kind != StringKind {
+			return nil, false
+		}
+		delims = a[di].str
+	}
+	return fields(a[0].str, delims), true
+}
+
+func stringListFold(a []Value, how string) Value {
+	items, ok := stringListArg(a, 1)
+	if !ok {
+		return Value{kind: ErrorKind}
+	}
+	if len(items) == 0 {
+		if how == "sum" || how == "avg" {
+			return Int(0)
+		}
+		return Value{}
+	}
+	allInt := true
+	var isum int64
+	var fsum, best float64
+	for i, s := range items {
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return Value{kind: ErrorKind}
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			allInt = false
+		}
+		isum += n
+		fsum += f
+		if i == 0 || how == "min" && f < best || how == "max" && f > best {
+			best = f
+		}
+	}
+	switch how {
+	case "sum":
+		if allInt {
+			return Int(isum)
+		}
+		return Real(fsum)
+	case "avg":
+		return Real(fsum / float64(len(items)))
+	}
+	if allInt {
+		return Int(int64(best))
+	}
+	return Real(best)
+}
+
+func stringListMember(a []Value, fold bool) Value {
+	if a[0].kind != StringKind {
+		return Value{kind: ErrorKind}
+	}
+	items, ok := stringListArg(a[1:], 1)
+	if !ok {
+		return Value{kind: ErrorKind}
+	}
+	for _, s := range items {
+		if s == a[0].str || fold && equalFold(s, a[0].str) {
+			return Bool(true)
+		}
+	}
+	return Bool(false)
+}
+
+func twoLists(a []Value) ([]string, []string, bool) {
+	l1, ok1 := stringListArg([]Value{a[0]}, 1)
+	l2, ok2 := stringListArg(a[1:], 1)
+	return l1, l2, ok1 && ok2
+}
+
+func contains(items []string, s string, fold bool) bool {
+	for _, x := range items {
+		if x == s || fold && equalFold(x, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func stringListsIntersect(a []Value, fold bool) Value {
+	l1, l2, ok := twoLists(a)
+	if !ok {
+		return Value{kind: ErrorKind}
+	}
+	for _, s := range l1 {
+		if contains(l2, s, fold) {
+			return Bool(true)
+		}
+	}
+	return Bool(false)
+}
+
+func stringListSubset(a []Value, fold bool) Value {
+	l1, l2, ok := twoLists(a)
+	if !ok {
+		return Value{kind: ErrorKind}
+	}
+	for _, s := range l1 {
+		if !contains(l2, s, fold) {
+			return Bool(false)
+		}
+	}
+	return Bool(true)
+}
+
+// stringListRegexpMember(pattern, list [, delims [, options]]).
+func stringListRegexpMember(_ *evalCtx, a []Value) Value {
+	var opts []Value
+	if len(a) == 4 {
+		opts = a[3:]
+	}
+	re, ok := compileRegexp(a[0], opts)
+	if !ok {
+		return Value{kind: ErrorKind}
+	}
+	items, ok := stringListArg(a[1:min(len(a), 3)], 1)
+	if !ok {
+		return Value{kind: ErrorKind}
+	}
+	for _, s := range items {
+		if re.MatchString(s) {
+			return Bool(true)
+		}
+	}
+	return Bool(false)
+}
+
+// versionCompare orders strings like strverscmp: runs of digits compare as
+// numbers, everything else byte by byte. It returns -1, 0 or 1.
+func versionCompare(a, b string) int {
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		if isDigit(a[i]) && isDigit(b[j]) {
+			si, sj := i, j
+			for i < len(a) && isDigit(a[i]) {
+				i++
+			}
+			for j < len(b) && isDigit(b[j]) {
+				j++
+			}
+			x := strings.TrimLeft(a[si:i], "0")
+			y := strings.TrimLeft(b[sj:j], "0")
+			if len(x) != len(y) {
+				return cmpInt(int64(len(x)), int64(len(y)))
+			}
+			if c := strings.Compare(x, y); c != 0 {
+				return c
+			}
+			continue
+		}
+		if a[i] != b[j] {
+			return cmpInt(int64(a[i]), int64(b[j]))
+		}
+		i++
+		j++
+	}
+	return cmpInt(int64(len(a)-i), int64(len(b)-j))
+}
+
+func versionInRange(_ *evalCtx, a []Value) Value {
+	if a[0].kind != StringKind || a[1].kind != StringKind || a[2].kind != StringKind {
+		return Value{kind: ErrorKind}
+	}
+	return Bool(versionCompare(a[0].str, a[1].str) >= 0 && versionCompare(a[0].str, a[2].str) <= 0)
+}
