@@ -1,0 +1,367 @@
+package jobqueue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+
+	"harrier.dev/harrier/classad"
+)
+
+// Log is the embedded [Store]: a group-commit append log with snapshots,
+// kept in one directory. Its methods are safe for concurrent use.
+type Log struct {
+	dir  string
+	opts Options
+	log  *slog.Logger
+	lock *os.File
+
+	// mu guards q against the committer's changes. Only the committer
+	// goroutine changes q, so it reads q without mu.
+	mu sync.RWMutex
+	q  *queue
+
+	// cmu guards the fields up to done.
+	cmu     sync.Mutex
+	pending []*request
+	closed  bool
+	failed  error         // set when a write or fsync fails: nothing commits after
+	wake    chan struct{} // tells the committer there is work; capacity 1
+	done    chan struct{} // closed when the committer returns
+
+	// Owned by the committer goroutine (and by Open and Close around it).
+	files    fileSet
+	frame    []byte
+	compact  compaction
+	history  history
+	ownedBuf map[*classad.ClassAd]bool
+}
+
+// request is one Commit or NextCluster waiting for the committer.
+type request struct {
+	txn     *Txn
+	payload []byte // txn encoded
+	adBytes int    // part of payload that adds jobs: live-size estimate
+	alloc   bool   // a NextCluster call
+	compact bool   // a Compact call
+	cluster int    // the cluster number handed out, for alloc
+	err     error
+	done    chan struct{}
+}
+
+// Open opens the store in dir, creating dir if needed, and recovers the
+// queue from its snapshot and logs. Only one Log may have dir open at a
+// time, in any process.
+func Open(dir string, opts Options) (*Log, error) {
+	opts = opts.withDefaults()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("open job queue: %w", err)
+	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	l := &Log{
+		dir:  dir,
+		opts: opts,
+		log:  opts.Logger.With("jobqueue", dir),
+		lock: lock,
+		q:    newQueue(),
+		wake: make(chan struct{}, 1),
+		done: make(chan struct{}),
+	}
+	l.compact.done = make(chan compactResult, 1)
+	if err := l.recover(); err != nil {
+		l.files.close()
+		lock.Close()
+		return nil, fmt.Errorf("open job queue %s: %w", dir, err)
+	}
+	if err := l.history.open(dir, opts.NoSync, l.log); err != nil {
+		l.files.close()
+		lock.Close()
+		return nil, fmt.Errorf("open job queue %s: %w", dir, err)
+	}
+	go l.run()
+	return l, nil
+}
+
+// Commit implements [Store].
+func (l *Log) Commit(ctx context.Context, txn *Txn) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var enc encoder
+	adBytes := 0
+	for i, op := range txn.ops {
+		before := len(enc.buf)
+		if err := enc.op(op); err != nil {
+			return fmt.Errorf("commit: %w", opError(i, op, err))
+		}
+		if op.kind == OpNewJob {
+			adBytes += len(enc.buf) - before
+		}
+	}
+	if len(enc.buf) > maxFramePayload {
+		return fmt.Errorf("commit: %d bytes: %w", len(enc.buf), ErrTooLarge)
+	}
+	r := &request{txn: txn, payload: enc.buf, adBytes: adBytes, done: make(chan struct{})}
+	if err := l.submit(ctx, r); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// NextCluster implements [Store].
+func (l *Log) NextCluster(ctx context.Context) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	r := &request{alloc: true, done: make(chan struct{})}
+	if err := l.submit(ctx, r); err != nil {
+		return 0, fmt.Errorf("next cluster: %w", err)
+	}
+	return r.cluster, nil
+}
+
+// submit queues r for the committer and waits until it is durable.
+func (l *Log) submit(ctx context.Context, r *request) error {
+	l.cmu.Lock()
+	switch {
+	case l.closed:
+		l.cmu.Unlock()
+		return ErrClosed
+	case l.failed != nil:
+		l.cmu.Unlock()
+		return l.failed
+	}
+	l.pending = append(l.pending, r)
+	l.cmu.Unlock()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+	select {
+	case <-r.done:
+		return r.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Get implements [Store].
+func (l *Log) Get(id JobID) (*classad.ClassAd, bool) {
+	l.mu.RLock()
+	ad, ok := l.q.jobs[id]
+	l.mu.RUnlock()
+	if !ok {
+		return nil, false
+	}
+	return ad.Copy(), true
+}
+
+// Scan implements [Store]. It holds up commits only while it copies the
+// map of jobs, not while fn runs.
+func (l *Log) Scan(fn func(id JobID, ad *classad.ClassAd) bool) {
+	type entry struct {
+		id JobID
+		ad *classad.ClassAd
+	}
+	l.mu.RLock()
+	all := make([]entry, 0, len(l.q.jobs))
+	for id, ad := range l.q.jobs {
+		all = append(all, entry{id, ad})
+	}
+	l.mu.RUnlock()
+	slices.SortFunc(all, func(a, b entry) int { return a.id.Compare(b.id) })
+	for _, e := range all {
+		if !fn(e.id, e.ad) {
+			return
+		}
+	}
+}
+
+// Len implements [Store].
+func (l *Log) Len() int {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return len(l.q.jobs)
+}
+
+// Close implements [Store]. Commits waiting when Close is called complete;
+// later ones fail with [ErrClosed]. A compaction in progress is finished.
+func (l *Log) Close() error {
+	l.cmu.Lock()
+	if l.closed {
+		l.cmu.Unlock()
+		return ErrClosed
+	}
+	l.closed = true
+	l.cmu.Unlock()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+	<-l.done
+	if l.compact.running {
+		l.finishCompaction(<-l.compact.done)
+	}
+	for _, r := range l.compact.wanted {
+		r.err = ErrClosed
+		close(r.done)
+	}
+	err := errors.Join(l.files.close(), l.history.close())
+	if lerr := l.lock.Close(); lerr != nil {
+		err = errors.Join(err, lerr)
+	}
+	if err != nil {
+		return fmt.Errorf("close job queue %s: %w", l.dir, err)
+	}
+	return nil
+}
+
+// run is the committer: it takes whatever requests have queued up while
+// the previous group was being written, and writes them as one group.
+func (l *Log) run() {
+	defer close(l.done)
+	var batch []*request
+	for {
+		l.cmu.Lock()
+		batch, l.pending = l.pending, batch[:0]
+		closed := l.closed
+		l.cmu.Unlock()
+		if len(batch) > 0 {
+			l.commitGroup(batch)
+			clear(batch)
+		}
+		select {
+		case res := <-l.compact.done:
+			l.finishCompaction(res)
+		default:
+		}
+		if !closed {
+			l.maybeCompact()
+		}
+		if len(batch) > 0 {
+			continue
+		}
+		if closed {
+			return
+		}
+		select {
+		case <-l.wake:
+		case res := <-l.compact.done:
+			l.finishCompaction(res)
+			l.maybeCompact()
+		}
+	}
+}
+
+// commitGroup checks, writes, syncs and applies one group of requests, then
+// wakes their callers.
+func (l *Log) commitGroup(batch []*request) {
+	ck := newChecker(l.q)
+	accepted := make([]*request, 0, len(batch))
+	frame, start := beginFrame(l.frame[:0])
+	var enc encoder
+	var adBytes int
+	flush := func() error {
+		if err := finishFrame(frame, start); err != nil {
+			return err
+		}
+		frame, start = beginFrame(frame)
+		return nil
+	}
+	var err error
+	for _, r := range batch {
+		if r.compact {
+			l.compact.wanted = append(l.compact.wanted, r)
+			continue
+		}
+		if r.alloc {
+			r.cluster = ck.allocate()
+			enc.buf = enc.buf[:0]
+			enc.op(Op{kind: opNextCluster, id: JobID{Cluster: r.cluster + 1}})
+			r.payload = append([]byte(nil), enc.buf...)
+		} else if cerr := ck.check(r.txn); cerr != nil {
+			r.err = cerr
+			close(r.done)
+			continue
+		}
+		if len(frame)-start-frameHeaderSize+len(r.payload) > maxFramePayload {
+			if err = flush(); err != nil {
+				break
+			}
+		}
+		frame = append(frame, r.payload...)
+		adBytes += r.adBytes
+		accepted = append(accepted, r)
+	}
+	if len(accepted) == 0 {
+		return
+	}
+	if len(frame)-start == frameHeaderSize {
+		frame = frame[:start] // the last frame would be empty
+	} else if err == nil {
+		err = finishFrame(frame, start)
+	}
+	if err == nil {
+		err = l.files.append(frame, l.opts.NoSync)
+	}
+	if cap(frame) <= 4<<20 {
+		l.frame = frame[:0] // keep a modest buffer for the next group
+	}
+	if err == nil {
+		err = l.applyGroup(accepted)
+	}
+	if err != nil {
+		err = fmt.Errorf("job queue %s unusable: %w", l.dir, err)
+		l.log.Error("commit failed", "err", err)
+		l.cmu.Lock()
+		l.failed = err
+		l.cmu.Unlock()
+	}
+	for _, r := range accepted {
+		r.err = err
+		close(r.done)
+	}
+	if err == nil {
+		l.compact.grew(int64(len(frame)), int64(adBytes))
+	}
+}
+
+// applyGroup applies durable requests to the in-memory queue.
+func (l *Log) applyGroup(rs []*request) error {
+	if l.ownedBuf == nil {
+		l.ownedBuf = make(map[*classad.ClassAd]bool)
+	}
+	owned := l.ownedBuf
+	defer clear(owned) // ads become visible to readers: copy before changing
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, r := range rs {
+		if r.alloc {
+			l.q.nextCluster = max(l.q.nextCluster, r.cluster+1)
+			continue
+		}
+		for i, op := range r.txn.ops {
+			if err := l.q.apply(op, owned); err != nil {
+				return fmt.Errorf("apply checked transaction: %w", opError(i, op, err))
+			}
+		}
+	}
+	return nil
+}
+
+// sortedIDs returns the keys of jobs in ascending order.
+func sortedIDs(jobs map[JobID]*classad.ClassAd) []JobID {
+	ids := make([]JobID, 0, len(jobs))
+	for id := range jobs {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, JobID.Compare)
+	return ids
+}

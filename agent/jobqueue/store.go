@@ -1,0 +1,116 @@
+package jobqueue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"harrier.dev/harrier/classad"
+)
+
+// Store is a durable job queue. [Log] is the embedded implementation; a
+// server database can stand behind the same interface.
+type Store interface {
+	// Commit applies txn atomically and returns once it is durable. It
+	// fails with ErrNotFound or ErrExists, applying nothing, if an
+	// operation names a job that is not, or already is, in the queue at
+	// that point of the transaction. Concurrent Commits share fsyncs.
+	// If ctx ends first Commit returns ctx.Err(), and the transaction may
+	// or may not have been applied.
+	Commit(ctx context.Context, txn *Txn) error
+	// Get returns a copy of the committed ad of job id, which the caller
+	// may keep and modify.
+	Get(id JobID) (*classad.ClassAd, bool)
+	// Scan calls fn for each job in ascending JobID order until fn returns
+	// false. It sees the queue as of one moment between commits, and does
+	// not hold up commits while fn runs. The ads are shared and read-only:
+	// Copy one before changing it.
+	Scan(fn func(id JobID, ad *classad.ClassAd) bool)
+	// NextCluster durably reserves and returns a cluster number that has
+	// never been returned or reserved before, even across crashes.
+	NextCluster(ctx context.Context) (int, error)
+	// Len reports the number of jobs in the queue.
+	Len() int
+	// Close waits for commits in progress and releases the store.
+	Close() error
+}
+
+// HistoryStore keeps the ads of jobs that left the queue.
+type HistoryStore interface {
+	// AppendHistory durably appends ads; it returns once they are on disk.
+	AppendHistory(ctx context.Context, ads ...*classad.ClassAd) error
+	// History calls fn with each ad, oldest first, until fn returns false.
+	History(fn func(ad *classad.ClassAd) bool) error
+}
+
+// Options tune a [Log].
+type Options struct {
+	// Logger receives recovery and compaction events; nil discards them.
+	Logger *slog.Logger
+	// NoSync skips fsync: commits survive a process crash but not a
+	// machine crash. For tests and benchmarks only.
+	NoSync bool
+	// CompactRatio starts a compaction when the logs reach this many times
+	// the size of the live queue (estimated). Zero means 4; negative
+	// disables automatic compaction.
+	CompactRatio float64
+	// CompactMinBytes is the log size below which no compaction starts.
+	// Zero means 16 MiB.
+	CompactMinBytes int64
+}
+
+const (
+	defaultCompactRatio    = 4
+	defaultCompactMinBytes = 16 << 20
+)
+
+func (o Options) withDefaults() Options {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.CompactRatio == 0 {
+		o.CompactRatio = defaultCompactRatio
+	}
+	if o.CompactMinBytes == 0 {
+		o.CompactMinBytes = defaultCompactMinBytes
+	}
+	return o
+}
+
+var (
+	// ErrNotFound means a transaction acts on a job that is not in the queue.
+	ErrNotFound = errors.New("job not in queue")
+	// ErrExists means a transaction adds a job that is already in the queue.
+	ErrExists = errors.New("job already in queue")
+	// ErrClosed means the store has been closed.
+	ErrClosed = errors.New("job queue closed")
+	// ErrTooLarge means a transaction does not fit in one log frame.
+	ErrTooLarge = errors.New("transaction too large")
+	// ErrCorrupt is matched (errors.Is) by every [*CorruptError].
+	ErrCorrupt = errors.New("job queue corrupt")
+)
+
+// CorruptError reports damaged data that recovery must not skip.
+type CorruptError struct {
+	File   string // path of the damaged file
+	Offset int64  // byte offset of the damaged frame
+	Reason string
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("%s: offset %d: %s", e.File, e.Offset, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrCorrupt) true.
+func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
+
+// opError says which operation of a transaction failed.
+func opError(i int, op Op, err error) error {
+	return fmt.Errorf("op %d (%s %s): %w", i, op.kind, op.id, err)
+}
+
+var (
+	_ Store        = (*Log)(nil)
+	_ HistoryStore = (*Log)(nil)
+)
