@@ -1,0 +1,102 @@
+package startd
+
+import (
+	"testing"
+	"time"
+
+	"harrier.dev/harrier/classad"
+)
+
+var testMachine = machine{cpus: 8, memoryMiB: 16000, diskKiB: 1 << 30, loadAvg: 0.25, idle: 90 * time.Second, arch: "X86_64", opSysAndVer: "Debian12"}
+
+func TestMachineAdSharesTheMachine(t *testing.T) {
+	c := adConfig{host: "exec1", addr: "10.0.0.2:9000", start: "KeyboardIdle > 60", rank: "0", numSlots: 2, version: "v1"}
+	v := view{id: 2, name: "slot2@exec1", status: Status{Claimed, Busy},
+		enteredState: time.Unix(1000, 0), enteredActivity: time.Unix(1100, 0),
+		claim: &claim{id: "c1", agent: "agent@submit", owner: "bob", jobID: "3.1"}}
+	ad, err := machineAd(c, testMachine, v, time.Unix(1200, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Round-trip through text, as the collector sees it.
+	ad, err = classad.Parse(ad.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ints := map[string]int64{
+		"Cpus": 4, "Memory": 8000, "Disk": 1 << 29, "TotalCpus": 8, "TotalMemory": 16000, "TotalSlots": 2,
+		"SlotID": 2, "KeyboardIdle": 90, "ConsoleIdle": 90, "MyCurrentTime": 1200,
+		"EnteredCurrentState": 1000, "EnteredCurrentActivity": 1100,
+	}
+	for name, want := range ints {
+		if got, ok := ad.EvalInt(name); !ok || got != want {
+			t.Errorf("%s = %d (%v), want %d", name, got, ok, want)
+		}
+	}
+	strs := map[string]string{
+		"MyType": "Machine", "TargetType": "Job", "Name": "slot2@exec1", "Machine": "exec1",
+		"StartdAddr": "10.0.0.2:9000", "State": "Claimed", "Activity": "Busy", "Arch": "X86_64",
+		"OpSys": "LINUX", "OpSysAndVer": "Debian12", "HarrierVersion": "v1",
+		"ClaimedBy": "agent@submit", "RemoteOwner": "bob", "JobId": "3.1",
+	}
+	for name, want := range strs {
+		if got, ok := ad.EvalString(name); !ok || got != want {
+			t.Errorf("%s = %q (%v), want %q", name, got, ok, want)
+		}
+	}
+	if got, ok := ad.EvalReal("LoadAvg"); !ok || got != 0.25 {
+		t.Errorf("LoadAvg = %v", got)
+	}
+	for _, name := range []string{"Requirements", "Start"} {
+		if b, ok := ad.EvalBool(name); !ok || !b {
+			t.Errorf("%s = %v (%v), want true with KeyboardIdle 90", name, b, ok)
+		}
+	}
+}
+
+func TestMachineAdMatchesJobs(t *testing.T) {
+	c := adConfig{host: "exec1", start: `TARGET.Owner == "alice"`, rank: "0", numSlots: 1}
+	ad, err := machineAd(c, testMachine, view{id: 1, name: "slot1@exec1", status: Status{Unclaimed, Idle}}, time.Unix(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		job  string
+		want bool
+	}{
+		{`[ Owner = "alice"; Requirements = TARGET.Memory >= 1000 ]`, true},
+		{`[ Owner = "bob"; Requirements = true ]`, false},
+		{`[ Owner = "alice"; Requirements = TARGET.Cpus > 8 ]`, false},
+	} {
+		job, err := classad.Parse(tc.job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := classad.Match(job, ad); got != tc.want {
+			t.Errorf("Match(%s) = %v, want %v", tc.job, got, tc.want)
+		}
+	}
+}
+
+func BenchmarkMachineAd(b *testing.B) {
+	c := adConfig{host: "exec1", addr: "10.0.0.2:9000", start: "KeyboardIdle > 15 * 60 && LoadAvg < 0.3", rank: "0", numSlots: 2, version: "v1"}
+	v := view{id: 1, name: "slot1@exec1", status: Status{Unclaimed, Idle}}
+	b.ReportAllocs()
+	for b.Loop() {
+		ad, err := machineAd(c, testMachine, v, time.Unix(1200, 0))
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = ad.String()
+	}
+}
+
+func BenchmarkMeasureHost(b *testing.B) {
+	m := measureHost(b.TempDir())
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := m(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

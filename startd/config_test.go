@@ -1,0 +1,87 @@
+package startd
+
+import (
+	"crypto/tls"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func validConfig(t *testing.T) Config {
+	return Config{
+		Name:           "exec1",
+		TLS:            &tls.Config{},
+		ClientTLS:      &tls.Config{},
+		MatchmakerAddr: "127.0.0.1:9618",
+		ExecuteDir:     filepath.Join(t.TempDir(), "execute"),
+		StarterCommand: []string{"/bin/true"},
+	}
+}
+
+func TestNewDefaults(t *testing.T) {
+	cfg := validConfig(t)
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.cfg.Start != "true" || s.cfg.Rank != "0" || s.cfg.NumSlots != 1 || s.cfg.AdvertiseInterval != 10*time.Second || s.cfg.Logger == nil {
+		t.Errorf("defaults not applied: %+v", s.cfg)
+	}
+	if fi, err := os.Stat(cfg.ExecuteDir); err != nil || !fi.IsDir() {
+		t.Errorf("execute directory not created: %v", err)
+	}
+	if len(s.slots) != 1 || s.slots[0].name != "slot1@exec1" {
+		t.Errorf("slots %v", s.slots)
+	}
+}
+
+func TestNewSlots(t *testing.T) {
+	cfg := validConfig(t)
+	cfg.NumSlots = 3
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, sl := range s.slots {
+		if sl.id != i+1 || sl.phase.status() != (Status{Unclaimed, Idle}) {
+			t.Errorf("slot %d: id %d, %s", i, sl.id, sl.phase.status())
+		}
+	}
+	if s.slots[2].name != "slot3@exec1" {
+		t.Errorf("third slot named %q", s.slots[2].name)
+	}
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		change func(*Config)
+		want   []string
+	}{
+		{"start syntax", func(c *Config) { c.Start = "KeyboardIdle > (15 *" }, []string{"START", "line 1, column 21"}},
+		{"rank syntax", func(c *Config) { c.Rank = "Owner ==" }, []string{"RANK", "column"}},
+		{"no TLS", func(c *Config) { c.TLS = nil }, []string{"TLS"}},
+		{"no matchmaker", func(c *Config) { c.MatchmakerAddr = "" }, []string{"matchmaker"}},
+		{"no execute dir", func(c *Config) { c.ExecuteDir = "" }, []string{"execute directory"}},
+		{"no starter", func(c *Config) { c.StarterCommand = nil }, []string{"starter command"}},
+		{"negative slots", func(c *Config) { c.NumSlots = -1 }, []string{"slots"}},
+		{"tiny interval", func(c *Config) { c.AdvertiseInterval = time.Millisecond }, []string{"interval"}},
+		{"two errors", func(c *Config) { c.Start = "("; c.MatchmakerAddr = "" }, []string{"START", "matchmaker"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := validConfig(t)
+			c.change(&cfg)
+			_, err := New(cfg)
+			if err == nil {
+				t.Fatal("New accepted the configuration")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
