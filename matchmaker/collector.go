@@ -55,7 +55,6 @@ type adKey struct {
 
 type storedAd struct {
 	ad      *classad.ClassAd
-	text    string // as advertised, to tell a refresh from a change
 	expires time.Time
 }
 
@@ -78,11 +77,12 @@ func NewCollector(clock Clock) *Collector {
 func keyOf(typ, name string) adKey { return adKey{strings.ToLower(typ), name} }
 
 // Advertise stores ad under (typ, name) for lease, replacing any previous ad
-// of that key. It reports whether the ad may allow a new match: a machine ad
-// whose State is Unclaimed and that is new, or was not Unclaimed before, or
-// whose text changed in anything but a refresh. A machine re-advertising the
-// same Unclaimed ad does not count, or every refresh would run a cycle.
-func (c *Collector) Advertise(typ, name string, ad *classad.ClassAd, text string, lease time.Duration) bool {
+// of that key; the caller must not modify ad afterwards. It reports whether
+// the ad may allow a new match: a machine ad whose State is Unclaimed and
+// that is new, or was not Unclaimed before, or whose Requirements or Rank
+// changed. A refresh that changes only the machine's load or idle time does
+// not count, or every startd's periodic update would run a cycle.
+func (c *Collector) Advertise(typ, name string, ad *classad.ClassAd, lease time.Duration) bool {
 	now := c.clock.Now()
 	k := keyOf(typ, name)
 	c.mu.Lock()
@@ -91,7 +91,7 @@ func (c *Collector) Advertise(typ, name string, ad *classad.ClassAd, text string
 	if existed && !now.Before(old.expires) {
 		existed = false
 	}
-	c.ads[k] = storedAd{ad: ad, text: text, expires: now.Add(lease)}
+	c.ads[k] = storedAd{ad: ad, expires: now.Add(lease)}
 	if k.typ != strings.ToLower(TypeMachine) || state(ad) != StateUnclaimed {
 		return false
 	}

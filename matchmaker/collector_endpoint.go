@@ -47,7 +47,7 @@ func (e *collectorEndpoint) Advertise(ctx context.Context, req *wire.AdvertiseRe
 	if name == "" {
 		return nil, status.Errorf(codes.InvalidArgument, "advertise %s: no name", req.Type)
 	}
-	if e.collector.Advertise(req.Type, name, ad, req.Ad, e.lease(req.LeaseSeconds)) {
+	if e.collector.Advertise(req.Type, name, ad, e.lease(req.LeaseSeconds)) {
 		e.kick()
 	}
 	return &wire.AdvertiseReply{}, nil

@@ -21,7 +21,7 @@ func TestLeaseExpiry(t *testing.T) {
 	clock := newFakeClock()
 	c := NewCollector(clock)
 	text := machineText("slot1@a", StateUnclaimed, 1024, "")
-	c.Advertise(TypeMachine, "slot1@a", mustParse(t, text), text, 10*time.Second)
+	c.Advertise(TypeMachine, "slot1@a", mustParse(t, text), 10*time.Second)
 	c.AdvertiseJobs("agent", "addr", []Job{job(t, "", 1, 0, "alice", "")}, 10*time.Second)
 
 	clock.Advance(9 * time.Second)
@@ -29,7 +29,7 @@ func TestLeaseExpiry(t *testing.T) {
 		t.Fatalf("before expiry: machines %v", got)
 	}
 	// A refresh starts a new lease.
-	c.Advertise(TypeMachine, "slot1@a", mustParse(t, text), text, 10*time.Second)
+	c.Advertise(TypeMachine, "slot1@a", mustParse(t, text), 10*time.Second)
 
 	clock.Advance(1 * time.Second)
 	if got := len(c.Query(TypeJob, classad.Expr{})); got != 0 {
@@ -52,10 +52,10 @@ func TestQueryConstraint(t *testing.T) {
 		mem  int
 	}{{"slot1@b", 4096}, {"slot1@a", 1024}, {"slot2@a", 2048}} {
 		text := machineText(m.name, StateUnclaimed, m.mem, "")
-		c.Advertise(TypeMachine, m.name, mustParse(t, text), text, time.Minute)
+		c.Advertise(TypeMachine, m.name, mustParse(t, text), time.Minute)
 	}
 	sub := `[ MyType = "Submitter"; Name = "alice@pool"; IdleJobs = 3 ]`
-	c.Advertise("Submitter", "alice@pool", mustParse(t, sub), sub, time.Minute)
+	c.Advertise("Submitter", "alice@pool", mustParse(t, sub), time.Minute)
 
 	for _, tc := range []struct {
 		typ, constraint string
@@ -86,7 +86,7 @@ func TestAdvertiseReportsPossibleMatches(t *testing.T) {
 	c := NewCollector(newFakeClock())
 	adv := func(state, extra string) bool {
 		text := machineText("slot1@a", state, 1024, extra)
-		return c.Advertise(TypeMachine, "slot1@a", mustParse(t, text), text, time.Minute)
+		return c.Advertise(TypeMachine, "slot1@a", mustParse(t, text), time.Minute)
 	}
 	steps := []struct {
 		what  string
@@ -108,7 +108,7 @@ func TestAdvertiseReportsPossibleMatches(t *testing.T) {
 		}
 	}
 	sub := `[ Name = "x" ]`
-	if c.Advertise("Submitter", "x", mustParse(t, sub), sub, time.Minute) {
+	if c.Advertise("Submitter", "x", mustParse(t, sub), time.Minute) {
 		t.Error("a submitter ad asked for a cycle")
 	}
 }
@@ -149,7 +149,7 @@ func TestAdvertiseJobsReportsNewIDs(t *testing.T) {
 func TestInvalidate(t *testing.T) {
 	c := NewCollector(newFakeClock())
 	text := machineText("slot1@a", StateUnclaimed, 1024, "")
-	c.Advertise(TypeMachine, "slot1@a", mustParse(t, text), text, time.Minute)
+	c.Advertise(TypeMachine, "slot1@a", mustParse(t, text), time.Minute)
 	c.AdvertiseJobs("ag", "a:1", []Job{job(t, "", 1, 0, "alice", "")}, time.Minute)
 	if !c.Invalidate("MACHINE", "slot1@a") || !c.Invalidate(TypeJob, "ag") {
 		t.Fatal("Invalidate did not find the ads")
@@ -166,7 +166,7 @@ func TestClaimAndUnclaim(t *testing.T) {
 	c := NewCollector(newFakeClock())
 	text := machineText("slot1@a", StateUnclaimed, 1024, "")
 	orig := mustParse(t, text)
-	c.Advertise(TypeMachine, "slot1@a", orig, text, time.Minute)
+	c.Advertise(TypeMachine, "slot1@a", orig, time.Minute)
 	c.AdvertiseJobs("ag", "a:1", []Job{job(t, "", 1, 0, "alice", ""), job(t, "", 1, 1, "alice", "")}, time.Minute)
 
 	jobs, machines := c.Snapshot()

@@ -81,7 +81,7 @@ func (d *driver) cycle(ctx context.Context) CycleStats {
 		CandidateSlots: res.CandidateSlots,
 	}
 	ad := s.ad(d.name)
-	d.collector.Advertise(TypeNegotiator, d.name, ad, ad.String(), 3*d.interval)
+	d.collector.Advertise(TypeNegotiator, d.name, ad, 3*d.interval)
 	level := slog.LevelDebug
 	if s.Matches > 0 {
 		level = slog.LevelInfo

@@ -162,7 +162,7 @@ func TestUnreachableStartdReturnsJob(t *testing.T) {
 func TestCyclePublishesStatistics(t *testing.T) {
 	n := newFakeNotifier()
 	d, e := startDriver(t, n)
-	d.collector.Advertise(TypeMachine, "slot1@a", mustParse(t, machineText("slot1@a", StateUnclaimed, 1024, "")), "", time.Minute)
+	d.collector.Advertise(TypeMachine, "slot1@a", mustParse(t, machineText("slot1@a", StateUnclaimed, 1024, "")), time.Minute)
 	d.collector.AdvertiseJobs("ag", "ag:9", []Job{job(t, "", 1, 0, "alice", ""), job(t, "", 1, 1, "alice", "")}, time.Minute)
 	s := d.cycle(context.Background())
 	if s.Matches != 1 || s.Rejections != 1 || s.IdleJobs != 2 || s.CandidateSlots != 1 {
@@ -182,4 +182,24 @@ func TestCyclePublishesStatistics(t *testing.T) {
 		}
 	}
 	n.waitMatch(t)
+}
+
+func TestPeriodicCycleMatchesWithoutEvents(t *testing.T) {
+	n := newFakeNotifier()
+	c := NewCollector(newFakeClock())
+	d := &driver{
+		log: quietLogger(), collector: c, notifier: n, clock: newFakeClock(), name: "negotiator@test",
+		interval: 10 * time.Millisecond, debounce: time.Hour,
+		kick: make(chan struct{}, 1), sem: make(chan struct{}, 1),
+	}
+	// Stored behind the driver's back: no kick, only the timer can match.
+	c.Advertise(TypeMachine, "slot1@a", mustParse(t, machineText("slot1@a", StateUnclaimed, 1024, "")), time.Minute)
+	c.AdvertiseJobs("ag", "ag:9", []Job{job(t, "", 1, 0, "alice", "")}, time.Minute)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { d.run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	if req := n.waitMatch(t); req.JobId != "1.0" {
+		t.Errorf("matched %s, want 1.0", req.JobId)
+	}
 }

@@ -1,0 +1,96 @@
+package matchmaker
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"harrier.dev/harrier/wire"
+)
+
+func TestEndpointRejectsBadInput(t *testing.T) {
+	e := &collectorEndpoint{collector: NewCollector(newFakeClock()), kick: func() {}, defaultLease: time.Minute}
+	ctx := context.Background()
+	for name, call := range map[string]func() error{
+		"no type": func() error {
+			_, err := e.Advertise(ctx, &wire.AdvertiseRequest{Name: "x", Ad: "[ a = 1 ]"})
+			return err
+		},
+		"no name": func() error {
+			_, err := e.Advertise(ctx, &wire.AdvertiseRequest{Type: "Submitter", Ad: "[ a = 1 ]"})
+			return err
+		},
+		"job ad via Advertise": func() error {
+			_, err := e.Advertise(ctx, &wire.AdvertiseRequest{Type: "job", Name: "1.0", Ad: jobText(1, 0, "a", "")})
+			return err
+		},
+		"job without ProcId": func() error {
+			_, err := e.AdvertiseJobs(ctx, &wire.AdvertiseJobsRequest{Agent: "ag", Ads: []string{`[ ClusterId = 1 ]`}})
+			return err
+		},
+		"no agent": func() error {
+			_, err := e.AdvertiseJobs(ctx, &wire.AdvertiseJobsRequest{Ads: []string{jobText(1, 0, "a", "")}})
+			return err
+		},
+		"bad constraint": func() error {
+			_, err := e.Query(ctx, &wire.QueryRequest{Type: TypeMachine, Constraint: "(("})
+			return err
+		},
+	} {
+		if err := call(); status.Code(err) != codes.InvalidArgument {
+			t.Errorf("%s: %v, want InvalidArgument", name, err)
+		}
+	}
+	// A rejected job set leaves the previous one in place.
+	if _, err := e.AdvertiseJobs(ctx, &wire.AdvertiseJobsRequest{Agent: "ag", Ads: []string{jobText(1, 0, "a", "")}}); err != nil {
+		t.Fatal(err)
+	}
+	e.AdvertiseJobs(ctx, &wire.AdvertiseJobsRequest{Agent: "ag", Ads: []string{jobText(2, 0, "a", ""), "[ oops"}})
+	if reply, _ := e.Query(ctx, &wire.QueryRequest{Type: TypeJob}); len(reply.Ads) != 1 {
+		t.Errorf("after a rejected set: %d jobs, want the previous 1", len(reply.Ads))
+	}
+}
+
+func TestEndpointNamesAdFromItsName(t *testing.T) {
+	e := &collectorEndpoint{collector: NewCollector(newFakeClock()), kick: func() {}, defaultLease: time.Minute}
+	ctx := context.Background()
+	if _, err := e.Advertise(ctx, &wire.AdvertiseRequest{Type: "Scheduler", Ad: `[ Name = "agent@a"; Addr = "x" ]`}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Invalidate(ctx, &wire.InvalidateRequest{Type: "Scheduler", Name: "agent@a"}); err != nil {
+		t.Fatal(err)
+	}
+	if reply, _ := e.Query(ctx, &wire.QueryRequest{Type: "Scheduler"}); len(reply.Ads) != 0 {
+		t.Errorf("invalidated ad still there: %v", reply.Ads)
+	}
+}
+
+// FuzzEndpoint feeds arbitrary ads and constraints to the collector
+// service: it must answer every request without panicking, and an ad it
+// accepted must come back from a query for everything.
+func FuzzEndpoint(f *testing.F) {
+	f.Add(machineText("slot1@a", StateUnclaimed, 1024, ""), "Memory > 512")
+	f.Add(jobText(1, 0, "alice", ""), `Owner == "alice"`)
+	f.Add(`[ Name = "x"; State = "Unclaimed"; Requirements = undefined ]`, "")
+	f.Add(`[ Name = "\u00e9"; a = [ b = {1, 2} ].b[1] ]`, "a is 2 || error")
+	f.Add("[", "((")
+	f.Fuzz(func(t *testing.T, ad, constraint string) {
+		e := &collectorEndpoint{collector: NewCollector(newFakeClock()), kick: func() {}, defaultLease: time.Minute}
+		ctx := context.Background()
+		_, errMachine := e.Advertise(ctx, &wire.AdvertiseRequest{Type: TypeMachine, Name: "m", Ad: ad})
+		_, errJobs := e.AdvertiseJobs(ctx, &wire.AdvertiseJobsRequest{Agent: "ag", Ads: []string{ad}})
+		e.Query(ctx, &wire.QueryRequest{Type: TypeMachine, Constraint: constraint})
+		e.Query(ctx, &wire.QueryRequest{Type: TypeJob, Constraint: constraint})
+		if reply, err := e.Query(ctx, &wire.QueryRequest{Type: TypeMachine}); err != nil || (errMachine == nil) != (len(reply.Ads) == 1) {
+			t.Errorf("machine ad accepted: %v; query: %v, %v", errMachine == nil, reply, err)
+		}
+		if reply, err := e.Query(ctx, &wire.QueryRequest{Type: TypeJob}); err != nil || (errJobs == nil) != (len(reply.Ads) == 1) {
+			t.Errorf("job ad accepted: %v; query: %v, %v", errJobs == nil, reply, err)
+		}
+		jobs, machines := e.collector.Snapshot()
+		Negotiator{}.Negotiate(jobs, machines)
+	})
+}
