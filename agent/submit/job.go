@@ -229,10 +229,21 @@ func (b *builder) job(defs map[string]macro, customs []stmt, m *jobMacros, queue
 	j := newJob()
 	j.exprs = b.exprs
 	x := &expander{defs: defs, job: m, getenv: b.env.Getenv}
+	exeLine, reqLine := queueLine, queueLine
 	for _, name := range commandOrder {
 		def, ok := defs[name]
+		if v, isVar := m.varValue(name); isVar {
+			// A queue variable named like a command sets it, as in HTCondor.
+			def, ok = macro{value: v, line: queueLine}, true
+		}
 		if !ok {
 			continue
+		}
+		switch name {
+		case "executable":
+			exeLine = def.line
+		case "requirements":
+			reqLine = def.line
 		}
 		v, err := x.expand(def.value)
 		if err != nil {
@@ -268,7 +279,7 @@ func (b *builder) job(defs map[string]macro, customs []stmt, m *jobMacros, queue
 	cmd := absJoin(b.dir, j.exe)
 	if j.transferExe && !j.skipChecks {
 		if err := b.checkExecutable(cmd); err != nil {
-			return nil, b.errorf(defs["executable"].line, "%w", err)
+			return nil, b.errorf(exeLine, "%w", err)
 		}
 	}
 	ad.SetString("Cmd", cmd)
@@ -279,7 +290,7 @@ func (b *builder) job(defs map[string]macro, customs []stmt, m *jobMacros, queue
 	}
 	ad.SetString("Environment", jobargs.Join(mergeEnv(b.env.Environ, j.getenv, j.env)))
 	if err := b.requirements(j); err != nil {
-		return nil, b.errorf(defs["requirements"].line, "%w", err)
+		return nil, b.errorf(reqLine, "%w", err)
 	}
 	if j.hold {
 		ad.SetInt("JobStatus", StatusHeld)

@@ -52,6 +52,11 @@ func (m *jobMacros) lookup(name string) (string, bool) {
 	case "row", "itemindex":
 		return strconv.Itoa(m.row), true
 	}
+	return m.varValue(name)
+}
+
+// varValue returns the value of the queue variable name for this job.
+func (m *jobMacros) varValue(name string) (string, bool) {
 	for i, v := range m.vars {
 		if v == name {
 			return m.values[i], true

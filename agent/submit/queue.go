@@ -36,7 +36,7 @@ const (
 // file name may hold macros, expanded when jobs are made.
 type queueSpec struct {
 	count  string   // "" means 1
-	vars   []string // lower case; Item if none were given
+	vars   []string // lower case; Item if none were given; none for queue [N]
 	mode   queueMode
 	match  matchKind
 	slice  *pySlice
@@ -56,7 +56,7 @@ func malformed(format string, args ...any) error {
 // lines it used.
 func parseQueue(lines []srcLine) (*queueSpec, int, error) {
 	rest := strings.TrimSpace(lines[0].text[len("queue"):])
-	q := &queueSpec{vars: []string{"item"}}
+	q := &queueSpec{}
 	kwAt, kw := findQueueKeyword(rest)
 	left := rest
 	if kwAt >= 0 {
@@ -73,6 +73,7 @@ func parseQueue(lines []srcLine) (*queueSpec, int, error) {
 		return q, 1, nil
 	}
 	q.mode = queueKeywords[kw]
+	q.vars = []string{"item"}
 	if len(fields) > 0 {
 		q.vars = q.vars[:0]
 		for _, v := range fields {
