@@ -84,8 +84,8 @@ type frameReader struct {
 	r     io.Reader
 	off   int64 // offset of the next frame
 	limit int64 // size of the input, so a damaged length allocates nothing
-	hdr [frameHeaderSize]byte
-	buf []byte
+	hdr   [frameHeaderSize]byte
+	buf   []byte
 }
 
 // next returns the next payload, valid until the following call, and its
