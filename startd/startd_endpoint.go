@@ -92,7 +92,12 @@ func (e *endpoint) RequestClaim(_ context.Context, req *wire.RequestClaimRequest
 	}
 	if !classad.Match(job, ad) {
 		s.move(sl, unclaimed{})
-		return refuse("the match no longer holds: %s or the job's requirements are false", sl.name), nil
+		why := "the job's requirements are false for the machine"
+		if !ad.EvalAttrAgainst("Requirements", job).IsTrue() {
+			why = "the machine's START expression is false for the job"
+		}
+		s.log.Info("claim refused", "slot", sl.name, "reason", why)
+		return refuse("%s: the match no longer holds: %s", sl.name, why), nil
 	}
 	c := &claim{id: req.ClaimId, agent: req.Agent, owner: evalString(job, "Owner"), jobID: jobID(job)}
 	s.move(sl, claimedIdle{claim: c})
@@ -173,25 +178,27 @@ func (e *endpoint) ReleaseClaim(_ context.Context, req *wire.ReleaseClaimRequest
 	}
 	var r *run
 	switch p := sl.phase.(type) {
+	case claimedIdle:
+		s.move(sl, unclaimed{})
+		s.mu.Unlock()
+		return &wire.ReleaseClaimReply{}, nil
 	case claimedBusy:
 		r = p.run
 		s.move(sl, preemptingKilling{claim: c, run: r})
 	case preemptingKilling:
-		r = p.run // released twice: wait for the first
+		r = p.run // released twice: the first release finishes the job
+	default:
+		s.mu.Unlock()
+		return nil, status.Errorf(codes.FailedPrecondition, "release claim: %s is %s", sl.name, sl.phase.status())
 	}
 	s.mu.Unlock()
 
-	if r != nil {
-		r.kill(s.killGrace)
-	}
+	r.kill(s.killGrace)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch sl.phase.(type) {
-	case claimedIdle, preemptingKilling:
-		if claimOf(sl.phase) == c {
-			s.move(sl, unclaimed{})
-		}
+	if p, ok := sl.phase.(preemptingKilling); ok && p.run == r {
+		s.move(sl, unclaimed{})
 	}
 	return &wire.ReleaseClaimReply{}, nil
 }

@@ -309,8 +309,8 @@ func TestClaimLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if reply.Accepted || reply.Reason == "" {
-		t.Errorf("claim accepted although START is false: %+v", reply)
+	if reply.Accepted || !strings.Contains(reply.Reason, "START") {
+		t.Errorf("claim accepted or refused for another reason although START is false: %+v", reply)
 	}
 	h.collector.waitStatus(t, slot, Status{Unclaimed, Idle})
 
@@ -343,6 +343,26 @@ func TestBadRequests(t *testing.T) {
 	_, err = h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: "c1", JobAd: jobAd})
 	wantCode(t, err, codes.InvalidArgument)
 	_, err = h.client.ReleaseClaim(ctx, &wire.ReleaseClaimRequest{})
+	wantCode(t, err, codes.NotFound)
+}
+
+func TestReleaseIdleClaim(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := t.Context()
+	const slot = "slot1@exec1"
+	h.collector.waitStatus(t, slot, Status{Unclaimed, Idle})
+	if _, err := h.client.Matched(ctx, &wire.StartdMatchedRequest{Slot: slot, ClaimId: "c1", JobAd: jobAd}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := h.client.RequestClaim(ctx, &wire.RequestClaimRequest{Slot: slot, ClaimId: "c1", JobAd: jobAd}); err != nil || !r.Accepted {
+		t.Fatalf("claim: %+v, %v", r, err)
+	}
+	h.collector.waitStatus(t, slot, Status{Claimed, Idle})
+	if _, err := h.client.ReleaseClaim(ctx, &wire.ReleaseClaimRequest{ClaimId: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	h.collector.waitStatus(t, slot, Status{Unclaimed, Idle})
+	_, err := h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: "c1", JobAd: jobAd, ShadowAddr: "10.0.0.1:9"})
 	wantCode(t, err, codes.NotFound)
 }
 

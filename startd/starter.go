@@ -87,6 +87,11 @@ func (r *run) wait() {
 // not exited after grace, then waits until it is gone. Someone must be
 // running wait.
 func (r *run) kill(grace time.Duration) {
+	select {
+	case <-r.done: // gone already; its pid may belong to someone else now
+		return
+	default:
+	}
 	pgid := -r.cmd.Process.Pid
 	syscall.Kill(pgid, syscall.SIGTERM)
 	t := time.NewTimer(grace)

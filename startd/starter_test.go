@@ -1,0 +1,81 @@
+package startd
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"harrier.dev/harrier/starter"
+)
+
+func TestKillEscalatesToSIGKILL(t *testing.T) {
+	dir := t.TempDir()
+	// The starter and everything it runs ignore SIGTERM.
+	argv := []string{"/bin/sh", "-c", "trap '' TERM; echo ready; while :; do sleep 0.05; done"}
+	r, err := startStarter(argv, dir, "slot1", starter.Spec{JobAd: "[]"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go r.wait()
+	logPath := filepath.Join(dir, "starter.slot1.log")
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		b, _ := os.ReadFile(logPath)
+		if bytes.Contains(b, []byte("ready")) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("starter never got ready; log %q", b)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	r.kill(50 * time.Millisecond)
+	var ee *exec.ExitError
+	if !errors.As(r.err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Errorf("starter ended with %v, want SIGKILL", r.err)
+	}
+	if _, err := os.Stat(r.scratch); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("scratch directory after kill: %v", err)
+	}
+	r.kill(time.Hour) // a second kill of a finished starter returns at once
+}
+
+func TestStartStarterFailureLeavesNoScratch(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := startStarter([]string{filepath.Join(dir, "missing")}, dir, "slot1", starter.Spec{}); err == nil {
+		t.Fatal("started a missing starter")
+	}
+	if d := scratchDirs(t, dir); len(d) != 0 {
+		t.Errorf("scratch left behind: %v", d)
+	}
+}
+
+func TestRemoveScratchKeepsLogs(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{"scratch.slot1.123/a/b", "scratch.slot2.456", "other"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "starter.slot1.log"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := removeScratch(dir); err != nil {
+		t.Fatal(err)
+	}
+	if d := scratchDirs(t, dir); len(d) != 0 {
+		t.Errorf("scratch left: %v", d)
+	}
+	for _, keep := range []string{"other", "starter.slot1.log"} {
+		if _, err := os.Stat(filepath.Join(dir, keep)); err != nil {
+			t.Errorf("%s removed: %v", keep, err)
+		}
+	}
+	if err := removeScratch(filepath.Join(dir, "missing")); err == nil {
+		t.Error("cleaning a missing directory succeeded")
+	}
+}
