@@ -60,7 +60,6 @@ type storedAd struct {
 
 // jobSet is the idle-job advertisement of one agent.
 type jobSet struct {
-	addr    string
 	jobs    []Job // in advertised order, minus jobs matched since
 	seen    map[string]bool
 	expires time.Time
@@ -118,7 +117,7 @@ func (c *Collector) AdvertiseJobs(agent, addr string, jobs []Job, lease time.Dur
 	if old := c.agents[agent]; old != nil && now.Before(old.expires) {
 		prev = old.seen
 	}
-	set := &jobSet{addr: addr, jobs: make([]Job, len(jobs)), seen: make(map[string]bool, len(jobs)), expires: now.Add(lease)}
+	set := &jobSet{jobs: make([]Job, len(jobs)), seen: make(map[string]bool, len(jobs)), expires: now.Add(lease)}
 	fresh := false
 	for i, j := range jobs {
 		j.Agent, j.AgentAddr = agent, addr
@@ -224,15 +223,16 @@ func (c *Collector) Snapshot() ([]Job, []Machine) {
 	return jobs, machines
 }
 
-// Claim records a match: the machine's ad, if it is still the one that was
-// matched, is replaced by a copy with State = "Matched", and the job leaves
+// Claim records a match: the machine's ad, if it still says Unclaimed (a
+// refresh may have replaced the matched one), is replaced by a copy with
+// State = "Matched", and the job leaves
 // its agent's idle set, so that the next cycle offers neither again. The
 // next advertisements of the startd and the agent bring the truth.
 func (c *Collector) Claim(m Match) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	k := keyOf(TypeMachine, m.Machine.Name)
-	if a, ok := c.ads[k]; ok && a.ad == m.Machine.Ad {
+	if a, ok := c.ads[k]; ok && state(a.ad) == StateUnclaimed {
 		ad := a.ad.Copy()
 		ad.SetString("State", StateMatched)
 		a.ad = ad

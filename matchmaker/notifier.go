@@ -3,6 +3,7 @@ package matchmaker
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -19,6 +20,9 @@ type Notifier interface {
 	// AgentMatched tells the agent at addr that one of its jobs was matched.
 	AgentMatched(ctx context.Context, addr string, req *wire.MatchedRequest) error
 }
+
+// errNoAddr reports an ad that does not say where its daemon listens.
+var errNoAddr = errors.New("no address to notify")
 
 // grpcNotifier notifies over the pool's mutual TLS, keeping one client
 // connection per address. A connection is dropped after a failed call, so
@@ -49,6 +53,9 @@ func (n *grpcNotifier) AgentMatched(ctx context.Context, addr string, req *wire.
 }
 
 func (n *grpcNotifier) call(addr string, rpc func(*grpc.ClientConn) error) error {
+	if addr == "" {
+		return errNoAddr
+	}
 	cc, err := n.conn(addr)
 	if err != nil {
 		return err

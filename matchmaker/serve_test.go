@@ -250,3 +250,45 @@ func TestNewRequiresClientCertificates(t *testing.T) {
 		t.Errorf("New without TLS: %v, want ErrNoTLS", err)
 	}
 }
+
+func TestNotifierReusesAndDropsConnections(t *testing.T) {
+	ca := newTestCA(t)
+	agent := &recorder{matched: make(chan string, 4)}
+	addr := serveFake(t, ca.serverTLS(t, "agent"), func(s *grpc.Server) { wire.RegisterAgentServer(s, agent) })
+	n := newGRPCNotifier(ca.clientTLS(t, "matchmaker"))
+	defer n.Close()
+	ctx := context.Background()
+	conns := func() int {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		return len(n.conns)
+	}
+
+	for _, claim := range []string{"c1", "c2"} {
+		if err := n.AgentMatched(ctx, addr, &wire.MatchedRequest{ClaimId: claim}); err != nil {
+			t.Fatalf("notify %s: %v", claim, err)
+		}
+	}
+	if got := conns(); got != 1 {
+		t.Errorf("%d cached connections after two calls to one agent, want 1", got)
+	}
+
+	// Nothing listens here any more: the call fails and its connection goes.
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := lis.Addr().String()
+	lis.Close()
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := n.StartdMatched(cctx, gone, &wire.StartdMatchedRequest{}); err == nil {
+		t.Error("notifying a closed port succeeded")
+	}
+	if err := n.StartdMatched(cctx, "", &wire.StartdMatchedRequest{}); !errors.Is(err, errNoAddr) {
+		t.Errorf("notifying no address: %v, want errNoAddr", err)
+	}
+	if got := conns(); got != 1 {
+		t.Errorf("%d cached connections after a failure, want the 1 good one", got)
+	}
+}
