@@ -1,7 +1,6 @@
 package startd
 
 import (
-	"fmt"
 	"runtime/debug"
 	"time"
 
@@ -12,15 +11,14 @@ import (
 type adConfig struct {
 	host     string
 	addr     string // StartdAddr
-	start    string
-	rank     string
+	policy   policy
 	numSlots int
 	version  string
 }
 
 // machineAd builds the ad of one slot from a measurement of the whole
 // machine. It is a pure function of its arguments.
-func machineAd(c adConfig, m machine, v view, now time.Time) (*classad.ClassAd, error) {
+func machineAd(c adConfig, m machine, v view, now time.Time) *classad.ClassAd {
 	n := int64(max(c.numSlots, 1))
 	ad := classad.New()
 	ad.SetString("MyType", "Machine")
@@ -33,15 +31,9 @@ func machineAd(c adConfig, m machine, v view, now time.Time) (*classad.ClassAd, 
 	ad.SetString("Activity", string(v.status.Activity))
 	ad.SetInt("EnteredCurrentState", v.enteredState.Unix())
 	ad.SetInt("EnteredCurrentActivity", v.enteredActivity.Unix())
-	for _, e := range []struct{ name, src string }{
-		{"Requirements", c.start},
-		{"Start", c.start},
-		{"Rank", c.rank},
-	} {
-		if err := ad.SetExpr(e.name, e.src); err != nil {
-			return nil, fmt.Errorf("machine ad %s: %s: %w", v.name, e.name, err)
-		}
-	}
+	ad.Set("Requirements", c.policy.start)
+	ad.Set("Start", c.policy.start)
+	ad.Set("Rank", c.policy.rank)
 	ad.SetString("Arch", m.arch)
 	ad.SetString("OpSys", "LINUX")
 	ad.SetString("OpSysAndVer", m.opSysAndVer)
@@ -66,7 +58,7 @@ func machineAd(c adConfig, m machine, v view, now time.Time) (*classad.ClassAd, 
 			ad.SetString("JobId", cl.jobID)
 		}
 	}
-	return ad, nil
+	return ad
 }
 
 // version is the Harrier module version this binary was built from.

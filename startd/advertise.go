@@ -62,41 +62,21 @@ type slotAd struct {
 
 // ads measures the machine and builds every slot's ad.
 func (s *Startd) ads() []slotAd {
-	m, merr := s.measure()
+	m, err := s.measure()
 	now := time.Now()
 	s.mu.Lock()
 	views := make([]view, len(s.slots))
 	for i, sl := range s.slots {
 		views[i] = sl.view()
 	}
-	c := s.adConfig()
+	c := s.adc
 	s.mu.Unlock()
 	out := make([]slotAd, len(views))
 	for i, v := range views {
-		out[i].name = v.name
-		if merr != nil {
-			out[i].err = merr
-			continue
+		out[i] = slotAd{name: v.name, err: err}
+		if err == nil {
+			out[i].text = machineAd(c, m, v, now).String()
 		}
-		ad, err := machineAd(c, m, v, now)
-		if err != nil {
-			out[i].err = err
-			continue
-		}
-		out[i].text = ad.String()
 	}
 	return out
-}
-
-// adConfig returns what ads take from the configuration. It must be called
-// with s.mu held.
-func (s *Startd) adConfig() adConfig {
-	return adConfig{
-		host:     s.cfg.Name,
-		addr:     s.addr,
-		start:    s.cfg.Start,
-		rank:     s.cfg.Rank,
-		numSlots: s.cfg.NumSlots,
-		version:  s.version,
-	}
 }

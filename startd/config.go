@@ -54,10 +54,19 @@ const (
 	killGrace = 5 * time.Second
 )
 
-// withDefaults checks cfg and fills in its defaults. START and RANK must
-// parse; the error names the configuration key.
-func (cfg Config) withDefaults() (Config, error) {
-	var errs []error
+// policy is the owner's policy expressions, parsed.
+type policy struct {
+	start, rank classad.Expr
+}
+
+// withDefaults checks cfg, fills in its defaults and parses the policy
+// expressions; a parse error names the configuration key.
+func (cfg Config) withDefaults() (Config, policy, error) {
+	var (
+		errs []error
+		pol  policy
+		err  error
+	)
 	if cfg.Name == "" {
 		h, err := os.Hostname()
 		if err != nil {
@@ -80,10 +89,10 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Rank == "" {
 		cfg.Rank = "0"
 	}
-	if _, err := classad.ParseExpr(cfg.Start); err != nil {
+	if pol.start, err = classad.ParseExpr(cfg.Start); err != nil {
 		errs = append(errs, fmt.Errorf("START: %w", err))
 	}
-	if _, err := classad.ParseExpr(cfg.Rank); err != nil {
+	if pol.rank, err = classad.ParseExpr(cfg.Rank); err != nil {
 		errs = append(errs, fmt.Errorf("RANK: %w", err))
 	}
 	if cfg.NumSlots == 0 {
@@ -105,7 +114,7 @@ func (cfg Config) withDefaults() (Config, error) {
 		errs = append(errs, errors.New("no starter command"))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return cfg, fmt.Errorf("startd configuration: %w", err)
+		return cfg, pol, fmt.Errorf("startd configuration: %w", err)
 	}
-	return cfg, nil
+	return cfg, pol, nil
 }

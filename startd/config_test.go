@@ -26,7 +26,7 @@ func TestNewDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.cfg.Start != "true" || s.cfg.Rank != "0" || s.cfg.NumSlots != 1 || s.cfg.AdvertiseInterval != 10*time.Second || s.cfg.Logger == nil {
+	if s.cfg.Start != "true" || s.cfg.Rank != "0" || s.adc.policy.start.String() != "true" || s.cfg.NumSlots != 1 || s.cfg.AdvertiseInterval != 10*time.Second || s.cfg.Logger == nil {
 		t.Errorf("defaults not applied: %+v", s.cfg)
 	}
 	if fi, err := os.Stat(cfg.ExecuteDir); err != nil || !fi.IsDir() {

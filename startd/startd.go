@@ -32,17 +32,16 @@ type Startd struct {
 
 	mu    sync.Mutex
 	slots []*slot // guarded by mu, as is everything in each slot
-	// addr is StartdAddr; set by Serve before any ad is built.
-	addr string
-	// version is HarrierVersion.
-	version string
+	// adc is what the ads take from the configuration; Serve sets its
+	// addr before any ad is built.
+	adc adConfig
 }
 
 // New checks cfg, prepares the execute directory (removing scratch
 // directories a crashed startd left behind) and returns a Startd. Errors
 // in the START or RANK expressions name the key and the position.
 func New(cfg Config) (*Startd, error) {
-	cfg, err := cfg.withDefaults()
+	cfg, pol, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +58,7 @@ func New(cfg Config) (*Startd, error) {
 		matchTimeout: matchTimeout,
 		killGrace:    killGrace,
 		changed:      make(chan struct{}, 1),
-		version:      version(),
+		adc:          adConfig{host: cfg.Name, policy: pol, numSlots: cfg.NumSlots, version: version()},
 	}
 	now := time.Now()
 	for i := range cfg.NumSlots {
@@ -74,9 +73,9 @@ func New(cfg Config) (*Startd, error) {
 // only if serving failed. Serve must be called once.
 func (s *Startd) Serve(ctx context.Context, lis net.Listener) error {
 	s.mu.Lock()
-	s.addr = s.cfg.AdvertiseAddr
-	if s.addr == "" {
-		s.addr = lis.Addr().String()
+	s.adc.addr = s.cfg.AdvertiseAddr
+	if s.adc.addr == "" {
+		s.adc.addr = lis.Addr().String()
 	}
 	s.mu.Unlock()
 
@@ -101,7 +100,7 @@ func (s *Startd) Serve(ctx context.Context, lis net.Listener) error {
 		defer close(advDone)
 		s.advertiseLoop(ctx, collector)
 	}()
-	s.log.Info("startd serving", "addr", s.addr, "slots", len(s.slots))
+	s.log.Info("startd serving", "addr", s.adc.addr, "slots", len(s.slots))
 
 	var failed error
 	select {

@@ -86,10 +86,7 @@ func (e *endpoint) RequestClaim(_ context.Context, req *wire.RequestClaimRequest
 	if mp.claimID != req.ClaimId {
 		return refuse("%s is matched under another claim id", sl.name), nil
 	}
-	ad, err := machineAd(s.adConfig(), m, sl.view(), now)
-	if err != nil {
-		return nil, status.Errorf(codes.Internal, "request claim: %v", err)
-	}
+	ad := machineAd(s.adc, m, sl.view(), now)
 	if !classad.Match(job, ad) {
 		s.move(sl, unclaimed{})
 		why := "the job's requirements are false for the machine"
@@ -101,11 +98,7 @@ func (e *endpoint) RequestClaim(_ context.Context, req *wire.RequestClaimRequest
 	}
 	c := &claim{id: req.ClaimId, agent: req.Agent, owner: evalString(job, "Owner"), jobID: jobID(job)}
 	s.move(sl, claimedIdle{claim: c})
-	ad, err = machineAd(s.adConfig(), m, sl.view(), now)
-	if err != nil {
-		return nil, status.Errorf(codes.Internal, "request claim: %v", err)
-	}
-	return &wire.RequestClaimReply{Accepted: true, MachineAd: ad.String()}, nil
+	return &wire.RequestClaimReply{Accepted: true, MachineAd: machineAd(s.adc, m, sl.view(), now).String()}, nil
 }
 
 func refuse(format string, args ...any) *wire.RequestClaimReply {
