@@ -170,6 +170,7 @@ func (m *Matchmaker) Serve(ctx context.Context, lis net.Listener) error {
 		<-served
 	case err = <-served:
 		err = fmt.Errorf("matchmaker: serve %s: %w", lis.Addr(), err)
+		srv.Stop()
 		cancel()
 	}
 	<-driven

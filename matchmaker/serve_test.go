@@ -292,3 +292,28 @@ func TestNotifierReusesAndDropsConnections(t *testing.T) {
 		t.Errorf("%d cached connections after a failure, want the 1 good one", got)
 	}
 }
+
+func TestServeOnce(t *testing.T) {
+	ca := newTestCA(t)
+	m, err := New(Config{Logger: quietLogger(), TLS: ca.serverTLS(t, "mm"), ClientTLS: ca.clientTLS(t, "mm")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 2)
+	for range 2 {
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { done <- m.Serve(ctx, lis) }()
+	}
+	// One of the two calls is refused at once; the other serves until cancel.
+	if err := <-done; !errors.Is(err, ErrServed) {
+		t.Errorf("first Serve to return: %v, want ErrServed", err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("serving Serve: %v", err)
+	}
+}
