@@ -39,7 +39,7 @@ func toInt(v Value) Value {
 	case AbsTimeKind:
 		return Int(v.i())
 	case StringKind:
-		s := strings.TrimSpace(v.str)
+		s := strings.TrimSpace(v.s())
 		if i, err := strconv.ParseInt(s, 10, 64); err == nil {
 			return Int(i)
 		}
@@ -62,7 +62,7 @@ func toReal(v Value) Value {
 	case RelTimeKind:
 		return Real(v.f())
 	case StringKind:
-		s := strings.TrimSpace(v.str)
+		s := strings.TrimSpace(v.s())
 		if f, err := strconv.ParseFloat(s, 64); err == nil || math.IsInf(f, 0) && s != "" {
 			return Real(f)
 		}
@@ -82,9 +82,9 @@ func toBool(v Value) Value {
 		return Bool(v.f() != 0)
 	case StringKind:
 		switch {
-		case equalFold(strings.TrimSpace(v.str), "true"):
+		case equalFold(strings.TrimSpace(v.s()), "true"):
 			return Bool(true)
-		case equalFold(strings.TrimSpace(v.str), "false"):
+		case equalFold(strings.TrimSpace(v.s()), "false"):
 			return Bool(false)
 		}
 	}
@@ -96,7 +96,7 @@ func toBool(v Value) Value {
 func stringOf(v Value) (string, bool) {
 	switch v.kind {
 	case StringKind:
-		return v.str, true
+		return v.s(), true
 	case ErrorKind, UndefinedKind:
 		return "", false
 	}
@@ -122,7 +122,7 @@ func absTimeFn(_ *evalCtx, a []Value) Value {
 		sec, off = v.i(), int(v.off)
 	case StringKind:
 		var ok bool
-		sec, off, ok = parseAbsTime(v.str, time.Local)
+		sec, off, ok = parseAbsTime(v.s(), time.Local)
 		if !ok {
 			return Value{kind: ErrorKind}
 		}
@@ -157,7 +157,7 @@ func relTimeFn(_ *evalCtx, a []Value) Value {
 		f, _ := toFloat(v)
 		return RelTime(f)
 	case StringKind:
-		if f, ok := parseRelTime(v.str); ok {
+		if f, ok := parseRelTime(v.s()); ok {
 			return RelTime(f)
 		}
 	}

@@ -30,7 +30,7 @@ func member(a []Value, o op) Value {
 	if o == opEq && x.kind == ErrorKind {
 		return x
 	}
-	for _, e := range l.ref.(*listValue).elems {
+	for _, e := range l.elems() {
 		if binaryOp(o, x, e).IsTrue() {
 			return Bool(true)
 		}
@@ -45,7 +45,7 @@ func listFold(l Value, how string) Value {
 	if l.kind != ListKind {
 		return Value{kind: ErrorKind}
 	}
-	elems := l.ref.(*listValue).elems
+	elems := l.elems()
 	if len(elems) == 0 {
 		switch how {
 		case "sum":
@@ -100,10 +100,10 @@ func listCompare(a []Value, any bool) Value {
 	if a[0].kind != StringKind || a[1].kind != ListKind {
 		return Value{kind: ErrorKind}
 	}
-	o, ok := compareOps[a[0].str]
+	o, ok := compareOps[a[0].s()]
 	if !ok {
 		for k, v := range compareOps {
-			if equalFold(k, a[0].str) {
+			if equalFold(k, a[0].s()) {
 				o, ok = v, true
 			}
 		}
@@ -111,7 +111,7 @@ func listCompare(a []Value, any bool) Value {
 			return Value{kind: ErrorKind}
 		}
 	}
-	for _, e := range a[1].ref.(*listValue).elems {
+	for _, e := range a[1].elems() {
 		if binaryOp(o, e, a[2]).IsTrue() == any {
 			return Bool(any)
 		}
@@ -177,7 +177,7 @@ func quantize(_ *evalCtx, a []Value) Value {
 		return Value{kind: ErrorKind}
 	}
 	if q.kind == ListKind {
-		elems := q.ref.(*listValue).elems
+		elems := q.elems()
 		if len(elems) == 0 {
 			return Value{kind: ErrorKind}
 		}

@@ -23,7 +23,7 @@ func evalFn(c *evalCtx, s *adRef, args []node) Value {
 	if c.steps > maxSteps || len(c.stack) >= maxEvalDepth {
 		return Value{kind: ErrorKind}
 	}
-	e, err := ParseExpr(v.str)
+	e, err := ParseExpr(v.s())
 	if err != nil {
 		return Value{kind: ErrorKind}
 	}
@@ -61,7 +61,7 @@ func unparse(c *evalCtx, s *adRef, args []node) Value {
 		if base.kind != AdKind {
 			return Value{kind: ErrorKind}
 		}
-		for sc := base.ref.(*adRef); sc != nil; sc = sc.parent {
+		for sc := base.scope(); sc != nil; sc = sc.parent {
 			if i := sc.ad.find(n.name, n.hash); i >= 0 {
 				p.expr(sc.ad.attrs[i].expr)
 				return String(p.String())
@@ -69,6 +69,6 @@ func unparse(c *evalCtx, s *adRef, args []node) Value {
 		}
 		return Value{}
 	}
-	args[0].print(&p)
+	p.node(args[0])
 	return String(p.String())
 }

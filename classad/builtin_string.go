@@ -74,7 +74,7 @@ func twoStrings(a []Value) (string, string, bool) {
 	if a[0].kind != StringKind || a[1].kind != StringKind {
 		return "", "", false
 	}
-	return a[0].str, a[1].str, true
+	return a[0].s(), a[1].s(), true
 }
 
 // strcat converts each argument with string(); undefined or error in any
@@ -103,7 +103,7 @@ func join(_ *evalCtx, a []Value) Value {
 	var items []Value
 	switch {
 	case len(a) == 1 && a[0].kind == ListKind:
-		items = a[0].ref.(*listValue).elems
+		items = a[0].elems()
 	case len(a) == 1:
 		return Value{kind: ErrorKind}
 	default:
@@ -116,7 +116,7 @@ func join(_ *evalCtx, a []Value) Value {
 		}
 		sep = s
 		if len(a) == 2 && a[1].kind == ListKind {
-			items = a[1].ref.(*listValue).elems
+			items = a[1].elems()
 		} else {
 			items = a[1:]
 		}
@@ -147,7 +147,7 @@ func substr(_ *evalCtx, a []Value) Value {
 	if a[0].kind != StringKind || a[1].kind != IntKind {
 		return Value{kind: ErrorKind}
 	}
-	s := a[0].str
+	s := a[0].s()
 	n := int64(len(s))
 	off := a[1].i()
 	if off < 0 {
@@ -195,11 +195,11 @@ func mapString(v Value, f func(string) string) Value {
 func size(_ *evalCtx, a []Value) Value {
 	switch v := a[0]; v.kind {
 	case StringKind:
-		return Int(int64(len(v.str)))
+		return Int(int64(len(v.s())))
 	case ListKind:
-		return Int(int64(len(v.ref.(*listValue).elems)))
+		return Int(int64(len(v.elems())))
 	case AdKind:
-		return Int(int64(v.ref.(*adRef).ad.Len()))
+		return Int(int64(v.scope().ad.Len()))
 	}
 	return Value{kind: ErrorKind}
 }
@@ -228,9 +228,9 @@ func split(_ *evalCtx, a []Value) Value {
 		if a[1].kind != StringKind {
 			return Value{kind: ErrorKind}
 		}
-		items = fields(a[0].str, a[1].str)
+		items = fields(a[0].s(), a[1].s())
 	} else {
-		items = strings.FieldsFunc(a[0].str, func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
+		items = strings.FieldsFunc(a[0].s(), func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
 	}
 	out := make([]Value, len(items))
 	for i, s := range items {
@@ -245,12 +245,12 @@ func splitAt(v Value, slot bool) Value {
 	if v.kind != StringKind {
 		return Value{kind: ErrorKind}
 	}
-	before, after, ok := strings.Cut(v.str, "@")
+	before, after, ok := strings.Cut(v.s(), "@")
 	if !ok {
 		if slot {
-			return List(String(""), String(v.str))
+			return List(String(""), String(v.s()))
 		}
-		return List(String(v.str), String(""))
+		return List(String(v.s()), String(""))
 	}
 	return List(String(before), String(after))
 }
@@ -261,7 +261,7 @@ func sprintf(_ *evalCtx, a []Value) Value {
 	if a[0].kind != StringKind {
 		return Value{kind: ErrorKind}
 	}
-	f := a[0].str
+	f := a[0].s()
 	args := a[1:]
 	var b strings.Builder
 	for i := 0; i < len(f); i++ {
@@ -344,7 +344,7 @@ func compileRegexp(pattern Value, opts []Value) (*regexp.Regexp, bool) {
 		if opts[0].kind != StringKind {
 			return nil, false
 		}
-		for _, c := range opts[0].str {
+		for _, c := range opts[0].s() {
 			switch c {
 			case 'i', 'I':
 				flags += "i"
@@ -355,7 +355,7 @@ func compileRegexp(pattern Value, opts []Value) (*regexp.Regexp, bool) {
 			}
 		}
 	}
-	src := pattern.str
+	src := pattern.s()
 	if flags != "" {
 		src = "(?" + flags + ")" + src
 	}
@@ -368,7 +368,7 @@ func regexpFn(_ *evalCtx, a []Value) Value {
 	if !ok || a[1].kind != StringKind {
 		return Value{kind: ErrorKind}
 	}
-	return Bool(re.MatchString(a[1].str))
+	return Bool(re.MatchString(a[1].s()))
 }
 
 type substMode uint8
@@ -386,7 +386,7 @@ func regexpSubst(a []Value, mode substMode) Value {
 	if !ok || a[1].kind != StringKind || a[2].kind != StringKind {
 		return Value{kind: ErrorKind}
 	}
-	target, sub := a[1].str, a[2].str
+	target, sub := a[1].s(), a[2].s()
 	expand := func(m []int) string {
 		var b strings.Builder
 		for i := 0; i < len(sub); i++ {
@@ -438,10 +438,10 @@ func regexpMember(_ *evalCtx, a []Value) Value {
 		return Value{kind: ErrorKind}
 	}
 	undef := false
-	for _, e := range a[1].ref.(*listValue).elems {
+	for _, e := range a[1].elems() {
 		switch e.kind {
 		case StringKind:
-			if re.MatchString(e.str) {
+			if re.MatchString(e.s()) {
 				return Bool(true)
 			}
 		case UndefinedKind:
@@ -466,9 +466,9 @@ func stringListArg(a []Value, di int) ([]string, bool) {
 		if a[di].kind != StringKind {
 			return nil, false
 		}
-		delims = a[di].str
+		delims = a[di].s()
 	}
-	return fields(a[0].str, delims), true
+	return fields(a[0].s(), delims), true
 }
 
 func stringListFold(a []Value, how string) Value {
@@ -524,7 +524,7 @@ func stringListMember(a []Value, fold bool) Value {
 		return Value{kind: ErrorKind}
 	}
 	for _, s := range items {
-		if s == a[0].str || fold && equalFold(s, a[0].str) {
+		if s == a[0].s() || fold && equalFold(s, a[0].s()) {
 			return Bool(true)
 		}
 	}
@@ -630,5 +630,5 @@ func versionInRange(_ *evalCtx, a []Value) Value {
 	if a[0].kind != StringKind || a[1].kind != StringKind || a[2].kind != StringKind {
 		return Value{kind: ErrorKind}
 	}
-	return Bool(versionCompare(a[0].str, a[1].str) >= 0 && versionCompare(a[0].str, a[2].str) <= 0)
+	return Bool(versionCompare(a[0].s(), a[1].s()) >= 0 && versionCompare(a[0].s(), a[2].s()) <= 0)
 }

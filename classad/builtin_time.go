@@ -137,7 +137,7 @@ func formatTime(_ *evalCtx, a []Value) Value {
 		if a[1].kind != StringKind {
 			return Value{kind: ErrorKind}
 		}
-		format = a[1].str
+		format = a[1].s()
 	}
 	return String(strftime(timeOf(v), format))
 }

@@ -90,7 +90,7 @@ func (ad *ClassAd) find(name string, h uint32) int {
 			return -1
 		}
 		a := &ad.attrs[slot-1]
-		if a.hash == h && equalFold(a.name, name) {
+		if a.hash == h && (a.name == name || equalFold(a.name, name)) {
 			return int(slot - 1)
 		}
 	}

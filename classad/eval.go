@@ -80,6 +80,8 @@ func (c *evalCtx) evalAttr(sc *adRef, i int) Value {
 		return Value{}
 	case *litNode:
 		return n.v
+	case *foldNode:
+		return n.v
 	}
 	c.steps++
 	if c.steps > maxSteps || len(c.stack) >= maxEvalDepth {
@@ -225,7 +227,7 @@ func (n *scopeNode) eval(c *evalCtx, s *adRef) Value {
 	if r == nil {
 		return Value{}
 	}
-	return Value{kind: AdKind, ref: r}
+	return adValue(r)
 }
 
 func (n *selectNode) eval(c *evalCtx, s *adRef) Value {
@@ -246,10 +248,10 @@ func (n *selectNode) eval(c *evalCtx, s *adRef) Value {
 func (c *evalCtx) selectValue(base Value, name string, h uint32) Value {
 	switch base.kind {
 	case AdKind:
-		v, _ := c.lookupChain(base.ref.(*adRef), name, h)
+		v, _ := c.lookupChain(base.scope(), name, h)
 		return v
 	case ListKind:
-		elems := base.ref.(*listValue).elems
+		elems := base.elems()
 		out := make([]Value, len(elems))
 		for i, e := range elems {
 			out[i] = c.selectValue(e, name, h)
@@ -272,12 +274,12 @@ func (n *indexNode) eval(c *evalCtx, s *adRef) Value {
 	}
 	switch {
 	case x.kind == ListKind && i.kind == IntKind:
-		elems := x.ref.(*listValue).elems
+		elems := x.elems()
 		if k := i.i(); k >= 0 && k < int64(len(elems)) {
 			return elems[k]
 		}
 	case x.kind == AdKind && i.kind == StringKind:
-		v, _ := c.lookupChain(x.ref.(*adRef), i.str, hashName(i.str))
+		v, _ := c.lookupChain(x.scope(), i.s(), hashName(i.s()))
 		return v
 	}
 	return Value{kind: ErrorKind}
@@ -292,7 +294,32 @@ func (n *binaryNode) eval(c *evalCtx, s *adRef) Value {
 	case opOr:
 		return evalOr(c, s, n.l, n.r)
 	}
-	return binaryOp(n.op, n.l.eval(c, s), n.r.eval(c, s))
+	l, r := n.l.eval(c, s), n.r.eval(c, s)
+	if l.kind == IntKind && r.kind == IntKind {
+		// The common case in Requirements, without the general dispatch.
+		a, b := l.i(), r.i()
+		switch n.op {
+		case opLt:
+			return Bool(a < b)
+		case opLe:
+			return Bool(a <= b)
+		case opGt:
+			return Bool(a > b)
+		case opGe:
+			return Bool(a >= b)
+		case opEq:
+			return Bool(a == b)
+		case opNe:
+			return Bool(a != b)
+		case opAdd:
+			return Int(a + b)
+		case opSub:
+			return Int(a - b)
+		case opMul:
+			return Int(a * b)
+		}
+	}
+	return binaryOp(n.op, l, r)
 }
 
 func (n *condNode) eval(c *evalCtx, s *adRef) Value {
@@ -315,7 +342,7 @@ func (n *elvisNode) eval(c *evalCtx, s *adRef) Value {
 	return n.b.eval(c, s)
 }
 
-func (n *parenNode) eval(c *evalCtx, s *adRef) Value { return n.x.eval(c, s) }
+func (n *foldNode) eval(*evalCtx, *adRef) Value { return n.v }
 
 func (n *listNode) eval(c *evalCtx, s *adRef) Value {
 	out := make([]Value, len(n.elems))
@@ -326,7 +353,7 @@ func (n *listNode) eval(c *evalCtx, s *adRef) Value {
 }
 
 func (n *adNode) eval(_ *evalCtx, s *adRef) Value {
-	return Value{kind: AdKind, ref: &adRef{ad: n.ad, parent: s}}
+	return adValue(&adRef{ad: n.ad, parent: s})
 }
 
 func (n *callNode) eval(c *evalCtx, s *adRef) Value {

@@ -10,7 +10,15 @@ type Expr struct {
 type node interface {
 	eval(c *evalCtx, s *adRef) Value
 	print(p *printer)
+	// parens points at the number of source parentheses around the node,
+	// kept for printing so that evaluation never steps through them.
+	parens() *uint16
 }
+
+// wrap records source parentheses; every node embeds it.
+type wrap struct{ n uint16 }
+
+func (w *wrap) parens() *uint16 { return &w.n }
 
 // Literal returns an expression that evaluates to v.
 func Literal(v Value) Expr { return Expr{&litNode{v: v}} }
@@ -79,10 +87,14 @@ var opText = [...]string{
 }
 
 // litNode is a constant.
-type litNode struct{ v Value }
+type litNode struct {
+	wrap
+	v Value
+}
 
 // attrNode is a bare attribute name, or with abs set, a root reference ".name".
 type attrNode struct {
+	wrap
 	name string
 	hash uint32
 	abs  bool
@@ -100,46 +112,70 @@ const (
 
 // scopeNode is one of self, my, target, other, parent, root.
 type scopeNode struct {
+	wrap
 	kind scopeKind
 	word string // spelling, for printing
 }
 
 // selectNode is x.name.
 type selectNode struct {
+	wrap
 	x    node
 	name string
 	hash uint32
 }
 
 // indexNode is x[i].
-type indexNode struct{ x, i node }
+type indexNode struct {
+	wrap
+	x, i node
+}
 
 type unaryNode struct {
+	wrap
 	op op
 	x  node
 }
 
 type binaryNode struct {
+	wrap
 	op   op
 	l, r node
 }
 
 // condNode is c ? a : b.
-type condNode struct{ c, a, b node }
+type condNode struct {
+	wrap
+	c, a, b node
+}
 
 // elvisNode is a ?: b.
-type elvisNode struct{ a, b node }
+type elvisNode struct {
+	wrap
+	a, b node
+}
 
-// parenNode keeps source parentheses so that printing reproduces them.
-type parenNode struct{ x node }
+// foldNode is a constant folded at parse time; src is kept for printing.
+type foldNode struct {
+	wrap
+	v   Value
+	src node
+}
 
-type listNode struct{ elems []node }
+type listNode struct {
+	wrap
+	elems []node
+}
 
 // adNode is a nested ClassAd literal.
-type adNode struct{ ad *ClassAd }
+type adNode struct {
+	wrap
+	ad *ClassAd
+}
 
 // callNode is a function call; fn is nil for unknown functions.
 type callNode struct {
+	wrap
 	name string
 	fn   builtin
 	args []node

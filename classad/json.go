@@ -63,7 +63,7 @@ func writeJSONNode(b *bytes.Buffer, n node) error {
 		return writeJSONAd(b, n.ad)
 	}
 	var p printer
-	n.print(&p)
+	p.node(n)
 	writeJSONString(b, "/Expr("+p.String()+")/")
 	return nil
 }
@@ -84,10 +84,10 @@ func writeJSONValue(b *bytes.Buffer, v Value) (bool, error) {
 		}
 		b.WriteString(formatReal(f))
 	case StringKind:
-		writeJSONString(b, v.str)
+		writeJSONString(b, v.s())
 	case ListKind:
 		b.WriteByte('[')
-		for i, e := range v.ref.(*listValue).elems {
+		for i, e := range v.elems() {
 			if i > 0 {
 				b.WriteByte(',')
 			}
@@ -101,7 +101,7 @@ func writeJSONValue(b *bytes.Buffer, v Value) (bool, error) {
 		}
 		b.WriteByte(']')
 	case AdKind:
-		return true, writeJSONAd(b, v.ref.(*adRef).ad)
+		return true, writeJSONAd(b, v.scope().ad)
 	default:
 		return false, nil
 	}

@@ -291,10 +291,10 @@ func compareOp(o op, l, r Value) Value {
 	switch {
 	case l.kind == StringKind && r.kind == StringKind:
 		if o == opEq || o == opNe {
-			eq := equalFold(l.str, r.str)
+			eq := equalFold(l.s(), r.s())
 			return Bool(eq == (o == opEq))
 		}
-		cmp = compareFold(l.str, r.str)
+		cmp = compareFold(l.s(), r.s())
 	case l.kind == AbsTimeKind && r.kind == AbsTimeKind:
 		cmp = cmpInt(l.i(), r.i())
 	case l.kind == RelTimeKind && r.kind == RelTimeKind:
@@ -369,11 +369,11 @@ func identical(l, r Value) bool {
 		a, b := l.f(), r.f()
 		return a == b || a != a && b != b
 	case StringKind:
-		return l.str == r.str
+		return l.s() == r.s()
 	case AbsTimeKind:
 		return l.bits == r.bits
 	case ListKind:
-		a, b := l.ref.(*listValue).elems, r.ref.(*listValue).elems
+		a, b := l.elems(), r.elems()
 		if len(a) != len(b) {
 			return false
 		}
@@ -384,7 +384,7 @@ func identical(l, r Value) bool {
 		}
 		return true
 	case AdKind:
-		return sameAd(l.ref.(*adRef).ad, r.ref.(*adRef).ad)
+		return sameAd(l.scope().ad, r.scope().ad)
 	}
 	return false
 }

@@ -51,7 +51,22 @@ func (p *parser) enter() bool {
 
 func (p *parser) leave() { p.depth-- }
 
-var errNode = &litNode{v: Value{kind: ErrorKind}}
+// errNode stands in for input that failed to parse.
+func errNode() node { return &litNode{v: Value{kind: ErrorKind}} }
+
+// isConst reports whether n is a constant.
+func isConst(n node) bool {
+	switch n.(type) {
+	case *litNode, *foldNode:
+		return true
+	}
+	return false
+}
+
+// fold evaluates n, whose operands are constants, once at parse time.
+func fold(n node) node {
+	return &foldNode{v: n.eval(nil, nil), src: n}
+}
 
 // ParseExpr parses one expression in new-ClassAd syntax.
 func ParseExpr(src string) (Expr, error) {
@@ -192,7 +207,7 @@ func (p *parser) classad() *ClassAd {
 // expr parses a conditional expression, the lowest precedence level.
 func (p *parser) expr() node {
 	if !p.enter() {
-		return errNode
+		return errNode()
 	}
 	defer p.leave()
 	c := p.binary(1)
@@ -207,7 +222,7 @@ func (p *parser) expr() node {
 	a := p.expr()
 	p.expect(":", "in conditional expression")
 	if p.failed() {
-		return errNode
+		return errNode()
 	}
 	return &condNode{c: c, a: a, b: p.expr()}
 }
@@ -314,6 +329,9 @@ func (p *parser) binary(level int) node {
 		p.advance()
 		r := p.binary(level + 1)
 		l = &binaryNode{op: o, l: l, r: r}
+		if isConst(l.(*binaryNode).l) && isConst(r) {
+			l = fold(l)
+		}
 	}
 	return l
 }
@@ -336,7 +354,7 @@ func (p *parser) unary() node {
 		return p.postfix(p.primary())
 	}
 	if !p.enter() {
-		return errNode
+		return errNode()
 	}
 	defer p.leave()
 	p.advance()
@@ -353,7 +371,11 @@ func (p *parser) unary() node {
 		}
 		return &unaryNode{op: o, x: p.postfix(p.number(t))}
 	}
-	return &unaryNode{op: o, x: p.unary()}
+	x := p.unary()
+	if isConst(x) {
+		return fold(&unaryNode{op: o, x: x})
+	}
+	return &unaryNode{op: o, x: x}
 }
 
 func (p *parser) number(t token) node {
@@ -373,12 +395,12 @@ func (p *parser) postfix(x node) node {
 			p.advance()
 			name, ok := p.selectName()
 			if !ok {
-				return errNode
+				return errNode()
 			}
 			x = &selectNode{x: x, name: name, hash: hashName(name)}
 		case p.isPunct("["):
 			if !p.enter() {
-				return errNode
+				return errNode()
 			}
 			p.advance()
 			i := p.expr()
@@ -445,7 +467,7 @@ func (p *parser) primary() node {
 			return &litNode{v: Error()}
 		case equalFold(t.text, "is"), equalFold(t.text, "isnt"):
 			p.lx.errorf(t.pos, "expected expression, found '%s'", t.text)
-			return errNode
+			return errNode()
 		}
 		if p.isPunct("(") {
 			return p.call(t.text)
@@ -460,18 +482,19 @@ func (p *parser) primary() node {
 			p.advance()
 			name, ok := p.selectName()
 			if !ok {
-				return errNode
+				return errNode()
 			}
 			return &attrNode{name: name, hash: hashName(name), abs: true}
 		case "(":
 			if !p.enter() {
-				return errNode
+				return errNode()
 			}
 			defer p.leave()
 			p.advance()
 			x := p.expr()
 			p.expect(")", "to close parenthesis")
-			return &parenNode{x: x}
+			*x.parens()++ // at most MaxNesting, so it cannot overflow
+			return x
 		case "{":
 			return p.list()
 		case "[":
@@ -479,12 +502,12 @@ func (p *parser) primary() node {
 		}
 	}
 	p.errorf("expected expression, found %s", t.describe())
-	return errNode
+	return errNode()
 }
 
 func (p *parser) list() node {
 	if !p.enter() {
-		return errNode
+		return errNode()
 	}
 	defer p.leave()
 	p.advance()
@@ -502,7 +525,7 @@ func (p *parser) list() node {
 
 func (p *parser) call(name string) node {
 	if !p.enter() {
-		return errNode
+		return errNode()
 	}
 	defer p.leave()
 	p.advance() // (

@@ -17,7 +17,19 @@ func (p *printer) expr(e Expr) {
 		p.WriteString("undefined")
 		return
 	}
-	e.n.print(p)
+	p.node(e.n)
+}
+
+// node prints n with its source parentheses.
+func (p *printer) node(n node) {
+	k := *n.parens()
+	for range k {
+		p.WriteByte('(')
+	}
+	n.print(p)
+	for range k {
+		p.WriteByte(')')
+	}
 }
 
 func (p *printer) value(v Value) {
@@ -37,10 +49,10 @@ func (p *printer) value(v Value) {
 	case RealKind:
 		p.WriteString(formatReal(v.f()))
 	case StringKind:
-		p.quote(v.str)
+		p.quote(v.s())
 	case ListKind:
 		p.WriteString("{ ")
-		for i, e := range v.ref.(*listValue).elems {
+		for i, e := range v.elems() {
 			if i > 0 {
 				p.WriteByte(',')
 			}
@@ -48,7 +60,7 @@ func (p *printer) value(v Value) {
 		}
 		p.WriteString(" }")
 	case AdKind:
-		p.classad(v.ref.(*adRef).ad)
+		p.classad(v.scope().ad)
 	case AbsTimeKind:
 		p.WriteString(`absTime(`)
 		p.quote(formatAbsTime(v.i(), int(v.off)))
@@ -154,50 +166,46 @@ func (n *attrNode) print(p *printer) {
 func (n *scopeNode) print(p *printer) { p.WriteString(n.word) }
 
 func (n *selectNode) print(p *printer) {
-	n.x.print(p)
+	p.node(n.x)
 	p.WriteByte('.')
 	p.name(n.name)
 }
 
 func (n *indexNode) print(p *printer) {
-	n.x.print(p)
+	p.node(n.x)
 	p.WriteByte('[')
-	n.i.print(p)
+	p.node(n.i)
 	p.WriteByte(']')
 }
 
 func (n *unaryNode) print(p *printer) {
 	p.WriteString(opText[n.op])
-	n.x.print(p)
+	p.node(n.x)
 }
 
 func (n *binaryNode) print(p *printer) {
-	n.l.print(p)
+	p.node(n.l)
 	p.WriteByte(' ')
 	p.WriteString(opText[n.op])
 	p.WriteByte(' ')
-	n.r.print(p)
+	p.node(n.r)
 }
 
 func (n *condNode) print(p *printer) {
-	n.c.print(p)
+	p.node(n.c)
 	p.WriteString(" ? ")
-	n.a.print(p)
+	p.node(n.a)
 	p.WriteString(" : ")
-	n.b.print(p)
+	p.node(n.b)
 }
 
 func (n *elvisNode) print(p *printer) {
-	n.a.print(p)
+	p.node(n.a)
 	p.WriteString(" ?: ")
-	n.b.print(p)
+	p.node(n.b)
 }
 
-func (n *parenNode) print(p *printer) {
-	p.WriteByte('(')
-	n.x.print(p)
-	p.WriteByte(')')
-}
+func (n *foldNode) print(p *printer) { p.node(n.src) }
 
 func (n *listNode) print(p *printer) {
 	p.WriteString("{ ")
@@ -205,7 +213,7 @@ func (n *listNode) print(p *printer) {
 		if i > 0 {
 			p.WriteByte(',')
 		}
-		e.print(p)
+		p.node(e)
 	}
 	p.WriteString(" }")
 }
@@ -219,7 +227,7 @@ func (n *callNode) print(p *printer) {
 		if i > 0 {
 			p.WriteByte(',')
 		}
-		a.print(p)
+		p.node(a)
 	}
 	p.WriteByte(')')
 }

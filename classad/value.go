@@ -4,6 +4,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unsafe"
 )
 
 // Kind is the type of a Value.
@@ -35,12 +36,15 @@ func (k Kind) String() string {
 // Value is the result of evaluating an expression. Scalars are held inline, so
 // building and copying them never allocates. Values are immutable; the zero
 // Value is undefined.
+//
+// A Value is three words: the payload of a string, list or ClassAd sits
+// behind ptr (for strings, bits holds the length), which keeps the values
+// the evaluator passes around small.
 type Value struct {
 	kind Kind
-	off  int32  // AbsTime: zone offset in seconds east of UTC
-	bits uint64 // Bool, Int, AbsTime seconds: int64; Real, RelTime: float64 bits
-	str  string // String
-	ref  any    // List: *listValue; Ad: *adRef
+	off  int32          // AbsTime: zone offset in seconds east of UTC
+	bits uint64         // Bool, Int, AbsTime seconds: int64; Real, RelTime: float64 bits; String: length
+	ptr  unsafe.Pointer // String: first byte; List: *listValue; Ad: *adRef
 }
 
 // listValue is the payload of a list Value.
@@ -61,7 +65,9 @@ func Int(i int64) Value { return Value{kind: IntKind, bits: uint64(i)} }
 func Real(f float64) Value { return Value{kind: RealKind, bits: math.Float64bits(f)} }
 
 // String returns a string value.
-func String(s string) Value { return Value{kind: StringKind, str: s} }
+func String(s string) Value {
+	return Value{kind: StringKind, bits: uint64(len(s)), ptr: unsafe.Pointer(unsafe.StringData(s))}
+}
 
 // Bool returns a boolean value.
 func Bool(b bool) Value {
@@ -77,7 +83,11 @@ func List(vs ...Value) Value {
 }
 
 // listOf wraps vs without copying; the caller gives up vs.
-func listOf(vs []Value) Value { return Value{kind: ListKind, ref: &listValue{elems: vs}} }
+func listOf(vs []Value) Value {
+	return Value{kind: ListKind, ptr: unsafe.Pointer(&listValue{elems: vs})}
+}
+
+func adValue(r *adRef) Value { return Value{kind: AdKind, ptr: unsafe.Pointer(r)} }
 
 // AdValue returns a value holding ad as a top-level ClassAd. The value shares
 // ad; later changes to ad are visible through it.
@@ -85,7 +95,7 @@ func AdValue(ad *ClassAd) Value {
 	if ad == nil {
 		return Undefined()
 	}
-	return Value{kind: AdKind, ref: ad.root()}
+	return adValue(ad.root())
 }
 
 // AbsTime returns an absolute time: sec seconds since the Unix epoch, shown in
@@ -149,7 +159,7 @@ func (v Value) StringValue() (string, bool) {
 	if v.kind != StringKind {
 		return "", false
 	}
-	return v.str, true
+	return v.s(), true
 }
 
 // ListValue returns the elements of a list value. The caller must not modify
@@ -158,7 +168,7 @@ func (v Value) ListValue() ([]Value, bool) {
 	if v.kind != ListKind {
 		return nil, false
 	}
-	return v.ref.(*listValue).elems, true
+	return v.elems(), true
 }
 
 // ClassAdValue returns the ClassAd held by v. The ad is shared, not copied;
@@ -167,7 +177,7 @@ func (v Value) ClassAdValue() (*ClassAd, bool) {
 	if v.kind != AdKind {
 		return nil, false
 	}
-	return v.ref.(*adRef).ad, true
+	return v.scope().ad, true
 }
 
 // AbsTimeValue returns the seconds since the epoch and the zone offset of an
@@ -188,9 +198,12 @@ func (v Value) RelTimeValue() (float64, bool) {
 }
 
 // Raw accessors for the evaluator; callers have checked the kind.
-func (v Value) i() int64   { return int64(v.bits) }
-func (v Value) f() float64 { return math.Float64frombits(v.bits) }
-func (v Value) b() bool    { return v.bits != 0 }
+func (v Value) i() int64       { return int64(v.bits) }
+func (v Value) f() float64     { return math.Float64frombits(v.bits) }
+func (v Value) b() bool        { return v.bits != 0 }
+func (v Value) s() string      { return unsafe.String((*byte)(v.ptr), int(v.bits)) }
+func (v Value) elems() []Value { return (*listValue)(v.ptr).elems }
+func (v Value) scope() *adRef  { return (*adRef)(v.ptr) }
 
 // String returns v in new-ClassAd syntax: 3, 0.5, "text", true, undefined,
 // error, { 1,2 }, [ a = 1 ]. Reals always carry a decimal point or exponent.

@@ -1,0 +1,91 @@
+package classad
+
+import (
+	"os"
+	"testing"
+)
+
+func readAd(tb testing.TB, name string) (string, *ClassAd) {
+	tb.Helper()
+	src, err := os.ReadFile("testdata/" + name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ad, err := Parse(string(src))
+	if err != nil {
+		tb.Fatalf("parse %s: %v", name, err)
+	}
+	return string(src), ad
+}
+
+// figure12 returns the job and machine ads of Figure 12 in the Condor and
+// the Grid paper, the machine completed so that both Requirements hold.
+func figure12(tb testing.TB) (job, machine *ClassAd) {
+	_, job = readAd(tb, "figure12-job.ad")
+	_, machine = readAd(tb, "figure12-machine.ad")
+	return job, machine
+}
+
+func BenchmarkFigure12Match(b *testing.B) {
+	job, machine := figure12(b)
+	m := NewMatcher()
+	if !m.Match(job, machine) {
+		b.Fatal("Figure 12 ads do not match")
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		m.Match(job, machine)
+	}
+}
+
+func BenchmarkFigure12Rank(b *testing.B) {
+	job, machine := figure12(b)
+	m := NewMatcher()
+	if r := m.Rank(job, machine); r != 2048*10000+100000 {
+		b.Fatalf("rank %v", r)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		m.Rank(job, machine)
+	}
+}
+
+// BenchmarkMatchFunc measures the package-level Match, which borrows an
+// evaluation context from a pool.
+func BenchmarkMatchFunc(b *testing.B) {
+	job, machine := figure12(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		Match(job, machine)
+	}
+}
+
+func BenchmarkParseFigure12Machine(b *testing.B) {
+	src, _ := readAd(b, "figure12-machine.ad")
+	b.SetBytes(int64(len(src)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Parse(src); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkParse100Attr(b *testing.B) {
+	src, _ := readAd(b, "attr100.ad")
+	b.SetBytes(int64(len(src)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Parse(src); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkUnparse100Attr(b *testing.B) {
+	_, ad := readAd(b, "attr100.ad")
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = ad.String()
+	}
+}
