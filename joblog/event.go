@@ -1,0 +1,164 @@
+// Package joblog writes and reads HTCondor's job event log (the "user log"
+// named by a submit file's log command), in HTCondor's own text format, so
+// that its users' tools can read Harrier's logs:
+//
+//	005 (001.000.000) 2026-11-22 10:00:03 Job terminated.
+//		(1) Normal termination (return value 0)
+//	...
+//
+// Each event is appended with one write(2) on an O_APPEND descriptor and
+// then fsynced: an event, once written, is whole and on disk, and several
+// writers (the agent and its shadows) never interleave within an event.
+package joblog
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Type is an event's number, as HTCondor numbers them.
+type Type int
+
+const (
+	Submit          Type = 0
+	Execute         Type = 1
+	ExecutableError Type = 2
+	Checkpointed    Type = 3
+	Evicted         Type = 4
+	Terminated      Type = 5
+	ImageSize       Type = 6
+	ShadowException Type = 7
+	Aborted         Type = 9
+	Suspended       Type = 10
+	Unsuspended     Type = 11
+	Held            Type = 12
+	Released        Type = 13
+)
+
+// Event is one entry of a job event log. Which fields matter depends on
+// Type; the others are ignored when writing and zero when read.
+type Event struct {
+	Type    Type
+	Cluster int
+	Proc    int
+	Time    time.Time
+
+	// Host is the submit host (Submit) or execute host (Execute).
+	Host string
+	// Reason explains Aborted, Held, Released, Evicted, ShadowException
+	// and ExecutableError.
+	Reason string
+	// Code and Subcode are a hold's HoldReasonCode and HoldReasonSubCode.
+	Code, Subcode int
+
+	// Normal, ReturnValue and Signal describe a Terminated job: it exited
+	// with ReturnValue, or (not Normal) was killed by Signal.
+	Normal      bool
+	ReturnValue int
+	Signal      int
+	// UserCPU and SysCPU are the run's remote CPU seconds (Terminated,
+	// Evicted, Checkpointed).
+	UserCPU, SysCPU float64
+	// BytesSent and BytesReceived count the job's I/O with the submit side.
+	BytesSent, BytesReceived int64
+
+	// ImageSizeKB, MemoryUsageMB and ResidentSetSizeKB (ImageSize).
+	ImageSizeKB, MemoryUsageMB, ResidentSetSizeKB int64
+	// Checkpointed reports whether an Evicted job left a checkpoint.
+	WasCheckpointed bool
+}
+
+// timeLayout is HTCondor's ISO date form of event times.
+const timeLayout = "2006-01-02 15:04:05"
+
+// Format renders the event in HTCondor's format, ending with the "...\n"
+// terminator line.
+func (e Event) Format() string {
+	var b strings.Builder
+	t := e.Time
+	if t.IsZero() {
+		t = time.Now()
+	}
+	fmt.Fprintf(&b, "%03d (%03d.%03d.000) %s ", int(e.Type), e.Cluster, e.Proc, t.Format(timeLayout))
+	switch e.Type {
+	case Submit:
+		fmt.Fprintf(&b, "Job submitted from host: <%s>\n", e.Host)
+	case Execute:
+		fmt.Fprintf(&b, "Job executing on host: <%s>\n", e.Host)
+	case ExecutableError:
+		b.WriteString("Error from starter on host: executable error\n")
+		writeReason(&b, e.Reason)
+	case Checkpointed:
+		b.WriteString("Job was checkpointed.\n")
+		writeUsage(&b, e, "Run Remote Usage")
+		b.WriteString("\t\tUsr 0 00:00:00, Sys 0 00:00:00  -  Run Local Usage\n")
+	case Evicted:
+		b.WriteString("Job was evicted.\n")
+		if e.WasCheckpointed {
+			b.WriteString("\t(1) Job was checkpointed.\n")
+		} else {
+			b.WriteString("\t(0) Job was not checkpointed.\n")
+		}
+		writeUsage(&b, e, "Run Remote Usage")
+		b.WriteString("\t\tUsr 0 00:00:00, Sys 0 00:00:00  -  Run Local Usage\n")
+		fmt.Fprintf(&b, "\t%d  -  Run Bytes Sent By Job\n\t%d  -  Run Bytes Received By Job\n", e.BytesSent, e.BytesReceived)
+		writeReason(&b, e.Reason)
+	case Terminated:
+		b.WriteString("Job terminated.\n")
+		if e.Normal {
+			fmt.Fprintf(&b, "\t(1) Normal termination (return value %d)\n", e.ReturnValue)
+		} else {
+			fmt.Fprintf(&b, "\t(0) Abnormal termination (signal %d)\n\t(0) No core file\n", e.Signal)
+		}
+		writeUsage(&b, e, "Run Remote Usage")
+		b.WriteString("\t\tUsr 0 00:00:00, Sys 0 00:00:00  -  Run Local Usage\n")
+		writeUsage(&b, e, "Total Remote Usage")
+		b.WriteString("\t\tUsr 0 00:00:00, Sys 0 00:00:00  -  Total Local Usage\n")
+		fmt.Fprintf(&b, "\t%d  -  Run Bytes Sent By Job\n\t%d  -  Run Bytes Received By Job\n", e.BytesSent, e.BytesReceived)
+		fmt.Fprintf(&b, "\t%d  -  Total Bytes Sent By Job\n\t%d  -  Total Bytes Received By Job\n", e.BytesSent, e.BytesReceived)
+	case ImageSize:
+		fmt.Fprintf(&b, "Image size of job updated: %d\n", e.ImageSizeKB)
+		fmt.Fprintf(&b, "\t%d  -  MemoryUsage of job (MB)\n\t%d  -  ResidentSetSize of job (KB)\n", e.MemoryUsageMB, e.ResidentSetSizeKB)
+	case ShadowException:
+		b.WriteString("Shadow exception!\n")
+		writeReason(&b, e.Reason)
+	case Aborted:
+		b.WriteString("Job was aborted.\n")
+		writeReason(&b, e.Reason)
+	case Suspended:
+		b.WriteString("Job was suspended.\n\tNumber of processes actually suspended: 1\n")
+	case Unsuspended:
+		b.WriteString("Job was unsuspended.\n")
+	case Held:
+		b.WriteString("Job was held.\n")
+		writeReason(&b, e.Reason)
+		fmt.Fprintf(&b, "\tCode %d Subcode %d\n", e.Code, e.Subcode)
+	case Released:
+		b.WriteString("Job was released.\n")
+		writeReason(&b, e.Reason)
+	default:
+		fmt.Fprintf(&b, "Event %d\n", int(e.Type))
+	}
+	b.WriteString("...\n")
+	return b.String()
+}
+
+func writeReason(b *strings.Builder, reason string) {
+	if reason == "" {
+		return
+	}
+	// A reason is one line in the log.
+	reason = strings.ReplaceAll(strings.ReplaceAll(reason, "\r", " "), "\n", " ")
+	fmt.Fprintf(b, "\t%s\n", reason)
+}
+
+func writeUsage(b *strings.Builder, e Event, label string) {
+	fmt.Fprintf(b, "\t\tUsr %s, Sys %s  -  %s\n", cpuTime(e.UserCPU), cpuTime(e.SysCPU), label)
+}
+
+// cpuTime prints seconds as HTCondor does: "D HH:MM:SS".
+func cpuTime(secs float64) string {
+	s := int64(secs + 0.5)
+	return fmt.Sprintf("%d %02d:%02d:%02d", s/86400, s%86400/3600, s%3600/60, s%60)
+}
