@@ -116,7 +116,7 @@ func TestCorruptionInTheMiddleIsAnError(t *testing.T) {
 func TestCompaction(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	l := openT(t, dir, Options{CompactMinBytes: 64 << 10, CompactRatio: 2})
+	l := openT(t, dir, Options{NoSync: true, CompactMinBytes: 64 << 10, CompactRatio: 2})
 	var txn Txn
 	for p := range 200 {
 		txn.NewJob(JobID{1, p}, jobAd(1, p))
