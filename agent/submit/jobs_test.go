@@ -197,7 +197,7 @@ queue 2`,
 			{"Project": `"climate"`, "Weight": "0 * 2.5", "Requirements_Note": `strcat("x", "y")`},
 			{"Weight": "1 * 2.5"},
 		},
-	}}{
+	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := testEnv(t, tc.files)
 			ads := jobsOf(t, tc.src, env)
@@ -340,4 +340,31 @@ func TestQueueVariablesSetCommands(t *testing.T) {
 	}
 	checkAttrs(t, ads[0], env.Dir, map[string]string{"In": `"$DIR/a.in"`, "Arguments": `"-x"`})
 	checkAttrs(t, ads[1], env.Dir, map[string]string{"In": `"$DIR/b.in"`, "Arguments": `""`})
+}
+
+// TestPerJobCommandsOverrideTheCluster checks jobs whose commands differ
+// from the rest of their cluster's through queue variables.
+func TestPerJobCommandsOverrideTheCluster(t *testing.T) {
+	env := testEnv(t, nil)
+	ads := jobsOf(t, `executable = job.sh
+hold = $(h)
+request_disk = $(d)
+log = $(l)
+queue h, d, l from (
+  true 10 a.log
+  false
+)`, env)
+	if len(ads) != 2 {
+		t.Fatalf("got %d jobs, want 2", len(ads))
+	}
+	checkAttrs(t, ads[0], env.Dir, map[string]string{
+		"JobStatus": "5", "HoldReasonCode": "15", "RequestDisk": "10", "DiskUsage": absent, "UserLog": `"$DIR/a.log"`,
+	})
+	checkAttrs(t, ads[1], env.Dir, map[string]string{
+		"JobStatus": "1", "HoldReason": absent, "HoldReasonCode": absent, "RequestDisk": "1", "DiskUsage": "1", "UserLog": absent,
+	})
+
+	ads = jobsOf(t, "executable = job.sh\nhold = true\nqueue\nhold = $(Item)\nqueue in (false)", env)
+	checkAttrs(t, ads[0], env.Dir, map[string]string{"JobStatus": "5", "HoldReasonCode": "15"})
+	checkAttrs(t, ads[1], env.Dir, map[string]string{"JobStatus": "1", "HoldReasonCode": absent})
 }

@@ -87,6 +87,7 @@ func (x *expander) expandDepth(s string, depth int) (string, error) {
 		return "", errMacroDepth
 	}
 	var b strings.Builder
+	b.Grow(len(s) + 16)
 	for i := 0; i < len(s); {
 		j := strings.IndexByte(s[i:], '$')
 		if j < 0 {

@@ -1,0 +1,47 @@
+package submit
+
+import (
+	"testing"
+)
+
+// benchSrc is a typical description: a few macros, per-job file names and a
+// custom attribute.
+const benchSrc = `universe = vanilla
+executable = job.sh
+arguments = -n $(Process) -seed $(Cluster)
+input = data.txt
+output = out/$(Cluster).$(Process).out
+error = out/$(Cluster).$(Process).err
+log = job.log
+requirements = HasDocker =!= true
+request_memory = 1GB
+request_disk = 100M
++Project = "bench"
+queue 100000
+`
+
+// BenchmarkJobs100k expands one cluster of 100,000 jobs, the submission size
+// of the agent's throughput target.
+func BenchmarkJobs100k(b *testing.B) {
+	env := testEnv(b, nil)
+	d, err := Parse([]byte(benchSrc), "bench.sub")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		ads, err := d.Jobs(1, env)
+		if err != nil || len(ads) != 100000 {
+			b.Fatalf("Jobs: %d ads, %v", len(ads), err)
+		}
+	}
+}
+
+func BenchmarkParse(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Parse([]byte(benchSrc), "bench.sub"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,295 @@
+package submit
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/jobargs"
+)
+
+// finish sets the attributes derived from several commands or from the
+// file system: paths, environment, requirements, hold, disk and accounting.
+func (b *builder) finish(j *job, p *plan) error {
+	ad := j.ad
+	iwd := b.dir
+	if j.iwd != "" {
+		iwd, _ = b.iwd.resolve(b.dir, j.iwd)
+	}
+	ad.Set("Iwd", b.iwd.literal(iwd))
+	if j.exe == "" {
+		return b.errorf(p.queueLine, "no executable given")
+	}
+	cmd, e := b.cmd.resolve(b.dir, j.exe)
+	if j.transferExe && !j.skipChecks {
+		if err := b.checkExecutable(cmd); err != nil {
+			return b.errorf(p.exeLine, "%w", err)
+		}
+	}
+	ad.Set("Cmd", e)
+	in := b.setPath(ad, "In", &b.in, iwd, j.input)
+	b.setPath(ad, "Out", &b.out, iwd, j.output)
+	b.setPath(ad, "Err", &b.err, iwd, j.errPath)
+	b.setPath(ad, "UserLog", &b.log, iwd, j.log)
+	ad.Set("Environment", b.envMemo.get(b.env.Environ, j.getenv, j.env))
+	if err := b.requirements(j); err != nil {
+		return b.errorf(p.reqLine, "%w", err)
+	}
+	if j.hold {
+		ad.SetInt("JobStatus", StatusHeld)
+		ad.SetString("HoldReason", "submitted on hold at user's request")
+		ad.SetInt("HoldReasonCode", HoldCodeSubmittedOnHold)
+		ad.SetInt("HoldReasonSubCode", 0)
+	} else if _, held := ad.Lookup("HoldReason"); held {
+		// The base job was held and this job's hold command says not.
+		ad.SetInt("JobStatus", StatusIdle)
+		for _, a := range []string{"HoldReason", "HoldReasonCode", "HoldReasonSubCode"} {
+			ad.Delete(a)
+		}
+	}
+	if j.requestDisk {
+		ad.Delete("DiskUsage") // left by the base job, which did not ask for disk
+	} else {
+		usage, request := b.disk.get(b, cmd, in)
+		ad.Set("DiskUsage", usage)
+		ad.Set("RequestDisk", request)
+	}
+	if j.acctGroup != "" {
+		u := j.acctUser
+		if u == "" {
+			u = b.env.Owner
+		}
+		ad.SetString("AcctGroup", j.acctGroup)
+		ad.SetString("AcctGroupUser", u)
+		ad.SetString("AccountingGroup", j.acctGroup+"."+u)
+	}
+	return nil
+}
+
+// setPath sets attr to path made absolute against iwd, if path is set, and
+// returns the absolute path.
+func (b *builder) setPath(ad *classad.ClassAd, attr string, m *pathMemo, iwd, path string) string {
+	if path == "" {
+		return ""
+	}
+	abs, e := m.resolve(iwd, path)
+	ad.Set(attr, e)
+	return abs
+}
+
+// A pathMemo remembers the last path it made absolute, since most jobs of a
+// cluster share most of their paths.
+type pathMemo struct {
+	base, rel, abs string
+	e              classad.Expr
+}
+
+// resolve returns rel made absolute against base, and as a string literal.
+func (m *pathMemo) resolve(base, rel string) (string, classad.Expr) {
+	if m.e.IsZero() || m.base != base || m.rel != rel {
+		m.base, m.rel, m.abs = base, rel, absJoin(base, rel)
+		m.e = classad.Literal(classad.String(m.abs))
+	}
+	return m.abs, m.e
+}
+
+// literal returns abs as a string literal, reusing the last one made.
+func (m *pathMemo) literal(abs string) classad.Expr {
+	if m.e.IsZero() || m.abs != abs {
+		m.base, m.rel, m.abs = "", "", abs
+		m.e = classad.Literal(classad.String(abs))
+	}
+	return m.e
+}
+
+// An envMemo remembers the last Environment it made. Jobs share the slices
+// of the base job unless their environment commands depend on the job.
+type envMemo struct {
+	getenv, explicit []string
+	e                classad.Expr
+}
+
+func (m *envMemo) get(environ, getenv, explicit []string) classad.Expr {
+	if m.e.IsZero() || !sameSlice(m.getenv, getenv) || !sameSlice(m.explicit, explicit) {
+		m.getenv, m.explicit = getenv, explicit
+		m.e = classad.Literal(classad.String(jobargs.Join(mergeEnv(environ, getenv, explicit))))
+	}
+	return m.e
+}
+
+func sameSlice(a, b []string) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// A diskMemo remembers the last default disk request it computed.
+type diskMemo struct {
+	cmd, in        string
+	usage, request classad.Expr
+}
+
+// get returns DiskUsage and RequestDisk, in KiB, for a job that did not ask
+// for disk: the size of its executable and input, as HTCondor estimates it.
+func (m *diskMemo) get(b *builder, cmd, in string) (usage, request classad.Expr) {
+	if m.usage.IsZero() || m.cmd != cmd || m.in != in {
+		kib := (b.size(cmd) + b.size(in) + 1023) / 1024
+		m.cmd, m.in = cmd, in
+		m.usage = classad.Literal(classad.Int(kib))
+		m.request = classad.Literal(classad.Int(max(kib, 1)))
+	}
+	return m.usage, m.request
+}
+
+func absJoin(base, p string) string {
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(base, p)
+}
+
+// checkExecutable reports why path cannot be run, once per path.
+func (b *builder) checkExecutable(path string) error {
+	if err, ok := b.exeErr[path]; ok {
+		return err
+	}
+	var err error
+	fi, serr := os.Stat(path)
+	switch {
+	case errors.Is(serr, fs.ErrNotExist):
+		err = fmt.Errorf("executable %s does not exist", path)
+	case serr != nil:
+		err = fmt.Errorf("executable: %w", serr)
+	case fi.IsDir():
+		err = fmt.Errorf("executable %s is a directory", path)
+	case fi.Mode()&0o111 == 0:
+		err = fmt.Errorf("executable %s is not executable (mode %v)", path, fi.Mode().Perm())
+	}
+	b.exeErr[path] = err
+	return err
+}
+
+// size returns the size of the file at path, or 0 if it cannot be read.
+func (b *builder) size(path string) int64 {
+	if path == "" {
+		return 0
+	}
+	if n, ok := b.sizes[path]; ok {
+		return n
+	}
+	var n int64
+	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
+		n = fi.Size()
+	}
+	b.sizes[path] = n
+	return n
+}
+
+// requirements sets Requirements to the user's expression AND-ed with the
+// clauses HTCondor adds for attributes the expression does not mention.
+func (b *builder) requirements(j *job) error {
+	if !b.reqExpr.IsZero() && b.reqSrc == j.requirements {
+		j.ad.Set("Requirements", b.reqExpr)
+		return nil
+	}
+	mentioned := make(map[string]bool)
+	for _, w := range identifiers(j.requirements) {
+		mentioned[strings.ToLower(w)] = true
+	}
+	var parts []string
+	if j.requirements != "" {
+		parts = append(parts, "("+j.requirements+")")
+	}
+	if !mentioned["arch"] {
+		parts = append(parts, fmt.Sprintf("(TARGET.Arch == %q)", b.arch))
+	}
+	if !mentioned["opsys"] {
+		parts = append(parts, fmt.Sprintf("(TARGET.OpSys == %q)", b.opsys))
+	}
+	if !mentioned["disk"] {
+		parts = append(parts, "(TARGET.Disk >= RequestDisk)")
+	}
+	if !mentioned["memory"] {
+		parts = append(parts, "(TARGET.Memory >= RequestMemory)")
+	}
+	e, err := j.expr("requirements", strings.Join(parts, " && "))
+	if err != nil {
+		return err
+	}
+	b.reqSrc, b.reqExpr = j.requirements, e
+	j.ad.Set("Requirements", e)
+	return nil
+}
+
+// identifiers returns the attribute names an expression mentions, without
+// MY. or TARGET. scopes and skipping string literals.
+func identifiers(src string) []string {
+	var out []string
+	for i := 0; i < len(src); {
+		c := src[i]
+		switch {
+		case c == '"':
+			i++
+			for i < len(src) && src[i] != '"' {
+				if src[i] == '\\' {
+					i++
+				}
+				i++
+			}
+			i++
+		case isIdentByte(c, false):
+			k := i
+			for k < len(src) && (isIdentByte(src[k], true) || src[k] == '.') {
+				k++
+			}
+			w := src[i:k]
+			if dot := strings.LastIndexByte(w, '.'); dot >= 0 {
+				w = w[dot+1:]
+			}
+			out = append(out, w)
+			i = k
+		default:
+			i++
+		}
+	}
+	return out
+}
+
+// mergeEnv returns the job's environment: the variables of environ matching
+// the getenv patterns, then the explicit entries, which override them.
+func mergeEnv(environ, patterns, explicit []string) []string {
+	var out []string
+	index := make(map[string]int)
+	add := func(e string) {
+		name, _, _ := strings.Cut(e, "=")
+		if i, ok := index[name]; ok {
+			out[i] = e
+			return
+		}
+		index[name] = len(out)
+		out = append(out, e)
+	}
+	if len(patterns) > 0 {
+		for _, e := range environ {
+			name, _, ok := strings.Cut(e, "=")
+			if ok && name != "" && anyPatternMatches(patterns, name) {
+				add(e)
+			}
+		}
+	}
+	for _, e := range explicit {
+		add(e)
+	}
+	return out
+}
+
+func anyPatternMatches(patterns []string, name string) bool {
+	for _, p := range patterns {
+		if ok, _ := filepath.Match(p, name); ok {
+			return true
+		}
+	}
+	return false
+}
