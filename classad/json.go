@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -119,75 +120,77 @@ func writeJSONString(b *bytes.Buffer, s string) {
 	b.Write(bytes.ReplaceAll(out, []byte("/"), []byte(`\/`)))
 }
 
-// UnmarshalJSON replaces ad's contents with the attributes of a JSON object.
+// UnmarshalJSON replaces ad's contents with the attributes of a JSON
+// object, in the object's key order. Strings of the form "/Expr(...)/" are
+// parsed as expressions.
 func (ad *ClassAd) UnmarshalJSON(data []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	var raw any
-	if err := dec.Decode(&raw); err != nil {
-		return fmt.Errorf("classad json: %w", err)
-	}
-	obj, ok := raw.(map[string]any)
-	if !ok {
-		return fmt.Errorf("classad json: want an object, have %T", raw)
-	}
-	// encoding/json loses key order; recover it from the input.
-	keys, err := objectKeys(data)
+	t, err := dec.Token()
 	if err != nil {
 		return fmt.Errorf("classad json: %w", err)
 	}
+	if t != json.Delim('{') {
+		return fmt.Errorf("classad json: want an object, have %v", t)
+	}
+	parsed, err := jsonObject(dec, 0)
+	if err != nil {
+		return fmt.Errorf("classad json: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fmt.Errorf("classad json: data after the object")
+	}
 	*ad = ClassAd{}
 	ad.self.ad = ad
-	for _, k := range keys {
-		n, err := jsonNode(obj[k], 0)
-		if err != nil {
-			return fmt.Errorf("classad json: attribute %s: %w", k, err)
-		}
-		ad.Set(k, Expr{n})
-	}
+	ad.Update(parsed)
 	return nil
 }
 
-func objectKeys(data []byte) ([]string, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if _, err := dec.Token(); err != nil { // {
-		return nil, err
-	}
-	var keys []string
+// jsonObject reads the members of an object whose '{' has been consumed.
+func jsonObject(dec *json.Decoder, depth int) (*ClassAd, error) {
+	ad := New()
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
 			return nil, err
 		}
-		keys = append(keys, t.(string))
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return nil, err
+		key, _ := t.(string) // object keys are always strings
+		n, err := jsonValue(dec, depth)
+		if err != nil {
+			return nil, fmt.Errorf("attribute %s: %w", key, err)
 		}
+		ad.Set(key, Expr{n})
 	}
-	return keys, nil
+	if _, err := dec.Token(); err != nil { // '}'
+		return nil, err
+	}
+	return ad, nil
 }
 
-func jsonNode(x any, depth int) (node, error) {
+func jsonValue(dec *json.Decoder, depth int) (node, error) {
 	if depth > MaxNesting {
 		return nil, fmt.Errorf("nesting deeper than %d levels", MaxNesting)
 	}
-	switch x := x.(type) {
+	t, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch t := t.(type) {
 	case nil:
 		return &litNode{}, nil
 	case bool:
-		return &litNode{v: Bool(x)}, nil
+		return &litNode{v: Bool(t)}, nil
 	case json.Number:
-		if i, err := strconv.ParseInt(string(x), 10, 64); err == nil {
+		if i, err := strconv.ParseInt(string(t), 10, 64); err == nil {
 			return &litNode{v: Int(i)}, nil
 		}
-		f, err := strconv.ParseFloat(string(x), 64)
+		f, err := strconv.ParseFloat(string(t), 64)
 		if err != nil {
-			return nil, fmt.Errorf("number %s: %w", x, err)
+			return nil, fmt.Errorf("number %s: %w", t, err)
 		}
 		return &litNode{v: Real(f)}, nil
 	case string:
-		if src, ok := strings.CutPrefix(x, "/Expr("); ok {
+		if src, ok := strings.CutPrefix(t, "/Expr("); ok {
 			if src, ok := strings.CutSuffix(src, ")/"); ok {
 				e, err := ParseExpr(src)
 				if err != nil {
@@ -196,27 +199,27 @@ func jsonNode(x any, depth int) (node, error) {
 				return e.n, nil
 			}
 		}
-		return &litNode{v: String(x)}, nil
-	case []any:
-		l := &listNode{elems: make([]node, len(x))}
-		for i, e := range x {
-			n, err := jsonNode(e, depth+1)
+		return &litNode{v: String(t)}, nil
+	case json.Delim:
+		if t == '{' {
+			inner, err := jsonObject(dec, depth+1)
 			if err != nil {
 				return nil, err
 			}
-			l.elems[i] = n
+			return &adNode{ad: inner}, nil
+		}
+		l := &listNode{}
+		for dec.More() {
+			n, err := jsonValue(dec, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			l.elems = append(l.elems, n)
+		}
+		if _, err := dec.Token(); err != nil { // ']'
+			return nil, err
 		}
 		return l, nil
-	case map[string]any:
-		raw, err := json.Marshal(x)
-		if err != nil {
-			return nil, err
-		}
-		inner := New()
-		if err := inner.UnmarshalJSON(raw); err != nil {
-			return nil, err
-		}
-		return &adNode{ad: inner}, nil
 	}
-	return nil, fmt.Errorf("unexpected JSON value %T", x)
+	return nil, fmt.Errorf("unexpected JSON token %v", t)
 }

@@ -128,22 +128,34 @@ func (p *printer) escape(s string, q byte) {
 	}
 }
 
-// name writes an attribute name, quoting it if it is not a plain identifier.
+// name writes an attribute name where it is defined, quoting it if it is
+// not a plain identifier.
 func (p *printer) name(s string) {
-	if isPlainName(s) {
+	if isPlainName(s) && !isKeyword(s) {
 		p.WriteString(s)
 		return
 	}
+	p.quoteName(s)
+}
+
+// ref writes an attribute name where it is referenced; scope words such as
+// root must be quoted there too, or they would mean the scope.
+func (p *printer) ref(s string) {
+	if _, scope := scopeWord(s); isPlainName(s) && !isKeyword(s) && !scope {
+		p.WriteString(s)
+		return
+	}
+	p.quoteName(s)
+}
+
+func (p *printer) quoteName(s string) {
 	p.WriteByte('\'')
 	p.escape(s, '\'')
 	p.WriteByte('\'')
 }
 
 func isPlainName(s string) bool {
-	if s == "" || !isIdentStart(s[0]) || isKeyword(s) {
-		return false
-	}
-	if _, ok := scopeWord(s); ok {
+	if s == "" || !isIdentStart(s[0]) {
 		return false
 	}
 	for i := 1; i < len(s); i++ {
@@ -160,7 +172,7 @@ func (n *attrNode) print(p *printer) {
 	if n.abs {
 		p.WriteByte('.')
 	}
-	p.name(n.name)
+	p.ref(n.name)
 }
 
 func (n *scopeNode) print(p *printer) { p.WriteString(n.word) }

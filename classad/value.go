@@ -223,7 +223,11 @@ func formatReal(f float64) string {
 	case math.IsNaN(f):
 		return `real("NaN")`
 	}
-	s := strconv.FormatFloat(f, 'g', -1, 64)
+	format := byte('g')
+	if a := math.Abs(f); a == 0 || a >= 1e-5 && a < 1e21 {
+		format = 'f'
+	}
+	s := strconv.FormatFloat(f, format, -1, 64)
 	if !strings.ContainsAny(s, ".e") {
 		s += ".0"
 	}
