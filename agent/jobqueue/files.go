@@ -1,7 +1,6 @@
 package jobqueue
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -120,9 +119,6 @@ func syncDir(dir string) error {
 	}
 	return nil
 }
-
-// ErrLocked means another Log has the directory open.
-var ErrLocked = errors.New("job queue directory in use by another process")
 
 // lockDir takes an exclusive flock on dir/LOCK, held until the returned
 // file is closed (or the process dies).

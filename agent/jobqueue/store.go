@@ -83,6 +83,9 @@ var (
 	ErrNotFound = errors.New("job not in queue")
 	// ErrExists means a transaction adds a job that is already in the queue.
 	ErrExists = errors.New("job already in queue")
+	// ErrLocked means another Log, in this process or another, has the
+	// directory open.
+	ErrLocked = errors.New("job queue directory in use")
 	// ErrClosed means the store has been closed.
 	ErrClosed = errors.New("job queue closed")
 	// ErrTooLarge means a transaction does not fit in one log frame.
