@@ -62,6 +62,23 @@ type Config struct {
 // requires client certificates.
 var ErrNoTLS = errors.New("matchmaker: TLS must require and verify client certificates")
 
+// verifiesClients reports whether cfg demands a client certificate and
+// checks it: either by the standard verification or, as the pool's TLS
+// does (it identifies peers by certificate, not host name), by requiring
+// any certificate and verifying the chain in a callback.
+func verifiesClients(cfg *tls.Config) bool {
+	if cfg == nil {
+		return false
+	}
+	switch cfg.ClientAuth {
+	case tls.RequireAndVerifyClientCert:
+		return true
+	case tls.RequireAnyClientCert:
+		return cfg.VerifyConnection != nil || cfg.VerifyPeerCertificate != nil
+	}
+	return false
+}
+
 // A Matchmaker is the collector and negotiator daemon.
 type Matchmaker struct {
 	log       *slog.Logger
@@ -76,7 +93,7 @@ type Matchmaker struct {
 
 // New checks cfg and returns a Matchmaker ready to [Matchmaker.Serve].
 func New(cfg Config) (*Matchmaker, error) {
-	if cfg.TLS == nil || cfg.TLS.ClientAuth != tls.RequireAndVerifyClientCert {
+	if !verifiesClients(cfg.TLS) {
 		return nil, ErrNoTLS
 	}
 	log := cfg.Logger

@@ -1,0 +1,102 @@
+package agent
+
+import (
+	"context"
+	"time"
+
+	"harrier.dev/harrier/agent/jobqueue"
+	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/wire"
+)
+
+// advertiseLoop sends the agent's idle jobs to the matchmaker whenever they
+// change (kick) and at least every AdvertiseInterval, so that an event-driven
+// negotiator hears of new jobs at once and a restarted one hears of all.
+func (a *Agent) advertiseLoop(ctx context.Context) {
+	ticker := time.NewTicker(a.cfg.AdvertiseInterval)
+	defer ticker.Stop()
+	a.advertise(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		case <-a.wake:
+			// Let a burst of changes settle into one advertisement.
+			time.Sleep(10 * time.Millisecond)
+		}
+		a.advertise(ctx)
+	}
+}
+
+func (a *Agent) advertise(ctx context.Context) {
+	client, err := a.client.collector(a.cfg.MatchmakerAddr)
+	if err != nil {
+		a.log.Warn("advertise", "err", err)
+		return
+	}
+	lease := int32(3 * a.cfg.AdvertiseInterval / time.Second)
+	var ads []string
+	counts := map[int64]int64{}
+	a.mu.Lock()
+	a.queue.Scan(func(id jobqueue.JobID, ad *classad.ClassAd) bool {
+		st, _ := ad.EvalInt("JobStatus")
+		counts[st]++
+		if _, busy := a.runs[id]; st == Idle && !busy {
+			job := ad.Copy()
+			job.SetString("MyType", "Job")
+			job.SetString("TargetType", "Machine")
+			ads = append(ads, job.String())
+		}
+		return true
+	})
+	a.mu.Unlock()
+	cctx, cancel := wire.WithTimeout(ctx)
+	defer cancel()
+	if _, err := client.AdvertiseJobs(cctx, &wire.AdvertiseJobsRequest{
+		Agent: a.cfg.Name, AgentAddr: a.cfg.AdvertiseAddr, Ads: ads, LeaseSeconds: lease}); err != nil {
+		a.log.Warn("advertise jobs", "err", err)
+		return
+	}
+	sched := classad.New()
+	sched.SetString("MyType", "Scheduler")
+	sched.SetString("Name", a.cfg.Name)
+	sched.SetString("AgentAddr", a.cfg.AdvertiseAddr)
+	sched.SetInt("TotalIdleJobs", counts[Idle])
+	sched.SetInt("TotalRunningJobs", counts[Running])
+	sched.SetInt("TotalHeldJobs", counts[Held])
+	sched.SetInt("MyCurrentTime", time.Now().Unix())
+	if _, err := client.Advertise(cctx, &wire.AdvertiseRequest{
+		Type: "Scheduler", Name: a.cfg.Name, Ad: sched.String(), LeaseSeconds: lease}); err != nil {
+		a.log.Warn("advertise agent", "err", err)
+	}
+}
+
+// recover brings the queue back after a restart. Jobs that were running
+// lost their shadows with the old agent (a shadow stops its job when its
+// agent goes away), so they go back to idle and run again.
+func (a *Agent) recover(ctx context.Context) error {
+	var running []jobqueue.JobID
+	a.queue.Scan(func(id jobqueue.JobID, ad *classad.ClassAd) bool {
+		if st, _ := ad.EvalInt("JobStatus"); st == Running || st == Suspended {
+			running = append(running, id)
+		}
+		if id.Cluster > a.nextCluster {
+			a.nextCluster = id.Cluster
+		}
+		return true
+	})
+	for _, id := range running {
+		ad, err := a.jobs.transition(ctx, id, func(*classad.ClassAd) (change, error) {
+			return change{"JobStatus": classad.Int(Idle)}, nil
+		})
+		if err != nil {
+			return err
+		}
+		a.logEvent(ad, evictedOnRestart)
+	}
+	if len(running) > 0 {
+		a.log.Info("requeued jobs that were running when the agent stopped", "jobs", len(running))
+	}
+	return nil
+}

@@ -1,0 +1,142 @@
+// Package agent is Harrier's agent (HTCondor's schedd): it keeps the durable
+// job queue, advertises idle jobs to the matchmaker, claims the machines the
+// matchmaker pairs them with, runs a shadow for each running job and records
+// every outcome in the queue and in the job's event log.
+//
+// Two services are served: Schedd, for command-line tools on a Unix socket
+// (callers are identified by their Unix user), and Agent, for the
+// negotiator's match notifications over mutual TLS.
+package agent
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"harrier.dev/harrier/agent/jobqueue"
+	"harrier.dev/harrier/peercred"
+	"harrier.dev/harrier/wire"
+)
+
+// Config is everything an agent needs; cmd/harrier fills it from the pool's
+// configuration.
+type Config struct {
+	// Name identifies the agent in the pool ("agent@host").
+	Name   string
+	Logger *slog.Logger
+	// Queue is the durable job store with its history.
+	Queue Queue
+	// TLS serves the Agent service; ClientTLS dials the matchmaker and startds.
+	TLS, ClientTLS *tls.Config
+	// CertPEM, KeyPEM and CAPEM are handed to shadows.
+	CertPEM, KeyPEM, CAPEM []byte
+	// MatchmakerAddr is the collector's address.
+	MatchmakerAddr string
+	// AdvertiseAddr is this agent's TLS address as others reach it; its host
+	// part is also where shadows listen.
+	AdvertiseAddr string
+	// AdvertiseInterval is how often idle jobs are re-advertised even when
+	// nothing changed (the lease is three times as long).
+	AdvertiseInterval time.Duration
+	// ShadowCommand is the argv that starts a shadow process.
+	ShadowCommand []string
+}
+
+// Queue is what the agent keeps jobs in: the durable queue and the
+// history of jobs that left it.
+type Queue interface {
+	jobqueue.Store
+	jobqueue.HistoryStore
+}
+
+// Agent is a running agent.
+type Agent struct {
+	cfg    Config
+	log    *slog.Logger
+	queue  Queue
+	jobs   *jobTable
+	wake   chan struct{} // asks the advertiser for an immediate round
+	client *clients
+
+	mu   sync.Mutex
+	runs map[jobqueue.JobID]*run // jobs being claimed or running
+	// nextCluster is the highest cluster handed out by NewCluster.
+	nextCluster int
+}
+
+// New checks cfg and returns an agent ready to Serve.
+func New(cfg Config) (*Agent, error) {
+	if cfg.Queue == nil {
+		return nil, errors.New("agent: no job queue")
+	}
+	if cfg.Name == "" {
+		return nil, errors.New("agent: no name")
+	}
+	if len(cfg.ShadowCommand) == 0 {
+		return nil, errors.New("agent: no shadow command")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.AdvertiseInterval <= 0 {
+		cfg.AdvertiseInterval = 10 * time.Second
+	}
+	a := &Agent{
+		cfg:    cfg,
+		log:    cfg.Logger,
+		queue:  cfg.Queue,
+		wake:   make(chan struct{}, 1),
+		client: newClients(cfg.ClientTLS),
+		runs:   make(map[jobqueue.JobID]*run),
+	}
+	a.jobs = &jobTable{a: a}
+	return a, nil
+}
+
+// Serve runs the agent: the Agent service on tcp, the Schedd service on
+// local (a Unix socket listener), the advertiser and the job-policy loop. It
+// returns when ctx is done, after stopping the servers; running shadows are
+// told to stop their jobs.
+func (a *Agent) Serve(ctx context.Context, tcp, local net.Listener) error {
+	if err := a.recover(ctx); err != nil {
+		return err
+	}
+	remote := grpc.NewServer(wire.ServerOptions(a.cfg.TLS)...)
+	wire.RegisterAgentServer(remote, &agentService{a: a})
+	localSrv := grpc.NewServer(grpc.Creds(peercred.Credentials()), grpc.MaxRecvMsgSize(wire.MaxMessage), grpc.MaxSendMsgSize(wire.MaxMessage))
+	wire.RegisterScheddServer(localSrv, &scheddService{a: a})
+
+	errc := make(chan error, 2)
+	go func() { errc <- remote.Serve(tcp) }()
+	go func() { errc <- localSrv.Serve(local) }()
+	done := make(chan struct{})
+	go func() { a.advertiseLoop(ctx); close(done) }()
+
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+		err = fmt.Errorf("agent: serve: %w", err)
+	}
+	localSrv.Stop()
+	remote.Stop()
+	a.stopRuns()
+	<-done
+	a.client.close()
+	return err
+}
+
+// kick asks the advertiser to run now.
+func (a *Agent) kick() {
+	select {
+	case a.wake <- struct{}{}:
+	default:
+	}
+}

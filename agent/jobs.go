@@ -1,0 +1,110 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"harrier.dev/harrier/agent/jobqueue"
+	"harrier.dev/harrier/classad"
+)
+
+// jobTable makes the job state transitions: each reads the job, decides,
+// and commits the change durably before anyone is told about it. mu
+// serialises the read-decide-commit of transitions; the store itself group-
+// commits concurrent transactions.
+type jobTable struct {
+	a  *Agent
+	mu sync.Mutex
+}
+
+// change is one transition's edits: attribute values to set.
+type change map[string]classad.Value
+
+func (c change) apply(txn *jobqueue.Txn, id jobqueue.JobID) {
+	for name, v := range c {
+		txn.Set(id, name, classad.Literal(v))
+	}
+}
+
+// errNoJob is returned for a job id that is not in the queue.
+type errNoJob jobqueue.JobID
+
+func (e errNoJob) Error() string { return fmt.Sprintf("job %s not found", jobqueue.JobID(e)) }
+
+// transition applies decide to the job's current ad; decide returns the
+// edits (nil for none) or an error that refuses the transition. The new ad
+// is returned.
+func (t *jobTable) transition(ctx context.Context, id jobqueue.JobID, decide func(ad *classad.ClassAd) (change, error)) (*classad.ClassAd, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ad, ok := t.a.queue.Get(id)
+	if !ok {
+		return nil, errNoJob(id)
+	}
+	c, err := decide(ad)
+	if err != nil || c == nil {
+		return ad, err
+	}
+	if st, ok := c["JobStatus"]; ok {
+		if old, _ := ad.EvalInt("JobStatus"); fmt.Sprint(old) != st.String() {
+			c["LastJobStatus"] = classad.Int(old)
+			c["EnteredCurrentStatus"] = classad.Int(time.Now().Unix())
+		}
+	}
+	txn := &jobqueue.Txn{}
+	c.apply(txn, id)
+	if err := t.a.queue.Commit(ctx, txn); err != nil {
+		return nil, fmt.Errorf("update job %s: %w", id, err)
+	}
+	for name, v := range c {
+		ad.SetValue(name, v)
+	}
+	return ad, nil
+}
+
+// retire moves a job that has left the queue (completed or removed) to the
+// history, with its final edits. The history is written first: a crash in
+// between leaves the job in both places, never in neither.
+func (t *jobTable) retire(ctx context.Context, id jobqueue.JobID, final change) (*classad.ClassAd, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ad, ok := t.a.queue.Get(id)
+	if !ok {
+		return nil, errNoJob(id)
+	}
+	if old, _ := ad.EvalInt("JobStatus"); old != 0 {
+		ad.SetInt("LastJobStatus", old)
+	}
+	ad.SetInt("EnteredCurrentStatus", time.Now().Unix())
+	for name, v := range final {
+		ad.SetValue(name, v)
+	}
+	if err := t.a.queue.AppendHistory(ctx, ad); err != nil {
+		return nil, fmt.Errorf("record job %s in history: %w", id, err)
+	}
+	txn := &jobqueue.Txn{}
+	txn.Destroy(id)
+	if err := t.a.queue.Commit(ctx, txn); err != nil {
+		return nil, fmt.Errorf("remove job %s from queue: %w", id, err)
+	}
+	return ad, nil
+}
+
+// status returns a job's JobStatus, or 0 if it is not in the queue.
+func (t *jobTable) status(id jobqueue.JobID) int64 {
+	ad, ok := t.a.queue.Get(id)
+	if !ok {
+		return 0
+	}
+	s, _ := ad.EvalInt("JobStatus")
+	return s
+}
+
+// jobID reads the id attributes of a job ad.
+func jobID(ad *classad.ClassAd) jobqueue.JobID {
+	c, _ := ad.EvalInt("ClusterId")
+	p, _ := ad.EvalInt("ProcId")
+	return jobqueue.JobID{Cluster: int(c), Proc: int(p)}
+}

@@ -1,0 +1,204 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"harrier.dev/harrier/agent/jobqueue"
+	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/joblog"
+	"harrier.dev/harrier/shadow"
+)
+
+// remove takes a job out of the queue. A running job is stopped first; its
+// run then finishes the removal when the shadow reports.
+func (a *Agent) remove(ctx context.Context, id jobqueue.JobID, reason string) error {
+	if a.stopRun(id, actionRemove, reason) {
+		return nil
+	}
+	st := a.jobs.status(id)
+	if st == Removed || st == Completed {
+		return fmt.Errorf("job %s is already leaving the queue", id)
+	}
+	ad, err := a.jobs.retire(ctx, id, change{"JobStatus": classad.Int(Removed), "RemoveReason": classad.String(reason)})
+	if err != nil {
+		return err
+	}
+	a.logEvent(ad, joblog.Event{Type: joblog.Aborted, Reason: reason})
+	a.kick()
+	return nil
+}
+
+// hold puts a job on hold; a running job is stopped.
+func (a *Agent) hold(ctx context.Context, id jobqueue.JobID, reason string, code, subcode int) error {
+	ad, err := a.jobs.transition(ctx, id, func(ad *classad.ClassAd) (change, error) {
+		st, _ := ad.EvalInt("JobStatus")
+		if st == Held {
+			return nil, fmt.Errorf("job %s is already held", id)
+		}
+		if st != Idle && st != Running && st != Suspended {
+			return nil, fmt.Errorf("job %s cannot be held in its state (%d)", id, st)
+		}
+		return change{
+			"JobStatus":         classad.Int(Held),
+			"HoldReason":        classad.String(reason),
+			"HoldReasonCode":    classad.Int(int64(code)),
+			"HoldReasonSubCode": classad.Int(int64(subcode)),
+		}, nil
+	})
+	if err != nil {
+		return err
+	}
+	a.stopRun(id, actionHold, reason)
+	a.logEvent(ad, joblog.Event{Type: joblog.Held, Reason: reason, Code: code, Subcode: subcode})
+	a.kick()
+	return nil
+}
+
+// release lets a held job run again.
+func (a *Agent) release(ctx context.Context, id jobqueue.JobID, by string) error {
+	ad, err := a.jobs.transition(ctx, id, func(ad *classad.ClassAd) (change, error) {
+		if st, _ := ad.EvalInt("JobStatus"); st != Held {
+			return nil, fmt.Errorf("job %s is not held", id)
+		}
+		return change{"JobStatus": classad.Int(Idle), "ReleaseReason": classad.String("via harrier release (by user " + by + ")")}, nil
+	})
+	if err != nil {
+		return err
+	}
+	a.logEvent(ad, joblog.Event{Type: joblog.Released, Reason: "via harrier release (by user " + by + ")"})
+	a.kick()
+	return nil
+}
+
+// executing records that the job's process started.
+func (a *Agent) executing(ctx context.Context, r *run, host string) {
+	ad, err := a.jobs.transition(ctx, r.id, func(ad *classad.ClassAd) (change, error) {
+		starts, _ := ad.EvalInt("NumJobStarts")
+		now := time.Now().Unix()
+		c := change{
+			"JobStatus":         classad.Int(Running),
+			"NumJobStarts":      classad.Int(starts + 1),
+			"JobCurrentStartDate": classad.Int(now),
+			"RemoteHost":        classad.String(r.slot),
+			"LastRemoteHost":    classad.String(r.slot),
+		}
+		if _, ok := ad.Lookup("JobStartDate"); !ok {
+			c["JobStartDate"] = classad.Int(now)
+		}
+		return c, nil
+	})
+	if err != nil {
+		a.log.Error("record job start", "job", r.id, "err", err)
+		return
+	}
+	r.executed = true
+	a.logEvent(ad, joblog.Event{Type: joblog.Execute, Host: r.startdAddr})
+}
+
+// finished applies the outcome a shadow reported to the job.
+func (a *Agent) finished(ctx context.Context, r *run, ev shadow.Event) {
+	action, reason := r.stopAction()
+	switch {
+	case action == actionRemove:
+		ad, err := a.jobs.retire(ctx, r.id, change{"JobStatus": classad.Int(Removed), "RemoveReason": classad.String(reason)})
+		if err == nil {
+			a.logEvent(ad, joblog.Event{Type: joblog.Aborted, Reason: reason})
+		}
+	case action == actionHold:
+		// The hold was recorded when it was asked for.
+		a.clearRunning(ctx, r, Held)
+	case ev.Type == shadow.EventExited:
+		a.exited(ctx, r, ev)
+	case ev.Type == shadow.EventHold:
+		a.clearRunning(ctx, r, Idle)
+		if err := a.hold(ctx, r.id, ev.Reason, ev.Code, 0); err != nil {
+			a.log.Error("hold job", "job", r.id, "err", err)
+		}
+	default: // failed or killed for reasons not the user's: run it again
+		a.log.Warn("job run failed; requeued", "job", r.id, "reason", ev.Reason)
+		ad := a.clearRunning(ctx, r, Idle)
+		if ad != nil && r.executed {
+			a.logEvent(ad, joblog.Event{Type: joblog.Evicted, Reason: ev.Reason})
+		}
+	}
+}
+
+// clearRunning puts a job that no longer runs into state st, if it is still
+// marked running.
+func (a *Agent) clearRunning(ctx context.Context, r *run, st int64) *classad.ClassAd {
+	ad, err := a.jobs.transition(ctx, r.id, func(ad *classad.ClassAd) (change, error) {
+		if cur, _ := ad.EvalInt("JobStatus"); cur != Running && cur != Suspended {
+			return nil, nil
+		}
+		return change{"JobStatus": classad.Int(st)}, nil
+	})
+	if err != nil {
+		a.log.Error("update job after run", "job", r.id, "err", err)
+		return nil
+	}
+	return ad
+}
+
+// exited applies the job's own exit: its on_exit policy decides between
+// leaving the queue, holding, and running again.
+func (a *Agent) exited(ctx context.Context, r *run, ev shadow.Event) {
+	final := change{
+		"ExitBySignal":   classad.Bool(ev.BySignal),
+		"RemoteUserCpu":  classad.Real(ev.UserCPU),
+		"RemoteSysCpu":   classad.Real(ev.SysCPU),
+		"CompletionDate": classad.Int(time.Now().Unix()),
+	}
+	if ev.BySignal {
+		final["ExitSignal"] = classad.Int(int64(ev.Signal))
+	} else {
+		final["ExitCode"] = classad.Int(int64(ev.ExitCode))
+	}
+	if ev.MaxRSS > 0 {
+		final["ImageSize"] = classad.Int((ev.MaxRSS + 1023) / 1024)
+		final["ResidentSetSize"] = classad.Int((ev.MaxRSS + 1023) / 1024)
+	}
+	ad, ok := a.queue.Get(r.id)
+	if !ok {
+		return
+	}
+	for name, v := range final {
+		ad.SetValue(name, v)
+	}
+	term := joblog.Event{Type: joblog.Terminated, Normal: !ev.BySignal, ReturnValue: ev.ExitCode, Signal: ev.Signal,
+		UserCPU: ev.UserCPU, SysCPU: ev.SysCPU}
+	switch {
+	case ad.Eval("OnExitHold").IsTrue():
+		final["JobStatus"] = classad.Int(Idle)
+		_, _ = a.jobs.transition(ctx, r.id, func(*classad.ClassAd) (change, error) { return final, nil })
+		a.logEvent(ad, term)
+		if err := a.hold(ctx, r.id, "The job attribute OnExitHold expression evaluated to TRUE", holdByJobPolicy, 0); err != nil {
+			a.log.Error("hold job on exit", "job", r.id, "err", err)
+		}
+	case onExitRemove(ad):
+		final["JobStatus"] = classad.Int(Completed)
+		done, err := a.jobs.retire(ctx, r.id, final)
+		if err != nil {
+			a.log.Error("complete job", "job", r.id, "err", err)
+			return
+		}
+		a.logEvent(done, term)
+	default:
+		final["JobStatus"] = classad.Int(Idle)
+		if _, err := a.jobs.transition(ctx, r.id, func(*classad.ClassAd) (change, error) { return final, nil }); err != nil {
+			a.log.Error("requeue job", "job", r.id, "err", err)
+		}
+		a.logEvent(ad, joblog.Event{Type: joblog.Evicted, Reason: "OnExitRemove is false: the job will run again"})
+	}
+}
+
+// onExitRemove evaluates the job's OnExitRemove; HTCondor's default, and
+// the safe reading of undefined, is true.
+func onExitRemove(ad *classad.ClassAd) bool {
+	v := ad.Eval("OnExitRemove")
+	if b, ok := v.BoolValue(); ok {
+		return b
+	}
+	return true
+}

@@ -1,0 +1,37 @@
+package agent
+
+import (
+	"context"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"harrier.dev/harrier/agent/jobqueue"
+	"harrier.dev/harrier/wire"
+)
+
+// agentService receives the negotiator's match notifications.
+type agentService struct {
+	wire.UnimplementedAgentServer
+	a *Agent
+}
+
+// Matched starts claiming the matched slot for the job. A job that is no
+// longer idle (removed, held, already running) refuses the match; the
+// startd's match then times out.
+func (s *agentService) Matched(ctx context.Context, req *wire.MatchedRequest) (*wire.MatchedReply, error) {
+	id, err := jobqueue.ParseJobID(req.JobId)
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	if req.ClaimId == "" || req.StartdAddr == "" {
+		return nil, status.Error(codes.InvalidArgument, "match without claim id or startd address")
+	}
+	if st := s.a.jobs.status(id); st != Idle {
+		return nil, status.Errorf(codes.FailedPrecondition, "job %s is not idle", id)
+	}
+	if err := s.a.startRun(ctx, id, req); err != nil {
+		return nil, status.Error(codes.FailedPrecondition, err.Error())
+	}
+	return &wire.MatchedReply{}, nil
+}

@@ -1,0 +1,303 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"harrier.dev/harrier/agent/jobqueue"
+	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/peercred"
+	"harrier.dev/harrier/wire"
+)
+
+// scheddService is the local service for command-line tools.
+type scheddService struct {
+	wire.UnimplementedScheddServer
+	a *Agent
+}
+
+// caller identifies the local user making a request.
+type caller struct {
+	name string
+	root bool
+}
+
+func callerFrom(ctx context.Context) (caller, error) {
+	cred, ok := peercred.FromContext(ctx)
+	if !ok {
+		return caller{}, status.Error(codes.Unauthenticated, "caller has no Unix credentials")
+	}
+	name, err := cred.Username()
+	if err != nil {
+		return caller{}, status.Errorf(codes.Unauthenticated, "look up uid %d: %v", cred.UID, err)
+	}
+	return caller{name: name, root: cred.UID == 0}, nil
+}
+
+// mayEdit reports whether c may change a job owned by owner: users edit only
+// their own jobs; root (the pool administrator) edits any.
+func (c caller) mayEdit(owner string) bool { return c.root || c.name == owner }
+
+func (s *scheddService) NewCluster(ctx context.Context, _ *wire.NewClusterRequest) (*wire.NewClusterReply, error) {
+	if _, err := callerFrom(ctx); err != nil {
+		return nil, err
+	}
+	n, err := s.a.queue.NextCluster(ctx)
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	s.a.mu.Lock()
+	if n > s.a.nextCluster {
+		s.a.nextCluster = n
+	}
+	s.a.mu.Unlock()
+	return &wire.NewClusterReply{Cluster: int32(n)}, nil
+}
+
+// Submit queues a whole cluster in one durable transaction. The reply is
+// the acknowledgement: once it is sent the jobs survive any crash.
+func (s *scheddService) Submit(ctx context.Context, req *wire.SubmitRequest) (*wire.SubmitReply, error) {
+	who, err := callerFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.a.mu.Lock()
+	allocated := int(req.Cluster) > 0 && int(req.Cluster) <= s.a.nextCluster
+	s.a.mu.Unlock()
+	if !allocated {
+		return nil, status.Errorf(codes.InvalidArgument, "cluster %d was not allocated by this agent", req.Cluster)
+	}
+	if len(req.Ads) == 0 {
+		return nil, status.Error(codes.InvalidArgument, "no jobs in submission")
+	}
+	now := time.Now().Unix()
+	txn := &jobqueue.Txn{}
+	ads := make([]*classad.ClassAd, 0, len(req.Ads))
+	seen := make(map[int]bool, len(req.Ads))
+	for i, text := range req.Ads {
+		ad, err := classad.Parse(text)
+		if err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "job %d: %v", i, err)
+		}
+		id := jobID(ad)
+		if id.Cluster != int(req.Cluster) {
+			return nil, status.Errorf(codes.InvalidArgument, "job %d: ClusterId %d is not cluster %d", i, id.Cluster, req.Cluster)
+		}
+		if seen[id.Proc] || id.Proc < 0 {
+			return nil, status.Errorf(codes.InvalidArgument, "job %d: bad or repeated ProcId %d", i, id.Proc)
+		}
+		if _, exists := s.a.queue.Get(id); exists {
+			return nil, status.Errorf(codes.AlreadyExists, "job %s already exists", id)
+		}
+		seen[id.Proc] = true
+		// The agent, not the tool, says who owns a job.
+		ad.SetString("Owner", who.name)
+		ad.SetString("User", who.name+"@"+s.a.cfg.Name)
+		ad.SetInt("QDate", now)
+		ad.SetInt("EnteredCurrentStatus", now)
+		ad.SetString("GlobalJobId", fmt.Sprintf("%s#%s#%d", s.a.cfg.Name, id, now))
+		if st, ok := ad.EvalInt("JobStatus"); !ok || (st != Idle && st != Held) {
+			ad.SetInt("JobStatus", Idle)
+		}
+		if _, ok := ad.Lookup("NumJobStarts"); !ok {
+			ad.SetInt("NumJobStarts", 0)
+		}
+		txn.NewJob(id, ad)
+		ads = append(ads, ad)
+	}
+	if err := s.a.queue.Commit(ctx, txn); err != nil {
+		return nil, status.Errorf(codes.Internal, "queue cluster %d: %v", req.Cluster, err)
+	}
+	for _, ad := range ads {
+		s.a.logSubmit(ad)
+	}
+	s.a.log.Info("submitted", "cluster", req.Cluster, "jobs", len(ads), "owner", who.name)
+	s.a.kick()
+	return &wire.SubmitReply{Count: int32(len(ads))}, nil
+}
+
+func (s *scheddService) Query(ctx context.Context, req *wire.JobQueryRequest) (*wire.JobQueryReply, error) {
+	if _, err := callerFrom(ctx); err != nil {
+		return nil, err
+	}
+	f, err := newFilter(req)
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	reply := &wire.JobQueryReply{}
+	s.a.queue.Scan(func(id jobqueue.JobID, ad *classad.ClassAd) bool {
+		if f.match(id, ad) {
+			reply.Ads = append(reply.Ads, ad.String())
+		}
+		return req.Limit <= 0 || len(reply.Ads) < int(req.Limit)
+	})
+	return reply, nil
+}
+
+func (s *scheddService) History(ctx context.Context, req *wire.JobQueryRequest) (*wire.JobQueryReply, error) {
+	if _, err := callerFrom(ctx); err != nil {
+		return nil, err
+	}
+	f, err := newFilter(req)
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	reply := &wire.JobQueryReply{}
+	err = s.a.queue.History(func(ad *classad.ClassAd) bool {
+		if f.match(jobID(ad), ad) {
+			reply.Ads = append(reply.Ads, ad.String())
+		}
+		return req.Limit <= 0 || len(reply.Ads) < int(req.Limit)
+	})
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	return reply, nil
+}
+
+func (s *scheddService) Act(ctx context.Context, req *wire.ActRequest) (*wire.ActReply, error) {
+	who, err := callerFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := s.expand(req.Ids)
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	reply := &wire.ActReply{}
+	for _, id := range ids {
+		err := s.a.act(ctx, who, req.Action, id, req.Reason)
+		r := &wire.ActResult{Id: id.String(), Ok: err == nil}
+		if err != nil {
+			r.Error = err.Error()
+		}
+		reply.Results = append(reply.Results, r)
+	}
+	return reply, nil
+}
+
+// expand turns "C" and "C.P" arguments into the job ids they name.
+func (s *scheddService) expand(args []string) ([]jobqueue.JobID, error) {
+	var ids []jobqueue.JobID
+	for _, arg := range args {
+		if strings.Contains(arg, ".") {
+			id, err := jobqueue.ParseJobID(arg)
+			if err != nil {
+				return nil, err
+			}
+			ids = append(ids, id)
+			continue
+		}
+		c, err := strconv.Atoi(arg)
+		if err != nil {
+			return nil, fmt.Errorf("bad job id %q: want cluster or cluster.proc", arg)
+		}
+		n := len(ids)
+		s.a.queue.Scan(func(id jobqueue.JobID, _ *classad.ClassAd) bool {
+			if id.Cluster == c {
+				ids = append(ids, id)
+			}
+			return true
+		})
+		if len(ids) == n {
+			return nil, fmt.Errorf("cluster %d has no jobs in the queue", c)
+		}
+	}
+	return ids, nil
+}
+
+// filter selects jobs by id and constraint.
+type filter struct {
+	clusters map[int]bool
+	jobs     map[jobqueue.JobID]bool
+	expr     *classad.Expr
+}
+
+func newFilter(req *wire.JobQueryRequest) (*filter, error) {
+	f := &filter{}
+	for _, arg := range req.Ids {
+		if strings.Contains(arg, ".") {
+			id, err := jobqueue.ParseJobID(arg)
+			if err != nil {
+				return nil, err
+			}
+			if f.jobs == nil {
+				f.jobs = map[jobqueue.JobID]bool{}
+			}
+			f.jobs[id] = true
+			continue
+		}
+		c, err := strconv.Atoi(arg)
+		if err != nil {
+			return nil, fmt.Errorf("bad job id %q: want cluster or cluster.proc", arg)
+		}
+		if f.clusters == nil {
+			f.clusters = map[int]bool{}
+		}
+		f.clusters[c] = true
+	}
+	if strings.TrimSpace(req.Constraint) != "" {
+		e, err := classad.ParseExpr(req.Constraint)
+		if err != nil {
+			return nil, fmt.Errorf("constraint: %w", err)
+		}
+		f.expr = &e
+	}
+	return f, nil
+}
+
+func (f *filter) match(id jobqueue.JobID, ad *classad.ClassAd) bool {
+	if f.jobs != nil || f.clusters != nil {
+		if !f.jobs[id] && !f.clusters[id.Cluster] {
+			return false
+		}
+	}
+	return f.expr == nil || ad.EvalExpr(*f.expr, nil).IsTrue()
+}
+
+// act performs one user action on one job.
+func (a *Agent) act(ctx context.Context, who caller, action wire.ActRequest_Action, id jobqueue.JobID, reason string) error {
+	ad, ok := a.queue.Get(id)
+	if !ok {
+		return errNoJob(id)
+	}
+	owner, _ := ad.EvalString("Owner")
+	if !who.mayEdit(owner) {
+		return fmt.Errorf("permission denied: job %s belongs to %s, not %s", id, owner, who.name)
+	}
+	switch action {
+	case wire.ActRequest_REMOVE:
+		if reason == "" {
+			reason = "via harrier rm (by user " + who.name + ")"
+		}
+		return a.remove(ctx, id, reason)
+	case wire.ActRequest_HOLD:
+		if reason == "" {
+			reason = "via harrier hold (by user " + who.name + ")"
+		}
+		return a.hold(ctx, id, reason, holdByUser, 0)
+	case wire.ActRequest_RELEASE:
+		return a.release(ctx, id, who.name)
+	}
+	return errors.New("unknown action")
+}
+
+func (s *scheddService) QueryPool(ctx context.Context, req *wire.QueryRequest) (*wire.QueryReply, error) {
+	if _, err := callerFrom(ctx); err != nil {
+		return nil, err
+	}
+	client, err := s.a.client.collector(s.a.cfg.MatchmakerAddr)
+	if err != nil {
+		return nil, status.Error(codes.Unavailable, err.Error())
+	}
+	cctx, cancel := wire.WithTimeout(ctx)
+	defer cancel()
+	return client.Query(cctx, req)
+}

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/wire"
+)
+
+// actCommand returns rm, hold or release. Like condor_rm, each job is
+// reported, and the command fails if any job could not be acted on.
+func actCommand(name string) func([]string, io.Reader, io.Writer) error {
+	action := map[string]wire.ActRequest_Action{
+		"rm": wire.ActRequest_REMOVE, "hold": wire.ActRequest_HOLD, "release": wire.ActRequest_RELEASE,
+	}[name]
+	done := map[string]string{"rm": "marked for removal", "hold": "held", "release": "released"}[name]
+	return func(args []string, _ io.Reader, stdout io.Writer) error {
+		tf := newToolFlags(name)
+		reason := tf.fs.String("reason", "", "why (recorded with the job)")
+		client, closeFn, err := tf.connect(context.Background(), args)
+		if err != nil {
+			return err
+		}
+		defer closeFn()
+		if tf.fs.NArg() == 0 {
+			return usagef("want job ids (cluster or cluster.proc)")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		reply, err := client.Act(ctx, &wire.ActRequest{Action: action, Ids: tf.fs.Args(), Reason: *reason})
+		if err != nil {
+			return rpcError(name, err)
+		}
+		failed := 0
+		for _, r := range reply.Results {
+			if r.Ok {
+				fmt.Fprintf(stdout, "Job %s %s\n", r.Id, done)
+			} else {
+				failed++
+				fmt.Fprintf(stdout, "Job %s not %s: %s\n", r.Id, done, r.Error)
+			}
+		}
+		if failed > 0 {
+			return exitError(1)
+		}
+		return nil
+	}
+}
+
+// runWait waits until a job leaves the queue, like condor_wait. It exits 0
+// if the job completed, 1 if it left the queue otherwise or on error, and 2
+// on timeout.
+func runWait(args []string, _ io.Reader, stdout io.Writer) error {
+	tf := newToolFlags("wait")
+	timeout := tf.fs.Float64("timeout", 0, "give up after this many seconds (0: wait forever)")
+	client, closeFn, err := tf.connect(context.Background(), args)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	if tf.fs.NArg() != 1 {
+		return usagef("want one job id (cluster.proc)")
+	}
+	id := tf.fs.Arg(0)
+	ctx := context.Background()
+	if *timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(*timeout*float64(time.Second)))
+		defer cancel()
+	}
+	req := &wire.JobQueryRequest{Ids: []string{id}}
+	for {
+		q, err := client.Query(ctx, req)
+		if err != nil {
+			if ctx.Err() != nil {
+				fmt.Fprintf(stdout, "Timed out waiting for job %s\n", id)
+				return exitError(2)
+			}
+			return rpcError("wait", err)
+		}
+		if len(q.Ads) == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			fmt.Fprintf(stdout, "Timed out waiting for job %s\n", id)
+			return exitError(2)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	h, err := client.History(context.Background(), req)
+	if err != nil {
+		return rpcError("wait", err)
+	}
+	if len(h.Ads) == 0 {
+		return fmt.Errorf("job %s is neither in the queue nor in the history", id)
+	}
+	ad, err := classad.Parse(h.Ads[len(h.Ads)-1])
+	if err != nil {
+		return err
+	}
+	st, _ := ad.EvalInt("JobStatus")
+	if st != 4 {
+		fmt.Fprintf(stdout, "Job %s was removed\n", id)
+		return exitError(1)
+	}
+	fmt.Fprintf(stdout, "All jobs done.\n")
+	return nil
+}

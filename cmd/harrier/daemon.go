@@ -1,0 +1,222 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"harrier.dev/harrier/agent"
+	"harrier.dev/harrier/agent/jobqueue"
+	"harrier.dev/harrier/matchmaker"
+	"harrier.dev/harrier/peercred"
+	"harrier.dev/harrier/startd"
+)
+
+// runDaemon runs one of the pool's daemons in the foreground until SIGTERM
+// or SIGINT.
+func runDaemon(args []string, _ io.Reader, _ io.Writer) error {
+	if len(args) == 0 {
+		return usagef("which daemon? matchmaker, agent or startd")
+	}
+	role := args[0]
+	fs := flag.NewFlagSet("daemon "+role, flag.ContinueOnError)
+	configPath := fs.String("config", "", "the pool's configuration file")
+	name := fs.String("name", "", "this daemon's name (startd: the machine name it advertises)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return usagef("%v", err)
+	}
+	if *configPath == "" {
+		return usagef("--config is required")
+	}
+	pc, err := loadPoolConfig(*configPath)
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel(pc)})).With("daemon", role)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	switch role {
+	case "matchmaker":
+		err = serveMatchmaker(ctx, pc, logger)
+	case "agent":
+		err = serveAgent(ctx, pc, *name, logger)
+	case "startd":
+		err = serveStartd(ctx, pc, *name, logger)
+	default:
+		return usagef("unknown daemon %q", role)
+	}
+	if err != nil {
+		logger.Error("daemon failed", "err", err)
+		return err
+	}
+	logger.Info("daemon stopped")
+	return nil
+}
+
+func logLevel(pc *poolConfig) slog.Level {
+	var l slog.Level
+	if v, ok := pc.c.Lookup("LOG_LEVEL"); ok && l.UnmarshalText([]byte(v)) == nil {
+		return l
+	}
+	return slog.LevelInfo
+}
+
+func serveMatchmaker(ctx context.Context, pc *poolConfig, logger *slog.Logger) error {
+	addr, err := pc.require("MATCHMAKER_ADDR")
+	if err != nil {
+		return err
+	}
+	listen := pc.c.String("MATCHMAKER_LISTEN", addr)
+	serverTLS, clientTLS, err := pc.tlsConfigs("matchmaker")
+	if err != nil {
+		return err
+	}
+	interval, err := pc.c.Duration("NEGOTIATOR_INTERVAL", 20*time.Second)
+	if err != nil {
+		return err
+	}
+	mm, err := matchmaker.New(matchmaker.Config{Logger: logger, TLS: serverTLS, ClientTLS: clientTLS, Interval: interval})
+	if err != nil {
+		return err
+	}
+	lis, err := net.Listen("tcp", listen)
+	if err != nil {
+		return fmt.Errorf("matchmaker: listen on %s: %w", listen, err)
+	}
+	logger.Info("matchmaker listening", "addr", lis.Addr().String())
+	return mm.Serve(ctx, lis)
+}
+
+func serveAgent(ctx context.Context, pc *poolConfig, name string, logger *slog.Logger) error {
+	mmAddr, err := pc.require("MATCHMAKER_ADDR")
+	if err != nil {
+		return err
+	}
+	spool, err := pc.require("SPOOL")
+	if err != nil {
+		return err
+	}
+	sock, err := pc.require("AGENT_SOCKET")
+	if err != nil {
+		return err
+	}
+	if name == "" {
+		name = pc.c.String("AGENT_NAME", "agent@"+hostName())
+	}
+	serverTLS, clientTLS, err := pc.tlsConfigs("agent")
+	if err != nil {
+		return err
+	}
+	caPath, certPath, keyPath, err := pc.pkiPaths("agent")
+	if err != nil {
+		return err
+	}
+	var pems [3][]byte
+	for i, p := range []string{certPath, keyPath, caPath} {
+		if pems[i], err = os.ReadFile(p); err != nil {
+			return fmt.Errorf("agent: read TLS material: %w", err)
+		}
+	}
+	interval, err := pc.c.Duration("UPDATE_INTERVAL", 10*time.Second)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(spool, 0o700); err != nil {
+		return fmt.Errorf("agent: spool: %w", err)
+	}
+	queue, err := jobqueue.Open(filepath.Join(spool, "queue"), jobqueue.Options{Logger: logger})
+	if err != nil {
+		return fmt.Errorf("agent: open job queue: %w", err)
+	}
+	defer queue.Close()
+
+	tcp, err := net.Listen("tcp", net.JoinHostPort(pc.c.String("BIND_HOST", "127.0.0.1"), pc.c.String("AGENT_PORT", "0")))
+	if err != nil {
+		return fmt.Errorf("agent: listen: %w", err)
+	}
+	local, err := peercred.Listen(sock, 0o666)
+	if err != nil {
+		return fmt.Errorf("agent: listen on %s: %w", sock, err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	a, err := agent.New(agent.Config{
+		Name: name, Logger: logger, Queue: queue,
+		TLS: serverTLS, ClientTLS: clientTLS,
+		CertPEM: pems[0], KeyPEM: pems[1], CAPEM: pems[2],
+		MatchmakerAddr: mmAddr, AdvertiseAddr: tcp.Addr().String(),
+		AdvertiseInterval: interval,
+		ShadowCommand:     []string{exe, "shadow"},
+	})
+	if err != nil {
+		return err
+	}
+	logger.Info("agent listening", "addr", tcp.Addr().String(), "socket", sock)
+	return a.Serve(ctx, tcp, local)
+}
+
+func serveStartd(ctx context.Context, pc *poolConfig, name string, logger *slog.Logger) error {
+	mmAddr, err := pc.require("MATCHMAKER_ADDR")
+	if err != nil {
+		return err
+	}
+	execute, err := pc.require("EXECUTE")
+	if err != nil {
+		return err
+	}
+	if name == "" {
+		name = pc.c.String("STARTD_NAME", hostName())
+	}
+	execute = filepath.Join(execute, name)
+	if err := os.MkdirAll(execute, 0o755); err != nil {
+		return fmt.Errorf("startd: execute directory: %w", err)
+	}
+	serverTLS, clientTLS, err := pc.tlsConfigs("startd")
+	if err != nil {
+		return err
+	}
+	caPath, certPath, keyPath, err := pc.pkiPaths("startd")
+	if err != nil {
+		return err
+	}
+	interval, err := pc.c.Duration("UPDATE_INTERVAL", 10*time.Second)
+	if err != nil {
+		return err
+	}
+	slots, err := pc.c.Int("NUM_SLOTS", 1)
+	if err != nil {
+		return err
+	}
+	lis, err := net.Listen("tcp", net.JoinHostPort(pc.c.String("BIND_HOST", "127.0.0.1"), "0"))
+	if err != nil {
+		return fmt.Errorf("startd: listen: %w", err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	s, err := startd.New(startd.Config{
+		Name: name, Logger: logger, TLS: serverTLS, ClientTLS: clientTLS,
+		MatchmakerAddr: mmAddr, AdvertiseAddr: lis.Addr().String(),
+		Start: pc.c.String("START", "true"), Rank: pc.c.String("RANK", "0"),
+		NumSlots: int(slots), ExecuteDir: execute, AdvertiseInterval: interval,
+		StarterCommand: []string{exe, "starter"},
+		CertFile:       certPath, KeyFile: keyPath, CAFile: caPath,
+	})
+	if err != nil {
+		lis.Close()
+		return err
+	}
+	logger.Info("startd listening", "addr", lis.Addr().String(), "name", name)
+	return s.Serve(ctx, lis)
+}

@@ -1,0 +1,112 @@
+// Command harrier is Harrier's one binary: the daemons of a pool and the
+// tools its users run.
+//
+//	harrier pool up --dir DIR [--startds N] [--detach]   start a personal pool
+//	harrier pool down --dir DIR                           stop it
+//	harrier submit FILE                                   queue jobs
+//	harrier q | history | status                          look at jobs and machines
+//	harrier rm | hold | release | wait ID...              act on jobs
+//	harrier classad eval ...                              evaluate ClassAd expressions
+//	harrier daemon matchmaker|agent|startd --config FILE  run one daemon
+//
+// Tools find their pool with --pool DIR or HARRIER_POOL=DIR.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+)
+
+func init() {
+	// Keep the main goroutine on the main OS thread: container and
+	// checkpoint code must never leave that thread in another namespace.
+	runtime.LockOSThread()
+}
+
+// usageError is a mistake in how a command was called; main prints it with
+// the command's usage and exits 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// exitError ends the program with a given status and no message of its own.
+type exitError int
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+type command struct {
+	name  string
+	usage string
+	run   func(args []string, stdin io.Reader, stdout io.Writer) error
+}
+
+func commands() []command {
+	return []command{
+		{"pool", "pool up --dir DIR [--startds N] [--detach] | pool down --dir DIR", runPool},
+		{"submit", "submit [--pool DIR] FILE", runSubmit},
+		{"q", "q [--pool DIR] [-json] [-long] [-constraint EXPR] [ID...]", runQ},
+		{"history", "history [--pool DIR] [-json] [-long] [-limit N] [ID...]", runHistory},
+		{"status", "status [--pool DIR] [-json] [-long] [-constraint EXPR]", runStatus},
+		{"rm", "rm [--pool DIR] ID...", actCommand("rm")},
+		{"hold", "hold [--pool DIR] [-reason TEXT] ID...", actCommand("hold")},
+		{"release", "release [--pool DIR] ID...", actCommand("release")},
+		{"wait", "wait [--pool DIR] [--timeout SECONDS] ID", runWait},
+		{"classad", "classad eval [-ad FILE|-] [AD-ATTRS...] EXPR...", runClassad},
+		{"daemon", "daemon matchmaker|agent|startd --config FILE [--name NAME]", runDaemon},
+		{"shadow", "shadow (started by the agent)", runShadow},
+		{"starter", "starter (started by a startd)", runStarter},
+	}
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		printUsage(stderr)
+		return 2
+	}
+	for _, c := range commands() {
+		if c.name != args[0] {
+			continue
+		}
+		err := c.run(args[1:], stdin, stdout)
+		var ue usageError
+		var ee exitError
+		switch {
+		case err == nil:
+			return 0
+		case errors.As(err, &ee):
+			return int(ee)
+		case errors.As(err, &ue):
+			fmt.Fprintf(stderr, "harrier %s: %v\nusage: harrier %s\n", c.name, err, c.usage)
+			return 2
+		default:
+			fmt.Fprintf(stderr, "harrier %s: %v\n", c.name, err)
+			return 1
+		}
+	}
+	fmt.Fprintf(stderr, "harrier: unknown command %q\n", args[0])
+	printUsage(stderr)
+	return 2
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprintln(w, "usage:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  harrier %s\n", c.usage)
+	}
+}
+
+func runClassad(args []string, stdin io.Reader, stdout io.Writer) error {
+	if len(args) == 0 || args[0] != "eval" {
+		return usagef("want a subcommand: eval")
+	}
+	return runClassadEval(args[1:], stdin, stdout)
+}

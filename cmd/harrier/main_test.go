@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The test binary doubles as the harrier binary: with this variable set it
+// runs the command line instead of the tests, so daemons, shadows and
+// starters started by the tests are this very code.
+const asHarrier = "HARRIER_TEST_AS_HARRIER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(asHarrier) == "1" {
+		os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// harrierBin returns the path of the binary that acts as harrier.
+func harrierBin(t testing.TB) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exe
+}
+
+// harrier runs one harrier command and returns its output and exit code.
+func harrier(t testing.TB, env []string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(harrierBin(t), args...)
+	cmd.Env = append(append(os.Environ(), asHarrier+"=1"), env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("harrier %s: %v", strings.Join(args, " "), err)
+	}
+	return out.String(), code
+}
+
+// mustHarrier runs a harrier command that must succeed.
+func mustHarrier(t testing.TB, env []string, args ...string) string {
+	t.Helper()
+	out, code := harrier(t, env, args...)
+	if code != 0 {
+		t.Fatalf("harrier %s: exit %d\n%s", strings.Join(args, " "), code, out)
+	}
+	return out
+}
+
+// needRoot skips tests that start daemons needing root (setuid shadows,
+// network namespaces), saying why.
+func needRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: starts daemons that change users and create network namespaces (CI runs as root)")
+	}
+}
+
+// writeFile writes a test file, failing the test on error.
+func writeFile(t testing.TB, path, content string, mode os.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// eventually polls cond until it holds or the timeout passes.
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s waiting for %s", timeout, what)
+}

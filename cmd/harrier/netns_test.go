@@ -1,0 +1,237 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"harrier.dev/harrier/pki"
+)
+
+// netnsHost is one "machine" of a multi-host test: a network namespace with
+// one address on a bridge shared by all hosts.
+type netnsHost struct {
+	name string // also the startd's machine name
+	ns   string
+	ip   string
+	dir  string
+}
+
+// netnsPool builds hosts in network namespaces joined by a bridge. Every
+// address exists only inside the namespaces, which the test removes.
+type netnsPool struct {
+	t      *testing.T
+	hosts  map[string]*netnsHost
+	procs  []*exec.Cmd
+	prefix string
+}
+
+func ipCmd(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+		t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+}
+
+func newNetnsPool(t *testing.T, names ...string) *netnsPool {
+	t.Helper()
+	needRoot(t)
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("needs iproute2's ip to create network namespaces (scripts/setup installs it)")
+	}
+	b := make([]byte, 2)
+	_, _ = rand.Read(b)
+	n := &netnsPool{t: t, hosts: map[string]*netnsHost{}, prefix: "hv" + hex.EncodeToString(b)}
+	bridge := n.prefix + "-br"
+	t.Cleanup(n.teardown)
+	ipCmd(t, "netns", "add", bridge)
+	ipCmd(t, "-n", bridge, "link", "add", "br0", "type", "bridge")
+	ipCmd(t, "-n", bridge, "link", "set", "br0", "up")
+	base := t.TempDir()
+	for d := base; d != "/" && d != "/tmp"; d = filepath.Dir(d) {
+		_ = os.Chmod(d, 0o755)
+	}
+	for i, name := range names {
+		h := &netnsHost{name: name, ns: n.prefix + "-" + name, ip: fmt.Sprintf("10.77.0.%d", i+1), dir: filepath.Join(base, name)}
+		n.hosts[name] = h
+		inHost, inBridge := fmt.Sprintf("%sh%d", n.prefix, i), fmt.Sprintf("%sb%d", n.prefix, i)
+		ipCmd(t, "netns", "add", h.ns)
+		ipCmd(t, "link", "add", inHost, "type", "veth", "peer", "name", inBridge)
+		ipCmd(t, "link", "set", inHost, "netns", h.ns)
+		ipCmd(t, "link", "set", inBridge, "netns", bridge)
+		ipCmd(t, "-n", bridge, "link", "set", inBridge, "master", "br0")
+		ipCmd(t, "-n", bridge, "link", "set", inBridge, "up")
+		ipCmd(t, "-n", h.ns, "addr", "add", h.ip+"/24", "dev", inHost)
+		ipCmd(t, "-n", h.ns, "link", "set", inHost, "up")
+		ipCmd(t, "-n", h.ns, "link", "set", "lo", "up")
+	}
+	return n
+}
+
+func (n *netnsPool) teardown() {
+	for _, c := range n.procs {
+		if c.Process != nil {
+			_ = c.Process.Signal(syscall.SIGTERM)
+		}
+	}
+	for _, c := range n.procs {
+		done := make(chan struct{})
+		go func() { _ = c.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = c.Process.Kill()
+		}
+	}
+	if n.t.Failed() {
+		for _, h := range n.hosts {
+			logs, _ := filepath.Glob(filepath.Join(h.dir, "*.log"))
+			for _, l := range logs {
+				b, _ := os.ReadFile(l)
+				n.t.Logf("---- %s\n%s", l, b)
+			}
+		}
+	}
+	for _, h := range n.hosts {
+		_ = exec.Command("ip", "netns", "del", h.ns).Run()
+	}
+	_ = exec.Command("ip", "netns", "del", n.prefix+"-br").Run()
+}
+
+// configure gives every host a pool configuration and its own certificate
+// from one pool CA; only the matchmaker's host knows the matchmaker's address
+// as its own.
+func (n *netnsPool) configure(mm string, roles map[string]string) {
+	t := n.t
+	caDir := filepath.Join(t.TempDir(), "ca")
+	ca, err := pki.CreateCA(caDir, "netns-pool")
+	if err != nil {
+		t.Fatal(err)
+	}
+	caPEM, err := os.ReadFile(filepath.Join(caDir, "ca.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, h := range n.hosts {
+		role := roles[name]
+		pkiDir := filepath.Join(h.dir, "pki")
+		writeFile(t, filepath.Join(pkiDir, "ca.pem"), string(caPEM), 0o644)
+		if err := ca.Issue(role+"@"+name, []string{h.ip}, filepath.Join(pkiDir, role+".pem"), filepath.Join(pkiDir, role+".key")); err != nil {
+			t.Fatal(err)
+		}
+		conf := fmt.Sprintf(`POOL_DIR = %s
+MATCHMAKER_ADDR = %s:9618
+BIND_HOST = %s
+PKI_DIR = $(POOL_DIR)/pki
+SPOOL = $(POOL_DIR)/spool
+EXECUTE = $(POOL_DIR)/execute
+AGENT_SOCKET = $(POOL_DIR)/agent.sock
+AGENT_NAME = agent@%s
+UPDATE_INTERVAL = 2
+NEGOTIATOR_INTERVAL = 10
+`, h.dir, n.hosts[mm].ip, h.ip, name)
+		writeFile(t, filepath.Join(h.dir, poolConfigName), conf, 0o644)
+	}
+}
+
+// daemon starts a daemon inside a host's namespace.
+func (n *netnsPool) daemon(host, role string) {
+	t := n.t
+	h := n.hosts[host]
+	logf, err := os.Create(filepath.Join(h.dir, role+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	cmd := exec.Command("ip", "netns", "exec", h.ns, harrierBin(t), "daemon", role,
+		"--config", filepath.Join(h.dir, poolConfigName), "--name", host)
+	cmd.Env = append(os.Environ(), asHarrier+"=1")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	n.procs = append(n.procs, cmd)
+}
+
+// tool runs a harrier tool inside a host's namespace.
+func (n *netnsPool) tool(host string, args ...string) (string, int) {
+	h := n.hosts[host]
+	cmd := exec.Command("ip", append([]string{"netns", "exec", h.ns, harrierBin(n.t)}, args...)...)
+	cmd.Env = append(os.Environ(), asHarrier+"=1", "HARRIER_POOL="+h.dir)
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return string(out), ee.ExitCode()
+	} else if err != nil {
+		n.t.Fatalf("harrier %s: %v", strings.Join(args, " "), err)
+	}
+	return string(out), 0
+}
+
+func TestMultiHostPoolInNetworkNamespaces(t *testing.T) {
+	n := newNetnsPool(t, "cm", "submit", "exec1", "exec2")
+	n.configure("cm", map[string]string{"cm": "matchmaker", "submit": "agent", "exec1": "startd", "exec2": "startd"})
+	n.daemon("cm", "matchmaker")
+	n.daemon("submit", "agent")
+	n.daemon("exec1", "startd")
+	n.daemon("exec2", "startd")
+
+	eventually(t, 30*time.Second, "both execute hosts to be advertised", func() bool {
+		out, code := n.tool("submit", "status")
+		return code == 0 && strings.Contains(out, "slot1@exec1") && strings.Contains(out, "slot1@exec2")
+	})
+
+	// One job pinned to each execute host; input and output live only on
+	// the submit host's disk.
+	work := filepath.Join(n.hosts["submit"].dir, "work")
+	src := filepath.Join("..", "..", "examples", "hello")
+	if out, err := exec.Command("cp", "-a", src, work).CombinedOutput(); err != nil {
+		t.Fatalf("copy example: %v: %s", err, out)
+	}
+	writeFile(t, filepath.Join(work, "spread.sub"), `executable   = hello.sh
+arguments    = $(host)
+input        = words.txt
+output       = out.$(host)
+error        = err.$(host)
+log          = spread.log
+requirements = Machine == "$(host)"
+queue host in (exec1, exec2)
+`, 0o644)
+	out, code := n.tool("submit", "submit", filepath.Join(work, "spread.sub"))
+	if code != 0 || !strings.Contains(out, "2 job(s) submitted to cluster 1.") {
+		t.Fatalf("submit: exit %d: %s", code, out)
+	}
+	for _, id := range []string{"1.0", "1.1"} {
+		if out, code := n.tool("submit", "wait", "--timeout", "60", id); code != 0 {
+			t.Fatalf("wait %s: exit %d: %s", id, code, out)
+		}
+	}
+	for _, host := range []string{"exec1", "exec2"} {
+		b, err := os.ReadFile(filepath.Join(work, "out."+host))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), "Hello, "+host) || !strings.Contains(string(b), "apple\nbanana") {
+			t.Errorf("out.%s:\n%s", host, b)
+		}
+	}
+	hist, code := n.tool("submit", "history", "-long")
+	if code != 0 {
+		t.Fatalf("history: %s", hist)
+	}
+	for _, want := range []string{`LastRemoteHost = "slot1@exec1"`, `LastRemoteHost = "slot1@exec2"`, "JobStatus = 4"} {
+		if !strings.Contains(hist, want) {
+			t.Errorf("history lacks %s:\n%s", want, hist)
+		}
+	}
+	log, _ := os.ReadFile(filepath.Join(work, "spread.log"))
+	if strings.Count(string(log), "Job terminated.") != 2 {
+		t.Errorf("event log:\n%s", log)
+	}
+}

@@ -1,0 +1,355 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"harrier.dev/harrier/pki"
+	"harrier.dev/harrier/wire"
+)
+
+// runPool starts or stops a personal pool: one matchmaker, one agent and N
+// startds on this machine, each its own process, all state under one
+// directory.
+func runPool(args []string, stdin io.Reader, stdout io.Writer) error {
+	if len(args) == 0 {
+		return usagef("want up or down")
+	}
+	fs := flag.NewFlagSet("pool "+args[0], flag.ContinueOnError)
+	dir := fs.String("dir", "", "the pool directory")
+	startds := fs.Int("startds", 1, "number of startds")
+	detach := fs.Bool("detach", false, "return once the pool accepts jobs")
+	if err := fs.Parse(args[1:]); err != nil {
+		return usagef("%v", err)
+	}
+	if *dir == "" {
+		return usagef("--dir is required")
+	}
+	abs, err := filepath.Abs(*dir)
+	if err != nil {
+		return err
+	}
+	switch args[0] {
+	case "up":
+		if *startds < 1 {
+			return usagef("--startds must be at least 1")
+		}
+		return poolUp(abs, *startds, *detach, stdout)
+	case "down":
+		return poolDown(abs, stdout)
+	}
+	return usagef("unknown pool command %q", args[0])
+}
+
+// How long pool up waits for the pool to accept jobs.
+const poolUpTimeout = 60 * time.Second
+
+func poolUp(dir string, startds int, detach bool, stdout io.Writer) error {
+	confPath := filepath.Join(dir, poolConfigName)
+	if _, err := os.Stat(confPath); errors.Is(err, os.ErrNotExist) {
+		if err := createPool(dir); err != nil {
+			return err
+		}
+	}
+	pc, err := loadPoolConfig(confPath)
+	if err != nil {
+		return err
+	}
+	if running := runningDaemons(dir); len(running) > 0 {
+		return fmt.Errorf("the pool in %s is already up (%s); run harrier pool down --dir %s first", dir, strings.Join(running, ", "), dir)
+	}
+	mm, err := pc.require("MATCHMAKER_ADDR")
+	if err != nil {
+		return err
+	}
+	for i, d := range poolDaemons(startds) {
+		if err := startDaemon(dir, confPath, d); err != nil {
+			_ = poolDown(dir, io.Discard)
+			return err
+		}
+		if i == 0 {
+			// The others advertise to the matchmaker as soon as they start.
+			waitListening(mm, 10*time.Second)
+		}
+	}
+	if err := waitReady(dir, pc, startds); err != nil {
+		_ = poolDown(dir, io.Discard)
+		return fmt.Errorf("%w (daemon logs are in %s)", err, filepath.Join(dir, "log"))
+	}
+	fmt.Fprintf(stdout, "Pool up in %s: matchmaker at %s, agent, %d startd(s).\n", dir, mm, startds)
+	if detach {
+		fmt.Fprintf(stdout, "Use it with: export HARRIER_POOL=%s\n", dir)
+		return nil
+	}
+	fmt.Fprintln(stdout, "Press Ctrl-C to take it down.")
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	<-ctx.Done()
+	return poolDown(dir, stdout)
+}
+
+// daemonSpec is one daemon of a personal pool.
+type daemonSpec struct {
+	role, name string
+}
+
+func poolDaemons(startds int) []daemonSpec {
+	ds := []daemonSpec{{"matchmaker", "matchmaker"}, {"agent", "agent"}}
+	host := hostName()
+	for i := 1; i <= startds; i++ {
+		name := host
+		if startds > 1 {
+			name = fmt.Sprintf("%s-%d", host, i)
+		}
+		ds = append(ds, daemonSpec{"startd", name})
+	}
+	return ds
+}
+
+// createPool writes a new pool's configuration and its PKI: a pool CA and
+// one certificate for each daemon role.
+func createPool(dir string) error {
+	for _, sub := range []string{"", "pki", "log", "run", "spool", "execute"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			return err
+		}
+	}
+	if err := os.Chmod(filepath.Join(dir, "pki"), 0o700); err != nil {
+		return err
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	conf := fmt.Sprintf(`# Harrier personal pool, created %s.
+POOL_DIR = %s
+POOL_NAME = personal
+MATCHMAKER_HOST = 127.0.0.1
+MATCHMAKER_PORT = %d
+MATCHMAKER_ADDR = $(MATCHMAKER_HOST):$(MATCHMAKER_PORT)
+BIND_HOST = 127.0.0.1
+PKI_DIR = $(POOL_DIR)/pki
+SPOOL = $(POOL_DIR)/spool
+EXECUTE = $(POOL_DIR)/execute
+AGENT_SOCKET = $(POOL_DIR)/run/agent.sock
+AGENT_NAME = agent@$(POOL_NAME)
+
+# Negotiation runs when jobs or machines change, and at least this often.
+NEGOTIATOR_INTERVAL = 20
+# Daemons refresh their ads this often (seconds); ads live three times as long.
+UPDATE_INTERVAL = 5
+
+# Owner policy: ClassAd expressions evaluated by each startd.
+START = TRUE
+RANK = 0
+`, time.Now().Format(time.RFC3339), dir, port)
+	pkiDir := filepath.Join(dir, "pki")
+	ca, err := pki.CreateCA(pkiDir, "harrier-personal")
+	if err != nil {
+		return fmt.Errorf("create pool CA: %w", err)
+	}
+	for _, role := range []string{"matchmaker", "agent", "startd"} {
+		if err := ca.Issue(role+"@"+hostName(), []string{"127.0.0.1", "localhost", hostName()},
+			filepath.Join(pkiDir, role+".pem"), filepath.Join(pkiDir, role+".key")); err != nil {
+			return fmt.Errorf("issue %s certificate: %w", role, err)
+		}
+	}
+	return os.WriteFile(filepath.Join(dir, poolConfigName), []byte(conf), 0o644)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// startDaemon starts one daemon in its own session, so that it outlives
+// this command, with its log in the pool's log directory.
+func startDaemon(dir, confPath string, d daemonSpec) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(filepath.Join(dir, "log", d.name+".log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	args := []string{"daemon", d.role, "--config", confPath}
+	if d.role == "startd" {
+		args = append(args, "--name", d.name)
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", d.name, err)
+	}
+	pidPath := filepath.Join(dir, "run", d.name+".pid")
+	if err := os.WriteFile(pidPath, []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644); err != nil {
+		return err
+	}
+	return cmd.Process.Release()
+}
+
+// waitReady waits until the agent answers and the matchmaker knows every
+// startd's slots.
+func waitReady(dir string, pc *poolConfig, startds int) error {
+	client, closeFn, err := agentClient(pc)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	deadline := time.Now().Add(poolUpTimeout)
+	var last error
+	for time.Now().Before(deadline) {
+		if err := deadDaemon(dir); err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		reply, err := client.QueryPool(ctx, &wire.QueryRequest{Type: "Machine"})
+		cancel()
+		if err == nil {
+			machines := map[string]bool{}
+			for _, ad := range reply.Ads {
+				if i := strings.Index(ad, "Machine = \""); i >= 0 {
+					rest := ad[i+len("Machine = \""):]
+					machines[rest[:strings.IndexByte(rest, '"')]] = true
+				}
+			}
+			if len(machines) >= startds {
+				return nil
+			}
+			last = fmt.Errorf("%d of %d startds advertised", len(machines), startds)
+		} else {
+			last = err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("the pool did not come up within %s: %v", poolUpTimeout, last)
+}
+
+// deadDaemon reports a daemon of the pool that has exited, with the end of
+// its log.
+func deadDaemon(dir string) error {
+	files, _ := filepath.Glob(filepath.Join(dir, "run", "*.pid"))
+	for _, f := range files {
+		if pid := readPid(f); pid > 0 && !alive(pid) {
+			name := strings.TrimSuffix(filepath.Base(f), ".pid")
+			log, _ := os.ReadFile(filepath.Join(dir, "log", name+".log"))
+			lines := strings.Split(strings.TrimSpace(string(log)), "\n")
+			if len(lines) > 5 {
+				lines = lines[len(lines)-5:]
+			}
+			return fmt.Errorf("%s exited:\n%s", name, strings.Join(lines, "\n"))
+		}
+	}
+	return nil
+}
+
+// waitListening waits until something accepts connections at addr.
+func waitListening(addr string, timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			c.Close()
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// runningDaemons lists the pool's daemons whose processes are alive.
+func runningDaemons(dir string) []string {
+	var names []string
+	files, _ := filepath.Glob(filepath.Join(dir, "run", "*.pid"))
+	for _, f := range files {
+		if pid := readPid(f); pid > 0 && alive(pid) {
+			names = append(names, strings.TrimSuffix(filepath.Base(f), ".pid"))
+		}
+	}
+	return names
+}
+
+func readPid(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid
+}
+
+// alive reports whether pid is a running harrier process (not a zombie,
+// not a recycled pid of some other program).
+func alive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	if i := strings.LastIndexByte(string(stat), ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+		return false
+	}
+	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	return strings.Contains(string(cmdline), "daemon")
+}
+
+// poolDown stops the pool's daemons: startds first (they stop their jobs),
+// then the agent and the matchmaker. Each gets SIGTERM and, if it has not
+// exited after a grace time, SIGKILL.
+func poolDown(dir string, stdout io.Writer) error {
+	files, _ := filepath.Glob(filepath.Join(dir, "run", "*.pid"))
+	if len(files) == 0 {
+		fmt.Fprintf(stdout, "No pool is running in %s.\n", dir)
+		return nil
+	}
+	order := func(f string) int {
+		switch strings.TrimSuffix(filepath.Base(f), ".pid") {
+		case "agent":
+			return 1
+		case "matchmaker":
+			return 2
+		}
+		return 0
+	}
+	for round := 0; round <= 2; round++ {
+		for _, f := range files {
+			if order(f) != round {
+				continue
+			}
+			if pid := readPid(f); pid > 0 && alive(pid) {
+				stopProcess(pid, 15*time.Second)
+			}
+			os.Remove(f)
+		}
+	}
+	fmt.Fprintf(stdout, "Pool in %s is down.\n", dir)
+	return nil
+}
+
+func stopProcess(pid int, grace time.Duration) {
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	deadline := time.Now().Add(grace)
+	for time.Now().Before(deadline) {
+		if !alive(pid) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+}

@@ -1,0 +1,152 @@
+package shadow
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"harrier.dev/harrier/wire"
+)
+
+// service implements wire.ShadowServer for one shadow.
+type service struct {
+	wire.UnimplementedShadowServer
+	s *Shadow
+}
+
+// Attach runs the starter's session: Hello, then the job spec, then output
+// and status until the job has exited.
+func (v *service) Attach(stream wire.Shadow_AttachServer) error {
+	s := v.s
+	first, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	hello := first.GetHello()
+	if hello == nil || hello.JobId != s.jobID || !s.checkSecret(hello.Secret) {
+		return status.Error(codes.PermissionDenied, errBadSecret.Error())
+	}
+	s.mu.Lock()
+	if s.attached {
+		s.mu.Unlock()
+		return status.Error(codes.AlreadyExists, "a starter is already attached")
+	}
+	s.attached = true
+	s.mu.Unlock()
+
+	out, err := s.files.openOutputs()
+	if err != nil {
+		s.finish(Event{Type: EventHold, Reason: err.Error(), Code: holdCodeOutput})
+		return status.Error(codes.FailedPrecondition, err.Error())
+	}
+	defer out.close()
+
+	if err := stream.Send(&wire.ShadowMessage{Body: &wire.ShadowMessage_Job{Job: &wire.JobSpec{JobAd: s.spec.JobAd}}}); err != nil {
+		return err
+	}
+
+	// Commands from the agent go to the starter while messages come back.
+	stop := make(chan struct{})
+	defer close(stop)
+	killed := ""
+	killedCh := make(chan string, 1)
+	go func() {
+		select {
+		case reason := <-s.kill:
+			killedCh <- reason
+			_ = stream.Send(&wire.ShadowMessage{Body: &wire.ShadowMessage_Kill{Kill: &wire.Kill{Reason: reason}}})
+		case <-stop:
+		}
+	}()
+
+	for {
+		msg, err := stream.Recv()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = fmt.Errorf("starter closed the session before the job exited")
+			}
+			s.finish(Event{Type: EventFailed, Reason: "lost the starter: " + err.Error()})
+			return nil
+		}
+		switch b := msg.Body.(type) {
+		case *wire.StarterMessage_Output:
+			if err := out.write(int(b.Output.Fd), b.Output.Data); err != nil {
+				s.logger.Warn("write job output", "err", err)
+			}
+		case *wire.StarterMessage_Started:
+			s.events(Event{Type: EventExecuting, Host: hello.Host})
+		case *wire.StarterMessage_Usage:
+			// Usage updates feed the job ad in later versions; keep the latest.
+		case *wire.StarterMessage_Exited:
+			if err := out.close(); err != nil {
+				s.logger.Warn("close job output", "err", err)
+			}
+			select {
+			case killed = <-killedCh:
+			default:
+			}
+			s.finish(exitEvent(b.Exited, killed))
+			return nil
+		}
+	}
+}
+
+func exitEvent(x *wire.Exited, killed string) Event {
+	if x.HoldReason != "" {
+		return Event{Type: EventHold, Reason: x.HoldReason, Code: int(x.HoldCode)}
+	}
+	ev := Event{Type: EventExited, BySignal: x.BySignal, ExitCode: int(x.ExitCode), Signal: int(x.Signal)}
+	if u := x.Usage; u != nil {
+		ev.UserCPU, ev.SysCPU, ev.MaxRSS = u.UserCpuSeconds, u.SysCpuSeconds, u.MaxRssBytes
+	}
+	if killed != "" {
+		ev.Type, ev.Reason = EventKilled, killed
+	}
+	return ev
+}
+
+// ReadFile streams the job's executable or input from the submit machine.
+func (v *service) ReadFile(req *wire.ReadFileRequest, stream wire.Shadow_ReadFileServer) error {
+	s := v.s
+	if !s.checkSecret(req.Secret) {
+		return status.Error(codes.PermissionDenied, errBadSecret.Error())
+	}
+	path, err := s.files.readable(req.Name)
+	if err != nil {
+		return status.Error(codes.PermissionDenied, err.Error())
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return status.Error(codes.NotFound, err.Error())
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return status.Error(codes.Internal, err.Error())
+	}
+	if !st.Mode().IsRegular() {
+		return status.Errorf(codes.FailedPrecondition, "%s is not a regular file", path)
+	}
+	buf := make([]byte, 256<<10)
+	mode := uint32(st.Mode().Perm())
+	sent := false
+	for {
+		n, err := f.Read(buf)
+		if n > 0 || (!sent && errors.Is(err, io.EOF)) {
+			if serr := stream.Send(&wire.FileChunk{Data: buf[:n], Mode: mode}); serr != nil {
+				return serr
+			}
+			sent = true
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return status.Error(codes.Internal, err.Error())
+		}
+	}
+}

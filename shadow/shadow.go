@@ -1,0 +1,171 @@
+// Package shadow is the submit-side representative of one running job.
+//
+// The agent starts one shadow process per running job. The shadow activates
+// the job's claim at the startd, then serves the job's starter over mutual
+// TLS: it hands over the job description, streams the executable and input
+// from the submit machine, and writes the job's output to the user's files.
+// The shadow runs as the job's owner, so the operating system limits what a
+// job can reach on the submit machine to what its owner may touch.
+package shadow
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/wire"
+)
+
+// How long the shadow waits for its starter to connect after activating the
+// claim before it gives up on this run.
+const attachTimeout = 60 * time.Second
+
+// Shadow serves one job.
+type Shadow struct {
+	spec   *Spec
+	job    *classad.ClassAd
+	jobID  string
+	secret string
+	logger *slog.Logger
+	events func(Event) // reports to the agent
+
+	files *jobFiles
+
+	mu       sync.Mutex
+	attached bool
+	kill     chan string // a reason; buffered 1
+	done     chan Event  // the final event of the run
+}
+
+// New prepares a shadow for the job in spec. events receives what the agent
+// must know, in order; it is called from the shadow's goroutines one at a
+// time.
+func New(spec *Spec, logger *slog.Logger, events func(Event)) (*Shadow, error) {
+	job, err := classad.Parse(spec.JobAd)
+	if err != nil {
+		return nil, fmt.Errorf("shadow: parse job ad: %w", err)
+	}
+	cluster, _ := job.EvalInt("ClusterId")
+	proc, _ := job.EvalInt("ProcId")
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		return nil, fmt.Errorf("shadow: make job secret: %w", err)
+	}
+	files, err := newJobFiles(job)
+	if err != nil {
+		return nil, err
+	}
+	return &Shadow{
+		spec:   spec,
+		job:    job,
+		jobID:  fmt.Sprintf("%d.%d", cluster, proc),
+		secret: hex.EncodeToString(secret),
+		logger: logger.With("job", fmt.Sprintf("%d.%d", cluster, proc)),
+		events: events,
+		files:  files,
+		kill:   make(chan string, 1),
+		done:   make(chan Event, 1),
+	}, nil
+}
+
+// Kill asks the running job to stop; Run then reports EventKilled.
+func (s *Shadow) Kill(reason string) {
+	select {
+	case s.kill <- reason:
+	default:
+	}
+}
+
+// Run activates the claim, serves the starter until the job ends, reports
+// the outcome and returns. It returns an error only when the shadow itself
+// could not work; the job's fate is reported through events.
+func (s *Shadow) Run(ctx context.Context) error {
+	serverTLS, clientTLS, err := tlsConfigs(s.spec)
+	if err != nil {
+		return err
+	}
+	lis, err := net.Listen("tcp", net.JoinHostPort(s.spec.ListenHost, "0"))
+	if err != nil {
+		return fmt.Errorf("shadow: listen: %w", err)
+	}
+	srv := grpc.NewServer(wire.ServerOptions(serverTLS)...)
+	wire.RegisterShadowServer(srv, &service{s: s})
+	go srv.Serve(lis)
+	defer srv.Stop()
+
+	if err := s.activate(ctx, clientTLS, lis.Addr().String()); err != nil {
+		s.events(Event{Type: EventFailed, Reason: err.Error()})
+		return nil
+	}
+
+	timer := time.NewTimer(attachTimeout)
+	defer timer.Stop()
+	select {
+	case ev := <-s.done:
+		s.events(ev)
+	case <-timer.C:
+		s.mu.Lock()
+		attached := s.attached
+		s.mu.Unlock()
+		if attached {
+			// The starter is working; wait for the end without a deadline.
+			select {
+			case ev := <-s.done:
+				s.events(ev)
+			case <-ctx.Done():
+				s.events(Event{Type: EventFailed, Reason: "shadow stopped"})
+			}
+			return nil
+		}
+		s.events(Event{Type: EventFailed, Reason: "starter did not connect within " + attachTimeout.String()})
+	case <-ctx.Done():
+		s.events(Event{Type: EventFailed, Reason: "shadow stopped"})
+	}
+	return nil
+}
+
+func (s *Shadow) activate(ctx context.Context, clientTLS *tls.Config, addr string) error {
+	conn, err := wire.Dial(s.spec.StartdAddr, clientTLS)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	cctx, cancel := wire.WithTimeout(ctx)
+	defer cancel()
+	_, err = wire.NewStartdClient(conn).ActivateClaim(cctx, &wire.ActivateClaimRequest{
+		ClaimId:    s.spec.ClaimID,
+		JobAd:      s.spec.JobAd,
+		ShadowAddr: addr,
+		Secret:     s.secret,
+	})
+	if err != nil {
+		return fmt.Errorf("activate claim at %s: %w", s.spec.StartdAddr, err)
+	}
+	return nil
+}
+
+// checkSecret reports whether a starter presented this job's secret.
+func (s *Shadow) checkSecret(secret string) bool {
+	return subtle.ConstantTimeCompare([]byte(secret), []byte(s.secret)) == 1
+}
+
+// finish records the final event of the run once.
+func (s *Shadow) finish(ev Event) {
+	select {
+	case s.done <- ev:
+	default:
+	}
+}
+
+var errBadSecret = errors.New("unknown job or wrong secret")

@@ -1,0 +1,87 @@
+package shadow
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+// Spec is what the agent tells a shadow it starts: the job, the claim to
+// activate and the credentials to do it with. The agent writes it as the
+// first JSON value on the shadow's standard input; later values on the same
+// stream are Commands.
+//
+// The TLS material travels in the spec, not as file names, because the
+// shadow runs as the job's owner and may not read the agent's files.
+type Spec struct {
+	JobAd      string `json:"job_ad"`
+	ClaimID    string `json:"claim_id"`
+	StartdAddr string `json:"startd_addr"`
+	// ListenHost is the address the shadow listens on; starters on the
+	// execute machines must be able to reach it.
+	ListenHost string `json:"listen_host"`
+	CertPEM    []byte `json:"cert_pem"`
+	KeyPEM     []byte `json:"key_pem"`
+	CAPEM      []byte `json:"ca_pem"`
+}
+
+// Command is sent by the agent to a running shadow.
+type Command struct {
+	// Kill asks the shadow to stop the job (removal, hold); Reason is
+	// recorded with it.
+	Kill   bool   `json:"kill,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Event is what a shadow reports to its agent, one JSON value per line on
+// its standard output.
+type Event struct {
+	Type EventType `json:"type"`
+	// Host names the execute machine (EventExecuting).
+	Host string `json:"host,omitempty"`
+	// Exit details (EventExited).
+	BySignal bool    `json:"by_signal,omitempty"`
+	ExitCode int     `json:"exit_code,omitempty"`
+	Signal   int     `json:"signal,omitempty"`
+	UserCPU  float64 `json:"user_cpu,omitempty"`
+	SysCPU   float64 `json:"sys_cpu,omitempty"`
+	MaxRSS   int64   `json:"max_rss,omitempty"`
+	// Reason explains EventHold, EventFailed and EventKilled.
+	Reason string `json:"reason,omitempty"`
+	Code   int    `json:"code,omitempty"`
+}
+
+// EventType names what happened to the job.
+type EventType string
+
+const (
+	// EventExecuting: the job's process started on the execute machine.
+	EventExecuting EventType = "executing"
+	// EventExited: the job ran to its end (normally or by a signal).
+	EventExited EventType = "exited"
+	// EventKilled: the job was stopped at the agent's request.
+	EventKilled EventType = "killed"
+	// EventHold: the job cannot run as submitted (missing program, ...)
+	// and should be held with Reason and Code.
+	EventHold EventType = "hold"
+	// EventFailed: the run failed for reasons not the job's own (claim
+	// refused, starter lost); the job should be run again.
+	EventFailed EventType = "failed"
+)
+
+// ReadSpec decodes the spec at the start of the agent's stream.
+func ReadSpec(dec *json.Decoder) (*Spec, error) {
+	var s Spec
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("read shadow spec: %w", err)
+	}
+	if s.JobAd == "" || s.ClaimID == "" || s.StartdAddr == "" {
+		return nil, fmt.Errorf("shadow spec: job ad, claim id and startd address are required")
+	}
+	return &s, nil
+}
+
+// Write encodes one value (Spec, Command or Event) as a line of JSON.
+func Write(w io.Writer, v any) error {
+	return json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,230 @@
+// Package starter is the execute-side process that runs one job.
+//
+// A startd launches one starter per job with a Spec. The starter connects to
+// the job's shadow on the submit machine, asks it for everything the job
+// needs (its description, executable and input), runs the job, streams its
+// output back as it is produced, and reports how it ended and what it used.
+// If the shadow asks, or the session with the shadow is lost, the starter
+// stops the job: a job never runs without someone on the submit side
+// representing its owner.
+package starter
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/jobargs"
+	"harrier.dev/harrier/wire"
+)
+
+// Hold codes, as HTCondor numbers them.
+const (
+	holdCodeExec  = 6  // the executable could not be started
+	holdCodeInput = 13 // the job's input could not be fetched
+)
+
+// How long the starter waits for the shadow to end the session after the
+// job's exit has been reported.
+const sessionEndTimeout = 30 * time.Second
+
+// Starter runs one job for its shadow.
+type Starter struct {
+	spec   *Spec
+	tls    *tls.Config
+	logger *slog.Logger
+}
+
+// New returns a starter for spec that dials the shadow with tlsCfg.
+func New(spec *Spec, tlsCfg *tls.Config, logger *slog.Logger) *Starter {
+	return &Starter{spec: spec, tls: tlsCfg, logger: logger}
+}
+
+// Run carries the job from start to finish. It returns when the job has
+// ended and the shadow has been told, or when the session is lost (the job
+// is then killed).
+func (s *Starter) Run(ctx context.Context) error {
+	job, err := classad.Parse(s.spec.JobAd)
+	if err != nil {
+		return fmt.Errorf("starter: parse job ad: %w", err)
+	}
+	cluster, _ := job.EvalInt("ClusterId")
+	proc, _ := job.EvalInt("ProcId")
+	jobID := fmt.Sprintf("%d.%d", cluster, proc)
+	logger := s.logger.With("job", jobID)
+
+	conn, err := wire.Dial(s.spec.ShadowAddr, s.tls)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	client := wire.NewShadowClient(conn)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := client.Attach(ctx)
+	if err != nil {
+		return fmt.Errorf("attach to shadow %s: %w", s.spec.ShadowAddr, err)
+	}
+	send := &sender{stream: stream}
+	if err := send.msg(&wire.StarterMessage{Body: &wire.StarterMessage_Hello{Hello: &wire.Hello{
+		JobId: jobID, Secret: s.spec.Secret, Host: s.spec.Host}}}); err != nil {
+		return fmt.Errorf("hello to shadow: %w", err)
+	}
+	first, err := stream.Recv()
+	if err != nil {
+		return fmt.Errorf("receive job from shadow: %w", err)
+	}
+	if first.GetJob() == nil {
+		return errors.New("shadow did not send the job first")
+	}
+	// The shadow's copy is authoritative: it is the owner's representative.
+	if job, err = classad.Parse(first.GetJob().JobAd); err != nil {
+		return fmt.Errorf("starter: parse job ad from shadow: %w", err)
+	}
+
+	run, hold := s.prepare(ctx, client, job)
+	if hold != nil {
+		err := send.msg(&wire.StarterMessage{Body: &wire.StarterMessage_Exited{Exited: hold}})
+		_ = stream.CloseSend()
+		_, _ = stream.Recv() // wait for the shadow to end the session
+		return err
+	}
+
+	// Commands from the shadow; a lost session kills the job.
+	kills := make(chan string, 1)
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		for {
+			msg, err := stream.Recv()
+			if err != nil {
+				select {
+				case kills <- "lost the shadow: " + err.Error():
+				default:
+				}
+				return
+			}
+			if k := msg.GetKill(); k != nil {
+				select {
+				case kills <- k.Reason:
+				default:
+				}
+			}
+		}
+	}()
+
+	exited, err := run.execute(ctx, send, kills, logger)
+	if err != nil {
+		exited = &wire.Exited{HoldReason: err.Error(), HoldCode: holdCodeExec}
+	}
+	if err := send.msg(&wire.StarterMessage{Body: &wire.StarterMessage_Exited{Exited: exited}}); err != nil {
+		return fmt.Errorf("report exit to shadow: %w", err)
+	}
+	_ = stream.CloseSend()
+	// The shadow ends the session once it has written everything.
+	select {
+	case <-ended:
+	case <-time.After(sessionEndTimeout):
+		logger.Warn("shadow did not end the session")
+	}
+	return nil
+}
+
+// prepare fetches the executable and input into the scratch directory and
+// builds the command. A job that cannot be prepared gets a hold reason.
+func (s *Starter) prepare(ctx context.Context, client wire.ShadowClient, job *classad.ClassAd) (*process, *wire.Exited) {
+	cmd, _ := job.EvalString("Cmd")
+	exe := filepath.Join(s.spec.ScratchDir, "condor_exec.exe")
+	if cmd != "" {
+		exe = filepath.Join(s.spec.ScratchDir, filepath.Base(cmd))
+	}
+	if err := s.fetch(ctx, client, "executable", exe, true); err != nil {
+		return nil, &wire.Exited{HoldReason: fmt.Sprintf("Cannot fetch executable %s: %v", cmd, err), HoldCode: holdCodeExec}
+	}
+	args, err := jobargs.Split(stringAttr(job, "Arguments"))
+	if err != nil {
+		return nil, &wire.Exited{HoldReason: "Bad Arguments: " + err.Error(), HoldCode: holdCodeExec}
+	}
+	env, err := jobargs.SplitEnv(stringAttr(job, "Environment"))
+	if err != nil {
+		return nil, &wire.Exited{HoldReason: "Bad Environment: " + err.Error(), HoldCode: holdCodeExec}
+	}
+	p := &process{path: exe, args: args, env: jobEnv(env, s.spec.ScratchDir), dir: s.spec.ScratchDir}
+	if in := stringAttr(job, "In"); in != "" && in != os.DevNull {
+		p.stdin = filepath.Join(s.spec.ScratchDir, ".harrier_stdin")
+		if err := s.fetch(ctx, client, "input", p.stdin, false); err != nil {
+			return nil, &wire.Exited{HoldReason: fmt.Sprintf("Cannot fetch input %s: %v", in, err), HoldCode: holdCodeInput}
+		}
+	}
+	if sig, ok := job.EvalString("KillSig"); ok {
+		p.killSig = sig
+	}
+	return p, nil
+}
+
+// fetch copies one of the job's files from the shadow to path.
+func (s *Starter) fetch(ctx context.Context, client wire.ShadowClient, name, path string, executable bool) error {
+	stream, err := client.ReadFile(ctx, &wire.ReadFileRequest{Secret: s.spec.Secret, Name: name})
+	if err != nil {
+		return err
+	}
+	mode := os.FileMode(0o600)
+	if executable {
+		mode = 0o700
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	if err != nil {
+		return err
+	}
+	for {
+		chunk, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			f.Close()
+			return err
+		}
+		if _, err := f.Write(chunk.Data); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	return f.Close()
+}
+
+func stringAttr(ad *classad.ClassAd, name string) string {
+	s, _ := ad.EvalString(name)
+	return s
+}
+
+// jobEnv is the environment a job sees: its own, plus what HTCondor sets.
+func jobEnv(env []string, scratch string) []string {
+	base := []string{
+		"PATH=/usr/local/bin:/usr/bin:/bin",
+		"HOME=" + scratch,
+		"TMPDIR=" + scratch,
+		"_CONDOR_SCRATCH_DIR=" + scratch,
+	}
+	return append(base, env...)
+}
+
+// sender serialises sends on the session stream, which gRPC requires.
+type sender struct {
+	mu     sync.Mutex
+	stream wire.Shadow_AttachClient
+}
+
+func (s *sender) msg(m *wire.StarterMessage) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stream.Send(m)
+}
