@@ -97,6 +97,7 @@ func TestJobsErrors(t *testing.T) {
 		{"bad count after expansion", "executable = job.sh\nN = lots\nqueue $(N)", `job.sub:3: malformed queue statement: count "lots" is not an integer`},
 		{"missing items file", "executable = job.sh\nqueue from nofile", "job.sub:2: queue from " + env.Dir + "/nofile: no such file"},
 		{"macro cycle", "executable = job.sh\na = $(b)\nb = $(a)x\narguments = $(a)\nqueue", "job.sub:4: arguments: macro expansion nested too deeply"},
+		{"macro explosion", "executable = job.sh\na0 = xxxxxxxxxxxxxxxx\na1 = $(a0)$(a0)$(a0)$(a0)\na2 = $(a1)$(a1)$(a1)$(a1)\na3 = $(a2)$(a2)$(a2)$(a2)\na4 = $(a3)$(a3)$(a3)$(a3)\na5 = $(a4)$(a4)$(a4)$(a4)\na6 = $(a5)$(a5)$(a5)$(a5)\na7 = $(a6)$(a6)$(a6)$(a6)\na8 = $(a7)$(a7)$(a7)$(a7)\narguments = $(a8)$(a8)\nqueue", "job.sub:11: arguments: macro expansion longer than 1 MiB"},
 		{"bad path modifier", "executable = job.sh\nf = x\narguments = $Fz(f)\nqueue", "job.sub:3: arguments: $Fz(f): unknown modifier 'z'"},
 		{"bad $INT", "executable = job.sh\narguments = $INT(abc)\nqueue", "job.sub:2: arguments: $INT(abc): undefined is not a number"},
 		{"bad pattern", "executable = job.sh\nqueue matching a[", "job.sub:2: malformed queue statement: bad pattern"},
@@ -172,6 +173,44 @@ func FuzzParse(f *testing.F) {
 		}
 		if len(d.stmts) == 0 {
 			t.Fatalf("Parse(%q) succeeded without statements", src)
+		}
+	})
+}
+
+// FuzzJobs expands descriptions that parse, with small literal counts so
+// that each input stays quick; it looks for panics in macro expansion, queue
+// items and commands.
+func FuzzJobs(f *testing.F) {
+	for _, s := range []string{
+		"executable = job.sh\narguments = $(Item) $Fnx(Item) $INT(Step,%03d)\nqueue 2 in (a.b c/d.e)\n",
+		"executable = $(x:job.sh)\nx = $(y)\ny = $(x)\nqueue\n",
+		"executable = job.sh\nenvironment = \"A=$(Row) B='$(Item)'\"\nqueue a, b from (\n1 2\n3\n)\n",
+		"executable = job.sh\nrequest_memory = $(Item)\nqueue in [::-1] (1G 2 3MB)\n",
+		"executable = job.sh\ngetenv = $ENV(HOME)\n+A = $REAL(Process)\nqueue matching *\n",
+	} {
+		f.Add(s)
+	}
+	dir := f.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "job.sh"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		f.Fatal(err)
+	}
+	env := Env{Dir: dir, Owner: "fuzz"}
+	f.Fuzz(func(t *testing.T, src string) {
+		d, err := Parse([]byte(src), "fuzz.sub")
+		if err != nil {
+			return
+		}
+		for _, st := range d.stmts {
+			if st.kind == queueStmt && (len(st.queue.count) > 2 || strings.Contains(st.queue.count, "$")) {
+				return
+			}
+		}
+		ads, err := d.Jobs(1, env)
+		if err != nil {
+			var e *Error
+			if ads != nil || !errors.As(err, &e) {
+				t.Fatalf("Jobs(%q) = %d ads, %v", src, len(ads), err)
+			}
 		}
 	})
 }

@@ -14,7 +14,14 @@ import (
 // each other in a cycle.
 const maxMacroDepth = 32
 
-var errMacroDepth = errors.New("macro expansion nested too deeply (do macros refer to each other?)")
+// maxExpansion bounds the length of an expanded value, which catches macros
+// that double at each level of nesting.
+const maxExpansion = 1 << 20
+
+var (
+	errMacroDepth = errors.New("macro expansion nested too deeply (do macros refer to each other?)")
+	errMacroSize  = errors.New("macro expansion longer than 1 MiB")
+)
 
 // A macro is a definition in effect: its raw value and where it was made.
 type macro struct {
@@ -116,6 +123,9 @@ func (x *expander) expandDepth(s string, depth int) (string, error) {
 			return "", err
 		}
 		if ok {
+			if b.Len()+len(out) > maxExpansion {
+				return "", errMacroSize
+			}
 			b.WriteString(out)
 		} else {
 			b.WriteString(s[i : end+1])
