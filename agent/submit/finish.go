@@ -40,13 +40,13 @@ func (b *builder) finish(j *job, p *plan) error {
 		return b.errorf(p.reqLine, "%w", err)
 	}
 	if j.hold {
-		ad.SetInt("JobStatus", StatusHeld)
+		ad.SetInt("JobStatus", statusHeld)
 		ad.SetString("HoldReason", "submitted on hold at user's request")
-		ad.SetInt("HoldReasonCode", HoldCodeSubmittedOnHold)
+		ad.SetInt("HoldReasonCode", holdCodeSubmittedOnHold)
 		ad.SetInt("HoldReasonSubCode", 0)
 	} else if _, held := ad.Lookup("HoldReason"); held {
 		// The base job was held and this job's hold command says not.
-		ad.SetInt("JobStatus", StatusIdle)
+		ad.SetInt("JobStatus", statusIdle)
 		for _, a := range []string{"HoldReason", "HoldReasonCode", "HoldReasonSubCode"} {
 			ad.Delete(a)
 		}

@@ -19,15 +19,13 @@ type Env struct {
 	UIDDomain string
 }
 
-// Job status codes, as in HTCondor.
+// HTCondor's JobStatus values for new jobs, and its HoldReasonCode for jobs
+// submitted with "hold = true".
 const (
-	StatusIdle = 1
-	StatusHeld = 5
+	statusIdle              = 1
+	statusHeld              = 5
+	holdCodeSubmittedOnHold = 15
 )
-
-// HoldCodeSubmittedOnHold is HTCondor's HoldReasonCode for jobs submitted
-// with "hold = true".
-const HoldCodeSubmittedOnHold = 15
 
 // A job collects one job's settings while its commands are applied.
 type job struct {
@@ -61,7 +59,7 @@ func newJob() *job {
 	ad.SetString("In", "/dev/null")
 	ad.SetString("Out", "/dev/null")
 	ad.SetString("Err", "/dev/null")
-	ad.SetInt("JobStatus", StatusIdle)
+	ad.SetInt("JobStatus", statusIdle)
 	ad.SetInt("QDate", 0)
 	ad.SetInt("EnteredCurrentStatus", 0)
 	ad.SetInt("RequestCpus", 1)

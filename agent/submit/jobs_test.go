@@ -310,6 +310,7 @@ func TestMacros(t *testing.T) {
 		{"undefined is empty", "", "<$(missing)>", "<>"},
 		{"self reference", "flags = -a\nflags = $(flags) -b", "$(flags)", "-a -b"},
 		{"cluster", "", "$(Cluster) $(ClusterId) $(Node)", "42 42 0"},
+		{"commands are macros", "", "$(Executable).x", "job.sh.x"},
 		{"dollar", "", "$(DOLLAR)5", "$5"},
 		{"match-time substitution", "", "$$(OpSys)", "$$(OpSys)"},
 		{"environment", "", "$ENV(HOME) $ENV(NOPE:none)", "/home/alice none"},
