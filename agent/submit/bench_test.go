@@ -1,6 +1,8 @@
 package submit
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -42,6 +44,35 @@ func BenchmarkParse(b *testing.B) {
 	for b.Loop() {
 		if _, err := Parse([]byte(benchSrc), "bench.sub"); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkJobsFromRows expands 10,000 jobs whose input, arguments and
+// environment all come from the rows of an items file, so that every job
+// differs in most commands.
+func BenchmarkJobsFromRows(b *testing.B) {
+	var rows strings.Builder
+	for i := range 10000 {
+		fmt.Fprintf(&rows, "in%05d.dat %d -seed %d\n", i, i%7, i*31)
+	}
+	env := testEnv(b, map[string]string{"rows.txt": rows.String()})
+	d, err := Parse([]byte(`executable = job.sh
+input = $(file)
+arguments = -level $(level) $(rest)
+environment = "ROW=$(Row) FILE=$(file)"
+request_memory = $INT(level) GB
+output = $Fn(file).out
+queue file, level, rest from rows.txt
+`), "rows.sub")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		ads, err := d.Jobs(1, env)
+		if err != nil || len(ads) != 10000 {
+			b.Fatalf("Jobs: %d ads, %v", len(ads), err)
 		}
 	}
 }
