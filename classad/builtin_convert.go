@@ -100,7 +100,12 @@ func stringOf(v Value) (string, bool) {
 	case ErrorKind, UndefinedKind:
 		return "", false
 	}
-	return v.String(), true
+	p := printer{limit: maxString}
+	p.value(v)
+	if p.over() {
+		return "", false
+	}
+	return p.String(), true
 }
 
 func localOffset(sec int64) int {

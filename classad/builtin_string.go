@@ -14,8 +14,8 @@ func registerStrings(m map[string]builtin) {
 	m["substr"] = strict(2, 3, substr)
 	m["strcmp"] = lazy(2, 2, func(_ *evalCtx, a []Value) Value { return strcmpFn(a, false) })
 	m["stricmp"] = lazy(2, 2, func(_ *evalCtx, a []Value) Value { return strcmpFn(a, true) })
-	m["toupper"] = strict(1, 1, func(_ *evalCtx, a []Value) Value { return mapString(a[0], strings.ToUpper) })
-	m["tolower"] = strict(1, 1, func(_ *evalCtx, a []Value) Value { return mapString(a[0], strings.ToLower) })
+	m["toupper"] = strict(1, 1, func(c *evalCtx, a []Value) Value { return charged(c, mapString(a[0], strings.ToUpper)) })
+	m["tolower"] = strict(1, 1, func(c *evalCtx, a []Value) Value { return charged(c, mapString(a[0], strings.ToLower)) })
 	m["size"] = strict(1, 1, size)
 	m["length"] = m["size"]
 	m["split"] = strict(1, 2, split)
@@ -23,9 +23,9 @@ func registerStrings(m map[string]builtin) {
 	m["splitslotname"] = strict(1, 1, func(_ *evalCtx, a []Value) Value { return splitAt(a[0], true) })
 	m["sprintf"] = strict(1, -1, sprintf)
 	m["regexp"] = strict(2, 3, regexpFn)
-	m["regexps"] = strict(3, 4, func(_ *evalCtx, a []Value) Value { return regexpSubst(a, substMatch) })
-	m["replace"] = strict(3, 4, func(_ *evalCtx, a []Value) Value { return regexpSubst(a, substFirst) })
-	m["replaceall"] = strict(3, 4, func(_ *evalCtx, a []Value) Value { return regexpSubst(a, substAll) })
+	m["regexps"] = strict(3, 4, func(c *evalCtx, a []Value) Value { return charged(c, regexpSubst(a, substMatch)) })
+	m["replace"] = strict(3, 4, func(c *evalCtx, a []Value) Value { return charged(c, regexpSubst(a, substFirst)) })
+	m["replaceall"] = strict(3, 4, func(c *evalCtx, a []Value) Value { return charged(c, regexpSubst(a, substAll)) })
 	m["regexpmember"] = strict(2, 3, regexpMember)
 	m["stringlistsize"] = strict(1, 2, func(_ *evalCtx, a []Value) Value {
 		items, ok := stringListArg(a, 1)
@@ -70,6 +70,14 @@ func registerStrings(m map[string]builtin) {
 	m["versioninrange"] = m["version_in_range"]
 }
 
+// charged passes v through if the bytes of a string v fit the budget.
+func charged(c *evalCtx, v Value) Value {
+	if v.kind == StringKind && !c.charge(len(v.s())) {
+		return Value{kind: ErrorKind}
+	}
+	return v
+}
+
 func twoStrings(a []Value) (string, string, bool) {
 	if a[0].kind != StringKind || a[1].kind != StringKind {
 		return "", "", false
@@ -79,7 +87,7 @@ func twoStrings(a []Value) (string, string, bool) {
 
 // strcat converts each argument with string(); undefined or error in any
 // argument makes the result error, as HTCondor documents.
-func strcat(_ *evalCtx, a []Value) Value {
+func strcat(c *evalCtx, a []Value) Value {
 	var b strings.Builder
 	for _, v := range a {
 		s, ok := stringOf(v)
@@ -88,12 +96,15 @@ func strcat(_ *evalCtx, a []Value) Value {
 		}
 		b.WriteString(s)
 	}
+	if !c.charge(b.Len()) {
+		return Value{kind: ErrorKind}
+	}
 	return String(b.String())
 }
 
 // join(sep, list), join(sep, a, b, ...) or join(list): the string forms of
 // the items separated by sep; undefined items are skipped.
-func join(_ *evalCtx, a []Value) Value {
+func join(c *evalCtx, a []Value) Value {
 	for _, v := range a {
 		if v.kind == ErrorKind {
 			return v
@@ -136,6 +147,9 @@ func join(_ *evalCtx, a []Value) Value {
 		}
 		b.WriteString(s)
 		n++
+	}
+	if !c.charge(b.Len()) {
+		return Value{kind: ErrorKind}
 	}
 	return String(b.String())
 }
@@ -257,7 +271,7 @@ func splitAt(v Value, slot bool) Value {
 
 // sprintf formats like C's printf for the conversions d i u o x X e E f g G
 // s c and %%; %s accepts any value and prints its string form.
-func sprintf(_ *evalCtx, a []Value) Value {
+func sprintf(c *evalCtx, a []Value) Value {
 	if a[0].kind != StringKind {
 		return Value{kind: ErrorKind}
 	}
@@ -328,6 +342,9 @@ func sprintf(_ *evalCtx, a []Value) Value {
 		if b.Len() > maxString {
 			return Value{kind: ErrorKind}
 		}
+	}
+	if !c.charge(b.Len()) {
+		return Value{kind: ErrorKind}
 	}
 	return String(b.String())
 }

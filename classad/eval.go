@@ -14,6 +14,8 @@ const (
 	maxSteps = 1 << 20
 	// maxString bounds strings built during evaluation.
 	maxString = 1 << 24
+	// maxBytes bounds the bytes of strings built in one evaluation.
+	maxBytes = 1 << 26
 )
 
 // frame marks an attribute whose evaluation is in progress.
@@ -29,6 +31,7 @@ type evalCtx struct {
 	my, target *ClassAd
 	stack      []frame
 	steps      int
+	bytes      int
 	buf        [16]frame
 }
 
@@ -50,6 +53,14 @@ func (c *evalCtx) reset(my, target *ClassAd) {
 	c.my, c.target = my, target
 	c.stack = c.buf[:0]
 	c.steps = 0
+	c.bytes = 0
+}
+
+// charge counts n bytes of built strings against the evaluation's budget
+// and reports whether they fit.
+func (c *evalCtx) charge(n int) bool {
+	c.bytes += n
+	return c.bytes <= maxBytes
 }
 
 // top returns the outermost scope of s.

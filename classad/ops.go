@@ -357,7 +357,16 @@ func cmpFloatOp(o op, a, b float64) Value {
 // identical implements =?= and is: same kind and same value, strings
 // compared case-sensitively; never undefined.
 func identical(l, r Value) bool {
-	if l.kind != r.kind {
+	budget := maxSteps
+	return identicalWithin(l, r, &budget)
+}
+
+// identicalWithin compares at most *budget list elements: lists that share
+// sublists can be exponentially large when unfolded, and past the budget
+// they count as different.
+func identicalWithin(l, r Value, budget *int) bool {
+	*budget--
+	if *budget < 0 || l.kind != r.kind {
 		return false
 	}
 	switch l.kind {
@@ -373,12 +382,15 @@ func identical(l, r Value) bool {
 	case AbsTimeKind:
 		return l.bits == r.bits
 	case ListKind:
+		if l.ptr == r.ptr {
+			return true
+		}
 		a, b := l.elems(), r.elems()
 		if len(a) != len(b) {
 			return false
 		}
 		for i := range a {
-			if !identical(a[i], b[i]) {
+			if !identicalWithin(a[i], b[i], budget) {
 				return false
 			}
 		}

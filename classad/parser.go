@@ -364,6 +364,9 @@ func (p *parser) unary() node {
 		t := p.tok
 		p.advance()
 		if !p.isPunct(".") && !p.isPunct("[") {
+			if t.kind == tInt && t.i == 0 {
+				return fold(&unaryNode{op: o, x: &litNode{v: Int(0)}}) // keep "-0"
+			}
 			if t.kind == tInt {
 				return &litNode{v: Int(-t.i)}
 			}

@@ -10,7 +10,13 @@ import (
 type printer struct {
 	strings.Builder
 	old bool
+	// limit, if positive, stops printing once the output is longer, so
+	// that values sharing sublists cannot print exponentially long.
+	limit int
 }
+
+// over reports whether the output has passed the limit.
+func (p *printer) over() bool { return p.limit > 0 && p.Len() > p.limit }
 
 func (p *printer) expr(e Expr) {
 	if e.n == nil {
@@ -22,6 +28,9 @@ func (p *printer) expr(e Expr) {
 
 // node prints n with its source parentheses.
 func (p *printer) node(n node) {
+	if p.over() {
+		return
+	}
 	k := *n.parens()
 	for range k {
 		p.WriteByte('(')
@@ -33,6 +42,9 @@ func (p *printer) node(n node) {
 }
 
 func (p *printer) value(v Value) {
+	if p.over() {
+		return
+	}
 	switch v.kind {
 	case UndefinedKind:
 		p.WriteString("undefined")
@@ -178,7 +190,14 @@ func (n *attrNode) print(p *printer) {
 func (n *scopeNode) print(p *printer) { p.WriteString(n.word) }
 
 func (n *selectNode) print(p *printer) {
-	p.node(n.x)
+	if isNumber(n.x) {
+		// 0 .a must not print as 0.a, which reads as a malformed real.
+		p.WriteByte('(')
+		p.node(n.x)
+		p.WriteByte(')')
+	} else {
+		p.node(n.x)
+	}
 	p.WriteByte('.')
 	p.name(n.name)
 }
@@ -262,4 +281,18 @@ func (ad *ClassAd) MarshalOld() string {
 		p.WriteByte('\n')
 	}
 	return p.String()
+}
+
+// isNumber reports whether n prints as a bare number.
+func isNumber(n node) bool {
+	if *n.parens() > 0 {
+		return false
+	}
+	switch n := n.(type) {
+	case *litNode:
+		return n.v.kind == IntKind || n.v.kind == RealKind
+	case *foldNode:
+		return isNumber(n.src)
+	}
+	return false
 }
