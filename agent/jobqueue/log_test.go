@@ -303,3 +303,50 @@ func TestHistory(t *testing.T) {
 		t.Errorf("History did not stop: %d calls", n)
 	}
 }
+
+// TestScanDoesNotHoldUpCommits commits from inside a Scan callback, which
+// would deadlock if Scan held the queue locked, and checks that the Scan
+// goes on seeing the queue as it was when it began.
+func TestScanDoesNotHoldUpCommits(t *testing.T) {
+	l := openT(t, t.TempDir(), Options{NoSync: true})
+	defer l.Close()
+	var txn Txn
+	txn.NewJob(JobID{1, 0}, jobAd(1, 0))
+	txn.NewJob(JobID{1, 1}, jobAd(1, 1))
+	commitT(t, l, &txn)
+	seen := 0
+	l.Scan(func(id JobID, ad *classad.ClassAd) bool {
+		seen++
+		if st, _ := ad.EvalInt("JobStatus"); st != 1 {
+			t.Errorf("%s: Scan saw JobStatus %d, a change made after it began", id, st)
+		}
+		var txn Txn
+		txn.SetValue(JobID{1, 1}, "JobStatus", classad.Int(5))
+		if id.Proc == 0 {
+			txn.NewJob(JobID{2, 0}, jobAd(2, 0))
+		}
+		commitT(t, l, &txn)
+		return true
+	})
+	if seen != 2 {
+		t.Errorf("Scan visited %d jobs, want the 2 there when it began", seen)
+	}
+	if l.Len() != 3 {
+		t.Errorf("Len = %d, want 3", l.Len())
+	}
+}
+
+func TestCommitContext(t *testing.T) {
+	l := openT(t, t.TempDir(), Options{NoSync: true})
+	defer l.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var txn Txn
+	txn.NewJob(JobID{1, 0}, jobAd(1, 0))
+	if err := l.Commit(ctx, &txn); !errors.Is(err, context.Canceled) {
+		t.Errorf("Commit with a cancelled context = %v", err)
+	}
+	if l.Len() != 0 {
+		t.Error("a Commit refused for its context was applied")
+	}
+}
