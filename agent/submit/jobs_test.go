@@ -15,7 +15,7 @@ func TestJobs(t *testing.T) {
 		want  []map[string]string // one per job, in proc order
 	}{{
 		name: "defaults",
-		src:  "executable = job.sh\nqueue\n",
+		src:  "\ufeffexecutable = job.sh\r\nqueue\r\n",
 		want: []map[string]string{{
 			"ClusterId": "42", "ProcId": "0", "Owner": `"alice"`, "User": `"alice"`,
 			"Cmd": `"$DIR/job.sh"`, "Iwd": `"$DIR"`, "JobUniverse": "5", "JobStatus": "1",

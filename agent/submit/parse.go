@@ -1,6 +1,7 @@
 package submit
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -35,7 +36,7 @@ type stmt struct {
 // again, after expansion, by Jobs.
 func Parse(src []byte, filename string) (*Description, error) {
 	d := &Description{file: filename}
-	lines := splitLines(src)
+	lines := splitLines(bytes.TrimPrefix(src, []byte("\ufeff"))) // editors may add a byte order mark
 	for i := 0; i < len(lines); i++ {
 		l := lines[i]
 		st, used, err := parseStmt(lines[i:])
