@@ -50,6 +50,9 @@ const (
 	defaultAdvertiseInterval = 10 * time.Second
 	// matchTimeout is how long a Matched slot waits for its claim.
 	matchTimeout = 60 * time.Second
+	// claimIdleTimeout is how long a claim may sit idle, with no job
+	// started under it, before the startd releases it.
+	claimIdleTimeout = 20 * time.Second
 	// killGrace is how long a starter has between SIGTERM and SIGKILL.
 	killGrace = 5 * time.Second
 )

@@ -22,8 +22,9 @@ type Startd struct {
 	log     *slog.Logger
 	measure measurer
 	// matchTimeout and killGrace are fields so that tests can shorten them.
-	matchTimeout time.Duration
-	killGrace    time.Duration
+	matchTimeout     time.Duration
+	killGrace        time.Duration
+	claimIdleTimeout time.Duration
 
 	// changed wakes the advertiser after a state change.
 	changed chan struct{}
@@ -55,8 +56,9 @@ func New(cfg Config) (*Startd, error) {
 		cfg:          cfg,
 		log:          cfg.Logger.With("daemon", "startd", "name", cfg.Name),
 		measure:      measureHost(cfg.ExecuteDir),
-		matchTimeout: matchTimeout,
-		killGrace:    killGrace,
+		matchTimeout:     matchTimeout,
+		killGrace:        killGrace,
+		claimIdleTimeout: claimIdleTimeout,
 		changed:      make(chan struct{}, 1),
 		adc:          adConfig{host: cfg.Name, policy: pol, numSlots: cfg.NumSlots, version: version()},
 	}

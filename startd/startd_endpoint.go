@@ -98,6 +98,7 @@ func (e *endpoint) RequestClaim(_ context.Context, req *wire.RequestClaimRequest
 	}
 	c := &claim{id: req.ClaimId, agent: req.Agent, owner: evalString(job, "Owner"), jobID: jobID(job)}
 	s.move(sl, claimedIdle{claim: c})
+	s.expireIdleClaimAfter(sl, c.id)
 	return &wire.RequestClaimReply{Accepted: true, MachineAd: machineAd(s.adc, m, sl.view(), now).String()}, nil
 }
 
@@ -155,7 +156,22 @@ func (s *Startd) reap(sl *slot, r *run) {
 	defer s.mu.Unlock()
 	if b, ok := sl.phase.(claimedBusy); ok && b.run == r {
 		s.move(sl, claimedIdle{claim: b.claim})
+		s.expireIdleClaimAfter(sl, b.claim.id)
 	}
+}
+
+// expireIdleClaimAfter releases sl's claim if it is still idle, with no job
+// started under it, after the claim idle timeout: an agent that died or
+// forgot its claim must not keep the machine from others.
+func (s *Startd) expireIdleClaimAfter(sl *slot, claimID string) {
+	time.AfterFunc(s.claimIdleTimeout, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if p, ok := sl.phase.(claimedIdle); ok && p.claim.id == claimID && time.Since(sl.enteredActivity) >= s.claimIdleTimeout {
+			s.log.Info("idle claim released", "slot", sl.name, "idle", s.claimIdleTimeout)
+			s.move(sl, unclaimed{})
+		}
+	})
 }
 
 // ReleaseClaim ends a claim: a running starter is killed (SIGTERM, SIGKILL

@@ -111,6 +111,9 @@ func (n *netnsPool) teardown() {
 func (n *netnsPool) configure(mm string, roles map[string]string) {
 	t := n.t
 	caDir := filepath.Join(t.TempDir(), "ca")
+	if err := os.MkdirAll(caDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	ca, err := pki.CreateCA(caDir, "netns-pool")
 	if err != nil {
 		t.Fatal(err)
