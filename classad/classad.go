@@ -90,10 +90,23 @@ func (ad *ClassAd) find(name string, h uint32) int {
 			return -1
 		}
 		a := &ad.attrs[slot-1]
-		if a.hash == h && (a.name == name || equalFold(a.name, name)) {
+		if a.hash == h && equalFold(a.name, name) {
 			return int(slot - 1)
 		}
 	}
+}
+
+// reserve makes room for n attributes in an empty ad.
+func (ad *ClassAd) reserve(n int) {
+	if n <= 4 || len(ad.attrs) > 0 {
+		return
+	}
+	ad.attrs = make([]attr, 0, n)
+	size := 8
+	for size < 2*n {
+		size *= 2
+	}
+	ad.table = make([]int32, size)
 }
 
 func (ad *ClassAd) reindex() {

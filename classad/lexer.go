@@ -114,8 +114,57 @@ func isIdentChar(c byte) bool { return isIdentStart(c) || '0' <= c && c <= '9' }
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
-// puncts lists multi-character operators longest first.
-var puncts = []string{">>>", "=?=", "=!=", "==", "!=", "<=", ">=", "<<", ">>", "&&", "||"}
+// punctLen returns the length of the operator or delimiter at the start
+// of s, longest match first, or 0.
+func punctLen(s string) int {
+	at := func(i int) byte {
+		if i < len(s) {
+			return s[i]
+		}
+		return 0
+	}
+	switch s[0] {
+	case '>':
+		switch at(1) {
+		case '>':
+			if at(2) == '>' {
+				return 3
+			}
+			return 2
+		case '=':
+			return 2
+		}
+		return 1
+	case '<':
+		if at(1) == '<' || at(1) == '=' {
+			return 2
+		}
+		return 1
+	case '=':
+		switch at(1) {
+		case '=':
+			return 2
+		case '?', '!':
+			if at(2) == '=' {
+				return 3
+			}
+		}
+		return 1
+	case '!':
+		if at(1) == '=' {
+			return 2
+		}
+		return 1
+	case '&', '|':
+		if at(1) == s[0] {
+			return 2
+		}
+		return 1
+	case '(', ')', '[', ']', '{', '}', ',', ';', '.', '+', '-', '*', '/', '%', '~', '^', '?', ':':
+		return 1
+	}
+	return 0
+}
 
 func (lx *lexer) next() token {
 	lx.skip()
@@ -145,14 +194,8 @@ func (lx *lexer) next() token {
 		}
 		return token{kind: tName, pos: start, text: s}
 	}
-	for _, p := range puncts {
-		if strings.HasPrefix(lx.src[start:], p) {
-			lx.pos += len(p)
-			return token{kind: tPunct, pos: start, text: p}
-		}
-	}
-	if strings.IndexByte("()[]{},;.=+-*/%<>!~&|^?:", c) >= 0 {
-		lx.pos++
+	if n := punctLen(lx.src[start:]); n > 0 {
+		lx.pos += n
 		return token{kind: tPunct, pos: start, text: lx.src[start:lx.pos]}
 	}
 	lx.errorf(start, "unexpected character %q", c)
@@ -272,6 +315,16 @@ func parseInt(text string) (int64, bool) {
 func (lx *lexer) quoted(q byte) (string, bool) {
 	start := lx.pos
 	lx.pos++
+	// Most strings have no escapes: return a slice of the source.
+	for i := lx.pos; i < len(lx.src); i++ {
+		if lx.src[i] == q {
+			lx.pos = i + 1
+			return lx.src[start+1 : i], true
+		}
+		if lx.src[i] == '\\' {
+			break
+		}
+	}
 	var b strings.Builder
 	for {
 		if lx.pos >= len(lx.src) {

@@ -13,6 +13,35 @@ type parser struct {
 	lx    lexer
 	tok   token
 	depth int
+	// Nodes of the commonest kinds come from slabs: fewer allocations.
+	lits  slab[litNode]
+	attrs slab[attrNode]
+	bins  slab[binaryNode]
+	sels  slab[selectNode]
+}
+
+// slab hands out pointers into chunks of Ts.
+type slab[T any] struct{ free []T }
+
+func (s *slab[T]) alloc() *T {
+	if len(s.free) == 0 {
+		s.free = make([]T, 8)
+	}
+	x := &s.free[0]
+	s.free = s.free[1:]
+	return x
+}
+
+func (p *parser) lit(v Value) node {
+	n := p.lits.alloc()
+	n.v = v
+	return n
+}
+
+func (p *parser) attr(name string, abs bool) node {
+	n := p.attrs.alloc()
+	*n = attrNode{name: name, hash: hashName(name), abs: abs}
+	return n
 }
 
 func newParser(src string, old bool) *parser {
@@ -90,7 +119,9 @@ func Parse(src string) (*ClassAd, error) {
 		p.errorf("expected '[' to start a ClassAd, found %s", p.tok.describe())
 		return nil, p.lx.err
 	}
-	ad := p.classad()
+	// One attribute per line or per ';' is the usual shape; sizing the ad
+	// for that up front saves regrowing it.
+	ad := p.classad(min(max(strings.Count(src, "\n"), strings.Count(src, ";")), 1<<12))
 	if !p.failed() && p.tok.kind != tEOF {
 		p.errorf("expected end of input after ClassAd, found %s", p.tok.describe())
 	}
@@ -165,17 +196,24 @@ func (p *parser) attrName() (string, bool) {
 
 // isKeyword reports whether s is a literal or operator word.
 func isKeyword(s string) bool {
-	switch {
-	case equalFold(s, "true"), equalFold(s, "false"), equalFold(s, "undefined"),
-		equalFold(s, "error"), equalFold(s, "is"), equalFold(s, "isnt"):
-		return true
+	switch len(s) {
+	case 2:
+		return equalFold(s, "is")
+	case 4:
+		return equalFold(s, "true") || equalFold(s, "isnt")
+	case 5:
+		return equalFold(s, "false") || equalFold(s, "error")
+	case 9:
+		return equalFold(s, "undefined")
 	}
 	return false
 }
 
-// classad parses "[ name = expr; ... ]"; the current token is '['.
-func (p *parser) classad() *ClassAd {
+// classad parses "[ name = expr; ... ]"; the current token is '['. The ad
+// is sized for hint attributes.
+func (p *parser) classad(hint int) *ClassAd {
 	ad := New()
+	ad.reserve(hint)
 	if !p.enter() {
 		return ad
 	}
@@ -227,110 +265,83 @@ func (p *parser) expr() node {
 	return &condNode{c: c, a: a, b: p.expr()}
 }
 
-const maxLevel = 10
-
-// binop returns the binary operator at precedence level, or opNone.
-func (p *parser) binop(level int) op {
+// binop returns the binary operator at the current token and its
+// precedence, from 1 (||) to 10 (* / %), or opNone.
+func (p *parser) binop() (op, int) {
 	t := p.tok
-	if t.kind == tIdent && level == 6 {
+	switch t.kind {
+	case tIdent:
 		switch {
 		case equalFold(t.text, "is"):
-			return opIs
+			return opIs, 6
 		case equalFold(t.text, "isnt"):
-			return opIsnt
+			return opIsnt, 6
 		}
-		return opNone
-	}
-	if t.kind != tPunct {
-		return opNone
-	}
-	switch level {
-	case 1:
-		if t.text == "||" {
-			return opOr
-		}
-	case 2:
-		if t.text == "&&" {
-			return opAnd
-		}
-	case 3:
-		if t.text == "|" {
-			return opBitOr
-		}
-	case 4:
-		if t.text == "^" {
-			return opBitXor
-		}
-	case 5:
-		if t.text == "&" {
-			return opBitAnd
-		}
-	case 6:
+	case tPunct:
 		switch t.text {
+		case "||":
+			return opOr, 1
+		case "&&":
+			return opAnd, 2
+		case "|":
+			return opBitOr, 3
+		case "^":
+			return opBitXor, 4
+		case "&":
+			return opBitAnd, 5
 		case "==":
-			return opEq
+			return opEq, 6
 		case "!=":
-			return opNe
+			return opNe, 6
 		case "=?=":
-			return opMetaEq
+			return opMetaEq, 6
 		case "=!=":
-			return opMetaNe
-		}
-	case 7:
-		switch t.text {
+			return opMetaNe, 6
 		case "<":
-			return opLt
+			return opLt, 7
 		case "<=":
-			return opLe
+			return opLe, 7
 		case ">":
-			return opGt
+			return opGt, 7
 		case ">=":
-			return opGe
-		}
-	case 8:
-		switch t.text {
+			return opGe, 7
 		case "<<":
-			return opShl
+			return opShl, 8
 		case ">>":
-			return opShr
+			return opShr, 8
 		case ">>>":
-			return opUshr
-		}
-	case 9:
-		switch t.text {
+			return opUshr, 8
 		case "+":
-			return opAdd
+			return opAdd, 9
 		case "-":
-			return opSub
-		}
-	case 10:
-		switch t.text {
+			return opSub, 9
 		case "*":
-			return opMul
+			return opMul, 10
 		case "/":
-			return opDiv
+			return opDiv, 10
 		case "%":
-			return opMod
+			return opMod, 10
 		}
 	}
-	return opNone
+	return opNone, 0
 }
 
-func (p *parser) binary(level int) node {
-	if level > maxLevel {
-		return p.unary()
-	}
-	l := p.binary(level + 1)
+// binary parses operators of precedence minPrec and above, left
+// associative, by precedence climbing.
+func (p *parser) binary(minPrec int) node {
+	l := p.unary()
 	for !p.failed() {
-		o := p.binop(level)
-		if o == opNone {
+		o, prec := p.binop()
+		if o == opNone || prec < minPrec {
 			break
 		}
 		p.advance()
-		r := p.binary(level + 1)
-		l = &binaryNode{op: o, l: l, r: r}
-		if isConst(l.(*binaryNode).l) && isConst(r) {
-			l = fold(l)
+		r := p.binary(prec + 1)
+		b := p.bins.alloc()
+		*b = binaryNode{op: o, l: l, r: r}
+		l = b
+		if isConst(b.l) && isConst(r) {
+			l = fold(b)
 		}
 	}
 	return l
@@ -368,9 +379,9 @@ func (p *parser) unary() node {
 				return fold(&unaryNode{op: o, x: &litNode{v: Int(0)}}) // keep "-0"
 			}
 			if t.kind == tInt {
-				return &litNode{v: Int(-t.i)}
+				return p.lit(Int(-t.i))
 			}
-			return &litNode{v: Real(-t.f)}
+			return p.lit(Real(-t.f))
 		}
 		return &unaryNode{op: o, x: p.postfix(p.number(t))}
 	}
@@ -386,9 +397,9 @@ func (p *parser) number(t token) node {
 		if t.i < 0 && t.text[0] != '0' {
 			p.lx.errorf(t.pos, "integer %q out of range", t.text)
 		}
-		return &litNode{v: Int(t.i)}
+		return p.lit(Int(t.i))
 	}
-	return &litNode{v: Real(t.f)}
+	return p.lit(Real(t.f))
 }
 
 func (p *parser) postfix(x node) node {
@@ -400,7 +411,9 @@ func (p *parser) postfix(x node) node {
 			if !ok {
 				return errNode()
 			}
-			x = &selectNode{x: x, name: name, hash: hashName(name)}
+			sel := p.sels.alloc()
+			*sel = selectNode{x: x, name: name, hash: hashName(name)}
+			x = sel
 		case p.isPunct("["):
 			if !p.enter() {
 				return errNode()
@@ -437,6 +450,9 @@ var scopeWords = []struct {
 }
 
 func scopeWord(s string) (scopeKind, bool) {
+	if len(s) < 2 || len(s) > 6 {
+		return 0, false
+	}
 	for _, w := range scopeWords {
 		if equalFold(s, w.word) {
 			return w.kind, true
@@ -453,22 +469,23 @@ func (p *parser) primary() node {
 		return p.number(t)
 	case tString:
 		p.advance()
-		return &litNode{v: String(t.text)}
+		return p.lit(String(t.text))
 	case tName:
 		p.advance()
-		return &attrNode{name: t.text, hash: hashName(t.text)}
+		return p.attr(t.text, false)
 	case tIdent:
 		p.advance()
 		switch {
+		case !isKeyword(t.text):
 		case equalFold(t.text, "true"):
-			return &litNode{v: Bool(true)}
+			return p.lit(Bool(true))
 		case equalFold(t.text, "false"):
-			return &litNode{v: Bool(false)}
+			return p.lit(Bool(false))
 		case equalFold(t.text, "undefined"):
-			return &litNode{v: Undefined()}
+			return p.lit(Undefined())
 		case equalFold(t.text, "error"):
-			return &litNode{v: Error()}
-		case equalFold(t.text, "is"), equalFold(t.text, "isnt"):
+			return p.lit(Error())
+		default: // is, isnt
 			p.lx.errorf(t.pos, "expected expression, found '%s'", t.text)
 			return errNode()
 		}
@@ -478,7 +495,7 @@ func (p *parser) primary() node {
 		if k, ok := scopeWord(t.text); ok {
 			return &scopeNode{kind: k, word: t.text}
 		}
-		return &attrNode{name: t.text, hash: hashName(t.text)}
+		return p.attr(t.text, false)
 	case tPunct:
 		switch t.text {
 		case ".":
@@ -487,7 +504,7 @@ func (p *parser) primary() node {
 			if !ok {
 				return errNode()
 			}
-			return &attrNode{name: name, hash: hashName(name), abs: true}
+			return p.attr(name, true)
 		case "(":
 			if !p.enter() {
 				return errNode()
@@ -501,7 +518,7 @@ func (p *parser) primary() node {
 		case "{":
 			return p.list()
 		case "[":
-			return &adNode{ad: p.classad()}
+			return &adNode{ad: p.classad(0)}
 		}
 	}
 	p.errorf("expected expression, found %s", t.describe())
