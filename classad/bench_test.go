@@ -89,3 +89,21 @@ func BenchmarkUnparse100Attr(b *testing.B) {
 		_ = ad.String()
 	}
 }
+
+// BenchmarkRegexpConstant measures a constant pattern, compiled once at
+// parse time.
+func BenchmarkRegexpConstant(b *testing.B) {
+	ad, err := Parse(`[ Requirements = regexp("^nostos\\.", TARGET.Machine, "i") ]`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, machine := figure12(b)
+	m := NewMatcher()
+	if !m.EvalAttr(ad, machine, "Requirements").IsTrue() {
+		b.Fatal("no match")
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		m.EvalAttr(ad, machine, "Requirements")
+	}
+}

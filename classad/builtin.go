@@ -30,25 +30,36 @@ func evalArgs(c *evalCtx, s *adRef, args []node, buf []Value) []Value {
 // argument makes the result error and then an undefined one undefined.
 func strict(lo, hi int, f func(c *evalCtx, args []Value) Value) builtin {
 	return func(c *evalCtx, s *adRef, args []node) Value {
-		if len(args) < lo || hi >= 0 && len(args) > hi {
-			return Value{kind: ErrorKind}
-		}
 		var buf [4]Value
-		vs := evalArgs(c, s, args, buf[:0])
-		undef := false
-		for _, v := range vs {
-			switch v.kind {
-			case ErrorKind:
-				return v
-			case UndefinedKind:
-				undef = true
-			}
-		}
-		if undef {
-			return Value{}
+		vs, instead, ok := strictArgs(c, s, args, lo, hi, buf[:0])
+		if !ok {
+			return instead
 		}
 		return f(c, vs)
 	}
+}
+
+// strictArgs evaluates args into buf for a strict function. If the count
+// is wrong or an argument is error or undefined, it returns the result the
+// function must give instead.
+func strictArgs(c *evalCtx, s *adRef, args []node, lo, hi int, buf []Value) (vs []Value, instead Value, ok bool) {
+	if len(args) < lo || hi >= 0 && len(args) > hi {
+		return nil, Value{kind: ErrorKind}, false
+	}
+	vs = evalArgs(c, s, args, buf)
+	undef := false
+	for _, v := range vs {
+		switch v.kind {
+		case ErrorKind:
+			return nil, v, false
+		case UndefinedKind:
+			undef = true
+		}
+	}
+	if undef {
+		return nil, Value{}, false
+	}
+	return vs, Value{}, true
 }
 
 // lazy wraps f, which takes between lo and hi evaluated arguments and

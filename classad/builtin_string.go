@@ -22,11 +22,17 @@ func registerStrings(m map[string]builtin) {
 	m["splitusername"] = strict(1, 1, func(_ *evalCtx, a []Value) Value { return splitAt(a[0], false) })
 	m["splitslotname"] = strict(1, 1, func(_ *evalCtx, a []Value) Value { return splitAt(a[0], true) })
 	m["sprintf"] = strict(1, -1, sprintf)
-	m["regexp"] = strict(2, 3, regexpFn)
-	m["regexps"] = strict(3, 4, func(c *evalCtx, a []Value) Value { return charged(c, regexpSubst(a, substMatch)) })
-	m["replace"] = strict(3, 4, func(c *evalCtx, a []Value) Value { return charged(c, regexpSubst(a, substFirst)) })
-	m["replaceall"] = strict(3, 4, func(c *evalCtx, a []Value) Value { return charged(c, regexpSubst(a, substAll)) })
-	m["regexpmember"] = strict(2, 3, regexpMember)
+	m["regexp"] = withPattern(2, 3, 2, regexpFn)
+	m["regexps"] = withPattern(3, 4, 3, func(c *evalCtx, re *regexp.Regexp, a []Value) Value {
+		return charged(c, regexpSubst(re, a, substMatch))
+	})
+	m["replace"] = withPattern(3, 4, 3, func(c *evalCtx, re *regexp.Regexp, a []Value) Value {
+		return charged(c, regexpSubst(re, a, substFirst))
+	})
+	m["replaceall"] = withPattern(3, 4, 3, func(c *evalCtx, re *regexp.Regexp, a []Value) Value {
+		return charged(c, regexpSubst(re, a, substAll))
+	})
+	m["regexpmember"] = withPattern(2, 3, 2, regexpMember)
 	m["stringlistsize"] = strict(1, 2, func(_ *evalCtx, a []Value) Value {
 		items, ok := stringListArg(a, 1)
 		if !ok {
@@ -43,7 +49,7 @@ func registerStrings(m map[string]builtin) {
 	m["stringlistsintersect"] = strict(2, 3, func(_ *evalCtx, a []Value) Value { return stringListsIntersect(a, false) })
 	m["stringlistsubsetmatch"] = strict(2, 3, func(_ *evalCtx, a []Value) Value { return stringListSubset(a, false) })
 	m["stringlistisubsetmatch"] = strict(2, 3, func(_ *evalCtx, a []Value) Value { return stringListSubset(a, true) })
-	m["stringlistregexpmember"] = strict(2, 4, stringListRegexpMember)
+	m["stringlistregexpmember"] = withPattern(2, 4, 3, stringListRegexpMember)
 	m["versioncmp"] = strict(2, 2, func(_ *evalCtx, a []Value) Value {
 		x, y, ok := twoStrings(a)
 		if !ok {
@@ -380,9 +386,72 @@ func compileRegexp(pattern Value, opts []Value) (*regexp.Regexp, bool) {
 	return re, err == nil
 }
 
-func regexpFn(_ *evalCtx, a []Value) Value {
-	re, ok := compileRegexp(a[0], a[2:])
-	if !ok || a[1].kind != StringKind {
+// patternOpts gives, for each function taking a regular expression as its
+// first argument, the index of its options argument.
+var patternOpts = map[string]int{
+	"regexp": 2, "regexps": 3, "replace": 3, "replaceall": 3,
+	"regexpmember": 2, "stringlistregexpmember": 3,
+}
+
+// patternNode is a constant pattern argument compiled at parse time, so
+// that matching against it does not compile it again.
+type patternNode struct {
+	*litNode
+	re *regexp.Regexp
+}
+
+// precompile replaces a constant pattern argument of c (with constant
+// options) by a patternNode.
+func precompile(c *callNode) {
+	optIdx, ok := patternOpts[strings.ToLower(c.name)]
+	if !ok || len(c.args) == 0 {
+		return
+	}
+	pat, ok := c.args[0].(*litNode)
+	if !ok || pat.v.kind != StringKind {
+		return
+	}
+	var opts []Value
+	if len(c.args) > optIdx {
+		o, ok := c.args[optIdx].(*litNode)
+		if !ok {
+			return
+		}
+		opts = []Value{o.v}
+	}
+	if re, ok := compileRegexp(pat.v, opts); ok {
+		c.args[0] = patternNode{litNode: pat, re: re}
+	}
+}
+
+// withPattern wraps a strict function whose first argument is a regular
+// expression with options at optIdx, compiling the pattern unless it was
+// compiled at parse time.
+func withPattern(lo, hi, optIdx int, f func(c *evalCtx, re *regexp.Regexp, a []Value) Value) builtin {
+	return func(c *evalCtx, s *adRef, args []node) Value {
+		var buf [4]Value
+		a, instead, ok := strictArgs(c, s, args, lo, hi, buf[:0])
+		if !ok {
+			return instead
+		}
+		var re *regexp.Regexp
+		if pn, ok := args[0].(patternNode); ok {
+			re = pn.re
+		} else {
+			var opts []Value
+			if len(a) > optIdx {
+				opts = a[optIdx : optIdx+1]
+			}
+			if re, ok = compileRegexp(a[0], opts); !ok {
+				return Value{kind: ErrorKind}
+			}
+		}
+		return f(c, re, a)
+	}
+}
+
+func regexpFn(_ *evalCtx, re *regexp.Regexp, a []Value) Value {
+	if a[1].kind != StringKind {
 		return Value{kind: ErrorKind}
 	}
 	return Bool(re.MatchString(a[1].s()))
@@ -398,9 +467,8 @@ const (
 
 // regexpSubst implements regexps, replace and replaceAll. In the
 // substitution \0 .. \9 stand for the match and its groups.
-func regexpSubst(a []Value, mode substMode) Value {
-	re, ok := compileRegexp(a[0], a[3:])
-	if !ok || a[1].kind != StringKind || a[2].kind != StringKind {
+func regexpSubst(re *regexp.Regexp, a []Value, mode substMode) Value {
+	if a[1].kind != StringKind || a[2].kind != StringKind {
 		return Value{kind: ErrorKind}
 	}
 	target, sub := a[1].s(), a[2].s()
@@ -449,9 +517,8 @@ func regexpSubst(a []Value, mode substMode) Value {
 
 // regexpMember reports whether any string in the list matches; a non-string
 // element is error.
-func regexpMember(_ *evalCtx, a []Value) Value {
-	re, ok := compileRegexp(a[0], a[2:])
-	if !ok || a[1].kind != ListKind {
+func regexpMember(_ *evalCtx, re *regexp.Regexp, a []Value) Value {
+	if a[1].kind != ListKind {
 		return Value{kind: ErrorKind}
 	}
 	undef := false
@@ -590,15 +657,7 @@ func stringListSubset(a []Value, fold bool) Value {
 }
 
 // stringListRegexpMember(pattern, list [, delims [, options]]).
-func stringListRegexpMember(_ *evalCtx, a []Value) Value {
-	var opts []Value
-	if len(a) == 4 {
-		opts = a[3:]
-	}
-	re, ok := compileRegexp(a[0], opts)
-	if !ok {
-		return Value{kind: ErrorKind}
-	}
+func stringListRegexpMember(_ *evalCtx, re *regexp.Regexp, a []Value) Value {
 	items, ok := stringListArg(a[1:min(len(a), 3)], 1)
 	if !ok {
 		return Value{kind: ErrorKind}

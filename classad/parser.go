@@ -558,5 +558,6 @@ func (p *parser) call(name string) node {
 		p.advance()
 	}
 	p.expect(")", "to close argument list of "+name)
+	precompile(c)
 	return c
 }
