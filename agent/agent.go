@@ -39,6 +39,10 @@ type Config struct {
 	CertPEM, KeyPEM, CAPEM []byte
 	// MatchmakerAddr is the collector's address.
 	MatchmakerAddr string
+	// FlockTo lists further matchmakers, in order, that the agent also
+	// advertises its idle jobs to (HTCondor's FLOCK_TO): a job runs in
+	// whichever pool matches it first.
+	FlockTo []string
 	// AdvertiseAddr is this agent's TLS address as others reach it; its host
 	// part is also where shadows listen.
 	AdvertiseAddr string

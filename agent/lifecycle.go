@@ -97,6 +97,49 @@ func (a *Agent) executing(ctx context.Context, r *run, host string) {
 	a.logEvent(ad, joblog.Event{Type: joblog.Execute, Host: r.startdAddr})
 }
 
+// suspended records that the execute machine suspended the job, or let
+// it continue.
+func (a *Agent) suspended(ctx context.Context, r *run, on bool, reason string) {
+	from, to, ev := int64(Running), int64(Suspended), joblog.Event{Type: joblog.Suspended, Reason: reason}
+	if !on {
+		from, to, ev = Suspended, Running, joblog.Event{Type: joblog.Unsuspended}
+	}
+	ad, err := a.jobs.transition(ctx, r.id, func(ad *classad.ClassAd) (change, error) {
+		if st, _ := ad.EvalInt("JobStatus"); st != from {
+			return nil, nil
+		}
+		c := change{"JobStatus": classad.Int(to)}
+		if on {
+			n, _ := ad.EvalInt("NumJobSuspensions")
+			c["NumJobSuspensions"] = classad.Int(n + 1)
+		}
+		return c, nil
+	})
+	if err != nil {
+		a.log.Error("record suspension", "job", r.id, "err", err)
+		return
+	}
+	a.logEvent(ad, ev)
+}
+
+// usage records a running job's resource use in its ad. These updates are
+// frequent and cheap to lose, so they are best effort.
+func (a *Agent) usage(ctx context.Context, r *run, ev shadow.Event) {
+	_, err := a.jobs.transition(ctx, r.id, func(*classad.ClassAd) (change, error) {
+		c := change{"RemoteUserCpu": classad.Real(ev.UserCPU), "RemoteSysCpu": classad.Real(ev.SysCPU)}
+		if ev.Memory > 0 {
+			c["MemoryUsage"] = classad.Int((ev.Memory + (1<<20 - 1)) >> 20)
+		}
+		if ev.MaxRSS > 0 {
+			c["ResidentSetSize"] = classad.Int((ev.MaxRSS + 1023) / 1024)
+		}
+		return c, nil
+	})
+	if err != nil {
+		a.log.Warn("record usage", "job", r.id, "err", err)
+	}
+}
+
 // finished applies the outcome a shadow reported to the job.
 func (a *Agent) finished(ctx context.Context, r *run, ev shadow.Event) {
 	action, reason := r.stopAction()
@@ -115,6 +158,11 @@ func (a *Agent) finished(ctx context.Context, r *run, ev shadow.Event) {
 		a.clearRunning(ctx, r, Idle)
 		if err := a.hold(ctx, r.id, ev.Reason, ev.Code, 0); err != nil {
 			a.log.Error("hold job", "job", r.id, "err", err)
+		}
+	case ev.Type == shadow.EventEvicted:
+		ad := a.clearRunning(ctx, r, Idle)
+		if ad != nil {
+			a.logEvent(ad, joblog.Event{Type: joblog.Evicted, Reason: ev.Reason, UserCPU: ev.UserCPU, SysCPU: ev.SysCPU})
 		}
 	default: // failed or killed for reasons not the user's: run it again
 		a.log.Warn("job run failed; requeued", "job", r.id, "reason", ev.Reason)

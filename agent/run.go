@@ -187,11 +187,16 @@ func (a *Agent) runShadow(ctx context.Context, r *run, ad *classad.ClassAd) (sha
 			}
 			return shadow.Event{}, fmt.Errorf("read shadow events: %w", err)
 		}
-		if ev.Type == shadow.EventExecuting {
+		switch ev.Type {
+		case shadow.EventExecuting:
 			a.executing(ctx, r, ev.Host)
-			continue
+		case shadow.EventSuspended, shadow.EventResumed:
+			a.suspended(ctx, r, ev.Type == shadow.EventSuspended, ev.Reason)
+		case shadow.EventUsage:
+			a.usage(ctx, r, ev)
+		default:
+			return ev, nil
 		}
-		return ev, nil
 	}
 }
 

@@ -80,7 +80,12 @@ func (v *service) Attach(stream wire.Shadow_AttachServer) error {
 		case *wire.StarterMessage_Started:
 			s.events(Event{Type: EventExecuting, Host: hello.Host})
 		case *wire.StarterMessage_Usage:
-			// Usage updates feed the job ad in later versions; keep the latest.
+			u := b.Usage
+			s.events(Event{Type: EventUsage, UserCPU: u.UserCpuSeconds, SysCPU: u.SysCpuSeconds, MaxRSS: u.MaxRssBytes, Memory: u.MemoryBytes})
+		case *wire.StarterMessage_Suspended:
+			s.events(Event{Type: EventSuspended, Reason: b.Suspended.Reason})
+		case *wire.StarterMessage_Resumed:
+			s.events(Event{Type: EventResumed})
 		case *wire.StarterMessage_Exited:
 			if err := out.close(); err != nil {
 				s.logger.Warn("close job output", "err", err)
@@ -103,8 +108,11 @@ func exitEvent(x *wire.Exited, killed string) Event {
 	if u := x.Usage; u != nil {
 		ev.UserCPU, ev.SysCPU, ev.MaxRSS = u.UserCpuSeconds, u.SysCpuSeconds, u.MaxRssBytes
 	}
-	if killed != "" {
+	switch {
+	case killed != "":
 		ev.Type, ev.Reason = EventKilled, killed
+	case x.Evicted:
+		ev.Type, ev.Reason = EventEvicted, x.EvictReason
 	}
 	return ev
 }

@@ -46,6 +46,7 @@ type Event struct {
 	UserCPU  float64 `json:"user_cpu,omitempty"`
 	SysCPU   float64 `json:"sys_cpu,omitempty"`
 	MaxRSS   int64   `json:"max_rss,omitempty"`
+	Memory   int64   `json:"memory,omitempty"`
 	// Reason explains EventHold, EventFailed and EventKilled.
 	Reason string `json:"reason,omitempty"`
 	Code   int    `json:"code,omitempty"`
@@ -64,6 +65,15 @@ const (
 	// EventHold: the job cannot run as submitted (missing program, ...)
 	// and should be held with Reason and Code.
 	EventHold EventType = "hold"
+	// EventEvicted: the execute machine took the job back before it
+	// finished; it should run again elsewhere.
+	EventEvicted EventType = "evicted"
+	// EventSuspended and EventResumed: the execute machine's owner policy
+	// suspended the job, or let it run again.
+	EventSuspended EventType = "suspended"
+	EventResumed   EventType = "resumed"
+	// EventUsage: the job's resource use so far.
+	EventUsage EventType = "usage"
 	// EventFailed: the run failed for reasons not the job's own (claim
 	// refused, starter lost); the job should be run again.
 	EventFailed EventType = "failed"

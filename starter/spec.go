@@ -25,6 +25,10 @@ type Spec struct {
 	// ScratchDir is an empty directory owned by this job; the startd
 	// removes it after the starter exits.
 	ScratchDir string `json:"scratch_dir"`
+	// Sandbox says how the job runs: "container" (the sandbox package)
+	// or "process" (a plain child process, where containers are not
+	// available). The startd chooses and advertises its choice.
+	Sandbox string `json:"sandbox,omitempty"`
 	// TLS material of the execute host, signed by the pool CA.
 	CertFile string `json:"cert_file"`
 	KeyFile  string `json:"key_file"`

@@ -21,6 +21,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/jobargs"
 	"harrier.dev/harrier/wire"
@@ -38,14 +40,31 @@ const sessionEndTimeout = 30 * time.Second
 
 // Starter runs one job for its shadow.
 type Starter struct {
-	spec   *Spec
-	tls    *tls.Config
-	logger *slog.Logger
+	spec     *Spec
+	tls      *tls.Config
+	runner   Runner
+	logger   *slog.Logger
+	controls chan control
 }
 
-// New returns a starter for spec that dials the shadow with tlsCfg.
-func New(spec *Spec, tlsCfg *tls.Config, logger *slog.Logger) *Starter {
-	return &Starter{spec: spec, tls: tlsCfg, logger: logger}
+// New returns a starter for spec that dials the shadow with tlsCfg and
+// runs the job with runner.
+func New(spec *Spec, tlsCfg *tls.Config, runner Runner, logger *slog.Logger) *Starter {
+	return &Starter{spec: spec, tls: tlsCfg, runner: runner, logger: logger, controls: make(chan control, 4)}
+}
+
+// Suspend, Continue and Vacate pass the execute machine's owner policy on
+// to the running job. Vacate stops the job (its kill signal, then SIGKILL)
+// and reports it evicted, so that it runs again elsewhere.
+func (s *Starter) Suspend()  { s.control(controlSuspend) }
+func (s *Starter) Continue() { s.control(controlContinue) }
+func (s *Starter) Vacate()   { s.control(controlVacate) }
+
+func (s *Starter) control(c control) {
+	select {
+	case s.controls <- c:
+	default:
+	}
 }
 
 // Run carries the job from start to finish. It returns when the job has
@@ -90,7 +109,7 @@ func (s *Starter) Run(ctx context.Context) error {
 		return fmt.Errorf("starter: parse job ad from shadow: %w", err)
 	}
 
-	run, hold := s.prepare(ctx, client, job)
+	task, killSig, hold := s.prepare(ctx, client, job, jobID)
 	if hold != nil {
 		err := send.msg(&wire.StarterMessage{Body: &wire.StarterMessage_Exited{Exited: hold}})
 		_ = stream.CloseSend()
@@ -121,7 +140,10 @@ func (s *Starter) Run(ctx context.Context) error {
 		}
 	}()
 
-	exited, err := run.execute(ctx, send, kills, logger)
+	if task.Stdin != nil {
+		defer task.Stdin.Close()
+	}
+	exited, err := execute(ctx, s.runner, task, killSig, send, kills, s.controls, logger)
 	if err != nil {
 		exited = &wire.Exited{HoldReason: err.Error(), HoldCode: holdCodeExec}
 	}
@@ -139,35 +161,43 @@ func (s *Starter) Run(ctx context.Context) error {
 }
 
 // prepare fetches the executable and input into the scratch directory and
-// builds the command. A job that cannot be prepared gets a hold reason.
-func (s *Starter) prepare(ctx context.Context, client wire.ShadowClient, job *classad.ClassAd) (*process, *wire.Exited) {
+// builds the task. A job that cannot be prepared gets a hold reason.
+func (s *Starter) prepare(ctx context.Context, client wire.ShadowClient, job *classad.ClassAd, jobID string) (*Task, unix.Signal, *wire.Exited) {
 	cmd, _ := job.EvalString("Cmd")
 	exe := filepath.Join(s.spec.ScratchDir, "condor_exec.exe")
 	if cmd != "" {
 		exe = filepath.Join(s.spec.ScratchDir, filepath.Base(cmd))
 	}
 	if err := s.fetch(ctx, client, "executable", exe, true); err != nil {
-		return nil, &wire.Exited{HoldReason: fmt.Sprintf("Cannot fetch executable %s: %v", cmd, err), HoldCode: holdCodeExec}
+		return nil, 0, &wire.Exited{HoldReason: fmt.Sprintf("Cannot fetch executable %s: %v", cmd, err), HoldCode: holdCodeExec}
 	}
 	args, err := jobargs.Split(stringAttr(job, "Arguments"))
 	if err != nil {
-		return nil, &wire.Exited{HoldReason: "Bad Arguments: " + err.Error(), HoldCode: holdCodeExec}
+		return nil, 0, &wire.Exited{HoldReason: "Bad Arguments: " + err.Error(), HoldCode: holdCodeExec}
 	}
 	env, err := jobargs.SplitEnv(stringAttr(job, "Environment"))
 	if err != nil {
-		return nil, &wire.Exited{HoldReason: "Bad Environment: " + err.Error(), HoldCode: holdCodeExec}
+		return nil, 0, &wire.Exited{HoldReason: "Bad Environment: " + err.Error(), HoldCode: holdCodeExec}
 	}
-	p := &process{path: exe, args: args, env: jobEnv(env, s.spec.ScratchDir), dir: s.spec.ScratchDir}
+	t := &Task{ID: jobID, Path: exe, Args: args, Env: jobEnv(env, s.spec.ScratchDir),
+		Dir: s.spec.ScratchDir, ScratchDir: s.spec.ScratchDir}
+	t.Cpus, _ = job.EvalInt("RequestCpus")
+	t.MemoryMB, _ = job.EvalInt("RequestMemory")
+	t.DiskKB, _ = job.EvalInt("RequestDisk")
 	if in := stringAttr(job, "In"); in != "" && in != os.DevNull {
-		p.stdin = filepath.Join(s.spec.ScratchDir, ".harrier_stdin")
-		if err := s.fetch(ctx, client, "input", p.stdin, false); err != nil {
-			return nil, &wire.Exited{HoldReason: fmt.Sprintf("Cannot fetch input %s: %v", in, err), HoldCode: holdCodeInput}
+		path := filepath.Join(s.spec.ScratchDir, ".harrier_stdin")
+		if err := s.fetch(ctx, client, "input", path, false); err != nil {
+			return nil, 0, &wire.Exited{HoldReason: fmt.Sprintf("Cannot fetch input %s: %v", in, err), HoldCode: holdCodeInput}
 		}
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, 0, &wire.Exited{HoldReason: fmt.Sprintf("Cannot open input %s: %v", in, err), HoldCode: holdCodeInput}
+		}
+		// The job reads its input from the open file; the name can go.
+		_ = os.Remove(path)
+		t.Stdin = f
 	}
-	if sig, ok := job.EvalString("KillSig"); ok {
-		p.killSig = sig
-	}
-	return p, nil
+	return t, signalNumber(stringAttr(job, "KillSig")), nil
 }
 
 // fetch copies one of the job's files from the shadow to path.

@@ -8,4 +8,4 @@
 //	go generate ./wire
 package wire
 
-//go:generate protoc -I ../proto --go_out=.. --go_opt=module=harrier.dev/harrier --go-grpc_out=.. --go-grpc_opt=module=harrier.dev/harrier ../proto/harrier/v1/harrier.proto
+//go:generate sh -c "protoc -I ../proto --go_out=.. --go_opt=module=harrier.dev/harrier --go-grpc_out=.. --go-grpc_opt=module=harrier.dev/harrier ../proto/harrier/v1/*.proto"

@@ -78,7 +78,7 @@ func (x ActRequest_Action) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ActRequest_Action.Descriptor instead.
 func (ActRequest_Action) EnumDescriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{34, 0}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{38, 0}
 }
 
 type AdvertiseRequest struct {
@@ -554,6 +554,95 @@ func (*MatchedReply) Descriptor() ([]byte, []int) {
 	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{8}
 }
 
+type KeepAliveRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ClaimId       string                 `protobuf:"bytes,1,opt,name=claim_id,json=claimId,proto3" json:"claim_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KeepAliveRequest) Reset() {
+	*x = KeepAliveRequest{}
+	mi := &file_harrier_v1_harrier_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KeepAliveRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KeepAliveRequest) ProtoMessage() {}
+
+func (x *KeepAliveRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_harrier_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KeepAliveRequest.ProtoReflect.Descriptor instead.
+func (*KeepAliveRequest) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *KeepAliveRequest) GetClaimId() string {
+	if x != nil {
+		return x.ClaimId
+	}
+	return ""
+}
+
+type KeepAliveReply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The lease the startd grants, in seconds; the agent renews well before.
+	LeaseSeconds  int32 `protobuf:"varint,1,opt,name=lease_seconds,json=leaseSeconds,proto3" json:"lease_seconds,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KeepAliveReply) Reset() {
+	*x = KeepAliveReply{}
+	mi := &file_harrier_v1_harrier_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KeepAliveReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KeepAliveReply) ProtoMessage() {}
+
+func (x *KeepAliveReply) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_harrier_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KeepAliveReply.ProtoReflect.Descriptor instead.
+func (*KeepAliveReply) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *KeepAliveReply) GetLeaseSeconds() int32 {
+	if x != nil {
+		return x.LeaseSeconds
+	}
+	return 0
+}
+
 type StartdMatchedRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Slot          string                 `protobuf:"bytes,1,opt,name=slot,proto3" json:"slot,omitempty"`
@@ -565,7 +654,7 @@ type StartdMatchedRequest struct {
 
 func (x *StartdMatchedRequest) Reset() {
 	*x = StartdMatchedRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[9]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -577,7 +666,7 @@ func (x *StartdMatchedRequest) String() string {
 func (*StartdMatchedRequest) ProtoMessage() {}
 
 func (x *StartdMatchedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[9]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -590,7 +679,7 @@ func (x *StartdMatchedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartdMatchedRequest.ProtoReflect.Descriptor instead.
 func (*StartdMatchedRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{9}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *StartdMatchedRequest) GetSlot() string {
@@ -622,7 +711,7 @@ type StartdMatchedReply struct {
 
 func (x *StartdMatchedReply) Reset() {
 	*x = StartdMatchedReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[10]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -634,7 +723,7 @@ func (x *StartdMatchedReply) String() string {
 func (*StartdMatchedReply) ProtoMessage() {}
 
 func (x *StartdMatchedReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[10]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -647,7 +736,7 @@ func (x *StartdMatchedReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartdMatchedReply.ProtoReflect.Descriptor instead.
 func (*StartdMatchedReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{10}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{12}
 }
 
 type RequestClaimRequest struct {
@@ -662,7 +751,7 @@ type RequestClaimRequest struct {
 
 func (x *RequestClaimRequest) Reset() {
 	*x = RequestClaimRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[11]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -674,7 +763,7 @@ func (x *RequestClaimRequest) String() string {
 func (*RequestClaimRequest) ProtoMessage() {}
 
 func (x *RequestClaimRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[11]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -687,7 +776,7 @@ func (x *RequestClaimRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestClaimRequest.ProtoReflect.Descriptor instead.
 func (*RequestClaimRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{11}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RequestClaimRequest) GetSlot() string {
@@ -730,7 +819,7 @@ type RequestClaimReply struct {
 
 func (x *RequestClaimReply) Reset() {
 	*x = RequestClaimReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[12]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -742,7 +831,7 @@ func (x *RequestClaimReply) String() string {
 func (*RequestClaimReply) ProtoMessage() {}
 
 func (x *RequestClaimReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[12]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -755,7 +844,7 @@ func (x *RequestClaimReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestClaimReply.ProtoReflect.Descriptor instead.
 func (*RequestClaimReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{12}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RequestClaimReply) GetAccepted() bool {
@@ -793,7 +882,7 @@ type ActivateClaimRequest struct {
 
 func (x *ActivateClaimRequest) Reset() {
 	*x = ActivateClaimRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[13]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -805,7 +894,7 @@ func (x *ActivateClaimRequest) String() string {
 func (*ActivateClaimRequest) ProtoMessage() {}
 
 func (x *ActivateClaimRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[13]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -818,7 +907,7 @@ func (x *ActivateClaimRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivateClaimRequest.ProtoReflect.Descriptor instead.
 func (*ActivateClaimRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{13}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ActivateClaimRequest) GetClaimId() string {
@@ -857,7 +946,7 @@ type ActivateClaimReply struct {
 
 func (x *ActivateClaimReply) Reset() {
 	*x = ActivateClaimReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[14]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -869,7 +958,7 @@ func (x *ActivateClaimReply) String() string {
 func (*ActivateClaimReply) ProtoMessage() {}
 
 func (x *ActivateClaimReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[14]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -882,7 +971,7 @@ func (x *ActivateClaimReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivateClaimReply.ProtoReflect.Descriptor instead.
 func (*ActivateClaimReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{14}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{16}
 }
 
 type ReleaseClaimRequest struct {
@@ -894,7 +983,7 @@ type ReleaseClaimRequest struct {
 
 func (x *ReleaseClaimRequest) Reset() {
 	*x = ReleaseClaimRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[15]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -906,7 +995,7 @@ func (x *ReleaseClaimRequest) String() string {
 func (*ReleaseClaimRequest) ProtoMessage() {}
 
 func (x *ReleaseClaimRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[15]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -919,7 +1008,7 @@ func (x *ReleaseClaimRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseClaimRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseClaimRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{15}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ReleaseClaimRequest) GetClaimId() string {
@@ -937,7 +1026,7 @@ type ReleaseClaimReply struct {
 
 func (x *ReleaseClaimReply) Reset() {
 	*x = ReleaseClaimReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[16]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -949,7 +1038,7 @@ func (x *ReleaseClaimReply) String() string {
 func (*ReleaseClaimReply) ProtoMessage() {}
 
 func (x *ReleaseClaimReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[16]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -962,7 +1051,7 @@ func (x *ReleaseClaimReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseClaimReply.ProtoReflect.Descriptor instead.
 func (*ReleaseClaimReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{16}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{18}
 }
 
 type StarterMessage struct {
@@ -974,6 +1063,8 @@ type StarterMessage struct {
 	//	*StarterMessage_Started
 	//	*StarterMessage_Usage
 	//	*StarterMessage_Exited
+	//	*StarterMessage_Suspended
+	//	*StarterMessage_Resumed
 	Body          isStarterMessage_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -981,7 +1072,7 @@ type StarterMessage struct {
 
 func (x *StarterMessage) Reset() {
 	*x = StarterMessage{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[17]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -993,7 +1084,7 @@ func (x *StarterMessage) String() string {
 func (*StarterMessage) ProtoMessage() {}
 
 func (x *StarterMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[17]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1006,7 +1097,7 @@ func (x *StarterMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StarterMessage.ProtoReflect.Descriptor instead.
 func (*StarterMessage) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{17}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *StarterMessage) GetBody() isStarterMessage_Body {
@@ -1061,6 +1152,24 @@ func (x *StarterMessage) GetExited() *Exited {
 	return nil
 }
 
+func (x *StarterMessage) GetSuspended() *Suspended {
+	if x != nil {
+		if x, ok := x.Body.(*StarterMessage_Suspended); ok {
+			return x.Suspended
+		}
+	}
+	return nil
+}
+
+func (x *StarterMessage) GetResumed() *Resumed {
+	if x != nil {
+		if x, ok := x.Body.(*StarterMessage_Resumed); ok {
+			return x.Resumed
+		}
+	}
+	return nil
+}
+
 type isStarterMessage_Body interface {
 	isStarterMessage_Body()
 }
@@ -1085,6 +1194,14 @@ type StarterMessage_Exited struct {
 	Exited *Exited `protobuf:"bytes,5,opt,name=exited,proto3,oneof"`
 }
 
+type StarterMessage_Suspended struct {
+	Suspended *Suspended `protobuf:"bytes,6,opt,name=suspended,proto3,oneof"`
+}
+
+type StarterMessage_Resumed struct {
+	Resumed *Resumed `protobuf:"bytes,7,opt,name=resumed,proto3,oneof"`
+}
+
 func (*StarterMessage_Hello) isStarterMessage_Body() {}
 
 func (*StarterMessage_Output) isStarterMessage_Body() {}
@@ -1094,6 +1211,92 @@ func (*StarterMessage_Started) isStarterMessage_Body() {}
 func (*StarterMessage_Usage) isStarterMessage_Body() {}
 
 func (*StarterMessage_Exited) isStarterMessage_Body() {}
+
+func (*StarterMessage_Suspended) isStarterMessage_Body() {}
+
+func (*StarterMessage_Resumed) isStarterMessage_Body() {}
+
+// Suspended reports that the execute machine's owner policy suspended the job.
+type Suspended struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Reason        string                 `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Suspended) Reset() {
+	*x = Suspended{}
+	mi := &file_harrier_v1_harrier_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Suspended) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Suspended) ProtoMessage() {}
+
+func (x *Suspended) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_harrier_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Suspended.ProtoReflect.Descriptor instead.
+func (*Suspended) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *Suspended) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// Resumed reports that a suspended job runs again.
+type Resumed struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Resumed) Reset() {
+	*x = Resumed{}
+	mi := &file_harrier_v1_harrier_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Resumed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Resumed) ProtoMessage() {}
+
+func (x *Resumed) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_harrier_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Resumed.ProtoReflect.Descriptor instead.
+func (*Resumed) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{21}
+}
 
 type Hello struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
@@ -1107,7 +1310,7 @@ type Hello struct {
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[18]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1119,7 +1322,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[18]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1132,7 +1335,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{18}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Hello) GetJobId() string {
@@ -1167,7 +1370,7 @@ type Output struct {
 
 func (x *Output) Reset() {
 	*x = Output{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[19]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1179,7 +1382,7 @@ func (x *Output) String() string {
 func (*Output) ProtoMessage() {}
 
 func (x *Output) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[19]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1192,7 +1395,7 @@ func (x *Output) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Output.ProtoReflect.Descriptor instead.
 func (*Output) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{19}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Output) GetFd() int32 {
@@ -1218,7 +1421,7 @@ type Started struct {
 
 func (x *Started) Reset() {
 	*x = Started{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[20]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1230,7 +1433,7 @@ func (x *Started) String() string {
 func (*Started) ProtoMessage() {}
 
 func (x *Started) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[20]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1243,7 +1446,7 @@ func (x *Started) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Started.ProtoReflect.Descriptor instead.
 func (*Started) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{20}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Started) GetPid() int32 {
@@ -1265,7 +1468,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[21]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1277,7 +1480,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[21]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1290,7 +1493,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{21}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Usage) GetUserCpuSeconds() float64 {
@@ -1330,15 +1533,19 @@ type Exited struct {
 	Usage    *Usage `protobuf:"bytes,4,opt,name=usage,proto3" json:"usage,omitempty"`
 	// Set when the job could not be started at all (missing program, ...):
 	// the shadow holds the job with this reason.
-	HoldReason    string `protobuf:"bytes,5,opt,name=hold_reason,json=holdReason,proto3" json:"hold_reason,omitempty"`
-	HoldCode      int32  `protobuf:"varint,6,opt,name=hold_code,json=holdCode,proto3" json:"hold_code,omitempty"`
+	HoldReason string `protobuf:"bytes,5,opt,name=hold_reason,json=holdReason,proto3" json:"hold_reason,omitempty"`
+	HoldCode   int32  `protobuf:"varint,6,opt,name=hold_code,json=holdCode,proto3" json:"hold_code,omitempty"`
+	// Set when the execute machine took the job back (its owner's policy,
+	// a shutdown): the job did not finish and should run again elsewhere.
+	Evicted       bool   `protobuf:"varint,7,opt,name=evicted,proto3" json:"evicted,omitempty"`
+	EvictReason   string `protobuf:"bytes,8,opt,name=evict_reason,json=evictReason,proto3" json:"evict_reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Exited) Reset() {
 	*x = Exited{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[22]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1350,7 +1557,7 @@ func (x *Exited) String() string {
 func (*Exited) ProtoMessage() {}
 
 func (x *Exited) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[22]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1363,7 +1570,7 @@ func (x *Exited) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Exited.ProtoReflect.Descriptor instead.
 func (*Exited) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{22}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Exited) GetBySignal() bool {
@@ -1408,6 +1615,20 @@ func (x *Exited) GetHoldCode() int32 {
 	return 0
 }
 
+func (x *Exited) GetEvicted() bool {
+	if x != nil {
+		return x.Evicted
+	}
+	return false
+}
+
+func (x *Exited) GetEvictReason() string {
+	if x != nil {
+		return x.EvictReason
+	}
+	return ""
+}
+
 type ShadowMessage struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Body:
@@ -1421,7 +1642,7 @@ type ShadowMessage struct {
 
 func (x *ShadowMessage) Reset() {
 	*x = ShadowMessage{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[23]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1433,7 +1654,7 @@ func (x *ShadowMessage) String() string {
 func (*ShadowMessage) ProtoMessage() {}
 
 func (x *ShadowMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[23]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1446,7 +1667,7 @@ func (x *ShadowMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShadowMessage.ProtoReflect.Descriptor instead.
 func (*ShadowMessage) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{23}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ShadowMessage) GetBody() isShadowMessage_Body {
@@ -1499,7 +1720,7 @@ type JobSpec struct {
 
 func (x *JobSpec) Reset() {
 	*x = JobSpec{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[24]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1511,7 +1732,7 @@ func (x *JobSpec) String() string {
 func (*JobSpec) ProtoMessage() {}
 
 func (x *JobSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[24]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1524,7 +1745,7 @@ func (x *JobSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobSpec.ProtoReflect.Descriptor instead.
 func (*JobSpec) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{24}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *JobSpec) GetJobAd() string {
@@ -1543,7 +1764,7 @@ type Kill struct {
 
 func (x *Kill) Reset() {
 	*x = Kill{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[25]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1555,7 +1776,7 @@ func (x *Kill) String() string {
 func (*Kill) ProtoMessage() {}
 
 func (x *Kill) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[25]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1568,7 +1789,7 @@ func (x *Kill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Kill.ProtoReflect.Descriptor instead.
 func (*Kill) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{25}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Kill) GetReason() string {
@@ -1589,7 +1810,7 @@ type ReadFileRequest struct {
 
 func (x *ReadFileRequest) Reset() {
 	*x = ReadFileRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[26]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1601,7 +1822,7 @@ func (x *ReadFileRequest) String() string {
 func (*ReadFileRequest) ProtoMessage() {}
 
 func (x *ReadFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[26]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1614,7 +1835,7 @@ func (x *ReadFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadFileRequest.ProtoReflect.Descriptor instead.
 func (*ReadFileRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{26}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ReadFileRequest) GetSecret() string {
@@ -1642,7 +1863,7 @@ type FileChunk struct {
 
 func (x *FileChunk) Reset() {
 	*x = FileChunk{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[27]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1654,7 +1875,7 @@ func (x *FileChunk) String() string {
 func (*FileChunk) ProtoMessage() {}
 
 func (x *FileChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[27]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1667,7 +1888,7 @@ func (x *FileChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileChunk.ProtoReflect.Descriptor instead.
 func (*FileChunk) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{27}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *FileChunk) GetData() []byte {
@@ -1692,7 +1913,7 @@ type NewClusterRequest struct {
 
 func (x *NewClusterRequest) Reset() {
 	*x = NewClusterRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1704,7 +1925,7 @@ func (x *NewClusterRequest) String() string {
 func (*NewClusterRequest) ProtoMessage() {}
 
 func (x *NewClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1717,7 +1938,7 @@ func (x *NewClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NewClusterRequest.ProtoReflect.Descriptor instead.
 func (*NewClusterRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{28}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{32}
 }
 
 type NewClusterReply struct {
@@ -1729,7 +1950,7 @@ type NewClusterReply struct {
 
 func (x *NewClusterReply) Reset() {
 	*x = NewClusterReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1741,7 +1962,7 @@ func (x *NewClusterReply) String() string {
 func (*NewClusterReply) ProtoMessage() {}
 
 func (x *NewClusterReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1754,7 +1975,7 @@ func (x *NewClusterReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NewClusterReply.ProtoReflect.Descriptor instead.
 func (*NewClusterReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{29}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *NewClusterReply) GetCluster() int32 {
@@ -1774,7 +1995,7 @@ type SubmitRequest struct {
 
 func (x *SubmitRequest) Reset() {
 	*x = SubmitRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1786,7 +2007,7 @@ func (x *SubmitRequest) String() string {
 func (*SubmitRequest) ProtoMessage() {}
 
 func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1799,7 +2020,7 @@ func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitRequest.ProtoReflect.Descriptor instead.
 func (*SubmitRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{30}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SubmitRequest) GetCluster() int32 {
@@ -1825,7 +2046,7 @@ type SubmitReply struct {
 
 func (x *SubmitReply) Reset() {
 	*x = SubmitReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1837,7 +2058,7 @@ func (x *SubmitReply) String() string {
 func (*SubmitReply) ProtoMessage() {}
 
 func (x *SubmitReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1850,7 +2071,7 @@ func (x *SubmitReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitReply.ProtoReflect.Descriptor instead.
 func (*SubmitReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{31}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *SubmitReply) GetCount() int32 {
@@ -1872,7 +2093,7 @@ type JobQueryRequest struct {
 
 func (x *JobQueryRequest) Reset() {
 	*x = JobQueryRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1884,7 +2105,7 @@ func (x *JobQueryRequest) String() string {
 func (*JobQueryRequest) ProtoMessage() {}
 
 func (x *JobQueryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1897,7 +2118,7 @@ func (x *JobQueryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobQueryRequest.ProtoReflect.Descriptor instead.
 func (*JobQueryRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{32}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *JobQueryRequest) GetIds() []string {
@@ -1930,7 +2151,7 @@ type JobQueryReply struct {
 
 func (x *JobQueryReply) Reset() {
 	*x = JobQueryReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1942,7 +2163,7 @@ func (x *JobQueryReply) String() string {
 func (*JobQueryReply) ProtoMessage() {}
 
 func (x *JobQueryReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1955,7 +2176,7 @@ func (x *JobQueryReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobQueryReply.ProtoReflect.Descriptor instead.
 func (*JobQueryReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{33}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *JobQueryReply) GetAds() []string {
@@ -1976,7 +2197,7 @@ type ActRequest struct {
 
 func (x *ActRequest) Reset() {
 	*x = ActRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1988,7 +2209,7 @@ func (x *ActRequest) String() string {
 func (*ActRequest) ProtoMessage() {}
 
 func (x *ActRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2001,7 +2222,7 @@ func (x *ActRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActRequest.ProtoReflect.Descriptor instead.
 func (*ActRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{34}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ActRequest) GetAction() ActRequest_Action {
@@ -2034,7 +2255,7 @@ type ActReply struct {
 
 func (x *ActReply) Reset() {
 	*x = ActReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2046,7 +2267,7 @@ func (x *ActReply) String() string {
 func (*ActReply) ProtoMessage() {}
 
 func (x *ActReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2059,7 +2280,7 @@ func (x *ActReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActReply.ProtoReflect.Descriptor instead.
 func (*ActReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{35}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ActReply) GetResults() []*ActResult {
@@ -2080,7 +2301,7 @@ type ActResult struct {
 
 func (x *ActResult) Reset() {
 	*x = ActResult{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2092,7 +2313,7 @@ func (x *ActResult) String() string {
 func (*ActResult) ProtoMessage() {}
 
 func (x *ActResult) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2105,7 +2326,7 @@ func (x *ActResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActResult.ProtoReflect.Descriptor instead.
 func (*ActResult) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{36}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ActResult) GetId() string {
@@ -2167,7 +2388,11 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\vstartd_addr\x18\x04 \x01(\tR\n" +
 	"startdAddr\x12\x12\n" +
 	"\x04slot\x18\x05 \x01(\tR\x04slot\"\x0e\n" +
-	"\fMatchedReply\"\\\n" +
+	"\fMatchedReply\"-\n" +
+	"\x10KeepAliveRequest\x12\x19\n" +
+	"\bclaim_id\x18\x01 \x01(\tR\aclaimId\"5\n" +
+	"\x0eKeepAliveReply\x12#\n" +
+	"\rlease_seconds\x18\x01 \x01(\x05R\fleaseSeconds\"\\\n" +
 	"\x14StartdMatchedRequest\x12\x12\n" +
 	"\x04slot\x18\x01 \x01(\tR\x04slot\x12\x19\n" +
 	"\bclaim_id\x18\x02 \x01(\tR\aclaimId\x12\x15\n" +
@@ -2192,14 +2417,19 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\x12ActivateClaimReply\"0\n" +
 	"\x13ReleaseClaimRequest\x12\x19\n" +
 	"\bclaim_id\x18\x01 \x01(\tR\aclaimId\"\x13\n" +
-	"\x11ReleaseClaimReply\"\xfb\x01\n" +
+	"\x11ReleaseClaimReply\"\xe3\x02\n" +
 	"\x0eStarterMessage\x12)\n" +
 	"\x05hello\x18\x01 \x01(\v2\x11.harrier.v1.HelloH\x00R\x05hello\x12,\n" +
 	"\x06output\x18\x02 \x01(\v2\x12.harrier.v1.OutputH\x00R\x06output\x12/\n" +
 	"\astarted\x18\x03 \x01(\v2\x13.harrier.v1.StartedH\x00R\astarted\x12)\n" +
 	"\x05usage\x18\x04 \x01(\v2\x11.harrier.v1.UsageH\x00R\x05usage\x12,\n" +
-	"\x06exited\x18\x05 \x01(\v2\x12.harrier.v1.ExitedH\x00R\x06exitedB\x06\n" +
-	"\x04body\"J\n" +
+	"\x06exited\x18\x05 \x01(\v2\x12.harrier.v1.ExitedH\x00R\x06exited\x125\n" +
+	"\tsuspended\x18\x06 \x01(\v2\x15.harrier.v1.SuspendedH\x00R\tsuspended\x12/\n" +
+	"\aresumed\x18\a \x01(\v2\x13.harrier.v1.ResumedH\x00R\aresumedB\x06\n" +
+	"\x04body\"#\n" +
+	"\tSuspended\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"\t\n" +
+	"\aResumed\"J\n" +
 	"\x05Hello\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x16\n" +
 	"\x06secret\x18\x02 \x01(\tR\x06secret\x12\x12\n" +
@@ -2213,7 +2443,7 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\x10user_cpu_seconds\x18\x01 \x01(\x01R\x0euserCpuSeconds\x12&\n" +
 	"\x0fsys_cpu_seconds\x18\x02 \x01(\x01R\rsysCpuSeconds\x12\"\n" +
 	"\rmax_rss_bytes\x18\x03 \x01(\x03R\vmaxRssBytes\x12!\n" +
-	"\fmemory_bytes\x18\x04 \x01(\x03R\vmemoryBytes\"\xc1\x01\n" +
+	"\fmemory_bytes\x18\x04 \x01(\x03R\vmemoryBytes\"\xfe\x01\n" +
 	"\x06Exited\x12\x1b\n" +
 	"\tby_signal\x18\x01 \x01(\bR\bbySignal\x12\x1b\n" +
 	"\texit_code\x18\x02 \x01(\x05R\bexitCode\x12\x16\n" +
@@ -2221,7 +2451,9 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\x05usage\x18\x04 \x01(\v2\x11.harrier.v1.UsageR\x05usage\x12\x1f\n" +
 	"\vhold_reason\x18\x05 \x01(\tR\n" +
 	"holdReason\x12\x1b\n" +
-	"\thold_code\x18\x06 \x01(\x05R\bholdCode\"h\n" +
+	"\thold_code\x18\x06 \x01(\x05R\bholdCode\x12\x18\n" +
+	"\aevicted\x18\a \x01(\bR\aevicted\x12!\n" +
+	"\fevict_reason\x18\b \x01(\tR\vevictReason\"h\n" +
 	"\rShadowMessage\x12'\n" +
 	"\x03job\x18\x01 \x01(\v2\x13.harrier.v1.JobSpecH\x00R\x03job\x12&\n" +
 	"\x04kill\x18\x02 \x01(\v2\x10.harrier.v1.KillH\x00R\x04killB\x06\n" +
@@ -2276,12 +2508,13 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"Invalidate\x12\x1d.harrier.v1.InvalidateRequest\x1a\x1b.harrier.v1.InvalidateReply\x129\n" +
 	"\x05Query\x12\x18.harrier.v1.QueryRequest\x1a\x16.harrier.v1.QueryReply2H\n" +
 	"\x05Agent\x12?\n" +
-	"\aMatched\x12\x1a.harrier.v1.MatchedRequest\x1a\x18.harrier.v1.MatchedReply2\xc8\x02\n" +
+	"\aMatched\x12\x1a.harrier.v1.MatchedRequest\x1a\x18.harrier.v1.MatchedReply2\x8f\x03\n" +
 	"\x06Startd\x12K\n" +
 	"\aMatched\x12 .harrier.v1.StartdMatchedRequest\x1a\x1e.harrier.v1.StartdMatchedReply\x12N\n" +
 	"\fRequestClaim\x12\x1f.harrier.v1.RequestClaimRequest\x1a\x1d.harrier.v1.RequestClaimReply\x12Q\n" +
 	"\rActivateClaim\x12 .harrier.v1.ActivateClaimRequest\x1a\x1e.harrier.v1.ActivateClaimReply\x12N\n" +
-	"\fReleaseClaim\x12\x1f.harrier.v1.ReleaseClaimRequest\x1a\x1d.harrier.v1.ReleaseClaimReply2\x8f\x01\n" +
+	"\fReleaseClaim\x12\x1f.harrier.v1.ReleaseClaimRequest\x1a\x1d.harrier.v1.ReleaseClaimReply\x12E\n" +
+	"\tKeepAlive\x12\x1c.harrier.v1.KeepAliveRequest\x1a\x1a.harrier.v1.KeepAliveReply2\x8f\x01\n" +
 	"\x06Shadow\x12C\n" +
 	"\x06Attach\x12\x1a.harrier.v1.StarterMessage\x1a\x19.harrier.v1.ShadowMessage(\x010\x01\x12@\n" +
 	"\bReadFile\x12\x1b.harrier.v1.ReadFileRequest\x1a\x15.harrier.v1.FileChunk0\x012\x88\x03\n" +
@@ -2307,7 +2540,7 @@ func file_harrier_v1_harrier_proto_rawDescGZIP() []byte {
 }
 
 var file_harrier_v1_harrier_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_harrier_v1_harrier_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
+var file_harrier_v1_harrier_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_harrier_v1_harrier_proto_goTypes = []any{
 	(ActRequest_Action)(0),       // 0: harrier.v1.ActRequest.Action
 	(*AdvertiseRequest)(nil),     // 1: harrier.v1.AdvertiseRequest
@@ -2319,85 +2552,93 @@ var file_harrier_v1_harrier_proto_goTypes = []any{
 	(*QueryReply)(nil),           // 7: harrier.v1.QueryReply
 	(*MatchedRequest)(nil),       // 8: harrier.v1.MatchedRequest
 	(*MatchedReply)(nil),         // 9: harrier.v1.MatchedReply
-	(*StartdMatchedRequest)(nil), // 10: harrier.v1.StartdMatchedRequest
-	(*StartdMatchedReply)(nil),   // 11: harrier.v1.StartdMatchedReply
-	(*RequestClaimRequest)(nil),  // 12: harrier.v1.RequestClaimRequest
-	(*RequestClaimReply)(nil),    // 13: harrier.v1.RequestClaimReply
-	(*ActivateClaimRequest)(nil), // 14: harrier.v1.ActivateClaimRequest
-	(*ActivateClaimReply)(nil),   // 15: harrier.v1.ActivateClaimReply
-	(*ReleaseClaimRequest)(nil),  // 16: harrier.v1.ReleaseClaimRequest
-	(*ReleaseClaimReply)(nil),    // 17: harrier.v1.ReleaseClaimReply
-	(*StarterMessage)(nil),       // 18: harrier.v1.StarterMessage
-	(*Hello)(nil),                // 19: harrier.v1.Hello
-	(*Output)(nil),               // 20: harrier.v1.Output
-	(*Started)(nil),              // 21: harrier.v1.Started
-	(*Usage)(nil),                // 22: harrier.v1.Usage
-	(*Exited)(nil),               // 23: harrier.v1.Exited
-	(*ShadowMessage)(nil),        // 24: harrier.v1.ShadowMessage
-	(*JobSpec)(nil),              // 25: harrier.v1.JobSpec
-	(*Kill)(nil),                 // 26: harrier.v1.Kill
-	(*ReadFileRequest)(nil),      // 27: harrier.v1.ReadFileRequest
-	(*FileChunk)(nil),            // 28: harrier.v1.FileChunk
-	(*NewClusterRequest)(nil),    // 29: harrier.v1.NewClusterRequest
-	(*NewClusterReply)(nil),      // 30: harrier.v1.NewClusterReply
-	(*SubmitRequest)(nil),        // 31: harrier.v1.SubmitRequest
-	(*SubmitReply)(nil),          // 32: harrier.v1.SubmitReply
-	(*JobQueryRequest)(nil),      // 33: harrier.v1.JobQueryRequest
-	(*JobQueryReply)(nil),        // 34: harrier.v1.JobQueryReply
-	(*ActRequest)(nil),           // 35: harrier.v1.ActRequest
-	(*ActReply)(nil),             // 36: harrier.v1.ActReply
-	(*ActResult)(nil),            // 37: harrier.v1.ActResult
+	(*KeepAliveRequest)(nil),     // 10: harrier.v1.KeepAliveRequest
+	(*KeepAliveReply)(nil),       // 11: harrier.v1.KeepAliveReply
+	(*StartdMatchedRequest)(nil), // 12: harrier.v1.StartdMatchedRequest
+	(*StartdMatchedReply)(nil),   // 13: harrier.v1.StartdMatchedReply
+	(*RequestClaimRequest)(nil),  // 14: harrier.v1.RequestClaimRequest
+	(*RequestClaimReply)(nil),    // 15: harrier.v1.RequestClaimReply
+	(*ActivateClaimRequest)(nil), // 16: harrier.v1.ActivateClaimRequest
+	(*ActivateClaimReply)(nil),   // 17: harrier.v1.ActivateClaimReply
+	(*ReleaseClaimRequest)(nil),  // 18: harrier.v1.ReleaseClaimRequest
+	(*ReleaseClaimReply)(nil),    // 19: harrier.v1.ReleaseClaimReply
+	(*StarterMessage)(nil),       // 20: harrier.v1.StarterMessage
+	(*Suspended)(nil),            // 21: harrier.v1.Suspended
+	(*Resumed)(nil),              // 22: harrier.v1.Resumed
+	(*Hello)(nil),                // 23: harrier.v1.Hello
+	(*Output)(nil),               // 24: harrier.v1.Output
+	(*Started)(nil),              // 25: harrier.v1.Started
+	(*Usage)(nil),                // 26: harrier.v1.Usage
+	(*Exited)(nil),               // 27: harrier.v1.Exited
+	(*ShadowMessage)(nil),        // 28: harrier.v1.ShadowMessage
+	(*JobSpec)(nil),              // 29: harrier.v1.JobSpec
+	(*Kill)(nil),                 // 30: harrier.v1.Kill
+	(*ReadFileRequest)(nil),      // 31: harrier.v1.ReadFileRequest
+	(*FileChunk)(nil),            // 32: harrier.v1.FileChunk
+	(*NewClusterRequest)(nil),    // 33: harrier.v1.NewClusterRequest
+	(*NewClusterReply)(nil),      // 34: harrier.v1.NewClusterReply
+	(*SubmitRequest)(nil),        // 35: harrier.v1.SubmitRequest
+	(*SubmitReply)(nil),          // 36: harrier.v1.SubmitReply
+	(*JobQueryRequest)(nil),      // 37: harrier.v1.JobQueryRequest
+	(*JobQueryReply)(nil),        // 38: harrier.v1.JobQueryReply
+	(*ActRequest)(nil),           // 39: harrier.v1.ActRequest
+	(*ActReply)(nil),             // 40: harrier.v1.ActReply
+	(*ActResult)(nil),            // 41: harrier.v1.ActResult
 }
 var file_harrier_v1_harrier_proto_depIdxs = []int32{
-	19, // 0: harrier.v1.StarterMessage.hello:type_name -> harrier.v1.Hello
-	20, // 1: harrier.v1.StarterMessage.output:type_name -> harrier.v1.Output
-	21, // 2: harrier.v1.StarterMessage.started:type_name -> harrier.v1.Started
-	22, // 3: harrier.v1.StarterMessage.usage:type_name -> harrier.v1.Usage
-	23, // 4: harrier.v1.StarterMessage.exited:type_name -> harrier.v1.Exited
-	22, // 5: harrier.v1.Exited.usage:type_name -> harrier.v1.Usage
-	25, // 6: harrier.v1.ShadowMessage.job:type_name -> harrier.v1.JobSpec
-	26, // 7: harrier.v1.ShadowMessage.kill:type_name -> harrier.v1.Kill
-	0,  // 8: harrier.v1.ActRequest.action:type_name -> harrier.v1.ActRequest.Action
-	37, // 9: harrier.v1.ActReply.results:type_name -> harrier.v1.ActResult
-	1,  // 10: harrier.v1.Collector.Advertise:input_type -> harrier.v1.AdvertiseRequest
-	2,  // 11: harrier.v1.Collector.AdvertiseJobs:input_type -> harrier.v1.AdvertiseJobsRequest
-	4,  // 12: harrier.v1.Collector.Invalidate:input_type -> harrier.v1.InvalidateRequest
-	6,  // 13: harrier.v1.Collector.Query:input_type -> harrier.v1.QueryRequest
-	8,  // 14: harrier.v1.Agent.Matched:input_type -> harrier.v1.MatchedRequest
-	10, // 15: harrier.v1.Startd.Matched:input_type -> harrier.v1.StartdMatchedRequest
-	12, // 16: harrier.v1.Startd.RequestClaim:input_type -> harrier.v1.RequestClaimRequest
-	14, // 17: harrier.v1.Startd.ActivateClaim:input_type -> harrier.v1.ActivateClaimRequest
-	16, // 18: harrier.v1.Startd.ReleaseClaim:input_type -> harrier.v1.ReleaseClaimRequest
-	18, // 19: harrier.v1.Shadow.Attach:input_type -> harrier.v1.StarterMessage
-	27, // 20: harrier.v1.Shadow.ReadFile:input_type -> harrier.v1.ReadFileRequest
-	29, // 21: harrier.v1.Schedd.NewCluster:input_type -> harrier.v1.NewClusterRequest
-	31, // 22: harrier.v1.Schedd.Submit:input_type -> harrier.v1.SubmitRequest
-	33, // 23: harrier.v1.Schedd.Query:input_type -> harrier.v1.JobQueryRequest
-	33, // 24: harrier.v1.Schedd.History:input_type -> harrier.v1.JobQueryRequest
-	35, // 25: harrier.v1.Schedd.Act:input_type -> harrier.v1.ActRequest
-	6,  // 26: harrier.v1.Schedd.QueryPool:input_type -> harrier.v1.QueryRequest
-	3,  // 27: harrier.v1.Collector.Advertise:output_type -> harrier.v1.AdvertiseReply
-	3,  // 28: harrier.v1.Collector.AdvertiseJobs:output_type -> harrier.v1.AdvertiseReply
-	5,  // 29: harrier.v1.Collector.Invalidate:output_type -> harrier.v1.InvalidateReply
-	7,  // 30: harrier.v1.Collector.Query:output_type -> harrier.v1.QueryReply
-	9,  // 31: harrier.v1.Agent.Matched:output_type -> harrier.v1.MatchedReply
-	11, // 32: harrier.v1.Startd.Matched:output_type -> harrier.v1.StartdMatchedReply
-	13, // 33: harrier.v1.Startd.RequestClaim:output_type -> harrier.v1.RequestClaimReply
-	15, // 34: harrier.v1.Startd.ActivateClaim:output_type -> harrier.v1.ActivateClaimReply
-	17, // 35: harrier.v1.Startd.ReleaseClaim:output_type -> harrier.v1.ReleaseClaimReply
-	24, // 36: harrier.v1.Shadow.Attach:output_type -> harrier.v1.ShadowMessage
-	28, // 37: harrier.v1.Shadow.ReadFile:output_type -> harrier.v1.FileChunk
-	30, // 38: harrier.v1.Schedd.NewCluster:output_type -> harrier.v1.NewClusterReply
-	32, // 39: harrier.v1.Schedd.Submit:output_type -> harrier.v1.SubmitReply
-	34, // 40: harrier.v1.Schedd.Query:output_type -> harrier.v1.JobQueryReply
-	34, // 41: harrier.v1.Schedd.History:output_type -> harrier.v1.JobQueryReply
-	36, // 42: harrier.v1.Schedd.Act:output_type -> harrier.v1.ActReply
-	7,  // 43: harrier.v1.Schedd.QueryPool:output_type -> harrier.v1.QueryReply
-	27, // [27:44] is the sub-list for method output_type
-	10, // [10:27] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	23, // 0: harrier.v1.StarterMessage.hello:type_name -> harrier.v1.Hello
+	24, // 1: harrier.v1.StarterMessage.output:type_name -> harrier.v1.Output
+	25, // 2: harrier.v1.StarterMessage.started:type_name -> harrier.v1.Started
+	26, // 3: harrier.v1.StarterMessage.usage:type_name -> harrier.v1.Usage
+	27, // 4: harrier.v1.StarterMessage.exited:type_name -> harrier.v1.Exited
+	21, // 5: harrier.v1.StarterMessage.suspended:type_name -> harrier.v1.Suspended
+	22, // 6: harrier.v1.StarterMessage.resumed:type_name -> harrier.v1.Resumed
+	26, // 7: harrier.v1.Exited.usage:type_name -> harrier.v1.Usage
+	29, // 8: harrier.v1.ShadowMessage.job:type_name -> harrier.v1.JobSpec
+	30, // 9: harrier.v1.ShadowMessage.kill:type_name -> harrier.v1.Kill
+	0,  // 10: harrier.v1.ActRequest.action:type_name -> harrier.v1.ActRequest.Action
+	41, // 11: harrier.v1.ActReply.results:type_name -> harrier.v1.ActResult
+	1,  // 12: harrier.v1.Collector.Advertise:input_type -> harrier.v1.AdvertiseRequest
+	2,  // 13: harrier.v1.Collector.AdvertiseJobs:input_type -> harrier.v1.AdvertiseJobsRequest
+	4,  // 14: harrier.v1.Collector.Invalidate:input_type -> harrier.v1.InvalidateRequest
+	6,  // 15: harrier.v1.Collector.Query:input_type -> harrier.v1.QueryRequest
+	8,  // 16: harrier.v1.Agent.Matched:input_type -> harrier.v1.MatchedRequest
+	12, // 17: harrier.v1.Startd.Matched:input_type -> harrier.v1.StartdMatchedRequest
+	14, // 18: harrier.v1.Startd.RequestClaim:input_type -> harrier.v1.RequestClaimRequest
+	16, // 19: harrier.v1.Startd.ActivateClaim:input_type -> harrier.v1.ActivateClaimRequest
+	18, // 20: harrier.v1.Startd.ReleaseClaim:input_type -> harrier.v1.ReleaseClaimRequest
+	10, // 21: harrier.v1.Startd.KeepAlive:input_type -> harrier.v1.KeepAliveRequest
+	20, // 22: harrier.v1.Shadow.Attach:input_type -> harrier.v1.StarterMessage
+	31, // 23: harrier.v1.Shadow.ReadFile:input_type -> harrier.v1.ReadFileRequest
+	33, // 24: harrier.v1.Schedd.NewCluster:input_type -> harrier.v1.NewClusterRequest
+	35, // 25: harrier.v1.Schedd.Submit:input_type -> harrier.v1.SubmitRequest
+	37, // 26: harrier.v1.Schedd.Query:input_type -> harrier.v1.JobQueryRequest
+	37, // 27: harrier.v1.Schedd.History:input_type -> harrier.v1.JobQueryRequest
+	39, // 28: harrier.v1.Schedd.Act:input_type -> harrier.v1.ActRequest
+	6,  // 29: harrier.v1.Schedd.QueryPool:input_type -> harrier.v1.QueryRequest
+	3,  // 30: harrier.v1.Collector.Advertise:output_type -> harrier.v1.AdvertiseReply
+	3,  // 31: harrier.v1.Collector.AdvertiseJobs:output_type -> harrier.v1.AdvertiseReply
+	5,  // 32: harrier.v1.Collector.Invalidate:output_type -> harrier.v1.InvalidateReply
+	7,  // 33: harrier.v1.Collector.Query:output_type -> harrier.v1.QueryReply
+	9,  // 34: harrier.v1.Agent.Matched:output_type -> harrier.v1.MatchedReply
+	13, // 35: harrier.v1.Startd.Matched:output_type -> harrier.v1.StartdMatchedReply
+	15, // 36: harrier.v1.Startd.RequestClaim:output_type -> harrier.v1.RequestClaimReply
+	17, // 37: harrier.v1.Startd.ActivateClaim:output_type -> harrier.v1.ActivateClaimReply
+	19, // 38: harrier.v1.Startd.ReleaseClaim:output_type -> harrier.v1.ReleaseClaimReply
+	11, // 39: harrier.v1.Startd.KeepAlive:output_type -> harrier.v1.KeepAliveReply
+	28, // 40: harrier.v1.Shadow.Attach:output_type -> harrier.v1.ShadowMessage
+	32, // 41: harrier.v1.Shadow.ReadFile:output_type -> harrier.v1.FileChunk
+	34, // 42: harrier.v1.Schedd.NewCluster:output_type -> harrier.v1.NewClusterReply
+	36, // 43: harrier.v1.Schedd.Submit:output_type -> harrier.v1.SubmitReply
+	38, // 44: harrier.v1.Schedd.Query:output_type -> harrier.v1.JobQueryReply
+	38, // 45: harrier.v1.Schedd.History:output_type -> harrier.v1.JobQueryReply
+	40, // 46: harrier.v1.Schedd.Act:output_type -> harrier.v1.ActReply
+	7,  // 47: harrier.v1.Schedd.QueryPool:output_type -> harrier.v1.QueryReply
+	30, // [30:48] is the sub-list for method output_type
+	12, // [12:30] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_harrier_v1_harrier_proto_init() }
@@ -2405,14 +2646,16 @@ func file_harrier_v1_harrier_proto_init() {
 	if File_harrier_v1_harrier_proto != nil {
 		return
 	}
-	file_harrier_v1_harrier_proto_msgTypes[17].OneofWrappers = []any{
+	file_harrier_v1_harrier_proto_msgTypes[19].OneofWrappers = []any{
 		(*StarterMessage_Hello)(nil),
 		(*StarterMessage_Output)(nil),
 		(*StarterMessage_Started)(nil),
 		(*StarterMessage_Usage)(nil),
 		(*StarterMessage_Exited)(nil),
+		(*StarterMessage_Suspended)(nil),
+		(*StarterMessage_Resumed)(nil),
 	}
-	file_harrier_v1_harrier_proto_msgTypes[23].OneofWrappers = []any{
+	file_harrier_v1_harrier_proto_msgTypes[27].OneofWrappers = []any{
 		(*ShadowMessage_Job)(nil),
 		(*ShadowMessage_Kill)(nil),
 	}
@@ -2422,7 +2665,7 @@ func file_harrier_v1_harrier_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harrier_v1_harrier_proto_rawDesc), len(file_harrier_v1_harrier_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   37,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   5,
 		},

@@ -373,6 +373,7 @@ const (
 	Startd_RequestClaim_FullMethodName  = "/harrier.v1.Startd/RequestClaim"
 	Startd_ActivateClaim_FullMethodName = "/harrier.v1.Startd/ActivateClaim"
 	Startd_ReleaseClaim_FullMethodName  = "/harrier.v1.Startd/ReleaseClaim"
+	Startd_KeepAlive_FullMethodName     = "/harrier.v1.Startd/KeepAlive"
 )
 
 // StartdClient is the client API for Startd service.
@@ -391,6 +392,9 @@ type StartdClient interface {
 	ActivateClaim(ctx context.Context, in *ActivateClaimRequest, opts ...grpc.CallOption) (*ActivateClaimReply, error)
 	// ReleaseClaim ends a claim; any job still running under it is killed.
 	ReleaseClaim(ctx context.Context, in *ReleaseClaimRequest, opts ...grpc.CallOption) (*ReleaseClaimReply, error)
+	// KeepAlive renews the lease of a claim. A startd that hears nothing
+	// from the claiming agent for the lease time releases the claim.
+	KeepAlive(ctx context.Context, in *KeepAliveRequest, opts ...grpc.CallOption) (*KeepAliveReply, error)
 }
 
 type startdClient struct {
@@ -441,6 +445,16 @@ func (c *startdClient) ReleaseClaim(ctx context.Context, in *ReleaseClaimRequest
 	return out, nil
 }
 
+func (c *startdClient) KeepAlive(ctx context.Context, in *KeepAliveRequest, opts ...grpc.CallOption) (*KeepAliveReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(KeepAliveReply)
+	err := c.cc.Invoke(ctx, Startd_KeepAlive_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // StartdServer is the server API for Startd service.
 // All implementations must embed UnimplementedStartdServer
 // for forward compatibility.
@@ -457,6 +471,9 @@ type StartdServer interface {
 	ActivateClaim(context.Context, *ActivateClaimRequest) (*ActivateClaimReply, error)
 	// ReleaseClaim ends a claim; any job still running under it is killed.
 	ReleaseClaim(context.Context, *ReleaseClaimRequest) (*ReleaseClaimReply, error)
+	// KeepAlive renews the lease of a claim. A startd that hears nothing
+	// from the claiming agent for the lease time releases the claim.
+	KeepAlive(context.Context, *KeepAliveRequest) (*KeepAliveReply, error)
 	mustEmbedUnimplementedStartdServer()
 }
 
@@ -478,6 +495,9 @@ func (UnimplementedStartdServer) ActivateClaim(context.Context, *ActivateClaimRe
 }
 func (UnimplementedStartdServer) ReleaseClaim(context.Context, *ReleaseClaimRequest) (*ReleaseClaimReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReleaseClaim not implemented")
+}
+func (UnimplementedStartdServer) KeepAlive(context.Context, *KeepAliveRequest) (*KeepAliveReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method KeepAlive not implemented")
 }
 func (UnimplementedStartdServer) mustEmbedUnimplementedStartdServer() {}
 func (UnimplementedStartdServer) testEmbeddedByValue()                {}
@@ -572,6 +592,24 @@ func _Startd_ReleaseClaim_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Startd_KeepAlive_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(KeepAliveRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StartdServer).KeepAlive(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Startd_KeepAlive_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StartdServer).KeepAlive(ctx, req.(*KeepAliveRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Startd_ServiceDesc is the grpc.ServiceDesc for Startd service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -594,6 +632,10 @@ var Startd_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ReleaseClaim",
 			Handler:    _Startd_ReleaseClaim_Handler,
+		},
+		{
+			MethodName: "KeepAlive",
+			Handler:    _Startd_KeepAlive_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

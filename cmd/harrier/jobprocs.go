@@ -57,7 +57,10 @@ func runShadow(_ []string, stdin io.Reader, stdout io.Writer) error {
 	return s.Run(ctx)
 }
 
-// runStarter is the starter process a startd starts for each job.
+// runStarter is the starter process a startd starts for each job. The
+// startd steers it with signals: SIGUSR1 suspends the job, SIGUSR2
+// continues it, SIGTERM vacates it (the job is stopped and runs again
+// elsewhere) and SIGINT kills it at once.
 func runStarter(_ []string, stdin io.Reader, _ io.Writer) error {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("process", "starter")
 	spec, err := starter.ReadSpec(stdin)
@@ -68,7 +71,22 @@ func runStarter(_ []string, stdin io.Reader, _ io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("starter TLS: %w", err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT)
 	defer stop()
-	return starter.New(spec, tlsCfg, logger).Run(ctx)
+	s := starter.New(spec, tlsCfg, starter.ProcessRunner{}, logger)
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGTERM)
+	go func() {
+		for sig := range sigs {
+			switch sig {
+			case syscall.SIGUSR1:
+				s.Suspend()
+			case syscall.SIGUSR2:
+				s.Continue()
+			case syscall.SIGTERM:
+				s.Vacate()
+			}
+		}
+	}()
+	return s.Run(ctx)
 }

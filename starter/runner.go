@@ -1,0 +1,78 @@
+package starter
+
+import (
+	"context"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// Runner starts jobs. The plain-process runner (ProcessRunner) works
+// anywhere; the sandbox package provides one that runs each job in a
+// container with limits. The startd chooses, and says so in its ad.
+type Runner interface {
+	// Start starts the task. An error means the job could not start at
+	// all (missing or non-executable program, bad directory, unmeetable
+	// limits) and is reported to the user as the hold reason.
+	Start(ctx context.Context, t *Task) (Job, error)
+}
+
+// Task is what to run and under which limits.
+type Task struct {
+	// ID names the job ("12.3"), for container and cgroup names.
+	ID   string
+	Path string
+	Args []string // without argv[0]
+	Env  []string
+	// Dir is the job's working directory.
+	Dir string
+	// ScratchDir is the job's private directory on the execute machine.
+	ScratchDir string
+	// Stdin is the job's standard input (nil: /dev/null). Stdout and
+	// Stderr are the write ends of pipes the starter reads; the runner
+	// hands them to the job and the starter closes its copies after Start.
+	Stdin          *os.File
+	Stdout, Stderr *os.File
+	// Limits from the job's requests.
+	Cpus     int64
+	MemoryMB int64
+	DiskKB   int64
+}
+
+// Job is a started job.
+type Job interface {
+	// Pid is the job's first process, as the execute machine sees it.
+	Pid() int
+	// Signal sends sig to every process of the job.
+	Signal(sig unix.Signal) error
+	// Suspend stops every process of the job; Continue resumes them.
+	Suspend() error
+	Continue() error
+	// Wait blocks until the job's first process has exited, then makes
+	// sure no process of the job is left, and releases what the runner
+	// holds for it. It reports how the job ended.
+	Wait() (Exit, error)
+	// Usage reports the job's resource use so far.
+	Usage() (Usage, error)
+}
+
+// Exit says how a job ended.
+type Exit struct {
+	// Signal is the signal that killed the job, or 0 if it exited with
+	// Code.
+	Code   int
+	Signal int
+	Usage  Usage
+	// HoldReason and HoldCode are set when the job ended because it broke
+	// a limit (it went over its memory request, say): the job is put on
+	// hold with this reason rather than reported as finished.
+	HoldReason string
+	HoldCode   int
+}
+
+// Usage is a job's resource use.
+type Usage struct {
+	UserCPU, SysCPU float64 // seconds
+	MaxRSSBytes     int64
+	MemoryBytes     int64 // now
+}
