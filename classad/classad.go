@@ -7,9 +7,10 @@ package classad
 // Update) must not happen concurrently with any other use.
 type ClassAd struct {
 	attrs []attr
-	// table is an open-addressing index into attrs: slot holds i+1, 0 is empty.
-	// Its length is a power of two at least twice len(attrs).
-	table []int32
+	// table is an open-addressing index into attrs. A slot holds the name's
+	// hash in its high half and i+1 in its low half; 0 is empty. Its length
+	// is a power of two at least twice len(attrs).
+	table []uint64
 	self  adRef
 }
 
@@ -55,11 +56,30 @@ func hashName(s string) uint32 {
 	return h
 }
 
-// equalFold compares ASCII strings ignoring case, as libclassad's strcasecmp does.
+// equalFold compares ASCII strings ignoring case, as libclassad's strcasecmp
+// does. Names usually agree exactly, so it compares eight bytes at a time
+// and folds case only in words that differ.
 func equalFold(a, b string) bool {
 	if len(a) != len(b) {
 		return false
 	}
+	for len(a) >= 8 {
+		if load64(a) != load64(b) && !equalFoldBytes(a[:8], b[:8]) {
+			return false
+		}
+		a, b = a[8:], b[8:]
+	}
+	return equalFoldBytes(a, b)
+}
+
+func load64(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// equalFoldBytes is equalFold for strings of equal length, byte by byte.
+func equalFoldBytes(a, b string) bool {
 	for i := 0; i < len(a); i++ {
 		x, y := a[i], b[i]
 		if x == y {
@@ -89,9 +109,11 @@ func (ad *ClassAd) find(name string, h uint32) int {
 		if slot == 0 {
 			return -1
 		}
-		a := &ad.attrs[slot-1]
-		if a.hash == h && equalFold(a.name, name) {
-			return int(slot - 1)
+		if uint32(slot>>32) == h {
+			j := int(uint32(slot)) - 1
+			if equalFold(ad.attrs[j].name, name) {
+				return j
+			}
 		}
 	}
 }
@@ -106,7 +128,7 @@ func (ad *ClassAd) reserve(n int) {
 	for size < 2*n {
 		size *= 2
 	}
-	ad.table = make([]int32, size)
+	ad.table = make([]uint64, size)
 }
 
 func (ad *ClassAd) reindex() {
@@ -115,7 +137,7 @@ func (ad *ClassAd) reindex() {
 		n *= 2
 	}
 	if len(ad.table) != n {
-		ad.table = make([]int32, n)
+		ad.table = make([]uint64, n)
 	} else {
 		clear(ad.table)
 	}
@@ -128,7 +150,7 @@ func (ad *ClassAd) insertSlot(i int) {
 	mask := uint32(len(ad.table) - 1)
 	for j := ad.attrs[i].hash & mask; ; j = (j + 1) & mask {
 		if ad.table[j] == 0 {
-			ad.table[j] = int32(i + 1)
+			ad.table[j] = uint64(ad.attrs[i].hash)<<32 | uint64(i+1)
 			return
 		}
 	}
@@ -219,7 +241,7 @@ func (ad *ClassAd) Names() []string {
 func (ad *ClassAd) Copy() *ClassAd {
 	c := &ClassAd{
 		attrs: append([]attr(nil), ad.attrs...),
-		table: append([]int32(nil), ad.table...),
+		table: append([]uint64(nil), ad.table...),
 	}
 	c.self.ad = c
 	return c

@@ -45,7 +45,6 @@ func getCtx(my, target *ClassAd) *evalCtx {
 
 func putCtx(c *evalCtx) {
 	c.my, c.target = nil, nil
-	clear(c.stack[:cap(c.stack)])
 	ctxPool.Put(c)
 }
 
@@ -328,6 +327,16 @@ func (n *binaryNode) eval(c *evalCtx, s *adRef) Value {
 			return Int(a - b)
 		case opMul:
 			return Int(a * b)
+		}
+	}
+	if l.kind == StringKind && r.kind == StringKind && (n.op == opEq || n.op == opNe) {
+		return Bool(equalFold(l.s(), r.s()) == (n.op == opEq))
+	}
+	if l.kind == RealKind || r.kind == RealKind {
+		if a, ok := l.RealValue(); ok {
+			if b, ok := r.RealValue(); ok && n.op >= opLt && n.op <= opGe {
+				return cmpFloatOp(n.op, a, b)
+			}
 		}
 	}
 	return binaryOp(n.op, l, r)

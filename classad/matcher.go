@@ -15,30 +15,35 @@ var (
 	rankHash         = hashName("Rank")
 )
 
-func (m *Matcher) evalAttr(a, b *ClassAd, name string, h uint32) Value {
+// Match is the package-level Match without its pool round trip.
+func (m *Matcher) Match(a, b *ClassAd) bool { return m.c.match(a, b) }
+
+// Rank is the package-level Rank without its pool round trip.
+func (m *Matcher) Rank(a, b *ClassAd) float64 { return m.c.rank(a, b) }
+
+// EvalAttr evaluates a's attribute name with TARGET = b.
+func (m *Matcher) EvalAttr(a, b *ClassAd, name string) Value {
+	return m.c.evalAgainst(a, b, name, hashName(name))
+}
+
+// evalAgainst evaluates a's attribute name (with hash h) with TARGET = b.
+func (c *evalCtx) evalAgainst(a, b *ClassAd, name string, h uint32) Value {
 	i := a.find(name, h)
 	if i < 0 {
 		return Value{}
 	}
-	m.c.reset(a, b)
-	v := m.c.evalAttr(a.root(), i)
-	m.c.my, m.c.target = nil, nil
+	c.reset(a, b)
+	v := c.evalAttr(a.root(), i)
+	c.my, c.target = nil, nil
 	return v
 }
 
-// Match is the package-level Match without its pool round trip.
-func (m *Matcher) Match(a, b *ClassAd) bool {
-	return m.evalAttr(a, b, "Requirements", requirementsHash).IsTrue() &&
-		m.evalAttr(b, a, "Requirements", requirementsHash).IsTrue()
+func (c *evalCtx) match(a, b *ClassAd) bool {
+	return c.evalAgainst(a, b, "Requirements", requirementsHash).IsTrue() &&
+		c.evalAgainst(b, a, "Requirements", requirementsHash).IsTrue()
 }
 
-// Rank is the package-level Rank without its pool round trip.
-func (m *Matcher) Rank(a, b *ClassAd) float64 {
-	f, _ := toFloat(m.evalAttr(a, b, "Rank", rankHash))
+func (c *evalCtx) rank(a, b *ClassAd) float64 {
+	f, _ := toFloat(c.evalAgainst(a, b, "Rank", rankHash))
 	return f
-}
-
-// EvalAttr evaluates a's attribute name with TARGET = b.
-func (m *Matcher) EvalAttr(a, b *ClassAd, name string) Value {
-	return m.evalAttr(a, b, name, hashName(name))
 }
