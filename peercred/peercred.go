@@ -1,7 +1,13 @@
-// Package peercred identifies the local users who call a daemon over a Unix
-// socket. The kernel reports the peer's uid, gid and pid (SO_PEERCRED) when
-// the connection is accepted, so a caller cannot claim to be anyone else and
-// needs no secret: the agent's command-line tools rely on this.
+// Package peercred identifies the local users who talk to a daemon over a
+// Unix-domain socket, by asking the kernel for the peer's credentials
+// (SO_PEERCRED) when the connection is accepted.
+//
+// The agent serves command-line tools such as "harrier submit" on a Unix
+// socket. The kernel records the uid, gid and pid of the process that
+// connected, which cannot be forged by the client, so the agent knows which
+// user submits or removes a job without passwords or certificates. Use
+// Credentials as the gRPC server's transport credentials and FromContext in
+// the handlers.
 package peercred
 
 import (
@@ -9,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"os/user"
 	"strconv"
 
@@ -18,13 +23,21 @@ import (
 	"google.golang.org/grpc/peer"
 )
 
-// Cred is the identity of a local caller.
+// AuthType is the name under which AuthInfo reports itself.
+const AuthType = "peercred"
+
+// ErrNotUnix is returned by the server handshake on a connection that is not
+// a Unix-domain socket, where there are no peer credentials to read.
+var ErrNotUnix = errors.New("peer credentials need a Unix-domain socket")
+
+// Cred is the identity of the process at the other end of a Unix socket, as
+// the kernel recorded it when the process connected.
 type Cred struct {
 	UID, GID uint32
 	PID      int32
 }
 
-// Username looks up the caller's user name.
+// Username returns the login name of c.UID.
 func (c Cred) Username() (string, error) {
 	u, err := user.LookupId(strconv.FormatUint(uint64(c.UID), 10))
 	if err != nil {
@@ -33,102 +46,86 @@ func (c Cred) Username() (string, error) {
 	return u.Username, nil
 }
 
-// AuthInfo carries a Cred through gRPC.
+// AuthInfo is the credentials.AuthInfo of a connection accepted with
+// Credentials. On the client side Cred is zero.
 type AuthInfo struct {
 	credentials.CommonAuthInfo
 	Cred Cred
 }
 
-// AuthType implements credentials.AuthInfo.
-func (AuthInfo) AuthType() string { return "peercred" }
+// AuthType returns "peercred".
+func (AuthInfo) AuthType() string { return AuthType }
 
-// Credentials returns gRPC transport credentials for a server on a Unix
-// socket: the handshake records the peer's credentials and refuses
-// connections that are not Unix-socket connections.
-func Credentials() credentials.TransportCredentials { return transport{} }
-
-type transport struct{}
-
-// ErrNotUnix is returned for a connection that has no peer credentials.
-var ErrNotUnix = errors.New("peercred: not a Unix socket connection")
-
-func (transport) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
-	uc, ok := conn.(*net.UnixConn)
-	if !ok {
-		return nil, nil, ErrNotUnix
-	}
-	raw, err := uc.SyscallConn()
-	if err != nil {
-		return nil, nil, fmt.Errorf("peercred: %w", err)
-	}
-	var ucred *unix.Ucred
-	var credErr error
-	if err := raw.Control(func(fd uintptr) {
-		ucred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil {
-		return nil, nil, fmt.Errorf("peercred: %w", err)
-	}
-	if credErr != nil {
-		return nil, nil, fmt.Errorf("peercred: read SO_PEERCRED: %w", credErr)
-	}
-	info := AuthInfo{
-		CommonAuthInfo: credentials.CommonAuthInfo{SecurityLevel: credentials.PrivacyAndIntegrity},
-		Cred:           Cred{UID: ucred.Uid, GID: ucred.Gid, PID: ucred.Pid},
-	}
-	return conn, info, nil
-}
-
-// ClientHandshake does nothing: the server learns who the client is from
-// the kernel.
-func (transport) ClientHandshake(_ context.Context, _ string, conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
-	return conn, AuthInfo{CommonAuthInfo: credentials.CommonAuthInfo{SecurityLevel: credentials.PrivacyAndIntegrity}}, nil
-}
-
-func (transport) Info() credentials.ProtocolInfo {
-	return credentials.ProtocolInfo{SecurityProtocol: "peercred"}
-}
-
-func (t transport) Clone() credentials.TransportCredentials { return t }
-
-func (transport) OverrideServerName(string) error { return nil }
-
-// FromContext returns the credentials of the caller of a gRPC request
-// served with Credentials.
+// FromContext returns the credentials of the peer of the gRPC call whose
+// context is ctx, if its connection was accepted with Credentials.
 func FromContext(ctx context.Context) (Cred, bool) {
 	p, ok := peer.FromContext(ctx)
 	if !ok {
 		return Cred{}, false
 	}
-	info, ok := p.AuthInfo.(AuthInfo)
+	ai, ok := p.AuthInfo.(AuthInfo)
 	if !ok {
 		return Cred{}, false
 	}
-	return info.Cred, true
+	return ai.Cred, true
 }
 
-// Listen listens on a Unix socket at path, replacing a stale socket file
-// left by a previous process, and sets the socket's permissions to mode.
-// Anyone who can connect is identified, so the mode is usually 0666.
-func Listen(path string, mode os.FileMode) (net.Listener, error) {
-	if st, err := os.Lstat(path); err == nil {
-		if st.Mode()&os.ModeSocket == 0 {
-			return nil, fmt.Errorf("listen on %s: exists and is not a socket", path)
-		}
-		if c, err := net.Dial("unix", path); err == nil {
-			c.Close()
-			return nil, fmt.Errorf("listen on %s: another process is serving it", path)
-		}
-		if err := os.Remove(path); err != nil {
-			return nil, fmt.Errorf("remove stale socket: %w", err)
-		}
-	}
-	l, err := net.Listen("unix", path)
+// Credentials returns gRPC transport credentials for Unix sockets. On the
+// server the handshake reads the peer's credentials and fails the
+// connection if they cannot be read; on the client it does nothing. The
+// socket is local and its traffic never leaves the kernel, so connections
+// are reported as having privacy and integrity, which lets per-call
+// credentials that demand them be used.
+func Credentials() credentials.TransportCredentials { return creds{} }
+
+type creds struct{}
+
+var secure = credentials.CommonAuthInfo{SecurityLevel: credentials.PrivacyAndIntegrity}
+
+func (creds) ClientHandshake(_ context.Context, _ string, conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	return conn, AuthInfo{CommonAuthInfo: secure}, nil
+}
+
+func (creds) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	c, err := Read(conn)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if err := os.Chmod(path, mode); err != nil {
-		l.Close()
-		return nil, fmt.Errorf("chmod %s: %w", path, err)
+	return conn, AuthInfo{CommonAuthInfo: secure, Cred: c}, nil
+}
+
+func (creds) Info() credentials.ProtocolInfo {
+	return credentials.ProtocolInfo{SecurityProtocol: AuthType}
+}
+
+func (creds) Clone() credentials.TransportCredentials { return creds{} }
+
+// OverrideServerName is part of the deprecated TransportCredentials
+// interface; there is no server name to override.
+func (creds) OverrideServerName(string) error { return nil }
+
+// Read returns the credentials of the peer of conn, which must be a Unix
+// socket connection.
+func Read(conn net.Conn) (Cred, error) {
+	uc, ok := conn.(*net.UnixConn)
+	if !ok {
+		return Cred{}, fmt.Errorf("read peer credentials of %T: %w", conn, ErrNotUnix)
 	}
-	return l, nil
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return Cred{}, fmt.Errorf("read peer credentials: %w", err)
+	}
+	var (
+		ucred *unix.Ucred
+		gerr  error
+	)
+	if err := raw.Control(func(fd uintptr) {
+		ucred, gerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return Cred{}, fmt.Errorf("read peer credentials: %w", err)
+	}
+	if gerr != nil {
+		return Cred{}, fmt.Errorf("read peer credentials: SO_PEERCRED: %w", gerr)
+	}
+	return Cred{UID: ucred.Uid, GID: ucred.Gid, PID: ucred.Pid}, nil
 }
