@@ -51,6 +51,14 @@ type Config struct {
 	AdvertiseInterval time.Duration
 	// ShadowCommand is the argv that starts a shadow process.
 	ShadowCommand []string
+	// ClaimWorkLife is how long a claim is reused for further jobs after
+	// its first (HTCondor's CLAIM_WORKLIFE); zero means one job per claim.
+	ClaimWorkLife time.Duration
+	// KeepAliveInterval is how often a held claim is renewed at its startd.
+	KeepAliveInterval time.Duration
+	// PeriodicInterval is how often the job policy expressions
+	// (PeriodicHold, PeriodicRelease, PeriodicRemove) are evaluated.
+	PeriodicInterval time.Duration
 }
 
 // Queue is what the agent keeps jobs in: the durable queue and the
@@ -92,6 +100,12 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.AdvertiseInterval <= 0 {
 		cfg.AdvertiseInterval = 10 * time.Second
 	}
+	if cfg.KeepAliveInterval <= 0 {
+		cfg.KeepAliveInterval = 20 * time.Second
+	}
+	if cfg.PeriodicInterval <= 0 {
+		cfg.PeriodicInterval = 60 * time.Second
+	}
 	a := &Agent{
 		cfg:    cfg,
 		log:    cfg.Logger,
@@ -122,6 +136,8 @@ func (a *Agent) Serve(ctx context.Context, tcp, local net.Listener) error {
 	go func() { errc <- localSrv.Serve(local) }()
 	done := make(chan struct{})
 	go func() { a.advertiseLoop(ctx); close(done) }()
+	policyDone := make(chan struct{})
+	go func() { a.policyLoop(ctx); close(policyDone) }()
 
 	var err error
 	select {
@@ -133,6 +149,7 @@ func (a *Agent) Serve(ctx context.Context, tcp, local net.Listener) error {
 	remote.Stop()
 	a.stopRuns()
 	<-done
+	<-policyDone
 	a.client.close()
 	return err
 }

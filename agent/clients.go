@@ -44,18 +44,29 @@ func (c *clients) close() {
 	}
 }
 
-func (c *clients) requestClaim(ctx context.Context, addr string, req *wire.RequestClaimRequest) (bool, string, error) {
+func (c *clients) requestClaim(ctx context.Context, addr string, req *wire.RequestClaimRequest) (accepted bool, reason, machineAd string, err error) {
 	cc, err := c.conn(addr)
 	if err != nil {
-		return false, "", err
+		return false, "", "", err
 	}
 	cctx, cancel := wire.WithTimeout(ctx)
 	defer cancel()
 	reply, err := wire.NewStartdClient(cc).RequestClaim(cctx, req)
 	if err != nil {
-		return false, "", err
+		return false, "", "", err
 	}
-	return reply.Accepted, reply.Reason, nil
+	return reply.Accepted, reply.Reason, reply.MachineAd, nil
+}
+
+func (c *clients) keepAlive(ctx context.Context, addr, claimID string) error {
+	cc, err := c.conn(addr)
+	if err != nil {
+		return err
+	}
+	cctx, cancel := wire.WithTimeout(ctx)
+	defer cancel()
+	_, err = wire.NewStartdClient(cc).KeepAlive(cctx, &wire.KeepAliveRequest{ClaimId: claimID})
+	return err
 }
 
 func (c *clients) releaseClaim(ctx context.Context, addr, claimID string) {

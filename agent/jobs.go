@@ -11,12 +11,18 @@ import (
 )
 
 // jobTable makes the job state transitions: each reads the job, decides,
-// and commits the change durably before anyone is told about it. mu
-// serialises the read-decide-commit of transitions; the store itself group-
-// commits concurrent transactions.
+// and commits the change durably before anyone is told about it. The
+// read-decide-commit of one job is serialised by that job's lock stripe;
+// transitions of different jobs run concurrently, so that the store can
+// group-commit them under one fsync.
 type jobTable struct {
-	a  *Agent
-	mu sync.Mutex
+	a     *Agent
+	locks [64]sync.Mutex
+}
+
+func (t *jobTable) lock(id jobqueue.JobID) *sync.Mutex {
+	h := uint(id.Cluster)*2654435761 ^ uint(id.Proc)
+	return &t.locks[h%uint(len(t.locks))]
 }
 
 // change is one transition's edits: attribute values to set.
@@ -37,8 +43,9 @@ func (e errNoJob) Error() string { return fmt.Sprintf("job %s not found", jobque
 // edits (nil for none) or an error that refuses the transition. The new ad
 // is returned.
 func (t *jobTable) transition(ctx context.Context, id jobqueue.JobID, decide func(ad *classad.ClassAd) (change, error)) (*classad.ClassAd, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	mu := t.lock(id)
+	mu.Lock()
+	defer mu.Unlock()
 	ad, ok := t.a.queue.Get(id)
 	if !ok {
 		return nil, errNoJob(id)
@@ -48,7 +55,8 @@ func (t *jobTable) transition(ctx context.Context, id jobqueue.JobID, decide fun
 		return ad, err
 	}
 	if st, ok := c["JobStatus"]; ok {
-		if old, _ := ad.EvalInt("JobStatus"); fmt.Sprint(old) != st.String() {
+		old, _ := ad.EvalInt("JobStatus")
+		if v, ok := st.IntValue(); ok && v != old {
 			c["LastJobStatus"] = classad.Int(old)
 			c["EnteredCurrentStatus"] = classad.Int(time.Now().Unix())
 		}
@@ -68,8 +76,9 @@ func (t *jobTable) transition(ctx context.Context, id jobqueue.JobID, decide fun
 // history, with its final edits. The history is written first: a crash in
 // between leaves the job in both places, never in neither.
 func (t *jobTable) retire(ctx context.Context, id jobqueue.JobID, final change) (*classad.ClassAd, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	mu := t.lock(id)
+	mu.Lock()
+	defer mu.Unlock()
 	ad, ok := t.a.queue.Get(id)
 	if !ok {
 		return nil, errNoJob(id)

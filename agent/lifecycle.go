@@ -56,18 +56,23 @@ func (a *Agent) hold(ctx context.Context, id jobqueue.JobID, reason string, code
 	return nil
 }
 
-// release lets a held job run again.
+// release lets a held job run again, at a user's request.
 func (a *Agent) release(ctx context.Context, id jobqueue.JobID, by string) error {
+	return a.releaseBy(ctx, id, "via harrier release (by user "+by+")")
+}
+
+// releaseBy lets a held job run again, recording why.
+func (a *Agent) releaseBy(ctx context.Context, id jobqueue.JobID, reason string) error {
 	ad, err := a.jobs.transition(ctx, id, func(ad *classad.ClassAd) (change, error) {
 		if st, _ := ad.EvalInt("JobStatus"); st != Held {
 			return nil, fmt.Errorf("job %s is not held", id)
 		}
-		return change{"JobStatus": classad.Int(Idle), "ReleaseReason": classad.String("via harrier release (by user " + by + ")")}, nil
+		return change{"JobStatus": classad.Int(Idle), "ReleaseReason": classad.String(reason)}, nil
 	})
 	if err != nil {
 		return err
 	}
-	a.logEvent(ad, joblog.Event{Type: joblog.Released, Reason: "via harrier release (by user " + by + ")"})
+	a.logEvent(ad, joblog.Event{Type: joblog.Released, Reason: reason})
 	a.kick()
 	return nil
 }
@@ -211,6 +216,8 @@ func (a *Agent) exited(ctx context.Context, r *run, ev shadow.Event) {
 	if !ok {
 		return
 	}
+	completions, _ := ad.EvalInt("NumJobCompletions")
+	final["NumJobCompletions"] = classad.Int(completions + 1)
 	for name, v := range final {
 		ad.SetValue(name, v)
 	}
@@ -224,7 +231,7 @@ func (a *Agent) exited(ctx context.Context, r *run, ev shadow.Event) {
 		if err := a.hold(ctx, r.id, "The job attribute OnExitHold expression evaluated to TRUE", holdByJobPolicy, 0); err != nil {
 			a.log.Error("hold job on exit", "job", r.id, "err", err)
 		}
-	case onExitRemove(ad):
+	case onExitRemove(ad) && !retry(ad):
 		final["JobStatus"] = classad.Int(Completed)
 		done, err := a.jobs.retire(ctx, r.id, final)
 		if err != nil {
@@ -237,8 +244,31 @@ func (a *Agent) exited(ctx context.Context, r *run, ev shadow.Event) {
 		if _, err := a.jobs.transition(ctx, r.id, func(*classad.ClassAd) (change, error) { return final, nil }); err != nil {
 			a.log.Error("requeue job", "job", r.id, "err", err)
 		}
-		a.logEvent(ad, joblog.Event{Type: joblog.Evicted, Reason: "OnExitRemove is false: the job will run again"})
+		a.logEvent(ad, term)
 	}
+}
+
+// retry reports whether a job that failed should run again under its
+// max_retries: HTCondor's rule is that a job with MaxRetries leaves the
+// queue when it succeeds (exit code 0, or SuccessExitCode) or has run more
+// than MaxRetries times.
+func retry(ad *classad.ClassAd) bool {
+	max, ok := ad.EvalInt("MaxRetries")
+	if !ok {
+		return false
+	}
+	if sig, _ := ad.EvalBool("ExitBySignal"); !sig {
+		code, _ := ad.EvalInt("ExitCode")
+		success, ok := ad.EvalInt("SuccessExitCode")
+		if !ok {
+			success = 0
+		}
+		if code == success {
+			return false
+		}
+	}
+	completions, _ := ad.EvalInt("NumJobCompletions")
+	return completions <= max
 }
 
 // onExitRemove evaluates the job's OnExitRemove; HTCondor's default, and

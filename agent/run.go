@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 
 	"harrier.dev/harrier/agent/jobqueue"
 	"harrier.dev/harrier/classad"
@@ -84,48 +85,143 @@ func (a *Agent) stopRuns() {
 	}
 }
 
+// claim is a slot this agent holds.
+type claim struct {
+	id         string
+	slot       string
+	startdAddr string
+	machine    *classad.ClassAd
+	since      time.Time
+}
+
 // startRun claims the matched slot and runs the job's shadow. It returns at
-// once; the run goes on in the background.
+// once; the claim's work goes on in the background.
 func (a *Agent) startRun(ctx context.Context, id jobqueue.JobID, req *wire.MatchedRequest) error {
-	a.mu.Lock()
-	if _, busy := a.runs[id]; busy {
-		a.mu.Unlock()
-		return fmt.Errorf("job %s is already being run", id)
+	machine, err := classad.Parse(req.MachineAd)
+	if err != nil {
+		return fmt.Errorf("match for job %s: bad machine ad: %w", id, err)
 	}
-	r := &run{id: id, claimID: req.ClaimId, slot: req.Slot, startdAddr: req.StartdAddr, commands: make(chan shadow.Command, 1)}
-	a.runs[id] = r
-	a.mu.Unlock()
-	go func() {
-		defer func() {
-			a.mu.Lock()
-			delete(a.runs, id)
-			a.mu.Unlock()
-			a.kick()
-		}()
-		a.runJob(context.WithoutCancel(ctx), r)
-	}()
+	c := &claim{id: req.ClaimId, slot: req.Slot, startdAddr: req.StartdAddr, machine: machine}
+	r, err := a.newRun(id, c)
+	if err != nil {
+		return err
+	}
+	go a.useClaim(context.WithoutCancel(ctx), c, r)
 	return nil
 }
 
-func (a *Agent) runJob(ctx context.Context, r *run) {
+// newRun registers a run of job id under claim c, unless the job already
+// has one.
+func (a *Agent) newRun(id jobqueue.JobID, c *claim) (*run, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, busy := a.runs[id]; busy {
+		return nil, fmt.Errorf("job %s is already being run", id)
+	}
+	r := &run{id: id, claimID: c.id, slot: c.slot, startdAddr: c.startdAddr, commands: make(chan shadow.Command, 1)}
+	a.runs[id] = r
+	return r, nil
+}
+
+func (a *Agent) endRun(r *run) {
+	a.mu.Lock()
+	delete(a.runs, r.id)
+	a.mu.Unlock()
+	a.kick()
+}
+
+// useClaim claims the slot, runs r's job under it, and then, for as long as
+// the claim's work life lasts, the next idle job that matches the same
+// machine, without asking the matchmaker again (HTCondor's claim reuse).
+// The claim is kept alive while it is held and released at the end.
+func (a *Agent) useClaim(ctx context.Context, c *claim, r *run) {
 	ad, ok := a.queue.Get(r.id)
 	if !ok || a.jobs.status(r.id) != Idle {
+		a.endRun(r)
 		return
 	}
-	accepted, reason, err := a.client.requestClaim(ctx, r.startdAddr, &wire.RequestClaimRequest{
-		Slot: r.slot, ClaimId: r.claimID, JobAd: ad.String(), Agent: a.cfg.Name})
+	accepted, reason, machineAd, err := a.client.requestClaim(ctx, c.startdAddr, &wire.RequestClaimRequest{
+		Slot: c.slot, ClaimId: c.id, JobAd: ad.String(), Agent: a.cfg.Name})
 	if err != nil || !accepted {
-		a.log.Info("claim refused", "job", r.id, "slot", r.slot, "reason", reason, "err", err)
+		a.log.Info("claim refused", "job", r.id, "slot", c.slot, "reason", reason, "err", err)
+		a.endRun(r)
 		return
 	}
-	defer a.client.releaseClaim(ctx, r.startdAddr, r.claimID)
-
-	ev, err := a.runShadow(ctx, r, ad)
-	if err != nil {
-		a.log.Error("shadow", "job", r.id, "err", err)
-		ev = shadow.Event{Type: shadow.EventFailed, Reason: err.Error()}
+	if m, err := classad.Parse(machineAd); err == nil && machineAd != "" {
+		c.machine = m
 	}
-	a.finished(ctx, r, ev)
+	c.since = time.Now()
+	stop := a.keepAlive(ctx, c)
+	defer func() {
+		stop()
+		a.client.releaseClaim(ctx, c.startdAddr, c.id)
+	}()
+	for {
+		ev, err := a.runShadow(ctx, r, ad)
+		if err != nil {
+			a.log.Error("shadow", "job", r.id, "err", err)
+			ev = shadow.Event{Type: shadow.EventFailed, Reason: err.Error()}
+		}
+		a.finished(ctx, r, ev)
+		a.endRun(r)
+		action, _ := r.stopAction()
+		if action != actionNone || ev.Type == shadow.EventFailed || ev.Type == shadow.EventEvicted {
+			return // the claim may be gone or unwanted
+		}
+		if time.Since(c.since) >= a.cfg.ClaimWorkLife {
+			return
+		}
+		if r, ad = a.nextJobFor(c); r == nil {
+			return
+		}
+	}
+}
+
+// nextJobFor picks the next idle job that matches the claimed machine and
+// registers a run for it.
+func (a *Agent) nextJobFor(c *claim) (*run, *classad.ClassAd) {
+	var pick *classad.ClassAd
+	a.queue.Scan(func(id jobqueue.JobID, ad *classad.ClassAd) bool {
+		if st, _ := ad.EvalInt("JobStatus"); st != Idle {
+			return true
+		}
+		a.mu.Lock()
+		_, busy := a.runs[id]
+		a.mu.Unlock()
+		if busy || !classad.Match(ad, c.machine) {
+			return true
+		}
+		pick = ad.Copy()
+		return false
+	})
+	if pick == nil {
+		return nil, nil
+	}
+	r, err := a.newRun(jobID(pick), c)
+	if err != nil {
+		return nil, nil
+	}
+	return r, pick
+}
+
+// keepAlive renews the claim's lease until the returned function is called.
+func (a *Agent) keepAlive(ctx context.Context, c *claim) func() {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(a.cfg.KeepAliveInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if err := a.client.keepAlive(ctx, c.startdAddr, c.id); err != nil {
+					a.log.Warn("claim keepalive", "slot", c.slot, "err", err)
+				}
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 // runShadow starts the job's shadow process, relays commands to it, and

@@ -129,6 +129,14 @@ func serveAgent(ctx context.Context, pc *poolConfig, name string, logger *slog.L
 	if err != nil {
 		return err
 	}
+	workLife, err := pc.c.Duration("CLAIM_WORKLIFE", 1200*time.Second)
+	if err != nil {
+		return err
+	}
+	periodic, err := pc.c.Duration("PERIODIC_EXPR_INTERVAL", 60*time.Second)
+	if err != nil {
+		return err
+	}
 	if err := os.MkdirAll(spool, 0o700); err != nil {
 		return fmt.Errorf("agent: spool: %w", err)
 	}
@@ -157,6 +165,8 @@ func serveAgent(ctx context.Context, pc *poolConfig, name string, logger *slog.L
 		MatchmakerAddr: mmAddr, AdvertiseAddr: tcp.Addr().String(),
 		AdvertiseInterval: interval,
 		ShadowCommand:     []string{exe, "shadow"},
+		ClaimWorkLife:     workLife,
+		PeriodicInterval:  periodic,
 	})
 	if err != nil {
 		return err

@@ -150,6 +150,10 @@ AGENT_NAME = agent@$(POOL_NAME)
 NEGOTIATOR_INTERVAL = 20
 # Daemons refresh their ads this often (seconds); ads live three times as long.
 UPDATE_INTERVAL = 5
+# The agent evaluates periodic_hold/release/remove this often (seconds).
+PERIODIC_EXPR_INTERVAL = 10
+# A claimed machine runs further jobs of the same agent for this long (seconds).
+CLAIM_WORKLIFE = 1200
 
 # Owner policy: ClassAd expressions evaluated by each startd.
 START = TRUE

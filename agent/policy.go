@@ -1,0 +1,90 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"harrier.dev/harrier/agent/jobqueue"
+	"harrier.dev/harrier/classad"
+)
+
+// policyLoop evaluates the jobs' periodic policy expressions, as HTCondor's
+// schedd does every PERIODIC_EXPR_INTERVAL.
+func (a *Agent) policyLoop(ctx context.Context) {
+	t := time.NewTicker(a.cfg.PeriodicInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			a.evalPeriodic(ctx)
+		}
+	}
+}
+
+// policyAction is what a job's periodic expressions ask for.
+type policyAction struct {
+	id     jobqueue.JobID
+	do     string // "remove", "hold", "release"
+	reason string
+}
+
+// periodicDecision applies HTCondor's order: PeriodicRemove first, then
+// PeriodicHold for jobs that are not held, PeriodicRelease for held ones.
+// Only an expression that is exactly true acts; undefined or error does
+// nothing.
+func periodicDecision(id jobqueue.JobID, ad *classad.ClassAd) (policyAction, bool) {
+	st, _ := ad.EvalInt("JobStatus")
+	if st == Removed || st == Completed {
+		return policyAction{}, false
+	}
+	says := func(attr string) (string, bool) {
+		e, ok := ad.Lookup(attr)
+		if !ok || !ad.Eval(attr).IsTrue() {
+			return "", false
+		}
+		return fmt.Sprintf("The job attribute %s expression '%s' evaluated to TRUE", attr, e), true
+	}
+	if reason, ok := says("PeriodicRemove"); ok {
+		return policyAction{id, "remove", reason}, true
+	}
+	if st == Held {
+		if reason, ok := says("PeriodicRelease"); ok {
+			return policyAction{id, "release", reason}, true
+		}
+		return policyAction{}, false
+	}
+	if reason, ok := says("PeriodicHold"); ok {
+		if r, _ := ad.EvalString("PeriodicHoldReason"); r != "" {
+			reason = r
+		}
+		return policyAction{id, "hold", reason}, true
+	}
+	return policyAction{}, false
+}
+
+func (a *Agent) evalPeriodic(ctx context.Context) {
+	var actions []policyAction
+	a.queue.Scan(func(id jobqueue.JobID, ad *classad.ClassAd) bool {
+		if act, ok := periodicDecision(id, ad); ok {
+			actions = append(actions, act)
+		}
+		return true
+	})
+	for _, act := range actions {
+		var err error
+		switch act.do {
+		case "remove":
+			err = a.remove(ctx, act.id, act.reason)
+		case "hold":
+			err = a.hold(ctx, act.id, act.reason, holdByJobPolicy, 0)
+		case "release":
+			err = a.releaseBy(ctx, act.id, act.reason)
+		}
+		if err != nil {
+			a.log.Warn("job policy", "job", act.id, "action", act.do, "err", err)
+		}
+	}
+}
