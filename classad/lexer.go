@@ -20,12 +20,14 @@ const (
 )
 
 type token struct {
-	kind tokKind
-	pos  int    // byte offset of the first character
-	text string // identifier, string contents, or punctuation
-	i    int64
-	f    float64
+	text string  // identifier, string contents, punctuation or number
+	num  uint64  // tInt: int64 bits; tReal: float64 bits
+	pos  int32   // byte offset of the first character
+	kind tokKind // kept last, with pos, so that a token is four words
 }
+
+func (t token) i() int64   { return int64(t.num) }
+func (t token) f() float64 { return math.Float64frombits(t.num) }
 
 func (t token) describe() string {
 	switch t.kind {
@@ -169,7 +171,7 @@ func punctLen(s string) int {
 func (lx *lexer) next() token {
 	lx.skip()
 	if lx.pos >= len(lx.src) {
-		return token{kind: tEOF, pos: len(lx.src)}
+		return token{kind: tEOF, pos: int32(len(lx.src))}
 	}
 	start := lx.pos
 	c := lx.src[start]
@@ -178,29 +180,29 @@ func (lx *lexer) next() token {
 		for lx.pos < len(lx.src) && isIdentChar(lx.src[lx.pos]) {
 			lx.pos++
 		}
-		return token{kind: tIdent, pos: start, text: lx.src[start:lx.pos]}
+		return token{kind: tIdent, pos: int32(start), text: lx.src[start:lx.pos]}
 	case isDigit(c) || c == '.' && lx.pos+1 < len(lx.src) && isDigit(lx.src[lx.pos+1]):
 		return lx.number()
 	case c == '"':
 		s, ok := lx.quoted('"')
 		if !ok {
-			return token{kind: tEOF, pos: start}
+			return token{kind: tEOF, pos: int32(start)}
 		}
-		return token{kind: tString, pos: start, text: s}
+		return token{kind: tString, pos: int32(start), text: s}
 	case c == '\'':
 		s, ok := lx.quoted('\'')
 		if !ok {
-			return token{kind: tEOF, pos: start}
+			return token{kind: tEOF, pos: int32(start)}
 		}
-		return token{kind: tName, pos: start, text: s}
+		return token{kind: tName, pos: int32(start), text: s}
 	}
 	if n := punctLen(lx.src[start:]); n > 0 {
 		lx.pos += n
-		return token{kind: tPunct, pos: start, text: lx.src[start:lx.pos]}
+		return token{kind: tPunct, pos: int32(start), text: lx.src[start:lx.pos]}
 	}
 	lx.errorf(start, "unexpected character %q", c)
 	lx.pos = len(lx.src)
-	return token{kind: tEOF, pos: start}
+	return token{kind: tEOF, pos: int32(start)}
 }
 
 // number scans an integer (decimal, 0x hex, 0 octal) or a real, with an
@@ -260,7 +262,7 @@ func (lx *lexer) number() token {
 	}
 	if lx.pos < len(src) && isIdentChar(src[lx.pos]) {
 		lx.errorf(lx.pos, "malformed number %q", src[start:lx.pos+1])
-		return token{kind: tEOF, pos: start}
+		return token{kind: tEOF, pos: int32(start)}
 	}
 	if isReal || factor != 0 {
 		var f float64
@@ -269,27 +271,27 @@ func (lx *lexer) number() token {
 			f, err = strconv.ParseFloat(text, 64)
 			if err != nil && !math.IsInf(f, 0) {
 				lx.errorf(start, "malformed real %q", text)
-				return token{kind: tEOF, pos: start}
+				return token{kind: tEOF, pos: int32(start)}
 			}
 		} else {
 			i, ok := parseInt(text)
 			if !ok {
 				lx.errorf(start, "integer %q out of range", text)
-				return token{kind: tEOF, pos: start}
+				return token{kind: tEOF, pos: int32(start)}
 			}
 			f = float64(i)
 		}
 		if factor != 0 {
 			f *= factor
 		}
-		return token{kind: tReal, pos: start, f: f, text: src[start:lx.pos]}
+		return token{kind: tReal, pos: int32(start), num: math.Float64bits(f), text: src[start:lx.pos]}
 	}
 	i, ok := parseInt(text)
 	if !ok {
 		lx.errorf(start, "integer %q out of range", text)
-		return token{kind: tEOF, pos: start}
+		return token{kind: tEOF, pos: int32(start)}
 	}
-	return token{kind: tInt, pos: start, i: i, text: text}
+	return token{kind: tInt, pos: int32(start), num: uint64(i), text: text}
 }
 
 // parseInt reads decimal, 0x hexadecimal and 0-prefixed octal.

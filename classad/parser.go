@@ -1,6 +1,7 @@
 package classad
 
 import (
+	"math"
 	"strings"
 )
 
@@ -46,6 +47,10 @@ func (p *parser) attr(name string, abs bool) node {
 
 func newParser(src string, old bool) *parser {
 	p := &parser{lx: lexer{src: src, old: old}}
+	if len(src) > math.MaxInt32 {
+		p.lx.err = &SyntaxError{Line: 1, Column: 1, Msg: "input longer than 2 GiB"}
+		return p
+	}
 	p.advance()
 	return p
 }
@@ -55,7 +60,7 @@ func (p *parser) advance() { p.tok = p.lx.next() }
 func (p *parser) failed() bool { return p.lx.err != nil }
 
 func (p *parser) errorf(format string, args ...any) {
-	p.lx.errorf(p.tok.pos, format, args...)
+	p.lx.errorf(int(p.tok.pos), format, args...)
 	p.tok = token{kind: tEOF, pos: p.tok.pos}
 }
 
@@ -375,13 +380,13 @@ func (p *parser) unary() node {
 		t := p.tok
 		p.advance()
 		if !p.isPunct(".") && !p.isPunct("[") {
-			if t.kind == tInt && t.i == 0 {
+			if t.kind == tInt && t.i() == 0 {
 				return fold(&unaryNode{op: o, x: &litNode{v: Int(0)}}) // keep "-0"
 			}
 			if t.kind == tInt {
-				return p.lit(Int(-t.i))
+				return p.lit(Int(-t.i()))
 			}
-			return p.lit(Real(-t.f))
+			return p.lit(Real(-t.f()))
 		}
 		return &unaryNode{op: o, x: p.postfix(p.number(t))}
 	}
@@ -394,12 +399,12 @@ func (p *parser) unary() node {
 
 func (p *parser) number(t token) node {
 	if t.kind == tInt {
-		if t.i < 0 && t.text[0] != '0' {
-			p.lx.errorf(t.pos, "integer %q out of range", t.text)
+		if t.i() < 0 && t.text[0] != '0' {
+			p.lx.errorf(int(t.pos), "integer %q out of range", t.text)
 		}
-		return p.lit(Int(t.i))
+		return p.lit(Int(t.i()))
 	}
-	return p.lit(Real(t.f))
+	return p.lit(Real(t.f()))
 }
 
 func (p *parser) postfix(x node) node {
@@ -486,7 +491,7 @@ func (p *parser) primary() node {
 		case equalFold(t.text, "error"):
 			return p.lit(Error())
 		default: // is, isnt
-			p.lx.errorf(t.pos, "expected expression, found '%s'", t.text)
+			p.lx.errorf(int(t.pos), "expected expression, found '%s'", t.text)
 			return errNode()
 		}
 		if p.isPunct("(") {
