@@ -34,6 +34,14 @@ const (
 	Unsuspended     Type = 11
 	Held            Type = 12
 	Released        Type = 13
+	// JobAdInformation records selected job attributes (Ad).
+	JobAdInformation Type = 28
+)
+
+// Kinds of ExecutableError, HTCondor's numbers.
+const (
+	NotExecutable = 0 // "(0) Job file not executable."
+	BadLink       = 1 // "(1) Job not properly linked for Condor."
 )
 
 // Event is one entry of a job event log. Which fields matter depends on
@@ -67,6 +75,12 @@ type Event struct {
 	ImageSizeKB, MemoryUsageMB, ResidentSetSizeKB int64
 	// Checkpointed reports whether an Evicted job left a checkpoint.
 	WasCheckpointed bool
+	// ErrorKind is NotExecutable or BadLink (ExecutableError).
+	ErrorKind int
+	// Ad holds a JobAdInformation event's attributes, one "Name = value"
+	// line each (value is ClassAd expression text). It is a string rather
+	// than a map so that Events stay comparable.
+	Ad string
 }
 
 // timeLayout is HTCondor's ISO date form of event times.
@@ -87,7 +101,14 @@ func (e Event) Format() string {
 	case Execute:
 		fmt.Fprintf(&b, "Job executing on host: <%s>\n", e.Host)
 	case ExecutableError:
-		b.WriteString("Error from starter on host: executable error\n")
+		switch e.ErrorKind {
+		case NotExecutable:
+			b.WriteString("(0) Job file not executable.\n")
+		case BadLink:
+			b.WriteString("(1) Job not properly linked for Condor.\n")
+		default:
+			fmt.Fprintf(&b, "(%d) [Bad Executable Error Event].\n", e.ErrorKind)
+		}
 		writeReason(&b, e.Reason)
 	case Checkpointed:
 		b.WriteString("Job was checkpointed.\n")
@@ -137,6 +158,16 @@ func (e Event) Format() string {
 	case Released:
 		b.WriteString("Job was released.\n")
 		writeReason(&b, e.Reason)
+	case JobAdInformation:
+		b.WriteString("Job ad information event triggered.\n")
+		for line := range strings.Lines(e.Ad) {
+			// Attribute lines are not indented; a lone "..." would end
+			// the event early, so it is dropped like a blank line.
+			if line = strings.TrimSpace(line); line != "" && line != "..." {
+				b.WriteString(line)
+				b.WriteByte('\n')
+			}
+		}
 	default:
 		fmt.Fprintf(&b, "Event %d\n", int(e.Type))
 	}

@@ -103,10 +103,21 @@ func FuzzRead(f *testing.F) {
 	f.Add(Event{Type: Held, Cluster: 1, Time: when, Reason: "r", Code: 1}.Format())
 	f.Add(Event{Type: Terminated, Cluster: 1, Time: when, Signal: 9}.Format())
 	f.Add("000 (1.2.3) 2026-11-22 10:00:00 x\n...\n")
+	f.Add("006 (1.0.0) 11/22 10:00:00 Image size of job updated: 9\n\t3  -  MemoryUsage of job (MB)\n...\n")
+	f.Add("028 (1.0.0) 2026-11-22 10:00:00 Job ad information event triggered.\nA = 1\n...\n")
 	f.Fuzz(func(t *testing.T, s string) {
 		events, _ := Read(strings.NewReader(s))
+		// Whatever was read is written back in a form that reads back
+		// to the same text.
 		for _, e := range events {
-			_ = e.Format()
+			text := e.Format()
+			again, err := Read(strings.NewReader(text))
+			if err != nil || len(again) != 1 {
+				t.Fatalf("re-read of %q: %v, %d events", text, err, len(again))
+			}
+			if text2 := again[0].Format(); text2 != text {
+				t.Fatalf("format not stable:\n%q\n%q", text, text2)
+			}
 		}
 	})
 }

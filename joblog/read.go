@@ -80,20 +80,40 @@ func parseHeader(s string) (Event, error) {
 		return e, fmt.Errorf("malformed proc in %q", s)
 	}
 	rest = strings.TrimPrefix(rest[end+1:], " ")
-	if len(rest) < len(timeLayout) {
-		return e, fmt.Errorf("malformed time in %q", s)
-	}
-	if e.Time, err = time.ParseInLocation(timeLayout, rest[:len(timeLayout)], time.Local); err != nil {
+	if e.Time, err = parseTime(rest); err != nil {
 		return e, fmt.Errorf("malformed time in %q", s)
 	}
 	return e, nil
 }
 
+// oldTimeLayout is the date form of HTCondor before 9.0, without a year.
+const oldTimeLayout = "01/02 15:04:05"
+
+// parseTime reads the time at the start of s in either layout. An old-style
+// time is taken to be in the current year.
+func parseTime(s string) (time.Time, error) {
+	if len(s) >= len(timeLayout) && s[4] == '-' {
+		return time.ParseInLocation(timeLayout, s[:len(timeLayout)], time.Local)
+	}
+	if len(s) < len(oldTimeLayout) || s[2] != '/' {
+		return time.Time{}, fmt.Errorf("no time in %q", s)
+	}
+	t, err := time.ParseInLocation(oldTimeLayout, s[:len(oldTimeLayout)], time.Local)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return t.AddDate(time.Now().Year()-t.Year(), 0, 0), nil
+}
+
 func headerRest(s string) string {
 	i := strings.IndexByte(s, ')')
 	rest := strings.TrimPrefix(s[i+1:], " ")
-	if len(rest) >= len(timeLayout) {
-		rest = strings.TrimPrefix(rest[len(timeLayout):], " ")
+	n := len(timeLayout)
+	if len(rest) > 2 && rest[2] == '/' {
+		n = len(oldTimeLayout)
+	}
+	if len(rest) >= n {
+		rest = strings.TrimPrefix(rest[n:], " ")
 	}
 	return rest
 }
@@ -101,11 +121,32 @@ func headerRest(s string) string {
 // fillBody reads the fields an event's text carries.
 func fillBody(e *Event, body []string) {
 	head := body[0]
-	if i := strings.Index(head, "<"); i >= 0 && strings.HasSuffix(head, ">") {
-		e.Host = head[i+1 : len(head)-1]
+	switch e.Type {
+	case Submit, Execute:
+		if i := strings.Index(head, "<"); i >= 0 && strings.HasSuffix(head, ">") {
+			e.Host = head[i+1 : len(head)-1]
+		}
+	case ExecutableError:
+		fmt.Sscanf(head, "(%d)", &e.ErrorKind)
+	case ImageSize:
+		e.ImageSizeKB, _ = strconv.ParseInt(strings.TrimSpace(strings.TrimPrefix(head, "Image size of job updated:")), 10, 64)
+	case JobAdInformation:
+		var ad strings.Builder
+		for _, l := range body[1:] {
+			if l = strings.TrimSpace(l); l != "" {
+				ad.WriteString(l)
+				ad.WriteByte('\n')
+			}
+		}
+		e.Ad = ad.String()
+		return
 	}
 	for _, l := range body[1:] {
 		t := strings.TrimSpace(l)
+		if value, label, ok := strings.Cut(t, "  -  "); ok {
+			fillCounter(e, strings.TrimSpace(value), label)
+			continue
+		}
 		switch {
 		case strings.HasPrefix(t, "(1) Normal termination (return value "):
 			e.Normal = true
@@ -121,5 +162,27 @@ func fillBody(e *Event, body []string) {
 			!strings.HasPrefix(t, "(") && !strings.Contains(t, "  -  "):
 			e.Reason = t
 		}
+	}
+}
+
+// fillCounter reads a "value  -  label" line: CPU usage or a byte or memory
+// count.
+func fillCounter(e *Event, value, label string) {
+	n, _ := strconv.ParseInt(value, 10, 64)
+	switch label {
+	case "Run Remote Usage":
+		var ud, uh, um, us, sd, sh, sm, ss int64
+		if _, err := fmt.Sscanf(value, "Usr %d %d:%d:%d, Sys %d %d:%d:%d", &ud, &uh, &um, &us, &sd, &sh, &sm, &ss); err == nil {
+			e.UserCPU = float64(((ud*24+uh)*60+um)*60 + us)
+			e.SysCPU = float64(((sd*24+sh)*60+sm)*60 + ss)
+		}
+	case "Run Bytes Sent By Job":
+		e.BytesSent = n
+	case "Run Bytes Received By Job":
+		e.BytesReceived = n
+	case "MemoryUsage of job (MB)":
+		e.MemoryUsageMB = n
+	case "ResidentSetSize of job (KB)":
+		e.ResidentSetSizeKB = n
 	}
 }
