@@ -2,11 +2,13 @@ package agent
 
 import (
 	"context"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"harrier.dev/harrier/agent/jobqueue"
+	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/wire"
 )
 
@@ -32,6 +34,14 @@ func (s *agentService) Matched(ctx context.Context, req *wire.MatchedRequest) (*
 	}
 	if err := s.a.startRun(ctx, id, req); err != nil {
 		return nil, status.Error(codes.FailedPrecondition, err.Error())
+	}
+	// HTCondor counts the negotiator's matches of each job; a job that runs
+	// on a reused claim is not matched.
+	if _, err := s.a.jobs.transition(ctx, id, func(ad *classad.ClassAd) (change, error) {
+		n, _ := ad.EvalInt("NumJobMatches")
+		return change{"NumJobMatches": classad.Int(n + 1), "LastMatchTime": classad.Int(time.Now().Unix())}, nil
+	}); err != nil {
+		s.a.log.Warn("count match", "job", id, "err", err)
 	}
 	return &wire.MatchedReply{}, nil
 }

@@ -21,6 +21,13 @@ type testPool struct {
 
 func startPool(t *testing.T, startds int) *testPool {
 	t.Helper()
+	return startPoolWith(t, startds, "")
+}
+
+// startPoolWith starts a personal pool whose configuration has extra lines
+// appended before the daemons start.
+func startPoolWith(t *testing.T, startds int, extra string) *testPool {
+	t.Helper()
 	needRoot(t)
 	base := t.TempDir()
 	// Other users (the permission tests) must reach the agent's socket.
@@ -29,6 +36,19 @@ func startPool(t *testing.T, startds int) *testPool {
 	}
 	p := &testPool{dir: filepath.Join(base, "pool")}
 	p.env = []string{"HARRIER_POOL=" + p.dir}
+	if extra != "" {
+		if err := createPool(p.dir); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.OpenFile(filepath.Join(p.dir, poolConfigName), os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteString("\n" + extra + "\n"); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
 	out := mustHarrier(t, nil, "pool", "up", "--dir", p.dir, "--startds", strconv.Itoa(startds), "--detach")
 	if !strings.Contains(out, "Pool up") {
 		t.Fatalf("pool up said: %s", out)

@@ -75,6 +75,7 @@ func queryJobs(name string, args []string, stdout io.Writer, call func(wire.Sche
 	tf.fs.BoolVar(&o.long, "l", false, "same as -long")
 	constraint := tf.fs.String("constraint", "", "a ClassAd expression the jobs must satisfy")
 	limit := tf.fs.Int("limit", 0, "print at most this many jobs")
+	af := tf.fs.Bool("af", false, "autoformat: print the values of the attributes named after the options, one job per line")
 	client, closeFn, err := tf.connect(context.Background(), args)
 	if err != nil {
 		return err
@@ -82,11 +83,68 @@ func queryJobs(name string, args []string, stdout io.Writer, call func(wire.Sche
 	defer closeFn()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	reply, err := call(client, ctx, &wire.JobQueryRequest{Ids: tf.fs.Args(), Constraint: *constraint, Limit: int32(*limit)})
+	ids := tf.fs.Args()
+	var attrs []string
+	if *af {
+		// condor_q -af takes attribute names (or expressions) after it;
+		// job ids are the arguments that look like ids.
+		ids, attrs = splitIDs(ids)
+		if len(attrs) == 0 {
+			return usagef("-af wants attribute names")
+		}
+	}
+	reply, err := call(client, ctx, &wire.JobQueryRequest{Ids: ids, Constraint: *constraint, Limit: int32(*limit)})
 	if err != nil {
 		return rpcError(name, err)
 	}
+	if *af {
+		return autoformat(stdout, reply.Ads, attrs)
+	}
 	return o.print(stdout, reply.Ads, func(w io.Writer, ads []*classad.ClassAd) { jobTable(w, ads, name == "history") })
+}
+
+// splitIDs separates job ids ("12", "12.3") from other arguments.
+func splitIDs(args []string) (ids, rest []string) {
+	for _, a := range args {
+		if strings.Trim(a, "0123456789.") == "" && a != "" && a[0] != '.' {
+			ids = append(ids, a)
+		} else {
+			rest = append(rest, a)
+		}
+	}
+	return ids, rest
+}
+
+// autoformat prints, for each ad, the values of exprs separated by spaces,
+// strings without quotes, as condor_q -af does.
+func autoformat(w io.Writer, texts []string, exprs []string) error {
+	parsed := make([]classad.Expr, len(exprs))
+	for i, src := range exprs {
+		e, err := classad.ParseExpr(src)
+		if err != nil {
+			return usagef("-af %s: %v", src, err)
+		}
+		parsed[i] = e
+	}
+	for _, t := range texts {
+		ad, err := classad.Parse(t)
+		if err != nil {
+			return fmt.Errorf("bad ad from the pool: %w", err)
+		}
+		for i, e := range parsed {
+			if i > 0 {
+				fmt.Fprint(w, " ")
+			}
+			v := ad.EvalExpr(e, nil)
+			if s, ok := v.StringValue(); ok {
+				fmt.Fprint(w, s)
+			} else {
+				fmt.Fprint(w, v.String())
+			}
+		}
+		fmt.Fprintln(w)
+	}
+	return nil
 }
 
 // jobTable prints jobs the way condor_q and condor_history do.
