@@ -304,11 +304,19 @@ func (n *binaryNode) eval(c *evalCtx, s *adRef) Value {
 	case opOr:
 		return evalOr(c, s, n.l, n.r)
 	}
-	l, r := n.l.eval(c, s), n.r.eval(c, s)
+	return applyBinary(n.op, n.l.eval(c, s), n.r.eval(c, s))
+}
+
+func (n *constRNode) eval(c *evalCtx, s *adRef) Value {
+	return applyBinary(n.op, n.l.eval(c, s), n.k)
+}
+
+// applyBinary is binaryOp with fast paths for the comparisons and integer
+// arithmetic that Requirements are made of.
+func applyBinary(o op, l, r Value) Value {
 	if l.kind == IntKind && r.kind == IntKind {
-		// The common case in Requirements, without the general dispatch.
 		a, b := l.i(), r.i()
-		switch n.op {
+		switch o {
 		case opLt:
 			return Bool(a < b)
 		case opLe:
@@ -329,17 +337,17 @@ func (n *binaryNode) eval(c *evalCtx, s *adRef) Value {
 			return Int(a * b)
 		}
 	}
-	if l.kind == StringKind && r.kind == StringKind && (n.op == opEq || n.op == opNe) {
-		return Bool(equalFold(l.s(), r.s()) == (n.op == opEq))
+	if l.kind == StringKind && r.kind == StringKind && (o == opEq || o == opNe) {
+		return Bool(equalFold(l.s(), r.s()) == (o == opEq))
 	}
-	if l.kind == RealKind || r.kind == RealKind {
+	if (l.kind == RealKind || r.kind == RealKind) && o >= opLt && o <= opGe {
 		if a, ok := l.RealValue(); ok {
-			if b, ok := r.RealValue(); ok && n.op >= opLt && n.op <= opGe {
-				return cmpFloatOp(n.op, a, b)
+			if b, ok := r.RealValue(); ok {
+				return cmpFloatOp(o, a, b)
 			}
 		}
 	}
-	return binaryOp(n.op, l, r)
+	return binaryOp(o, l, r)
 }
 
 func (n *condNode) eval(c *evalCtx, s *adRef) Value {

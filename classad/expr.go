@@ -143,6 +143,17 @@ type binaryNode struct {
 	l, r node
 }
 
+// constRNode is a binary operation (not && or ||) whose right operand is
+// a constant, the shape of most comparisons in Requirements; src is the
+// original node, for printing.
+type constRNode struct {
+	wrap
+	op  op
+	l   node
+	k   Value
+	src *binaryNode
+}
+
 // condNode is c ? a : b.
 type condNode struct {
 	wrap

@@ -344,9 +344,13 @@ func (p *parser) binary(minPrec int) node {
 		r := p.binary(prec + 1)
 		b := p.bins.alloc()
 		*b = binaryNode{op: o, l: l, r: r}
-		l = b
-		if isConst(b.l) && isConst(r) {
+		switch {
+		case isConst(b.l) && isConst(r):
 			l = fold(b)
+		case isConst(r) && o != opAnd && o != opOr:
+			l = &constRNode{op: o, l: b.l, k: r.eval(nil, nil), src: b}
+		default:
+			l = b
 		}
 	}
 	return l

@@ -238,6 +238,8 @@ func (n *elvisNode) print(p *printer) {
 
 func (n *foldNode) print(p *printer) { p.node(n.src) }
 
+func (n *constRNode) print(p *printer) { n.src.print(p) }
+
 func (n *listNode) print(p *printer) {
 	p.WriteString("{ ")
 	for i, e := range n.elems {
