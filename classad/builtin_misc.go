@@ -4,6 +4,54 @@ func registerMisc(m map[string]builtin) {
 	m["eval"] = evalFn
 	m["unparse"] = unparse
 	m["debug"] = lazy(1, 1, func(_ *evalCtx, a []Value) Value { return a[0] })
+	m["evalineachcontext"] = func(c *evalCtx, s *adRef, args []node) Value {
+		return eachContext(c, s, args, false)
+	}
+	m["countmatches"] = func(c *evalCtx, s *adRef, args []node) Value {
+		return eachContext(c, s, args, true)
+	}
+}
+
+// eachContext evaluates args[0] in the scope of every ad in the list
+// args[1]: evalInEachContext returns the list of results, countMatches the
+// number that are true.
+func eachContext(c *evalCtx, s *adRef, args []node, count bool) Value {
+	if len(args) != 2 {
+		return Value{kind: ErrorKind}
+	}
+	l := args[1].eval(c, s)
+	switch l.kind {
+	case ListKind:
+	case UndefinedKind:
+		return l
+	default:
+		return Value{kind: ErrorKind}
+	}
+	elems := l.elems()
+	var out []Value
+	if !count {
+		out = make([]Value, len(elems))
+	}
+	n := 0
+	for i, e := range elems {
+		v := Value{kind: ErrorKind}
+		if e.kind == AdKind {
+			v = args[0].eval(c, e.scope())
+		} else if e.kind == UndefinedKind {
+			v = Value{}
+		}
+		if count {
+			if v.IsTrue() {
+				n++
+			}
+		} else {
+			out[i] = v
+		}
+	}
+	if count {
+		return Int(int64(n))
+	}
+	return listOf(out)
 }
 
 // evalFn parses its string argument and evaluates it in the caller's scope.

@@ -79,5 +79,8 @@
 //     in HTCondor's old ClassAds; MarshalOld writes strings the same way.
 //
 // The thesis' names IsMember, CurrentTime, DayTime and TimeZoneOffset are
-// accepted besides HTCondor's.
+// accepted besides HTCondor's. Of HTCondor's documented builtins, userHome
+// and userMap (which read the pool's configuration), envV1ToV2,
+// mergeEnvironment and unresolved are not provided; calling an unknown
+// function evaluates to error, as in libclassad.
 package classad

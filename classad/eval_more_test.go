@@ -30,6 +30,8 @@ var moreEvalCases = []struct{ expr, want string }{
 	{`regexpMember("a", {"b", undefined})`, `undefined`}, {`regexpMember("a", "b")`, `error`},
 	{`toUpper(1)`, `"1"`}, {`splitUserName("jo")`, `{ "jo","" }`}, {`splitUserName(1)`, `error`},
 	{`random(2.0) < 2.0`, `true`}, {`random("a")`, `error`}, {`1.0 != 2`, `true`}, {`2.5 >= 2.5`, `true`},
+	{`evalInEachContext(a * 2, {[a = 1], [a = 2], 3})`, `{ 2,4,error }`}, {`evalInEachContext(a, u)`, `undefined`},
+	{`countMatches(a > 1, {[a = 1], [a = 2], [a = 3]})`, `2`}, {`countMatches(a, 1)`, `error`},
 	{`1 < "a"`, `error`}, {`"a" <= "B"`, `true`}, {`"b" >= "B"`, `true`},
 }
 

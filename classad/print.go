@@ -273,7 +273,9 @@ func (ad *ClassAd) String() string {
 }
 
 // MarshalOld prints ad in old syntax, one "Name = Expr" per line, each
-// newline-terminated.
+// newline-terminated. Old syntax has no escape for a newline or for a
+// backslash before a closing quote, so strings holding those do not read
+// back as they were; use String or MarshalJSON to keep them.
 func (ad *ClassAd) MarshalOld() string {
 	p := printer{old: true}
 	for _, a := range ad.attrs {
