@@ -15,18 +15,26 @@ import (
 func (a *Agent) advertiseLoop(ctx context.Context) {
 	ticker := time.NewTicker(a.cfg.AdvertiseInterval)
 	defer ticker.Stop()
-	a.advertise(ctx)
+	took := a.timedAdvertise(ctx)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
 		case <-a.wake:
-			// Let a burst of changes settle into one advertisement.
-			time.Sleep(10 * time.Millisecond)
+			// Let a burst of changes settle into one advertisement, and
+			// keep advertising a large queue from eating the agent: wait
+			// several times as long as the last round took.
+			time.Sleep(max(10*time.Millisecond, 4*took))
 		}
-		a.advertise(ctx)
+		took = a.timedAdvertise(ctx)
 	}
+}
+
+func (a *Agent) timedAdvertise(ctx context.Context) time.Duration {
+	start := time.Now()
+	a.advertise(ctx)
+	return time.Since(start)
 }
 
 func (a *Agent) advertise(ctx context.Context) {

@@ -221,8 +221,12 @@ type filter struct {
 }
 
 func newFilter(req *wire.JobQueryRequest) (*filter, error) {
+	return newFilterFor(req.Ids, req.Constraint)
+}
+
+func newFilterFor(ids []string, constraint string) (*filter, error) {
 	f := &filter{}
-	for _, arg := range req.Ids {
+	for _, arg := range ids {
 		if strings.Contains(arg, ".") {
 			id, err := jobqueue.ParseJobID(arg)
 			if err != nil {
@@ -243,8 +247,8 @@ func newFilter(req *wire.JobQueryRequest) (*filter, error) {
 		}
 		f.clusters[c] = true
 	}
-	if strings.TrimSpace(req.Constraint) != "" {
-		e, err := classad.ParseExpr(req.Constraint)
+	if strings.TrimSpace(constraint) != "" {
+		e, err := classad.ParseExpr(constraint)
 		if err != nil {
 			return nil, fmt.Errorf("constraint: %w", err)
 		}

@@ -1,0 +1,149 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"harrier.dev/harrier/agent/jobqueue"
+	"harrier.dev/harrier/peercred"
+	"harrier.dev/harrier/pki"
+	"harrier.dev/harrier/wire"
+)
+
+// benchAgent runs a real agent on a durable queue in dir, serving its
+// local API on a Unix socket, and returns a client for it.
+func benchAgent(tb testing.TB, dir string) wire.ScheddClient {
+	tb.Helper()
+	if err := os.MkdirAll(filepath.Join(dir, "pki"), 0o700); err != nil {
+		tb.Fatal(err)
+	}
+	ca, err := pki.CreateCA(filepath.Join(dir, "pki"), "bench")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cert, key := filepath.Join(dir, "pki", "agent.pem"), filepath.Join(dir, "pki", "agent.key")
+	if err := ca.Issue("agent@bench", []string{"127.0.0.1"}, cert, key); err != nil {
+		tb.Fatal(err)
+	}
+	caPath := filepath.Join(dir, "pki", "ca.pem")
+	serverTLS, err := pki.ServerConfig(cert, key, caPath)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	clientTLS, err := pki.ClientConfig(cert, key, caPath)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	q, err := jobqueue.Open(filepath.Join(dir, "queue"), jobqueue.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	sock := filepath.Join(dir, "agent.sock")
+	local, err := peercred.Listen(sock, 0o600)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	a, err := New(Config{
+		Name: "agent@bench", Logger: slog.New(slog.DiscardHandler), Queue: q,
+		TLS: serverTLS, ClientTLS: clientTLS,
+		MatchmakerAddr: "127.0.0.1:1", AdvertiseAddr: tcp.Addr().String(),
+		AdvertiseInterval: time.Hour, ShadowCommand: []string{"/bin/false"},
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { a.Serve(ctx, tcp, local); close(done) }()
+	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		conn.Close()
+		cancel()
+		<-done
+		q.Close()
+	})
+	return wire.NewScheddClient(conn)
+}
+
+// submitIdle queues n jobs that match no machine and returns the cluster.
+func submitIdle(tb testing.TB, c wire.ScheddClient, n int) int32 {
+	tb.Helper()
+	ctx := context.Background()
+	nc, err := c.NewCluster(ctx, &wire.NewClusterRequest{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	req := &wire.SubmitRequest{Cluster: nc.Cluster}
+	for i := 0; i < n; i++ {
+		req.Ads = append(req.Ads, fmt.Sprintf(`[ ClusterId = %d; ProcId = %d; JobStatus = 1; Cmd = "/bin/true"; Iwd = "/tmp"; Requirements = false; RequestCpus = 1; RequestMemory = 128; JobUniverse = 5 ]`, nc.Cluster, i))
+	}
+	if _, err := c.Submit(ctx, req); err != nil {
+		tb.Fatal(err)
+	}
+	return nc.Cluster
+}
+
+// BenchmarkQueueEdits holds and releases jobs, one Act call per job and
+// action, from 64 concurrent clients, with a durable (fsync) queue: the
+// figure is queue edits per second through the agent's API.
+func BenchmarkQueueEdits(b *testing.B) {
+	dir := b.TempDir()
+	client := benchAgent(b, dir)
+	const jobs = 10000
+	cluster := submitIdle(b, client, jobs)
+	const workers = 64
+	b.ResetTimer()
+	start := time.Now()
+	edits := 0
+	for b.Loop() {
+		var wg sync.WaitGroup
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func(w int) {
+				defer wg.Done()
+				for i := w; i < jobs; i += workers {
+					id := fmt.Sprintf("%d.%d", cluster, i)
+					for _, act := range []wire.ActRequest_Action{wire.ActRequest_HOLD, wire.ActRequest_RELEASE} {
+						r, err := client.Act(context.Background(), &wire.ActRequest{Action: act, Ids: []string{id}})
+						if err != nil || !r.Results[0].Ok {
+							b.Errorf("%v %s: %v %v", act, id, err, r)
+							return
+						}
+					}
+				}
+			}(w)
+		}
+		wg.Wait()
+		edits += 2 * jobs
+	}
+	b.ReportMetric(float64(edits)/time.Since(start).Seconds(), "edits/s")
+}
+
+// BenchmarkSubmit100k submits one cluster of 100,000 jobs through the
+// agent's API into a durable queue.
+func BenchmarkSubmit100k(b *testing.B) {
+	if testing.Short() {
+		b.Skip("large")
+	}
+	client := benchAgent(b, b.TempDir())
+	for b.Loop() {
+		submitIdle(b, client, 100000)
+	}
+}
