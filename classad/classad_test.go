@@ -113,6 +113,9 @@ func TestSyntaxErrors(t *testing.T) {
 		{strings.Repeat("-", 300) + "1", "nesting deeper than"},
 		{strings.Repeat("[a=", 300) + "1" + strings.Repeat("]", 300), "nesting deeper than"},
 		{"/* open", "unterminated comment"},
+		{"1" + strings.Repeat(" + 1", 20000), "expression deeper than"},
+		{"x" + strings.Repeat(".a", 20000), "expression deeper than"},
+		{"x" + strings.Repeat("[0]", 20000), "expression deeper than"},
 	} {
 		_, err := ParseExpr(tc.src)
 		if err == nil {
@@ -139,7 +142,17 @@ func TestSyntaxErrors(t *testing.T) {
 			t.Errorf("Parse(%q) = %v, want %q", tc.src, err, tc.want)
 		}
 	}
-	_, err := ParseOld("A = 1\n\nB = (2\n")
+	// Long but shallow chains are fine.
+	long, err := ParseExpr(`"m0" == x` + strings.Repeat(` || "m1" == x`, 5000))
+	if err != nil {
+		t.Fatalf("5001-clause disjunction: %v", err)
+	}
+	ad := New()
+	ad.SetString("x", "M1")
+	if !ad.EvalExpr(long, nil).IsTrue() {
+		t.Error("5001-clause disjunction is not true")
+	}
+	_, err = ParseOld("A = 1\n\nB = (2\n")
 	var se *SyntaxError
 	if !errors.As(err, &se) || se.Line != 3 || !strings.Contains(se.Msg, "expected ')'") {
 		t.Errorf("ParseOld error = %v", err)

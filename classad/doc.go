@@ -18,7 +18,8 @@
 //
 // Printing reproduces the source's parentheses and spelling of names, and
 // what is printed parses back to the same expression. Reals always print
-// with a decimal point or an exponent. Nesting deeper than MaxNesting is
+// with a decimal point or an exponent. Nesting deeper than MaxNesting, or
+// operator and selection chains making a tree deeper than 16384 levels, is
 // refused with a SyntaxError naming the position and what was expected.
 //
 // Expressions are prepared when parsed: attribute names are hashed,

@@ -10,10 +10,16 @@ import (
 // risking the stack.
 const MaxNesting = 256
 
+// maxTreeDepth bounds the depth of an expression tree, which long operator
+// chains (a || b || c ...) and selections (a.b.c ...) grow without nesting;
+// evaluation and printing recurse that deep.
+const maxTreeDepth = 1 << 14
+
 type parser struct {
 	lx    lexer
 	tok   token
-	depth int
+	depth int // nesting of parentheses, lists, ads and unary operators
+	tree  int // depth of the tree being built
 	// Nodes of the commonest kinds come from slabs: fewer allocations.
 	lits  slab[litNode]
 	attrs slab[attrNode]
@@ -76,14 +82,29 @@ func (p *parser) expect(s string, what string) {
 
 func (p *parser) enter() bool {
 	p.depth++
+	p.tree++
 	if p.depth > MaxNesting {
 		p.errorf("nesting deeper than %d levels", MaxNesting)
 		return false
 	}
-	return true
+	return p.deeper(0)
 }
 
-func (p *parser) leave() { p.depth-- }
+func (p *parser) leave() {
+	p.depth--
+	p.tree--
+}
+
+// deeper adds n levels to the tree depth and reports whether it is within
+// bounds.
+func (p *parser) deeper(n int) bool {
+	p.tree += n
+	if p.tree > maxTreeDepth {
+		p.errorf("expression deeper than %d levels", maxTreeDepth)
+		return false
+	}
+	return true
+}
 
 // errNode stands in for input that failed to parse.
 func errNode() node { return &litNode{v: Value{kind: ErrorKind}} }
@@ -335,7 +356,10 @@ func (p *parser) binop() (op, int) {
 // associative, by precedence climbing.
 func (p *parser) binary(minPrec int) node {
 	l := p.unary()
-	for !p.failed() {
+	chain := 0
+	defer func() { p.tree -= chain }()
+	for !p.failed() && p.deeper(1) {
+		chain++
 		o, prec := p.binop()
 		if o == opNone || prec < minPrec {
 			break
@@ -412,7 +436,10 @@ func (p *parser) number(t token) node {
 }
 
 func (p *parser) postfix(x node) node {
-	for !p.failed() {
+	chain := 0
+	defer func() { p.tree -= chain }()
+	for !p.failed() && p.deeper(1) {
+		chain++
 		switch {
 		case p.isPunct("."):
 			p.advance()
