@@ -42,11 +42,22 @@ func machineAd(c adConfig, m machine, v view, now time.Time) *classad.ClassAd {
 	ad.SetInt("Disk", m.diskKiB/n)
 	ad.SetInt("TotalCpus", int64(m.cpus))
 	ad.SetInt("TotalMemory", m.memoryMiB)
+	ad.SetInt("TotalDisk", m.diskKiB)
 	ad.SetInt("TotalSlots", n)
-	ad.SetReal("LoadAvg", m.loadAvg)
-	idle := int64(m.idle / time.Second)
-	ad.SetInt("KeyboardIdle", idle)
-	ad.SetInt("ConsoleIdle", idle)
+	// LoadAvg is the slot's share: its own job's load plus an even share
+	// of the load that is not Harrier's, as in HTCondor, so that
+	// LoadAvg - CondorLoadAvg is the owner's load whatever the slot.
+	var harrierLoad float64
+	for _, l := range m.condorLoads {
+		harrierLoad += l
+	}
+	own := m.condorLoads[v.id]
+	ad.SetReal("TotalLoadAvg", m.loadAvg)
+	ad.SetReal("TotalCondorLoadAvg", harrierLoad)
+	ad.SetReal("CondorLoadAvg", own)
+	ad.SetReal("LoadAvg", own+max(m.loadAvg-harrierLoad, 0)/float64(n))
+	ad.SetInt("KeyboardIdle", int64(m.keyboardIdle/time.Second))
+	ad.SetInt("ConsoleIdle", int64(m.consoleIdle/time.Second))
 	ad.SetInt("MyCurrentTime", now.Unix())
 	ad.SetString("HarrierVersion", c.version)
 	if cl := v.claim; cl != nil {

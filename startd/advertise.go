@@ -62,7 +62,7 @@ type slotAd struct {
 
 // ads measures the machine and builds every slot's ad.
 func (s *Startd) ads() []slotAd {
-	m, err := s.measure()
+	m, err := s.snapshot()
 	now := time.Now()
 	s.mu.Lock()
 	views := make([]view, len(s.slots))

@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"time"
-
-	"harrier.dev/harrier/classad"
 )
 
 // Config is everything a startd is told at start-up. The zero values of the
@@ -30,6 +28,30 @@ type Config struct {
 	// Start and Rank are the owner's START and RANK ClassAd expressions.
 	// Defaults: "true" and "0".
 	Start, Rank string
+	// The rest of the owner's policy, ClassAd expressions evaluated every
+	// PollingInterval with MY = the slot's machine ad and TARGET = the
+	// job's ad: SUSPEND, CONTINUE, PREEMPT, KILL, WANT_SUSPEND,
+	// WANT_VACATE, IS_OWNER and MACHINE_MAX_VACATE_TIME (seconds). Empty
+	// selects HTCondor's defaults: false, true, false, false, false, true,
+	// "(START =?= false)" and 600. See decide for what each one does and
+	// policy.go for how undefined values are treated.
+	Suspend, Continue, Preempt, Kill string
+	WantSuspend, WantVacate, IsOwner string
+	MaxVacateTime                    string
+	// PollingInterval is how often the policy is evaluated. Default 1 s.
+	PollingInterval time.Duration
+	// ClaimLease is how long a claim lives without a KeepAlive from its
+	// agent before the startd releases it. Default 60 s.
+	ClaimLease time.Duration
+	// Terminals are glob patterns of the terminal devices whose access
+	// times show someone typing (KeyboardIdle). Nil selects /dev/tty* and
+	// /dev/pts/*; an empty slice watches none.
+	Terminals []string
+	// ConsoleDevices are glob patterns of the devices of the machine's
+	// own console (ConsoleIdle, which also counts for KeyboardIdle), in
+	// addition to keyboard and mouse interrupts. Nil selects /dev/console
+	// and /dev/input/*; an empty slice watches none.
+	ConsoleDevices []string
 	// NumSlots is the number of slots; each gets an even share of the
 	// machine's CPUs, memory and disk. Default 1.
 	NumSlots int
@@ -48,6 +70,8 @@ type Config struct {
 
 const (
 	defaultAdvertiseInterval = 10 * time.Second
+	defaultPollingInterval   = time.Second
+	defaultClaimLease        = 60 * time.Second
 	// matchTimeout is how long a Matched slot waits for its claim.
 	matchTimeout = 60 * time.Second
 	// claimIdleTimeout is how long a claim may sit idle, with no job
@@ -57,19 +81,15 @@ const (
 	killGrace = 5 * time.Second
 )
 
-// policy is the owner's policy expressions, parsed.
-type policy struct {
-	start, rank classad.Expr
-}
+// defaultTerminals and defaultConsoleDevices are the device patterns idle
+// detection watches unless told otherwise.
+func defaultTerminals() []string      { return []string{"/dev/tty*", "/dev/pts/*"} }
+func defaultConsoleDevices() []string { return []string{"/dev/console", "/dev/input/*"} }
 
 // withDefaults checks cfg, fills in its defaults and parses the policy
-// expressions; a parse error names the configuration key.
+// expressions; a parse error names the configuration key and the position.
 func (cfg Config) withDefaults() (Config, policy, error) {
-	var (
-		errs []error
-		pol  policy
-		err  error
-	)
+	var errs []error
 	if cfg.Name == "" {
 		h, err := os.Hostname()
 		if err != nil {
@@ -87,16 +107,32 @@ func (cfg Config) withDefaults() (Config, policy, error) {
 		errs = append(errs, errors.New("no matchmaker address"))
 	}
 	if cfg.Start == "" {
-		cfg.Start = "true"
+		cfg.Start = defaultStart
 	}
 	if cfg.Rank == "" {
-		cfg.Rank = "0"
+		cfg.Rank = defaultRank
 	}
-	if pol.start, err = classad.ParseExpr(cfg.Start); err != nil {
-		errs = append(errs, fmt.Errorf("START: %w", err))
+	pol, err := parsePolicy(cfg)
+	if err != nil {
+		errs = append(errs, err)
 	}
-	if pol.rank, err = classad.ParseExpr(cfg.Rank); err != nil {
-		errs = append(errs, fmt.Errorf("RANK: %w", err))
+	if cfg.PollingInterval == 0 {
+		cfg.PollingInterval = defaultPollingInterval
+	}
+	if cfg.PollingInterval < 10*time.Millisecond {
+		errs = append(errs, fmt.Errorf("polling interval %v is too short", cfg.PollingInterval))
+	}
+	if cfg.ClaimLease == 0 {
+		cfg.ClaimLease = defaultClaimLease
+	}
+	if cfg.ClaimLease < time.Second {
+		errs = append(errs, fmt.Errorf("claim lease %v is shorter than a second", cfg.ClaimLease))
+	}
+	if cfg.Terminals == nil {
+		cfg.Terminals = defaultTerminals()
+	}
+	if cfg.ConsoleDevices == nil {
+		cfg.ConsoleDevices = defaultConsoleDevices()
 	}
 	if cfg.NumSlots == 0 {
 		cfg.NumSlots = 1

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -17,11 +16,17 @@ import (
 // machine is one measurement of the whole execute machine; slots get an
 // even share of its CPUs, memory and disk.
 type machine struct {
-	cpus        int
-	memoryMiB   int64
-	diskKiB     int64 // free in the execute directory
-	loadAvg     float64
-	idle        time.Duration // since the newest terminal access
+	cpus      int
+	memoryMiB int64
+	diskKiB   int64   // free in the execute directory
+	loadAvg   float64 // the kernel's one-minute load average (TotalLoadAvg)
+	// keyboardIdle is the time since anyone used a terminal or the
+	// console; consoleIdle since anyone used the console.
+	keyboardIdle time.Duration
+	consoleIdle  time.Duration
+	// condorLoads is the load of each slot's job (by slot id), from the
+	// startd's load meter; absent means zero.
+	condorLoads map[int]float64
 	arch        string
 	opSysAndVer string
 }
@@ -31,8 +36,8 @@ type machine struct {
 type measurer func() (machine, error)
 
 // measureHost returns a measurer for this host that reports free disk in
-// executeDir.
-func measureHost(executeDir string) measurer {
+// executeDir and idle times from im.
+func measureHost(executeDir string, im *idleMeter) measurer {
 	opSysAndVer := readOpSysAndVer("/etc/os-release")
 	return func() (machine, error) {
 		m := machine{cpus: runtime.NumCPU(), arch: archName(runtime.GOARCH), opSysAndVer: opSysAndVer}
@@ -54,7 +59,7 @@ func measureHost(executeDir string) measurer {
 			return m, err
 		}
 		uptime := time.Duration(si.Uptime) * time.Second
-		m.idle = terminalIdle(time.Now(), uptime)
+		m.keyboardIdle, m.consoleIdle = im.measure(time.Now(), uptime)
 		return m, nil
 	}
 }
@@ -71,29 +76,6 @@ func parseLoadAvg(b []byte) (float64, error) {
 		return 0, fmt.Errorf("parse /proc/loadavg: bad load %q", f[0])
 	}
 	return v, nil
-}
-
-// terminalIdle returns how long ago any terminal was last used, judged by
-// the newest access time of /dev/tty* and /dev/pts/*. A machine without
-// terminals has been idle since boot.
-func terminalIdle(now time.Time, uptime time.Duration) time.Duration {
-	var newest time.Time
-	for _, pattern := range []string{"/dev/tty*", "/dev/pts/*"} {
-		names, _ := filepath.Glob(pattern) // the patterns are well formed
-		for _, name := range names {
-			var st syscall.Stat_t
-			if syscall.Stat(name, &st) != nil {
-				continue
-			}
-			if at := time.Unix(st.Atim.Unix()); at.After(newest) {
-				newest = at
-			}
-		}
-	}
-	if newest.IsZero() {
-		return uptime
-	}
-	return max(now.Sub(newest), 0)
 }
 
 // archName maps GOARCH to the Arch values HTCondor advertises.

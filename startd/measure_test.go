@@ -4,11 +4,10 @@ import (
 	"math"
 	"runtime"
 	"testing"
-	"time"
 )
 
 func TestMeasureHost(t *testing.T) {
-	m, err := measureHost(t.TempDir())()
+	m, err := measureHost(t.TempDir(), newIdleMeter(defaultTerminals(), defaultConsoleDevices()))()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,8 +23,8 @@ func TestMeasureHost(t *testing.T) {
 	if m.loadAvg < 0 || math.IsNaN(m.loadAvg) {
 		t.Errorf("load average %v", m.loadAvg)
 	}
-	if m.idle < 0 {
-		t.Errorf("keyboard idle %v", m.idle)
+	if m.keyboardIdle < 0 || m.consoleIdle < m.keyboardIdle {
+		t.Errorf("keyboard idle %v, console idle %v", m.keyboardIdle, m.consoleIdle)
 	}
 	if m.arch == "" || m.opSysAndVer == "" {
 		t.Errorf("arch %q, OpSysAndVer %q", m.arch, m.opSysAndVer)
@@ -33,15 +32,8 @@ func TestMeasureHost(t *testing.T) {
 }
 
 func TestMeasureHostMissingDir(t *testing.T) {
-	if _, err := measureHost("/nonexistent/execute")(); err == nil {
+	if _, err := measureHost("/nonexistent/execute", newIdleMeter(nil, nil))(); err == nil {
 		t.Error("measuring a missing execute directory succeeded")
-	}
-}
-
-func TestTerminalIdleNeverNegative(t *testing.T) {
-	// A clock far in the past makes every terminal look used in the future.
-	if got := terminalIdle(time.Unix(0, 0), time.Hour); got < 0 {
-		t.Errorf("idle %v", got)
 	}
 }
 

@@ -3,6 +3,8 @@ package startd
 import (
 	"fmt"
 	"time"
+
+	"harrier.dev/harrier/classad"
 )
 
 // slot is one share of the machine, advertised as its own ad. Its fields
@@ -14,6 +16,9 @@ type slot struct {
 	phase           phase
 	enteredState    time.Time
 	enteredActivity time.Time
+	// renewed is when the agent holding the claim last showed it is
+	// alive (claim, activation, keepalive); the claim lease runs from it.
+	renewed time.Time
 }
 
 func newSlot(id int, host string, now time.Time) *slot {
@@ -54,15 +59,26 @@ type view struct {
 	enteredState    time.Time
 	enteredActivity time.Time
 	claim           *claim // nil unless claimed; claims are immutable
+	// job is the ad of the running job or, with no job running, of the
+	// job the claim was made for; nil without a claim. It is only read.
+	job *classad.ClassAd
 }
 
 func (sl *slot) view() view {
+	c := claimOf(sl.phase)
+	var job *classad.ClassAd
+	if r := runOf(sl.phase); r != nil {
+		job = r.job
+	} else if c != nil {
+		job = c.job
+	}
 	return view{
 		id:              sl.id,
 		name:            sl.name,
 		status:          sl.phase.status(),
 		enteredState:    sl.enteredState,
 		enteredActivity: sl.enteredActivity,
-		claim:           claimOf(sl.phase),
+		claim:           c,
+		job:             job,
 	}
 }

@@ -21,6 +21,8 @@ type Startd struct {
 	cfg     Config
 	log     *slog.Logger
 	measure measurer
+	// loads measures the CPU load of the running jobs (CondorLoadAvg).
+	loads *loadMeter
 	// matchTimeout and killGrace are fields so that tests can shorten them.
 	matchTimeout     time.Duration
 	killGrace        time.Duration
@@ -40,7 +42,7 @@ type Startd struct {
 
 // New checks cfg, prepares the execute directory (removing scratch
 // directories a crashed startd left behind) and returns a Startd. Errors
-// in the START or RANK expressions name the key and the position.
+// in the policy expressions name the key and the position.
 func New(cfg Config) (*Startd, error) {
 	cfg, pol, err := cfg.withDefaults()
 	if err != nil {
@@ -53,14 +55,15 @@ func New(cfg Config) (*Startd, error) {
 		return nil, err
 	}
 	s := &Startd{
-		cfg:          cfg,
-		log:          cfg.Logger.With("daemon", "startd", "name", cfg.Name),
-		measure:      measureHost(cfg.ExecuteDir),
+		cfg:              cfg,
+		log:              cfg.Logger.With("daemon", "startd", "name", cfg.Name),
+		measure:          measureHost(cfg.ExecuteDir, newIdleMeter(cfg.Terminals, cfg.ConsoleDevices)),
+		loads:            newLoadMeter("/proc"),
 		matchTimeout:     matchTimeout,
 		killGrace:        killGrace,
 		claimIdleTimeout: claimIdleTimeout,
-		changed:      make(chan struct{}, 1),
-		adc:          adConfig{host: cfg.Name, policy: pol, numSlots: cfg.NumSlots, version: version()},
+		changed:          make(chan struct{}, 1),
+		adc:              adConfig{host: cfg.Name, policy: pol, numSlots: cfg.NumSlots, version: version()},
 	}
 	now := time.Now()
 	for i := range cfg.NumSlots {
@@ -69,8 +72,8 @@ func New(cfg Config) (*Startd, error) {
 	return s, nil
 }
 
-// Serve serves the Startd service on lis and keeps the machine ads
-// advertised until ctx is done. Then it stops serving, kills the starters
+// Serve serves the Startd service on lis, enforces the owner policy and
+// keeps the machine ads advertised until ctx is done. Then it stops serving, kills the starters
 // still running, withdraws its ads and returns nil. It returns an error
 // only if serving failed. Serve must be called once.
 func (s *Startd) Serve(ctx context.Context, lis net.Listener) error {
@@ -97,10 +100,17 @@ func (s *Startd) Serve(ctx context.Context, lis net.Listener) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(lis) }()
 
+	// The first ads already show what the policy says (Owner, say).
+	s.evaluate()
 	advDone := make(chan struct{})
 	go func() {
 		defer close(advDone)
 		s.advertiseLoop(ctx, collector)
+	}()
+	policyDone := make(chan struct{})
+	go func() {
+		defer close(policyDone)
+		s.policyLoop(ctx)
 	}()
 	s.log.Info("startd serving", "addr", s.adc.addr, "slots", len(s.slots))
 
@@ -114,6 +124,7 @@ func (s *Startd) Serve(ctx context.Context, lis net.Listener) error {
 	}
 	cancel()
 	srv.Stop()
+	<-policyDone
 	s.killAll()
 	s.runs.Wait()
 	<-advDone
@@ -127,8 +138,8 @@ func (s *Startd) killAll() {
 	var wg sync.WaitGroup
 	s.mu.Lock()
 	for _, sl := range s.slots {
-		if b, ok := sl.phase.(claimedBusy); ok {
-			wg.Go(func() { b.run.kill(s.killGrace) })
+		if r := runOf(sl.phase); r != nil {
+			wg.Go(func() { r.kill(s.killGrace) })
 		}
 	}
 	s.mu.Unlock()

@@ -65,7 +65,7 @@ func (e *endpoint) RequestClaim(_ context.Context, req *wire.RequestClaimRequest
 	if err != nil {
 		return nil, err
 	}
-	m, err := s.measure()
+	m, err := s.snapshot()
 	if err != nil {
 		return nil, status.Errorf(codes.Unavailable, "request claim: measure machine: %v", err)
 	}
@@ -96,7 +96,8 @@ func (e *endpoint) RequestClaim(_ context.Context, req *wire.RequestClaimRequest
 		s.log.Info("claim refused", "slot", sl.name, "reason", why)
 		return refuse("%s: the match no longer holds: %s", sl.name, why), nil
 	}
-	c := &claim{id: req.ClaimId, agent: req.Agent, owner: evalString(job, "Owner"), jobID: jobID(job)}
+	c := &claim{id: req.ClaimId, agent: req.Agent, owner: evalString(job, "Owner"), jobID: jobID(job), job: job, since: now}
+	sl.renewed = now
 	s.move(sl, claimedIdle{claim: c})
 	s.expireIdleClaimAfter(sl, c.id)
 	return &wire.RequestClaimReply{Accepted: true, MachineAd: machineAd(s.adc, m, sl.view(), now).String()}, nil
@@ -108,14 +109,24 @@ func refuse(format string, args ...any) *wire.RequestClaimReply {
 
 // ActivateClaim starts a starter for the job on a Claimed/Idle slot, which
 // becomes Claimed/Busy until the starter exits.
+//
+// The job may not be the one the claim was made for (an agent reuses its
+// claims), so START is evaluated again, for this job, on a fresh
+// measurement: a job START is not true for is refused.
 func (e *endpoint) ActivateClaim(_ context.Context, req *wire.ActivateClaimRequest) (*wire.ActivateClaimReply, error) {
 	s := e.s
-	if _, err := parseJobAd(req.JobAd); err != nil {
+	job, err := parseJobAd(req.JobAd)
+	if err != nil {
 		return nil, err
 	}
 	if req.ShadowAddr == "" {
 		return nil, status.Error(codes.InvalidArgument, "activate claim: no shadow address")
 	}
+	m, err := s.snapshot()
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "activate claim: measure machine: %v", err)
+	}
+	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sl, c := s.slotByClaim(req.ClaimId)
@@ -125,6 +136,10 @@ func (e *endpoint) ActivateClaim(_ context.Context, req *wire.ActivateClaimReque
 	if _, ok := sl.phase.(claimedIdle); !ok {
 		return nil, status.Errorf(codes.FailedPrecondition, "activate claim: %s is %s, not %s", sl.name, sl.phase.status(), claimedIdle{}.status())
 	}
+	if !machineAd(s.adc, m, sl.view(), now).EvalExpr(s.adc.policy.start, job).IsTrue() {
+		return nil, status.Errorf(codes.FailedPrecondition, "activate claim: the machine's START expression is not true for job %s", jobID(job))
+	}
+	sl.renewed = now
 	spec := starter.Spec{
 		Slot:       sl.name,
 		Host:       s.cfg.Name,
@@ -141,22 +156,31 @@ func (e *endpoint) ActivateClaim(_ context.Context, req *wire.ActivateClaimReque
 		s.log.Error("start starter", "slot", sl.name, "err", err)
 		return nil, status.Errorf(codes.Internal, "activate claim: %v", err)
 	}
+	r.job = job
 	s.move(sl, claimedBusy{claim: c, run: r})
 	s.log.Info("starter started", "slot", sl.name, "pid", r.cmd.Process.Pid, "scratch", r.scratch)
 	s.runs.Go(func() { s.reap(sl, r) })
 	return &wire.ActivateClaimReply{}, nil
 }
 
-// reap waits for a starter to exit and, unless its claim is being
-// released, returns the slot to Claimed/Idle for the agent to reuse.
+// reap waits for a starter to exit. A slot whose job ended by itself
+// returns to Claimed/Idle for the agent to reuse; a preempted one becomes
+// Unclaimed (the next policy evaluation decides whether the owner has it).
 func (s *Startd) reap(sl *slot, r *run) {
 	r.wait()
 	s.log.Info("starter exited", "slot", sl.name, "status", exitStatus(r.err))
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if b, ok := sl.phase.(claimedBusy); ok && b.run == r {
-		s.move(sl, claimedIdle{claim: b.claim})
-		s.expireIdleClaimAfter(sl, b.claim.id)
+	if runOf(sl.phase) != r {
+		return
+	}
+	switch p := sl.phase.(type) {
+	case claimedBusy, claimedSuspended:
+		c := claimOf(p)
+		s.move(sl, claimedIdle{claim: c})
+		s.expireIdleClaimAfter(sl, c.id)
+	case preemptingVacating, preemptingKilling:
+		s.move(sl, unclaimed{})
 	}
 }
 
@@ -176,8 +200,9 @@ func (s *Startd) expireIdleClaimAfter(sl *slot, claimID string) {
 
 // ReleaseClaim ends a claim: a running starter is killed (SIGTERM, SIGKILL
 // after a grace period) and its scratch directory removed before the slot
-// becomes Unclaimed. It returns when that is done.
-func (e *endpoint) ReleaseClaim(_ context.Context, req *wire.ReleaseClaimRequest) (*wire.ReleaseClaimReply, error) {
+// becomes Unclaimed. It returns when that is done, or when ctx ends if the
+// job is already being vacated by the owner policy.
+func (e *endpoint) ReleaseClaim(ctx context.Context, req *wire.ReleaseClaimRequest) (*wire.ReleaseClaimReply, error) {
 	s := e.s
 	s.mu.Lock()
 	sl, c := s.slotByClaim(req.ClaimId)
@@ -185,20 +210,23 @@ func (e *endpoint) ReleaseClaim(_ context.Context, req *wire.ReleaseClaimRequest
 		s.mu.Unlock()
 		return nil, status.Error(codes.NotFound, "release claim: unknown claim id")
 	}
-	var r *run
-	switch p := sl.phase.(type) {
+	r := runOf(sl.phase)
+	switch sl.phase.(type) {
 	case claimedIdle:
 		s.move(sl, unclaimed{})
 		s.mu.Unlock()
 		return &wire.ReleaseClaimReply{}, nil
-	case claimedBusy:
-		r = p.run
+	case claimedBusy, claimedSuspended:
 		s.move(sl, preemptingKilling{claim: c, run: r})
-	case preemptingKilling:
-		r = p.run // released twice: the first release finishes the job
-	default:
+	case preemptingVacating, preemptingKilling:
+		// Already on its way out: wait for it.
 		s.mu.Unlock()
-		return nil, status.Errorf(codes.FailedPrecondition, "release claim: %s is %s", sl.name, sl.phase.status())
+		select {
+		case <-r.done:
+		case <-ctx.Done():
+			return nil, status.FromContextError(ctx.Err()).Err()
+		}
+		return &wire.ReleaseClaimReply{}, nil
 	}
 	s.mu.Unlock()
 
@@ -210,6 +238,20 @@ func (e *endpoint) ReleaseClaim(_ context.Context, req *wire.ReleaseClaimRequest
 		s.move(sl, unclaimed{})
 	}
 	return &wire.ReleaseClaimReply{}, nil
+}
+
+// KeepAlive renews a claim's lease. A claim whose agent sends none for
+// the lease time (ClaimLease) is released, its job vacated.
+func (e *endpoint) KeepAlive(_ context.Context, req *wire.KeepAliveRequest) (*wire.KeepAliveReply, error) {
+	s := e.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sl, _ := s.slotByClaim(req.ClaimId)
+	if sl == nil {
+		return nil, status.Error(codes.NotFound, "keepalive: unknown claim id")
+	}
+	sl.renewed = time.Now()
+	return &wire.KeepAliveReply{LeaseSeconds: int32(s.cfg.ClaimLease / time.Second)}, nil
 }
 
 // parseJobAd parses a job ad sent by a peer; a malformed one is the

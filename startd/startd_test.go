@@ -82,7 +82,8 @@ func newHarness(t *testing.T, tweak func(*Startd)) *harness {
 	real := s.measure
 	s.measure = func() (machine, error) {
 		m, err := real()
-		m.idle = time.Duration(h.idle.Load()) * time.Second
+		m.keyboardIdle = time.Duration(h.idle.Load()) * time.Second
+		m.consoleIdle = m.keyboardIdle
 		return m, err
 	}
 	if tweak != nil {
@@ -312,7 +313,9 @@ func TestClaimLifecycle(t *testing.T) {
 	if reply.Accepted || !strings.Contains(reply.Reason, "START") {
 		t.Errorf("claim accepted or refused for another reason although START is false: %+v", reply)
 	}
-	h.collector.waitStatus(t, slot, Status{Unclaimed, Idle})
+	// START is false whatever the job: by the default IS_OWNER the owner
+	// has the machine.
+	h.collector.waitStatus(t, slot, Status{Owner, Idle})
 
 	// Shut down: the ads are withdrawn.
 	h.stop(t)

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/starter"
 )
 
@@ -23,6 +24,8 @@ type run struct {
 	cmd     *exec.Cmd
 	scratch string
 	log     *os.File
+	// job is the ad of the job the starter runs; it is only read.
+	job *classad.ClassAd
 	// done is closed once the starter has exited and its scratch directory
 	// is gone.
 	done chan struct{}
@@ -103,6 +106,28 @@ func (r *run) kill(grace time.Duration) {
 	}
 	syscall.Kill(pgid, syscall.SIGKILL)
 	<-r.done
+}
+
+// signal sends sig to the starter alone (not to its job, which the
+// starter steers itself), unless it has exited.
+func (r *run) signal(sig syscall.Signal) {
+	select {
+	case <-r.done: // its pid may belong to someone else now
+	default:
+		_ = r.cmd.Process.Signal(sig)
+	}
+}
+
+// killAfter sends SIGKILL to the starter's process group if it has not
+// exited within grace. Someone must be running wait.
+func (r *run) killAfter(grace time.Duration) {
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-r.done:
+	case <-t.C:
+		syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
+	}
 }
 
 // removeScratch removes every scratch directory in dir, left there by a

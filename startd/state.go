@@ -3,13 +3,17 @@ package startd
 import (
 	"errors"
 	"fmt"
+	"time"
+
+	"harrier.dev/harrier/classad"
 )
 
 // State is a slot's state, named as in HTCondor.
 type State string
 
-// The slot states in use.
+// The slot states.
 const (
+	Owner      State = "Owner"
 	Unclaimed  State = "Unclaimed"
 	Matched    State = "Matched"
 	Claimed    State = "Claimed"
@@ -19,11 +23,13 @@ const (
 // Activity is what a slot is doing within its state, named as in HTCondor.
 type Activity string
 
-// The slot activities in use.
+// The slot activities.
 const (
-	Idle    Activity = "Idle"
-	Busy    Activity = "Busy"
-	Killing Activity = "Killing"
+	Idle      Activity = "Idle"
+	Busy      Activity = "Busy"
+	Suspended Activity = "Suspended"
+	Vacating  Activity = "Vacating"
+	Killing   Activity = "Killing"
 )
 
 // Status is a slot's state and activity, the pair a machine ad shows.
@@ -52,14 +58,18 @@ func (e *TransitionError) Error() string {
 func (e *TransitionError) Is(target error) bool { return target == ErrIllegalTransition }
 
 // A phase is one state of a slot together with the data that state owns:
-// the claim id while matched, the claim while claimed, the starter while
-// busy. Holding the data in the state makes it impossible to, say, have a
-// running starter on an unclaimed slot.
+// the claim id while matched, the claim while claimed, the starter while a
+// job runs. Holding the data in the state makes it impossible to, say, have
+// a running starter on an unclaimed slot.
 type phase interface {
 	status() Status
 	// follows reports whether the slot may move from prev to this phase.
 	follows(prev phase) bool
 }
+
+// owner: the machine's owner is using it (IS_OWNER is true); the slot
+// takes no match.
+type owner struct{}
 
 // unclaimed: the slot is free and advertised for matching.
 type unclaimed struct{}
@@ -77,21 +87,45 @@ type claimedBusy struct {
 	run   *run
 }
 
+// claimedSuspended: the owner policy suspended the running job.
+type claimedSuspended struct {
+	claim *claim
+	run   *run
+}
+
+// preemptingVacating: the job was asked to leave (the starter got
+// SIGTERM) and has until MaxVacateTime to do so.
+type preemptingVacating struct {
+	claim *claim
+	run   *run
+}
+
 // preemptingKilling: the claim is being released and its starter killed.
 type preemptingKilling struct {
 	claim *claim
 	run   *run
 }
 
-func (unclaimed) status() Status         { return Status{Unclaimed, Idle} }
-func (matched) status() Status           { return Status{Matched, Idle} }
-func (claimedIdle) status() Status       { return Status{Claimed, Idle} }
-func (claimedBusy) status() Status       { return Status{Claimed, Busy} }
-func (preemptingKilling) status() Status { return Status{Preempting, Killing} }
+func (owner) status() Status              { return Status{Owner, Idle} }
+func (unclaimed) status() Status          { return Status{Unclaimed, Idle} }
+func (matched) status() Status            { return Status{Matched, Idle} }
+func (claimedIdle) status() Status        { return Status{Claimed, Idle} }
+func (claimedBusy) status() Status        { return Status{Claimed, Busy} }
+func (claimedSuspended) status() Status   { return Status{Claimed, Suspended} }
+func (preemptingVacating) status() Status { return Status{Preempting, Vacating} }
+func (preemptingKilling) status() Status  { return Status{Preempting, Killing} }
+
+func (owner) follows(prev phase) bool {
+	switch prev.(type) {
+	case unclaimed, matched, claimedIdle, preemptingVacating, preemptingKilling:
+		return true
+	}
+	return false
+}
 
 func (unclaimed) follows(prev phase) bool {
 	switch prev.(type) {
-	case matched, claimedIdle, preemptingKilling:
+	case owner, matched, claimedIdle, preemptingVacating, preemptingKilling:
 		return true
 	}
 	return false
@@ -104,20 +138,39 @@ func (matched) follows(prev phase) bool {
 
 func (claimedIdle) follows(prev phase) bool {
 	switch prev.(type) {
-	case matched, claimedBusy:
+	case matched, claimedBusy, claimedSuspended:
 		return true
 	}
 	return false
 }
 
 func (claimedBusy) follows(prev phase) bool {
-	_, ok := prev.(claimedIdle)
+	switch prev.(type) {
+	case claimedIdle, claimedSuspended:
+		return true
+	}
+	return false
+}
+
+func (claimedSuspended) follows(prev phase) bool {
+	_, ok := prev.(claimedBusy)
 	return ok
 }
 
+func (preemptingVacating) follows(prev phase) bool {
+	switch prev.(type) {
+	case claimedBusy, claimedSuspended:
+		return true
+	}
+	return false
+}
+
 func (preemptingKilling) follows(prev phase) bool {
-	_, ok := prev.(claimedBusy)
-	return ok
+	switch prev.(type) {
+	case claimedBusy, claimedSuspended, preemptingVacating:
+		return true
+	}
+	return false
 }
 
 // claimOf returns the claim a phase holds, or nil.
@@ -127,13 +180,32 @@ func claimOf(p phase) *claim {
 		return p.claim
 	case claimedBusy:
 		return p.claim
+	case claimedSuspended:
+		return p.claim
+	case preemptingVacating:
+		return p.claim
 	case preemptingKilling:
 		return p.claim
 	}
 	return nil
 }
 
-// claim is an agent's hold on a slot.
+// runOf returns the starter a phase holds, or nil.
+func runOf(p phase) *run {
+	switch p := p.(type) {
+	case claimedBusy:
+		return p.run
+	case claimedSuspended:
+		return p.run
+	case preemptingVacating:
+		return p.run
+	case preemptingKilling:
+		return p.run
+	}
+	return nil
+}
+
+// claim is an agent's hold on a slot. It is immutable once made.
 type claim struct {
 	id string
 	// agent is the claiming agent's name (ClaimedBy).
@@ -142,4 +214,9 @@ type claim struct {
 	// (RemoteOwner, JobId).
 	owner string
 	jobID string
+	// job is the ad of the job the claim was made for, against which the
+	// policy is evaluated while no job runs; it is only read.
+	job *classad.ClassAd
+	// since is when the claim was accepted.
+	since time.Time
 }

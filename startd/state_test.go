@@ -11,21 +11,38 @@ func TestSlotTransitions(t *testing.T) {
 	c := &claim{id: "c1"}
 	r := &run{}
 	phases := map[string]phase{
+		"owner":      owner{},
 		"unclaimed":  unclaimed{},
 		"matched":    matched{claimID: "c1"},
 		"claimed":    claimedIdle{claim: c},
 		"busy":       claimedBusy{claim: c, run: r},
+		"suspended":  claimedSuspended{claim: c, run: r},
+		"vacating":   preemptingVacating{claim: c, run: r},
 		"preempting": preemptingKilling{claim: c, run: r},
 	}
 	legal := map[[2]string]bool{
+		{"owner", "unclaimed"}:      true,
+		{"unclaimed", "owner"}:      true,
 		{"unclaimed", "matched"}:    true,
+		{"matched", "owner"}:        true,
 		{"matched", "unclaimed"}:    true,
 		{"matched", "claimed"}:      true,
 		{"claimed", "busy"}:         true,
 		{"claimed", "unclaimed"}:    true,
+		{"claimed", "owner"}:        true,
 		{"busy", "claimed"}:         true,
+		{"busy", "suspended"}:       true,
+		{"busy", "vacating"}:        true,
 		{"busy", "preempting"}:      true,
+		{"suspended", "busy"}:       true,
+		{"suspended", "claimed"}:    true,
+		{"suspended", "vacating"}:   true,
+		{"suspended", "preempting"}: true,
+		{"vacating", "preempting"}:  true,
+		{"vacating", "unclaimed"}:   true,
+		{"vacating", "owner"}:       true,
 		{"preempting", "unclaimed"}: true,
+		{"preempting", "owner"}:     true,
 	}
 	for fromName, from := range phases {
 		for toName, to := range phases {

@@ -1,0 +1,101 @@
+package startd
+
+import (
+	"context"
+	"syscall"
+	"time"
+)
+
+// policyLoop evaluates the owner policy of every slot now and every
+// PollingInterval until ctx is done.
+func (s *Startd) policyLoop(ctx context.Context) {
+	t := time.NewTicker(s.cfg.PollingInterval)
+	defer t.Stop()
+	for {
+		s.evaluate()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// evaluate measures the machine, samples the load of the running jobs, and
+// takes the step the policy decides for each slot.
+func (s *Startd) evaluate() {
+	s.mu.Lock()
+	starters := map[int]int{}
+	for _, sl := range s.slots {
+		if r := runOf(sl.phase); r != nil {
+			starters[sl.id] = r.cmd.Process.Pid
+		}
+	}
+	s.mu.Unlock()
+	s.loads.sample(starters, time.Now())
+
+	m, err := s.snapshot()
+	if err != nil {
+		s.log.Error("measure machine", "err", err)
+		return
+	}
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, sl := range s.slots {
+		v := sl.view()
+		st, why := s.adc.policy.decide(situation{
+			status:       v.status,
+			machine:      machineAd(s.adc, m, v, now),
+			job:          v.job,
+			inActivity:   now.Sub(sl.enteredActivity),
+			leaseExpired: v.claim != nil && now.Sub(sl.renewed) > s.cfg.ClaimLease,
+		})
+		if st != stay {
+			s.apply(sl, st, why)
+		}
+	}
+}
+
+// apply carries out a step decide chose for sl's current phase. It must be
+// called with s.mu held.
+func (s *Startd) apply(sl *slot, st step, why string) {
+	s.log.Info("owner policy", "slot", sl.name, "status", sl.phase.status().String(), "action", st.String(), "reason", why)
+	c, r := claimOf(sl.phase), runOf(sl.phase)
+	switch st {
+	case becomeOwner:
+		s.move(sl, owner{})
+	case becomeUnclaimed, releaseClaim:
+		s.move(sl, unclaimed{})
+	case suspendJob:
+		r.signal(syscall.SIGUSR1)
+		s.move(sl, claimedSuspended{claim: c, run: r})
+	case continueJob:
+		r.signal(syscall.SIGUSR2)
+		s.move(sl, claimedBusy{claim: c, run: r})
+	case vacateJob:
+		// The starter stops the job gently and reports it evicted, so
+		// that it runs again elsewhere.
+		r.signal(syscall.SIGTERM)
+		s.move(sl, preemptingVacating{claim: c, run: r})
+	case killJob:
+		r.signal(syscall.SIGINT)
+		s.move(sl, preemptingKilling{claim: c, run: r})
+		s.runs.Go(func() { r.killAfter(s.killGrace) })
+	}
+}
+
+// snapshot measures the machine and adds the load of Harrier's jobs.
+func (s *Startd) snapshot() (machine, error) {
+	m, err := s.measure()
+	if err != nil {
+		return m, err
+	}
+	m.condorLoads = map[int]float64{}
+	for _, sl := range s.slots { // ids never change: no lock needed
+		if l := s.loads.load(sl.id); l > 0 {
+			m.condorLoads[sl.id] = l
+		}
+	}
+	return m, nil
+}
