@@ -107,3 +107,21 @@ func BenchmarkRegexpConstant(b *testing.B) {
 		m.EvalAttr(ad, machine, "Requirements")
 	}
 }
+
+// BenchmarkMemberConstantList measures member() over a constant list,
+// which is built once at parse time.
+func BenchmarkMemberConstantList(b *testing.B) {
+	ad, err := Parse(`[ Requirements = member(TARGET.Machine, { "a.cs.wisc.edu", "b.cs.wisc.edu", "nostos.cs.wisc.edu" }) ]`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, machine := figure12(b)
+	m := NewMatcher()
+	if !m.EvalAttr(ad, machine, "Requirements").IsTrue() {
+		b.Fatal("no match")
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		m.EvalAttr(ad, machine, "Requirements")
+	}
+}

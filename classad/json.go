@@ -48,6 +48,10 @@ func writeJSONNode(b *bytes.Buffer, n node) error {
 		if ok, err := writeJSONValue(b, n.v); ok || err != nil {
 			return err
 		}
+	case *foldNode:
+		if n.n == 0 { // no parentheses to keep
+			return writeJSONNode(b, n.src)
+		}
 	case *listNode:
 		b.WriteByte('[')
 		for i, e := range n.elems {

@@ -576,7 +576,12 @@ func (p *parser) list() node {
 		p.advance()
 	}
 	p.expect("}", "to close list")
-	return l
+	for _, e := range l.elems {
+		if !isConst(e) {
+			return l
+		}
+	}
+	return fold(l) // a constant list is built once, not at every evaluation
 }
 
 func (p *parser) call(name string) node {
