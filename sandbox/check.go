@@ -1,0 +1,85 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"syscall"
+)
+
+// checkTask finds what would keep a task from starting, with a message
+// meant for the job's owner.
+func checkTask(t *Task, id identity) error {
+	if !filepath.IsAbs(t.Path) {
+		return fmt.Errorf("Failed to execute '%s': not an absolute path", t.Path)
+	}
+	st, err := os.Stat(t.Path)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("Failed to execute '%s': %v", t.Path, err)
+	}
+	if st.IsDir() {
+		return fmt.Errorf("Failed to execute '%s': is a directory", t.Path)
+	}
+	if !executableBy(st, id) {
+		return fmt.Errorf("Failed to execute '%s': permission denied (not executable by %s)", t.Path, id.name)
+	}
+	for _, d := range []string{t.Dir, t.ScratchDir} {
+		if d == "" {
+			continue
+		}
+		if !filepath.IsAbs(d) {
+			return fmt.Errorf("Bad working directory '%s': not an absolute path", d)
+		}
+		st, err := os.Stat(d)
+		if err != nil {
+			return fmt.Errorf("Bad working directory '%s': %v", d, errors.Unwrap(err))
+		}
+		if !st.IsDir() {
+			return fmt.Errorf("Bad working directory '%s': not a directory", d)
+		}
+	}
+	if t.Dir == "" {
+		return errors.New("Bad working directory: none given")
+	}
+	switch {
+	case t.MemoryMB < 0:
+		return fmt.Errorf("Cannot meet request_memory of %d megabytes: negative", t.MemoryMB)
+	case t.MemoryMB > 0 && t.MemoryMB < minMemoryMB:
+		return fmt.Errorf("Cannot meet request_memory of %d megabytes: the smallest a job can run in is %d", t.MemoryMB, minMemoryMB)
+	case t.Cpus < 0:
+		return fmt.Errorf("Cannot meet request_cpus of %d: negative", t.Cpus)
+	case t.Cpus > int64(runtime.NumCPU()):
+		return fmt.Errorf("Cannot meet request_cpus of %d: this machine has %d", t.Cpus, runtime.NumCPU())
+	case t.DiskKB < 0:
+		return fmt.Errorf("Cannot meet request_disk of %d kilobytes: negative", t.DiskKB)
+	}
+	return nil
+}
+
+// executableBy reports whether the file's mode lets the user execute it.
+func executableBy(st os.FileInfo, id identity) bool {
+	mode := st.Mode()
+	if !mode.IsRegular() {
+		return false
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return mode&0o111 != 0
+	}
+	switch {
+	case id.uid == 0:
+		return mode&0o111 != 0
+	case int(sys.Uid) == id.uid:
+		return mode&0o100 != 0
+	case int(sys.Gid) == id.gid:
+		return mode&0o010 != 0
+	default:
+		return mode&0o001 != 0
+	}
+}

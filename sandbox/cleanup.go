@@ -1,0 +1,69 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// Cleanup removes everything slot's jobs left under stateRoot: it kills
+// every process in the slot cgroup, removes the containers' state and then
+// the slot's cgroups. The startd calls it after each starter exits, so
+// that a starter killed in the middle of a job leaves nothing behind.
+// Cleaning a slot that left nothing is cheap and not an error.
+func Cleanup(stateRoot, slot string) error {
+	if err := checkSlot(slot); err != nil {
+		return err
+	}
+	path := slotCgroupPath(stateRoot, slot)
+	var errs []error
+	if err := killCgroup(path); err != nil {
+		errs = append(errs, err)
+	}
+	root := containersDir(stateRoot)
+	entries, err := os.ReadDir(root)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		errs = append(errs, err)
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), slot+"-") {
+			errs = append(errs, destroyContainer(root, e.Name()))
+		}
+	}
+	errs = append(errs, removeCgroupTree(path))
+	removeEmptyParents(stateRoot)
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("clean up slot %s: %w", slot, err)
+	}
+	return nil
+}
+
+// CleanupAll cleans up every slot under stateRoot, as a startd does when
+// it starts, after a crash perhaps.
+func CleanupAll(stateRoot string) error {
+	roots, err := hierarchies()
+	if err != nil {
+		return fmt.Errorf("clean up %s: %w", stateRoot, err)
+	}
+	slots := map[string]bool{}
+	for _, r := range roots {
+		entries, _ := os.ReadDir(r + "/" + cgroupBase(stateRoot))
+		for _, e := range entries {
+			if e.IsDir() && checkSlot(e.Name()) == nil {
+				slots[e.Name()] = true
+			}
+		}
+	}
+	entries, _ := os.ReadDir(containersDir(stateRoot))
+	for _, e := range entries {
+		if slot, _, ok := strings.Cut(e.Name(), "-"); ok && checkSlot(slot) == nil {
+			slots[slot] = true
+		}
+	}
+	var errs []error
+	for slot := range slots {
+		errs = append(errs, Cleanup(stateRoot, slot))
+	}
+	return errors.Join(errs...)
+}

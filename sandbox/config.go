@@ -1,0 +1,151 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is how a slot runs its jobs. The zero values of the optional
+// fields select the documented defaults.
+type Config struct {
+	// StateRoot is a directory the sandbox owns (required): container state
+	// lives under it, and it names the slot cgroups, so it must be the same
+	// for the starters of a slot and for the startd that cleans up after
+	// them.
+	StateRoot string
+	// Slot is the slot's short name ("slot1"), required.
+	Slot string
+	// User is the slot user jobs run as. Default "nobody".
+	User string
+	// AllowRoot lets User be root; without it a root slot user is an error.
+	AllowRoot bool
+	// PidsLimit caps the number of processes and threads of a job.
+	// Default 1024.
+	PidsLimit int64
+	// CPUQuota adds a hard CPU quota of request_cpus CPUs to the CPU
+	// shares every job gets in proportion to request_cpus.
+	CPUQuota bool
+	// DiskFactor puts a job on hold once its scratch directory holds more
+	// than DiskFactor times its request_disk. Default 2; negative turns
+	// the check off.
+	DiskFactor float64
+	// DiskInterval is how often the scratch directory is measured.
+	// Default 30 s.
+	DiskInterval time.Duration
+	Logger       *slog.Logger // default slog.Default()
+}
+
+const (
+	defaultUser         = "nobody"
+	defaultPidsLimit    = 1024
+	defaultDiskFactor   = 2
+	defaultDiskInterval = 30 * time.Second
+	// minMemoryMB is the smallest memory limit a job can start under: the
+	// container's init needs a few MiB before the job's first instruction.
+	minMemoryMB = 8
+)
+
+// identity is a resolved slot user.
+type identity struct {
+	name     string
+	uid, gid int
+}
+
+// withDefaults checks cfg, fills in its defaults and resolves the slot
+// user.
+func (cfg Config) withDefaults() (Config, identity, error) {
+	var errs []error
+	if cfg.StateRoot == "" {
+		errs = append(errs, errors.New("no state root"))
+	} else if !filepath.IsAbs(cfg.StateRoot) {
+		errs = append(errs, fmt.Errorf("state root %q is not absolute", cfg.StateRoot))
+	}
+	if err := checkSlot(cfg.Slot); err != nil {
+		errs = append(errs, err)
+	}
+	if cfg.User == "" {
+		cfg.User = defaultUser
+	}
+	if cfg.PidsLimit == 0 {
+		cfg.PidsLimit = defaultPidsLimit
+	}
+	if cfg.PidsLimit < 0 {
+		errs = append(errs, fmt.Errorf("pids limit %d is negative", cfg.PidsLimit))
+	}
+	if cfg.DiskFactor == 0 {
+		cfg.DiskFactor = defaultDiskFactor
+	}
+	if cfg.DiskInterval <= 0 {
+		cfg.DiskInterval = defaultDiskInterval
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	id, err := lookupUser(cfg.User)
+	if err != nil {
+		errs = append(errs, err)
+	} else if id.uid == 0 && !cfg.AllowRoot {
+		errs = append(errs, fmt.Errorf("slot user %s is root and root jobs are not allowed", cfg.User))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return cfg, identity{}, fmt.Errorf("sandbox configuration: %w", err)
+	}
+	return cfg, id, nil
+}
+
+// checkSlot accepts slot names that are safe in a path and a container
+// ID.
+func checkSlot(slot string) error {
+	if slot == "" {
+		return errors.New("no slot name")
+	}
+	for _, r := range slot {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_') {
+			return fmt.Errorf("slot name %q: only letters, digits and _ are allowed", slot)
+		}
+	}
+	return nil
+}
+
+// lookupUser resolves a user name or a numeric uid.
+func lookupUser(name string) (identity, error) {
+	var (
+		u   *user.User
+		err error
+	)
+	if _, nerr := strconv.Atoi(name); nerr == nil {
+		u, err = user.LookupId(name)
+	} else {
+		u, err = user.Lookup(name)
+	}
+	if err != nil {
+		return identity{}, fmt.Errorf("slot user %s: %w", name, err)
+	}
+	uid, err1 := strconv.Atoi(u.Uid)
+	gid, err2 := strconv.Atoi(u.Gid)
+	if err := errors.Join(err1, err2); err != nil {
+		return identity{}, fmt.Errorf("slot user %s: %w", name, err)
+	}
+	return identity{name: u.Username, uid: uid, gid: gid}, nil
+}
+
+// containerID names a job's container: the slot, then the job ID with
+// anything libcontainer does not accept replaced.
+func containerID(slot, jobID string) string {
+	if jobID == "" {
+		jobID = "job"
+	}
+	clean := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '+' || r == '_' {
+			return r
+		}
+		return '_'
+	}, jobID)
+	return slot + "-" + clean
+}

@@ -1,0 +1,197 @@
+package sandbox
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/opencontainers/cgroups"
+	// Registers the device-rule writer the cgroup managers need.
+	_ "github.com/opencontainers/cgroups/devices"
+	devcfg "github.com/opencontainers/cgroups/devices/config"
+	"github.com/opencontainers/runc/libcontainer/configs"
+	"github.com/opencontainers/runc/libcontainer/specconv"
+	"golang.org/x/sys/unix"
+)
+
+// Paths of the container's /proc and /sys that are hidden or read-only,
+// as in runc's default configuration.
+var (
+	maskedPaths = []string{
+		"/proc/acpi", "/proc/asound", "/proc/interrupts", "/proc/kcore", "/proc/keys",
+		"/proc/latency_stats", "/proc/sched_debug", "/proc/scsi", "/proc/timer_list",
+		"/proc/timer_stats", "/sys/devices/virtual/powercap", "/sys/firmware",
+	}
+	readonlyPaths = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
+	// rootCaps is what a job running as root (only if allowed) keeps;
+	// a non-root job gets no capabilities at all.
+	rootCaps = []string{
+		"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL", "CAP_SETGID",
+		"CAP_SETUID", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_AUDIT_WRITE",
+	}
+)
+
+// ownMounts are the top-level directories the container makes for
+// itself rather than binding the host's.
+var ownMounts = []string{"/proc", "/dev", "/sys", "/tmp"}
+
+// spec is what one job's container needs, decided before it is made.
+type spec struct {
+	id, hostname string
+	cgroupParent string
+	user         identity
+	writable     []string // host directories bound read-write at the same path
+	rootfs       string   // see prepareRootfs
+	hostDirs     []string // the host's top-level directories, bound read-only
+	memoryBytes  int64
+	cpuShares    uint64
+	cpuQuota     int64 // microseconds per cpuPeriod; 0: none
+	pidsLimit    int64
+}
+
+const cpuPeriod = 100000
+
+// containerConfig builds the libcontainer configuration of a job.
+func containerConfig(s spec) *configs.Config {
+	devices := make([]*devcfg.Rule, 0, len(specconv.AllowedDevices))
+	for _, d := range specconv.AllowedDevices {
+		devices = append(devices, &d.Rule)
+	}
+	caps := &configs.Capabilities{}
+	if s.user.uid == 0 {
+		caps = &configs.Capabilities{Bounding: rootCaps, Effective: rootCaps, Permitted: rootCaps}
+	}
+	pids := s.pidsLimit
+	cfg := &configs.Config{
+		// An empty directory holding the host's top-level directories,
+		// bound read-only: programs find their libraries.
+		Rootfs:          s.rootfs,
+		Readonlyfs:      true,
+		Hostname:        s.hostname,
+		NoNewPrivileges: true,
+		Capabilities:    caps,
+		Namespaces: configs.Namespaces{
+			{Type: configs.NEWNS}, {Type: configs.NEWUTS}, {Type: configs.NEWIPC},
+			{Type: configs.NEWPID}, {Type: configs.NEWNET},
+		},
+		Cgroups: &cgroups.Cgroup{
+			Name:   s.id,
+			Parent: s.cgroupParent,
+			Resources: &cgroups.Resources{
+				Memory:    s.memoryBytes,
+				CpuShares: s.cpuShares,
+				CpuQuota:  s.cpuQuota,
+				CpuPeriod: cpuPeriod,
+				PidsLimit: &pids,
+				Devices:   devices,
+			},
+		},
+		MaskPaths:     maskedPaths,
+		ReadonlyPaths: readonlyPaths,
+		Devices:       specconv.AllowedDevices,
+		Networks:      []*configs.Network{{Type: "loopback", Address: "127.0.0.1/0", Gateway: "localhost"}},
+		Mounts: []*configs.Mount{
+			{Source: "proc", Destination: "/proc", Device: "proc", Flags: unix.MS_NOEXEC | unix.MS_NOSUID | unix.MS_NODEV},
+			{Source: "tmpfs", Destination: "/dev", Device: "tmpfs", Flags: unix.MS_NOSUID | unix.MS_STRICTATIME, Data: "mode=755,size=65536k"},
+			{Source: "devpts", Destination: "/dev/pts", Device: "devpts", Flags: unix.MS_NOSUID | unix.MS_NOEXEC, Data: "newinstance,ptmxmode=0666,mode=0620"},
+			{Source: "shm", Destination: "/dev/shm", Device: "tmpfs", Flags: unix.MS_NOEXEC | unix.MS_NOSUID | unix.MS_NODEV, Data: "mode=1777,size=65536k"},
+			{Source: "mqueue", Destination: "/dev/mqueue", Device: "mqueue", Flags: unix.MS_NOEXEC | unix.MS_NOSUID | unix.MS_NODEV},
+			{Source: "sysfs", Destination: "/sys", Device: "sysfs", Flags: unix.MS_NOEXEC | unix.MS_NOSUID | unix.MS_NODEV | unix.MS_RDONLY},
+		},
+	}
+	// tmpfs pages count against the job's memory limit.
+	cfg.Mounts = append(cfg.Mounts, &configs.Mount{Source: "tmpfs", Destination: "/tmp", Device: "tmpfs",
+		Flags: unix.MS_NOSUID | unix.MS_NODEV, Data: "mode=1777"})
+	for _, m := range s.hostDirs {
+		cfg.Mounts = append(cfg.Mounts, &configs.Mount{
+			Source: m, Destination: m, Device: "bind",
+			Flags:   unix.MS_BIND | unix.MS_REC | unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV,
+			RecAttr: &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV},
+		})
+	}
+	for _, w := range s.writable {
+		cfg.Mounts = append(cfg.Mounts, bindMount(w, w))
+	}
+	return cfg
+}
+
+// bindMount binds the host directory src read-write at dst.
+func bindMount(src, dst string) *configs.Mount {
+	return &configs.Mount{Source: src, Destination: dst, Device: "bind",
+		Flags: unix.MS_BIND | unix.MS_REC | unix.MS_NOSUID | unix.MS_NODEV}
+}
+
+// prepareRootfs makes dir the skeleton of the containers' root file
+// system: an empty directory for every top-level directory of the host
+// (bar those the container makes for itself) and the host's top-level
+// symbolic links (merged /usr: /bin -> usr/bin). It returns the
+// directories, to be bound read-only. It is cheap when dir is ready.
+func prepareRootfs(dir string) ([]string, error) {
+	entries, err := os.ReadDir("/")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var dirs []string
+	for _, e := range entries {
+		host, in := "/"+e.Name(), filepath.Join(dir, e.Name())
+		switch {
+		case e.Type()&os.ModeSymlink != 0:
+			target, err := os.Readlink(host)
+			if err != nil {
+				return nil, err
+			}
+			if err := os.Symlink(target, in); err != nil && !errors.Is(err, os.ErrExist) {
+				return nil, err
+			}
+		case e.IsDir():
+			if err := os.Mkdir(in, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+				return nil, err
+			}
+			if !under(host, ownMounts) {
+				dirs = append(dirs, host)
+			}
+		}
+	}
+	for _, m := range ownMounts {
+		if err := os.MkdirAll(filepath.Join(dir, m), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	return dirs, nil
+}
+
+// under reports whether path is one of dirs or below one of them.
+func under(path string, dirs []string) bool {
+	for _, d := range dirs {
+		if path == d || strings.HasPrefix(path, strings.TrimSuffix(d, "/")+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// cleanDirs returns the absolute, cleaned, distinct directories, without
+// the ones inside another.
+func cleanDirs(dirs ...string) []string {
+	var out []string
+	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
+		out = append(out, filepath.Clean(d))
+	}
+	slices.Sort(out)
+	out = slices.Compact(out)
+	var top []string
+	for _, d := range out {
+		if !under(d, top) {
+			top = append(top, d)
+		}
+	}
+	return top
+}

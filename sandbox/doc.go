@@ -1,0 +1,32 @@
+// Package sandbox runs a job's unmodified program in a container with
+// limits: the execute machine's side of Harrier's split execution.
+//
+// Each job gets its own container, made with runc's libcontainer:
+//
+//   - The host's root file system, read-only, is the container's root, so
+//     that ordinary dynamically linked programs (sort, awk, python3) run as
+//     they are. Every other host mount is bound read-only too; /proc, /dev,
+//     /sys and /tmp are the container's own (/tmp a private tmpfs), and the
+//     job's working directory (and scratch directory) are the only writable
+//     host paths.
+//   - New pid, mount, ipc, uts and network namespaces (loopback only), an
+//     unprivileged slot user (root only when the administrator allows it),
+//     no new privileges, no capabilities for a non-root user, masked and
+//     read-only /proc paths, and the usual device rules.
+//
+// Cgroups come in two layers. The slot cgroup, made with containerd's
+// cgroups v3, groups everything a startd slot ever runs; it lives under
+// the calling process's own cgroup (harrier/<hash of the state root>/<slot>)
+// so that two startds on one machine never meet. The job's container cgroup
+// is made inside it by libcontainer's own cgroup manager, which also sets
+// the job's limits (memory, CPU shares, pids, devices), reads its usage and
+// freezes it. Cleanup works on the slot cgroup alone: it can always find,
+// kill and remove what a dead starter left behind, even when the
+// container's state was never written. cgroup v1 (and hybrid) is what our
+// machines have; the unified (v2) path is present but untested here, and
+// on v2 it needs a delegated subtree whose own processes sit in a leaf.
+//
+// A binary that uses this package must let libcontainer re-execute it as
+// the container's init: call Init first thing when IsInit reports true (see
+// init.go), with the main goroutine locked to the main thread.
+package sandbox

@@ -1,0 +1,245 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/opencontainers/runc/libcontainer"
+	"golang.org/x/sys/unix"
+)
+
+// Job is a job running in its container.
+type Job struct {
+	r    *Runner
+	c    *libcontainer.Container
+	p    *libcontainer.Process
+	task *Task
+	pid  int
+
+	disk     atomic.Int64  // bytes in the scratch directory, last measured
+	stopDisk chan struct{} // closed when the job has exited
+	diskDone chan struct{}
+
+	mu   sync.Mutex
+	hold string // set by the disk check when it killed the job
+}
+
+func newJob(r *Runner, c *libcontainer.Container, p *libcontainer.Process, t *Task) *Job {
+	pid, _ := p.Pid()
+	j := &Job{r: r, c: c, p: p, task: t, pid: pid, stopDisk: make(chan struct{}), diskDone: make(chan struct{})}
+	go j.watchDisk()
+	return j
+}
+
+// Pid is the job's first process as the host sees it.
+func (j *Job) Pid() int { return j.pid }
+
+// Signal sends sig to every process of the job. SIGKILL ends the whole
+// container even when it is suspended.
+func (j *Job) Signal(sig unix.Signal) error {
+	if sig == unix.SIGKILL {
+		// The container has its own pid namespace: killing its init
+		// kills everything in it.
+		if err := j.c.Signal(unix.SIGKILL); err != nil && !errors.Is(err, libcontainer.ErrNotRunning) {
+			return fmt.Errorf("kill job: %w", err)
+		}
+		return nil
+	}
+	pids, err := j.c.Processes()
+	if err != nil {
+		return fmt.Errorf("signal job: %w", err)
+	}
+	for _, pid := range pids {
+		if err := unix.Kill(pid, sig); err != nil && !errors.Is(err, unix.ESRCH) {
+			return fmt.Errorf("signal job process %d: %w", pid, err)
+		}
+	}
+	return nil
+}
+
+// Suspend freezes every process of the job.
+func (j *Job) Suspend() error {
+	if err := j.c.Pause(); err != nil {
+		return fmt.Errorf("suspend job: %w", err)
+	}
+	return nil
+}
+
+// Continue thaws a suspended job.
+func (j *Job) Continue() error {
+	if err := j.c.Resume(); err != nil {
+		return fmt.Errorf("continue job: %w", err)
+	}
+	return nil
+}
+
+// Usage reads the job's CPU time and memory from its cgroup and the size
+// of its scratch directory from the last measurement.
+func (j *Job) Usage() (Usage, error) {
+	st, err := j.c.Stats()
+	if err != nil {
+		return Usage{}, fmt.Errorf("job usage: %w", err)
+	}
+	u := Usage{DiskBytes: j.disk.Load()}
+	if cg := st.CgroupStats; cg != nil {
+		u.UserCPU = time.Duration(cg.CpuStats.CpuUsage.UsageInUsermode).Seconds()
+		u.SysCPU = time.Duration(cg.CpuStats.CpuUsage.UsageInKernelmode).Seconds()
+		u.MaxRSSBytes = int64(cg.MemoryStats.Usage.MaxUsage)
+		u.MemoryBytes = int64(cg.MemoryStats.Usage.Usage)
+	}
+	return u, nil
+}
+
+// Wait waits for the job's first process to exit; with it goes every
+// other process of the job (the pid namespace dies with its init). Then
+// it reads the job's final usage, works out whether the job broke a limit,
+// and removes the container: its cgroups, its mounts (with its mount
+// namespace) and its state.
+func (j *Job) Wait() (Exit, error) {
+	// A job that exits non-zero comes back as an error with its status.
+	ps, err := j.p.Wait()
+	close(j.stopDisk)
+	<-j.diskDone
+	x := Exit{}
+	if ps != nil {
+		ws, _ := ps.Sys().(syscall.WaitStatus)
+		if ws.Signaled() {
+			x.Signal = int(ws.Signal())
+		} else {
+			x.Code = ws.ExitStatus()
+		}
+	}
+	if u, uerr := j.Usage(); uerr == nil {
+		x.Usage = u
+	}
+	if j.oomKilled() {
+		x.HoldCode = HoldCodeOutOfResources
+		x.HoldReason = fmt.Sprintf("Job has gone over memory limit of %d megabytes. Peak usage: %d megabytes.",
+			j.task.MemoryMB, (x.Usage.MaxRSSBytes+(1<<20)-1)>>20)
+	}
+	j.mu.Lock()
+	if j.hold != "" && x.HoldReason == "" {
+		x.HoldCode, x.HoldReason = HoldCodeOutOfResources, j.hold
+	}
+	j.mu.Unlock()
+	if derr := j.destroy(); derr != nil {
+		return x, derr
+	}
+	if ps == nil {
+		return x, fmt.Errorf("wait for job: %w", err)
+	}
+	return x, nil
+}
+
+// destroy removes the container, killing anything left in its cgroup.
+func (j *Job) destroy() error {
+	_ = j.c.Signal(unix.SIGKILL)
+	err := j.c.Destroy()
+	if err != nil {
+		// A process that escaped the namespace's end (it cannot, but the
+		// cgroup is the authority) is killed by cgroup, then retry.
+		path := filepath.Join(j.c.Config().Cgroups.Parent, j.c.ID())
+		_ = killCgroup(path)
+		err = j.c.Destroy()
+	}
+	if err != nil {
+		return fmt.Errorf("remove container %s: %w", j.c.ID(), err)
+	}
+	return nil
+}
+
+// oomKilled reports whether the kernel killed a process of the job for
+// going over its memory limit.
+func (j *Job) oomKilled() bool {
+	if j.task.MemoryMB <= 0 {
+		return false
+	}
+	st, err := j.c.State()
+	if err != nil {
+		return false
+	}
+	dir := st.CgroupPaths["memory"]
+	if dir == "" {
+		dir = st.CgroupPaths[""] // unified
+	}
+	for _, f := range []string{"memory.oom_control", "memory.events"} {
+		if n, ok := readCounter(filepath.Join(dir, f), "oom_kill"); ok {
+			return n > 0
+		}
+	}
+	return false
+}
+
+// readCounter reads "key value" from a cgroup file of such lines.
+func readCounter(path, key string) (int64, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, " ")
+		if ok && k == key {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
+
+// watchDisk measures the scratch directory every DiskInterval and kills a
+// job that holds more than DiskFactor times its request_disk.
+func (j *Job) watchDisk() {
+	defer close(j.diskDone)
+	dir := j.task.ScratchDir
+	if dir == "" {
+		return
+	}
+	t := time.NewTicker(j.r.cfg.DiskInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-j.stopDisk:
+			j.disk.Store(dirSize(dir))
+			return
+		case <-t.C:
+		}
+		n := dirSize(dir)
+		j.disk.Store(n)
+		limit := int64(float64(j.task.DiskKB) * 1024 * j.r.cfg.DiskFactor)
+		if j.r.cfg.DiskFactor > 0 && j.task.DiskKB > 0 && n > limit {
+			j.mu.Lock()
+			j.hold = fmt.Sprintf("Job has gone over disk limit of %d kilobytes. Scratch usage: %d kilobytes.",
+				j.task.DiskKB, n>>10)
+			j.mu.Unlock()
+			j.r.log.Info("job over disk limit", "container", j.c.ID(), "bytes", n, "limit", limit)
+			_ = j.Signal(unix.SIGKILL)
+			<-j.stopDisk
+			return
+		}
+	}
+}
+
+// dirSize is the space the files under dir take on disk, in bytes.
+func dirSize(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if info, err := d.Info(); err == nil {
+			if st, ok := info.Sys().(*syscall.Stat_t); ok {
+				n += st.Blocks * 512
+			}
+		}
+		return nil
+	})
+	return n
+}

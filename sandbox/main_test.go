@@ -1,0 +1,146 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+func init() {
+	// The test binary doubles as the container's init.
+	if IsInit() {
+		runtime.LockOSThread()
+		Init()
+	}
+}
+
+// needContainers skips a test where containers cannot run, saying why.
+func needContainers(t testing.TB) {
+	t.Helper()
+	if err := Available(); err != nil {
+		t.Skipf("containers not available: %v (CI runs as root with cgroups)", err)
+	}
+}
+
+// testRunner returns a runner for a fresh slot and removes whatever the
+// slot leaves when the test ends.
+func testRunner(t testing.TB, mod func(*Config)) *Runner {
+	t.Helper()
+	needContainers(t)
+	root := t.TempDir()
+	cfg := Config{StateRoot: root, Slot: "slot1"}
+	if mod != nil {
+		mod(&cfg)
+	}
+	r, err := NewRunner(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := CleanupAll(root); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+		if cgroupExists(cgroupBase(root)) {
+			t.Errorf("cgroup %s left behind", cgroupBase(root))
+		}
+	})
+	return r
+}
+
+// result is a finished job: its exit and its output.
+type result struct {
+	exit           Exit
+	stdout, stderr string
+}
+
+// started is a running job with its output being collected.
+type started struct {
+	job  *Job
+	outs chan [2]string
+}
+
+// startJob starts a job whose stdout and stderr are collected.
+func startJob(t testing.TB, r *Runner, task *Task) *started {
+	t.Helper()
+	if task.ScratchDir == "" {
+		task.ScratchDir = t.TempDir()
+		if err := os.Chmod(task.ScratchDir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if task.Dir == "" {
+		task.Dir = task.ScratchDir
+	}
+	outR, outW := pipe(t)
+	errR, errW := pipe(t)
+	task.Stdout, task.Stderr = outW, errW
+	j, err := r.Start(context.Background(), task)
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		t.Fatalf("start %s: %v", task.Path, err)
+	}
+	s := &started{job: j, outs: make(chan [2]string, 1)}
+	go func() {
+		var o, e bytes.Buffer
+		done := make(chan struct{})
+		go func() { io.Copy(&e, errR); close(done) }()
+		io.Copy(&o, outR)
+		<-done
+		outR.Close()
+		errR.Close()
+		s.outs <- [2]string{o.String(), e.String()}
+	}()
+	return s
+}
+
+// wait waits for a started job.
+func (s *started) wait(t testing.TB) result {
+	t.Helper()
+	x, err := s.job.Wait()
+	if err != nil {
+		t.Fatalf("wait: %v", err)
+	}
+	select {
+	case out := <-s.outs:
+		return result{exit: x, stdout: out[0], stderr: out[1]}
+	case <-time.After(30 * time.Second):
+		t.Fatal("job output still open after the job ended")
+	}
+	return result{}
+}
+
+// runJob runs a shell script as a job and waits for it.
+func runJob(t testing.TB, r *Runner, script string, mod func(*Task)) result {
+	t.Helper()
+	task := &Task{ID: "1.0", Path: "/bin/sh", Args: []string{"-c", script}}
+	if mod != nil {
+		mod(task)
+	}
+	return startJob(t, r, task).wait(t)
+}
+
+func pipe(t testing.TB) (*os.File, *os.File) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, w
+}
+
+// hostPath is a path on the host, for checks from outside the container.
+func hostPath(t testing.TB, name string) string {
+	t.Helper()
+	return filepath.Join(t.TempDir(), name)
+}
+
+func lines(s string) []string { return strings.Split(strings.TrimSpace(s), "\n") }

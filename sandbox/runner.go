@@ -1,0 +1,155 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/opencontainers/runc/libcontainer"
+)
+
+// Runner starts the jobs of one slot, each in its own container.
+type Runner struct {
+	cfg  Config
+	user identity
+	log  *slog.Logger
+}
+
+// NewRunner checks cfg and returns a Runner. It touches no cgroup or file
+// until a job starts.
+func NewRunner(cfg Config) (*Runner, error) {
+	cfg, id, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Runner{cfg: cfg, user: id, log: cfg.Logger.With("slot", cfg.Slot)}, nil
+}
+
+// containersDir holds libcontainer's state, one directory per container.
+func containersDir(stateRoot string) string { return filepath.Join(stateRoot, "containers") }
+
+// Start creates the job's container and starts the job in it. A task that
+// cannot start (missing or non-executable program, bad working directory,
+// a limit that cannot be met) gives an error whose message is meant for
+// the job's owner; nothing of the job is left behind then.
+func (r *Runner) Start(ctx context.Context, t *Task) (_ *Job, retErr error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if t.ScratchDir != "" && r.user.uid != 0 {
+		// The job's files, put there by root, become the slot user's.
+		if err := chownTree(t.ScratchDir, r.user); err != nil {
+			return nil, fmt.Errorf("prepare scratch directory: %w", err)
+		}
+	}
+	if err := checkTask(t, r.user); err != nil {
+		return nil, err
+	}
+	slotPath := slotCgroupPath(r.cfg.StateRoot, r.cfg.Slot)
+	if err := ensureSlotCgroup(slotPath); err != nil {
+		return nil, err
+	}
+	rootfs := filepath.Join(r.cfg.StateRoot, "rootfs")
+	hostDirs, err := prepareRootfs(rootfs)
+	if err != nil {
+		return nil, fmt.Errorf("prepare container root %s: %w", rootfs, err)
+	}
+	s := spec{
+		id:           containerID(r.cfg.Slot, t.ID),
+		cgroupParent: slotPath,
+		user:         r.user,
+		writable:     cleanDirs(t.Dir, t.ScratchDir),
+		rootfs:       rootfs,
+		hostDirs:     hostDirs,
+		memoryBytes:  t.MemoryMB << 20,
+		cpuShares:    uint64(max(t.Cpus, 1)) * 1024,
+		pidsLimit:    r.cfg.PidsLimit,
+	}
+	s.hostname = s.id
+	if r.cfg.CPUQuota && t.Cpus > 0 {
+		s.cpuQuota = t.Cpus * cpuPeriod
+	}
+	root := containersDir(r.cfg.StateRoot)
+	// A container of the same name can only be a leftover of this slot.
+	if err := destroyContainer(root, s.id); err != nil {
+		return nil, err
+	}
+	c, err := libcontainer.Create(root, s.id, containerConfig(s))
+	if err != nil {
+		return nil, fmt.Errorf("create container %s: %w", s.id, err)
+	}
+	defer func() {
+		if retErr != nil {
+			_ = c.Destroy()
+		}
+	}()
+	env := t.Env
+	if !hasVar(env, "PATH") {
+		env = append(env[:len(env):len(env)], "PATH=/usr/local/bin:/usr/bin:/bin")
+	}
+	p := &libcontainer.Process{
+		Args:   append([]string{t.Path}, t.Args...),
+		Env:    env,
+		Cwd:    t.Dir,
+		UID:    r.user.uid,
+		GID:    r.user.gid,
+		Stdout: t.Stdout,
+		Stderr: t.Stderr,
+		Init:   true,
+	}
+	if t.Stdin != nil {
+		p.Stdin = t.Stdin
+	}
+	if err := c.Run(p); err != nil {
+		return nil, fmt.Errorf("Failed to execute '%s': %w", t.Path, err)
+	}
+	j := newJob(r, c, p, t)
+	r.log.Debug("job started in container", "container", s.id, "pid", j.pid)
+	return j, nil
+}
+
+// hasVar reports whether env sets name.
+func hasVar(env []string, name string) bool {
+	for _, kv := range env {
+		if len(kv) > len(name) && kv[len(name)] == '=' && kv[:len(name)] == name {
+			return true
+		}
+	}
+	return false
+}
+
+// chownTree gives dir and everything in it to the user.
+func chownTree(dir string, id identity) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, id.uid, id.gid)
+	})
+}
+
+// destroyContainer removes the state of container id under root, killing
+// whatever still runs in it. A missing container is not an error.
+func destroyContainer(root, id string) error {
+	c, err := libcontainer.Load(root, id)
+	if errors.Is(err, libcontainer.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		// Unreadable state: the cgroup cleanup kills what runs; the
+		// state directory just goes.
+		return os.RemoveAll(filepath.Join(root, id))
+	}
+	if st, _ := c.Status(); st != libcontainer.Stopped {
+		_ = c.Signal(os.Kill)
+		_ = killCgroup(filepath.Join(c.Config().Cgroups.Parent, id))
+	}
+	if err := c.Destroy(); err != nil {
+		return fmt.Errorf("destroy container %s: %w", id, err)
+	}
+	return nil
+}

@@ -1,0 +1,189 @@
+package sandbox
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	cgroups "github.com/containerd/cgroups/v3"
+	"github.com/containerd/cgroups/v3/cgroup1"
+	"github.com/containerd/cgroups/v3/cgroup2"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+)
+
+// cgroupTop is the first path element of every Harrier cgroup, under the
+// cgroup of the process that makes it.
+const cgroupTop = "harrier"
+
+// cgroupBase is the cgroup, relative to the caller's own, of every slot
+// of one state root: harrier/<hash of the state root>.
+func cgroupBase(stateRoot string) string {
+	sum := sha256.Sum256([]byte(filepath.Clean(stateRoot)))
+	return cgroupTop + "/" + hex.EncodeToString(sum[:6])
+}
+
+// slotCgroupPath is the slot cgroup's path relative to the caller's own
+// cgroup.
+func slotCgroupPath(stateRoot, slot string) string {
+	return cgroupBase(stateRoot) + "/" + slot
+}
+
+// errNoCgroups means the machine has no usable cgroup file system.
+var errNoCgroups = errors.New("no cgroup file system mounted")
+
+// ensureSlotCgroup creates the slot cgroup if it is missing.
+func ensureSlotCgroup(path string) error {
+	switch cgroups.Mode() {
+	case cgroups.Unavailable:
+		return errNoCgroups
+	case cgroups.Unified:
+		group, err := unifiedGroup(path)
+		if err != nil {
+			return err
+		}
+		if _, err := cgroup2.NewManager("/sys/fs/cgroup", group, &cgroup2.Resources{}); err != nil {
+			return fmt.Errorf("create slot cgroup %s: %w", group, err)
+		}
+	default:
+		if _, err := cgroup1.New(cgroup1.NestedPath(path), &specs.LinuxResources{}); err != nil {
+			return fmt.Errorf("create slot cgroup %s: %w", path, err)
+		}
+	}
+	return nil
+}
+
+// unifiedGroup is path under the caller's own cgroup v2.
+func unifiedGroup(path string) (string, error) {
+	own, err := cgroup2.NestedGroupPath("")
+	if err != nil {
+		return "", fmt.Errorf("own cgroup: %w", err)
+	}
+	return filepath.Join(own, path), nil
+}
+
+// killCgroup kills every process in the cgroup at path (relative to the
+// caller's own cgroup) and below it, and waits until they are gone. A
+// missing cgroup has nothing to kill.
+func killCgroup(path string) error {
+	switch cgroups.Mode() {
+	case cgroups.Unavailable:
+		return nil
+	case cgroups.Unified:
+		group, err := unifiedGroup(path)
+		if err != nil {
+			return err
+		}
+		m, err := cgroup2.Load(group)
+		if err != nil {
+			return nil
+		}
+		if err := m.Kill(); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("kill cgroup %s: %w", group, err)
+		}
+		return nil
+	}
+	cg, err := cgroup1.Load(cgroup1.NestedPath(path))
+	if err != nil {
+		return nil // no such cgroup
+	}
+	// Frozen, nothing can fork while we collect the processes; SIGKILL
+	// takes effect once thawed.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		procs, err := cg.Processes(cgroup1.Freezer, true)
+		if err != nil || len(procs) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("kill cgroup %s: %d processes still there", path, len(procs))
+		}
+		_ = cg.Freeze()
+		if procs, err = cg.Processes(cgroup1.Freezer, true); err == nil {
+			for _, p := range procs {
+				_ = unix.Kill(p.Pid, unix.SIGKILL)
+			}
+		}
+		_ = cg.Thaw()
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// removeCgroupTree removes the cgroup at path (relative to the caller's own
+// cgroup) and every cgroup below it, in every hierarchy. The cgroups must
+// be empty of processes.
+func removeCgroupTree(path string) error {
+	roots, err := hierarchies()
+	if err != nil {
+		return fmt.Errorf("remove cgroup %s: %w", path, err)
+	}
+	var errs []error
+	for _, root := range roots {
+		var dirs []string
+		_ = filepath.WalkDir(filepath.Join(root, path), func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, p)
+			}
+			return nil
+		})
+		// Deepest first: a cgroup goes only once its children have.
+		slices.Reverse(dirs)
+		for _, d := range dirs {
+			if err := rmdirRetry(d); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// rmdirRetry removes an empty cgroup directory; a cgroup whose last
+// process has just died can be busy for a moment.
+func rmdirRetry(dir string) error {
+	var err error
+	for i := range 50 {
+		if err = unix.Rmdir(dir); err == nil || errors.Is(err, unix.ENOENT) {
+			return nil
+		}
+		if !errors.Is(err, unix.EBUSY) {
+			break
+		}
+		time.Sleep(time.Duration(i+1) * time.Millisecond)
+	}
+	return fmt.Errorf("remove cgroup %s: %w", dir, err)
+}
+
+// removeEmptyParents removes the cgroups harrier/<hash> and harrier if no
+// other slot or startd uses them any more.
+func removeEmptyParents(stateRoot string) {
+	roots, err := hierarchies()
+	if err != nil {
+		return
+	}
+	for _, root := range roots {
+		for _, p := range []string{cgroupBase(stateRoot), cgroupTop} {
+			_ = unix.Rmdir(filepath.Join(root, p)) // ENOTEMPTY/EBUSY: still in use
+		}
+	}
+}
+
+// cgroupExists reports whether the cgroup at path exists in some
+// hierarchy.
+func cgroupExists(path string) bool {
+	roots, err := hierarchies()
+	if err != nil {
+		return false
+	}
+	for _, root := range roots {
+		if _, err := os.Stat(filepath.Join(root, path)); err == nil {
+			return true
+		}
+	}
+	return false
+}

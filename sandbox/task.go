@@ -1,0 +1,48 @@
+package sandbox
+
+import "os"
+
+// Task is one job to run: what, where, and under which limits.
+type Task struct {
+	// ID names the job ("12.3"); it is part of the container's name.
+	ID   string
+	Path string   // the program, absolute
+	Args []string // without argv[0]
+	Env  []string
+	// Dir is the job's working directory; it and ScratchDir are the only
+	// host directories the job can write.
+	Dir        string
+	ScratchDir string
+	// Stdin (nil: /dev/null), Stdout and Stderr are handed to the job.
+	Stdin          *os.File
+	Stdout, Stderr *os.File
+	// Cpus, MemoryMB and DiskKB are the job's requests; zero means no
+	// limit (Cpus: one CPU's share).
+	Cpus     int64
+	MemoryMB int64
+	DiskKB   int64
+}
+
+// Exit says how a job ended.
+type Exit struct {
+	// Code is the exit status, when Signal is 0.
+	Code   int
+	Signal int
+	Usage  Usage
+	// HoldReason and HoldCode are set when the job broke a limit and must
+	// go on hold rather than be reported as finished.
+	HoldReason string
+	HoldCode   int
+}
+
+// Usage is a job's resource use.
+type Usage struct {
+	UserCPU, SysCPU float64 // seconds
+	MaxRSSBytes     int64   // peak memory of the job's cgroup
+	MemoryBytes     int64   // memory now
+	DiskBytes       int64   // size of the scratch directory
+}
+
+// HoldCodeOutOfResources is HTCondor's HoldReasonCode for a job that went
+// over a resource limit (JobOutOfResources).
+const HoldCodeOutOfResources = 34
