@@ -58,10 +58,11 @@ type storedAd struct {
 	expires time.Time
 }
 
-// jobSet is the idle-job advertisement of one agent.
+// jobSet is the idle-job advertisement of one agent: its resource
+// requests, each less the jobs matched since.
 type jobSet struct {
-	jobs    []Job // in advertised order, minus jobs matched since
-	seen    map[string]bool
+	reqs    []Request       // in advertised order
+	seen    map[string]bool // every job id advertised
 	expires time.Time
 }
 
@@ -104,12 +105,12 @@ func changedPolicy(old, ad *classad.ClassAd) bool {
 		exprText(old, "Rank") != exprText(ad, "Rank")
 }
 
-// AdvertiseJobs replaces the idle jobs of agent, reachable at addr, with
-// jobs, for lease. It reports whether the set holds a job id the agent's
-// previous advertisement did not: a job that a match dropped from the set
-// and that the agent advertises again before it hears of the match does not
+// AdvertiseJobs replaces the resource requests of agent, reachable at
+// addr, with reqs, for lease. It reports whether they hold a job id the
+// agent's previous advertisement did not: a job that a match dropped and
+// that the agent advertises again before it hears of the match does not
 // count as new.
-func (c *Collector) AdvertiseJobs(agent, addr string, jobs []Job, lease time.Duration) bool {
+func (c *Collector) AdvertiseJobs(agent, addr string, reqs []Request, lease time.Duration) bool {
 	now := c.clock.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -117,13 +118,15 @@ func (c *Collector) AdvertiseJobs(agent, addr string, jobs []Job, lease time.Dur
 	if old := c.agents[agent]; old != nil && now.Before(old.expires) {
 		prev = old.seen
 	}
-	set := &jobSet{jobs: make([]Job, len(jobs)), seen: make(map[string]bool, len(jobs)), expires: now.Add(lease)}
+	set := &jobSet{reqs: make([]Request, len(reqs)), seen: make(map[string]bool, len(reqs)), expires: now.Add(lease)}
 	fresh := false
-	for i, j := range jobs {
-		j.Agent, j.AgentAddr = agent, addr
-		set.jobs[i] = j
-		set.seen[j.ID] = true
-		fresh = fresh || !prev[j.ID]
+	for i, r := range reqs {
+		r.Agent, r.AgentAddr = agent, addr
+		set.reqs[i] = r
+		for _, id := range r.JobIDs {
+			set.seen[id] = true
+			fresh = fresh || !prev[id]
+		}
 	}
 	c.agents[agent] = set
 	return fresh
@@ -148,16 +151,18 @@ func (c *Collector) Invalidate(typ, name string) bool {
 
 // Query returns the live ads of type typ for which constraint evaluates to
 // true, ordered by name; the zero Expr selects them all. The type "Job"
-// selects the idle jobs of every agent, ordered by agent and then as
-// advertised.
+// selects the resource request ads of every agent, ordered by agent and
+// then as advertised.
 func (c *Collector) Query(typ string, constraint classad.Expr) []*classad.ClassAd {
 	c.Expire()
 	var ads []*classad.ClassAd
 	c.mu.Lock()
 	if strings.EqualFold(typ, TypeJob) {
 		for _, agent := range sortedKeys(c.agents) {
-			for _, j := range c.agents[agent].jobs {
-				ads = append(ads, j.Ad)
+			for _, r := range c.agents[agent].reqs {
+				if len(r.JobIDs) > 0 {
+					ads = append(ads, r.Ad)
+				}
 			}
 		}
 	} else {
@@ -201,16 +206,20 @@ func (c *Collector) Expire() {
 	}
 }
 
-// Snapshot returns the live idle jobs, ordered by agent and then as
-// advertised, and the live machine ads, ordered by name: the input of one
-// negotiation cycle.
-func (c *Collector) Snapshot() ([]Job, []Machine) {
+// Snapshot returns the live resource requests that still want machines,
+// ordered by agent and then as advertised, and the live machine ads,
+// ordered by name: the input of one negotiation cycle.
+func (c *Collector) Snapshot() ([]Request, []Machine) {
 	c.Expire()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var jobs []Job
+	var reqs []Request
 	for _, agent := range sortedKeys(c.agents) {
-		jobs = append(jobs, c.agents[agent].jobs...)
+		for _, r := range c.agents[agent].reqs {
+			if len(r.JobIDs) > 0 {
+				reqs = append(reqs, r)
+			}
+		}
 	}
 	var machines []Machine
 	mt := strings.ToLower(TypeMachine)
@@ -220,42 +229,57 @@ func (c *Collector) Snapshot() ([]Job, []Machine) {
 		}
 	}
 	slices.SortFunc(machines, func(a, b Machine) int { return strings.Compare(a.Name, b.Name) })
-	return jobs, machines
+	return reqs, machines
 }
 
 // Claim records a match: the machine's ad, if it still says Unclaimed (a
-// refresh may have replaced the matched one), is replaced by a copy with
-// State = "Matched", and the job leaves
-// its agent's idle set, so that the next cycle offers neither again. The
-// next advertisements of the startd and the agent bring the truth.
+// refresh may have replaced the matched one), or Claimed for a preempting
+// match, is replaced by a copy with State = "Matched", and the job leaves
+// its request, so that the next cycle offers neither again. The next
+// advertisements of the startd and the agent bring the truth.
 func (c *Collector) Claim(m Match) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	k := keyOf(TypeMachine, m.Machine.Name)
-	if a, ok := c.ads[k]; ok && state(a.ad) == StateUnclaimed {
+	if a, ok := c.ads[k]; ok && (state(a.ad) == StateUnclaimed || m.Preempts != nil && state(a.ad) == StateClaimed) {
 		ad := a.ad.Copy()
 		ad.SetString("State", StateMatched)
 		a.ad = ad
 		c.ads[k] = a
 	}
 	if set := c.agents[m.Job.Agent]; set != nil {
-		set.jobs = slices.DeleteFunc(set.jobs, func(j Job) bool { return j.ID == m.Job.ID })
+		for i, r := range set.reqs {
+			if r.ID == m.Request && slices.Contains(r.JobIDs, m.Job.ID) {
+				// Copy: a snapshot may still hold the old slice.
+				set.reqs[i].JobIDs = slices.DeleteFunc(slices.Clone(r.JobIDs), func(id string) bool { return id == m.Job.ID })
+			}
+		}
 	}
 }
 
 // Unclaim undoes the job half of [Collector.Claim] after the startd could
-// not be told of the match: the job returns to its agent's idle set unless
-// the agent has advertised a set without it since. The machine stays
+// not be told of the match: the job returns to its request unless the
+// agent has advertised requests without it since. The machine stays
 // Matched until its startd advertises again or its lease runs out, so an
 // unreachable startd is not offered again and again.
-func (c *Collector) Unclaim(j Job) {
+func (c *Collector) Unclaim(m Match) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	set := c.agents[j.Agent]
-	if set == nil || !set.seen[j.ID] || slices.ContainsFunc(set.jobs, func(x Job) bool { return x.ID == j.ID }) {
+	set := c.agents[m.Job.Agent]
+	if set == nil || !set.seen[m.Job.ID] {
 		return
 	}
-	set.jobs = append(set.jobs, j)
+	for _, r := range set.reqs {
+		if slices.Contains(r.JobIDs, m.Job.ID) {
+			return
+		}
+	}
+	for i, r := range set.reqs {
+		if r.ID == m.Request {
+			set.reqs[i].JobIDs = append(slices.Clone(r.JobIDs), m.Job.ID)
+			return
+		}
+	}
 }
 
 func state(ad *classad.ClassAd) string {

@@ -57,32 +57,61 @@ func (e *collectorEndpoint) AdvertiseJobs(ctx context.Context, req *wire.Adverti
 	if req.Agent == "" {
 		return nil, status.Error(codes.InvalidArgument, "advertise jobs: no agent name")
 	}
-	jobs := make([]Job, len(req.Ads))
+	reqs := make([]Request, len(req.Ads))
 	for i, text := range req.Ads {
-		j, err := parseJob(text)
+		r, err := parseRequest(text)
 		if err != nil {
 			return nil, status.Errorf(codes.InvalidArgument, "advertise jobs of %s: ad %d: %v", req.Agent, i, err)
 		}
-		jobs[i] = j
+		reqs[i] = r
 	}
-	if e.collector.AdvertiseJobs(req.Agent, req.AgentAddr, jobs, e.lease(req.LeaseSeconds)) {
+	if e.collector.AdvertiseJobs(req.Agent, req.AgentAddr, reqs, e.lease(req.LeaseSeconds)) {
 		e.kick()
 	}
 	return &wire.AdvertiseReply{}, nil
 }
 
-// parseJob parses one job ad and names it "ClusterId.ProcId".
-func parseJob(text string) (Job, error) {
+// Attributes of a resource request ad.
+const (
+	// AttrJobIDs lists the ids ("ClusterId.ProcId") of the jobs a request
+	// stands for, best first. The collector takes it out of the stored ad.
+	AttrJobIDs = "JobIds"
+	// AttrAutoClusterID names the request within its agent.
+	AttrAutoClusterID = "AutoClusterId"
+)
+
+// parseRequest parses a resource request ad, or a single job ad, which is
+// a request for itself named "ClusterId.ProcId".
+func parseRequest(text string) (Request, error) {
 	ad, err := classad.Parse(text)
 	if err != nil {
-		return Job{}, err
+		return Request{}, err
+	}
+	if e, ok := ad.Lookup(AttrJobIDs); ok {
+		list, ok := ad.EvalExpr(e, nil).ListValue()
+		if !ok {
+			return Request{}, fmt.Errorf("%s is not a list", AttrJobIDs)
+		}
+		ids := make([]string, len(list))
+		for i, v := range list {
+			if ids[i], ok = v.StringValue(); !ok {
+				return Request{}, fmt.Errorf("%s holds %s, not a job id", AttrJobIDs, v)
+			}
+		}
+		id := ad.Eval(AttrAutoClusterID)
+		if id.IsUndefined() {
+			return Request{}, fmt.Errorf("resource request without %s", AttrAutoClusterID)
+		}
+		ad.Delete(AttrJobIDs)
+		return Request{ID: "ac" + id.String(), Ad: ad, JobIDs: ids}, nil
 	}
 	cluster, ok1 := ad.EvalInt("ClusterId")
 	proc, ok2 := ad.EvalInt("ProcId")
 	if !ok1 || !ok2 {
-		return Job{}, fmt.Errorf("job ad without integer ClusterId and ProcId")
+		return Request{}, fmt.Errorf("job ad without integer ClusterId and ProcId")
 	}
-	return Job{ID: fmt.Sprintf("%d.%d", cluster, proc), Ad: ad}, nil
+	id := fmt.Sprintf("%d.%d", cluster, proc)
+	return Request{ID: id, Ad: ad, JobIDs: []string{id}}, nil
 }
 
 func (e *collectorEndpoint) Invalidate(ctx context.Context, req *wire.InvalidateRequest) (*wire.InvalidateReply, error) {

@@ -22,7 +22,7 @@ func TestLeaseExpiry(t *testing.T) {
 	c := NewCollector(clock)
 	text := machineText("slot1@a", StateUnclaimed, 1024, "")
 	c.Advertise(TypeMachine, "slot1@a", mustParse(t, text), 10*time.Second)
-	c.AdvertiseJobs("agent", "addr", []Job{job(t, "", 1, 0, "alice", "")}, 10*time.Second)
+	c.AdvertiseJobs("agent", "addr", []Request{job(t, "", 1, 0, "alice", "")}, 10*time.Second)
 
 	clock.Advance(9 * time.Second)
 	if got := names(c.Query(TypeMachine, classad.Expr{})); !slices.Equal(got, []string{"slot1@a"}) {
@@ -116,24 +116,24 @@ func TestAdvertiseReportsPossibleMatches(t *testing.T) {
 func TestAdvertiseJobsReportsNewIDs(t *testing.T) {
 	c := NewCollector(newFakeClock())
 	j1, j2, j3 := job(t, "", 1, 0, "alice", ""), job(t, "", 1, 1, "alice", ""), job(t, "", 2, 0, "alice", "")
-	if !c.AdvertiseJobs("ag", "a:1", []Job{j1, j2}, time.Minute) {
+	if !c.AdvertiseJobs("ag", "a:1", []Request{j1, j2}, time.Minute) {
 		t.Error("first set: no cycle asked for")
 	}
-	if c.AdvertiseJobs("ag", "a:1", []Job{j2, j1}, time.Minute) {
+	if c.AdvertiseJobs("ag", "a:1", []Request{j2, j1}, time.Minute) {
 		t.Error("same ids again: cycle asked for")
 	}
 	jobs, _ := c.Snapshot()
-	c.Claim(Match{Job: jobs[0]})
-	if c.AdvertiseJobs("ag", "a:1", []Job{j1, j2}, time.Minute) {
+	c.Claim(matchOf(jobs[0], Machine{}))
+	if c.AdvertiseJobs("ag", "a:1", []Request{j1, j2}, time.Minute) {
 		t.Error("matched job advertised again before the agent heard: cycle asked for")
 	}
-	if c.AdvertiseJobs("ag", "a:1", []Job{j1}, time.Minute) {
+	if c.AdvertiseJobs("ag", "a:1", []Request{j1}, time.Minute) {
 		t.Error("a shrinking set asked for a cycle")
 	}
-	if !c.AdvertiseJobs("ag", "a:1", []Job{j1, j3}, time.Minute) {
+	if !c.AdvertiseJobs("ag", "a:1", []Request{j1, j3}, time.Minute) {
 		t.Error("new id 2.0: no cycle asked for")
 	}
-	if !c.AdvertiseJobs("other", "b:1", []Job{j1}, time.Minute) {
+	if !c.AdvertiseJobs("other", "b:1", []Request{j1}, time.Minute) {
 		t.Error("another agent's first set: no cycle asked for")
 	}
 	jobs, _ = c.Snapshot()
@@ -150,7 +150,7 @@ func TestInvalidate(t *testing.T) {
 	c := NewCollector(newFakeClock())
 	text := machineText("slot1@a", StateUnclaimed, 1024, "")
 	c.Advertise(TypeMachine, "slot1@a", mustParse(t, text), time.Minute)
-	c.AdvertiseJobs("ag", "a:1", []Job{job(t, "", 1, 0, "alice", "")}, time.Minute)
+	c.AdvertiseJobs("ag", "a:1", []Request{job(t, "", 1, 0, "alice", "")}, time.Minute)
 	if !c.Invalidate("MACHINE", "slot1@a") || !c.Invalidate(TypeJob, "ag") {
 		t.Fatal("Invalidate did not find the ads")
 	}
@@ -167,10 +167,10 @@ func TestClaimAndUnclaim(t *testing.T) {
 	text := machineText("slot1@a", StateUnclaimed, 1024, "")
 	orig := mustParse(t, text)
 	c.Advertise(TypeMachine, "slot1@a", orig, time.Minute)
-	c.AdvertiseJobs("ag", "a:1", []Job{job(t, "", 1, 0, "alice", ""), job(t, "", 1, 1, "alice", "")}, time.Minute)
+	c.AdvertiseJobs("ag", "a:1", []Request{job(t, "", 1, 0, "alice", ""), job(t, "", 1, 1, "alice", "")}, time.Minute)
 
 	jobs, machines := c.Snapshot()
-	c.Claim(Match{Job: jobs[0], Machine: machines[0]})
+	c.Claim(matchOf(jobs[0], machines[0]))
 	jobs2, machines2 := c.Snapshot()
 	if s, _ := machines2[0].Ad.EvalString("State"); s != StateMatched {
 		t.Errorf("machine state after claim %q, want Matched", s)
@@ -182,16 +182,16 @@ func TestClaimAndUnclaim(t *testing.T) {
 		t.Errorf("jobs after claim %v, want just 1.1", jobs2)
 	}
 
-	c.Unclaim(jobs[0])
-	c.Unclaim(jobs[0])
+	c.Unclaim(matchOf(jobs[0], Machine{}))
+	c.Unclaim(matchOf(jobs[0], Machine{}))
 	if jobs3, _ := c.Snapshot(); len(jobs3) != 2 {
 		t.Errorf("after unclaim: %d jobs, want 2", len(jobs3))
 	}
 
 	// A job the agent no longer advertises does not come back.
-	c.Claim(Match{Job: jobs[0], Machine: machines2[0]})
-	c.AdvertiseJobs("ag", "a:1", []Job{job(t, "", 1, 1, "alice", "")}, time.Minute)
-	c.Unclaim(jobs[0])
+	c.Claim(matchOf(jobs[0], machines2[0]))
+	c.AdvertiseJobs("ag", "a:1", []Request{job(t, "", 1, 1, "alice", "")}, time.Minute)
+	c.Unclaim(matchOf(jobs[0], Machine{}))
 	if jobs4, _ := c.Snapshot(); len(jobs4) != 1 {
 		t.Errorf("unclaim revived a job the agent dropped: %d jobs", len(jobs4))
 	}

@@ -16,6 +16,7 @@ type driver struct {
 	log        *slog.Logger
 	collector  *Collector
 	negotiator Negotiator
+	accountant *Accountant // nil: no fair share
 	notifier   Notifier
 	clock      Clock
 	name       string        // of the Negotiator ad
@@ -60,25 +61,43 @@ func (d *driver) run(ctx context.Context) {
 	}
 }
 
-// cycle runs one negotiation: snapshot, decide, record the matches in the
-// collector, and hand the notifications to background senders so that a
-// slow peer delays only its own match.
+// cycle runs one negotiation: snapshot, charge usage to the accountant,
+// decide, record the matches in the collector, and hand the notifications
+// to background senders so that a slow peer delays only its own match.
 func (d *driver) cycle(ctx context.Context) CycleStats {
 	start := time.Now()
-	jobs, machines := d.collector.Snapshot()
-	res := d.negotiator.Negotiate(jobs, machines)
+	reqs, machines := d.collector.Snapshot()
+	snap := time.Since(start)
+	if d.accountant != nil {
+		d.accountant.Update(d.clock.Now(), usageOf(machines))
+		for _, u := range d.accountant.Users() {
+			d.collector.Advertise(TypeAccounting, u.Name, u.Ad(), 3*d.interval)
+		}
+	}
+	res := d.negotiator.Negotiate(reqs, machines)
 	for _, m := range res.Matches {
 		d.collector.Claim(m)
 		d.wg.Add(1)
 		go d.notify(context.WithoutCancel(ctx), m)
 	}
+	submitters := map[string]bool{}
+	for i := range reqs {
+		submitters[submitter(&reqs[i])] = true
+	}
 	s := CycleStats{
-		Start:          d.clock.Now(),
-		Duration:       time.Since(start),
-		Matches:        len(res.Matches),
-		Rejections:     res.Rejections,
-		IdleJobs:       res.IdleJobs,
-		CandidateSlots: res.CandidateSlots,
+		Start:                 d.clock.Now(),
+		Duration:              time.Since(start),
+		Snapshot:              snap,
+		Phases:                res.Phases,
+		Matches:               len(res.Matches),
+		Rejections:            res.Rejections,
+		IdleJobs:              res.IdleJobs,
+		Requests:              res.Requests,
+		CandidateSlots:        res.CandidateSlots,
+		MachineClasses:        res.MachineClasses,
+		Preemptions:           res.Preemptions,
+		Submitters:            len(submitters),
+		SignificantAttributes: res.SignificantAttributes,
 	}
 	ad := s.ad(d.name)
 	d.collector.Advertise(TypeNegotiator, d.name, ad, 3*d.interval)
@@ -100,16 +119,21 @@ func (d *driver) notify(ctx context.Context, m Match) {
 	defer func() { <-d.sem }()
 
 	claim := newClaimID()
-	jobAd := m.Job.Ad.String()
+	job := m.Job.Ad.Copy()
+	job.SetString("JobId", m.Job.ID)
+	jobAd := job.String()
 	addr, _ := m.Machine.Ad.EvalString("StartdAddr")
 	log := d.log.With("job", m.Job.ID, "agent", m.Job.Agent, "slot", m.Machine.Name)
+	if p := m.Preempts; p != nil {
+		log.Info("preempting", "reason", p.Reason, "remote_owner", p.RemoteOwner, "remote_job", p.JobID)
+	}
 
 	sctx, cancel := wire.WithTimeout(ctx)
 	err := d.notifier.StartdMatched(sctx, addr, &wire.StartdMatchedRequest{Slot: m.Machine.Name, ClaimId: claim, JobAd: jobAd})
 	cancel()
 	if err != nil {
 		log.Warn("startd not told of match; job returns to the idle set", "startd", addr, "err", err)
-		d.collector.Unclaim(m.Job)
+		d.collector.Unclaim(m)
 		d.Kick()
 		return
 	}

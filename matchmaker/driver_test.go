@@ -98,7 +98,7 @@ func TestNewMachineTriggersCycle(t *testing.T) {
 	n := newFakeNotifier()
 	d, e := startDriver(t, n)
 	// Stored without asking for a cycle: only the machine may cause one.
-	d.collector.AdvertiseJobs("ag", "ag:9", []Job{job(t, "", 1, 0, "alice", "")}, time.Minute)
+	d.collector.AdvertiseJobs("ag", "ag:9", []Request{job(t, "", 1, 0, "alice", "")}, time.Minute)
 	advertiseMachine(t, e, "slot1@a", "a:1")
 	req := n.waitMatch(t)
 	if req.JobId != "1.0" || req.Slot != "slot1@a" || req.StartdAddr != "a:1" {
@@ -163,7 +163,7 @@ func TestCyclePublishesStatistics(t *testing.T) {
 	n := newFakeNotifier()
 	d, e := startDriver(t, n)
 	d.collector.Advertise(TypeMachine, "slot1@a", mustParse(t, machineText("slot1@a", StateUnclaimed, 1024, "")), time.Minute)
-	d.collector.AdvertiseJobs("ag", "ag:9", []Job{job(t, "", 1, 0, "alice", ""), job(t, "", 1, 1, "alice", "")}, time.Minute)
+	d.collector.AdvertiseJobs("ag", "ag:9", []Request{job(t, "", 1, 0, "alice", ""), job(t, "", 1, 1, "alice", "")}, time.Minute)
 	s := d.cycle(context.Background())
 	if s.Matches != 1 || s.Rejections != 1 || s.IdleJobs != 2 || s.CandidateSlots != 1 {
 		t.Errorf("stats %+v", s)
@@ -194,7 +194,7 @@ func TestPeriodicCycleMatchesWithoutEvents(t *testing.T) {
 	}
 	// Stored behind the driver's back: no kick, only the timer can match.
 	c.Advertise(TypeMachine, "slot1@a", mustParse(t, machineText("slot1@a", StateUnclaimed, 1024, "")), time.Minute)
-	c.AdvertiseJobs("ag", "ag:9", []Job{job(t, "", 1, 0, "alice", "")}, time.Minute)
+	c.AdvertiseJobs("ag", "ag:9", []Request{job(t, "", 1, 0, "alice", "")}, time.Minute)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { d.run(ctx); close(done) }()

@@ -58,7 +58,14 @@ func jobText(cluster, proc int, owner, extra string) string {
 		Requirements = TARGET.Arch == "X86_64" && TARGET.Memory >= MY.RequestMemory; %s ]`, cluster, proc, owner, extra)
 }
 
-func job(t testing.TB, agent string, cluster, proc int, owner, extra string) Job {
-	return Job{ID: fmt.Sprintf("%d.%d", cluster, proc), Agent: agent, AgentAddr: "127.0.0.1:2",
-		Ad: mustParse(t, jobText(cluster, proc, owner, extra))}
+// job returns a request for one job.
+func job(t testing.TB, agent string, cluster, proc int, owner, extra string) Request {
+	id := fmt.Sprintf("%d.%d", cluster, proc)
+	return Request{ID: id, Agent: agent, AgentAddr: "127.0.0.1:2",
+		Ad: mustParse(t, jobText(cluster, proc, owner, extra)), JobIDs: []string{id}}
+}
+
+// matchOf returns the match of r's first job with m.
+func matchOf(r Request, m Machine) Match {
+	return Match{Job: Job{ID: r.JobIDs[0], Agent: r.Agent, AgentAddr: r.AgentAddr, Ad: r.Ad}, Request: r.ID, Machine: m}
 }

@@ -13,6 +13,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/wire"
 )
 
@@ -54,8 +55,20 @@ type Config struct {
 	Clock Clock
 	// Notifier replaces the gRPC notifier built from ClientTLS.
 	Notifier Notifier
-	// Priorities orders submitters; nil treats them alike.
+	// Priorities orders submitters; nil uses an [Accountant] built from
+	// HalfLife and the priority factors.
 	Priorities Prioritizer
+	// HalfLife is PRIORITY_HALFLIFE; default DefaultHalfLife.
+	HalfLife time.Duration
+	// DefaultPriorityFactor applies to users without a PriorityFactors
+	// entry; default 1.
+	DefaultPriorityFactor float64
+	// PriorityFactors multiply users' priorities (larger is worse).
+	PriorityFactors map[string]float64
+	// PreemptionRequirements is PREEMPTION_REQUIREMENTS: when it holds, a
+	// user with better priority may preempt another's job. Empty means
+	// never; rank preemption does not depend on it.
+	PreemptionRequirements string
 }
 
 // ErrNoTLS reports a configuration without a server TLS config that
@@ -131,6 +144,18 @@ func New(cfg Config) (*Matchmaker, error) {
 		n := newGRPCNotifier(cfg.ClientTLS)
 		cfg.Notifier, closer = n, n.Close
 	}
+	var preempt classad.Expr
+	if cfg.PreemptionRequirements != "" {
+		var err error
+		if preempt, err = classad.ParseExpr(cfg.PreemptionRequirements); err != nil {
+			return nil, fmt.Errorf("matchmaker: PREEMPTION_REQUIREMENTS: %w", err)
+		}
+	}
+	var accountant *Accountant
+	if cfg.Priorities == nil {
+		accountant = NewAccountant(cfg.HalfLife, cfg.DefaultPriorityFactor, cfg.PriorityFactors)
+		cfg.Priorities = accountant
+	}
 	c := NewCollector(cfg.Clock)
 	return &Matchmaker{
 		log:       log,
@@ -141,7 +166,8 @@ func New(cfg Config) (*Matchmaker, error) {
 		driver: &driver{
 			log:        log,
 			collector:  c,
-			negotiator: Negotiator{Priorities: cfg.Priorities},
+			negotiator: Negotiator{Priorities: cfg.Priorities, PreemptionRequirements: preempt},
+			accountant: accountant,
 			notifier:   cfg.Notifier,
 			clock:      cfg.Clock,
 			name:       cfg.Name,

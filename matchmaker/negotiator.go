@@ -2,17 +2,34 @@ package matchmaker
 
 import (
 	"cmp"
+	"runtime"
+	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"harrier.dev/harrier/classad"
 )
 
-// A Job is one idle job ad and the agent that advertised it.
-type Job struct {
-	ID        string // "ClusterId.ProcId"
+// A Request is a resource request: idle jobs of one agent that are alike
+// for matching (one autocluster), described by one ad that holds the
+// attributes matching reads. A plain job ad is a request for one job.
+type Request struct {
+	ID        string // unique within the agent: the autocluster id, or "ClusterId.ProcId"
 	Agent     string // the agent's name
 	AgentAddr string // where the agent hears of matches
 	Ad        *classad.ClassAd
+	// JobIDs are the jobs the request stands for, best first; the request
+	// asks for len(JobIDs) machines.
+	JobIDs []string
+}
+
+// A Job is one idle job: the job a match hands a machine to.
+type Job struct {
+	ID        string // "ClusterId.ProcId"
+	Agent     string
+	AgentAddr string
+	Ad        *classad.ClassAd // the request's ad
 }
 
 // A Machine is one machine (slot) ad.
@@ -24,7 +41,18 @@ type Machine struct {
 // A Match pairs a job with the machine slot it is to run on.
 type Match struct {
 	Job     Job
+	Request string // the ID of the request the job came from
 	Machine Machine
+	// Preempts is set when the machine is claimed and the match displaces
+	// the job running there.
+	Preempts *Preemption
+}
+
+// A Preemption names the claim a match displaces and why.
+type Preemption struct {
+	Reason      string // "rank" or "priority"
+	RemoteOwner string
+	JobID       string
 }
 
 // A Result is the outcome of one negotiation.
@@ -34,81 +62,363 @@ type Result struct {
 	Rejections int
 	// IdleJobs counts the jobs considered.
 	IdleJobs int
+	// Requests counts the resource requests (autoclusters) considered.
+	Requests int
 	// CandidateSlots counts the machines that were Unclaimed.
 	CandidateSlots int
+	// MachineClasses counts the classes the candidate slots fell into.
+	MachineClasses int
+	// Preemptions counts the matches that displace a running job.
+	Preemptions int
+	// SignificantAttributes are the job attributes that machine policies
+	// and PREEMPTION_REQUIREMENTS read, lower-cased and sorted: the
+	// attributes an agent must keep equal within an autocluster.
+	SignificantAttributes []string
+	// Phases times the parts of the cycle.
+	Phases Phases
+}
+
+// Phases are the durations of the parts of a negotiation.
+type Phases struct {
+	Classify   time.Duration // grouping machines into classes
+	Index      time.Duration // building the index of the classes
+	MatchLists time.Duration // candidate lookup, matching and ranking
+	Allocate   time.Duration // handing out machines in fair-share order
+	Preempt    time.Duration // looking for machines to preempt
 }
 
 // A Prioritizer gives each submitter a priority value; submitters with a
-// smaller value negotiate first, as with HTCondor's user priorities.
-// Submitters with equal values negotiate as one group whose jobs are
-// interleaved by job order.
+// smaller value negotiate first and get a larger share of the machines, as
+// with HTCondor's user priorities. Values must be positive.
 type Prioritizer interface {
 	Priority(submitter string) float64
 }
 
-// A Negotiator decides matches. It is a pure function of its input: it
-// reads ads, never changes them, and keeps no state between cycles.
+// A Negotiator decides matches. Its decisions are a pure function of its
+// input: it reads ads, never changes them, and keeps no state between
+// cycles (it reads the clock only to time its phases).
 type Negotiator struct {
-	// Priorities orders submitters; nil treats all submitters alike, so
-	// that jobs negotiate purely in job order.
+	// Priorities orders submitters and sizes their shares; nil treats all
+	// submitters as one, so that requests negotiate purely in job order.
 	Priorities Prioritizer
+	// PreemptionRequirements, unless zero, lets a request preempt a
+	// claimed machine whose RemoteOwner is another submitter when it
+	// evaluates to true with MY the machine ad, TARGET the request, and
+	// RemoteUserPrio and SubmitterUserPrio set in the machine ad.
+	PreemptionRequirements classad.Expr
+	// Workers computes matchlists in parallel; 0 means GOMAXPROCS.
+	Workers int
 }
 
-// Negotiate pairs jobs with machines. Only machines whose State is
-// "Unclaimed" are candidates, and each is matched at most once. Jobs are
-// served submitter group by submitter group (see [Prioritizer]) and, within
-// a group, by JobPrio (higher first), then QDate, ClusterId and ProcId
-// (earlier first). Each job gets, among the remaining candidates it matches
-// (classad.Match: both Requirements true), the one with the highest job
-// Rank of the machine, ties broken by the machine's Rank of the job (higher
-// first) and then by slot name.
-func (n Negotiator) Negotiate(jobs []Job, machines []Machine) Result {
-	var free []Machine
+// Negotiate pairs jobs with machines.
+//
+// Unclaimed machines are candidates for every request, each matched at
+// most once. Submitters negotiate in priority order, each up to its share
+// of the machines left (its weight 1/priority over the sum of weights),
+// round after round until no submitter can use another machine. Within a
+// submitter requests go by JobPrio (higher first), then QDate, ClusterId
+// and ProcId (earlier first), and each request takes machines from its
+// matchlist: the candidates it matches (both Requirements true), by the
+// request's Rank of the machine (higher first), then the machine's Rank of
+// the request, then slot name among interchangeable machines and, between
+// classes of machines, the name of each class's first slot.
+//
+// A request left with jobs may then preempt: a Claimed machine that
+// publishes CurrentRank and ranks the request higher (rank preemption), or
+// one running another submitter's job where PreemptionRequirements holds
+// (priority preemption).
+func (n Negotiator) Negotiate(reqs []Request, machines []Machine) Result {
+	var res Result
+	var free, claimed []Machine
 	for _, m := range machines {
-		if state(m.Ad) == StateUnclaimed {
+		switch state(m.Ad) {
+		case StateUnclaimed:
 			free = append(free, m)
+		case StateClaimed:
+			claimed = append(claimed, m)
 		}
 	}
-	res := Result{IdleJobs: len(jobs), CandidateSlots: len(free)}
-	for _, group := range groupBySubmitter(jobs, n.Priorities) {
-		for _, j := range group {
-			i := bestMachine(j, free)
-			if i < 0 {
-				res.Rejections++
-				continue
+	res.CandidateSlots = len(free)
+	res.Requests = len(reqs)
+
+	// What requests read in machines, and which conjuncts the index can use.
+	t := time.Now()
+	plans := make([]*plan, len(reqs))
+	byText := map[string]*plan{}
+	jobRefs := map[string]bool{}
+	for i := range reqs {
+		res.IdleJobs += len(reqs[i].JobIDs)
+		text := reqs[i].Ad.String()
+		p, ok := byText[text]
+		if !ok {
+			p = newPlan(reqs[i].Ad)
+			byText[text] = p
+			for a := range p.external {
+				jobRefs[a] = true
 			}
-			res.Matches = append(res.Matches, Match{Job: j, Machine: free[i]})
-			free = append(free[:i], free[i+1:]...)
+		}
+		plans[i] = p
+	}
+	external := map[string]bool{}
+	cl := newClassifier(sortedKeys(jobRefs))
+	classes, _ := cl.classify(free, external)
+	for _, m := range claimed {
+		cl.signature(m.Ad, external)
+	}
+	if !n.PreemptionRequirements.IsZero() {
+		pr := newRefs()
+		pr.addRefs(classad.New(), scanExpr(n.PreemptionRequirements.String()))
+		for a := range pr.external {
+			external[a] = true
 		}
 	}
+	res.SignificantAttributes = sortedKeys(external)
+	res.MachineClasses = len(classes)
+	res.Phases.Classify = time.Since(t)
+
+	t = time.Now()
+	indexed := map[string]bool{}
+	for _, p := range byText {
+		for _, b := range p.bounds {
+			indexed[b.attr] = true
+		}
+	}
+	reps := make([]*classad.ClassAd, len(classes))
+	for i := range classes {
+		reps[i] = classes[i].rep
+	}
+	index := buildIndex(reps, sortedKeys(indexed))
+	res.Phases.Index = time.Since(t)
+
+	t = time.Now()
+	if len(classes) > 0 {
+		n.matchLists(byText, reps, index)
+	}
+	res.Phases.MatchLists = time.Since(t)
+
+	t = time.Now()
+	a := allocator{free: free, classes: classes}
+	want := a.allocate(reqs, plans, n.Priorities)
+	res.Phases.Allocate = time.Since(t)
+
+	t = time.Now()
+	if len(claimed) > 0 {
+		a.preempt(reqs, want, claimed, n)
+	}
+	res.Phases.Preempt = time.Since(t)
+
+	res.Matches = a.matches
+	for _, m := range a.matches {
+		if m.Preempts != nil {
+			res.Preemptions++
+		}
+	}
+	res.Rejections = res.IdleJobs - len(a.matches)
 	return res
 }
 
-// bestMachine returns the index in free of the machine j should get, or -1
-// if it matches none.
-func bestMachine(j Job, free []Machine) int {
-	best := -1
-	var bestJobRank, bestMachineRank float64
-	for i, m := range free {
-		if !classad.Match(j.Ad, m.Ad) {
-			continue
-		}
-		jr, mr := classad.Rank(j.Ad, m.Ad), classad.Rank(m.Ad, j.Ad)
-		if best < 0 || better(jr, mr, m.Name, bestJobRank, bestMachineRank, free[best].Name) {
-			best, bestJobRank, bestMachineRank = i, jr, mr
-		}
-	}
-	return best
+// A plan is what the negotiator works out once per distinct request ad.
+type plan struct {
+	ad       *classad.ClassAd
+	external map[string]bool // machine attributes Requirements and Rank read
+	bounds   []bound
+	list     []listEntry // the matchlist, best first
+	cursor   int         // list[:cursor] are exhausted classes
 }
 
-// better reports whether a machine with job rank jr, machine rank mr and
-// name beats the best so far.
-func better(jr, mr float64, name string, bjr, bmr float64, bname string) bool {
-	if c := cmp.Compare(jr, bjr); c != 0 {
-		return c > 0
+// listEntry is one class in a matchlist.
+type listEntry struct {
+	class    int32
+	jobRank  float64
+	slotRank float64
+}
+
+func newPlan(ad *classad.ClassAd) *plan {
+	p := &plan{ad: ad, external: exprRefs(ad, "Requirements", "Rank").external}
+	if e, ok := ad.Lookup("Requirements"); ok {
+		text := e.String()
+		for _, c := range conjuncts(scanExpr(text)) {
+			if b, ok := boundOf(ad, text, c); ok {
+				p.bounds = append(p.bounds, b)
+			}
+		}
 	}
-	if c := cmp.Compare(mr, bmr); c != 0 {
-		return c > 0
+	return p
+}
+
+// matchLists computes every plan's matchlist, spreading the plans over
+// workers that each have their own classad.Matcher.
+func (n Negotiator) matchLists(plans map[string]*plan, reps []*classad.ClassAd, index *classIndex) {
+	todo := make([]*plan, 0, len(plans))
+	for _, p := range plans {
+		todo = append(todo, p)
 	}
-	return strings.Compare(name, bname) < 0
+	workers := n.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = min(workers, len(todo))
+	var next int
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m := classad.NewMatcher()
+			for {
+				mu.Lock()
+				i := next
+				next++
+				mu.Unlock()
+				if i >= len(todo) {
+					return
+				}
+				todo[i].build(m, reps, index)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// build fills p.list: the candidate classes p's ad matches, best first.
+func (p *plan) build(m *classad.Matcher, reps []*classad.ClassAd, index *classIndex) {
+	for _, c := range index.candidates(p.bounds) {
+		rep := reps[c]
+		if !m.Match(p.ad, rep) {
+			continue
+		}
+		p.list = append(p.list, listEntry{class: c, jobRank: m.Rank(p.ad, rep), slotRank: m.Rank(rep, p.ad)})
+	}
+	slices.SortStableFunc(p.list, func(a, b listEntry) int {
+		if c := cmp.Compare(b.jobRank, a.jobRank); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.slotRank, a.slotRank)
+	})
+}
+
+// allocator hands out the free machines of one cycle.
+type allocator struct {
+	free    []Machine
+	classes []machineClass
+	matches []Match
+	taken   map[string]bool // claimed machines preempted in this cycle
+}
+
+// take gives the next free machine of p's matchlist to request r, or
+// reports false when the list is exhausted.
+func (a *allocator) take(r *Request, p *plan, job int) bool {
+	for p.cursor < len(p.list) {
+		c := &a.classes[p.list[p.cursor].class]
+		if c.free() == 0 {
+			p.cursor++
+			continue
+		}
+		m := a.free[c.members[c.next]]
+		c.next++
+		a.matches = append(a.matches, Match{
+			Job:     Job{ID: r.JobIDs[job], Agent: r.Agent, AgentAddr: r.AgentAddr, Ad: r.Ad},
+			Request: r.ID,
+			Machine: m,
+		})
+		return true
+	}
+	return false
+}
+
+// submitterQueue is one submitter's requests in negotiation order.
+type submitterQueue struct {
+	name   string
+	prio   float64
+	reqs   []int // indices into the cycle's requests
+	at     int   // reqs[:at] are done
+	served int   // jobs of reqs[at] already matched
+}
+
+// allocate serves the requests in fair-share order and returns, per
+// request, how many of its jobs are still without a machine.
+func (a *allocator) allocate(reqs []Request, plans []*plan, p Prioritizer) []int {
+	want := make([]int, len(reqs))
+	for i := range reqs {
+		want[i] = len(reqs[i].JobIDs)
+	}
+	queues := submitterQueues(reqs, p)
+	left := 0
+	for i := range a.classes {
+		left += a.classes[i].free()
+	}
+	for left > 0 {
+		var weight float64
+		active := queues[:0:0]
+		for _, q := range queues {
+			if q.at < len(q.reqs) {
+				active = append(active, q)
+				weight += 1 / q.prio
+			}
+		}
+		if len(active) == 0 {
+			break
+		}
+		progress := false
+		for _, q := range active {
+			// Round shares up, so that every round makes progress.
+			quota := int(float64(left)/q.prio/weight + 0.999999)
+			for quota > 0 && left > 0 && q.at < len(q.reqs) {
+				i := q.reqs[q.at]
+				if q.served == len(reqs[i].JobIDs) || !a.take(&reqs[i], plans[i], q.served) {
+					q.at++
+					q.served = 0
+					continue
+				}
+				q.served++
+				want[i]--
+				quota--
+				left--
+				progress = true
+			}
+		}
+		if !progress {
+			break
+		}
+	}
+	return want
+}
+
+// submitterQueues groups request indices by submitter, submitters in
+// priority order (ties by name), each submitter's requests in job order.
+// Without a Prioritizer all requests form one queue.
+func submitterQueues(reqs []Request, p Prioritizer) []*submitterQueue {
+	by := map[string]*submitterQueue{}
+	var queues []*submitterQueue
+	for i := range reqs {
+		name := ""
+		if p != nil {
+			name = submitter(&reqs[i])
+		}
+		q, ok := by[name]
+		if !ok {
+			q = &submitterQueue{name: name, prio: 1}
+			if p != nil {
+				q.prio = max(p.Priority(name), minPriority)
+			}
+			by[name] = q
+			queues = append(queues, q)
+		}
+		q.reqs = append(q.reqs, i)
+	}
+	keys := make([]jobKey, len(reqs))
+	for i := range reqs {
+		keys[i] = keyOfJob(reqs[i].Ad)
+	}
+	for _, q := range queues {
+		slices.SortStableFunc(q.reqs, func(a, b int) int { return keys[a].compare(keys[b]) })
+	}
+	slices.SortStableFunc(queues, func(a, b *submitterQueue) int {
+		if c := cmp.Compare(a.prio, b.prio); c != 0 {
+			return c
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	return queues
 }

@@ -16,7 +16,7 @@ func pairs(res Result) []string {
 }
 
 func TestNegotiateJobOrder(t *testing.T) {
-	jobs := []Job{
+	jobs := []Request{
 		job(t, "ag", 3, 0, "alice", "QDate = 100"),
 		job(t, "ag", 1, 1, "alice", "QDate = 100"),
 		job(t, "ag", 1, 0, "alice", "QDate = 100"),
@@ -45,7 +45,7 @@ func TestNegotiateJobRankPrefersMemory(t *testing.T) {
 		machine(t, "slot1@b", StateUnclaimed, 4096, ""),
 		machine(t, "slot1@c", StateUnclaimed, 2048, ""),
 	}
-	jobs := []Job{
+	jobs := []Request{
 		job(t, "ag", 1, 0, "alice", "Rank = TARGET.Memory"),
 		job(t, "ag", 1, 1, "alice", "Rank = TARGET.Memory"),
 		job(t, "ag", 1, 2, "alice", "Rank = -TARGET.Memory"),
@@ -62,13 +62,13 @@ func TestNegotiateMachineRankBreaksTies(t *testing.T) {
 		machine(t, "slot1@b", StateUnclaimed, 1024, `Rank = TARGET.Owner == "alice"`),
 		machine(t, "slot1@c", StateUnclaimed, 1024, `Rank = TARGET.Owner == "bob"`),
 	}
-	jobs := []Job{job(t, "ag", 1, 0, "bob", "")}
+	jobs := []Request{job(t, "ag", 1, 0, "bob", "")}
 	want := []string{"1.0->slot1@c"}
 	if got := pairs(Negotiator{}.Negotiate(jobs, machines)); !slices.Equal(got, want) {
 		t.Errorf("matches %v, want %v", got, want)
 	}
 	// The job's own Rank outweighs the machine's.
-	jobs = []Job{job(t, "ag", 1, 0, "bob", `Rank = TARGET.Name == "slot1@a"`)}
+	jobs = []Request{job(t, "ag", 1, 0, "bob", `Rank = TARGET.Name == "slot1@a"`)}
 	want = []string{"1.0->slot1@a"}
 	if got := pairs(Negotiator{}.Negotiate(jobs, machines)); !slices.Equal(got, want) {
 		t.Errorf("matches %v, want %v", got, want)
@@ -80,7 +80,7 @@ func TestNegotiateNoMatch(t *testing.T) {
 		machine(t, "slot1@a", StateUnclaimed, 1024, ""),
 		machine(t, "slot1@b", StateUnclaimed, 1024, `Requirements = TARGET.Owner == "carol"`),
 	}
-	jobs := []Job{
+	jobs := []Request{
 		job(t, "ag", 1, 0, "alice", "RequestMemory = 1000000"), // too big for any
 		job(t, "ag", 2, 0, "alice", `Requirements = TARGET.Arch == "ARM"`),
 	}
@@ -92,7 +92,7 @@ func TestNegotiateNoMatch(t *testing.T) {
 
 func TestNegotiateMachineOfferedOnce(t *testing.T) {
 	machines := []Machine{machine(t, "slot1@a", StateUnclaimed, 1024, "")}
-	jobs := []Job{job(t, "ag", 1, 0, "alice", ""), job(t, "ag2", 1, 0, "bob", "")}
+	jobs := []Request{job(t, "ag", 1, 0, "alice", ""), job(t, "ag2", 1, 0, "bob", "")}
 	res := Negotiator{}.Negotiate(jobs, machines)
 	if len(res.Matches) != 1 || res.Rejections != 1 {
 		t.Errorf("matches %v, %d rejections; want one match, 1 rejection", pairs(res), res.Rejections)
@@ -104,7 +104,7 @@ func TestNegotiateOnlyUnclaimed(t *testing.T) {
 	for _, s := range []string{"Owner", StateMatched, "Claimed", "Preempting", StateUnclaimed} {
 		machines = append(machines, machine(t, "slot@"+s, s, 1024, ""))
 	}
-	jobs := []Job{job(t, "ag", 1, 0, "alice", ""), job(t, "ag", 1, 1, "alice", "")}
+	jobs := []Request{job(t, "ag", 1, 0, "alice", ""), job(t, "ag", 1, 1, "alice", "")}
 	res := Negotiator{}.Negotiate(jobs, machines)
 	if got, want := pairs(res), []string{"1.0->slot@Unclaimed"}; !slices.Equal(got, want) {
 		t.Errorf("matches %v, want %v", got, want)
@@ -121,7 +121,7 @@ func (p prios) Priority(s string) float64 { return p[s] }
 
 func TestNegotiateSubmitterPriority(t *testing.T) {
 	machines := []Machine{machine(t, "slot1@a", StateUnclaimed, 1024, ""), machine(t, "slot1@b", StateUnclaimed, 1024, "")}
-	jobs := []Job{
+	jobs := []Request{
 		job(t, "ag", 1, 0, "alice", "JobPrio = 10"),
 		job(t, "ag", 1, 1, "alice", "JobPrio = 10"),
 		job(t, "ag", 2, 0, "bob", ""),
@@ -139,7 +139,7 @@ func TestNegotiateSubmitterPriority(t *testing.T) {
 
 func TestNegotiateIsPure(t *testing.T) {
 	machines := []Machine{machine(t, "slot1@a", StateUnclaimed, 1024, "")}
-	jobs := []Job{job(t, "ag", 1, 0, "alice", "")}
+	jobs := []Request{job(t, "ag", 1, 0, "alice", "")}
 	before := machines[0].Ad.String() + jobs[0].Ad.String()
 	first := pairs(Negotiator{}.Negotiate(jobs, machines))
 	second := pairs(Negotiator{}.Negotiate(jobs, machines))
@@ -158,7 +158,7 @@ func BenchmarkNegotiate(b *testing.B) {
 			for i := range machines {
 				machines[i] = machine(b, fmt.Sprintf("slot%d@host%d", i%8, i/8), StateUnclaimed, 1024<<(i%4), `Rank = TARGET.Owner == "u1"`)
 			}
-			jobs := make([]Job, size.jobs)
+			jobs := make([]Request, size.jobs)
 			for i := range jobs {
 				owner := fmt.Sprintf("u%d", i%10)
 				jobs[i] = job(b, "ag", i/100, i%100, owner, fmt.Sprintf("QDate = %d; RequestMemory = %d; Rank = TARGET.Memory", i, 512<<(i%6)))

@@ -2,58 +2,17 @@ package matchmaker
 
 import (
 	"cmp"
-	"slices"
 
 	"harrier.dev/harrier/classad"
 )
 
-// submitter names the user a job negotiates for: its Owner, or its agent
-// when the ad has none.
-func submitter(j Job) string {
-	if s, ok := j.Ad.EvalString("Owner"); ok && s != "" {
+// submitter names the user a request negotiates for: its Owner, or its
+// agent when the ad has none.
+func submitter(r *Request) string {
+	if s, ok := r.Ad.EvalString("Owner"); ok && s != "" {
 		return s
 	}
-	return j.Agent
-}
-
-// groupBySubmitter splits jobs into the groups that negotiate one after the
-// other: submitters in priority order, submitters of equal priority in one
-// group. Each group is in job order.
-func groupBySubmitter(jobs []Job, p Prioritizer) [][]Job {
-	type entry struct {
-		prio float64
-		key  jobKey
-		job  Job
-	}
-	entries := make([]entry, len(jobs))
-	cache := make(map[string]float64)
-	for i, j := range jobs {
-		var prio float64
-		if p != nil {
-			s := submitter(j)
-			v, ok := cache[s]
-			if !ok {
-				v = p.Priority(s)
-				cache[s] = v
-			}
-			prio = v
-		}
-		entries[i] = entry{prio: prio, key: keyOfJob(j.Ad), job: j}
-	}
-	slices.SortStableFunc(entries, func(a, b entry) int {
-		if c := cmp.Compare(a.prio, b.prio); c != 0 {
-			return c
-		}
-		return a.key.compare(b.key)
-	})
-	var groups [][]Job
-	for i, e := range entries {
-		if i == 0 || e.prio != entries[i-1].prio {
-			groups = append(groups, nil)
-		}
-		groups[len(groups)-1] = append(groups[len(groups)-1], e.job)
-	}
-	return groups
+	return r.Agent
 }
 
 // jobKey holds the attributes that order jobs within a submitter group.

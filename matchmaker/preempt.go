@@ -1,0 +1,99 @@
+package matchmaker
+
+import (
+	"cmp"
+	"strings"
+
+	"harrier.dev/harrier/classad"
+)
+
+// StateClaimed is the state of a slot that runs, or is about to run, a job.
+const StateClaimed = "Claimed"
+
+// preempt lets requests that still want machines displace running jobs,
+// in the same submitter order as allocation. Preemption in Harrier always
+// means vacate: the match goes to the startd, which evicts the job back to
+// its agent's queue (with a checkpoint where there is one).
+func (a *allocator) preempt(reqs []Request, want []int, claimed []Machine, n Negotiator) {
+	if a.taken == nil {
+		a.taken = map[string]bool{}
+	}
+	m := classad.NewMatcher()
+	for _, q := range submitterQueues(reqs, n.Priorities) {
+		for _, i := range q.reqs {
+			r := &reqs[i]
+			for want[i] > 0 {
+				best, why := -1, ""
+				var bestJR, bestMR float64
+				for k, mach := range claimed {
+					if a.taken[mach.Name] || !m.Match(r.Ad, mach.Ad) {
+						continue
+					}
+					reason := n.preemptReason(m, r, mach)
+					if reason == "" {
+						continue
+					}
+					jr, mr := m.Rank(r.Ad, mach.Ad), m.Rank(mach.Ad, r.Ad)
+					if best < 0 || better(jr, mr, mach.Name, bestJR, bestMR, claimed[best].Name) {
+						best, why, bestJR, bestMR = k, reason, jr, mr
+					}
+				}
+				if best < 0 {
+					break
+				}
+				mach := claimed[best]
+				a.taken[mach.Name] = true
+				owner, _ := mach.Ad.EvalString("RemoteOwner")
+				jobID, _ := mach.Ad.EvalString("JobId")
+				job := len(r.JobIDs) - want[i]
+				a.matches = append(a.matches, Match{
+					Job:      Job{ID: r.JobIDs[job], Agent: r.Agent, AgentAddr: r.AgentAddr, Ad: r.Ad},
+					Request:  r.ID,
+					Machine:  mach,
+					Preempts: &Preemption{Reason: why, RemoteOwner: owner, JobID: jobID},
+				})
+				want[i]--
+			}
+		}
+	}
+}
+
+// preemptReason says why r may preempt the claimed machine mach: "rank"
+// when the machine publishes CurrentRank, the rank it gives its current
+// job, and ranks r higher; "priority" when mach runs another submitter's
+// job, PreemptionRequirements holds and the machine does not rank its
+// current job above r. Otherwise it returns "".
+func (n Negotiator) preemptReason(m *classad.Matcher, r *Request, mach Machine) string {
+	newRank := m.Rank(mach.Ad, r.Ad)
+	current, hasRank := mach.Ad.EvalReal("CurrentRank")
+	if hasRank && newRank > current {
+		return "rank"
+	}
+	if n.PreemptionRequirements.IsZero() || n.Priorities == nil || (hasRank && newRank < current) {
+		return ""
+	}
+	owner, _ := mach.Ad.EvalString("RemoteOwner")
+	user := submitter(r)
+	if owner == "" || strings.EqualFold(owner, user) {
+		return ""
+	}
+	ad := mach.Ad.Copy()
+	ad.SetReal("RemoteUserPrio", n.Priorities.Priority(owner))
+	ad.SetReal("SubmitterUserPrio", n.Priorities.Priority(user))
+	if ad.EvalExpr(n.PreemptionRequirements, r.Ad).IsTrue() {
+		return "priority"
+	}
+	return ""
+}
+
+// better reports whether a machine with job rank jr, machine rank mr and
+// name beats the best so far.
+func better(jr, mr float64, name string, bjr, bmr float64, bname string) bool {
+	if c := cmp.Compare(jr, bjr); c != 0 {
+		return c > 0
+	}
+	if c := cmp.Compare(mr, bmr); c != 0 {
+		return c > 0
+	}
+	return strings.Compare(name, bname) < 0
+}
