@@ -24,15 +24,23 @@ type parser struct {
 	lits  slab[litNode]
 	attrs slab[attrNode]
 	bins  slab[binaryNode]
+	crs   slab[constRNode]
 	sels  slab[selectNode]
+	scps  slab[scopeNode]
 }
 
-// slab hands out pointers into chunks of Ts.
-type slab[T any] struct{ free []T }
+// slab hands out pointers into chunks of Ts, each chunk twice the last
+// (from 8 to 256), so small expressions waste little and big ads allocate
+// rarely.
+type slab[T any] struct {
+	free []T
+	size int
+}
 
 func (s *slab[T]) alloc() *T {
 	if len(s.free) == 0 {
-		s.free = make([]T, 8)
+		s.size = min(max(2*s.size, 8), 256)
+		s.free = make([]T, s.size)
 	}
 	x := &s.free[0]
 	s.free = s.free[1:]
@@ -51,14 +59,15 @@ func (p *parser) attr(name string, abs bool) node {
 	return n
 }
 
-func newParser(src string, old bool) *parser {
-	p := &parser{lx: lexer{src: src, old: old}}
+// init readies p to parse src; it is not a constructor so that the parser
+// can live on the caller's stack.
+func (p *parser) init(src string, old bool) {
+	p.lx = lexer{src: src, old: old}
 	if len(src) > math.MaxInt32 {
 		p.lx.err = &SyntaxError{Line: 1, Column: 1, Msg: "input longer than 2 GiB"}
-		return p
+		return
 	}
 	p.advance()
-	return p
 }
 
 func (p *parser) advance() { p.tok = p.lx.next() }
@@ -125,7 +134,8 @@ func fold(n node) node {
 
 // ParseExpr parses one expression in new-ClassAd syntax.
 func ParseExpr(src string) (Expr, error) {
-	p := newParser(src, false)
+	var p parser
+	p.init(src, false)
 	n := p.expr()
 	if !p.failed() && p.tok.kind != tEOF {
 		p.errorf("expected operator or end of input, found %s", p.tok.describe())
@@ -140,7 +150,8 @@ func ParseExpr(src string) (Expr, error) {
 // leniency the semicolons between attributes may be left out, so ads printed
 // one attribute per line (as in Condor papers) are read too.
 func Parse(src string) (*ClassAd, error) {
-	p := newParser(src, false)
+	var p parser
+	p.init(src, false)
 	if !p.isPunct("[") {
 		p.errorf("expected '[' to start a ClassAd, found %s", p.tok.describe())
 		return nil, p.lx.err
@@ -178,7 +189,8 @@ func ParseOld(src string) (*ClassAd, error) {
 		if trimmed == "" || trimmed[0] == '#' {
 			continue
 		}
-		p := newParser(line, true)
+		var p parser
+		p.init(line, true)
 		name, ok := p.attrName()
 		if ok {
 			p.expect("=", "after attribute name")
@@ -372,7 +384,9 @@ func (p *parser) binary(minPrec int) node {
 		case isConst(b.l) && isConst(r):
 			l = fold(b)
 		case isConst(r) && o != opAnd && o != opOr:
-			l = &constRNode{op: o, l: b.l, k: r.eval(nil, nil), src: b}
+			cr := p.crs.alloc()
+			*cr = constRNode{op: o, l: b.l, k: r.eval(nil, nil), src: b}
+			l = cr
 		default:
 			l = b
 		}
@@ -529,7 +543,9 @@ func (p *parser) primary() node {
 			return p.call(t.text)
 		}
 		if k, ok := scopeWord(t.text); ok {
-			return &scopeNode{kind: k, word: t.text}
+			n := p.scps.alloc()
+			*n = scopeNode{kind: k, word: t.text}
+			return n
 		}
 		return p.attr(t.text, false)
 	case tPunct:
