@@ -330,7 +330,11 @@ func (lx *lexer) quoted(q byte) (string, bool) {
 	var b strings.Builder
 	for {
 		if lx.pos >= len(lx.src) {
-			lx.errorf(start, "unterminated %s", map[byte]string{'"': "string", '\'': "quoted name"}[q])
+			what := "string"
+			if q == '\'' {
+				what = "quoted name"
+			}
+			lx.errorf(start, "unterminated %s", what)
 			return "", false
 		}
 		c := lx.src[lx.pos]
