@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/wire"
@@ -143,12 +145,21 @@ func (s *Shadow) activate(ctx context.Context, clientTLS *tls.Config, addr strin
 	defer conn.Close()
 	cctx, cancel := wire.WithTimeout(ctx)
 	defer cancel()
-	_, err = wire.NewStartdClient(conn).ActivateClaim(cctx, &wire.ActivateClaimRequest{
-		ClaimId:    s.spec.ClaimID,
-		JobAd:      s.spec.JobAd,
-		ShadowAddr: addr,
-		Secret:     s.secret,
-	})
+	req := &wire.ActivateClaimRequest{ClaimId: s.spec.ClaimID, JobAd: s.spec.JobAd, ShadowAddr: addr, Secret: s.secret}
+	// On a reused claim the startd may not yet have seen the previous
+	// job's starter exit: the slot is still busy for a moment.
+	for delay := 5 * time.Millisecond; ; delay = min(2*delay, 200*time.Millisecond) {
+		_, err = wire.NewStartdClient(conn).ActivateClaim(cctx, req)
+		if status.Code(err) != codes.FailedPrecondition {
+			break
+		}
+		select {
+		case <-cctx.Done():
+		case <-time.After(delay):
+			continue
+		}
+		break
+	}
 	if err != nil {
 		return fmt.Errorf("activate claim at %s: %w", s.spec.StartdAddr, err)
 	}
