@@ -5,7 +5,6 @@ import (
 	"context"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -13,9 +12,11 @@ import (
 )
 
 func init() {
+	// As in cmd/harrier: the main thread must never be the one
+	// libcontainer leaves in a container's mount namespace.
+	runtime.LockOSThread()
 	// The test binary doubles as the container's init.
 	if IsInit() {
-		runtime.LockOSThread()
 		Init()
 	}
 }
@@ -135,12 +136,6 @@ func pipe(t testing.TB) (*os.File, *os.File) {
 		t.Fatal(err)
 	}
 	return r, w
-}
-
-// hostPath is a path on the host, for checks from outside the container.
-func hostPath(t testing.TB, name string) string {
-	t.Helper()
-	return filepath.Join(t.TempDir(), name)
 }
 
 func lines(s string) []string { return strings.Split(strings.TrimSpace(s), "\n") }

@@ -1,16 +1,292 @@
 package sandbox
 
 import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
-func TestExitCode(t *testing.T) {
+func TestExitCodeAndOutput(t *testing.T) {
 	r := testRunner(t, nil)
 	res := runJob(t, r, "echo out; echo err >&2; exit 42", nil)
-	if res.exit.Code != 42 || res.exit.Signal != 0 {
+	if res.exit.Code != 42 || res.exit.Signal != 0 || res.exit.HoldReason != "" {
 		t.Errorf("exit = %+v, want code 42", res.exit)
 	}
 	if res.stdout != "out\n" || res.stderr != "err\n" {
 		t.Errorf("stdout %q stderr %q", res.stdout, res.stderr)
+	}
+}
+
+func TestIsolation(t *testing.T) {
+	r := testRunner(t, nil)
+	outside := t.TempDir() // a host directory outside the scratch
+	script := `
+echo "pid $$"
+echo "procs $(ls /proc | grep -c '^[0-9]')"
+echo "uid $(id -u)"
+echo "host $(hostname)"
+echo "ifaces $(ls /sys/class/net | tr '\n' ' ')"
+echo "caps $(grep CapEff /proc/self/status | tr -d '\t')"
+echo "nnp $(grep NoNewPrivs /proc/self/status | tr -d '\t')"
+touch /etc/harrier-escape 2>/dev/null && echo "wrote /etc"
+touch ` + outside + `/escape 2>/dev/null && echo "wrote outside"
+touch /usr/harrier-escape 2>/dev/null && echo "wrote /usr"
+echo hi > /tmp/private && echo "tmp ok"
+echo data > result.txt && echo "scratch ok"
+cat /proc/kcore 2>/dev/null | head -c1 | wc -c | sed 's/^/kcore /'
+`
+	var scratch string
+	res := runJob(t, r, script, func(task *Task) { scratch = t.TempDir(); task.ScratchDir = scratch })
+	if res.exit.Code != 0 {
+		t.Fatalf("exit %+v, stderr %s", res.exit, res.stderr)
+	}
+	got := map[string]string{}
+	for _, l := range lines(res.stdout) {
+		k, v, _ := strings.Cut(l, " ")
+		got[k] = strings.TrimSpace(v)
+	}
+	nobody, err := lookupUser("nobody")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"pid": "1", "uid": strconv.Itoa(nobody.uid), "host": "slot1-1.0", "ifaces": "lo",
+		"caps": "CapEff:0000000000000000", "nnp": "NoNewPrivs:1", "tmp": "ok", "scratch": "ok", "kcore": "0",
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q (stdout:\n%s)", k, got[k], v, res.stdout)
+		}
+	}
+	// Only the shell and ls (and grep) may be seen: no host process.
+	if n, _ := strconv.Atoi(got["procs"]); n > 5 || n < 1 {
+		t.Errorf("job sees %s processes, want only its own", got["procs"])
+	}
+	for _, k := range []string{"wrote"} {
+		if _, ok := got[k]; ok {
+			t.Errorf("job wrote outside its scratch directory:\n%s", res.stdout)
+		}
+	}
+	for _, p := range []string{"/etc/harrier-escape", "/usr/harrier-escape", filepath.Join(outside, "escape"), "/tmp/private"} {
+		if _, err := os.Stat(p); err == nil {
+			os.Remove(p)
+			t.Errorf("%s exists on the host", p)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(scratch, "result.txt")); err != nil || string(b) != "data\n" {
+		t.Errorf("scratch result = %q, %v", b, err)
+	}
+}
+
+func TestMemoryLimitHolds(t *testing.T) {
+	r := testRunner(t, nil)
+	// python3 or not: head -c from /dev/zero into a shell variable grows
+	// the shell's memory without bound.
+	res := runJob(t, r, `x=$(head -c 200000000 /dev/zero | tr '\0' a); echo survived`, func(task *Task) { task.MemoryMB = 32 })
+	if res.exit.HoldCode != HoldCodeOutOfResources {
+		t.Fatalf("exit %+v, want a hold for memory", res.exit)
+	}
+	if !strings.HasPrefix(res.exit.HoldReason, "Job has gone over memory limit of 32 megabytes. Peak usage: ") {
+		t.Errorf("hold reason %q", res.exit.HoldReason)
+	}
+	if res.exit.Usage.MaxRSSBytes < 16<<20 {
+		t.Errorf("peak memory %d, want near the 32 MiB limit", res.exit.Usage.MaxRSSBytes)
+	}
+}
+
+func TestForkBombContained(t *testing.T) {
+	const limit = 64
+	r := testRunner(t, func(c *Config) { c.PidsLimit = limit })
+	// PID 1 forks once and waits; the bomb below it forks without end,
+	// each shell that cannot fork dying and making room for another.
+	s := startJob(t, r, &Task{ID: "6.0", Path: "/bin/sh", Args: []string{"-c",
+		`sh -c 'b() { b & b & wait; }; b' 2>/dev/null & wait`}})
+	most := 0
+	for range 50 {
+		pids, err := s.job.c.Processes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		most = max(most, len(pids))
+		time.Sleep(20 * time.Millisecond)
+	}
+	if most > limit || most < limit/2 {
+		t.Errorf("the bomb had %d processes at most, want close to the limit %d and no more", most, limit)
+	}
+	// The bomb may have burnt out by now; if not, it goes.
+	if err := s.job.Signal(unix.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	s.wait(t)
+	// The slot is still healthy.
+	if res := runJob(t, r, "exit 3", nil); res.exit.Code != 3 {
+		t.Errorf("after the bomb: %+v", res.exit)
+	}
+}
+
+func TestSignalSuspendContinueUsage(t *testing.T) {
+	r := testRunner(t, nil)
+	scratch := t.TempDir()
+	// A shell that handles TERM (PID 1 ignores signals it does not handle)
+	// and a busy child.
+	s := startJob(t, r, &Task{ID: "2.0", Path: "/bin/sh", ScratchDir: scratch, Args: []string{"-c",
+		`trap 'echo term; exit 7' TERM; (while :; do :; done) & echo started > ready; while :; do sleep 0.05; done`}})
+	waitFile(t, filepath.Join(scratch, "ready"))
+	if err := s.job.Suspend(); err != nil {
+		t.Fatal(err)
+	}
+	u1, err := s.job.Usage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	u2, _ := s.job.Usage()
+	if u2.UserCPU+u2.SysCPU != u1.UserCPU+u1.SysCPU {
+		t.Errorf("CPU time grew while suspended: %+v -> %+v", u1, u2)
+	}
+	if err := s.job.Continue(); err != nil {
+		t.Fatal(err)
+	}
+	if u2.MemoryBytes == 0 {
+		t.Errorf("usage %+v: no memory", u2)
+	}
+	if err := s.job.Signal(unix.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	res := s.wait(t)
+	if res.exit.Code != 7 || !strings.Contains(res.stdout, "term") {
+		t.Errorf("exit %+v stdout %q, want 7 after TERM", res.exit, res.stdout)
+	}
+	if res.exit.Usage.UserCPU+res.exit.Usage.SysCPU == 0 {
+		t.Errorf("no CPU time in %+v", res.exit.Usage)
+	}
+}
+
+func TestKillLeavesNothing(t *testing.T) {
+	r := testRunner(t, nil)
+	scratch := t.TempDir()
+	s := startJob(t, r, &Task{ID: "3.0", Path: "/bin/sh", ScratchDir: scratch, Args: []string{"-c",
+		`sleep 600 & sleep 600 & echo x > ready; wait`}})
+	waitFile(t, filepath.Join(scratch, "ready"))
+	if err := s.job.Suspend(); err != nil { // even a frozen job dies
+		t.Fatal(err)
+	}
+	pid := s.job.Pid()
+	if err := s.job.Signal(unix.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	res := s.wait(t)
+	if res.exit.Signal != int(unix.SIGKILL) {
+		t.Errorf("exit %+v, want killed", res.exit)
+	}
+	if err := unix.Kill(pid, 0); err == nil {
+		t.Errorf("job process %d still exists", pid)
+	}
+	if cgroupExists(slotCgroupPath(r.cfg.StateRoot, r.cfg.Slot) + "/" + containerID("slot1", "3.0")) {
+		t.Error("container cgroup left behind")
+	}
+	if _, err := os.Stat(filepath.Join(containersDir(r.cfg.StateRoot), containerID("slot1", "3.0"))); err == nil {
+		t.Error("container state left behind")
+	}
+}
+
+func TestCleanupAfterDeadStarter(t *testing.T) {
+	r := testRunner(t, nil)
+	scratch := t.TempDir()
+	s := startJob(t, r, &Task{ID: "4.0", Path: "/bin/sh", ScratchDir: scratch, Args: []string{"-c",
+		`sleep 600 & echo x > ready; wait`}})
+	waitFile(t, filepath.Join(scratch, "ready"))
+	pid := s.job.Pid()
+	// The starter dies without waiting: the startd's cleanup must do.
+	if err := CleanupAll(r.cfg.StateRoot); err != nil {
+		t.Fatal(err)
+	}
+	s.job.p.Wait()
+	if err := unix.Kill(pid, 0); err == nil {
+		t.Errorf("job process %d survived cleanup", pid)
+	}
+	if cgroupExists(slotCgroupPath(r.cfg.StateRoot, r.cfg.Slot)) {
+		t.Error("slot cgroup survived cleanup")
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	r := testRunner(t, nil)
+	dir := t.TempDir()
+	noexec := filepath.Join(dir, "data.txt")
+	os.WriteFile(noexec, []byte("#!/bin/sh\n"), 0o644)
+	for _, c := range []struct {
+		name string
+		task Task
+		want string
+	}{
+		{"missing", Task{Path: filepath.Join(dir, "nope")}, "no such file"},
+		{"not executable", Task{Path: noexec}, "permission denied"},
+		{"directory", Task{Path: dir}, "is a directory"},
+		{"bad dir", Task{Path: "/bin/true", Dir: filepath.Join(dir, "missing")}, "Bad working directory"},
+		{"tiny memory", Task{Path: "/bin/true", MemoryMB: 1}, "Cannot meet request_memory"},
+		{"too many cpus", Task{Path: "/bin/true", Cpus: 100000}, "Cannot meet request_cpus"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			task := c.task
+			task.ID = "5.0"
+			if task.Dir == "" {
+				task.Dir = dir
+			}
+			_, err := r.Start(context.Background(), &task)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("Start: %v, want an error with %q", err, c.want)
+			}
+		})
+	}
+	// The slot is still healthy.
+	if res := runJob(t, r, "exit 0", nil); res.exit.Code != 0 {
+		t.Errorf("after bad input: %+v", res.exit)
+	}
+}
+
+func TestConfigRefusesRoot(t *testing.T) {
+	if _, err := NewRunner(Config{StateRoot: t.TempDir(), Slot: "slot1", User: "root"}); err == nil {
+		t.Error("root slot user accepted without AllowRoot")
+	}
+	if _, err := NewRunner(Config{StateRoot: t.TempDir(), Slot: "slot1", User: "root", AllowRoot: true}); err != nil {
+		t.Error(err)
+	}
+	if _, err := NewRunner(Config{StateRoot: "rel", Slot: "slot/1"}); err == nil {
+		t.Error("bad state root and slot accepted")
+	}
+}
+
+// waitFile waits for a job to create a file.
+func waitFile(t *testing.T, path string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("job did not create %s", path)
+}
+
+// BenchmarkContainerTrue measures a job's whole life in a container:
+// create, start, run /bin/true, wait and remove.
+func BenchmarkContainerTrue(b *testing.B) {
+	r := testRunner(b, nil)
+	dir := b.TempDir()
+	b.ReportAllocs()
+	for b.Loop() {
+		task := &Task{ID: "1.0", Path: "/bin/true", Dir: dir, ScratchDir: dir}
+		res := startJob(b, r, task).wait(b)
+		if res.exit.Code != 0 {
+			b.Fatalf("exit %+v", res.exit)
+		}
 	}
 }
