@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"harrier.dev/harrier/agent/submit"
+	"harrier.dev/harrier/wire"
+)
+
+// runBenchThroughput measures jobs per second through a whole personal
+// pool: agent, matchmaker and startds with real shadows and starters, each
+// job running /bin/true. It can first fill the queue with idle jobs that
+// match nothing, to show how throughput holds up as the queue grows.
+func runBenchThroughput(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("bench throughput", flag.ContinueOnError)
+	jobs := fs.Int("jobs", 500, "jobs to run")
+	startds := fs.Int("startds", 2, "startds in the pool")
+	slots := fs.Int("slots", 4, "slots per startd")
+	queue := fs.Int("queue", 0, "idle jobs (matching nothing) queued first")
+	sandbox := fs.String("sandbox", "process", "how jobs run: process or container")
+	dir := fs.String("dir", "", "pool directory (default: a new temporary one, removed afterwards)")
+	if err := fs.Parse(args); err != nil {
+		return usagef("%v", err)
+	}
+	if *jobs < 1 || *startds < 1 || *slots < 1 || *queue < 0 {
+		return usagef("--jobs, --startds and --slots must be positive")
+	}
+	poolDir := *dir
+	if poolDir == "" {
+		tmp, err := os.MkdirTemp("", "harrier-bench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		poolDir = filepath.Join(tmp, "pool")
+	}
+	if err := createPool(poolDir); err != nil {
+		return err
+	}
+	extra := fmt.Sprintf("\nNUM_SLOTS = %d\nSANDBOX = %s\nLOG_LEVEL = WARN\n", *slots, *sandbox)
+	if err := appendFile(filepath.Join(poolDir, poolConfigName), extra); err != nil {
+		return err
+	}
+	if err := poolUp(poolDir, *startds, true, io.Discard); err != nil {
+		return err
+	}
+	defer poolDown(poolDir, io.Discard)
+	pc, err := loadPoolConfig(filepath.Join(poolDir, poolConfigName))
+	if err != nil {
+		return err
+	}
+	client, closeFn, err := agentClient(pc)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	ctx := context.Background()
+
+	if *queue > 0 {
+		if _, err := benchSubmit(ctx, client, "executable = /bin/true\nrequirements = false\nqueue "+strconv.Itoa(*queue)+"\n"); err != nil {
+			return err
+		}
+	}
+	start := time.Now()
+	cluster, err := benchSubmit(ctx, client, "executable = /bin/true\nqueue "+strconv.Itoa(*jobs)+"\n")
+	if err != nil {
+		return err
+	}
+	submitted := time.Since(start)
+	req := &wire.JobQueryRequest{Ids: []string{strconv.Itoa(int(cluster))}, Limit: 1}
+	for {
+		reply, err := client.Query(ctx, req)
+		if err != nil {
+			return rpcError("query", err)
+		}
+		if len(reply.Ads) == 0 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	elapsed := time.Since(start)
+	fmt.Fprintf(stdout, "%d jobs (/bin/true, sandbox %s) on %d startds x %d slots, %d idle jobs queued: %.2f s (submit %.3f s), %.1f jobs/s\n",
+		*jobs, *sandbox, *startds, *slots, *queue, elapsed.Seconds(), submitted.Seconds(), float64(*jobs)/elapsed.Seconds())
+	return nil
+}
+
+// benchSubmit queues the jobs of a submit description.
+func benchSubmit(ctx context.Context, client wire.ScheddClient, desc string) (int32, error) {
+	d, err := submit.Parse([]byte(desc), "bench.sub")
+	if err != nil {
+		return 0, err
+	}
+	nc, err := client.NewCluster(ctx, &wire.NewClusterRequest{})
+	if err != nil {
+		return 0, rpcError("new cluster", err)
+	}
+	ads, err := d.Jobs(int(nc.Cluster), submit.Env{Dir: os.TempDir(), Owner: "bench", Now: time.Now()})
+	if err != nil {
+		return 0, err
+	}
+	req := &wire.SubmitRequest{Cluster: nc.Cluster, Ads: make([]string, len(ads))}
+	for i, ad := range ads {
+		req.Ads[i] = ad.String()
+	}
+	if _, err := client.Submit(ctx, req); err != nil {
+		return 0, rpcError("submit", err)
+	}
+	return nc.Cluster, nil
+}
+
+func appendFile(path, text string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(text); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
