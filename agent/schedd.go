@@ -81,10 +81,30 @@ func (s *scheddService) Submit(ctx context.Context, req *wire.SubmitRequest) (*w
 	txn := &jobqueue.Txn{}
 	ads := make([]*classad.ClassAd, 0, len(req.Ads))
 	seen := make(map[int]bool, len(req.Ads))
+	var common *classad.ClassAd
+	if req.ClusterAd != "" {
+		if common, err = classad.Parse(req.ClusterAd); err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "cluster ad: %v", err)
+		}
+		// Shared by every job, so that the queue stores them once.
+		common.SetString("Owner", who.name)
+		common.SetString("User", who.name+"@"+s.a.cfg.Name)
+		common.SetInt("QDate", now)
+		common.SetInt("EnteredCurrentStatus", now)
+	}
 	for i, text := range req.Ads {
 		ad, err := classad.Parse(text)
 		if err != nil {
 			return nil, status.Errorf(codes.InvalidArgument, "job %d: %v", i, err)
+		}
+		if common != nil {
+			own := ad
+			// Only the agent says who owns a job and when it came.
+			for _, name := range []string{"Owner", "User", "QDate", "EnteredCurrentStatus"} {
+				own.Delete(name)
+			}
+			ad = common.Copy()
+			ad.Update(own)
 		}
 		id := jobID(ad)
 		if id.Cluster != int(req.Cluster) {
@@ -97,11 +117,13 @@ func (s *scheddService) Submit(ctx context.Context, req *wire.SubmitRequest) (*w
 			return nil, status.Errorf(codes.AlreadyExists, "job %s already exists", id)
 		}
 		seen[id.Proc] = true
-		// The agent, not the tool, says who owns a job.
-		ad.SetString("Owner", who.name)
-		ad.SetString("User", who.name+"@"+s.a.cfg.Name)
-		ad.SetInt("QDate", now)
-		ad.SetInt("EnteredCurrentStatus", now)
+		if common == nil {
+			// The agent, not the tool, says who owns a job.
+			ad.SetString("Owner", who.name)
+			ad.SetString("User", who.name+"@"+s.a.cfg.Name)
+			ad.SetInt("QDate", now)
+			ad.SetInt("EnteredCurrentStatus", now)
+		}
 		ad.SetString("GlobalJobId", fmt.Sprintf("%s#%s#%d", s.a.cfg.Name, id, now))
 		if st, ok := ad.EvalInt("JobStatus"); !ok || (st != Idle && st != Held) {
 			ad.SetInt("JobStatus", Idle)

@@ -1986,9 +1986,13 @@ func (x *NewClusterReply) GetCluster() int32 {
 }
 
 type SubmitRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Cluster       int32                  `protobuf:"varint,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
-	Ads           []string               `protobuf:"bytes,2,rep,name=ads,proto3" json:"ads,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Cluster int32                  `protobuf:"varint,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	// One ad per job. When cluster_ad is set, each holds only what differs
+	// from it (HTCondor's cluster and proc ads): a large cluster then costs
+	// one full ad and a few attributes per job.
+	Ads           []string `protobuf:"bytes,2,rep,name=ads,proto3" json:"ads,omitempty"`
+	ClusterAd     string   `protobuf:"bytes,3,opt,name=cluster_ad,json=clusterAd,proto3" json:"cluster_ad,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2035,6 +2039,13 @@ func (x *SubmitRequest) GetAds() []string {
 		return x.Ads
 	}
 	return nil
+}
+
+func (x *SubmitRequest) GetClusterAd() string {
+	if x != nil {
+		return x.ClusterAd
+	}
+	return ""
 }
 
 type SubmitReply struct {
@@ -2470,10 +2481,12 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\x04mode\x18\x02 \x01(\rR\x04mode\"\x13\n" +
 	"\x11NewClusterRequest\"+\n" +
 	"\x0fNewClusterReply\x12\x18\n" +
-	"\acluster\x18\x01 \x01(\x05R\acluster\";\n" +
+	"\acluster\x18\x01 \x01(\x05R\acluster\"Z\n" +
 	"\rSubmitRequest\x12\x18\n" +
 	"\acluster\x18\x01 \x01(\x05R\acluster\x12\x10\n" +
-	"\x03ads\x18\x02 \x03(\tR\x03ads\"#\n" +
+	"\x03ads\x18\x02 \x03(\tR\x03ads\x12\x1d\n" +
+	"\n" +
+	"cluster_ad\x18\x03 \x01(\tR\tclusterAd\"#\n" +
 	"\vSubmitReply\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\x05R\x05count\"Y\n" +
 	"\x0fJobQueryRequest\x12\x10\n" +

@@ -105,11 +105,7 @@ func benchSubmit(ctx context.Context, client wire.ScheddClient, desc string) (in
 	if err != nil {
 		return 0, err
 	}
-	req := &wire.SubmitRequest{Cluster: nc.Cluster, Ads: make([]string, len(ads))}
-	for i, ad := range ads {
-		req.Ads[i] = ad.String()
-	}
-	if _, err := client.Submit(ctx, req); err != nil {
+	if _, err := client.Submit(ctx, submitRequest(nc.Cluster, ads)); err != nil {
 		return 0, rpcError("submit", err)
 	}
 	return nc.Cluster, nil

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"harrier.dev/harrier/agent/submit"
+	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/wire"
 )
 
@@ -43,11 +44,6 @@ func runSubmit(args []string, _ io.Reader, stdout io.Writer) error {
 		owner = u.Username
 	}
 	env := submit.Env{Dir: filepath.Dir(abs), Owner: owner, Getenv: os.LookupEnv, Environ: os.Environ(), Now: time.Now()}
-	// Expand once with a placeholder cluster so that a bad file fails
-	// before a cluster is allocated.
-	if _, err := desc.Jobs(1, env); err != nil {
-		return err
-	}
 	pc, err := findPool(*tf.pool)
 	if err != nil {
 		return err
@@ -63,18 +59,55 @@ func runSubmit(args []string, _ io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return rpcError("new cluster", err)
 	}
+	// A description that fails only now (a missing executable, a bad
+	// queue file) leaves its cluster number unused, as in HTCondor.
 	ads, err := desc.Jobs(int(nc.Cluster), env)
 	if err != nil {
 		return err
 	}
-	req := &wire.SubmitRequest{Cluster: nc.Cluster, Ads: make([]string, len(ads))}
-	for i, ad := range ads {
-		req.Ads[i] = ad.String()
-	}
-	reply, err := client.Submit(ctx, req)
+	reply, err := client.Submit(ctx, submitRequest(nc.Cluster, ads))
 	if err != nil {
 		return rpcError("submit", err)
 	}
 	fmt.Fprintf(stdout, "%d job(s) submitted to cluster %d.\n", reply.Count, nc.Cluster)
 	return nil
+}
+
+// submitRequest builds the agent's request for a cluster: the attributes
+// every job shares (the submit language hands them out as one shared
+// expression) go once in the cluster ad, and each job carries only its own.
+func submitRequest(cluster int32, ads []*classad.ClassAd) *wire.SubmitRequest {
+	req := &wire.SubmitRequest{Cluster: cluster, Ads: make([]string, len(ads))}
+	if len(ads) < 2 {
+		for i, ad := range ads {
+			req.Ads[i] = ad.String()
+		}
+		return req
+	}
+	common := classad.New()
+	for _, name := range ads[0].Names() {
+		e, _ := ads[0].Lookup(name)
+		shared := true
+		for _, ad := range ads[1:] {
+			if x, ok := ad.Lookup(name); !ok || x != e {
+				shared = false
+				break
+			}
+		}
+		if shared {
+			common.Set(name, e)
+		}
+	}
+	req.ClusterAd = common.String()
+	for i, ad := range ads {
+		own := classad.New()
+		for _, name := range ad.Names() {
+			if _, ok := common.Lookup(name); !ok {
+				e, _ := ad.Lookup(name)
+				own.Set(name, e)
+			}
+		}
+		req.Ads[i] = own.String()
+	}
+	return req
 }
