@@ -149,3 +149,7 @@ func containerID(slot, jobID string) string {
 	}, jobID)
 	return slot + "-" + clean
 }
+
+// StateRoot is the state root of the startd whose execute directory is
+// executeDir: the startd and its starters agree on it this way.
+func StateRoot(executeDir string) string { return filepath.Join(executeDir, "sandbox") }

@@ -14,6 +14,7 @@ type adConfig struct {
 	policy   policy
 	numSlots int
 	version  string
+	sandbox  string // HarrierSandbox: "container" or "process"
 }
 
 // machineAd builds the ad of one slot from a measurement of the whole
@@ -60,6 +61,7 @@ func machineAd(c adConfig, m machine, v view, now time.Time) *classad.ClassAd {
 	ad.SetInt("ConsoleIdle", int64(m.consoleIdle/time.Second))
 	ad.SetInt("MyCurrentTime", now.Unix())
 	ad.SetString("HarrierVersion", c.version)
+	ad.SetString("HarrierSandbox", c.sandbox)
 	if cl := v.claim; cl != nil {
 		ad.SetString("ClaimedBy", cl.agent)
 		if cl.owner != "" {

@@ -66,6 +66,10 @@ type Config struct {
 	// CertFile, KeyFile and CAFile are handed to each starter so that it
 	// can reach its shadow over mutual TLS.
 	CertFile, KeyFile, CAFile string
+	// Sandbox is how jobs run: "container", "process", or "" to use
+	// containers where they work (see sandbox.go). Advertised as
+	// HarrierSandbox.
+	Sandbox string
 }
 
 const (
@@ -148,6 +152,9 @@ func (cfg Config) withDefaults() (Config, policy, error) {
 	}
 	if cfg.AdvertiseInterval < time.Second {
 		errs = append(errs, fmt.Errorf("advertise interval %v is shorter than a second", cfg.AdvertiseInterval))
+	}
+	if err := checkSandbox(cfg.Sandbox); err != nil {
+		errs = append(errs, err)
 	}
 	if len(cfg.StarterCommand) == 0 {
 		errs = append(errs, errors.New("no starter command"))

@@ -63,7 +63,7 @@ func New(cfg Config) (*Startd, error) {
 		killGrace:        killGrace,
 		claimIdleTimeout: claimIdleTimeout,
 		changed:          make(chan struct{}, 1),
-		adc:              adConfig{host: cfg.Name, policy: pol, numSlots: cfg.NumSlots, version: version()},
+		adc:              adConfig{host: cfg.Name, policy: pol, numSlots: cfg.NumSlots, version: version(), sandbox: chooseSandbox(cfg.Sandbox, cfg.Logger)},
 	}
 	now := time.Now()
 	for i := range cfg.NumSlots {

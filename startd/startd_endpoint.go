@@ -150,6 +150,7 @@ func (e *endpoint) ActivateClaim(_ context.Context, req *wire.ActivateClaimReque
 		CertFile:   s.cfg.CertFile,
 		KeyFile:    s.cfg.KeyFile,
 		CAFile:     s.cfg.CAFile,
+		Sandbox:    s.cfg.Sandbox,
 	}
 	r, err := startStarter(s.cfg.StarterCommand, s.cfg.ExecuteDir, sl.short(), spec)
 	if err != nil {

@@ -31,6 +31,8 @@ type run struct {
 	done chan struct{}
 	// err is the starter's exit status; read it only after done.
 	err error
+	// cleanup removes what the starter's job may have left.
+	cleanup func() error
 }
 
 // startStarter creates a fresh scratch directory for slot under executeDir
@@ -72,13 +74,17 @@ func startIn(argv []string, executeDir, slot, scratch string, spec starter.Spec)
 		log.Close()
 		return nil, fmt.Errorf("start starter %s: %w", argv[0], err)
 	}
-	return &run{cmd: cmd, scratch: scratch, log: log, done: make(chan struct{})}, nil
+	return &run{cmd: cmd, scratch: scratch, log: log, done: make(chan struct{}),
+		cleanup: func() error { return cleanupSlot(executeDir, slot, spec.Sandbox) }}, nil
 }
 
 // wait waits for the starter to exit, removes its scratch directory and
 // closes done.
 func (r *run) wait() {
 	r.err = r.cmd.Wait()
+	if err := r.cleanup(); err != nil && r.err == nil {
+		r.err = err
+	}
 	r.log.Close()
 	if err := os.RemoveAll(r.scratch); err != nil && r.err == nil {
 		r.err = fmt.Errorf("remove scratch directory: %w", err)
@@ -143,6 +149,7 @@ func removeScratch(dir string) error {
 			errs = append(errs, os.RemoveAll(filepath.Join(dir, e.Name())))
 		}
 	}
+	errs = append(errs, cleanupSandbox(dir))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("clean execute directory: %w", err)
 	}

@@ -240,6 +240,7 @@ func serveStartd(ctx context.Context, pc *poolConfig, name string, logger *slog.
 		NumSlots: int(slots), ExecuteDir: execute, AdvertiseInterval: interval,
 		StarterCommand: []string{exe, "starter"},
 		CertFile:       certPath, KeyFile: keyPath, CAFile: caPath,
+		Sandbox: pc.c.String("SANDBOX", ""),
 	})
 	if err != nil {
 		lis.Close()

@@ -73,7 +73,7 @@ func runStarter(_ []string, stdin io.Reader, _ io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT)
 	defer stop()
-	s := starter.New(spec, tlsCfg, starter.ProcessRunner{}, logger)
+	s := starter.New(spec, tlsCfg, chooseRunner(spec, logger), logger)
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGTERM)
 	go func() {

@@ -7,6 +7,8 @@
 //	harrier q | history | status                          look at jobs and machines
 //	harrier rm | hold | release | wait ID...              act on jobs
 //	harrier classad eval ...                              evaluate ClassAd expressions
+//	harrier userprio                                      show user priorities
+//	harrier bench negotiate --machines M --jobs J ...     time one negotiation cycle
 //	harrier daemon matchmaker|agent|startd --config FILE  run one daemon
 //
 // Tools find their pool with --pool DIR or HARRIER_POOL=DIR.
@@ -18,12 +20,19 @@ import (
 	"io"
 	"os"
 	"runtime"
+
+	"harrier.dev/harrier/sandbox"
 )
 
 func init() {
 	// Keep the main goroutine on the main OS thread: container and
 	// checkpoint code must never leave that thread in another namespace.
 	runtime.LockOSThread()
+	// A container's init: libcontainer re-executes this binary as
+	// "harrier init" inside the new namespaces, before anything else runs.
+	if sandbox.IsInit() {
+		sandbox.Init()
+	}
 }
 
 // usageError is a mistake in how a command was called; main prints it with
@@ -57,6 +66,8 @@ func commands() []command {
 		{"release", "release [--pool DIR] ID...", actCommand("release")},
 		{"wait", "wait [--pool DIR] [--timeout SECONDS] ID", runWait},
 		{"classad", "classad eval [-ad FILE|-] [AD-ATTRS...] EXPR...", runClassad},
+		{"userprio", "userprio [--pool DIR] [-json]", runUserprio},
+		{"bench", "bench negotiate [--machines M] [--jobs J] [--users U] [--autoclusters A] [--runs N] [--baseline JOBS]", runBench},
 		{"daemon", "daemon matchmaker|agent|startd --config FILE [--name NAME]", runDaemon},
 		{"shadow", "shadow (started by the agent)", runShadow},
 		{"starter", "starter (started by a startd)", runStarter},

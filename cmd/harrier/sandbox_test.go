@@ -1,0 +1,155 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"harrier.dev/harrier/sandbox"
+)
+
+// startContainerPool starts a personal pool whose startd runs every job in
+// a container.
+func startContainerPool(t *testing.T) *testPool {
+	t.Helper()
+	if err := sandbox.Available(); err != nil {
+		t.Skipf("containers not available: %v", err)
+	}
+	return startPoolWith(t, 1, "SANDBOX = container")
+}
+
+func TestSandboxedJobs(t *testing.T) {
+	p := startContainerPool(t)
+	if m := p.jobs(t, "status"); len(m) == 0 || m[0]["HarrierSandbox"] != "container" {
+		t.Errorf("machine ad: HarrierSandbox = %v, want container", m)
+	}
+	dir := copyExample(t, "unix-tools")
+	_ = os.Chmod(dir, 0o777)
+	outside := t.TempDir()
+	writeFile(t, filepath.Join(dir, "probe.sh"), `#!/bin/sh
+date +%s.%N > /dev/stderr
+echo "procs $(ls /proc | grep -c '^[0-9]')"
+echo "user $(id -un)"
+touch `+outside+`/escape 2>/dev/null && echo "wrote outside"
+touch /etc/escape 2>/dev/null && echo "wrote etc"
+echo "done"
+`, 0o755)
+
+	// Unmodified sort, awk and python3.
+	wf := p.submit(t, dir, "wordfreq.sub", mustRead(t, filepath.Join(dir, "wordfreq.sub")))
+	// A job that looks around and tries to escape.
+	pr := p.submit(t, dir, "probe.sub", "executable = probe.sh\noutput = probe.out\nerror = probe.err\nlog = probe.log\nqueue\n")
+	// A job over its memory limit.
+	mh := p.submit(t, dir, "memhog.sub", mustRead(t, filepath.Join(dir, "memhog.sub")))
+
+	for _, c := range []int{wf, pr} {
+		id := fmt.Sprintf("%d.0", c)
+		if out, code := p.harrier(t, "wait", "--timeout", "60", id); code != 0 {
+			t.Fatalf("wait %s: exit %d: %s", id, code, out)
+		}
+	}
+	if out := mustRead(t, filepath.Join(dir, "wordfreq.out")); !strings.Contains(out, "the        4") || !strings.Contains(out, "total 15") {
+		t.Errorf("wordfreq.out:\n%s\nwordfreq.err:\n%s", out, mustRead(t, filepath.Join(dir, "wordfreq.err")))
+	}
+	probe := mustRead(t, filepath.Join(dir, "probe.out"))
+	if strings.Contains(probe, "wrote") || !strings.Contains(probe, "user nobody") || !strings.Contains(probe, "done") {
+		t.Errorf("probe.out:\n%s", probe)
+	}
+	for _, l := range strings.Split(probe, "\n") {
+		if n, ok := strings.CutPrefix(l, "procs "); ok {
+			if k, _ := strconv.Atoi(n); k > 5 {
+				t.Errorf("the job sees %d processes", k)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(outside, "escape")); err == nil {
+		t.Error("the job wrote outside its scratch directory")
+	}
+	reportStartLatency(t, p, probe, mustRead(t, filepath.Join(dir, "probe.err")))
+
+	mid := fmt.Sprintf("%d.0", mh)
+	eventually(t, 60*time.Second, "the memory hog to be held", func() bool { return p.jobStatus(t, mid) == 5 })
+	q := p.jobs(t, "q", mid)
+	if r, _ := q[0]["HoldReason"].(string); !strings.HasPrefix(r, "Job has gone over memory limit of 32 megabytes. Peak usage:") {
+		t.Errorf("HoldReason = %q", r)
+	}
+	if c, _ := q[0]["HoldReasonCode"].(float64); c != 34 {
+		t.Errorf("HoldReasonCode = %v, want 34", q[0]["HoldReasonCode"])
+	}
+
+	// A removed job leaves no process behind.
+	sl := p.submit(t, dir, "sleep.sub", "executable = /bin/sleep\narguments = 31337\nlog = sleep.log\nqueue\n")
+	sid := fmt.Sprintf("%d.0", sl)
+	eventually(t, 30*time.Second, "the sleeper to run", func() bool { return len(sleepers()) > 0 })
+	p.must(t, "rm", sid)
+	eventually(t, 30*time.Second, "the removed job's process to go", func() bool { return len(sleepers()) == 0 })
+	eventually(t, 30*time.Second, "the slot to be free", func() bool { return strings.Contains(p.must(t, "status"), "Unclaimed") })
+	exec := filepath.Join(p.dir, "execute")
+	if left, _ := filepath.Glob(filepath.Join(exec, "*", "sandbox", "containers", "*")); len(left) != 0 {
+		t.Errorf("containers left: %v", left)
+	}
+}
+
+// sleepers lists the host's processes running "sleep 31337".
+func sleepers() []string {
+	var pids []string
+	dirs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, d := range dirs {
+		b, _ := os.ReadFile(d)
+		if strings.Contains(string(b), "31337") && strings.Contains(string(b), "sleep") {
+			pids = append(pids, d)
+		}
+	}
+	return pids
+}
+
+// reportStartLatency logs the time from the claim's activation (the
+// startd's log line) to the job's first instruction (the time it wrote
+// first).
+func reportStartLatency(t *testing.T, p *testPool, probeOut, probeErr string) {
+	first, err := strconv.ParseFloat(strings.TrimSpace(strings.Split(probeErr, "\n")[0]), 64)
+	if err != nil {
+		t.Logf("no start time from the job: %q", probeErr)
+		return
+	}
+	logs, _ := filepath.Glob(filepath.Join(p.dir, "log", "*.log"))
+	var activated time.Time
+	for _, l := range logs {
+		f, err := os.Open(l)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			line := sc.Text()
+			if !strings.Contains(line, "to=Claimed/Busy") {
+				continue
+			}
+			ts, _, _ := strings.Cut(strings.TrimPrefix(line, "time="), " ")
+			if at, err := time.Parse(time.RFC3339Nano, ts); err == nil && at.Before(time.Unix(0, int64(first*1e9))) {
+				activated = at // the last activation before the job began
+			}
+		}
+		f.Close()
+	}
+	if activated.IsZero() {
+		t.Log("no claim activation in the startd's log")
+		return
+	}
+	latency := time.Unix(0, int64(first*1e9)).Sub(activated)
+	t.Logf("job start latency, claim activation to first instruction: %v", latency.Round(time.Millisecond))
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
