@@ -15,6 +15,7 @@ import (
 func (a *Agent) advertiseLoop(ctx context.Context) {
 	ticker := time.NewTicker(a.cfg.AdvertiseInterval)
 	defer ticker.Stop()
+	a.materialize(ctx)
 	took := a.timedAdvertise(ctx)
 	for {
 		select {
@@ -27,6 +28,7 @@ func (a *Agent) advertiseLoop(ctx context.Context) {
 			// several times as long as the last round took.
 			time.Sleep(max(10*time.Millisecond, 4*took))
 		}
+		a.materialize(ctx)
 		took = a.timedAdvertise(ctx)
 	}
 }
@@ -48,6 +50,9 @@ func (a *Agent) advertise(ctx context.Context) {
 	counts := map[int64]int64{}
 	a.mu.Lock()
 	a.queue.Scan(func(id jobqueue.JobID, ad *classad.ClassAd) bool {
+		if !isJob(id) {
+			return true
+		}
 		st, _ := ad.EvalInt("JobStatus")
 		counts[st]++
 		if _, busy := a.runs[id]; st == Idle && !busy {
@@ -86,6 +91,9 @@ func (a *Agent) advertise(ctx context.Context) {
 func (a *Agent) recover(ctx context.Context) error {
 	var running []jobqueue.JobID
 	a.queue.Scan(func(id jobqueue.JobID, ad *classad.ClassAd) bool {
+		if !isJob(id) {
+			return true
+		}
 		if st, _ := ad.EvalInt("JobStatus"); st == Running || st == Suspended {
 			running = append(running, id)
 		}

@@ -72,6 +72,27 @@ func (t *jobTable) transition(ctx context.Context, id jobqueue.JobID, decide fun
 	return ad, nil
 }
 
+// transitionTxn runs build on the entry's current ad under its lock and
+// commits the transaction build fills; build may add operations on other
+// entries too (a factory making jobs).
+func (t *jobTable) transitionTxn(ctx context.Context, id jobqueue.JobID, build func(ad *classad.ClassAd, txn *jobqueue.Txn) error) (*classad.ClassAd, error) {
+	mu := t.lock(id)
+	mu.Lock()
+	defer mu.Unlock()
+	ad, ok := t.a.queue.Get(id)
+	if !ok {
+		return nil, errNoJob(id)
+	}
+	txn := &jobqueue.Txn{}
+	if err := build(ad, txn); err != nil {
+		return nil, err
+	}
+	if err := t.a.queue.Commit(ctx, txn); err != nil {
+		return nil, fmt.Errorf("update %s: %w", id, err)
+	}
+	return ad, nil
+}
+
 // retire moves a job that has left the queue (completed or removed) to the
 // history, with its final edits. The history is written first: a crash in
 // between leaves the job in both places, never in neither.

@@ -68,6 +68,9 @@ func periodicDecision(id jobqueue.JobID, ad *classad.ClassAd) (policyAction, boo
 func (a *Agent) evalPeriodic(ctx context.Context) {
 	var actions []policyAction
 	a.queue.Scan(func(id jobqueue.JobID, ad *classad.ClassAd) bool {
+		if !isJob(id) {
+			return true
+		}
 		if act, ok := periodicDecision(id, ad); ok {
 			actions = append(actions, act)
 		}

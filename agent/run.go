@@ -182,7 +182,7 @@ func (a *Agent) useClaim(ctx context.Context, c *claim, r *run) {
 func (a *Agent) nextJobFor(c *claim) (*run, *classad.ClassAd) {
 	var pick *classad.ClassAd
 	a.queue.Scan(func(id jobqueue.JobID, ad *classad.ClassAd) bool {
-		if st, _ := ad.EvalInt("JobStatus"); st != Idle {
+		if st, _ := ad.EvalInt("JobStatus"); st != Idle || !isJob(id) {
 			return true
 		}
 		a.mu.Lock()

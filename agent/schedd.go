@@ -92,7 +92,13 @@ func (s *scheddService) Submit(ctx context.Context, req *wire.SubmitRequest) (*w
 		common.SetInt("QDate", now)
 		common.SetInt("EnteredCurrentStatus", now)
 	}
-	for i, text := range req.Ads {
+	materialized := len(req.Ads)
+	if m := factoryPlan(common, len(req.Ads)); m > 0 {
+		// The rest are made later, as these leave Idle.
+		txn.NewJob(jobqueue.JobID{Cluster: int(req.Cluster), Proc: factoryProc}, factoryAd(common, int(req.Cluster), 0, req.Ads[m:]))
+		materialized = m
+	}
+	for i, text := range req.Ads[:materialized] {
 		ad, err := classad.Parse(text)
 		if err != nil {
 			return nil, status.Errorf(codes.InvalidArgument, "job %d: %v", i, err)
@@ -140,9 +146,9 @@ func (s *scheddService) Submit(ctx context.Context, req *wire.SubmitRequest) (*w
 	for _, ad := range ads {
 		s.a.logSubmit(ad)
 	}
-	s.a.log.Info("submitted", "cluster", req.Cluster, "jobs", len(ads), "owner", who.name)
+	s.a.log.Info("submitted", "cluster", req.Cluster, "jobs", len(req.Ads), "materialized", len(ads), "owner", who.name)
 	s.a.kick()
-	return &wire.SubmitReply{Count: int32(len(ads))}, nil
+	return &wire.SubmitReply{Count: int32(len(req.Ads))}, nil
 }
 
 func (s *scheddService) Query(ctx context.Context, req *wire.JobQueryRequest) (*wire.JobQueryReply, error) {
@@ -155,7 +161,7 @@ func (s *scheddService) Query(ctx context.Context, req *wire.JobQueryRequest) (*
 	}
 	reply := &wire.JobQueryReply{}
 	s.a.queue.Scan(func(id jobqueue.JobID, ad *classad.ClassAd) bool {
-		if f.match(id, ad) {
+		if isJob(id) && f.match(id, ad) {
 			reply.Ads = append(reply.Ads, ad.String())
 		}
 		return req.Limit <= 0 || len(reply.Ads) < int(req.Limit)
@@ -223,7 +229,7 @@ func (s *scheddService) expand(args []string) ([]jobqueue.JobID, error) {
 		}
 		n := len(ids)
 		s.a.queue.Scan(func(id jobqueue.JobID, _ *classad.ClassAd) bool {
-			if id.Cluster == c {
+			if id.Cluster == c && isJob(id) {
 				ids = append(ids, id)
 			}
 			return true

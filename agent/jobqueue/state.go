@@ -69,7 +69,10 @@ func (q *queue) reserve(c int) {
 	}
 }
 
-var errBadID = errors.New("cluster must be positive and proc not negative")
+// errBadID refuses ids no job can have. Proc -1 is allowed: it is where
+// HTCondor keeps a cluster's own ad (the agent stores late-materialization
+// factories there).
+var errBadID = errors.New("cluster must be positive and proc at least -1")
 
 // checker decides whether transactions apply, before they are written,
 // against the queue plus the transactions accepted ahead of them in the
@@ -106,7 +109,7 @@ func (c *checker) check(t *Txn) error {
 	clear(c.txn)
 	c.txnNxt = c.next
 	for i, op := range t.ops {
-		if (op.kind == OpNewCluster || op.kind == OpNewJob) && (op.id.Cluster < 1 || op.id.Proc < 0) {
+		if (op.kind == OpNewCluster || op.kind == OpNewJob) && (op.id.Cluster < 1 || op.id.Proc < -1) {
 			return opError(i, op, errBadID)
 		}
 		switch op.kind {

@@ -121,3 +121,24 @@ func TestAgentKilledDuringSubmission(t *testing.T) {
 		}
 	}
 }
+
+func TestMaxIdleMaterializesLate(t *testing.T) {
+	p := startPool(t, 1)
+	dir := t.TempDir()
+	c := p.submit(t, dir, "many.sub", "executable = /bin/true\nrequirements = false\nmax_idle = 3\nqueue 20\n")
+	count := func() int { return len(p.jobs(t, "q")) }
+	if n := count(); n != 3 {
+		t.Fatalf("with max_idle = 3 the queue shows %d of 20 jobs, want 3", n)
+	}
+	// Each job that leaves Idle lets the next one be made, in order.
+	p.must(t, "rm", fmt.Sprintf("%d.0", c), fmt.Sprintf("%d.1", c))
+	eventually(t, 20*time.Second, "two more jobs to be made", func() bool {
+		ids := strings.Fields(p.must(t, "q", "-af", "ProcId"))
+		return strings.Join(ids, " ") == "2 3 4"
+	})
+	// Removing the cluster removes what is left of it, made or not.
+	p.must(t, "hold", fmt.Sprint(c))
+	eventually(t, 20*time.Second, "held jobs to stop the making", func() bool {
+		return len(p.jobs(t, "q")) == 6 // 3 held, then 3 more idle
+	})
+}

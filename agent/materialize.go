@@ -1,0 +1,134 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"harrier.dev/harrier/agent/jobqueue"
+	"harrier.dev/harrier/classad"
+)
+
+// Late materialization (HTCondor's max_idle): a cluster submitted with more
+// jobs than JobMaterializeMaxIdle is stored as a factory — the cluster ad
+// under job id C.-1, with each remaining job's own attributes in
+// JobMaterializeItems — and only max_idle of its jobs exist at first. As
+// jobs leave Idle, the agent makes the next ones, each in one transaction
+// with the factory's progress, so a crash neither loses nor repeats one.
+
+const (
+	factoryProc     = -1 // HTCondor's proc id of a cluster ad
+	attrItems       = "JobMaterializeItems"
+	attrNextProc    = "JobMaterializeNextProcId"
+	attrTotalProcs  = "TotalSubmitProcs"
+	attrMaxIdle     = "JobMaterializeMaxIdle"
+	materializeStep = 1000 // jobs made per transaction at most
+)
+
+// isJob reports whether a queue entry is a job rather than a factory.
+func isJob(id jobqueue.JobID) bool { return id.Proc != factoryProc }
+
+// factoryPlan splits a submission whose cluster ad asks for late
+// materialization: it returns how many jobs to make now. Zero means make
+// them all.
+func factoryPlan(common *classad.ClassAd, n int) int {
+	if common == nil {
+		return 0
+	}
+	max, ok := common.EvalInt(attrMaxIdle)
+	if !ok || max <= 0 || int(max) >= n {
+		return 0
+	}
+	return int(max)
+}
+
+// factoryAd is the record of a cluster's jobs still to be made.
+func factoryAd(common *classad.ClassAd, cluster, next int, items []string) *classad.ClassAd {
+	f := common.Copy()
+	f.SetInt("ClusterId", int64(cluster))
+	f.SetInt("ProcId", factoryProc)
+	f.SetInt(attrNextProc, int64(next))
+	f.SetInt(attrTotalProcs, int64(len(items)))
+	vals := make([]classad.Value, len(items))
+	for i, s := range items {
+		vals[i] = classad.String(s)
+	}
+	f.SetValue(attrItems, classad.List(vals...))
+	return f
+}
+
+// materialize makes jobs of factories whose clusters have fewer idle jobs
+// than they allow.
+func (a *Agent) materialize(ctx context.Context) {
+	type factory struct {
+		id  jobqueue.JobID
+		ad  *classad.ClassAd
+		max int64
+	}
+	var factories []factory
+	idle := map[int]int64{}
+	a.queue.Scan(func(id jobqueue.JobID, ad *classad.ClassAd) bool {
+		if !isJob(id) {
+			max, _ := ad.EvalInt(attrMaxIdle)
+			factories = append(factories, factory{id, ad, max})
+			return true
+		}
+		if st, _ := ad.EvalInt("JobStatus"); st == Idle {
+			idle[id.Cluster]++
+		}
+		return true
+	})
+	for _, f := range factories {
+		want := f.max - idle[f.id.Cluster]
+		if want <= 0 {
+			continue
+		}
+		if err := a.makeJobs(ctx, f.id, int(min(want, materializeStep))); err != nil {
+			a.log.Error("materialize jobs", "cluster", f.id.Cluster, "err", err)
+		}
+	}
+}
+
+// makeJobs makes up to n more jobs of the factory id.
+func (a *Agent) makeJobs(ctx context.Context, id jobqueue.JobID, n int) error {
+	var made []*classad.ClassAd
+	_, err := a.jobs.transitionTxn(ctx, id, func(f *classad.ClassAd, txn *jobqueue.Txn) error {
+		next, _ := f.EvalInt(attrNextProc)
+		items, _ := f.Eval(attrItems).ListValue()
+		common := f.Copy()
+		for _, name := range []string{attrItems, attrNextProc, attrTotalProcs, "ProcId"} {
+			common.Delete(name)
+		}
+		for i := int(next); i < len(items) && len(made) < n; i++ {
+			text, _ := items[i].StringValue()
+			own, err := classad.Parse(text)
+			if err != nil {
+				return fmt.Errorf("job %d of cluster %d: %w", i, id.Cluster, err)
+			}
+			for _, name := range []string{"Owner", "User", "QDate", "EnteredCurrentStatus", "ClusterId"} {
+				own.Delete(name)
+			}
+			ad := common.Copy()
+			ad.Update(own)
+			ad.SetString("GlobalJobId", fmt.Sprintf("%s#%s#%d", a.cfg.Name, jobID(ad), time.Now().Unix()))
+			txn.NewJob(jobID(ad), ad)
+			made = append(made, ad)
+		}
+		if int(next)+len(made) >= len(items) {
+			txn.Destroy(id)
+		} else {
+			txn.SetValue(id, attrNextProc, classad.Int(next+int64(len(made))))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, ad := range made {
+		a.logSubmit(ad)
+	}
+	if len(made) > 0 {
+		a.kick()
+	}
+	return nil
+}
