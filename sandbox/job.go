@@ -28,8 +28,9 @@ type Job struct {
 	stopDisk chan struct{} // closed when the job has exited
 	diskDone chan struct{}
 
-	mu   sync.Mutex
-	hold string // set by the disk check when it killed the job
+	mu       sync.Mutex
+	hold     string      // set by the disk check when it killed the job
+	emulated unix.Signal // a signal the job's init could not receive, see Signal
 }
 
 func newJob(r *Runner, c *libcontainer.Container, p *libcontainer.Process, t *Task) *Job {
@@ -62,7 +63,48 @@ func (j *Job) Signal(sig unix.Signal) error {
 			return fmt.Errorf("signal job process %d: %w", pid, err)
 		}
 	}
+	// The job's first process is its pid namespace's init, which the
+	// kernel shields from every signal it does not handle. Where the
+	// signal would have ended an ordinary process, end the job as the
+	// kernel would have (kill_sig SIGTERM must stop a plain shell loop).
+	if fatalByDefault(sig) && !handles(j.pid, sig) {
+		j.mu.Lock()
+		j.emulated = sig
+		j.mu.Unlock()
+		if err := j.c.Signal(unix.SIGKILL); err != nil && !errors.Is(err, libcontainer.ErrNotRunning) {
+			return fmt.Errorf("signal job: %w", err)
+		}
+	}
 	return nil
+}
+
+// fatalByDefault reports whether sig's default action ends a process.
+func fatalByDefault(sig unix.Signal) bool {
+	switch sig {
+	case unix.SIGCHLD, unix.SIGCONT, unix.SIGSTOP, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU,
+		unix.SIGURG, unix.SIGWINCH:
+		return false
+	}
+	return sig > 0 && sig < 32
+}
+
+// handles reports whether process pid catches or ignores sig.
+func handles(pid int, sig unix.Signal) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return true // gone, or unknown: leave it to the kill that follows
+	}
+	bit := uint64(1) << (uint(sig) - 1)
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || (k != "SigCgt" && k != "SigIgn") {
+			continue
+		}
+		if mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64); err == nil && mask&bit != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Suspend freezes every process of the job.
@@ -126,6 +168,9 @@ func (j *Job) Wait() (Exit, error) {
 			j.task.MemoryMB, (x.Usage.MaxRSSBytes+(1<<20)-1)>>20)
 	}
 	j.mu.Lock()
+	if x.Signal == int(unix.SIGKILL) && j.emulated != 0 {
+		x.Signal = int(j.emulated)
+	}
 	if j.hold != "" && x.HoldReason == "" {
 		x.HoldCode, x.HoldReason = HoldCodeOutOfResources, j.hold
 	}

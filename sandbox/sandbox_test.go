@@ -168,6 +168,22 @@ func TestSignalSuspendContinueUsage(t *testing.T) {
 	}
 }
 
+func TestTermEndsAPlainLoop(t *testing.T) {
+	r := testRunner(t, nil)
+	scratch := t.TempDir()
+	// PID 1 has no TERM handler: in a pid namespace the kernel would drop
+	// the signal; the job must still end as an ordinary process would.
+	s := startJob(t, r, &Task{ID: "7.0", Path: "/bin/sh", ScratchDir: scratch, Args: []string{"-c",
+		`echo x > ready; while :; do :; done`}})
+	waitFile(t, filepath.Join(scratch, "ready"))
+	if err := s.job.Signal(unix.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if res := s.wait(t); res.exit.Signal != int(unix.SIGTERM) {
+		t.Errorf("exit %+v, want ended by SIGTERM", res.exit)
+	}
+}
+
 func TestKillLeavesNothing(t *testing.T) {
 	r := testRunner(t, nil)
 	scratch := t.TempDir()
