@@ -233,15 +233,19 @@ func serveStartd(ctx context.Context, pc *poolConfig, name string, logger *slog.
 	if err != nil {
 		return err
 	}
-	s, err := startd.New(startd.Config{
+	cfg := startd.Config{
 		Name: name, Logger: logger, TLS: serverTLS, ClientTLS: clientTLS,
 		MatchmakerAddr: mmAddr, AdvertiseAddr: lis.Addr().String(),
-		Start: pc.c.String("START", "true"), Rank: pc.c.String("RANK", "0"),
 		NumSlots: int(slots), ExecuteDir: execute, AdvertiseInterval: interval,
 		StarterCommand: []string{exe, "starter"},
 		CertFile:       certPath, KeyFile: keyPath, CAFile: caPath,
 		Sandbox: pc.c.String("SANDBOX", ""),
-	})
+	}
+	if err := startdPolicy(pc, &cfg); err != nil {
+		lis.Close()
+		return err
+	}
+	s, err := startd.New(cfg)
 	if err != nil {
 		lis.Close()
 		return err

@@ -22,7 +22,7 @@ type poolConfig struct {
 }
 
 func loadPoolConfig(path string) (*poolConfig, error) {
-	c, err := config.Load(path, nil)
+	c, err := config.Load(path, configOptions())
 	if err != nil {
 		return nil, err
 	}
