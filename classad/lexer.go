@@ -87,7 +87,7 @@ func (lx *lexer) skip() {
 	for lx.pos < len(lx.src) {
 		c := lx.src[lx.pos]
 		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
+		case charClass[c]&classSpace != 0:
 			lx.pos++
 		case c == '/' && strings.HasPrefix(lx.src[lx.pos:], "//"):
 			if i := strings.IndexByte(lx.src[lx.pos:], '\n'); i >= 0 {
@@ -108,13 +108,32 @@ func (lx *lexer) skip() {
 	}
 }
 
-func isIdentStart(c byte) bool {
-	return c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
-}
+// Character classes, looked up rather than compared in the lexer's loops.
+const (
+	classIdentStart = 1 << iota
+	classDigit
+	classSpace
+)
 
-func isIdentChar(c byte) bool { return isIdentStart(c) || '0' <= c && c <= '9' }
+var charClass = func() (t [256]uint8) {
+	for c := range 256 {
+		switch {
+		case c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z':
+			t[c] = classIdentStart
+		case '0' <= c && c <= '9':
+			t[c] = classDigit
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
+			t[c] = classSpace
+		}
+	}
+	return t
+}()
 
-func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+func isIdentStart(c byte) bool { return charClass[c]&classIdentStart != 0 }
+
+func isIdentChar(c byte) bool { return charClass[c]&(classIdentStart|classDigit) != 0 }
+
+func isDigit(c byte) bool { return charClass[c]&classDigit != 0 }
 
 // punctLen returns the length of the operator or delimiter at the start
 // of s, longest match first, or 0.
@@ -296,6 +315,14 @@ func (lx *lexer) number() token {
 
 // parseInt reads decimal, 0x hexadecimal and 0-prefixed octal.
 func parseInt(text string) (int64, bool) {
+	if len(text) < 19 && text[0] != '0' {
+		// Fewer than 19 decimal digits cannot overflow.
+		var n int64
+		for i := 0; i < len(text); i++ {
+			n = n*10 + int64(text[i]-'0')
+		}
+		return n, true
+	}
 	base := 10
 	switch {
 	case len(text) > 2 && (text[1] == 'x' || text[1] == 'X'):

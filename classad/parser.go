@@ -30,8 +30,8 @@ type parser struct {
 }
 
 // slab hands out pointers into chunks of Ts, each chunk twice the last
-// (from 8 to 256), so small expressions waste little and big ads allocate
-// rarely.
+// (from 4, or twice a preset size, to 256), so small expressions waste
+// little and big ads allocate rarely.
 type slab[T any] struct {
 	free []T
 	size int
@@ -39,7 +39,7 @@ type slab[T any] struct {
 
 func (s *slab[T]) alloc() *T {
 	if len(s.free) == 0 {
-		s.size = min(max(2*s.size, 8), 256)
+		s.size = min(max(2*s.size, 4), 256)
 		s.free = make([]T, s.size)
 	}
 	x := &s.free[0]
@@ -63,6 +63,7 @@ func (p *parser) attr(name string, abs bool) node {
 // can live on the caller's stack.
 func (p *parser) init(src string, old bool) {
 	p.lx = lexer{src: src, old: old}
+	p.lits.size = 8 // literals are the commonest nodes: start at 16
 	if len(src) > math.MaxInt32 {
 		p.lx.err = &SyntaxError{Line: 1, Column: 1, Msg: "input longer than 2 GiB"}
 		return
