@@ -103,6 +103,7 @@ func (s *Shadow) Run(ctx context.Context) error {
 	}
 	srv := grpc.NewServer(wire.ServerOptions(serverTLS)...)
 	wire.RegisterShadowServer(srv, &service{s: s})
+	wire.RegisterShadowIOServer(srv, newJobIOServer(s))
 	go srv.Serve(lis)
 	defer srv.Stop()
 

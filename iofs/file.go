@@ -1,0 +1,49 @@
+package iofs
+
+import (
+	"context"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// file is an open file as FUSE sees it. It does not offer a passthrough
+// descriptor: every read and write goes through iofs.
+type file struct {
+	h handle
+}
+
+var (
+	_ fs.FileReader   = (*file)(nil)
+	_ fs.FileWriter   = (*file)(nil)
+	_ fs.FileFlusher  = (*file)(nil)
+	_ fs.FileFsyncer  = (*file)(nil)
+	_ fs.FileReleaser = (*file)(nil)
+)
+
+func (f *file) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	data, err := f.h.ReadAt(ctx, dest, off)
+	if err != nil {
+		return nil, toErrno(err)
+	}
+	return fuse.ReadResultData(data), 0
+}
+
+func (f *file) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	n, err := f.h.WriteAt(ctx, data, off)
+	if err != nil && n == 0 {
+		return 0, toErrno(err)
+	}
+	return uint32(n), 0
+}
+
+func (f *file) Flush(ctx context.Context) syscall.Errno { return toErrno(f.h.Flush(ctx)) }
+
+func (f *file) Fsync(ctx context.Context, _ uint32) syscall.Errno { return toErrno(f.h.Sync(ctx)) }
+
+// Release runs after the job has let go of the file; it must finish even
+// if the request that caused it is gone.
+func (f *file) Release(ctx context.Context) syscall.Errno {
+	return toErrno(f.h.Close(context.WithoutCancel(ctx)))
+}

@@ -1,0 +1,252 @@
+package iofs
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// local is the backend of the "local" method: files beneath a directory of
+// the execute machine (the job's scratch directory). Paths are relative to
+// it and resolved with openat2 RESOLVE_BENEATH, so the shadow's mapping
+// cannot point iofs, which runs as root, anywhere else.
+type local struct {
+	dir string
+}
+
+func (l *local) openAt(p string, flags int, mode uint32) (int, error) {
+	if l.dir == "" {
+		return -1, syscall.ENOENT
+	}
+	dfd, err := unix.Open(l.dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(dfd)
+	how := &unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC), Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS}
+	if flags&unix.O_CREAT != 0 {
+		how.Mode = uint64(mode & 0o7777)
+	}
+	fd, err := unix.Openat2(dfd, path.Clean("./"+p), how)
+	if errors.Is(err, unix.EXDEV) {
+		return -1, syscall.EACCES
+	}
+	return fd, err
+}
+
+// parent opens the directory holding p, for operations on the name.
+func (l *local) parent(p string) (int, string, error) {
+	p = path.Clean("/" + p)[1:]
+	if p == "" {
+		return -1, "", syscall.EBUSY
+	}
+	fd, err := l.openAt(path.Dir(p), unix.O_PATH|unix.O_DIRECTORY, 0)
+	return fd, path.Base(p), err
+}
+
+func statFd(fd int) (Attr, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return Attr{}, err
+	}
+	return attrOfStat(&st), nil
+}
+
+func attrOfStat(st *unix.Stat_t) Attr {
+	return Attr{Ino: st.Ino, Mode: st.Mode, Nlink: uint32(st.Nlink), Uid: st.Uid, Gid: st.Gid, Size: uint64(st.Size),
+		Blocks: uint64(st.Blocks), Atime: st.Atim.Nano(), Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano()}
+}
+
+func (l *local) stat(_ context.Context, p string) (Attr, error) {
+	fd, err := l.openAt(p, unix.O_PATH|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return Attr{}, err
+	}
+	defer unix.Close(fd)
+	return statFd(fd)
+}
+
+func (l *local) open(_ context.Context, p string, flags, mode uint32) (handle, Attr, error) {
+	flags &= unix.O_ACCMODE | unix.O_APPEND | unix.O_TRUNC | unix.O_CREAT | unix.O_EXCL | unix.O_DIRECTORY
+	fd, err := l.openAt(p, int(flags)|unix.O_NOCTTY, mode)
+	if err != nil {
+		return nil, Attr{}, err
+	}
+	a, err := statFd(fd)
+	if err != nil {
+		unix.Close(fd)
+		return nil, Attr{}, err
+	}
+	return &localFile{fd: fd}, a, nil
+}
+
+func (l *local) setattr(_ context.Context, p string, set SetAttr) (Attr, error) {
+	fd, err := l.openAt(p, unix.O_PATH, 0)
+	if err != nil {
+		return Attr{}, err
+	}
+	defer unix.Close(fd)
+	proc := "/proc/self/fd/" + strconv.Itoa(fd)
+	if set.Mode != nil {
+		err = unix.Fchmodat(unix.AT_FDCWD, proc, *set.Mode&0o7777, 0)
+	}
+	if err == nil && set.Size != nil {
+		err = unix.Truncate(proc, int64(*set.Size))
+	}
+	if err == nil && (set.Atime != nil || set.Mtime != nil) {
+		ts := []unix.Timespec{{Nsec: unix.UTIME_OMIT}, {Nsec: unix.UTIME_OMIT}}
+		if set.Atime != nil {
+			ts[0] = unix.NsecToTimespec(*set.Atime)
+		}
+		if set.Mtime != nil {
+			ts[1] = unix.NsecToTimespec(*set.Mtime)
+		}
+		err = unix.UtimesNanoAt(unix.AT_FDCWD, proc, ts, 0)
+	}
+	if err != nil {
+		return Attr{}, err
+	}
+	return statFd(fd)
+}
+
+func (l *local) readdir(_ context.Context, p string) ([]DirEntry, error) {
+	fd, err := l.openAt(p, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), p)
+	defer f.Close()
+	ents, err := f.ReadDir(-1)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]DirEntry, len(ents))
+	for i, e := range ents {
+		out[i] = DirEntry{Name: e.Name(), Mode: typeBits(e.Type())}
+	}
+	return out, nil
+}
+
+// typeBits converts Go's file type bits to st_mode's.
+func typeBits(m os.FileMode) uint32 {
+	switch {
+	case m&os.ModeDir != 0:
+		return unix.S_IFDIR
+	case m&os.ModeSymlink != 0:
+		return unix.S_IFLNK
+	case m&os.ModeNamedPipe != 0:
+		return unix.S_IFIFO
+	case m&os.ModeSocket != 0:
+		return unix.S_IFSOCK
+	case m&os.ModeCharDevice != 0:
+		return unix.S_IFCHR
+	case m&os.ModeDevice != 0:
+		return unix.S_IFBLK
+	}
+	return unix.S_IFREG
+}
+
+func (l *local) mkdir(_ context.Context, p string, mode uint32) (Attr, error) {
+	dfd, base, err := l.parent(p)
+	if err != nil {
+		return Attr{}, err
+	}
+	defer unix.Close(dfd)
+	if err := unix.Mkdirat(dfd, base, mode&0o7777); err != nil {
+		return Attr{}, err
+	}
+	var st unix.Stat_t
+	err = unix.Fstatat(dfd, base, &st, unix.AT_SYMLINK_NOFOLLOW)
+	return attrOfStat(&st), err
+}
+
+func (l *local) unlink(_ context.Context, p string) error { return l.remove(p, 0) }
+func (l *local) rmdir(_ context.Context, p string) error  { return l.remove(p, unix.AT_REMOVEDIR) }
+
+func (l *local) remove(p string, flags int) error {
+	dfd, base, err := l.parent(p)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dfd)
+	return unix.Unlinkat(dfd, base, flags)
+}
+
+func (l *local) rename(_ context.Context, o, n string, flags uint32) error {
+	od, ob, err := l.parent(o)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(od)
+	nd, nb, err := l.parent(n)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(nd)
+	return unix.Renameat2(od, ob, nd, nb, uint(flags))
+}
+
+func (l *local) symlink(_ context.Context, target, p string) (Attr, error) {
+	dfd, base, err := l.parent(p)
+	if err != nil {
+		return Attr{}, err
+	}
+	defer unix.Close(dfd)
+	if err := unix.Symlinkat(target, dfd, base); err != nil {
+		return Attr{}, err
+	}
+	var st unix.Stat_t
+	err = unix.Fstatat(dfd, base, &st, unix.AT_SYMLINK_NOFOLLOW)
+	return attrOfStat(&st), err
+}
+
+func (l *local) readlink(_ context.Context, p string) (string, error) {
+	fd, err := l.openAt(p, unix.O_PATH|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return "", err
+	}
+	defer unix.Close(fd)
+	buf := make([]byte, unix.PathMax)
+	n, err := unix.Readlinkat(fd, "", buf)
+	if err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
+}
+
+// localFile is a file open on the execute machine.
+type localFile struct {
+	fd int
+}
+
+func (f *localFile) ReadAt(_ context.Context, dest []byte, off int64) ([]byte, error) {
+	n, err := unix.Pread(f.fd, dest, off)
+	if err != nil {
+		return nil, err
+	}
+	return dest[:n], nil
+}
+
+// WriteAt writes at off; on a file opened O_APPEND, Linux's pwrite appends.
+func (f *localFile) WriteAt(_ context.Context, data []byte, off int64) (int, error) {
+	done := 0
+	for done < len(data) {
+		n, err := unix.Pwrite(f.fd, data[done:], off+int64(done))
+		if err != nil {
+			return done, err
+		}
+		done += n
+	}
+	return done, nil
+}
+
+func (f *localFile) Truncate(_ context.Context, size int64) error { return unix.Ftruncate(f.fd, size) }
+func (f *localFile) Stat(context.Context) (Attr, error)           { return statFd(f.fd) }
+func (f *localFile) Flush(context.Context) error                  { return nil }
+func (f *localFile) Sync(context.Context) error                   { return unix.Fsync(f.fd) }
+func (f *localFile) Close(context.Context) error                  { return unix.Close(f.fd) }

@@ -1,0 +1,109 @@
+package iofs
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// Options configure a mount. The zero value works.
+type Options struct {
+	// LocalDir holds the files of the "local" method (the job's scratch
+	// directory on the execute machine); without it local names do not
+	// exist.
+	LocalDir string
+	// StageDir holds the private copies of the fetch and compress
+	// methods; os.TempDir() if empty.
+	StageDir string
+	// HTTPClient reads http and https names; http.DefaultClient if nil.
+	HTTPClient *http.Client
+	// Timeout is how long the kernel may cache names and attributes
+	// (default one second). It is also how long a lookup's answer to
+	// phase one serves the open that follows it.
+	Timeout time.Duration
+	// Prefetch is how much of a remote file comes back with its open
+	// (default 64 KiB); small files then need no further round trip.
+	Prefetch int
+	Logger   *slog.Logger
+	// Debug logs every FUSE request.
+	Debug bool
+}
+
+// Server is a mounted iofs.
+type Server struct {
+	fuse *fuse.Server
+}
+
+// Mount mounts iofs at mountpoint, serving the job whose shadow c reaches.
+// As root it mounts directly with mount(2); otherwise it needs fusermount3.
+// ctx bounds only the mount itself: a mounted iofs runs until Unmount.
+func Mount(ctx context.Context, mountpoint string, c Client, opts Options) (*Server, error) {
+	if opts.Timeout <= 0 {
+		opts.Timeout = time.Second
+	}
+	if opts.Prefetch == 0 {
+		opts.Prefetch = 64 << 10
+	}
+	if opts.StageDir == "" {
+		opts.StageDir = os.TempDir()
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = http.DefaultClient
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	fsys := &fileSystem{
+		client: c, opts: opts,
+		remote: &remote{c: c, prefetch: opts.Prefetch},
+		local:  &local{dir: opts.LocalDir},
+		http:   &web{scheme: "http", client: opts.HTTPClient},
+		https:  &web{scheme: "https", client: opts.HTTPClient},
+	}
+	// The job's directory itself must exist before anything is mounted.
+	res, err := c.Resolve(ctx, ".")
+	if err != nil {
+		return nil, fmt.Errorf("iofs: resolve the job's directory: %w", err)
+	}
+	if _, err := fsys.stat(ctx, res); err != nil {
+		return nil, fmt.Errorf("iofs: the job's directory %s: %w", res.Physical, err)
+	}
+	root := &node{fsys: fsys}
+	timeout := opts.Timeout
+	fo := &fs.Options{
+		EntryTimeout: &timeout,
+		AttrTimeout:  &timeout,
+		MountOptions: fuse.MountOptions{
+			FsName:       "iofs",
+			Name:         "iofs",
+			AllowOther:   os.Geteuid() == 0, // the job runs as another user
+			DirectMount:  true,
+			MaxWrite:     1 << 20,
+			MaxReadAhead: 1 << 20,
+			Debug:        opts.Debug,
+		},
+	}
+	srv, err := fs.Mount(mountpoint, root, fo)
+	if err != nil {
+		return nil, fmt.Errorf("iofs: mount %s: %w", mountpoint, err)
+	}
+	return &Server{fuse: srv}, nil
+}
+
+// Unmount unmounts the file system; it fails while files are in use
+// (EBUSY) unless the job is gone.
+func (s *Server) Unmount() error {
+	if err := s.fuse.Unmount(); err != nil {
+		return fmt.Errorf("iofs: unmount: %w", err)
+	}
+	return nil
+}
+
+// Wait returns once the file system is unmounted.
+func (s *Server) Wait() { s.fuse.Wait() }

@@ -1,0 +1,463 @@
+package iofs
+
+import (
+	"context"
+	"errors"
+	"path"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// Methods of a physical name.
+const (
+	methodRemote   = "remote"
+	methodLocal    = "local"
+	methodHTTP     = "http"
+	methodHTTPS    = "https"
+	methodCompress = "compress"
+	methodFetch    = "fetch"
+	methodBuffer   = "buffer"
+	methodAppend   = "append"
+)
+
+// fileSystem is what every node shares.
+type fileSystem struct {
+	client      Client
+	opts        Options
+	remote      *remote
+	local       *local
+	http, https *web
+}
+
+func (f *fileSystem) backend(p Physical) (backend, error) {
+	switch p.Base() {
+	case methodRemote:
+		return f.remote, nil
+	case methodLocal:
+		return f.local, nil
+	case methodHTTP:
+		return f.http, nil
+	case methodHTTPS:
+		return f.https, nil
+	}
+	return nil, syscall.EPROTONOSUPPORT
+}
+
+// stat returns the attributes of a resolved name; the shadow has sent
+// them along for remote names.
+func (f *fileSystem) stat(ctx context.Context, r Resolution) (Attr, error) {
+	if r.Physical.Base() == methodRemote {
+		if r.StatErr != nil {
+			return Attr{}, r.StatErr
+		}
+		if r.Attr != nil {
+			return *r.Attr, nil
+		}
+	}
+	be, err := f.backend(r.Physical)
+	if err != nil {
+		return Attr{}, err
+	}
+	return be.stat(ctx, r.Physical.Path)
+}
+
+// open is phase two: it opens the physical name with its chain of methods.
+func (f *fileSystem) open(ctx context.Context, p Physical, flags, mode uint32) (handle, Attr, error) {
+	be, err := f.backend(p)
+	if err != nil {
+		return nil, Attr{}, err
+	}
+	stage := p.has(methodCompress) || p.has(methodFetch)
+	inner := flags
+	switch {
+	case stage:
+		// The copy is read in first and written back whole.
+		inner &^= syscall.O_APPEND
+		if inner&syscall.O_ACCMODE == syscall.O_WRONLY {
+			inner = inner&^syscall.O_ACCMODE | syscall.O_RDWR
+		}
+	case p.has(methodAppend):
+		inner |= syscall.O_APPEND
+	}
+	h, a, err := be.open(ctx, p.Path, inner, mode)
+	if err != nil {
+		return nil, Attr{}, err
+	}
+	if stage {
+		s, err := newStaged(ctx, h, f.opts.StageDir, p.has(methodCompress), flags&syscall.O_TRUNC != 0 || a.Size == 0)
+		if err != nil {
+			h.Close(context.WithoutCancel(ctx))
+			return nil, Attr{}, err
+		}
+		h = s
+		if a, err = s.Stat(ctx); err != nil {
+			s.Close(context.WithoutCancel(ctx))
+			return nil, Attr{}, err
+		}
+	}
+	if p.has(methodBuffer) {
+		h = newBuffered(h, p.BufferSize, p.BufferBlockSize, int64(a.Size))
+	}
+	return h, a, nil
+}
+
+// toErrno gives the job the errno behind err.
+func toErrno(err error) syscall.Errno {
+	if err == nil {
+		return 0
+	}
+	var e syscall.Errno
+	switch {
+	case errors.As(err, &e):
+		return e
+	case errors.Is(err, context.Canceled):
+		return syscall.EINTR
+	}
+	return syscall.EIO
+}
+
+func fillAttr(out *fuse.Attr, a Attr) {
+	out.Ino = 0 // go-fuse numbers the nodes
+	out.Mode = a.Mode
+	out.Nlink = a.Nlink
+	out.Owner = fuse.Owner{Uid: a.Uid, Gid: a.Gid}
+	out.Size = a.Size
+	out.Blocks = a.Blocks
+	out.Blksize = 4096
+	out.SetTimes(ptime(a.Atime), ptime(a.Mtime), ptime(a.Ctime))
+}
+
+func ptime(ns int64) *time.Time {
+	t := time.Unix(0, ns)
+	return &t
+}
+
+// node is a name in the job's directory. It remembers the answer to phase
+// one for Options.Timeout, so that the open following a lookup needs no
+// second round trip; after that, and after a rename, it asks again.
+type node struct {
+	fs.Inode
+	fsys *fileSystem
+
+	mu   sync.Mutex
+	name string // the logical name phys was resolved for
+	phys Physical
+	at   time.Time
+}
+
+var (
+	_ fs.NodeLookuper   = (*node)(nil)
+	_ fs.NodeGetattrer  = (*node)(nil)
+	_ fs.NodeSetattrer  = (*node)(nil)
+	_ fs.NodeOpener     = (*node)(nil)
+	_ fs.NodeCreater    = (*node)(nil)
+	_ fs.NodeReaddirer  = (*node)(nil)
+	_ fs.NodeMkdirer    = (*node)(nil)
+	_ fs.NodeUnlinker   = (*node)(nil)
+	_ fs.NodeRmdirer    = (*node)(nil)
+	_ fs.NodeRenamer    = (*node)(nil)
+	_ fs.NodeSymlinker  = (*node)(nil)
+	_ fs.NodeReadlinker = (*node)(nil)
+	_ fs.NodeStatfser   = (*node)(nil)
+)
+
+// logical returns the node's name relative to the job's directory, or
+// ENOENT for a node whose name was unlinked.
+func (n *node) logical() (string, error) {
+	if n.IsRoot() {
+		return ".", nil
+	}
+	if p := n.Path(nil); p != "" && n.Path(n.Root()) == p {
+		return p, nil
+	}
+	return "", syscall.ENOENT
+}
+
+func (n *node) child(name string) (string, error) {
+	l, err := n.logical()
+	return path.Join(l, name), err
+}
+
+// resolve runs phase one for the node's current name.
+func (n *node) resolve(ctx context.Context) (Resolution, error) {
+	name, err := n.logical()
+	if err != nil {
+		return Resolution{}, err
+	}
+	r, err := n.fsys.client.Resolve(ctx, name)
+	if err != nil {
+		return Resolution{}, err
+	}
+	n.remember(name, r.Physical)
+	return r, nil
+}
+
+func (n *node) remember(name string, p Physical) {
+	n.mu.Lock()
+	n.name, n.phys, n.at = name, p, time.Now()
+	n.mu.Unlock()
+}
+
+// physical returns the node's physical name, resolving it again unless a
+// fresh answer is at hand.
+func (n *node) physical(ctx context.Context) (Physical, error) {
+	name, err := n.logical()
+	if err != nil {
+		return Physical{}, err
+	}
+	n.mu.Lock()
+	if n.name == name && time.Since(n.at) < n.fsys.opts.Timeout {
+		p := n.phys
+		n.mu.Unlock()
+		return p, nil
+	}
+	n.mu.Unlock()
+	r, err := n.resolve(ctx)
+	return r.Physical, err
+}
+
+func (n *node) newChild(ctx context.Context, name string, p Physical, a Attr, out *fuse.EntryOut) *fs.Inode {
+	ch := &node{fsys: n.fsys}
+	ch.remember(name, p)
+	fillAttr(&out.Attr, a)
+	return n.NewInode(ctx, ch, fs.StableAttr{Mode: a.Mode & syscall.S_IFMT})
+}
+
+func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	logical, err := n.child(name)
+	if err != nil {
+		return nil, toErrno(err)
+	}
+	r, err := n.fsys.client.Resolve(ctx, logical)
+	if err != nil {
+		return nil, toErrno(err)
+	}
+	a, err := n.fsys.stat(ctx, r)
+	if err != nil {
+		return nil, toErrno(err)
+	}
+	return n.newChild(ctx, logical, r.Physical, a, out), 0
+}
+
+func (n *node) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	var a Attr
+	var err error
+	if f, ok := fh.(*file); ok {
+		a, err = f.h.Stat(ctx)
+	} else {
+		var r Resolution
+		if r, err = n.resolve(ctx); err == nil {
+			a, err = n.fsys.stat(ctx, r)
+		}
+	}
+	if err != nil {
+		return toErrno(err)
+	}
+	fillAttr(&out.Attr, a)
+	return 0
+}
+
+func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if _, ok := in.GetUID(); ok {
+		return syscall.EPERM
+	}
+	if _, ok := in.GetGID(); ok {
+		return syscall.EPERM
+	}
+	var set SetAttr
+	if m, ok := in.GetMode(); ok {
+		set.Mode = &m
+	}
+	if t, ok := in.GetATime(); ok {
+		ns := t.UnixNano()
+		set.Atime = &ns
+	}
+	if t, ok := in.GetMTime(); ok {
+		ns := t.UnixNano()
+		set.Mtime = &ns
+	}
+	if size, ok := in.GetSize(); ok {
+		if f, isFile := fh.(*file); isFile {
+			// Through the open file: it may be staged, buffered or unlinked.
+			if err := f.h.Truncate(ctx, int64(size)); err != nil {
+				return toErrno(err)
+			}
+		} else {
+			set.Size = &size
+		}
+	}
+	if set.Mode != nil || set.Size != nil || set.Atime != nil || set.Mtime != nil {
+		p, err := n.physical(ctx)
+		if err != nil {
+			return toErrno(err)
+		}
+		be, err := n.fsys.backend(p)
+		if err != nil {
+			return toErrno(err)
+		}
+		if _, err := be.setattr(ctx, p.Path, set); err != nil {
+			return toErrno(err)
+		}
+	}
+	return n.Getattr(ctx, fh, out)
+}
+
+// openFlags tells the kernel how to cache a file: transformed contents
+// (compress) and appends bypass the page cache.
+func openFlags(p Physical) uint32 {
+	if p.has(methodCompress) || p.has(methodAppend) {
+		return fuse.FOPEN_DIRECT_IO
+	}
+	return 0
+}
+
+func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	p, err := n.physical(ctx)
+	if err != nil {
+		return nil, 0, toErrno(err)
+	}
+	h, _, err := n.fsys.open(ctx, p, flags, 0)
+	if err != nil {
+		return nil, 0, toErrno(err)
+	}
+	return &file{h: h}, openFlags(p), 0
+}
+
+func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	logical, err := n.child(name)
+	if err != nil {
+		return nil, nil, 0, toErrno(err)
+	}
+	r, err := n.fsys.client.Resolve(ctx, logical)
+	if err != nil {
+		return nil, nil, 0, toErrno(err)
+	}
+	h, a, err := n.fsys.open(ctx, r.Physical, flags|syscall.O_CREAT, mode)
+	if err != nil {
+		return nil, nil, 0, toErrno(err)
+	}
+	return n.newChild(ctx, logical, r.Physical, a, out), &file{h: h}, openFlags(r.Physical), 0
+}
+
+func (n *node) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
+	p, err := n.physical(ctx)
+	if err != nil {
+		return nil, toErrno(err)
+	}
+	be, err := n.fsys.backend(p)
+	if err != nil {
+		return nil, toErrno(err)
+	}
+	ents, err := be.readdir(ctx, p.Path)
+	if err != nil {
+		return nil, toErrno(err)
+	}
+	out := make([]fuse.DirEntry, len(ents))
+	for i, e := range ents {
+		out[i] = fuse.DirEntry{Name: e.Name, Mode: e.Mode}
+	}
+	return fs.NewListDirStream(out), 0
+}
+
+// childBackend resolves a child name for an operation on the name itself.
+func (n *node) childBackend(ctx context.Context, name string) (backend, Physical, error) {
+	logical, err := n.child(name)
+	if err != nil {
+		return nil, Physical{}, err
+	}
+	r, err := n.fsys.client.Resolve(ctx, logical)
+	if err != nil {
+		return nil, Physical{}, err
+	}
+	be, err := n.fsys.backend(r.Physical)
+	return be, r.Physical, err
+}
+
+func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	be, p, err := n.childBackend(ctx, name)
+	if err != nil {
+		return nil, toErrno(err)
+	}
+	a, err := be.mkdir(ctx, p.Path, mode)
+	if err != nil {
+		return nil, toErrno(err)
+	}
+	return n.newChild(ctx, path.Join(n.name, name), p, a, out), 0
+}
+
+func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
+	be, p, err := n.childBackend(ctx, name)
+	if err != nil {
+		return toErrno(err)
+	}
+	return toErrno(be.unlink(ctx, p.Path))
+}
+
+func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
+	be, p, err := n.childBackend(ctx, name)
+	if err != nil {
+		return toErrno(err)
+	}
+	return toErrno(be.rmdir(ctx, p.Path))
+}
+
+func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	np, ok := newParent.(*node)
+	if !ok {
+		return syscall.EXDEV
+	}
+	be, from, err := n.childBackend(ctx, name)
+	if err != nil {
+		return toErrno(err)
+	}
+	_, to, err := np.childBackend(ctx, newName)
+	if err != nil {
+		return toErrno(err)
+	}
+	if from.Base() != to.Base() {
+		return syscall.EXDEV
+	}
+	return toErrno(be.rename(ctx, from.Path, to.Path, flags))
+}
+
+func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	be, p, err := n.childBackend(ctx, name)
+	if err != nil {
+		return nil, toErrno(err)
+	}
+	a, err := be.symlink(ctx, target, p.Path)
+	if err != nil {
+		return nil, toErrno(err)
+	}
+	return n.newChild(ctx, path.Join(n.name, name), p, a, out), 0
+}
+
+func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
+	p, err := n.physical(ctx)
+	if err != nil {
+		return nil, toErrno(err)
+	}
+	be, err := n.fsys.backend(p)
+	if err != nil {
+		return nil, toErrno(err)
+	}
+	t, err := be.readlink(ctx, p.Path)
+	if err != nil {
+		return nil, toErrno(err)
+	}
+	return []byte(t), 0
+}
+
+// Statfs reports a large, fixed capacity. It does not ask the shadow, so
+// it works for every node, also for files unlinked while open, which
+// checkpointing asks about.
+func (n *node) Statfs(_ context.Context, out *fuse.StatfsOut) syscall.Errno {
+	const blocks = 1 << 40 / 4096
+	*out = fuse.StatfsOut{Blocks: blocks, Bfree: blocks, Bavail: blocks, Files: 1 << 30, Ffree: 1 << 30,
+		Bsize: 4096, NameLen: 255, Frsize: 4096}
+	return 0
+}

@@ -1,0 +1,116 @@
+package iofs
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"syscall"
+)
+
+// remoteFile is a file open at the shadow.
+type remoteFile struct {
+	c     Client
+	path  string
+	flags uint32
+
+	mu sync.Mutex // guards id, head
+	id uint64
+	// head holds the file's first bytes as returned by Open, so that small
+	// files are read without another round trip; dropped at the first
+	// change.
+	head    []byte
+	headEOF bool
+}
+
+// retry runs op with the current handle; if the shadow forgot the handle
+// (it was restarted), the file is opened again by name, once.
+func (f *remoteFile) retry(ctx context.Context, op func(id uint64) error) error {
+	f.mu.Lock()
+	id := f.id
+	f.mu.Unlock()
+	err := op(id)
+	if !errors.Is(err, syscall.ESTALE) {
+		return err
+	}
+	f.mu.Lock()
+	if f.id == id {
+		o, oerr := f.c.Open(ctx, f.path, f.flags&^(syscall.O_CREAT|syscall.O_EXCL|syscall.O_TRUNC), 0, 0)
+		if oerr != nil {
+			f.mu.Unlock()
+			return oerr
+		}
+		f.id = o.Handle
+	}
+	id = f.id
+	f.mu.Unlock()
+	return op(id)
+}
+
+func (f *remoteFile) ReadAt(ctx context.Context, dest []byte, off int64) ([]byte, error) {
+	f.mu.Lock()
+	head, eof := f.head, f.headEOF
+	f.mu.Unlock()
+	if end := off + int64(len(dest)); head != nil && (end <= int64(len(head)) || eof) {
+		if off >= int64(len(head)) {
+			return nil, nil
+		}
+		return head[off:min(end, int64(len(head)))], nil
+	}
+	var data []byte
+	err := f.retry(ctx, func(id uint64) error {
+		var err error
+		data, err = f.c.Read(ctx, id, off, len(dest))
+		return err
+	})
+	return data, err
+}
+
+func (f *remoteFile) dropHead() {
+	f.mu.Lock()
+	f.head, f.headEOF = nil, false
+	f.mu.Unlock()
+}
+
+func (f *remoteFile) WriteAt(ctx context.Context, data []byte, off int64) (int, error) {
+	f.dropHead()
+	var n int
+	err := f.retry(ctx, func(id uint64) error {
+		var err error
+		n, err = f.c.Write(ctx, id, off, data)
+		return err
+	})
+	return n, err
+}
+
+func (f *remoteFile) Truncate(ctx context.Context, size int64) error {
+	f.dropHead()
+	return f.retry(ctx, func(id uint64) error { return f.c.Ftruncate(ctx, id, size) })
+}
+
+func (f *remoteFile) Stat(ctx context.Context) (Attr, error) {
+	var a Attr
+	err := f.retry(ctx, func(id uint64) error {
+		var err error
+		a, err = f.c.Fstat(ctx, id)
+		return err
+	})
+	return a, err
+}
+
+func (f *remoteFile) Flush(context.Context) error { return nil }
+
+func (f *remoteFile) Sync(ctx context.Context) error {
+	return f.retry(ctx, func(id uint64) error { return f.c.Fsync(ctx, id) })
+}
+
+func (f *remoteFile) Close(ctx context.Context) error {
+	f.mu.Lock()
+	id := f.id
+	f.mu.Unlock()
+	err := f.c.Close(ctx, id)
+	if errors.Is(err, syscall.EBADF) {
+		// A restarted shadow has closed it already.
+		return nil
+	}
+	return err
+}

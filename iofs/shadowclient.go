@@ -1,0 +1,253 @@
+package iofs
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"harrier.dev/harrier/wire"
+)
+
+// DefaultLease is how long I/O waits for an unreachable shadow before the
+// job sees EIO.
+const DefaultLease = 20 * time.Minute
+
+// shadowClient is Client over the shadow's ShadowIO gRPC service.
+type shadowClient struct {
+	rpc    wire.ShadowIOClient
+	secret string
+	lease  time.Duration
+}
+
+// NewShadowClient returns a Client that talks to the shadow over conn (a
+// mutual-TLS connection, see wire.Dial) and presents the job's secret.
+// While the shadow cannot be reached a call waits and retries, for at most
+// lease (DefaultLease if zero); calls that were in flight during an outage
+// are repeated, so a mkdir, unlink or rename may report EEXIST or ENOENT
+// for its own earlier success.
+func NewShadowClient(conn grpc.ClientConnInterface, secret string, lease time.Duration) Client {
+	if lease <= 0 {
+		lease = DefaultLease
+	}
+	return &shadowClient{rpc: wire.NewShadowIOClient(conn), secret: secret, lease: lease}
+}
+
+// call runs one RPC, waiting out transport failures within the lease.
+func call[Req, Rep any](ctx context.Context, c *shadowClient, f func(context.Context, Req, ...grpc.CallOption) (Rep, error), req Req) (Rep, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.lease)
+	defer cancel()
+	delay := 50 * time.Millisecond
+	for {
+		rep, err := f(ctx, req, grpc.WaitForReady(true))
+		if err == nil {
+			return rep, nil
+		}
+		code := status.Code(err)
+		if code != codes.Unavailable || ctx.Err() != nil {
+			var zero Rep
+			switch {
+			case code == codes.PermissionDenied:
+				return zero, fmt.Errorf("shadow refused: %w", syscall.EACCES)
+			case code == codes.Canceled:
+				return zero, syscall.EINTR
+			}
+			return zero, fmt.Errorf("shadow I/O: %v: %w", err, syscall.EIO)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(delay):
+			delay = min(2*delay, 2*time.Second)
+		}
+	}
+}
+
+// errnoErr turns a reply's errno into an error.
+func errnoErr(e uint32) error {
+	if e == 0 {
+		return nil
+	}
+	return syscall.Errno(e)
+}
+
+func attrFrom(a *wire.Attr) Attr {
+	if a == nil {
+		return Attr{}
+	}
+	return Attr{Ino: a.Ino, Mode: a.Mode, Nlink: a.Nlink, Uid: a.Uid, Gid: a.Gid, Size: a.Size, Blocks: a.Blocks,
+		Atime: a.AtimeNs, Mtime: a.MtimeNs, Ctime: a.CtimeNs}
+}
+
+func (c *shadowClient) Resolve(ctx context.Context, name string) (Resolution, error) {
+	rep, err := call(ctx, c, c.rpc.Resolve, &wire.ResolveRequest{Secret: c.secret, Name: name})
+	if err != nil {
+		return Resolution{}, err
+	}
+	if err := errnoErr(rep.Errno); err != nil {
+		return Resolution{}, err
+	}
+	if len(rep.Methods) == 0 {
+		return Resolution{}, fmt.Errorf("resolve %s: no method: %w", name, syscall.EIO)
+	}
+	r := Resolution{Physical: Physical{Methods: rep.Methods, Path: rep.Path, BufferSize: rep.BufferSize, BufferBlockSize: rep.BufferBlockSize}}
+	if r.StatErr = errnoErr(rep.StatErrno); r.StatErr == nil && rep.Attr != nil {
+		a := attrFrom(rep.Attr)
+		r.Attr = &a
+	}
+	return r, nil
+}
+
+func (c *shadowClient) Stat(ctx context.Context, path string) (Attr, error) {
+	rep, err := call(ctx, c, c.rpc.Stat, &wire.PathRequest{Secret: c.secret, Path: path})
+	if err != nil {
+		return Attr{}, err
+	}
+	return attrFrom(rep.Attr), errnoErr(rep.Errno)
+}
+
+func (c *shadowClient) Open(ctx context.Context, path string, flags, mode uint32, prefetch int) (Opened, error) {
+	rep, err := call(ctx, c, c.rpc.Open, &wire.OpenRequest{Secret: c.secret, Path: path, Flags: flags, Mode: mode, Prefetch: uint32(prefetch)})
+	if err != nil {
+		return Opened{}, err
+	}
+	if err := errnoErr(rep.Errno); err != nil {
+		return Opened{}, err
+	}
+	return Opened{Handle: rep.Handle, Attr: attrFrom(rep.Attr), Data: rep.Data, EOF: rep.Eof}, nil
+}
+
+func (c *shadowClient) Read(ctx context.Context, h uint64, off int64, size int) ([]byte, error) {
+	rep, err := call(ctx, c, c.rpc.Read, &wire.ReadRequest{Secret: c.secret, Handle: h, Offset: off, Size: uint32(size)})
+	if err != nil {
+		return nil, err
+	}
+	return rep.Data, errnoErr(rep.Errno)
+}
+
+func (c *shadowClient) Write(ctx context.Context, h uint64, off int64, data []byte) (int, error) {
+	rep, err := call(ctx, c, c.rpc.Write, &wire.WriteRequest{Secret: c.secret, Handle: h, Offset: off, Data: data})
+	if err != nil {
+		return 0, err
+	}
+	return int(rep.Written), errnoErr(rep.Errno)
+}
+
+func (c *shadowClient) Fstat(ctx context.Context, h uint64) (Attr, error) {
+	rep, err := call(ctx, c, c.rpc.Fstat, &wire.HandleRequest{Secret: c.secret, Handle: h})
+	if err != nil {
+		return Attr{}, err
+	}
+	return attrFrom(rep.Attr), errnoErr(rep.Errno)
+}
+
+func (c *shadowClient) Ftruncate(ctx context.Context, h uint64, size int64) error {
+	rep, err := call(ctx, c, c.rpc.Ftruncate, &wire.TruncateRequest{Secret: c.secret, Handle: h, Size: uint64(size)})
+	if err != nil {
+		return err
+	}
+	return errnoErr(rep.Errno)
+}
+
+func (c *shadowClient) Fsync(ctx context.Context, h uint64) error {
+	rep, err := call(ctx, c, c.rpc.Fsync, &wire.HandleRequest{Secret: c.secret, Handle: h})
+	if err != nil {
+		return err
+	}
+	return errnoErr(rep.Errno)
+}
+
+func (c *shadowClient) Close(ctx context.Context, h uint64) error {
+	rep, err := call(ctx, c, c.rpc.Close, &wire.HandleRequest{Secret: c.secret, Handle: h})
+	if err != nil {
+		return err
+	}
+	return errnoErr(rep.Errno)
+}
+
+func (c *shadowClient) SetAttr(ctx context.Context, path string, set SetAttr) (Attr, error) {
+	req := &wire.SetAttrRequest{Secret: c.secret, Path: path}
+	if set.Mode != nil {
+		req.SetMode, req.Mode = true, *set.Mode
+	}
+	if set.Size != nil {
+		req.SetSize, req.Size = true, *set.Size
+	}
+	if set.Atime != nil {
+		req.SetAtime, req.AtimeNs = true, *set.Atime
+	}
+	if set.Mtime != nil {
+		req.SetMtime, req.MtimeNs = true, *set.Mtime
+	}
+	rep, err := call(ctx, c, c.rpc.SetAttr, req)
+	if err != nil {
+		return Attr{}, err
+	}
+	return attrFrom(rep.Attr), errnoErr(rep.Errno)
+}
+
+func (c *shadowClient) ReadDir(ctx context.Context, path string) ([]DirEntry, error) {
+	rep, err := call(ctx, c, c.rpc.ReadDir, &wire.PathRequest{Secret: c.secret, Path: path})
+	if err != nil {
+		return nil, err
+	}
+	if err := errnoErr(rep.Errno); err != nil {
+		return nil, err
+	}
+	out := make([]DirEntry, len(rep.Entries))
+	for i, e := range rep.Entries {
+		out[i] = DirEntry{Name: e.Name, Mode: e.Mode}
+	}
+	return out, nil
+}
+
+func (c *shadowClient) Mkdir(ctx context.Context, path string, mode uint32) (Attr, error) {
+	rep, err := call(ctx, c, c.rpc.Mkdir, &wire.MkdirRequest{Secret: c.secret, Path: path, Mode: mode})
+	if err != nil {
+		return Attr{}, err
+	}
+	return attrFrom(rep.Attr), errnoErr(rep.Errno)
+}
+
+func (c *shadowClient) Unlink(ctx context.Context, path string) error {
+	rep, err := call(ctx, c, c.rpc.Unlink, &wire.PathRequest{Secret: c.secret, Path: path})
+	if err != nil {
+		return err
+	}
+	return errnoErr(rep.Errno)
+}
+
+func (c *shadowClient) Rmdir(ctx context.Context, path string) error {
+	rep, err := call(ctx, c, c.rpc.Rmdir, &wire.PathRequest{Secret: c.secret, Path: path})
+	if err != nil {
+		return err
+	}
+	return errnoErr(rep.Errno)
+}
+
+func (c *shadowClient) Rename(ctx context.Context, oldPath, newPath string, flags uint32) error {
+	rep, err := call(ctx, c, c.rpc.Rename, &wire.RenameRequest{Secret: c.secret, OldPath: oldPath, NewPath: newPath, Flags: flags})
+	if err != nil {
+		return err
+	}
+	return errnoErr(rep.Errno)
+}
+
+func (c *shadowClient) Symlink(ctx context.Context, target, path string) (Attr, error) {
+	rep, err := call(ctx, c, c.rpc.Symlink, &wire.SymlinkRequest{Secret: c.secret, Target: target, Path: path})
+	if err != nil {
+		return Attr{}, err
+	}
+	return attrFrom(rep.Attr), errnoErr(rep.Errno)
+}
+
+func (c *shadowClient) Readlink(ctx context.Context, path string) (string, error) {
+	rep, err := call(ctx, c, c.rpc.Readlink, &wire.PathRequest{Secret: c.secret, Path: path})
+	if err != nil {
+		return "", err
+	}
+	return rep.Target, errnoErr(rep.Errno)
+}

@@ -1,0 +1,586 @@
+package shadow
+
+import (
+	"cmp"
+	"context"
+	"crypto/subtle"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"harrier.dev/harrier/wire"
+)
+
+// IOServer is the shadow's remote I/O service (wire.ShadowIOServer): it
+// answers iofs's two-phase opens from the job's Mapping and then performs
+// the job's file operations on the submit machine.
+//
+// It touches only the job's initial directory and the remote targets of its
+// remaps. Every name is resolved beneath one of these roots with openat2
+// RESOLVE_BENEATH, so "..", absolute symbolic links and links that climb out
+// fail (EACCES) instead of escaping; the operating system adds its own
+// checks, since the shadow runs as the job's owner.
+type IOServer struct {
+	wire.UnimplementedShadowIOServer
+	secret string
+
+	mapping atomic.Pointer[ioMapping]
+
+	mu      sync.Mutex // guards handles, next and stats
+	handles map[uint64]*ioHandle
+	next    uint64
+	stats   map[string]*fileCounters
+}
+
+type ioMapping struct {
+	*Mapping
+	roots []string
+}
+
+type ioHandle struct {
+	fd    int
+	count *fileCounters
+}
+
+// fileCounters are updated without the server's lock.
+type fileCounters struct {
+	opens, reads, writes, bytesRead, bytesWritten, nanos atomic.Int64
+}
+
+// FileStats is what the I/O server counted for one submit-side file.
+type FileStats struct {
+	Path         string
+	Opens        int64
+	Reads        int64 // read calls
+	Writes       int64 // write calls
+	BytesRead    int64
+	BytesWritten int64
+	// Time is spent opening, reading, writing and syncing the file.
+	Time time.Duration
+}
+
+// NewIOServer serves the job whose mapping is m to callers that present
+// secret.
+func NewIOServer(m *Mapping, secret string) *IOServer {
+	s := &IOServer{secret: secret, handles: map[uint64]*ioHandle{}, stats: map[string]*fileCounters{}}
+	s.SetMapping(m)
+	return s
+}
+
+// newJobIOServer is the I/O service of the shadow's own job. A job ad with
+// malformed mapping entries still runs, with the well-formed rest.
+func newJobIOServer(s *Shadow) *IOServer {
+	m, err := NewMapping(s.job)
+	if err != nil {
+		s.logger.Warn("job file mapping", "err", err)
+	}
+	if m == nil {
+		m = &Mapping{iwd: "/nonexistent"}
+	}
+	return NewIOServer(m, s.secret)
+}
+
+// SetMapping replaces the job's mapping; later opens follow the new one,
+// files already open stay as they are.
+func (s *IOServer) SetMapping(m *Mapping) {
+	s.mapping.Store(&ioMapping{Mapping: m, roots: m.roots()})
+}
+
+// Stats returns the per-file statistics so far, ordered by path.
+func (s *IOServer) Stats() []FileStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]FileStats, 0, len(s.stats))
+	for p, c := range s.stats {
+		out = append(out, FileStats{Path: p, Opens: c.opens.Load(), Reads: c.reads.Load(), Writes: c.writes.Load(),
+			BytesRead: c.bytesRead.Load(), BytesWritten: c.bytesWritten.Load(), Time: time.Duration(c.nanos.Load())})
+	}
+	slices.SortFunc(out, func(a, b FileStats) int { return cmp.Compare(a.Path, b.Path) })
+	return out
+}
+
+// CloseFiles closes every file the job left open.
+func (s *IOServer) CloseFiles() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, h := range s.handles {
+		unix.Close(h.fd)
+		delete(s.handles, id)
+	}
+}
+
+var errPermission = status.Error(codes.PermissionDenied, errBadSecret.Error())
+
+func (s *IOServer) auth(secret string) error {
+	if subtle.ConstantTimeCompare([]byte(secret), []byte(s.secret)) != 1 {
+		return errPermission
+	}
+	return nil
+}
+
+// errno extracts the errno to send back; anything else is EIO.
+func errno(err error) uint32 {
+	if err == nil {
+		return 0
+	}
+	var e syscall.Errno
+	if errors.As(err, &e) {
+		return uint32(e)
+	}
+	return uint32(syscall.EIO)
+}
+
+// where finds the root a physical path lies in and the path relative to it
+// ("." for the root itself).
+func (s *IOServer) where(p string) (root, rel string, err error) {
+	if !filepath.IsAbs(p) || filepath.Clean(p) != p {
+		return "", "", syscall.EINVAL
+	}
+	for _, r := range s.mapping.Load().roots {
+		if p == r {
+			return r, ".", nil
+		}
+		if rest, ok := strings.CutPrefix(p, r+"/"); ok {
+			return r, rest, nil
+		}
+	}
+	return "", "", syscall.EACCES
+}
+
+// open opens p beneath its root. Symbolic links are followed only while
+// they stay beneath it.
+func (s *IOServer) open(p string, flags int, mode uint32) (int, error) {
+	root, rel, err := s.where(p)
+	if err != nil {
+		return -1, err
+	}
+	flags |= unix.O_CLOEXEC
+	if rel == "." {
+		// The root itself was named by the job's owner; follow it.
+		return unix.Open(root, flags&^unix.O_NOFOLLOW, mode)
+	}
+	rfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(rfd)
+	how := &unix.OpenHow{Flags: uint64(flags), Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS}
+	if flags&unix.O_CREAT != 0 {
+		how.Mode = uint64(mode & 0o7777)
+	}
+	fd, err := unix.Openat2(rfd, rel, how)
+	if errors.Is(err, unix.EXDEV) {
+		// openat2's answer to an escape attempt.
+		return -1, syscall.EACCES
+	}
+	return fd, err
+}
+
+// parent opens the directory that holds p, for operations on the name
+// itself (mkdir, unlink, rename, symlink).
+func (s *IOServer) parent(p string) (dirfd int, base string, err error) {
+	root, rel, err := s.where(p)
+	if err != nil {
+		return -1, "", err
+	}
+	if rel == "." {
+		if root == s.mapping.Load().iwd {
+			return -1, "", syscall.EBUSY
+		}
+		fd, err := unix.Open(filepath.Dir(root), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		return fd, filepath.Base(root), err
+	}
+	fd, err := s.open(filepath.Dir(p), unix.O_PATH|unix.O_DIRECTORY, 0)
+	return fd, filepath.Base(p), err
+}
+
+func (s *IOServer) lstat(p string) (*wire.Attr, error) {
+	fd, err := s.open(p, unix.O_PATH|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	return fstat(fd)
+}
+
+func fstat(fd int) (*wire.Attr, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, err
+	}
+	return attrOf(&st), nil
+}
+
+func statAt(dirfd int, base string) (*wire.Attr, error) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(dirfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return nil, err
+	}
+	return attrOf(&st), nil
+}
+
+func attrOf(st *unix.Stat_t) *wire.Attr {
+	return &wire.Attr{
+		Ino: st.Ino, Mode: st.Mode, Nlink: uint32(st.Nlink), Uid: st.Uid, Gid: st.Gid,
+		Size: uint64(st.Size), Blocks: uint64(st.Blocks),
+		AtimeNs: st.Atim.Nano(), MtimeNs: st.Mtim.Nano(), CtimeNs: st.Ctim.Nano(),
+	}
+}
+
+func (s *IOServer) counters(p string) *fileCounters {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.stats[p]
+	if c == nil {
+		c = &fileCounters{}
+		s.stats[p] = c
+	}
+	return c
+}
+
+func (s *IOServer) handle(id uint64) (*ioHandle, error) {
+	s.mu.Lock()
+	h := s.handles[id]
+	s.mu.Unlock()
+	if h == nil {
+		// The client reopens by name: a restarted shadow forgot the handle.
+		return nil, syscall.ESTALE
+	}
+	return h, nil
+}
+
+// Resolve is phase one of the two-phase open.
+func (s *IOServer) Resolve(_ context.Context, req *wire.ResolveRequest) (*wire.ResolveReply, error) {
+	if err := s.auth(req.Secret); err != nil {
+		return nil, err
+	}
+	phys, err := s.mapping.Load().Resolve(req.Name)
+	if err != nil {
+		return &wire.ResolveReply{Errno: uint32(syscall.EACCES)}, nil
+	}
+	rep := &wire.ResolveReply{Physical: phys.String(), Methods: phys.Methods, Path: phys.Path,
+		BufferSize: phys.BufferSize, BufferBlockSize: phys.BufferBlockSize}
+	if phys.Base() == methodRemote {
+		rep.Attr, err = s.lstat(phys.Path)
+		rep.StatErrno = errno(err)
+	}
+	return rep, nil
+}
+
+func (s *IOServer) Stat(_ context.Context, req *wire.PathRequest) (*wire.AttrReply, error) {
+	if err := s.auth(req.Secret); err != nil {
+		return nil, err
+	}
+	a, err := s.lstat(req.Path)
+	return &wire.AttrReply{Errno: errno(err), Attr: a}, nil
+}
+
+// Open opens a physical file. Only regular files and directories are
+// served; O_NONBLOCK keeps a FIFO from holding the server up.
+func (s *IOServer) Open(_ context.Context, req *wire.OpenRequest) (*wire.OpenReply, error) {
+	if err := s.auth(req.Secret); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	flags := int(req.Flags) & (unix.O_ACCMODE | unix.O_APPEND | unix.O_TRUNC | unix.O_CREAT | unix.O_EXCL | unix.O_DIRECTORY)
+	fd, err := s.open(req.Path, flags|unix.O_NONBLOCK|unix.O_NOCTTY, req.Mode)
+	if err != nil {
+		return &wire.OpenReply{Errno: errno(err)}, nil
+	}
+	a, err := fstat(fd)
+	if err == nil && a.Mode&unix.S_IFMT != unix.S_IFREG && a.Mode&unix.S_IFMT != unix.S_IFDIR {
+		err = syscall.EPERM
+	}
+	if err != nil {
+		unix.Close(fd)
+		return &wire.OpenReply{Errno: errno(err)}, nil
+	}
+	c := s.counters(req.Path)
+	c.opens.Add(1)
+	rep := &wire.OpenReply{Attr: a}
+	if req.Prefetch > 0 && flags&unix.O_ACCMODE != unix.O_WRONLY && a.Mode&unix.S_IFMT == unix.S_IFREG {
+		buf := make([]byte, min(int64(req.Prefetch), int64(a.Size)+1))
+		n, err := unix.Pread(fd, buf, 0)
+		if err == nil {
+			rep.Data, rep.Eof = buf[:n], n < len(buf)
+			c.reads.Add(1)
+			c.bytesRead.Add(int64(n))
+		}
+	}
+	s.mu.Lock()
+	s.next++
+	rep.Handle = s.next
+	s.handles[rep.Handle] = &ioHandle{fd: fd, count: c}
+	s.mu.Unlock()
+	c.nanos.Add(int64(time.Since(start)))
+	return rep, nil
+}
+
+func (s *IOServer) Read(_ context.Context, req *wire.ReadRequest) (*wire.ReadReply, error) {
+	if err := s.auth(req.Secret); err != nil {
+		return nil, err
+	}
+	h, err := s.handle(req.Handle)
+	if err != nil {
+		return &wire.ReadReply{Errno: errno(err)}, nil
+	}
+	start := time.Now()
+	buf := make([]byte, min(req.Size, wire.MaxMessage/2))
+	n, err := unix.Pread(h.fd, buf, req.Offset)
+	if err != nil {
+		return &wire.ReadReply{Errno: errno(err)}, nil
+	}
+	h.count.reads.Add(1)
+	h.count.bytesRead.Add(int64(n))
+	h.count.nanos.Add(int64(time.Since(start)))
+	return &wire.ReadReply{Data: buf[:n]}, nil
+}
+
+// Write writes at the offset; on a file opened O_APPEND, Linux's pwrite
+// appends, which is what the append method wants.
+func (s *IOServer) Write(_ context.Context, req *wire.WriteRequest) (*wire.WriteReply, error) {
+	if err := s.auth(req.Secret); err != nil {
+		return nil, err
+	}
+	h, err := s.handle(req.Handle)
+	if err != nil {
+		return &wire.WriteReply{Errno: errno(err)}, nil
+	}
+	start := time.Now()
+	data, off := req.Data, req.Offset
+	for len(data) > 0 {
+		n, err := unix.Pwrite(h.fd, data, off)
+		if err != nil {
+			return &wire.WriteReply{Errno: errno(err), Written: uint32(len(req.Data) - len(data))}, nil
+		}
+		data, off = data[n:], off+int64(n)
+	}
+	h.count.writes.Add(1)
+	h.count.bytesWritten.Add(int64(len(req.Data)))
+	h.count.nanos.Add(int64(time.Since(start)))
+	return &wire.WriteReply{Written: uint32(len(req.Data))}, nil
+}
+
+func (s *IOServer) Fstat(_ context.Context, req *wire.HandleRequest) (*wire.AttrReply, error) {
+	if err := s.auth(req.Secret); err != nil {
+		return nil, err
+	}
+	h, err := s.handle(req.Handle)
+	if err != nil {
+		return &wire.AttrReply{Errno: errno(err)}, nil
+	}
+	a, err := fstat(h.fd)
+	return &wire.AttrReply{Errno: errno(err), Attr: a}, nil
+}
+
+func (s *IOServer) Ftruncate(_ context.Context, req *wire.TruncateRequest) (*wire.ErrnoReply, error) {
+	if err := s.auth(req.Secret); err != nil {
+		return nil, err
+	}
+	h, err := s.handle(req.Handle)
+	if err == nil {
+		err = unix.Ftruncate(h.fd, int64(req.Size))
+	}
+	return &wire.ErrnoReply{Errno: errno(err)}, nil
+}
+
+func (s *IOServer) Fsync(_ context.Context, req *wire.HandleRequest) (*wire.ErrnoReply, error) {
+	if err := s.auth(req.Secret); err != nil {
+		return nil, err
+	}
+	h, err := s.handle(req.Handle)
+	if err == nil {
+		start := time.Now()
+		err = unix.Fsync(h.fd)
+		h.count.nanos.Add(int64(time.Since(start)))
+	}
+	return &wire.ErrnoReply{Errno: errno(err)}, nil
+}
+
+func (s *IOServer) Close(_ context.Context, req *wire.HandleRequest) (*wire.ErrnoReply, error) {
+	if err := s.auth(req.Secret); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	h := s.handles[req.Handle]
+	delete(s.handles, req.Handle)
+	s.mu.Unlock()
+	if h == nil {
+		return &wire.ErrnoReply{Errno: uint32(syscall.EBADF)}, nil
+	}
+	return &wire.ErrnoReply{Errno: errno(unix.Close(h.fd))}, nil
+}
+
+// SetAttr changes mode, size and times through an O_PATH descriptor
+// resolved beneath the root, so a symbolic link cannot redirect it.
+func (s *IOServer) SetAttr(_ context.Context, req *wire.SetAttrRequest) (*wire.AttrReply, error) {
+	if err := s.auth(req.Secret); err != nil {
+		return nil, err
+	}
+	fd, err := s.open(req.Path, unix.O_PATH, 0)
+	if err != nil {
+		return &wire.AttrReply{Errno: errno(err)}, nil
+	}
+	defer unix.Close(fd)
+	proc := "/proc/self/fd/" + strconv.Itoa(fd)
+	if req.SetMode {
+		err = unix.Fchmodat(unix.AT_FDCWD, proc, req.Mode&0o7777, 0)
+	}
+	if err == nil && req.SetSize {
+		err = unix.Truncate(proc, int64(req.Size))
+	}
+	if err == nil && (req.SetAtime || req.SetMtime) {
+		ts := []unix.Timespec{{Nsec: unix.UTIME_OMIT}, {Nsec: unix.UTIME_OMIT}}
+		if req.SetAtime {
+			ts[0] = unix.NsecToTimespec(req.AtimeNs)
+		}
+		if req.SetMtime {
+			ts[1] = unix.NsecToTimespec(req.MtimeNs)
+		}
+		err = unix.UtimesNanoAt(unix.AT_FDCWD, proc, ts, 0)
+	}
+	if err != nil {
+		return &wire.AttrReply{Errno: errno(err)}, nil
+	}
+	a, err := fstat(fd)
+	return &wire.AttrReply{Errno: errno(err), Attr: a}, nil
+}
+
+func (s *IOServer) ReadDir(_ context.Context, req *wire.PathRequest) (*wire.ReadDirReply, error) {
+	if err := s.auth(req.Secret); err != nil {
+		return nil, err
+	}
+	fd, err := s.open(req.Path, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return &wire.ReadDirReply{Errno: errno(err)}, nil
+	}
+	f := os.NewFile(uintptr(fd), req.Path)
+	defer f.Close()
+	ents, err := f.ReadDir(-1)
+	if err != nil {
+		return &wire.ReadDirReply{Errno: errno(err)}, nil
+	}
+	rep := &wire.ReadDirReply{Entries: make([]*wire.DirEntry, len(ents))}
+	for i, e := range ents {
+		rep.Entries[i] = &wire.DirEntry{Name: e.Name(), Mode: modeType(e.Type())}
+	}
+	return rep, nil
+}
+
+// modeType converts Go's file type bits to st_mode's.
+func modeType(m os.FileMode) uint32 {
+	switch {
+	case m&os.ModeDir != 0:
+		return unix.S_IFDIR
+	case m&os.ModeSymlink != 0:
+		return unix.S_IFLNK
+	case m&os.ModeNamedPipe != 0:
+		return unix.S_IFIFO
+	case m&os.ModeSocket != 0:
+		return unix.S_IFSOCK
+	case m&os.ModeCharDevice != 0:
+		return unix.S_IFCHR
+	case m&os.ModeDevice != 0:
+		return unix.S_IFBLK
+	}
+	return unix.S_IFREG
+}
+
+func (s *IOServer) Mkdir(_ context.Context, req *wire.MkdirRequest) (*wire.AttrReply, error) {
+	if err := s.auth(req.Secret); err != nil {
+		return nil, err
+	}
+	dirfd, base, err := s.parent(req.Path)
+	if err != nil {
+		return &wire.AttrReply{Errno: errno(err)}, nil
+	}
+	defer unix.Close(dirfd)
+	if err := unix.Mkdirat(dirfd, base, req.Mode&0o7777); err != nil {
+		return &wire.AttrReply{Errno: errno(err)}, nil
+	}
+	a, err := statAt(dirfd, base)
+	return &wire.AttrReply{Errno: errno(err), Attr: a}, nil
+}
+
+func (s *IOServer) Unlink(_ context.Context, req *wire.PathRequest) (*wire.ErrnoReply, error) {
+	return s.remove(req, 0)
+}
+
+func (s *IOServer) Rmdir(_ context.Context, req *wire.PathRequest) (*wire.ErrnoReply, error) {
+	return s.remove(req, unix.AT_REMOVEDIR)
+}
+
+func (s *IOServer) remove(req *wire.PathRequest, flags int) (*wire.ErrnoReply, error) {
+	if err := s.auth(req.Secret); err != nil {
+		return nil, err
+	}
+	dirfd, base, err := s.parent(req.Path)
+	if err != nil {
+		return &wire.ErrnoReply{Errno: errno(err)}, nil
+	}
+	defer unix.Close(dirfd)
+	return &wire.ErrnoReply{Errno: errno(unix.Unlinkat(dirfd, base, flags))}, nil
+}
+
+func (s *IOServer) Rename(_ context.Context, req *wire.RenameRequest) (*wire.ErrnoReply, error) {
+	if err := s.auth(req.Secret); err != nil {
+		return nil, err
+	}
+	od, ob, err := s.parent(req.OldPath)
+	if err != nil {
+		return &wire.ErrnoReply{Errno: errno(err)}, nil
+	}
+	defer unix.Close(od)
+	nd, nb, err := s.parent(req.NewPath)
+	if err != nil {
+		return &wire.ErrnoReply{Errno: errno(err)}, nil
+	}
+	defer unix.Close(nd)
+	return &wire.ErrnoReply{Errno: errno(unix.Renameat2(od, ob, nd, nb, uint(req.Flags)))}, nil
+}
+
+// Symlink creates a link with any target: following it is what is
+// checked, not making it.
+func (s *IOServer) Symlink(_ context.Context, req *wire.SymlinkRequest) (*wire.AttrReply, error) {
+	if err := s.auth(req.Secret); err != nil {
+		return nil, err
+	}
+	dirfd, base, err := s.parent(req.Path)
+	if err != nil {
+		return &wire.AttrReply{Errno: errno(err)}, nil
+	}
+	defer unix.Close(dirfd)
+	if err := unix.Symlinkat(req.Target, dirfd, base); err != nil {
+		return &wire.AttrReply{Errno: errno(err)}, nil
+	}
+	a, err := statAt(dirfd, base)
+	return &wire.AttrReply{Errno: errno(err), Attr: a}, nil
+}
+
+func (s *IOServer) Readlink(_ context.Context, req *wire.PathRequest) (*wire.ReadlinkReply, error) {
+	if err := s.auth(req.Secret); err != nil {
+		return nil, err
+	}
+	fd, err := s.open(req.Path, unix.O_PATH|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return &wire.ReadlinkReply{Errno: errno(err)}, nil
+	}
+	defer unix.Close(fd)
+	buf := make([]byte, unix.PathMax)
+	n, err := unix.Readlinkat(fd, "", buf)
+	if err != nil {
+		return &wire.ReadlinkReply{Errno: errno(err)}, nil
+	}
+	return &wire.ReadlinkReply{Target: string(buf[:n])}, nil
+}
