@@ -92,6 +92,7 @@ func (a *Agent) recover(ctx context.Context) error {
 	var running []jobqueue.JobID
 	a.queue.Scan(func(id jobqueue.JobID, ad *classad.ClassAd) bool {
 		if !isJob(id) {
+			a.factories.Add(1)
 			return true
 		}
 		if st, _ := ad.EvalInt("JobStatus"); st == Running || st == Suspended {

@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -81,6 +82,8 @@ type Agent struct {
 	runs map[jobqueue.JobID]*run // jobs being claimed or running
 	// nextCluster is the highest cluster handed out by NewCluster.
 	nextCluster int
+	// factories counts clusters with jobs still to be made (max_idle).
+	factories atomic.Int64
 }
 
 // New checks cfg and returns an agent ready to Serve.

@@ -60,6 +60,9 @@ func factoryAd(common *classad.ClassAd, cluster, next int, items []string) *clas
 // materialize makes jobs of factories whose clusters have fewer idle jobs
 // than they allow.
 func (a *Agent) materialize(ctx context.Context) {
+	if a.factories.Load() == 0 {
+		return
+	}
 	type factory struct {
 		id  jobqueue.JobID
 		ad  *classad.ClassAd
@@ -116,6 +119,7 @@ func (a *Agent) makeJobs(ctx context.Context, id jobqueue.JobID, n int) error {
 		}
 		if int(next)+len(made) >= len(items) {
 			txn.Destroy(id)
+			a.factories.Add(-1)
 		} else {
 			txn.SetValue(id, attrNextProc, classad.Int(next+int64(len(made))))
 		}

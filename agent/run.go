@@ -171,38 +171,54 @@ func (a *Agent) useClaim(ctx context.Context, c *claim, r *run) {
 		if time.Since(c.since) >= a.cfg.ClaimWorkLife {
 			return
 		}
-		if r, ad = a.nextJobFor(c); r == nil {
+		if r, ad = a.nextJobFor(c, r.id); r == nil {
 			return
 		}
 	}
 }
 
 // nextJobFor picks the next idle job that matches the claimed machine and
-// registers a run for it.
-func (a *Agent) nextJobFor(c *claim) (*run, *classad.ClassAd) {
-	var pick *classad.ClassAd
+// registers a run for it. It looks first at the jobs that follow the one
+// just finished in its cluster, which usually match too, so that a large
+// queue is not scanned for every job.
+func (a *Agent) nextJobFor(c *claim, after jobqueue.JobID) (*run, *classad.ClassAd) {
+	try := func(id jobqueue.JobID, ad *classad.ClassAd) *run {
+		if st, _ := ad.EvalInt("JobStatus"); st != Idle || !isJob(id) || !classad.Match(ad, c.machine) {
+			return nil
+		}
+		r, err := a.newRun(id, c)
+		if err != nil {
+			return nil // running already
+		}
+		return r
+	}
+	for p := after.Proc + 1; p <= after.Proc+nextJobLookahead; p++ {
+		id := jobqueue.JobID{Cluster: after.Cluster, Proc: p}
+		ad, ok := a.queue.Get(id)
+		if !ok {
+			break
+		}
+		if r := try(id, ad); r != nil {
+			return r, ad
+		}
+	}
+	var (
+		r    *run
+		pick *classad.ClassAd
+	)
 	a.queue.Scan(func(id jobqueue.JobID, ad *classad.ClassAd) bool {
-		if st, _ := ad.EvalInt("JobStatus"); st != Idle || !isJob(id) {
-			return true
+		if r = try(id, ad); r != nil {
+			pick = ad.Copy()
+			return false
 		}
-		a.mu.Lock()
-		_, busy := a.runs[id]
-		a.mu.Unlock()
-		if busy || !classad.Match(ad, c.machine) {
-			return true
-		}
-		pick = ad.Copy()
-		return false
+		return true
 	})
-	if pick == nil {
-		return nil, nil
-	}
-	r, err := a.newRun(jobID(pick), c)
-	if err != nil {
-		return nil, nil
-	}
 	return r, pick
 }
+
+// nextJobLookahead is how many following jobs of the same cluster a reused
+// claim tries before it searches the whole queue.
+const nextJobLookahead = 64
 
 // keepAlive renews the claim's lease until the returned function is called.
 func (a *Agent) keepAlive(ctx context.Context, c *claim) func() {

@@ -97,6 +97,7 @@ func (s *scheddService) Submit(ctx context.Context, req *wire.SubmitRequest) (*w
 		// The rest are made later, as these leave Idle.
 		txn.NewJob(jobqueue.JobID{Cluster: int(req.Cluster), Proc: factoryProc}, factoryAd(common, int(req.Cluster), 0, req.Ads[m:]))
 		materialized = m
+		defer s.a.factories.Add(1) // once committed
 	}
 	for i, text := range req.Ads[:materialized] {
 		ad, err := classad.Parse(text)
