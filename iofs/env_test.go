@@ -31,6 +31,7 @@ type env struct {
 	mnt       string
 	addr      string
 	serverTLS *tls.Config
+	mapping   *shadow.Mapping
 	io        *shadow.IOServer
 	grpc      *grpc.Server
 	conn      *grpc.ClientConn
@@ -88,6 +89,7 @@ func newEnv(t testing.TB, extra string) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.mapping = m
 	e.io = shadow.NewIOServer(m, testSecret)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -147,3 +149,5 @@ func (e *env) readSubmit(name string) string {
 }
 
 func (e *env) path(name string) string { return filepath.Join(e.mnt, name) }
+
+var fileTime = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
