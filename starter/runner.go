@@ -24,8 +24,12 @@ type Task struct {
 	Path string
 	Args []string // without argv[0]
 	Env  []string
-	// Dir is the job's working directory.
-	Dir string
+	// Dir is the job's working directory. When DirSource is set, Dir is a
+	// path inside the job's container, bound from DirSource on the execute
+	// machine (the job's submit-side directory, served by iofs); runners
+	// without containers ignore DirSource and need Dir to exist here.
+	Dir       string
+	DirSource string
 	// ScratchDir is the job's private directory on the execute machine.
 	ScratchDir string
 	// Stdin is the job's standard input (nil: /dev/null). Stdout and
