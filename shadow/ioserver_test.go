@@ -1,0 +1,196 @@
+package shadow
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+
+	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/wire"
+)
+
+func mappingFor(t testing.TB, iwd, attrs string) *Mapping {
+	t.Helper()
+	ad, err := classad.Parse("[ Iwd = " + strconv.Quote(iwd) + "; " + attrs + " ]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewMapping(ad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestMappingResolve(t *testing.T) {
+	m := mappingFor(t, "/home/u/run", `
+		FileRemaps = "in.dat = /data/in.dat ; web = http://h.example/p?q=1 ; tmp = local:scratch ; sub = other/dir ; out.dat = remote:/data/out.dat";
+		LocalFiles = "scratch/*,*.tmp"; CompressFiles = "*.gz"; FetchFiles = "config";
+		AppendFiles = "log.txt"; BufferFiles = "*.dat = (1048576,4096) ; big/* = (65536, 65536)";
+		BufferSize = 524288; BufferBlockSize = 32768`)
+	for _, c := range []struct{ name, want string }{
+		{".", "remote:/home/u/run"},
+		{"plain", "buffer:remote:/home/u/run/plain"},
+		{"/home/u/run/plain", "buffer:remote:/home/u/run/plain"},
+		{"in.dat", "buffer:remote:/data/in.dat"},
+		{"web", "buffer:http://h.example/p?q=1"},
+		{"tmp", "local:scratch"},
+		{"tmp/x", "local:scratch/x"},
+		{"sub/a/b", "buffer:remote:/home/u/run/other/dir/a/b"},
+		{"scratch/x", "local:scratch/x"},
+		{"d/f.tmp", "local:d/f.tmp"},
+		{"data.gz", "compress:remote:/home/u/run/data.gz"},
+		{"config", "fetch:remote:/home/u/run/config"},
+		{"log.txt", "append:remote:/home/u/run/log.txt"},
+	} {
+		p, err := m.Resolve(c.name)
+		if err != nil {
+			t.Errorf("resolve %q: %v", c.name, err)
+			continue
+		}
+		if p.String() != c.want {
+			t.Errorf("resolve %q = %s, want %s", c.name, p, c.want)
+		}
+	}
+	p, _ := m.Resolve("x.dat")
+	if p.BufferSize != 1048576 || p.BufferBlockSize != 4096 {
+		t.Errorf("x.dat buffer %d/%d, want the buffer_files sizes", p.BufferSize, p.BufferBlockSize)
+	}
+	p, _ = m.Resolve("other")
+	if p.BufferSize != 524288 || p.BufferBlockSize != 32768 {
+		t.Errorf("other buffer %d/%d, want buffer_size and buffer_block_size", p.BufferSize, p.BufferBlockSize)
+	}
+	for _, name := range []string{"..", "../x", "a/../../x", "/etc/passwd", "/home/u/run2/x"} {
+		if _, err := m.Resolve(name); err == nil {
+			t.Errorf("resolve %q succeeded", name)
+		}
+	}
+	roots := m.roots()
+	if len(roots) != 4 || roots[3] != "/home/u/run" {
+		t.Errorf("roots %v, want the three remote remap targets, then Iwd", roots)
+	}
+}
+
+func TestMappingErrors(t *testing.T) {
+	for _, attrs := range []string{
+		`FileRemaps = "novalue"`,
+		`FileRemaps = "x = ftp://h/p"`,
+		`FileRemaps = "../x = /y"`,
+		`BufferFiles = "*.dat = (1,2,3)"`,
+		`BufferFiles = "*.dat = (100,1000)"`,
+		`LocalFiles = "[x"`,
+	} {
+		ad, err := classad.Parse(`[ Iwd = "/w"; ` + attrs + ` ]`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := NewMapping(ad)
+		if err == nil {
+			t.Errorf("%s: no error", attrs)
+		}
+		if m == nil {
+			t.Errorf("%s: no mapping for the rest", attrs)
+		}
+	}
+	ad, _ := classad.Parse(`[ Iwd = "relative" ]`)
+	if _, err := NewMapping(ad); err == nil {
+		t.Error("a relative Iwd was accepted")
+	}
+}
+
+func FuzzMapping(f *testing.F) {
+	f.Add("in.dat = /data/in.dat ; x = http://h/p", "*.dat = (1048576,4096)", "scratch/*,*.tmp", "a/b/c")
+	f.Add("a=b;;c = local:../../etc", "big/* = (65536, 65536)", "[", "../x")
+	f.Add("/w/in = remote:rel", "x", "*", "/w/in")
+	f.Fuzz(func(t *testing.T, remaps, buffers, locals, name string) {
+		ad := classad.New()
+		ad.SetString("Iwd", "/w")
+		ad.SetString("FileRemaps", remaps)
+		ad.SetString("BufferFiles", buffers)
+		ad.SetString("LocalFiles", locals)
+		m, _ := NewMapping(ad)
+		if m == nil {
+			t.Fatal("no mapping for an absolute Iwd")
+		}
+		p, err := m.Resolve(name)
+		if err != nil {
+			return
+		}
+		switch p.Base() {
+		case methodLocal:
+			if filepath.IsAbs(p.Path) || p.Path == ".." || len(p.Path) > 2 && p.Path[:3] == "../" {
+				t.Errorf("local name %q escapes the scratch directory", p.Path)
+			}
+		case methodRemote:
+			if !filepath.IsAbs(p.Path) || filepath.Clean(p.Path) != p.Path {
+				t.Errorf("remote path %q is not clean and absolute", p.Path)
+			}
+		}
+	})
+}
+
+// newTestServer serves a fresh job directory.
+func newTestServer(t *testing.T, attrs string) (*IOServer, string) {
+	iwd := t.TempDir()
+	return NewIOServer(mappingFor(t, iwd, attrs), "s3cret"), iwd
+}
+
+func TestIOServerStatsAndRemap(t *testing.T) {
+	s, iwd := newTestServer(t, "")
+	ctx := context.Background()
+	if err := os.WriteFile(filepath.Join(iwd, "a"), []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(iwd, "a")
+	o, err := s.Open(ctx, &wire.OpenRequest{Secret: "s3cret", Path: p, Flags: syscall.O_RDWR})
+	if err != nil || o.Errno != 0 {
+		t.Fatal(o, err)
+	}
+	if r, _ := s.Read(ctx, &wire.ReadRequest{Secret: "s3cret", Handle: o.Handle, Size: 100}); string(r.Data) != "hello" {
+		t.Errorf("read %q", r.Data)
+	}
+	if w, _ := s.Write(ctx, &wire.WriteRequest{Secret: "s3cret", Handle: o.Handle, Offset: 5, Data: []byte(" world")}); w.Errno != 0 || w.Written != 6 {
+		t.Errorf("write: %v", w)
+	}
+	if c, _ := s.Close(ctx, &wire.HandleRequest{Secret: "s3cret", Handle: o.Handle}); c.Errno != 0 {
+		t.Errorf("close: %v", c)
+	}
+	if r, _ := s.Read(ctx, &wire.ReadRequest{Secret: "s3cret", Handle: o.Handle, Size: 1}); syscall.Errno(r.Errno) != syscall.ESTALE {
+		t.Errorf("read after close: errno %d, want ESTALE", r.Errno)
+	}
+	st := s.Stats()
+	if len(st) != 1 || st[0].Path != p || st[0].Opens != 1 || st[0].BytesRead != 5 || st[0].BytesWritten != 6 {
+		t.Errorf("stats %+v", st)
+	}
+
+	// A new mapping applies to the next resolve.
+	other := t.TempDir()
+	s.SetMapping(mappingFor(t, iwd, `FileRemaps = "a = `+other+`/b"`))
+	r, _ := s.Resolve(ctx, &wire.ResolveRequest{Secret: "s3cret", Name: "a"})
+	if r.Physical != "remote:"+other+"/b" || syscall.Errno(r.StatErrno) != syscall.ENOENT {
+		t.Errorf("after the remap: %v", r)
+	}
+	// The target of a remap is reachable, its neighbours are not.
+	c, _ := s.Open(ctx, &wire.OpenRequest{Secret: "s3cret", Path: other + "/b", Flags: syscall.O_WRONLY | syscall.O_CREAT, Mode: 0o600})
+	if c.Errno != 0 {
+		t.Errorf("create the remap target: errno %d", c.Errno)
+	}
+	c, _ = s.Open(ctx, &wire.OpenRequest{Secret: "s3cret", Path: other + "/c", Flags: syscall.O_WRONLY | syscall.O_CREAT, Mode: 0o600})
+	if syscall.Errno(c.Errno) != syscall.EACCES {
+		t.Errorf("create next to the remap target: errno %d, want EACCES", c.Errno)
+	}
+	s.CloseFiles()
+}
+
+func TestIOServerSecret(t *testing.T) {
+	s, iwd := newTestServer(t, "")
+	if _, err := s.Stat(context.Background(), &wire.PathRequest{Secret: "guess", Path: iwd}); err == nil {
+		t.Error("stat with a wrong secret succeeded")
+	}
+	if _, err := s.Resolve(context.Background(), &wire.ResolveRequest{Name: "x"}); err == nil {
+		t.Error("resolve without a secret succeeded")
+	}
+}
