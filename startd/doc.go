@@ -1,28 +1,58 @@
 // Package startd is Harrier's execute-side daemon. It describes its machine
 // to the matchmaker as one ClassAd per slot, lets an agent claim a slot the
-// negotiator matched, and starts one starter process per job it is asked to
-// run.
+// negotiator matched, starts one starter process per job it is asked to
+// run, and leaves the machine's owner in control: jobs run only while the
+// owner's policy allows it.
 //
-// Each slot moves through the HTCondor states administrators know:
+// Each slot moves through the HTCondor states and activities administrators
+// know:
 //
-//	Unclaimed/Idle ──Matched──▶ Matched/Idle ──RequestClaim──▶ Claimed/Idle
-//	      ▲                         │ (timeout, refused claim)    │  ▲
-//	      └─────────────────────────┘              ActivateClaim  │  │ starter exits
-//	      ▲                                                       ▼  │
-//	      ├──────────── ReleaseClaim (no job) ─────────────── Claimed/Busy
-//	      │                                                       │ ReleaseClaim
-//	      └────────────── starter gone ─────────────── Preempting/Killing
+//	Owner/Idle         → Unclaimed/Idle      IS_OWNER is no longer true
+//	Unclaimed/Idle     → Owner/Idle          IS_OWNER is true
+//	Unclaimed/Idle     → Matched/Idle        the negotiator matched it
+//	Matched/Idle       → Claimed/Idle        RequestClaim, if the match still holds
+//	Matched/Idle       → Owner/Idle          IS_OWNER is true (the owner came back)
+//	Matched/Idle       → Unclaimed/Idle      no claim in time; a refused claim
+//	Claimed/Idle       → Claimed/Busy        ActivateClaim, if START is true for the job
+//	Claimed/Idle       → Unclaimed/Idle      ReleaseClaim, lease expired, PREEMPT, START false, idle too long
+//	Claimed/Busy       → Claimed/Idle        the job ended
+//	Claimed/Busy       → Claimed/Suspended   WANT_SUSPEND and SUSPEND
+//	Claimed/Suspended  → Claimed/Busy        CONTINUE
+//	Claimed/Busy or Suspended
+//	                   → Preempting/Vacating PREEMPT or lease expired (Killing if WANT_VACATE is false)
+//	                   → Preempting/Killing  ReleaseClaim
+//	Preempting/Vacating → Preempting/Killing KILL, or MaxVacateTime has passed
+//	Preempting/*       → Unclaimed/Idle      the starter is gone (then Owner if IS_OWNER)
 //
 // The states are types (see state.go) so that an illegal move is an error
-// naming both ends rather than a silently wrong ad. A claim is accepted only
-// if the match still holds when the agent asks for it: the startd measures
-// the machine again and evaluates both sides' Requirements, because the
-// owner's START expression may have become false since the negotiator
-// looked.
+// naming both ends rather than a silently wrong ad. The policy (START,
+// RANK, SUSPEND, CONTINUE, PREEMPT, KILL, WANT_SUSPEND, WANT_VACATE,
+// IS_OWNER, MACHINE_MAX_VACATE_TIME) is a set of ClassAd expressions
+// evaluated every PollingInterval with MY = the slot's machine ad and
+// TARGET = the job's ad. Deciding is a pure function from a slot's
+// situation to a step (policy.go); carrying the step out — signalling the
+// starter (SIGUSR1 suspend, SIGUSR2 continue, SIGTERM vacate, SIGINT kill,
+// SIGKILL to its process group if it lingers) and moving the slot — is
+// apart from it (poll.go). Policy text that does not parse is refused at
+// start-up with its configuration key and the line and column; a value that
+// evaluates to undefined or an error never starts, suspends, preempts or
+// kills anything (see the defaults in policy.go for each expression).
+//
+// The machine is measured for the policy: KeyboardIdle and ConsoleIdle
+// from the access times of terminals and console devices and from keyboard
+// and mouse interrupt counts (idle.go); LoadAvg, CondorLoadAvg (the CPU use
+// of the starters' process trees, read from /proc so that it works with or
+// without containers) and TotalLoadAvg (load.go); memory, disk and CPUs;
+// and the timers EnteredCurrentState and EnteredCurrentActivity.
+//
+// A claim is accepted only if the match still holds when the agent asks
+// for it: the startd measures the machine again and evaluates both sides'
+// Requirements, because the owner may have come back since the negotiator
+// looked. Every job activated under a claim is checked against START
+// again, because agents reuse claims for other jobs. A claim lives as long
+// as its agent renews it with KeepAlive within ClaimLease; a silent
+// agent's claim is released and its job vacated.
 //
 // The machine ad is rebuilt from a fresh measurement each time it is sent:
 // at start-up, every AdvertiseInterval, and at once after any state change.
-// Owner policy beyond START (SUSPEND, PREEMPT, ...) and claim leases are not
-// implemented yet; the state types leave room for the Owner state and the
-// Suspended and Vacating activities.
 package startd
