@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"time"
 
 	"harrier.dev/harrier/agent/jobqueue"
@@ -39,14 +41,14 @@ func (a *Agent) timedAdvertise(ctx context.Context) time.Duration {
 	return time.Since(start)
 }
 
+// advertise sends the idle jobs, as resource requests, and the agent's
+// Scheduler ad to the matchmaker and then to each FlockTo matchmaker, in
+// order (direct flocking): a job runs in whichever pool matches it first,
+// and a match that comes for a job no longer idle is refused. Each pool
+// gets requests clustered by the significant attributes its negotiator
+// publishes.
 func (a *Agent) advertise(ctx context.Context) {
-	client, err := a.client.collector(a.cfg.MatchmakerAddr)
-	if err != nil {
-		a.log.Warn("advertise", "err", err)
-		return
-	}
-	lease := int32(3 * a.cfg.AdvertiseInterval / time.Second)
-	var ads []string
+	var idle []idleJob
 	counts := map[int64]int64{}
 	a.mu.Lock()
 	a.queue.Scan(func(id jobqueue.JobID, ad *classad.ClassAd) bool {
@@ -56,21 +58,11 @@ func (a *Agent) advertise(ctx context.Context) {
 		st, _ := ad.EvalInt("JobStatus")
 		counts[st]++
 		if _, busy := a.runs[id]; st == Idle && !busy {
-			job := ad.Copy()
-			job.SetString("MyType", "Job")
-			job.SetString("TargetType", "Machine")
-			ads = append(ads, job.String())
+			idle = append(idle, idleJob{id: id, ad: ad.Copy()})
 		}
 		return true
 	})
 	a.mu.Unlock()
-	cctx, cancel := wire.WithTimeout(ctx)
-	defer cancel()
-	if _, err := client.AdvertiseJobs(cctx, &wire.AdvertiseJobsRequest{
-		Agent: a.cfg.Name, AgentAddr: a.cfg.AdvertiseAddr, Ads: ads, LeaseSeconds: lease}); err != nil {
-		a.log.Warn("advertise jobs", "err", err)
-		return
-	}
 	sched := classad.New()
 	sched.SetString("MyType", "Scheduler")
 	sched.SetString("Name", a.cfg.Name)
@@ -79,10 +71,42 @@ func (a *Agent) advertise(ctx context.Context) {
 	sched.SetInt("TotalRunningJobs", counts[Running])
 	sched.SetInt("TotalHeldJobs", counts[Held])
 	sched.SetInt("MyCurrentTime", time.Now().Unix())
+	for _, addr := range append([]string{a.cfg.MatchmakerAddr}, a.cfg.FlockTo...) {
+		if err := a.advertiseTo(ctx, addr, idle, sched); err != nil {
+			a.log.Warn("advertise", "matchmaker", addr, "err", err)
+		}
+	}
+}
+
+// advertiseTo advertises to the matchmaker at addr.
+func (a *Agent) advertiseTo(ctx context.Context, addr string, idle []idleJob, sched *classad.ClassAd) error {
+	client, err := a.client.collector(addr)
+	if err != nil {
+		return err
+	}
+	cctx, cancel := wire.WithTimeout(ctx)
+	defer cancel()
+	var significant []string
+	if reply, err := client.Query(cctx, &wire.QueryRequest{Type: "Negotiator"}); err == nil && len(reply.Ads) > 0 {
+		if ad, err := classad.Parse(reply.Ads[0]); err == nil {
+			significant, _ = parseSignificant(ad)
+		}
+	}
+	reqs := autoclusters(slices.Clone(idle), significant)
+	ads := make([]string, len(reqs))
+	for i, r := range reqs {
+		ads[i] = r.String()
+	}
+	lease := int32(3 * a.cfg.AdvertiseInterval / time.Second)
+	if _, err := client.AdvertiseJobs(cctx, &wire.AdvertiseJobsRequest{
+		Agent: a.cfg.Name, AgentAddr: a.cfg.AdvertiseAddr, Ads: ads, LeaseSeconds: lease}); err != nil {
+		return fmt.Errorf("jobs: %w", err)
+	}
 	if _, err := client.Advertise(cctx, &wire.AdvertiseRequest{
 		Type: "Scheduler", Name: a.cfg.Name, Ad: sched.String(), LeaseSeconds: lease}); err != nil {
-		a.log.Warn("advertise agent", "err", err)
+		return fmt.Errorf("agent ad: %w", err)
 	}
+	return nil
 }
 
 // recover brings the queue back after a restart. Jobs that were running

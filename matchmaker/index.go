@@ -19,10 +19,10 @@ import (
 // A bound is one indexable conjunct of a request's Requirements: the
 // partner's attribute attr compared by op with a constant value.
 type bound struct {
-	attr string // lower-case
-	op   string // ==, !=, <, <=, >, >=, with the partner's attribute on the left
-	num  float64
-	str  string // lower-case, when isStr
+	attr  string // lower-case
+	op    string // ==, !=, <, <=, >, >=, with the partner's attribute on the left
+	num   float64
+	str   string // lower-case, when isStr
 	isStr bool
 }
 

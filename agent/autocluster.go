@@ -1,0 +1,196 @@
+package agent
+
+import (
+	"cmp"
+	"fmt"
+	"hash/fnv"
+	"regexp"
+	"slices"
+	"strings"
+
+	"harrier.dev/harrier/agent/jobqueue"
+	"harrier.dev/harrier/classad"
+)
+
+// Autoclustering, after section 4 of Tannenbaum's "A New Architecture for
+// Matchmaking in Condor": jobs whose significant attributes are equal are
+// interchangeable for matching, so the agent sends the matchmaker one
+// resource request per group (autocluster) with the list of its jobs,
+// instead of every job ad. The significant attributes are those the
+// negotiator publishes (what machine policies read of a job), the job's
+// Requirements and Rank, every job attribute those reach, and Owner, since
+// requests are per submitter.
+
+// Attributes of a resource request ad; the matchmaker reads them.
+const (
+	attrJobIDs        = "JobIds"
+	attrAutoClusterID = "AutoClusterId"
+	// attrSignificant lists, in the negotiator's ad, the job attributes
+	// that machine policies read.
+	attrSignificant = "SignificantAttributes"
+)
+
+// orderAttrs order a submitter's requests; a request carries those of its
+// best job.
+var orderAttrs = []string{"JobPrio", "QDate", "ClusterId", "ProcId"}
+
+// identifier finds the names in printed expression text. It finds more
+// than the references (function names, scope keywords, words in strings),
+// which only adds attributes the job may not have: harmless, as a missing
+// attribute adds nothing to a signature.
+var identifier = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
+
+// idleJob is an idle job as the advertiser sees it.
+type idleJob struct {
+	id jobqueue.JobID
+	ad *classad.ClassAd
+}
+
+// autoclusters groups jobs by their significant attributes and returns one
+// resource request ad per group, in the order of each group's best job.
+// With significant nil (the negotiator has not said what it reads) every
+// job is a request of its own: its whole ad.
+func autoclusters(jobs []idleJob, significant []string) []*classad.ClassAd {
+	slices.SortStableFunc(jobs, func(a, b idleJob) int { return compareJobs(a.ad, b.ad) })
+	if significant == nil {
+		out := make([]*classad.ClassAd, len(jobs))
+		for i, j := range jobs {
+			ad := j.ad.Copy()
+			ad.SetString("MyType", "Job")
+			ad.SetString("TargetType", "Machine")
+			out[i] = ad
+		}
+		return out
+	}
+	type group struct {
+		attrs []string
+		ids   []classad.Value
+		first *classad.ClassAd
+	}
+	var groups []*group
+	bySig := map[string]*group{}
+	for _, j := range jobs {
+		attrs := significantOf(j.ad, significant)
+		sig := signature(j.ad, attrs)
+		g := bySig[sig]
+		if g == nil {
+			g = &group{attrs: attrs, first: j.ad}
+			bySig[sig] = g
+			groups = append(groups, g)
+		}
+		g.ids = append(g.ids, classad.String(fmt.Sprintf("%d.%d", j.id.Cluster, j.id.Proc)))
+	}
+	out := make([]*classad.ClassAd, len(groups))
+	for i, g := range groups {
+		ad := classad.New()
+		ad.SetString("MyType", "Job")
+		ad.SetString("TargetType", "Machine")
+		keep := map[string]bool{}
+		for _, name := range append(g.attrs, orderAttrs...) {
+			keep[strings.ToLower(name)] = true
+		}
+		for _, name := range g.first.Names() { // keeps the names' spelling
+			if keep[strings.ToLower(name)] {
+				e, _ := g.first.Lookup(name)
+				ad.Set(name, e)
+			}
+		}
+		ad.SetInt(attrAutoClusterID, clusterID(signature(g.first, g.attrs)))
+		ad.SetValue(attrJobIDs, classad.List(g.ids...))
+		out[i] = ad
+	}
+	return out
+}
+
+// significantOf returns the attributes that make up ad's signature,
+// sorted and lower-cased: the negotiator's, Owner, Requirements, Rank and
+// every attribute of ad those reach through its expressions.
+func significantOf(ad *classad.ClassAd, significant []string) []string {
+	seen := map[string]bool{}
+	var todo []string
+	add := func(name string) {
+		name = strings.ToLower(name)
+		if !seen[name] {
+			seen[name] = true
+			todo = append(todo, name)
+		}
+	}
+	for _, n := range significant {
+		add(n)
+	}
+	add("Owner")
+	add("Requirements")
+	add("Rank")
+	for len(todo) > 0 {
+		name := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		if e, ok := ad.Lookup(name); ok {
+			if _, literal := e.AsLiteral(); !literal {
+				for _, ref := range identifier.FindAllString(e.String(), -1) {
+					if _, ok := ad.Lookup(ref); ok {
+						add(ref)
+					}
+				}
+			}
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for n := range seen {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// signature is the text of ad's attributes attrs, in order.
+func signature(ad *classad.ClassAd, attrs []string) string {
+	var b strings.Builder
+	for _, n := range attrs {
+		b.WriteString(n)
+		b.WriteByte('=')
+		if e, ok := ad.Lookup(n); ok {
+			b.WriteString(e.String())
+		}
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
+// clusterID names an autocluster by its signature, so that the name is
+// stable across advertisements without the agent keeping a table.
+func clusterID(sig string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte(sig))
+	return int64(h.Sum64() >> 1)
+}
+
+// compareJobs orders jobs as the negotiator serves them: JobPrio higher
+// first, then QDate, ClusterId and ProcId earlier first.
+func compareJobs(a, b *classad.ClassAd) int {
+	get := func(ad *classad.ClassAd, name string) int64 { v, _ := ad.EvalInt(name); return v }
+	if c := cmp.Compare(get(b, "JobPrio"), get(a, "JobPrio")); c != 0 {
+		return c
+	}
+	for _, n := range orderAttrs[1:] {
+		if c := cmp.Compare(get(a, n), get(b, n)); c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+// parseSignificant reads the negotiator's list of significant attributes;
+// ok is false when the ad publishes none.
+func parseSignificant(negotiator *classad.ClassAd) (attrs []string, ok bool) {
+	s, ok := negotiator.EvalString(attrSignificant)
+	if !ok {
+		return nil, false
+	}
+	attrs = []string{}
+	for _, a := range strings.Split(s, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			attrs = append(attrs, a)
+		}
+	}
+	return attrs, true
+}

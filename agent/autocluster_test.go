@@ -1,0 +1,98 @@
+package agent
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"harrier.dev/harrier/agent/jobqueue"
+	"harrier.dev/harrier/classad"
+)
+
+func idleJobAd(t *testing.T, cluster, proc int, extra string) idleJob {
+	t.Helper()
+	ad, err := classad.Parse(fmt.Sprintf(`[ ClusterId = %d; ProcId = %d; QDate = %d; Owner = "alice";
+		Cmd = "/bin/sim"; Arguments = "run %d"; RequestMemory = 512; DiskUsage = 100;
+		Requirements = TARGET.Memory >= MY.RequestMemory && TARGET.Disk > DiskUsage; %s ]`, cluster, proc, cluster, proc, extra))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return idleJob{id: jobqueue.JobID{Cluster: cluster, Proc: proc}, ad: ad}
+}
+
+func requestIDs(t *testing.T, ad *classad.ClassAd) []string {
+	t.Helper()
+	list, ok := ad.Eval(attrJobIDs).ListValue()
+	if !ok {
+		t.Fatalf("request without %s: %s", attrJobIDs, ad)
+	}
+	var ids []string
+	for _, v := range list {
+		s, _ := v.StringValue()
+		ids = append(ids, s)
+	}
+	return ids
+}
+
+func TestAutoclustersGroupBySignificantAttributes(t *testing.T) {
+	jobs := []idleJob{
+		idleJobAd(t, 1, 0, ""),
+		idleJobAd(t, 1, 1, ""),                       // differs only in Arguments: same cluster
+		idleJobAd(t, 2, 0, "RequestMemory = 4096"),   // referenced by Requirements
+		idleJobAd(t, 2, 1, `Department = "Physics"`), // read by machines' Rank
+		idleJobAd(t, 1, 2, "JobPrio = 5"),            // same cluster, served first
+		idleJobAd(t, 3, 0, `Owner = "bob"`),          // another submitter
+	}
+	reqs := autoclusters(jobs, []string{"Department"})
+	var got [][]string
+	for _, r := range reqs {
+		got = append(got, requestIDs(t, r))
+		if _, ok := r.Lookup("Arguments"); ok {
+			t.Errorf("request carries insignificant Arguments: %s", r)
+		}
+		if _, ok := r.Lookup("DiskUsage"); !ok {
+			t.Errorf("request lacks DiskUsage, which Requirements reads: %s", r)
+		}
+	}
+	want := [][]string{{"1.2", "1.0", "1.1"}, {"2.0"}, {"2.1"}, {"3.0"}}
+	if !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("autoclusters %v, want %v", got, want)
+	}
+	if p, _ := reqs[0].EvalInt("JobPrio"); p != 5 {
+		t.Errorf("first request's JobPrio %d, want its best job's 5", p)
+	}
+	// The same jobs give the same cluster ids.
+	again := autoclusters(jobs, []string{"Department"})
+	for i := range reqs {
+		a, _ := reqs[i].EvalInt(attrAutoClusterID)
+		b, _ := again[i].EvalInt(attrAutoClusterID)
+		if a != b {
+			t.Errorf("request %d: cluster id %d then %d", i, a, b)
+		}
+	}
+}
+
+func TestAutoclustersWithoutSignificantAttributes(t *testing.T) {
+	jobs := []idleJob{idleJobAd(t, 1, 0, ""), idleJobAd(t, 1, 1, "")}
+	reqs := autoclusters(jobs, nil)
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests, want one per job", len(reqs))
+	}
+	if _, ok := reqs[0].Lookup(attrJobIDs); ok {
+		t.Errorf("a plain job ad carries %s", attrJobIDs)
+	}
+	if a, _ := reqs[1].EvalString("Arguments"); a != "run 1" {
+		t.Errorf("plain job ad lost its attributes: %s", reqs[1])
+	}
+}
+
+func TestParseSignificant(t *testing.T) {
+	ad, _ := classad.Parse(`[ SignificantAttributes = "department, requestmemory,," ]`)
+	got, ok := parseSignificant(ad)
+	if !ok || !slices.Equal(got, []string{"department", "requestmemory"}) {
+		t.Errorf("parseSignificant = %v, %v", got, ok)
+	}
+	if _, ok := parseSignificant(classad.New()); ok {
+		t.Error("an ad without the list gave one")
+	}
+}
