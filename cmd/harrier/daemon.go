@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -84,7 +86,19 @@ func serveMatchmaker(ctx context.Context, pc *poolConfig, logger *slog.Logger) e
 	if err != nil {
 		return err
 	}
-	mm, err := matchmaker.New(matchmaker.Config{Logger: logger, TLS: serverTLS, ClientTLS: clientTLS, Interval: interval})
+	halfLife, err := pc.c.Duration("PRIORITY_HALFLIFE", matchmaker.DefaultHalfLife)
+	if err != nil {
+		return err
+	}
+	factor := 1.0
+	if v := pc.c.String("DEFAULT_PRIO_FACTOR", ""); v != "" {
+		if factor, err = strconv.ParseFloat(v, 64); err != nil || factor <= 0 {
+			return fmt.Errorf("DEFAULT_PRIO_FACTOR %q: want a positive number", v)
+		}
+	}
+	mm, err := matchmaker.New(matchmaker.Config{Logger: logger, TLS: serverTLS, ClientTLS: clientTLS, Interval: interval,
+		HalfLife: halfLife, DefaultPriorityFactor: factor,
+		PreemptionRequirements: pc.c.String("PREEMPTION_REQUIREMENTS", "")})
 	if err != nil {
 		return err
 	}
@@ -164,6 +178,7 @@ func serveAgent(ctx context.Context, pc *poolConfig, name string, logger *slog.L
 		TLS: serverTLS, ClientTLS: clientTLS,
 		CertPEM: pems[0], KeyPEM: pems[1], CAPEM: pems[2],
 		MatchmakerAddr: mmAddr, AdvertiseAddr: tcp.Addr().String(),
+		FlockTo:           strings.Fields(strings.ReplaceAll(pc.c.String("FLOCK_TO", ""), ",", " ")),
 		AdvertiseInterval: interval,
 		ShadowCommand:     []string{exe, "shadow"},
 		ClaimWorkLife:     workLife,
@@ -208,6 +223,9 @@ func serveStartd(ctx context.Context, pc *poolConfig, name string, logger *slog.
 	execute = filepath.Join(execute, name)
 	if err := os.MkdirAll(execute, 0o755); err != nil {
 		return fmt.Errorf("startd: execute directory: %w", err)
+	}
+	if err := writeSandboxPolicy(pc, execute); err != nil {
+		return fmt.Errorf("startd: %w", err)
 	}
 	serverTLS, clientTLS, err := pc.tlsConfigs("startd")
 	if err != nil {
