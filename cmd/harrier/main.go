@@ -58,7 +58,7 @@ func commands() []command {
 	return []command{
 		{"pool", "pool up --dir DIR [--startds N] [--detach] | pool down --dir DIR", runPool},
 		{"submit", "submit [--pool DIR] FILE", runSubmit},
-		{"q", "q [--pool DIR] [-json] [-long] [-constraint EXPR] [ID...]", runQ},
+		{"q", "q [--pool DIR] [-json] [-long] [-better-analyze] [-constraint EXPR] [ID...]", runQ},
 		{"history", "history [--pool DIR] [-json] [-long] [-limit N] [ID...]", runHistory},
 		{"status", "status [--pool DIR] [-json] [-long] [-constraint EXPR]", runStatus},
 		{"rm", "rm [--pool DIR] ID...", actCommand("rm")},

@@ -76,6 +76,10 @@ func queryJobs(name string, args []string, stdout io.Writer, call func(wire.Sche
 	constraint := tf.fs.String("constraint", "", "a ClassAd expression the jobs must satisfy")
 	limit := tf.fs.Int("limit", 0, "print at most this many jobs")
 	af := tf.fs.Bool("af", false, "autoformat: print the values of the attributes named after the options, one job per line")
+	analyze := false
+	if name == "q" {
+		tf.fs.BoolVar(&analyze, "better-analyze", false, "explain why the jobs do or do not match the pool's machines")
+	}
 	client, closeFn, err := tf.connect(context.Background(), args)
 	if err != nil {
 		return err
@@ -99,6 +103,9 @@ func queryJobs(name string, args []string, stdout io.Writer, call func(wire.Sche
 	}
 	if *af {
 		return autoformat(stdout, reply.Ads, attrs)
+	}
+	if analyze {
+		return betterAnalyze(ctx, stdout, client, reply.Ads)
 	}
 	return o.print(stdout, reply.Ads, func(w io.Writer, ads []*classad.ClassAd) { jobTable(w, ads, name == "history") })
 }

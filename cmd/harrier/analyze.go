@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/matchmaker"
+	"harrier.dev/harrier/wire"
+)
+
+// betterAnalyze prints, for each job ad, why it does or does not match the
+// pool's machines, in the manner of condor_q -better-analyze.
+func betterAnalyze(ctx context.Context, w io.Writer, client wire.ScheddClient, jobs []string) error {
+	reply, err := client.QueryPool(ctx, &wire.QueryRequest{Type: matchmaker.TypeMachine})
+	if err != nil {
+		return rpcError("q -better-analyze", err)
+	}
+	machines := make([]*classad.ClassAd, 0, len(reply.Ads))
+	for _, t := range reply.Ads {
+		ad, err := classad.Parse(t)
+		if err != nil {
+			return fmt.Errorf("bad machine ad from the pool: %w", err)
+		}
+		machines = append(machines, ad)
+	}
+	for _, t := range jobs {
+		job, err := classad.Parse(t)
+		if err != nil {
+			return fmt.Errorf("bad job ad from the pool: %w", err)
+		}
+		printAnalysis(w, job, matchmaker.Analyze(job, machines))
+	}
+	return nil
+}
+
+// printAnalysis writes one job's analysis.
+func printAnalysis(w io.Writer, job *classad.ClassAd, a matchmaker.Analysis) {
+	c, _ := job.EvalInt("ClusterId")
+	p, _ := job.EvalInt("ProcId")
+	id := fmt.Sprintf("%d.%d", c, p)
+	fmt.Fprintf(w, "The Requirements expression for job %s is\n\n    %s\n\n", id, a.Requirements)
+	if len(a.Conditions) > 0 {
+		fmt.Fprintf(w, "The Requirements expression for job %s reduces to these conditions:\n\n", id)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "Step\tSlots Matched\t")
+		for i, cond := range a.Conditions {
+			fmt.Fprintf(tw, "[%d]\t%d\t\n", i, cond.Machines)
+		}
+		tw.Flush()
+		for i, cond := range a.Conditions {
+			fmt.Fprintf(w, "  [%d] %s\n", i, cond.Text)
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "%s:  Run analysis summary ignoring user priority.  Of %d machines,\n", id, a.Machines)
+	fmt.Fprintf(w, "  %6d are rejected by your job's requirements\n", a.RejectedByJob)
+	fmt.Fprintf(w, "  %6d reject your job because of their own requirements\n", a.RejectedByMachine)
+	fmt.Fprintf(w, "  %6d match and are already running your jobs\n", a.RunningOwn)
+	fmt.Fprintf(w, "  %6d match but are serving other users\n", a.ServingOthers)
+	fmt.Fprintf(w, "  %6d are able to run your job\n", a.Available)
+	if b := a.Blame(); b >= 0 && a.RejectedByJob > 0 {
+		cond := a.Conditions[b]
+		if cond.Machines == 0 {
+			fmt.Fprintf(w, "\nCondition [%d] matches no machine: %s\n", b, cond.Text)
+		} else {
+			fmt.Fprintf(w, "\nCondition [%d] is the most restrictive (%d of %d machines): %s\n", b, cond.Machines, a.Machines, cond.Text)
+		}
+	}
+	if len(a.MachineConditions) > 0 {
+		fmt.Fprintf(w, "\nMachines rejecting the job, by the first of their conditions to fail:\n")
+		for _, cond := range a.MachineConditions {
+			fmt.Fprintf(w, "  %6d  %s\n", cond.Machines, strings.TrimSpace(cond.Text))
+		}
+	}
+	fmt.Fprintln(w)
+}
