@@ -1,15 +1,38 @@
 package sandbox
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 )
+
+// Policy is what the machine's administrator decides for every slot. The
+// startd saves it in the state root (WritePolicy) and each starter reads it
+// (ReadPolicy), so that both see the pool configuration the startd was
+// started with.
+type Policy struct {
+	// User is the slot user jobs run as. Default "nobody".
+	User string `json:"user,omitempty"`
+	// AllowRoot lets User be root; without it a root slot user is an error.
+	AllowRoot bool `json:"allow_root,omitempty"`
+	// PidsLimit caps the number of processes and threads of a job.
+	// Default 1024.
+	PidsLimit int64 `json:"pids_limit,omitempty"`
+	// CPUQuota adds a hard CPU quota of request_cpus CPUs to the CPU
+	// shares every job gets in proportion to request_cpus.
+	CPUQuota bool `json:"cpu_quota,omitempty"`
+	// DiskFactor puts a job on hold once its scratch directory holds more
+	// than DiskFactor times its request_disk. Default 2; negative turns
+	// the check off.
+	DiskFactor float64 `json:"disk_factor,omitempty"`
+}
 
 // Config is how a slot runs its jobs. The zero values of the optional
 // fields select the documented defaults.
@@ -21,20 +44,7 @@ type Config struct {
 	StateRoot string
 	// Slot is the slot's short name ("slot1"), required.
 	Slot string
-	// User is the slot user jobs run as. Default "nobody".
-	User string
-	// AllowRoot lets User be root; without it a root slot user is an error.
-	AllowRoot bool
-	// PidsLimit caps the number of processes and threads of a job.
-	// Default 1024.
-	PidsLimit int64
-	// CPUQuota adds a hard CPU quota of request_cpus CPUs to the CPU
-	// shares every job gets in proportion to request_cpus.
-	CPUQuota bool
-	// DiskFactor puts a job on hold once its scratch directory holds more
-	// than DiskFactor times its request_disk. Default 2; negative turns
-	// the check off.
-	DiskFactor float64
+	Policy
 	// DiskInterval is how often the scratch directory is measured.
 	// Default 30 s.
 	DiskInterval time.Duration
@@ -153,3 +163,42 @@ func containerID(slot, jobID string) string {
 // StateRoot is the state root of the startd whose execute directory is
 // executeDir: the startd and its starters agree on it this way.
 func StateRoot(executeDir string) string { return filepath.Join(executeDir, "sandbox") }
+
+// policyFile is the Policy's name in the state root.
+const policyFile = "policy.json"
+
+// WritePolicy saves p in stateRoot for the starters to read.
+func WritePolicy(stateRoot string, p Policy) error {
+	if err := os.MkdirAll(stateRoot, 0o700); err != nil {
+		return fmt.Errorf("write sandbox policy: %w", err)
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("write sandbox policy: %w", err)
+	}
+	tmp := filepath.Join(stateRoot, policyFile+".tmp")
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return fmt.Errorf("write sandbox policy: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(stateRoot, policyFile)); err != nil {
+		return fmt.Errorf("write sandbox policy: %w", err)
+	}
+	return nil
+}
+
+// ReadPolicy reads the Policy saved in stateRoot; with none saved it is
+// the zero Policy, all defaults.
+func ReadPolicy(stateRoot string) (Policy, error) {
+	var p Policy
+	b, err := os.ReadFile(filepath.Join(stateRoot, policyFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return p, nil
+	}
+	if err != nil {
+		return p, fmt.Errorf("read sandbox policy: %w", err)
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return p, fmt.Errorf("read sandbox policy %s: %w", filepath.Join(stateRoot, policyFile), err)
+	}
+	return p, nil
+}

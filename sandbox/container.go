@@ -46,6 +46,7 @@ type spec struct {
 	rootfs       string   // see prepareRootfs
 	hostDirs     []string // the host's top-level directories, bound read-only
 	memoryBytes  int64
+	noSwap       bool // the memory limit covers swap too
 	cpuShares    uint64
 	cpuQuota     int64 // microseconds per cpuPeriod; 0: none
 	pidsLimit    int64
@@ -64,6 +65,10 @@ func containerConfig(s spec) *configs.Config {
 		caps = &configs.Capabilities{Bounding: rootCaps, Effective: rootCaps, Permitted: rootCaps}
 	}
 	pids := s.pidsLimit
+	var swap int64 // 0: not set
+	if s.noSwap {
+		swap = s.memoryBytes
+	}
 	cfg := &configs.Config{
 		// An empty directory holding the host's top-level directories,
 		// bound read-only: programs find their libraries.
@@ -80,12 +85,13 @@ func containerConfig(s spec) *configs.Config {
 			Name:   s.id,
 			Parent: s.cgroupParent,
 			Resources: &cgroups.Resources{
-				Memory:    s.memoryBytes,
-				CpuShares: s.cpuShares,
-				CpuQuota:  s.cpuQuota,
-				CpuPeriod: cpuPeriod,
-				PidsLimit: &pids,
-				Devices:   devices,
+				Memory:     s.memoryBytes,
+				MemorySwap: swap,
+				CpuShares:  s.cpuShares,
+				CpuQuota:   s.cpuQuota,
+				CpuPeriod:  cpuPeriod,
+				PidsLimit:  &pids,
+				Devices:    devices,
 			},
 		},
 		MaskPaths:     maskedPaths,

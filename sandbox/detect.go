@@ -31,3 +31,13 @@ func Available() error {
 	}
 	return nil
 }
+
+// swapAccounting reports whether a memory limit can cover swap as well,
+// so that a job over its limit is killed rather than swapped out.
+func swapAccounting() bool {
+	if cgroups.Mode() == cgroups.Unified {
+		return true
+	}
+	_, err := os.Stat("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes")
+	return err == nil
+}

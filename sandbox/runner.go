@@ -66,6 +66,7 @@ func (r *Runner) Start(ctx context.Context, t *Task) (_ *Job, retErr error) {
 		rootfs:       rootfs,
 		hostDirs:     hostDirs,
 		memoryBytes:  t.MemoryMB << 20,
+		noSwap:       t.MemoryMB > 0 && swapAccounting(),
 		cpuShares:    uint64(max(t.Cpus, 1)) * 1024,
 		pidsLimit:    r.cfg.PidsLimit,
 	}

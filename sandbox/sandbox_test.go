@@ -268,14 +268,51 @@ func TestBadInput(t *testing.T) {
 }
 
 func TestConfigRefusesRoot(t *testing.T) {
-	if _, err := NewRunner(Config{StateRoot: t.TempDir(), Slot: "slot1", User: "root"}); err == nil {
+	if _, err := NewRunner(Config{StateRoot: t.TempDir(), Slot: "slot1", Policy: Policy{User: "root"}}); err == nil {
 		t.Error("root slot user accepted without AllowRoot")
 	}
-	if _, err := NewRunner(Config{StateRoot: t.TempDir(), Slot: "slot1", User: "root", AllowRoot: true}); err != nil {
+	if _, err := NewRunner(Config{StateRoot: t.TempDir(), Slot: "slot1", Policy: Policy{User: "root", AllowRoot: true}}); err != nil {
 		t.Error(err)
 	}
 	if _, err := NewRunner(Config{StateRoot: "rel", Slot: "slot/1"}); err == nil {
 		t.Error("bad state root and slot accepted")
+	}
+}
+
+func TestPolicyRoundTrip(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "sandbox")
+	if p, err := ReadPolicy(root); err != nil || p != (Policy{}) {
+		t.Fatalf("no policy saved: %+v, %v; want defaults", p, err)
+	}
+	want := Policy{User: "daemon", PidsLimit: 99, CPUQuota: true, DiskFactor: -1}
+	if err := WritePolicy(root, want); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ReadPolicy(root); err != nil || got != want {
+		t.Errorf("ReadPolicy = %+v, %v; want %+v", got, err, want)
+	}
+	os.WriteFile(filepath.Join(root, policyFile), []byte("{"), 0o600)
+	if _, err := ReadPolicy(root); err == nil {
+		t.Error("a broken policy file read without error")
+	}
+}
+
+func TestRootJobsWhenAllowed(t *testing.T) {
+	r := testRunner(t, func(c *Config) { c.User, c.AllowRoot = "root", true })
+	res := runJob(t, r, `id -u; touch /etc/harrier-escape 2>/dev/null && echo wrote`, nil)
+	if strings.TrimSpace(res.stdout) != "0" {
+		t.Errorf("stdout %q, want uid 0 and a read-only host", res.stdout)
+	}
+}
+
+func TestDiskLimitHolds(t *testing.T) {
+	r := testRunner(t, func(c *Config) { c.DiskInterval = 20 * time.Millisecond })
+	res := runJob(t, r, `head -c 2000000 /dev/zero > big; sleep 30`, func(task *Task) { task.DiskKB = 100 })
+	if res.exit.HoldCode != HoldCodeOutOfResources || !strings.HasPrefix(res.exit.HoldReason, "Job has gone over disk limit of 100 kilobytes.") {
+		t.Errorf("exit %+v, want a hold for disk", res.exit)
+	}
+	if res.exit.Usage.DiskBytes < 1<<20 {
+		t.Errorf("disk usage %d, want the 2 MB file counted", res.exit.Usage.DiskBytes)
 	}
 }
 

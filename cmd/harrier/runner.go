@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -30,12 +32,13 @@ func chooseRunner(spec *starter.Spec, logger *slog.Logger) starter.Runner {
 		return starter.ProcessRunner{}
 	}
 	// The scratch directory is in the startd's execute directory.
+	root := sandbox.StateRoot(filepath.Dir(spec.ScratchDir))
 	slot, _, _ := strings.Cut(spec.Slot, "@")
-	r, err := sandbox.NewRunner(sandbox.Config{
-		StateRoot: sandbox.StateRoot(filepath.Dir(spec.ScratchDir)),
-		Slot:      slot,
-		Logger:    logger,
-	})
+	policy, err := sandbox.ReadPolicy(root)
+	if err != nil {
+		return failingRunner{fmt.Errorf("Cannot run jobs in containers on this machine: %w", err)}
+	}
+	r, err := sandbox.NewRunner(sandbox.Config{StateRoot: root, Slot: slot, Policy: policy, Logger: logger})
 	if err != nil {
 		return failingRunner{fmt.Errorf("Cannot run jobs in containers on this machine: %w", err)}
 	}
@@ -83,4 +86,35 @@ func (c containerJob) Usage() (starter.Usage, error) {
 
 func starterUsage(u sandbox.Usage) starter.Usage {
 	return starter.Usage{UserCPU: u.UserCPU, SysCPU: u.SysCPU, MaxRSSBytes: u.MaxRSSBytes, MemoryBytes: u.MemoryBytes}
+}
+
+// writeSandboxPolicy saves the administrator's sandbox settings where the
+// startd's starters read them:
+//
+//	SLOT_USER           the user jobs run as (default nobody)
+//	ALLOW_ROOT_JOBS     whether SLOT_USER may be root (default false)
+//	SLOT_PIDS_LIMIT     processes and threads per job (default 1024)
+//	CPU_HARD_LIMIT      a CPU quota of request_cpus on top of shares (default false)
+//	DISK_LIMIT_FACTOR   hold a job whose scratch holds more than this times
+//	                    its request_disk (default 2; negative: never)
+func writeSandboxPolicy(pc *poolConfig, executeDir string) error {
+	allowRoot, err1 := pc.c.Bool("ALLOW_ROOT_JOBS", false)
+	pids, err2 := pc.c.Int("SLOT_PIDS_LIMIT", 0)
+	quota, err3 := pc.c.Bool("CPU_HARD_LIMIT", false)
+	var (
+		factor float64
+		err4   error
+	)
+	if v := pc.c.String("DISK_LIMIT_FACTOR", ""); v != "" {
+		if factor, err4 = strconv.ParseFloat(v, 64); err4 != nil {
+			err4 = fmt.Errorf("DISK_LIMIT_FACTOR %q: not a number", v)
+		}
+	}
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		return fmt.Errorf("sandbox policy: %w", err)
+	}
+	return sandbox.WritePolicy(sandbox.StateRoot(executeDir), sandbox.Policy{
+		User: pc.c.String("SLOT_USER", ""), AllowRoot: allowRoot, PidsLimit: pids,
+		CPUQuota: quota, DiskFactor: factor,
+	})
 }
