@@ -227,9 +227,6 @@ func serveStartd(ctx context.Context, pc *poolConfig, name string, logger *slog.
 	if err := writeSandboxPolicy(pc, execute); err != nil {
 		return fmt.Errorf("startd: %w", err)
 	}
-	if err := writeSandboxPolicy(pc, execute); err != nil {
-		return fmt.Errorf("startd: %w", err)
-	}
 	serverTLS, clientTLS, err := pc.tlsConfigs("startd")
 	if err != nil {
 		return err
