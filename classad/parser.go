@@ -369,12 +369,10 @@ func (p *parser) binop() (op, int) {
 // associative, by precedence climbing.
 func (p *parser) binary(minPrec int) node {
 	l := p.unary()
-	chain := 0
-	defer func() { p.tree -= chain }()
-	for !p.failed() && p.deeper(1) {
-		chain++
+	base := p.tree
+	for !p.failed() {
 		o, prec := p.binop()
-		if o == opNone || prec < minPrec {
+		if o == opNone || prec < minPrec || !p.deeper(1) {
 			break
 		}
 		p.advance()
@@ -392,6 +390,7 @@ func (p *parser) binary(minPrec int) node {
 			l = b
 		}
 	}
+	p.tree = base
 	return l
 }
 
@@ -451,10 +450,8 @@ func (p *parser) number(t token) node {
 }
 
 func (p *parser) postfix(x node) node {
-	chain := 0
-	defer func() { p.tree -= chain }()
-	for !p.failed() && p.deeper(1) {
-		chain++
+	base := p.tree
+	for !p.failed() && (p.isPunct(".") || p.isPunct("[")) && p.deeper(1) {
 		switch {
 		case p.isPunct("."):
 			p.advance()
@@ -474,10 +471,9 @@ func (p *parser) postfix(x node) node {
 			p.expect("]", "to close subscript")
 			p.leave()
 			x = &indexNode{x: x, i: i}
-		default:
-			return x
 		}
 	}
+	p.tree = base
 	return x
 }
 
