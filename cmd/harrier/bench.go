@@ -17,8 +17,11 @@ import (
 
 // runBench runs in-process benchmarks of pool components.
 func runBench(args []string, _ io.Reader, stdout io.Writer) error {
+	if len(args) > 0 && args[0] == "throughput" {
+		return runBenchThroughput(args[1:], stdout)
+	}
 	if len(args) == 0 || args[0] != "negotiate" {
-		return usagef("bench wants a benchmark name: negotiate")
+		return usagef("bench wants a benchmark name: negotiate or throughput")
 	}
 	fs := flag.NewFlagSet("bench negotiate", flag.ContinueOnError)
 	var p poolShape

@@ -67,7 +67,7 @@ func commands() []command {
 		{"wait", "wait [--pool DIR] [--timeout SECONDS] ID", runWait},
 		{"classad", "classad eval [-ad FILE|-] [AD-ATTRS...] EXPR...", runClassad},
 		{"userprio", "userprio [--pool DIR] [-json]", runUserprio},
-		{"bench", "bench negotiate [--machines M] [--jobs J] [--users U] [--autoclusters A] [--runs N] [--baseline JOBS]", runBench},
+		{"bench", "bench negotiate [--machines M] [--jobs J] [--users U] [--autoclusters A] [--runs N] [--baseline JOBS] | bench throughput [--jobs N] [--startds S] [--slots K] [--queue Q] [--sandbox process|container]", runBench},
 		{"daemon", "daemon matchmaker|agent|startd --config FILE [--name NAME]", runDaemon},
 		{"shadow", "shadow (started by the agent)", runShadow},
 		{"starter", "starter (started by a startd)", runStarter},
