@@ -58,9 +58,10 @@ func NewAccountant(halfLife time.Duration, defaultFactor float64, factors map[st
 	return &Accountant{halfLife: halfLife, defaultFactor: defaultFactor, factors: factors, users: map[string]*account{}}
 }
 
-// Update records that at now each user held usage[user] slots, and decays
-// every real priority toward its user's usage over the time since the
-// previous update. The first update only starts the clock.
+// Update decays every real priority toward the number of slots its user
+// held since the previous update, over the time since then, and records
+// that from now each user holds usage[user] slots. The first update only
+// starts the clock.
 func (a *Accountant) Update(now time.Time, usage map[string]int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -76,12 +77,13 @@ func (a *Accountant) Update(now time.Time, usage map[string]int) {
 	a.last = now
 	beta := math.Pow(0.5, dt.Seconds()/a.halfLife.Seconds())
 	for user, acc := range a.users {
+		// What the user held since the last update is what it used.
 		acc.accumulated += time.Duration(acc.inUse) * dt
+		acc.real = max(beta*acc.real+(1-beta)*float64(acc.inUse), minPriority)
 		acc.inUse = usage[user]
 		if acc.inUse > 0 {
 			acc.lastUsage = now
 		}
-		acc.real = max(beta*acc.real+(1-beta)*float64(acc.inUse), minPriority)
 	}
 }
 

@@ -2,6 +2,7 @@ package matchmaker
 
 import (
 	"cmp"
+	"math"
 	"runtime"
 	"slices"
 	"strings"
@@ -361,9 +362,10 @@ func (a *allocator) allocate(reqs []Request, plans []*plan, p Prioritizer) []int
 			break
 		}
 		progress := false
+		pie := float64(left)
 		for _, q := range active {
 			// Round shares up, so that every round makes progress.
-			quota := int(float64(left)/q.prio/weight + 0.999999)
+			quota := int(math.Ceil(pie/q.prio/weight - 1e-9))
 			for quota > 0 && left > 0 && q.at < len(q.reqs) {
 				i := q.reqs[q.at]
 				if q.served == len(reqs[i].JobIDs) || !a.take(&reqs[i], plans[i], q.served) {
