@@ -26,6 +26,17 @@
 // machines have; the unified (v2) path is present but untested here, and
 // on v2 it needs a delegated subtree whose own processes sit in a leaf.
 //
+// The job's first process is the init of its pid namespace, which the
+// kernel shields from signals it does not handle; Job.Signal makes up for
+// it, ending the job as an ordinary process would have ended. When that
+// process exits, the kernel kills the rest of the namespace, so Wait
+// leaves no process behind; it then removes the container's cgroups and
+// state (its mounts went with its mount namespace).
+//
+// The administrator's choices (slot user, root jobs, pids limit, hard CPU
+// limit, disk factor) are a Policy, which the startd saves in the state
+// root for its starters.
+//
 // A binary that uses this package must let libcontainer re-execute it as
 // the container's init: call Init first thing when IsInit reports true (see
 // init.go), with the main goroutine locked to the main thread.

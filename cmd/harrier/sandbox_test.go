@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -89,23 +90,55 @@ echo "done"
 	p.must(t, "rm", sid)
 	eventually(t, 30*time.Second, "the removed job's process to go", func() bool { return len(sleepers()) == 0 })
 	eventually(t, 30*time.Second, "the slot to be free", func() bool { return strings.Contains(p.must(t, "status"), "Unclaimed") })
+
+	// A starter killed under its job: the startd cleans up after it.
+	sl = p.submit(t, dir, "sleep2.sub", "executable = /bin/sleep\narguments = 31337\nlog = sleep2.log\nqueue\n")
+	eventually(t, 30*time.Second, "the second sleeper to run", func() bool { return len(sleepers()) > 0 })
+	starterPid := parentOf(t, sleepers()[0])
+	if cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", starterPid)); !strings.HasSuffix(string(cmd), "\x00starter\x00") {
+		t.Fatalf("the job's parent %d is %q, not a starter", starterPid, cmd)
+	}
+	if err := syscall.Kill(starterPid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the orphaned job's process to go", func() bool { return len(sleepers()) == 0 })
 	exec := filepath.Join(p.dir, "execute")
 	if left, _ := filepath.Glob(filepath.Join(exec, "*", "sandbox", "containers", "*")); len(left) != 0 {
 		t.Errorf("containers left: %v", left)
 	}
 }
 
-// sleepers lists the host's processes running "sleep 31337".
-func sleepers() []string {
-	var pids []string
+// sleepers lists the pids of the host's processes running "sleep 31337".
+func sleepers() []int {
+	var pids []int
 	dirs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, d := range dirs {
 		b, _ := os.ReadFile(d)
 		if strings.Contains(string(b), "31337") && strings.Contains(string(b), "sleep") {
-			pids = append(pids, d)
+			if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(d))); err == nil {
+				pids = append(pids, pid)
+			}
 		}
 	}
 	return pids
+}
+
+// parentOf returns a process's parent: for a job's first process, its
+// starter.
+func parentOf(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "PPid:"); ok {
+			ppid, _ := strconv.Atoi(strings.TrimSpace(v))
+			return ppid
+		}
+	}
+	t.Fatalf("no parent of %d", pid)
+	return 0
 }
 
 // reportStartLatency logs the time from the claim's activation (the
