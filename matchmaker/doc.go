@@ -4,24 +4,51 @@
 //
 // The package is split along the line drawn by Nomad's scheduler: the
 // negotiation itself ([Negotiator.Negotiate]) is a pure function from ads to
-// matches, with no locks, clocks or RPC inside; the [Collector] owns the
-// mutable ad store; a cycle driver takes a snapshot from the collector,
-// negotiates, applies the decisions back to the collector and hands the
-// notifications to a [Notifier]. Tests replace the notifier and the clock.
+// matches, with no locks or RPC inside; the [Collector] owns the mutable ad
+// store; a cycle driver takes a snapshot from the collector, charges usage
+// to the [Accountant], negotiates, applies the decisions back to the
+// collector and hands the notifications to a [Notifier]. Tests replace the
+// notifier and the clock.
 //
 // Matching follows HTCondor: a job and a machine match when each side's
 // Requirements evaluates to true against the other; among the machines a job
 // matches it gets the one its own Rank likes best, ties broken by the
-// machine's Rank of the job and then by slot name so that a cycle is
-// deterministic. Only machines whose State is "Unclaimed" are offered, and
-// each machine at most once per cycle.
+// machine's Rank of the job. Only Unclaimed machines are offered freely,
+// each at most once per cycle.
+//
+// The negotiator scales by the techniques of Tannenbaum's "A New
+// Architecture for Matchmaking in Condor" and Raman's thesis:
+//
+//   - Resource requests. Agents group their idle jobs into autoclusters
+//     (jobs equal in every attribute a match can read: the significant
+//     attributes this package publishes in its Negotiator ad) and advertise
+//     one [Request] per autocluster with the list of its jobs. A plain job
+//     ad is a request for one job.
+//   - Matchlists. Each distinct request ad gets one matchlist per cycle:
+//     the machines it matches, best first. Its jobs take machines from the
+//     front. Matchlists are computed in parallel before allocation.
+//   - Machine classes. Free machines that no request can tell apart (same
+//     policy text, same values of everything requests and their own policy
+//     read) form a class; matchlists hold classes, not machines. Conjuncts
+//     of a machine's Requirements that read only the machine itself
+//     (LoadAvg <= 0.3) are evaluated once per machine.
+//   - Indexing. Conjuncts of a request's Requirements of the form
+//     TARGET.Attr op constant are windows on a one-dimensional index of the
+//     classes by Attr; only classes inside every window are evaluated.
+//
+// Requests negotiate in fair-share order: submitters by effective
+// priority from the [Accountant] (priorities decay toward current usage
+// with PRIORITY_HALFLIFE and are multiplied by priority factors), each up
+// to its pie slice of the free machines, round after round. A request left
+// wanting may then preempt a Claimed machine whose Rank prefers it over the
+// job it runs (CurrentRank), or run by a user of worse priority where
+// PREEMPTION_REQUIREMENTS holds. Preemption is a match sent to the startd,
+// which vacates the running job.
 //
 // A cycle runs when something changed that could make a new match (a machine
 // that appeared or became Unclaimed, a job id the agent had not advertised
 // before), debounced so that a burst of advertisements makes one cycle, and
-// also periodically (NEGOTIATOR_INTERVAL) to pick up everything else.
-//
-// Fair share, autoclusters, indexing, preemption and flocking are not here
-// yet; their seams are the [Prioritizer] that orders submitters and the
-// per-group matching loop in the negotiator.
+// also periodically (NEGOTIATOR_INTERVAL) to pick up everything else. Each
+// cycle publishes its statistics, by phase, in the Negotiator ad, and the
+// user priorities as Accounting ads.
 package matchmaker

@@ -121,6 +121,11 @@ func (d *driver) notify(ctx context.Context, m Match) {
 	claim := newClaimID()
 	job := m.Job.Ad.Copy()
 	job.SetString("JobId", m.Job.ID)
+	if p := m.Preempts; p != nil {
+		// The startd reads these to vacate the running job for this one.
+		job.SetString(AttrPreemptReason, p.Reason)
+		job.SetString(AttrPreemptsJob, p.JobID)
+	}
 	jobAd := job.String()
 	addr, _ := m.Machine.Ad.EvalString("StartdAddr")
 	log := d.log.With("job", m.Job.ID, "agent", m.Job.Agent, "slot", m.Machine.Name)

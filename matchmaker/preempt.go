@@ -10,6 +10,15 @@ import (
 // StateClaimed is the state of a slot that runs, or is about to run, a job.
 const StateClaimed = "Claimed"
 
+// Attributes of the job ad in a preempting match notification to a
+// startd: why the match preempts ("rank" or "priority") and the JobId of
+// the job to vacate. A startd that does not vacate for a match refuses it,
+// and the job waits for the next cycle.
+const (
+	AttrPreemptReason = "PreemptReason"
+	AttrPreemptsJob   = "PreemptsJob"
+)
+
 // preempt lets requests that still want machines displace running jobs,
 // in the same submitter order as allocation. Preemption in Harrier always
 // means vacate: the match goes to the startd, which evicts the job back to
