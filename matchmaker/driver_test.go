@@ -203,3 +203,39 @@ func TestPeriodicCycleMatchesWithoutEvents(t *testing.T) {
 		t.Errorf("matched %s, want 1.0", req.JobId)
 	}
 }
+
+func TestCyclePublishesPrioritiesAndSignificantAttributes(t *testing.T) {
+	n := newFakeNotifier()
+	clock := newFakeClock()
+	c := NewCollector(clock)
+	acct := NewAccountant(time.Hour, 1, nil)
+	d := &driver{
+		log: quietLogger(), collector: c, notifier: n, clock: clock, name: "negotiator@test",
+		negotiator: Negotiator{Priorities: acct}, accountant: acct,
+		interval: time.Hour, debounce: time.Hour,
+		kick: make(chan struct{}, 1), sem: make(chan struct{}, 1),
+	}
+	busy := machineText("slot1@a", StateClaimed, 1024, `RemoteOwner = "bob"; Rank = TARGET.Department == "CS"`)
+	c.Advertise(TypeMachine, "slot1@a", mustParse(t, busy), 10*time.Hour)
+	d.cycle(context.Background())
+	clock.Advance(time.Hour)
+	d.cycle(context.Background())
+	ads := c.Query(TypeAccounting, classad.Expr{})
+	if len(ads) != 1 {
+		t.Fatalf("accounting ads %v", ads)
+	}
+	if name, _ := ads[0].EvalString("Name"); name != "bob" {
+		t.Errorf("accounting ad for %q", name)
+	}
+	// One half-life at one slot from 0.5: 0.75.
+	if p, _ := ads[0].EvalReal("Priority"); p != 0.75 {
+		t.Errorf("bob's priority %v, want 0.75", p)
+	}
+	neg := c.Query(TypeNegotiator, classad.Expr{})
+	if len(neg) != 1 {
+		t.Fatalf("negotiator ads %v", neg)
+	}
+	if s, _ := neg[0].EvalString(AttrSignificantAttributes); s != "department,requestmemory" {
+		t.Errorf("significant attributes %q", s)
+	}
+}
