@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -139,3 +140,18 @@ func pipe(t testing.TB) (*os.File, *os.File) {
 }
 
 func lines(s string) []string { return strings.Split(strings.TrimSpace(s), "\n") }
+
+// cgroupExists reports whether the cgroup at path exists in some
+// hierarchy.
+func cgroupExists(path string) bool {
+	roots, err := hierarchies()
+	if err != nil {
+		return false
+	}
+	for _, root := range roots {
+		if _, err := os.Stat(filepath.Join(root, path)); err == nil {
+			return true
+		}
+	}
+	return false
+}

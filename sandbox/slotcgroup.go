@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -171,19 +170,4 @@ func removeEmptyParents(stateRoot string) {
 			_ = unix.Rmdir(filepath.Join(root, p)) // ENOTEMPTY/EBUSY: still in use
 		}
 	}
-}
-
-// cgroupExists reports whether the cgroup at path exists in some
-// hierarchy.
-func cgroupExists(path string) bool {
-	roots, err := hierarchies()
-	if err != nil {
-		return false
-	}
-	for _, root := range roots {
-		if _, err := os.Stat(filepath.Join(root, path)); err == nil {
-			return true
-		}
-	}
-	return false
 }
