@@ -23,13 +23,16 @@ const loadWindow = time.Minute
 
 // loadMeter measures the CPU load caused by Harrier's own jobs: the CPU
 // time used by each starter's process tree (the starter and everything it
-// started, found through parent process ids in /proc, so that it works
-// with and without containers), averaged like the kernel's one-minute load
-// average. Short-lived processes that exit between two samples are not
-// counted: the per-process times in /proc are all there is without
-// cgroups.
+// started, found in /proc, so that it works with and without containers),
+// averaged like the kernel's one-minute load average. Short-lived
+// processes that exit between two samples are not counted: the
+// per-process times in /proc are all there is without cgroups.
 type loadMeter struct {
 	procRoot string // "/proc"
+	// children is true if the kernel lists each task's children
+	// (/proc/PID/task/TID/children), so that a tree is found by walking
+	// down from the starter rather than by reading every process.
+	children bool
 
 	mu    sync.Mutex
 	prev  map[int]uint64 // pid → CPU ticks at the last sample, for tree members
@@ -38,14 +41,29 @@ type loadMeter struct {
 }
 
 func newLoadMeter(procRoot string) *loadMeter {
-	return &loadMeter{procRoot: procRoot, prev: map[int]uint64{}, loads: map[int]float64{}}
+	_, err := os.Stat(filepath.Join(procRoot, "thread-self", "children"))
+	return &loadMeter{procRoot: procRoot, children: err == nil, prev: map[int]uint64{}, loads: map[int]float64{}}
 }
 
 // sample reads the process table and updates the load of every slot.
 // starters maps slot ids to the pids of their running starters; a slot
 // without one decays towards zero.
 func (lm *loadMeter) sample(starters map[int]int, now time.Time) {
-	procs := readProcs(lm.procRoot)
+	var all map[int]proc // the whole process table, read only if needed
+	trees := map[int]map[int]proc{}
+	for slot, pid := range starters {
+		if lm.children {
+			trees[slot] = readTree(lm.procRoot, pid)
+			continue
+		}
+		if all == nil {
+			all = readProcs(lm.procRoot)
+		}
+		trees[slot] = map[int]proc{}
+		for _, p := range descendants(all, pid) {
+			trees[slot][p] = all[p]
+		}
+	}
 	lm.mu.Lock()
 	defer lm.mu.Unlock()
 	dt := now.Sub(lm.last)
@@ -53,9 +71,9 @@ func (lm *loadMeter) sample(starters map[int]int, now time.Time) {
 	lm.last = now
 	next := map[int]uint64{}
 	used := map[int]uint64{} // slot id → ticks used since the last sample
-	for slot, pid := range starters {
-		for _, p := range descendants(procs, pid) {
-			ticks := procs[p].ticks
+	for slot, tree := range trees {
+		for p, pr := range tree {
+			ticks := pr.ticks
 			next[p] = ticks
 			if prev, ok := lm.prev[p]; ok && ticks >= prev {
 				used[slot] += ticks - prev
@@ -97,6 +115,40 @@ func decayLoad(prev, cpus float64, dt time.Duration) float64 {
 type proc struct {
 	ppid  int
 	ticks uint64 // user + system CPU time
+}
+
+// readTree reads the process tree rooted at pid by following each task's
+// list of children. Processes that vanish while it reads are skipped.
+func readTree(root string, pid int) map[int]proc {
+	out := map[int]proc{}
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		if _, seen := out[p]; seen {
+			continue
+		}
+		dir := filepath.Join(root, strconv.Itoa(p))
+		b, err := os.ReadFile(filepath.Join(dir, "stat"))
+		if err != nil {
+			continue
+		}
+		st, err := parseStat(b)
+		if err != nil {
+			continue
+		}
+		out[p] = st
+		tasks, _ := os.ReadDir(filepath.Join(dir, "task"))
+		for _, t := range tasks {
+			b, _ := os.ReadFile(filepath.Join(dir, "task", t.Name(), "children"))
+			for _, f := range bytes.Fields(b) {
+				if c, err := strconv.Atoi(string(f)); err == nil {
+					queue = append(queue, c)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // readProcs reads every process's parent and CPU time. Processes that

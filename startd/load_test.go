@@ -2,6 +2,7 @@ package startd
 
 import (
 	"math"
+	"os"
 	"os/exec"
 	"slices"
 	"testing"
@@ -76,8 +77,16 @@ func TestDecayLoad(t *testing.T) {
 }
 
 // A job's CPU use shows as its slot's load; an idle job's slot and a busy
-// process outside Harrier do not count.
+// process outside Harrier do not count. Both ways of finding the trees
+// are tried where the kernel lists children.
 func TestLoadMeterCountsOnlyStarterTrees(t *testing.T) {
+	t.Run("scan", func(t *testing.T) { testLoadMeter(t, false) })
+	if newLoadMeter("/proc").children {
+		t.Run("children", func(t *testing.T) { testLoadMeter(t, true) })
+	}
+}
+
+func testLoadMeter(t *testing.T, children bool) {
 	start := func(script string) *exec.Cmd {
 		cmd := exec.Command("/bin/sh", "-c", script)
 		if err := cmd.Start(); err != nil {
@@ -95,9 +104,10 @@ func TestLoadMeterCountsOnlyStarterTrees(t *testing.T) {
 	outside := start(`while :; do :; done`)
 
 	lm := newLoadMeter("/proc")
+	lm.children = children
 	starters := map[int]int{1: busyStarter.Process.Pid, 2: idleStarter.Process.Pid}
 	deadline := time.Now().Add(30 * time.Second)
-	for lm.load(1) < 0.01 {
+	for lm.load(1) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("the busy job's slot never showed load: %v", lm.load(1))
 		}
@@ -108,9 +118,15 @@ func TestLoadMeterCountsOnlyStarterTrees(t *testing.T) {
 		t.Errorf("idle job's slot load %v", l)
 	}
 	lm.mu.Lock()
-	_, counted := lm.prev[outside.Process.Pid]
+	_, busyIn := lm.prev[busyStarter.Process.Pid]
+	_, idleIn := lm.prev[idleStarter.Process.Pid]
+	_, outsideIn := lm.prev[outside.Process.Pid]
+	members := len(lm.prev)
 	lm.mu.Unlock()
-	if counted {
+	if !busyIn || !idleIn || members < 3 {
+		t.Errorf("starters' trees incomplete: busy %v, idle %v, %d processes", busyIn, idleIn, members)
+	}
+	if outsideIn {
 		t.Error("a process outside Harrier was counted")
 	}
 	// The job ends: its slot's load decays.
@@ -123,7 +139,7 @@ func TestLoadMeterCountsOnlyStarterTrees(t *testing.T) {
 
 func BenchmarkLoadSample(b *testing.B) {
 	lm := newLoadMeter("/proc")
-	starters := map[int]int{1: 1}
+	starters := map[int]int{1: os.Getpid()}
 	b.ReportAllocs()
 	for b.Loop() {
 		lm.sample(starters, time.Now())
