@@ -1,0 +1,289 @@
+package checkpoint
+
+import (
+	"archive/tar"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// An image travels as a zstd stream of a tar archive: the image
+// directory's files in name order, then ManifestName, the list of every
+// file with its size and SHA-256. The manifest comes last so that Pack
+// makes one pass; a reader checks every file against it before the image
+// counts as good.
+
+// ManifestName is the last entry of a packed image.
+const ManifestName = "MANIFEST"
+
+// maxManifest bounds the manifest a reader accepts.
+const maxManifest = 1 << 20
+
+// ErrBadImage reports a packed image that is corrupted, truncated or
+// not an image at all.
+var ErrBadImage = errors.New("bad checkpoint image")
+
+// Manifest lists the files of an image.
+type Manifest struct {
+	Version int       `json:"version"`
+	Files   []FileSum `json:"files"`
+	// Info is the dump's Result when the image holds InfoName.
+	Info *Result `json:"-"`
+}
+
+// FileSum is one file of an image.
+type FileSum struct {
+	Name   string `json:"name"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+// Size is the total size of the image's files, uncompressed.
+func (m *Manifest) Size() int64 {
+	var n int64
+	for _, f := range m.Files {
+		n += f.Size
+	}
+	return n
+}
+
+// Pack writes the image in dir to w, compressed, and returns its
+// manifest. The image directory must hold only regular files.
+func Pack(w io.Writer, dir string) (*Manifest, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("pack: %w", err)
+	}
+	zw, err := zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedFastest))
+	if err != nil {
+		return nil, fmt.Errorf("pack: %w", err)
+	}
+	tw := tar.NewWriter(zw)
+	m := &Manifest{Version: 1}
+	buf := make([]byte, 1<<20)
+	for _, e := range entries { // ReadDir sorts by name
+		if !e.Type().IsRegular() || e.Name() == ManifestName {
+			zw.Close()
+			return nil, fmt.Errorf("pack %s: %s is not a regular image file", dir, e.Name())
+		}
+		sum, err := packFile(tw, filepath.Join(dir, e.Name()), buf)
+		if err != nil {
+			zw.Close()
+			return nil, fmt.Errorf("pack %s: %w", dir, err)
+		}
+		m.Files = append(m.Files, sum)
+	}
+	mb, err := json.Marshal(m)
+	if err != nil {
+		zw.Close()
+		return nil, fmt.Errorf("pack: %w", err)
+	}
+	hdr := &tar.Header{Name: ManifestName, Mode: 0o600, Size: int64(len(mb)), Typeflag: tar.TypeReg, Format: tar.FormatPAX}
+	err = tw.WriteHeader(hdr)
+	if err == nil {
+		_, err = tw.Write(mb)
+	}
+	if err == nil {
+		err = tw.Close()
+	}
+	if cerr := zw.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pack %s: %w", dir, err)
+	}
+	return m, nil
+}
+
+// packFile appends one file to tw and returns its sum.
+func packFile(tw *tar.Writer, path string, buf []byte) (FileSum, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return FileSum{}, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return FileSum{}, err
+	}
+	hdr := &tar.Header{Name: fi.Name(), Mode: 0o600, Size: fi.Size(), Typeflag: tar.TypeReg, Format: tar.FormatPAX}
+	if err := tw.WriteHeader(hdr); err != nil {
+		return FileSum{}, err
+	}
+	h := sha256.New()
+	n, err := io.CopyBuffer(io.MultiWriter(tw, h), io.LimitReader(f, fi.Size()), buf)
+	if err != nil {
+		return FileSum{}, fmt.Errorf("%s: %w", fi.Name(), err)
+	}
+	if n != fi.Size() {
+		return FileSum{}, fmt.Errorf("%s: changed while packed", fi.Name())
+	}
+	return FileSum{Name: fi.Name(), Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+// Verify reads a packed image from r to its end and checks it against
+// its manifest, keeping nothing. The error wraps ErrBadImage if the
+// image is not good.
+func Verify(r io.Reader) (*Manifest, error) {
+	return readImage(r, func(string) (io.WriteCloser, error) { return nopCloser{io.Discard}, nil })
+}
+
+// Unpack reads a packed image from r into dir, which must not exist, and
+// checks it against its manifest. The directory and its files are
+// owner-only. On any error dir is removed; an error wrapping ErrBadImage
+// says the image itself is bad.
+func Unpack(r io.Reader, dir string) (*Manifest, error) {
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("unpack: %w", err)
+	}
+	m, err := readImage(r, func(name string) (io.WriteCloser, error) {
+		return os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	})
+	if err != nil {
+		return nil, errors.Join(err, os.RemoveAll(dir))
+	}
+	return m, nil
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
+
+// readImage decompresses and walks a packed image, handing each file to
+// a writer from create, and checks the files against the manifest.
+func readImage(r io.Reader, create func(name string) (io.WriteCloser, error)) (*Manifest, error) {
+	zr, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadImage, err)
+	}
+	defer zr.Close()
+	tr := tar.NewReader(zr)
+	var (
+		got  []FileSum
+		info []byte
+		m    *Manifest
+		buf  = make([]byte, 1<<20)
+	)
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, bad(err)
+		}
+		if m != nil {
+			return nil, bad(fmt.Errorf("%s after the manifest", hdr.Name))
+		}
+		if hdr.Typeflag != tar.TypeReg || !validName(hdr.Name) {
+			return nil, bad(fmt.Errorf("entry %q is not an image file", hdr.Name))
+		}
+		if hdr.Name == ManifestName {
+			if m, err = readManifest(tr, hdr.Size); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if slices.ContainsFunc(got, func(f FileSum) bool { return f.Name == hdr.Name }) {
+			return nil, bad(fmt.Errorf("%s twice", hdr.Name))
+		}
+		w, err := create(hdr.Name)
+		if err != nil {
+			return nil, fmt.Errorf("unpack %s: %w", hdr.Name, err)
+		}
+		h := sha256.New()
+		var keep bytes.Buffer
+		dst := io.MultiWriter(w, h)
+		if hdr.Name == InfoName && hdr.Size <= maxManifest {
+			dst = io.MultiWriter(w, h, &keep)
+		}
+		n, err := io.CopyBuffer(dst, tr, buf)
+		if cerr := w.Close(); err == nil && cerr != nil {
+			return nil, fmt.Errorf("unpack %s: %w", hdr.Name, cerr)
+		}
+		if err != nil {
+			return nil, bad(fmt.Errorf("%s: %w", hdr.Name, err))
+		}
+		if hdr.Name == InfoName {
+			info = keep.Bytes()
+		}
+		got = append(got, FileSum{Name: hdr.Name, Size: n, SHA256: hex.EncodeToString(h.Sum(nil))})
+	}
+	if m == nil {
+		return nil, bad(errors.New("no manifest: the image is truncated"))
+	}
+	// Read to the end of the stream so that zstd checks its own sums.
+	if _, err := io.Copy(io.Discard, zr); err != nil {
+		return nil, bad(err)
+	}
+	if !slices.Equal(got, m.Files) {
+		return nil, bad(mismatch(got, m.Files))
+	}
+	if info != nil {
+		m.Info = new(Result)
+		if err := json.Unmarshal(info, m.Info); err != nil {
+			return nil, bad(fmt.Errorf("%s: %w", InfoName, err))
+		}
+	}
+	return m, nil
+}
+
+// readManifest decodes the manifest entry.
+func readManifest(r io.Reader, size int64) (*Manifest, error) {
+	if size > maxManifest {
+		return nil, bad(fmt.Errorf("manifest of %d bytes", size))
+	}
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, bad(err)
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, bad(fmt.Errorf("manifest: %w", err))
+	}
+	if m.Version != 1 {
+		return nil, bad(fmt.Errorf("manifest version %d", m.Version))
+	}
+	return &m, nil
+}
+
+// validName accepts the flat file names of an image directory.
+func validName(name string) bool {
+	return name != "" && name != "." && name != ".." && !strings.ContainsAny(name, "/\x00")
+}
+
+// mismatch says how the files read differ from the manifest.
+func mismatch(got, want []FileSum) error {
+	byName := make(map[string]FileSum, len(got))
+	for _, f := range got {
+		byName[f.Name] = f
+	}
+	for _, w := range want {
+		g, ok := byName[w.Name]
+		switch {
+		case !ok:
+			return fmt.Errorf("%s is missing", w.Name)
+		case g.Size != w.Size:
+			return fmt.Errorf("%s has %d bytes, the manifest says %d", w.Name, g.Size, w.Size)
+		case g.SHA256 != w.SHA256:
+			return fmt.Errorf("%s: checksum mismatch", w.Name)
+		}
+		delete(byName, w.Name)
+	}
+	for name := range byName {
+		return fmt.Errorf("%s is not in the manifest", name)
+	}
+	return errors.New("files out of order")
+}
+
+func bad(err error) error { return fmt.Errorf("%w: %v", ErrBadImage, err) }

@@ -1,0 +1,276 @@
+package checkpoint
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/opencontainers/runc/libcontainer"
+)
+
+// writeInput makes the file the counting job reads a line of per count.
+func writeInput(t testing.TB, dir string) {
+	t.Helper()
+	var b strings.Builder
+	for i := 1; i <= 10000; i++ {
+		fmt.Fprintf(&b, "line%d\n", i)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "input.txt"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkReads fails unless every count read the input line of its number.
+func checkReads(t testing.TB, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if want := fmt.Sprintf("%d line%d", i+1, i+1); l != want {
+			t.Fatalf("reads.txt line %d: %q, want %q", i+1, l, want)
+		}
+	}
+}
+
+// transfer packs the image in dir and unpacks it into a new directory,
+// as on its way to the shadow and on to the next machine.
+func transfer(t testing.TB, dir string) (string, *Manifest) {
+	t.Helper()
+	var buf bytes.Buffer
+	if _, err := Pack(&buf, dir); err != nil {
+		t.Fatal(err)
+	}
+	out := dir + ".received"
+	m, err := Unpack(&buf, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, m
+}
+
+func findInput(inputs []Input, path string) (Input, bool) {
+	for _, in := range inputs {
+		if in.Path == path {
+			return in, true
+		}
+	}
+	return Input{}, false
+}
+
+// TestDumpRestore checkpoints a counting job, sends its image through
+// Pack and Unpack and restores it: the count goes on with no gap and the
+// job reads on from where it was in its input.
+func TestDumpRestore(t *testing.T) {
+	needCRIU(t)
+	ctx := context.Background()
+	tmp := t.TempDir()
+	root, jobDir := filepath.Join(tmp, "state"), filepath.Join(tmp, "job")
+	if err := os.Mkdir(jobDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeInput(t, jobDir)
+	cfg := containerConfig(t, "ckpt-plain", jobDir, 256<<20)
+	args := []string{"sh", "-c", countScript}
+	j := startJob(t, root, "ckpt-plain", cfg, args, nil)
+	countsFile := filepath.Join(jobDir, "counts.txt")
+	waitCount(t, countsFile, 5)
+
+	img := filepath.Join(tmp, "img")
+	res, err := Dump(ctx, j.c, DumpOptions{ImageDir: img})
+	if err != nil {
+		j.stop(t)
+		t.Fatal(err)
+	}
+	j.gone(t)
+	before := counts(t, countsFile)
+	if res.Stats.Frozen <= 0 || res.Stats.PagesWritten == 0 {
+		t.Errorf("dump statistics %+v", res.Stats)
+	}
+	in, ok := findInput(res.Inputs, "/job/input.txt")
+	if !ok || in.Size != 88894 {
+		t.Errorf("inputs %+v: want /job/input.txt of 88894 bytes", res.Inputs)
+	}
+	if _, ok := findInput(res.Inputs, "/job/counts.txt"); ok {
+		t.Errorf("inputs %+v hold a file open for appending", res.Inputs)
+	}
+	fi, err := os.Stat(img)
+	if err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("image directory %v %v, want mode 0700", fi.Mode(), err)
+	}
+
+	received, m := transfer(t, img)
+	if m.Info == nil || m.Info.Stats != res.Stats {
+		t.Errorf("manifest info %+v, want the dump's result", m.Info)
+	}
+	p, out := newProcess(args, nil)
+	c, rres, err := Restore(ctx, RestoreOptions{Root: root, ID: "ckpt-plain", Config: cfg, Process: p, ImageDir: received})
+	if err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+	r := &job{c: c, p: p, out: out}
+	defer r.stop(t)
+	if rres.Stats.Restore <= 0 {
+		t.Errorf("restore statistics %+v", rres.Stats)
+	}
+	after := waitCount(t, countsFile, len(before)+5)
+	checkUnbroken(t, after)
+	checkReads(t, filepath.Join(jobDir, "reads.txt"))
+	if err := r.c.Signal(syscall.SIGKILL); err != nil {
+		t.Errorf("signal the restored container: %v", err)
+	}
+}
+
+// TestFUSERestore checkpoints a job whose working directory is a FUSE
+// mount served outside the container, replaces the server by a new
+// process at another path, and restores onto it.
+func TestFUSERestore(t *testing.T) {
+	needCRIU(t)
+	ctx := context.Background()
+	tmp := t.TempDir()
+	root, backing := filepath.Join(tmp, "state"), filepath.Join(tmp, "backing")
+	if err := os.Mkdir(backing, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeInput(t, backing)
+	srv := startFUSE(t, backing, filepath.Join(tmp, "mnt1"))
+	cfg := containerConfig(t, "ckpt-fuse", srv.mnt, 256<<20)
+	args := []string{"sh", "-c", countScript}
+	j := startJob(t, root, "ckpt-fuse", cfg, args, nil)
+	countsFile := filepath.Join(backing, "counts.txt")
+	waitCount(t, countsFile, 5)
+
+	img := filepath.Join(tmp, "img")
+	res, err := Dump(ctx, j.c, DumpOptions{ImageDir: img, Timeout: 30 * time.Second, AbortFUSE: []string{srv.mnt}})
+	if err != nil {
+		j.stop(t)
+		t.Fatal(err)
+	}
+	j.gone(t) // before the server goes: the job's last close reaches it
+	srv.stop()
+	before := counts(t, countsFile)
+	if _, ok := findInput(res.Inputs, "/job/input.txt"); !ok {
+		t.Errorf("inputs %+v lack /job/input.txt", res.Inputs)
+	}
+	received, _ := transfer(t, img)
+
+	// A bare directory where the FUSE mount should be is refused.
+	bare := filepath.Join(tmp, "bare")
+	os.Mkdir(bare, 0o755)
+	bareCfg, err := Rebind(cfg, map[string]string{"/job": bare})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := newProcess(args, nil)
+	_, _, err = Restore(ctx, RestoreOptions{Root: root, ID: "ckpt-fuse", Config: bareCfg, Process: p,
+		ImageDir: received, FUSE: []string{bare}})
+	if !errors.Is(err, ErrNotFUSE) {
+		t.Fatalf("restore onto a bare directory: %v, want ErrNotFUSE", err)
+	}
+
+	srv2 := startFUSE(t, backing, filepath.Join(tmp, "mnt2"))
+	cfg2, err := Rebind(cfg, map[string]string{"/job": srv2.mnt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, out := newProcess(args, nil)
+	c, _, err := Restore(ctx, RestoreOptions{Root: root, ID: "ckpt-fuse", Config: cfg2, Process: p,
+		ImageDir: received, FUSE: []string{srv2.mnt}})
+	if err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+	r := &job{c: c, p: p, out: out}
+	after := waitCount(t, countsFile, len(before)+5)
+	r.stop(t)
+	checkUnbroken(t, after)
+	checkReads(t, filepath.Join(backing, "reads.txt"))
+}
+
+// TestWatchdog stops the FUSE server during a dump: the watchdog kills
+// CRIU at the deadline, the job is thawed and counts on once the server
+// answers again.
+func TestWatchdog(t *testing.T) {
+	needCRIU(t)
+	ctx := context.Background()
+	tmp := t.TempDir()
+	root, backing := filepath.Join(tmp, "state"), filepath.Join(tmp, "backing")
+	if err := os.Mkdir(backing, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeInput(t, backing)
+	srv := startFUSE(t, backing, filepath.Join(tmp, "mnt"))
+	cfg := containerConfig(t, "ckpt-stuck", srv.mnt, 256<<20)
+	j := startJob(t, root, "ckpt-stuck", cfg, []string{"sh", "-c", countScript}, nil)
+	defer j.stop(t)
+	countsFile := filepath.Join(backing, "counts.txt")
+	waitCount(t, countsFile, 3)
+
+	if err := srv.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Dump(ctx, j.c, DumpOptions{ImageDir: filepath.Join(tmp, "img"), Timeout: 2 * time.Second})
+	if !errors.Is(err, ErrTimeout) {
+		t.Errorf("dump with a stopped FUSE server: %v, want ErrTimeout", err)
+	}
+	if err := srv.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	// Status waits for the container's lock, which CRIU holds until it
+	// has exited (it may wait for the server to close its files).
+	st, err := j.c.Status()
+	if err != nil || st != libcontainer.Running {
+		t.Fatalf("container after the aborted dump: %v %v, want running", st, err)
+	}
+	n := len(counts(t, countsFile))
+	checkUnbroken(t, waitCount(t, countsFile, n+5))
+}
+
+// TestWatchdogAbortFUSE lets the watchdog abort the FUSE connection: a
+// dump against a stopped server then ends without the server's help, and
+// the job (whose working directory is now dead) still runs.
+func TestWatchdogAbortFUSE(t *testing.T) {
+	needCRIU(t)
+	ctx := context.Background()
+	tmp := t.TempDir()
+	root, backing := filepath.Join(tmp, "state"), filepath.Join(tmp, "backing")
+	if err := os.Mkdir(backing, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeInput(t, backing)
+	srv := startFUSE(t, backing, filepath.Join(tmp, "mnt"))
+	cfg := containerConfig(t, "ckpt-abort", srv.mnt, 256<<20)
+	j := startJob(t, root, "ckpt-abort", cfg, []string{"sh", "-c", countScript}, nil)
+	waitCount(t, filepath.Join(backing, "counts.txt"), 3)
+
+	if err := srv.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Dump(ctx, j.c, DumpOptions{ImageDir: filepath.Join(tmp, "img"), Timeout: 2 * time.Second,
+		Grace: time.Second, AbortFUSE: []string{srv.mnt}})
+	if !errors.Is(err, ErrTimeout) || errors.Is(err, ErrStuck) {
+		t.Errorf("dump with a stopped FUSE server: %v, want ErrTimeout and CRIU gone", err)
+	}
+	status := make(chan libcontainer.Status, 1)
+	go func() {
+		st, _ := j.c.Status()
+		status <- st
+	}()
+	select {
+	case st := <-status:
+		if st != libcontainer.Running {
+			t.Errorf("container after the aborted dump: %v, want running", st)
+		}
+	case <-time.After(30 * time.Second): // a guard against a hang, not a measurement
+		t.Error("the container stays locked: CRIU did not exit")
+	}
+	_ = srv.cmd.Process.Signal(syscall.SIGCONT)
+	j.stop(t)
+}

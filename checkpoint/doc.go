@@ -1,0 +1,43 @@
+// Package checkpoint saves a running job's container to an image with
+// CRIU and brings it back, on the same machine or another one, so that a
+// vacated job continues where it was instead of starting again.
+//
+// The starter calls Dump on the job's libcontainer container (CRIU
+// through libcontainer and go-criu), Pack to stream the image home
+// compressed, and, on the next machine, Unpack and Restore. The shadow
+// keeps the latest good image of each job in a Store. The pieces and the
+// reasons for them:
+//
+//   - A dump is watched: CRIU reads through the job's FUSE working
+//     directory (it stats and opens every file the job holds) and waits
+//     with no time limit if that file system stops answering. Dump kills
+//     CRIU when its deadline passes, thaws the job, and, if the caller
+//     allows it, aborts the FUSE connection as the last resort (the job
+//     then keeps running but its working directory is gone).
+//   - A restore changes only the sources of the container's bind mounts:
+//     CRIU treats them as external mounts and binds whatever is at the
+//     new source, so the caller mounts the new FUSE server first and
+//     Restore verifies by statfs that the source is FUSE before it
+//     starts CRIU (CRIU itself does not look).
+//   - A file the job holds open for reading must have the same size at
+//     restore as at the dump, or CRIU refuses to restore. Dump reads
+//     those files and their sizes (Result.Inputs) back from the image's
+//     files.img with go-criu's crit: exactly what CRIU will check, and
+//     no I/O of ours on a FUSE mount that may be stuck. CheckInputs
+//     compares the recorded sizes with the files as they are now.
+//   - An image travels as a zstd-compressed tar stream ending in a
+//     manifest of per-file SHA-256 sums; Unpack and Verify reject a
+//     corrupted, truncated or padded stream before anything is restored.
+//   - Pre-copy (iterative pre-dumps that shorten the frozen time) needs
+//     the kernel's soft-dirty bits; Probe reports whether CRIU has them
+//     and PreDump refuses with ErrNoPreCopy where it has not. Our machines
+//     have not, so dumps here are full dumps.
+//
+// CRIU's statistics (frozen time, memory dump and write time, pages
+// written; restore time) come back with every dump and restore.
+//
+// A binary that uses this package must lock its main goroutine to the
+// main OS thread in init: libcontainer's mount helper otherwise can leave
+// the main thread in the container's mount namespace, which pins the old
+// FUSE mount and wedges its server's unmount.
+package checkpoint

@@ -1,0 +1,210 @@
+package checkpoint
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/opencontainers/runc/libcontainer"
+)
+
+// Defaults of DumpOptions and RestoreOptions.
+const (
+	DefaultTimeout = 2 * time.Minute
+	DefaultGrace   = 2 * time.Second
+)
+
+// InfoName is the file Dump writes into the image directory: the dump's
+// Result as JSON. It travels with the image, so the shadow can read the
+// job's inputs and the dump's statistics from a stored image.
+const InfoName = "harrier-dump.json"
+
+// Errors of the watchdog. ErrStuck comes with ErrTimeout (or the
+// context's error): CRIU was killed but has not exited, typically
+// because it is closing a file on a FUSE mount whose server does not
+// answer; the container is locked until it does, and its methods block.
+var (
+	ErrTimeout = errors.New("criu did not finish in time")
+	ErrStuck   = errors.New("criu does not exit")
+)
+
+// DumpOptions say where and how to dump a container.
+type DumpOptions struct {
+	// ImageDir receives the image; it must not exist and is made
+	// owner-only (0700).
+	ImageDir string
+	// WorkDir receives CRIU's log and statistics; default ImageDir with
+	// ".work" appended. It is kept apart so that it does not travel with
+	// the image.
+	WorkDir string
+	// LeaveRunning keeps the job running after the dump (a periodic
+	// checkpoint); otherwise CRIU kills it once it is saved (a vacate).
+	LeaveRunning bool
+	// Timeout bounds the whole dump (default DefaultTimeout). When it
+	// passes, CRIU is killed and the job is thawed: it keeps running.
+	Timeout time.Duration
+	// Grace is how long Dump waits for CRIU to go once killed, and again
+	// after aborting FUSE connections (default DefaultGrace).
+	Grace time.Duration
+	// AbortFUSE lists host mount points of FUSE file systems the job
+	// uses. If CRIU is stuck in one of them even after SIGKILL (the
+	// server took the request and never answers), Dump aborts their
+	// connections through fusectl: the job goes on running, but every
+	// access to those mounts fails from then on. Empty: never abort.
+	AbortFUSE []string
+	// Parent is the image directory of a pre-dump this dump builds on
+	// (see PreDump), relative to ImageDir or absolute; empty for a full
+	// dump.
+	Parent string
+	Logger *slog.Logger // default slog.Default()
+}
+
+func (o DumpOptions) withDefaults() (DumpOptions, error) {
+	if o.ImageDir == "" {
+		return o, errors.New("no image directory")
+	}
+	if o.WorkDir == "" {
+		o.WorkDir = filepath.Clean(o.ImageDir) + ".work"
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.Grace <= 0 {
+		o.Grace = DefaultGrace
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o, nil
+}
+
+// Result is what a dump produced, besides the image.
+type Result struct {
+	// Stats are CRIU's own figures from stats-dump.
+	Stats DumpStats `json:"stats"`
+	// Inputs are the regular files the job held open or mapped whose
+	// size CRIU checks at restore (see CheckInputs).
+	Inputs []Input `json:"inputs"`
+	// Wall is the time Dump took, CRIU's start-up included.
+	Wall time.Duration `json:"wall"`
+	// Time is when the dump finished.
+	Time time.Time `json:"time"`
+}
+
+// Dump checkpoints the running container c into opts.ImageDir. Unless
+// opts.LeaveRunning is set the job is gone when Dump returns nil; the
+// caller still waits for its init process and destroys c. On an error
+// the job is left running: an error wrapping ErrTimeout says the
+// watchdog killed CRIU and thawed the job, one also wrapping ErrStuck
+// that CRIU has not exited yet (see ErrStuck).
+func Dump(ctx context.Context, c *libcontainer.Container, opts DumpOptions) (*Result, error) {
+	return dump(ctx, c, opts, false)
+}
+
+func dump(ctx context.Context, c *libcontainer.Container, opts DumpOptions, pre bool) (*Result, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", c.ID(), err)
+	}
+	if err := os.Mkdir(opts.ImageDir, 0o700); err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", c.ID(), err)
+	}
+	if err := os.MkdirAll(opts.WorkDir, 0o700); err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", c.ID(), err)
+	}
+	// Before CRIU runs: the container's lock stays taken while CRIU
+	// does, and a stuck CRIU must not keep us from thawing the job.
+	freezer, err := freezerFile(c)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", c.ID(), err)
+	}
+	start := time.Now()
+	w := watchdog{
+		workDir: opts.WorkDir, log: "dump.log",
+		timeout: opts.Timeout, grace: opts.Grace,
+		abortFUSE: opts.AbortFUSE, logger: opts.Logger.With("container", c.ID()),
+	}
+	err = w.run(ctx, func() error {
+		return c.Checkpoint(&libcontainer.CriuOpts{
+			ImagesDirectory: opts.ImageDir,
+			WorkDirectory:   opts.WorkDir,
+			LeaveRunning:    opts.LeaveRunning,
+			ParentImage:     opts.Parent,
+			PreDump:         pre,
+		})
+	})
+	if err != nil {
+		if w.fired {
+			if terr := thaw(freezer); terr != nil {
+				err = errors.Join(err, terr)
+			}
+		}
+		return nil, fmt.Errorf("checkpoint %s: %w", c.ID(), err)
+	}
+	res := &Result{Wall: time.Since(start), Time: time.Now()}
+	if res.Stats, err = readDumpStats(opts.WorkDir); err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", c.ID(), err)
+	}
+	if res.Inputs, err = readInputs(opts.ImageDir); err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", c.ID(), err)
+	}
+	if err := writeInfo(opts.ImageDir, res); err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", c.ID(), err)
+	}
+	return res, nil
+}
+
+// writeInfo stores res as InfoName in dir, owner-only.
+func writeInfo(dir string, res *Result) error {
+	b, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, InfoName), b, 0o600)
+}
+
+// ReadInfo reads the Result a dump left in the image directory dir.
+func ReadInfo(dir string) (*Result, error) {
+	b, err := os.ReadFile(filepath.Join(dir, InfoName))
+	if err != nil {
+		return nil, err
+	}
+	var res Result
+	if err := json.Unmarshal(b, &res); err != nil {
+		return nil, fmt.Errorf("%s: %w", InfoName, err)
+	}
+	return &res, nil
+}
+
+// freezerFile is the file that freezes and thaws c's cgroup.
+func freezerFile(c *libcontainer.Container) (string, error) {
+	st, err := c.State()
+	if err != nil {
+		return "", err
+	}
+	if p := st.CgroupPaths["freezer"]; p != "" {
+		return filepath.Join(p, "freezer.state"), nil
+	}
+	if p := st.CgroupPaths[""]; p != "" { // unified hierarchy
+		return filepath.Join(p, "cgroup.freeze"), nil
+	}
+	return "", errors.New("no freezer cgroup")
+}
+
+// thaw undoes what a killed CRIU leaves behind: a frozen (or
+// half-frozen) cgroup. CRIU's ptrace hold ends by itself when CRIU dies.
+func thaw(freezer string) error {
+	v := "THAWED"
+	if filepath.Base(freezer) == "cgroup.freeze" {
+		v = "0"
+	}
+	if err := os.WriteFile(freezer, []byte(v), 0); err != nil {
+		return fmt.Errorf("thaw: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,147 @@
+package checkpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/opencontainers/runc/libcontainer"
+	"github.com/opencontainers/runc/libcontainer/configs"
+)
+
+// ErrNotFUSE reports a bind-mount source that should be a FUSE mount
+// and is not: CRIU would restore the job onto a bare directory.
+var ErrNotFUSE = errors.New("not a FUSE mount")
+
+// RestoreOptions say how to bring a dumped container back.
+type RestoreOptions struct {
+	// Root and ID are the libcontainer state root and the new
+	// container's ID.
+	Root, ID string
+	// Config is the dumped container's configuration with this
+	// machine's bind-mount sources (see Rebind).
+	Config *configs.Config
+	// Process receives the restored job's standard I/O (give it pipes or
+	// writers, as when the job was started); Init must be true.
+	Process *libcontainer.Process
+	// ImageDir holds the image; WorkDir (default ImageDir with
+	// ".restore" appended) receives CRIU's log and statistics.
+	ImageDir, WorkDir string
+	// FUSE lists bind-mount sources in Config that must be FUSE mounts,
+	// already served; Restore checks them before starting CRIU.
+	FUSE []string
+	// Timeout bounds the restore (default DefaultTimeout); Grace is as
+	// in DumpOptions.
+	Timeout, Grace time.Duration
+	Logger         *slog.Logger // default slog.Default()
+}
+
+// RestoreResult is what a restore reports.
+type RestoreResult struct {
+	Stats RestoreStats
+	// Wall is the time Restore took, container creation included.
+	Wall time.Duration
+}
+
+// Restore creates container opts.ID from opts.Config and restores the
+// image in opts.ImageDir into it. The returned container is freshly
+// loaded from its state: the one libcontainer restored into cannot be
+// signalled (runc 1.5.2 sets its start time only on start or load). On
+// an error nothing of the new container is left.
+func Restore(ctx context.Context, opts RestoreOptions) (*libcontainer.Container, *RestoreResult, error) {
+	start := time.Now()
+	if opts.WorkDir == "" {
+		opts.WorkDir = filepath.Clean(opts.ImageDir) + ".restore"
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.Grace <= 0 {
+		opts.Grace = DefaultGrace
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Config == nil || opts.Process == nil {
+		return nil, nil, fmt.Errorf("restore %s: no configuration or process", opts.ID)
+	}
+	for _, m := range opts.FUSE {
+		ok, err := isFUSE(m)
+		if err != nil {
+			return nil, nil, fmt.Errorf("restore %s: %w", opts.ID, err)
+		}
+		if !ok {
+			return nil, nil, fmt.Errorf("restore %s: %s: %w", opts.ID, m, ErrNotFUSE)
+		}
+	}
+	if err := os.MkdirAll(opts.WorkDir, 0o700); err != nil {
+		return nil, nil, fmt.Errorf("restore %s: %w", opts.ID, err)
+	}
+	c, err := libcontainer.Create(opts.Root, opts.ID, opts.Config)
+	if err != nil {
+		return nil, nil, fmt.Errorf("restore %s: create container: %w", opts.ID, err)
+	}
+	w := watchdog{
+		workDir: opts.WorkDir, log: "restore.log",
+		timeout: opts.Timeout, grace: opts.Grace,
+		logger: opts.Logger.With("container", opts.ID),
+	}
+	err = w.run(ctx, func() error {
+		return c.Restore(opts.Process, &libcontainer.CriuOpts{
+			ImagesDirectory: opts.ImageDir,
+			WorkDirectory:   opts.WorkDir,
+		})
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("restore %s: %w", opts.ID, errors.Join(err, destroy(c)))
+	}
+	loaded, err := libcontainer.Load(opts.Root, opts.ID)
+	if err != nil {
+		return nil, nil, fmt.Errorf("restore %s: load restored container: %w", opts.ID, err)
+	}
+	res := &RestoreResult{Wall: time.Since(start)}
+	if res.Stats, err = readRestoreStats(opts.WorkDir); err != nil {
+		opts.Logger.Warn("restored without statistics", "container", opts.ID, "err", err)
+	}
+	return loaded, res, nil
+}
+
+// destroy removes a container whose restore failed, killing whatever
+// CRIU had already restored.
+func destroy(c *libcontainer.Container) error {
+	_ = c.Signal(os.Kill)
+	if err := c.Destroy(); err != nil {
+		return fmt.Errorf("destroy: %w", err)
+	}
+	return nil
+}
+
+// Rebind returns a copy of cfg whose bind mounts take their sources
+// from sources, keyed by the mount's destination in the container:
+// on restore only the sources change. Every key must name a bind mount.
+func Rebind(cfg *configs.Config, sources map[string]string) (*configs.Config, error) {
+	out := *cfg
+	out.Mounts = make([]*configs.Mount, len(cfg.Mounts))
+	found := make(map[string]bool, len(sources))
+	for i, m := range cfg.Mounts {
+		out.Mounts[i] = m
+		src, ok := sources[m.Destination]
+		if !ok || !m.IsBind() {
+			continue
+		}
+		mm := *m
+		mm.Source = src
+		out.Mounts[i] = &mm
+		found[m.Destination] = true
+	}
+	for dst := range sources {
+		if !found[dst] {
+			return nil, fmt.Errorf("rebind: no bind mount at %s", dst)
+		}
+	}
+	return &out, nil
+}

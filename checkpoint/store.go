@@ -1,0 +1,121 @@
+package checkpoint
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Store keeps the latest good packed image of each job, on the submit
+// side. A new image replaces the old one only once it has been received
+// completely, verified against its manifest and synced to disk, and the
+// replacement is an atomic rename: a crash or a bad upload at any point
+// leaves the previous good image in place. Images are owner-only.
+//
+// A Store is safe for concurrent use by jobs with different names; the
+// images of one job must be put by one caller at a time.
+type Store struct {
+	dir string
+}
+
+// OpenStore opens (making it, owner-only, if need be) the store in dir
+// and removes uploads a crash left behind.
+func OpenStore(dir string) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("image store: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("image store: %w", err)
+	}
+	stale, err := filepath.Glob(filepath.Join(dir, ".*.tmp*"))
+	if err != nil {
+		return nil, fmt.Errorf("image store: %w", err)
+	}
+	for _, p := range stale {
+		if err := os.Remove(p); err != nil {
+			return nil, fmt.Errorf("image store: %w", err)
+		}
+	}
+	return &Store{dir: dir}, nil
+}
+
+// path is where job's image lives.
+func (s *Store) path(job string) (string, error) {
+	if job == "" || job == "." || job == ".." || strings.HasPrefix(job, ".") || strings.ContainsAny(job, "/\x00") {
+		return "", fmt.Errorf("image store: bad job name %q", job)
+	}
+	return filepath.Join(s.dir, job+".ckpt"), nil
+}
+
+// Put reads a packed image of job from r to its end and, if it is good,
+// makes it the job's image. On an error the previous image, if any, is
+// still the job's image; an error wrapping ErrBadImage says the upload
+// was corrupted or incomplete.
+func (s *Store) Put(job string, r io.Reader) (*Manifest, error) {
+	final, err := s.path(job)
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.CreateTemp(s.dir, "."+job+".tmp*")
+	if err != nil {
+		return nil, fmt.Errorf("image store: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // fails harmlessly once renamed
+	m, err := Verify(io.TeeReader(r, tmp))
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), final)
+	}
+	if err == nil {
+		err = syncDir(s.dir)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("image store: put %s: %w", job, err)
+	}
+	return m, nil
+}
+
+// Open opens job's image for reading; the error wraps os.ErrNotExist if
+// the job has none. The open file stays readable even if Put replaces
+// the image meanwhile.
+func (s *Store) Open(job string) (*os.File, error) {
+	p, err := s.path(job)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, fmt.Errorf("image store: %w", err)
+	}
+	return f, nil
+}
+
+// Remove deletes job's image; a job without one is not an error.
+func (s *Store) Remove(job string) error {
+	p, err := s.path(job)
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("image store: %w", err)
+	}
+	return syncDir(s.dir)
+}
+
+// syncDir makes a rename or removal in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

@@ -1,0 +1,243 @@
+package checkpoint
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// watchdog runs one CRIU call with a deadline. CRIU has no timeout of
+// its own for file system calls: a FUSE server that stops answering
+// stalls it for ever, with the job frozen.
+type watchdog struct {
+	workDir   string // CRIU's working directory of this call
+	log       string // the log file CRIU keeps open in workDir
+	timeout   time.Duration
+	grace     time.Duration
+	abortFUSE []string
+	logger    *slog.Logger
+	fired     bool // set when run had to stop CRIU
+}
+
+// run calls fn, which starts CRIU as a child of this process and waits
+// for it. If fn has not returned by the deadline (or ctx ends), run kills
+// the CRIU process, then, if it is still there after the grace period,
+// aborts the FUSE connections it may be stuck in. It returns fn's error,
+// or one wrapping ErrTimeout or ctx's error if it had to step in.
+func (w *watchdog) run(ctx context.Context, fn func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- fn() }()
+	timer := time.NewTimer(w.timeout)
+	defer timer.Stop()
+	var why error
+	select {
+	case err := <-done:
+		return err
+	case <-timer.C:
+		why = fmt.Errorf("%w (%v)", ErrTimeout, w.timeout)
+	case <-ctx.Done():
+		why = ctx.Err()
+	}
+	w.fired = true
+	pids := w.criuPids()
+	w.logger.Warn("stopping criu", "reason", why, "pids", pids)
+	for _, pid := range pids {
+		_ = unix.Kill(pid, unix.SIGKILL)
+	}
+	if err, ok := w.wait(done); ok {
+		return errors.Join(why, err)
+	}
+	// A killed CRIU still closes its files, and closing a file on FUSE
+	// waits for the server's answer to FLUSH, uninterruptibly (as does a
+	// request the server has read but not answered); only the server or
+	// aborting the connection ends that.
+	if len(w.abortFUSE) == 0 {
+		return fmt.Errorf("%w: %w (pids %v) and no FUSE connection may be aborted", why, ErrStuck, pids)
+	}
+	for _, m := range w.abortFUSE {
+		if err := abortFUSE(m); err != nil {
+			w.logger.Error("abort FUSE connection", "mount", m, "err", err)
+			continue
+		}
+		w.logger.Warn("aborted FUSE connection", "mount", m)
+	}
+	if err, ok := w.wait(done); ok {
+		return errors.Join(why, err)
+	}
+	return fmt.Errorf("%w: %w (pids %v) even after aborting FUSE", why, ErrStuck, pids)
+}
+
+// wait waits the grace period for fn to return.
+func (w *watchdog) wait(done <-chan error) (error, bool) {
+	t := time.NewTimer(w.grace)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err, true
+	case <-t.C:
+		return nil, false
+	}
+}
+
+// criuPids finds the CRIU processes of this call: children of this
+// process whose command is criu and that hold the call's log file open
+// (libcontainer gives no handle on the process it starts).
+func (w *watchdog) criuPids() []int {
+	logPath := filepath.Join(w.workDir, w.log)
+	if p, err := filepath.EvalSymlinks(logPath); err == nil {
+		logPath = p
+	}
+	self := os.Getpid()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		comm, ppid, ok := procStat(pid)
+		if !ok || ppid != self || comm != "criu" {
+			continue
+		}
+		if holds(pid, logPath) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// procStat reads the command name and parent of pid.
+func procStat(pid int) (comm string, ppid int, ok bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return "", 0, false
+	}
+	// pid (comm) state ppid ...; comm may hold spaces and parentheses.
+	open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+	if open < 0 || end < open {
+		return "", 0, false
+	}
+	f := bytes.Fields(b[end+1:])
+	if len(f) < 2 {
+		return "", 0, false
+	}
+	ppid, err = strconv.Atoi(string(f[1]))
+	return string(b[open+1 : end]), ppid, err == nil
+}
+
+// holds reports whether pid has path open.
+func holds(pid int, path string) bool {
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	fds, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, fd := range fds {
+		if l, err := os.Readlink(filepath.Join(dir, fd.Name())); err == nil && l == path {
+			return true
+		}
+	}
+	return false
+}
+
+// fusectlDir is where the kernel lists FUSE connections.
+const fusectlDir = "/sys/fs/fuse/connections"
+
+// abortFUSE aborts the connection of the FUSE file system mounted at
+// mountpoint: every pending and future request fails with ECONNABORTED.
+// It finds the connection in /proc/self/mountinfo, as stat(2) on a stuck
+// mount would hang.
+func abortFUSE(mountpoint string) error {
+	minor, err := mountMinor(mountpoint)
+	if err != nil {
+		return err
+	}
+	var fs unix.Statfs_t
+	if err := unix.Statfs(fusectlDir, &fs); err != nil || fs.Type != fusectlMagic {
+		if err := unix.Mount("fusectl", fusectlDir, "fusectl", 0, ""); err != nil && !errors.Is(err, unix.EBUSY) {
+			return fmt.Errorf("mount fusectl: %w", err)
+		}
+	}
+	conn := filepath.Join(fusectlDir, minor, "abort")
+	if err := os.WriteFile(conn, []byte("1"), 0); err != nil {
+		return fmt.Errorf("abort %s: %w", mountpoint, err)
+	}
+	return nil
+}
+
+// mountMinor returns the minor device number of the file system mounted
+// at mountpoint, the last one if several are stacked there.
+func mountMinor(mountpoint string) (string, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	want := filepath.Clean(mountpoint)
+	var minor string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// id parent major:minor root mountpoint options ...
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 5 || unescapeMount(fields[4]) != want {
+			continue
+		}
+		if _, m, ok := strings.Cut(fields[2], ":"); ok {
+			minor = m
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return "", fmt.Errorf("read mountinfo: %w", err)
+	}
+	if minor == "" {
+		return "", fmt.Errorf("%s is not a mount point", mountpoint)
+	}
+	return minor, nil
+}
+
+// unescapeMount undoes the octal escapes (\040 for a space) of mountinfo.
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// Magic numbers of statfs(2).
+const (
+	fuseMagic    = 0x65735546
+	fusectlMagic = 0x65735543
+)
+
+// isFUSE reports whether path is on a FUSE file system.
+func isFUSE(path string) (bool, error) {
+	var fs unix.Statfs_t
+	if err := unix.Statfs(path, &fs); err != nil {
+		return false, fmt.Errorf("statfs %s: %w", path, err)
+	}
+	return fs.Type == fuseMagic, nil
+}
