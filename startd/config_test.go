@@ -29,6 +29,18 @@ func TestNewDefaults(t *testing.T) {
 	if s.cfg.Start != "true" || s.cfg.Rank != "0" || s.adc.policy.start.String() != "true" || s.cfg.NumSlots != 1 || s.cfg.AdvertiseInterval != 10*time.Second || s.cfg.Logger == nil {
 		t.Errorf("defaults not applied: %+v", s.cfg)
 	}
+	if s.cfg.PollingInterval != time.Second || s.cfg.ClaimLease != time.Minute ||
+		strings.Join(s.cfg.Terminals, " ") != "/dev/tty* /dev/pts/*" || strings.Join(s.cfg.ConsoleDevices, " ") != "/dev/console /dev/input/*" {
+		t.Errorf("policy timing and device defaults not applied: %+v", s.cfg)
+	}
+	for name, e := range map[string]string{
+		"SUSPEND": s.adc.policy.suspend.String(), "CONTINUE": s.adc.policy.cont.String(), "IS_OWNER": s.adc.policy.isOwner.String(),
+		"WANT_VACATE": s.adc.policy.wantVacate.String(), "MaxVacateTime": s.adc.policy.maxVacateTime.String(),
+	} {
+		if e == "" {
+			t.Errorf("%s has no default", name)
+		}
+	}
 	if fi, err := os.Stat(cfg.ExecuteDir); err != nil || !fi.IsDir() {
 		t.Errorf("execute directory not created: %v", err)
 	}
@@ -69,6 +81,10 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{"negative slots", func(c *Config) { c.NumSlots = -1 }, []string{"slots"}},
 		{"tiny interval", func(c *Config) { c.AdvertiseInterval = time.Millisecond }, []string{"interval"}},
 		{"two errors", func(c *Config) { c.Start = "("; c.MatchmakerAddr = "" }, []string{"START", "matchmaker"}},
+		{"suspend syntax", func(c *Config) { c.Suspend = "KeyboardIdle <" }, []string{"SUSPEND: line 1, column 15"}},
+		{"is_owner syntax", func(c *Config) { c.IsOwner = "START =?=" }, []string{"IS_OWNER", "column"}},
+		{"polling too often", func(c *Config) { c.PollingInterval = time.Microsecond }, []string{"polling interval"}},
+		{"short lease", func(c *Config) { c.ClaimLease = time.Millisecond }, []string{"claim lease"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := validConfig(t)
