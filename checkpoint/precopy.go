@@ -52,7 +52,7 @@ func Probe(ctx context.Context) (Features, error) {
 // packed together with them.
 func PreDump(ctx context.Context, c *libcontainer.Container, f Features, opts DumpOptions) (*Result, error) {
 	if !f.PreCopy {
-		return nil, fmt.Errorf("pre-dump %s: %w", c.ID(), ErrNoPreCopy)
+		return nil, fmt.Errorf("pre-dump: %w", ErrNoPreCopy)
 	}
 	return dump(ctx, c, opts, true)
 }

@@ -130,7 +130,7 @@ func Rebind(cfg *configs.Config, sources map[string]string) (*configs.Config, er
 	for i, m := range cfg.Mounts {
 		out.Mounts[i] = m
 		src, ok := sources[m.Destination]
-		if !ok || !m.IsBind() {
+		if !ok || m.Device != "bind" { // what libcontainer hands CRIU as external
 			continue
 		}
 		mm := *m

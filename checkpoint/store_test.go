@@ -1,0 +1,134 @@
+package checkpoint
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// failingReader delivers part of an image, then fails, as a dropped
+// connection would.
+type failingReader struct {
+	r io.Reader
+	n int
+}
+
+func (f *failingReader) Read(p []byte) (int, error) {
+	if f.n <= 0 {
+		return 0, errors.New("connection reset")
+	}
+	if len(p) > f.n {
+		p = p[:f.n]
+	}
+	n, err := f.r.Read(p)
+	f.n -= n
+	return n, err
+}
+
+func readStored(t *testing.T, s *Store, job string) []byte {
+	t.Helper()
+	f, err := s.Open(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestStoreReplacesAtomically(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "images")
+	s, err := OpenStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o700 {
+		t.Errorf("store directory has mode %v", fi.Mode())
+	}
+	if _, err := s.Open("12.0"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Open before Put: %v, want ErrNotExist", err)
+	}
+	imgDir := fakeImage(t)
+	first := packed(t, imgDir)
+	if _, err := s.Put("12.0", bytes.NewReader(first)); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(readStored(t, s, "12.0"), first) {
+		t.Fatal("stored image differs from the one put")
+	}
+	fi, err := os.Stat(filepath.Join(dir, "12.0.ckpt"))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("stored image mode %v %v, want 0600", fi.Mode(), err)
+	}
+
+	// Failed and bad uploads leave the good image in place.
+	held, err := s.Open("12.0") // a transfer to a starter in progress
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	os.WriteFile(filepath.Join(imgDir, "core-1.img"), []byte("second"), 0o600)
+	second := packed(t, imgDir)
+	for name, r := range map[string]io.Reader{
+		"dropped":   &failingReader{r: bytes.NewReader(second), n: len(second) / 2},
+		"truncated": bytes.NewReader(second[:len(second)-10]),
+		"corrupted": bytes.NewReader(append(bytes.Clone(second[:100]), second[101:]...)),
+	} {
+		if _, err := s.Put("12.0", r); err == nil {
+			t.Errorf("%s upload accepted", name)
+		}
+		if !bytes.Equal(readStored(t, s, "12.0"), first) {
+			t.Fatalf("%s upload replaced the good image", name)
+		}
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, ".*")); len(m) != 0 {
+		t.Errorf("failed uploads left %v", m)
+	}
+
+	// A good one replaces it; a reader of the old one is not disturbed.
+	m, err := s.Put("12.0", bytes.NewReader(second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Info == nil || len(m.Info.Inputs) != 1 {
+		t.Errorf("Put's manifest info %+v", m.Info)
+	}
+	if !bytes.Equal(readStored(t, s, "12.0"), second) {
+		t.Fatal("good upload did not replace the image")
+	}
+	old, err := io.ReadAll(held)
+	if err != nil || !bytes.Equal(old, first) {
+		t.Errorf("reader of the replaced image got %d bytes, %v", len(old), err)
+	}
+
+	// A crash mid-upload leaves a temporary file; reopening removes it.
+	os.WriteFile(filepath.Join(dir, ".12.0.tmp123"), []byte("partial"), 0o600)
+	s, err = OpenStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, ".*")); len(m) != 0 {
+		t.Errorf("reopened store keeps %v", m)
+	}
+
+	if err := s.Remove("12.0"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Open("12.0"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Open after Remove: %v", err)
+	}
+	if err := s.Remove("12.0"); err != nil {
+		t.Errorf("second Remove: %v", err)
+	}
+	for _, bad := range []string{"", ".", "..", "../x", "a/b", ".hidden"} {
+		if _, err := s.Put(bad, bytes.NewReader(second)); err == nil {
+			t.Errorf("Put accepted job name %q", bad)
+		}
+	}
+}
