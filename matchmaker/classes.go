@@ -34,6 +34,19 @@ type policyShape struct {
 	reqText, rankText string
 	conj              [][]tok
 	rank              []tok
+	idents            []string // every name in either text, lower-cased
+	// analyses caches the analysis of machines whose attributes named in
+	// idents or jobRefs are all literals or absent, keyed by which are
+	// absent: then nothing else in the machine can change the analysis.
+	analyses map[string]*analysis
+}
+
+// analysis is what a machine's policy means for classing it.
+type analysis struct {
+	self     []classad.Expr  // conjuncts that read only the machine
+	prefix   string          // the other conjuncts and the Rank text
+	names    []string        // the attributes whose values the class shares
+	external map[string]bool // the partner attributes the policy reads
 }
 
 // classifier groups machines; it caches work shared between machines.
@@ -41,6 +54,7 @@ type classifier struct {
 	shapes  map[[2]string]*policyShape
 	parsed  map[string]classad.Expr // self conjunct text → expression
 	jobRefs []string                // what requests read in machines, sorted
+	key     []byte                  // scratch for analysis keys
 }
 
 func newClassifier(jobRefs []string) *classifier {
@@ -52,9 +66,18 @@ func (cl *classifier) shape(ad *classad.ClassAd) *policyShape {
 	if s, ok := cl.shapes[key]; ok {
 		return s
 	}
-	s := &policyShape{reqText: key[0], rankText: key[1], rank: scanExpr(key[1])}
+	s := &policyShape{reqText: key[0], rankText: key[1], rank: scanExpr(key[1]), analyses: map[string]*analysis{}}
 	if key[0] != "" {
 		s.conj = conjuncts(scanExpr(key[0]))
+	}
+	seen := map[string]bool{}
+	for _, ts := range append(slices.Clone(s.conj), s.rank) {
+		for _, t := range ts {
+			if n := strings.ToLower(t.text); t.kind == tokIdent && !seen[n] {
+				seen[n] = true
+				s.idents = append(s.idents, n)
+			}
+		}
 	}
 	cl.shapes[key] = s
 	return s
@@ -66,21 +89,68 @@ func (cl *classifier) shape(ad *classad.ClassAd) *policyShape {
 // attributes of autoclustering.
 func (cl *classifier) signature(ad *classad.ClassAd, external map[string]bool) (sig string, ok bool) {
 	s := cl.shape(ad)
+	a := cl.cached(s, ad)
+	for n := range a.external {
+		external[n] = true
+	}
+	for _, e := range a.self {
+		if !truthy(ad.EvalExpr(e, nil)) {
+			return "", false
+		}
+	}
+	var b strings.Builder
+	b.WriteString(a.prefix)
+	for _, n := range a.names {
+		b.WriteString(n)
+		b.WriteByte('=')
+		b.WriteString(exprText(ad, n))
+		b.WriteByte(0)
+	}
+	return b.String(), true
+}
+
+// cached returns the analysis of ad's policy s, from the cache when ad's
+// attributes allow it.
+func (cl *classifier) cached(s *policyShape, ad *classad.ClassAd) *analysis {
+	key := cl.key[:0]
+	for _, names := range [][]string{s.idents, cl.jobRefs} {
+		for _, n := range names {
+			e, ok := ad.Lookup(n)
+			if !ok {
+				key = append(key, 'U')
+				continue
+			}
+			if _, lit := e.AsLiteral(); !lit {
+				return cl.analyze(s, ad)
+			}
+			key = append(key, 'L')
+		}
+	}
+	cl.key = key
+	if a, ok := s.analyses[string(key)]; ok {
+		return a
+	}
+	a := cl.analyze(s, ad)
+	s.analyses[string(key)] = a
+	return a
+}
+
+// analyze works out which conjuncts of ad's Requirements read only the
+// machine, and which attributes the rest, the Rank and the requests read.
+func (cl *classifier) analyze(s *policyShape, ad *classad.ClassAd) *analysis {
+	a := &analysis{external: map[string]bool{}}
 	var b strings.Builder
 	r := newRefs()
-	holds := true
 	for _, c := range s.conj {
 		cr := newRefs()
 		cr.addRefs(ad, c)
 		cr.closure(ad)
 		for n := range cr.external {
-			external[n] = true
+			a.external[n] = true
 		}
-		if len(cr.external) == 0 && holds {
-			if truthy(ad.EvalExpr(cl.parse(source(s.reqText, c)), nil)) {
-				continue
-			}
-			holds = false
+		if len(cr.external) == 0 {
+			a.self = append(a.self, cl.parse(source(s.reqText, c)))
+			continue
 		}
 		for n := range cr.internal {
 			r.internal[n] = true
@@ -88,15 +158,13 @@ func (cl *classifier) signature(ad *classad.ClassAd, external map[string]bool) (
 		b.WriteString(source(s.reqText, c))
 		b.WriteString(" && ")
 	}
-	if !holds {
-		return "", false
-	}
 	b.WriteByte(0)
 	b.WriteString(s.rankText)
 	b.WriteByte(0)
+	a.prefix = b.String()
 	r.addRefs(ad, s.rank)
 	for n := range r.external {
-		external[n] = true
+		a.external[n] = true
 	}
 	for _, n := range cl.jobRefs {
 		if _, ok := ad.Lookup(n); ok {
@@ -104,20 +172,13 @@ func (cl *classifier) signature(ad *classad.ClassAd, external map[string]bool) (
 		}
 	}
 	r.closure(ad)
-	names := make([]string, 0, len(r.internal)+len(cl.jobRefs))
 	for n := range r.internal {
-		names = append(names, n)
+		a.names = append(a.names, n)
 	}
-	names = append(names, cl.jobRefs...) // absent ones count too
-	slices.Sort(names)
-	names = slices.Compact(names)
-	for _, n := range names {
-		b.WriteString(n)
-		b.WriteByte('=')
-		b.WriteString(exprText(ad, n))
-		b.WriteByte(0)
-	}
-	return b.String(), true
+	a.names = append(a.names, cl.jobRefs...) // absent ones count too
+	slices.Sort(a.names)
+	a.names = slices.Compact(a.names)
+	return a
 }
 
 func (cl *classifier) parse(text string) classad.Expr {

@@ -81,6 +81,7 @@ type Result struct {
 
 // Phases are the durations of the parts of a negotiation.
 type Phases struct {
+	Requests   time.Duration // reading what requests read and bound
 	Classify   time.Duration // grouping machines into classes
 	Index      time.Duration // building the index of the classes
 	MatchLists time.Duration // candidate lookup, matching and ranking
@@ -160,6 +161,9 @@ func (n Negotiator) Negotiate(reqs []Request, machines []Machine) Result {
 		}
 		plans[i] = p
 	}
+	res.Phases.Requests = time.Since(t)
+
+	t = time.Now()
 	external := map[string]bool{}
 	cl := newClassifier(sortedKeys(jobRefs))
 	classes, _ := cl.classify(free, external)

@@ -36,7 +36,7 @@ func (s CycleStats) ad(name string) *classad.ClassAd {
 	ad.SetInt("LastNegotiationCycleEnd0", s.Start.Add(s.Duration).Unix())
 	ad.SetReal("LastNegotiationCycleDuration0", s.Duration.Seconds())
 	ad.SetReal("LastNegotiationCyclePhase1Duration0", s.Snapshot.Seconds())
-	ad.SetReal("LastNegotiationCyclePhase2Duration0", (s.Phases.Classify + s.Phases.Index).Seconds())
+	ad.SetReal("LastNegotiationCyclePhase2Duration0", (s.Phases.Requests + s.Phases.Classify + s.Phases.Index).Seconds())
 	ad.SetReal("LastNegotiationCyclePhase3Duration0", s.Phases.MatchLists.Seconds())
 	ad.SetReal("LastNegotiationCyclePhase4Duration0", (s.Phases.Allocate + s.Phases.Preempt).Seconds())
 	ad.SetInt("LastNegotiationCycleMatches0", int64(s.Matches))
@@ -61,6 +61,7 @@ func (s CycleStats) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.Duration("duration", s.Duration),
 		slog.Duration("snapshot", s.Snapshot),
+		slog.Duration("requests", s.Phases.Requests),
 		slog.Duration("classify", s.Phases.Classify),
 		slog.Duration("index", s.Phases.Index),
 		slog.Duration("matchlists", s.Phases.MatchLists),
