@@ -233,6 +233,9 @@ func TestDesktopPolicyFollowsTheOwner(t *testing.T) {
 	if m := p.machine(t); m["Activity"] != "Suspended" {
 		t.Errorf("machine is %v/%v, want Claimed/Suspended", m["State"], m["Activity"])
 	}
+	if table := p.must(t, "status"); !strings.Contains(table, "Suspended") {
+		t.Errorf("status while the job is suspended:\n%s", table)
+	}
 
 	// The owner leaves again: the job continues.
 	eventually(t, 40*time.Second, "the job to continue", func() bool { return p.jobStatus(t, id) == 2 })
