@@ -29,7 +29,14 @@ func checkTask(t *Task, id identity) error {
 	if !executableBy(st, id) {
 		return fmt.Errorf("Failed to execute '%s': permission denied (not executable by %s)", t.Path, id.name)
 	}
-	for _, d := range []string{t.Dir, t.ScratchDir} {
+	dir := t.Dir
+	if t.DirSource != "" {
+		if !filepath.IsAbs(t.Dir) {
+			return fmt.Errorf("Bad working directory '%s': not an absolute path", t.Dir)
+		}
+		dir = t.DirSource
+	}
+	for _, d := range []string{dir, t.ScratchDir} {
 		if d == "" {
 			continue
 		}

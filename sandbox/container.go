@@ -43,6 +43,8 @@ type spec struct {
 	cgroupParent string
 	user         identity
 	writable     []string // host directories bound read-write at the same path
+	dir          string   // the job's working directory
+	dirSource    string   // if set, bound at dir instead of dir itself
 	rootfs       string   // see prepareRootfs
 	hostDirs     []string // the host's top-level directories, bound read-only
 	memoryBytes  int64
@@ -118,7 +120,11 @@ func containerConfig(s spec) *configs.Config {
 		})
 	}
 	for _, w := range s.writable {
-		cfg.Mounts = append(cfg.Mounts, bindMount(w, w))
+		src := w
+		if w == s.dir && s.dirSource != "" {
+			src = s.dirSource
+		}
+		cfg.Mounts = append(cfg.Mounts, bindMount(src, w))
 	}
 	return cfg
 }

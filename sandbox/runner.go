@@ -63,6 +63,8 @@ func (r *Runner) Start(ctx context.Context, t *Task) (_ *Job, retErr error) {
 		cgroupParent: slotPath,
 		user:         r.user,
 		writable:     cleanDirs(t.Dir, t.ScratchDir),
+		dir:          filepath.Clean(t.Dir),
+		dirSource:    t.DirSource,
 		rootfs:       rootfs,
 		hostDirs:     hostDirs,
 		memoryBytes:  t.MemoryMB << 20,

@@ -13,6 +13,11 @@ type Task struct {
 	// host directories the job can write.
 	Dir        string
 	ScratchDir string
+	// DirSource, when set, is the host directory bound at Dir inside the
+	// container (the job's submit-side directory served by iofs, which
+	// lives elsewhere on this machine); otherwise Dir is bound from the
+	// same host path.
+	DirSource string
 	// Stdin (nil: /dev/null), Stdout and Stderr are handed to the job.
 	Stdin          *os.File
 	Stdout, Stderr *os.File

@@ -1,8 +1,14 @@
 package startd
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
 
 	"harrier.dev/harrier/sandbox"
 )
@@ -45,7 +51,33 @@ func cleanupSlot(executeDir, slot, mode string) error {
 	if mode == sandboxProcess || sandbox.Available() != nil {
 		return nil
 	}
-	return sandbox.Cleanup(sandbox.StateRoot(executeDir), slot)
+	err := unmountJobDirs(executeDir, "iofs."+scratchPrefix+slot+".")
+	return errors.Join(err, sandbox.Cleanup(sandbox.StateRoot(executeDir), slot))
+}
+
+// unmountJobDirs detaches and removes the iofs mounts (the jobs' working
+// directories, see starter) whose names start with prefix: a starter that
+// was killed could not unmount its own.
+func unmountJobDirs(executeDir, prefix string) error {
+	entries, err := os.ReadDir(executeDir)
+	if err != nil {
+		return fmt.Errorf("clean iofs mounts: %w", err)
+	}
+	var errs []error
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), prefix) {
+			continue
+		}
+		p := filepath.Join(executeDir, e.Name())
+		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && err != unix.EINVAL {
+			errs = append(errs, fmt.Errorf("unmount %s: %w", p, err))
+			continue
+		}
+		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // cleanupSandbox removes every container and cgroup left in executeDir by
@@ -54,5 +86,6 @@ func cleanupSandbox(executeDir string) error {
 	if sandbox.Available() != nil {
 		return nil // nothing could have been made
 	}
-	return sandbox.CleanupAll(sandbox.StateRoot(executeDir))
+	err := unmountJobDirs(executeDir, "iofs.")
+	return errors.Join(err, sandbox.CleanupAll(sandbox.StateRoot(executeDir)))
 }

@@ -26,8 +26,12 @@ func chooseRunner(spec *starter.Spec, logger *slog.Logger) starter.Runner {
 	case "container":
 	case "":
 		if sandbox.Available() != nil {
+			spec.Sandbox = "process"
 			return starter.ProcessRunner{}
 		}
+		// The starter's other choices (the job's directory through iofs)
+		// follow the one made here.
+		spec.Sandbox = "container"
 	default:
 		return starter.ProcessRunner{}
 	}
@@ -55,7 +59,7 @@ type containerRunner struct{ r *sandbox.Runner }
 
 func (c containerRunner) Start(ctx context.Context, t *starter.Task) (starter.Job, error) {
 	j, err := c.r.Start(ctx, &sandbox.Task{
-		ID: t.ID, Path: t.Path, Args: t.Args, Env: t.Env, Dir: t.Dir, ScratchDir: t.ScratchDir,
+		ID: t.ID, Path: t.Path, Args: t.Args, Env: t.Env, Dir: t.Dir, ScratchDir: t.ScratchDir, DirSource: t.DirSource,
 		Stdin: t.Stdin, Stdout: t.Stdout, Stderr: t.Stderr,
 		Cpus: t.Cpus, MemoryMB: t.MemoryMB, DiskKB: t.DiskKB,
 	})
