@@ -96,7 +96,7 @@ func (e *endpoint) RequestClaim(_ context.Context, req *wire.RequestClaimRequest
 		s.log.Info("claim refused", "slot", sl.name, "reason", why)
 		return refuse("%s: the match no longer holds: %s", sl.name, why), nil
 	}
-	c := &claim{id: req.ClaimId, agent: req.Agent, owner: evalString(job, "Owner"), jobID: jobID(job), job: job, since: now}
+	c := &claim{id: req.ClaimId, agent: req.Agent, owner: evalString(job, "Owner"), jobID: jobID(job), job: job}
 	sl.renewed = now
 	s.move(sl, claimedIdle{claim: c})
 	s.expireIdleClaimAfter(sl, c.id)

@@ -3,7 +3,6 @@ package startd
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	"harrier.dev/harrier/classad"
 )
@@ -217,6 +216,4 @@ type claim struct {
 	// job is the ad of the job the claim was made for, against which the
 	// policy is evaluated while no job runs; it is only read.
 	job *classad.ClassAd
-	// since is when the claim was accepted.
-	since time.Time
 }
