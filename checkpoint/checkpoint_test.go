@@ -106,6 +106,12 @@ func TestDumpRestore(t *testing.T) {
 	if err != nil || fi.Mode().Perm() != 0o700 {
 		t.Errorf("image directory %v %v, want mode 0700", fi.Mode(), err)
 	}
+	entries, _ := os.ReadDir(img)
+	for _, e := range entries {
+		if fi, err := e.Info(); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("image file %s: mode %v %v, want 0600", e.Name(), fi.Mode(), err)
+		}
+	}
 
 	received, m := transfer(t, img)
 	if m.Info == nil || m.Info.Stats != res.Stats {
@@ -273,4 +279,52 @@ func TestWatchdogAbortFUSE(t *testing.T) {
 	}
 	_ = srv.cmd.Process.Signal(syscall.SIGCONT)
 	j.stop(t)
+}
+
+// TestResumeFromLastCheckpoint takes a checkpoint of a running job
+// (it goes on counting), kills the job as a crash would and restores the
+// checkpoint: the job counts on from the checkpoint's number, so the
+// lines it wrote after the checkpoint are written again.
+func TestResumeFromLastCheckpoint(t *testing.T) {
+	needCRIU(t)
+	ctx := context.Background()
+	tmp := t.TempDir()
+	root, jobDir := filepath.Join(tmp, "state"), filepath.Join(tmp, "job")
+	if err := os.Mkdir(jobDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeInput(t, jobDir)
+	cfg := containerConfig(t, "ckpt-periodic", jobDir, 256<<20)
+	args := []string{"sh", "-c", countScript}
+	j := startJob(t, root, "ckpt-periodic", cfg, args, nil)
+	countsFile := filepath.Join(jobDir, "counts.txt")
+	atDump := len(waitCount(t, countsFile, 3))
+	img := filepath.Join(tmp, "img")
+	if _, err := Dump(ctx, j.c, DumpOptions{ImageDir: img, LeaveRunning: true}); err != nil {
+		j.stop(t)
+		t.Fatal(err)
+	}
+	waitCount(t, countsFile, atDump+5) // it runs on
+	j.stop(t)
+	crashed := len(counts(t, countsFile))
+
+	p, out := newProcess(args, nil)
+	c, _, err := Restore(ctx, RestoreOptions{Root: root, ID: "ckpt-periodic", Config: cfg, Process: p, ImageDir: img})
+	if err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+	r := &job{c: c, p: p, out: out}
+	all := waitCount(t, countsFile, crashed+5)
+	r.stop(t)
+	checkUnbroken(t, all[:crashed])
+	resumed := all[crashed:]
+	k := resumed[0] - 1 // the count at the checkpoint
+	if k < atDump || k >= crashed {
+		t.Fatalf("resumed at %d; the checkpoint was taken between counts %d and %d", resumed[0], atDump, crashed)
+	}
+	for i, v := range resumed {
+		if v != k+1+i {
+			t.Fatalf("after the restore: %v", resumed)
+		}
+	}
 }

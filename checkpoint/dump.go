@@ -52,10 +52,12 @@ type DumpOptions struct {
 	// after aborting FUSE connections (default DefaultGrace).
 	Grace time.Duration
 	// AbortFUSE lists host mount points of FUSE file systems the job
-	// uses. If CRIU is stuck in one of them even after SIGKILL (the
-	// server took the request and never answers), Dump aborts their
-	// connections through fusectl: the job goes on running, but every
-	// access to those mounts fails from then on. Empty: never abort.
+	// uses. If CRIU is stuck in one of them even after SIGKILL (a killed
+	// CRIU still closes the job's files it opened there, and waits for
+	// the server to answer), Dump aborts their connections through
+	// fusectl: the job goes on running, but every access to those mounts
+	// fails from then on. Empty: never abort; Dump then returns with
+	// ErrStuck and CRIU exits whenever the server answers.
 	AbortFUSE []string
 	// Parent is the image directory of a pre-dump this dump builds on
 	// (see PreDump), relative to ImageDir or absolute; empty for a full
@@ -156,6 +158,9 @@ func dump(ctx context.Context, c *libcontainer.Container, opts DumpOptions, pre 
 	if err := writeInfo(opts.ImageDir, res); err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", c.ID(), err)
 	}
+	if err := ownerOnly(opts.ImageDir); err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", c.ID(), err)
+	}
 	return res, nil
 }
 
@@ -166,6 +171,23 @@ func writeInfo(dir string, res *Result) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, InfoName), b, 0o600)
+}
+
+// ownerOnly makes the files CRIU wrote in dir readable by their owner
+// alone: an image holds the job's memory.
+func ownerOnly(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Type().IsRegular() {
+			if err := os.Chmod(filepath.Join(dir, e.Name()), 0o600); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // ReadInfo reads the Result a dump left in the image directory dir.

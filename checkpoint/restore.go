@@ -51,7 +51,9 @@ type RestoreResult struct {
 // image in opts.ImageDir into it. The returned container is freshly
 // loaded from its state: the one libcontainer restored into cannot be
 // signalled (runc 1.5.2 sets its start time only on start or load). On
-// an error nothing of the new container is left.
+// an error nothing of the new container is left, unless the error wraps
+// ErrStuck: then CRIU holds it until it exits, and the caller cleans up
+// later (Load and Destroy).
 func Restore(ctx context.Context, opts RestoreOptions) (*libcontainer.Container, *RestoreResult, error) {
 	start := time.Now()
 	if opts.WorkDir == "" {
@@ -96,6 +98,10 @@ func Restore(ctx context.Context, opts RestoreOptions) (*libcontainer.Container,
 			WorkDirectory:   opts.WorkDir,
 		})
 	})
+	if errors.Is(err, ErrStuck) {
+		// CRIU still holds the container's lock: destroying would block.
+		return nil, nil, fmt.Errorf("restore %s: %w; container left for cleanup", opts.ID, err)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("restore %s: %w", opts.ID, errors.Join(err, destroy(c)))
 	}

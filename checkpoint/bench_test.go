@@ -1,0 +1,195 @@
+package checkpoint
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/opencontainers/runc/libcontainer/configs"
+	"golang.org/x/sys/unix"
+)
+
+// memJobConfig runs this test binary in the container as a job holding
+// memory.
+func memJobConfig(b *testing.B, id, jobDir string, mib int) *configs.Config {
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := containerConfig(b, id, jobDir, int64(mib)<<21+64<<20)
+	dst := filepath.Join(testRootfs, "harrier-ckpt-test")
+	if err := os.WriteFile(dst, nil, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	cfg.Mounts = append(cfg.Mounts, &configs.Mount{Source: exe, Destination: "/harrier-ckpt-test",
+		Device: "bind", Flags: unix.MS_BIND | unix.MS_RDONLY})
+	return cfg
+}
+
+// waitOutput waits until the job has printed more than n bytes.
+func waitOutput(b *testing.B, out *syncBuffer, n int) {
+	for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if s := out.String(); len(s) > n {
+			if strings.Contains(s, "corrupted") {
+				b.Fatalf("job output: %s", s)
+			}
+			return
+		}
+	}
+	b.Fatalf("job prints nothing: %q", out.String())
+}
+
+func median(d []float64) float64 {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// BenchmarkMigrate checkpoints a job holding 64, 256 or 1024 MiB of
+// touched (incompressible) memory, sends the image through Pack and
+// Unpack over an in-process pipe (no TLS, no network), and restores it;
+// each iteration migrates the job restored by the one before. Metrics
+// are medians over the iterations.
+func BenchmarkMigrate(b *testing.B) {
+	needCRIU(b)
+	for _, mib := range []int{64, 256, 1024} {
+		b.Run(fmt.Sprintf("%dMiB", mib), func(b *testing.B) { benchMigrate(b, mib) })
+	}
+}
+
+func benchMigrate(b *testing.B, mib int) {
+	b.ReportAllocs()
+	ctx := context.Background()
+	tmp := b.TempDir()
+	root, jobDir := filepath.Join(tmp, "state"), filepath.Join(tmp, "job")
+	os.Mkdir(jobDir, 0o755)
+	id := fmt.Sprintf("ckpt-bench%d", mib)
+	cfg := memJobConfig(b, id, jobDir, mib)
+	args := []string{"/harrier-ckpt-test", fmt.Sprint(mib)}
+	env := []string{roleEnv + "=memjob"}
+	j := startJob(b, root, id, cfg, args, env)
+	defer func() { j.stop(b) }()
+	waitOutput(b, j.out, 0)
+
+	var frozen, dumpWall, image, packedSize, transfer, restoreWall, restoreStat []float64
+	i := 0
+	for b.Loop() {
+		i++
+		img := filepath.Join(tmp, fmt.Sprintf("img%d", i))
+		res, err := Dump(ctx, j.c, DumpOptions{ImageDir: img})
+		if err != nil {
+			b.Fatal(err)
+		}
+		j.gone(b)
+		frozen = append(frozen, ms(res.Stats.Frozen))
+		dumpWall = append(dumpWall, ms(res.Wall))
+
+		pr, pw := io.Pipe()
+		counter := &countWriter{w: pw}
+		start := time.Now()
+		go func() {
+			_, err := Pack(counter, img)
+			pw.CloseWithError(err)
+		}()
+		received := img + ".received"
+		m, err := Unpack(pr, received)
+		if err != nil {
+			b.Fatal(err)
+		}
+		took := time.Since(start)
+		image = append(image, float64(m.Size())/(1<<20))
+		packedSize = append(packedSize, float64(counter.n)/(1<<20))
+		transfer = append(transfer, float64(m.Size())/1e6/took.Seconds())
+
+		p, out := newProcess(args, env)
+		c, rres, err := Restore(ctx, RestoreOptions{Root: root, ID: id, Config: cfg, Process: p, ImageDir: received})
+		if err != nil {
+			b.Fatal(err)
+		}
+		j = &job{c: c, p: p, out: out}
+		restoreWall = append(restoreWall, ms(rres.Wall))
+		restoreStat = append(restoreStat, ms(rres.Stats.Restore))
+		waitOutput(b, out, 0) // it runs again
+		os.RemoveAll(img)
+		os.RemoveAll(received)
+	}
+	b.ReportMetric(median(frozen), "frozen-ms")
+	b.ReportMetric(median(dumpWall), "dump-ms")
+	b.ReportMetric(median(image), "image-MiB")
+	b.ReportMetric(median(packedSize), "packed-MiB")
+	b.ReportMetric(median(transfer), "transfer-MB/s")
+	b.ReportMetric(median(restoreWall), "restore-ms")
+	b.ReportMetric(median(restoreStat), "criu-restore-ms")
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// BenchmarkCompress compares the image codec (zstd, fastest level) with
+// gzip at its fastest level on 64 MiB of incompressible and of
+// text-like data.
+func BenchmarkCompress(b *testing.B) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	noise := make([]byte, 64<<20)
+	for i := range noise {
+		noise[i] = byte(rng.Uint32())
+	}
+	var text bytes.Buffer
+	for i := 0; text.Len() < 64<<20; i++ {
+		fmt.Fprintf(&text, "%d record %x value=%d\n", i, rng.Uint64(), rng.IntN(1000))
+	}
+	codecs := map[string]func(io.Writer) io.WriteCloser{
+		"zstd": func(w io.Writer) io.WriteCloser {
+			zw, _ := zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedFastest))
+			return zw
+		},
+		"gzip": func(w io.Writer) io.WriteCloser {
+			zw, _ := gzip.NewWriterLevel(w, gzip.BestSpeed)
+			return zw
+		},
+	}
+	for _, codec := range []string{"zstd", "gzip"} {
+		for _, data := range []struct {
+			name string
+			b    []byte
+		}{{"noise", noise}, {"text", text.Bytes()[:64<<20]}} {
+			b.Run(codec+"/"+data.name, func(b *testing.B) {
+				b.ReportAllocs()
+				b.SetBytes(int64(len(data.b)))
+				var n int64
+				for b.Loop() {
+					cw := &countWriter{w: io.Discard}
+					zw := codecs[codec](cw)
+					if _, err := zw.Write(data.b); err != nil {
+						b.Fatal(err)
+					}
+					if err := zw.Close(); err != nil {
+						b.Fatal(err)
+					}
+					n = cw.n
+				}
+				b.ReportMetric(float64(n)/float64(len(data.b)), "ratio")
+			})
+		}
+	}
+}
