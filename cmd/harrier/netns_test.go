@@ -153,7 +153,9 @@ func (n *netnsPool) daemon(host, role string) {
 		t.Fatal(err)
 	}
 	defer logf.Close()
-	cmd := exec.Command("ip", "netns", "exec", h.ns, harrierBin(t), "daemon", role,
+	// nsenter joins only the host's network namespace: "ip netns exec"
+	// would also remount /sys and hide the cgroups containers need.
+	cmd := exec.Command("nsenter", "--net=/var/run/netns/"+h.ns, harrierBin(t), "daemon", role,
 		"--config", filepath.Join(h.dir, poolConfigName), "--name", host)
 	cmd.Env = append(os.Environ(), asHarrier+"=1")
 	cmd.Stdout, cmd.Stderr = logf, logf
@@ -166,7 +168,7 @@ func (n *netnsPool) daemon(host, role string) {
 // tool runs a harrier tool inside a host's namespace.
 func (n *netnsPool) tool(host string, args ...string) (string, int) {
 	h := n.hosts[host]
-	cmd := exec.Command("ip", append([]string{"netns", "exec", h.ns, harrierBin(n.t)}, args...)...)
+	cmd := exec.Command("nsenter", append([]string{"--net=/var/run/netns/" + h.ns, harrierBin(n.t)}, args...)...)
 	cmd.Env = append(os.Environ(), asHarrier+"=1", "HARRIER_POOL="+h.dir)
 	out, err := cmd.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); ok {
@@ -236,5 +238,79 @@ queue host in (exec1, exec2)
 	log, _ := os.ReadFile(filepath.Join(work, "spread.log"))
 	if strings.Count(string(log), "Job terminated.") != 2 {
 		t.Errorf("event log:\n%s", log)
+	}
+}
+
+// TestRemoteIOAcrossHosts runs unmodified system programs on an execute
+// host against files that only the submit side can read: the job's
+// directory is private to its owner, so the job (the slot user, in its
+// container) reaches it only through iofs and its shadow.
+func TestRemoteIOAcrossHosts(t *testing.T) {
+	n := newNetnsPool(t, "cm", "submit", "exec1")
+	n.configure("cm", map[string]string{"cm": "matchmaker", "submit": "agent", "exec1": "startd"})
+	n.daemon("cm", "matchmaker")
+	n.daemon("submit", "agent")
+	n.daemon("exec1", "startd")
+	eventually(t, 30*time.Second, "the execute host to be advertised", func() bool {
+		out, code := n.tool("submit", "status")
+		return code == 0 && strings.Contains(out, "slot1@exec1")
+	})
+	if out, _ := n.tool("submit", "status", "-long"); !strings.Contains(out, `HarrierSandbox = "container"`) {
+		t.Fatalf("exec1 does not run jobs in containers:\n%s", out)
+	}
+	work := filepath.Join(n.hosts["submit"].dir, "private")
+	writeFile(t, filepath.Join(work, "data", "a.txt"), "pear\napple\nfig\n", 0o600)
+	writeFile(t, filepath.Join(work, "data", "b.txt"), "kiwi\nbanana\n", 0o600)
+	if err := os.Chmod(work, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	script := `#!/bin/sh
+set -e
+cat data/a.txt data/b.txt | sort > sorted.txt
+wc -l < sorted.txt > count.txt
+grep -c an sorted.txt > grep.txt
+tar cf data.tar data
+mkdir -p out && echo made > out/new.txt
+mv out/new.txt out/renamed.txt
+if command -v python3 >/dev/null; then python3 -c 'import os; print(len(os.listdir("data")))' > py.txt; fi
+`
+	writeFile(t, filepath.Join(work, "tools.sh"), script, 0o700)
+	writeFile(t, filepath.Join(work, "tools.sub"), "executable = tools.sh\noutput = tools.out\nerror = tools.err\nlog = tools.log\nqueue\n", 0o600)
+	out, code := n.tool("submit", "submit", filepath.Join(work, "tools.sub"))
+	if code != 0 {
+		t.Fatalf("submit: %s", out)
+	}
+	if out, code := n.tool("submit", "wait", "--timeout", "60", "1.0"); code != 0 {
+		errOut, _ := os.ReadFile(filepath.Join(work, "tools.err"))
+		hist, _ := n.tool("submit", "history", "-long")
+		t.Fatalf("wait: exit %d: %s\nstderr: %s\n%s", code, out, errOut, hist)
+	}
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(work, name))
+		if err != nil {
+			t.Errorf("%s: %v (the job's output should be on the submit side)", name, err)
+		}
+		return string(b)
+	}
+	if got := read("sorted.txt"); got != "apple\nbanana\nfig\nkiwi\npear\n" {
+		t.Errorf("sorted.txt = %q", got)
+	}
+	if got := strings.TrimSpace(read("count.txt")); got != "5" {
+		t.Errorf("count.txt = %q", got)
+	}
+	if got := strings.TrimSpace(read("grep.txt")); got != "1" {
+		t.Errorf("grep.txt = %q", got)
+	}
+	if got := read("out/renamed.txt"); got != "made\n" {
+		t.Errorf("out/renamed.txt = %q", got)
+	}
+	list, err := exec.Command("tar", "tf", filepath.Join(work, "data.tar")).CombinedOutput()
+	if err != nil || !strings.Contains(string(list), "data/a.txt") {
+		t.Errorf("data.tar: %v: %s", err, list)
+	}
+	if _, err := exec.LookPath("python3"); err == nil {
+		if got := strings.TrimSpace(read("py.txt")); got != "2" {
+			t.Errorf("py.txt = %q", got)
+		}
 	}
 }
