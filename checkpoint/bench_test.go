@@ -59,7 +59,8 @@ func median(d []float64) float64 {
 // touched (incompressible) memory, sends the image through Pack and
 // Unpack over an in-process pipe (no TLS, no network), and restores it;
 // each iteration migrates the job restored by the one before. Metrics
-// are medians over the iterations.
+// are medians over the iterations. Images go to a temporary directory,
+// or below $HARRIER_CHECKPOINT_BENCH_DIR (to compare disks with tmpfs).
 func BenchmarkMigrate(b *testing.B) {
 	needCRIU(b)
 	for _, mib := range []int{64, 256, 1024} {
@@ -73,6 +74,14 @@ func benchMigrate(b *testing.B, mib int) {
 	tmp := b.TempDir()
 	root, jobDir := filepath.Join(tmp, "state"), filepath.Join(tmp, "job")
 	os.Mkdir(jobDir, 0o755)
+	images := tmp
+	if d := os.Getenv("HARRIER_CHECKPOINT_BENCH_DIR"); d != "" {
+		var err error
+		if images, err = os.MkdirTemp(d, "ckpt-bench"); err != nil {
+			b.Fatal(err)
+		}
+		defer os.RemoveAll(images)
+	}
 	id := fmt.Sprintf("ckpt-bench%d", mib)
 	cfg := memJobConfig(b, id, jobDir, mib)
 	args := []string{"/harrier-ckpt-test", fmt.Sprint(mib)}
@@ -81,17 +90,19 @@ func benchMigrate(b *testing.B, mib int) {
 	defer func() { j.stop(b) }()
 	waitOutput(b, j.out, 0)
 
-	var frozen, dumpWall, image, packedSize, transfer, restoreWall, restoreStat []float64
+	var frozen, memdump, memwrite, dumpWall, image, packedSize, transfer, restoreWall, restoreStat []float64
 	i := 0
 	for b.Loop() {
 		i++
-		img := filepath.Join(tmp, fmt.Sprintf("img%d", i))
+		img := filepath.Join(images, fmt.Sprintf("img%d", i))
 		res, err := Dump(ctx, j.c, DumpOptions{ImageDir: img})
 		if err != nil {
 			b.Fatal(err)
 		}
 		j.gone(b)
 		frozen = append(frozen, ms(res.Stats.Frozen))
+		memdump = append(memdump, ms(res.Stats.MemDump))
+		memwrite = append(memwrite, ms(res.Stats.MemWrite))
 		dumpWall = append(dumpWall, ms(res.Wall))
 
 		pr, pw := io.Pipe()
@@ -124,6 +135,8 @@ func benchMigrate(b *testing.B, mib int) {
 		os.RemoveAll(received)
 	}
 	b.ReportMetric(median(frozen), "frozen-ms")
+	b.ReportMetric(median(memdump), "memdump-ms")
+	b.ReportMetric(median(memwrite), "memwrite-ms")
 	b.ReportMetric(median(dumpWall), "dump-ms")
 	b.ReportMetric(median(image), "image-MiB")
 	b.ReportMetric(median(packedSize), "packed-MiB")
