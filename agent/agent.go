@@ -57,6 +57,9 @@ type Config struct {
 	ClaimWorkLife time.Duration
 	// KeepAliveInterval is how often a held claim is renewed at its startd.
 	KeepAliveInterval time.Duration
+	// CheckpointDir holds the jobs' checkpoint images, a directory per
+	// owner; empty keeps none.
+	CheckpointDir string
 	// PeriodicInterval is how often the job policy expressions
 	// (PeriodicHold, PeriodicRelease, PeriodicRemove) are evaluated.
 	PeriodicInterval time.Duration

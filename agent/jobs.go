@@ -119,6 +119,7 @@ func (t *jobTable) retire(ctx context.Context, id jobqueue.JobID, final change) 
 	if err := t.a.queue.Commit(ctx, txn); err != nil {
 		return nil, fmt.Errorf("remove job %s from queue: %w", id, err)
 	}
+	t.a.dropCheckpoint(ad)
 	return ad, nil
 }
 

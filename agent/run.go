@@ -263,12 +263,21 @@ func (a *Agent) runShadow(ctx context.Context, r *run, ad *classad.ClassAd) (sha
 	if err != nil {
 		return shadow.Event{}, err
 	}
+	ckptDir, err := a.checkpointStore(owner)
+	if err != nil {
+		return shadow.Event{}, err
+	}
 	if err := cmd.Start(); err != nil {
 		return shadow.Event{}, fmt.Errorf("start shadow: %w", err)
 	}
-	defer cmd.Wait()
+	// Closing stdin tells a shadow its agent is done with it.
+	defer func() {
+		stdin.Close()
+		_ = cmd.Wait()
+	}()
 	spec := &shadow.Spec{JobAd: ad.String(), ClaimID: r.claimID, StartdAddr: r.startdAddr, ListenHost: host,
-		CertPEM: a.cfg.CertPEM, KeyPEM: a.cfg.KeyPEM, CAPEM: a.cfg.CAPEM}
+		CertPEM: a.cfg.CertPEM, KeyPEM: a.cfg.KeyPEM, CAPEM: a.cfg.CAPEM,
+		CheckpointDir: ckptDir, CheckpointKey: r.id.String()}
 	if err := shadow.Write(stdin, spec); err != nil {
 		return shadow.Event{}, fmt.Errorf("send spec to shadow: %w", err)
 	}
@@ -306,6 +315,8 @@ func (a *Agent) runShadow(ctx context.Context, r *run, ad *classad.ClassAd) (sha
 			a.suspended(ctx, r, ev.Type == shadow.EventSuspended, ev.Reason)
 		case shadow.EventUsage:
 			a.usage(ctx, r, ev)
+		case shadow.EventCheckpointed:
+			a.checkpointed(ctx, r, ev)
 		default:
 			return ev, nil
 		}

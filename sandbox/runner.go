@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/opencontainers/runc/libcontainer"
+	"github.com/opencontainers/runc/libcontainer/configs"
 )
 
 // Runner starts the jobs of one slot, each in its own container.
@@ -37,26 +38,54 @@ func containersDir(stateRoot string) string { return filepath.Join(stateRoot, "c
 // a limit that cannot be met) gives an error whose message is meant for
 // the job's owner; nothing of the job is left behind then.
 func (r *Runner) Start(ctx context.Context, t *Task) (_ *Job, retErr error) {
-	if err := ctx.Err(); err != nil {
+	s, cfg, err := r.prepare(ctx, t)
+	if err != nil {
 		return nil, err
+	}
+	root := containersDir(r.cfg.StateRoot)
+	c, err := libcontainer.Create(root, s.id, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create container %s: %w", s.id, err)
+	}
+	defer func() {
+		if retErr != nil {
+			_ = c.Destroy()
+		}
+	}()
+	p := r.process(t)
+	if err := c.Run(p); err != nil {
+		return nil, fmt.Errorf("Failed to execute '%s': %w", t.Path, err)
+	}
+	j := newJob(r, c, p, t)
+	r.log.Debug("job started in container", "container", s.id, "pid", j.pid)
+	return j, nil
+}
+
+// prepare checks the task and readies everything its container needs but
+// the container itself: the scratch directory's owner, the slot cgroup,
+// the root file system skeleton. A leftover container of the same name is
+// removed.
+func (r *Runner) prepare(ctx context.Context, t *Task) (spec, *configs.Config, error) {
+	if err := ctx.Err(); err != nil {
+		return spec{}, nil, err
 	}
 	if t.ScratchDir != "" && r.user.uid != 0 {
 		// The job's files, put there by root, become the slot user's.
 		if err := chownTree(t.ScratchDir, r.user); err != nil {
-			return nil, fmt.Errorf("prepare scratch directory: %w", err)
+			return spec{}, nil, fmt.Errorf("prepare scratch directory: %w", err)
 		}
 	}
 	if err := checkTask(t, r.user); err != nil {
-		return nil, err
+		return spec{}, nil, err
 	}
 	slotPath := slotCgroupPath(r.cfg.StateRoot, r.cfg.Slot)
 	if err := ensureSlotCgroup(slotPath); err != nil {
-		return nil, err
+		return spec{}, nil, err
 	}
 	rootfs := filepath.Join(r.cfg.StateRoot, "rootfs")
 	hostDirs, err := prepareRootfs(rootfs)
 	if err != nil {
-		return nil, fmt.Errorf("prepare container root %s: %w", rootfs, err)
+		return spec{}, nil, fmt.Errorf("prepare container root %s: %w", rootfs, err)
 	}
 	s := spec{
 		id:           containerID(r.cfg.Slot, t.ID),
@@ -76,20 +105,15 @@ func (r *Runner) Start(ctx context.Context, t *Task) (_ *Job, retErr error) {
 	if r.cfg.CPUQuota && t.Cpus > 0 {
 		s.cpuQuota = t.Cpus * cpuPeriod
 	}
-	root := containersDir(r.cfg.StateRoot)
 	// A container of the same name can only be a leftover of this slot.
-	if err := destroyContainer(root, s.id); err != nil {
-		return nil, err
+	if err := destroyContainer(containersDir(r.cfg.StateRoot), s.id); err != nil {
+		return spec{}, nil, err
 	}
-	c, err := libcontainer.Create(root, s.id, containerConfig(s))
-	if err != nil {
-		return nil, fmt.Errorf("create container %s: %w", s.id, err)
-	}
-	defer func() {
-		if retErr != nil {
-			_ = c.Destroy()
-		}
-	}()
+	return s, containerConfig(s), nil
+}
+
+// process is the job's first process.
+func (r *Runner) process(t *Task) *libcontainer.Process {
 	env := t.Env
 	if !hasVar(env, "PATH") {
 		env = append(env[:len(env):len(env)], "PATH=/usr/local/bin:/usr/bin:/bin")
@@ -107,12 +131,7 @@ func (r *Runner) Start(ctx context.Context, t *Task) (_ *Job, retErr error) {
 	if t.Stdin != nil {
 		p.Stdin = t.Stdin
 	}
-	if err := c.Run(p); err != nil {
-		return nil, fmt.Errorf("Failed to execute '%s': %w", t.Path, err)
-	}
-	j := newJob(r, c, p, t)
-	r.log.Debug("job started in container", "container", s.id, "pid", j.pid)
-	return j, nil
+	return p
 }
 
 // hasVar reports whether env sets name.

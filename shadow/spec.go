@@ -23,6 +23,10 @@ type Spec struct {
 	CertPEM    []byte `json:"cert_pem"`
 	KeyPEM     []byte `json:"key_pem"`
 	CAPEM      []byte `json:"ca_pem"`
+	// CheckpointDir is the agent's image store for this job's owner, and
+	// CheckpointKey the job's name in it; empty when the job keeps none.
+	CheckpointDir string `json:"checkpoint_dir,omitempty"`
+	CheckpointKey string `json:"checkpoint_key,omitempty"`
 }
 
 // Command is sent by the agent to a running shadow.
@@ -47,6 +51,12 @@ type Event struct {
 	SysCPU   float64 `json:"sys_cpu,omitempty"`
 	MaxRSS   int64   `json:"max_rss,omitempty"`
 	Memory   int64   `json:"memory,omitempty"`
+	// A checkpoint's figures (EventCheckpointed).
+	ImageBytes    int64   `json:"image_bytes,omitempty"`
+	StoredBytes   int64   `json:"stored_bytes,omitempty"`
+	FrozenSeconds float64 `json:"frozen_seconds,omitempty"`
+	DumpSeconds   float64 `json:"dump_seconds,omitempty"`
+	Vacate        bool    `json:"vacate,omitempty"`
 	// Reason explains EventHold, EventFailed and EventKilled.
 	Reason string `json:"reason,omitempty"`
 	Code   int    `json:"code,omitempty"`
@@ -72,6 +82,9 @@ const (
 	// suspended the job, or let it run again.
 	EventSuspended EventType = "suspended"
 	EventResumed   EventType = "resumed"
+	// EventCheckpointed: a checkpoint image of the job arrived whole and is
+	// now its latest.
+	EventCheckpointed EventType = "checkpointed"
 	// EventUsage: the job's resource use so far.
 	EventUsage EventType = "usage"
 	// EventFailed: the run failed for reasons not the job's own (claim

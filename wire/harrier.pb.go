@@ -78,7 +78,7 @@ func (x ActRequest_Action) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ActRequest_Action.Descriptor instead.
 func (ActRequest_Action) EnumDescriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{38, 0}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{42, 0}
 }
 
 type AdvertiseRequest struct {
@@ -1054,6 +1054,226 @@ func (*ReleaseClaimReply) Descriptor() ([]byte, []int) {
 	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{18}
 }
 
+type CheckpointChunk struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The job's secret and the dump's statistics come with the first chunk.
+	Secret        string          `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
+	Info          *CheckpointInfo `protobuf:"bytes,2,opt,name=info,proto3" json:"info,omitempty"`
+	Data          []byte          `protobuf:"bytes,3,opt,name=data,proto3" json:"data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckpointChunk) Reset() {
+	*x = CheckpointChunk{}
+	mi := &file_harrier_v1_harrier_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointChunk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointChunk) ProtoMessage() {}
+
+func (x *CheckpointChunk) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_harrier_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointChunk.ProtoReflect.Descriptor instead.
+func (*CheckpointChunk) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *CheckpointChunk) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
+func (x *CheckpointChunk) GetInfo() *CheckpointInfo {
+	if x != nil {
+		return x.Info
+	}
+	return nil
+}
+
+func (x *CheckpointChunk) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+type CheckpointInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// CRIU's figures: how long the job was frozen, and how long the dump took.
+	FrozenSeconds float64 `protobuf:"fixed64,1,opt,name=frozen_seconds,json=frozenSeconds,proto3" json:"frozen_seconds,omitempty"`
+	DumpSeconds   float64 `protobuf:"fixed64,2,opt,name=dump_seconds,json=dumpSeconds,proto3" json:"dump_seconds,omitempty"`
+	// Size of the image before compression.
+	ImageBytes int64 `protobuf:"varint,3,opt,name=image_bytes,json=imageBytes,proto3" json:"image_bytes,omitempty"`
+	// The job was stopped by this checkpoint (a vacate), not left running.
+	Vacate        bool `protobuf:"varint,4,opt,name=vacate,proto3" json:"vacate,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckpointInfo) Reset() {
+	*x = CheckpointInfo{}
+	mi := &file_harrier_v1_harrier_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointInfo) ProtoMessage() {}
+
+func (x *CheckpointInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_harrier_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointInfo.ProtoReflect.Descriptor instead.
+func (*CheckpointInfo) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *CheckpointInfo) GetFrozenSeconds() float64 {
+	if x != nil {
+		return x.FrozenSeconds
+	}
+	return 0
+}
+
+func (x *CheckpointInfo) GetDumpSeconds() float64 {
+	if x != nil {
+		return x.DumpSeconds
+	}
+	return 0
+}
+
+func (x *CheckpointInfo) GetImageBytes() int64 {
+	if x != nil {
+		return x.ImageBytes
+	}
+	return 0
+}
+
+func (x *CheckpointInfo) GetVacate() bool {
+	if x != nil {
+		return x.Vacate
+	}
+	return false
+}
+
+type PutCheckpointReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StoredBytes   int64                  `protobuf:"varint,1,opt,name=stored_bytes,json=storedBytes,proto3" json:"stored_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutCheckpointReply) Reset() {
+	*x = PutCheckpointReply{}
+	mi := &file_harrier_v1_harrier_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutCheckpointReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutCheckpointReply) ProtoMessage() {}
+
+func (x *PutCheckpointReply) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_harrier_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutCheckpointReply.ProtoReflect.Descriptor instead.
+func (*PutCheckpointReply) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *PutCheckpointReply) GetStoredBytes() int64 {
+	if x != nil {
+		return x.StoredBytes
+	}
+	return 0
+}
+
+type GetCheckpointRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Secret        string                 `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetCheckpointRequest) Reset() {
+	*x = GetCheckpointRequest{}
+	mi := &file_harrier_v1_harrier_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetCheckpointRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetCheckpointRequest) ProtoMessage() {}
+
+func (x *GetCheckpointRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_harrier_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetCheckpointRequest.ProtoReflect.Descriptor instead.
+func (*GetCheckpointRequest) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *GetCheckpointRequest) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
 type StarterMessage struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Body:
@@ -1072,7 +1292,7 @@ type StarterMessage struct {
 
 func (x *StarterMessage) Reset() {
 	*x = StarterMessage{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[19]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1084,7 +1304,7 @@ func (x *StarterMessage) String() string {
 func (*StarterMessage) ProtoMessage() {}
 
 func (x *StarterMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[19]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1097,7 +1317,7 @@ func (x *StarterMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StarterMessage.ProtoReflect.Descriptor instead.
 func (*StarterMessage) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{19}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *StarterMessage) GetBody() isStarterMessage_Body {
@@ -1226,7 +1446,7 @@ type Suspended struct {
 
 func (x *Suspended) Reset() {
 	*x = Suspended{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[20]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1238,7 +1458,7 @@ func (x *Suspended) String() string {
 func (*Suspended) ProtoMessage() {}
 
 func (x *Suspended) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[20]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1251,7 +1471,7 @@ func (x *Suspended) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Suspended.ProtoReflect.Descriptor instead.
 func (*Suspended) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{20}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Suspended) GetReason() string {
@@ -1270,7 +1490,7 @@ type Resumed struct {
 
 func (x *Resumed) Reset() {
 	*x = Resumed{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[21]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1282,7 +1502,7 @@ func (x *Resumed) String() string {
 func (*Resumed) ProtoMessage() {}
 
 func (x *Resumed) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[21]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1295,7 +1515,7 @@ func (x *Resumed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resumed.ProtoReflect.Descriptor instead.
 func (*Resumed) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{21}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{25}
 }
 
 type Hello struct {
@@ -1310,7 +1530,7 @@ type Hello struct {
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[22]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1322,7 +1542,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[22]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1335,7 +1555,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{22}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Hello) GetJobId() string {
@@ -1370,7 +1590,7 @@ type Output struct {
 
 func (x *Output) Reset() {
 	*x = Output{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[23]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1382,7 +1602,7 @@ func (x *Output) String() string {
 func (*Output) ProtoMessage() {}
 
 func (x *Output) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[23]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1395,7 +1615,7 @@ func (x *Output) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Output.ProtoReflect.Descriptor instead.
 func (*Output) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{23}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Output) GetFd() int32 {
@@ -1421,7 +1641,7 @@ type Started struct {
 
 func (x *Started) Reset() {
 	*x = Started{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[24]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1433,7 +1653,7 @@ func (x *Started) String() string {
 func (*Started) ProtoMessage() {}
 
 func (x *Started) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[24]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1446,7 +1666,7 @@ func (x *Started) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Started.ProtoReflect.Descriptor instead.
 func (*Started) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{24}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Started) GetPid() int32 {
@@ -1468,7 +1688,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[25]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1480,7 +1700,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[25]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1493,7 +1713,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{25}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Usage) GetUserCpuSeconds() float64 {
@@ -1545,7 +1765,7 @@ type Exited struct {
 
 func (x *Exited) Reset() {
 	*x = Exited{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[26]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1557,7 +1777,7 @@ func (x *Exited) String() string {
 func (*Exited) ProtoMessage() {}
 
 func (x *Exited) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[26]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1570,7 +1790,7 @@ func (x *Exited) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Exited.ProtoReflect.Descriptor instead.
 func (*Exited) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{26}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Exited) GetBySignal() bool {
@@ -1642,7 +1862,7 @@ type ShadowMessage struct {
 
 func (x *ShadowMessage) Reset() {
 	*x = ShadowMessage{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[27]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1654,7 +1874,7 @@ func (x *ShadowMessage) String() string {
 func (*ShadowMessage) ProtoMessage() {}
 
 func (x *ShadowMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[27]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1667,7 +1887,7 @@ func (x *ShadowMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShadowMessage.ProtoReflect.Descriptor instead.
 func (*ShadowMessage) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{27}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ShadowMessage) GetBody() isShadowMessage_Body {
@@ -1720,7 +1940,7 @@ type JobSpec struct {
 
 func (x *JobSpec) Reset() {
 	*x = JobSpec{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1732,7 +1952,7 @@ func (x *JobSpec) String() string {
 func (*JobSpec) ProtoMessage() {}
 
 func (x *JobSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1745,7 +1965,7 @@ func (x *JobSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobSpec.ProtoReflect.Descriptor instead.
 func (*JobSpec) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{28}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *JobSpec) GetJobAd() string {
@@ -1764,7 +1984,7 @@ type Kill struct {
 
 func (x *Kill) Reset() {
 	*x = Kill{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1776,7 +1996,7 @@ func (x *Kill) String() string {
 func (*Kill) ProtoMessage() {}
 
 func (x *Kill) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1789,7 +2009,7 @@ func (x *Kill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Kill.ProtoReflect.Descriptor instead.
 func (*Kill) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{29}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Kill) GetReason() string {
@@ -1810,7 +2030,7 @@ type ReadFileRequest struct {
 
 func (x *ReadFileRequest) Reset() {
 	*x = ReadFileRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1822,7 +2042,7 @@ func (x *ReadFileRequest) String() string {
 func (*ReadFileRequest) ProtoMessage() {}
 
 func (x *ReadFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1835,7 +2055,7 @@ func (x *ReadFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadFileRequest.ProtoReflect.Descriptor instead.
 func (*ReadFileRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{30}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ReadFileRequest) GetSecret() string {
@@ -1863,7 +2083,7 @@ type FileChunk struct {
 
 func (x *FileChunk) Reset() {
 	*x = FileChunk{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1875,7 +2095,7 @@ func (x *FileChunk) String() string {
 func (*FileChunk) ProtoMessage() {}
 
 func (x *FileChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1888,7 +2108,7 @@ func (x *FileChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileChunk.ProtoReflect.Descriptor instead.
 func (*FileChunk) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{31}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *FileChunk) GetData() []byte {
@@ -1913,7 +2133,7 @@ type NewClusterRequest struct {
 
 func (x *NewClusterRequest) Reset() {
 	*x = NewClusterRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1925,7 +2145,7 @@ func (x *NewClusterRequest) String() string {
 func (*NewClusterRequest) ProtoMessage() {}
 
 func (x *NewClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1938,7 +2158,7 @@ func (x *NewClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NewClusterRequest.ProtoReflect.Descriptor instead.
 func (*NewClusterRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{32}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{36}
 }
 
 type NewClusterReply struct {
@@ -1950,7 +2170,7 @@ type NewClusterReply struct {
 
 func (x *NewClusterReply) Reset() {
 	*x = NewClusterReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1962,7 +2182,7 @@ func (x *NewClusterReply) String() string {
 func (*NewClusterReply) ProtoMessage() {}
 
 func (x *NewClusterReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1975,7 +2195,7 @@ func (x *NewClusterReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NewClusterReply.ProtoReflect.Descriptor instead.
 func (*NewClusterReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{33}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *NewClusterReply) GetCluster() int32 {
@@ -1999,7 +2219,7 @@ type SubmitRequest struct {
 
 func (x *SubmitRequest) Reset() {
 	*x = SubmitRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2011,7 +2231,7 @@ func (x *SubmitRequest) String() string {
 func (*SubmitRequest) ProtoMessage() {}
 
 func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2024,7 +2244,7 @@ func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitRequest.ProtoReflect.Descriptor instead.
 func (*SubmitRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{34}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *SubmitRequest) GetCluster() int32 {
@@ -2057,7 +2277,7 @@ type SubmitReply struct {
 
 func (x *SubmitReply) Reset() {
 	*x = SubmitReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2069,7 +2289,7 @@ func (x *SubmitReply) String() string {
 func (*SubmitReply) ProtoMessage() {}
 
 func (x *SubmitReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2082,7 +2302,7 @@ func (x *SubmitReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitReply.ProtoReflect.Descriptor instead.
 func (*SubmitReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{35}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *SubmitReply) GetCount() int32 {
@@ -2104,7 +2324,7 @@ type JobQueryRequest struct {
 
 func (x *JobQueryRequest) Reset() {
 	*x = JobQueryRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2116,7 +2336,7 @@ func (x *JobQueryRequest) String() string {
 func (*JobQueryRequest) ProtoMessage() {}
 
 func (x *JobQueryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2129,7 +2349,7 @@ func (x *JobQueryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobQueryRequest.ProtoReflect.Descriptor instead.
 func (*JobQueryRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{36}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *JobQueryRequest) GetIds() []string {
@@ -2162,7 +2382,7 @@ type JobQueryReply struct {
 
 func (x *JobQueryReply) Reset() {
 	*x = JobQueryReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2174,7 +2394,7 @@ func (x *JobQueryReply) String() string {
 func (*JobQueryReply) ProtoMessage() {}
 
 func (x *JobQueryReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2187,7 +2407,7 @@ func (x *JobQueryReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobQueryReply.ProtoReflect.Descriptor instead.
 func (*JobQueryReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{37}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *JobQueryReply) GetAds() []string {
@@ -2208,7 +2428,7 @@ type ActRequest struct {
 
 func (x *ActRequest) Reset() {
 	*x = ActRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2220,7 +2440,7 @@ func (x *ActRequest) String() string {
 func (*ActRequest) ProtoMessage() {}
 
 func (x *ActRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2233,7 +2453,7 @@ func (x *ActRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActRequest.ProtoReflect.Descriptor instead.
 func (*ActRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{38}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ActRequest) GetAction() ActRequest_Action {
@@ -2266,7 +2486,7 @@ type ActReply struct {
 
 func (x *ActReply) Reset() {
 	*x = ActReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2278,7 +2498,7 @@ func (x *ActReply) String() string {
 func (*ActReply) ProtoMessage() {}
 
 func (x *ActReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2291,7 +2511,7 @@ func (x *ActReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActReply.ProtoReflect.Descriptor instead.
 func (*ActReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{39}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ActReply) GetResults() []*ActResult {
@@ -2312,7 +2532,7 @@ type ActResult struct {
 
 func (x *ActResult) Reset() {
 	*x = ActResult{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2324,7 +2544,7 @@ func (x *ActResult) String() string {
 func (*ActResult) ProtoMessage() {}
 
 func (x *ActResult) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2337,7 +2557,7 @@ func (x *ActResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActResult.ProtoReflect.Descriptor instead.
 func (*ActResult) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{40}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ActResult) GetId() string {
@@ -2428,7 +2648,21 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\x12ActivateClaimReply\"0\n" +
 	"\x13ReleaseClaimRequest\x12\x19\n" +
 	"\bclaim_id\x18\x01 \x01(\tR\aclaimId\"\x13\n" +
-	"\x11ReleaseClaimReply\"\xe3\x02\n" +
+	"\x11ReleaseClaimReply\"m\n" +
+	"\x0fCheckpointChunk\x12\x16\n" +
+	"\x06secret\x18\x01 \x01(\tR\x06secret\x12.\n" +
+	"\x04info\x18\x02 \x01(\v2\x1a.harrier.v1.CheckpointInfoR\x04info\x12\x12\n" +
+	"\x04data\x18\x03 \x01(\fR\x04data\"\x93\x01\n" +
+	"\x0eCheckpointInfo\x12%\n" +
+	"\x0efrozen_seconds\x18\x01 \x01(\x01R\rfrozenSeconds\x12!\n" +
+	"\fdump_seconds\x18\x02 \x01(\x01R\vdumpSeconds\x12\x1f\n" +
+	"\vimage_bytes\x18\x03 \x01(\x03R\n" +
+	"imageBytes\x12\x16\n" +
+	"\x06vacate\x18\x04 \x01(\bR\x06vacate\"7\n" +
+	"\x12PutCheckpointReply\x12!\n" +
+	"\fstored_bytes\x18\x01 \x01(\x03R\vstoredBytes\".\n" +
+	"\x14GetCheckpointRequest\x12\x16\n" +
+	"\x06secret\x18\x01 \x01(\tR\x06secret\"\xe3\x02\n" +
 	"\x0eStarterMessage\x12)\n" +
 	"\x05hello\x18\x01 \x01(\v2\x11.harrier.v1.HelloH\x00R\x05hello\x12,\n" +
 	"\x06output\x18\x02 \x01(\v2\x12.harrier.v1.OutputH\x00R\x06output\x12/\n" +
@@ -2527,10 +2761,12 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\fRequestClaim\x12\x1f.harrier.v1.RequestClaimRequest\x1a\x1d.harrier.v1.RequestClaimReply\x12Q\n" +
 	"\rActivateClaim\x12 .harrier.v1.ActivateClaimRequest\x1a\x1e.harrier.v1.ActivateClaimReply\x12N\n" +
 	"\fReleaseClaim\x12\x1f.harrier.v1.ReleaseClaimRequest\x1a\x1d.harrier.v1.ReleaseClaimReply\x12E\n" +
-	"\tKeepAlive\x12\x1c.harrier.v1.KeepAliveRequest\x1a\x1a.harrier.v1.KeepAliveReply2\x8f\x01\n" +
+	"\tKeepAlive\x12\x1c.harrier.v1.KeepAliveRequest\x1a\x1a.harrier.v1.KeepAliveReply2\xb1\x02\n" +
 	"\x06Shadow\x12C\n" +
 	"\x06Attach\x12\x1a.harrier.v1.StarterMessage\x1a\x19.harrier.v1.ShadowMessage(\x010\x01\x12@\n" +
-	"\bReadFile\x12\x1b.harrier.v1.ReadFileRequest\x1a\x15.harrier.v1.FileChunk0\x012\x88\x03\n" +
+	"\bReadFile\x12\x1b.harrier.v1.ReadFileRequest\x1a\x15.harrier.v1.FileChunk0\x01\x12N\n" +
+	"\rPutCheckpoint\x12\x1b.harrier.v1.CheckpointChunk\x1a\x1e.harrier.v1.PutCheckpointReply(\x01\x12P\n" +
+	"\rGetCheckpoint\x12 .harrier.v1.GetCheckpointRequest\x1a\x1b.harrier.v1.CheckpointChunk0\x012\x88\x03\n" +
 	"\x06Schedd\x12H\n" +
 	"\n" +
 	"NewCluster\x12\x1d.harrier.v1.NewClusterRequest\x1a\x1b.harrier.v1.NewClusterReply\x12<\n" +
@@ -2553,7 +2789,7 @@ func file_harrier_v1_harrier_proto_rawDescGZIP() []byte {
 }
 
 var file_harrier_v1_harrier_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_harrier_v1_harrier_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
+var file_harrier_v1_harrier_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
 var file_harrier_v1_harrier_proto_goTypes = []any{
 	(ActRequest_Action)(0),       // 0: harrier.v1.ActRequest.Action
 	(*AdvertiseRequest)(nil),     // 1: harrier.v1.AdvertiseRequest
@@ -2575,83 +2811,92 @@ var file_harrier_v1_harrier_proto_goTypes = []any{
 	(*ActivateClaimReply)(nil),   // 17: harrier.v1.ActivateClaimReply
 	(*ReleaseClaimRequest)(nil),  // 18: harrier.v1.ReleaseClaimRequest
 	(*ReleaseClaimReply)(nil),    // 19: harrier.v1.ReleaseClaimReply
-	(*StarterMessage)(nil),       // 20: harrier.v1.StarterMessage
-	(*Suspended)(nil),            // 21: harrier.v1.Suspended
-	(*Resumed)(nil),              // 22: harrier.v1.Resumed
-	(*Hello)(nil),                // 23: harrier.v1.Hello
-	(*Output)(nil),               // 24: harrier.v1.Output
-	(*Started)(nil),              // 25: harrier.v1.Started
-	(*Usage)(nil),                // 26: harrier.v1.Usage
-	(*Exited)(nil),               // 27: harrier.v1.Exited
-	(*ShadowMessage)(nil),        // 28: harrier.v1.ShadowMessage
-	(*JobSpec)(nil),              // 29: harrier.v1.JobSpec
-	(*Kill)(nil),                 // 30: harrier.v1.Kill
-	(*ReadFileRequest)(nil),      // 31: harrier.v1.ReadFileRequest
-	(*FileChunk)(nil),            // 32: harrier.v1.FileChunk
-	(*NewClusterRequest)(nil),    // 33: harrier.v1.NewClusterRequest
-	(*NewClusterReply)(nil),      // 34: harrier.v1.NewClusterReply
-	(*SubmitRequest)(nil),        // 35: harrier.v1.SubmitRequest
-	(*SubmitReply)(nil),          // 36: harrier.v1.SubmitReply
-	(*JobQueryRequest)(nil),      // 37: harrier.v1.JobQueryRequest
-	(*JobQueryReply)(nil),        // 38: harrier.v1.JobQueryReply
-	(*ActRequest)(nil),           // 39: harrier.v1.ActRequest
-	(*ActReply)(nil),             // 40: harrier.v1.ActReply
-	(*ActResult)(nil),            // 41: harrier.v1.ActResult
+	(*CheckpointChunk)(nil),      // 20: harrier.v1.CheckpointChunk
+	(*CheckpointInfo)(nil),       // 21: harrier.v1.CheckpointInfo
+	(*PutCheckpointReply)(nil),   // 22: harrier.v1.PutCheckpointReply
+	(*GetCheckpointRequest)(nil), // 23: harrier.v1.GetCheckpointRequest
+	(*StarterMessage)(nil),       // 24: harrier.v1.StarterMessage
+	(*Suspended)(nil),            // 25: harrier.v1.Suspended
+	(*Resumed)(nil),              // 26: harrier.v1.Resumed
+	(*Hello)(nil),                // 27: harrier.v1.Hello
+	(*Output)(nil),               // 28: harrier.v1.Output
+	(*Started)(nil),              // 29: harrier.v1.Started
+	(*Usage)(nil),                // 30: harrier.v1.Usage
+	(*Exited)(nil),               // 31: harrier.v1.Exited
+	(*ShadowMessage)(nil),        // 32: harrier.v1.ShadowMessage
+	(*JobSpec)(nil),              // 33: harrier.v1.JobSpec
+	(*Kill)(nil),                 // 34: harrier.v1.Kill
+	(*ReadFileRequest)(nil),      // 35: harrier.v1.ReadFileRequest
+	(*FileChunk)(nil),            // 36: harrier.v1.FileChunk
+	(*NewClusterRequest)(nil),    // 37: harrier.v1.NewClusterRequest
+	(*NewClusterReply)(nil),      // 38: harrier.v1.NewClusterReply
+	(*SubmitRequest)(nil),        // 39: harrier.v1.SubmitRequest
+	(*SubmitReply)(nil),          // 40: harrier.v1.SubmitReply
+	(*JobQueryRequest)(nil),      // 41: harrier.v1.JobQueryRequest
+	(*JobQueryReply)(nil),        // 42: harrier.v1.JobQueryReply
+	(*ActRequest)(nil),           // 43: harrier.v1.ActRequest
+	(*ActReply)(nil),             // 44: harrier.v1.ActReply
+	(*ActResult)(nil),            // 45: harrier.v1.ActResult
 }
 var file_harrier_v1_harrier_proto_depIdxs = []int32{
-	23, // 0: harrier.v1.StarterMessage.hello:type_name -> harrier.v1.Hello
-	24, // 1: harrier.v1.StarterMessage.output:type_name -> harrier.v1.Output
-	25, // 2: harrier.v1.StarterMessage.started:type_name -> harrier.v1.Started
-	26, // 3: harrier.v1.StarterMessage.usage:type_name -> harrier.v1.Usage
-	27, // 4: harrier.v1.StarterMessage.exited:type_name -> harrier.v1.Exited
-	21, // 5: harrier.v1.StarterMessage.suspended:type_name -> harrier.v1.Suspended
-	22, // 6: harrier.v1.StarterMessage.resumed:type_name -> harrier.v1.Resumed
-	26, // 7: harrier.v1.Exited.usage:type_name -> harrier.v1.Usage
-	29, // 8: harrier.v1.ShadowMessage.job:type_name -> harrier.v1.JobSpec
-	30, // 9: harrier.v1.ShadowMessage.kill:type_name -> harrier.v1.Kill
-	0,  // 10: harrier.v1.ActRequest.action:type_name -> harrier.v1.ActRequest.Action
-	41, // 11: harrier.v1.ActReply.results:type_name -> harrier.v1.ActResult
-	1,  // 12: harrier.v1.Collector.Advertise:input_type -> harrier.v1.AdvertiseRequest
-	2,  // 13: harrier.v1.Collector.AdvertiseJobs:input_type -> harrier.v1.AdvertiseJobsRequest
-	4,  // 14: harrier.v1.Collector.Invalidate:input_type -> harrier.v1.InvalidateRequest
-	6,  // 15: harrier.v1.Collector.Query:input_type -> harrier.v1.QueryRequest
-	8,  // 16: harrier.v1.Agent.Matched:input_type -> harrier.v1.MatchedRequest
-	12, // 17: harrier.v1.Startd.Matched:input_type -> harrier.v1.StartdMatchedRequest
-	14, // 18: harrier.v1.Startd.RequestClaim:input_type -> harrier.v1.RequestClaimRequest
-	16, // 19: harrier.v1.Startd.ActivateClaim:input_type -> harrier.v1.ActivateClaimRequest
-	18, // 20: harrier.v1.Startd.ReleaseClaim:input_type -> harrier.v1.ReleaseClaimRequest
-	10, // 21: harrier.v1.Startd.KeepAlive:input_type -> harrier.v1.KeepAliveRequest
-	20, // 22: harrier.v1.Shadow.Attach:input_type -> harrier.v1.StarterMessage
-	31, // 23: harrier.v1.Shadow.ReadFile:input_type -> harrier.v1.ReadFileRequest
-	33, // 24: harrier.v1.Schedd.NewCluster:input_type -> harrier.v1.NewClusterRequest
-	35, // 25: harrier.v1.Schedd.Submit:input_type -> harrier.v1.SubmitRequest
-	37, // 26: harrier.v1.Schedd.Query:input_type -> harrier.v1.JobQueryRequest
-	37, // 27: harrier.v1.Schedd.History:input_type -> harrier.v1.JobQueryRequest
-	39, // 28: harrier.v1.Schedd.Act:input_type -> harrier.v1.ActRequest
-	6,  // 29: harrier.v1.Schedd.QueryPool:input_type -> harrier.v1.QueryRequest
-	3,  // 30: harrier.v1.Collector.Advertise:output_type -> harrier.v1.AdvertiseReply
-	3,  // 31: harrier.v1.Collector.AdvertiseJobs:output_type -> harrier.v1.AdvertiseReply
-	5,  // 32: harrier.v1.Collector.Invalidate:output_type -> harrier.v1.InvalidateReply
-	7,  // 33: harrier.v1.Collector.Query:output_type -> harrier.v1.QueryReply
-	9,  // 34: harrier.v1.Agent.Matched:output_type -> harrier.v1.MatchedReply
-	13, // 35: harrier.v1.Startd.Matched:output_type -> harrier.v1.StartdMatchedReply
-	15, // 36: harrier.v1.Startd.RequestClaim:output_type -> harrier.v1.RequestClaimReply
-	17, // 37: harrier.v1.Startd.ActivateClaim:output_type -> harrier.v1.ActivateClaimReply
-	19, // 38: harrier.v1.Startd.ReleaseClaim:output_type -> harrier.v1.ReleaseClaimReply
-	11, // 39: harrier.v1.Startd.KeepAlive:output_type -> harrier.v1.KeepAliveReply
-	28, // 40: harrier.v1.Shadow.Attach:output_type -> harrier.v1.ShadowMessage
-	32, // 41: harrier.v1.Shadow.ReadFile:output_type -> harrier.v1.FileChunk
-	34, // 42: harrier.v1.Schedd.NewCluster:output_type -> harrier.v1.NewClusterReply
-	36, // 43: harrier.v1.Schedd.Submit:output_type -> harrier.v1.SubmitReply
-	38, // 44: harrier.v1.Schedd.Query:output_type -> harrier.v1.JobQueryReply
-	38, // 45: harrier.v1.Schedd.History:output_type -> harrier.v1.JobQueryReply
-	40, // 46: harrier.v1.Schedd.Act:output_type -> harrier.v1.ActReply
-	7,  // 47: harrier.v1.Schedd.QueryPool:output_type -> harrier.v1.QueryReply
-	30, // [30:48] is the sub-list for method output_type
-	12, // [12:30] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	21, // 0: harrier.v1.CheckpointChunk.info:type_name -> harrier.v1.CheckpointInfo
+	27, // 1: harrier.v1.StarterMessage.hello:type_name -> harrier.v1.Hello
+	28, // 2: harrier.v1.StarterMessage.output:type_name -> harrier.v1.Output
+	29, // 3: harrier.v1.StarterMessage.started:type_name -> harrier.v1.Started
+	30, // 4: harrier.v1.StarterMessage.usage:type_name -> harrier.v1.Usage
+	31, // 5: harrier.v1.StarterMessage.exited:type_name -> harrier.v1.Exited
+	25, // 6: harrier.v1.StarterMessage.suspended:type_name -> harrier.v1.Suspended
+	26, // 7: harrier.v1.StarterMessage.resumed:type_name -> harrier.v1.Resumed
+	30, // 8: harrier.v1.Exited.usage:type_name -> harrier.v1.Usage
+	33, // 9: harrier.v1.ShadowMessage.job:type_name -> harrier.v1.JobSpec
+	34, // 10: harrier.v1.ShadowMessage.kill:type_name -> harrier.v1.Kill
+	0,  // 11: harrier.v1.ActRequest.action:type_name -> harrier.v1.ActRequest.Action
+	45, // 12: harrier.v1.ActReply.results:type_name -> harrier.v1.ActResult
+	1,  // 13: harrier.v1.Collector.Advertise:input_type -> harrier.v1.AdvertiseRequest
+	2,  // 14: harrier.v1.Collector.AdvertiseJobs:input_type -> harrier.v1.AdvertiseJobsRequest
+	4,  // 15: harrier.v1.Collector.Invalidate:input_type -> harrier.v1.InvalidateRequest
+	6,  // 16: harrier.v1.Collector.Query:input_type -> harrier.v1.QueryRequest
+	8,  // 17: harrier.v1.Agent.Matched:input_type -> harrier.v1.MatchedRequest
+	12, // 18: harrier.v1.Startd.Matched:input_type -> harrier.v1.StartdMatchedRequest
+	14, // 19: harrier.v1.Startd.RequestClaim:input_type -> harrier.v1.RequestClaimRequest
+	16, // 20: harrier.v1.Startd.ActivateClaim:input_type -> harrier.v1.ActivateClaimRequest
+	18, // 21: harrier.v1.Startd.ReleaseClaim:input_type -> harrier.v1.ReleaseClaimRequest
+	10, // 22: harrier.v1.Startd.KeepAlive:input_type -> harrier.v1.KeepAliveRequest
+	24, // 23: harrier.v1.Shadow.Attach:input_type -> harrier.v1.StarterMessage
+	35, // 24: harrier.v1.Shadow.ReadFile:input_type -> harrier.v1.ReadFileRequest
+	20, // 25: harrier.v1.Shadow.PutCheckpoint:input_type -> harrier.v1.CheckpointChunk
+	23, // 26: harrier.v1.Shadow.GetCheckpoint:input_type -> harrier.v1.GetCheckpointRequest
+	37, // 27: harrier.v1.Schedd.NewCluster:input_type -> harrier.v1.NewClusterRequest
+	39, // 28: harrier.v1.Schedd.Submit:input_type -> harrier.v1.SubmitRequest
+	41, // 29: harrier.v1.Schedd.Query:input_type -> harrier.v1.JobQueryRequest
+	41, // 30: harrier.v1.Schedd.History:input_type -> harrier.v1.JobQueryRequest
+	43, // 31: harrier.v1.Schedd.Act:input_type -> harrier.v1.ActRequest
+	6,  // 32: harrier.v1.Schedd.QueryPool:input_type -> harrier.v1.QueryRequest
+	3,  // 33: harrier.v1.Collector.Advertise:output_type -> harrier.v1.AdvertiseReply
+	3,  // 34: harrier.v1.Collector.AdvertiseJobs:output_type -> harrier.v1.AdvertiseReply
+	5,  // 35: harrier.v1.Collector.Invalidate:output_type -> harrier.v1.InvalidateReply
+	7,  // 36: harrier.v1.Collector.Query:output_type -> harrier.v1.QueryReply
+	9,  // 37: harrier.v1.Agent.Matched:output_type -> harrier.v1.MatchedReply
+	13, // 38: harrier.v1.Startd.Matched:output_type -> harrier.v1.StartdMatchedReply
+	15, // 39: harrier.v1.Startd.RequestClaim:output_type -> harrier.v1.RequestClaimReply
+	17, // 40: harrier.v1.Startd.ActivateClaim:output_type -> harrier.v1.ActivateClaimReply
+	19, // 41: harrier.v1.Startd.ReleaseClaim:output_type -> harrier.v1.ReleaseClaimReply
+	11, // 42: harrier.v1.Startd.KeepAlive:output_type -> harrier.v1.KeepAliveReply
+	32, // 43: harrier.v1.Shadow.Attach:output_type -> harrier.v1.ShadowMessage
+	36, // 44: harrier.v1.Shadow.ReadFile:output_type -> harrier.v1.FileChunk
+	22, // 45: harrier.v1.Shadow.PutCheckpoint:output_type -> harrier.v1.PutCheckpointReply
+	20, // 46: harrier.v1.Shadow.GetCheckpoint:output_type -> harrier.v1.CheckpointChunk
+	38, // 47: harrier.v1.Schedd.NewCluster:output_type -> harrier.v1.NewClusterReply
+	40, // 48: harrier.v1.Schedd.Submit:output_type -> harrier.v1.SubmitReply
+	42, // 49: harrier.v1.Schedd.Query:output_type -> harrier.v1.JobQueryReply
+	42, // 50: harrier.v1.Schedd.History:output_type -> harrier.v1.JobQueryReply
+	44, // 51: harrier.v1.Schedd.Act:output_type -> harrier.v1.ActReply
+	7,  // 52: harrier.v1.Schedd.QueryPool:output_type -> harrier.v1.QueryReply
+	33, // [33:53] is the sub-list for method output_type
+	13, // [13:33] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_harrier_v1_harrier_proto_init() }
@@ -2659,7 +2904,7 @@ func file_harrier_v1_harrier_proto_init() {
 	if File_harrier_v1_harrier_proto != nil {
 		return
 	}
-	file_harrier_v1_harrier_proto_msgTypes[19].OneofWrappers = []any{
+	file_harrier_v1_harrier_proto_msgTypes[23].OneofWrappers = []any{
 		(*StarterMessage_Hello)(nil),
 		(*StarterMessage_Output)(nil),
 		(*StarterMessage_Started)(nil),
@@ -2668,7 +2913,7 @@ func file_harrier_v1_harrier_proto_init() {
 		(*StarterMessage_Suspended)(nil),
 		(*StarterMessage_Resumed)(nil),
 	}
-	file_harrier_v1_harrier_proto_msgTypes[27].OneofWrappers = []any{
+	file_harrier_v1_harrier_proto_msgTypes[31].OneofWrappers = []any{
 		(*ShadowMessage_Job)(nil),
 		(*ShadowMessage_Kill)(nil),
 	}
@@ -2678,7 +2923,7 @@ func file_harrier_v1_harrier_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harrier_v1_harrier_proto_rawDesc), len(file_harrier_v1_harrier_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   41,
+			NumMessages:   45,
 			NumExtensions: 0,
 			NumServices:   5,
 		},

@@ -643,8 +643,10 @@ var Startd_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	Shadow_Attach_FullMethodName   = "/harrier.v1.Shadow/Attach"
-	Shadow_ReadFile_FullMethodName = "/harrier.v1.Shadow/ReadFile"
+	Shadow_Attach_FullMethodName        = "/harrier.v1.Shadow/Attach"
+	Shadow_ReadFile_FullMethodName      = "/harrier.v1.Shadow/ReadFile"
+	Shadow_PutCheckpoint_FullMethodName = "/harrier.v1.Shadow/PutCheckpoint"
+	Shadow_GetCheckpoint_FullMethodName = "/harrier.v1.Shadow/GetCheckpoint"
 )
 
 // ShadowClient is the client API for Shadow service.
@@ -660,6 +662,12 @@ type ShadowClient interface {
 	// ReadFile streams a file the job is allowed to read (its executable, its
 	// input) from the submit machine.
 	ReadFile(ctx context.Context, in *ReadFileRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[FileChunk], error)
+	// PutCheckpoint uploads a packed checkpoint image of the job. The shadow
+	// keeps it, replacing the previous one, only if it arrives whole and
+	// verified; a failed upload leaves the previous image the job's.
+	PutCheckpoint(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[CheckpointChunk, PutCheckpointReply], error)
+	// GetCheckpoint downloads the job's latest good image.
+	GetCheckpoint(ctx context.Context, in *GetCheckpointRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CheckpointChunk], error)
 }
 
 type shadowClient struct {
@@ -702,6 +710,38 @@ func (c *shadowClient) ReadFile(ctx context.Context, in *ReadFileRequest, opts .
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Shadow_ReadFileClient = grpc.ServerStreamingClient[FileChunk]
 
+func (c *shadowClient) PutCheckpoint(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[CheckpointChunk, PutCheckpointReply], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Shadow_ServiceDesc.Streams[2], Shadow_PutCheckpoint_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[CheckpointChunk, PutCheckpointReply]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Shadow_PutCheckpointClient = grpc.ClientStreamingClient[CheckpointChunk, PutCheckpointReply]
+
+func (c *shadowClient) GetCheckpoint(ctx context.Context, in *GetCheckpointRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CheckpointChunk], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Shadow_ServiceDesc.Streams[3], Shadow_GetCheckpoint_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[GetCheckpointRequest, CheckpointChunk]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Shadow_GetCheckpointClient = grpc.ServerStreamingClient[CheckpointChunk]
+
 // ShadowServer is the server API for Shadow service.
 // All implementations must embed UnimplementedShadowServer
 // for forward compatibility.
@@ -715,6 +755,12 @@ type ShadowServer interface {
 	// ReadFile streams a file the job is allowed to read (its executable, its
 	// input) from the submit machine.
 	ReadFile(*ReadFileRequest, grpc.ServerStreamingServer[FileChunk]) error
+	// PutCheckpoint uploads a packed checkpoint image of the job. The shadow
+	// keeps it, replacing the previous one, only if it arrives whole and
+	// verified; a failed upload leaves the previous image the job's.
+	PutCheckpoint(grpc.ClientStreamingServer[CheckpointChunk, PutCheckpointReply]) error
+	// GetCheckpoint downloads the job's latest good image.
+	GetCheckpoint(*GetCheckpointRequest, grpc.ServerStreamingServer[CheckpointChunk]) error
 	mustEmbedUnimplementedShadowServer()
 }
 
@@ -730,6 +776,12 @@ func (UnimplementedShadowServer) Attach(grpc.BidiStreamingServer[StarterMessage,
 }
 func (UnimplementedShadowServer) ReadFile(*ReadFileRequest, grpc.ServerStreamingServer[FileChunk]) error {
 	return status.Error(codes.Unimplemented, "method ReadFile not implemented")
+}
+func (UnimplementedShadowServer) PutCheckpoint(grpc.ClientStreamingServer[CheckpointChunk, PutCheckpointReply]) error {
+	return status.Error(codes.Unimplemented, "method PutCheckpoint not implemented")
+}
+func (UnimplementedShadowServer) GetCheckpoint(*GetCheckpointRequest, grpc.ServerStreamingServer[CheckpointChunk]) error {
+	return status.Error(codes.Unimplemented, "method GetCheckpoint not implemented")
 }
 func (UnimplementedShadowServer) mustEmbedUnimplementedShadowServer() {}
 func (UnimplementedShadowServer) testEmbeddedByValue()                {}
@@ -770,6 +822,24 @@ func _Shadow_ReadFile_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Shadow_ReadFileServer = grpc.ServerStreamingServer[FileChunk]
 
+func _Shadow_PutCheckpoint_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(ShadowServer).PutCheckpoint(&grpc.GenericServerStream[CheckpointChunk, PutCheckpointReply]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Shadow_PutCheckpointServer = grpc.ClientStreamingServer[CheckpointChunk, PutCheckpointReply]
+
+func _Shadow_GetCheckpoint_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(GetCheckpointRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(ShadowServer).GetCheckpoint(m, &grpc.GenericServerStream[GetCheckpointRequest, CheckpointChunk]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Shadow_GetCheckpointServer = grpc.ServerStreamingServer[CheckpointChunk]
+
 // Shadow_ServiceDesc is the grpc.ServiceDesc for Shadow service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -787,6 +857,16 @@ var Shadow_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "ReadFile",
 			Handler:       _Shadow_ReadFile_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "PutCheckpoint",
+			Handler:       _Shadow_PutCheckpoint_Handler,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "GetCheckpoint",
+			Handler:       _Shadow_GetCheckpoint_Handler,
 			ServerStreams: true,
 		},
 	},

@@ -182,6 +182,7 @@ func serveAgent(ctx context.Context, pc *poolConfig, name string, logger *slog.L
 		AdvertiseInterval: interval,
 		ShadowCommand:     []string{exe, "shadow"},
 		ClaimWorkLife:     workLife,
+		CheckpointDir:     filepath.Join(spool, "checkpoints"),
 		PeriodicInterval:  periodic,
 	})
 	if err != nil {

@@ -1,0 +1,77 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"harrier.dev/harrier/checkpoint"
+	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/joblog"
+	"harrier.dev/harrier/shadow"
+)
+
+// Checkpoint images live in the agent's spool, one owner-only store per
+// job owner, so that a shadow running as the owner can write its jobs'
+// images and nobody else can read them.
+
+// checkpointStore returns the image store directory of a job's owner,
+// making it if need be, or "" if the agent keeps no images.
+func (a *Agent) checkpointStore(owner string) (string, error) {
+	if a.cfg.CheckpointDir == "" || owner == "" {
+		return "", nil
+	}
+	dir := filepath.Join(a.cfg.CheckpointDir, owner)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("image store of %s: %w", owner, err)
+	}
+	if cred, err := credentialFor(owner); err != nil {
+		return "", err
+	} else if cred != nil {
+		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+			return "", fmt.Errorf("image store of %s: %w", owner, err)
+		}
+	}
+	return dir, nil
+}
+
+// checkpointed records a checkpoint the job's shadow stored.
+func (a *Agent) checkpointed(ctx context.Context, r *run, ev shadow.Event) {
+	ad, err := a.jobs.transition(ctx, r.id, func(ad *classad.ClassAd) (change, error) {
+		n, _ := ad.EvalInt("NumCkpts")
+		return change{
+			"NumCkpts":           classad.Int(n + 1),
+			"LastCkptTime":       classad.Int(time.Now().Unix()),
+			"LastCkptSize":       classad.Int(ev.StoredBytes),
+			"LastCkptImageSize":  classad.Int(ev.ImageBytes),
+			"LastCkptFrozenTime": classad.Real(ev.FrozenSeconds),
+			"LastCkptDumpTime":   classad.Real(ev.DumpSeconds),
+		}, nil
+	})
+	if err != nil {
+		a.log.Error("record checkpoint", "job", r.id, "err", err)
+		return
+	}
+	a.logEvent(ad, joblog.Event{Type: joblog.Checkpointed})
+}
+
+// dropCheckpoint removes the image of a job that left the queue.
+func (a *Agent) dropCheckpoint(ad *classad.ClassAd) {
+	owner, _ := ad.EvalString("Owner")
+	if a.cfg.CheckpointDir == "" || owner == "" {
+		return
+	}
+	n, _ := ad.EvalInt("NumCkpts")
+	if n == 0 {
+		return
+	}
+	store, err := checkpoint.OpenStore(filepath.Join(a.cfg.CheckpointDir, owner))
+	if err == nil {
+		err = store.Remove(jobID(ad).String())
+	}
+	if err != nil {
+		a.log.Warn("remove checkpoint image", "job", jobID(ad), "err", err)
+	}
+}
