@@ -48,8 +48,8 @@ func newBuffered(inner handle, size, block, fileSize int64) *buffered {
 	}
 }
 
-// get returns block idx, loading it if needed. ctx bounds only the wait.
-func (b *buffered) get(ctx context.Context, idx int64) (*cblock, error) {
+// get returns block idx, loading it if needed.
+func (b *buffered) get(idx int64) (*cblock, error) {
 	b.mu.Lock()
 	c := b.blocks[idx]
 	if c != nil {
@@ -59,11 +59,7 @@ func (b *buffered) get(ctx context.Context, idx int64) (*cblock, error) {
 		c = b.load(idx)
 		b.mu.Unlock()
 	}
-	select {
-	case <-c.ready:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	<-c.ready
 	if c.err != nil {
 		b.mu.Lock()
 		b.forget(c)
@@ -109,7 +105,7 @@ func (b *buffered) ReadAt(ctx context.Context, dest []byte, off int64) ([]byte, 
 	for n < len(dest) {
 		pos := off + int64(n)
 		idx := pos / b.block
-		c, err := b.get(ctx, idx)
+		c, err := b.get(idx)
 		if err != nil {
 			return nil, err
 		}

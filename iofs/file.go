@@ -2,6 +2,7 @@ package iofs
 
 import (
 	"context"
+	"log/slog"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -11,7 +12,8 @@ import (
 // file is an open file as FUSE sees it. It does not offer a passthrough
 // descriptor: every read and write goes through iofs.
 type file struct {
-	h handle
+	h   handle
+	log *slog.Logger
 }
 
 var (
@@ -42,8 +44,12 @@ func (f *file) Flush(ctx context.Context) syscall.Errno { return toErrno(f.h.Flu
 
 func (f *file) Fsync(ctx context.Context, _ uint32) syscall.Errno { return toErrno(f.h.Sync(ctx)) }
 
-// Release runs after the job has let go of the file; it must finish even
-// if the request that caused it is gone.
+// Release runs after the job has let go of the file, so nobody hears its
+// error but the log.
 func (f *file) Release(ctx context.Context) syscall.Errno {
-	return toErrno(f.h.Close(context.WithoutCancel(ctx)))
+	if err := f.h.Close(ctx); err != nil {
+		f.log.Warn("iofs: close", "err", err)
+		return toErrno(err)
+	}
+	return 0
 }

@@ -23,8 +23,9 @@ type web struct {
 
 func (w *web) url(p string) string { return w.scheme + ":" + p }
 
+// Requests are not abandoned when the job gets a signal; see call.
 func (w *web) stat(ctx context.Context, p string) (Attr, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodHead, w.url(p), nil)
+	req, err := http.NewRequestWithContext(context.WithoutCancel(ctx), http.MethodHead, w.url(p), nil)
 	if err != nil {
 		return Attr{}, fmt.Errorf("http stat %s: %v: %w", p, err, syscall.EINVAL)
 	}
@@ -86,7 +87,7 @@ func (f *webFile) ReadAt(ctx context.Context, dest []byte, off int64) ([]byte, e
 		return nil, nil
 	}
 	end := min(off+int64(len(dest)), size)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.url, nil)
+	req, err := http.NewRequestWithContext(context.WithoutCancel(ctx), http.MethodGet, f.url, nil)
 	if err != nil {
 		return nil, syscall.EINVAL
 	}

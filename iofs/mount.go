@@ -30,7 +30,9 @@ type Options struct {
 	// Prefetch is how much of a remote file comes back with its open
 	// (default 64 KiB); small files then need no further round trip.
 	Prefetch int
-	Logger   *slog.Logger
+	// Logger hears of errors no program can be told of, such as a failed
+	// write-back after the last close.
+	Logger *slog.Logger
 	// Debug logs every FUSE request.
 	Debug bool
 }

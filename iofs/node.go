@@ -111,11 +111,8 @@ func toErrno(err error) syscall.Errno {
 		return 0
 	}
 	var e syscall.Errno
-	switch {
-	case errors.As(err, &e):
+	if errors.As(err, &e) {
 		return e
-	case errors.Is(err, context.Canceled):
-		return syscall.EINTR
 	}
 	return syscall.EIO
 }
@@ -324,7 +321,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	if err != nil {
 		return nil, 0, toErrno(err)
 	}
-	return &file{h: h}, openFlags(p), 0
+	return &file{h: h, log: n.fsys.opts.Logger}, openFlags(p), 0
 }
 
 func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
@@ -340,7 +337,7 @@ func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out 
 	if err != nil {
 		return nil, nil, 0, toErrno(err)
 	}
-	return n.newChild(ctx, logical, r.Physical, a, out), &file{h: h}, openFlags(r.Physical), 0
+	return n.newChild(ctx, logical, r.Physical, a, out), &file{h: h, log: n.fsys.opts.Logger}, openFlags(r.Physical), 0
 }
 
 func (n *node) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {

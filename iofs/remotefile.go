@@ -14,6 +14,8 @@ type remoteFile struct {
 	flags uint32
 
 	mu sync.Mutex // guards id, head
+	// id 0: the shadow sent the whole read-only file with the open and
+	// keeps nothing open; head holds it.
 	id uint64
 	// head holds the file's first bytes as returned by Open, so that small
 	// files are read without another round trip; dropped at the first
@@ -88,6 +90,9 @@ func (f *remoteFile) Truncate(ctx context.Context, size int64) error {
 }
 
 func (f *remoteFile) Stat(ctx context.Context) (Attr, error) {
+	if f.closed() {
+		return f.c.Stat(ctx, f.path)
+	}
 	var a Attr
 	err := f.retry(ctx, func(id uint64) error {
 		var err error
@@ -99,7 +104,16 @@ func (f *remoteFile) Stat(ctx context.Context) (Attr, error) {
 
 func (f *remoteFile) Flush(context.Context) error { return nil }
 
+func (f *remoteFile) closed() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.id == 0
+}
+
 func (f *remoteFile) Sync(ctx context.Context) error {
+	if f.closed() {
+		return nil
+	}
 	return f.retry(ctx, func(id uint64) error { return f.c.Fsync(ctx, id) })
 }
 
@@ -107,6 +121,9 @@ func (f *remoteFile) Close(ctx context.Context) error {
 	f.mu.Lock()
 	id := f.id
 	f.mu.Unlock()
+	if id == 0 {
+		return nil
+	}
 	err := f.c.Close(ctx, id)
 	if errors.Is(err, syscall.EBADF) {
 		// A restarted shadow has closed it already.

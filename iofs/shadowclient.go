@@ -38,8 +38,13 @@ func NewShadowClient(conn grpc.ClientConnInterface, secret string, lease time.Du
 }
 
 // call runs one RPC, waiting out transport failures within the lease.
+//
+// A request the kernel interrupts (the job got a signal) is not abandoned:
+// the Go runtime alone signals its threads all the time, and programs do
+// not expect EINTR from file operations. A job killed while it waits is
+// released by the kernel without an answer.
 func call[Req, Rep any](ctx context.Context, c *shadowClient, f func(context.Context, Req, ...grpc.CallOption) (Rep, error), req Req) (Rep, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.lease)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.lease)
 	defer cancel()
 	delay := 50 * time.Millisecond
 	for {
@@ -50,11 +55,8 @@ func call[Req, Rep any](ctx context.Context, c *shadowClient, f func(context.Con
 		code := status.Code(err)
 		if code != codes.Unavailable || ctx.Err() != nil {
 			var zero Rep
-			switch {
-			case code == codes.PermissionDenied:
+			if code == codes.PermissionDenied {
 				return zero, fmt.Errorf("shadow refused: %w", syscall.EACCES)
-			case code == codes.Canceled:
-				return zero, syscall.EINTR
 			}
 			return zero, fmt.Errorf("shadow I/O: %v: %w", err, syscall.EIO)
 		}

@@ -318,11 +318,15 @@ func (s *IOServer) Open(_ context.Context, req *wire.OpenRequest) (*wire.OpenRep
 			c.bytesRead.Add(int64(n))
 		}
 	}
-	s.mu.Lock()
-	s.next++
-	rep.Handle = s.next
-	s.handles[rep.Handle] = &ioHandle{fd: fd, count: c}
-	s.mu.Unlock()
+	if rep.Eof && flags&unix.O_ACCMODE == unix.O_RDONLY {
+		unix.Close(fd)
+	} else {
+		s.mu.Lock()
+		s.next++
+		rep.Handle = s.next
+		s.handles[rep.Handle] = &ioHandle{fd: fd, count: c}
+		s.mu.Unlock()
+	}
 	c.nanos.Add(int64(time.Since(start)))
 	return rep, nil
 }

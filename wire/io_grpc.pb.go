@@ -60,8 +60,9 @@ type ShadowIOClient interface {
 	Resolve(ctx context.Context, in *ResolveRequest, opts ...grpc.CallOption) (*ResolveReply, error)
 	Stat(ctx context.Context, in *PathRequest, opts ...grpc.CallOption) (*AttrReply, error)
 	// Open opens (or with O_CREAT creates) a physical file and returns a
-	// handle, its attributes and, for small files opened for reading, its
-	// first bytes.
+	// handle, its attributes and, for files opened for reading, their first
+	// bytes. A file opened read-only that fits whole in the reply is closed
+	// at once and gets handle 0: it needs no Read and no Close.
 	Open(ctx context.Context, in *OpenRequest, opts ...grpc.CallOption) (*OpenReply, error)
 	Read(ctx context.Context, in *ReadRequest, opts ...grpc.CallOption) (*ReadReply, error)
 	Write(ctx context.Context, in *WriteRequest, opts ...grpc.CallOption) (*WriteReply, error)
@@ -267,8 +268,9 @@ type ShadowIOServer interface {
 	Resolve(context.Context, *ResolveRequest) (*ResolveReply, error)
 	Stat(context.Context, *PathRequest) (*AttrReply, error)
 	// Open opens (or with O_CREAT creates) a physical file and returns a
-	// handle, its attributes and, for small files opened for reading, its
-	// first bytes.
+	// handle, its attributes and, for files opened for reading, their first
+	// bytes. A file opened read-only that fits whole in the reply is closed
+	// at once and gets handle 0: it needs no Read and no Close.
 	Open(context.Context, *OpenRequest) (*OpenReply, error)
 	Read(context.Context, *ReadRequest) (*ReadReply, error)
 	Write(context.Context, *WriteRequest) (*WriteReply, error)

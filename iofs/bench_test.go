@@ -1,0 +1,174 @@
+package iofs_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// Sizes of the benchmark files; see docs/iofs-bench.md.
+const (
+	benchSeqSize    = 1 << 30
+	benchRandomSize = 256 << 20
+	benchSmallFiles = 10000
+)
+
+func makeFile(b *testing.B, p string, size int64) {
+	b.Helper()
+	f, err := os.Create(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]byte, 1<<20)
+	rng := rand.NewChaCha8([32]byte{1})
+	for off := int64(0); off < size; off += int64(len(buf)) {
+		rng.Read(buf)
+		if _, err := f.Write(buf[:min(int64(len(buf)), size-off)]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// noPassFile and noPassNode are go-fuse's loopback file system with FUSE
+// passthrough hidden: every byte goes through the Go process, as in iofs,
+// but without the network. They are the reference for FUSE's own cost.
+type noPassFile struct{ *fs.LoopbackFile }
+
+func (f *noPassFile) PassthroughFd() (int, bool) { return -1, false }
+
+type noPassNode struct{ fs.LoopbackNode }
+
+func (n *noPassNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	fh, ff, e := n.LoopbackNode.Open(ctx, flags)
+	if e != 0 {
+		return nil, 0, e
+	}
+	return &noPassFile{fh.(*fs.LoopbackFile)}, ff, 0
+}
+
+func (n *noPassNode) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	in, fh, ff, e := n.LoopbackNode.Create(ctx, name, flags, mode, out)
+	if e != 0 {
+		return nil, nil, 0, e
+	}
+	return in, &noPassFile{fh.(*fs.LoopbackFile)}, ff, 0
+}
+
+func mountLoopback(b *testing.B, dir string) string {
+	var st syscall.Stat_t
+	if err := syscall.Stat(dir, &st); err != nil {
+		b.Fatal(err)
+	}
+	r := &fs.LoopbackRoot{Path: dir, Dev: st.Dev}
+	r.NewNode = func(rd *fs.LoopbackRoot, _ *fs.Inode, _ string, _ *syscall.Stat_t) fs.InodeEmbedder {
+		return &noPassNode{fs.LoopbackNode{RootData: rd}}
+	}
+	root := &noPassNode{fs.LoopbackNode{RootData: r}}
+	r.RootNode = root
+	mnt := b.TempDir()
+	srv, err := fs.Mount(mnt, root, &fs.Options{MountOptions: fuse.MountOptions{DirectMount: true, MaxWrite: 1 << 20, MaxReadAhead: 1 << 20}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { srv.Unmount() })
+	return mnt
+}
+
+// seqDirs returns the directories to compare: the submit-side directory
+// itself, go-fuse loopback without passthrough over it, and iofs.
+func seqDirs(b *testing.B, e *env) []struct{ name, dir string } {
+	return []struct{ name, dir string }{
+		{"direct", e.submit},
+		{"loopback-nopassthrough", mountLoopback(b, e.submit)},
+		{"iofs", e.mnt},
+	}
+}
+
+// The benchmarks below run once per invocation (use -benchtime=1x or a
+// count like -benchtime=20000x); see docs/iofs-bench.md.
+
+func BenchmarkSequentialRead(b *testing.B) {
+	e := newEnv(b, "")
+	makeFile(b, filepath.Join(e.submit, "big"), benchSeqSize)
+	for _, d := range seqDirs(b, e) {
+		b.Run(d.name, func(b *testing.B) {
+			var secs float64
+			for b.Loop() {
+				secs += runWorker(b, "read", filepath.Join(d.dir, "big"))
+			}
+			b.ReportMetric(float64(b.N)*benchSeqSize/secs/1e6, "MB/s")
+		})
+	}
+}
+
+func BenchmarkSequentialWrite(b *testing.B) {
+	e := newEnv(b, "")
+	for _, d := range seqDirs(b, e) {
+		b.Run(d.name, func(b *testing.B) {
+			var secs float64
+			for b.Loop() {
+				secs += runWorker(b, "write", filepath.Join(d.dir, "out"), strconv.Itoa(benchSeqSize))
+			}
+			b.ReportMetric(float64(b.N)*benchSeqSize/secs/1e6, "MB/s")
+		})
+	}
+}
+
+// BenchmarkTwoPhaseOpen opens b.N names the kernel has not seen: a lookup
+// (phase one, which brings the attributes along) and an open (phase two).
+func BenchmarkTwoPhaseOpen(b *testing.B) {
+	e := newEnv(b, "")
+	for i := range b.N {
+		if err := os.WriteFile(filepath.Join(e.submit, "f"+strconv.Itoa(i)), nil, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	b.ReportMetric(runWorker(b, "open", e.mnt, strconv.Itoa(b.N)), "median-µs")
+}
+
+// BenchmarkRandomRead4K reads 4 KiB at random offsets of a 256 MiB file
+// mapped with buffer, after one pass has warmed it. "pagecache" reads as
+// programs do; "odirect" bypasses the kernel's cache, so every read is
+// served by iofs's block cache.
+func BenchmarkRandomRead4K(b *testing.B) {
+	e := newEnv(b, fmt.Sprintf(`BufferFiles = "*.dat = (%d,65536)"`, benchRandomSize+(1<<20)))
+	makeFile(b, filepath.Join(e.submit, "r.dat"), benchRandomSize)
+	const reads = 200000
+	for _, mode := range []string{"pagecache", "direct"} {
+		b.Run(mode, func(b *testing.B) {
+			var secs float64
+			for b.Loop() {
+				secs += runWorker(b, "random", e.path("r.dat"), strconv.Itoa(reads), mode)
+			}
+			b.ReportMetric(float64(b.N)*reads/secs, "reads/s")
+		})
+	}
+}
+
+// BenchmarkSmallFiles stats and reads 10,000 files of 1 KiB.
+func BenchmarkSmallFiles(b *testing.B) {
+	e := newEnv(b, "")
+	data := make([]byte, 1024)
+	for i := range benchSmallFiles {
+		if err := os.WriteFile(filepath.Join(e.submit, "s"+strconv.Itoa(i)), data, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var secs float64
+	for b.Loop() {
+		secs += runWorker(b, "small", e.mnt, strconv.Itoa(benchSmallFiles))
+	}
+	b.ReportMetric(float64(b.N)*benchSmallFiles/secs, "files/s")
+}
