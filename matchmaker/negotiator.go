@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"harrier.dev/harrier/classad"
@@ -145,21 +146,27 @@ func (n Negotiator) Negotiate(reqs []Request, machines []Machine) Result {
 
 	// What requests read in machines, and which conjuncts the index can use.
 	t := time.Now()
+	texts := make([]string, len(reqs))
+	n.parallel(len(reqs), func(i int) { texts[i] = reqs[i].Ad.String() })
 	plans := make([]*plan, len(reqs))
 	byText := map[string]*plan{}
-	jobRefs := map[string]bool{}
+	var distinct []*plan
 	for i := range reqs {
 		res.IdleJobs += len(reqs[i].JobIDs)
-		text := reqs[i].Ad.String()
-		p, ok := byText[text]
+		p, ok := byText[texts[i]]
 		if !ok {
-			p = newPlan(reqs[i].Ad)
-			byText[text] = p
-			for a := range p.external {
-				jobRefs[a] = true
-			}
+			p = &plan{ad: reqs[i].Ad}
+			byText[texts[i]] = p
+			distinct = append(distinct, p)
 		}
 		plans[i] = p
+	}
+	n.parallel(len(distinct), func(i int) { distinct[i].analyze() })
+	jobRefs := map[string]bool{}
+	for _, p := range distinct {
+		for a := range p.external {
+			jobRefs[a] = true
+		}
 	}
 	res.Phases.Requests = time.Since(t)
 
@@ -183,7 +190,7 @@ func (n Negotiator) Negotiate(reqs []Request, machines []Machine) Result {
 
 	t = time.Now()
 	indexed := map[string]bool{}
-	for _, p := range byText {
+	for _, p := range distinct {
 		for _, b := range p.bounds {
 			indexed[b.attr] = true
 		}
@@ -197,7 +204,11 @@ func (n Negotiator) Negotiate(reqs []Request, machines []Machine) Result {
 
 	t = time.Now()
 	if len(classes) > 0 {
-		n.matchLists(byText, reps, index)
+		m := make([]*classad.Matcher, n.workers())
+		for i := range m {
+			m[i] = classad.NewMatcher()
+		}
+		n.parallelWorker(len(distinct), func(w, i int) { distinct[i].build(m[w], reps, index) })
 	}
 	res.Phases.MatchLists = time.Since(t)
 
@@ -238,48 +249,47 @@ type listEntry struct {
 	slotRank float64
 }
 
-func newPlan(ad *classad.ClassAd) *plan {
-	p := &plan{ad: ad, external: exprRefs(ad, "Requirements", "Rank").external}
-	if e, ok := ad.Lookup("Requirements"); ok {
+// analyze finds what p's Requirements and Rank read in machines and the
+// bounds its Requirements put on them.
+func (p *plan) analyze() {
+	p.external = exprRefs(p.ad, "Requirements", "Rank").external
+	if e, ok := p.ad.Lookup("Requirements"); ok {
 		text := e.String()
 		for _, c := range conjuncts(scanExpr(text)) {
-			if b, ok := boundOf(ad, text, c); ok {
+			if b, ok := boundOf(p.ad, text, c); ok {
 				p.bounds = append(p.bounds, b)
 			}
 		}
 	}
-	return p
 }
 
-// matchLists computes every plan's matchlist, spreading the plans over
-// workers that each have their own classad.Matcher.
-func (n Negotiator) matchLists(plans map[string]*plan, reps []*classad.ClassAd, index *classIndex) {
-	todo := make([]*plan, 0, len(plans))
-	for _, p := range plans {
-		todo = append(todo, p)
+func (n Negotiator) workers() int {
+	if n.Workers > 0 {
+		return n.Workers
 	}
-	workers := n.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	workers = min(workers, len(todo))
-	var next int
-	var mu sync.Mutex
+	return runtime.GOMAXPROCS(0)
+}
+
+// parallel calls f(i) for every i below count, spread over n's workers.
+func (n Negotiator) parallel(count int, f func(i int)) {
+	n.parallelWorker(count, func(_, i int) { f(i) })
+}
+
+// parallelWorker is parallel that also tells f which worker (below
+// n.workers()) calls it, so that workers can have their own state.
+func (n Negotiator) parallelWorker(count int, f func(worker, i int)) {
+	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range workers {
+	for w := range min(n.workers(), count) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			m := classad.NewMatcher()
 			for {
-				mu.Lock()
-				i := next
-				next++
-				mu.Unlock()
-				if i >= len(todo) {
+				i := int(next.Add(1) - 1)
+				if i >= count {
 					return
 				}
-				todo[i].build(m, reps, index)
+				f(w, i)
 			}
 		}()
 	}

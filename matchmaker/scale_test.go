@@ -249,7 +249,8 @@ func TestMachineClassesAndSignificantAttributes(t *testing.T) {
 
 func TestBoundsOfRequirements(t *testing.T) {
 	ad := mustParse(t, `[ DiskUsage = 6000; Requirements = ((other.Arch=="INTEL" && other.OpSys=="LINUX") && other.Disk > my.DiskUsage) && 1024 <= Memory && (Cpus > 1 || Gpus > 0) && TARGET.Name =?= "x" ]`)
-	p := newPlan(ad)
+	p := &plan{ad: ad}
+	p.analyze()
 	got := fmt.Sprint(p.bounds)
 	want := `[{arch == 0 intel true} {opsys == 0 linux true} {disk > 6000  false} {memory >= 1024  false}]`
 	if got != want {

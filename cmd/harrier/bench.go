@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -44,23 +45,25 @@ func runBench(args []string, _ io.Reader, stdout io.Writer) error {
 	machines, reqs := p.build()
 	fmt.Fprintf(stdout, "pool: %d machines, %d jobs in %d resource requests of %d users (built in %s)\n",
 		len(machines), p.jobs, len(reqs), p.users, time.Since(t).Round(time.Millisecond))
-	fmt.Fprintf(stdout, "host: %s/%s, %d CPUs, GOMAXPROCS %d\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0))
+	fmt.Fprintf(stdout, "host: %s/%s, %d CPUs, GOMAXPROCS %d, load average %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), loadAverage())
 
 	n := matchmaker.Negotiator{Priorities: p.priorities(), Workers: *workers}
-	var times []time.Duration
+	var times, cpus []time.Duration
 	var res matchmaker.Result
 	var heap uint64
 	for range max(*runs, 1) {
 		runtime.GC()
-		t := time.Now()
+		t, c := time.Now(), cpuTime()
 		res = n.Negotiate(reqs, machines)
 		times = append(times, time.Since(t))
+		cpus = append(cpus, cpuTime()-c)
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		heap = max(heap, ms.HeapAlloc)
 	}
 	med := median(times)
-	fmt.Fprintf(stdout, "cycle: median %s over %d runs (min %s, max %s)\n", sec(med), len(times), sec(slices.Min(times)), sec(slices.Max(times)))
+	fmt.Fprintf(stdout, "cycle: median %s over %d runs (min %s, max %s); CPU time median %s\n",
+		sec(med), len(times), sec(slices.Min(times)), sec(slices.Max(times)), sec(median(cpus)))
 	ph := res.Phases
 	fmt.Fprintf(stdout, "phases (last run): requests %s, classify %s, index %s, matchlists %s, allocate %s, preempt %s\n",
 		sec(ph.Requests), sec(ph.Classify), sec(ph.Index), sec(ph.MatchLists), sec(ph.Allocate), sec(ph.Preempt))
@@ -91,12 +94,32 @@ func runBench(args []string, _ io.Reader, stdout io.Writer) error {
 	return nil
 }
 
+// loadAverage is the first three fields of /proc/loadavg, or "unknown".
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "unknown"
+}
+
 func sec(d time.Duration) string { return fmt.Sprintf("%.3fs", d.Seconds()) }
 
 func median(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// cpuTime is the CPU time the process has used, user and system. Next to
+// wall-clock time it tells the work a cycle does from the wait for a CPU
+// on a busy machine.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func maxRSS() int64 {
