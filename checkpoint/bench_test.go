@@ -206,3 +206,73 @@ func BenchmarkCompress(b *testing.B) {
 		}
 	}
 }
+
+// pagesImage makes an image directory holding one 256 MiB pages file of
+// incompressible data, like the memory job's.
+func pagesImage(b *testing.B) string {
+	dir := filepath.Join(b.TempDir(), "img")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	pages := make([]byte, 256<<20)
+	for i := 0; i < len(pages); i += 8 {
+		v := rng.Uint64()
+		for k := range 8 {
+			pages[i+k] = byte(v >> (8 * k))
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "pages-1.img"), pages, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	return dir
+}
+
+// BenchmarkPack is the sending side alone: read, checksum, compress.
+func BenchmarkPack(b *testing.B) {
+	dir := pagesImage(b)
+	b.ReportAllocs()
+	b.SetBytes(256 << 20)
+	for b.Loop() {
+		if _, err := Pack(io.Discard, dir); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkVerify is the shadow's side alone: decompress and checksum.
+func BenchmarkVerify(b *testing.B) {
+	dir := pagesImage(b)
+	var buf bytes.Buffer
+	if _, err := Pack(&buf, dir); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.SetBytes(256 << 20)
+	for b.Loop() {
+		if _, err := Verify(bytes.NewReader(buf.Bytes())); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkUnpack is the execute side: decompress, checksum, write.
+func BenchmarkUnpack(b *testing.B) {
+	dir := pagesImage(b)
+	var buf bytes.Buffer
+	if _, err := Pack(&buf, dir); err != nil {
+		b.Fatal(err)
+	}
+	out := b.TempDir()
+	b.ReportAllocs()
+	b.SetBytes(256 << 20)
+	i := 0
+	for b.Loop() {
+		i++
+		d := filepath.Join(out, fmt.Sprint(i))
+		if _, err := Unpack(bytes.NewReader(buf.Bytes()), d); err != nil {
+			b.Fatal(err)
+		}
+		os.RemoveAll(d)
+	}
+}
