@@ -300,7 +300,8 @@ func TestResumeFromLastCheckpoint(t *testing.T) {
 	countsFile := filepath.Join(jobDir, "counts.txt")
 	atDump := len(waitCount(t, countsFile, 3))
 	img := filepath.Join(tmp, "img")
-	if _, err := Dump(ctx, j.c, DumpOptions{ImageDir: img, LeaveRunning: true}); err != nil {
+	info, err := Dump(ctx, j.c, DumpOptions{ImageDir: img, LeaveRunning: true})
+	if err != nil {
 		j.stop(t)
 		t.Fatal(err)
 	}
@@ -326,5 +327,33 @@ func TestResumeFromLastCheckpoint(t *testing.T) {
 		if v != k+1+i {
 			t.Fatalf("after the restore: %v", resumed)
 		}
+	}
+
+	// The input the job reads grows: the check says so, and CRIU would
+	// indeed refuse the image.
+	resolve := func(p string) (string, bool) {
+		rel, ok := strings.CutPrefix(p, "/job/")
+		return filepath.Join(jobDir, rel), ok
+	}
+	if err := CheckInputs(info.Inputs, resolve); err != nil {
+		t.Fatalf("inputs before the change: %v", err)
+	}
+	f, err := os.OpenFile(filepath.Join(jobDir, "input.txt"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("one more line\n")
+	f.Close()
+	var ie *InputsError
+	if err := CheckInputs(info.Inputs, resolve); !errors.As(err, &ie) || len(ie.Changed) != 1 || ie.Changed[0].Path != "/job/input.txt" {
+		t.Fatalf("inputs after the change: %v", err)
+	}
+	p, _ = newProcess(args, nil)
+	if _, _, err := Restore(ctx, RestoreOptions{Root: root, ID: "ckpt-periodic", Config: cfg, Process: p, ImageDir: img,
+		WorkDir: img + ".restore2"}); err == nil {
+		t.Fatal("CRIU restored a job whose input changed")
+	}
+	if _, err := libcontainer.Load(root, "ckpt-periodic"); err == nil {
+		t.Error("a failed restore left its container")
 	}
 }

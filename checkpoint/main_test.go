@@ -269,6 +269,9 @@ func startFUSE(t testing.TB, backing, mnt string) *fuseServer {
 	}
 	cmd := exec.Command(os.Args[0], backing, mnt)
 	cmd.Env = append(os.Environ(), roleEnv+"=fuse")
+	// Should this test process die, the server must not outlive it
+	// holding go test's output pipe open.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
