@@ -33,6 +33,13 @@ type handle interface {
 	Close(ctx context.Context) error
 }
 
+// A reopener opens its file once more. iofs uses it for nodes whose name
+// is gone but which are open (a restored checkpoint opens the files of its
+// descriptors through /proc/self/fd).
+type reopener interface {
+	reopen(ctx context.Context, flags uint32) (handle, error)
+}
+
 // remote is the backend of the "remote" method: the shadow's I/O service.
 type remote struct {
 	c Client

@@ -14,6 +14,9 @@ type Client interface {
 	// Open opens or creates a file. For reading, up to prefetch bytes from
 	// offset 0 come back in Opened.Data.
 	Open(ctx context.Context, path string, flags, mode uint32, prefetch int) (Opened, error)
+	// Reopen opens the file behind an open handle again, also after its
+	// name was unlinked.
+	Reopen(ctx context.Context, handle uint64, flags uint32) (Opened, error)
 	// Read returns up to size bytes at off; fewer only at the end of the
 	// file. syscall.ESTALE means the shadow no longer knows the handle.
 	Read(ctx context.Context, handle uint64, off int64, size int) ([]byte, error)

@@ -6,6 +6,8 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -175,5 +177,40 @@ func TestOutage(t *testing.T) {
 	}
 	if got := e.readSubmit("written-during-outage"); got != "still here" {
 		t.Errorf("written during the outage: %q", got)
+	}
+}
+
+// TestUnlinkedOpen works on a file after its name is gone, as programs with
+// temporary files do and as a restored checkpoint does, which opens its
+// files again through /proc/self/fd.
+func TestUnlinkedOpen(t *testing.T) {
+	e := newEnv(t, "")
+	e.writeSubmit("tmp", strings.Repeat("t", 200000))
+	f, err := os.OpenFile(e.path("tmp"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := os.Remove(e.path("tmp")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("new"), 0); err != nil {
+		t.Fatalf("write after unlink: %v", err)
+	}
+	if st, err := f.Stat(); err != nil || st.Size() != 200000 {
+		t.Errorf("fstat after unlink: %v, %v", st, err)
+	}
+	g, err := os.Open("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
+	if err != nil {
+		t.Fatalf("open through /proc/self/fd after unlink: %v", err)
+	}
+	defer g.Close()
+	buf := make([]byte, 5)
+	if _, err := g.ReadAt(buf, 0); err != nil || string(buf) != "newtt" {
+		t.Errorf("read through the second descriptor: %q, %v", buf, err)
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Fstatfs(int(f.Fd()), &st); err != nil {
+		t.Errorf("statfs of an unlinked file: %v", err)
 	}
 }

@@ -2,7 +2,6 @@ package iofs
 
 import (
 	"context"
-	"log/slog"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -12,8 +11,8 @@ import (
 // file is an open file as FUSE sees it. It does not offer a passthrough
 // descriptor: every read and write goes through iofs.
 type file struct {
-	h   handle
-	log *slog.Logger
+	h    handle
+	node *node
 }
 
 var (
@@ -47,8 +46,9 @@ func (f *file) Fsync(ctx context.Context, _ uint32) syscall.Errno { return toErr
 // Release runs after the job has let go of the file, so nobody hears its
 // error but the log.
 func (f *file) Release(ctx context.Context) syscall.Errno {
+	f.node.forget(f)
 	if err := f.h.Close(ctx); err != nil {
-		f.log.Warn("iofs: close", "err", err)
+		f.node.fsys.opts.Logger.Warn("iofs: close", "err", err)
 		return toErrno(err)
 	}
 	return 0

@@ -224,6 +224,15 @@ type localFile struct {
 	fd int
 }
 
+func (f *localFile) reopen(_ context.Context, flags uint32) (handle, error) {
+	flags &= unix.O_ACCMODE | unix.O_APPEND
+	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(f.fd), int(flags)|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &localFile{fd: fd}, nil
+}
+
 func (f *localFile) ReadAt(_ context.Context, dest []byte, off int64) ([]byte, error) {
 	n, err := unix.Pread(f.fd, dest, off)
 	if err != nil {

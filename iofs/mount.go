@@ -82,13 +82,14 @@ func Mount(ctx context.Context, mountpoint string, c Client, opts Options) (*Ser
 		EntryTimeout: &timeout,
 		AttrTimeout:  &timeout,
 		MountOptions: fuse.MountOptions{
-			FsName:       "iofs",
-			Name:         "iofs",
-			AllowOther:   os.Geteuid() == 0, // the job runs as another user
-			DirectMount:  true,
-			MaxWrite:     1 << 20,
-			MaxReadAhead: 1 << 20,
-			Debug:        opts.Debug,
+			FsName:        "iofs",
+			Name:          "iofs",
+			AllowOther:    os.Geteuid() == 0, // the job runs as another user
+			DirectMount:   true,
+			MaxWrite:      1 << 20,
+			MaxReadAhead:  1 << 20,
+			Debug:         opts.Debug,
+			DisableSplice: true,
 		},
 	}
 	srv, err := fs.Mount(mountpoint, root, fo)

@@ -144,6 +144,47 @@ type node struct {
 	name string // the logical name phys was resolved for
 	phys Physical
 	at   time.Time
+	open map[*file]struct{}
+}
+
+// track records an open file of the node and returns it.
+func (n *node) track(h handle) *file {
+	f := &file{h: h, node: n}
+	n.mu.Lock()
+	if n.open == nil {
+		n.open = map[*file]struct{}{}
+	}
+	n.open[f] = struct{}{}
+	n.mu.Unlock()
+	return f
+}
+
+func (n *node) forget(f *file) {
+	n.mu.Lock()
+	delete(n.open, f)
+	n.mu.Unlock()
+}
+
+// openOrphan opens a node whose name is gone through one of its open
+// files.
+func (n *node) openOrphan(ctx context.Context, flags uint32) (*file, error) {
+	n.mu.Lock()
+	var r reopener
+	for f := range n.open {
+		if rf, ok := f.h.(reopener); ok {
+			r = rf
+			break
+		}
+	}
+	n.mu.Unlock()
+	if r == nil {
+		return nil, syscall.ENOENT
+	}
+	h, err := r.reopen(ctx, flags)
+	if err != nil {
+		return nil, err
+	}
+	return n.track(h), nil
 }
 
 var (
@@ -313,6 +354,13 @@ func openFlags(p Physical) uint32 {
 }
 
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	if _, err := n.logical(); err != nil {
+		f, err := n.openOrphan(ctx, flags)
+		if err != nil {
+			return nil, 0, toErrno(err)
+		}
+		return f, 0, 0
+	}
 	p, err := n.physical(ctx)
 	if err != nil {
 		return nil, 0, toErrno(err)
@@ -321,7 +369,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	if err != nil {
 		return nil, 0, toErrno(err)
 	}
-	return &file{h: h, log: n.fsys.opts.Logger}, openFlags(p), 0
+	return n.track(h), openFlags(p), 0
 }
 
 func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
@@ -337,7 +385,8 @@ func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out 
 	if err != nil {
 		return nil, nil, 0, toErrno(err)
 	}
-	return n.newChild(ctx, logical, r.Physical, a, out), &file{h: h, log: n.fsys.opts.Logger}, openFlags(r.Physical), 0
+	child := n.newChild(ctx, logical, r.Physical, a, out)
+	return child, child.Operations().(*node).track(h), openFlags(r.Physical), 0
 }
 
 func (n *node) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {

@@ -67,6 +67,20 @@ func (f *remoteFile) ReadAt(ctx context.Context, dest []byte, off int64) ([]byte
 	return data, err
 }
 
+func (f *remoteFile) reopen(ctx context.Context, flags uint32) (handle, error) {
+	f.mu.Lock()
+	id, head, eof := f.id, f.head, f.headEOF
+	f.mu.Unlock()
+	if id == 0 {
+		return &remoteFile{c: f.c, path: f.path, flags: flags, head: head, headEOF: eof}, nil
+	}
+	o, err := f.c.Reopen(ctx, id, flags)
+	if err != nil {
+		return nil, err
+	}
+	return &remoteFile{c: f.c, path: f.path, flags: flags, id: o.Handle}, nil
+}
+
 func (f *remoteFile) dropHead() {
 	f.mu.Lock()
 	f.head, f.headEOF = nil, false

@@ -122,6 +122,17 @@ func (c *shadowClient) Open(ctx context.Context, path string, flags, mode uint32
 	return Opened{Handle: rep.Handle, Attr: attrFrom(rep.Attr), Data: rep.Data, EOF: rep.Eof}, nil
 }
 
+func (c *shadowClient) Reopen(ctx context.Context, h uint64, flags uint32) (Opened, error) {
+	rep, err := call(ctx, c, c.rpc.Reopen, &wire.ReopenRequest{Secret: c.secret, Handle: h, Flags: flags})
+	if err != nil {
+		return Opened{}, err
+	}
+	if err := errnoErr(rep.Errno); err != nil {
+		return Opened{}, err
+	}
+	return Opened{Handle: rep.Handle, Attr: attrFrom(rep.Attr)}, nil
+}
+
 func (c *shadowClient) Read(ctx context.Context, h uint64, off int64, size int) ([]byte, error) {
 	rep, err := call(ctx, c, c.rpc.Read, &wire.ReadRequest{Secret: c.secret, Handle: h, Offset: off, Size: uint32(size)})
 	if err != nil {

@@ -49,6 +49,18 @@ func runWorker(b *testing.B, args ...string) float64 {
 	return v
 }
 
+// cpuSeconds is the processor time of this process (iofs, the shadow's
+// I/O server, the network between them) and of its finished workers (the
+// job side). On a machine shared with other work it says more about iofs's
+// cost than the elapsed time does.
+func cpuSeconds() float64 {
+	var self, children syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &self)
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children)
+	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+	return tv(self.Utime) + tv(self.Stime) + tv(children.Utime) + tv(children.Stime)
+}
+
 // worker prints one number:
 //
 //	read FILE               seconds to read FILE with 1 MiB reads

@@ -331,6 +331,35 @@ func (s *IOServer) Open(_ context.Context, req *wire.OpenRequest) (*wire.OpenRep
 	return rep, nil
 }
 
+// Reopen opens the file behind a handle again through /proc/self/fd; the
+// name may be gone.
+func (s *IOServer) Reopen(_ context.Context, req *wire.ReopenRequest) (*wire.OpenReply, error) {
+	if err := s.auth(req.Secret); err != nil {
+		return nil, err
+	}
+	h, err := s.handle(req.Handle)
+	if err != nil {
+		return &wire.OpenReply{Errno: errno(err)}, nil
+	}
+	flags := int(req.Flags) & (unix.O_ACCMODE | unix.O_APPEND)
+	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(h.fd), flags|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	if err != nil {
+		return &wire.OpenReply{Errno: errno(err)}, nil
+	}
+	a, err := fstat(fd)
+	if err != nil {
+		unix.Close(fd)
+		return &wire.OpenReply{Errno: errno(err)}, nil
+	}
+	h.count.opens.Add(1)
+	s.mu.Lock()
+	s.next++
+	id := s.next
+	s.handles[id] = &ioHandle{fd: fd, count: h.count}
+	s.mu.Unlock()
+	return &wire.OpenReply{Handle: id, Attr: a}, nil
+}
+
 func (s *IOServer) Read(_ context.Context, req *wire.ReadRequest) (*wire.ReadReply, error) {
 	if err := s.auth(req.Secret); err != nil {
 		return nil, err

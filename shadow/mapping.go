@@ -42,20 +42,10 @@ type Physical struct {
 	BufferBlockSize int64
 }
 
-// String formats p as "buffer:remote:/home/u/in.dat" or "http://host/p".
+// String formats p as "buffer:remote:/home/u/in.dat" or "http://host/p"
+// (a URL's path keeps its "//").
 func (p Physical) String() string {
-	var b strings.Builder
-	for i, m := range p.Methods {
-		b.WriteString(m)
-		if i == len(p.Methods)-1 && (m == methodHTTP || m == methodHTTPS) {
-			b.WriteString("://")
-			b.WriteString(strings.TrimPrefix(p.Path, "//"))
-			return b.String()
-		}
-		b.WriteByte(':')
-	}
-	b.WriteString(p.Path)
-	return b.String()
+	return strings.Join(p.Methods, ":") + ":" + p.Path
 }
 
 // Base returns the method that reaches the bytes (the last one).

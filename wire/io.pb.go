@@ -613,6 +613,66 @@ func (x *OpenReply) GetEof() bool {
 	return false
 }
 
+type ReopenRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Secret        string                 `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
+	Handle        uint64                 `protobuf:"varint,2,opt,name=handle,proto3" json:"handle,omitempty"`
+	Flags         uint32                 `protobuf:"varint,3,opt,name=flags,proto3" json:"flags,omitempty"` // open(2) flags; O_CREAT, O_EXCL and O_TRUNC are ignored
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReopenRequest) Reset() {
+	*x = ReopenRequest{}
+	mi := &file_harrier_v1_io_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReopenRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReopenRequest) ProtoMessage() {}
+
+func (x *ReopenRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_io_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReopenRequest.ProtoReflect.Descriptor instead.
+func (*ReopenRequest) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ReopenRequest) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
+func (x *ReopenRequest) GetHandle() uint64 {
+	if x != nil {
+		return x.Handle
+	}
+	return 0
+}
+
+func (x *ReopenRequest) GetFlags() uint32 {
+	if x != nil {
+		return x.Flags
+	}
+	return 0
+}
+
 type ReadRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Secret        string                 `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
@@ -625,7 +685,7 @@ type ReadRequest struct {
 
 func (x *ReadRequest) Reset() {
 	*x = ReadRequest{}
-	mi := &file_harrier_v1_io_proto_msgTypes[8]
+	mi := &file_harrier_v1_io_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -637,7 +697,7 @@ func (x *ReadRequest) String() string {
 func (*ReadRequest) ProtoMessage() {}
 
 func (x *ReadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[8]
+	mi := &file_harrier_v1_io_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -650,7 +710,7 @@ func (x *ReadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRequest.ProtoReflect.Descriptor instead.
 func (*ReadRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{8}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ReadRequest) GetSecret() string {
@@ -691,7 +751,7 @@ type ReadReply struct {
 
 func (x *ReadReply) Reset() {
 	*x = ReadReply{}
-	mi := &file_harrier_v1_io_proto_msgTypes[9]
+	mi := &file_harrier_v1_io_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -703,7 +763,7 @@ func (x *ReadReply) String() string {
 func (*ReadReply) ProtoMessage() {}
 
 func (x *ReadReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[9]
+	mi := &file_harrier_v1_io_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -716,7 +776,7 @@ func (x *ReadReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadReply.ProtoReflect.Descriptor instead.
 func (*ReadReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{9}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ReadReply) GetErrno() uint32 {
@@ -745,7 +805,7 @@ type WriteRequest struct {
 
 func (x *WriteRequest) Reset() {
 	*x = WriteRequest{}
-	mi := &file_harrier_v1_io_proto_msgTypes[10]
+	mi := &file_harrier_v1_io_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -757,7 +817,7 @@ func (x *WriteRequest) String() string {
 func (*WriteRequest) ProtoMessage() {}
 
 func (x *WriteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[10]
+	mi := &file_harrier_v1_io_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -770,7 +830,7 @@ func (x *WriteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteRequest.ProtoReflect.Descriptor instead.
 func (*WriteRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{10}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *WriteRequest) GetSecret() string {
@@ -811,7 +871,7 @@ type WriteReply struct {
 
 func (x *WriteReply) Reset() {
 	*x = WriteReply{}
-	mi := &file_harrier_v1_io_proto_msgTypes[11]
+	mi := &file_harrier_v1_io_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -823,7 +883,7 @@ func (x *WriteReply) String() string {
 func (*WriteReply) ProtoMessage() {}
 
 func (x *WriteReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[11]
+	mi := &file_harrier_v1_io_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -836,7 +896,7 @@ func (x *WriteReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteReply.ProtoReflect.Descriptor instead.
 func (*WriteReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{11}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *WriteReply) GetErrno() uint32 {
@@ -863,7 +923,7 @@ type HandleRequest struct {
 
 func (x *HandleRequest) Reset() {
 	*x = HandleRequest{}
-	mi := &file_harrier_v1_io_proto_msgTypes[12]
+	mi := &file_harrier_v1_io_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -875,7 +935,7 @@ func (x *HandleRequest) String() string {
 func (*HandleRequest) ProtoMessage() {}
 
 func (x *HandleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[12]
+	mi := &file_harrier_v1_io_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -888,7 +948,7 @@ func (x *HandleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandleRequest.ProtoReflect.Descriptor instead.
 func (*HandleRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{12}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *HandleRequest) GetSecret() string {
@@ -916,7 +976,7 @@ type TruncateRequest struct {
 
 func (x *TruncateRequest) Reset() {
 	*x = TruncateRequest{}
-	mi := &file_harrier_v1_io_proto_msgTypes[13]
+	mi := &file_harrier_v1_io_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -928,7 +988,7 @@ func (x *TruncateRequest) String() string {
 func (*TruncateRequest) ProtoMessage() {}
 
 func (x *TruncateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[13]
+	mi := &file_harrier_v1_io_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -941,7 +1001,7 @@ func (x *TruncateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TruncateRequest.ProtoReflect.Descriptor instead.
 func (*TruncateRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{13}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *TruncateRequest) GetSecret() string {
@@ -984,7 +1044,7 @@ type SetAttrRequest struct {
 
 func (x *SetAttrRequest) Reset() {
 	*x = SetAttrRequest{}
-	mi := &file_harrier_v1_io_proto_msgTypes[14]
+	mi := &file_harrier_v1_io_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -996,7 +1056,7 @@ func (x *SetAttrRequest) String() string {
 func (*SetAttrRequest) ProtoMessage() {}
 
 func (x *SetAttrRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[14]
+	mi := &file_harrier_v1_io_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1009,7 +1069,7 @@ func (x *SetAttrRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetAttrRequest.ProtoReflect.Descriptor instead.
 func (*SetAttrRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{14}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SetAttrRequest) GetSecret() string {
@@ -1093,7 +1153,7 @@ type DirEntry struct {
 
 func (x *DirEntry) Reset() {
 	*x = DirEntry{}
-	mi := &file_harrier_v1_io_proto_msgTypes[15]
+	mi := &file_harrier_v1_io_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1105,7 +1165,7 @@ func (x *DirEntry) String() string {
 func (*DirEntry) ProtoMessage() {}
 
 func (x *DirEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[15]
+	mi := &file_harrier_v1_io_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1118,7 +1178,7 @@ func (x *DirEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DirEntry.ProtoReflect.Descriptor instead.
 func (*DirEntry) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{15}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *DirEntry) GetName() string {
@@ -1152,7 +1212,7 @@ type ReadDirReply struct {
 
 func (x *ReadDirReply) Reset() {
 	*x = ReadDirReply{}
-	mi := &file_harrier_v1_io_proto_msgTypes[16]
+	mi := &file_harrier_v1_io_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1164,7 +1224,7 @@ func (x *ReadDirReply) String() string {
 func (*ReadDirReply) ProtoMessage() {}
 
 func (x *ReadDirReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[16]
+	mi := &file_harrier_v1_io_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1177,7 +1237,7 @@ func (x *ReadDirReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadDirReply.ProtoReflect.Descriptor instead.
 func (*ReadDirReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{16}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ReadDirReply) GetErrno() uint32 {
@@ -1205,7 +1265,7 @@ type MkdirRequest struct {
 
 func (x *MkdirRequest) Reset() {
 	*x = MkdirRequest{}
-	mi := &file_harrier_v1_io_proto_msgTypes[17]
+	mi := &file_harrier_v1_io_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1217,7 +1277,7 @@ func (x *MkdirRequest) String() string {
 func (*MkdirRequest) ProtoMessage() {}
 
 func (x *MkdirRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[17]
+	mi := &file_harrier_v1_io_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1230,7 +1290,7 @@ func (x *MkdirRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MkdirRequest.ProtoReflect.Descriptor instead.
 func (*MkdirRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{17}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *MkdirRequest) GetSecret() string {
@@ -1266,7 +1326,7 @@ type RenameRequest struct {
 
 func (x *RenameRequest) Reset() {
 	*x = RenameRequest{}
-	mi := &file_harrier_v1_io_proto_msgTypes[18]
+	mi := &file_harrier_v1_io_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1278,7 +1338,7 @@ func (x *RenameRequest) String() string {
 func (*RenameRequest) ProtoMessage() {}
 
 func (x *RenameRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[18]
+	mi := &file_harrier_v1_io_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1291,7 +1351,7 @@ func (x *RenameRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenameRequest.ProtoReflect.Descriptor instead.
 func (*RenameRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{18}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RenameRequest) GetSecret() string {
@@ -1333,7 +1393,7 @@ type SymlinkRequest struct {
 
 func (x *SymlinkRequest) Reset() {
 	*x = SymlinkRequest{}
-	mi := &file_harrier_v1_io_proto_msgTypes[19]
+	mi := &file_harrier_v1_io_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1345,7 +1405,7 @@ func (x *SymlinkRequest) String() string {
 func (*SymlinkRequest) ProtoMessage() {}
 
 func (x *SymlinkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[19]
+	mi := &file_harrier_v1_io_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1358,7 +1418,7 @@ func (x *SymlinkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SymlinkRequest.ProtoReflect.Descriptor instead.
 func (*SymlinkRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{19}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SymlinkRequest) GetSecret() string {
@@ -1392,7 +1452,7 @@ type ReadlinkReply struct {
 
 func (x *ReadlinkReply) Reset() {
 	*x = ReadlinkReply{}
-	mi := &file_harrier_v1_io_proto_msgTypes[20]
+	mi := &file_harrier_v1_io_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1404,7 +1464,7 @@ func (x *ReadlinkReply) String() string {
 func (*ReadlinkReply) ProtoMessage() {}
 
 func (x *ReadlinkReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[20]
+	mi := &file_harrier_v1_io_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1417,7 +1477,7 @@ func (x *ReadlinkReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadlinkReply.ProtoReflect.Descriptor instead.
 func (*ReadlinkReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{20}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ReadlinkReply) GetErrno() uint32 {
@@ -1486,7 +1546,11 @@ const file_harrier_v1_io_proto_rawDesc = "" +
 	"\x06handle\x18\x02 \x01(\x04R\x06handle\x12$\n" +
 	"\x04attr\x18\x03 \x01(\v2\x10.harrier.v1.AttrR\x04attr\x12\x12\n" +
 	"\x04data\x18\x04 \x01(\fR\x04data\x12\x10\n" +
-	"\x03eof\x18\x05 \x01(\bR\x03eof\"i\n" +
+	"\x03eof\x18\x05 \x01(\bR\x03eof\"U\n" +
+	"\rReopenRequest\x12\x16\n" +
+	"\x06secret\x18\x01 \x01(\tR\x06secret\x12\x16\n" +
+	"\x06handle\x18\x02 \x01(\x04R\x06handle\x12\x14\n" +
+	"\x05flags\x18\x03 \x01(\rR\x05flags\"i\n" +
 	"\vReadRequest\x12\x16\n" +
 	"\x06secret\x18\x01 \x01(\tR\x06secret\x12\x16\n" +
 	"\x06handle\x18\x02 \x01(\x04R\x06handle\x12\x16\n" +
@@ -1545,11 +1609,12 @@ const file_harrier_v1_io_proto_rawDesc = "" +
 	"\x04path\x18\x03 \x01(\tR\x04path\"=\n" +
 	"\rReadlinkReply\x12\x14\n" +
 	"\x05errno\x18\x01 \x01(\rR\x05errno\x12\x16\n" +
-	"\x06target\x18\x02 \x01(\tR\x06target2\x89\b\n" +
+	"\x06target\x18\x02 \x01(\tR\x06target2\xc5\b\n" +
 	"\bShadowIO\x12?\n" +
 	"\aResolve\x12\x1a.harrier.v1.ResolveRequest\x1a\x18.harrier.v1.ResolveReply\x126\n" +
 	"\x04Stat\x12\x17.harrier.v1.PathRequest\x1a\x15.harrier.v1.AttrReply\x126\n" +
-	"\x04Open\x12\x17.harrier.v1.OpenRequest\x1a\x15.harrier.v1.OpenReply\x126\n" +
+	"\x04Open\x12\x17.harrier.v1.OpenRequest\x1a\x15.harrier.v1.OpenReply\x12:\n" +
+	"\x06Reopen\x12\x19.harrier.v1.ReopenRequest\x1a\x15.harrier.v1.OpenReply\x126\n" +
 	"\x04Read\x12\x17.harrier.v1.ReadRequest\x1a\x15.harrier.v1.ReadReply\x129\n" +
 	"\x05Write\x12\x18.harrier.v1.WriteRequest\x1a\x16.harrier.v1.WriteReply\x129\n" +
 	"\x05Fstat\x12\x19.harrier.v1.HandleRequest\x1a\x15.harrier.v1.AttrReply\x12@\n" +
@@ -1577,7 +1642,7 @@ func file_harrier_v1_io_proto_rawDescGZIP() []byte {
 	return file_harrier_v1_io_proto_rawDescData
 }
 
-var file_harrier_v1_io_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_harrier_v1_io_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_harrier_v1_io_proto_goTypes = []any{
 	(*Attr)(nil),            // 0: harrier.v1.Attr
 	(*ResolveRequest)(nil),  // 1: harrier.v1.ResolveRequest
@@ -1587,61 +1652,64 @@ var file_harrier_v1_io_proto_goTypes = []any{
 	(*ErrnoReply)(nil),      // 5: harrier.v1.ErrnoReply
 	(*OpenRequest)(nil),     // 6: harrier.v1.OpenRequest
 	(*OpenReply)(nil),       // 7: harrier.v1.OpenReply
-	(*ReadRequest)(nil),     // 8: harrier.v1.ReadRequest
-	(*ReadReply)(nil),       // 9: harrier.v1.ReadReply
-	(*WriteRequest)(nil),    // 10: harrier.v1.WriteRequest
-	(*WriteReply)(nil),      // 11: harrier.v1.WriteReply
-	(*HandleRequest)(nil),   // 12: harrier.v1.HandleRequest
-	(*TruncateRequest)(nil), // 13: harrier.v1.TruncateRequest
-	(*SetAttrRequest)(nil),  // 14: harrier.v1.SetAttrRequest
-	(*DirEntry)(nil),        // 15: harrier.v1.DirEntry
-	(*ReadDirReply)(nil),    // 16: harrier.v1.ReadDirReply
-	(*MkdirRequest)(nil),    // 17: harrier.v1.MkdirRequest
-	(*RenameRequest)(nil),   // 18: harrier.v1.RenameRequest
-	(*SymlinkRequest)(nil),  // 19: harrier.v1.SymlinkRequest
-	(*ReadlinkReply)(nil),   // 20: harrier.v1.ReadlinkReply
+	(*ReopenRequest)(nil),   // 8: harrier.v1.ReopenRequest
+	(*ReadRequest)(nil),     // 9: harrier.v1.ReadRequest
+	(*ReadReply)(nil),       // 10: harrier.v1.ReadReply
+	(*WriteRequest)(nil),    // 11: harrier.v1.WriteRequest
+	(*WriteReply)(nil),      // 12: harrier.v1.WriteReply
+	(*HandleRequest)(nil),   // 13: harrier.v1.HandleRequest
+	(*TruncateRequest)(nil), // 14: harrier.v1.TruncateRequest
+	(*SetAttrRequest)(nil),  // 15: harrier.v1.SetAttrRequest
+	(*DirEntry)(nil),        // 16: harrier.v1.DirEntry
+	(*ReadDirReply)(nil),    // 17: harrier.v1.ReadDirReply
+	(*MkdirRequest)(nil),    // 18: harrier.v1.MkdirRequest
+	(*RenameRequest)(nil),   // 19: harrier.v1.RenameRequest
+	(*SymlinkRequest)(nil),  // 20: harrier.v1.SymlinkRequest
+	(*ReadlinkReply)(nil),   // 21: harrier.v1.ReadlinkReply
 }
 var file_harrier_v1_io_proto_depIdxs = []int32{
 	0,  // 0: harrier.v1.ResolveReply.attr:type_name -> harrier.v1.Attr
 	0,  // 1: harrier.v1.AttrReply.attr:type_name -> harrier.v1.Attr
 	0,  // 2: harrier.v1.OpenReply.attr:type_name -> harrier.v1.Attr
-	15, // 3: harrier.v1.ReadDirReply.entries:type_name -> harrier.v1.DirEntry
+	16, // 3: harrier.v1.ReadDirReply.entries:type_name -> harrier.v1.DirEntry
 	1,  // 4: harrier.v1.ShadowIO.Resolve:input_type -> harrier.v1.ResolveRequest
 	3,  // 5: harrier.v1.ShadowIO.Stat:input_type -> harrier.v1.PathRequest
 	6,  // 6: harrier.v1.ShadowIO.Open:input_type -> harrier.v1.OpenRequest
-	8,  // 7: harrier.v1.ShadowIO.Read:input_type -> harrier.v1.ReadRequest
-	10, // 8: harrier.v1.ShadowIO.Write:input_type -> harrier.v1.WriteRequest
-	12, // 9: harrier.v1.ShadowIO.Fstat:input_type -> harrier.v1.HandleRequest
-	13, // 10: harrier.v1.ShadowIO.Ftruncate:input_type -> harrier.v1.TruncateRequest
-	12, // 11: harrier.v1.ShadowIO.Fsync:input_type -> harrier.v1.HandleRequest
-	12, // 12: harrier.v1.ShadowIO.Close:input_type -> harrier.v1.HandleRequest
-	14, // 13: harrier.v1.ShadowIO.SetAttr:input_type -> harrier.v1.SetAttrRequest
-	3,  // 14: harrier.v1.ShadowIO.ReadDir:input_type -> harrier.v1.PathRequest
-	17, // 15: harrier.v1.ShadowIO.Mkdir:input_type -> harrier.v1.MkdirRequest
-	3,  // 16: harrier.v1.ShadowIO.Unlink:input_type -> harrier.v1.PathRequest
-	3,  // 17: harrier.v1.ShadowIO.Rmdir:input_type -> harrier.v1.PathRequest
-	18, // 18: harrier.v1.ShadowIO.Rename:input_type -> harrier.v1.RenameRequest
-	19, // 19: harrier.v1.ShadowIO.Symlink:input_type -> harrier.v1.SymlinkRequest
-	3,  // 20: harrier.v1.ShadowIO.Readlink:input_type -> harrier.v1.PathRequest
-	2,  // 21: harrier.v1.ShadowIO.Resolve:output_type -> harrier.v1.ResolveReply
-	4,  // 22: harrier.v1.ShadowIO.Stat:output_type -> harrier.v1.AttrReply
-	7,  // 23: harrier.v1.ShadowIO.Open:output_type -> harrier.v1.OpenReply
-	9,  // 24: harrier.v1.ShadowIO.Read:output_type -> harrier.v1.ReadReply
-	11, // 25: harrier.v1.ShadowIO.Write:output_type -> harrier.v1.WriteReply
-	4,  // 26: harrier.v1.ShadowIO.Fstat:output_type -> harrier.v1.AttrReply
-	5,  // 27: harrier.v1.ShadowIO.Ftruncate:output_type -> harrier.v1.ErrnoReply
-	5,  // 28: harrier.v1.ShadowIO.Fsync:output_type -> harrier.v1.ErrnoReply
-	5,  // 29: harrier.v1.ShadowIO.Close:output_type -> harrier.v1.ErrnoReply
-	4,  // 30: harrier.v1.ShadowIO.SetAttr:output_type -> harrier.v1.AttrReply
-	16, // 31: harrier.v1.ShadowIO.ReadDir:output_type -> harrier.v1.ReadDirReply
-	4,  // 32: harrier.v1.ShadowIO.Mkdir:output_type -> harrier.v1.AttrReply
-	5,  // 33: harrier.v1.ShadowIO.Unlink:output_type -> harrier.v1.ErrnoReply
-	5,  // 34: harrier.v1.ShadowIO.Rmdir:output_type -> harrier.v1.ErrnoReply
-	5,  // 35: harrier.v1.ShadowIO.Rename:output_type -> harrier.v1.ErrnoReply
-	4,  // 36: harrier.v1.ShadowIO.Symlink:output_type -> harrier.v1.AttrReply
-	20, // 37: harrier.v1.ShadowIO.Readlink:output_type -> harrier.v1.ReadlinkReply
-	21, // [21:38] is the sub-list for method output_type
-	4,  // [4:21] is the sub-list for method input_type
+	8,  // 7: harrier.v1.ShadowIO.Reopen:input_type -> harrier.v1.ReopenRequest
+	9,  // 8: harrier.v1.ShadowIO.Read:input_type -> harrier.v1.ReadRequest
+	11, // 9: harrier.v1.ShadowIO.Write:input_type -> harrier.v1.WriteRequest
+	13, // 10: harrier.v1.ShadowIO.Fstat:input_type -> harrier.v1.HandleRequest
+	14, // 11: harrier.v1.ShadowIO.Ftruncate:input_type -> harrier.v1.TruncateRequest
+	13, // 12: harrier.v1.ShadowIO.Fsync:input_type -> harrier.v1.HandleRequest
+	13, // 13: harrier.v1.ShadowIO.Close:input_type -> harrier.v1.HandleRequest
+	15, // 14: harrier.v1.ShadowIO.SetAttr:input_type -> harrier.v1.SetAttrRequest
+	3,  // 15: harrier.v1.ShadowIO.ReadDir:input_type -> harrier.v1.PathRequest
+	18, // 16: harrier.v1.ShadowIO.Mkdir:input_type -> harrier.v1.MkdirRequest
+	3,  // 17: harrier.v1.ShadowIO.Unlink:input_type -> harrier.v1.PathRequest
+	3,  // 18: harrier.v1.ShadowIO.Rmdir:input_type -> harrier.v1.PathRequest
+	19, // 19: harrier.v1.ShadowIO.Rename:input_type -> harrier.v1.RenameRequest
+	20, // 20: harrier.v1.ShadowIO.Symlink:input_type -> harrier.v1.SymlinkRequest
+	3,  // 21: harrier.v1.ShadowIO.Readlink:input_type -> harrier.v1.PathRequest
+	2,  // 22: harrier.v1.ShadowIO.Resolve:output_type -> harrier.v1.ResolveReply
+	4,  // 23: harrier.v1.ShadowIO.Stat:output_type -> harrier.v1.AttrReply
+	7,  // 24: harrier.v1.ShadowIO.Open:output_type -> harrier.v1.OpenReply
+	7,  // 25: harrier.v1.ShadowIO.Reopen:output_type -> harrier.v1.OpenReply
+	10, // 26: harrier.v1.ShadowIO.Read:output_type -> harrier.v1.ReadReply
+	12, // 27: harrier.v1.ShadowIO.Write:output_type -> harrier.v1.WriteReply
+	4,  // 28: harrier.v1.ShadowIO.Fstat:output_type -> harrier.v1.AttrReply
+	5,  // 29: harrier.v1.ShadowIO.Ftruncate:output_type -> harrier.v1.ErrnoReply
+	5,  // 30: harrier.v1.ShadowIO.Fsync:output_type -> harrier.v1.ErrnoReply
+	5,  // 31: harrier.v1.ShadowIO.Close:output_type -> harrier.v1.ErrnoReply
+	4,  // 32: harrier.v1.ShadowIO.SetAttr:output_type -> harrier.v1.AttrReply
+	17, // 33: harrier.v1.ShadowIO.ReadDir:output_type -> harrier.v1.ReadDirReply
+	4,  // 34: harrier.v1.ShadowIO.Mkdir:output_type -> harrier.v1.AttrReply
+	5,  // 35: harrier.v1.ShadowIO.Unlink:output_type -> harrier.v1.ErrnoReply
+	5,  // 36: harrier.v1.ShadowIO.Rmdir:output_type -> harrier.v1.ErrnoReply
+	5,  // 37: harrier.v1.ShadowIO.Rename:output_type -> harrier.v1.ErrnoReply
+	4,  // 38: harrier.v1.ShadowIO.Symlink:output_type -> harrier.v1.AttrReply
+	21, // 39: harrier.v1.ShadowIO.Readlink:output_type -> harrier.v1.ReadlinkReply
+	22, // [22:40] is the sub-list for method output_type
+	4,  // [4:22] is the sub-list for method input_type
 	4,  // [4:4] is the sub-list for extension type_name
 	4,  // [4:4] is the sub-list for extension extendee
 	0,  // [0:4] is the sub-list for field type_name
@@ -1658,7 +1726,7 @@ func file_harrier_v1_io_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harrier_v1_io_proto_rawDesc), len(file_harrier_v1_io_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   21,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

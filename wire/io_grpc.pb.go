@@ -35,6 +35,7 @@ const (
 	ShadowIO_Resolve_FullMethodName   = "/harrier.v1.ShadowIO/Resolve"
 	ShadowIO_Stat_FullMethodName      = "/harrier.v1.ShadowIO/Stat"
 	ShadowIO_Open_FullMethodName      = "/harrier.v1.ShadowIO/Open"
+	ShadowIO_Reopen_FullMethodName    = "/harrier.v1.ShadowIO/Reopen"
 	ShadowIO_Read_FullMethodName      = "/harrier.v1.ShadowIO/Read"
 	ShadowIO_Write_FullMethodName     = "/harrier.v1.ShadowIO/Write"
 	ShadowIO_Fstat_FullMethodName     = "/harrier.v1.ShadowIO/Fstat"
@@ -64,6 +65,9 @@ type ShadowIOClient interface {
 	// bytes. A file opened read-only that fits whole in the reply is closed
 	// at once and gets handle 0: it needs no Read and no Close.
 	Open(ctx context.Context, in *OpenRequest, opts ...grpc.CallOption) (*OpenReply, error)
+	// Reopen opens an open file once more, also after it was unlinked (a
+	// checkpoint restored opens the files of its descriptors again).
+	Reopen(ctx context.Context, in *ReopenRequest, opts ...grpc.CallOption) (*OpenReply, error)
 	Read(ctx context.Context, in *ReadRequest, opts ...grpc.CallOption) (*ReadReply, error)
 	Write(ctx context.Context, in *WriteRequest, opts ...grpc.CallOption) (*WriteReply, error)
 	// Fstat and Ftruncate work on open files, also after they were unlinked.
@@ -113,6 +117,16 @@ func (c *shadowIOClient) Open(ctx context.Context, in *OpenRequest, opts ...grpc
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(OpenReply)
 	err := c.cc.Invoke(ctx, ShadowIO_Open_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *shadowIOClient) Reopen(ctx context.Context, in *ReopenRequest, opts ...grpc.CallOption) (*OpenReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(OpenReply)
+	err := c.cc.Invoke(ctx, ShadowIO_Reopen_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -272,6 +286,9 @@ type ShadowIOServer interface {
 	// bytes. A file opened read-only that fits whole in the reply is closed
 	// at once and gets handle 0: it needs no Read and no Close.
 	Open(context.Context, *OpenRequest) (*OpenReply, error)
+	// Reopen opens an open file once more, also after it was unlinked (a
+	// checkpoint restored opens the files of its descriptors again).
+	Reopen(context.Context, *ReopenRequest) (*OpenReply, error)
 	Read(context.Context, *ReadRequest) (*ReadReply, error)
 	Write(context.Context, *WriteRequest) (*WriteReply, error)
 	// Fstat and Ftruncate work on open files, also after they were unlinked.
@@ -305,6 +322,9 @@ func (UnimplementedShadowIOServer) Stat(context.Context, *PathRequest) (*AttrRep
 }
 func (UnimplementedShadowIOServer) Open(context.Context, *OpenRequest) (*OpenReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method Open not implemented")
+}
+func (UnimplementedShadowIOServer) Reopen(context.Context, *ReopenRequest) (*OpenReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method Reopen not implemented")
 }
 func (UnimplementedShadowIOServer) Read(context.Context, *ReadRequest) (*ReadReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method Read not implemented")
@@ -419,6 +439,24 @@ func _ShadowIO_Open_Handler(srv interface{}, ctx context.Context, dec func(inter
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(ShadowIOServer).Open(ctx, req.(*OpenRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ShadowIO_Reopen_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReopenRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ShadowIOServer).Reopen(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ShadowIO_Reopen_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ShadowIOServer).Reopen(ctx, req.(*ReopenRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -693,6 +731,10 @@ var ShadowIO_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Open",
 			Handler:    _ShadowIO_Open_Handler,
+		},
+		{
+			MethodName: "Reopen",
+			Handler:    _ShadowIO_Reopen_Handler,
 		},
 		{
 			MethodName: "Read",
