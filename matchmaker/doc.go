@@ -26,7 +26,9 @@
 //     ad is a request for one job.
 //   - Matchlists. Each distinct request ad gets one matchlist per cycle:
 //     the machines it matches, best first. Its jobs take machines from the
-//     front. Matchlists are computed in parallel before allocation.
+//     front. The matchlists of each submitter's first request are computed
+//     in parallel before allocation, the others only when allocation
+//     reaches their request.
 //   - Machine classes. Free machines that no request can tell apart (same
 //     policy text, same values of everything requests and their own policy
 //     read) form a class; matchlists hold classes, not machines. Conjuncts

@@ -70,6 +70,9 @@ type Result struct {
 	CandidateSlots int
 	// MachineClasses counts the classes the candidate slots fell into.
 	MachineClasses int
+	// MatchLists counts the matchlists built: one per distinct request ad
+	// that allocation reached.
+	MatchLists int
 	// Preemptions counts the matches that displace a running job.
 	Preemptions int
 	// SignificantAttributes are the job attributes that machine policies
@@ -202,20 +205,31 @@ func (n Negotiator) Negotiate(reqs []Request, machines []Machine) Result {
 	index := buildIndex(reps, sortedKeys(indexed))
 	res.Phases.Index = time.Since(t)
 
+	// The first request of every submitter surely negotiates: build
+	// those matchlists in parallel; the others when allocation reaches
+	// them, which with more jobs than machines it often never does.
 	t = time.Now()
-	if len(classes) > 0 {
-		m := make([]*classad.Matcher, n.workers())
-		for i := range m {
-			m[i] = classad.NewMatcher()
+	queues := submitterQueues(reqs, n.Priorities)
+	var first []*plan
+	for _, q := range queues {
+		if p := plans[q.reqs[0]]; !p.built {
+			p.built = true
+			first = append(first, p)
 		}
-		n.parallelWorker(len(distinct), func(w, i int) { distinct[i].build(m[w], reps, index) })
 	}
+	m := make([]*classad.Matcher, n.workers())
+	for i := range m {
+		m[i] = classad.NewMatcher()
+	}
+	n.parallelWorker(len(first), func(w, i int) { first[i].build(m[w], reps, index, nil) })
 	res.Phases.MatchLists = time.Since(t)
 
 	t = time.Now()
-	a := allocator{free: free, classes: classes}
-	want := a.allocate(reqs, plans, n.Priorities)
-	res.Phases.Allocate = time.Since(t)
+	a := allocator{free: free, classes: classes, reps: reps, index: index, matcher: m[0], built: len(first)}
+	want := a.allocate(reqs, plans, queues)
+	res.Phases.Allocate = time.Since(t) - a.building
+	res.Phases.MatchLists += a.building
+	res.MatchLists = a.built
 
 	t = time.Now()
 	if len(claimed) > 0 {
@@ -238,6 +252,7 @@ type plan struct {
 	ad       *classad.ClassAd
 	external map[string]bool // machine attributes Requirements and Rank read
 	bounds   []bound
+	built    bool        // list is built, or being built
 	list     []listEntry // the matchlist, best first
 	cursor   int         // list[:cursor] are exhausted classes
 }
@@ -297,8 +312,13 @@ func (n Negotiator) parallelWorker(count int, f func(worker, i int)) {
 }
 
 // build fills p.list: the candidate classes p's ad matches, best first.
-func (p *plan) build(m *classad.Matcher, reps []*classad.ClassAd, index *classIndex) {
+// Classes given in live that have no free machine left are skipped
+// without evaluation: they will not have one again in this cycle.
+func (p *plan) build(m *classad.Matcher, reps []*classad.ClassAd, index *classIndex, live []machineClass) {
 	for _, c := range index.candidates(p.bounds) {
+		if live != nil && live[c].free() == 0 {
+			continue
+		}
 		rep := reps[c]
 		if !m.Match(p.ad, rep) {
 			continue
@@ -319,11 +339,25 @@ type allocator struct {
 	classes []machineClass
 	matches []Match
 	taken   map[string]bool // claimed machines preempted in this cycle
+
+	// For matchlists built on demand.
+	reps     []*classad.ClassAd
+	index    *classIndex
+	matcher  *classad.Matcher
+	built    int           // matchlists built in this cycle
+	building time.Duration // time spent building them on demand
 }
 
 // take gives the next free machine of p's matchlist to request r, or
 // reports false when the list is exhausted.
 func (a *allocator) take(r *Request, p *plan, job int) bool {
+	if !p.built {
+		t := time.Now()
+		p.built = true
+		p.build(a.matcher, a.reps, a.index, a.classes)
+		a.built++
+		a.building += time.Since(t)
+	}
 	for p.cursor < len(p.list) {
 		c := &a.classes[p.list[p.cursor].class]
 		if c.free() == 0 {
@@ -353,12 +387,11 @@ type submitterQueue struct {
 
 // allocate serves the requests in fair-share order and returns, per
 // request, how many of its jobs are still without a machine.
-func (a *allocator) allocate(reqs []Request, plans []*plan, p Prioritizer) []int {
+func (a *allocator) allocate(reqs []Request, plans []*plan, queues []*submitterQueue) []int {
 	want := make([]int, len(reqs))
 	for i := range reqs {
 		want[i] = len(reqs[i].JobIDs)
 	}
-	queues := submitterQueues(reqs, p)
 	left := 0
 	for i := range a.classes {
 		left += a.classes[i].free()

@@ -67,8 +67,8 @@ func runBench(args []string, _ io.Reader, stdout io.Writer) error {
 	ph := res.Phases
 	fmt.Fprintf(stdout, "phases (last run): requests %s, classify %s, index %s, matchlists %s, allocate %s, preempt %s\n",
 		sec(ph.Requests), sec(ph.Classify), sec(ph.Index), sec(ph.MatchLists), sec(ph.Allocate), sec(ph.Preempt))
-	fmt.Fprintf(stdout, "matches: %d, rejections: %d, machine classes: %d, matches/s: %.0f\n",
-		len(res.Matches), res.Rejections, res.MachineClasses, float64(len(res.Matches))/med.Seconds())
+	fmt.Fprintf(stdout, "matches: %d, rejections: %d, machine classes: %d, matchlists built: %d, matches/s: %.0f\n",
+		len(res.Matches), res.Rejections, res.MachineClasses, res.MatchLists, float64(len(res.Matches))/med.Seconds())
 	fmt.Fprintf(stdout, "memory: heap after cycle %d MiB, max RSS %d MiB\n", heap>>20, maxRSS()>>20)
 
 	limit := *baseline
