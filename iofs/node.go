@@ -99,8 +99,11 @@ func (f *fileSystem) open(ctx context.Context, p Physical, flags, mode uint32) (
 			return nil, Attr{}, err
 		}
 	}
-	if p.has(methodBuffer) {
+	switch {
+	case p.has(methodBuffer):
 		h = newBuffered(h, p.BufferSize, p.BufferBlockSize, int64(a.Size))
+	case !stage && p.Base() == methodRemote && flags&syscall.O_ACCMODE != syscall.O_RDONLY:
+		h = newBehind(h)
 	}
 	return h, a, nil
 }

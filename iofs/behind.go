@@ -1,0 +1,147 @@
+package iofs
+
+import (
+	"context"
+	"sync"
+	"syscall"
+)
+
+// maxBehind bounds the bytes a file may have on their way to the shadow.
+const maxBehind = 4 << 20
+
+// behind sends the writes to a remote file in the background and in order,
+// so that the job's next write overlaps the round trip of the one before,
+// as network file systems do. A failed write is reported by the next
+// write, read, fsync or close of the file; every other operation first
+// waits until the writes are through.
+type behind struct {
+	inner handle
+
+	mu       sync.Mutex
+	done     sync.Cond // signalled as writes complete
+	queue    []pendingWrite
+	queued   int
+	inflight bool
+	err      error
+}
+
+type pendingWrite struct {
+	data []byte
+	off  int64
+}
+
+func newBehind(inner handle) *behind {
+	b := &behind{inner: inner}
+	b.done.L = &b.mu
+	return b
+}
+
+func (b *behind) WriteAt(_ context.Context, data []byte, off int64) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for b.queued > 0 && b.queued+len(data) > maxBehind && b.err == nil {
+		b.done.Wait()
+	}
+	if err := b.err; err != nil {
+		b.err = nil
+		return 0, err
+	}
+	// The caller's buffer is reused once WriteAt returns.
+	b.queue = append(b.queue, pendingWrite{data: append([]byte(nil), data...), off: off})
+	b.queued += len(data)
+	if !b.inflight {
+		b.inflight = true
+		go b.send()
+	}
+	return len(data), nil
+}
+
+// send writes the queue out; one sender runs at a time.
+func (b *behind) send() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for len(b.queue) > 0 {
+		w := b.queue[0]
+		b.mu.Unlock()
+		// The write belongs to no request any more.
+		_, err := b.inner.WriteAt(context.Background(), w.data, w.off)
+		b.mu.Lock()
+		b.queue[0] = pendingWrite{}
+		b.queue = b.queue[1:]
+		b.queued -= len(w.data)
+		if err != nil && b.err == nil {
+			b.err = err
+		}
+		b.done.Broadcast()
+	}
+	b.inflight = false
+	b.done.Broadcast()
+}
+
+// drain waits until every write is through and returns (and clears) the
+// first error among them.
+func (b *behind) drain() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for b.inflight {
+		b.done.Wait()
+	}
+	err := b.err
+	b.err = nil
+	return err
+}
+
+func (b *behind) ReadAt(ctx context.Context, dest []byte, off int64) ([]byte, error) {
+	if err := b.drain(); err != nil {
+		return nil, err
+	}
+	return b.inner.ReadAt(ctx, dest, off)
+}
+
+func (b *behind) Truncate(ctx context.Context, size int64) error {
+	if err := b.drain(); err != nil {
+		return err
+	}
+	return b.inner.Truncate(ctx, size)
+}
+
+func (b *behind) Stat(ctx context.Context) (Attr, error) {
+	if err := b.drain(); err != nil {
+		return Attr{}, err
+	}
+	return b.inner.Stat(ctx)
+}
+
+func (b *behind) Flush(ctx context.Context) error {
+	if err := b.drain(); err != nil {
+		return err
+	}
+	return b.inner.Flush(ctx)
+}
+
+func (b *behind) Sync(ctx context.Context) error {
+	if err := b.drain(); err != nil {
+		return err
+	}
+	return b.inner.Sync(ctx)
+}
+
+func (b *behind) Close(ctx context.Context) error {
+	err := b.drain()
+	if cerr := b.inner.Close(ctx); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// reopen passes through: a second descriptor sees the writes once drained.
+func (b *behind) reopen(ctx context.Context, flags uint32) (handle, error) {
+	if err := b.drain(); err != nil {
+		return nil, err
+	}
+	r, ok := b.inner.(reopener)
+	if !ok {
+		return nil, syscall.ENOENT
+	}
+	return r.reopen(ctx, flags)
+}
