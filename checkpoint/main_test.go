@@ -269,9 +269,6 @@ func startFUSE(t testing.TB, backing, mnt string) *fuseServer {
 	}
 	cmd := exec.Command(os.Args[0], backing, mnt)
 	cmd.Env = append(os.Environ(), roleEnv+"=fuse")
-	// Should this test process die, the server must not outlive it
-	// holding go test's output pipe open.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -336,7 +333,23 @@ func serveFUSE(backing, mnt string) int {
 	fmt.Println("ready")
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM)
-	<-sig
+	// Should the test process die, the server must not outlive it
+	// holding go test's output pipe open. (Pdeathsig would follow the
+	// forking thread, which libcontainer may end.)
+	parent := os.Getppid()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+wait:
+	for {
+		select {
+		case <-sig:
+			break wait
+		case <-tick.C:
+			if os.Getppid() != parent {
+				break wait
+			}
+		}
+	}
 	if err := server.Unmount(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
