@@ -191,6 +191,30 @@ func (n Negotiator) Negotiate(reqs []Request, machines []Machine) Result {
 	res.MachineClasses = len(classes)
 	res.Phases.Classify = time.Since(t)
 
+	// Requests equal in everything a match reads, whoever submitted them,
+	// share one matchlist: the autoclustering of the seed paper, across
+	// agents and submitters.
+	t = time.Now()
+	keys := make([]string, len(distinct))
+	n.parallel(len(distinct), func(i int) { keys[i] = distinct[i].matchKey(res.SignificantAttributes) })
+	shared := map[string]*plan{}
+	canon := make(map[*plan]*plan, len(distinct))
+	kept := distinct[:0:0]
+	for i, p := range distinct {
+		if c, ok := shared[keys[i]]; ok {
+			canon[p] = c
+			continue
+		}
+		shared[keys[i]] = p
+		canon[p] = p
+		kept = append(kept, p)
+	}
+	for i := range plans {
+		plans[i] = canon[plans[i]]
+	}
+	distinct = kept
+	res.Phases.Requests += time.Since(t)
+
 	t = time.Now()
 	indexed := map[string]bool{}
 	for _, p := range distinct {
@@ -250,6 +274,7 @@ func (n Negotiator) Negotiate(reqs []Request, machines []Machine) Result {
 // A plan is what the negotiator works out once per distinct request ad.
 type plan struct {
 	ad       *classad.ClassAd
+	internal map[string]bool // own attributes Requirements and Rank reach
 	external map[string]bool // machine attributes Requirements and Rank read
 	bounds   []bound
 	built    bool        // list is built, or being built
@@ -267,7 +292,8 @@ type listEntry struct {
 // analyze finds what p's Requirements and Rank read in machines and the
 // bounds its Requirements put on them.
 func (p *plan) analyze() {
-	p.external = exprRefs(p.ad, "Requirements", "Rank").external
+	r := exprRefs(p.ad, "Requirements", "Rank")
+	p.internal, p.external = r.internal, r.external
 	if e, ok := p.ad.Lookup("Requirements"); ok {
 		text := e.String()
 		for _, c := range conjuncts(scanExpr(text)) {
@@ -276,6 +302,29 @@ func (p *plan) analyze() {
 			}
 		}
 	}
+}
+
+// matchKey is the text of every attribute of p's ad that matching can
+// read: what its Requirements and Rank reach, and the significant
+// attributes machines read, with what those reach in turn.
+func (p *plan) matchKey(significant []string) string {
+	r := newRefs()
+	for n := range p.internal {
+		r.internal[n] = true
+	}
+	for _, n := range significant {
+		r.internal[n] = true
+	}
+	r.closure(p.ad)
+	names := sortedKeys(r.internal)
+	var b strings.Builder
+	for _, n := range names {
+		b.WriteString(n)
+		b.WriteByte('=')
+		b.WriteString(exprText(p.ad, n))
+		b.WriteByte(0)
+	}
+	return b.String()
 }
 
 func (n Negotiator) workers() int {

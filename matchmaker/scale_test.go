@@ -286,3 +286,20 @@ func TestParseRequest(t *testing.T) {
 		t.Errorf("after unclaim: %v", reqs3[0].JobIDs)
 	}
 }
+
+func TestEqualRequestsShareAMatchList(t *testing.T) {
+	machines := []Machine{machine(t, "slot1@a", StateUnclaimed, 1024, ""), machine(t, "slot2@a", StateUnclaimed, 2048, ""),
+		machine(t, "slot3@a", StateUnclaimed, 4096, "")}
+	reqs := []Request{
+		job(t, "ag1", 1, 0, "alice", "Rank = TARGET.Memory; Cmd = \"a\""),
+		job(t, "ag2", 7, 3, "bob", "Rank = TARGET.Memory; Cmd = \"b\""),
+		job(t, "ag2", 8, 0, "bob", "Rank = TARGET.Memory; RequestMemory = 2000"),
+	}
+	res := Negotiator{Priorities: prios{"alice": 1, "bob": 1}}.Negotiate(reqs, machines)
+	if res.MatchLists != 2 {
+		t.Errorf("%d matchlists built, want 2: alice's and bob's first request are alike", res.MatchLists)
+	}
+	if got := pairs(res); len(got) != 2 || got[0] != "1.0->slot3@a" || got[1] != "7.3->slot2@a" {
+		t.Errorf("matches %v", got)
+	}
+}
