@@ -167,7 +167,7 @@ func (a *Agent) finished(ctx context.Context, r *run, ev shadow.Event) {
 	case ev.Type == shadow.EventEvicted:
 		ad := a.clearRunning(ctx, r, Idle)
 		if ad != nil {
-			a.logEvent(ad, joblog.Event{Type: joblog.Evicted, Reason: ev.Reason, UserCPU: ev.UserCPU, SysCPU: ev.SysCPU})
+			a.logEvent(ad, joblog.Event{Type: joblog.Evicted, Reason: ev.Reason, UserCPU: ev.UserCPU, SysCPU: ev.SysCPU, WasCheckpointed: r.vacated})
 		}
 	default: // failed or killed for reasons not the user's: run it again
 		a.log.Warn("job run failed; requeued", "job", r.id, "reason", ev.Reason)

@@ -43,6 +43,7 @@ type run struct {
 	reason   string
 	commands chan shadow.Command // to the shadow, once it runs
 	executed bool                // the job's process started
+	vacated  bool                // a checkpoint came with the job's vacate
 }
 
 func (r *run) stopAction() (stopAction, string) {
@@ -67,6 +68,22 @@ func (a *Agent) stopRun(id jobqueue.JobID, action stopAction, reason string) boo
 	r.mu.Unlock()
 	select {
 	case r.commands <- shadow.Command{Kill: true, Reason: reason}:
+	default:
+	}
+	return true
+}
+
+// askCheckpoint asks a running job's shadow for a checkpoint (and, with
+// vacate, to stop the job after it). It reports whether the job runs.
+func (a *Agent) askCheckpoint(id jobqueue.JobID, vacate bool) bool {
+	a.mu.Lock()
+	r := a.runs[id]
+	a.mu.Unlock()
+	if r == nil || a.jobs.status(id) != Running {
+		return false
+	}
+	select {
+	case r.commands <- shadow.Command{Checkpoint: true, Vacate: vacate}:
 	default:
 	}
 	return true
@@ -317,6 +334,7 @@ func (a *Agent) runShadow(ctx context.Context, r *run, ad *classad.ClassAd) (sha
 			a.usage(ctx, r, ev)
 		case shadow.EventCheckpointed:
 			a.checkpointed(ctx, r, ev)
+			r.vacated = r.vacated || ev.Vacate
 		default:
 			return ev, nil
 		}

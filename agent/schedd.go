@@ -318,6 +318,12 @@ func (a *Agent) act(ctx context.Context, who caller, action wire.ActRequest_Acti
 		return a.hold(ctx, id, reason, holdByUser, 0)
 	case wire.ActRequest_RELEASE:
 		return a.release(ctx, id, who.name)
+	case wire.ActRequest_VACATE, wire.ActRequest_CHECKPOINT:
+		vacate := action == wire.ActRequest_VACATE
+		if !a.askCheckpoint(id, vacate) {
+			return fmt.Errorf("job %s is not running", id)
+		}
+		return nil
 	}
 	return errors.New("unknown action")
 }

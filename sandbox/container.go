@@ -113,10 +113,13 @@ func containerConfig(s spec) *configs.Config {
 	cfg.Mounts = append(cfg.Mounts, &configs.Mount{Source: "tmpfs", Destination: "/tmp", Device: "tmpfs",
 		Flags: unix.MS_NOSUID | unix.MS_NODEV, Data: "mode=1777"})
 	for _, m := range s.hostDirs {
+		// Not recursive: mounts below the host's top-level directories
+		// (network namespaces under /run, other file systems) stay out of
+		// the job's view, and out of the way of CRIU, which cannot
+		// checkpoint a mount tree whose sharing it cannot reach.
 		cfg.Mounts = append(cfg.Mounts, &configs.Mount{
 			Source: m, Destination: m, Device: "bind",
-			Flags:   unix.MS_BIND | unix.MS_REC | unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV,
-			RecAttr: &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV},
+			Flags: unix.MS_BIND | unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV,
 		})
 	}
 	for _, w := range s.writable {

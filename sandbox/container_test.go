@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"golang.org/x/sys/unix"
 	"slices"
 	"testing"
 
@@ -38,8 +39,8 @@ func TestContainerConfig(t *testing.T) {
 			t.Errorf("no mount at %s", d)
 		}
 	}
-	if m := mounts["/usr"]; m == nil || m.RecAttr == nil || m.Flags&0x1 == 0 { // MS_RDONLY
-		t.Errorf("/usr is not bound read-only: %+v", m)
+	if m := mounts["/usr"]; m == nil || m.Flags&unix.MS_RDONLY == 0 || m.Flags&unix.MS_REC != 0 {
+		t.Errorf("/usr is not bound read-only and alone (without the mounts below it): %+v", m)
 	}
 	if m := mounts["/exec/scratch.1"]; m == nil || m.Flags&0x1 != 0 {
 		t.Errorf("scratch is not writable: %+v", m)

@@ -62,8 +62,13 @@ type outputs struct {
 }
 
 // openOutputs creates (truncates) the job's output and error files, as
-// HTCondor does when a job starts.
-func (f *jobFiles) openOutputs() (*outputs, error) {
+// HTCondor does when a job starts, or appends to them for a job that
+// resumes from a checkpoint.
+func (f *jobFiles) openOutputs(appendTo bool) (*outputs, error) {
+	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if appendTo {
+		flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+	}
 	o := &outputs{}
 	for fd, p := range [3]string{1: f.output, 2: f.errPath} {
 		if fd == 0 {
@@ -76,7 +81,7 @@ func (f *jobFiles) openOutputs() (*outputs, error) {
 			o.files[2] = o.files[1]
 			continue
 		}
-		file, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		file, err := os.OpenFile(p, flags, 0o644)
 		if err != nil {
 			o.close()
 			return nil, fmt.Errorf("open job output: %w", err)

@@ -38,7 +38,9 @@ func (v *service) Attach(stream wire.Shadow_AttachServer) error {
 	s.attached = true
 	s.mu.Unlock()
 
-	out, err := s.files.openOutputs()
+	// A job restored from a checkpoint goes on writing where it was.
+	restored, _ := s.job.EvalInt("NumCkpts")
+	out, err := s.files.openOutputs(restored > 0)
 	if err != nil {
 		s.finish(Event{Type: EventHold, Reason: err.Error(), Code: holdCodeOutput})
 		return status.Error(codes.FailedPrecondition, err.Error())
@@ -55,11 +57,17 @@ func (v *service) Attach(stream wire.Shadow_AttachServer) error {
 	killed := ""
 	killedCh := make(chan string, 1)
 	go func() {
-		select {
-		case reason := <-s.kill:
-			killedCh <- reason
-			_ = stream.Send(&wire.ShadowMessage{Body: &wire.ShadowMessage_Kill{Kill: &wire.Kill{Reason: reason}}})
-		case <-stop:
+		for {
+			select {
+			case reason := <-s.kill:
+				killedCh <- reason
+				_ = stream.Send(&wire.ShadowMessage{Body: &wire.ShadowMessage_Kill{Kill: &wire.Kill{Reason: reason}}})
+				return
+			case vacate := <-s.ckpt:
+				_ = stream.Send(&wire.ShadowMessage{Body: &wire.ShadowMessage_Checkpoint{Checkpoint: &wire.CheckpointNow{Vacate: vacate}}})
+			case <-stop:
+				return
+			}
 		}
 	}()
 

@@ -47,6 +47,7 @@ type Shadow struct {
 	mu       sync.Mutex
 	attached bool
 	kill     chan string // a reason; buffered 1
+	ckpt     chan bool   // a checkpoint request (true: vacate); buffered 1
 	done     chan Event  // the final event of the run
 }
 
@@ -77,6 +78,7 @@ func New(spec *Spec, logger *slog.Logger, events func(Event)) (*Shadow, error) {
 		events: events,
 		files:  files,
 		kill:   make(chan string, 1),
+		ckpt:   make(chan bool, 1),
 		done:   make(chan Event, 1),
 	}, nil
 }
@@ -85,6 +87,15 @@ func New(spec *Spec, logger *slog.Logger, events func(Event)) (*Shadow, error) {
 func (s *Shadow) Kill(reason string) {
 	select {
 	case s.kill <- reason:
+	default:
+	}
+}
+
+// Checkpoint asks the running job's starter for a checkpoint; with vacate
+// the job stops after it and is reported evicted.
+func (s *Shadow) Checkpoint(vacate bool) {
+	select {
+	case s.ckpt <- vacate:
 	default:
 	}
 }

@@ -35,6 +35,10 @@ type Command struct {
 	// recorded with it.
 	Kill   bool   `json:"kill,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// Checkpoint asks for a checkpoint of the job now; with Vacate the
+	// job stops after it, to run again elsewhere.
+	Checkpoint bool `json:"checkpoint,omitempty"`
+	Vacate     bool `json:"vacate,omitempty"`
 }
 
 // Event is what a shadow reports to its agent, one JSON value per line on

@@ -28,14 +28,24 @@ const (
 	controlSuspend control = iota + 1
 	controlContinue
 	controlVacate
+	controlCheckpoint // a checkpoint, the job running on
 )
+
+// checkpointing is how a job is checkpointed: take, if not nil, sends a
+// checkpoint home; a vacate takes one when want is set, and interval (if
+// positive) asks for periodic ones.
+type checkpointing struct {
+	take     func(ctx context.Context, job Job, vacate bool) error
+	want     bool
+	interval time.Duration
+}
 
 // execute starts the task with the runner and sees it to its end,
 // streaming output through send. A reason on kills stops it (the kill
 // signal first, SIGKILL after the grace time); controls suspend, continue
 // or vacate it. It returns an error only when the job could not start.
-func execute(ctx context.Context, runner Runner, t *Task, killSig unix.Signal, send *sender,
-	kills <-chan string, controls <-chan control, logger *slog.Logger) (*wire.Exited, error) {
+func execute(ctx context.Context, start func(context.Context, *Task) (Job, error), t *Task, killSig unix.Signal, send *sender,
+	kills <-chan string, controls <-chan control, ck checkpointing, logger *slog.Logger) (*wire.Exited, error) {
 	// Our own pipes: the job's exit, not the pipes closing, ends the run,
 	// so a leftover background process holding them cannot keep it alive.
 	stdoutR, stdoutW, err := os.Pipe()
@@ -50,7 +60,7 @@ func execute(ctx context.Context, runner Runner, t *Task, killSig unix.Signal, s
 	}
 	defer stderrR.Close()
 	t.Stdout, t.Stderr = stdoutW, stderrW
-	job, err := runner.Start(ctx, t)
+	job, err := start(ctx, t)
 	stdoutW.Close()
 	stderrW.Close()
 	if err != nil {
@@ -75,6 +85,12 @@ func execute(ctx context.Context, runner Runner, t *Task, killSig unix.Signal, s
 
 	usage := time.NewTicker(usageInterval)
 	defer usage.Stop()
+	var periodic <-chan time.Time
+	if ck.take != nil && ck.interval > 0 {
+		t := time.NewTicker(ck.interval)
+		defer t.Stop()
+		periodic = t.C
+	}
 	var (
 		hardKill    <-chan time.Time
 		evict       string
@@ -114,7 +130,32 @@ func execute(ctx context.Context, runner Runner, t *Task, killSig unix.Signal, s
 				_ = send.msg(&wire.StarterMessage{Body: &wire.StarterMessage_Resumed{Resumed: &wire.Resumed{}}})
 			case controlVacate:
 				evict = "the execute machine vacated the job"
+				if ck.take != nil && ck.want && hardKill == nil {
+					if suspended {
+						_ = job.Continue()
+						suspended = false
+					}
+					err := ck.take(ctx, job, true)
+					if err == nil {
+						evict = "the execute machine vacated the job, which was checkpointed"
+						continue // the dump ended the job
+					}
+					logger.Warn("vacate without a checkpoint", "err", err)
+				}
 				stop(evict)
+			case controlCheckpoint:
+				if ck.take == nil {
+					continue
+				}
+				if err := ck.take(ctx, job, false); err != nil {
+					logger.Warn("checkpoint", "err", err)
+				}
+			}
+		case <-periodic:
+			if !suspended && hardKill == nil {
+				if err := ck.take(ctx, job, false); err != nil {
+					logger.Warn("periodic checkpoint", "err", err)
+				}
 			}
 		case <-ctx.Done():
 			_ = job.Signal(unix.SIGKILL)

@@ -3,6 +3,7 @@ package starter
 import (
 	"context"
 	"os"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -79,4 +80,24 @@ type Usage struct {
 	UserCPU, SysCPU float64 // seconds
 	MaxRSSBytes     int64
 	MemoryBytes     int64 // now
+}
+
+// Checkpointer is a Job that can be checkpointed (with CRIU, in a
+// container).
+type Checkpointer interface {
+	// Checkpoint dumps the job into imageDir, which must not exist.
+	// Unless leaveRunning, the job ends with the dump and Wait returns.
+	Checkpoint(ctx context.Context, imageDir string, leaveRunning bool) (CheckpointStats, error)
+}
+
+// CheckpointStats are a dump's figures.
+type CheckpointStats struct {
+	Frozen, Dump time.Duration
+	ImageBytes   int64
+}
+
+// Restorer is a Runner that can bring back a checkpointed job from an
+// image instead of starting it afresh.
+type Restorer interface {
+	Restore(ctx context.Context, t *Task, imageDir string) (Job, error)
 }

@@ -137,27 +137,20 @@ func (s *Starter) Run(ctx context.Context) error {
 				default:
 				}
 			}
+			if c := msg.GetCheckpoint(); c != nil {
+				if c.Vacate {
+					s.Vacate()
+				} else {
+					s.control(controlCheckpoint)
+				}
+			}
 		}
 	}()
 
 	if task.Stdin != nil {
 		defer task.Stdin.Close()
 	}
-	// In a container the job works in its submit-side directory itself,
-	// through iofs; without one it works in its scratch directory.
-	if iwd := stringAttr(job, "Iwd"); s.spec.Sandbox == "container" && filepath.IsAbs(iwd) {
-		dir, err := mountJobDir(ctx, conn, s.spec.Secret, s.spec.ScratchDir, logger)
-		if err != nil {
-			hold := &wire.Exited{HoldReason: fmt.Sprintf("Cannot reach the job's directory %s: %v", iwd, err), HoldCode: holdCodeInput}
-			err := send.msg(&wire.StarterMessage{Body: &wire.StarterMessage_Exited{Exited: hold}})
-			_ = stream.CloseSend()
-			_, _ = stream.Recv()
-			return err
-		}
-		defer dir.unmount(logger)
-		task.Dir, task.DirSource = iwd, dir.mountpoint
-	}
-	exited, err := execute(ctx, s.runner, task, killSig, send, kills, s.controls, logger)
+	exited, err := s.run(ctx, conn, client, job, task, killSig, send, kills, logger)
 	if err != nil {
 		exited = &wire.Exited{HoldReason: err.Error(), HoldCode: holdCodeExec}
 	}

@@ -36,6 +36,11 @@ const (
 	ActRequest_REMOVE             ActRequest_Action = 1
 	ActRequest_HOLD               ActRequest_Action = 2
 	ActRequest_RELEASE            ActRequest_Action = 3
+	// VACATE stops a running job, with a checkpoint where it can have
+	// one, and puts it back to idle to run again elsewhere.
+	ActRequest_VACATE ActRequest_Action = 4
+	// CHECKPOINT takes a checkpoint of a running job and lets it run on.
+	ActRequest_CHECKPOINT ActRequest_Action = 5
 )
 
 // Enum value maps for ActRequest_Action.
@@ -45,12 +50,16 @@ var (
 		1: "REMOVE",
 		2: "HOLD",
 		3: "RELEASE",
+		4: "VACATE",
+		5: "CHECKPOINT",
 	}
 	ActRequest_Action_value = map[string]int32{
 		"ACTION_UNSPECIFIED": 0,
 		"REMOVE":             1,
 		"HOLD":               2,
 		"RELEASE":            3,
+		"VACATE":             4,
+		"CHECKPOINT":         5,
 	}
 )
 
@@ -78,7 +87,7 @@ func (x ActRequest_Action) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ActRequest_Action.Descriptor instead.
 func (ActRequest_Action) EnumDescriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{42, 0}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{43, 0}
 }
 
 type AdvertiseRequest struct {
@@ -1855,6 +1864,7 @@ type ShadowMessage struct {
 	//
 	//	*ShadowMessage_Job
 	//	*ShadowMessage_Kill
+	//	*ShadowMessage_Checkpoint
 	Body          isShadowMessage_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1915,6 +1925,15 @@ func (x *ShadowMessage) GetKill() *Kill {
 	return nil
 }
 
+func (x *ShadowMessage) GetCheckpoint() *CheckpointNow {
+	if x != nil {
+		if x, ok := x.Body.(*ShadowMessage_Checkpoint); ok {
+			return x.Checkpoint
+		}
+	}
+	return nil
+}
+
 type isShadowMessage_Body interface {
 	isShadowMessage_Body()
 }
@@ -1927,9 +1946,61 @@ type ShadowMessage_Kill struct {
 	Kill *Kill `protobuf:"bytes,2,opt,name=kill,proto3,oneof"`
 }
 
+type ShadowMessage_Checkpoint struct {
+	Checkpoint *CheckpointNow `protobuf:"bytes,3,opt,name=checkpoint,proto3,oneof"`
+}
+
 func (*ShadowMessage_Job) isShadowMessage_Body() {}
 
 func (*ShadowMessage_Kill) isShadowMessage_Body() {}
+
+func (*ShadowMessage_Checkpoint) isShadowMessage_Body() {}
+
+// CheckpointNow asks the starter for a checkpoint of the job now; with
+// vacate the job stops after it and runs again elsewhere.
+type CheckpointNow struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Vacate        bool                   `protobuf:"varint,1,opt,name=vacate,proto3" json:"vacate,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckpointNow) Reset() {
+	*x = CheckpointNow{}
+	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointNow) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointNow) ProtoMessage() {}
+
+func (x *CheckpointNow) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointNow.ProtoReflect.Descriptor instead.
+func (*CheckpointNow) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *CheckpointNow) GetVacate() bool {
+	if x != nil {
+		return x.Vacate
+	}
+	return false
+}
 
 type JobSpec struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1940,7 +2011,7 @@ type JobSpec struct {
 
 func (x *JobSpec) Reset() {
 	*x = JobSpec{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1952,7 +2023,7 @@ func (x *JobSpec) String() string {
 func (*JobSpec) ProtoMessage() {}
 
 func (x *JobSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1965,7 +2036,7 @@ func (x *JobSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobSpec.ProtoReflect.Descriptor instead.
 func (*JobSpec) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{32}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *JobSpec) GetJobAd() string {
@@ -1984,7 +2055,7 @@ type Kill struct {
 
 func (x *Kill) Reset() {
 	*x = Kill{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1996,7 +2067,7 @@ func (x *Kill) String() string {
 func (*Kill) ProtoMessage() {}
 
 func (x *Kill) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2009,7 +2080,7 @@ func (x *Kill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Kill.ProtoReflect.Descriptor instead.
 func (*Kill) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{33}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Kill) GetReason() string {
@@ -2030,7 +2101,7 @@ type ReadFileRequest struct {
 
 func (x *ReadFileRequest) Reset() {
 	*x = ReadFileRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2042,7 +2113,7 @@ func (x *ReadFileRequest) String() string {
 func (*ReadFileRequest) ProtoMessage() {}
 
 func (x *ReadFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2055,7 +2126,7 @@ func (x *ReadFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadFileRequest.ProtoReflect.Descriptor instead.
 func (*ReadFileRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{34}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ReadFileRequest) GetSecret() string {
@@ -2083,7 +2154,7 @@ type FileChunk struct {
 
 func (x *FileChunk) Reset() {
 	*x = FileChunk{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2095,7 +2166,7 @@ func (x *FileChunk) String() string {
 func (*FileChunk) ProtoMessage() {}
 
 func (x *FileChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2108,7 +2179,7 @@ func (x *FileChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileChunk.ProtoReflect.Descriptor instead.
 func (*FileChunk) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{35}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *FileChunk) GetData() []byte {
@@ -2133,7 +2204,7 @@ type NewClusterRequest struct {
 
 func (x *NewClusterRequest) Reset() {
 	*x = NewClusterRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2145,7 +2216,7 @@ func (x *NewClusterRequest) String() string {
 func (*NewClusterRequest) ProtoMessage() {}
 
 func (x *NewClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2158,7 +2229,7 @@ func (x *NewClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NewClusterRequest.ProtoReflect.Descriptor instead.
 func (*NewClusterRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{36}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{37}
 }
 
 type NewClusterReply struct {
@@ -2170,7 +2241,7 @@ type NewClusterReply struct {
 
 func (x *NewClusterReply) Reset() {
 	*x = NewClusterReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2182,7 +2253,7 @@ func (x *NewClusterReply) String() string {
 func (*NewClusterReply) ProtoMessage() {}
 
 func (x *NewClusterReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2195,7 +2266,7 @@ func (x *NewClusterReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NewClusterReply.ProtoReflect.Descriptor instead.
 func (*NewClusterReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{37}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *NewClusterReply) GetCluster() int32 {
@@ -2219,7 +2290,7 @@ type SubmitRequest struct {
 
 func (x *SubmitRequest) Reset() {
 	*x = SubmitRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2231,7 +2302,7 @@ func (x *SubmitRequest) String() string {
 func (*SubmitRequest) ProtoMessage() {}
 
 func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2244,7 +2315,7 @@ func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitRequest.ProtoReflect.Descriptor instead.
 func (*SubmitRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{38}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *SubmitRequest) GetCluster() int32 {
@@ -2277,7 +2348,7 @@ type SubmitReply struct {
 
 func (x *SubmitReply) Reset() {
 	*x = SubmitReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2289,7 +2360,7 @@ func (x *SubmitReply) String() string {
 func (*SubmitReply) ProtoMessage() {}
 
 func (x *SubmitReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2302,7 +2373,7 @@ func (x *SubmitReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitReply.ProtoReflect.Descriptor instead.
 func (*SubmitReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{39}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *SubmitReply) GetCount() int32 {
@@ -2324,7 +2395,7 @@ type JobQueryRequest struct {
 
 func (x *JobQueryRequest) Reset() {
 	*x = JobQueryRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2336,7 +2407,7 @@ func (x *JobQueryRequest) String() string {
 func (*JobQueryRequest) ProtoMessage() {}
 
 func (x *JobQueryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2349,7 +2420,7 @@ func (x *JobQueryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobQueryRequest.ProtoReflect.Descriptor instead.
 func (*JobQueryRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{40}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *JobQueryRequest) GetIds() []string {
@@ -2382,7 +2453,7 @@ type JobQueryReply struct {
 
 func (x *JobQueryReply) Reset() {
 	*x = JobQueryReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2394,7 +2465,7 @@ func (x *JobQueryReply) String() string {
 func (*JobQueryReply) ProtoMessage() {}
 
 func (x *JobQueryReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2407,7 +2478,7 @@ func (x *JobQueryReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobQueryReply.ProtoReflect.Descriptor instead.
 func (*JobQueryReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{41}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *JobQueryReply) GetAds() []string {
@@ -2428,7 +2499,7 @@ type ActRequest struct {
 
 func (x *ActRequest) Reset() {
 	*x = ActRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2440,7 +2511,7 @@ func (x *ActRequest) String() string {
 func (*ActRequest) ProtoMessage() {}
 
 func (x *ActRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2453,7 +2524,7 @@ func (x *ActRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActRequest.ProtoReflect.Descriptor instead.
 func (*ActRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{42}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ActRequest) GetAction() ActRequest_Action {
@@ -2486,7 +2557,7 @@ type ActReply struct {
 
 func (x *ActReply) Reset() {
 	*x = ActReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2498,7 +2569,7 @@ func (x *ActReply) String() string {
 func (*ActReply) ProtoMessage() {}
 
 func (x *ActReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2511,7 +2582,7 @@ func (x *ActReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActReply.ProtoReflect.Descriptor instead.
 func (*ActReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{43}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ActReply) GetResults() []*ActResult {
@@ -2532,7 +2603,7 @@ type ActResult struct {
 
 func (x *ActResult) Reset() {
 	*x = ActResult{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2544,7 +2615,7 @@ func (x *ActResult) String() string {
 func (*ActResult) ProtoMessage() {}
 
 func (x *ActResult) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2557,7 +2628,7 @@ func (x *ActResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActResult.ProtoReflect.Descriptor instead.
 func (*ActResult) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{44}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ActResult) GetId() string {
@@ -2698,11 +2769,16 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"holdReason\x12\x1b\n" +
 	"\thold_code\x18\x06 \x01(\x05R\bholdCode\x12\x18\n" +
 	"\aevicted\x18\a \x01(\bR\aevicted\x12!\n" +
-	"\fevict_reason\x18\b \x01(\tR\vevictReason\"h\n" +
+	"\fevict_reason\x18\b \x01(\tR\vevictReason\"\xa5\x01\n" +
 	"\rShadowMessage\x12'\n" +
 	"\x03job\x18\x01 \x01(\v2\x13.harrier.v1.JobSpecH\x00R\x03job\x12&\n" +
-	"\x04kill\x18\x02 \x01(\v2\x10.harrier.v1.KillH\x00R\x04killB\x06\n" +
-	"\x04body\" \n" +
+	"\x04kill\x18\x02 \x01(\v2\x10.harrier.v1.KillH\x00R\x04kill\x12;\n" +
+	"\n" +
+	"checkpoint\x18\x03 \x01(\v2\x19.harrier.v1.CheckpointNowH\x00R\n" +
+	"checkpointB\x06\n" +
+	"\x04body\"'\n" +
+	"\rCheckpointNow\x12\x16\n" +
+	"\x06vacate\x18\x01 \x01(\bR\x06vacate\" \n" +
 	"\aJobSpec\x12\x15\n" +
 	"\x06job_ad\x18\x01 \x01(\tR\x05jobAd\"\x1e\n" +
 	"\x04Kill\x12\x16\n" +
@@ -2730,18 +2806,22 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"constraint\x12\x14\n" +
 	"\x05limit\x18\x03 \x01(\x05R\x05limit\"!\n" +
 	"\rJobQueryReply\x12\x10\n" +
-	"\x03ads\x18\x01 \x03(\tR\x03ads\"\xb2\x01\n" +
+	"\x03ads\x18\x01 \x03(\tR\x03ads\"\xce\x01\n" +
 	"\n" +
 	"ActRequest\x125\n" +
 	"\x06action\x18\x01 \x01(\x0e2\x1d.harrier.v1.ActRequest.ActionR\x06action\x12\x10\n" +
 	"\x03ids\x18\x02 \x03(\tR\x03ids\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\"C\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"_\n" +
 	"\x06Action\x12\x16\n" +
 	"\x12ACTION_UNSPECIFIED\x10\x00\x12\n" +
 	"\n" +
 	"\x06REMOVE\x10\x01\x12\b\n" +
 	"\x04HOLD\x10\x02\x12\v\n" +
-	"\aRELEASE\x10\x03\";\n" +
+	"\aRELEASE\x10\x03\x12\n" +
+	"\n" +
+	"\x06VACATE\x10\x04\x12\x0e\n" +
+	"\n" +
+	"CHECKPOINT\x10\x05\";\n" +
 	"\bActReply\x12/\n" +
 	"\aresults\x18\x01 \x03(\v2\x15.harrier.v1.ActResultR\aresults\"A\n" +
 	"\tActResult\x12\x0e\n" +
@@ -2789,7 +2869,7 @@ func file_harrier_v1_harrier_proto_rawDescGZIP() []byte {
 }
 
 var file_harrier_v1_harrier_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_harrier_v1_harrier_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
+var file_harrier_v1_harrier_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
 var file_harrier_v1_harrier_proto_goTypes = []any{
 	(ActRequest_Action)(0),       // 0: harrier.v1.ActRequest.Action
 	(*AdvertiseRequest)(nil),     // 1: harrier.v1.AdvertiseRequest
@@ -2824,19 +2904,20 @@ var file_harrier_v1_harrier_proto_goTypes = []any{
 	(*Usage)(nil),                // 30: harrier.v1.Usage
 	(*Exited)(nil),               // 31: harrier.v1.Exited
 	(*ShadowMessage)(nil),        // 32: harrier.v1.ShadowMessage
-	(*JobSpec)(nil),              // 33: harrier.v1.JobSpec
-	(*Kill)(nil),                 // 34: harrier.v1.Kill
-	(*ReadFileRequest)(nil),      // 35: harrier.v1.ReadFileRequest
-	(*FileChunk)(nil),            // 36: harrier.v1.FileChunk
-	(*NewClusterRequest)(nil),    // 37: harrier.v1.NewClusterRequest
-	(*NewClusterReply)(nil),      // 38: harrier.v1.NewClusterReply
-	(*SubmitRequest)(nil),        // 39: harrier.v1.SubmitRequest
-	(*SubmitReply)(nil),          // 40: harrier.v1.SubmitReply
-	(*JobQueryRequest)(nil),      // 41: harrier.v1.JobQueryRequest
-	(*JobQueryReply)(nil),        // 42: harrier.v1.JobQueryReply
-	(*ActRequest)(nil),           // 43: harrier.v1.ActRequest
-	(*ActReply)(nil),             // 44: harrier.v1.ActReply
-	(*ActResult)(nil),            // 45: harrier.v1.ActResult
+	(*CheckpointNow)(nil),        // 33: harrier.v1.CheckpointNow
+	(*JobSpec)(nil),              // 34: harrier.v1.JobSpec
+	(*Kill)(nil),                 // 35: harrier.v1.Kill
+	(*ReadFileRequest)(nil),      // 36: harrier.v1.ReadFileRequest
+	(*FileChunk)(nil),            // 37: harrier.v1.FileChunk
+	(*NewClusterRequest)(nil),    // 38: harrier.v1.NewClusterRequest
+	(*NewClusterReply)(nil),      // 39: harrier.v1.NewClusterReply
+	(*SubmitRequest)(nil),        // 40: harrier.v1.SubmitRequest
+	(*SubmitReply)(nil),          // 41: harrier.v1.SubmitReply
+	(*JobQueryRequest)(nil),      // 42: harrier.v1.JobQueryRequest
+	(*JobQueryReply)(nil),        // 43: harrier.v1.JobQueryReply
+	(*ActRequest)(nil),           // 44: harrier.v1.ActRequest
+	(*ActReply)(nil),             // 45: harrier.v1.ActReply
+	(*ActResult)(nil),            // 46: harrier.v1.ActResult
 }
 var file_harrier_v1_harrier_proto_depIdxs = []int32{
 	21, // 0: harrier.v1.CheckpointChunk.info:type_name -> harrier.v1.CheckpointInfo
@@ -2848,55 +2929,56 @@ var file_harrier_v1_harrier_proto_depIdxs = []int32{
 	25, // 6: harrier.v1.StarterMessage.suspended:type_name -> harrier.v1.Suspended
 	26, // 7: harrier.v1.StarterMessage.resumed:type_name -> harrier.v1.Resumed
 	30, // 8: harrier.v1.Exited.usage:type_name -> harrier.v1.Usage
-	33, // 9: harrier.v1.ShadowMessage.job:type_name -> harrier.v1.JobSpec
-	34, // 10: harrier.v1.ShadowMessage.kill:type_name -> harrier.v1.Kill
-	0,  // 11: harrier.v1.ActRequest.action:type_name -> harrier.v1.ActRequest.Action
-	45, // 12: harrier.v1.ActReply.results:type_name -> harrier.v1.ActResult
-	1,  // 13: harrier.v1.Collector.Advertise:input_type -> harrier.v1.AdvertiseRequest
-	2,  // 14: harrier.v1.Collector.AdvertiseJobs:input_type -> harrier.v1.AdvertiseJobsRequest
-	4,  // 15: harrier.v1.Collector.Invalidate:input_type -> harrier.v1.InvalidateRequest
-	6,  // 16: harrier.v1.Collector.Query:input_type -> harrier.v1.QueryRequest
-	8,  // 17: harrier.v1.Agent.Matched:input_type -> harrier.v1.MatchedRequest
-	12, // 18: harrier.v1.Startd.Matched:input_type -> harrier.v1.StartdMatchedRequest
-	14, // 19: harrier.v1.Startd.RequestClaim:input_type -> harrier.v1.RequestClaimRequest
-	16, // 20: harrier.v1.Startd.ActivateClaim:input_type -> harrier.v1.ActivateClaimRequest
-	18, // 21: harrier.v1.Startd.ReleaseClaim:input_type -> harrier.v1.ReleaseClaimRequest
-	10, // 22: harrier.v1.Startd.KeepAlive:input_type -> harrier.v1.KeepAliveRequest
-	24, // 23: harrier.v1.Shadow.Attach:input_type -> harrier.v1.StarterMessage
-	35, // 24: harrier.v1.Shadow.ReadFile:input_type -> harrier.v1.ReadFileRequest
-	20, // 25: harrier.v1.Shadow.PutCheckpoint:input_type -> harrier.v1.CheckpointChunk
-	23, // 26: harrier.v1.Shadow.GetCheckpoint:input_type -> harrier.v1.GetCheckpointRequest
-	37, // 27: harrier.v1.Schedd.NewCluster:input_type -> harrier.v1.NewClusterRequest
-	39, // 28: harrier.v1.Schedd.Submit:input_type -> harrier.v1.SubmitRequest
-	41, // 29: harrier.v1.Schedd.Query:input_type -> harrier.v1.JobQueryRequest
-	41, // 30: harrier.v1.Schedd.History:input_type -> harrier.v1.JobQueryRequest
-	43, // 31: harrier.v1.Schedd.Act:input_type -> harrier.v1.ActRequest
-	6,  // 32: harrier.v1.Schedd.QueryPool:input_type -> harrier.v1.QueryRequest
-	3,  // 33: harrier.v1.Collector.Advertise:output_type -> harrier.v1.AdvertiseReply
-	3,  // 34: harrier.v1.Collector.AdvertiseJobs:output_type -> harrier.v1.AdvertiseReply
-	5,  // 35: harrier.v1.Collector.Invalidate:output_type -> harrier.v1.InvalidateReply
-	7,  // 36: harrier.v1.Collector.Query:output_type -> harrier.v1.QueryReply
-	9,  // 37: harrier.v1.Agent.Matched:output_type -> harrier.v1.MatchedReply
-	13, // 38: harrier.v1.Startd.Matched:output_type -> harrier.v1.StartdMatchedReply
-	15, // 39: harrier.v1.Startd.RequestClaim:output_type -> harrier.v1.RequestClaimReply
-	17, // 40: harrier.v1.Startd.ActivateClaim:output_type -> harrier.v1.ActivateClaimReply
-	19, // 41: harrier.v1.Startd.ReleaseClaim:output_type -> harrier.v1.ReleaseClaimReply
-	11, // 42: harrier.v1.Startd.KeepAlive:output_type -> harrier.v1.KeepAliveReply
-	32, // 43: harrier.v1.Shadow.Attach:output_type -> harrier.v1.ShadowMessage
-	36, // 44: harrier.v1.Shadow.ReadFile:output_type -> harrier.v1.FileChunk
-	22, // 45: harrier.v1.Shadow.PutCheckpoint:output_type -> harrier.v1.PutCheckpointReply
-	20, // 46: harrier.v1.Shadow.GetCheckpoint:output_type -> harrier.v1.CheckpointChunk
-	38, // 47: harrier.v1.Schedd.NewCluster:output_type -> harrier.v1.NewClusterReply
-	40, // 48: harrier.v1.Schedd.Submit:output_type -> harrier.v1.SubmitReply
-	42, // 49: harrier.v1.Schedd.Query:output_type -> harrier.v1.JobQueryReply
-	42, // 50: harrier.v1.Schedd.History:output_type -> harrier.v1.JobQueryReply
-	44, // 51: harrier.v1.Schedd.Act:output_type -> harrier.v1.ActReply
-	7,  // 52: harrier.v1.Schedd.QueryPool:output_type -> harrier.v1.QueryReply
-	33, // [33:53] is the sub-list for method output_type
-	13, // [13:33] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	34, // 9: harrier.v1.ShadowMessage.job:type_name -> harrier.v1.JobSpec
+	35, // 10: harrier.v1.ShadowMessage.kill:type_name -> harrier.v1.Kill
+	33, // 11: harrier.v1.ShadowMessage.checkpoint:type_name -> harrier.v1.CheckpointNow
+	0,  // 12: harrier.v1.ActRequest.action:type_name -> harrier.v1.ActRequest.Action
+	46, // 13: harrier.v1.ActReply.results:type_name -> harrier.v1.ActResult
+	1,  // 14: harrier.v1.Collector.Advertise:input_type -> harrier.v1.AdvertiseRequest
+	2,  // 15: harrier.v1.Collector.AdvertiseJobs:input_type -> harrier.v1.AdvertiseJobsRequest
+	4,  // 16: harrier.v1.Collector.Invalidate:input_type -> harrier.v1.InvalidateRequest
+	6,  // 17: harrier.v1.Collector.Query:input_type -> harrier.v1.QueryRequest
+	8,  // 18: harrier.v1.Agent.Matched:input_type -> harrier.v1.MatchedRequest
+	12, // 19: harrier.v1.Startd.Matched:input_type -> harrier.v1.StartdMatchedRequest
+	14, // 20: harrier.v1.Startd.RequestClaim:input_type -> harrier.v1.RequestClaimRequest
+	16, // 21: harrier.v1.Startd.ActivateClaim:input_type -> harrier.v1.ActivateClaimRequest
+	18, // 22: harrier.v1.Startd.ReleaseClaim:input_type -> harrier.v1.ReleaseClaimRequest
+	10, // 23: harrier.v1.Startd.KeepAlive:input_type -> harrier.v1.KeepAliveRequest
+	24, // 24: harrier.v1.Shadow.Attach:input_type -> harrier.v1.StarterMessage
+	36, // 25: harrier.v1.Shadow.ReadFile:input_type -> harrier.v1.ReadFileRequest
+	20, // 26: harrier.v1.Shadow.PutCheckpoint:input_type -> harrier.v1.CheckpointChunk
+	23, // 27: harrier.v1.Shadow.GetCheckpoint:input_type -> harrier.v1.GetCheckpointRequest
+	38, // 28: harrier.v1.Schedd.NewCluster:input_type -> harrier.v1.NewClusterRequest
+	40, // 29: harrier.v1.Schedd.Submit:input_type -> harrier.v1.SubmitRequest
+	42, // 30: harrier.v1.Schedd.Query:input_type -> harrier.v1.JobQueryRequest
+	42, // 31: harrier.v1.Schedd.History:input_type -> harrier.v1.JobQueryRequest
+	44, // 32: harrier.v1.Schedd.Act:input_type -> harrier.v1.ActRequest
+	6,  // 33: harrier.v1.Schedd.QueryPool:input_type -> harrier.v1.QueryRequest
+	3,  // 34: harrier.v1.Collector.Advertise:output_type -> harrier.v1.AdvertiseReply
+	3,  // 35: harrier.v1.Collector.AdvertiseJobs:output_type -> harrier.v1.AdvertiseReply
+	5,  // 36: harrier.v1.Collector.Invalidate:output_type -> harrier.v1.InvalidateReply
+	7,  // 37: harrier.v1.Collector.Query:output_type -> harrier.v1.QueryReply
+	9,  // 38: harrier.v1.Agent.Matched:output_type -> harrier.v1.MatchedReply
+	13, // 39: harrier.v1.Startd.Matched:output_type -> harrier.v1.StartdMatchedReply
+	15, // 40: harrier.v1.Startd.RequestClaim:output_type -> harrier.v1.RequestClaimReply
+	17, // 41: harrier.v1.Startd.ActivateClaim:output_type -> harrier.v1.ActivateClaimReply
+	19, // 42: harrier.v1.Startd.ReleaseClaim:output_type -> harrier.v1.ReleaseClaimReply
+	11, // 43: harrier.v1.Startd.KeepAlive:output_type -> harrier.v1.KeepAliveReply
+	32, // 44: harrier.v1.Shadow.Attach:output_type -> harrier.v1.ShadowMessage
+	37, // 45: harrier.v1.Shadow.ReadFile:output_type -> harrier.v1.FileChunk
+	22, // 46: harrier.v1.Shadow.PutCheckpoint:output_type -> harrier.v1.PutCheckpointReply
+	20, // 47: harrier.v1.Shadow.GetCheckpoint:output_type -> harrier.v1.CheckpointChunk
+	39, // 48: harrier.v1.Schedd.NewCluster:output_type -> harrier.v1.NewClusterReply
+	41, // 49: harrier.v1.Schedd.Submit:output_type -> harrier.v1.SubmitReply
+	43, // 50: harrier.v1.Schedd.Query:output_type -> harrier.v1.JobQueryReply
+	43, // 51: harrier.v1.Schedd.History:output_type -> harrier.v1.JobQueryReply
+	45, // 52: harrier.v1.Schedd.Act:output_type -> harrier.v1.ActReply
+	7,  // 53: harrier.v1.Schedd.QueryPool:output_type -> harrier.v1.QueryReply
+	34, // [34:54] is the sub-list for method output_type
+	14, // [14:34] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_harrier_v1_harrier_proto_init() }
@@ -2916,6 +2998,7 @@ func file_harrier_v1_harrier_proto_init() {
 	file_harrier_v1_harrier_proto_msgTypes[31].OneofWrappers = []any{
 		(*ShadowMessage_Job)(nil),
 		(*ShadowMessage_Kill)(nil),
+		(*ShadowMessage_Checkpoint)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2923,7 +3006,7 @@ func file_harrier_v1_harrier_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harrier_v1_harrier_proto_rawDesc), len(file_harrier_v1_harrier_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   45,
+			NumMessages:   46,
 			NumExtensions: 0,
 			NumServices:   5,
 		},

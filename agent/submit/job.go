@@ -78,7 +78,7 @@ func newJob() *job {
 	ad.SetString("ShouldTransferFiles", "IF_NEEDED")
 	ad.SetString("WhenToTransferOutput", "ON_EXIT")
 	ad.SetBool("TransferExecutable", true)
-	ad.SetBool("WantCheckpoint", false)
+	ad.SetBool("WantCheckpoint", true) // Harrier checkpoints jobs where it can; want_checkpoint = false opts out
 	ad.SetInt("NumJobStarts", 0)
 	return &job{ad: ad, transferExe: true}
 }

@@ -26,7 +26,7 @@ func TestJobs(t *testing.T) {
 			"Requirements": defaultReq, "Rank": "0.0", "JobPrio": "0",
 			"PeriodicHold": "false", "PeriodicRelease": "false", "PeriodicRemove": "false",
 			"OnExitHold": "false", "OnExitRemove": "true", "NumJobStarts": "0", "ExitCode": absent,
-			"WantCheckpoint": "false", "TransferExecutable": "true",
+			"WantCheckpoint": "true", "TransferExecutable": "true",
 		}},
 	}, {
 		name: "paths relative to the submit directory",

@@ -15,8 +15,10 @@ import (
 func actCommand(name string) func([]string, io.Reader, io.Writer) error {
 	action := map[string]wire.ActRequest_Action{
 		"rm": wire.ActRequest_REMOVE, "hold": wire.ActRequest_HOLD, "release": wire.ActRequest_RELEASE,
+		"vacate": wire.ActRequest_VACATE, "checkpoint": wire.ActRequest_CHECKPOINT,
 	}[name]
-	done := map[string]string{"rm": "marked for removal", "hold": "held", "release": "released"}[name]
+	done := map[string]string{"rm": "marked for removal", "hold": "held", "release": "released",
+		"vacate": "being vacated", "checkpoint": "being checkpointed"}[name]
 	return func(args []string, _ io.Reader, stdout io.Writer) error {
 		tf := newToolFlags(name)
 		reason := tf.fs.String("reason", "", "why (recorded with the job)")

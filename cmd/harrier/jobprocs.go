@@ -52,6 +52,9 @@ func runShadow(_ []string, stdin io.Reader, stdout io.Writer) error {
 			if c.Kill {
 				s.Kill(c.Reason)
 			}
+			if c.Checkpoint {
+				s.Checkpoint(c.Vacate)
+			}
 		}
 	}()
 	return s.Run(ctx)

@@ -64,6 +64,8 @@ func commands() []command {
 		{"rm", "rm [--pool DIR] ID...", actCommand("rm")},
 		{"hold", "hold [--pool DIR] [-reason TEXT] ID...", actCommand("hold")},
 		{"release", "release [--pool DIR] ID...", actCommand("release")},
+		{"vacate", "vacate [--pool DIR] ID...", actCommand("vacate")},
+		{"checkpoint", "checkpoint [--pool DIR] ID...", actCommand("checkpoint")},
 		{"wait", "wait [--pool DIR] [--timeout SECONDS] ID", runWait},
 		{"classad", "classad eval [-ad FILE|-] [AD-ATTRS...] EXPR...", runClassad},
 		{"userprio", "userprio [--pool DIR] [-json]", runUserprio},

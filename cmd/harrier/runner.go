@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
 
+	"harrier.dev/harrier/checkpoint"
 	"harrier.dev/harrier/sandbox"
 	"harrier.dev/harrier/starter"
 )
@@ -58,15 +60,45 @@ func (f failingRunner) Start(context.Context, *starter.Task) (starter.Job, error
 type containerRunner struct{ r *sandbox.Runner }
 
 func (c containerRunner) Start(ctx context.Context, t *starter.Task) (starter.Job, error) {
-	j, err := c.r.Start(ctx, &sandbox.Task{
-		ID: t.ID, Path: t.Path, Args: t.Args, Env: t.Env, Dir: t.Dir, ScratchDir: t.ScratchDir, DirSource: t.DirSource,
-		Stdin: t.Stdin, Stdout: t.Stdout, Stderr: t.Stderr,
-		Cpus: t.Cpus, MemoryMB: t.MemoryMB, DiskKB: t.DiskKB,
-	})
+	j, err := c.r.Start(ctx, sandboxTask(t))
 	if err != nil {
 		return nil, err
 	}
 	return containerJob{j}, nil
+}
+
+// Restore brings back a checkpointed job in a new container.
+func (c containerRunner) Restore(ctx context.Context, t *starter.Task, imageDir string) (starter.Job, error) {
+	j, _, err := c.r.Restore(ctx, sandboxTask(t), imageDir)
+	if err != nil {
+		return nil, err
+	}
+	return containerJob{j}, nil
+}
+
+func sandboxTask(t *starter.Task) *sandbox.Task {
+	return &sandbox.Task{
+		ID: t.ID, Path: t.Path, Args: t.Args, Env: t.Env, Dir: t.Dir, ScratchDir: t.ScratchDir, DirSource: t.DirSource,
+		Stdin: t.Stdin, Stdout: t.Stdout, Stderr: t.Stderr,
+		Cpus: t.Cpus, MemoryMB: t.MemoryMB, DiskKB: t.DiskKB,
+	}
+}
+
+// Checkpoint dumps the job with CRIU.
+func (c containerJob) Checkpoint(ctx context.Context, imageDir string, leaveRunning bool) (starter.CheckpointStats, error) {
+	res, err := c.j.Checkpoint(ctx, checkpoint.DumpOptions{ImageDir: imageDir, LeaveRunning: leaveRunning})
+	if err != nil {
+		return starter.CheckpointStats{}, err
+	}
+	st := starter.CheckpointStats{Frozen: res.Stats.Frozen, Dump: res.Wall}
+	if fi, err := os.ReadDir(imageDir); err == nil {
+		for _, e := range fi {
+			if info, err := e.Info(); err == nil {
+				st.ImageBytes += info.Size()
+			}
+		}
+	}
+	return st, nil
 }
 
 // containerJob adapts *sandbox.Job to starter.Job.

@@ -1,0 +1,123 @@
+package starter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+
+	"harrier.dev/harrier/checkpoint"
+	"harrier.dev/harrier/wire"
+)
+
+// errNoCheckpoint says the job cannot be checkpointed where it runs.
+var errNoCheckpoint = errors.New("the job cannot be checkpointed here (not in a container)")
+
+// checkpoints takes the job's checkpoints and sends them home: each image
+// is made beside the job's scratch directory (outside its container),
+// packed and streamed to the shadow, then removed here.
+type checkpoints struct {
+	client  wire.ShadowClient
+	secret  string
+	scratch string
+	logger  *slog.Logger
+	n       atomic.Int64
+}
+
+// take checkpoints job; with vacate the job ends with the dump.
+func (c *checkpoints) take(ctx context.Context, job Job, vacate bool) error {
+	cp, ok := job.(Checkpointer)
+	if !ok {
+		return errNoCheckpoint
+	}
+	dir := filepath.Join(filepath.Dir(c.scratch), "ckpt."+filepath.Base(c.scratch)+"."+strconv.FormatInt(c.n.Add(1), 10))
+	defer os.RemoveAll(dir)
+	defer os.RemoveAll(dir + ".work")
+	stats, err := cp.Checkpoint(ctx, dir, !vacate)
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	if err := c.upload(ctx, dir, stats, vacate); err != nil {
+		return fmt.Errorf("send checkpoint to the shadow: %w", err)
+	}
+	c.logger.Info("checkpoint sent", "vacate", vacate, "frozen", stats.Frozen, "image_bytes", stats.ImageBytes)
+	return nil
+}
+
+// upload packs the image in dir and streams it to the shadow.
+func (c *checkpoints) upload(ctx context.Context, dir string, stats CheckpointStats, vacate bool) error {
+	stream, err := c.client.PutCheckpoint(ctx)
+	if err != nil {
+		return err
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := checkpoint.Pack(pw, dir)
+		pw.CloseWithError(err)
+	}()
+	first := &wire.CheckpointChunk{Secret: c.secret, Info: &wire.CheckpointInfo{
+		FrozenSeconds: stats.Frozen.Seconds(), DumpSeconds: stats.Dump.Seconds(),
+		ImageBytes: stats.ImageBytes, Vacate: vacate}}
+	buf := make([]byte, 1<<20)
+	for {
+		n, rerr := io.ReadFull(pr, buf)
+		if n > 0 || first != nil {
+			msg := first
+			if msg == nil {
+				msg = &wire.CheckpointChunk{}
+			}
+			first = nil
+			msg.Data = buf[:n]
+			if err := stream.Send(msg); err != nil {
+				pr.CloseWithError(err)
+				_, err = stream.CloseAndRecv()
+				return err
+			}
+		}
+		if errors.Is(rerr, io.EOF) || errors.Is(rerr, io.ErrUnexpectedEOF) {
+			break
+		}
+		if rerr != nil {
+			stream.CloseSend()
+			return rerr
+		}
+	}
+	_, err = stream.CloseAndRecv()
+	return err
+}
+
+// fetch downloads the job's latest image into a new directory beside the
+// scratch directory.
+func (c *checkpoints) fetch(ctx context.Context) (string, error) {
+	stream, err := c.client.GetCheckpoint(ctx, &wire.GetCheckpointRequest{Secret: c.secret})
+	if err != nil {
+		return "", err
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		for {
+			chunk, err := stream.Recv()
+			if err != nil {
+				if errors.Is(err, io.EOF) {
+					err = nil
+				}
+				pw.CloseWithError(err)
+				return
+			}
+			if _, err := pw.Write(chunk.Data); err != nil {
+				return
+			}
+		}
+	}()
+	dir := filepath.Join(filepath.Dir(c.scratch), "restore."+filepath.Base(c.scratch))
+	if _, err := checkpoint.Unpack(pr, dir); err != nil {
+		pr.CloseWithError(err)
+		return "", err
+	}
+	return dir, nil
+}

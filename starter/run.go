@@ -1,0 +1,80 @@
+package starter
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc"
+
+	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/wire"
+)
+
+// run sets up where the job works, starts or restores it, and sees it to
+// its end.
+func (s *Starter) run(ctx context.Context, conn grpc.ClientConnInterface, client wire.ShadowClient, job *classad.ClassAd,
+	task *Task, killSig unix.Signal, send *sender, kills <-chan string, logger *slog.Logger) (*wire.Exited, error) {
+	// In a container the job works in its submit-side directory itself,
+	// through iofs; without one it works in its scratch directory.
+	if iwd := stringAttr(job, "Iwd"); s.spec.Sandbox == "container" && filepath.IsAbs(iwd) {
+		dir, err := mountJobDir(ctx, conn, s.spec.Secret, s.spec.ScratchDir, logger)
+		if err != nil {
+			return &wire.Exited{HoldReason: fmt.Sprintf("Cannot reach the job's directory %s: %v", iwd, err), HoldCode: holdCodeInput}, nil
+		}
+		defer dir.unmount(logger)
+		task.Dir, task.DirSource = iwd, dir.mountpoint
+	}
+	ck := &checkpoints{client: client, secret: s.spec.Secret, scratch: s.spec.ScratchDir, logger: logger}
+	policy := checkpointing{take: ck.take, want: wantCheckpoint(job)}
+	if secs, ok := job.EvalInt("CheckpointInterval"); ok && secs > 0 {
+		policy.interval = time.Duration(secs) * time.Second
+	}
+	start := s.runner.Start
+	if n, _ := job.EvalInt("NumCkpts"); n > 0 {
+		start = s.restoreOrStart(ck, job, logger)
+	}
+	return execute(ctx, start, task, killSig, send, kills, s.controls, policy, logger)
+}
+
+// wantCheckpoint reads the job's want_checkpoint: jobs that run where they
+// can be checkpointed are, unless they say no.
+func wantCheckpoint(job *classad.ClassAd) bool {
+	if b, ok := job.EvalBool("WantCheckpoint"); ok {
+		return b
+	}
+	return true
+}
+
+// restoreOrStart returns how to start a job that has a checkpoint: restore
+// it, and if that fails, start it afresh or (OnRestoreFailure = "hold")
+// put it on hold, as its submit file says.
+func (s *Starter) restoreOrStart(ck *checkpoints, job *classad.ClassAd, logger *slog.Logger) func(context.Context, *Task) (Job, error) {
+	return func(ctx context.Context, t *Task) (Job, error) {
+		rst, ok := s.runner.(Restorer)
+		var err error
+		if !ok {
+			err = errNoCheckpoint
+		} else {
+			var dir string
+			if dir, err = ck.fetch(ctx); err == nil {
+				defer os.RemoveAll(dir)
+				defer os.RemoveAll(dir + ".restore")
+				var j Job
+				if j, err = rst.Restore(ctx, t, dir); err == nil {
+					logger.Info("job restored from its checkpoint")
+					return j, nil
+				}
+			}
+		}
+		if policy, _ := job.EvalString("OnRestoreFailure"); policy == "hold" {
+			return nil, fmt.Errorf("Cannot restore the job from its checkpoint: %v", err)
+		}
+		logger.Warn("cannot restore the job from its checkpoint; starting it afresh", "err", err)
+		return s.runner.Start(ctx, t)
+	}
+}
