@@ -131,12 +131,18 @@ func dump(ctx context.Context, c *libcontainer.Container, opts DumpOptions, pre 
 		timeout: opts.Timeout, grace: opts.Grace,
 		abortFUSE: opts.AbortFUSE, logger: opts.Logger.With("container", c.ID()),
 	}
-	err = w.run(ctx, func() error {
+	err = w.run(ctx, func(ctx context.Context) error {
 		// Freezing the job ourselves spares CRIU's first freezer poll,
 		// a fixed 100 ms of downtime. If the job cannot be frozen at
 		// once (a process in the middle of a slow FUSE request), CRIU
 		// freezes it, with more patience.
 		paused := c.Pause() == nil
+		if err := ctx.Err(); err != nil {
+			if paused {
+				err = errors.Join(err, thaw(freezer))
+			}
+			return err
+		}
 		err := c.Checkpoint(&libcontainer.CriuOpts{
 			ImagesDirectory: opts.ImageDir,
 			WorkDirectory:   opts.WorkDir,

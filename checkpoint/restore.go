@@ -92,7 +92,10 @@ func Restore(ctx context.Context, opts RestoreOptions) (*libcontainer.Container,
 		timeout: opts.Timeout, grace: opts.Grace,
 		logger: opts.Logger.With("container", opts.ID),
 	}
-	err = w.run(ctx, func() error {
+	err = w.run(ctx, func(ctx context.Context) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		return c.Restore(opts.Process, &libcontainer.CriuOpts{
 			ImagesDirectory: opts.ImageDir,
 			WorkDirectory:   opts.WorkDir,

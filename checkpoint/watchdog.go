@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -30,13 +31,16 @@ type watchdog struct {
 }
 
 // run calls fn, which starts CRIU as a child of this process and waits
-// for it. If fn has not returned by the deadline (or ctx ends), run kills
-// the CRIU process, then, if it is still there after the grace period,
-// aborts the FUSE connections it may be stuck in. It returns fn's error,
-// or one wrapping ErrTimeout or ctx's error if it had to step in.
-func (w *watchdog) run(ctx context.Context, fn func() error) error {
+// for it; fn must not start CRIU once its context is done. If fn has not
+// returned by the deadline (or ctx ends), run kills the CRIU process, then,
+// if it is still there after the grace period, aborts the FUSE
+// connections it may be stuck in. It returns fn's error, or one wrapping
+// ErrTimeout or ctx's error if it had to step in.
+func (w *watchdog) run(ctx context.Context, fn func(context.Context) error) error {
+	fnCtx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- fn() }()
+	go func() { done <- fn(fnCtx) }()
 	timer := time.NewTimer(w.timeout)
 	defer timer.Stop()
 	var why error
@@ -49,12 +53,10 @@ func (w *watchdog) run(ctx context.Context, fn func() error) error {
 		why = ctx.Err()
 	}
 	w.fired = true
-	pids := w.criuPids()
-	w.logger.Warn("stopping criu", "reason", why, "pids", pids)
-	for _, pid := range pids {
-		_ = unix.Kill(pid, unix.SIGKILL)
-	}
-	if err, ok := w.wait(done); ok {
+	cancel()
+	w.logger.Warn("stopping criu", "reason", why)
+	killed, ok, err := w.kill(done)
+	if ok {
 		return errors.Join(why, err)
 	}
 	// A killed CRIU still closes its files, and closing a file on FUSE
@@ -62,7 +64,7 @@ func (w *watchdog) run(ctx context.Context, fn func() error) error {
 	// request the server has read but not answered); only the server or
 	// aborting the connection ends that.
 	if len(w.abortFUSE) == 0 {
-		return fmt.Errorf("%w: %w (pids %v) and no FUSE connection may be aborted", why, ErrStuck, pids)
+		return fmt.Errorf("%w: %w (pids %v) and no FUSE connection may be aborted", why, ErrStuck, killed)
 	}
 	for _, m := range w.abortFUSE {
 		if err := abortFUSE(m); err != nil {
@@ -71,21 +73,35 @@ func (w *watchdog) run(ctx context.Context, fn func() error) error {
 		}
 		w.logger.Warn("aborted FUSE connection", "mount", m)
 	}
-	if err, ok := w.wait(done); ok {
+	if _, ok, err := w.kill(done); ok {
 		return errors.Join(why, err)
 	}
-	return fmt.Errorf("%w: %w (pids %v) even after aborting FUSE", why, ErrStuck, pids)
+	return fmt.Errorf("%w: %w (pids %v) even after aborting FUSE", why, ErrStuck, killed)
 }
 
-// wait waits the grace period for fn to return.
-func (w *watchdog) wait(done <-chan error) (error, bool) {
-	t := time.NewTimer(w.grace)
-	defer t.Stop()
-	select {
-	case err := <-done:
-		return err, true
-	case <-t.C:
-		return nil, false
+// kill kills the call's CRIU processes for the grace period, again and
+// again (one may just be starting), until fn returns. It reports the
+// processes it found, whether fn returned, and fn's error.
+func (w *watchdog) kill(done <-chan error) (killed []int, returned bool, err error) {
+	end := time.NewTimer(w.grace)
+	defer end.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		for _, pid := range w.criuPids() {
+			if !slices.Contains(killed, pid) {
+				w.logger.Warn("killing criu", "pid", pid)
+				killed = append(killed, pid)
+			}
+			_ = unix.Kill(pid, unix.SIGKILL)
+		}
+		select {
+		case err := <-done:
+			return killed, true, err
+		case <-end.C:
+			return killed, false, nil
+		case <-tick.C:
+		}
 	}
 }
 
