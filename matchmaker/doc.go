@@ -28,7 +28,9 @@
 //     the machines it matches, best first. Its jobs take machines from the
 //     front. The matchlists of each submitter's first request are computed
 //     in parallel before allocation, the others only when allocation
-//     reaches their request.
+//     reaches their request, in parallel batches of the requests that
+//     follow it. Requests equal in every attribute a match reads share
+//     one matchlist, whichever agent or submitter they come from.
 //   - Machine classes. Free machines that no request can tell apart (same
 //     policy text, same values of everything requests and their own policy
 //     read) form a class; matchlists hold classes, not machines. Conjuncts

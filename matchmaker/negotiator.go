@@ -249,7 +249,7 @@ func (n Negotiator) Negotiate(reqs []Request, machines []Machine) Result {
 	res.Phases.MatchLists = time.Since(t)
 
 	t = time.Now()
-	a := allocator{free: free, classes: classes, reps: reps, index: index, matcher: m[0], built: len(first)}
+	a := allocator{free: free, classes: classes, reps: reps, index: index, n: n, matchers: m, built: len(first)}
 	want := a.allocate(reqs, plans, queues)
 	res.Phases.Allocate = time.Since(t) - a.building
 	res.Phases.MatchLists += a.building
@@ -392,21 +392,38 @@ type allocator struct {
 	// For matchlists built on demand.
 	reps     []*classad.ClassAd
 	index    *classIndex
-	matcher  *classad.Matcher
-	built    int           // matchlists built in this cycle
-	building time.Duration // time spent building them on demand
+	n        Negotiator
+	matchers []*classad.Matcher // one per worker
+	built    int                // matchlists built in this cycle
+	building time.Duration      // time spent building them on demand
 }
 
-// take gives the next free machine of p's matchlist to request r, or
-// reports false when the list is exhausted.
-func (a *allocator) take(r *Request, p *plan, job int) bool {
-	if !p.built {
-		t := time.Now()
-		p.built = true
-		p.build(a.matcher, a.reps, a.index, a.classes)
-		a.built++
-		a.building += time.Since(t)
+// prefetch makes sure the plan of the request a queue is at is built. If
+// it is not, it builds it together, in parallel, with the plans of the
+// queue's next requests, which the queue will most likely reach next.
+func (a *allocator) prefetch(q *submitterQueue, plans []*plan) {
+	if plans[q.reqs[q.at]].built {
+		return
 	}
+	t := time.Now()
+	var batch []*plan
+	for _, i := range q.reqs[q.at:] {
+		if p := plans[i]; !p.built {
+			p.built = true
+			batch = append(batch, p)
+			if len(batch) == 8*len(a.matchers) {
+				break
+			}
+		}
+	}
+	a.n.parallelWorker(len(batch), func(w, i int) { batch[i].build(a.matchers[w], a.reps, a.index, a.classes) })
+	a.built += len(batch)
+	a.building += time.Since(t)
+}
+
+// take gives the next free machine of p's matchlist, which must be built,
+// to request r, or reports false when the list is exhausted.
+func (a *allocator) take(r *Request, p *plan, job int) bool {
 	for p.cursor < len(p.list) {
 		c := &a.classes[p.list[p.cursor].class]
 		if c.free() == 0 {
@@ -464,6 +481,7 @@ func (a *allocator) allocate(reqs []Request, plans []*plan, queues []*submitterQ
 			quota := int(math.Ceil(pie/q.prio/weight - 1e-9))
 			for quota > 0 && left > 0 && q.at < len(q.reqs) {
 				i := q.reqs[q.at]
+				a.prefetch(q, plans)
 				if q.served == len(reqs[i].JobIDs) || !a.take(&reqs[i], plans[i], q.served) {
 					q.at++
 					q.served = 0
