@@ -113,6 +113,9 @@ func TestDumpRestore(t *testing.T) {
 		}
 	}
 
+	if info, err := ReadInfo(img); err != nil || info.Stats != res.Stats || len(info.Inputs) != len(res.Inputs) {
+		t.Errorf("ReadInfo: %+v %v, want the dump's result", info, err)
+	}
 	received, m := transfer(t, img)
 	if m.Info == nil || m.Info.Stats != res.Stats {
 		t.Errorf("manifest info %+v, want the dump's result", m.Info)
