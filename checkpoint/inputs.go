@@ -62,11 +62,13 @@ func readInputs(imageDir string) ([]Input, error) {
 // the dump: CRIU would refuse to restore.
 var ErrInputChanged = errors.New("input changed since the checkpoint")
 
-// InputChange is one input that differs, with Size -1 if it is gone.
+// InputChange is one input that differs from the dump's record.
 type InputChange struct {
 	Input
+	// HostPath is where the file was looked for.
 	HostPath string
-	Now      int64
+	// Now is its size now, -1 if it is gone.
+	Now int64
 }
 
 // InputsError lists the inputs that changed; it wraps ErrInputChanged.

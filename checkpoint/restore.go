@@ -50,7 +50,9 @@ type RestoreResult struct {
 // Restore creates container opts.ID from opts.Config and restores the
 // image in opts.ImageDir into it. The returned container is freshly
 // loaded from its state: the one libcontainer restored into cannot be
-// signalled (runc 1.5.2 sets its start time only on start or load). On
+// signalled (runc 1.5.2 sets its start time only on start or load). The
+// restored job is a child of this process: opts.Process.Wait waits for it.
+// On
 // an error nothing of the new container is left, unless the error wraps
 // ErrStuck: then CRIU holds it until it exits, and the caller cleans up
 // later (Load and Destroy).
