@@ -162,7 +162,8 @@ func (nopCloser) Close() error { return nil }
 // readImage decompresses and walks a packed image, handing each file to
 // a writer from create, and checks the files against the manifest.
 func readImage(r io.Reader, create func(name string) (io.WriteCloser, error)) (*Manifest, error) {
-	zr, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1))
+	// Two: one goroutine decodes ahead while this one hashes and writes.
+	zr, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(2))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadImage, err)
 	}
