@@ -11,9 +11,14 @@
 //   - A dump is watched: CRIU reads through the job's FUSE working
 //     directory (it stats and opens every file the job holds) and waits
 //     with no time limit if that file system stops answering. Dump kills
-//     CRIU when its deadline passes, thaws the job, and, if the caller
-//     allows it, aborts the FUSE connection as the last resort (the job
-//     then keeps running but its working directory is gone).
+//     CRIU when its deadline passes and thaws the job. A killed CRIU that
+//     holds files on the stuck mount still waits for the server when it
+//     closes them (ErrStuck); if the caller allows it, Dump then aborts
+//     the FUSE connection as the last resort (the job keeps running but
+//     its working directory is gone).
+//   - Dump freezes the job itself just before CRIU starts: CRIU, finding
+//     the cgroup frozen, skips its freezer polling, whose first round is
+//     a fixed 100 ms of downtime.
 //   - A restore changes only the sources of the container's bind mounts:
 //     CRIU treats them as external mounts and binds whatever is at the
 //     new source, so the caller mounts the new FUSE server first and
