@@ -178,6 +178,16 @@ func TestOutage(t *testing.T) {
 	if got := e.readSubmit("written-during-outage"); got != "still here" {
 		t.Errorf("written during the outage: %q", got)
 	}
+	// The new server never saw the open: iofs opened the file again by name.
+	reopened := false
+	for _, s := range e.io.Stats() {
+		if strings.HasSuffix(s.Path, "/big") && s.Opens >= 1 && s.BytesRead > 0 {
+			reopened = true
+		}
+	}
+	if !reopened {
+		t.Errorf("no reopen of big at the new server: %+v", e.io.Stats())
+	}
 }
 
 // TestUnlinkedOpen works on a file after its name is gone, as programs with
