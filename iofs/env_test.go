@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -51,6 +52,11 @@ func requireFUSE(t testing.TB) {
 // newEnv mounts iofs for a job whose ad has the attributes in extra (ClassAd
 // text without brackets, may be empty).
 func newEnv(t testing.TB, extra string) *env {
+	return newEnvWith(t, extra, iofs.Options{HTTPClient: http.DefaultClient})
+}
+
+// newEnvWith mounts with opts; LocalDir and StageDir are filled in.
+func newEnvWith(t testing.TB, extra string, opts iofs.Options) *env {
 	requireFUSE(t)
 	base := t.TempDir()
 	e := &env{t: t, submit: filepath.Join(base, "submit", "job"), local: filepath.Join(base, "scratch"), mnt: filepath.Join(base, "mnt")}
@@ -105,7 +111,8 @@ func newEnv(t testing.TB, extra string) *env {
 	client := iofs.NewShadowClient(e.conn, testSecret, time.Minute)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	e.fs, err = iofs.Mount(ctx, e.mnt, client, iofs.Options{LocalDir: e.local, StageDir: base})
+	opts.LocalDir, opts.StageDir = e.local, base
+	e.fs, err = iofs.Mount(ctx, e.mnt, client, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,13 +5,49 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
+
+// errLocalAddress refuses http names that point at the execute machine
+// itself.
+var errLocalAddress = errors.New("iofs: http names may not point at this machine")
+
+// defaultHTTPClient reaches only addresses that are not the execute
+// machine's own: iofs runs in the machine's network namespace, outside the
+// job's container, and must not open the machine's local services to the
+// job's owner (who chooses the names, through the shadow).
+func defaultHTTPClient() *http.Client {
+	d := &net.Dialer{Timeout: 30 * time.Second, Control: func(_, address string, _ syscall.RawConn) error {
+		host, _, err := net.SplitHostPort(address)
+		if err != nil {
+			return err
+		}
+		ip, err := netip.ParseAddr(host)
+		if err != nil || ip.IsLoopback() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsUnspecified() {
+			return fmt.Errorf("%w: %s", errLocalAddress, address)
+		}
+		return nil
+	}}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DialContext = d.DialContext
+	t.Proxy = nil
+	return &http.Client{Transport: t}
+}
+
+// webErr turns a failed request into an errno.
+func webErr(what, p string, err error) error {
+	if errors.Is(err, errLocalAddress) {
+		return fmt.Errorf("http %s %s: %v: %w", what, p, err, syscall.EACCES)
+	}
+	return fmt.Errorf("http %s %s: %v: %w", what, p, err, syscall.EIO)
+}
 
 // web is the backend of the "http" and "https" methods: read-only files
 // read with range requests.
@@ -31,7 +67,7 @@ func (w *web) stat(ctx context.Context, p string) (Attr, error) {
 	}
 	resp, err := w.client.Do(req)
 	if err != nil {
-		return Attr{}, fmt.Errorf("http stat %s: %v: %w", p, err, syscall.EIO)
+		return Attr{}, webErr("stat", p, err)
 	}
 	resp.Body.Close()
 	if err := statusErr(resp); err != nil {
@@ -94,7 +130,7 @@ func (f *webFile) ReadAt(ctx context.Context, dest []byte, off int64) ([]byte, e
 	req.Header.Set("Range", "bytes="+strconv.FormatInt(off, 10)+"-"+strconv.FormatInt(end-1, 10))
 	resp, err := f.w.client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("http read %s: %v: %w", f.url, err, syscall.EIO)
+		return nil, webErr("read", f.url, err)
 	}
 	defer resp.Body.Close()
 	if err := statusErr(resp); err != nil {

@@ -3,13 +3,17 @@ package iofs_test
 import (
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+
+	"harrier.dev/harrier/iofs"
 )
 
 func gz(t *testing.T, s string) []byte {
@@ -198,5 +202,11 @@ func TestRemapAndHTTP(t *testing.T) {
 	}
 	if err := os.WriteFile(e.path("web.txt"), []byte("x"), 0o644); err == nil {
 		t.Error("writing an http file succeeded")
+	}
+
+	// By default iofs does not fetch from the execute machine itself.
+	guarded := newEnvWith(t, `FileRemaps = "web.txt = `+srv.URL+`/f"`, iofs.Options{})
+	if _, err := os.ReadFile(guarded.path("web.txt")); !errors.Is(err, syscall.EACCES) {
+		t.Errorf("reading from a loopback URL with the default client: %v, want EACCES", err)
 	}
 }

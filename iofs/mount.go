@@ -21,7 +21,8 @@ type Options struct {
 	// StageDir holds the private copies of the fetch and compress
 	// methods; os.TempDir() if empty.
 	StageDir string
-	// HTTPClient reads http and https names; http.DefaultClient if nil.
+	// HTTPClient reads http and https names. The default refuses
+	// addresses of the execute machine itself (loopback, link-local).
 	HTTPClient *http.Client
 	// Timeout is how long the kernel may cache names and attributes
 	// (default one second). It is also how long a lookup's answer to
@@ -56,7 +57,7 @@ func Mount(ctx context.Context, mountpoint string, c Client, opts Options) (*Ser
 		opts.StageDir = os.TempDir()
 	}
 	if opts.HTTPClient == nil {
-		opts.HTTPClient = http.DefaultClient
+		opts.HTTPClient = defaultHTTPClient()
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
