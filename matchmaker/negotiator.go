@@ -112,7 +112,8 @@ type Negotiator struct {
 	// evaluates to true with MY the machine ad, TARGET the request, and
 	// RemoteUserPrio and SubmitterUserPrio set in the machine ad.
 	PreemptionRequirements classad.Expr
-	// Workers computes matchlists in parallel; 0 means GOMAXPROCS.
+	// Workers bounds the goroutines that read requests and build
+	// matchlists; 0 means GOMAXPROCS.
 	Workers int
 }
 
