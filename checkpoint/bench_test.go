@@ -59,16 +59,23 @@ func median(d []float64) float64 {
 // touched (incompressible) memory, sends the image through Pack and
 // Unpack over an in-process pipe (no TLS, no network), and restores it;
 // each iteration migrates the job restored by the one before. Metrics
-// are medians over the iterations. Images go to a temporary directory,
+// are medians over the iterations, with the job's network namespace
+// dumped or (loopback-only) not. Images go to a temporary directory,
 // or below $HARRIER_CHECKPOINT_BENCH_DIR (to compare disks with tmpfs).
 func BenchmarkMigrate(b *testing.B) {
 	needCRIU(b)
 	for _, mib := range []int{64, 256, 1024} {
-		b.Run(fmt.Sprintf("%dMiB", mib), func(b *testing.B) { benchMigrate(b, mib) })
+		for _, loopbackOnly := range []bool{false, true} {
+			name := fmt.Sprintf("%dMiB/netns", mib)
+			if loopbackOnly {
+				name = fmt.Sprintf("%dMiB/loopback-only", mib)
+			}
+			b.Run(name, func(b *testing.B) { benchMigrate(b, mib, loopbackOnly) })
+		}
 	}
 }
 
-func benchMigrate(b *testing.B, mib int) {
+func benchMigrate(b *testing.B, mib int, loopbackOnly bool) {
 	b.ReportAllocs()
 	ctx := context.Background()
 	tmp := b.TempDir()
@@ -82,7 +89,7 @@ func benchMigrate(b *testing.B, mib int) {
 		}
 		defer os.RemoveAll(images)
 	}
-	id := fmt.Sprintf("ckpt-bench%d", mib)
+	id := fmt.Sprintf("ckpt-bench%d-%v", mib, loopbackOnly)
 	cfg := memJobConfig(b, id, jobDir, mib)
 	args := []string{"/harrier-ckpt-test", fmt.Sprint(mib)}
 	env := []string{roleEnv + "=memjob"}
@@ -95,7 +102,7 @@ func benchMigrate(b *testing.B, mib int) {
 	for b.Loop() {
 		i++
 		img := filepath.Join(images, fmt.Sprintf("img%d", i))
-		res, err := Dump(ctx, j.c, DumpOptions{ImageDir: img})
+		res, err := Dump(ctx, j.c, DumpOptions{ImageDir: img, LoopbackOnly: loopbackOnly})
 		if err != nil {
 			b.Fatal(err)
 		}

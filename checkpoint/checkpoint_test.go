@@ -69,8 +69,16 @@ func findInput(inputs []Input, path string) (Input, bool) {
 // TestDumpRestore checkpoints a counting job, sends its image through
 // Pack and Unpack and restores it: the count goes on with no gap and the
 // job reads on from where it was in its input.
+//
+// With LoopbackOnly the network namespace stays out of the image, and
+// the restored job finds its loopback up all the same.
 func TestDumpRestore(t *testing.T) {
 	needCRIU(t)
+	t.Run("netns", func(t *testing.T) { testDumpRestore(t, false) })
+	t.Run("loopback-only", func(t *testing.T) { testDumpRestore(t, true) })
+}
+
+func testDumpRestore(t *testing.T, loopbackOnly bool) {
 	ctx := context.Background()
 	tmp := t.TempDir()
 	root, jobDir := filepath.Join(tmp, "state"), filepath.Join(tmp, "job")
@@ -78,14 +86,16 @@ func TestDumpRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeInput(t, jobDir)
-	cfg := containerConfig(t, "ckpt-plain", jobDir, 256<<20)
-	args := []string{"sh", "-c", countScript}
-	j := startJob(t, root, "ckpt-plain", cfg, args, nil)
+	id := fmt.Sprintf("ckpt-plain-%v", loopbackOnly)
+	cfg := containerConfig(t, id, jobDir, 256<<20)
+	// The job notes the state of its loopback interface as it counts.
+	args := []string{"sh", "-c", strings.Replace(countScript, "sleep 0.1;", "ip -o link show lo >/job/lo.txt; sleep 0.1;", 1)}
+	j := startJob(t, root, id, cfg, args, nil)
 	countsFile := filepath.Join(jobDir, "counts.txt")
 	waitCount(t, countsFile, 5)
 
 	img := filepath.Join(tmp, "img")
-	res, err := Dump(ctx, j.c, DumpOptions{ImageDir: img})
+	res, err := Dump(ctx, j.c, DumpOptions{ImageDir: img, LoopbackOnly: loopbackOnly})
 	if err != nil {
 		j.stop(t)
 		t.Fatal(err)
@@ -120,8 +130,9 @@ func TestDumpRestore(t *testing.T) {
 	if m.Info == nil || m.Info.Stats != res.Stats {
 		t.Errorf("manifest info %+v, want the dump's result", m.Info)
 	}
+	os.Remove(filepath.Join(jobDir, "lo.txt"))
 	p, out := newProcess(args, nil)
-	c, rres, err := Restore(ctx, RestoreOptions{Root: root, ID: "ckpt-plain", Config: cfg, Process: p, ImageDir: received})
+	c, rres, err := Restore(ctx, RestoreOptions{Root: root, ID: id, Config: cfg, Process: p, ImageDir: received})
 	if err != nil {
 		t.Fatalf("restore: %v", err)
 	}
@@ -133,6 +144,9 @@ func TestDumpRestore(t *testing.T) {
 	after := waitCount(t, countsFile, len(before)+5)
 	checkUnbroken(t, after)
 	checkReads(t, filepath.Join(jobDir, "reads.txt"))
+	if lo, err := os.ReadFile(filepath.Join(jobDir, "lo.txt")); err != nil || !strings.Contains(string(lo), ",UP") {
+		t.Errorf("loopback after the restore: %q %v", lo, err)
+	}
 	if err := r.c.Signal(syscall.SIGKILL); err != nil {
 		t.Errorf("signal the restored container: %v", err)
 	}

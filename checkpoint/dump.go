@@ -59,6 +59,12 @@ type DumpOptions struct {
 	// fails from then on. Empty: never abort; Dump then returns with
 	// ErrStuck and CRIU exits whenever the server answers.
 	AbortFUSE []string
+	// LoopbackOnly says the job's network namespace holds nothing but
+	// the loopback interface (as the sandbox makes it), so CRIU need not
+	// dump it: that saves CRIU's ip and iptables runs, 150 ms or more of
+	// frozen time. Restore then gives the job a fresh namespace with the
+	// loopback up (it reads this choice from the image).
+	LoopbackOnly bool
 	// Parent is the image directory of a pre-dump this dump builds on
 	// (see PreDump), relative to ImageDir or absolute; empty for a full
 	// dump.
@@ -96,6 +102,9 @@ type Result struct {
 	Wall time.Duration `json:"wall"`
 	// Time is when the dump finished.
 	Time time.Time `json:"time"`
+	// LoopbackOnly is DumpOptions.LoopbackOnly: the image holds no
+	// network namespace.
+	LoopbackOnly bool `json:"loopback_only,omitempty"`
 }
 
 // Dump checkpoints the running container c into opts.ImageDir. Unless
@@ -149,6 +158,7 @@ func dump(ctx context.Context, c *libcontainer.Container, opts DumpOptions, pre 
 			LeaveRunning:    opts.LeaveRunning,
 			ParentImage:     opts.Parent,
 			PreDump:         pre,
+			EmptyNs:         emptyNs(opts.LoopbackOnly),
 		})
 		if paused {
 			// CRIU leaves a cgroup it found frozen frozen, whether the
@@ -165,7 +175,7 @@ func dump(ctx context.Context, c *libcontainer.Container, opts DumpOptions, pre 
 		}
 		return nil, fmt.Errorf("checkpoint %s: %w", c.ID(), err)
 	}
-	res := &Result{Wall: time.Since(start), Time: time.Now()}
+	res := &Result{Wall: time.Since(start), Time: time.Now(), LoopbackOnly: opts.LoopbackOnly}
 	if res.Stats, err = readDumpStats(opts.WorkDir); err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", c.ID(), err)
 	}

@@ -85,6 +85,10 @@ func Restore(ctx context.Context, opts RestoreOptions) (*libcontainer.Container,
 	if err := os.MkdirAll(opts.WorkDir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("restore %s: %w", opts.ID, err)
 	}
+	info, err := ReadInfo(opts.ImageDir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("restore %s: %w", opts.ID, err)
+	}
 	c, err := libcontainer.Create(opts.Root, opts.ID, opts.Config)
 	if err != nil {
 		return nil, nil, fmt.Errorf("restore %s: create container: %w", opts.ID, err)
@@ -101,6 +105,7 @@ func Restore(ctx context.Context, opts RestoreOptions) (*libcontainer.Container,
 		return c.Restore(opts.Process, &libcontainer.CriuOpts{
 			ImagesDirectory: opts.ImageDir,
 			WorkDirectory:   opts.WorkDir,
+			EmptyNs:         emptyNs(info.LoopbackOnly),
 		})
 	})
 	if errors.Is(err, ErrStuck) {
@@ -113,6 +118,11 @@ func Restore(ctx context.Context, opts RestoreOptions) (*libcontainer.Container,
 	loaded, err := libcontainer.Load(opts.Root, opts.ID)
 	if err != nil {
 		return nil, nil, fmt.Errorf("restore %s: load restored container: %w", opts.ID, err)
+	}
+	if info.LoopbackOnly {
+		if err := loopbackUp(opts.Process); err != nil {
+			return nil, nil, fmt.Errorf("restore %s: %w", opts.ID, errors.Join(err, destroy(loaded)))
+		}
 	}
 	res := &RestoreResult{Wall: time.Since(start)}
 	if res.Stats, err = readRestoreStats(opts.WorkDir); err != nil {
