@@ -69,8 +69,9 @@ func autoclusters(jobs []idleJob, significant []string) []*classad.ClassAd {
 	}
 	var groups []*group
 	bySig := map[string]*group{}
+	names := map[string][]string{} // expression text → the names in it
 	for _, j := range jobs {
-		attrs := significantOf(j.ad, significant)
+		attrs := significantOf(j.ad, significant, names)
 		sig := signature(j.ad, attrs)
 		g := bySig[sig]
 		if g == nil {
@@ -104,8 +105,10 @@ func autoclusters(jobs []idleJob, significant []string) []*classad.ClassAd {
 
 // significantOf returns the attributes that make up ad's signature,
 // sorted and lower-cased: the negotiator's, Owner, Requirements, Rank and
-// every attribute of ad those reach through its expressions.
-func significantOf(ad *classad.ClassAd, significant []string) []string {
+// every attribute of ad those reach through its expressions. names
+// memoizes the names found in expression texts, which the jobs of a
+// cluster share.
+func significantOf(ad *classad.ClassAd, significant []string, names map[string][]string) []string {
 	seen := map[string]bool{}
 	var todo []string
 	add := func(name string) {
@@ -126,7 +129,13 @@ func significantOf(ad *classad.ClassAd, significant []string) []string {
 		todo = todo[:len(todo)-1]
 		if e, ok := ad.Lookup(name); ok {
 			if _, literal := e.AsLiteral(); !literal {
-				for _, ref := range identifier.FindAllString(e.String(), -1) {
+				text := e.String()
+				refs, ok := names[text]
+				if !ok {
+					refs = identifier.FindAllString(text, -1)
+					names[text] = refs
+				}
+				for _, ref := range refs {
 					if _, ok := ad.Lookup(ref); ok {
 						add(ref)
 					}

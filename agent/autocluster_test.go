@@ -96,3 +96,23 @@ func TestParseSignificant(t *testing.T) {
 		t.Error("an ad without the list gave one")
 	}
 }
+
+func BenchmarkAutoclusters(b *testing.B) {
+	var jobs []idleJob
+	for i := range 100_000 {
+		ad, err := classad.Parse(fmt.Sprintf(`[ ClusterId = %d; ProcId = %d; QDate = %d; Owner = "u%d"; Cmd = "/bin/sim";
+			Arguments = "run %d"; RequestMemory = %d; RequestDisk = 1000; JobStatus = 1; Iwd = "/home/u/run%d";
+			Requirements = TARGET.Arch == "X86_64" && TARGET.Memory >= MY.RequestMemory && TARGET.Disk >= RequestDisk;
+			Rank = TARGET.KFlops ]`, i/1000, i%1000, i/1000, i%50, i, 512<<(i%4), i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		jobs = append(jobs, idleJob{id: jobqueue.JobID{Cluster: i / 1000, Proc: i % 1000}, ad: ad})
+	}
+	b.ReportAllocs()
+	var reqs []*classad.ClassAd
+	for b.Loop() {
+		reqs = autoclusters(jobs, []string{"requestmemory", "requestdisk", "department"})
+	}
+	b.ReportMetric(float64(len(reqs)), "requests")
+}
