@@ -239,3 +239,32 @@ func TestCyclePublishesPrioritiesAndSignificantAttributes(t *testing.T) {
 		t.Errorf("significant attributes %q", s)
 	}
 }
+
+func TestResourceRequestMatchesItsJobsInOrder(t *testing.T) {
+	n := newFakeNotifier()
+	_, e := startDriver(t, n)
+	advertiseMachine(t, e, "slot1@a", "a:1")
+	advertiseMachine(t, e, "slot1@b", "b:1")
+	advertiseJobs(t, e, "ag", `[ MyType = "Job"; Owner = "alice"; ClusterId = 3; ProcId = 0; RequestMemory = 512;
+		AutoClusterId = 77; JobIds = { "3.0", "3.1", "3.2" }; Requirements = TARGET.Memory >= MY.RequestMemory ]`)
+	got := map[string]bool{n.waitMatch(t).JobId: true, n.waitMatch(t).JobId: true}
+	if !got["3.0"] || !got["3.1"] {
+		t.Errorf("matched %v, want 3.0 and 3.1", got)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, req := range n.startd {
+		job := mustParse(t, req.JobAd)
+		id, _ := job.EvalString("JobId")
+		if !got[id] {
+			t.Errorf("startd told of job %q", id)
+		}
+		if _, ok := job.Lookup("JobIds"); ok {
+			t.Errorf("startd got the request's job list: %s", req.JobAd)
+		}
+	}
+	left, err := e.Query(context.Background(), &wire.QueryRequest{Type: TypeJob})
+	if err != nil || len(left.Ads) != 1 {
+		t.Fatalf("requests left %v, %v", left, err)
+	}
+}
