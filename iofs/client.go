@@ -9,7 +9,9 @@ import (
 // (Resolve) and the remote file operations of phase two, which take
 // physical paths. File-system errors are syscall.Errno values.
 type Client interface {
-	Resolve(ctx context.Context, name string) (Resolution, error)
+	// Resolve is phase one. A remote regular file of at most prefetch
+	// bytes comes back whole in Resolution.Data.
+	Resolve(ctx context.Context, name string, prefetch int) (Resolution, error)
 	Stat(ctx context.Context, path string) (Attr, error)
 	// Open opens or creates a file. For reading, up to prefetch bytes from
 	// offset 0 come back in Opened.Data.
@@ -68,6 +70,9 @@ type Resolution struct {
 	// name not created yet).
 	Attr    *Attr
 	StatErr error
+	// Data is the whole file when Whole is set.
+	Data  []byte
+	Whole bool
 }
 
 // Opened describes a file the shadow opened.

@@ -79,7 +79,7 @@ func Mount(ctx context.Context, mountpoint string, c Client, opts Options) (*Ser
 		https:  &web{scheme: "https", client: opts.HTTPClient},
 	}
 	// The job's directory itself must exist before anything is mounted.
-	res, err := c.Resolve(ctx, ".")
+	res, err := c.Resolve(ctx, ".", 0)
 	if err != nil {
 		return nil, fmt.Errorf("iofs: resolve the job's directory: %w", err)
 	}

@@ -24,6 +24,10 @@ const (
 	methodAppend   = "append"
 )
 
+// lookupPrefetch: remote files up to this size come whole with their
+// lookup. Small enough that listing a directory of such files costs little.
+const lookupPrefetch = 4 << 10
+
 // fileSystem is what every node shares.
 type fileSystem struct {
 	client      Client
@@ -147,7 +151,9 @@ type node struct {
 	name string // the logical name phys was resolved for
 	phys Physical
 	at   time.Time
-	open map[*file]struct{}
+	// whole is the file's contents, sent with the lookup (small files).
+	whole []byte
+	open  map[*file]struct{}
 }
 
 // track records an open file of the node and returns it.
@@ -229,18 +235,29 @@ func (n *node) resolve(ctx context.Context) (Resolution, error) {
 	if err != nil {
 		return Resolution{}, err
 	}
-	r, err := n.fsys.client.Resolve(ctx, name)
+	r, err := n.fsys.client.Resolve(ctx, name, 0)
 	if err != nil {
 		return Resolution{}, err
 	}
-	n.remember(name, r.Physical)
+	n.remember(name, r.Physical, nil)
 	return r, nil
 }
 
-func (n *node) remember(name string, p Physical) {
+// remember keeps the answer to phase one, and the file itself if it came
+// along (whole is nil otherwise).
+func (n *node) remember(name string, p Physical, whole []byte) {
 	n.mu.Lock()
-	n.name, n.phys, n.at = name, p, time.Now()
+	n.name, n.phys, n.at, n.whole = name, p, time.Now(), whole
 	n.mu.Unlock()
+}
+
+// takeWhole returns, once, the file that came with a fresh lookup.
+func (n *node) takeWhole(name string) ([]byte, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	w := n.whole
+	n.whole = nil
+	return w, w != nil && n.name == name && time.Since(n.at) < n.fsys.opts.Timeout
 }
 
 // physical returns the node's physical name, resolving it again unless a
@@ -261,9 +278,9 @@ func (n *node) physical(ctx context.Context) (Physical, error) {
 	return r.Physical, err
 }
 
-func (n *node) newChild(ctx context.Context, name string, p Physical, a Attr, out *fuse.EntryOut) *fs.Inode {
+func (n *node) newChild(ctx context.Context, name string, p Physical, whole []byte, a Attr, out *fuse.EntryOut) *fs.Inode {
 	ch := &node{fsys: n.fsys}
-	ch.remember(name, p)
+	ch.remember(name, p, whole)
 	fillAttr(&out.Attr, a)
 	return n.NewInode(ctx, ch, fs.StableAttr{Mode: a.Mode & syscall.S_IFMT})
 }
@@ -273,7 +290,7 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 	if err != nil {
 		return nil, toErrno(err)
 	}
-	r, err := n.fsys.client.Resolve(ctx, logical)
+	r, err := n.fsys.client.Resolve(ctx, logical, lookupPrefetch)
 	if err != nil {
 		return nil, toErrno(err)
 	}
@@ -281,7 +298,14 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 	if err != nil {
 		return nil, toErrno(err)
 	}
-	return n.newChild(ctx, logical, r.Physical, a, out), 0
+	var whole []byte
+	if r.Whole {
+		whole = r.Data
+		if whole == nil {
+			whole = []byte{}
+		}
+	}
+	return n.newChild(ctx, logical, r.Physical, whole, a, out), 0
 }
 
 func (n *node) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
@@ -368,6 +392,11 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	if err != nil {
 		return nil, 0, toErrno(err)
 	}
+	name, _ := n.logical()
+	if data, ok := n.takeWhole(name); ok && flags&(syscall.O_ACCMODE|syscall.O_TRUNC) == syscall.O_RDONLY && len(p.Methods) == 1 && p.Base() == methodRemote {
+		// Phase two was answered with phase one.
+		return n.track(&remoteFile{c: n.fsys.client, path: p.Path, flags: flags, head: data, headEOF: true}), 0, 0
+	}
 	h, _, err := n.fsys.open(ctx, p, flags, 0)
 	if err != nil {
 		return nil, 0, toErrno(err)
@@ -380,7 +409,7 @@ func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out 
 	if err != nil {
 		return nil, nil, 0, toErrno(err)
 	}
-	r, err := n.fsys.client.Resolve(ctx, logical)
+	r, err := n.fsys.client.Resolve(ctx, logical, 0)
 	if err != nil {
 		return nil, nil, 0, toErrno(err)
 	}
@@ -388,7 +417,7 @@ func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out 
 	if err != nil {
 		return nil, nil, 0, toErrno(err)
 	}
-	child := n.newChild(ctx, logical, r.Physical, a, out)
+	child := n.newChild(ctx, logical, r.Physical, nil, a, out)
 	return child, child.Operations().(*node).track(h), openFlags(r.Physical), 0
 }
 
@@ -418,7 +447,7 @@ func (n *node) childBackend(ctx context.Context, name string) (backend, Physical
 	if err != nil {
 		return nil, Physical{}, err
 	}
-	r, err := n.fsys.client.Resolve(ctx, logical)
+	r, err := n.fsys.client.Resolve(ctx, logical, 0)
 	if err != nil {
 		return nil, Physical{}, err
 	}
@@ -435,7 +464,7 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 	if err != nil {
 		return nil, toErrno(err)
 	}
-	return n.newChild(ctx, path.Join(n.name, name), p, a, out), 0
+	return n.newChild(ctx, path.Join(n.name, name), p, nil, a, out), 0
 }
 
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
@@ -482,7 +511,7 @@ func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 	if err != nil {
 		return nil, toErrno(err)
 	}
-	return n.newChild(ctx, path.Join(n.name, name), p, a, out), 0
+	return n.newChild(ctx, path.Join(n.name, name), p, nil, a, out), 0
 }
 
 func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {

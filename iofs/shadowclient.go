@@ -84,8 +84,8 @@ func attrFrom(a *wire.Attr) Attr {
 		Atime: a.AtimeNs, Mtime: a.MtimeNs, Ctime: a.CtimeNs}
 }
 
-func (c *shadowClient) Resolve(ctx context.Context, name string) (Resolution, error) {
-	rep, err := call(ctx, c, c.rpc.Resolve, &wire.ResolveRequest{Secret: c.secret, Name: name})
+func (c *shadowClient) Resolve(ctx context.Context, name string, prefetch int) (Resolution, error) {
+	rep, err := call(ctx, c, c.rpc.Resolve, &wire.ResolveRequest{Secret: c.secret, Name: name, Prefetch: uint32(prefetch)})
 	if err != nil {
 		return Resolution{}, err
 	}
@@ -95,7 +95,8 @@ func (c *shadowClient) Resolve(ctx context.Context, name string) (Resolution, er
 	if len(rep.Methods) == 0 {
 		return Resolution{}, fmt.Errorf("resolve %s: no method: %w", name, syscall.EIO)
 	}
-	r := Resolution{Physical: Physical{Methods: rep.Methods, Path: rep.Path, BufferSize: rep.BufferSize, BufferBlockSize: rep.BufferBlockSize}}
+	r := Resolution{Physical: Physical{Methods: rep.Methods, Path: rep.Path, BufferSize: rep.BufferSize, BufferBlockSize: rep.BufferBlockSize},
+		Data: rep.Data, Whole: rep.Whole}
 	if r.StatErr = errnoErr(rep.StatErrno); r.StatErr == nil && rep.Attr != nil {
 		a := attrFrom(rep.Attr)
 		r.Attr = &a

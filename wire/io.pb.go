@@ -152,9 +152,13 @@ func (x *Attr) GetCtimeNs() int64 {
 }
 
 type ResolveRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Secret        string                 `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
-	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Secret string                 `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
+	Name   string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// A remote regular file of at most this many bytes comes back whole
+	// with the answer, so that the open which usually follows a lookup
+	// needs no round trip of its own.
+	Prefetch      uint32 `protobuf:"varint,3,opt,name=prefetch,proto3" json:"prefetch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -203,6 +207,13 @@ func (x *ResolveRequest) GetName() string {
 	return ""
 }
 
+func (x *ResolveRequest) GetPrefetch() uint32 {
+	if x != nil {
+		return x.Prefetch
+	}
+	return 0
+}
+
 type ResolveReply struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// EACCES: the name is outside the job's directory.
@@ -218,8 +229,11 @@ type ResolveReply struct {
 	BufferBlockSize int64 `protobuf:"varint,6,opt,name=buffer_block_size,json=bufferBlockSize,proto3" json:"buffer_block_size,omitempty"`
 	// For remote files: the file's attributes, or why there are none
 	// (stat_errno, e.g. ENOENT for a name not yet created).
-	Attr          *Attr  `protobuf:"bytes,7,opt,name=attr,proto3" json:"attr,omitempty"`
-	StatErrno     uint32 `protobuf:"varint,8,opt,name=stat_errno,json=statErrno,proto3" json:"stat_errno,omitempty"`
+	Attr      *Attr  `protobuf:"bytes,7,opt,name=attr,proto3" json:"attr,omitempty"`
+	StatErrno uint32 `protobuf:"varint,8,opt,name=stat_errno,json=statErrno,proto3" json:"stat_errno,omitempty"`
+	// The whole file, if asked for and small enough; see prefetch.
+	Data          []byte `protobuf:"bytes,9,opt,name=data,proto3" json:"data,omitempty"`
+	Whole         bool   `protobuf:"varint,10,opt,name=whole,proto3" json:"whole,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -308,6 +322,20 @@ func (x *ResolveReply) GetStatErrno() uint32 {
 		return x.StatErrno
 	}
 	return 0
+}
+
+func (x *ResolveReply) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *ResolveReply) GetWhole() bool {
+	if x != nil {
+		return x.Whole
+	}
+	return false
 }
 
 type PathRequest struct {
@@ -1511,10 +1539,11 @@ const file_harrier_v1_io_proto_rawDesc = "" +
 	"\batime_ns\x18\b \x01(\x03R\aatimeNs\x12\x19\n" +
 	"\bmtime_ns\x18\t \x01(\x03R\amtimeNs\x12\x19\n" +
 	"\bctime_ns\x18\n" +
-	" \x01(\x03R\actimeNs\"<\n" +
+	" \x01(\x03R\actimeNs\"X\n" +
 	"\x0eResolveRequest\x12\x16\n" +
 	"\x06secret\x18\x01 \x01(\tR\x06secret\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\"\x80\x02\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1a\n" +
+	"\bprefetch\x18\x03 \x01(\rR\bprefetch\"\xaa\x02\n" +
 	"\fResolveReply\x12\x14\n" +
 	"\x05errno\x18\x01 \x01(\rR\x05errno\x12\x1a\n" +
 	"\bphysical\x18\x02 \x01(\tR\bphysical\x12\x18\n" +
@@ -1525,7 +1554,10 @@ const file_harrier_v1_io_proto_rawDesc = "" +
 	"\x11buffer_block_size\x18\x06 \x01(\x03R\x0fbufferBlockSize\x12$\n" +
 	"\x04attr\x18\a \x01(\v2\x10.harrier.v1.AttrR\x04attr\x12\x1d\n" +
 	"\n" +
-	"stat_errno\x18\b \x01(\rR\tstatErrno\"9\n" +
+	"stat_errno\x18\b \x01(\rR\tstatErrno\x12\x12\n" +
+	"\x04data\x18\t \x01(\fR\x04data\x12\x14\n" +
+	"\x05whole\x18\n" +
+	" \x01(\bR\x05whole\"9\n" +
 	"\vPathRequest\x12\x16\n" +
 	"\x06secret\x18\x01 \x01(\tR\x06secret\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\"G\n" +
