@@ -7,22 +7,25 @@ import (
 )
 
 // maxBehind bounds the bytes a file may have on their way to the shadow.
-const maxBehind = 4 << 20
+const maxBehind = 8 << 20
 
-// behind sends the writes to a remote file in the background and in order,
-// so that the job's next write overlaps the round trip of the one before,
-// as network file systems do. A failed write is reported by the next
+// behind sends the writes to a remote file in the background, so that the
+// job's next write overlaps the round trip of the one before, as network
+// file systems do. Up to maxFlying writes travel at once; a write that
+// overlaps one still travelling waits for it, so overlapping writes land
+// in the order the job made them. A failed write is reported by the next
 // write, read, fsync or close of the file; every other operation first
 // waits until the writes are through.
 type behind struct {
-	inner handle
+	inner     handle
+	maxFlying int
 
-	mu       sync.Mutex
-	done     sync.Cond // signalled as writes complete
-	queue    []pendingWrite
-	queued   int
-	inflight bool
-	err      error
+	mu     sync.Mutex
+	done   sync.Cond // signalled as writes complete
+	queue  []*pendingWrite
+	flying []*pendingWrite
+	queued int // bytes queued or flying
+	err    error
 }
 
 type pendingWrite struct {
@@ -30,8 +33,17 @@ type pendingWrite struct {
 	off  int64
 }
 
-func newBehind(inner handle) *behind {
-	b := &behind{inner: inner}
+func (w *pendingWrite) overlaps(o *pendingWrite) bool {
+	return w.off < o.off+int64(len(o.data)) && o.off < w.off+int64(len(w.data))
+}
+
+// newBehind wraps inner. Appends (the file is open O_APPEND) travel one at
+// a time: their order is their offset.
+func newBehind(inner handle, appending bool) *behind {
+	b := &behind{inner: inner, maxFlying: 4}
+	if appending {
+		b.maxFlying = 1
+	}
 	b.done.L = &b.mu
 	return b
 }
@@ -47,34 +59,45 @@ func (b *behind) WriteAt(_ context.Context, data []byte, off int64) (int, error)
 		return 0, err
 	}
 	// The caller's buffer is reused once WriteAt returns.
-	b.queue = append(b.queue, pendingWrite{data: append([]byte(nil), data...), off: off})
+	b.queue = append(b.queue, &pendingWrite{data: append([]byte(nil), data...), off: off})
 	b.queued += len(data)
-	if !b.inflight {
-		b.inflight = true
-		go b.send()
-	}
+	b.dispatch()
 	return len(data), nil
 }
 
-// send writes the queue out; one sender runs at a time.
-func (b *behind) send() {
+// dispatch starts the writes at the head of the queue that may go now.
+// b.mu is held.
+func (b *behind) dispatch() {
+	for len(b.queue) > 0 && len(b.flying) < b.maxFlying {
+		w := b.queue[0]
+		for _, f := range b.flying {
+			if w.overlaps(f) {
+				return
+			}
+		}
+		b.queue[0] = nil
+		b.queue = b.queue[1:]
+		b.flying = append(b.flying, w)
+		go b.send(w)
+	}
+}
+
+func (b *behind) send(w *pendingWrite) {
+	// The write belongs to no request any more.
+	_, err := b.inner.WriteAt(context.Background(), w.data, w.off)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for len(b.queue) > 0 {
-		w := b.queue[0]
-		b.mu.Unlock()
-		// The write belongs to no request any more.
-		_, err := b.inner.WriteAt(context.Background(), w.data, w.off)
-		b.mu.Lock()
-		b.queue[0] = pendingWrite{}
-		b.queue = b.queue[1:]
-		b.queued -= len(w.data)
-		if err != nil && b.err == nil {
-			b.err = err
+	for i, f := range b.flying {
+		if f == w {
+			b.flying = append(b.flying[:i], b.flying[i+1:]...)
+			break
 		}
-		b.done.Broadcast()
 	}
-	b.inflight = false
+	b.queued -= len(w.data)
+	if err != nil && b.err == nil {
+		b.err = err
+	}
+	b.dispatch()
 	b.done.Broadcast()
 }
 
@@ -83,7 +106,7 @@ func (b *behind) send() {
 func (b *behind) drain() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for b.inflight {
+	for len(b.queue) > 0 || len(b.flying) > 0 {
 		b.done.Wait()
 	}
 	err := b.err

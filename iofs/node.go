@@ -107,7 +107,7 @@ func (f *fileSystem) open(ctx context.Context, p Physical, flags, mode uint32) (
 	case p.has(methodBuffer):
 		h = newBuffered(h, p.BufferSize, p.BufferBlockSize, int64(a.Size))
 	case !stage && p.Base() == methodRemote && flags&syscall.O_ACCMODE != syscall.O_RDONLY:
-		h = newBehind(h)
+		h = newBehind(h, inner&syscall.O_APPEND != 0)
 	}
 	return h, a, nil
 }
