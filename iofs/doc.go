@@ -19,10 +19,18 @@
 //   - buffer: a block cache with read-ahead and write-behind;
 //   - append: every write goes to the end of the file.
 //
+// Round trips to the shadow are what cost: phase one brings a name's
+// attributes along, and small files whole, so that a lookup and the open
+// after it usually need one round trip; writes to remote files go behind
+// the job, several at a time and in order where they overlap, and a failed
+// write is reported by the file's next write, fsync or close, as network
+// file systems do.
+//
 // Errors reach the job as the errno the submit machine saw. While the
-// shadow cannot be reached, I/O blocks and then resumes (up to
-// Options.Lease), and files whose handles a restarted shadow forgot are
-// opened again by name.
+// shadow cannot be reached, I/O blocks and then resumes (up to the lease
+// given to NewShadowClient), and files whose handles a restarted shadow
+// forgot are opened again by name. Requests are not abandoned when the
+// job gets a signal.
 //
 // iofs never uses FUSE passthrough: every byte goes through this process,
 // which is what lets a checkpoint of the job find its files again.
