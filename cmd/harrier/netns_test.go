@@ -31,6 +31,8 @@ type netnsPool struct {
 	hosts  map[string]*netnsHost
 	procs  []*exec.Cmd
 	prefix string
+	// extra is added to every host's configuration.
+	extra string
 }
 
 func ipCmd(t *testing.T, args ...string) {
@@ -50,11 +52,13 @@ func newNetnsPool(t *testing.T, names ...string) *netnsPool {
 	_, _ = rand.Read(b)
 	n := &netnsPool{t: t, hosts: map[string]*netnsHost{}, prefix: "hv" + hex.EncodeToString(b)}
 	bridge := n.prefix + "-br"
+	// Made before the teardown is registered, so removed after it: the
+	// daemons are gone and their logs read by then.
+	base := t.TempDir()
 	t.Cleanup(n.teardown)
 	ipCmd(t, "netns", "add", bridge)
 	ipCmd(t, "-n", bridge, "link", "add", "br0", "type", "bridge")
 	ipCmd(t, "-n", bridge, "link", "set", "br0", "up")
-	base := t.TempDir()
 	for d := base; d != "/" && d != "/tmp"; d = filepath.Dir(d) {
 		_ = os.Chmod(d, 0o755)
 	}
@@ -93,6 +97,8 @@ func (n *netnsPool) teardown() {
 	if n.t.Failed() {
 		for _, h := range n.hosts {
 			logs, _ := filepath.Glob(filepath.Join(h.dir, "*.log"))
+			starters, _ := filepath.Glob(filepath.Join(h.dir, "execute", "*", "*.log"))
+			logs = append(logs, starters...)
 			for _, l := range logs {
 				b, _ := os.ReadFile(l)
 				n.t.Logf("---- %s\n%s", l, b)
@@ -139,7 +145,8 @@ AGENT_SOCKET = $(POOL_DIR)/agent.sock
 AGENT_NAME = agent@%s
 UPDATE_INTERVAL = 2
 NEGOTIATOR_INTERVAL = 10
-`, h.dir, n.hosts[mm].ip, h.ip, name)
+%s
+`, h.dir, n.hosts[mm].ip, h.ip, name, n.extra)
 		writeFile(t, filepath.Join(h.dir, poolConfigName), conf, 0o644)
 	}
 }

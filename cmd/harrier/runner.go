@@ -86,7 +86,8 @@ func sandboxTask(t *starter.Task) *sandbox.Task {
 
 // Checkpoint dumps the job with CRIU.
 func (c containerJob) Checkpoint(ctx context.Context, imageDir string, leaveRunning bool) (starter.CheckpointStats, error) {
-	res, err := c.j.Checkpoint(ctx, checkpoint.DumpOptions{ImageDir: imageDir, LeaveRunning: leaveRunning})
+	// Jobs have a loopback-only network: the image need not hold it.
+	res, err := c.j.Checkpoint(ctx, checkpoint.DumpOptions{ImageDir: imageDir, LeaveRunning: leaveRunning, LoopbackOnly: true})
 	if err != nil {
 		return starter.CheckpointStats{}, err
 	}

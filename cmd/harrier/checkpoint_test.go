@@ -1,0 +1,173 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// checkpointConfig lets CRIU dump the slot's jobs: on machines whose root
+// lacks CAP_SYS_RESOURCE (our CI's VMs), CRIU can only dump processes of
+// its own user, so checkpointed jobs run as root inside their container.
+const checkpointConfig = "SLOT_USER = root\nALLOW_ROOT_JOBS = true\n"
+
+// counts reads count.txt as numbers.
+func counts(t *testing.T, dir string) []int {
+	t.Helper()
+	b, _ := os.ReadFile(filepath.Join(dir, "count.txt"))
+	var out []int
+	for _, f := range strings.Fields(string(b)) {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatalf("count.txt holds %q", f)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// TestMigration vacates a counting job from one startd of a pool with
+// two; it is checkpointed, restored by the other startd and finishes with
+// its count unbroken: no number lost or repeated, in the file it appends
+// to through iofs and in its output.
+func TestMigration(t *testing.T) {
+	p := startPoolWith(t, 2, checkpointConfig)
+	work := copyExample(t, "migration")
+	for d := work; d != "/" && d != "/tmp"; d = filepath.Dir(d) {
+		_ = os.Chmod(d, 0o755)
+	}
+	p.must(t, "submit", filepath.Join(work, "count.sub"))
+	eventually(t, 60*time.Second, "the job to count past 8", func() bool { return len(counts(t, work)) >= 8 })
+	first := strings.TrimSpace(p.must(t, "q", "-af", "RemoteHost"))
+	start := time.Now()
+	p.must(t, "vacate", "1.0")
+	eventually(t, 60*time.Second, "the job to run elsewhere", func() bool {
+		host := strings.TrimSpace(p.must(t, "q", "-af", "RemoteHost"))
+		return host != "" && host != "undefined" && host != first
+	})
+	t.Logf("vacate to running elsewhere: %s", time.Since(start).Round(time.Millisecond))
+	if out, code := p.harrier(t, "wait", "--timeout", "120", "1.0"); code != 0 {
+		t.Fatalf("wait: exit %d: %s", code, out)
+	}
+	got := counts(t, work)
+	for i, c := range got {
+		if c != i+1 {
+			t.Fatalf("count.txt breaks at line %d: %v", i+1, got)
+		}
+	}
+	if len(got) != 40 {
+		t.Fatalf("count.txt has %d numbers, want 40", len(got))
+	}
+	out, _ := os.ReadFile(filepath.Join(work, "count.out"))
+	if lines := strings.Split(strings.TrimSpace(string(out)), "\n"); len(lines) != 40 || !strings.HasPrefix(lines[39], "count 40") {
+		t.Errorf("count.out has %d lines:\n%s", len(lines), out)
+	}
+	hist := p.jobs(t, "history", "1.0")[0]
+	if n, _ := hist["NumCkpts"].(float64); n < 1 || hist["LastRemoteHost"] == first {
+		t.Errorf("history: NumCkpts %v, LastRemoteHost %v (started on %s)", hist["NumCkpts"], hist["LastRemoteHost"], first)
+	}
+	t.Logf("migrated from %s to %v; frozen %v s, image %v bytes compressed", first, hist["LastRemoteHost"], hist["LastCkptFrozenTime"], hist["LastCkptSize"])
+	log, _ := os.ReadFile(filepath.Join(work, "count.log"))
+	for _, want := range []string{"003 (001.000.000)", "Job was checkpointed.", "004 (001.000.000)", "(1) Job was checkpointed.", "005 (001.000.000)"} {
+		if !strings.Contains(string(log), want) {
+			t.Errorf("event log lacks %q:\n%s", want, log)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(p.dir, "spool", "checkpoints", "root", "1.0.ckpt")); !os.IsNotExist(err) {
+		t.Errorf("the image outlived the job: %v", err)
+	}
+}
+
+// TestResumeFromLastCheckpoint kills a job's starter between periodic
+// checkpoints: the job runs again from its last checkpoint, not from the
+// start. Then a corrupted image is refused, and the job starts afresh (the
+// default) or goes on hold (OnRestoreFailure = "hold").
+func TestResumeFromLastCheckpoint(t *testing.T) {
+	p := startPoolWith(t, 1, checkpointConfig)
+	dir := t.TempDir()
+	_ = os.Chmod(dir, 0o755)
+	for _, f := range []string{"count.sh"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "examples", "migration", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(dir, f), string(b), 0o755)
+	}
+	c := p.submit(t, dir, "count.sub", "executable = count.sh\narguments = 400\ncheckpoint_interval = 1\noutput = count.out\nqueue\n")
+	id := fmt.Sprintf("%d.0", c)
+	eventually(t, 60*time.Second, "two checkpoints", func() bool {
+		ads := p.jobs(t, "q", id)
+		n, _ := ads[0]["NumCkpts"].(float64)
+		return n >= 2
+	})
+	before := len(counts(t, dir))
+	// The starter dies (SIGKILL, as if its machine crashed).
+	killStarters(t, p)
+	eventually(t, 60*time.Second, "the job to run again", func() bool {
+		got := counts(t, dir)
+		return len(got) > before+4
+	})
+	got := counts(t, dir)
+	restart := -1
+	for i := 1; i < len(got); i++ {
+		if got[i] != got[i-1]+1 {
+			restart = i
+			break
+		}
+	}
+	if restart < 0 || got[restart] == 1 {
+		t.Fatalf("after the starter was killed the count should go on from the last checkpoint (not from 1): %v", got)
+	}
+	t.Logf("killed at %d, resumed from the checkpoint at %d", got[restart-1], got[restart]-1)
+
+	// Corrupt the stored image: the next restore refuses it and the job
+	// starts afresh.
+	p.must(t, "hold", id)
+	eventually(t, 30*time.Second, "the held job to stop", func() bool { return p.jobStatus(t, id) == 5 })
+	img := filepath.Join(p.dir, "spool", "checkpoints", "root", id+".ckpt")
+	b, err := os.ReadFile(img)
+	if err != nil {
+		t.Fatalf("no stored image: %v", err)
+	}
+	for i := len(b) / 2; i < len(b)/2+64 && i < len(b); i++ {
+		b[i] ^= 0xff
+	}
+	if err := os.WriteFile(img, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "count.txt"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.must(t, "release", id)
+	eventually(t, 60*time.Second, "the job to start afresh", func() bool {
+		got := counts(t, dir)
+		return len(got) >= 2 && got[0] == 1
+	})
+}
+
+// killStarters SIGKILLs every starter of the pool's startds.
+func killStarters(t *testing.T, p *testPool) {
+	t.Helper()
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	killed := 0
+	for _, f := range procs {
+		b, _ := os.ReadFile(f)
+		args := strings.Split(string(b), "\x00")
+		if len(args) > 1 && args[1] == "starter" {
+			cwd, _ := os.Readlink(filepath.Join(filepath.Dir(f), "cwd"))
+			if strings.HasPrefix(cwd, p.dir) {
+				pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(f)))
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+				killed++
+			}
+		}
+	}
+	if killed == 0 {
+		t.Fatal("no starter to kill")
+	}
+}
