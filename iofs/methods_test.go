@@ -12,8 +12,11 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
+	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/iofs"
+	"harrier.dev/harrier/shadow"
 )
 
 func gz(t *testing.T, s string) []byte {
@@ -209,4 +212,50 @@ func TestRemapAndHTTP(t *testing.T) {
 	if _, err := os.ReadFile(guarded.path("web.txt")); !errors.Is(err, syscall.EACCES) {
 		t.Errorf("reading from a loopback URL with the default client: %v, want EACCES", err)
 	}
+}
+
+// TestChangesReachTheJob changes a file and then the mapping on the submit
+// side while iofs is mounted; with a short cache timeout the job sees both
+// at its next open.
+func TestChangesReachTheJob(t *testing.T) {
+	e := newEnvWith(t, "", iofs.Options{Timeout: time.Millisecond})
+	e.writeSubmit("small", "one")
+	if got := e.run(t, "cat", "small"); got != "one" {
+		t.Fatalf("first read: %q", got)
+	}
+	e.writeSubmit("small", "two")
+	e.waitFor(t, "small", "two")
+
+	other := t.TempDir()
+	if err := os.WriteFile(filepath.Join(other, "elsewhere"), []byte("three"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ad, err := classad.Parse(`[ Iwd = "` + e.submit + `"; FileRemaps = "small = ` + other + `/elsewhere" ]`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := shadow.NewMapping(ad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.io.SetMapping(m)
+	e.waitFor(t, "small", "three")
+}
+
+// waitFor reads name until it holds want: the kernel's and iofs's caches
+// expire after a millisecond, but a read may start just before.
+func (e *env) waitFor(t *testing.T, name, want string) {
+	t.Helper()
+	var got string
+	for range 100 {
+		data, err := os.ReadFile(e.path(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got = string(data); got == want {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Errorf("%s reads %q, want %q", name, got, want)
 }
