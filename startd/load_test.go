@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -89,11 +90,14 @@ func TestLoadMeterCountsOnlyStarterTrees(t *testing.T) {
 func testLoadMeter(t *testing.T, children bool) {
 	start := func(script string) *exec.Cmd {
 		cmd := exec.Command("/bin/sh", "-c", script)
+		// Its own process group, so that the cleanup reaches the busy
+		// grandchild too.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {
-			cmd.Process.Kill()
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			cmd.Wait()
 		})
 		return cmd
