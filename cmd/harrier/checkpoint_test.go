@@ -113,17 +113,19 @@ func TestResumeFromLastCheckpoint(t *testing.T) {
 		return len(got) > before+4
 	})
 	got := counts(t, dir)
-	restart := -1
+	// The job runs again from its last checkpoint: what it wrote after
+	// that checkpoint it writes again, and it never starts over from 1.
 	for i := 1; i < len(got); i++ {
 		if got[i] != got[i-1]+1 {
-			restart = i
-			break
+			if got[i] == 1 || got[i] > got[i-1] {
+				t.Fatalf("after the starter was killed the count should go on from the last checkpoint: %v", got)
+			}
+			t.Logf("killed at %d, resumed from the checkpoint at %d", got[i-1], got[i]-1)
 		}
 	}
-	if restart < 0 || got[restart] == 1 {
-		t.Fatalf("after the starter was killed the count should go on from the last checkpoint (not from 1): %v", got)
+	if starts, _ := p.jobs(t, "q", id)[0]["NumJobStarts"].(float64); starts < 2 {
+		t.Fatalf("the job ran %v times; it should have run again after its starter was killed", starts)
 	}
-	t.Logf("killed at %d, resumed from the checkpoint at %d", got[restart-1], got[restart]-1)
 
 	// Corrupt the stored image: the next restore refuses it and the job
 	// starts afresh.

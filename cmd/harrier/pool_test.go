@@ -60,6 +60,8 @@ func startPoolWith(t *testing.T, startds int, extra string) *testPool {
 		}
 		if t.Failed() {
 			logs, _ := filepath.Glob(filepath.Join(p.dir, "log", "*.log"))
+			starters, _ := filepath.Glob(filepath.Join(p.dir, "execute", "*", "starter.*.log"))
+			logs = append(logs, starters...)
 			for _, l := range logs {
 				b, _ := os.ReadFile(l)
 				t.Logf("---- %s\n%s", l, b)
