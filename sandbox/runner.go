@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runc/libcontainer/configs"
@@ -170,8 +171,21 @@ func destroyContainer(root, id string) error {
 		_ = c.Signal(os.Kill)
 		_ = killCgroup(filepath.Join(c.Config().Cgroups.Parent, id))
 	}
-	if err := c.Destroy(); err != nil {
-		return fmt.Errorf("destroy container %s: %w", id, err)
+	// The job's init, orphaned when its starter was killed, is reaped by
+	// whoever adopted it; until then libcontainer sees it running.
+	deadline := time.Now().Add(destroyPatience)
+	for {
+		err = c.Destroy()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("destroy container %s: %w", id, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	return nil
 }
+
+// destroyPatience is how long destroyContainer waits for a killed job's
+// processes to be reaped.
+const destroyPatience = 10 * time.Second

@@ -253,7 +253,7 @@ func waitReady(dir string, pc *poolConfig, startds int) error {
 func deadDaemon(dir string) error {
 	files, _ := filepath.Glob(filepath.Join(dir, "run", "*.pid"))
 	for _, f := range files {
-		if pid := readPid(f); pid > 0 && !alive(pid) {
+		if pid := readPid(f); pid > 0 && exited(pid) {
 			name := strings.TrimSuffix(filepath.Base(f), ".pid")
 			log, _ := os.ReadFile(filepath.Join(dir, "log", name+".log"))
 			lines := strings.Split(strings.TrimSpace(string(log)), "\n")
@@ -297,6 +297,18 @@ func readPid(path string) int {
 	}
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 	return pid
+}
+
+// exited reports whether process pid is gone (or a zombie). Unlike alive
+// it does not look at what the process runs, so a daemon caught between
+// fork and exec is not taken for dead.
+func exited(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	i := strings.LastIndexByte(string(stat), ')')
+	return i > 0 && i+2 < len(stat) && stat[i+2] == 'Z'
 }
 
 // alive reports whether pid is a running harrier process (not a zombie,
