@@ -180,12 +180,21 @@ func destroyContainer(root, id string) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("destroy container %s: %w", id, err)
+			break
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	// Its processes are dead (the cgroup was killed) but one is not yet
+	// reaped: the state can go without libcontainer's blessing.
+	if kerr := killCgroup(filepath.Join(c.Config().Cgroups.Parent, id)); kerr != nil {
+		return fmt.Errorf("destroy container %s: %w", id, errors.Join(err, kerr))
+	}
+	if rerr := os.RemoveAll(filepath.Join(root, id)); rerr != nil {
+		return fmt.Errorf("destroy container %s: %w", id, errors.Join(err, rerr))
+	}
+	return nil
 }
 
 // destroyPatience is how long destroyContainer waits for a killed job's
 // processes to be reaped.
-const destroyPatience = 10 * time.Second
+const destroyPatience = 3 * time.Second
