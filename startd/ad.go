@@ -70,18 +70,6 @@ func machineAd(c adConfig, m machine, v view, now time.Time) *classad.ClassAd {
 		if cl.jobID != "" {
 			ad.SetString("JobId", cl.jobID)
 		}
-		// How much the machine wants the job it runs: a job it ranks
-		// higher may preempt it.
-		if cl.job != nil {
-			v := ad.EvalAttrAgainst("Rank", cl.job)
-			if r, ok := v.RealValue(); ok {
-				ad.SetReal("CurrentRank", r)
-			} else if b, ok := v.BoolValue(); ok && b {
-				ad.SetReal("CurrentRank", 1)
-			} else {
-				ad.SetReal("CurrentRank", 0)
-			}
-		}
 	}
 	return ad
 }

@@ -27,8 +27,7 @@ func (e *endpoint) Matched(_ context.Context, req *wire.StartdMatchedRequest) (*
 	if req.ClaimId == "" {
 		return nil, status.Error(codes.InvalidArgument, "matched: empty claim id")
 	}
-	job, err := parseJobAd(req.JobAd)
-	if err != nil {
+	if _, err := parseJobAd(req.JobAd); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
@@ -36,20 +35,6 @@ func (e *endpoint) Matched(_ context.Context, req *wire.StartdMatchedRequest) (*
 	sl := s.slotByName(req.Slot)
 	if sl == nil {
 		return nil, status.Errorf(codes.NotFound, "matched: no slot %q", req.Slot)
-	}
-	// The negotiator preempts a claim for a job the machine ranks higher,
-	// or whose user has the better priority: preemption is a vacate (the
-	// job is checkpointed where it can be and runs again elsewhere), never
-	// a silent kill. Once the slot is free it is matched anew.
-	if reason, ok := job.EvalString("PreemptReason"); ok && reason != "" {
-		switch sl.phase.(type) {
-		case claimedBusy, claimedSuspended:
-			s.apply(sl, vacateJob, "preempted: "+reason)
-			return nil, status.Errorf(codes.Unavailable, "matched: vacating the job on %s for a better match; it will be free shortly", sl.name)
-		case claimedIdle:
-			s.apply(sl, releaseClaim, "preempted: "+reason)
-			return nil, status.Errorf(codes.Unavailable, "matched: released the idle claim on %s for a better match", sl.name)
-		}
 	}
 	if _, ok := sl.phase.(unclaimed); !ok {
 		return nil, status.Errorf(codes.FailedPrecondition, "matched: %s is %s, not %s", sl.name, sl.phase.status(), unclaimed{}.status())
