@@ -1,0 +1,68 @@
+package starter
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"harrier.dev/harrier/classad"
+)
+
+func TestSignalNumber(t *testing.T) {
+	for in, want := range map[string]unix.Signal{
+		"": unix.SIGTERM, "SIGTERM": unix.SIGTERM, "term": unix.SIGTERM, "SIGINT": unix.SIGINT,
+		"KILL": unix.SIGKILL, "9": unix.SIGKILL, " SIGUSR1 ": unix.SIGUSR1, "nonsense": unix.SIGTERM, "99": unix.SIGTERM,
+	} {
+		if got := signalNumber(in); got != want {
+			t.Errorf("signalNumber(%q) = %v, want %v", in, got, want)
+		}
+	}
+}
+
+func TestWantCheckpoint(t *testing.T) {
+	for src, want := range map[string]bool{
+		`[ A = 1 ]`:                      true,
+		`[ WantCheckpoint = true ]`:      true,
+		`[ WantCheckpoint = false ]`:     false,
+		`[ WantCheckpoint = undefined ]`: true,
+	} {
+		ad, err := classad.Parse(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := wantCheckpoint(ad); got != want {
+			t.Errorf("wantCheckpoint(%s) = %v, want %v", src, got, want)
+		}
+	}
+}
+
+func TestJobEnvKeepsTheJobsOwnLast(t *testing.T) {
+	env := jobEnv([]string{"PATH=/opt/bin", "A=1"}, "/scratch")
+	if !slices.Contains(env, "_CONDOR_SCRATCH_DIR=/scratch") || !slices.Contains(env, "TMPDIR=/scratch") {
+		t.Errorf("scratch variables missing: %q", env)
+	}
+	// A later entry wins when a program reads the environment, so the
+	// job's own PATH must come after the default one.
+	if i, j := slices.Index(env, "PATH=/usr/local/bin:/usr/bin:/bin"), slices.Index(env, "PATH=/opt/bin"); i < 0 || j < i {
+		t.Errorf("job's PATH does not override the default: %q", env)
+	}
+}
+
+func TestReadSpecRequiresTheEssentials(t *testing.T) {
+	for _, in := range []string{
+		`{}`,
+		`{"job_ad": "[A=1]"}`,
+		`{"job_ad": "[A=1]", "shadow_addr": "h:1"}`,
+		`not json`,
+	} {
+		if _, err := ReadSpec(strings.NewReader(in)); err == nil {
+			t.Errorf("ReadSpec(%s) accepted an incomplete spec", in)
+		}
+	}
+	s, err := ReadSpec(strings.NewReader(`{"job_ad": "[A=1]", "shadow_addr": "h:1", "scratch_dir": "/s", "sandbox": "container"}`))
+	if err != nil || s.Sandbox != "container" || s.ScratchDir != "/s" {
+		t.Errorf("ReadSpec = %+v, %v", s, err)
+	}
+}
