@@ -83,11 +83,11 @@ func (a *Agent) executing(ctx context.Context, r *run, host string) {
 		starts, _ := ad.EvalInt("NumJobStarts")
 		now := time.Now().Unix()
 		c := change{
-			"JobStatus":         classad.Int(Running),
-			"NumJobStarts":      classad.Int(starts + 1),
+			"JobStatus":           classad.Int(Running),
+			"NumJobStarts":        classad.Int(starts + 1),
 			"JobCurrentStartDate": classad.Int(now),
-			"RemoteHost":        classad.String(r.slot),
-			"LastRemoteHost":    classad.String(r.slot),
+			"RemoteHost":          classad.String(r.slot),
+			"LastRemoteHost":      classad.String(r.slot),
 		}
 		if _, ok := ad.Lookup("JobStartDate"); !ok {
 			c["JobStartDate"] = classad.Int(now)

@@ -12,7 +12,6 @@ const (
 
 // Hold reason codes, as HTCondor numbers HoldReasonCode.
 const (
-	holdByUser         = 1
-	holdByJobPolicy    = 3
-	holdSubmittedOnHold = 15
+	holdByUser      = 1
+	holdByJobPolicy = 3
 )

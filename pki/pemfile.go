@@ -70,6 +70,11 @@ func readCerts(path string) ([]*x509.Certificate, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseCerts(data, path)
+}
+
+// parseCerts parses PEM certificates from data (named name in errors).
+func parseCerts(data []byte, name string) ([]*x509.Certificate, error) {
 	var certs []*x509.Certificate
 	for {
 		var b *pem.Block
@@ -82,12 +87,12 @@ func readCerts(path string) ([]*x509.Certificate, error) {
 		}
 		c, err := x509.ParseCertificate(b.Bytes)
 		if err != nil {
-			return nil, fmt.Errorf("parse %s: %w", path, err)
+			return nil, fmt.Errorf("parse %s: %w", name, err)
 		}
 		certs = append(certs, c)
 	}
 	if len(certs) == 0 {
-		return nil, fmt.Errorf("%s: no PEM certificate", path)
+		return nil, fmt.Errorf("%s: no PEM certificate", name)
 	}
 	return certs, nil
 }

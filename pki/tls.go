@@ -43,6 +43,10 @@ func ServerConfig(certPath, keyPath, caPath string) (*tls.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server TLS config: %w", err)
 	}
+	return serverConfig(cert, roots), nil
+}
+
+func serverConfig(cert tls.Certificate, roots *x509.CertPool) *tls.Config {
 	return &tls.Config{
 		MinVersion:   tls.VersionTLS13,
 		Certificates: []tls.Certificate{cert},
@@ -51,7 +55,7 @@ func ServerConfig(certPath, keyPath, caPath string) (*tls.Config, error) {
 		// handshake here already.
 		ClientAuth:       tls.RequireAnyClientCert,
 		VerifyConnection: verifier(roots, x509.ExtKeyUsageClientAuth),
-	}, nil
+	}
 }
 
 // ClientConfig returns a TLS 1.3 client configuration that presents the
@@ -63,12 +67,36 @@ func ClientConfig(certPath, keyPath, caPath string) (*tls.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client TLS config: %w", err)
 	}
+	return clientConfig(cert, roots), nil
+}
+
+func clientConfig(cert tls.Certificate, roots *x509.CertPool) *tls.Config {
 	return &tls.Config{
 		MinVersion:         tls.VersionTLS13,
 		Certificates:       []tls.Certificate{cert},
 		InsecureSkipVerify: true, // replaced by VerifyConnection, which skips only the host name
 		VerifyConnection:   verifier(roots, x509.ExtKeyUsageServerAuth),
-	}, nil
+	}
+}
+
+// ConfigsFromPEM returns the server and client configurations of
+// ServerConfig and ClientConfig for PEM-encoded material held in memory
+// (a process that may not read the files, such as a shadow running as a
+// job's owner, is handed the bytes).
+func ConfigsFromPEM(certPEM, keyPEM, caPEM []byte) (server, client *tls.Config, err error) {
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, nil, fmt.Errorf("TLS config: %w", err)
+	}
+	cas, err := parseCerts(caPEM, "CA")
+	if err != nil {
+		return nil, nil, fmt.Errorf("TLS config: %w", err)
+	}
+	roots := x509.NewCertPool()
+	for _, c := range cas {
+		roots.AddCert(c)
+	}
+	return serverConfig(cert, roots), clientConfig(cert, roots), nil
 }
 
 // load reads a key pair and a CA certificate pool.

@@ -10,9 +10,9 @@ package shadow
 
 import (
 	"context"
-	"crypto/tls"
 	"crypto/rand"
 	"crypto/subtle"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"

@@ -92,9 +92,9 @@ func execute(ctx context.Context, start func(context.Context, *Task) (Job, error
 		periodic = t.C
 	}
 	var (
-		hardKill    <-chan time.Time
-		evict       string
-		suspended   bool
+		hardKill  <-chan time.Time
+		evict     string
+		suspended bool
 	)
 	stop := func(reason string) {
 		if hardKill != nil {
