@@ -102,8 +102,10 @@ echo "done"
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, "the orphaned job's process to go", func() bool { return len(sleepers()) == 0 })
-	// The orphaned container's init must be reaped by whoever adopted it
-	// before its state can go.
+	// The agent runs the interrupted job again; removing it leaves the
+	// startd nothing to keep. The dead starter's container must be gone
+	// too (its init is reaped by whoever adopted it first).
+	p.must(t, "rm", fmt.Sprintf("%d.0", sl))
 	exec := filepath.Join(p.dir, "execute")
 	eventually(t, 30*time.Second, "the startd to remove the dead starter's container", func() bool {
 		left, _ := filepath.Glob(filepath.Join(exec, "*", "sandbox", "containers", "*"))
