@@ -99,7 +99,7 @@ print(os.path.getsize("py.txt"))
 		// A program that lives only on the submit side runs from iofs.
 		prog, err := os.ReadFile("/bin/echo")
 		if err != nil {
-			t.Skip(err)
+			t.Skipf("needs /bin/echo to copy to the submit side: %v", err)
 		}
 		if err := os.WriteFile(filepath.Join(e.submit, "myecho"), prog, 0o755); err != nil {
 			t.Fatal(err)
