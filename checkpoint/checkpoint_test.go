@@ -89,7 +89,7 @@ func testDumpRestore(t *testing.T, loopbackOnly bool) {
 	id := fmt.Sprintf("ckpt-plain-%v", loopbackOnly)
 	cfg := containerConfig(t, id, jobDir, 256<<20)
 	// The job notes the state of its loopback interface as it counts.
-	args := []string{"sh", "-c", strings.Replace(countScript, "sleep 0.1;", "ip -o link show lo >/job/lo.txt; sleep 0.1;", 1)}
+	args := []string{"sh", "-c", strings.Replace(countScript, "sleep 0.1;", "ip -o link show lo >/job/lo.tmp && mv /job/lo.tmp /job/lo.txt; sleep 0.1;", 1)}
 	j := startJob(t, root, id, cfg, args, nil)
 	countsFile := filepath.Join(jobDir, "counts.txt")
 	waitCount(t, countsFile, 5)
