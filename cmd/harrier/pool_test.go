@@ -163,6 +163,13 @@ func TestPersonalPoolRunsHello(t *testing.T) {
 	if len(hist) != 1 || hist[0]["JobStatus"] != 4.0 || hist[0]["ExitCode"] != 0.0 {
 		t.Errorf("history = %v", hist)
 	}
+	if wall, ok := hist[0]["RemoteWallClockTime"].(float64); !ok || wall < 0 {
+		t.Errorf("history RemoteWallClockTime = %v, want the run's seconds", hist[0]["RemoteWallClockTime"])
+	}
+	// Options may follow -af's attributes, as with condor_history.
+	if out := p.must(t, "history", "-af", "ClusterId", "ExitCode", "-constraint", "ClusterId == 1"); out != "1 0\n" {
+		t.Errorf("history -af ClusterId ExitCode -constraint ...: %q", out)
+	}
 	if q := p.jobs(t, "q"); len(q) != 0 {
 		t.Errorf("queue not empty after completion: %v", q)
 	}
