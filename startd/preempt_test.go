@@ -95,8 +95,16 @@ func TestPreemptingMatchTakesTheSlot(t *testing.T) {
 		t.Errorf("CurrentRank of alice's claim = %v (%v), want 1", r, ok)
 	}
 
-	// A preempting match takes an idle claim's slot at once.
-	if _, err := h.client.Matched(ctx, &wire.StartdMatchedRequest{Slot: slot, ClaimId: "c4", JobAd: preemptingAd}); err != nil {
+	// A rank preemption that the machine's RANK does not bear out (the
+	// negotiator read an old ad) is refused.
+	_, err = h.client.Matched(ctx, &wire.StartdMatchedRequest{Slot: slot, ClaimId: "c5",
+		JobAd: `[ MyType = "Job"; ClusterId = 9; ProcId = 0; Owner = "bob"; Requirements = true; PreemptReason = "rank" ]`})
+	wantCode(t, err, codes.FailedPrecondition)
+
+	// A preempting match takes an idle claim's slot at once (here by
+	// priority, for a job RANK likes as much as the claim's).
+	byPriority := `[ MyType = "Job"; ClusterId = 10; ProcId = 0; Owner = "alice"; Requirements = true; PreemptReason = "priority" ]`
+	if _, err := h.client.Matched(ctx, &wire.StartdMatchedRequest{Slot: slot, ClaimId: "c4", JobAd: byPriority}); err != nil {
 		t.Fatal(err)
 	}
 	h.collector.waitStatus(t, slot, Status{Matched, Idle})

@@ -66,10 +66,15 @@ func (e *endpoint) Matched(_ context.Context, req *wire.StartdMatchedRequest) (*
 		s.match(sl, req.ClaimId)
 		return &wire.StartdMatchedReply{}, nil
 	case claimedIdle, claimedBusy, claimedSuspended:
-		if reason != "" {
-			s.preempt(sl, req.ClaimId, machineAd(s.adc, m, sl.view(), now), job, reason)
-			return &wire.StartdMatchedReply{}, nil
+		if reason == "" {
+			break
 		}
+		ad := machineAd(s.adc, m, sl.view(), now)
+		if err := checkPreemption(ad, job, reason); err != nil {
+			return nil, status.Errorf(codes.FailedPrecondition, "matched: %s: %v", sl.name, err)
+		}
+		s.preempt(sl, req.ClaimId, ad, job, reason)
+		return &wire.StartdMatchedReply{}, nil
 	}
 	return nil, status.Errorf(codes.FailedPrecondition, "matched: %s is %s, not %s", sl.name, sl.phase.status(), unclaimed{}.status())
 }
@@ -90,6 +95,23 @@ func (s *Startd) expireMatch(sl *slot, claimID string) {
 		s.log.Info("match not claimed in time", "slot", sl.name)
 		s.move(sl, unclaimed{})
 	}
+}
+
+// checkPreemption checks a preempting match against the claim the slot
+// has now, whose machine ad is ad: the negotiator decided on an ad that
+// may be out of date (the slot may have changed hands since). A job
+// preempts by rank only if the machine's RANK of it is above CurrentRank,
+// and by priority only if it is not below.
+func checkPreemption(ad, job *classad.ClassAd, reason string) error {
+	current, _ := ad.EvalReal("CurrentRank")
+	rank := classad.Rank(ad, job)
+	switch {
+	case reason == "rank" && rank <= current:
+		return fmt.Errorf("RANK of the preempting job is %g, not above CurrentRank %g", rank, current)
+	case rank < current:
+		return fmt.Errorf("RANK of the preempting job is %g, below CurrentRank %g", rank, current)
+	}
+	return nil
 }
 
 // preempt gives the Claimed slot sl to the preempting match claimID for
