@@ -98,12 +98,16 @@ func TestPreemptingMatchTakesTheSlot(t *testing.T) {
 	// A rank preemption that the machine's RANK does not bear out (the
 	// negotiator read an old ad) is refused.
 	_, err = h.client.Matched(ctx, &wire.StartdMatchedRequest{Slot: slot, ClaimId: "c5",
-		JobAd: `[ MyType = "Job"; ClusterId = 9; ProcId = 0; Owner = "bob"; Requirements = true; PreemptReason = "rank" ]`})
+		JobAd: `[ MyType = "Job"; ClusterId = 9; ProcId = 0; Owner = "bob"; Requirements = true; PreemptReason = "rank"; PreemptsJob = "7.0" ]`})
+	wantCode(t, err, codes.FailedPrecondition)
+	// So is one that names a job other than the claim's: the slot changed
+	// hands since the negotiator read its ad.
+	_, err = h.client.Matched(ctx, &wire.StartdMatchedRequest{Slot: slot, ClaimId: "c5", JobAd: preemptingAd})
 	wantCode(t, err, codes.FailedPrecondition)
 
 	// A preempting match takes an idle claim's slot at once (here by
 	// priority, for a job RANK likes as much as the claim's).
-	byPriority := `[ MyType = "Job"; ClusterId = 10; ProcId = 0; Owner = "alice"; Requirements = true; PreemptReason = "priority" ]`
+	byPriority := `[ MyType = "Job"; ClusterId = 10; ProcId = 0; Owner = "alice"; Requirements = true; PreemptReason = "priority"; PreemptsJob = "7.0" ]`
 	if _, err := h.client.Matched(ctx, &wire.StartdMatchedRequest{Slot: slot, ClaimId: "c4", JobAd: byPriority}); err != nil {
 		t.Fatal(err)
 	}

@@ -19,9 +19,13 @@ type endpoint struct {
 	s *Startd
 }
 
-// attrPreemptReason is the job ad attribute by which the negotiator marks
-// a preempting match ("rank" or "priority"; matchmaker.AttrPreemptReason).
-const attrPreemptReason = "PreemptReason"
+// The job ad attributes by which the negotiator marks a preempting match
+// (matchmaker.AttrPreemptReason and AttrPreemptsJob): why it preempts,
+// "rank" or "priority", and the JobId of the claim it preempts.
+const (
+	attrPreemptReason = "PreemptReason"
+	attrPreemptsJob   = "PreemptsJob"
+)
 
 // Matched puts an Unclaimed slot into Matched, where it waits for a claim
 // with the same id; if none comes within the match timeout it goes back to
@@ -69,8 +73,9 @@ func (e *endpoint) Matched(_ context.Context, req *wire.StartdMatchedRequest) (*
 		if reason == "" {
 			break
 		}
-		ad := machineAd(s.adc, m, sl.view(), now)
-		if err := checkPreemption(ad, job, reason); err != nil {
+		v := sl.view()
+		ad := machineAd(s.adc, m, v, now)
+		if err := checkPreemption(ad, job, v.claim, reason); err != nil {
 			return nil, status.Errorf(codes.FailedPrecondition, "matched: %s: %v", sl.name, err)
 		}
 		s.preempt(sl, req.ClaimId, ad, job, reason)
@@ -97,12 +102,16 @@ func (s *Startd) expireMatch(sl *slot, claimID string) {
 	}
 }
 
-// checkPreemption checks a preempting match against the claim the slot
-// has now, whose machine ad is ad: the negotiator decided on an ad that
-// may be out of date (the slot may have changed hands since). A job
-// preempts by rank only if the machine's RANK of it is above CurrentRank,
-// and by priority only if it is not below.
-func checkPreemption(ad, job *classad.ClassAd, reason string) error {
+// checkPreemption checks a preempting match for job against the claim c
+// the slot has now, whose machine ad is ad: the negotiator decided on an
+// ad that may be out of date. The match must preempt the claim's job
+// (PreemptsJob, the JobId the negotiator read), not one that has taken
+// the slot since; and a job preempts by rank only if the machine's RANK
+// of it is above CurrentRank, by priority only if it is not below.
+func checkPreemption(ad, job *classad.ClassAd, c *claim, reason string) error {
+	if victim := evalString(job, attrPreemptsJob); victim != c.jobID {
+		return fmt.Errorf("the match preempts job %q, but the slot's claim is for job %q", victim, c.jobID)
+	}
 	current, _ := ad.EvalReal("CurrentRank")
 	rank := classad.Rank(ad, job)
 	switch {
