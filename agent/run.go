@@ -199,9 +199,9 @@ func (a *Agent) useClaim(ctx context.Context, c *claim, r *run) {
 // nextJobFor picks the next idle job of the claim's owner that matches the
 // claimed machine and registers a run for it. Only the owner's jobs reuse
 // a claim, as in HTCondor: the slot is charged to the owner, and a claim
-// won by the owner's priority must not serve another user. It looks first at the jobs that follow the one
-// just finished in its cluster, which usually match too, so that a large
-// queue is not scanned for every job.
+// won by the owner's priority must not serve another user. It looks first
+// at the jobs that follow the one just finished in its cluster, which
+// usually match too, so that a large queue is not scanned for every job.
 func (a *Agent) nextJobFor(c *claim, after jobqueue.JobID) (*run, *classad.ClassAd) {
 	try := func(id jobqueue.JobID, ad *classad.ClassAd) *run {
 		if st, _ := ad.EvalInt("JobStatus"); st != Idle || !isJob(id) || !classad.Match(ad, c.machine) {
