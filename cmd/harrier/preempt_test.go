@@ -143,11 +143,13 @@ func TestPreemptByMachineRank(t *testing.T) {
 	_ = os.Chmod(dir, 0o755)
 	a := fmt.Sprintf("%d.0", p.submit(t, dir, "a.sub", "executable = /bin/sleep\narguments = 15\nlog = a.log\nqueue\n"))
 	eventually(t, 60*time.Second, "the ordinary job to run", func() bool { return p.jobStatus(t, a) == 2 })
-	if m := p.machine(t); m["CurrentRank"] != 0.0 {
-		t.Errorf("CurrentRank with the ordinary job = %v, want 0", m["CurrentRank"])
-	}
+	// The slot's ad says how much its RANK likes the job it runs.
+	eventually(t, 30*time.Second, "the slot to publish CurrentRank 0", func() bool {
+		m := p.machine(t)
+		return m["State"] == "Claimed" && m["CurrentRank"] == 0.0
+	})
 
-	b := fmt.Sprintf("%d.0", p.submit(t, dir, "b.sub", "executable = /bin/sleep\narguments = 3\n+Preferred = true\nlog = b.log\nqueue\n"))
+	b := fmt.Sprintf("%d.0", p.submit(t, dir, "b.sub", "executable = /bin/sleep\narguments = 10\n+Preferred = true\nlog = b.log\nqueue\n"))
 	eventually(t, 60*time.Second, "the ordinary job to be evicted", func() bool {
 		return strings.Contains(readLog(t, filepath.Join(dir, "a.log")), "004 (")
 	})
@@ -155,9 +157,10 @@ func TestPreemptByMachineRank(t *testing.T) {
 	if st := p.jobStatus(t, a); st != 1 {
 		t.Errorf("the evicted job's JobStatus is %d while the preferred job runs, want 1 (idle)", st)
 	}
-	if m := p.machine(t); m["CurrentRank"] != 1.0 || m["JobId"] != b {
-		t.Errorf("the slot runs %v with CurrentRank %v, want %s with 1", m["JobId"], m["CurrentRank"], b)
-	}
+	eventually(t, 30*time.Second, "the slot to publish the preferred job's CurrentRank", func() bool {
+		m := p.machine(t)
+		return m["State"] == "Claimed" && m["JobId"] == b && m["CurrentRank"] == 1.0
+	})
 	checkPreemptedOnce(t, p, a, b, filepath.Join(dir, "a.log"), filepath.Join(dir, "b.log"), "rank")
 }
 
@@ -170,17 +173,18 @@ func TestPreemptByMachineRank(t *testing.T) {
 // that shadows can run as nobody.
 func TestPreemptByUserPriority(t *testing.T) {
 	const factors = "PRIORITY_FACTORS = nobody=1000\n"
-	const long = "executable = /bin/sleep\narguments = 15\nlog = nobody.log\nqueue\n"
-	const short = "executable = /bin/sleep\narguments = 3\nlog = root.log\nqueue\n"
+	sleep := func(secs int, user string) string {
+		return fmt.Sprintf("executable = /bin/sleep\narguments = %d\nlog = %s.log\nqueue\n", secs, user)
+	}
 
 	t.Run("PreemptionRequirements", func(t *testing.T) {
 		p := startPoolFrom(t, publicBinary(t), 1, preemptTestConf+factors+"PREEMPTION_REQUIREMENTS = RemoteUserPrio > SubmitterUserPrio * 1.2\n")
 		dir := t.TempDir()
 		_ = os.Chmod(dir, 0o777)
-		a := fmt.Sprintf("%d.0", p.submitAs(t, "nobody", dir, "nobody.sub", long))
+		a := fmt.Sprintf("%d.0", p.submitAs(t, "nobody", dir, "nobody.sub", sleep(15, "nobody")))
 		eventually(t, 60*time.Second, "nobody's job to run", func() bool { return p.jobStatus(t, a) == 2 })
 
-		b := fmt.Sprintf("%d.0", p.submit(t, dir, "root.sub", short))
+		b := fmt.Sprintf("%d.0", p.submit(t, dir, "root.sub", sleep(10, "root")))
 		eventually(t, 60*time.Second, "root's job to run", func() bool { return p.jobStatus(t, b) == 2 })
 		if !strings.Contains(readLog(t, filepath.Join(dir, "nobody.log")), "004 (") {
 			t.Errorf("nobody's job was not evicted:\n%s", readLog(t, filepath.Join(dir, "nobody.log")))
@@ -209,9 +213,9 @@ func TestPreemptByUserPriority(t *testing.T) {
 		p := startPoolFrom(t, publicBinary(t), 1, preemptTestConf+factors)
 		dir := t.TempDir()
 		_ = os.Chmod(dir, 0o777)
-		a := fmt.Sprintf("%d.0", p.submitAs(t, "nobody", dir, "nobody.sub", long))
+		a := fmt.Sprintf("%d.0", p.submitAs(t, "nobody", dir, "nobody.sub", sleep(300, "nobody")))
 		eventually(t, 60*time.Second, "nobody's job to run", func() bool { return p.jobStatus(t, a) == 2 })
-		b := fmt.Sprintf("%d.0", p.submit(t, dir, "root.sub", short))
+		b := fmt.Sprintf("%d.0", p.submit(t, dir, "root.sub", sleep(10, "root")))
 		submitted := time.Now().Unix()
 
 		// Three negotiation cycles that saw root's idle job.
@@ -238,7 +242,8 @@ func TestPreemptByUserPriority(t *testing.T) {
 		if n := p.countIn(t, "matchmaker", "msg=preempting"); n != 0 {
 			t.Errorf("the matchmaker preempted %d times without PREEMPTION_REQUIREMENTS", n)
 		}
-		// root's job runs once nobody's is done.
+		// root's job runs once nobody's is gone.
+		p.must(t, "rm", a)
 		if out, code := p.harrier(t, "wait", "--timeout", "120", b); code != 0 {
 			t.Fatalf("root's job did not complete: exit %d: %s", code, out)
 		}
