@@ -249,3 +249,21 @@ func TestPreemptByUserPriority(t *testing.T) {
 		}
 	})
 }
+
+func TestPriorityFactors(t *testing.T) {
+	got, err := priorityFactors("nobody=1000, alice=2.5\tbob=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got["nobody"] != 1000 || got["alice"] != 2.5 || got["bob"] != 1 {
+		t.Errorf("factors %v", got)
+	}
+	if got, err := priorityFactors(""); err != nil || len(got) != 0 {
+		t.Errorf("no factors: %v, %v", got, err)
+	}
+	for _, bad := range []string{"nobody", "nobody=", "=3", "nobody=0", "nobody=-1", "nobody=x"} {
+		if _, err := priorityFactors(bad); err == nil || !strings.Contains(err.Error(), "PRIORITY_FACTORS") {
+			t.Errorf("%q: error %v, want one naming PRIORITY_FACTORS", bad, err)
+		}
+	}
+}
