@@ -819,9 +819,12 @@ func (x *RequestClaimRequest) GetAgent() string {
 type RequestClaimReply struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Accepted bool                   `protobuf:"varint,1,opt,name=accepted,proto3" json:"accepted,omitempty"`
-	// Why a claim was refused, for the job's record.
-	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
-	MachineAd     string `protobuf:"bytes,3,opt,name=machine_ad,json=machineAd,proto3" json:"machine_ad,omitempty"`
+	// Why a claim was refused, or what it waits for, for the job's record.
+	Reason    string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	MachineAd string `protobuf:"bytes,3,opt,name=machine_ad,json=machineAd,proto3" json:"machine_ad,omitempty"`
+	// The slot is vacating its job for this claim (a preempting match): the
+	// claim is neither accepted nor refused yet; ask again with the same id.
+	Pending       bool `protobuf:"varint,4,opt,name=pending,proto3" json:"pending,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -875,6 +878,13 @@ func (x *RequestClaimReply) GetMachineAd() string {
 		return x.MachineAd
 	}
 	return ""
+}
+
+func (x *RequestClaimReply) GetPending() bool {
+	if x != nil {
+		return x.Pending
+	}
+	return false
 }
 
 type ActivateClaimRequest struct {
@@ -2704,12 +2714,13 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\x04slot\x18\x01 \x01(\tR\x04slot\x12\x19\n" +
 	"\bclaim_id\x18\x02 \x01(\tR\aclaimId\x12\x15\n" +
 	"\x06job_ad\x18\x03 \x01(\tR\x05jobAd\x12\x14\n" +
-	"\x05agent\x18\x04 \x01(\tR\x05agent\"f\n" +
+	"\x05agent\x18\x04 \x01(\tR\x05agent\"\x80\x01\n" +
 	"\x11RequestClaimReply\x12\x1a\n" +
 	"\baccepted\x18\x01 \x01(\bR\baccepted\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x1d\n" +
 	"\n" +
-	"machine_ad\x18\x03 \x01(\tR\tmachineAd\"\x81\x01\n" +
+	"machine_ad\x18\x03 \x01(\tR\tmachineAd\x12\x18\n" +
+	"\apending\x18\x04 \x01(\bR\apending\"\x81\x01\n" +
 	"\x14ActivateClaimRequest\x12\x19\n" +
 	"\bclaim_id\x18\x01 \x01(\tR\aclaimId\x12\x15\n" +
 	"\x06job_ad\x18\x02 \x01(\tR\x05jobAd\x12\x1f\n" +

@@ -28,6 +28,13 @@ func startPool(t *testing.T, startds int) *testPool {
 // appended before the daemons start.
 func startPoolWith(t *testing.T, startds int, extra string) *testPool {
 	t.Helper()
+	return startPoolFrom(t, harrierBin(t), startds, extra)
+}
+
+// startPoolFrom is startPoolWith with the binary bin as harrier: its
+// daemons, shadows and starters run bin.
+func startPoolFrom(t *testing.T, bin string, startds int, extra string) *testPool {
+	t.Helper()
 	needRoot(t)
 	base := t.TempDir()
 	// Other users (the permission tests) must reach the agent's socket.
@@ -49,9 +56,9 @@ func startPoolWith(t *testing.T, startds int, extra string) *testPool {
 		}
 		f.Close()
 	}
-	out := mustHarrier(t, nil, "pool", "up", "--dir", p.dir, "--startds", strconv.Itoa(startds), "--detach")
-	if !strings.Contains(out, "Pool up") {
-		t.Fatalf("pool up said: %s", out)
+	out, code := harrierFrom(t, bin, nil, "pool", "up", "--dir", p.dir, "--startds", strconv.Itoa(startds), "--detach")
+	if code != 0 || !strings.Contains(out, "Pool up") {
+		t.Fatalf("pool up: exit %d: %s", code, out)
 	}
 	t.Cleanup(func() {
 		out, code := harrier(t, nil, "pool", "down", "--dir", p.dir)
@@ -240,10 +247,10 @@ func TestHoldReleaseRemove(t *testing.T) {
 	}
 }
 
-// harrierAs runs a harrier command as another Unix user.
-func harrierAs(t *testing.T, env []string, username string, args ...string) (string, int) {
+// publicBinary returns a copy of the test binary that every user may run:
+// the test binary sits in a directory only root may enter.
+func publicBinary(t *testing.T) string {
 	t.Helper()
-	// The test binary sits in a directory only root may enter: run a copy.
 	bin := filepath.Join(t.TempDir(), "harrier")
 	if out, err := exec.Command("cp", harrierBin(t), bin).CombinedOutput(); err != nil {
 		t.Fatalf("copy binary: %v: %s", err, out)
@@ -251,7 +258,13 @@ func harrierAs(t *testing.T, env []string, username string, args ...string) (str
 	for d := filepath.Dir(bin); d != "/" && d != "/tmp"; d = filepath.Dir(d) {
 		_ = os.Chmod(d, 0o755)
 	}
-	cmd := exec.Command(bin, args...)
+	return bin
+}
+
+// harrierAs runs a harrier command as another Unix user.
+func harrierAs(t *testing.T, env []string, username string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(publicBinary(t), args...)
 	cmd.Env = append(append(os.Environ(), asHarrier+"=1"), env...)
 	uid, gid := lookupIDs(t, username)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: gid}}
