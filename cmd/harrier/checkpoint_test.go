@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -171,5 +172,103 @@ func killStarters(t *testing.T, p *testPool) {
 	}
 	if killed == 0 {
 		t.Fatal("no starter to kill")
+	}
+}
+
+// netState is what ip shows of a namespace's network: its links,
+// addresses and routes.
+func netState(t *testing.T, ns string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, what := range [][]string{{"-br", "link"}, {"-br", "addr"}, {"route"}} {
+		out, err := exec.Command("ip", append([]string{"-n", ns}, what...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("ip -n %s %s: %v: %s", ns, strings.Join(what, " "), err, out)
+		}
+		b.Write(out)
+	}
+	return b.String()
+}
+
+// TestMigrationAcrossHosts vacates a counting job from one execute host of
+// a netns pool (a submit host with the matchmaker and the agent, two
+// execute hosts); it is checkpointed, its image goes to the submit host,
+// and the other execute host restores it. The count it appends to a
+// submit-side file through iofs runs on unbroken, and every host's network
+// is as it was.
+func TestMigrationAcrossHosts(t *testing.T) {
+	n := newNetnsPool(t, "submit", "exec1", "exec2")
+	n.extra = checkpointConfig
+	n.configure("submit", map[string]string{"submit": "matchmaker,agent", "exec1": "startd", "exec2": "startd"})
+	n.daemon("submit", "matchmaker")
+	n.daemon("submit", "agent")
+	n.daemon("exec1", "startd")
+	n.daemon("exec2", "startd")
+	eventually(t, 30*time.Second, "both execute hosts to be advertised", func() bool {
+		out, code := n.tool("submit", "status")
+		return code == 0 && strings.Contains(out, "slot1@exec1") && strings.Contains(out, "slot1@exec2")
+	})
+	before := map[string]string{}
+	for name, h := range n.hosts {
+		before[name] = netState(t, h.ns)
+	}
+
+	work := filepath.Join(n.hosts["submit"].dir, "work")
+	if out, err := exec.Command("cp", "-a", filepath.Join("..", "..", "examples", "migration"), work).CombinedOutput(); err != nil {
+		t.Fatalf("copy example: %v: %s", err, out)
+	}
+	if out, code := n.tool("submit", "submit", filepath.Join(work, "count.sub")); code != 0 {
+		t.Fatalf("submit: exit %d: %s", code, out)
+	}
+	eventually(t, 60*time.Second, "the job to count past 8", func() bool { return len(counts(t, work)) >= 8 })
+	remoteHost := func() string {
+		out, _ := n.tool("submit", "q", "-af", "RemoteHost")
+		return strings.TrimSpace(out)
+	}
+	first := remoteHost()
+	start := time.Now()
+	if out, code := n.tool("submit", "vacate", "1.0"); code != 0 {
+		t.Fatalf("vacate: exit %d: %s", code, out)
+	}
+	// Running elsewhere: the count goes on past where it was when the
+	// job left, on another host.
+	var left int
+	eventually(t, 60*time.Second, "the job to run elsewhere", func() bool {
+		host := remoteHost()
+		if host == "" || host == "undefined" || host == first {
+			return false
+		}
+		if left == 0 {
+			left = len(counts(t, work))
+		}
+		return len(counts(t, work)) > left
+	})
+	t.Logf("vacate to counting elsewhere: %s (from %s to %s)", time.Since(start).Round(time.Millisecond), first, remoteHost())
+	for name, h := range n.hosts {
+		if after := netState(t, h.ns); after != before[name] {
+			t.Errorf("the network of %s changed with the restore:\nbefore:\n%s\nafter:\n%s", name, before[name], after)
+		}
+	}
+	if out, code := n.tool("submit", "wait", "--timeout", "120", "1.0"); code != 0 {
+		t.Fatalf("wait: exit %d: %s", code, out)
+	}
+	got := counts(t, work)
+	for i, c := range got {
+		if c != i+1 {
+			t.Fatalf("count.txt breaks at line %d: %v", i+1, got)
+		}
+	}
+	if len(got) != 40 {
+		t.Fatalf("count.txt has %d numbers, want 40", len(got))
+	}
+	out, _ := os.ReadFile(filepath.Join(work, "count.out"))
+	if lines := strings.Split(strings.TrimSpace(string(out)), "\n"); len(lines) != 40 || !strings.HasPrefix(lines[39], "count 40") {
+		t.Errorf("count.out has %d lines:\n%s", len(lines), out)
+	}
+	log, _ := os.ReadFile(filepath.Join(work, "count.log"))
+	for _, want := range []string{"003 (001.000.000)", "Job was checkpointed.", "(1) Job was checkpointed.", "005 (001.000.000)"} {
+		if !strings.Contains(string(log), want) {
+			t.Errorf("event log lacks %q:\n%s", want, log)
+		}
 	}
 }
