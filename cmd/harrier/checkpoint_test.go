@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -151,6 +152,13 @@ func TestResumeFromLastCheckpoint(t *testing.T) {
 		got := counts(t, dir)
 		return len(got) >= 2 && got[0] == 1
 	})
+
+	// Removed from the queue, the job takes its image with it.
+	p.must(t, "rm", id)
+	eventually(t, 30*time.Second, "the removed job's image to go", func() bool {
+		_, err := os.Stat(img)
+		return os.IsNotExist(err) && p.jobStatus(t, id) == 0
+	})
 }
 
 // killStarters SIGKILLs every starter of the pool's startds.
@@ -271,4 +279,130 @@ func TestMigrationAcrossHosts(t *testing.T) {
 			t.Errorf("event log lacks %q:\n%s", want, log)
 		}
 	}
+	if _, err := os.Stat(filepath.Join(n.hosts["submit"].dir, "spool", "checkpoints", "root", "1.0.ckpt")); !os.IsNotExist(err) {
+		t.Errorf("the image outlived the job: %v", err)
+	}
+}
+
+// TestOwnerReturnsJobMigrates follows a job through the desktop policy
+// to another machine: in a netns pool whose execute host "desk" has an
+// owner at a (pseudo-)terminal and "exec2" none, a counting job starts
+// on the desk once its keyboard is idle; the owner types and the job is
+// suspended; the owner goes on typing and the suspended job is vacated
+// with a checkpoint; it is restored on exec2 and completes, its count
+// unbroken. The event log and the job's ad record the checkpoint.
+func TestOwnerReturnsJobMigrates(t *testing.T) {
+	kb := openTerminal(t)
+	n := newNetnsPool(t, "submit", "desk", "exec2")
+	n.extra = checkpointConfig
+	n.configure("submit", map[string]string{"submit": "matchmaker,agent", "desk": "startd", "exec2": "startd"})
+	appendConf(t, filepath.Join(n.hosts["desk"].dir, poolConfigName), fmt.Sprintf(desktopTestConf, kb.path))
+	n.daemon("submit", "matchmaker")
+	n.daemon("submit", "agent")
+	n.daemon("desk", "startd")
+	n.daemon("exec2", "startd")
+	eventually(t, 30*time.Second, "both execute hosts to be advertised", func() bool {
+		out, code := n.tool("submit", "status")
+		return code == 0 && strings.Contains(out, "slot1@desk") && strings.Contains(out, "slot1@exec2")
+	})
+
+	work := filepath.Join(n.hosts["submit"].dir, "work")
+	if out, err := exec.Command("cp", "-a", filepath.Join("..", "..", "examples", "migration"), work).CombinedOutput(); err != nil {
+		t.Fatalf("copy example: %v: %s", err, out)
+	}
+	// The job first runs on the desk; once it has a checkpoint, anywhere.
+	// Its request_disk leaves room for the scratch directory's blocks.
+	writeFile(t, filepath.Join(work, "desk.sub"), `executable   = count.sh
+arguments    = 160
+request_disk = 16MB
+output       = count.out
+error        = count.err
+log          = count.log
+requirements = (TARGET.Machine == "desk") || (MY.NumCkpts =!= undefined)
+queue
+`, 0o644)
+	if out, code := n.tool("submit", "submit", filepath.Join(work, "desk.sub")); code != 0 {
+		t.Fatalf("submit: exit %d: %s", code, out)
+	}
+	job := func() map[string]any {
+		out, code := n.tool("submit", "q", "-json", "1.0")
+		var ads []map[string]any
+		if code != 0 || json.Unmarshal([]byte(out), &ads) != nil || len(ads) != 1 {
+			t.Fatalf("q -json 1.0: exit %d: %s", code, out)
+		}
+		return ads[0]
+	}
+	status := func() float64 { st, _ := job()["JobStatus"].(float64); return st }
+	logPath := filepath.Join(work, "count.log")
+
+	// The keyboard has been idle long enough: the job starts on the desk.
+	eventually(t, 60*time.Second, "the job to run on the desk", func() bool {
+		return job()["RemoteHost"] == "slot1@desk" && len(counts(t, work)) >= 8
+	})
+
+	// The owner comes back: the job is suspended and counts no more.
+	kb.press(t)
+	eventually(t, 12*time.Second, "the job to be suspended", func() bool { return status() == 7 })
+	held := len(counts(t, work))
+	time.Sleep(time.Second)
+	if now := len(counts(t, work)); now != held {
+		t.Errorf("the suspended job counted from %d to %d", held, now)
+	}
+
+	// The owner stays: the suspended job is vacated with a checkpoint,
+	// and the other machine restores it.
+	stop := kb.keepTyping(t)
+	defer stop()
+	eventually(t, 60*time.Second, "the job to run on exec2", func() bool {
+		return job()["RemoteHost"] == "slot1@exec2" && len(counts(t, work)) > held
+	})
+	if out, code := n.tool("submit", "wait", "--timeout", "120", "1.0"); code != 0 {
+		t.Fatalf("wait: exit %d: %s", code, out)
+	}
+	got := counts(t, work)
+	for i, c := range got {
+		if c != i+1 {
+			t.Fatalf("count.txt breaks at line %d: %v", i+1, got)
+		}
+	}
+	if len(got) != 160 {
+		t.Fatalf("count.txt has %d numbers, want 160", len(got))
+	}
+	out, _ := os.ReadFile(filepath.Join(work, "count.out"))
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 160 || !strings.HasPrefix(lines[0], "count 1 ") || !strings.HasPrefix(lines[159], "count 160 ") {
+		t.Errorf("count.out has %d lines:\n%s", len(lines), out)
+	}
+
+	log := readLog(t, logPath)
+	order := []string{"001 (001.000.000)", "010 (001.000.000)", "003 (001.000.000)", "004 (001.000.000)", "001 (001.000.000)", "005 (001.000.000)"}
+	rest := log
+	for _, want := range order {
+		i := strings.Index(rest, want)
+		if i < 0 {
+			t.Fatalf("event log lacks %s in the order %v:\n%s", want, order, log)
+		}
+		rest = rest[i+len(want):]
+	}
+	for _, want := range []string{"Job was suspended.", "Job was checkpointed.", "(1) Job was checkpointed."} {
+		if !strings.Contains(log, want) {
+			t.Errorf("event log lacks %q:\n%s", want, log)
+		}
+	}
+	hist, code := n.tool("submit", "history", "-json", "1.0")
+	var ads []map[string]any
+	if code != 0 || json.Unmarshal([]byte(hist), &ads) != nil || len(ads) != 1 {
+		t.Fatalf("history -json 1.0: exit %d: %s", code, hist)
+	}
+	ad := ads[0]
+	for _, attr := range []string{"NumCkpts", "LastCkptTime", "LastCkptSize", "LastCkptImageSize", "LastCkptFrozenTime", "LastCkptDumpTime", "LastCkptRestoreTime"} {
+		if v, _ := ad[attr].(float64); v <= 0 {
+			t.Errorf("job ad: %s = %v, want > 0", attr, ad[attr])
+		}
+	}
+	if ad["LastRemoteHost"] != "slot1@exec2" {
+		t.Errorf("LastRemoteHost = %v, want slot1@exec2", ad["LastRemoteHost"])
+	}
+	t.Logf("checkpoints %v, frozen %v s, dump %v s, restore %v s, image %v bytes (%v compressed)",
+		ad["NumCkpts"], ad["LastCkptFrozenTime"], ad["LastCkptDumpTime"], ad["LastCkptRestoreTime"], ad["LastCkptImageSize"], ad["LastCkptSize"])
 }
