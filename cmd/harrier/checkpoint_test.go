@@ -131,19 +131,7 @@ func TestResumeFromLastCheckpoint(t *testing.T) {
 
 	// Corrupt the stored image: the next restore refuses it and the job
 	// starts afresh.
-	p.must(t, "hold", id)
-	eventually(t, 30*time.Second, "the held job to stop", func() bool { return p.jobStatus(t, id) == 5 })
-	img := filepath.Join(p.dir, "spool", "checkpoints", "root", id+".ckpt")
-	b, err := os.ReadFile(img)
-	if err != nil {
-		t.Fatalf("no stored image: %v", err)
-	}
-	for i := len(b) / 2; i < len(b)/2+64 && i < len(b); i++ {
-		b[i] ^= 0xff
-	}
-	if err := os.WriteFile(img, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	img := holdAndCorrupt(t, p, id)
 	if err := os.WriteFile(filepath.Join(dir, "count.txt"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -159,6 +147,53 @@ func TestResumeFromLastCheckpoint(t *testing.T) {
 		_, err := os.Stat(img)
 		return os.IsNotExist(err) && p.jobStatus(t, id) == 0
 	})
+
+	// A job whose submit file says so goes on hold instead, and does not
+	// start again.
+	hdir := filepath.Join(dir, "hold")
+	script, err := os.ReadFile(filepath.Join(dir, "count.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(hdir, "count.sh"), string(script), 0o755)
+	_ = os.Chmod(hdir, 0o755)
+	c = p.submit(t, hdir, "count.sub", "executable = count.sh\narguments = 400\ncheckpoint_interval = 1\noutput = count.out\n+OnRestoreFailure = \"hold\"\nqueue\n")
+	id = fmt.Sprintf("%d.0", c)
+	eventually(t, 60*time.Second, "a checkpoint", func() bool {
+		n, _ := p.jobs(t, "q", id)[0]["NumCkpts"].(float64)
+		return n >= 1
+	})
+	holdAndCorrupt(t, p, id)
+	counted := len(counts(t, hdir))
+	p.must(t, "release", id)
+	eventually(t, 60*time.Second, "the job to go on hold again", func() bool {
+		ad := p.jobs(t, "q", id)[0]
+		reason, _ := ad["HoldReason"].(string)
+		return p.jobStatus(t, id) == 5 && strings.Contains(reason, "Cannot restore the job from its checkpoint")
+	})
+	if got := counts(t, hdir); len(got) != counted {
+		t.Errorf("the job counted on (%d numbers, %d when held): %v", len(got), counted, got)
+	}
+}
+
+// holdAndCorrupt holds a job and flips bytes in the middle of its stored
+// image; it returns the image's path.
+func holdAndCorrupt(t *testing.T, p *testPool, id string) string {
+	t.Helper()
+	p.must(t, "hold", id)
+	eventually(t, 30*time.Second, "the held job to stop", func() bool { return p.jobStatus(t, id) == 5 })
+	img := filepath.Join(p.dir, "spool", "checkpoints", "root", id+".ckpt")
+	b, err := os.ReadFile(img)
+	if err != nil {
+		t.Fatalf("no stored image: %v", err)
+	}
+	for i := len(b) / 2; i < len(b)/2+64 && i < len(b); i++ {
+		b[i] ^= 0xff
+	}
+	if err := os.WriteFile(img, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return img
 }
 
 // killStarters SIGKILLs every starter of the pool's startds.
