@@ -40,7 +40,9 @@
 //     those files and their sizes (Result.Inputs) back from the image's
 //     files.img with go-criu's crit: exactly what CRIU will check, and
 //     no I/O of ours on a FUSE mount that may be stuck. CheckInputs
-//     compares the recorded sizes with the files as they are now.
+//     compares the recorded sizes with the files as they are now; the
+//     shadow reads them from a stored image (Store.Info) and refuses to
+//     send an image whose inputs changed.
 //   - An image travels as a zstd-compressed tar stream ending in a
 //     manifest of per-file SHA-256 sums; Unpack and Verify reject a
 //     corrupted, truncated or padded stream before anything is restored.

@@ -176,6 +176,60 @@ func TestResumeFromLastCheckpoint(t *testing.T) {
 	}
 }
 
+// TestChangedInputIsNotRestored changes the size of a file a
+// checkpointed job holds open for reading: CRIU would refuse to restore
+// it, and the shadow says so before the image travels. The job goes on
+// hold with that reason, as its submit file asks.
+func TestChangedInputIsNotRestored(t *testing.T) {
+	p := startPoolWith(t, 1, checkpointConfig)
+	dir := t.TempDir()
+	_ = os.Chmod(dir, 0o755)
+	var lines strings.Builder
+	for i := 1; i <= 1000; i++ {
+		fmt.Fprintf(&lines, "line %d\n", i)
+	}
+	writeFile(t, filepath.Join(dir, "input.txt"), lines.String(), 0o644)
+	writeFile(t, filepath.Join(dir, "read.sh"), `#!/bin/sh
+exec 3< input.txt
+i=0
+while [ "$i" -lt 400 ]; do
+	i=$((i + 1))
+	read -r l <&3
+	echo "$i" >> count.txt
+	sleep 0.25
+done
+`, 0o755)
+	c := p.submit(t, dir, "read.sub", "executable = read.sh\ncheckpoint_interval = 1\n+OnRestoreFailure = \"hold\"\nqueue\n")
+	id := fmt.Sprintf("%d.0", c)
+	eventually(t, 60*time.Second, "a checkpoint", func() bool {
+		n, _ := p.jobs(t, "q", id)[0]["NumCkpts"].(float64)
+		return n >= 1
+	})
+	p.must(t, "hold", id)
+	eventually(t, 30*time.Second, "the held job to stop", func() bool { return p.jobStatus(t, id) == 5 })
+	f, err := os.OpenFile(filepath.Join(dir, "input.txt"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("one line more\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	counted := len(counts(t, dir))
+	p.must(t, "release", id)
+	var reason string
+	eventually(t, 60*time.Second, "the job to go on hold for its changed input", func() bool {
+		reason, _ = p.jobs(t, "q", id)[0]["HoldReason"].(string)
+		return p.jobStatus(t, id) == 5 && strings.Contains(reason, "input changed since the checkpoint")
+	})
+	if !strings.Contains(reason, filepath.Join(dir, "input.txt")) {
+		t.Errorf("hold reason %q does not name the input", reason)
+	}
+	if got := counts(t, dir); len(got) != counted {
+		t.Errorf("the job counted on (%d numbers, %d when held)", len(got), counted)
+	}
+}
+
 // holdAndCorrupt holds a job and flips bytes in the middle of its stored
 // image; it returns the image's path.
 func holdAndCorrupt(t *testing.T, p *testPool, id string) string {
