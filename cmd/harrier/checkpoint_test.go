@@ -291,8 +291,8 @@ func netState(t *testing.T, ns string) string {
 // a netns pool (a submit host with the matchmaker and the agent, two
 // execute hosts); it is checkpointed, its image goes to the submit host,
 // and the other execute host restores it. The count it appends to a
-// submit-side file through iofs runs on unbroken, and every host's network
-// is as it was.
+// submit-side file through iofs runs on unbroken, it reads on in the input
+// it holds open there, and every host's network is as it was.
 func TestMigrationAcrossHosts(t *testing.T) {
 	n := newNetnsPool(t, "submit", "exec1", "exec2")
 	n.extra = checkpointConfig
@@ -310,9 +310,29 @@ func TestMigrationAcrossHosts(t *testing.T) {
 		before[name] = netState(t, h.ns)
 	}
 
+	// The job also holds its input open and reads a line per count: it
+	// reads on where it was.
 	work := filepath.Join(n.hosts["submit"].dir, "work")
-	if out, err := exec.Command("cp", "-a", filepath.Join("..", "..", "examples", "migration"), work).CombinedOutput(); err != nil {
-		t.Fatalf("copy example: %v: %s", err, out)
+	var input strings.Builder
+	for i := 1; i <= 100; i++ {
+		fmt.Fprintf(&input, "line%d\n", i)
+	}
+	writeFile(t, filepath.Join(work, "input.txt"), input.String(), 0o644)
+	writeFile(t, filepath.Join(work, "count.sh"), `#!/bin/sh
+exec 3< input.txt
+i=0
+while [ "$i" -lt 40 ]; do
+	i=$((i + 1))
+	read -r l <&3
+	echo "$i" >> count.txt
+	echo "$i $l" >> reads.txt
+	echo "count $i on $(hostname)"
+	sleep 0.25
+done
+`, 0o755)
+	writeFile(t, filepath.Join(work, "count.sub"), "executable = count.sh\noutput = count.out\nerror = count.err\nlog = count.log\nrequirements = TARGET.Name =!= MY.LastRemoteHost\nqueue\n", 0o644)
+	for d := work; d != "/" && d != "/tmp"; d = filepath.Dir(d) {
+		_ = os.Chmod(d, 0o755)
 	}
 	if out, code := n.tool("submit", "submit", filepath.Join(work, "count.sub")); code != 0 {
 		t.Fatalf("submit: exit %d: %s", code, out)
@@ -361,6 +381,12 @@ func TestMigrationAcrossHosts(t *testing.T) {
 	out, _ := os.ReadFile(filepath.Join(work, "count.out"))
 	if lines := strings.Split(strings.TrimSpace(string(out)), "\n"); len(lines) != 40 || !strings.HasPrefix(lines[39], "count 40") {
 		t.Errorf("count.out has %d lines:\n%s", len(lines), out)
+	}
+	reads, _ := os.ReadFile(filepath.Join(work, "reads.txt"))
+	for i, l := range strings.Split(strings.TrimSpace(string(reads)), "\n") {
+		if want := fmt.Sprintf("%d line%d", i+1, i+1); l != want {
+			t.Fatalf("reads.txt line %d: %q, want %q", i+1, l, want)
+		}
 	}
 	log, _ := os.ReadFile(filepath.Join(work, "count.log"))
 	for _, want := range []string{"003 (001.000.000)", "Job was checkpointed.", "(1) Job was checkpointed.", "005 (001.000.000)"} {
