@@ -235,7 +235,9 @@ done
 func holdAndCorrupt(t *testing.T, p *testPool, id string) string {
 	t.Helper()
 	p.must(t, "hold", id)
-	eventually(t, 30*time.Second, "the held job to stop", func() bool { return p.jobStatus(t, id) == 5 })
+	// Once its starter is gone, no periodic checkpoint of the job can
+	// still be on its way to replace the image.
+	eventually(t, 30*time.Second, "the held job to stop", func() bool { return p.jobStatus(t, id) == 5 && len(starters(p)) == 0 })
 	img := filepath.Join(p.dir, "spool", "checkpoints", "root", id+".ckpt")
 	b, err := os.ReadFile(img)
 	if err != nil {
@@ -253,8 +255,19 @@ func holdAndCorrupt(t *testing.T, p *testPool, id string) string {
 // killStarters SIGKILLs every starter of the pool's startds.
 func killStarters(t *testing.T, p *testPool) {
 	t.Helper()
+	pids := starters(p)
+	if len(pids) == 0 {
+		t.Fatal("no starter to kill")
+	}
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// starters returns the pids of the pool's starters.
+func starters(p *testPool) []int {
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	killed := 0
+	var pids []int
 	for _, f := range procs {
 		b, _ := os.ReadFile(f)
 		args := strings.Split(string(b), "\x00")
@@ -262,14 +275,11 @@ func killStarters(t *testing.T, p *testPool) {
 			cwd, _ := os.Readlink(filepath.Join(filepath.Dir(f), "cwd"))
 			if strings.HasPrefix(cwd, p.dir) {
 				pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(f)))
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-				killed++
+				pids = append(pids, pid)
 			}
 		}
 	}
-	if killed == 0 {
-		t.Fatal("no starter to kill")
-	}
+	return pids
 }
 
 // netState is what ip shows of a namespace's network: its links,
