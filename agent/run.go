@@ -334,7 +334,7 @@ func (a *Agent) runShadow(ctx context.Context, r *run, ad *classad.ClassAd) (sha
 		}
 		switch ev.Type {
 		case shadow.EventExecuting:
-			a.executing(ctx, r, ev.Host)
+			a.executing(ctx, r, ev)
 		case shadow.EventSuspended, shadow.EventResumed:
 			a.suspended(ctx, r, ev.Type == shadow.EventSuspended, ev.Reason)
 		case shadow.EventUsage:

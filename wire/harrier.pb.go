@@ -1652,10 +1652,13 @@ func (x *Output) GetData() []byte {
 }
 
 type Started struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Pid           int32                  `protobuf:"varint,1,opt,name=pid,proto3" json:"pid,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Pid   int32                  `protobuf:"varint,1,opt,name=pid,proto3" json:"pid,omitempty"`
+	// Set when the job was restored from its checkpoint rather than
+	// started: CRIU's restore time.
+	RestoreSeconds float64 `protobuf:"fixed64,2,opt,name=restore_seconds,json=restoreSeconds,proto3" json:"restore_seconds,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Started) Reset() {
@@ -1691,6 +1694,13 @@ func (*Started) Descriptor() ([]byte, []int) {
 func (x *Started) GetPid() int32 {
 	if x != nil {
 		return x.Pid
+	}
+	return 0
+}
+
+func (x *Started) GetRestoreSeconds() float64 {
+	if x != nil {
+		return x.RestoreSeconds
 	}
 	return 0
 }
@@ -2763,9 +2773,10 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\x04host\x18\x03 \x01(\tR\x04host\",\n" +
 	"\x06Output\x12\x0e\n" +
 	"\x02fd\x18\x01 \x01(\x05R\x02fd\x12\x12\n" +
-	"\x04data\x18\x02 \x01(\fR\x04data\"\x1b\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\"D\n" +
 	"\aStarted\x12\x10\n" +
-	"\x03pid\x18\x01 \x01(\x05R\x03pid\"\xa0\x01\n" +
+	"\x03pid\x18\x01 \x01(\x05R\x03pid\x12'\n" +
+	"\x0frestore_seconds\x18\x02 \x01(\x01R\x0erestoreSeconds\"\xa0\x01\n" +
 	"\x05Usage\x12(\n" +
 	"\x10user_cpu_seconds\x18\x01 \x01(\x01R\x0euserCpuSeconds\x12&\n" +
 	"\x0fsys_cpu_seconds\x18\x02 \x01(\x01R\rsysCpuSeconds\x12\"\n" +

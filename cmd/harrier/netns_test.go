@@ -129,11 +129,14 @@ func (n *netnsPool) configure(mm string, roles map[string]string) {
 		t.Fatal(err)
 	}
 	for name, h := range n.hosts {
-		role := roles[name]
 		pkiDir := filepath.Join(h.dir, "pki")
 		writeFile(t, filepath.Join(pkiDir, "ca.pem"), string(caPEM), 0o644)
-		if err := ca.Issue(role+"@"+name, []string{h.ip}, filepath.Join(pkiDir, role+".pem"), filepath.Join(pkiDir, role+".key")); err != nil {
-			t.Fatal(err)
+		// A host may have several roles ("matchmaker,agent"), each its
+		// own certificate.
+		for _, role := range strings.Split(roles[name], ",") {
+			if err := ca.Issue(role+"@"+name, []string{h.ip}, filepath.Join(pkiDir, role+".pem"), filepath.Join(pkiDir, role+".key")); err != nil {
+				t.Fatal(err)
+			}
 		}
 		conf := fmt.Sprintf(`POOL_DIR = %s
 MATCHMAKER_ADDR = %s:9618
