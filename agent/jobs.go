@@ -78,6 +78,9 @@ func (t *jobTable) transition(ctx context.Context, id jobqueue.JobID, decide fun
 			c["LastJobStatus"] = classad.Int(old)
 			c["EnteredCurrentStatus"] = classad.Int(now)
 			c.endRun(ad, v, now)
+			if v == Idle {
+				t.a.reschedule.Store(true)
+			}
 		}
 	}
 	txn := &jobqueue.Txn{}

@@ -165,9 +165,13 @@ type AdvertiseJobsRequest struct {
 	// The agent's name; its previous job ads are replaced by these.
 	Agent string `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
 	// The agent's TLS address, where the negotiator reports matches.
-	AgentAddr     string   `protobuf:"bytes,2,opt,name=agent_addr,json=agentAddr,proto3" json:"agent_addr,omitempty"`
-	Ads           []string `protobuf:"bytes,3,rep,name=ads,proto3" json:"ads,omitempty"`
-	LeaseSeconds  int32    `protobuf:"varint,4,opt,name=lease_seconds,json=leaseSeconds,proto3" json:"lease_seconds,omitempty"`
+	AgentAddr    string   `protobuf:"bytes,2,opt,name=agent_addr,json=agentAddr,proto3" json:"agent_addr,omitempty"`
+	Ads          []string `protobuf:"bytes,3,rep,name=ads,proto3" json:"ads,omitempty"`
+	LeaseSeconds int32    `protobuf:"varint,4,opt,name=lease_seconds,json=leaseSeconds,proto3" json:"lease_seconds,omitempty"`
+	// Reschedule asks for a negotiation cycle even if no job id is new: some
+	// job went back to Idle (evicted, released, requeued) since the agent's
+	// last advertisement (HTCondor's RESCHEDULE).
+	Reschedule    bool `protobuf:"varint,5,opt,name=reschedule,proto3" json:"reschedule,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -228,6 +232,13 @@ func (x *AdvertiseJobsRequest) GetLeaseSeconds() int32 {
 		return x.LeaseSeconds
 	}
 	return 0
+}
+
+func (x *AdvertiseJobsRequest) GetReschedule() bool {
+	if x != nil {
+		return x.Reschedule
+	}
+	return false
 }
 
 type AdvertiseReply struct {
@@ -2682,13 +2693,16 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x0e\n" +
 	"\x02ad\x18\x03 \x01(\tR\x02ad\x12#\n" +
-	"\rlease_seconds\x18\x04 \x01(\x05R\fleaseSeconds\"\x82\x01\n" +
+	"\rlease_seconds\x18\x04 \x01(\x05R\fleaseSeconds\"\xa2\x01\n" +
 	"\x14AdvertiseJobsRequest\x12\x14\n" +
 	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x1d\n" +
 	"\n" +
 	"agent_addr\x18\x02 \x01(\tR\tagentAddr\x12\x10\n" +
 	"\x03ads\x18\x03 \x03(\tR\x03ads\x12#\n" +
-	"\rlease_seconds\x18\x04 \x01(\x05R\fleaseSeconds\"\x10\n" +
+	"\rlease_seconds\x18\x04 \x01(\x05R\fleaseSeconds\x12\x1e\n" +
+	"\n" +
+	"reschedule\x18\x05 \x01(\bR\n" +
+	"reschedule\"\x10\n" +
 	"\x0eAdvertiseReply\";\n" +
 	"\x11InvalidateRequest\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x12\n" +
