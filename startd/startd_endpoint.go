@@ -287,10 +287,20 @@ func (s *Startd) expireIdleClaimAfter(sl *slot, claimID string) {
 // ReleaseClaim ends a claim: a running starter is killed (SIGTERM, SIGKILL
 // after a grace period) and its scratch directory removed before the slot
 // becomes Unclaimed. It returns when that is done, or when ctx ends if the
-// job is already being vacated by the owner policy.
+// job is already being vacated by the owner policy. A match not yet claimed
+// may be released too, by the agent that turns it down (its job ran in
+// another pool meanwhile): the slot is Unclaimed at once rather than after
+// the match timeout.
 func (e *endpoint) ReleaseClaim(ctx context.Context, req *wire.ReleaseClaimRequest) (*wire.ReleaseClaimReply, error) {
 	s := e.s
 	s.mu.Lock()
+	for _, sl := range s.slots {
+		if m, ok := sl.phase.(matched); ok && m.claimID == req.ClaimId {
+			s.move(sl, unclaimed{})
+			s.mu.Unlock()
+			return &wire.ReleaseClaimReply{}, nil
+		}
+	}
 	sl, c := s.slotByClaim(req.ClaimId)
 	if sl == nil {
 		s.mu.Unlock()
