@@ -115,6 +115,17 @@ func (n *netnsPool) teardown() {
 // from one pool CA; only the matchmaker's host knows the matchmaker's address
 // as its own.
 func (n *netnsPool) configure(mm string, roles map[string]string) {
+	mmOf, extra := map[string]string{}, map[string]string{}
+	for name := range n.hosts {
+		mmOf[name], extra[name] = mm, n.extra
+	}
+	n.configurePools(mmOf, roles, extra)
+}
+
+// configurePools is configure with each host's matchmaker named in mmOf
+// and extra configuration lines per host: the hosts may form several
+// Harrier pools, which share one CA.
+func (n *netnsPool) configurePools(mmOf, roles, extra map[string]string) {
 	t := n.t
 	caDir := filepath.Join(t.TempDir(), "ca")
 	if err := os.MkdirAll(caDir, 0o700); err != nil {
@@ -149,7 +160,7 @@ AGENT_NAME = agent@%s
 UPDATE_INTERVAL = 2
 NEGOTIATOR_INTERVAL = 10
 %s
-`, h.dir, n.hosts[mm].ip, h.ip, name, n.extra)
+`, h.dir, n.hosts[mmOf[name]].ip, h.ip, name, extra[name])
 		writeFile(t, filepath.Join(h.dir, poolConfigName), conf, 0o644)
 	}
 }
