@@ -436,10 +436,8 @@ func TestOwnerReturnsJobMigrates(t *testing.T) {
 		t.Fatalf("copy example: %v: %s", err, out)
 	}
 	// The job first runs on the desk; once it has a checkpoint, anywhere.
-	// Its request_disk leaves room for the scratch directory's blocks.
 	writeFile(t, filepath.Join(work, "desk.sub"), `executable   = count.sh
 arguments    = 160
-request_disk = 16MB
 output       = count.out
 error        = count.err
 log          = count.log
