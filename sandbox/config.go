@@ -29,8 +29,9 @@ type Policy struct {
 	// shares every job gets in proportion to request_cpus.
 	CPUQuota bool `json:"cpu_quota,omitempty"`
 	// DiskFactor puts a job on hold once its scratch directory holds more
-	// than DiskFactor times its request_disk. Default 2; negative turns
-	// the check off.
+	// than DiskFactor times its disk request (Task.DiskKB); a task
+	// without one is not checked. Default 2; negative turns the check
+	// off.
 	DiskFactor float64 `json:"disk_factor,omitempty"`
 }
 

@@ -35,7 +35,11 @@
 //
 // The administrator's choices (slot user, root jobs, pids limit, hard CPU
 // limit, disk factor) are a Policy, which the startd saves in the state
-// root for its starters.
+// root for its starters. The disk factor holds a job whose scratch
+// directory outgrows its disk request (Task.DiskKB) by that factor; a
+// task without one is not measured against anything, and the starter
+// gives one only for a request_disk the user wrote, since the default is
+// an estimate that the scratch directory's own blocks already exceed.
 //
 // A binary that uses this package must let libcontainer re-execute it as
 // the container's init: call Init first thing when IsInit reports true (see

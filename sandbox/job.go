@@ -240,7 +240,8 @@ func readCounter(path, key string) (int64, bool) {
 }
 
 // watchDisk measures the scratch directory every DiskInterval and kills a
-// job that holds more than DiskFactor times its request_disk.
+// job that holds more than DiskFactor times its disk request (none: no
+// limit).
 func (j *Job) watchDisk() {
 	defer close(j.diskDone)
 	dir := j.task.ScratchDir

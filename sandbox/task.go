@@ -22,7 +22,8 @@ type Task struct {
 	Stdin          *os.File
 	Stdout, Stderr *os.File
 	// Cpus, MemoryMB and DiskKB are the job's requests; zero means no
-	// limit (Cpus: one CPU's share).
+	// limit (Cpus: one CPU's share). DiskKB limits the scratch directory
+	// (see Policy.DiskFactor).
 	Cpus     int64
 	MemoryMB int64
 	DiskKB   int64

@@ -62,8 +62,9 @@ type outputs struct {
 }
 
 // openOutputs creates (truncates) the job's output and error files, as
-// HTCondor does when a job starts, or appends to them for a job that
-// resumes from a checkpoint.
+// HTCondor does when a job starts, or appends to them for a job that has a
+// checkpoint to resume from (truncate empties them should its restore fail
+// and the job start afresh).
 func (f *jobFiles) openOutputs(appendTo bool) (*outputs, error) {
 	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
 	if appendTo {
@@ -89,6 +90,22 @@ func (f *jobFiles) openOutputs(appendTo bool) (*outputs, error) {
 		o.files[fd] = file
 	}
 	return o, nil
+}
+
+// truncate empties the output files, opened for appending, for a job that
+// starts afresh instead of being restored: its output then holds only
+// what the new run writes, as after a first start.
+func (o *outputs) truncate() error {
+	var errs []error
+	for fd, f := range o.files {
+		if f == nil || (fd == 2 && o.files[1] == f) {
+			continue
+		}
+		if err := f.Truncate(0); err != nil {
+			errs = append(errs, fmt.Errorf("truncate %s: %w", f.Name(), err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (o *outputs) write(fd int, data []byte) error {

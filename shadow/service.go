@@ -38,9 +38,12 @@ func (v *service) Attach(stream wire.Shadow_AttachServer) error {
 	s.attached = true
 	s.mu.Unlock()
 
-	// A job restored from a checkpoint goes on writing where it was.
-	restored, _ := s.job.EvalInt("NumCkpts")
-	out, err := s.files.openOutputs(restored > 0)
+	// A job restored from a checkpoint goes on writing where it was; one
+	// whose restore fails starts afresh, and the starter's Started says
+	// which (see below).
+	ckpts, _ := s.job.EvalInt("NumCkpts")
+	appending := ckpts > 0
+	out, err := s.files.openOutputs(appending)
 	if err != nil {
 		s.finish(Event{Type: EventHold, Reason: err.Error(), Code: holdCodeOutput})
 		return status.Error(codes.FailedPrecondition, err.Error())
@@ -86,6 +89,14 @@ func (v *service) Attach(stream wire.Shadow_AttachServer) error {
 				s.logger.Warn("write job output", "err", err)
 			}
 		case *wire.StarterMessage_Started:
+			// The job's first output follows this message: a job that
+			// starts afresh after a failed restore writes its output anew,
+			// not after the lines its previous run wrote.
+			if appending && !b.Started.Restored {
+				if err := out.truncate(); err != nil {
+					s.logger.Warn("truncate job output for a fresh start", "err", err)
+				}
+			}
 			s.events(Event{Type: EventExecuting, Host: hello.Host, RestoreSeconds: b.Started.RestoreSeconds})
 		case *wire.StarterMessage_Usage:
 			u := b.Usage

@@ -4,6 +4,9 @@
 // the job's claim at the startd, then serves the job's starter over mutual
 // TLS: it hands over the job description, streams the executable and input
 // from the submit machine, and writes the job's output to the user's files.
+// A first run truncates those files, as does a run that starts afresh
+// because its checkpoint could not be restored; a job restored from its
+// checkpoint appends to them, going on where it was.
 // The shadow runs as the job's owner, so the operating system limits what a
 // job can reach on the submit machine to what its owner may touch.
 package shadow

@@ -68,6 +68,7 @@ func execute(ctx context.Context, start func(context.Context, *Task) (Job, error
 	}
 	started := &wire.Started{Pid: int32(job.Pid())}
 	if r, ok := job.(Restored); ok {
+		started.Restored = true
 		started.RestoreSeconds = r.RestoreTime().Seconds()
 	}
 	if err := send.msg(&wire.StarterMessage{Body: &wire.StarterMessage_Started{Started: started}}); err != nil {

@@ -190,7 +190,13 @@ func (s *Starter) prepare(ctx context.Context, client wire.ShadowClient, job *cl
 		Dir: s.spec.ScratchDir, ScratchDir: s.spec.ScratchDir}
 	t.Cpus, _ = job.EvalInt("RequestCpus")
 	t.MemoryMB, _ = job.EvalInt("RequestMemory")
-	t.DiskKB, _ = job.EvalInt("RequestDisk")
+	// request_disk is a limit only when the user gave it. Without it the
+	// job carries submit's estimate (DiskUsage: its executable and input),
+	// which sizes its match but says nothing of what it will write; like
+	// HTCondor, Harrier holds no job for outgrowing an estimate.
+	if _, estimated := job.Lookup("DiskUsage"); !estimated {
+		t.DiskKB, _ = job.EvalInt("RequestDisk")
+	}
 	if in := stringAttr(job, "In"); in != "" && in != os.DevNull {
 		path := filepath.Join(s.spec.ScratchDir, ".harrier_stdin")
 		if err := s.fetch(ctx, client, "input", path, false); err != nil {

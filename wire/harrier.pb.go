@@ -1668,8 +1668,13 @@ type Started struct {
 	// Set when the job was restored from its checkpoint rather than
 	// started: CRIU's restore time.
 	RestoreSeconds float64 `protobuf:"fixed64,2,opt,name=restore_seconds,json=restoreSeconds,proto3" json:"restore_seconds,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// True when the job was restored from its checkpoint; false when it
+	// started from the beginning, the first time or after its restore
+	// failed. The shadow keeps appending to the job's output only after a
+	// restore and truncates it otherwise, as for a first run.
+	Restored      bool `protobuf:"varint,3,opt,name=restored,proto3" json:"restored,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Started) Reset() {
@@ -1714,6 +1719,13 @@ func (x *Started) GetRestoreSeconds() float64 {
 		return x.RestoreSeconds
 	}
 	return 0
+}
+
+func (x *Started) GetRestored() bool {
+	if x != nil {
+		return x.Restored
+	}
+	return false
 }
 
 type Usage struct {
@@ -2787,10 +2799,11 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\x04host\x18\x03 \x01(\tR\x04host\",\n" +
 	"\x06Output\x12\x0e\n" +
 	"\x02fd\x18\x01 \x01(\x05R\x02fd\x12\x12\n" +
-	"\x04data\x18\x02 \x01(\fR\x04data\"D\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\"`\n" +
 	"\aStarted\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\x05R\x03pid\x12'\n" +
-	"\x0frestore_seconds\x18\x02 \x01(\x01R\x0erestoreSeconds\"\xa0\x01\n" +
+	"\x0frestore_seconds\x18\x02 \x01(\x01R\x0erestoreSeconds\x12\x1a\n" +
+	"\brestored\x18\x03 \x01(\bR\brestored\"\xa0\x01\n" +
 	"\x05Usage\x12(\n" +
 	"\x10user_cpu_seconds\x18\x01 \x01(\x01R\x0euserCpuSeconds\x12&\n" +
 	"\x0fsys_cpu_seconds\x18\x02 \x01(\x01R\rsysCpuSeconds\x12\"\n" +

@@ -62,11 +62,13 @@
 // JobStatus (1 idle, or 5 held with HoldReasonCode 15 for "hold = true"),
 // QDate, EnteredCurrentStatus, RequestCpus (1), RequestMemory in MiB (128),
 // RequestDisk in KiB (by default the size of the executable and input, also
-// recorded as DiskUsage), Rank (0.0), JobPrio (0), the policy expressions
-// PeriodicHold, PeriodicRelease, PeriodicRemove, OnExitHold (false) and
-// OnExitRemove (true), NumJobStarts (0), and one attribute per other command
-// given (MaxRetries, KillSig, JobMaxVacateTime, CheckpointInterval,
-// TransferInput, FileRemaps, BufferSize, ...). ExitCode is left undefined.
+// recorded as DiskUsage; only a default request carries DiskUsage, and the
+// starter holds a job for disk only over a request the user made), Rank
+// (0.0), JobPrio (0), the policy expressions PeriodicHold, PeriodicRelease,
+// PeriodicRemove, OnExitHold (false) and OnExitRemove (true), NumJobStarts
+// (0), and one attribute per other command given (MaxRetries, KillSig,
+// JobMaxVacateTime, CheckpointInterval, TransferInput, FileRemaps,
+// BufferSize, ...). ExitCode is left undefined.
 // Sizes accept K, M, G and T suffixes (with or without B or iB), all powers
 // of 1024, and a request that is not a plain size is kept as an expression.
 //

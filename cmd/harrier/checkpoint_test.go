@@ -128,6 +128,10 @@ func TestResumeFromLastCheckpoint(t *testing.T) {
 	if starts, _ := p.jobs(t, "q", id)[0]["NumJobStarts"].(float64); starts < 2 {
 		t.Fatalf("the job ran %v times; it should have run again after its starter was killed", starts)
 	}
+	// The restored job appends to its output.
+	if out := outputLines(t, dir); len(out) == 0 || !strings.HasPrefix(out[0], "count 1 ") {
+		t.Fatalf("after the restore count.out should still begin with the first run's lines: %q", out)
+	}
 
 	// Corrupt the stored image: the next restore refuses it and the job
 	// starts afresh.
@@ -140,6 +144,14 @@ func TestResumeFromLastCheckpoint(t *testing.T) {
 		got := counts(t, dir)
 		return len(got) >= 2 && got[0] == 1
 	})
+	// Its output is the fresh run's alone, as after a first start: the
+	// earlier runs' lines are gone, not followed by the new ones.
+	eventually(t, 60*time.Second, "the fresh run's output", func() bool { return len(outputLines(t, dir)) >= 3 })
+	for i, l := range outputLines(t, dir) {
+		if !strings.HasPrefix(l, fmt.Sprintf("count %d ", i+1)) {
+			t.Fatalf("count.out after the failed restore should hold only the fresh run's lines; line %d is %q", i+1, l)
+		}
+	}
 
 	// Removed from the queue, the job takes its image with it.
 	p.must(t, "rm", id)
@@ -228,6 +240,18 @@ done
 	if got := counts(t, dir); len(got) != counted {
 		t.Errorf("the job counted on (%d numbers, %d when held)", len(got), counted)
 	}
+}
+
+// outputLines returns the complete lines of count.out in dir, which its
+// shadow may be writing.
+func outputLines(t *testing.T, dir string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "count.out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(b), "\n")
+	return lines[:len(lines)-1]
 }
 
 // holdAndCorrupt holds a job and flips bytes in the middle of its stored
@@ -436,10 +460,8 @@ func TestOwnerReturnsJobMigrates(t *testing.T) {
 		t.Fatalf("copy example: %v: %s", err, out)
 	}
 	// The job first runs on the desk; once it has a checkpoint, anywhere.
-	// Its request_disk leaves room for the scratch directory's blocks.
 	writeFile(t, filepath.Join(work, "desk.sub"), `executable   = count.sh
 arguments    = 160
-request_disk = 16MB
 output       = count.out
 error        = count.err
 log          = count.log

@@ -196,7 +196,7 @@ func TestDesktopPolicyFollowsTheOwner(t *testing.T) {
 	dir := t.TempDir()
 	_ = os.Chmod(dir, 0o755)
 	writeFile(t, filepath.Join(dir, "burn.sh"), "#!/bin/sh\nwhile :; do :; done\n", 0o755)
-	c := p.submit(t, dir, "burn.sub", "executable = burn.sh\nlog = burn.log\nrequest_disk = 16MB\nqueue\n")
+	c := p.submit(t, dir, "burn.sub", "executable = burn.sh\nlog = burn.log\nqueue\n")
 	id := fmt.Sprintf("%d.0", c)
 	logPath := filepath.Join(dir, "burn.log")
 

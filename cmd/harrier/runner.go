@@ -143,7 +143,8 @@ func starterUsage(u sandbox.Usage) starter.Usage {
 //	SLOT_PIDS_LIMIT     processes and threads per job (default 1024)
 //	CPU_HARD_LIMIT      a CPU quota of request_cpus on top of shares (default false)
 //	DISK_LIMIT_FACTOR   hold a job whose scratch holds more than this times
-//	                    its request_disk (default 2; negative: never)
+//	                    the request_disk its submit file gives (default 2;
+//	                    negative: never)
 func writeSandboxPolicy(pc *poolConfig, executeDir string) error {
 	allowRoot, err1 := pc.c.Bool("ALLOW_ROOT_JOBS", false)
 	pids, err2 := pc.c.Int("SLOT_PIDS_LIMIT", 0)

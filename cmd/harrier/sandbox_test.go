@@ -191,3 +191,40 @@ func mustRead(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// TestScratchDiskLimit runs two jobs past the sandbox's first measure of
+// their scratch directories (every 30 s). The one without request_disk
+// writes a few KiB, more than twice its default request (the size of its
+// executable), and is not held: that default is an estimate, not a
+// limit. The one with request_disk = 100KB writes 2 MiB and is held.
+func TestScratchDiskLimit(t *testing.T) {
+	if err := sandbox.Available(); err != nil {
+		t.Skipf("containers not available: %v", err)
+	}
+	p := startPoolWith(t, 1, "SANDBOX = container\nNUM_SLOTS = 2")
+	dir := t.TempDir()
+	_ = os.Chmod(dir, 0o777)
+	writeFile(t, filepath.Join(dir, "write.sh"), `#!/bin/sh
+head -c "$1" /dev/zero > "$_CONDOR_SCRATCH_DIR/data"
+sleep 40
+echo "wrote $1"
+`, 0o755)
+	small := p.submit(t, dir, "small.sub", "executable = write.sh\narguments = 8192\noutput = small.out\nlog = small.log\nqueue\n")
+	big := p.submit(t, dir, "big.sub", "executable = write.sh\narguments = 2097152\nrequest_disk = 100KB\nlog = big.log\nqueue\n")
+
+	sid, bid := fmt.Sprintf("%d.0", small), fmt.Sprintf("%d.0", big)
+	if out, code := p.harrier(t, "wait", "--timeout", "180", sid); code != 0 {
+		t.Fatalf("wait %s: exit %d: %s\n%v", sid, code, out, p.jobs(t, "history", sid))
+	}
+	if out := mustRead(t, filepath.Join(dir, "small.out")); out != "wrote 8192\n" {
+		t.Errorf("small.out = %q", out)
+	}
+	eventually(t, 120*time.Second, "the job over its request_disk to be held", func() bool { return p.jobStatus(t, bid) == 5 })
+	q := p.jobs(t, "q", bid)
+	if r, _ := q[0]["HoldReason"].(string); !strings.HasPrefix(r, "Job has gone over disk limit of 100 kilobytes.") {
+		t.Errorf("HoldReason = %q", r)
+	}
+	if c, _ := q[0]["HoldReasonCode"].(float64); c != sandbox.HoldCodeOutOfResources {
+		t.Errorf("HoldReasonCode = %v, want %d", q[0]["HoldReasonCode"], sandbox.HoldCodeOutOfResources)
+	}
+}
