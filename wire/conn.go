@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/keepalive"
 )
 
@@ -16,10 +17,13 @@ import (
 const MaxMessage = 256 << 20
 
 // ServerOptions returns the options for a daemon's TLS gRPC server: the pool's
-// mutual TLS, message limits, and keepalives that notice a vanished peer.
+// mutual TLS, the codec and buffer pool that spare remote I/O copies and
+// clearing, message limits, and keepalives that notice a vanished peer.
 func ServerOptions(cfg *tls.Config) []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.Creds(credentials.NewTLS(cfg)),
+		grpc.ForceServerCodecV2(newCodec()),
+		experimental.BufferPool(newBufferPool()),
 		grpc.MaxRecvMsgSize(MaxMessage),
 		grpc.MaxSendMsgSize(MaxMessage),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 10 * time.Second, Timeout: 10 * time.Second}),
@@ -32,7 +36,8 @@ func ServerOptions(cfg *tls.Config) []grpc.ServerOption {
 func Dial(addr string, cfg *tls.Config) (*grpc.ClientConn, error) {
 	conn, err := grpc.NewClient("passthrough:///"+addr,
 		grpc.WithTransportCredentials(credentials.NewTLS(cfg)),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessage), grpc.MaxCallSendMsgSize(MaxMessage)),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessage), grpc.MaxCallSendMsgSize(MaxMessage), grpc.ForceCodecV2(newCodec())),
+		experimental.WithBufferPool(newBufferPool()),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 10 * time.Second, Timeout: 10 * time.Second, PermitWithoutStream: true}),
 		grpc.WithConnectParams(grpcConnectParams()),
 	)

@@ -1,0 +1,163 @@
+package wire
+
+import (
+	"fmt"
+	"io"
+
+	"google.golang.org/grpc/encoding"
+	grpcproto "google.golang.org/grpc/encoding/proto"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// codec is gRPC's protobuf codec with shortcuts for the bulk of remote
+// I/O, which is otherwise copied twice on each side:
+//
+//   - a ReadReply's and a WriteRequest's data are sent from the message's
+//     own slice, not copied into a marshalling buffer first;
+//   - a ReadReply whose Data has capacity when the call is made (see
+//     ReadInto) is decoded straight into that buffer, without assembling
+//     the message in one piece and allocating its data.
+//
+// The encoding is the standard one; every other message, and a ReadReply
+// without a buffer, goes through gRPC's own codec.
+type codec struct {
+	proto encoding.CodecV2
+}
+
+func newCodec() *codec {
+	return &codec{proto: encoding.GetCodecV2(grpcproto.Name)}
+}
+
+// Name is the standard codec's: the content type on the wire is the same.
+func (c *codec) Name() string { return grpcproto.Name }
+
+func (c *codec) Marshal(v any) (mem.BufferSlice, error) {
+	switch m := v.(type) {
+	case *ReadReply:
+		var head []byte
+		if m.Errno != 0 {
+			head = protowire.AppendTag(head, 1, protowire.VarintType)
+			head = protowire.AppendVarint(head, uint64(m.Errno))
+		}
+		return withData(head, 2, m.Data), nil
+	case *WriteRequest:
+		var head []byte
+		if m.Secret != "" {
+			head = protowire.AppendTag(head, 1, protowire.BytesType)
+			head = protowire.AppendString(head, m.Secret)
+		}
+		if m.Handle != 0 {
+			head = protowire.AppendTag(head, 2, protowire.VarintType)
+			head = protowire.AppendVarint(head, m.Handle)
+		}
+		if m.Offset != 0 {
+			head = protowire.AppendTag(head, 3, protowire.VarintType)
+			head = protowire.AppendVarint(head, uint64(m.Offset))
+		}
+		return withData(head, 4, m.Data), nil
+	}
+	return c.proto.Marshal(v)
+}
+
+// withData appends the bytes field num holding data to the encoded fields
+// in head, sharing data rather than copying it.
+func withData(head []byte, num protowire.Number, data []byte) mem.BufferSlice {
+	if len(data) == 0 {
+		return mem.BufferSlice{mem.SliceBuffer(head)}
+	}
+	head = protowire.AppendTag(head, num, protowire.BytesType)
+	head = protowire.AppendVarint(head, uint64(len(data)))
+	return mem.BufferSlice{mem.SliceBuffer(head), mem.SliceBuffer(data)}
+}
+
+func (c *codec) Unmarshal(data mem.BufferSlice, v any) error {
+	if m, ok := v.(*ReadReply); ok && cap(m.Data) > 0 {
+		return decodeReadReply(data.Reader(), m)
+	}
+	return c.proto.Unmarshal(data, v)
+}
+
+// decodeReadReply decodes a ReadReply from r, reading its data into
+// m.Data's buffer if it fits.
+func decodeReadReply(r *mem.Reader, m *ReadReply) error {
+	defer r.Close()
+	buf := m.Data[:0]
+	m.Reset()
+	for r.Remaining() > 0 {
+		tag, err := readVarint(r)
+		if err != nil {
+			return err
+		}
+		num, typ := protowire.DecodeTag(tag)
+		switch {
+		case num == 1 && typ == protowire.VarintType:
+			v, err := readVarint(r)
+			if err != nil {
+				return err
+			}
+			m.Errno = uint32(v)
+		case num == 2 && typ == protowire.BytesType:
+			n, err := readVarint(r)
+			if err != nil {
+				return err
+			}
+			if n > uint64(r.Remaining()) {
+				return fmt.Errorf("decode ReadReply: data of %d bytes, %d left: %w", n, r.Remaining(), io.ErrUnexpectedEOF)
+			}
+			if n > uint64(cap(buf)) {
+				buf = make([]byte, n)
+			}
+			m.Data = buf[:n]
+			if _, err := io.ReadFull(r, m.Data); err != nil {
+				return fmt.Errorf("decode ReadReply: %w", err)
+			}
+		default:
+			if err := skipField(r, typ); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func readVarint(r io.ByteReader) (uint64, error) {
+	var v uint64
+	for shift := uint(0); shift < 64; shift += 7 {
+		b, err := r.ReadByte()
+		if err != nil {
+			return 0, fmt.Errorf("decode varint: %w", io.ErrUnexpectedEOF)
+		}
+		v |= uint64(b&0x7f) << shift
+		if b < 0x80 {
+			return v, nil
+		}
+	}
+	return 0, fmt.Errorf("decode varint: overflow")
+}
+
+// skipField skips a field this version does not know.
+func skipField(r *mem.Reader, typ protowire.Type) error {
+	var n uint64
+	switch typ {
+	case protowire.VarintType:
+		_, err := readVarint(r)
+		return err
+	case protowire.Fixed32Type:
+		n = 4
+	case protowire.Fixed64Type:
+		n = 8
+	case protowire.BytesType:
+		var err error
+		if n, err = readVarint(r); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("decode: unsupported wire type %d", typ)
+	}
+	if n > uint64(r.Remaining()) {
+		return fmt.Errorf("decode: field of %d bytes, %d left: %w", n, r.Remaining(), io.ErrUnexpectedEOF)
+	}
+	_, err := r.Discard(int(n))
+	return err
+}
