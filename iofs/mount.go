@@ -92,12 +92,12 @@ func Mount(ctx context.Context, mountpoint string, c Client, opts Options) (*Ser
 		EntryTimeout: &timeout,
 		AttrTimeout:  &timeout,
 		MountOptions: fuse.MountOptions{
-			FsName:        "iofs",
-			Name:          "iofs",
-			AllowOther:    os.Geteuid() == 0, // the job runs as another user
-			DirectMount:   true,
-			MaxWrite:      1 << 20,
-			MaxReadAhead:  1 << 20,
+			FsName:       "iofs",
+			Name:         "iofs",
+			AllowOther:   os.Geteuid() == 0, // the job runs as another user
+			DirectMount:  true,
+			MaxWrite:     1 << 20,
+			MaxReadAhead: 1 << 20,
 			// Read-ahead requests are background requests: let all
 			// of a 16 MiB read-ahead travel at once (default 12).
 			MaxBackground: 32,
