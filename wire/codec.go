@@ -15,9 +15,9 @@ import (
 //
 //   - a ReadReply's and a WriteRequest's data are sent from the message's
 //     own slice, not copied into a marshalling buffer first;
-//   - a ReadReply whose Data has capacity when the call is made (see
-//     ReadInto) is decoded straight into that buffer, without assembling
-//     the message in one piece and allocating its data.
+//   - a ReadReply whose Data has capacity when the call is made is
+//     decoded straight into that buffer, and a WriteRequest's data is
+//     copied once, without assembling the message in one piece first.
 //
 // The encoding is the standard one; every other message, and a ReadReply
 // without a buffer, goes through gRPC's own codec.
@@ -72,10 +72,76 @@ func withData(head []byte, num protowire.Number, data []byte) mem.BufferSlice {
 }
 
 func (c *codec) Unmarshal(data mem.BufferSlice, v any) error {
-	if m, ok := v.(*ReadReply); ok && cap(m.Data) > 0 {
-		return decodeReadReply(data.Reader(), m)
+	switch m := v.(type) {
+	case *ReadReply:
+		if cap(m.Data) > 0 {
+			return decodeReadReply(data.Reader(), m)
+		}
+	case *WriteRequest:
+		return decodeWriteRequest(data.Reader(), m)
 	}
 	return c.proto.Unmarshal(data, v)
+}
+
+// decodeWriteRequest decodes a WriteRequest from r, copying its data once
+// rather than assembling the message first.
+func decodeWriteRequest(r *mem.Reader, m *WriteRequest) error {
+	defer r.Close()
+	m.Reset()
+	for r.Remaining() > 0 {
+		tag, err := readVarint(r)
+		if err != nil {
+			return err
+		}
+		num, typ := protowire.DecodeTag(tag)
+		switch {
+		case num == 2 && typ == protowire.VarintType:
+			if m.Handle, err = readVarint(r); err != nil {
+				return err
+			}
+		case num == 3 && typ == protowire.VarintType:
+			v, err := readVarint(r)
+			if err != nil {
+				return err
+			}
+			m.Offset = int64(v)
+		case (num == 1 || num == 4) && typ == protowire.BytesType:
+			b, err := readBytes(r, nil)
+			if err != nil {
+				return fmt.Errorf("decode WriteRequest: %w", err)
+			}
+			if num == 1 {
+				m.Secret = string(b)
+			} else {
+				m.Data = b
+			}
+		default:
+			if err := skipField(r, typ); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// readBytes reads a length-delimited field's contents, into buf if it
+// fits.
+func readBytes(r *mem.Reader, buf []byte) ([]byte, error) {
+	n, err := readVarint(r)
+	if err != nil {
+		return nil, err
+	}
+	if n > uint64(r.Remaining()) {
+		return nil, fmt.Errorf("field of %d bytes, %d left: %w", n, r.Remaining(), io.ErrUnexpectedEOF)
+	}
+	if n > uint64(cap(buf)) {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return nil, err
+	}
+	return buf, nil
 }
 
 // decodeReadReply decodes a ReadReply from r, reading its data into
@@ -98,18 +164,7 @@ func decodeReadReply(r *mem.Reader, m *ReadReply) error {
 			}
 			m.Errno = uint32(v)
 		case num == 2 && typ == protowire.BytesType:
-			n, err := readVarint(r)
-			if err != nil {
-				return err
-			}
-			if n > uint64(r.Remaining()) {
-				return fmt.Errorf("decode ReadReply: data of %d bytes, %d left: %w", n, r.Remaining(), io.ErrUnexpectedEOF)
-			}
-			if n > uint64(cap(buf)) {
-				buf = make([]byte, n)
-			}
-			m.Data = buf[:n]
-			if _, err := io.ReadFull(r, m.Data); err != nil {
+			if m.Data, err = readBytes(r, buf); err != nil {
 				return fmt.Errorf("decode ReadReply: %w", err)
 			}
 		default:

@@ -1,0 +1,76 @@
+package wire
+
+import (
+	"bytes"
+	"testing"
+
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/proto"
+)
+
+// split cuts b into pieces of n bytes, as frames arrive.
+func split(b []byte, n int) mem.BufferSlice {
+	var s mem.BufferSlice
+	for len(b) > 0 {
+		k := min(n, len(b))
+		s = append(s, mem.SliceBuffer(b[:k]))
+		b = b[k:]
+	}
+	return s
+}
+
+// TestCodecIsProtobuf checks that the shortcuts encode and decode what the
+// standard protobuf encoding does.
+func TestCodecIsProtobuf(t *testing.T) {
+	c := newCodec()
+	data := bytes.Repeat([]byte("0123456789abcdef"), 5000)
+	for _, m := range []proto.Message{
+		&ReadReply{Data: data},
+		&ReadReply{Errno: 2},
+		&ReadReply{},
+		&WriteRequest{Secret: "s3cret", Handle: 7, Offset: 1 << 40, Data: data},
+		&WriteRequest{Secret: "s3cret", Handle: 7, Offset: -1},
+	} {
+		enc, err := c.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		std, err := proto.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := enc.Materialize(); !bytes.Equal(got, std) {
+			t.Errorf("%T: encoded %d bytes unlike protobuf's %d", m, len(got), len(std))
+		}
+		for _, buf := range [][]byte{make([]byte, 0, len(data)), make([]byte, 0, 10)} {
+			got := m.ProtoReflect().New().Interface()
+			if r, ok := got.(*ReadReply); ok {
+				r.Data = buf
+			}
+			if err := c.Unmarshal(split(std, 16384), got); err != nil {
+				t.Fatalf("%T: %v", m, err)
+			}
+			if !proto.Equal(got, m) {
+				t.Errorf("%T: decoded %v", m, got)
+			}
+		}
+	}
+	// The caller's buffer receives the data.
+	buf := make([]byte, 0, len(data))
+	r := &ReadReply{Data: buf}
+	std, _ := proto.Marshal(&ReadReply{Data: data})
+	if err := c.Unmarshal(split(std, 1000), r); err != nil || &r.Data[0] != &buf[:1][0] {
+		t.Errorf("ReadReply not decoded into the caller's buffer (err %v)", err)
+	}
+	// Unknown fields are skipped; truncated messages fail.
+	withUnknown := append(append([]byte{}, std...), 0x78, 0x05, 0x82, 0x01, 0x02, 'h', 'i')
+	if err := c.Unmarshal(split(withUnknown, 100), &ReadReply{Data: make([]byte, 0, 10)}); err != nil {
+		t.Errorf("unknown fields: %v", err)
+	}
+	if err := c.Unmarshal(split(std[:len(std)-1], 100), &ReadReply{Data: make([]byte, 0, 10)}); err == nil {
+		t.Error("a truncated ReadReply decoded")
+	}
+	if err := c.Unmarshal(split(std[:len(std)-1], 100), &WriteRequest{}); err == nil {
+		t.Error("a truncated WriteRequest decoded")
+	}
+}
