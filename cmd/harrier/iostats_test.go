@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -145,5 +146,73 @@ dd if=/dev/zero of=seek.dat bs=1000 count=1 seek=10 conv=notrunc 2>/dev/null
 	}
 	if !strings.Contains(string(log), fmt.Sprintf("\t%d  -  Run Bytes Received By Job\n", sum.readBytes)) {
 		t.Errorf("the log lacks HTCondor's Run Bytes Received line:\n%s", log)
+	}
+}
+
+// TestRemoteIOExample runs examples/remote-io, which scripts/demo shows,
+// in a pool whose jobs run in containers, and checks what each of its
+// mappings did to the submit-side files and what the shadow counted.
+func TestRemoteIOExample(t *testing.T) {
+	p := startContainerPool(t)
+	dir := copyExample(t, "remote-io")
+	if out, err := exec.Command(filepath.Join(dir, "prepare.sh")).CombinedOutput(); err != nil {
+		t.Fatalf("prepare.sh: %v: %s", err, out)
+	}
+	// The job runs as nobody.
+	if out, err := exec.Command("chmod", "-R", "a+rwX", dir).CombinedOutput(); err != nil {
+		t.Fatalf("chmod: %v: %s", err, out)
+	}
+	c := p.submit(t, dir, "analyse.sub", mustRead(t, filepath.Join(dir, "analyse.sub")))
+	id := fmt.Sprintf("%d.0", c)
+	if out, code := p.harrier(t, "wait", "--timeout", "90", id); code != 0 {
+		t.Fatalf("wait: exit %d: %s\nstderr: %s\n%s", code, out, mustRead(t, filepath.Join(dir, "analyse.err")), p.must(t, "history", "-long", id))
+	}
+	out := mustRead(t, filepath.Join(dir, "analyse.out"))
+	for _, s := range []string{"readings: 200 lines", "big.dat: 4194304 bytes"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("analyse.out lacks %q:\n%s", s, out)
+		}
+	}
+	// file_remaps: summary.txt landed in results/; append_files: one line.
+	summary := mustRead(t, filepath.Join(dir, "results", "summary.txt"))
+	if strings.Count(summary, "\n") != 3 {
+		t.Errorf("results/summary.txt:\n%s", summary)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "summary.txt")); err == nil {
+		t.Error("summary.txt was written in the job's directory, not where it was remapped")
+	}
+	journal := mustRead(t, filepath.Join(dir, "journal.log"))
+	if !strings.HasSuffix(journal, ": 200 readings\n") || strings.Count(journal, "\n") != 1 {
+		t.Errorf("journal.log: %q", journal)
+	}
+
+	// The shadow counted each physical file.
+	files := map[string]map[string]any{}
+	ads := p.jobs(t, "history", id)
+	if len(ads) != 1 {
+		t.Fatalf("history has %d ads for %s", len(ads), id)
+	}
+	list, _ := ads[0]["RemoteIOFiles"].([]any)
+	for _, e := range list {
+		f, _ := e.(map[string]any)
+		name, _ := f["Name"].(string)
+		files[name] = f
+	}
+	for name, want := range map[string][2]int64{ // bytes read at least, bytes written
+		"results/summary.txt": {0, int64(len(summary))},
+		"journal.log":         {0, int64(len(journal))},
+		"readings.csv.gz":     {1, 0},
+		"big.dat":             {4194304, 0},
+	} {
+		f := files[filepath.Join(dir, name)]
+		if f == nil {
+			t.Errorf("RemoteIOFiles has no entry for %s: %v", name, list)
+			continue
+		}
+		read, _ := f["ReadBytes"].(float64)
+		written, _ := f["WriteBytes"].(float64)
+		if int64(read) < want[0] || int64(written) != want[1] {
+			t.Errorf("%s: %v bytes read, %v written; want at least %d read, %d written", name, read, written, want[0], want[1])
+		}
 	}
 }

@@ -280,6 +280,7 @@ tar cf data.tar data
 mkdir -p out && echo made > out/new.txt
 mv out/new.txt out/renamed.txt
 if command -v python3 >/dev/null; then python3 -c 'import os; print(len(os.listdir("data")))' > py.txt; fi
+if command -v sqlite3 >/dev/null; then sqlite3 jobs.db 'create table t(x); insert into t values (1),(2),(3); select sum(x) from t;' > sql.txt; fi
 `
 	writeFile(t, filepath.Join(work, "tools.sh"), script, 0o700)
 	writeFile(t, filepath.Join(work, "tools.sub"), "executable = tools.sh\noutput = tools.out\nerror = tools.err\nlog = tools.log\nqueue\n", 0o600)
@@ -318,6 +319,15 @@ if command -v python3 >/dev/null; then python3 -c 'import os; print(len(os.listd
 	if _, err := exec.LookPath("python3"); err == nil {
 		if got := strings.TrimSpace(read("py.txt")); got != "2" {
 			t.Errorf("py.txt = %q", got)
+		}
+	}
+	if _, err := exec.LookPath("sqlite3"); err == nil {
+		if got := strings.TrimSpace(read("sql.txt")); got != "6" {
+			t.Errorf("sql.txt = %q", got)
+		}
+		// The database the job made is on the submit side.
+		if out, err := exec.Command("sqlite3", filepath.Join(work, "jobs.db"), "select count(*) from t;").CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "3" {
+			t.Errorf("jobs.db on the submit side: %v: %s", err, out)
 		}
 	}
 }
