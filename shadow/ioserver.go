@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -41,6 +42,11 @@ type IOServer struct {
 	handles map[uint64]*ioHandle
 	next    uint64
 	stats   map[string]*fileCounters
+
+	// buffers lends Read its buffers if the server was built with
+	// ServerOption (lending set); otherwise each read has its own.
+	buffers *wire.ReadBuffers
+	lending atomic.Bool
 }
 
 type ioMapping struct {
@@ -132,9 +138,24 @@ type FileStats struct {
 // NewIOServer serves the job whose mapping is m to callers that present
 // secret.
 func NewIOServer(m *Mapping, secret string) *IOServer {
-	s := &IOServer{secret: secret, handles: map[uint64]*ioHandle{}, stats: map[string]*fileCounters{}}
+	s := &IOServer{secret: secret, handles: map[uint64]*ioHandle{}, stats: map[string]*fileCounters{}, buffers: wire.NewReadBuffers()}
 	s.SetMapping(m)
 	return s
+}
+
+// ServerOption returns the option of the gRPC server that serves s with
+// which reads reuse their buffers once their replies are sent.
+func (s *IOServer) ServerOption() grpc.ServerOption {
+	s.lending.Store(true)
+	return s.buffers.ServerOption()
+}
+
+// readBuffer returns a buffer of n bytes for a Read's data.
+func (s *IOServer) readBuffer(n int) []byte {
+	if s.lending.Load() {
+		return s.buffers.Get(n)
+	}
+	return make([]byte, n)
 }
 
 // newJobIOServer is the I/O service of the shadow's own job. A job ad with
@@ -451,9 +472,10 @@ func (s *IOServer) Read(_ context.Context, req *wire.ReadRequest) (*wire.ReadRep
 		return &wire.ReadReply{Errno: errno(err)}, nil
 	}
 	start := time.Now()
-	buf := make([]byte, min(req.Size, wire.MaxMessage/2))
+	buf := s.readBuffer(int(min(req.Size, wire.MaxMessage/2)))
 	n, err := unix.Pread(h.fd, buf, req.Offset)
 	if err != nil {
+		s.buffers.Put(buf)
 		return &wire.ReadReply{Errno: errno(err)}, nil
 	}
 	h.count.reads.Add(1)

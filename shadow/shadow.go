@@ -112,9 +112,9 @@ func (s *Shadow) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("shadow: listen: %w", err)
 	}
-	srv := grpc.NewServer(wire.ServerOptions(serverTLS)...)
-	wire.RegisterShadowServer(srv, &service{s: s})
 	ios := newJobIOServer(s)
+	srv := grpc.NewServer(append(wire.ServerOptions(serverTLS), ios.ServerOption())...)
+	wire.RegisterShadowServer(srv, &service{s: s})
 	wire.RegisterShadowIOServer(srv, ios)
 	go srv.Serve(lis)
 	defer srv.Stop()

@@ -23,6 +23,9 @@ import (
 // without a buffer, goes through gRPC's own codec.
 type codec struct {
 	proto encoding.CodecV2
+	// readBuffers, if set, lent the buffers of the ReadReplies this
+	// server sends: each goes back once gRPC is done with it.
+	readBuffers *ReadBuffers
 }
 
 func newCodec() *codec {
@@ -39,6 +42,16 @@ func (c *codec) Marshal(v any) (mem.BufferSlice, error) {
 		if m.Errno != 0 {
 			head = protowire.AppendTag(head, 1, protowire.VarintType)
 			head = protowire.AppendVarint(head, uint64(m.Errno))
+		}
+		if c.readBuffers != nil {
+			if p := c.readBuffers.take(m.Data); p != nil {
+				*p = m.Data
+				if len(m.Data) == 0 {
+					returned{c.readBuffers}.Put(p)
+					return withData(head, 2, nil), nil
+				}
+				return append(withData(head, 2, nil), bytesHead(2, len(m.Data)), mem.NewBuffer(p, returned{c.readBuffers})), nil
+			}
 		}
 		return withData(head, 2, m.Data), nil
 	case *WriteRequest:
@@ -66,9 +79,13 @@ func withData(head []byte, num protowire.Number, data []byte) mem.BufferSlice {
 	if len(data) == 0 {
 		return mem.BufferSlice{mem.SliceBuffer(head)}
 	}
-	head = protowire.AppendTag(head, num, protowire.BytesType)
-	head = protowire.AppendVarint(head, uint64(len(data)))
-	return mem.BufferSlice{mem.SliceBuffer(head), mem.SliceBuffer(data)}
+	return mem.BufferSlice{mem.SliceBuffer(head), bytesHead(num, len(data)), mem.SliceBuffer(data)}
+}
+
+// bytesHead is the tag and length of bytes field num holding n bytes.
+func bytesHead(num protowire.Number, n int) mem.SliceBuffer {
+	b := protowire.AppendTag(make([]byte, 0, 8), num, protowire.BytesType)
+	return protowire.AppendVarint(b, uint64(n))
 }
 
 func (c *codec) Unmarshal(data mem.BufferSlice, v any) error {
