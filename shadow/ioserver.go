@@ -44,8 +44,9 @@ type IOServer struct {
 	stats   map[string]*fileCounters
 
 	// buffers lends Read its buffers if the server was built with
-	// ServerOption (lending set); otherwise each read has its own.
-	buffers *wire.ReadBuffers
+	// ServerOption (lending set); otherwise each read has its own. The
+	// server's codec lends Write the buffer of its data.
+	buffers *wire.Buffers
 	lending atomic.Bool
 }
 
@@ -138,7 +139,7 @@ type FileStats struct {
 // NewIOServer serves the job whose mapping is m to callers that present
 // secret.
 func NewIOServer(m *Mapping, secret string) *IOServer {
-	s := &IOServer{secret: secret, handles: map[uint64]*ioHandle{}, stats: map[string]*fileCounters{}, buffers: wire.NewReadBuffers()}
+	s := &IOServer{secret: secret, handles: map[uint64]*ioHandle{}, stats: map[string]*fileCounters{}, buffers: wire.NewBuffers()}
 	s.SetMapping(m)
 	return s
 }
@@ -488,6 +489,7 @@ func (s *IOServer) Read(_ context.Context, req *wire.ReadRequest) (*wire.ReadRep
 // Write writes at the offset; on a file opened O_APPEND, Linux's pwrite
 // appends, which is what the append method wants.
 func (s *IOServer) Write(_ context.Context, req *wire.WriteRequest) (*wire.WriteReply, error) {
+	defer s.buffers.Put(req.Data) // if the codec lent it
 	if err := s.auth(req.Secret); err != nil {
 		return nil, err
 	}

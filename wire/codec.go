@@ -3,6 +3,7 @@ package wire
 import (
 	"fmt"
 	"io"
+	"unsafe"
 
 	"google.golang.org/grpc/encoding"
 	grpcproto "google.golang.org/grpc/encoding/proto"
@@ -23,9 +24,9 @@ import (
 // without a buffer, goes through gRPC's own codec.
 type codec struct {
 	proto encoding.CodecV2
-	// readBuffers, if set, lent the buffers of the ReadReplies this
+	// buffers, if set, lent the buffers of the ReadReplies this
 	// server sends: each goes back once gRPC is done with it.
-	readBuffers *ReadBuffers
+	buffers *Buffers
 }
 
 func newCodec() *codec {
@@ -43,14 +44,14 @@ func (c *codec) Marshal(v any) (mem.BufferSlice, error) {
 			head = protowire.AppendTag(head, 1, protowire.VarintType)
 			head = protowire.AppendVarint(head, uint64(m.Errno))
 		}
-		if c.readBuffers != nil {
-			if p := c.readBuffers.take(m.Data); p != nil {
+		if c.buffers != nil {
+			if p := c.buffers.take(m.Data); p != nil {
 				*p = m.Data
 				if len(m.Data) == 0 {
-					returned{c.readBuffers}.Put(p)
+					returned{c.buffers}.Put(p)
 					return withData(head, 2, nil), nil
 				}
-				return append(withData(head, 2, nil), bytesHead(2, len(m.Data)), mem.NewBuffer(p, returned{c.readBuffers})), nil
+				return append(withData(head, 2, nil), bytesHead(2, len(m.Data)), mem.NewBuffer(p, returned{c.buffers})), nil
 			}
 		}
 		return withData(head, 2, m.Data), nil
@@ -95,14 +96,15 @@ func (c *codec) Unmarshal(data mem.BufferSlice, v any) error {
 			return decodeReadReply(data.Reader(), m)
 		}
 	case *WriteRequest:
-		return decodeWriteRequest(data.Reader(), m)
+		return decodeWriteRequest(data.Reader(), m, c.buffers)
 	}
 	return c.proto.Unmarshal(data, v)
 }
 
 // decodeWriteRequest decodes a WriteRequest from r, copying its data once
-// rather than assembling the message first.
-func decodeWriteRequest(r *mem.Reader, m *WriteRequest) error {
+// (into a buffer from bufs, if not nil) rather than assembling the message
+// first.
+func decodeWriteRequest(r *mem.Reader, m *WriteRequest, bufs *Buffers) error {
 	defer r.Close()
 	m.Reset()
 	for r.Remaining() > 0 {
@@ -122,15 +124,23 @@ func decodeWriteRequest(r *mem.Reader, m *WriteRequest) error {
 				return err
 			}
 			m.Offset = int64(v)
-		case (num == 1 || num == 4) && typ == protowire.BytesType:
+		case num == 1 && typ == protowire.BytesType:
 			b, err := readBytes(r, nil)
 			if err != nil {
 				return fmt.Errorf("decode WriteRequest: %w", err)
 			}
-			if num == 1 {
-				m.Secret = string(b)
-			} else {
-				m.Data = b
+			m.Secret = string(b)
+		case num == 4 && typ == protowire.BytesType:
+			var buf []byte
+			if bufs != nil && m.Data == nil {
+				buf = bufs.Get(min(r.Remaining(), bufferSize))[:0]
+			}
+			m.Data, err = readBytes(r, buf)
+			if bufs != nil && (err != nil || unsafe.SliceData(m.Data) != unsafe.SliceData(buf)) {
+				bufs.Put(buf) // not used after all
+			}
+			if err != nil {
+				return fmt.Errorf("decode WriteRequest: %w", err)
 			}
 		default:
 			if err := skipField(r, typ); err != nil {

@@ -75,12 +75,12 @@ func TestCodecIsProtobuf(t *testing.T) {
 	}
 }
 
-// TestReadBuffersReturn checks that a reply's lent buffer goes back once
+// TestBuffersReturn checks that a reply's lent buffer goes back once
 // gRPC frees what the codec marshalled, and that the encoding is unchanged.
-func TestReadBuffersReturn(t *testing.T) {
-	b := NewReadBuffers()
+func TestBuffersReturn(t *testing.T) {
+	b := NewBuffers()
 	c := newCodec()
-	c.readBuffers = b
+	c.buffers = b
 	for _, n := range []int{1000, 0} {
 		buf := b.Get(4096)
 		copy(buf, bytes.Repeat([]byte{7}, n))
@@ -98,6 +98,16 @@ func TestReadBuffersReturn(t *testing.T) {
 			t.Errorf("%d bytes: %d buffers still lent after the reply was freed", n, len(b.lent))
 		}
 	}
+	w := &WriteRequest{Secret: "s3cret", Handle: 1, Data: bytes.Repeat([]byte{9}, 70000)}
+	std, _ := proto.Marshal(w)
+	got := &WriteRequest{}
+	if err := c.Unmarshal(split(std, 16384), got); err != nil || !proto.Equal(got, w) {
+		t.Fatalf("WriteRequest decoded as %d bytes, err %v", len(got.Data), err)
+	}
+	if len(b.lent) != 1 {
+		t.Errorf("the write's data is not in a lent buffer (%d lent)", len(b.lent))
+	}
+	b.Put(got.Data)
 	// A buffer no reply carried is given back with Put; one that is not
 	// lent is ignored.
 	buf := b.Get(10)
