@@ -80,17 +80,16 @@ func (c *batchConn) Write(p []byte) (int, error) {
 	if !c.batching {
 		return c.Conn.Write(p)
 	}
-	if c.buf == nil {
-		c.buf = make([]byte, 0, batchBuffer)
-	}
-	if len(c.buf)+len(p) > cap(c.buf) {
+	if len(c.buf)+len(p) > batchBuffer {
 		if err := c.writeOut(); err != nil {
 			return 0, err
 		}
-		if len(p) > cap(c.buf) {
+		if len(p) > batchBuffer {
 			return c.Conn.Write(p)
 		}
 	}
+	// The buffer grows to what the connection's writes need, for control
+	// traffic a few KiB, and is kept.
 	c.buf = append(c.buf, p...)
 	return len(p), nil
 }
@@ -112,6 +111,6 @@ func (c *batchConn) writeOut() error {
 	return err
 }
 
-// batchBuffer is the size of a connection's gathering buffer: gRPC's write
-// buffer and the TLS records' overhead.
+// batchBuffer bounds a connection's gathering buffer: gRPC's write buffer
+// and the TLS records' overhead.
 const batchBuffer = writeBufferSize + writeBufferSize/64 + 4096

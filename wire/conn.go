@@ -18,9 +18,10 @@ const MaxMessage = 256 << 20
 
 // writeBufferSize is how much gRPC gathers before it writes to a
 // connection (its default is 32 KiB); with batchedTLS it is also the
-// largest write to the socket. gRPC reads without a buffer of its own
-// (ReadBufferSize 0): TLS keeps each record it decrypts, and another
-// buffer above it only added a copy.
+// largest write to the socket. The buffer is shared (taken from a pool for
+// each batch of writes), so that an idle connection holds none. gRPC reads
+// without a buffer of its own (ReadBufferSize 0): TLS keeps each record it
+// decrypts, and another buffer above it only added a copy.
 const writeBufferSize = 256 << 10
 
 // ServerOptions returns the options for a daemon's TLS gRPC server: the pool's
@@ -30,6 +31,7 @@ func ServerOptions(cfg *tls.Config) []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.Creds(newBatchedTLS(credentials.NewTLS(cfg))),
 		grpc.WriteBufferSize(writeBufferSize),
+		grpc.SharedWriteBuffer(true),
 		grpc.ReadBufferSize(0),
 		grpc.ForceServerCodecV2(newCodec()),
 		experimental.BufferPool(newBufferPool()),
@@ -46,6 +48,7 @@ func Dial(addr string, cfg *tls.Config) (*grpc.ClientConn, error) {
 	conn, err := grpc.NewClient("passthrough:///"+addr,
 		grpc.WithTransportCredentials(newBatchedTLS(credentials.NewTLS(cfg))),
 		grpc.WithWriteBufferSize(writeBufferSize),
+		grpc.WithSharedWriteBuffer(true),
 		grpc.WithReadBufferSize(0),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessage), grpc.MaxCallSendMsgSize(MaxMessage), grpc.ForceCodecV2(newCodec())),
 		experimental.WithBufferPool(newBufferPool()),
