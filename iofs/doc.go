@@ -27,8 +27,8 @@
 // file systems do. Bytes are what cost next: the kernel reads 16 MiB ahead
 // of a sequential reader, 1 MiB per request, and a remote read's data is
 // decoded from the shadow's reply straight into the FUSE request's reply
-// buffer (see wire's codec), so that the read path allocates nothing per
-// read.
+// buffer (see wire's codec): no buffer is allocated for a read's data on
+// either side.
 //
 // Errors reach the job as the errno the submit machine saw. While the
 // shadow cannot be reached, I/O blocks and then resumes (up to the lease
