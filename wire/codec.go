@@ -24,8 +24,9 @@ import (
 // without a buffer, goes through gRPC's own codec.
 type codec struct {
 	proto encoding.CodecV2
-	// buffers, if set, lent the buffers of the ReadReplies this
-	// server sends: each goes back once gRPC is done with it.
+	// buffers, if set, lent the buffers of the ReadReplies this server
+	// sends, each of which goes back once gRPC is done with it, and
+	// lends those the data of WriteRequests is decoded into.
 	buffers *Buffers
 }
 
