@@ -22,6 +22,7 @@ type netnsHost struct {
 	ns   string
 	ip   string
 	dir  string
+	port string // its end of the link, on the bridge
 }
 
 // netnsPool builds hosts in network namespaces joined by a bridge. Every
@@ -63,9 +64,9 @@ func newNetnsPool(t *testing.T, names ...string) *netnsPool {
 		_ = os.Chmod(d, 0o755)
 	}
 	for i, name := range names {
-		h := &netnsHost{name: name, ns: n.prefix + "-" + name, ip: fmt.Sprintf("10.77.0.%d", i+1), dir: filepath.Join(base, name)}
-		n.hosts[name] = h
 		inHost, inBridge := fmt.Sprintf("%sh%d", n.prefix, i), fmt.Sprintf("%sb%d", n.prefix, i)
+		h := &netnsHost{name: name, ns: n.prefix + "-" + name, ip: fmt.Sprintf("10.77.0.%d", i+1), dir: filepath.Join(base, name), port: inBridge}
+		n.hosts[name] = h
 		ipCmd(t, "netns", "add", h.ns)
 		ipCmd(t, "link", "add", inHost, "type", "veth", "peer", "name", inBridge)
 		ipCmd(t, "link", "set", inHost, "netns", h.ns)
@@ -77,6 +78,16 @@ func newNetnsPool(t *testing.T, names ...string) *netnsPool {
 		ipCmd(t, "-n", h.ns, "link", "set", "lo", "up")
 	}
 	return n
+}
+
+// unplug takes a host off the network (up false) or puts it back; its
+// connections survive as TCP's do across a pulled cable.
+func (n *netnsPool) unplug(host string, off bool) {
+	state := "up"
+	if off {
+		state = "down"
+	}
+	ipCmd(n.t, "-n", n.prefix+"-br", "link", "set", n.hosts[host].port, state)
 }
 
 func (n *netnsPool) teardown() {
