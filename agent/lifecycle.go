@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	"harrier.dev/harrier/agent/jobqueue"
@@ -171,13 +172,13 @@ func (a *Agent) finished(ctx context.Context, r *run, ev shadow.Event) {
 	case ev.Type == shadow.EventEvicted:
 		ad := a.clearRunning(ctx, r, Idle)
 		if ad != nil {
-			a.logEvent(ad, joblog.Event{Type: joblog.Evicted, Reason: ev.Reason, UserCPU: ev.UserCPU, SysCPU: ev.SysCPU, WasCheckpointed: r.vacated})
+			a.logEvicted(ctx, r, ad, ev, joblog.Event{Type: joblog.Evicted, Reason: ev.Reason, UserCPU: ev.UserCPU, SysCPU: ev.SysCPU, WasCheckpointed: r.vacated})
 		}
 	default: // failed or killed for reasons not the user's: run it again
 		a.log.Warn("job run failed; requeued", "job", r.id, "reason", ev.Reason)
 		ad := a.clearRunning(ctx, r, Idle)
 		if ad != nil && r.executed {
-			a.logEvent(ad, joblog.Event{Type: joblog.Evicted, Reason: ev.Reason})
+			a.logEvicted(ctx, r, ad, ev, joblog.Event{Type: joblog.Evicted, Reason: ev.Reason})
 		}
 	}
 }
@@ -220,6 +221,8 @@ func (a *Agent) exited(ctx context.Context, r *run, ev shadow.Event) {
 	if !ok {
 		return
 	}
+	rio := newRunIO(ev.Files)
+	maps.Copy(final, rio.change(ad))
 	completions, _ := ad.EvalInt("NumJobCompletions")
 	final["NumJobCompletions"] = classad.Int(completions + 1)
 	for name, v := range final {
@@ -227,6 +230,7 @@ func (a *Agent) exited(ctx context.Context, r *run, ev shadow.Event) {
 	}
 	term := joblog.Event{Type: joblog.Terminated, Normal: !ev.BySignal, ReturnValue: ev.ExitCode, Signal: ev.Signal,
 		UserCPU: ev.UserCPU, SysCPU: ev.SysCPU}
+	rio.logTo(&term, ad)
 	switch {
 	case ad.Eval("OnExitHold").IsTrue():
 		final["JobStatus"] = classad.Int(Idle)

@@ -19,6 +19,7 @@ const maxBehind = 8 << 20
 type behind struct {
 	inner     handle
 	maxFlying int
+	bufs      *sync.Pool // of *[]byte: the copies of the job's writes
 
 	mu     sync.Mutex
 	done   sync.Cond // signalled as writes complete
@@ -31,6 +32,7 @@ type behind struct {
 type pendingWrite struct {
 	data []byte
 	off  int64
+	buf  *[]byte // the pooled buffer data is in, if it is
 }
 
 func (w *pendingWrite) overlaps(o *pendingWrite) bool {
@@ -39,8 +41,9 @@ func (w *pendingWrite) overlaps(o *pendingWrite) bool {
 
 // newBehind wraps inner. Appends (the file is open O_APPEND) travel one at
 // a time: their order is their offset.
-func newBehind(inner handle, appending bool) *behind {
-	b := &behind{inner: inner, maxFlying: 4}
+// The copies of the job's writes come from bufs and go back to it.
+func newBehind(inner handle, appending bool, bufs *sync.Pool) *behind {
+	b := &behind{inner: inner, maxFlying: 4, bufs: bufs}
 	if appending {
 		b.maxFlying = 1
 	}
@@ -59,7 +62,9 @@ func (b *behind) WriteAt(_ context.Context, data []byte, off int64) (int, error)
 		return 0, err
 	}
 	// The caller's buffer is reused once WriteAt returns.
-	b.queue = append(b.queue, &pendingWrite{data: append([]byte(nil), data...), off: off})
+	w := &pendingWrite{off: off}
+	w.data, w.buf = b.copyOf(data)
+	b.queue = append(b.queue, w)
 	b.queued += len(data)
 	b.dispatch()
 	return len(data), nil
@@ -82,9 +87,29 @@ func (b *behind) dispatch() {
 	}
 }
 
+// copyOf copies data into a buffer from the pool, if it fits one, and
+// returns the copy and the pooled buffer.
+func (b *behind) copyOf(data []byte) ([]byte, *[]byte) {
+	if len(data) > writeBuffer {
+		return append([]byte(nil), data...), nil
+	}
+	p, ok := b.bufs.Get().(*[]byte)
+	if !ok {
+		s := make([]byte, writeBuffer)
+		p = &s
+	}
+	return append((*p)[:0], data...), p
+}
+
+// writeBuffer is the size of the pooled copies: FUSE's largest write.
+const writeBuffer = 1 << 20
+
 func (b *behind) send(w *pendingWrite) {
 	// The write belongs to no request any more.
 	_, err := b.inner.WriteAt(context.Background(), w.data, w.off)
+	if w.buf != nil {
+		b.bufs.Put(w.buf)
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for i, f := range b.flying {

@@ -62,7 +62,7 @@ func (m *memFile) Close(context.Context) error { return nil }
 func TestBehindOrderAndErrors(t *testing.T) {
 	ctx := context.Background()
 	m := &memFile{failAt: 3}
-	b := newBehind(m, false)
+	b := newBehind(m, false, &sync.Pool{})
 	buf := []byte("aaaa")
 	for i := range 3 {
 		if _, err := b.WriteAt(ctx, buf, int64(4*i)); err != nil {

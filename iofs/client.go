@@ -19,9 +19,10 @@ type Client interface {
 	// Reopen opens the file behind an open handle again, also after its
 	// name was unlinked.
 	Reopen(ctx context.Context, handle uint64, flags uint32) (Opened, error)
-	// Read returns up to size bytes at off; fewer only at the end of the
-	// file. syscall.ESTALE means the shadow no longer knows the handle.
-	Read(ctx context.Context, handle uint64, off int64, size int) ([]byte, error)
+	// Read returns up to len(dest) bytes at off, read into dest; fewer
+	// only at the end of the file. syscall.ESTALE means the shadow no
+	// longer knows the handle.
+	Read(ctx context.Context, handle uint64, off int64, dest []byte) ([]byte, error)
 	Write(ctx context.Context, handle uint64, off int64, data []byte) (int, error)
 	Fstat(ctx context.Context, handle uint64) (Attr, error)
 	Ftruncate(ctx context.Context, handle uint64, size int64) error

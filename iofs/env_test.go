@@ -128,7 +128,7 @@ func newEnvWith(t testing.TB, extra string, opts iofs.Options) *env {
 }
 
 func (e *env) serve(lis net.Listener) {
-	e.grpc = grpc.NewServer(wire.ServerOptions(e.serverTLS)...)
+	e.grpc = grpc.NewServer(append(wire.ServerOptions(e.serverTLS), e.io.ServerOption())...)
 	wire.RegisterShadowIOServer(e.grpc, e.io)
 	go e.grpc.Serve(lis)
 }

@@ -36,6 +36,9 @@ type fileSystem struct {
 	remote      *remote
 	local       *local
 	http, https *web
+	// writeBufs holds the buffers that carry writes to the shadow in the
+	// background (see behind).
+	writeBufs sync.Pool
 }
 
 func (f *fileSystem) backend(p Physical) (backend, error) {
@@ -108,7 +111,7 @@ func (f *fileSystem) open(ctx context.Context, p Physical, flags, mode uint32) (
 	case p.has(methodBuffer):
 		h = newBuffered(h, p.BufferSize, p.BufferBlockSize, int64(a.Size))
 	case !stage && p.Base() == methodRemote && flags&syscall.O_ACCMODE != syscall.O_RDONLY:
-		h = newBehind(h, inner&syscall.O_APPEND != 0)
+		h = newBehind(h, inner&syscall.O_APPEND != 0, &f.writeBufs)
 	}
 	return h, a, nil
 }

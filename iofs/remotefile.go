@@ -61,7 +61,7 @@ func (f *remoteFile) ReadAt(ctx context.Context, dest []byte, off int64) ([]byte
 	var data []byte
 	err := f.retry(ctx, func(id uint64) error {
 		var err error
-		data, err = f.c.Read(ctx, id, off, len(dest))
+		data, err = f.c.Read(ctx, id, off, dest)
 		return err
 	})
 	return data, err

@@ -19,6 +19,7 @@ const DefaultLease = 20 * time.Minute
 
 // shadowClient is Client over the shadow's ShadowIO gRPC service.
 type shadowClient struct {
+	conn   grpc.ClientConnInterface
 	rpc    wire.ShadowIOClient
 	secret string
 	lease  time.Duration
@@ -34,7 +35,7 @@ func NewShadowClient(conn grpc.ClientConnInterface, secret string, lease time.Du
 	if lease <= 0 {
 		lease = DefaultLease
 	}
-	return &shadowClient{rpc: wire.NewShadowIOClient(conn), secret: secret, lease: lease}
+	return &shadowClient{conn: conn, rpc: wire.NewShadowIOClient(conn), secret: secret, lease: lease}
 }
 
 // call runs one RPC, waiting out transport failures within the lease.
@@ -134,8 +135,14 @@ func (c *shadowClient) Reopen(ctx context.Context, h uint64, flags uint32) (Open
 	return Opened{Handle: rep.Handle, Attr: attrFrom(rep.Attr)}, nil
 }
 
-func (c *shadowClient) Read(ctx context.Context, h uint64, off int64, size int) ([]byte, error) {
-	rep, err := call(ctx, c, c.rpc.Read, &wire.ReadRequest{Secret: c.secret, Handle: h, Offset: off, Size: uint32(size)})
+// Read has the reply's data decoded straight into dest (see wire's codec),
+// which is the FUSE request's own reply buffer.
+func (c *shadowClient) Read(ctx context.Context, h uint64, off int64, dest []byte) ([]byte, error) {
+	read := func(ctx context.Context, req *wire.ReadRequest, opts ...grpc.CallOption) (*wire.ReadReply, error) {
+		rep := &wire.ReadReply{Data: dest[:0]}
+		return rep, c.conn.Invoke(ctx, wire.ShadowIO_Read_FullMethodName, req, rep, opts...)
+	}
+	rep, err := call(ctx, c, read, &wire.ReadRequest{Secret: c.secret, Handle: h, Offset: off, Size: uint32(len(dest))})
 	if err != nil {
 		return nil, err
 	}

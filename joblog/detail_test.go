@@ -46,6 +46,9 @@ func TestReadDetails(t *testing.T) {
 	events := []Event{
 		{Type: Terminated, Cluster: 5, Time: when, Normal: true, ReturnValue: 3, UserCPU: 90061, SysCPU: 2, BytesSent: 10, BytesReceived: 20},
 		{Type: Evicted, Cluster: 5, Time: when, UserCPU: 61, BytesSent: 1, BytesReceived: 2, Reason: "owner returned"},
+		{Type: Terminated, Cluster: 6, Time: when, Normal: true, BytesSent: 7, BytesReceived: 9, TotalBytesSent: 70, TotalBytesReceived: 90,
+			Files: "/home/u/in.dat: 1 opens, 9 bytes read\n/home/u/x  -  y: 1 opens, 7 bytes written\n"},
+		{Type: Evicted, Cluster: 6, Time: when, BytesReceived: 9, Files: "/home/u/in.dat: 1 opens, 9 bytes read\n", Reason: "owner returned"},
 		{Type: Checkpointed, Cluster: 5, Time: when, UserCPU: 5, SysCPU: 1},
 		{Type: ImageSize, Cluster: 5, Time: when, ImageSizeKB: 4096, MemoryUsageMB: 4, ResidentSetSizeKB: 3000},
 		{Type: ExecutableError, Cluster: 5, Time: when, ErrorKind: BadLink, Reason: "exec format error"},

@@ -68,8 +68,16 @@ type Event struct {
 	// UserCPU and SysCPU are the run's remote CPU seconds (Terminated,
 	// Evicted, Checkpointed).
 	UserCPU, SysCPU float64
-	// BytesSent and BytesReceived count the job's I/O with the submit side.
-	BytesSent, BytesReceived int64
+	// BytesSent and BytesReceived count the run's I/O with the submit
+	// side: bytes the job wrote and read (Terminated, Evicted);
+	// TotalBytesSent and TotalBytesReceived count those of all its runs
+	// (Terminated).
+	BytesSent, BytesReceived           int64
+	TotalBytesSent, TotalBytesReceived int64
+	// Files summarises the run's remote I/O, one line per submit-side
+	// file (Terminated, Evicted). It is a string rather than a slice so
+	// that Events stay comparable.
+	Files string
 
 	// ImageSizeKB, MemoryUsageMB and ResidentSetSizeKB (ImageSize).
 	ImageSizeKB, MemoryUsageMB, ResidentSetSizeKB int64
@@ -124,6 +132,7 @@ func (e Event) Format() string {
 		writeUsage(&b, e, "Run Remote Usage")
 		b.WriteString("\t\tUsr 0 00:00:00, Sys 0 00:00:00  -  Run Local Usage\n")
 		fmt.Fprintf(&b, "\t%d  -  Run Bytes Sent By Job\n\t%d  -  Run Bytes Received By Job\n", e.BytesSent, e.BytesReceived)
+		writeFiles(&b, e.Files)
 		writeReason(&b, e.Reason)
 	case Terminated:
 		b.WriteString("Job terminated.\n")
@@ -137,7 +146,8 @@ func (e Event) Format() string {
 		writeUsage(&b, e, "Total Remote Usage")
 		b.WriteString("\t\tUsr 0 00:00:00, Sys 0 00:00:00  -  Total Local Usage\n")
 		fmt.Fprintf(&b, "\t%d  -  Run Bytes Sent By Job\n\t%d  -  Run Bytes Received By Job\n", e.BytesSent, e.BytesReceived)
-		fmt.Fprintf(&b, "\t%d  -  Total Bytes Sent By Job\n\t%d  -  Total Bytes Received By Job\n", e.BytesSent, e.BytesReceived)
+		fmt.Fprintf(&b, "\t%d  -  Total Bytes Sent By Job\n\t%d  -  Total Bytes Received By Job\n", e.TotalBytesSent, e.TotalBytesReceived)
+		writeFiles(&b, e.Files)
 	case ImageSize:
 		fmt.Fprintf(&b, "Image size of job updated: %d\n", e.ImageSizeKB)
 		fmt.Fprintf(&b, "\t%d  -  MemoryUsage of job (MB)\n\t%d  -  ResidentSetSize of job (KB)\n", e.MemoryUsageMB, e.ResidentSetSizeKB)
@@ -182,6 +192,27 @@ func writeReason(b *strings.Builder, reason string) {
 	// A reason is one line in the log.
 	reason = strings.ReplaceAll(strings.ReplaceAll(reason, "\r", " "), "\n", " ")
 	fmt.Fprintf(b, "\t%s\n", reason)
+}
+
+// filesLabel introduces the per-file summary of a run's remote I/O.
+const filesLabel = "Run Remote I/O Files"
+
+// writeFiles writes the per-file summary: a count line, then one line per
+// file, indented twice as the usage lines are.
+func writeFiles(b *strings.Builder, files string) {
+	if files == "" {
+		return
+	}
+	var lines []string
+	for l := range strings.Lines(files) {
+		if l = strings.TrimRight(l, "\r\n"); l != "" && l != "..." {
+			lines = append(lines, l)
+		}
+	}
+	fmt.Fprintf(b, "\t%d  -  %s\n", len(lines), filesLabel)
+	for _, l := range lines {
+		fmt.Fprintf(b, "\t\t%s\n", l)
+	}
 }
 
 func writeUsage(b *strings.Builder, e Event, label string) {

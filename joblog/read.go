@@ -141,12 +141,19 @@ func fillBody(e *Event, body []string) {
 		e.Ad = ad.String()
 		return
 	}
+	inFiles := false
 	for _, l := range body[1:] {
+		if f, ok := strings.CutPrefix(l, "\t\t"); ok && inFiles {
+			e.Files += f + "\n"
+			continue
+		}
 		t := strings.TrimSpace(l)
 		if value, label, ok := strings.Cut(t, "  -  "); ok {
+			inFiles = label == filesLabel
 			fillCounter(e, strings.TrimSpace(value), label)
 			continue
 		}
+		inFiles = false
 		switch {
 		case strings.HasPrefix(t, "(1) Normal termination (return value "):
 			e.Normal = true
@@ -180,6 +187,10 @@ func fillCounter(e *Event, value, label string) {
 		e.BytesSent = n
 	case "Run Bytes Received By Job":
 		e.BytesReceived = n
+	case "Total Bytes Sent By Job":
+		e.TotalBytesSent = n
+	case "Total Bytes Received By Job":
+		e.TotalBytesReceived = n
 	case "MemoryUsage of job (MB)":
 		e.MemoryUsageMB = n
 	case "ResidentSetSize of job (KB)":

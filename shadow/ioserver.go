@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -41,6 +42,12 @@ type IOServer struct {
 	handles map[uint64]*ioHandle
 	next    uint64
 	stats   map[string]*fileCounters
+
+	// buffers lends Read its buffers if the server was built with
+	// ServerOption (lending set); otherwise each read has its own. The
+	// server's codec lends Write the buffer of its data.
+	buffers *wire.Buffers
+	lending atomic.Bool
 }
 
 type ioMapping struct {
@@ -51,33 +58,105 @@ type ioMapping struct {
 type ioHandle struct {
 	fd    int
 	count *fileCounters
+	pos   seekCounter
 }
 
 // fileCounters are updated without the server's lock.
 type fileCounters struct {
-	opens, reads, writes, bytesRead, bytesWritten, nanos atomic.Int64
+	opens, reads, writes, seeks, bytesRead, bytesWritten, nanos atomic.Int64
+}
+
+// countPrefetch counts the n bytes sent with a lookup or an open as a
+// read, if there were any.
+func (c *fileCounters) countPrefetch(n int) {
+	if n > 0 {
+		c.reads.Add(1)
+		c.bytesRead.Add(int64(n))
+	}
+}
+
+// seekCounter counts the seeks on one open file. The shadow sees no lseek,
+// only where each read and write starts: one that starts where no recent
+// access on the file ended is a seek. The kernel's read-ahead sends several
+// reads at once and they may arrive out of order, so an access that ends
+// where a counted seek started turns that seek back into a continuation:
+// sequential I/O counts no seek in whatever order it arrives.
+type seekCounter struct {
+	mu     sync.Mutex
+	recent [16]access // a ring; the file starts at offset 0
+	next   int
+}
+
+type access struct {
+	start, end int64
+	seek       bool
+}
+
+// add records an access of n bytes at off and returns the change in the
+// file's count of seeks.
+func (c *seekCounter) add(off int64, n int) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a := access{start: off, end: off + int64(n), seek: true}
+	var delta int64
+	for i := range c.recent {
+		r := &c.recent[i]
+		if r.end == a.start {
+			a.seek = false
+		}
+		if r.seek && r.start == a.end && n > 0 {
+			r.seek = false
+			delta--
+		}
+	}
+	if a.seek {
+		delta++
+	}
+	c.recent[c.next] = a
+	c.next = (c.next + 1) % len(c.recent)
+	return delta
 }
 
 // FileStats is what the I/O server counted for one submit-side file.
 type FileStats struct {
-	Path string
+	Path string `json:"path"`
 	// Opens counts the opens the shadow made for the job; a small file
 	// sent whole with a lookup counts as a read only.
-	Opens        int64
-	Reads        int64 // read calls
-	Writes       int64 // write calls
-	BytesRead    int64
-	BytesWritten int64
+	Opens int64 `json:"opens"`
+	// Reads counts the reads served, and the lookups and opens that
+	// brought data along.
+	Reads  int64 `json:"reads"`
+	Writes int64 `json:"writes"` // write calls
+	// Seeks counts the reads and writes that did not continue where an
+	// earlier one on the same open file ended (see seekCounter).
+	Seeks        int64 `json:"seeks"`
+	BytesRead    int64 `json:"bytes_read"`
+	BytesWritten int64 `json:"bytes_written"`
 	// Time is spent opening, reading, writing and syncing the file.
-	Time time.Duration
+	Time time.Duration `json:"time"`
 }
 
 // NewIOServer serves the job whose mapping is m to callers that present
 // secret.
 func NewIOServer(m *Mapping, secret string) *IOServer {
-	s := &IOServer{secret: secret, handles: map[uint64]*ioHandle{}, stats: map[string]*fileCounters{}}
+	s := &IOServer{secret: secret, handles: map[uint64]*ioHandle{}, stats: map[string]*fileCounters{}, buffers: wire.NewBuffers()}
 	s.SetMapping(m)
 	return s
+}
+
+// ServerOption returns the option of the gRPC server that serves s with
+// which reads reuse their buffers once their replies are sent.
+func (s *IOServer) ServerOption() grpc.ServerOption {
+	s.lending.Store(true)
+	return s.buffers.ServerOption()
+}
+
+// readBuffer returns a buffer of n bytes for a Read's data.
+func (s *IOServer) readBuffer(n int) []byte {
+	if s.lending.Load() {
+		return s.buffers.Get(n)
+	}
+	return make([]byte, n)
 }
 
 // newJobIOServer is the I/O service of the shadow's own job. A job ad with
@@ -105,7 +184,7 @@ func (s *IOServer) Stats() []FileStats {
 	defer s.mu.Unlock()
 	out := make([]FileStats, 0, len(s.stats))
 	for p, c := range s.stats {
-		out = append(out, FileStats{Path: p, Opens: c.opens.Load(), Reads: c.reads.Load(), Writes: c.writes.Load(),
+		out = append(out, FileStats{Path: p, Opens: c.opens.Load(), Reads: c.reads.Load(), Writes: c.writes.Load(), Seeks: c.seeks.Load(),
 			BytesRead: c.bytesRead.Load(), BytesWritten: c.bytesWritten.Load(), Time: time.Duration(c.nanos.Load())})
 	}
 	slices.SortFunc(out, func(a, b FileStats) int { return cmp.Compare(a.Path, b.Path) })
@@ -297,8 +376,7 @@ func (s *IOServer) readSmall(p string, limit int) ([]byte, bool) {
 		return nil, false
 	}
 	c := s.counters(p)
-	c.reads.Add(1)
-	c.bytesRead.Add(int64(n))
+	c.countPrefetch(n)
 	c.nanos.Add(int64(time.Since(start)))
 	return buf[:n], true
 }
@@ -333,14 +411,15 @@ func (s *IOServer) Open(_ context.Context, req *wire.OpenRequest) (*wire.OpenRep
 	}
 	c := s.counters(req.Path)
 	c.opens.Add(1)
+	h := &ioHandle{fd: fd, count: c}
 	rep := &wire.OpenReply{Attr: a}
 	if req.Prefetch > 0 && flags&unix.O_ACCMODE != unix.O_WRONLY && a.Mode&unix.S_IFMT == unix.S_IFREG {
 		buf := make([]byte, min(int64(req.Prefetch), int64(a.Size)+1))
 		n, err := unix.Pread(fd, buf, 0)
 		if err == nil {
 			rep.Data, rep.Eof = buf[:n], n < len(buf)
-			c.reads.Add(1)
-			c.bytesRead.Add(int64(n))
+			c.countPrefetch(n)
+			h.pos.add(0, n)
 		}
 	}
 	if rep.Eof && flags&unix.O_ACCMODE == unix.O_RDONLY {
@@ -349,7 +428,7 @@ func (s *IOServer) Open(_ context.Context, req *wire.OpenRequest) (*wire.OpenRep
 		s.mu.Lock()
 		s.next++
 		rep.Handle = s.next
-		s.handles[rep.Handle] = &ioHandle{fd: fd, count: c}
+		s.handles[rep.Handle] = h
 		s.mu.Unlock()
 	}
 	c.nanos.Add(int64(time.Since(start)))
@@ -394,13 +473,15 @@ func (s *IOServer) Read(_ context.Context, req *wire.ReadRequest) (*wire.ReadRep
 		return &wire.ReadReply{Errno: errno(err)}, nil
 	}
 	start := time.Now()
-	buf := make([]byte, min(req.Size, wire.MaxMessage/2))
+	buf := s.readBuffer(int(min(req.Size, wire.MaxMessage/2)))
 	n, err := unix.Pread(h.fd, buf, req.Offset)
 	if err != nil {
+		s.buffers.Put(buf)
 		return &wire.ReadReply{Errno: errno(err)}, nil
 	}
 	h.count.reads.Add(1)
 	h.count.bytesRead.Add(int64(n))
+	h.count.seeks.Add(h.pos.add(req.Offset, n))
 	h.count.nanos.Add(int64(time.Since(start)))
 	return &wire.ReadReply{Data: buf[:n]}, nil
 }
@@ -408,6 +489,7 @@ func (s *IOServer) Read(_ context.Context, req *wire.ReadRequest) (*wire.ReadRep
 // Write writes at the offset; on a file opened O_APPEND, Linux's pwrite
 // appends, which is what the append method wants.
 func (s *IOServer) Write(_ context.Context, req *wire.WriteRequest) (*wire.WriteReply, error) {
+	defer s.buffers.Put(req.Data) // if the codec lent it
 	if err := s.auth(req.Secret); err != nil {
 		return nil, err
 	}
@@ -426,6 +508,7 @@ func (s *IOServer) Write(_ context.Context, req *wire.WriteRequest) (*wire.Write
 	}
 	h.count.writes.Add(1)
 	h.count.bytesWritten.Add(int64(len(req.Data)))
+	h.count.seeks.Add(h.pos.add(req.Offset, len(req.Data)))
 	h.count.nanos.Add(int64(time.Since(start)))
 	return &wire.WriteReply{Written: uint32(len(req.Data))}, nil
 }

@@ -162,7 +162,7 @@ func TestIOServerStatsAndRemap(t *testing.T) {
 		t.Errorf("read after close: errno %d, want ESTALE", r.Errno)
 	}
 	st := s.Stats()
-	if len(st) != 1 || st[0].Path != p || st[0].Opens != 1 || st[0].BytesRead != 5 || st[0].BytesWritten != 6 {
+	if len(st) != 1 || st[0].Path != p || st[0].Opens != 1 || st[0].BytesRead != 5 || st[0].BytesWritten != 6 || st[0].Seeks != 0 {
 		t.Errorf("stats %+v", st)
 	}
 
@@ -192,5 +192,33 @@ func TestIOServerSecret(t *testing.T) {
 	}
 	if _, err := s.Resolve(context.Background(), &wire.ResolveRequest{Name: "x"}); err == nil {
 		t.Error("resolve without a secret succeeded")
+	}
+}
+
+func TestSeekCounter(t *testing.T) {
+	type acc struct {
+		off int64
+		n   int
+	}
+	for _, c := range []struct {
+		name     string
+		accesses []acc
+		want     int64
+	}{
+		{"sequential", []acc{{0, 10}, {10, 10}, {20, 5}, {25, 0}}, 0},
+		{"read-ahead out of order", []acc{{0, 10}, {20, 10}, {10, 10}, {40, 10}, {30, 10}}, 0},
+		{"one jump", []acc{{0, 10}, {100, 10}, {110, 10}}, 1},
+		{"first access elsewhere", []acc{{4096, 10}}, 1},
+		{"back to the start, soon: not told from the first read", []acc{{0, 10}, {10, 10}, {500, 10}, {0, 10}}, 1},
+		{"random", []acc{{0, 4}, {400, 4}, {40, 4}, {4000, 4}}, 3},
+	} {
+		var sc seekCounter
+		var got int64
+		for _, a := range c.accesses {
+			got += sc.add(a.off, a.n)
+		}
+		if got != c.want {
+			t.Errorf("%s: %d seeks, want %d", c.name, got, c.want)
+		}
 	}
 }

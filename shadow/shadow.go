@@ -115,11 +115,17 @@ func (s *Shadow) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("shadow: listen: %w", err)
 	}
-	srv := grpc.NewServer(wire.ServerOptions(serverTLS)...)
+	ios := newJobIOServer(s)
+	srv := grpc.NewServer(append(wire.ServerOptions(serverTLS), ios.ServerOption())...)
 	wire.RegisterShadowServer(srv, &service{s: s})
-	wire.RegisterShadowIOServer(srv, newJobIOServer(s))
+	wire.RegisterShadowIOServer(srv, ios)
 	go srv.Serve(lis)
 	defer srv.Stop()
+	// The run's final event carries its remote I/O statistics.
+	final := func(ev Event) {
+		ev.Files = ios.Stats()
+		s.events(ev)
+	}
 
 	if err := s.activate(ctx, clientTLS, lis.Addr().String()); err != nil {
 		s.events(Event{Type: EventFailed, Reason: err.Error()})
@@ -130,7 +136,7 @@ func (s *Shadow) Run(ctx context.Context) error {
 	defer timer.Stop()
 	select {
 	case ev := <-s.done:
-		s.events(ev)
+		final(ev)
 	case <-timer.C:
 		s.mu.Lock()
 		attached := s.attached
@@ -139,7 +145,7 @@ func (s *Shadow) Run(ctx context.Context) error {
 			// The starter is working; wait for the end without a deadline.
 			select {
 			case ev := <-s.done:
-				s.events(ev)
+				final(ev)
 			case <-ctx.Done():
 				s.events(Event{Type: EventFailed, Reason: "shadow stopped"})
 			}

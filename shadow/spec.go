@@ -67,6 +67,9 @@ type Event struct {
 	// Reason explains EventHold, EventFailed and EventKilled.
 	Reason string `json:"reason,omitempty"`
 	Code   int    `json:"code,omitempty"`
+	// Files is what the job's remote I/O did to each submit-side file
+	// during the run; it comes with the run's final event.
+	Files []FileStats `json:"files,omitempty"`
 }
 
 // EventType names what happened to the job.

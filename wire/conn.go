@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/keepalive"
 )
 
@@ -15,11 +16,25 @@ import (
 // a whole-cluster submission of many thousand ads is the largest message.
 const MaxMessage = 256 << 20
 
+// writeBufferSize is how much gRPC gathers before it writes to a
+// connection (its default is 32 KiB); with batchedTLS it is also the
+// largest write to the socket. The buffer is shared (taken from a pool for
+// each batch of writes), so that an idle connection holds none. gRPC reads
+// without a buffer of its own (ReadBufferSize 0): TLS keeps each record it
+// decrypts, and another buffer above it only added a copy.
+const writeBufferSize = 256 << 10
+
 // ServerOptions returns the options for a daemon's TLS gRPC server: the pool's
-// mutual TLS, message limits, and keepalives that notice a vanished peer.
+// mutual TLS, the codec and buffer pool that spare remote I/O copies and
+// clearing, message limits, and keepalives that notice a vanished peer.
 func ServerOptions(cfg *tls.Config) []grpc.ServerOption {
 	return []grpc.ServerOption{
-		grpc.Creds(credentials.NewTLS(cfg)),
+		grpc.Creds(newBatchedTLS(credentials.NewTLS(cfg))),
+		grpc.WriteBufferSize(writeBufferSize),
+		grpc.SharedWriteBuffer(true),
+		grpc.ReadBufferSize(0),
+		grpc.ForceServerCodecV2(newCodec()),
+		experimental.BufferPool(newBufferPool()),
 		grpc.MaxRecvMsgSize(MaxMessage),
 		grpc.MaxSendMsgSize(MaxMessage),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 10 * time.Second, Timeout: 10 * time.Second}),
@@ -31,8 +46,12 @@ func ServerOptions(cfg *tls.Config) []grpc.ServerOption {
 // mutual TLS. The connection is made lazily; the first RPC reports errors.
 func Dial(addr string, cfg *tls.Config) (*grpc.ClientConn, error) {
 	conn, err := grpc.NewClient("passthrough:///"+addr,
-		grpc.WithTransportCredentials(credentials.NewTLS(cfg)),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessage), grpc.MaxCallSendMsgSize(MaxMessage)),
+		grpc.WithTransportCredentials(newBatchedTLS(credentials.NewTLS(cfg))),
+		grpc.WithWriteBufferSize(writeBufferSize),
+		grpc.WithSharedWriteBuffer(true),
+		grpc.WithReadBufferSize(0),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessage), grpc.MaxCallSendMsgSize(MaxMessage), grpc.ForceCodecV2(newCodec())),
+		experimental.WithBufferPool(newBufferPool()),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 10 * time.Second, Timeout: 10 * time.Second, PermitWithoutStream: true}),
 		grpc.WithConnectParams(grpcConnectParams()),
 	)

@@ -22,6 +22,7 @@ type netnsHost struct {
 	ns   string
 	ip   string
 	dir  string
+	port string // its end of the link, on the bridge
 }
 
 // netnsPool builds hosts in network namespaces joined by a bridge. Every
@@ -63,9 +64,9 @@ func newNetnsPool(t *testing.T, names ...string) *netnsPool {
 		_ = os.Chmod(d, 0o755)
 	}
 	for i, name := range names {
-		h := &netnsHost{name: name, ns: n.prefix + "-" + name, ip: fmt.Sprintf("10.77.0.%d", i+1), dir: filepath.Join(base, name)}
-		n.hosts[name] = h
 		inHost, inBridge := fmt.Sprintf("%sh%d", n.prefix, i), fmt.Sprintf("%sb%d", n.prefix, i)
+		h := &netnsHost{name: name, ns: n.prefix + "-" + name, ip: fmt.Sprintf("10.77.0.%d", i+1), dir: filepath.Join(base, name), port: inBridge}
+		n.hosts[name] = h
 		ipCmd(t, "netns", "add", h.ns)
 		ipCmd(t, "link", "add", inHost, "type", "veth", "peer", "name", inBridge)
 		ipCmd(t, "link", "set", inHost, "netns", h.ns)
@@ -77,6 +78,16 @@ func newNetnsPool(t *testing.T, names ...string) *netnsPool {
 		ipCmd(t, "-n", h.ns, "link", "set", "lo", "up")
 	}
 	return n
+}
+
+// unplug takes a host off the network (up false) or puts it back; its
+// connections survive as TCP's do across a pulled cable.
+func (n *netnsPool) unplug(host string, off bool) {
+	state := "up"
+	if off {
+		state = "down"
+	}
+	ipCmd(n.t, "-n", n.prefix+"-br", "link", "set", n.hosts[host].port, state)
 }
 
 func (n *netnsPool) teardown() {
@@ -294,6 +305,7 @@ tar cf data.tar data
 mkdir -p out && echo made > out/new.txt
 mv out/new.txt out/renamed.txt
 if command -v python3 >/dev/null; then python3 -c 'import os; print(len(os.listdir("data")))' > py.txt; fi
+if command -v sqlite3 >/dev/null; then sqlite3 jobs.db 'create table t(x); insert into t values (1),(2),(3); select sum(x) from t;' > sql.txt; fi
 `
 	writeFile(t, filepath.Join(work, "tools.sh"), script, 0o700)
 	writeFile(t, filepath.Join(work, "tools.sub"), "executable = tools.sh\noutput = tools.out\nerror = tools.err\nlog = tools.log\nqueue\n", 0o600)
@@ -332,6 +344,15 @@ if command -v python3 >/dev/null; then python3 -c 'import os; print(len(os.listd
 	if _, err := exec.LookPath("python3"); err == nil {
 		if got := strings.TrimSpace(read("py.txt")); got != "2" {
 			t.Errorf("py.txt = %q", got)
+		}
+	}
+	if _, err := exec.LookPath("sqlite3"); err == nil {
+		if got := strings.TrimSpace(read("sql.txt")); got != "6" {
+			t.Errorf("sql.txt = %q", got)
+		}
+		// The database the job made is on the submit side.
+		if out, err := exec.Command("sqlite3", filepath.Join(work, "jobs.db"), "select count(*) from t;").CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "3" {
+			t.Errorf("jobs.db on the submit side: %v: %s", err, out)
 		}
 	}
 }

@@ -1,0 +1,119 @@
+package wire
+
+import (
+	"bytes"
+	"testing"
+
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/proto"
+)
+
+// split cuts b into pieces of n bytes, as frames arrive.
+func split(b []byte, n int) mem.BufferSlice {
+	var s mem.BufferSlice
+	for len(b) > 0 {
+		k := min(n, len(b))
+		s = append(s, mem.SliceBuffer(b[:k]))
+		b = b[k:]
+	}
+	return s
+}
+
+// TestCodecIsProtobuf checks that the shortcuts encode and decode what the
+// standard protobuf encoding does.
+func TestCodecIsProtobuf(t *testing.T) {
+	c := newCodec()
+	data := bytes.Repeat([]byte("0123456789abcdef"), 5000)
+	for _, m := range []proto.Message{
+		&ReadReply{Data: data},
+		&ReadReply{Errno: 2},
+		&ReadReply{},
+		&WriteRequest{Secret: "s3cret", Handle: 7, Offset: 1 << 40, Data: data},
+		&WriteRequest{Secret: "s3cret", Handle: 7, Offset: -1},
+	} {
+		enc, err := c.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		std, err := proto.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := enc.Materialize(); !bytes.Equal(got, std) {
+			t.Errorf("%T: encoded %d bytes unlike protobuf's %d", m, len(got), len(std))
+		}
+		for _, buf := range [][]byte{make([]byte, 0, len(data)), make([]byte, 0, 10)} {
+			got := m.ProtoReflect().New().Interface()
+			if r, ok := got.(*ReadReply); ok {
+				r.Data = buf
+			}
+			if err := c.Unmarshal(split(std, 16384), got); err != nil {
+				t.Fatalf("%T: %v", m, err)
+			}
+			if !proto.Equal(got, m) {
+				t.Errorf("%T: decoded %v", m, got)
+			}
+		}
+	}
+	// The caller's buffer receives the data.
+	buf := make([]byte, 0, len(data))
+	r := &ReadReply{Data: buf}
+	std, _ := proto.Marshal(&ReadReply{Data: data})
+	if err := c.Unmarshal(split(std, 1000), r); err != nil || &r.Data[0] != &buf[:1][0] {
+		t.Errorf("ReadReply not decoded into the caller's buffer (err %v)", err)
+	}
+	// Unknown fields are skipped; truncated messages fail.
+	withUnknown := append(append([]byte{}, std...), 0x78, 0x05, 0x82, 0x01, 0x02, 'h', 'i')
+	if err := c.Unmarshal(split(withUnknown, 100), &ReadReply{Data: make([]byte, 0, 10)}); err != nil {
+		t.Errorf("unknown fields: %v", err)
+	}
+	if err := c.Unmarshal(split(std[:len(std)-1], 100), &ReadReply{Data: make([]byte, 0, 10)}); err == nil {
+		t.Error("a truncated ReadReply decoded")
+	}
+	if err := c.Unmarshal(split(std[:len(std)-1], 100), &WriteRequest{}); err == nil {
+		t.Error("a truncated WriteRequest decoded")
+	}
+}
+
+// TestBuffersReturn checks that a reply's lent buffer goes back once
+// gRPC frees what the codec marshalled, and that the encoding is unchanged.
+func TestBuffersReturn(t *testing.T) {
+	b := NewBuffers()
+	c := newCodec()
+	c.buffers = b
+	for _, n := range []int{1000, 0} {
+		buf := b.Get(4096)
+		copy(buf, bytes.Repeat([]byte{7}, n))
+		m := &ReadReply{Data: buf[:n]}
+		std, _ := proto.Marshal(m)
+		enc, err := c.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(enc.Materialize(), std) {
+			t.Errorf("%d bytes: encoding differs from protobuf's", n)
+		}
+		enc.Free()
+		if len(b.lent) != 0 {
+			t.Errorf("%d bytes: %d buffers still lent after the reply was freed", n, len(b.lent))
+		}
+	}
+	w := &WriteRequest{Secret: "s3cret", Handle: 1, Data: bytes.Repeat([]byte{9}, 70000)}
+	std, _ := proto.Marshal(w)
+	got := &WriteRequest{}
+	if err := c.Unmarshal(split(std, 16384), got); err != nil || !proto.Equal(got, w) {
+		t.Fatalf("WriteRequest decoded as %d bytes, err %v", len(got.Data), err)
+	}
+	if len(b.lent) != 1 {
+		t.Errorf("the write's data is not in a lent buffer (%d lent)", len(b.lent))
+	}
+	b.Put(got.Data)
+	// A buffer no reply carried is given back with Put; one that is not
+	// lent is ignored.
+	buf := b.Get(10)
+	b.Put(buf)
+	b.Put(make([]byte, 10))
+	if len(b.lent) != 0 {
+		t.Errorf("%d buffers still lent after Put", len(b.lent))
+	}
+}
