@@ -1,18 +1,20 @@
 // Package shadow is the submit-side representative of one running job.
 //
-// The agent starts one shadow process per running job. The shadow activates
-// the job's claim at the startd, then serves the job's starter over mutual
-// TLS: it hands over the job description, streams the executable and input
-// from the submit machine, and writes the job's output to the user's files.
-// The shadow runs as the job's owner, so the operating system limits what a
-// job can reach on the submit machine to what its owner may touch.
+// The agent starts one shadow process per claim it holds and gives it the
+// claim's jobs one at a time (see Serve), as HTCondor's schedd reuses its
+// shadows: only the first job pays for the process, its TLS set-up and its
+// connection to the startd. For each job the shadow activates the claim at
+// the startd, then serves the job's starter over mutual TLS: it hands over
+// the job description, streams the executable and input from the submit
+// machine, and writes the job's output to the user's files. The shadow runs
+// as the jobs' owner, so the operating system limits what a job can reach on
+// the submit machine to what its owner may touch.
 package shadow
 
 import (
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
-	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -35,6 +37,7 @@ const attachTimeout = 60 * time.Second
 
 // Shadow serves one job.
 type Shadow struct {
+	link   *claimLink
 	spec   *Spec
 	job    *classad.ClassAd
 	jobID  string
@@ -51,10 +54,10 @@ type Shadow struct {
 	done     chan Event  // the final event of the run
 }
 
-// New prepares a shadow for the job in spec. events receives what the agent
-// must know, in order; it is called from the shadow's goroutines one at a
-// time.
-func New(spec *Spec, logger *slog.Logger, events func(Event)) (*Shadow, error) {
+// newShadow prepares a shadow for the job in spec, reaching its startd
+// through link. events receives what the agent must know, in order; it is
+// called from the shadow's goroutines one at a time.
+func newShadow(link *claimLink, spec *Spec, logger *slog.Logger, events func(Event)) (*Shadow, error) {
 	job, err := classad.Parse(spec.JobAd)
 	if err != nil {
 		return nil, fmt.Errorf("shadow: parse job ad: %w", err)
@@ -70,6 +73,7 @@ func New(spec *Spec, logger *slog.Logger, events func(Event)) (*Shadow, error) {
 		return nil, err
 	}
 	return &Shadow{
+		link:   link,
 		spec:   spec,
 		job:    job,
 		jobID:  fmt.Sprintf("%d.%d", cluster, proc),
@@ -104,21 +108,17 @@ func (s *Shadow) Checkpoint(vacate bool) {
 // the outcome and returns. It returns an error only when the shadow itself
 // could not work; the job's fate is reported through events.
 func (s *Shadow) Run(ctx context.Context) error {
-	serverTLS, clientTLS, err := tlsConfigs(s.spec)
-	if err != nil {
-		return err
-	}
 	lis, err := net.Listen("tcp", net.JoinHostPort(s.spec.ListenHost, "0"))
 	if err != nil {
 		return fmt.Errorf("shadow: listen: %w", err)
 	}
-	srv := grpc.NewServer(wire.ServerOptions(serverTLS)...)
+	srv := grpc.NewServer(wire.ServerOptions(s.link.serverTLS)...)
 	wire.RegisterShadowServer(srv, &service{s: s})
 	wire.RegisterShadowIOServer(srv, newJobIOServer(s))
 	go srv.Serve(lis)
 	defer srv.Stop()
 
-	if err := s.activate(ctx, clientTLS, lis.Addr().String()); err != nil {
+	if err := s.activate(ctx, lis.Addr().String()); err != nil {
 		s.events(Event{Type: EventFailed, Reason: err.Error()})
 		return nil
 	}
@@ -149,19 +149,15 @@ func (s *Shadow) Run(ctx context.Context) error {
 	return nil
 }
 
-func (s *Shadow) activate(ctx context.Context, clientTLS *tls.Config, addr string) error {
-	conn, err := wire.Dial(s.spec.StartdAddr, clientTLS)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
+func (s *Shadow) activate(ctx context.Context, addr string) error {
 	cctx, cancel := wire.WithTimeout(ctx)
 	defer cancel()
 	req := &wire.ActivateClaimRequest{ClaimId: s.spec.ClaimID, JobAd: s.spec.JobAd, ShadowAddr: addr, Secret: s.secret}
+	var err error
 	// On a reused claim the startd may not yet have seen the previous
 	// job's starter exit: the slot is still busy for a moment.
 	for delay := 5 * time.Millisecond; ; delay = min(2*delay, 200*time.Millisecond) {
-		_, err = wire.NewStartdClient(conn).ActivateClaim(cctx, req)
+		_, err = wire.NewStartdClient(s.link.startd).ActivateClaim(cctx, req)
 		if status.Code(err) != codes.FailedPrecondition {
 			break
 		}

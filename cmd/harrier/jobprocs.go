@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,17 +15,13 @@ import (
 	"harrier.dev/harrier/starter"
 )
 
-// runShadow is the shadow process the agent starts for each running job. It
-// reads its spec and then commands on stdin and reports events on stdout.
-// When stdin ends the agent is gone, and the job is stopped: no job runs
-// without its agent.
+// runShadow is the shadow process the agent starts for each claim it
+// runs jobs under. It reads the jobs and commands about them on stdin and
+// reports events on stdout. When stdin ends the agent is done with the
+// claim or gone, and a job still running is stopped: no job runs without
+// its agent.
 func runShadow(_ []string, stdin io.Reader, stdout io.Writer) error {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("process", "shadow")
-	dec := json.NewDecoder(stdin)
-	spec, err := shadow.ReadSpec(dec)
-	if err != nil {
-		return err
-	}
 	var mu sync.Mutex
 	report := func(ev shadow.Event) {
 		mu.Lock()
@@ -35,29 +30,9 @@ func runShadow(_ []string, stdin io.Reader, stdout io.Writer) error {
 			logger.Error("report to agent", "err", err)
 		}
 	}
-	s, err := shadow.New(spec, logger, report)
-	if err != nil {
-		report(shadow.Event{Type: shadow.EventFailed, Reason: err.Error()})
-		return err
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	go func() {
-		for {
-			var c shadow.Command
-			if err := dec.Decode(&c); err != nil {
-				s.Kill("the agent went away")
-				return
-			}
-			if c.Kill {
-				s.Kill(c.Reason)
-			}
-			if c.Checkpoint {
-				s.Checkpoint(c.Vacate)
-			}
-		}
-	}()
-	return s.Run(ctx)
+	return shadow.Serve(ctx, stdin, logger, report)
 }
 
 // runStarter is the starter process a startd starts for each job. The
