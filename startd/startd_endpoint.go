@@ -133,7 +133,8 @@ func (e *endpoint) ActivateClaim(_ context.Context, req *wire.ActivateClaimReque
 	if sl == nil {
 		return nil, status.Error(codes.NotFound, "activate claim: unknown claim id")
 	}
-	if _, ok := sl.phase.(claimedIdle); !ok {
+	idle, ok := sl.phase.(claimedIdle)
+	if !ok {
 		return nil, status.Errorf(codes.FailedPrecondition, "activate claim: %s is %s, not %s", sl.name, sl.phase.status(), claimedIdle{}.status())
 	}
 	if !machineAd(s.adc, m, sl.view(), now).EvalExpr(s.adc.policy.start, job).IsTrue() {
@@ -152,14 +153,14 @@ func (e *endpoint) ActivateClaim(_ context.Context, req *wire.ActivateClaimReque
 		CAFile:     s.cfg.CAFile,
 		Sandbox:    s.cfg.Sandbox,
 	}
-	r, err := startStarter(s.cfg.StarterCommand, s.cfg.ExecuteDir, sl.short(), spec)
+	r, err := startStarter(s.cfg.StarterCommand, idle.starter, s.cfg.ExecuteDir, sl.short(), spec)
 	if err != nil {
 		s.log.Error("start starter", "slot", sl.name, "err", err)
 		return nil, status.Errorf(codes.Internal, "activate claim: %v", err)
 	}
 	r.job = job
 	s.move(sl, claimedBusy{claim: c, run: r})
-	s.log.Info("starter started", "slot", sl.name, "pid", r.cmd.Process.Pid, "scratch", r.scratch)
+	s.log.Info("starter started", "slot", sl.name, "pid", r.proc.cmd.Process.Pid, "scratch", r.scratch)
 	s.runs.Go(func() { s.reap(sl, r) })
 	return &wire.ActivateClaimReply{}, nil
 }
@@ -178,7 +179,7 @@ func (s *Startd) reap(sl *slot, r *run) {
 	switch p := sl.phase.(type) {
 	case claimedBusy, claimedSuspended:
 		c := claimOf(p)
-		s.move(sl, claimedIdle{claim: c})
+		s.move(sl, claimedIdle{claim: c, starter: r.kept()})
 		s.expireIdleClaimAfter(sl, c.id)
 	case preemptingVacating, preemptingKilling:
 		s.move(sl, unclaimed{})

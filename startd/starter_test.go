@@ -2,7 +2,9 @@ package startd
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,8 +18,8 @@ import (
 func TestKillEscalatesToSIGKILL(t *testing.T) {
 	dir := t.TempDir()
 	// The starter and everything it runs ignore SIGTERM.
-	argv := []string{"/bin/sh", "-c", "trap '' TERM; echo ready; while :; do sleep 0.05; done"}
-	r, err := startStarter(argv, dir, "slot1", starter.Spec{JobAd: "[]"})
+	argv := []string{"/bin/sh", "-c", "trap '' TERM; echo ready >&2; while :; do sleep 0.05; done"}
+	r, err := startStarter(argv, nil, dir, "slot1", starter.Spec{JobAd: "[]"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,9 +46,60 @@ func TestKillEscalatesToSIGKILL(t *testing.T) {
 	r.kill(time.Hour) // a second kill of a finished starter returns at once
 }
 
+// A starter that reports each job's end is given the claim's next job,
+// each in a fresh scratch directory, until it is stopped.
+func TestStarterServesTheClaimsJobsInTurn(t *testing.T) {
+	dir := t.TempDir()
+	specs := filepath.Join(t.TempDir(), "specs")
+	argv := []string{"/bin/sh", "-c", `while read -r spec; do echo "$spec" >> "$1"; echo ended; done`, "starter", specs}
+	var proc *starterProc
+	var scratches []string
+	for i := range 3 {
+		r, err := startStarter(argv, proc, dir, "slot1", starter.Spec{JobAd: "[]", ShadowAddr: "127.0.0.1:9"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if proc != nil && r.proc != proc {
+			t.Errorf("job %d: a new starter, not the kept one", i)
+		}
+		r.wait()
+		if r.err != nil {
+			t.Errorf("job %d: %v", i, r.err)
+		}
+		if _, err := os.Stat(r.scratch); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("job %d: scratch directory after the job: %v", i, err)
+		}
+		scratches = append(scratches, r.scratch)
+		if proc = r.kept(); proc == nil {
+			t.Fatalf("job %d: the starter was not kept", i)
+		}
+	}
+	proc.stop()
+	b, err := os.ReadFile(specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
+	if len(lines) != len(scratches) {
+		t.Fatalf("the starter got %d specs, want %d", len(lines), len(scratches))
+	}
+	for i, line := range lines {
+		spec, err := starter.ReadSpec(json.NewDecoder(bytes.NewReader(line)))
+		if err == nil && (spec.ScratchDir != scratches[i] || !spec.Reusable) {
+			err = fmt.Errorf("scratch %s, reusable %v; want %s, true", spec.ScratchDir, spec.Reusable, scratches[i])
+		}
+		if err != nil {
+			t.Errorf("spec %d: %v", i, err)
+		}
+	}
+	if scratches[0] == scratches[1] {
+		t.Errorf("two jobs shared the scratch directory %s", scratches[0])
+	}
+}
+
 func TestStartStarterFailureLeavesNoScratch(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := startStarter([]string{filepath.Join(dir, "missing")}, dir, "slot1", starter.Spec{}); err == nil {
+	if _, err := startStarter([]string{filepath.Join(dir, "missing")}, nil, dir, "slot1", starter.Spec{}); err == nil {
 		t.Fatal("started a missing starter")
 	}
 	if d := scratchDirs(t, dir); len(d) != 0 {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -35,13 +37,18 @@ func runShadow(_ []string, stdin io.Reader, stdout io.Writer) error {
 	return shadow.Serve(ctx, stdin, logger, report)
 }
 
-// runStarter is the starter process a startd starts for each job. The
-// startd steers it with signals: SIGUSR1 suspends the job, SIGUSR2
-// continues it, SIGTERM vacates it (the job is stopped and runs again
-// elsewhere) and SIGINT kills it at once.
-func runStarter(_ []string, stdin io.Reader, _ io.Writer) error {
+// runStarter is the starter process a startd starts for a job, and keeps
+// for the claim's next jobs when the spec says it may (Spec.Reusable): the
+// next job's spec then follows on stdin, after the starter has written a
+// line on stdout to say the previous job has ended. The startd steers it
+// with signals: SIGUSR1 suspends the job, SIGUSR2 continues it, SIGTERM
+// vacates it (the job is stopped and runs again elsewhere) and SIGINT
+// kills it at once; after SIGTERM or SIGINT the starter takes no further
+// job.
+func runStarter(_ []string, stdin io.Reader, stdout io.Writer) error {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("process", "starter")
-	spec, err := starter.ReadSpec(stdin)
+	dec := json.NewDecoder(stdin)
+	spec, err := starter.ReadSpec(dec)
 	if err != nil {
 		return err
 	}
@@ -51,11 +58,24 @@ func runStarter(_ []string, stdin io.Reader, _ io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT)
 	defer stop()
-	s := starter.New(spec, tlsCfg, chooseRunner(spec, logger), logger)
+	runner := chooseRunner(spec, logger)
+	sandbox := spec.Sandbox // as chooseRunner settled it
+
+	var (
+		mu       sync.Mutex
+		current  *starter.Starter
+		stopping bool
+	)
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGTERM)
+	signal.Notify(sigs, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGTERM, syscall.SIGINT)
 	go func() {
 		for sig := range sigs {
+			mu.Lock()
+			s := current
+			if sig == syscall.SIGTERM || sig == syscall.SIGINT {
+				stopping = true
+			}
+			mu.Unlock()
 			switch sig {
 			case syscall.SIGUSR1:
 				s.Suspend()
@@ -66,5 +86,29 @@ func runStarter(_ []string, stdin io.Reader, _ io.Writer) error {
 			}
 		}
 	}()
-	return s.Run(ctx)
+	for {
+		s := starter.New(spec, tlsCfg, runner, logger)
+		mu.Lock()
+		current = s
+		mu.Unlock()
+		if err := s.Run(ctx); err != nil {
+			return err
+		}
+		mu.Lock()
+		done := stopping || !spec.Reusable || ctx.Err() != nil
+		mu.Unlock()
+		if done {
+			return nil
+		}
+		if _, err := io.WriteString(stdout, "ended\n"); err != nil {
+			return fmt.Errorf("report the job's end to the startd: %w", err)
+		}
+		if spec, err = starter.ReadSpec(dec); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil // the claim is over
+			}
+			return err
+		}
+		spec.Sandbox = sandbox
+	}
 }
