@@ -3,6 +3,7 @@ package shadow
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
@@ -31,6 +32,14 @@ func newClaimLink(spec *Spec) (*claimLink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shadow: %w", err)
 	}
+	// Each job's server works on a copy of server; one ticket key set here
+	// lets a starter that served the claim's previous job resume its TLS
+	// session instead of a full handshake.
+	var key [32]byte
+	if _, err := rand.Read(key[:]); err != nil {
+		return nil, fmt.Errorf("shadow: session ticket key: %w", err)
+	}
+	server.SetSessionTicketKeys([][32]byte{key})
 	conn, err := wire.Dial(spec.StartdAddr, client)
 	if err != nil {
 		return nil, fmt.Errorf("shadow: %w", err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -56,6 +57,9 @@ func runStarter(_ []string, stdin io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("starter TLS: %w", err)
 	}
+	// The claim's next job comes from the same shadow process, which
+	// accepts the session tickets it issued for the previous one.
+	tlsCfg.ClientSessionCache = tls.NewLRUClientSessionCache(0)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT)
 	defer stop()
 	runner := chooseRunner(spec, logger)
