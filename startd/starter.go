@@ -137,15 +137,17 @@ func (p *starterProc) stop() {
 }
 
 // wait waits for the job to end, removes its scratch directory and closes
-// done.
+// done. A starter that exited, killed perhaps, may have left containers and
+// mounts: they are removed too. One that reported the job's end has removed
+// them itself and stays for the claim's next job.
 func (r *run) wait() {
 	select {
-	case <-r.proc.ended: // the starter stays for the claim's next job
+	case <-r.proc.ended:
 	case <-r.proc.exited:
 		r.err = r.proc.err
-	}
-	if err := r.cleanup(); err != nil && r.err == nil {
-		r.err = err
+		if err := r.cleanup(); err != nil && r.err == nil {
+			r.err = err
+		}
 	}
 	if err := os.RemoveAll(r.scratch); err != nil && r.err == nil {
 		r.err = fmt.Errorf("remove scratch directory: %w", err)
