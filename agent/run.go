@@ -219,7 +219,8 @@ func (a *Agent) useClaim(ctx context.Context, c *claim, r *run) {
 // nextJobFor picks the next idle job that matches the claimed machine and
 // registers a run for it. It looks first at the jobs that follow the one
 // just finished in its cluster, which usually match too, so that a large
-// queue is not scanned for every job.
+// queue is not scanned for every job; jobs of the cluster that have left
+// the queue already leave gaps it steps over.
 func (a *Agent) nextJobFor(c *claim, after jobqueue.JobID) (*run, *classad.ClassAd) {
 	try := func(id jobqueue.JobID, ad *classad.ClassAd) *run {
 		if st, _ := ad.EvalInt("JobStatus"); st != Idle || !isJob(id) || !classad.Match(ad, c.machine) {
@@ -235,7 +236,7 @@ func (a *Agent) nextJobFor(c *claim, after jobqueue.JobID) (*run, *classad.Class
 		id := jobqueue.JobID{Cluster: after.Cluster, Proc: p}
 		ad, ok := a.queue.Get(id)
 		if !ok {
-			break
+			continue
 		}
 		if r := try(id, ad); r != nil {
 			return r, ad
