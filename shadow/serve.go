@@ -3,12 +3,11 @@ package shadow
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"sync/atomic"
 
 	"google.golang.org/grpc"
@@ -17,14 +16,20 @@ import (
 	"harrier.dev/harrier/wire"
 )
 
-// claimLink is what the jobs a shadow serves under one claim share: the
-// TLS configurations built from the spec's material and the connection to
-// the claim's startd, which stays open from one job to the next.
+// claimLink is what the jobs a shadow serves under one claim share, so
+// that only the first pays for it: the TLS configuration built from the
+// spec's material, the connection to the claim's startd, and the server
+// the starters reach the shadow at, which passes each call to the job
+// being served. A starter kept for the claim's jobs (see package starter)
+// keeps its connection to that server too.
 type claimLink struct {
-	startdAddr           string
-	certPEM              []byte
-	serverTLS, clientTLS *tls.Config
-	startd               *grpc.ClientConn
+	startdAddr string
+	listenHost string
+	certPEM    []byte
+	startd     *grpc.ClientConn
+	addr       string // of the server
+	srv        *grpc.Server
+	current    atomic.Pointer[jobServer]
 }
 
 func newClaimLink(spec *Spec) (*claimLink, error) {
@@ -32,28 +37,31 @@ func newClaimLink(spec *Spec) (*claimLink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shadow: %w", err)
 	}
-	// Each job's server works on a copy of server; one ticket key set here
-	// lets a starter that served the claim's previous job resume its TLS
-	// session instead of a full handshake.
-	var key [32]byte
-	if _, err := rand.Read(key[:]); err != nil {
-		return nil, fmt.Errorf("shadow: session ticket key: %w", err)
+	lis, err := net.Listen("tcp", net.JoinHostPort(spec.ListenHost, "0"))
+	if err != nil {
+		return nil, fmt.Errorf("shadow: listen: %w", err)
 	}
-	server.SetSessionTicketKeys([][32]byte{key})
 	conn, err := wire.Dial(spec.StartdAddr, client)
 	if err != nil {
+		lis.Close()
 		return nil, fmt.Errorf("shadow: %w", err)
 	}
-	return &claimLink{startdAddr: spec.StartdAddr, certPEM: spec.CertPEM, serverTLS: server, clientTLS: client, startd: conn}, nil
+	l := &claimLink{startdAddr: spec.StartdAddr, listenHost: spec.ListenHost, certPEM: spec.CertPEM,
+		startd: conn, addr: lis.Addr().String(), srv: grpc.NewServer(wire.ServerOptions(server)...)}
+	wire.RegisterShadowServer(l.srv, shadowRouter{l: l})
+	wire.RegisterShadowIOServer(l.srv, ioRouter{l: l})
+	go l.srv.Serve(lis)
+	return l, nil
 }
 
 // serves reports whether the link can serve the job in spec.
 func (l *claimLink) serves(spec *Spec) bool {
-	return l != nil && l.startdAddr == spec.StartdAddr && bytes.Equal(l.certPEM, spec.CertPEM)
+	return l != nil && l.startdAddr == spec.StartdAddr && l.listenHost == spec.ListenHost && bytes.Equal(l.certPEM, spec.CertPEM)
 }
 
 func (l *claimLink) close() {
 	if l != nil {
+		l.srv.Stop()
 		l.startd.Close()
 	}
 }
@@ -63,15 +71,16 @@ func (l *claimLink) close() {
 // being served. events receives what the agent must know, in order, ending
 // with each job's final event; it is called by one goroutine at a time.
 // Serve returns when in ends (the job then being served is killed first)
-// or ctx is done; it returns an error only when the shadow itself could not
-// work.
-func Serve(ctx context.Context, in io.Reader, logger *slog.Logger, events func(Event)) error {
+// or ctx is done.
+func Serve(ctx context.Context, in io.Reader, logger *slog.Logger, events func(Event)) {
 	jobs := make(chan *Shadow, 1)
 	var current atomic.Pointer[Shadow]
+	// The reader replaces the link when a job needs another; the last one
+	// is closed here once its job is over (the reader is done with it when
+	// it closes jobs).
+	var link *claimLink
 	go func() {
 		defer close(jobs)
-		var link *claimLink
-		defer func() { link.close() }()
 		dec := json.NewDecoder(in)
 		for {
 			var c Command
@@ -104,14 +113,12 @@ func Serve(ctx context.Context, in io.Reader, logger *slog.Logger, events func(E
 		}
 	}()
 	for s := range jobs {
-		if err := s.Run(ctx); err != nil {
-			return err
-		}
+		s.Run(ctx)
 		if ctx.Err() != nil {
-			return nil
+			return
 		}
 	}
-	return nil
+	link.close()
 }
 
 // prepare makes the shadow for the job in spec, opening a new link (and

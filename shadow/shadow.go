@@ -19,11 +19,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"sync"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -104,23 +102,18 @@ func (s *Shadow) Checkpoint(vacate bool) {
 	}
 }
 
-// Run activates the claim, serves the starter until the job ends, reports
-// the outcome and returns. It returns an error only when the shadow itself
-// could not work; the job's fate is reported through events.
-func (s *Shadow) Run(ctx context.Context) error {
-	lis, err := net.Listen("tcp", net.JoinHostPort(s.spec.ListenHost, "0"))
-	if err != nil {
-		return fmt.Errorf("shadow: listen: %w", err)
-	}
-	srv := grpc.NewServer(wire.ServerOptions(s.link.serverTLS)...)
-	wire.RegisterShadowServer(srv, &service{s: s})
-	wire.RegisterShadowIOServer(srv, newJobIOServer(s))
-	go srv.Serve(lis)
-	defer srv.Stop()
-
-	if err := s.activate(ctx, lis.Addr().String()); err != nil {
+// Run activates the claim, serves the starter on the link's server until
+// the job ends, and reports the outcome through events.
+func (s *Shadow) Run(ctx context.Context) {
+	io := newJobIOServer(s)
+	s.link.current.Store(&jobServer{shadow: &service{s: s}, io: io})
+	defer func() {
+		s.link.current.Store(nil)
+		io.CloseFiles()
+	}()
+	if err := s.activate(ctx, s.link.addr); err != nil {
 		s.events(Event{Type: EventFailed, Reason: err.Error()})
-		return nil
+		return
 	}
 
 	timer := time.NewTimer(attachTimeout)
@@ -140,13 +133,12 @@ func (s *Shadow) Run(ctx context.Context) error {
 			case <-ctx.Done():
 				s.events(Event{Type: EventFailed, Reason: "shadow stopped"})
 			}
-			return nil
+			return
 		}
 		s.events(Event{Type: EventFailed, Reason: "starter did not connect within " + attachTimeout.String()})
 	case <-ctx.Done():
 		s.events(Event{Type: EventFailed, Reason: "shadow stopped"})
 	}
-	return nil
 }
 
 func (s *Shadow) activate(ctx context.Context, addr string) error {

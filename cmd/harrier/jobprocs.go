@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,9 +12,12 @@ import (
 	"sync"
 	"syscall"
 
+	"google.golang.org/grpc"
+
 	"harrier.dev/harrier/pki"
 	"harrier.dev/harrier/shadow"
 	"harrier.dev/harrier/starter"
+	"harrier.dev/harrier/wire"
 )
 
 // runShadow is the shadow process the agent starts for each claim it
@@ -35,7 +37,8 @@ func runShadow(_ []string, stdin io.Reader, stdout io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	return shadow.Serve(ctx, stdin, logger, report)
+	shadow.Serve(ctx, stdin, logger, report)
+	return nil
 }
 
 // runStarter is the starter process a startd starts for a job, and keeps
@@ -57,9 +60,6 @@ func runStarter(_ []string, stdin io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("starter TLS: %w", err)
 	}
-	// The claim's next job comes from the same shadow process, which
-	// accepts the session tickets it issued for the previous one.
-	tlsCfg.ClientSessionCache = tls.NewLRUClientSessionCache(0)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT)
 	defer stop()
 	runner := chooseRunner(spec, logger)
@@ -90,8 +90,28 @@ func runStarter(_ []string, stdin io.Reader, stdout io.Writer) error {
 			}
 		}
 	}()
+	// The claim's jobs usually come from one shadow, which keeps its
+	// address: one connection serves them all.
+	var (
+		conn     *grpc.ClientConn
+		connAddr string
+	)
+	defer func() {
+		if conn != nil {
+			conn.Close()
+		}
+	}()
 	for {
-		s := starter.New(spec, tlsCfg, runner, logger)
+		if conn == nil || connAddr != spec.ShadowAddr {
+			if conn != nil {
+				conn.Close()
+			}
+			if conn, err = wire.Dial(spec.ShadowAddr, tlsCfg); err != nil {
+				return err
+			}
+			connAddr = spec.ShadowAddr
+		}
+		s := starter.New(spec, conn, runner, logger)
 		mu.Lock()
 		current = s
 		mu.Unlock()
