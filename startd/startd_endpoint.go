@@ -165,25 +165,28 @@ func (e *endpoint) ActivateClaim(_ context.Context, req *wire.ActivateClaimReque
 	return &wire.ActivateClaimReply{}, nil
 }
 
-// reap waits for a starter to exit. A slot whose job ended by itself
-// returns to Claimed/Idle for the agent to reuse; a preempted one becomes
-// Unclaimed (the next policy evaluation decides whether the owner has it).
+// reap waits for a job's end. A slot whose job ended by itself returns to
+// Claimed/Idle for the agent to reuse, keeping the starter; a preempted
+// one becomes Unclaimed (the next policy evaluation decides whether the
+// owner has it), and its starter, if it finished the job just before it
+// was told to stop, goes.
 func (s *Startd) reap(sl *slot, r *run) {
 	r.wait()
-	s.log.Info("starter exited", "slot", sl.name, "status", exitStatus(r.err))
+	s.log.Info("job ended", "slot", sl.name, "status", exitStatus(r.err))
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if runOf(sl.phase) != r {
-		return
+	if runOf(sl.phase) == r {
+		switch p := sl.phase.(type) {
+		case claimedBusy, claimedSuspended:
+			c := claimOf(p)
+			s.move(sl, claimedIdle{claim: c, starter: r.kept()})
+			s.expireIdleClaimAfter(sl, c.id)
+			return
+		case preemptingVacating, preemptingKilling:
+			s.move(sl, unclaimed{})
+		}
 	}
-	switch p := sl.phase.(type) {
-	case claimedBusy, claimedSuspended:
-		c := claimOf(p)
-		s.move(sl, claimedIdle{claim: c, starter: r.kept()})
-		s.expireIdleClaimAfter(sl, c.id)
-	case preemptingVacating, preemptingKilling:
-		s.move(sl, unclaimed{})
-	}
+	go r.proc.stop()
 }
 
 // expireIdleClaimAfter releases sl's claim if it is still idle, with no job

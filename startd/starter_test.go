@@ -8,11 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"harrier.dev/harrier/starter"
+	"harrier.dev/harrier/wire"
 )
 
 func TestKillEscalatesToSIGKILL(t *testing.T) {
@@ -130,5 +132,62 @@ func TestRemoveScratchKeepsLogs(t *testing.T) {
 	}
 	if err := removeScratch(filepath.Join(dir, "missing")); err == nil {
 		t.Error("cleaning a missing directory succeeded")
+	}
+}
+
+// The startd gives a claim's next job to the starter of its previous one,
+// and lets that starter go when the claim ends.
+func TestClaimKeepsItsStarter(t *testing.T) {
+	const slot = "slot1@exec1"
+	const script = `while read -r spec; do echo $$ >> "$1/pids"; echo ended; done; touch "$1/gone"`
+	h := newHarness(t, func(s *Startd) {
+		out := s.cfg.StarterCommand[len(s.cfg.StarterCommand)-1] // the harness's output directory
+		s.cfg.StarterCommand = []string{"/bin/sh", "-c", script, "starter", out}
+	})
+	ctx := t.Context()
+	if _, err := h.client.Matched(ctx, &wire.StartdMatchedRequest{Slot: "slot1", ClaimId: "c1", JobAd: jobAd}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := h.client.RequestClaim(ctx, &wire.RequestClaimRequest{Slot: "slot1", ClaimId: "c1", JobAd: jobAd, Agent: "agent@submit"}); err != nil || !r.Accepted {
+		t.Fatalf("claim: %+v, %v", r, err)
+	}
+	// waitIdle waits until the slot is Claimed/Idle, with a kept starter
+	// after the first job.
+	waitIdle := func(kept bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); ; {
+			h.s.mu.Lock()
+			p, ok := h.s.slots[0].phase.(claimedIdle)
+			h.s.mu.Unlock()
+			if ok && (p.starter != nil) == kept {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("slot not Claimed/Idle (kept starter: %v)", kept)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	for i := range 3 {
+		waitIdle(i > 0)
+		if _, err := h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: "c1", JobAd: jobAd, ShadowAddr: "10.0.0.1:9"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitIdle(true)
+	h.collector.waitStatus(t, slot, Status{Claimed, Idle})
+	pids := strings.Fields(string(h.waitFile(t, "pids")))
+	if len(pids) != 3 || pids[0] != pids[1] || pids[1] != pids[2] {
+		t.Errorf("jobs ran in starters %v, want one starter for all three", pids)
+	}
+	if _, err := os.Stat(filepath.Join(h.outDir, "gone")); err == nil {
+		t.Error("the kept starter went while the claim lasts")
+	}
+	if _, err := h.client.ReleaseClaim(ctx, &wire.ReleaseClaimRequest{ClaimId: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFile(t, "gone")
+	if d := scratchDirs(t, h.execDir); len(d) != 0 {
+		t.Errorf("scratch left: %v", d)
 	}
 }

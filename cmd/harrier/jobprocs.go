@@ -60,26 +60,29 @@ func runStarter(_ []string, stdin io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("starter TLS: %w", err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT)
-	defer stop()
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT)
+	defer cancel()
 	runner := chooseRunner(spec, logger)
 	sandbox := spec.Sandbox // as chooseRunner settled it
 
 	var (
-		mu       sync.Mutex
-		current  *starter.Starter
-		stopping bool
+		mu      sync.Mutex
+		current *starter.Starter
 	)
+	// stop is closed by the first SIGTERM or SIGINT: the starter takes no
+	// further job, and goes at once if it has none.
+	stop := make(chan struct{})
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGTERM, syscall.SIGINT)
 	go func() {
+		var once sync.Once
 		for sig := range sigs {
 			mu.Lock()
 			s := current
-			if sig == syscall.SIGTERM || sig == syscall.SIGINT {
-				stopping = true
-			}
 			mu.Unlock()
+			if sig == syscall.SIGTERM || sig == syscall.SIGINT {
+				once.Do(func() { close(stop) })
+			}
 			switch sig {
 			case syscall.SIGUSR1:
 				s.Suspend()
@@ -101,6 +104,21 @@ func runStarter(_ []string, stdin io.Reader, stdout io.Writer) error {
 			conn.Close()
 		}
 	}()
+	// The next job's spec comes once the previous job's end is reported.
+	type next struct {
+		spec *starter.Spec
+		err  error
+	}
+	specs := make(chan next)
+	go func() {
+		for {
+			s, err := starter.ReadSpec(dec)
+			specs <- next{s, err}
+			if err != nil {
+				return
+			}
+		}
+	}()
 	for {
 		if conn == nil || connAddr != spec.ShadowAddr {
 			if conn != nil {
@@ -118,21 +136,30 @@ func runStarter(_ []string, stdin io.Reader, stdout io.Writer) error {
 		if err := s.Run(ctx); err != nil {
 			return err
 		}
-		mu.Lock()
-		done := stopping || !spec.Reusable || ctx.Err() != nil
-		mu.Unlock()
-		if done {
+		select {
+		case <-stop:
+			return nil
+		default:
+		}
+		if !spec.Reusable || ctx.Err() != nil {
 			return nil
 		}
 		if _, err := io.WriteString(stdout, "ended\n"); err != nil {
 			return fmt.Errorf("report the job's end to the startd: %w", err)
 		}
-		if spec, err = starter.ReadSpec(dec); err != nil {
-			if errors.Is(err, io.EOF) {
+		var n next
+		select {
+		case n = <-specs:
+		case <-stop:
+			return nil
+		}
+		if n.err != nil {
+			if errors.Is(n.err, io.EOF) {
 				return nil // the claim is over
 			}
-			return err
+			return n.err
 		}
+		spec = n.spec
 		spec.Sandbox = sandbox
 	}
 }
