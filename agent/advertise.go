@@ -48,6 +48,7 @@ func (a *Agent) timedAdvertise(ctx context.Context) time.Duration {
 // gets requests clustered by the significant attributes its negotiator
 // publishes.
 func (a *Agent) advertise(ctx context.Context) {
+	reschedule := a.reschedule.Swap(false)
 	// The jobs being claimed are taken first, so that the scan of a large
 	// queue does not hold up the runs, which need the lock to start and
 	// end; a job claimed meanwhile may be advertised once more, and its
@@ -81,14 +82,15 @@ func (a *Agent) advertise(ctx context.Context) {
 	sched.SetInt("TotalHeldJobs", counts[Held])
 	sched.SetInt("MyCurrentTime", time.Now().Unix())
 	for _, addr := range append([]string{a.cfg.MatchmakerAddr}, a.cfg.FlockTo...) {
-		if err := a.advertiseTo(ctx, addr, idle, sched); err != nil {
+		if err := a.advertiseTo(ctx, addr, idle, sched, reschedule); err != nil {
 			a.log.Warn("advertise", "matchmaker", addr, "err", err)
 		}
 	}
 }
 
-// advertiseTo advertises to the matchmaker at addr.
-func (a *Agent) advertiseTo(ctx context.Context, addr string, idle []idleJob, sched *classad.ClassAd) error {
+// advertiseTo advertises to the matchmaker at addr, asking for a cycle if
+// reschedule is set.
+func (a *Agent) advertiseTo(ctx context.Context, addr string, idle []idleJob, sched *classad.ClassAd, reschedule bool) error {
 	client, err := a.client.collector(addr)
 	if err != nil {
 		return err
@@ -108,7 +110,7 @@ func (a *Agent) advertiseTo(ctx context.Context, addr string, idle []idleJob, sc
 	}
 	lease := int32(3 * a.cfg.AdvertiseInterval / time.Second)
 	if _, err := client.AdvertiseJobs(cctx, &wire.AdvertiseJobsRequest{
-		Agent: a.cfg.Name, AgentAddr: a.cfg.AdvertiseAddr, Ads: ads, LeaseSeconds: lease}); err != nil {
+		Agent: a.cfg.Name, AgentAddr: a.cfg.AdvertiseAddr, Ads: ads, LeaseSeconds: lease, Reschedule: reschedule}); err != nil {
 		return fmt.Errorf("jobs: %w", err)
 	}
 	if _, err := client.Advertise(cctx, &wire.AdvertiseRequest{

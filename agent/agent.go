@@ -75,12 +75,16 @@ type Queue interface {
 
 // Agent is a running agent.
 type Agent struct {
-	cfg    Config
-	log    *slog.Logger
-	queue  Queue
-	jobs   *jobTable
-	wake   chan struct{} // asks the advertiser for an immediate round
-	client *clients
+	cfg   Config
+	log   *slog.Logger
+	queue Queue
+	jobs  *jobTable
+	wake  chan struct{} // asks the advertiser for an immediate round
+	// reschedule is set when a job goes back to Idle, so that the next
+	// advertisement asks for a negotiation cycle: its id is not new to the
+	// matchmaker, which would otherwise wait for its next periodic cycle.
+	reschedule atomic.Bool
+	client     *clients
 
 	mu   sync.Mutex
 	runs map[jobqueue.JobID]*run // jobs being claimed or running

@@ -44,18 +44,14 @@ func (c *clients) close() {
 	}
 }
 
-func (c *clients) requestClaim(ctx context.Context, addr string, req *wire.RequestClaimRequest) (accepted bool, reason, machineAd string, err error) {
+func (c *clients) requestClaim(ctx context.Context, addr string, req *wire.RequestClaimRequest) (*wire.RequestClaimReply, error) {
 	cc, err := c.conn(addr)
 	if err != nil {
-		return false, "", "", err
+		return nil, err
 	}
 	cctx, cancel := wire.WithTimeout(ctx)
 	defer cancel()
-	reply, err := wire.NewStartdClient(cc).RequestClaim(cctx, req)
-	if err != nil {
-		return false, "", "", err
-	}
-	return reply.Accepted, reply.Reason, reply.MachineAd, nil
+	return wire.NewStartdClient(cc).RequestClaim(cctx, req)
 }
 
 func (c *clients) keepAlive(ctx context.Context, addr, claimID string) error {

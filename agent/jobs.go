@@ -34,6 +34,23 @@ func (c change) apply(txn *jobqueue.Txn, id jobqueue.JobID) {
 	}
 }
 
+// endRun adds the run that ends when the job ad moves to status to, if it
+// was running, to the job's RemoteWallClockTime, as HTCondor accounts it:
+// the total of every run's wall-clock seconds, kept across evictions.
+func (c change) endRun(ad *classad.ClassAd, to, now int64) {
+	from, _ := ad.EvalInt("JobStatus")
+	if (from != Running && from != Suspended) || to == Running || to == Suspended {
+		return
+	}
+	start, ok := ad.EvalInt("JobCurrentStartDate")
+	if !ok || now < start {
+		return
+	}
+	total, _ := ad.EvalReal("RemoteWallClockTime")
+	c["RemoteWallClockTime"] = classad.Real(total + float64(now-start))
+	c["LastRemoteWallClockTime"] = classad.Real(float64(now - start))
+}
+
 // errNoJob is returned for a job id that is not in the queue.
 type errNoJob jobqueue.JobID
 
@@ -57,8 +74,13 @@ func (t *jobTable) transition(ctx context.Context, id jobqueue.JobID, decide fun
 	if st, ok := c["JobStatus"]; ok {
 		old, _ := ad.EvalInt("JobStatus")
 		if v, ok := st.IntValue(); ok && v != old {
+			now := time.Now().Unix()
 			c["LastJobStatus"] = classad.Int(old)
-			c["EnteredCurrentStatus"] = classad.Int(time.Now().Unix())
+			c["EnteredCurrentStatus"] = classad.Int(now)
+			c.endRun(ad, v, now)
+			if v == Idle {
+				t.a.reschedule.Store(true)
+			}
 		}
 	}
 	txn := &jobqueue.Txn{}
@@ -104,10 +126,14 @@ func (t *jobTable) retire(ctx context.Context, id jobqueue.JobID, final change) 
 	if !ok {
 		return nil, errNoJob(id)
 	}
+	now := time.Now().Unix()
 	if old, _ := ad.EvalInt("JobStatus"); old != 0 {
 		ad.SetInt("LastJobStatus", old)
 	}
-	ad.SetInt("EnteredCurrentStatus", time.Now().Unix())
+	ad.SetInt("EnteredCurrentStatus", now)
+	if st, ok := final["JobStatus"].IntValue(); ok {
+		final.endRun(ad, st, now)
+	}
 	for name, v := range final {
 		ad.SetValue(name, v)
 	}

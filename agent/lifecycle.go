@@ -77,8 +77,9 @@ func (a *Agent) releaseBy(ctx context.Context, id jobqueue.JobID, reason string)
 	return nil
 }
 
-// executing records that the job's process started.
-func (a *Agent) executing(ctx context.Context, r *run, host string) {
+// executing records that the job's process started, or was restored from
+// its checkpoint (ev.RestoreSeconds, CRIU's restore time).
+func (a *Agent) executing(ctx context.Context, r *run, ev shadow.Event) {
 	ad, err := a.jobs.transition(ctx, r.id, func(ad *classad.ClassAd) (change, error) {
 		starts, _ := ad.EvalInt("NumJobStarts")
 		now := time.Now().Unix()
@@ -91,6 +92,9 @@ func (a *Agent) executing(ctx context.Context, r *run, host string) {
 		}
 		if _, ok := ad.Lookup("JobStartDate"); !ok {
 			c["JobStartDate"] = classad.Int(now)
+		}
+		if ev.RestoreSeconds > 0 {
+			c["LastCkptRestoreTime"] = classad.Real(ev.RestoreSeconds)
 		}
 		return c, nil
 	})

@@ -19,8 +19,8 @@ type agentService struct {
 }
 
 // Matched starts claiming the matched slot for the job. A job that is no
-// longer idle (removed, held, already running) refuses the match; the
-// startd's match then times out.
+// longer idle (removed, held, running on a match from another pool)
+// refuses the match, and the startd is told to free the slot.
 func (s *agentService) Matched(ctx context.Context, req *wire.MatchedRequest) (*wire.MatchedReply, error) {
 	id, err := jobqueue.ParseJobID(req.JobId)
 	if err != nil {
@@ -30,9 +30,11 @@ func (s *agentService) Matched(ctx context.Context, req *wire.MatchedRequest) (*
 		return nil, status.Error(codes.InvalidArgument, "match without claim id or startd address")
 	}
 	if st := s.a.jobs.status(id); st != Idle {
+		s.turnDown(ctx, req)
 		return nil, status.Errorf(codes.FailedPrecondition, "job %s is not idle", id)
 	}
 	if err := s.a.startRun(ctx, id, req); err != nil {
+		s.turnDown(ctx, req)
 		return nil, status.Error(codes.FailedPrecondition, err.Error())
 	}
 	// HTCondor counts the negotiator's matches of each job; a job that runs
@@ -44,4 +46,11 @@ func (s *agentService) Matched(ctx context.Context, req *wire.MatchedRequest) (*
 		s.a.log.Warn("count match", "job", id, "err", err)
 	}
 	return &wire.MatchedReply{}, nil
+}
+
+// turnDown tells the startd of a refused match to free its slot, in the
+// background: the negotiator waits for the answer to Matched.
+func (s *agentService) turnDown(ctx context.Context, req *wire.MatchedRequest) {
+	ctx = context.WithoutCancel(ctx)
+	go s.a.client.releaseClaim(ctx, req.StartdAddr, req.ClaimId)
 }

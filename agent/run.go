@@ -109,6 +109,9 @@ type claim struct {
 	startdAddr string
 	machine    *classad.ClassAd
 	since      time.Time
+	// owner is the Owner of the job the claim was made for: the user the
+	// matchmaker charges for the slot, whose jobs alone may reuse it.
+	owner string
 }
 
 // startRun claims the matched slot and runs the job's shadow. It returns at
@@ -157,10 +160,8 @@ func (a *Agent) useClaim(ctx context.Context, c *claim, r *run) {
 		a.endRun(r)
 		return
 	}
-	accepted, reason, machineAd, err := a.client.requestClaim(ctx, c.startdAddr, &wire.RequestClaimRequest{
-		Slot: c.slot, ClaimId: c.id, JobAd: ad.String(), Agent: a.cfg.Name})
-	if err != nil || !accepted {
-		a.log.Info("claim refused", "job", r.id, "slot", c.slot, "reason", reason, "err", err)
+	machineAd, ok := a.requestClaim(ctx, c, r, ad)
+	if !ok {
 		a.endRun(r)
 		return
 	}
@@ -168,13 +169,14 @@ func (a *Agent) useClaim(ctx context.Context, c *claim, r *run) {
 		c.machine = m
 	}
 	c.since = time.Now()
+	c.owner, _ = ad.EvalString("Owner")
 	stop := a.keepAlive(ctx, c)
 	defer func() {
 		stop()
 		a.client.releaseClaim(ctx, c.startdAddr, c.id)
 	}()
-	// One shadow serves the claim's jobs in turn while they have the same
-	// owner, since a shadow runs as its jobs' owner.
+	// One shadow, running as the claim's owner, serves the claim's jobs in
+	// turn; one that broke is replaced.
 	var sp *shadowProc
 	defer func() {
 		if sp != nil {
@@ -182,8 +184,7 @@ func (a *Agent) useClaim(ctx context.Context, c *claim, r *run) {
 		}
 	}()
 	for {
-		owner, _ := ad.EvalString("Owner")
-		if sp != nil && (sp.broken || sp.owner != owner) {
+		if sp != nil && sp.broken {
 			sp.close()
 			sp = nil
 		}
@@ -192,7 +193,7 @@ func (a *Agent) useClaim(ctx context.Context, c *claim, r *run) {
 			err error
 		)
 		if sp == nil {
-			sp, err = a.startShadow(owner)
+			sp, err = a.startShadow(c.owner)
 		}
 		if err == nil {
 			ev, err = a.runShadow(ctx, sp, r, ad)
@@ -216,14 +217,20 @@ func (a *Agent) useClaim(ctx context.Context, c *claim, r *run) {
 	}
 }
 
-// nextJobFor picks the next idle job that matches the claimed machine and
-// registers a run for it. It looks first at the jobs that follow the one
-// just finished in its cluster, which usually match too, so that a large
-// queue is not scanned for every job; jobs of the cluster that have left
-// the queue already leave gaps it steps over.
+// nextJobFor picks the next idle job of the claim's owner that matches the
+// claimed machine and registers a run for it. Only the owner's jobs reuse
+// a claim, as in HTCondor: the slot is charged to the owner, and a claim
+// won by the owner's priority must not serve another user. It looks first
+// at the jobs that follow the one just finished in its cluster, which
+// usually match too, so that a large queue is not scanned for every job;
+// jobs of the cluster that have left the queue already leave gaps it steps
+// over.
 func (a *Agent) nextJobFor(c *claim, after jobqueue.JobID) (*run, *classad.ClassAd) {
 	try := func(id jobqueue.JobID, ad *classad.ClassAd) *run {
 		if st, _ := ad.EvalInt("JobStatus"); st != Idle || !isJob(id) || !classad.Match(ad, c.machine) {
+			return nil
+		}
+		if owner, _ := ad.EvalString("Owner"); owner != c.owner {
 			return nil
 		}
 		r, err := a.newRun(id, c)
@@ -375,7 +382,7 @@ func (a *Agent) runShadow(ctx context.Context, p *shadowProc, r *run, ad *classa
 		}
 		switch ev.Type {
 		case shadow.EventExecuting:
-			a.executing(ctx, r, ev.Host)
+			a.executing(ctx, r, ev)
 		case shadow.EventSuspended, shadow.EventResumed:
 			a.suspended(ctx, r, ev.Type == shadow.EventSuspended, ev.Reason)
 		case shadow.EventUsage:

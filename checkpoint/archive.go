@@ -239,6 +239,44 @@ func readImage(r io.Reader, create func(name string) (io.WriteCloser, error)) (*
 	return m, nil
 }
 
+// ErrNoInfo reports a packed image without the dump's Result (InfoName).
+var ErrNoInfo = errors.New("the image holds no dump information")
+
+// PeekInfo reads the dump's Result (InfoName) from a packed image, reading
+// only as far as that file (it sorts before the memory pages). It does not
+// check the image against its manifest: it is meant for images already
+// verified, as a Store keeps them.
+func PeekInfo(r io.Reader) (*Result, error) {
+	zr, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadImage, err)
+	}
+	defer zr.Close()
+	tr := tar.NewReader(zr)
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			return nil, ErrNoInfo
+		}
+		if err != nil {
+			return nil, bad(err)
+		}
+		switch hdr.Name {
+		case ManifestName:
+			return nil, ErrNoInfo
+		case InfoName:
+			if hdr.Size > maxManifest {
+				return nil, bad(fmt.Errorf("%s of %d bytes", InfoName, hdr.Size))
+			}
+			var res Result
+			if err := json.NewDecoder(tr).Decode(&res); err != nil {
+				return nil, bad(fmt.Errorf("%s: %w", InfoName, err))
+			}
+			return &res, nil
+		}
+	}
+}
+
 // readManifest decodes the manifest entry.
 func readManifest(r io.Reader, size int64) (*Manifest, error) {
 	if size > maxManifest {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/opencontainers/runc/libcontainer"
+	"github.com/opencontainers/runc/libcontainer/configs"
+	"golang.org/x/sys/unix"
 )
 
 // writeInput makes the file the counting job reads a line of per count.
@@ -372,5 +374,84 @@ func TestResumeFromLastCheckpoint(t *testing.T) {
 	}
 	if _, err := libcontainer.Load(root, "ckpt-periodic"); err == nil {
 		t.Error("a failed restore left its container")
+	}
+}
+
+// TestRestoreLeavesHostMounts restores a job whose container binds a
+// host directory holding a shared mount with a mount below it, as /run
+// holds /run/netns and the network namespaces "ip netns" names there.
+// The host's mounts are all there after the restore: libcontainer's
+// preparation of CRIU's root binds that directory recursively and
+// unmounts it again, and that unmount must not propagate to the host.
+func TestRestoreLeavesHostMounts(t *testing.T) {
+	needCRIU(t)
+	ctx := context.Background()
+	tmp := t.TempDir()
+	root, jobDir, hostDir := filepath.Join(tmp, "state"), filepath.Join(tmp, "job"), filepath.Join(tmp, "host")
+	shared, below := filepath.Join(hostDir, "ns"), filepath.Join(hostDir, "ns", "a")
+	for _, d := range []string{jobDir, below} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := unix.Mount(shared, shared, "", unix.MS_BIND, ""); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(shared, unix.MNT_DETACH) })
+	if err := unix.Mount("", shared, "", unix.MS_SHARED, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", below, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(below, unix.MNT_DETACH) })
+	isTmpfs := func() bool {
+		var st unix.Statfs_t
+		return unix.Statfs(below, &st) == nil && st.Type == unix.TMPFS_MAGIC
+	}
+
+	writeInput(t, jobDir)
+	id := "ckpt-host-mounts"
+	cfg := containerConfig(t, id, jobDir, 256<<20)
+	if err := os.MkdirAll(filepath.Join(testRootfs, "host"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Not recursive, as the sandbox binds the host's directories: the
+	// job does not see the shared mount.
+	cfg.Mounts = append(cfg.Mounts, &configs.Mount{Source: hostDir, Destination: "/host", Device: "bind",
+		Flags: unix.MS_BIND | unix.MS_RDONLY})
+	j := startJob(t, root, id, cfg, []string{"sh", "-c", countScript}, nil)
+	countsFile := filepath.Join(jobDir, "counts.txt")
+	waitCount(t, countsFile, 3)
+	img := filepath.Join(tmp, "img")
+	if _, err := Dump(ctx, j.c, DumpOptions{ImageDir: img, LoopbackOnly: true}); err != nil {
+		j.stop(t)
+		t.Fatal(err)
+	}
+	j.gone(t)
+	before := counts(t, countsFile)
+	if !isTmpfs() {
+		t.Fatal("the host's mount is gone after the dump")
+	}
+	p, out := newProcess([]string{"sh", "-c", countScript}, nil)
+	c, _, err := Restore(ctx, RestoreOptions{Root: root, ID: id, Config: cfg, Process: p, ImageDir: img})
+	if err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+	r := &job{c: c, p: p, out: out}
+	defer r.stop(t)
+	checkUnbroken(t, waitCount(t, countsFile, len(before)+3))
+	if !isTmpfs() {
+		t.Errorf("the restore unmounted the host's %s", below)
+	}
+	// Nor does the restore leave mounts of its own on the host.
+	mi, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(mi), "\n") {
+		if f := strings.Fields(l); len(f) > 4 && strings.HasPrefix(f[4], tmp) && f[4] != shared && f[4] != below {
+			t.Errorf("mount left on the host: %s", f[4])
+		}
 	}
 }

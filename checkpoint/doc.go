@@ -28,12 +28,21 @@
 //     new source, so the caller mounts the new FUSE server first and
 //     Restore verifies by statfs that the source is FUSE before it
 //     starts CRIU (CRIU itself does not look).
+//   - A restore runs in a private copy of the mount namespace (every
+//     mount a slave of the host's). libcontainer prepares CRIU's root by
+//     binding each bind mount's source recursively and unmounting it
+//     again; done on the host, those unmounts propagate through shared
+//     mounts and remove the host's own (/run/netns/NAME, which
+//     "ip netns" makes shared, and so the network namespaces only that
+//     name kept alive; anything under / where systemd made it shared).
 //   - A file the job holds open for reading must have the same size at
 //     restore as at the dump, or CRIU refuses to restore. Dump reads
 //     those files and their sizes (Result.Inputs) back from the image's
 //     files.img with go-criu's crit: exactly what CRIU will check, and
 //     no I/O of ours on a FUSE mount that may be stuck. CheckInputs
-//     compares the recorded sizes with the files as they are now.
+//     compares the recorded sizes with the files as they are now; the
+//     shadow reads them from a stored image (Store.Info) and refuses to
+//     send an image whose inputs changed.
 //   - An image travels as a zstd-compressed tar stream ending in a
 //     manifest of per-file SHA-256 sums; Unpack and Verify reject a
 //     corrupted, truncated or padded stream before anything is restored.

@@ -247,12 +247,15 @@ func freezerFile(c *libcontainer.Container) (string, error) {
 
 // thaw undoes what a killed CRIU leaves behind: a frozen (or
 // half-frozen) cgroup. CRIU's ptrace hold ends by itself when CRIU dies.
+// A cgroup that is gone has nothing to thaw: the job CRIU killed after
+// its dump (a vacate) has exited, and its container may be removed
+// before Dump gets here.
 func thaw(freezer string) error {
 	v := "THAWED"
 	if filepath.Base(freezer) == "cgroup.freeze" {
 		v = "0"
 	}
-	if err := os.WriteFile(freezer, []byte(v), 0); err != nil {
+	if err := os.WriteFile(freezer, []byte(v), 0); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("thaw: %w", err)
 	}
 	return nil

@@ -102,10 +102,12 @@ func Restore(ctx context.Context, opts RestoreOptions) (*libcontainer.Container,
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		return c.Restore(opts.Process, &libcontainer.CriuOpts{
-			ImagesDirectory: opts.ImageDir,
-			WorkDirectory:   opts.WorkDir,
-			EmptyNs:         emptyNs(info.LoopbackOnly),
+		return inPrivateMounts(func() error {
+			return c.Restore(opts.Process, &libcontainer.CriuOpts{
+				ImagesDirectory: opts.ImageDir,
+				WorkDirectory:   opts.WorkDir,
+				EmptyNs:         emptyNs(info.LoopbackOnly),
+			})
 		})
 	})
 	if errors.Is(err, ErrStuck) {

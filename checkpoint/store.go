@@ -98,6 +98,21 @@ func (s *Store) Open(job string) (*os.File, error) {
 	return f, nil
 }
 
+// Info returns the dump's Result kept in job's image (see PeekInfo): the
+// inputs to check before the image is restored, the dump's statistics.
+func (s *Store) Info(job string) (*Result, error) {
+	f, err := s.Open(job)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	res, err := PeekInfo(f)
+	if err != nil {
+		return nil, fmt.Errorf("image store: %s: %w", job, err)
+	}
+	return res, nil
+}
+
 // Remove deletes job's image; a job without one is not an error.
 func (s *Store) Remove(job string) error {
 	p, err := s.path(job)

@@ -132,3 +132,34 @@ func TestStoreReplacesAtomically(t *testing.T) {
 		}
 	}
 }
+
+func TestStoreInfo(t *testing.T) {
+	s, err := OpenStore(filepath.Join(t.TempDir(), "images"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Info("7.0"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Info without an image: %v, want ErrNotExist", err)
+	}
+	imgDir := fakeImage(t)
+	if _, err := s.Put("7.0", bytes.NewReader(packed(t, imgDir))); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Info("7.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Inputs) != 1 || res.Inputs[0] != (Input{Path: "/job/in", Size: 3}) || res.Stats.Frozen != 5000 {
+		t.Errorf("Info = %+v", res)
+	}
+	// An image without the dump's information says so.
+	if err := os.Remove(filepath.Join(imgDir, InfoName)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Put("7.0", bytes.NewReader(packed(t, imgDir))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Info("7.0"); !errors.Is(err, ErrNoInfo) {
+		t.Errorf("Info of an image without %s: %v, want ErrNoInfo", InfoName, err)
+	}
+}

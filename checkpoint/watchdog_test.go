@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -35,5 +36,18 @@ func TestMountMinor(t *testing.T) {
 	}
 	if _, err := mountMinor(t.TempDir()); err == nil {
 		t.Error("a plain directory has a mount's device")
+	}
+}
+
+// TestThawGoneCgroup: a vacated job's container may be removed before
+// Dump thaws its cgroup; that is not an error, but a cgroup that is there
+// and cannot be written is.
+func TestThawGoneCgroup(t *testing.T) {
+	dir := t.TempDir()
+	if err := thaw(filepath.Join(dir, "gone", "freezer.state")); err != nil {
+		t.Errorf("thaw a removed cgroup: %v", err)
+	}
+	if err := thaw(dir); err == nil {
+		t.Error("thaw a directory: no error")
 	}
 }

@@ -6,10 +6,12 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -222,5 +224,49 @@ func TestUnlinkedOpen(t *testing.T) {
 	var st syscall.Statfs_t
 	if err := syscall.Fstatfs(int(f.Fd()), &st); err != nil {
 		t.Errorf("statfs of an unlinked file: %v", err)
+	}
+}
+
+// TestSameFileSameInode looks a file up again once the kernel's entry has
+// expired while the file is held open: the name leads to the inode held
+// open (CRIU checks exactly that when it checkpoints a job). A file
+// replaced on the submit side is another inode.
+func TestSameFileSameInode(t *testing.T) {
+	e := newEnv(t, "")
+	e.writeSubmit("in.txt", "one\ntwo\n")
+	f, err := os.Open(e.path("in.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ino := func(fi os.FileInfo) uint64 { return fi.Sys().(*syscall.Stat_t).Ino }
+	held, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond) // past the entry timeout (1 s)
+	byName, err := os.Stat(e.path("in.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ino(byName) != ino(held) {
+		t.Errorf("in.txt is inode %d by name, %d held open", ino(byName), ino(held))
+	}
+
+	// Replaced on the submit side (a new file renamed over it).
+	tmp := filepath.Join(e.submit, "in.new")
+	if err := os.WriteFile(tmp, []byte("three\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(e.submit, "in.txt")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	replaced, err := os.Stat(e.path("in.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ino(replaced) == ino(held) {
+		t.Errorf("the replaced in.txt kept inode %d", ino(held))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -150,6 +151,7 @@ type node struct {
 	mu   sync.Mutex
 	name string // the logical name phys was resolved for
 	phys Physical
+	ino  uint64 // the inode number of the file behind phys, 0 if unknown
 	at   time.Time
 	// whole is the file's contents, sent with the lookup (small files).
 	whole []byte
@@ -279,10 +281,30 @@ func (n *node) physical(ctx context.Context) (Physical, error) {
 }
 
 func (n *node) newChild(ctx context.Context, name string, p Physical, whole []byte, a Attr, out *fuse.EntryOut) *fs.Inode {
-	ch := &node{fsys: n.fsys}
-	ch.remember(name, p, whole)
 	fillAttr(&out.Attr, a)
+	// The same file found again under its name (the kernel's entry
+	// expired) is the same inode, with the same number: a job holding it
+	// open finds by its name the file it has open, as CRIU checks when
+	// it checkpoints the job.
+	if in := n.GetChild(path.Base(name)); in != nil {
+		if old, ok := in.Operations().(*node); ok && old.sameFile(p, a) {
+			old.remember(name, p, whole)
+			return in
+		}
+	}
+	ch := &node{fsys: n.fsys, ino: a.Ino}
+	ch.remember(name, p, whole)
 	return n.NewInode(ctx, ch, fs.StableAttr{Mode: a.Mode & syscall.S_IFMT})
+}
+
+// sameFile reports whether the node is the file p names, of attributes a:
+// the same physical name and the same file behind it (type and inode
+// number where it is kept).
+func (n *node) sameFile(p Physical, a Attr) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return a.Ino != 0 && n.ino == a.Ino && n.StableAttr().Mode == a.Mode&syscall.S_IFMT &&
+		n.phys.Path == p.Path && slices.Equal(n.phys.Methods, p.Methods)
 }
 
 func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {

@@ -65,7 +65,7 @@ func (e *collectorEndpoint) AdvertiseJobs(ctx context.Context, req *wire.Adverti
 		}
 		reqs[i] = r
 	}
-	if e.collector.AdvertiseJobs(req.Agent, req.AgentAddr, reqs, e.lease(req.LeaseSeconds)) {
+	if e.collector.AdvertiseJobs(req.Agent, req.AgentAddr, reqs, e.lease(req.LeaseSeconds)) || req.Reschedule {
 		e.kick()
 	}
 	return &wire.AdvertiseReply{}, nil

@@ -94,3 +94,29 @@ func FuzzEndpoint(f *testing.F) {
 		Negotiator{}.Negotiate(jobs, machines)
 	})
 }
+
+// An agent's jobs run a cycle when one of them is new, or when the agent
+// asks for one because a job it had advertised before is idle again.
+func TestEndpointAdvertiseJobsKicks(t *testing.T) {
+	kicks := 0
+	e := &collectorEndpoint{collector: NewCollector(newFakeClock()), kick: func() { kicks++ }, defaultLease: time.Minute}
+	ctx := context.Background()
+	advertise := func(reschedule bool) int {
+		t.Helper()
+		before := kicks
+		req := &wire.AdvertiseJobsRequest{Agent: "ag", Ads: []string{jobText(1, 0, "a", "")}, Reschedule: reschedule}
+		if _, err := e.AdvertiseJobs(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+		return kicks - before
+	}
+	if n := advertise(false); n != 1 {
+		t.Errorf("a new job: %d cycles asked for, want 1", n)
+	}
+	if n := advertise(false); n != 0 {
+		t.Errorf("the same job again: %d cycles asked for, want 0", n)
+	}
+	if n := advertise(true); n != 1 {
+		t.Errorf("the same job, evicted since: %d cycles asked for, want 1", n)
+	}
+}

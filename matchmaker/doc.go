@@ -46,8 +46,16 @@
 // to its pie slice of the free machines, round after round. A request left
 // wanting may then preempt a Claimed machine whose Rank prefers it over the
 // job it runs (CurrentRank), or run by a user of worse priority where
-// PREEMPTION_REQUIREMENTS holds. Preemption is a match sent to the startd,
-// which vacates the running job.
+// PREEMPTION_REQUIREMENTS holds. Preemption is a match marked as
+// preempting (PreemptReason) sent to the startd, which carries it out as
+// HTCondor's does: it holds the slot for the new claim, vacates the running
+// job (checkpointed where it can be) back to its agent's queue, and gives
+// the freed slot to the new claim alone; the preempting agent's claim
+// request waits meanwhile. A slot being vacated is neither Unclaimed nor
+// Claimed, so it is not offered again; once the new job runs, CurrentRank
+// and the new RemoteOwner keep the vacated job from preempting it back
+// unless RANK or PREEMPTION_REQUIREMENTS favour it. The accountant charges
+// each slot to the RemoteOwner of its claim.
 //
 // A cycle runs when something changed that could make a new match (a machine
 // that appeared or became Unclaimed, a job id the agent had not advertised

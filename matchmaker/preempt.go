@@ -12,17 +12,20 @@ const StateClaimed = "Claimed"
 
 // Attributes of the job ad in a preempting match notification to a
 // startd: why the match preempts ("rank" or "priority") and the JobId of
-// the job to vacate. A startd that does not vacate for a match refuses it,
-// and the job waits for the next cycle.
+// the job to vacate. The startd vacates that job and holds the slot for
+// the match's claim; a startd that finds the match out of date (the slot
+// changed hands, or its RANK no longer prefers the job) refuses it, and the
+// job waits for the next cycle.
 const (
 	AttrPreemptReason = "PreemptReason"
 	AttrPreemptsJob   = "PreemptsJob"
 )
 
 // preempt lets requests that still want machines displace running jobs,
-// in the same submitter order as allocation. Preemption in Harrier always
-// means vacate: the match goes to the startd, which evicts the job back to
-// its agent's queue (with a checkpoint where there is one).
+// in the same submitter order as allocation, each claimed machine at most
+// once a cycle. Preemption in Harrier always means vacate: the match goes
+// to the startd, which evicts the job back to its agent's queue (with a
+// checkpoint where there is one) and keeps the slot for this match.
 func (a *allocator) preempt(reqs []Request, want []int, claimed []Machine, n Negotiator) {
 	if a.taken == nil {
 		a.taken = map[string]bool{}

@@ -188,6 +188,11 @@ func TestPreemptionByRank(t *testing.T) {
 	if p := res.Matches[0].Preempts; p == nil || p.Reason != "rank" || p.RemoteOwner != "bob" || p.JobID != "7.0" {
 		t.Errorf("preemption %+v", p)
 	}
+	// One machine is preempted once in a cycle, however many want it.
+	cs2 := job(t, "ag", 1, 1, "alice", `Department = "CS"`)
+	if res := (Negotiator{}).Negotiate([]Request{cs, cs2}, []Machine{claimed}); res.Preemptions != 1 || len(res.Matches) != 1 {
+		t.Errorf("one claimed machine: %v, %d preemptions; want one", pairs(res), res.Preemptions)
+	}
 	// A machine already running a job it ranks as high is left alone.
 	claimed = machine(t, "slot1@a", StateClaimed, 1024, `RemoteOwner = "bob"; CurrentRank = 1; Rank = TARGET.Department == "CS"`)
 	if res := (Negotiator{}).Negotiate([]Request{cs}, []Machine{claimed}); len(res.Matches) != 0 {

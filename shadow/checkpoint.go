@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -16,7 +17,9 @@ import (
 // The job's checkpoint images go home: the starter streams each one to the
 // shadow, which keeps the latest good one in the agent's image store
 // (owner-only, replaced atomically, see checkpoint.Store) and serves it to
-// the starter that restores the job.
+// the starter that restores the job, unless a file the job held open for
+// reading has changed size since: then the starter follows the job's
+// OnRestoreFailure (start afresh, or hold) without the image.
 
 func (s *Shadow) imageStore() (*checkpoint.Store, error) {
 	if s.spec.CheckpointDir == "" {
@@ -86,6 +89,15 @@ func (v *service) GetCheckpoint(req *wire.GetCheckpointRequest, stream wire.Shad
 	if err != nil {
 		return err
 	}
+	// CRIU would refuse the restore anyway; this says why, before the
+	// image travels.
+	if err := s.checkInputs(store); err != nil {
+		if errors.Is(err, checkpoint.ErrInputChanged) {
+			s.logger.Warn("not restoring the job", "err", err)
+			return status.Error(codes.FailedPrecondition, err.Error())
+		}
+		s.logger.Warn("cannot check the job's inputs before its restore", "err", err)
+	}
 	f, err := store.Open(s.spec.CheckpointKey)
 	if errors.Is(err, os.ErrNotExist) {
 		return status.Error(codes.NotFound, "the job has no checkpoint")
@@ -109,4 +121,32 @@ func (v *service) GetCheckpoint(req *wire.GetCheckpointRequest, stream wire.Shad
 			return status.Error(codes.Internal, fmt.Sprintf("read image: %v", err))
 		}
 	}
+}
+
+// checkInputs compares the submit-side files the checkpointed job held
+// open for reading with the sizes CRIU recorded, which it insists on at
+// restore (see checkpoint.CheckInputs): a changed input makes the error
+// wrap checkpoint.ErrInputChanged. Only files the job reaches through
+// the shadow as they are on the submit machine are checked; staged
+// copies (compress_files, fetch_files) and the execute machine's own
+// files are made anew where the job runs.
+func (s *Shadow) checkInputs(store *checkpoint.Store) error {
+	info, err := store.Info(s.spec.CheckpointKey)
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, checkpoint.ErrNoInfo) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	m, err := NewMapping(s.job)
+	if err != nil {
+		return err
+	}
+	return checkpoint.CheckInputs(info.Inputs, func(name string) (string, bool) {
+		p, err := m.Resolve(name)
+		if err != nil || p.Base() != methodRemote || slices.Contains(p.Methods, methodCompress) || slices.Contains(p.Methods, methodFetch) {
+			return "", false
+		}
+		return p.Path, true
+	})
 }

@@ -86,7 +86,7 @@ func (v *service) Attach(stream wire.Shadow_AttachServer) error {
 				s.logger.Warn("write job output", "err", err)
 			}
 		case *wire.StarterMessage_Started:
-			s.events(Event{Type: EventExecuting, Host: hello.Host})
+			s.events(Event{Type: EventExecuting, Host: hello.Host, RestoreSeconds: b.Started.RestoreSeconds})
 		case *wire.StarterMessage_Usage:
 			u := b.Usage
 			s.events(Event{Type: EventUsage, UserCPU: u.UserCpuSeconds, SysCPU: u.SysCpuSeconds, MaxRSS: u.MaxRssBytes, Memory: u.MemoryBytes})

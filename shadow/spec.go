@@ -66,6 +66,9 @@ type Event struct {
 	FrozenSeconds float64 `json:"frozen_seconds,omitempty"`
 	DumpSeconds   float64 `json:"dump_seconds,omitempty"`
 	Vacate        bool    `json:"vacate,omitempty"`
+	// RestoreSeconds is CRIU's restore time of a job restored from its
+	// checkpoint (EventExecuting).
+	RestoreSeconds float64 `json:"restore_seconds,omitempty"`
 	// Reason explains EventHold, EventFailed and EventKilled.
 	Reason string `json:"reason,omitempty"`
 	Code   int    `json:"code,omitempty"`

@@ -70,6 +70,9 @@ func machineAd(c adConfig, m machine, v view, now time.Time) *classad.ClassAd {
 		if cl.jobID != "" {
 			ad.SetString("JobId", cl.jobID)
 		}
+		// How much the machine's RANK likes the job it has: the
+		// negotiator lets only a job it ranks higher preempt this one.
+		ad.SetReal("CurrentRank", classad.Rank(ad, v.job))
 	}
 	return ad
 }

@@ -10,6 +10,7 @@
 //	Owner/Idle         → Unclaimed/Idle      IS_OWNER is no longer true
 //	Unclaimed/Idle     → Owner/Idle          IS_OWNER is true
 //	Unclaimed/Idle     → Matched/Idle        the negotiator matched it
+//	Claimed/Idle       → Matched/Idle        a preempting match (the idle claim is dropped)
 //	Matched/Idle       → Claimed/Idle        RequestClaim, if the match still holds
 //	Matched/Idle       → Owner/Idle          IS_OWNER is true (the owner came back)
 //	Matched/Idle       → Unclaimed/Idle      no claim in time; a refused claim
@@ -19,9 +20,11 @@
 //	Claimed/Busy       → Claimed/Suspended   WANT_SUSPEND and SUSPEND
 //	Claimed/Suspended  → Claimed/Busy        CONTINUE
 //	Claimed/Busy or Suspended
-//	                   → Preempting/Vacating PREEMPT or lease expired (Killing if WANT_VACATE is false)
+//	                   → Preempting/Vacating PREEMPT, lease expired, or a preempting match
+//	                                         (Killing if WANT_VACATE is false)
 //	                   → Preempting/Killing  ReleaseClaim
 //	Preempting/Vacating → Preempting/Killing KILL, or MaxVacateTime has passed
+//	Preempting/*       → Matched/Idle        the starter is gone and a preempting match waits
 //	Preempting/*       → Unclaimed/Idle      the starter is gone (then Owner if IS_OWNER)
 //
 // The states are types (see state.go) so that an illegal move is an error
@@ -52,6 +55,20 @@
 // again, because agents reuse claims for other jobs. A claim lives as long
 // as its agent renews it with KeepAlive within ClaimLease; a silent
 // agent's claim is released and its job vacated.
+//
+// Preemption is the negotiator's decision and the startd's to carry out,
+// as in HTCondor. A match for a Claimed slot comes marked as preempting
+// (the machine's RANK prefers the new job to the one it has, published as
+// CurrentRank, or the new job's user has the better priority and
+// PREEMPTION_REQUIREMENTS allows it). The startd takes its claim id as
+// the slot's pending claim and vacates the running job at once (there is
+// no retirement time, as with HTCondor's default MaxJobRetirementTime of
+// 0): the job is checkpointed where it can be and goes back to its
+// agent's queue as evicted. Until it is gone the preempting agent's
+// RequestClaim is answered pending; then the slot is Matched under the
+// pending claim, so that no other job can take it, and the old claim is
+// gone with its job. A pending claim that its agent does not request
+// within the match timeout expires, and the slot is Unclaimed again.
 //
 // The machine ad is rebuilt from a fresh measurement each time it is sent:
 // at start-up, every AdvertiseInterval, and at once after any state change.

@@ -143,8 +143,7 @@ type situation struct {
 func (p *policy) decide(s situation) (step, string) {
 	isTrue := func(e classad.Expr) bool { return s.machine.EvalExpr(e, s.job).IsTrue() }
 	preempt := func(why string) (step, string) {
-		// Only an explicit false skips the vacate: undefined is graceful.
-		if v, ok := s.machine.EvalExpr(p.wantVacate, s.job).BoolValue(); ok && !v {
+		if st := p.evictStep(s.machine, s.job); st == killJob {
 			return killJob, why + " (WANT_VACATE is false)"
 		}
 		return vacateJob, why
@@ -194,6 +193,16 @@ func (p *policy) decide(s situation) (step, string) {
 		}
 	}
 	return stay, ""
+}
+
+// evictStep is how a running job leaves its slot: vacateJob, or killJob
+// when WANT_VACATE is false for it. Only an explicit false skips the
+// vacate: undefined is graceful.
+func (p *policy) evictStep(machine, job *classad.ClassAd) step {
+	if v, ok := machine.EvalExpr(p.wantVacate, job).BoolValue(); ok && !v {
+		return killJob
+	}
+	return vacateJob
 }
 
 // maxVacate is how long a vacating job may take: the machine's

@@ -73,16 +73,41 @@ func (s *Startd) apply(sl *slot, st step, why string) {
 	case continueJob:
 		r.signal(syscall.SIGUSR2)
 		s.move(sl, claimedBusy{claim: c, run: r})
-	case vacateJob:
-		// The starter stops the job gently and reports it evicted, so
-		// that it runs again elsewhere.
-		r.signal(syscall.SIGTERM)
-		s.move(sl, preemptingVacating{claim: c, run: r})
-	case killJob:
-		r.signal(syscall.SIGINT)
-		s.move(sl, preemptingKilling{claim: c, run: r})
-		s.runs.Go(func() { r.killAfter(s.killGrace) })
+	case vacateJob, killJob:
+		s.evict(sl, st, pendingOf(sl.phase))
 	}
+}
+
+// evict carries out vacateJob or killJob on sl, whose phase holds a
+// starter, keeping pending (the claim id of a preempting match, or "") as
+// the claim the slot goes to once the starter is gone. It must be called
+// with s.mu held.
+func (s *Startd) evict(sl *slot, st step, pending string) {
+	c, r := claimOf(sl.phase), runOf(sl.phase)
+	if st == vacateJob {
+		// The starter stops the job gently (checkpointing it where it
+		// can) and reports it evicted, so that it runs again elsewhere.
+		r.signal(syscall.SIGTERM)
+		s.move(sl, preemptingVacating{claim: c, run: r, pending: pending})
+		return
+	}
+	r.signal(syscall.SIGINT)
+	s.move(sl, preemptingKilling{claim: c, run: r, pending: pending})
+	s.runs.Go(func() { r.killAfter(s.killGrace) })
+}
+
+// vacated moves sl, whose starter is gone, on from Preempting: to Matched
+// for the preempting match it was vacated for, if any, or else to
+// Unclaimed (the next policy evaluation decides whether the owner has it).
+// A pending claim that its agent does not request in time expires like
+// any other match. It must be called with s.mu held.
+func (s *Startd) vacated(sl *slot) {
+	pending := pendingOf(sl.phase)
+	if pending == "" {
+		s.move(sl, unclaimed{})
+		return
+	}
+	s.match(sl, pending)
 }
 
 // snapshot measures the machine and adds the load of Harrier's jobs.

@@ -19,30 +19,77 @@ type endpoint struct {
 	s *Startd
 }
 
+// The job ad attributes by which the negotiator marks a preempting match
+// (matchmaker.AttrPreemptReason and AttrPreemptsJob): why it preempts,
+// "rank" or "priority", and the JobId of the claim it preempts.
+const (
+	attrPreemptReason = "PreemptReason"
+	attrPreemptsJob   = "PreemptsJob"
+)
+
 // Matched puts an Unclaimed slot into Matched, where it waits for a claim
 // with the same id; if none comes within the match timeout it goes back to
 // Unclaimed.
+//
+// A preempting match (marked with PreemptReason: the machine's RANK
+// prefers the job to the one it has, or the job's user has the better
+// priority) also takes a Claimed slot, as HTCondor's startd does. Its
+// claim id becomes the slot's pending claim: an idle claim is dropped and
+// the slot is Matched at once; a running job is vacated (checkpointed
+// where it can be; killed at once if WANT_VACATE is false, and after
+// MaxVacateTime if it lingers), and the slot becomes Matched under the
+// pending claim only once the job is gone, so that it goes to the
+// preempting job and to no other. Meanwhile the preempting agent's claim
+// requests are answered pending.
 func (e *endpoint) Matched(_ context.Context, req *wire.StartdMatchedRequest) (*wire.StartdMatchedReply, error) {
 	s := e.s
 	if req.ClaimId == "" {
 		return nil, status.Error(codes.InvalidArgument, "matched: empty claim id")
 	}
-	if _, err := parseJobAd(req.JobAd); err != nil {
+	job, err := parseJobAd(req.JobAd)
+	if err != nil {
 		return nil, err
 	}
+	reason := evalString(job, attrPreemptReason)
+	var m machine
+	if reason != "" {
+		// WANT_VACATE may read the machine.
+		if m, err = s.snapshot(); err != nil {
+			return nil, status.Errorf(codes.Unavailable, "matched: measure machine: %v", err)
+		}
+	}
+	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sl := s.slotByName(req.Slot)
 	if sl == nil {
 		return nil, status.Errorf(codes.NotFound, "matched: no slot %q", req.Slot)
 	}
-	if _, ok := sl.phase.(unclaimed); !ok {
-		return nil, status.Errorf(codes.FailedPrecondition, "matched: %s is %s, not %s", sl.name, sl.phase.status(), unclaimed{}.status())
+	switch sl.phase.(type) {
+	case unclaimed:
+		s.match(sl, req.ClaimId)
+		return &wire.StartdMatchedReply{}, nil
+	case claimedIdle, claimedBusy, claimedSuspended:
+		if reason == "" {
+			break
+		}
+		v := sl.view()
+		ad := machineAd(s.adc, m, v, now)
+		if err := checkPreemption(ad, job, v.claim, reason); err != nil {
+			return nil, status.Errorf(codes.FailedPrecondition, "matched: %s: %v", sl.name, err)
+		}
+		s.preempt(sl, req.ClaimId, ad, job, reason)
+		return &wire.StartdMatchedReply{}, nil
 	}
-	m := matched{claimID: req.ClaimId}
-	s.move(sl, m)
-	time.AfterFunc(s.matchTimeout, func() { s.expireMatch(sl, m.claimID) })
-	return &wire.StartdMatchedReply{}, nil
+	return nil, status.Errorf(codes.FailedPrecondition, "matched: %s is %s, not %s", sl.name, sl.phase.status(), unclaimed{}.status())
+}
+
+// match puts sl into Matched under claimID and returns it to Unclaimed if
+// no claim comes within the match timeout. It must be called with s.mu
+// held.
+func (s *Startd) match(sl *slot, claimID string) {
+	s.move(sl, matched{claimID: claimID})
+	time.AfterFunc(s.matchTimeout, func() { s.expireMatch(sl, claimID) })
 }
 
 // expireMatch returns sl to Unclaimed if it still waits for claimID.
@@ -53,6 +100,41 @@ func (s *Startd) expireMatch(sl *slot, claimID string) {
 		s.log.Info("match not claimed in time", "slot", sl.name)
 		s.move(sl, unclaimed{})
 	}
+}
+
+// checkPreemption checks a preempting match for job against the claim c
+// the slot has now, whose machine ad is ad: the negotiator decided on an
+// ad that may be out of date. The match must preempt the claim's job
+// (PreemptsJob, the JobId the negotiator read), not one that has taken
+// the slot since; and a job preempts by rank only if the machine's RANK
+// of it is above CurrentRank, by priority only if it is not below.
+func checkPreemption(ad, job *classad.ClassAd, c *claim, reason string) error {
+	if victim := evalString(job, attrPreemptsJob); victim != c.jobID {
+		return fmt.Errorf("the match preempts job %q, but the slot's claim is for job %q", victim, c.jobID)
+	}
+	current, _ := ad.EvalReal("CurrentRank")
+	rank := classad.Rank(ad, job)
+	switch {
+	case reason == "rank" && rank <= current:
+		return fmt.Errorf("RANK of the preempting job is %g, not above CurrentRank %g", rank, current)
+	case rank < current:
+		return fmt.Errorf("RANK of the preempting job is %g, below CurrentRank %g", rank, current)
+	}
+	return nil
+}
+
+// preempt gives the Claimed slot sl to the preempting match claimID for
+// job, as Matched describes; ad is the slot's machine ad now. It must be
+// called with s.mu held.
+func (s *Startd) preempt(sl *slot, claimID string, ad, job *classad.ClassAd, reason string) {
+	v := sl.view()
+	s.log.Info("preempting claim", "slot", sl.name, "reason", reason, "job", jobID(job), "owner", evalString(job, "Owner"),
+		"preempted_job", jobID(v.job), "preempted_owner", v.claim.owner)
+	if _, idle := sl.phase.(claimedIdle); idle {
+		s.match(sl, claimID)
+		return
+	}
+	s.evict(sl, s.adc.policy.evictStep(ad, v.job), claimID)
 }
 
 // RequestClaim claims a Matched slot for an agent if the claim id is the
@@ -76,6 +158,9 @@ func (e *endpoint) RequestClaim(_ context.Context, req *wire.RequestClaimRequest
 	sl := s.slotByName(req.Slot)
 	if sl == nil {
 		return nil, status.Errorf(codes.NotFound, "request claim: no slot %q", req.Slot)
+	}
+	if pendingOf(sl.phase) == req.ClaimId {
+		return &wire.RequestClaimReply{Pending: true, Reason: fmt.Sprintf("%s is vacating its job for this claim", sl.name)}, nil
 	}
 	mp, ok := sl.phase.(matched)
 	if !ok {
@@ -167,9 +252,8 @@ func (e *endpoint) ActivateClaim(_ context.Context, req *wire.ActivateClaimReque
 
 // reap waits for a job's end. A slot whose job ended by itself returns to
 // Claimed/Idle for the agent to reuse, keeping the starter; a preempted
-// one becomes Unclaimed (the next policy evaluation decides whether the
-// owner has it), and its starter, if it finished the job just before it
-// was told to stop, goes.
+// one moves on from Preempting (see vacated), and its starter, if it
+// finished the job just before it was told to stop, goes.
 func (s *Startd) reap(sl *slot, r *run) {
 	r.wait()
 	s.log.Info("job ended", "slot", sl.name, "status", exitStatus(r.err))
@@ -183,7 +267,7 @@ func (s *Startd) reap(sl *slot, r *run) {
 			s.expireIdleClaimAfter(sl, c.id)
 			return
 		case preemptingVacating, preemptingKilling:
-			s.move(sl, unclaimed{})
+			s.vacated(sl)
 		}
 	}
 	go r.proc.stop()
@@ -206,10 +290,20 @@ func (s *Startd) expireIdleClaimAfter(sl *slot, claimID string) {
 // ReleaseClaim ends a claim: a running starter is killed (SIGTERM, SIGKILL
 // after a grace period) and its scratch directory removed before the slot
 // becomes Unclaimed. It returns when that is done, or when ctx ends if the
-// job is already being vacated by the owner policy.
+// job is already being vacated by the owner policy. A match not yet claimed
+// may be released too, by the agent that turns it down (its job ran in
+// another pool meanwhile): the slot is Unclaimed at once rather than after
+// the match timeout.
 func (e *endpoint) ReleaseClaim(ctx context.Context, req *wire.ReleaseClaimRequest) (*wire.ReleaseClaimReply, error) {
 	s := e.s
 	s.mu.Lock()
+	for _, sl := range s.slots {
+		if m, ok := sl.phase.(matched); ok && m.claimID == req.ClaimId {
+			s.move(sl, unclaimed{})
+			s.mu.Unlock()
+			return &wire.ReleaseClaimReply{}, nil
+		}
+	}
 	sl, c := s.slotByClaim(req.ClaimId)
 	if sl == nil {
 		s.mu.Unlock()
@@ -224,7 +318,8 @@ func (e *endpoint) ReleaseClaim(ctx context.Context, req *wire.ReleaseClaimReque
 	case claimedBusy, claimedSuspended:
 		s.move(sl, preemptingKilling{claim: c, run: r})
 	case preemptingVacating, preemptingKilling:
-		// Already on its way out: wait for it.
+		// Already on its way out, by the owner policy or for a
+		// preempting match: wait for it.
 		s.mu.Unlock()
 		select {
 		case <-r.done:
@@ -240,7 +335,7 @@ func (e *endpoint) ReleaseClaim(ctx context.Context, req *wire.ReleaseClaimReque
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if p, ok := sl.phase.(preemptingKilling); ok && p.run == r {
-		s.move(sl, unclaimed{})
+		s.vacated(sl)
 	}
 	return &wire.ReleaseClaimReply{}, nil
 }

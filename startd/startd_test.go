@@ -370,6 +370,31 @@ func TestReleaseIdleClaim(t *testing.T) {
 	wantCode(t, err, codes.NotFound)
 }
 
+// A match that its agent turns down frees the slot at once; its claim id
+// is no use afterwards.
+func TestReleaseUnclaimedMatch(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := t.Context()
+	const slot = "slot1@exec1"
+	h.collector.waitStatus(t, slot, Status{Unclaimed, Idle})
+	if _, err := h.client.Matched(ctx, &wire.StartdMatchedRequest{Slot: slot, ClaimId: "c1", JobAd: jobAd}); err != nil {
+		t.Fatal(err)
+	}
+	if st := h.s.slotState("slot1"); st != (Status{Matched, Idle}) {
+		t.Fatalf("after the match: %v, want Matched/Idle", st)
+	}
+	if _, err := h.client.ReleaseClaim(ctx, &wire.ReleaseClaimRequest{ClaimId: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	if st := h.s.slotState("slot1"); st != (Status{Unclaimed, Idle}) {
+		t.Errorf("after the release: %v, want Unclaimed/Idle", st)
+	}
+	r, err := h.client.RequestClaim(ctx, &wire.RequestClaimRequest{Slot: slot, ClaimId: "c1", JobAd: jobAd})
+	if err == nil && r.Accepted {
+		t.Errorf("a released match was claimed: %+v", r)
+	}
+}
+
 func TestMatchTimesOut(t *testing.T) {
 	h := newHarness(t, func(s *Startd) { s.matchTimeout = 50 * time.Millisecond })
 	h.collector.waitStatus(t, "slot1@exec1", Status{Unclaimed, Idle})

@@ -102,12 +102,17 @@ type claimedSuspended struct {
 type preemptingVacating struct {
 	claim *claim
 	run   *run
+	// pending is the claim id of the preempting match the job leaves
+	// for, or "": once the starter is gone the slot is Matched under it,
+	// for that claim and no other.
+	pending string
 }
 
 // preemptingKilling: the claim is being released and its starter killed.
 type preemptingKilling struct {
-	claim *claim
-	run   *run
+	claim   *claim
+	run     *run
+	pending string // as in preemptingVacating
 }
 
 func (owner) status() Status              { return Status{Owner, Idle} }
@@ -135,9 +140,15 @@ func (unclaimed) follows(prev phase) bool {
 	return false
 }
 
+// A slot is Matched from Unclaimed, or for a preempting match: at once
+// from Claimed/Idle (the idle claim is dropped), and from Preempting once
+// the vacated job is gone.
 func (matched) follows(prev phase) bool {
-	_, ok := prev.(unclaimed)
-	return ok
+	switch prev.(type) {
+	case unclaimed, claimedIdle, preemptingVacating, preemptingKilling:
+		return true
+	}
+	return false
 }
 
 func (claimedIdle) follows(prev phase) bool {
@@ -192,6 +203,18 @@ func claimOf(p phase) *claim {
 		return p.claim
 	}
 	return nil
+}
+
+// pendingOf returns the claim id of the preempting match a phase holds
+// the slot for, or "".
+func pendingOf(p phase) string {
+	switch p := p.(type) {
+	case preemptingVacating:
+		return p.pending
+	case preemptingKilling:
+		return p.pending
+	}
+	return ""
 }
 
 // runOf returns the starter a phase holds, or nil.

@@ -66,7 +66,11 @@ func execute(ctx context.Context, start func(context.Context, *Task) (Job, error
 	if err != nil {
 		return nil, err
 	}
-	if err := send.msg(&wire.StarterMessage{Body: &wire.StarterMessage_Started{Started: &wire.Started{Pid: int32(job.Pid())}}}); err != nil {
+	started := &wire.Started{Pid: int32(job.Pid())}
+	if r, ok := job.(Restored); ok {
+		started.RestoreSeconds = r.RestoreTime().Seconds()
+	}
+	if err := send.msg(&wire.StarterMessage{Body: &wire.StarterMessage_Started{Started: started}}); err != nil {
 		logger.Warn("report start", "err", err)
 	}
 	copied := make(chan struct{}, 2)

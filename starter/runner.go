@@ -101,3 +101,9 @@ type CheckpointStats struct {
 type Restorer interface {
 	Restore(ctx context.Context, t *Task, imageDir string) (Job, error)
 }
+
+// Restored is a Job a Restorer brought back; RestoreTime is how long
+// CRIU took to restore it (CRIU's own statistics).
+type Restored interface {
+	RestoreTime() time.Duration
+}

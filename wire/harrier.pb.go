@@ -165,9 +165,13 @@ type AdvertiseJobsRequest struct {
 	// The agent's name; its previous job ads are replaced by these.
 	Agent string `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
 	// The agent's TLS address, where the negotiator reports matches.
-	AgentAddr     string   `protobuf:"bytes,2,opt,name=agent_addr,json=agentAddr,proto3" json:"agent_addr,omitempty"`
-	Ads           []string `protobuf:"bytes,3,rep,name=ads,proto3" json:"ads,omitempty"`
-	LeaseSeconds  int32    `protobuf:"varint,4,opt,name=lease_seconds,json=leaseSeconds,proto3" json:"lease_seconds,omitempty"`
+	AgentAddr    string   `protobuf:"bytes,2,opt,name=agent_addr,json=agentAddr,proto3" json:"agent_addr,omitempty"`
+	Ads          []string `protobuf:"bytes,3,rep,name=ads,proto3" json:"ads,omitempty"`
+	LeaseSeconds int32    `protobuf:"varint,4,opt,name=lease_seconds,json=leaseSeconds,proto3" json:"lease_seconds,omitempty"`
+	// Reschedule asks for a negotiation cycle even if no job id is new: some
+	// job went back to Idle (evicted, released, requeued) since the agent's
+	// last advertisement (HTCondor's RESCHEDULE).
+	Reschedule    bool `protobuf:"varint,5,opt,name=reschedule,proto3" json:"reschedule,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -228,6 +232,13 @@ func (x *AdvertiseJobsRequest) GetLeaseSeconds() int32 {
 		return x.LeaseSeconds
 	}
 	return 0
+}
+
+func (x *AdvertiseJobsRequest) GetReschedule() bool {
+	if x != nil {
+		return x.Reschedule
+	}
+	return false
 }
 
 type AdvertiseReply struct {
@@ -819,9 +830,12 @@ func (x *RequestClaimRequest) GetAgent() string {
 type RequestClaimReply struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Accepted bool                   `protobuf:"varint,1,opt,name=accepted,proto3" json:"accepted,omitempty"`
-	// Why a claim was refused, for the job's record.
-	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
-	MachineAd     string `protobuf:"bytes,3,opt,name=machine_ad,json=machineAd,proto3" json:"machine_ad,omitempty"`
+	// Why a claim was refused, or what it waits for, for the job's record.
+	Reason    string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	MachineAd string `protobuf:"bytes,3,opt,name=machine_ad,json=machineAd,proto3" json:"machine_ad,omitempty"`
+	// The slot is vacating its job for this claim (a preempting match): the
+	// claim is neither accepted nor refused yet; ask again with the same id.
+	Pending       bool `protobuf:"varint,4,opt,name=pending,proto3" json:"pending,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -875,6 +889,13 @@ func (x *RequestClaimReply) GetMachineAd() string {
 		return x.MachineAd
 	}
 	return ""
+}
+
+func (x *RequestClaimReply) GetPending() bool {
+	if x != nil {
+		return x.Pending
+	}
+	return false
 }
 
 type ActivateClaimRequest struct {
@@ -1642,10 +1663,13 @@ func (x *Output) GetData() []byte {
 }
 
 type Started struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Pid           int32                  `protobuf:"varint,1,opt,name=pid,proto3" json:"pid,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Pid   int32                  `protobuf:"varint,1,opt,name=pid,proto3" json:"pid,omitempty"`
+	// Set when the job was restored from its checkpoint rather than
+	// started: CRIU's restore time.
+	RestoreSeconds float64 `protobuf:"fixed64,2,opt,name=restore_seconds,json=restoreSeconds,proto3" json:"restore_seconds,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Started) Reset() {
@@ -1681,6 +1705,13 @@ func (*Started) Descriptor() ([]byte, []int) {
 func (x *Started) GetPid() int32 {
 	if x != nil {
 		return x.Pid
+	}
+	return 0
+}
+
+func (x *Started) GetRestoreSeconds() float64 {
+	if x != nil {
+		return x.RestoreSeconds
 	}
 	return 0
 }
@@ -2662,13 +2693,16 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x0e\n" +
 	"\x02ad\x18\x03 \x01(\tR\x02ad\x12#\n" +
-	"\rlease_seconds\x18\x04 \x01(\x05R\fleaseSeconds\"\x82\x01\n" +
+	"\rlease_seconds\x18\x04 \x01(\x05R\fleaseSeconds\"\xa2\x01\n" +
 	"\x14AdvertiseJobsRequest\x12\x14\n" +
 	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x1d\n" +
 	"\n" +
 	"agent_addr\x18\x02 \x01(\tR\tagentAddr\x12\x10\n" +
 	"\x03ads\x18\x03 \x03(\tR\x03ads\x12#\n" +
-	"\rlease_seconds\x18\x04 \x01(\x05R\fleaseSeconds\"\x10\n" +
+	"\rlease_seconds\x18\x04 \x01(\x05R\fleaseSeconds\x12\x1e\n" +
+	"\n" +
+	"reschedule\x18\x05 \x01(\bR\n" +
+	"reschedule\"\x10\n" +
 	"\x0eAdvertiseReply\";\n" +
 	"\x11InvalidateRequest\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x12\n" +
@@ -2704,12 +2738,13 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\x04slot\x18\x01 \x01(\tR\x04slot\x12\x19\n" +
 	"\bclaim_id\x18\x02 \x01(\tR\aclaimId\x12\x15\n" +
 	"\x06job_ad\x18\x03 \x01(\tR\x05jobAd\x12\x14\n" +
-	"\x05agent\x18\x04 \x01(\tR\x05agent\"f\n" +
+	"\x05agent\x18\x04 \x01(\tR\x05agent\"\x80\x01\n" +
 	"\x11RequestClaimReply\x12\x1a\n" +
 	"\baccepted\x18\x01 \x01(\bR\baccepted\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x1d\n" +
 	"\n" +
-	"machine_ad\x18\x03 \x01(\tR\tmachineAd\"\x81\x01\n" +
+	"machine_ad\x18\x03 \x01(\tR\tmachineAd\x12\x18\n" +
+	"\apending\x18\x04 \x01(\bR\apending\"\x81\x01\n" +
 	"\x14ActivateClaimRequest\x12\x19\n" +
 	"\bclaim_id\x18\x01 \x01(\tR\aclaimId\x12\x15\n" +
 	"\x06job_ad\x18\x02 \x01(\tR\x05jobAd\x12\x1f\n" +
@@ -2752,9 +2787,10 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\x04host\x18\x03 \x01(\tR\x04host\",\n" +
 	"\x06Output\x12\x0e\n" +
 	"\x02fd\x18\x01 \x01(\x05R\x02fd\x12\x12\n" +
-	"\x04data\x18\x02 \x01(\fR\x04data\"\x1b\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\"D\n" +
 	"\aStarted\x12\x10\n" +
-	"\x03pid\x18\x01 \x01(\x05R\x03pid\"\xa0\x01\n" +
+	"\x03pid\x18\x01 \x01(\x05R\x03pid\x12'\n" +
+	"\x0frestore_seconds\x18\x02 \x01(\x01R\x0erestoreSeconds\"\xa0\x01\n" +
 	"\x05Usage\x12(\n" +
 	"\x10user_cpu_seconds\x18\x01 \x01(\x01R\x0euserCpuSeconds\x12&\n" +
 	"\x0fsys_cpu_seconds\x18\x02 \x01(\x01R\rsysCpuSeconds\x12\"\n" +

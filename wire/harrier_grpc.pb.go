@@ -386,7 +386,9 @@ type StartdClient interface {
 	// the slot waits (state Matched) for a claim with the same claim_id.
 	Matched(ctx context.Context, in *StartdMatchedRequest, opts ...grpc.CallOption) (*StartdMatchedReply, error)
 	// RequestClaim claims a matched slot. The startd accepts only if the claim
-	// id is the one the negotiator gave it and the match still holds.
+	// id is the one the negotiator gave it and the match still holds. For a
+	// preempting match the slot first vacates its running job: until it is
+	// gone the reply is pending, and the agent asks again.
 	RequestClaim(ctx context.Context, in *RequestClaimRequest, opts ...grpc.CallOption) (*RequestClaimReply, error)
 	// ActivateClaim starts a starter for the job, which connects to the shadow.
 	ActivateClaim(ctx context.Context, in *ActivateClaimRequest, opts ...grpc.CallOption) (*ActivateClaimReply, error)
@@ -465,7 +467,9 @@ type StartdServer interface {
 	// the slot waits (state Matched) for a claim with the same claim_id.
 	Matched(context.Context, *StartdMatchedRequest) (*StartdMatchedReply, error)
 	// RequestClaim claims a matched slot. The startd accepts only if the claim
-	// id is the one the negotiator gave it and the match still holds.
+	// id is the one the negotiator gave it and the match still holds. For a
+	// preempting match the slot first vacates its running job: until it is
+	// gone the reply is pending, and the agent asks again.
 	RequestClaim(context.Context, *RequestClaimRequest) (*RequestClaimReply, error)
 	// ActivateClaim starts a starter for the job, which connects to the shadow.
 	ActivateClaim(context.Context, *ActivateClaimRequest) (*ActivateClaimReply, error)

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -129,8 +131,113 @@ func TestResumeFromLastCheckpoint(t *testing.T) {
 
 	// Corrupt the stored image: the next restore refuses it and the job
 	// starts afresh.
+	img := holdAndCorrupt(t, p, id)
+	if err := os.WriteFile(filepath.Join(dir, "count.txt"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.must(t, "release", id)
+	eventually(t, 60*time.Second, "the job to start afresh", func() bool {
+		got := counts(t, dir)
+		return len(got) >= 2 && got[0] == 1
+	})
+
+	// Removed from the queue, the job takes its image with it.
+	p.must(t, "rm", id)
+	eventually(t, 30*time.Second, "the removed job's image to go", func() bool {
+		_, err := os.Stat(img)
+		return os.IsNotExist(err) && p.jobStatus(t, id) == 0
+	})
+
+	// A job whose submit file says so goes on hold instead, and does not
+	// start again.
+	hdir := filepath.Join(dir, "hold")
+	script, err := os.ReadFile(filepath.Join(dir, "count.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(hdir, "count.sh"), string(script), 0o755)
+	_ = os.Chmod(hdir, 0o755)
+	c = p.submit(t, hdir, "count.sub", "executable = count.sh\narguments = 400\ncheckpoint_interval = 1\noutput = count.out\n+OnRestoreFailure = \"hold\"\nqueue\n")
+	id = fmt.Sprintf("%d.0", c)
+	eventually(t, 60*time.Second, "a checkpoint", func() bool {
+		n, _ := p.jobs(t, "q", id)[0]["NumCkpts"].(float64)
+		return n >= 1
+	})
+	holdAndCorrupt(t, p, id)
+	counted := len(counts(t, hdir))
+	p.must(t, "release", id)
+	eventually(t, 60*time.Second, "the job to go on hold again", func() bool {
+		ad := p.jobs(t, "q", id)[0]
+		reason, _ := ad["HoldReason"].(string)
+		return p.jobStatus(t, id) == 5 && strings.Contains(reason, "Cannot restore the job from its checkpoint")
+	})
+	if got := counts(t, hdir); len(got) != counted {
+		t.Errorf("the job counted on (%d numbers, %d when held): %v", len(got), counted, got)
+	}
+}
+
+// TestChangedInputIsNotRestored changes the size of a file a
+// checkpointed job holds open for reading: CRIU would refuse to restore
+// it, and the shadow says so before the image travels. The job goes on
+// hold with that reason, as its submit file asks.
+func TestChangedInputIsNotRestored(t *testing.T) {
+	p := startPoolWith(t, 1, checkpointConfig)
+	dir := t.TempDir()
+	_ = os.Chmod(dir, 0o755)
+	var lines strings.Builder
+	for i := 1; i <= 1000; i++ {
+		fmt.Fprintf(&lines, "line %d\n", i)
+	}
+	writeFile(t, filepath.Join(dir, "input.txt"), lines.String(), 0o644)
+	writeFile(t, filepath.Join(dir, "read.sh"), `#!/bin/sh
+exec 3< input.txt
+i=0
+while [ "$i" -lt 400 ]; do
+	i=$((i + 1))
+	read -r l <&3
+	echo "$i" >> count.txt
+	sleep 0.25
+done
+`, 0o755)
+	c := p.submit(t, dir, "read.sub", "executable = read.sh\ncheckpoint_interval = 1\n+OnRestoreFailure = \"hold\"\nqueue\n")
+	id := fmt.Sprintf("%d.0", c)
+	eventually(t, 60*time.Second, "a checkpoint", func() bool {
+		n, _ := p.jobs(t, "q", id)[0]["NumCkpts"].(float64)
+		return n >= 1
+	})
 	p.must(t, "hold", id)
 	eventually(t, 30*time.Second, "the held job to stop", func() bool { return p.jobStatus(t, id) == 5 })
+	f, err := os.OpenFile(filepath.Join(dir, "input.txt"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("one line more\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	counted := len(counts(t, dir))
+	p.must(t, "release", id)
+	var reason string
+	eventually(t, 60*time.Second, "the job to go on hold for its changed input", func() bool {
+		reason, _ = p.jobs(t, "q", id)[0]["HoldReason"].(string)
+		return p.jobStatus(t, id) == 5 && strings.Contains(reason, "input changed since the checkpoint")
+	})
+	if !strings.Contains(reason, filepath.Join(dir, "input.txt")) {
+		t.Errorf("hold reason %q does not name the input", reason)
+	}
+	if got := counts(t, dir); len(got) != counted {
+		t.Errorf("the job counted on (%d numbers, %d when held)", len(got), counted)
+	}
+}
+
+// holdAndCorrupt holds a job and flips bytes in the middle of its stored
+// image; it returns the image's path.
+func holdAndCorrupt(t *testing.T, p *testPool, id string) string {
+	t.Helper()
+	p.must(t, "hold", id)
+	// Once its starter is gone, no periodic checkpoint of the job can
+	// still be on its way to replace the image.
+	eventually(t, 30*time.Second, "the held job to stop", func() bool { return p.jobStatus(t, id) == 5 && len(starters(p)) == 0 })
 	img := filepath.Join(p.dir, "spool", "checkpoints", "root", id+".ckpt")
 	b, err := os.ReadFile(img)
 	if err != nil {
@@ -142,21 +249,25 @@ func TestResumeFromLastCheckpoint(t *testing.T) {
 	if err := os.WriteFile(img, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "count.txt"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p.must(t, "release", id)
-	eventually(t, 60*time.Second, "the job to start afresh", func() bool {
-		got := counts(t, dir)
-		return len(got) >= 2 && got[0] == 1
-	})
+	return img
 }
 
 // killStarters SIGKILLs every starter of the pool's startds.
 func killStarters(t *testing.T, p *testPool) {
 	t.Helper()
+	pids := starters(p)
+	if len(pids) == 0 {
+		t.Fatal("no starter to kill")
+	}
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// starters returns the pids of the pool's starters.
+func starters(p *testPool) []int {
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	killed := 0
+	var pids []int
 	for _, f := range procs {
 		b, _ := os.ReadFile(f)
 		args := strings.Split(string(b), "\x00")
@@ -164,12 +275,259 @@ func killStarters(t *testing.T, p *testPool) {
 			cwd, _ := os.Readlink(filepath.Join(filepath.Dir(f), "cwd"))
 			if strings.HasPrefix(cwd, p.dir) {
 				pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(f)))
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-				killed++
+				pids = append(pids, pid)
 			}
 		}
 	}
-	if killed == 0 {
-		t.Fatal("no starter to kill")
+	return pids
+}
+
+// netState is what ip shows of a namespace's network: its links,
+// addresses and routes.
+func netState(t *testing.T, ns string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, what := range [][]string{{"-br", "link"}, {"-br", "addr"}, {"route"}} {
+		out, err := exec.Command("ip", append([]string{"-n", ns}, what...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("ip -n %s %s: %v: %s", ns, strings.Join(what, " "), err, out)
+		}
+		b.Write(out)
 	}
+	return b.String()
+}
+
+// TestMigrationAcrossHosts vacates a counting job from one execute host of
+// a netns pool (a submit host with the matchmaker and the agent, two
+// execute hosts); it is checkpointed, its image goes to the submit host,
+// and the other execute host restores it. The count it appends to a
+// submit-side file through iofs runs on unbroken, it reads on in the input
+// it holds open there, and every host's network is as it was.
+func TestMigrationAcrossHosts(t *testing.T) {
+	n := newNetnsPool(t, "submit", "exec1", "exec2")
+	n.extra = checkpointConfig
+	n.configure("submit", map[string]string{"submit": "matchmaker,agent", "exec1": "startd", "exec2": "startd"})
+	n.daemon("submit", "matchmaker")
+	n.daemon("submit", "agent")
+	n.daemon("exec1", "startd")
+	n.daemon("exec2", "startd")
+	eventually(t, 30*time.Second, "both execute hosts to be advertised", func() bool {
+		out, code := n.tool("submit", "status")
+		return code == 0 && strings.Contains(out, "slot1@exec1") && strings.Contains(out, "slot1@exec2")
+	})
+	before := map[string]string{}
+	for name, h := range n.hosts {
+		before[name] = netState(t, h.ns)
+	}
+
+	// The job also holds its input open and reads a line per count: it
+	// reads on where it was.
+	work := filepath.Join(n.hosts["submit"].dir, "work")
+	var input strings.Builder
+	for i := 1; i <= 100; i++ {
+		fmt.Fprintf(&input, "line%d\n", i)
+	}
+	writeFile(t, filepath.Join(work, "input.txt"), input.String(), 0o644)
+	writeFile(t, filepath.Join(work, "count.sh"), `#!/bin/sh
+exec 3< input.txt
+i=0
+while [ "$i" -lt 40 ]; do
+	i=$((i + 1))
+	read -r l <&3
+	echo "$i" >> count.txt
+	echo "$i $l" >> reads.txt
+	echo "count $i on $(hostname)"
+	sleep 0.25
+done
+`, 0o755)
+	writeFile(t, filepath.Join(work, "count.sub"), "executable = count.sh\noutput = count.out\nerror = count.err\nlog = count.log\nrequirements = TARGET.Name =!= MY.LastRemoteHost\nqueue\n", 0o644)
+	for d := work; d != "/" && d != "/tmp"; d = filepath.Dir(d) {
+		_ = os.Chmod(d, 0o755)
+	}
+	if out, code := n.tool("submit", "submit", filepath.Join(work, "count.sub")); code != 0 {
+		t.Fatalf("submit: exit %d: %s", code, out)
+	}
+	eventually(t, 60*time.Second, "the job to count past 8", func() bool { return len(counts(t, work)) >= 8 })
+	remoteHost := func() string {
+		out, _ := n.tool("submit", "q", "-af", "RemoteHost")
+		return strings.TrimSpace(out)
+	}
+	first := remoteHost()
+	start := time.Now()
+	if out, code := n.tool("submit", "vacate", "1.0"); code != 0 {
+		t.Fatalf("vacate: exit %d: %s", code, out)
+	}
+	// Running elsewhere: the count goes on past where it was when the
+	// job left, on another host.
+	var left int
+	eventually(t, 60*time.Second, "the job to run elsewhere", func() bool {
+		host := remoteHost()
+		if host == "" || host == "undefined" || host == first {
+			return false
+		}
+		if left == 0 {
+			left = len(counts(t, work))
+		}
+		return len(counts(t, work)) > left
+	})
+	t.Logf("vacate to counting elsewhere: %s (from %s to %s)", time.Since(start).Round(time.Millisecond), first, remoteHost())
+	for name, h := range n.hosts {
+		if after := netState(t, h.ns); after != before[name] {
+			t.Errorf("the network of %s changed with the restore:\nbefore:\n%s\nafter:\n%s", name, before[name], after)
+		}
+	}
+	if out, code := n.tool("submit", "wait", "--timeout", "120", "1.0"); code != 0 {
+		t.Fatalf("wait: exit %d: %s", code, out)
+	}
+	got := counts(t, work)
+	for i, c := range got {
+		if c != i+1 {
+			t.Fatalf("count.txt breaks at line %d: %v", i+1, got)
+		}
+	}
+	if len(got) != 40 {
+		t.Fatalf("count.txt has %d numbers, want 40", len(got))
+	}
+	out, _ := os.ReadFile(filepath.Join(work, "count.out"))
+	if lines := strings.Split(strings.TrimSpace(string(out)), "\n"); len(lines) != 40 || !strings.HasPrefix(lines[39], "count 40") {
+		t.Errorf("count.out has %d lines:\n%s", len(lines), out)
+	}
+	reads, _ := os.ReadFile(filepath.Join(work, "reads.txt"))
+	for i, l := range strings.Split(strings.TrimSpace(string(reads)), "\n") {
+		if want := fmt.Sprintf("%d line%d", i+1, i+1); l != want {
+			t.Fatalf("reads.txt line %d: %q, want %q", i+1, l, want)
+		}
+	}
+	log, _ := os.ReadFile(filepath.Join(work, "count.log"))
+	for _, want := range []string{"003 (001.000.000)", "Job was checkpointed.", "(1) Job was checkpointed.", "005 (001.000.000)"} {
+		if !strings.Contains(string(log), want) {
+			t.Errorf("event log lacks %q:\n%s", want, log)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(n.hosts["submit"].dir, "spool", "checkpoints", "root", "1.0.ckpt")); !os.IsNotExist(err) {
+		t.Errorf("the image outlived the job: %v", err)
+	}
+}
+
+// TestOwnerReturnsJobMigrates follows a job through the desktop policy
+// to another machine: in a netns pool whose execute host "desk" has an
+// owner at a (pseudo-)terminal and "exec2" none, a counting job starts
+// on the desk once its keyboard is idle; the owner types and the job is
+// suspended; the owner goes on typing and the suspended job is vacated
+// with a checkpoint; it is restored on exec2 and completes, its count
+// unbroken. The event log and the job's ad record the checkpoint.
+func TestOwnerReturnsJobMigrates(t *testing.T) {
+	kb := openTerminal(t)
+	n := newNetnsPool(t, "submit", "desk", "exec2")
+	n.extra = checkpointConfig
+	n.configure("submit", map[string]string{"submit": "matchmaker,agent", "desk": "startd", "exec2": "startd"})
+	appendConf(t, filepath.Join(n.hosts["desk"].dir, poolConfigName), fmt.Sprintf(desktopTestConf, kb.path))
+	n.daemon("submit", "matchmaker")
+	n.daemon("submit", "agent")
+	n.daemon("desk", "startd")
+	n.daemon("exec2", "startd")
+	eventually(t, 30*time.Second, "both execute hosts to be advertised", func() bool {
+		out, code := n.tool("submit", "status")
+		return code == 0 && strings.Contains(out, "slot1@desk") && strings.Contains(out, "slot1@exec2")
+	})
+
+	work := filepath.Join(n.hosts["submit"].dir, "work")
+	if out, err := exec.Command("cp", "-a", filepath.Join("..", "..", "examples", "migration"), work).CombinedOutput(); err != nil {
+		t.Fatalf("copy example: %v: %s", err, out)
+	}
+	// The job first runs on the desk; once it has a checkpoint, anywhere.
+	// Its request_disk leaves room for the scratch directory's blocks.
+	writeFile(t, filepath.Join(work, "desk.sub"), `executable   = count.sh
+arguments    = 160
+request_disk = 16MB
+output       = count.out
+error        = count.err
+log          = count.log
+requirements = (TARGET.Machine == "desk") || (MY.NumCkpts =!= undefined)
+queue
+`, 0o644)
+	if out, code := n.tool("submit", "submit", filepath.Join(work, "desk.sub")); code != 0 {
+		t.Fatalf("submit: exit %d: %s", code, out)
+	}
+	job := func() map[string]any {
+		out, code := n.tool("submit", "q", "-json", "1.0")
+		var ads []map[string]any
+		if code != 0 || json.Unmarshal([]byte(out), &ads) != nil || len(ads) != 1 {
+			t.Fatalf("q -json 1.0: exit %d: %s", code, out)
+		}
+		return ads[0]
+	}
+	status := func() float64 { st, _ := job()["JobStatus"].(float64); return st }
+	logPath := filepath.Join(work, "count.log")
+
+	// The keyboard has been idle long enough: the job starts on the desk.
+	eventually(t, 60*time.Second, "the job to run on the desk", func() bool {
+		return job()["RemoteHost"] == "slot1@desk" && len(counts(t, work)) >= 8
+	})
+
+	// The owner comes back: the job is suspended and counts no more.
+	kb.press(t)
+	eventually(t, 12*time.Second, "the job to be suspended", func() bool { return status() == 7 })
+	held := len(counts(t, work))
+	time.Sleep(time.Second)
+	if now := len(counts(t, work)); now != held {
+		t.Errorf("the suspended job counted from %d to %d", held, now)
+	}
+
+	// The owner stays: the suspended job is vacated with a checkpoint,
+	// and the other machine restores it.
+	stop := kb.keepTyping(t)
+	defer stop()
+	eventually(t, 60*time.Second, "the job to run on exec2", func() bool {
+		return job()["RemoteHost"] == "slot1@exec2" && len(counts(t, work)) > held
+	})
+	if out, code := n.tool("submit", "wait", "--timeout", "120", "1.0"); code != 0 {
+		t.Fatalf("wait: exit %d: %s", code, out)
+	}
+	got := counts(t, work)
+	for i, c := range got {
+		if c != i+1 {
+			t.Fatalf("count.txt breaks at line %d: %v", i+1, got)
+		}
+	}
+	if len(got) != 160 {
+		t.Fatalf("count.txt has %d numbers, want 160", len(got))
+	}
+	out, _ := os.ReadFile(filepath.Join(work, "count.out"))
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 160 || !strings.HasPrefix(lines[0], "count 1 ") || !strings.HasPrefix(lines[159], "count 160 ") {
+		t.Errorf("count.out has %d lines:\n%s", len(lines), out)
+	}
+
+	log := readLog(t, logPath)
+	order := []string{"001 (001.000.000)", "010 (001.000.000)", "003 (001.000.000)", "004 (001.000.000)", "001 (001.000.000)", "005 (001.000.000)"}
+	rest := log
+	for _, want := range order {
+		i := strings.Index(rest, want)
+		if i < 0 {
+			t.Fatalf("event log lacks %s in the order %v:\n%s", want, order, log)
+		}
+		rest = rest[i+len(want):]
+	}
+	for _, want := range []string{"Job was suspended.", "Job was checkpointed.", "(1) Job was checkpointed."} {
+		if !strings.Contains(log, want) {
+			t.Errorf("event log lacks %q:\n%s", want, log)
+		}
+	}
+	hist, code := n.tool("submit", "history", "-json", "1.0")
+	var ads []map[string]any
+	if code != 0 || json.Unmarshal([]byte(hist), &ads) != nil || len(ads) != 1 {
+		t.Fatalf("history -json 1.0: exit %d: %s", code, hist)
+	}
+	ad := ads[0]
+	for _, attr := range []string{"NumCkpts", "LastCkptTime", "LastCkptSize", "LastCkptImageSize", "LastCkptFrozenTime", "LastCkptDumpTime", "LastCkptRestoreTime"} {
+		if v, _ := ad[attr].(float64); v <= 0 {
+			t.Errorf("job ad: %s = %v, want > 0", attr, ad[attr])
+		}
+	}
+	if ad["LastRemoteHost"] != "slot1@exec2" {
+		t.Errorf("LastRemoteHost = %v, want slot1@exec2", ad["LastRemoteHost"])
+	}
+	t.Logf("checkpoints %v, frozen %v s, dump %v s, restore %v s, image %v bytes (%v compressed)",
+		ad["NumCkpts"], ad["LastCkptFrozenTime"], ad["LastCkptDumpTime"], ad["LastCkptRestoreTime"], ad["LastCkptImageSize"], ad["LastCkptSize"])
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"slices"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -50,12 +51,34 @@ func newToolFlags(name string) toolFlags {
 
 // connect parses args and connects to the pool's agent.
 func (t toolFlags) connect(ctx context.Context, args []string) (wire.ScheddClient, func(), error) {
-	if err := t.fs.Parse(args); err != nil {
-		return nil, nil, usagef("%v", err)
+	if err := t.parse(args); err != nil {
+		return nil, nil, err
 	}
 	pc, err := findPool(*t.pool)
 	if err != nil {
 		return nil, nil, err
 	}
 	return agentClient(pc)
+}
+
+// parse parses args with options and other arguments in any order, as
+// HTCondor's tools take them ("harrier q -af Owner -constraint 'X > 1'");
+// the other arguments are t.fs.Args() afterwards. "--" ends the options.
+func (t toolFlags) parse(args []string) error {
+	var rest, tail []string
+	if i := slices.Index(args, "--"); i >= 0 {
+		args, tail = args[:i], args[i+1:]
+	}
+	for len(args) > 0 {
+		if err := t.fs.Parse(args); err != nil {
+			return usagef("%v", err)
+		}
+		// Parse stopped at an argument that is not an option.
+		args = t.fs.Args()
+		if len(args) > 0 {
+			rest = append(rest, args[0])
+			args = args[1:]
+		}
+	}
+	return t.fs.Parse(append(append([]string{"--"}, rest...), tail...))
 }

@@ -96,8 +96,12 @@ func serveMatchmaker(ctx context.Context, pc *poolConfig, logger *slog.Logger) e
 			return fmt.Errorf("DEFAULT_PRIO_FACTOR %q: want a positive number", v)
 		}
 	}
+	factors, err := priorityFactors(pc.c.String("PRIORITY_FACTORS", ""))
+	if err != nil {
+		return err
+	}
 	mm, err := matchmaker.New(matchmaker.Config{Logger: logger, TLS: serverTLS, ClientTLS: clientTLS, Interval: interval,
-		HalfLife: halfLife, DefaultPriorityFactor: factor,
+		HalfLife: halfLife, DefaultPriorityFactor: factor, PriorityFactors: factors,
 		PreemptionRequirements: pc.c.String("PREEMPTION_REQUIREMENTS", "")})
 	if err != nil {
 		return err
@@ -108,6 +112,23 @@ func serveMatchmaker(ctx context.Context, pc *poolConfig, logger *slog.Logger) e
 	}
 	logger.Info("matchmaker listening", "addr", lis.Addr().String())
 	return mm.Serve(ctx, lis)
+}
+
+// priorityFactors parses PRIORITY_FACTORS, a list of USER=FACTOR separated
+// by commas or blanks: the users whose priority factor is not
+// DEFAULT_PRIO_FACTOR (HTCondor's condor_userprio -setfactor, kept in the
+// configuration).
+func priorityFactors(v string) (map[string]float64, error) {
+	factors := map[string]float64{}
+	for _, f := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' }) {
+		user, num, ok := strings.Cut(f, "=")
+		x, err := strconv.ParseFloat(num, 64)
+		if !ok || user == "" || err != nil || !(x > 0) {
+			return nil, fmt.Errorf("PRIORITY_FACTORS: %q is not USER=FACTOR with a positive factor", f)
+		}
+		factors[user] = x
+	}
+	return factors, nil
 }
 
 func serveAgent(ctx context.Context, pc *poolConfig, name string, logger *slog.Logger) error {

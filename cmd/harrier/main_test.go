@@ -35,7 +35,13 @@ func harrierBin(t testing.TB) string {
 // harrier runs one harrier command and returns its output and exit code.
 func harrier(t testing.TB, env []string, args ...string) (string, int) {
 	t.Helper()
-	cmd := exec.Command(harrierBin(t), args...)
+	return harrierFrom(t, harrierBin(t), env, args...)
+}
+
+// harrierFrom is harrier with the binary bin acting as harrier.
+func harrierFrom(t testing.TB, bin string, env []string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(append(os.Environ(), asHarrier+"=1"), env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -12,47 +12,7 @@ import (
 
 	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/matchmaker"
-	"harrier.dev/harrier/pki"
 )
-
-// configureFlock is configure with a matchmaker per host and extra lines
-// per host: hosts in one netns pool form several Harrier pools.
-func (n *netnsPool) configureFlock(mmOf, roles, extra map[string]string) {
-	t := n.t
-	caDir := filepath.Join(t.TempDir(), "ca")
-	if err := os.MkdirAll(caDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	ca, err := pki.CreateCA(caDir, "flock")
-	if err != nil {
-		t.Fatal(err)
-	}
-	caPEM, err := os.ReadFile(filepath.Join(caDir, "ca.pem"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, h := range n.hosts {
-		role := roles[name]
-		pkiDir := filepath.Join(h.dir, "pki")
-		writeFile(t, filepath.Join(pkiDir, "ca.pem"), string(caPEM), 0o644)
-		if err := ca.Issue(role+"@"+name, []string{h.ip}, filepath.Join(pkiDir, role+".pem"), filepath.Join(pkiDir, role+".key")); err != nil {
-			t.Fatal(err)
-		}
-		conf := fmt.Sprintf(`POOL_DIR = %s
-MATCHMAKER_ADDR = %s:9618
-BIND_HOST = %s
-PKI_DIR = $(POOL_DIR)/pki
-SPOOL = $(POOL_DIR)/spool
-EXECUTE = $(POOL_DIR)/execute
-AGENT_SOCKET = $(POOL_DIR)/agent.sock
-AGENT_NAME = agent@%s
-UPDATE_INTERVAL = 2
-NEGOTIATOR_INTERVAL = 5
-%s
-`, h.dir, n.hosts[mmOf[name]].ip, h.ip, name, extra[name])
-		writeFile(t, filepath.Join(h.dir, poolConfigName), conf, 0o644)
-	}
-}
 
 // TestFlockingToASecondMatchmaker runs two pools, each with its own
 // matchmaker and execute host; the agent belongs to the first and flocks
@@ -60,7 +20,7 @@ NEGOTIATOR_INTERVAL = 5
 // the other runs at home.
 func TestFlockingToASecondMatchmaker(t *testing.T) {
 	n := newNetnsPool(t, "cm1", "cm2", "submit", "exec1", "exec2")
-	n.configureFlock(
+	n.configurePools(
 		map[string]string{"cm1": "cm1", "submit": "cm1", "exec1": "cm1", "cm2": "cm2", "exec2": "cm2"},
 		map[string]string{"cm1": "matchmaker", "cm2": "matchmaker", "submit": "agent", "exec1": "startd", "exec2": "startd"},
 		map[string]string{"submit": "FLOCK_TO = " + n.hosts["cm2"].ip + ":9618"})

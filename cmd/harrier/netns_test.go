@@ -115,6 +115,17 @@ func (n *netnsPool) teardown() {
 // from one pool CA; only the matchmaker's host knows the matchmaker's address
 // as its own.
 func (n *netnsPool) configure(mm string, roles map[string]string) {
+	mmOf, extra := map[string]string{}, map[string]string{}
+	for name := range n.hosts {
+		mmOf[name], extra[name] = mm, n.extra
+	}
+	n.configurePools(mmOf, roles, extra)
+}
+
+// configurePools is configure with each host's matchmaker named in mmOf
+// and extra configuration lines per host: the hosts may form several
+// Harrier pools, which share one CA.
+func (n *netnsPool) configurePools(mmOf, roles, extra map[string]string) {
 	t := n.t
 	caDir := filepath.Join(t.TempDir(), "ca")
 	if err := os.MkdirAll(caDir, 0o700); err != nil {
@@ -129,11 +140,14 @@ func (n *netnsPool) configure(mm string, roles map[string]string) {
 		t.Fatal(err)
 	}
 	for name, h := range n.hosts {
-		role := roles[name]
 		pkiDir := filepath.Join(h.dir, "pki")
 		writeFile(t, filepath.Join(pkiDir, "ca.pem"), string(caPEM), 0o644)
-		if err := ca.Issue(role+"@"+name, []string{h.ip}, filepath.Join(pkiDir, role+".pem"), filepath.Join(pkiDir, role+".key")); err != nil {
-			t.Fatal(err)
+		// A host may have several roles ("matchmaker,agent"), each its
+		// own certificate.
+		for _, role := range strings.Split(roles[name], ",") {
+			if err := ca.Issue(role+"@"+name, []string{h.ip}, filepath.Join(pkiDir, role+".pem"), filepath.Join(pkiDir, role+".key")); err != nil {
+				t.Fatal(err)
+			}
 		}
 		conf := fmt.Sprintf(`POOL_DIR = %s
 MATCHMAKER_ADDR = %s:9618
@@ -146,7 +160,7 @@ AGENT_NAME = agent@%s
 UPDATE_INTERVAL = 2
 NEGOTIATOR_INTERVAL = 10
 %s
-`, h.dir, n.hosts[mm].ip, h.ip, name, n.extra)
+`, h.dir, n.hosts[mmOf[name]].ip, h.ip, name, extra[name])
 		writeFile(t, filepath.Join(h.dir, poolConfigName), conf, 0o644)
 	}
 }

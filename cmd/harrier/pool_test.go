@@ -28,6 +28,13 @@ func startPool(t *testing.T, startds int) *testPool {
 // appended before the daemons start.
 func startPoolWith(t *testing.T, startds int, extra string) *testPool {
 	t.Helper()
+	return startPoolFrom(t, harrierBin(t), startds, extra)
+}
+
+// startPoolFrom is startPoolWith with the binary bin as harrier: its
+// daemons, shadows and starters run bin.
+func startPoolFrom(t *testing.T, bin string, startds int, extra string) *testPool {
+	t.Helper()
 	needRoot(t)
 	base := t.TempDir()
 	// Other users (the permission tests) must reach the agent's socket.
@@ -49,9 +56,9 @@ func startPoolWith(t *testing.T, startds int, extra string) *testPool {
 		}
 		f.Close()
 	}
-	out := mustHarrier(t, nil, "pool", "up", "--dir", p.dir, "--startds", strconv.Itoa(startds), "--detach")
-	if !strings.Contains(out, "Pool up") {
-		t.Fatalf("pool up said: %s", out)
+	out, code := harrierFrom(t, bin, nil, "pool", "up", "--dir", p.dir, "--startds", strconv.Itoa(startds), "--detach")
+	if code != 0 || !strings.Contains(out, "Pool up") {
+		t.Fatalf("pool up: exit %d: %s", code, out)
 	}
 	t.Cleanup(func() {
 		out, code := harrier(t, nil, "pool", "down", "--dir", p.dir)
@@ -163,6 +170,13 @@ func TestPersonalPoolRunsHello(t *testing.T) {
 	if len(hist) != 1 || hist[0]["JobStatus"] != 4.0 || hist[0]["ExitCode"] != 0.0 {
 		t.Errorf("history = %v", hist)
 	}
+	if wall, ok := hist[0]["RemoteWallClockTime"].(float64); !ok || wall < 0 {
+		t.Errorf("history RemoteWallClockTime = %v, want the run's seconds", hist[0]["RemoteWallClockTime"])
+	}
+	// Options may follow -af's attributes, as with condor_history.
+	if out := p.must(t, "history", "-af", "ClusterId", "ExitCode", "-constraint", "ClusterId == 1"); out != "1 0\n" {
+		t.Errorf("history -af ClusterId ExitCode -constraint ...: %q", out)
+	}
 	if q := p.jobs(t, "q"); len(q) != 0 {
 		t.Errorf("queue not empty after completion: %v", q)
 	}
@@ -233,10 +247,10 @@ func TestHoldReleaseRemove(t *testing.T) {
 	}
 }
 
-// harrierAs runs a harrier command as another Unix user.
-func harrierAs(t *testing.T, env []string, username string, args ...string) (string, int) {
+// publicBinary returns a copy of the test binary that every user may run:
+// the test binary sits in a directory only root may enter.
+func publicBinary(t *testing.T) string {
 	t.Helper()
-	// The test binary sits in a directory only root may enter: run a copy.
 	bin := filepath.Join(t.TempDir(), "harrier")
 	if out, err := exec.Command("cp", harrierBin(t), bin).CombinedOutput(); err != nil {
 		t.Fatalf("copy binary: %v: %s", err, out)
@@ -244,7 +258,13 @@ func harrierAs(t *testing.T, env []string, username string, args ...string) (str
 	for d := filepath.Dir(bin); d != "/" && d != "/tmp"; d = filepath.Dir(d) {
 		_ = os.Chmod(d, 0o755)
 	}
-	cmd := exec.Command(bin, args...)
+	return bin
+}
+
+// harrierAs runs a harrier command as another Unix user.
+func harrierAs(t *testing.T, env []string, username string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(publicBinary(t), args...)
 	cmd.Env = append(append(os.Environ(), asHarrier+"=1"), env...)
 	uid, gid := lookupIDs(t, username)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: gid}}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -69,12 +70,21 @@ func (c containerRunner) Start(ctx context.Context, t *starter.Task) (starter.Jo
 
 // Restore brings back a checkpointed job in a new container.
 func (c containerRunner) Restore(ctx context.Context, t *starter.Task, imageDir string) (starter.Job, error) {
-	j, _, err := c.r.Restore(ctx, sandboxTask(t), imageDir)
+	j, res, err := c.r.Restore(ctx, sandboxTask(t), imageDir)
 	if err != nil {
 		return nil, err
 	}
-	return containerJob{j}, nil
+	return restoredJob{containerJob{j}, res.Stats.Restore}, nil
 }
+
+// restoredJob is a container job restored from a checkpoint.
+type restoredJob struct {
+	containerJob
+	restore time.Duration
+}
+
+// RestoreTime is CRIU's restore time of the job.
+func (r restoredJob) RestoreTime() time.Duration { return r.restore }
 
 func sandboxTask(t *starter.Task) *sandbox.Task {
 	return &sandbox.Task{
