@@ -49,21 +49,30 @@ func (a *Agent) timedAdvertise(ctx context.Context) time.Duration {
 // publishes.
 func (a *Agent) advertise(ctx context.Context) {
 	reschedule := a.reschedule.Swap(false)
+	// The jobs being claimed are taken first, so that the scan of a large
+	// queue does not hold up the runs, which need the lock to start and
+	// end; a job claimed meanwhile may be advertised once more, and its
+	// match refused. The queue's ads are only read: autoclusters copies
+	// what it keeps.
+	a.mu.Lock()
+	busy := make(map[jobqueue.JobID]bool, len(a.runs))
+	for id := range a.runs {
+		busy[id] = true
+	}
+	a.mu.Unlock()
 	var idle []idleJob
 	counts := map[int64]int64{}
-	a.mu.Lock()
 	a.queue.Scan(func(id jobqueue.JobID, ad *classad.ClassAd) bool {
 		if !isJob(id) {
 			return true
 		}
 		st, _ := ad.EvalInt("JobStatus")
 		counts[st]++
-		if _, busy := a.runs[id]; st == Idle && !busy {
-			idle = append(idle, idleJob{id: id, ad: ad.Copy()})
+		if st == Idle && !busy[id] {
+			idle = append(idle, idleJob{id: id, ad: ad})
 		}
 		return true
 	})
-	a.mu.Unlock()
 	sched := classad.New()
 	sched.SetString("MyType", "Scheduler")
 	sched.SetString("Name", a.cfg.Name)

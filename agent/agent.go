@@ -1,6 +1,7 @@
 // Package agent is Harrier's agent (HTCondor's schedd): it keeps the durable
 // job queue, advertises idle jobs to the matchmaker, claims the machines the
-// matchmaker pairs them with, runs a shadow for each running job and records
+// matchmaker pairs them with, runs a shadow for each claim, which serves the
+// claim's jobs in turn, and records
 // every outcome in the queue and in the job's event log.
 //
 // Two services are served: Schedd, for command-line tools on a Unix socket

@@ -175,8 +175,29 @@ func (a *Agent) useClaim(ctx context.Context, c *claim, r *run) {
 		stop()
 		a.client.releaseClaim(ctx, c.startdAddr, c.id)
 	}()
+	// One shadow, running as the claim's owner, serves the claim's jobs in
+	// turn; one that broke is replaced.
+	var sp *shadowProc
+	defer func() {
+		if sp != nil {
+			sp.close()
+		}
+	}()
 	for {
-		ev, err := a.runShadow(ctx, r, ad)
+		if sp != nil && sp.broken {
+			sp.close()
+			sp = nil
+		}
+		var (
+			ev  shadow.Event
+			err error
+		)
+		if sp == nil {
+			sp, err = a.startShadow(c.owner)
+		}
+		if err == nil {
+			ev, err = a.runShadow(ctx, sp, r, ad)
+		}
 		if err != nil {
 			a.log.Error("shadow", "job", r.id, "err", err)
 			ev = shadow.Event{Type: shadow.EventFailed, Reason: err.Error()}
@@ -201,7 +222,9 @@ func (a *Agent) useClaim(ctx context.Context, c *claim, r *run) {
 // a claim, as in HTCondor: the slot is charged to the owner, and a claim
 // won by the owner's priority must not serve another user. It looks first
 // at the jobs that follow the one just finished in its cluster, which
-// usually match too, so that a large queue is not scanned for every job.
+// usually match too, so that a large queue is not scanned for every job;
+// jobs of the cluster that have left the queue already leave gaps it steps
+// over.
 func (a *Agent) nextJobFor(c *claim, after jobqueue.JobID) (*run, *classad.ClassAd) {
 	try := func(id jobqueue.JobID, ad *classad.ClassAd) *run {
 		if st, _ := ad.EvalInt("JobStatus"); st != Idle || !isJob(id) || !classad.Match(ad, c.machine) {
@@ -220,7 +243,7 @@ func (a *Agent) nextJobFor(c *claim, after jobqueue.JobID) (*run, *classad.Class
 		id := jobqueue.JobID{Cluster: after.Cluster, Proc: p}
 		ad, ok := a.queue.Get(id)
 		if !ok {
-			break
+			continue
 		}
 		if r := try(id, ad); r != nil {
 			return r, ad
@@ -264,69 +287,94 @@ func (a *Agent) keepAlive(ctx context.Context, c *claim) func() {
 	return func() { close(done) }
 }
 
-// runShadow starts the job's shadow process, relays commands to it, and
-// returns its final event.
-func (a *Agent) runShadow(ctx context.Context, r *run, ad *classad.ClassAd) (shadow.Event, error) {
-	host, _, err := net.SplitHostPort(a.cfg.AdvertiseAddr)
-	if err != nil {
-		return shadow.Event{}, fmt.Errorf("agent address %q: %w", a.cfg.AdvertiseAddr, err)
-	}
+// shadowProc is a shadow process serving the jobs of one claim, all of one
+// owner, in turn.
+type shadowProc struct {
+	owner  string
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	events *json.Decoder
+	// broken is set once the process is of no further use: it exited, or
+	// talking to it failed.
+	broken bool
+}
+
+// startShadow starts a shadow process running as owner.
+func (a *Agent) startShadow(owner string) (*shadowProc, error) {
 	cmd := exec.Command(a.cfg.ShadowCommand[0], a.cfg.ShadowCommand[1:]...)
 	cmd.Stderr = os.Stderr
-	owner, _ := ad.EvalString("Owner")
 	if cred, err := credentialFor(owner); err != nil {
-		return shadow.Event{}, err
+		return nil, err
 	} else if cred != nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return shadow.Event{}, err
+		return nil, err
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return shadow.Event{}, err
+		return nil, err
 	}
-	ckptDir, err := a.checkpointStore(owner)
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start shadow: %w", err)
+	}
+	return &shadowProc{owner: owner, cmd: cmd, stdin: stdin, events: json.NewDecoder(stdout)}, nil
+}
+
+// close tells the shadow that its agent is done with it (a job it still
+// serves is stopped) and waits for it to exit.
+func (p *shadowProc) close() {
+	p.stdin.Close()
+	_ = p.cmd.Wait()
+}
+
+// runShadow has the claim's shadow p serve r's job, relays commands to it,
+// and returns the job's final event.
+func (a *Agent) runShadow(ctx context.Context, p *shadowProc, r *run, ad *classad.ClassAd) (shadow.Event, error) {
+	host, _, err := net.SplitHostPort(a.cfg.AdvertiseAddr)
+	if err != nil {
+		return shadow.Event{}, fmt.Errorf("agent address %q: %w", a.cfg.AdvertiseAddr, err)
+	}
+	ckptDir, err := a.checkpointStore(p.owner)
 	if err != nil {
 		return shadow.Event{}, err
 	}
-	if err := cmd.Start(); err != nil {
-		return shadow.Event{}, fmt.Errorf("start shadow: %w", err)
-	}
-	// Closing stdin tells a shadow its agent is done with it.
-	defer func() {
-		stdin.Close()
-		_ = cmd.Wait()
-	}()
 	spec := &shadow.Spec{JobAd: ad.String(), ClaimID: r.claimID, StartdAddr: r.startdAddr, ListenHost: host,
 		CertPEM: a.cfg.CertPEM, KeyPEM: a.cfg.KeyPEM, CAPEM: a.cfg.CAPEM,
 		CheckpointDir: ckptDir, CheckpointKey: r.id.String()}
-	if err := shadow.Write(stdin, spec); err != nil {
-		return shadow.Event{}, fmt.Errorf("send spec to shadow: %w", err)
+	if err := shadow.Write(p.stdin, shadow.Command{Job: spec}); err != nil {
+		p.broken = true
+		return shadow.Event{}, fmt.Errorf("send job to shadow: %w", err)
 	}
-	// A kill asked for before the shadow started must still reach it.
+	// A kill asked for before the shadow had the job must still reach it.
 	if action, reason := r.stopAction(); action != actionNone {
-		_ = shadow.Write(stdin, shadow.Command{Kill: true, Reason: reason})
+		_ = shadow.Write(p.stdin, shadow.Command{Kill: true, Reason: reason})
 	}
+	// The relay ends before the next job is sent, so that a command for
+	// this job never reaches the next.
 	done := make(chan struct{})
-	defer close(done)
+	relayed := make(chan struct{})
+	defer func() {
+		close(done)
+		<-relayed
+	}()
 	go func() {
+		defer close(relayed)
 		for {
 			select {
 			case c := <-r.commands:
-				_ = shadow.Write(stdin, c)
+				_ = shadow.Write(p.stdin, c)
 			case <-done:
-				stdin.Close()
 				return
 			}
 		}
 	}()
 
-	dec := json.NewDecoder(stdout)
 	for {
 		var ev shadow.Event
-		if err := dec.Decode(&ev); err != nil {
+		if err := p.events.Decode(&ev); err != nil {
+			p.broken = true
 			if errors.Is(err, io.EOF) {
 				return shadow.Event{Type: shadow.EventFailed, Reason: "shadow exited without a result"}, nil
 			}

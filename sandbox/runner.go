@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/opencontainers/runc/libcontainer"
@@ -19,6 +20,11 @@ type Runner struct {
 	cfg  Config
 	user identity
 	log  *slog.Logger
+
+	// slotMade is set once the slot cgroup exists. Jobs remove only their
+	// own cgroups, so it stays for the Runner's next jobs; Cleanup removes
+	// it, and must not be called for the slot while its Runner is in use.
+	slotMade atomic.Bool
 }
 
 // NewRunner checks cfg and returns a Runner. It touches no cgroup or file
@@ -80,8 +86,11 @@ func (r *Runner) prepare(ctx context.Context, t *Task) (spec, *configs.Config, e
 		return spec{}, nil, err
 	}
 	slotPath := slotCgroupPath(r.cfg.StateRoot, r.cfg.Slot)
-	if err := ensureSlotCgroup(slotPath); err != nil {
-		return spec{}, nil, err
+	if !r.slotMade.Load() {
+		if err := ensureSlotCgroup(slotPath); err != nil {
+			return spec{}, nil, err
+		}
+		r.slotMade.Store(true)
 	}
 	rootfs := filepath.Join(r.cfg.StateRoot, "rootfs")
 	hostDirs, err := prepareRootfs(rootfs)

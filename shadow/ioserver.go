@@ -151,6 +151,13 @@ func (s *IOServer) ServerOption() grpc.ServerOption {
 	return s.buffers.ServerOption()
 }
 
+// lendFrom makes s take its read buffers from b, which the codec of the
+// gRPC server that serves s must lend (b.ServerOption).
+func (s *IOServer) lendFrom(b *wire.Buffers) {
+	s.buffers = b
+	s.lending.Store(true)
+}
+
 // readBuffer returns a buffer of n bytes for a Read's data.
 func (s *IOServer) readBuffer(n int) []byte {
 	if s.lending.Load() {

@@ -1,30 +1,30 @@
 // Package shadow is the submit-side representative of one running job.
 //
-// The agent starts one shadow process per running job. The shadow activates
-// the job's claim at the startd, then serves the job's starter over mutual
-// TLS: it hands over the job description, streams the executable and input
-// from the submit machine, and writes the job's output to the user's files.
-// A first run truncates those files, as does a run that starts afresh
-// because its checkpoint could not be restored; a job restored from its
-// checkpoint appends to them, going on where it was.
-// The shadow runs as the job's owner, so the operating system limits what a
-// job can reach on the submit machine to what its owner may touch.
+// The agent starts one shadow process per claim it holds and gives it the
+// claim's jobs one at a time (see Serve), as HTCondor's schedd reuses its
+// shadows: only the first job pays for the process, its TLS set-up and its
+// connection to the startd. For each job the shadow activates the claim at
+// the startd, then serves the job's starter over mutual TLS: it hands over
+// the job description, streams the executable and input from the submit
+// machine, and writes the job's output to the user's files. A first run
+// truncates those files, as does a run that starts afresh because its
+// checkpoint could not be restored; a job restored from its checkpoint
+// appends to them, going on where it was. The shadow runs as the jobs'
+// owner, so the operating system limits what a job can reach on the submit
+// machine to what its owner may touch.
 package shadow
 
 import (
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
-	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"sync"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -38,6 +38,7 @@ const attachTimeout = 60 * time.Second
 
 // Shadow serves one job.
 type Shadow struct {
+	link   *claimLink
 	spec   *Spec
 	job    *classad.ClassAd
 	jobID  string
@@ -54,10 +55,10 @@ type Shadow struct {
 	done     chan Event  // the final event of the run
 }
 
-// New prepares a shadow for the job in spec. events receives what the agent
-// must know, in order; it is called from the shadow's goroutines one at a
-// time.
-func New(spec *Spec, logger *slog.Logger, events func(Event)) (*Shadow, error) {
+// newShadow prepares a shadow for the job in spec, reaching its startd
+// through link. events receives what the agent must know, in order; it is
+// called from the shadow's goroutines one at a time.
+func newShadow(link *claimLink, spec *Spec, logger *slog.Logger, events func(Event)) (*Shadow, error) {
 	job, err := classad.Parse(spec.JobAd)
 	if err != nil {
 		return nil, fmt.Errorf("shadow: parse job ad: %w", err)
@@ -73,6 +74,7 @@ func New(spec *Spec, logger *slog.Logger, events func(Event)) (*Shadow, error) {
 		return nil, err
 	}
 	return &Shadow{
+		link:   link,
 		spec:   spec,
 		job:    job,
 		jobID:  fmt.Sprintf("%d.%d", cluster, proc),
@@ -103,33 +105,24 @@ func (s *Shadow) Checkpoint(vacate bool) {
 	}
 }
 
-// Run activates the claim, serves the starter until the job ends, reports
-// the outcome and returns. It returns an error only when the shadow itself
-// could not work; the job's fate is reported through events.
-func (s *Shadow) Run(ctx context.Context) error {
-	serverTLS, clientTLS, err := tlsConfigs(s.spec)
-	if err != nil {
-		return err
-	}
-	lis, err := net.Listen("tcp", net.JoinHostPort(s.spec.ListenHost, "0"))
-	if err != nil {
-		return fmt.Errorf("shadow: listen: %w", err)
-	}
-	ios := newJobIOServer(s)
-	srv := grpc.NewServer(append(wire.ServerOptions(serverTLS), ios.ServerOption())...)
-	wire.RegisterShadowServer(srv, &service{s: s})
-	wire.RegisterShadowIOServer(srv, ios)
-	go srv.Serve(lis)
-	defer srv.Stop()
-	// The run's final event carries its remote I/O statistics.
+// Run activates the claim, serves the starter on the link's server until
+// the job ends, and reports the outcome through events; the final event
+// carries the run's remote I/O statistics.
+func (s *Shadow) Run(ctx context.Context) {
+	io := newJobIOServer(s)
+	io.lendFrom(s.link.buffers)
+	s.link.current.Store(&jobServer{shadow: &service{s: s}, io: io})
+	defer func() {
+		s.link.current.Store(nil)
+		io.CloseFiles()
+	}()
 	final := func(ev Event) {
-		ev.Files = ios.Stats()
+		ev.Files = io.Stats()
 		s.events(ev)
 	}
-
-	if err := s.activate(ctx, clientTLS, lis.Addr().String()); err != nil {
+	if err := s.activate(ctx, s.link.addr); err != nil {
 		s.events(Event{Type: EventFailed, Reason: err.Error()})
-		return nil
+		return
 	}
 
 	timer := time.NewTimer(attachTimeout)
@@ -149,28 +142,23 @@ func (s *Shadow) Run(ctx context.Context) error {
 			case <-ctx.Done():
 				s.events(Event{Type: EventFailed, Reason: "shadow stopped"})
 			}
-			return nil
+			return
 		}
 		s.events(Event{Type: EventFailed, Reason: "starter did not connect within " + attachTimeout.String()})
 	case <-ctx.Done():
 		s.events(Event{Type: EventFailed, Reason: "shadow stopped"})
 	}
-	return nil
 }
 
-func (s *Shadow) activate(ctx context.Context, clientTLS *tls.Config, addr string) error {
-	conn, err := wire.Dial(s.spec.StartdAddr, clientTLS)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
+func (s *Shadow) activate(ctx context.Context, addr string) error {
 	cctx, cancel := wire.WithTimeout(ctx)
 	defer cancel()
 	req := &wire.ActivateClaimRequest{ClaimId: s.spec.ClaimID, JobAd: s.spec.JobAd, ShadowAddr: addr, Secret: s.secret}
+	var err error
 	// On a reused claim the startd may not yet have seen the previous
 	// job's starter exit: the slot is still busy for a moment.
 	for delay := 5 * time.Millisecond; ; delay = min(2*delay, 200*time.Millisecond) {
-		_, err = wire.NewStartdClient(conn).ActivateClaim(cctx, req)
+		_, err = wire.NewStartdClient(s.link.startd).ActivateClaim(cctx, req)
 		if status.Code(err) != codes.FailedPrecondition {
 			break
 		}

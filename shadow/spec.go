@@ -2,14 +2,13 @@ package shadow
 
 import (
 	"encoding/json"
-	"fmt"
+	"errors"
 	"io"
 )
 
-// Spec is what the agent tells a shadow it starts: the job, the claim to
-// activate and the credentials to do it with. The agent writes it as the
-// first JSON value on the shadow's standard input; later values on the same
-// stream are Commands.
+// Spec is what the agent tells a shadow about a job to serve: the job, the
+// claim to activate and the credentials to do it with. It travels in a
+// Command on the shadow's standard input.
 //
 // The TLS material travels in the spec, not as file names, because the
 // shadow runs as the job's owner and may not read the agent's files.
@@ -29,8 +28,14 @@ type Spec struct {
 	CheckpointKey string `json:"checkpoint_key,omitempty"`
 }
 
-// Command is sent by the agent to a running shadow.
+// Command is sent by the agent to a shadow, one JSON value per line on its
+// standard input. A shadow serves the jobs of one claim in turn: Job starts
+// the next one, once the previous one's final event has been reported, and
+// the other fields concern the job being served. The end of the stream
+// stops the job being served and the shadow.
 type Command struct {
+	// Job is the next job to serve.
+	Job *Spec `json:"job,omitempty"`
 	// Kill asks the shadow to stop the job (removal, hold); Reason is
 	// recorded with it.
 	Kill   bool   `json:"kill,omitempty"`
@@ -102,16 +107,12 @@ const (
 	EventFailed EventType = "failed"
 )
 
-// ReadSpec decodes the spec at the start of the agent's stream.
-func ReadSpec(dec *json.Decoder) (*Spec, error) {
-	var s Spec
-	if err := dec.Decode(&s); err != nil {
-		return nil, fmt.Errorf("read shadow spec: %w", err)
-	}
+// check reports a spec that lacks what a shadow cannot work without.
+func (s *Spec) check() error {
 	if s.JobAd == "" || s.ClaimID == "" || s.StartdAddr == "" {
-		return nil, fmt.Errorf("shadow spec: job ad, claim id and startd address are required")
+		return errors.New("shadow spec: job ad, claim id and startd address are required")
 	}
-	return &s, nil
+	return nil
 }
 
 // Write encodes one value (Spec, Command or Event) as a line of JSON.

@@ -1,8 +1,9 @@
 // Package startd is Harrier's execute-side daemon. It describes its machine
 // to the matchmaker as one ClassAd per slot, lets an agent claim a slot the
-// negotiator matched, starts one starter process per job it is asked to
-// run, and leaves the machine's owner in control: jobs run only while the
-// owner's policy allows it.
+// negotiator matched, runs the jobs it is asked to run under a claim in a
+// starter process that it keeps for the claim's next job, and leaves the
+// machine's owner in control: jobs run only while the owner's policy
+// allows it.
 //
 // Each slot moves through the HTCondor states and activities administrators
 // know:

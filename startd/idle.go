@@ -34,7 +34,17 @@ type idleMeter struct {
 	lastCount  uint64
 	lastChange time.Time
 	seen       bool
+	// The last reading of the devices, at readAt: when the keyboard and
+	// the console were last used.
+	readAt                    time.Time
+	keyboardLast, consoleLast time.Time
 }
+
+// idleReuse is how long a reading of the devices serves further
+// measurements. A busy startd measures for every claim, activation and ad
+// (several times per job); reading every terminal's access time each time
+// cost a third of its CPU, and the kernel updates those only every 8 s.
+const idleReuse = 250 * time.Millisecond
 
 func newIdleMeter(terminals, console []string) *idleMeter {
 	return &idleMeter{
@@ -48,14 +58,7 @@ func newIdleMeter(terminals, console []string) *idleMeter {
 // console idle time at now. Activity never seen counts as idle since boot.
 func (im *idleMeter) measure(now time.Time, uptime time.Duration) (keyboard, console time.Duration) {
 	boot := now.Add(-uptime)
-	consoleLast := newestAccess(im.console)
-	if t := im.interruptActivity(now); t.After(consoleLast) {
-		consoleLast = t
-	}
-	keyboardLast := newestAccess(im.terminals)
-	if consoleLast.After(keyboardLast) {
-		keyboardLast = consoleLast
-	}
+	keyboardLast, consoleLast := im.lastUse(now)
 	since := func(t time.Time) time.Duration {
 		if t.Before(boot) {
 			t = boot
@@ -63,6 +66,29 @@ func (im *idleMeter) measure(now time.Time, uptime time.Duration) (keyboard, con
 		return max(now.Sub(t), 0)
 	}
 	return since(keyboardLast), since(consoleLast)
+}
+
+// lastUse returns when the keyboard (terminals or console) and the console
+// were last used, from a reading of the devices no older than idleReuse.
+func (im *idleMeter) lastUse(now time.Time) (keyboard, console time.Time) {
+	im.mu.Lock()
+	if age := now.Sub(im.readAt); !im.readAt.IsZero() && age >= 0 && age < idleReuse {
+		defer im.mu.Unlock()
+		return im.keyboardLast, im.consoleLast
+	}
+	im.mu.Unlock()
+	console = newestAccess(im.console)
+	if t := im.interruptActivity(now); t.After(console) {
+		console = t
+	}
+	keyboard = newestAccess(im.terminals)
+	if console.After(keyboard) {
+		keyboard = console
+	}
+	im.mu.Lock()
+	im.readAt, im.keyboardLast, im.consoleLast = now, keyboard, console
+	im.mu.Unlock()
+	return keyboard, console
 }
 
 // interruptActivity returns when the keyboard and mouse interrupt count

@@ -61,8 +61,13 @@ func TestIdleMeter(t *testing.T) {
 	if kb != 30*time.Second || console != 300*time.Second {
 		t.Errorf("keyboard idle %v, console idle %v; want 30s, 5m0s", kb, console)
 	}
-	// A keyboard interrupt is console activity, which is keyboard activity.
+	// A keyboard interrupt is console activity, which is keyboard activity;
+	// it shows once the last reading is older than idleReuse.
 	count = "1: 6 i8042\n"
+	soon := now.Add(idleReuse / 2)
+	if kb, console = im.measure(soon, time.Hour); kb != 30*time.Second+idleReuse/2 || console != 300*time.Second+idleReuse/2 {
+		t.Errorf("within idleReuse of the last reading: keyboard idle %v, console idle %v", kb, console)
+	}
 	later := now.Add(10 * time.Second)
 	if kb, console = im.measure(later, time.Hour); kb != 0 || console != 0 {
 		t.Errorf("after an interrupt: keyboard idle %v, console idle %v", kb, console)

@@ -28,7 +28,7 @@ func (s *Startd) evaluate() {
 	starters := map[int]int{}
 	for _, sl := range s.slots {
 		if r := runOf(sl.phase); r != nil {
-			starters[sl.id] = r.cmd.Process.Pid
+			starters[sl.id] = r.proc.cmd.Process.Pid
 		}
 	}
 	s.mu.Unlock()

@@ -18,7 +18,7 @@ import (
 const signalScript = `trap 'echo usr1 >> "$1/signals"' USR1
 trap 'echo usr2 >> "$1/signals"' USR2
 trap 'echo term >> "$1/signals"; eval "$2"' TERM
-cat > /dev/null; touch "$1/started"
+head -n 1 > /dev/null; touch "$1/started"
 while :; do sleep 0.05; done`
 
 // policyHarness is a harness whose startd evaluates policy every 50 ms

@@ -133,13 +133,17 @@ func (s *Startd) Serve(ctx context.Context, lis net.Listener) error {
 	return failed
 }
 
-// killAll kills every running starter and waits until they are gone.
+// killAll kills every running starter, stops every idle one, and waits
+// until they are gone.
 func (s *Startd) killAll() {
 	var wg sync.WaitGroup
 	s.mu.Lock()
 	for _, sl := range s.slots {
 		if r := runOf(sl.phase); r != nil {
 			wg.Go(func() { r.kill(s.killGrace) })
+		}
+		if idle, ok := sl.phase.(claimedIdle); ok && idle.starter != nil {
+			wg.Go(idle.starter.stop)
 		}
 	}
 	s.mu.Unlock()
@@ -181,9 +185,17 @@ func (s *Startd) slotByClaim(id string) (*slot, *claim) {
 // as one. It must be called with s.mu held.
 func (s *Startd) move(sl *slot, next phase) {
 	from := sl.phase.status()
+	prev := sl.phase
 	if err := sl.moveTo(next, time.Now()); err != nil {
 		s.log.Error("BUG: slot state machine", "err", err)
 		return
+	}
+	// A starter kept for the claim's next job goes when the slot moves on
+	// without giving it one.
+	if idle, ok := prev.(claimedIdle); ok && idle.starter != nil {
+		if r := runOf(next); r == nil || r.proc != idle.starter {
+			go idle.starter.stop()
+		}
 	}
 	s.log.Info("slot changed", "slot", sl.name, "from", from.String(), "to", next.status().String())
 	s.notify()

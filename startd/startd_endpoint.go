@@ -218,7 +218,8 @@ func (e *endpoint) ActivateClaim(_ context.Context, req *wire.ActivateClaimReque
 	if sl == nil {
 		return nil, status.Error(codes.NotFound, "activate claim: unknown claim id")
 	}
-	if _, ok := sl.phase.(claimedIdle); !ok {
+	idle, ok := sl.phase.(claimedIdle)
+	if !ok {
 		return nil, status.Errorf(codes.FailedPrecondition, "activate claim: %s is %s, not %s", sl.name, sl.phase.status(), claimedIdle{}.status())
 	}
 	if !machineAd(s.adc, m, sl.view(), now).EvalExpr(s.adc.policy.start, job).IsTrue() {
@@ -237,37 +238,39 @@ func (e *endpoint) ActivateClaim(_ context.Context, req *wire.ActivateClaimReque
 		CAFile:     s.cfg.CAFile,
 		Sandbox:    s.cfg.Sandbox,
 	}
-	r, err := startStarter(s.cfg.StarterCommand, s.cfg.ExecuteDir, sl.short(), spec)
+	r, err := startStarter(s.cfg.StarterCommand, idle.starter, s.cfg.ExecuteDir, sl.short(), spec)
 	if err != nil {
 		s.log.Error("start starter", "slot", sl.name, "err", err)
 		return nil, status.Errorf(codes.Internal, "activate claim: %v", err)
 	}
 	r.job = job
 	s.move(sl, claimedBusy{claim: c, run: r})
-	s.log.Info("starter started", "slot", sl.name, "pid", r.cmd.Process.Pid, "scratch", r.scratch)
+	s.log.Info("starter started", "slot", sl.name, "pid", r.proc.cmd.Process.Pid, "scratch", r.scratch)
 	s.runs.Go(func() { s.reap(sl, r) })
 	return &wire.ActivateClaimReply{}, nil
 }
 
-// reap waits for a starter to exit. A slot whose job ended by itself
-// returns to Claimed/Idle for the agent to reuse; a preempted one becomes
-// Unclaimed (the next policy evaluation decides whether the owner has it).
+// reap waits for a job's end. A slot whose job ended by itself returns to
+// Claimed/Idle for the agent to reuse, keeping the starter; a preempted
+// one moves on from Preempting (see vacated), and its starter, if it
+// finished the job just before it was told to stop, goes.
 func (s *Startd) reap(sl *slot, r *run) {
 	r.wait()
-	s.log.Info("starter exited", "slot", sl.name, "status", exitStatus(r.err))
+	s.log.Info("job ended", "slot", sl.name, "status", exitStatus(r.err))
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if runOf(sl.phase) != r {
-		return
+	if runOf(sl.phase) == r {
+		switch p := sl.phase.(type) {
+		case claimedBusy, claimedSuspended:
+			c := claimOf(p)
+			s.move(sl, claimedIdle{claim: c, starter: r.kept()})
+			s.expireIdleClaimAfter(sl, c.id)
+			return
+		case preemptingVacating, preemptingKilling:
+			s.vacated(sl)
+		}
 	}
-	switch p := sl.phase.(type) {
-	case claimedBusy, claimedSuspended:
-		c := claimOf(p)
-		s.move(sl, claimedIdle{claim: c})
-		s.expireIdleClaimAfter(sl, c.id)
-	case preemptingVacating, preemptingKilling:
-		s.vacated(sl)
-	}
+	go r.proc.stop()
 }
 
 // expireIdleClaimAfter releases sl's claim if it is still idle, with no job

@@ -2,6 +2,7 @@ package startd
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -26,7 +27,7 @@ import (
 // the directory named by its first argument, then runs until the test
 // creates the file "go" there, so that the test decides when the starter
 // exits.
-const starterScript = `cat > "$1/spec.json"; pwd > "$1/cwd.tmp"; mv "$1/cwd.tmp" "$1/cwd"
+const starterScript = `head -n 1 > "$1/spec.json"; pwd > "$1/cwd.tmp"; mv "$1/cwd.tmp" "$1/cwd"
 while [ ! -e "$1/go" ]; do sleep 0.05; done`
 
 const jobAd = `[ MyType = "Job"; ClusterId = 7; ProcId = 0; Owner = "alice"; Requirements = TARGET.Arch =!= undefined && TARGET.Cpus >= 1 ]`
@@ -247,12 +248,12 @@ func TestClaimLifecycle(t *testing.T) {
 	}
 	h.collector.waitStatus(t, slot, Status{Claimed, Busy})
 	cwd := strings.TrimSpace(string(h.waitFile(t, "cwd")))
-	spec, err := starter.ReadSpec(strings.NewReader(string(h.waitFile(t, "spec.json"))))
+	spec, err := starter.ReadSpec(json.NewDecoder(strings.NewReader(string(h.waitFile(t, "spec.json")))))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := starter.Spec{Slot: slot, Host: "exec1", ClaimID: "c1", JobAd: jobAd, ShadowAddr: "10.0.0.1:9", Secret: "s3cret",
-		ScratchDir: cwd, CertFile: "/pool/exec1.crt", KeyFile: "/pool/exec1.key", CAFile: "/pool/ca.crt"}
+		ScratchDir: cwd, Reusable: true, CertFile: "/pool/exec1.crt", KeyFile: "/pool/exec1.key", CAFile: "/pool/ca.crt"}
 	if *spec != want {
 		t.Errorf("starter spec\n got %+v\nwant %+v", *spec, want)
 	}

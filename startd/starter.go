@@ -1,9 +1,10 @@
 package startd
 
 import (
-	"bytes"
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,15 +20,30 @@ import (
 // restarted startd can recognise and remove what a crashed one left.
 const scratchPrefix = "scratch."
 
-// run is one starter process and the scratch directory it works in.
+// starterProc is a starter process. One that serves a claim's jobs in
+// turn (starter.Spec.Reusable) writes a line on its standard output when a
+// job has ended and then reads the next job's spec from its standard
+// input; one that does not serves one job and exits.
+type starterProc struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	// ended receives a value for each job the starter reports ended.
+	ended chan struct{}
+	// exited is closed once the process has exited; err is its exit
+	// status, to be read only after that.
+	exited chan struct{}
+	err    error
+}
+
+// run is one job in a starter process and the scratch directory it works
+// in.
 type run struct {
-	cmd     *exec.Cmd
+	proc    *starterProc
 	scratch string
-	log     *os.File
 	// job is the ad of the job the starter runs; it is only read.
 	job *classad.ClassAd
-	// done is closed once the starter has exited and its scratch directory
-	// is gone.
+	// done is closed once the job has ended (the starter said so, or
+	// exited) and its scratch directory is gone.
 	done chan struct{}
 	// err is the starter's exit status; read it only after done.
 	err error
@@ -36,60 +52,118 @@ type run struct {
 }
 
 // startStarter creates a fresh scratch directory for slot under executeDir
-// and runs argv with spec (its ScratchDir filled in) as JSON on standard
-// input, in its own process group, appending its output to
+// and has a starter run the job in spec there: proc, a starter kept from
+// the claim's previous job, if it is still there, or else a new one
+// started with argv, in its own process group, appending its log to
 // executeDir/starter.<slot>.log.
-func startStarter(argv []string, executeDir, slot string, spec starter.Spec) (*run, error) {
+func startStarter(argv []string, proc *starterProc, executeDir, slot string, spec starter.Spec) (*run, error) {
 	scratch, err := os.MkdirTemp(executeDir, scratchPrefix+slot+".")
 	if err != nil {
 		return nil, fmt.Errorf("create scratch directory: %w", err)
 	}
-	r, err := startIn(argv, executeDir, slot, scratch, spec)
-	if err != nil {
-		os.RemoveAll(scratch)
-		return nil, err
+	spec.ScratchDir = scratch
+	spec.Reusable = true
+	if proc == nil || proc.give(spec) != nil {
+		proc.stop()
+		if proc, err = newStarterProc(argv, executeDir, slot, spec); err != nil {
+			os.RemoveAll(scratch)
+			return nil, err
+		}
 	}
-	return r, nil
+	return &run{proc: proc, scratch: scratch, done: make(chan struct{}),
+		cleanup: func() error { return cleanupSlot(executeDir, slot, spec.Sandbox) }}, nil
 }
 
-func startIn(argv []string, executeDir, slot, scratch string, spec starter.Spec) (*run, error) {
-	spec.ScratchDir = scratch
-	var in bytes.Buffer
-	if err := spec.Write(&in); err != nil {
-		return nil, fmt.Errorf("encode starter spec: %w", err)
-	}
+func newStarterProc(argv []string, executeDir, slot string, spec starter.Spec) (*starterProc, error) {
 	logPath := filepath.Join(executeDir, "starter."+slot+".log")
 	log, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open starter log: %w", err)
 	}
+	defer log.Close() // the starter has its own copy
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = scratch
-	cmd.Stdin = &in
-	cmd.Stdout = log
+	cmd.Dir = spec.ScratchDir
 	cmd.Stderr = log
 	// Its own process group, so that a kill reaches the job under it too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
 	if err := cmd.Start(); err != nil {
-		log.Close()
 		return nil, fmt.Errorf("start starter %s: %w", argv[0], err)
 	}
-	return &run{cmd: cmd, scratch: scratch, log: log, done: make(chan struct{}),
-		cleanup: func() error { return cleanupSlot(executeDir, slot, spec.Sandbox) }}, nil
+	p := &starterProc{cmd: cmd, stdin: stdin, ended: make(chan struct{}, 1), exited: make(chan struct{})}
+	if err := p.give(spec); err != nil {
+		p.stop()
+		return nil, err
+	}
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			p.ended <- struct{}{}
+		}
+		p.err = cmd.Wait()
+		close(p.exited)
+	}()
+	return p, nil
 }
 
-// wait waits for the starter to exit, removes its scratch directory and
-// closes done.
-func (r *run) wait() {
-	r.err = r.cmd.Wait()
-	if err := r.cleanup(); err != nil && r.err == nil {
-		r.err = err
+// give sends the starter the spec of its next job.
+func (p *starterProc) give(spec starter.Spec) error {
+	select {
+	case <-p.exited:
+		return errors.New("the starter has exited")
+	default:
 	}
-	r.log.Close()
+	if err := spec.Write(p.stdin); err != nil {
+		return fmt.Errorf("send the job to its starter: %w", err)
+	}
+	return nil
+}
+
+// stop tells an idle starter that no job will follow and waits for it to
+// exit. It does nothing to a nil starter.
+func (p *starterProc) stop() {
+	if p == nil {
+		return
+	}
+	p.stdin.Close()
+	<-p.exited
+}
+
+// wait waits for the job to end, removes its scratch directory and closes
+// done. A starter that exited, killed perhaps, may have left containers and
+// mounts: they are removed too. One that reported the job's end has removed
+// them itself and stays for the claim's next job.
+func (r *run) wait() {
+	select {
+	case <-r.proc.ended:
+	case <-r.proc.exited:
+		r.err = r.proc.err
+		if err := r.cleanup(); err != nil && r.err == nil {
+			r.err = err
+		}
+	}
 	if err := os.RemoveAll(r.scratch); err != nil && r.err == nil {
 		r.err = fmt.Errorf("remove scratch directory: %w", err)
 	}
 	close(r.done)
+}
+
+// kept returns the job's starter for the claim's next job, or nil if it
+// has exited.
+func (r *run) kept() *starterProc {
+	select {
+	case <-r.proc.exited:
+		return nil
+	default:
+		return r.proc
+	}
 }
 
 // kill sends SIGTERM to the starter's process group and SIGKILL if it has
@@ -101,7 +175,7 @@ func (r *run) kill(grace time.Duration) {
 		return
 	default:
 	}
-	pgid := -r.cmd.Process.Pid
+	pgid := -r.proc.cmd.Process.Pid
 	syscall.Kill(pgid, syscall.SIGTERM)
 	t := time.NewTimer(grace)
 	defer t.Stop()
@@ -115,24 +189,24 @@ func (r *run) kill(grace time.Duration) {
 }
 
 // signal sends sig to the starter alone (not to its job, which the
-// starter steers itself), unless it has exited.
+// starter steers itself), unless the job has ended.
 func (r *run) signal(sig syscall.Signal) {
 	select {
 	case <-r.done: // its pid may belong to someone else now
 	default:
-		_ = r.cmd.Process.Signal(sig)
+		_ = r.proc.cmd.Process.Signal(sig)
 	}
 }
 
-// killAfter sends SIGKILL to the starter's process group if it has not
-// exited within grace. Someone must be running wait.
+// killAfter sends SIGKILL to the starter's process group if the job has
+// not ended within grace. Someone must be running wait.
 func (r *run) killAfter(grace time.Duration) {
 	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {
 	case <-r.done:
 	case <-t.C:
-		syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
+		syscall.Kill(-r.proc.cmd.Process.Pid, syscall.SIGKILL)
 	}
 }
 

@@ -2,22 +2,26 @@ package startd
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"harrier.dev/harrier/starter"
+	"harrier.dev/harrier/wire"
 )
 
 func TestKillEscalatesToSIGKILL(t *testing.T) {
 	dir := t.TempDir()
 	// The starter and everything it runs ignore SIGTERM.
-	argv := []string{"/bin/sh", "-c", "trap '' TERM; echo ready; while :; do sleep 0.05; done"}
-	r, err := startStarter(argv, dir, "slot1", starter.Spec{JobAd: "[]"})
+	argv := []string{"/bin/sh", "-c", "trap '' TERM; echo ready >&2; while :; do sleep 0.05; done"}
+	r, err := startStarter(argv, nil, dir, "slot1", starter.Spec{JobAd: "[]"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,9 +48,60 @@ func TestKillEscalatesToSIGKILL(t *testing.T) {
 	r.kill(time.Hour) // a second kill of a finished starter returns at once
 }
 
+// A starter that reports each job's end is given the claim's next job,
+// each in a fresh scratch directory, until it is stopped.
+func TestStarterServesTheClaimsJobsInTurn(t *testing.T) {
+	dir := t.TempDir()
+	specs := filepath.Join(t.TempDir(), "specs")
+	argv := []string{"/bin/sh", "-c", `while read -r spec; do echo "$spec" >> "$1"; echo ended; done`, "starter", specs}
+	var proc *starterProc
+	var scratches []string
+	for i := range 3 {
+		r, err := startStarter(argv, proc, dir, "slot1", starter.Spec{JobAd: "[]", ShadowAddr: "127.0.0.1:9"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if proc != nil && r.proc != proc {
+			t.Errorf("job %d: a new starter, not the kept one", i)
+		}
+		r.wait()
+		if r.err != nil {
+			t.Errorf("job %d: %v", i, r.err)
+		}
+		if _, err := os.Stat(r.scratch); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("job %d: scratch directory after the job: %v", i, err)
+		}
+		scratches = append(scratches, r.scratch)
+		if proc = r.kept(); proc == nil {
+			t.Fatalf("job %d: the starter was not kept", i)
+		}
+	}
+	proc.stop()
+	b, err := os.ReadFile(specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
+	if len(lines) != len(scratches) {
+		t.Fatalf("the starter got %d specs, want %d", len(lines), len(scratches))
+	}
+	for i, line := range lines {
+		spec, err := starter.ReadSpec(json.NewDecoder(bytes.NewReader(line)))
+		if err == nil && (spec.ScratchDir != scratches[i] || !spec.Reusable) {
+			err = fmt.Errorf("scratch %s, reusable %v; want %s, true", spec.ScratchDir, spec.Reusable, scratches[i])
+		}
+		if err != nil {
+			t.Errorf("spec %d: %v", i, err)
+		}
+	}
+	if scratches[0] == scratches[1] {
+		t.Errorf("two jobs shared the scratch directory %s", scratches[0])
+	}
+}
+
 func TestStartStarterFailureLeavesNoScratch(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := startStarter([]string{filepath.Join(dir, "missing")}, dir, "slot1", starter.Spec{}); err == nil {
+	if _, err := startStarter([]string{filepath.Join(dir, "missing")}, nil, dir, "slot1", starter.Spec{}); err == nil {
 		t.Fatal("started a missing starter")
 	}
 	if d := scratchDirs(t, dir); len(d) != 0 {
@@ -77,5 +132,62 @@ func TestRemoveScratchKeepsLogs(t *testing.T) {
 	}
 	if err := removeScratch(filepath.Join(dir, "missing")); err == nil {
 		t.Error("cleaning a missing directory succeeded")
+	}
+}
+
+// The startd gives a claim's next job to the starter of its previous one,
+// and lets that starter go when the claim ends.
+func TestClaimKeepsItsStarter(t *testing.T) {
+	const slot = "slot1@exec1"
+	const script = `while read -r spec; do echo $$ >> "$1/pids"; echo ended; done; touch "$1/gone"`
+	h := newHarness(t, func(s *Startd) {
+		out := s.cfg.StarterCommand[len(s.cfg.StarterCommand)-1] // the harness's output directory
+		s.cfg.StarterCommand = []string{"/bin/sh", "-c", script, "starter", out}
+	})
+	ctx := t.Context()
+	if _, err := h.client.Matched(ctx, &wire.StartdMatchedRequest{Slot: "slot1", ClaimId: "c1", JobAd: jobAd}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := h.client.RequestClaim(ctx, &wire.RequestClaimRequest{Slot: "slot1", ClaimId: "c1", JobAd: jobAd, Agent: "agent@submit"}); err != nil || !r.Accepted {
+		t.Fatalf("claim: %+v, %v", r, err)
+	}
+	// waitIdle waits until the slot is Claimed/Idle, with a kept starter
+	// after the first job.
+	waitIdle := func(kept bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); ; {
+			h.s.mu.Lock()
+			p, ok := h.s.slots[0].phase.(claimedIdle)
+			h.s.mu.Unlock()
+			if ok && (p.starter != nil) == kept {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("slot not Claimed/Idle (kept starter: %v)", kept)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	for i := range 3 {
+		waitIdle(i > 0)
+		if _, err := h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: "c1", JobAd: jobAd, ShadowAddr: "10.0.0.1:9"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitIdle(true)
+	h.collector.waitStatus(t, slot, Status{Claimed, Idle})
+	pids := strings.Fields(string(h.waitFile(t, "pids")))
+	if len(pids) != 3 || pids[0] != pids[1] || pids[1] != pids[2] {
+		t.Errorf("jobs ran in starters %v, want one starter for all three", pids)
+	}
+	if _, err := os.Stat(filepath.Join(h.outDir, "gone")); err == nil {
+		t.Error("the kept starter went while the claim lasts")
+	}
+	if _, err := h.client.ReleaseClaim(ctx, &wire.ReleaseClaimRequest{ClaimId: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFile(t, "gone")
+	if d := scratchDirs(t, h.execDir); len(d) != 0 {
+		t.Errorf("scratch left: %v", d)
 	}
 }

@@ -77,8 +77,13 @@ type unclaimed struct{}
 // agent to claim it with claimID.
 type matched struct{ claimID string }
 
-// claimedIdle: an agent holds the slot and may start a job under the claim.
-type claimedIdle struct{ claim *claim }
+// claimedIdle: an agent holds the slot and may start a job under the claim;
+// starter, if not nil, is the starter of the claim's previous job, kept for
+// the next one.
+type claimedIdle struct {
+	claim   *claim
+	starter *starterProc
+}
 
 // claimedBusy: a starter runs a job under the claim.
 type claimedBusy struct {

@@ -6,7 +6,7 @@ import (
 	"io"
 )
 
-// Spec is what a startd tells a starter it launches: which job, where its
+// Spec is what a startd tells a starter about a job: which job, where its
 // shadow is, and where the starter may work. The startd writes it as JSON on
 // the starter's standard input.
 type Spec struct {
@@ -29,17 +29,26 @@ type Spec struct {
 	// or "process" (a plain child process, where containers are not
 	// available). The startd chooses and advertises its choice.
 	Sandbox string `json:"sandbox,omitempty"`
+	// Reusable says that the startd may give the starter the claim's next
+	// job: once a job has ended, the starter writes a line on its standard
+	// output and reads the next job's spec from its standard input, until
+	// that ends.
+	Reusable bool `json:"reusable,omitempty"`
 	// TLS material of the execute host, signed by the pool CA.
 	CertFile string `json:"cert_file"`
 	KeyFile  string `json:"key_file"`
 	CAFile   string `json:"ca_file"`
 }
 
-// ReadSpec decodes a Spec and checks that the fields a starter cannot work
-// without are present.
-func ReadSpec(r io.Reader) (*Spec, error) {
+// ReadSpec decodes the next Spec from dec and checks that the fields a
+// starter cannot work without are present. At the end of the stream it
+// returns io.EOF.
+func ReadSpec(dec *json.Decoder) (*Spec, error) {
 	var s Spec
-	if err := json.NewDecoder(r).Decode(&s); err != nil {
+	if err := dec.Decode(&s); err != nil {
+		if err == io.EOF {
+			return nil, err
+		}
 		return nil, fmt.Errorf("read starter spec: %w", err)
 	}
 	switch {

@@ -1,6 +1,7 @@
 // Package starter is the execute-side process that runs one job.
 //
-// A startd launches one starter per job with a Spec. The starter connects to
+// A startd launches a starter for a job with a Spec, and may give it the
+// claim's further jobs in turn (Spec.Reusable). The starter connects to
 // the job's shadow on the submit machine, asks it for everything the job
 // needs (its description, executable and input), runs the job, streams its
 // output back as it is produced, and reports how it ended and what it used.
@@ -11,7 +12,7 @@ package starter
 
 import (
 	"context"
-	"crypto/tls"
+
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +23,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"google.golang.org/grpc"
 
 	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/jobargs"
@@ -41,16 +43,17 @@ const sessionEndTimeout = 30 * time.Second
 // Starter runs one job for its shadow.
 type Starter struct {
 	spec     *Spec
-	tls      *tls.Config
+	conn     *grpc.ClientConn
 	runner   Runner
 	logger   *slog.Logger
 	controls chan control
 }
 
-// New returns a starter for spec that dials the shadow with tlsCfg and
-// runs the job with runner.
-func New(spec *Spec, tlsCfg *tls.Config, runner Runner, logger *slog.Logger) *Starter {
-	return &Starter{spec: spec, tls: tlsCfg, runner: runner, logger: logger, controls: make(chan control, 4)}
+// New returns a starter for spec that reaches the job's shadow over conn
+// and runs the job with runner. A starter kept for a claim's jobs uses one
+// connection for all, since they have the same shadow.
+func New(spec *Spec, conn *grpc.ClientConn, runner Runner, logger *slog.Logger) *Starter {
+	return &Starter{spec: spec, conn: conn, runner: runner, logger: logger, controls: make(chan control, 4)}
 }
 
 // Suspend, Continue and Vacate pass the execute machine's owner policy on
@@ -80,11 +83,7 @@ func (s *Starter) Run(ctx context.Context) error {
 	jobID := fmt.Sprintf("%d.%d", cluster, proc)
 	logger := s.logger.With("job", jobID)
 
-	conn, err := wire.Dial(s.spec.ShadowAddr, s.tls)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
+	conn := s.conn
 	client := wire.NewShadowClient(conn)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -1,6 +1,7 @@
 package starter
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -57,11 +58,11 @@ func TestReadSpecRequiresTheEssentials(t *testing.T) {
 		`{"job_ad": "[A=1]", "shadow_addr": "h:1"}`,
 		`not json`,
 	} {
-		if _, err := ReadSpec(strings.NewReader(in)); err == nil {
+		if _, err := ReadSpec(json.NewDecoder(strings.NewReader(in))); err == nil {
 			t.Errorf("ReadSpec(%s) accepted an incomplete spec", in)
 		}
 	}
-	s, err := ReadSpec(strings.NewReader(`{"job_ad": "[A=1]", "shadow_addr": "h:1", "scratch_dir": "/s", "sandbox": "container"}`))
+	s, err := ReadSpec(json.NewDecoder(strings.NewReader(`{"job_ad": "[A=1]", "shadow_addr": "h:1", "scratch_dir": "/s", "sandbox": "container"}`)))
 	if err != nil || s.Sandbox != "container" || s.ScratchDir != "/s" {
 		t.Errorf("ReadSpec = %+v, %v", s, err)
 	}

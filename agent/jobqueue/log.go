@@ -166,22 +166,81 @@ func (l *Log) Get(id JobID) (*classad.ClassAd, bool) {
 // Scan implements [Store]. It holds up commits only while it copies the
 // map of jobs, not while fn runs.
 func (l *Log) Scan(fn func(id JobID, ad *classad.ClassAd) bool) {
-	type entry struct {
-		id JobID
-		ad *classad.ClassAd
-	}
 	l.mu.RLock()
-	all := make([]entry, 0, len(l.q.jobs))
+	all := make([]scanEntry, 0, len(l.q.jobs))
 	for id, ad := range l.q.jobs {
-		all = append(all, entry{id, ad})
+		all = append(all, scanEntry{id, ad})
 	}
 	l.mu.RUnlock()
-	slices.SortFunc(all, func(a, b entry) int { return a.id.Compare(b.id) })
+	sortByID(all)
 	for _, e := range all {
 		if !fn(e.id, e.ad) {
 			return
 		}
 	}
+}
+
+type scanEntry struct {
+	id JobID
+	ad *classad.ClassAd
+}
+
+// sortByID sorts entries by JobID. Sorting the whole queue by comparisons
+// for every Scan was most of the cost of a query or an advertisement of a
+// large queue; a radix sort on the id (cluster, then proc, as one 64-bit
+// key) costs a few passes over the entries, fewer when the ids share their
+// high bits, as they usually do.
+func sortByID(all []scanEntry) {
+	if len(all) < 256 {
+		slices.SortFunc(all, func(a, b scanEntry) int { return a.id.Compare(b.id) })
+		return
+	}
+	keys := make([]uint64, len(all))
+	var diff uint64 // the bits in which some keys differ
+	for i, e := range all {
+		k, ok := idKey(e.id)
+		if !ok {
+			slices.SortFunc(all, func(a, b scanEntry) int { return a.id.Compare(b.id) })
+			return
+		}
+		keys[i] = k
+		diff |= k ^ keys[0]
+	}
+	tmp := make([]scanEntry, len(all))
+	tmpKeys := make([]uint64, len(all))
+	src, dst, srcKeys, dstKeys := all, tmp, keys, tmpKeys
+	for shift := 0; shift < 64; shift += 16 {
+		if diff>>shift&0xffff == 0 {
+			continue // every key has the same digit here
+		}
+		var count [1 << 16]int
+		for _, k := range srcKeys {
+			count[k>>shift&0xffff]++
+		}
+		pos := 0
+		for d, n := range count {
+			count[d] = pos
+			pos += n
+		}
+		for i, k := range srcKeys {
+			d := k >> shift & 0xffff
+			dst[count[d]], dstKeys[count[d]] = src[i], k
+			count[d]++
+		}
+		src, dst, srcKeys, dstKeys = dst, src, dstKeys, srcKeys
+	}
+	if &src[0] != &all[0] {
+		copy(all, src)
+	}
+}
+
+// idKey packs id into a key that sorts as the id does, if it fits: a
+// cluster number below 2^32 and a proc from -1 (a cluster's factory) up.
+func idKey(id JobID) (uint64, bool) {
+	if id.Cluster < 0 || id.Cluster >= 1<<32 || id.Proc < -1 || id.Proc >= 1<<32-1 {
+		return 0, false
+	}
+	return uint64(id.Cluster)<<32 | uint64(id.Proc+1), true
 }
 
 // Len implements [Store].

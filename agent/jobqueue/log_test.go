@@ -3,8 +3,10 @@ package jobqueue
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 
@@ -348,5 +350,25 @@ func TestCommitContext(t *testing.T) {
 	}
 	if l.Len() != 0 {
 		t.Error("a Commit refused for its context was applied")
+	}
+}
+
+func TestSortByIDMatchesComparison(t *testing.T) {
+	var all []scanEntry
+	for p := -1; p < 500; p++ { // dense, with the factory
+		if p%7 != 3 {
+			all = append(all, scanEntry{id: JobID{Cluster: 4, Proc: p}})
+		}
+	}
+	for p := range 40 { // sparse
+		all = append(all, scanEntry{id: JobID{Cluster: 2, Proc: p * p * 13}})
+	}
+	all = append(all, scanEntry{id: JobID{Cluster: 9, Proc: 0}}, scanEntry{id: JobID{Cluster: 1, Proc: 3}})
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
+	want := slices.Clone(all)
+	slices.SortFunc(want, func(a, b scanEntry) int { return a.id.Compare(b.id) })
+	sortByID(all)
+	if !slices.Equal(all, want) {
+		t.Errorf("sortByID differs from a sort by comparison:\n got %v\nwant %v", all, want)
 	}
 }

@@ -1,0 +1,62 @@
+package agent
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"harrier.dev/harrier/agent/jobqueue"
+	"harrier.dev/harrier/classad"
+)
+
+// A reused claim takes the next idle job of the cluster it ran, stepping
+// over the jobs that have left the queue and those that run, before it
+// looks at the rest of the queue.
+func TestNextJobForStepsOverGaps(t *testing.T) {
+	q, err := jobqueue.Open(filepath.Join(t.TempDir(), "queue"), jobqueue.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	a, err := New(Config{Name: "agent@test", Queue: q, ShadowCommand: []string{"shadow"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	txn := &jobqueue.Txn{}
+	for p := range 10 {
+		ad := classad.New()
+		ad.SetInt("ClusterId", 1)
+		ad.SetInt("ProcId", int64(p))
+		ad.SetBool("Requirements", true)
+		ad.SetInt("JobStatus", Idle)
+		if p == 7 {
+			ad.SetInt("JobStatus", Running)
+		}
+		txn.NewJob(jobqueue.JobID{Cluster: 1, Proc: p}, ad)
+	}
+	if err := q.Commit(context.Background(), txn); err != nil {
+		t.Fatal(err)
+	}
+	txn = &jobqueue.Txn{}
+	txn.Destroy(jobqueue.JobID{Cluster: 1, Proc: 5}) // completed
+	txn.Destroy(jobqueue.JobID{Cluster: 1, Proc: 6})
+	if err := q.Commit(context.Background(), txn); err != nil {
+		t.Fatal(err)
+	}
+	machine, err := classad.Parse(`[ MyType = "Machine"; Requirements = true ]`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &claim{id: "c1", slot: "slot1@host", machine: machine}
+	r, ad := a.nextJobFor(c, jobqueue.JobID{Cluster: 1, Proc: 4})
+	if r == nil {
+		t.Fatal("no next job")
+	}
+	if want := (jobqueue.JobID{Cluster: 1, Proc: 8}); r.id != want || jobID(ad) != want {
+		t.Errorf("next job %s (ad of %s), want %s", r.id, jobID(ad), want)
+	}
+	// With nothing left after it in the cluster, the queue is searched.
+	if r, _ = a.nextJobFor(c, jobqueue.JobID{Cluster: 1, Proc: 9}); r == nil || r.id != (jobqueue.JobID{Cluster: 1, Proc: 0}) {
+		t.Errorf("next job after the cluster's last: %v, want 1.0", r)
+	}
+}
