@@ -62,13 +62,14 @@ func (a *Agent) advertise(ctx context.Context) {
 	a.mu.Unlock()
 	var idle []idleJob
 	counts := map[int64]int64{}
+	now := time.Now()
 	a.queue.Scan(func(id jobqueue.JobID, ad *classad.ClassAd) bool {
 		if !isJob(id) {
 			return true
 		}
 		st, _ := ad.EvalInt("JobStatus")
 		counts[st]++
-		if st == Idle && !busy[id] {
+		if st == Idle && !busy[id] && !waiting(ad, now) {
 			idle = append(idle, idleJob{id: id, ad: ad})
 		}
 		return true
@@ -118,4 +119,15 @@ func (a *Agent) advertiseTo(ctx context.Context, addr string, idle []idleJob, sc
 		return fmt.Errorf("agent ad: %w", err)
 	}
 	return nil
+}
+
+// waiting reports whether a job whose last start failed is still sitting
+// out its back-off at now.
+func waiting(ad *classad.ClassAd, now time.Time) bool {
+	d := startBackoff(ad)
+	if d == 0 {
+		return false
+	}
+	last, _ := ad.EvalInt("LastShadowExceptionDate")
+	return now.Before(time.Unix(last, 0).Add(d))
 }

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"testing"
+	"time"
 
 	"harrier.dev/harrier/classad"
 )
@@ -33,5 +34,29 @@ func TestEndRunAccumulatesWallClock(t *testing.T) {
 	c.endRun(ad, Held, 1012)
 	if len(c) != 0 {
 		t.Errorf("an idle job has no run to end, but changed %v", c)
+	}
+}
+
+func TestStartBackoff(t *testing.T) {
+	ad := classad.New()
+	ad.SetInt("JobStatus", Idle)
+	now := time.Unix(10_000, 0)
+	if d := startBackoff(ad); d != 0 || waiting(ad, now) {
+		t.Errorf("a job that never failed to start waits %v", d)
+	}
+	ad.SetInt("LastShadowExceptionDate", now.Unix())
+	for n, want := range map[int64]time.Duration{1: time.Second, 2: 2 * time.Second, 4: 8 * time.Second, 7: time.Minute, 40: time.Minute} {
+		ad.SetInt("NumShadowExceptions", n)
+		if d := startBackoff(ad); d != want {
+			t.Errorf("after %d failed starts: back-off %v, want %v", n, d, want)
+		}
+	}
+	ad.SetInt("NumShadowExceptions", 3) // 4 s
+	if !waiting(ad, now.Add(3*time.Second)) || waiting(ad, now.Add(4*time.Second)) {
+		t.Errorf("a job 4 s into its back-off: waiting at 3 s %v, at 4 s %v", waiting(ad, now.Add(3*time.Second)), waiting(ad, now.Add(4*time.Second)))
+	}
+	ad.SetInt("JobCurrentStartDate", now.Unix()+1)
+	if waiting(ad, now.Add(time.Second)) {
+		t.Error("a job that has started since its last failed start still waits")
 	}
 }

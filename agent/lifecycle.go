@@ -174,6 +174,8 @@ func (a *Agent) finished(ctx context.Context, r *run, ev shadow.Event) {
 		if ad != nil {
 			a.logEvicted(ctx, r, ad, ev, joblog.Event{Type: joblog.Evicted, Reason: ev.Reason, UserCPU: ev.UserCPU, SysCPU: ev.SysCPU, WasCheckpointed: r.vacated})
 		}
+	case !r.executed:
+		a.startFailed(ctx, r, ev.Reason)
 	default: // failed or killed for reasons not the user's: run it again
 		a.log.Warn("job run failed; requeued", "job", r.id, "reason", ev.Reason)
 		ad := a.clearRunning(ctx, r, Idle)
@@ -181,6 +183,48 @@ func (a *Agent) finished(ctx context.Context, r *run, ev shadow.Event) {
 			a.logEvicted(ctx, r, ad, ev, joblog.Event{Type: joblog.Evicted, Reason: ev.Reason})
 		}
 	}
+}
+
+// startFailed records a run that failed before the job started: its shadow
+// could not start or could not set the job up at the startd. Such failures
+// tend to repeat, and each one frees a slot that is matched again at once,
+// so the job sits out a back-off (see startBackoff) before it is advertised
+// again. NumShadowExceptions counts them, as in HTCondor.
+func (a *Agent) startFailed(ctx context.Context, r *run, reason string) {
+	a.log.Warn("job did not start; it waits before it is matched again", "job", r.id, "reason", reason)
+	ad, err := a.jobs.transition(ctx, r.id, func(ad *classad.ClassAd) (change, error) {
+		if st, _ := ad.EvalInt("JobStatus"); st != Idle {
+			return nil, nil
+		}
+		n, _ := ad.EvalInt("NumShadowExceptions")
+		return change{
+			"NumShadowExceptions":     classad.Int(n + 1),
+			"LastShadowException":     classad.String(reason),
+			"LastShadowExceptionDate": classad.Int(time.Now().Unix()),
+		}, nil
+	})
+	if err != nil {
+		a.log.Error("record failed start", "job", r.id, "err", err)
+		return
+	}
+	// Advertise the job again as soon as its back-off ends.
+	time.AfterFunc(startBackoff(ad), a.kick)
+}
+
+// startBackoff is how long after its last failed start a job waits before
+// it is advertised again: a second after the first failure, doubling with
+// each further one, up to a minute; none once the job has started since.
+func startBackoff(ad *classad.ClassAd) time.Duration {
+	n, _ := ad.EvalInt("NumShadowExceptions")
+	if n <= 0 {
+		return 0
+	}
+	if last, _ := ad.EvalInt("LastShadowExceptionDate"); last != 0 {
+		if ran, _ := ad.EvalInt("JobCurrentStartDate"); ran > last {
+			return 0
+		}
+	}
+	return min(time.Second<<min(n-1, 6), time.Minute)
 }
 
 // clearRunning puts a job that no longer runs into state st, if it is still

@@ -142,3 +142,37 @@ func TestMaxIdleMaterializesLate(t *testing.T) {
 		return len(p.jobs(t, "q")) == 6 // 3 held, then 3 more idle
 	})
 }
+
+// TestJobThatCannotStartWaits: a job whose shadow cannot start (its owner
+// may not run the pool's binary, which lies in a directory only root may
+// enter) is not matched to the freed slot again and again: each failed
+// start is counted in the job's ad, and the job waits longer before each
+// next try.
+func TestJobThatCannotStartWaits(t *testing.T) {
+	p := startPool(t, 1)
+	dir := t.TempDir()
+	_ = os.Chmod(dir, 0o777)
+	id := fmt.Sprintf("%d.0", p.submitAs(t, "nobody", dir, "true.sub", "executable = /bin/true\nqueue\n"))
+	exceptions := func() (float64, map[string]any) {
+		ads := p.jobs(t, "q", id)
+		if len(ads) != 1 {
+			t.Fatalf("job %s: %d ads in the queue", id, len(ads))
+		}
+		n, _ := ads[0]["NumShadowExceptions"].(float64)
+		return n, ads[0]
+	}
+	eventually(t, 30*time.Second, "the job's first failed start", func() bool { n, _ := exceptions(); return n >= 1 })
+	time.Sleep(5 * time.Second)
+	n, ad := exceptions()
+	// Waits of 1, 2 and 4 s leave room for four tries in these 5 s; a job
+	// tried again at each free slot fails some twenty times a second.
+	if n > 6 {
+		t.Errorf("%v failed starts within 5 s of the first: the job is not waiting between tries", n)
+	}
+	if reason, _ := ad["LastShadowException"].(string); reason == "" {
+		t.Errorf("no LastShadowException in the job ad: %v", ad)
+	}
+	if st := ad["JobStatus"]; st != 1.0 {
+		t.Errorf("JobStatus %v, want 1 (idle)", st)
+	}
+}
