@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc"
 
@@ -54,15 +55,20 @@ func (c *clients) requestClaim(ctx context.Context, addr string, req *wire.Reque
 	return wire.NewStartdClient(cc).RequestClaim(cctx, req)
 }
 
-func (c *clients) keepAlive(ctx context.Context, addr, claimID string) error {
+// keepAlive renews a claim and returns the lease the startd granted (0 if
+// it named none).
+func (c *clients) keepAlive(ctx context.Context, addr, claimID string) (time.Duration, error) {
 	cc, err := c.conn(addr)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	cctx, cancel := wire.WithTimeout(ctx)
 	defer cancel()
-	_, err = wire.NewStartdClient(cc).KeepAlive(cctx, &wire.KeepAliveRequest{ClaimId: claimID})
-	return err
+	reply, err := wire.NewStartdClient(cc).KeepAlive(cctx, &wire.KeepAliveRequest{ClaimId: claimID})
+	if err != nil {
+		return 0, err
+	}
+	return time.Duration(reply.LeaseSeconds) * time.Second, nil
 }
 
 func (c *clients) releaseClaim(ctx context.Context, addr, claimID string) {

@@ -271,16 +271,24 @@ const nextJobLookahead = 64
 func (a *Agent) keepAlive(ctx context.Context, c *claim) func() {
 	done := make(chan struct{})
 	go func() {
-		t := time.NewTicker(a.cfg.KeepAliveInterval)
+		// The first renewal comes at once, to learn the startd's lease;
+		// then three renewals fit in each lease, at most KeepAliveInterval
+		// apart, so that a lease shorter than the interval still holds.
+		t := time.NewTimer(0)
 		defer t.Stop()
 		for {
 			select {
 			case <-done:
 				return
 			case <-t.C:
-				if err := a.client.keepAlive(ctx, c.startdAddr, c.id); err != nil {
+				next := a.cfg.KeepAliveInterval
+				lease, err := a.client.keepAlive(ctx, c.startdAddr, c.id)
+				if err != nil {
 					a.log.Warn("claim keepalive", "slot", c.slot, "err", err)
+				} else if lease > 0 {
+					next = min(next, lease/3)
 				}
+				t.Reset(max(next, 100*time.Millisecond))
 			}
 		}
 	}()

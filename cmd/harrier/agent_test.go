@@ -176,3 +176,20 @@ func TestJobThatCannotStartWaits(t *testing.T) {
 		t.Errorf("JobStatus %v, want 1 (idle)", st)
 	}
 }
+
+// TestShortClaimLease: the agent renews a claim as often as the startd's
+// lease needs, so a job that runs longer than a short CLAIM_LEASE (much
+// shorter than the agent's usual 20 s between keepalives) is not evicted.
+func TestShortClaimLease(t *testing.T) {
+	p := startPoolWith(t, 1, "CLAIM_LEASE = 3\n")
+	dir := t.TempDir()
+	c := p.submit(t, dir, "sleep.sub", "executable = /bin/sleep\narguments = 8\nlog = sleep.log\nqueue\n")
+	id := fmt.Sprintf("%d.0", c)
+	if out, code := p.harrier(t, "wait", "--timeout", "60", id); code != 0 {
+		t.Fatalf("wait: exit %d: %s", code, out)
+	}
+	log := readLog(t, filepath.Join(dir, "sleep.log"))
+	if strings.Contains(log, "004 (") || strings.Count(log, "001 (") != 1 {
+		t.Errorf("the job was evicted or started more than once:\n%s", log)
+	}
+}
