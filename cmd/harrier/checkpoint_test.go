@@ -56,19 +56,7 @@ func TestMigration(t *testing.T) {
 	if out, code := p.harrier(t, "wait", "--timeout", "120", "1.0"); code != 0 {
 		t.Fatalf("wait: exit %d: %s", code, out)
 	}
-	got := counts(t, work)
-	for i, c := range got {
-		if c != i+1 {
-			t.Fatalf("count.txt breaks at line %d: %v", i+1, got)
-		}
-	}
-	if len(got) != 40 {
-		t.Fatalf("count.txt has %d numbers, want 40", len(got))
-	}
-	out, _ := os.ReadFile(filepath.Join(work, "count.out"))
-	if lines := strings.Split(strings.TrimSpace(string(out)), "\n"); len(lines) != 40 || !strings.HasPrefix(lines[39], "count 40") {
-		t.Errorf("count.out has %d lines:\n%s", len(lines), out)
-	}
+	checkCounted(t, work, 40)
 	hist := p.jobs(t, "history", "1.0")[0]
 	if n, _ := hist["NumCkpts"].(float64); n < 1 || hist["LastRemoteHost"] == first {
 		t.Errorf("history: NumCkpts %v, LastRemoteHost %v (started on %s)", hist["NumCkpts"], hist["LastRemoteHost"], first)
@@ -335,10 +323,7 @@ func TestMigrationAcrossHosts(t *testing.T) {
 	n.daemon("submit", "agent")
 	n.daemon("exec1", "startd")
 	n.daemon("exec2", "startd")
-	eventually(t, 30*time.Second, "both execute hosts to be advertised", func() bool {
-		out, code := n.tool("submit", "status")
-		return code == 0 && strings.Contains(out, "slot1@exec1") && strings.Contains(out, "slot1@exec2")
-	})
+	n.waitForSlots("submit", "slot1@exec1", "slot1@exec2")
 	before := map[string]string{}
 	for name, h := range n.hosts {
 		before[name] = netState(t, h.ns)
@@ -403,19 +388,7 @@ done
 	if out, code := n.tool("submit", "wait", "--timeout", "120", "1.0"); code != 0 {
 		t.Fatalf("wait: exit %d: %s", code, out)
 	}
-	got := counts(t, work)
-	for i, c := range got {
-		if c != i+1 {
-			t.Fatalf("count.txt breaks at line %d: %v", i+1, got)
-		}
-	}
-	if len(got) != 40 {
-		t.Fatalf("count.txt has %d numbers, want 40", len(got))
-	}
-	out, _ := os.ReadFile(filepath.Join(work, "count.out"))
-	if lines := strings.Split(strings.TrimSpace(string(out)), "\n"); len(lines) != 40 || !strings.HasPrefix(lines[39], "count 40") {
-		t.Errorf("count.out has %d lines:\n%s", len(lines), out)
-	}
+	checkCounted(t, work, 40)
 	reads, _ := os.ReadFile(filepath.Join(work, "reads.txt"))
 	for i, l := range strings.Split(strings.TrimSpace(string(reads)), "\n") {
 		if want := fmt.Sprintf("%d line%d", i+1, i+1); l != want {
@@ -450,10 +423,7 @@ func TestOwnerReturnsJobMigrates(t *testing.T) {
 	n.daemon("submit", "agent")
 	n.daemon("desk", "startd")
 	n.daemon("exec2", "startd")
-	eventually(t, 30*time.Second, "both execute hosts to be advertised", func() bool {
-		out, code := n.tool("submit", "status")
-		return code == 0 && strings.Contains(out, "slot1@desk") && strings.Contains(out, "slot1@exec2")
-	})
+	n.waitForSlots("submit", "slot1@desk", "slot1@exec2")
 
 	work := filepath.Join(n.hosts["submit"].dir, "work")
 	if out, err := exec.Command("cp", "-a", filepath.Join("..", "..", "examples", "migration"), work).CombinedOutput(); err != nil {
@@ -506,20 +476,7 @@ queue
 	if out, code := n.tool("submit", "wait", "--timeout", "120", "1.0"); code != 0 {
 		t.Fatalf("wait: exit %d: %s", code, out)
 	}
-	got := counts(t, work)
-	for i, c := range got {
-		if c != i+1 {
-			t.Fatalf("count.txt breaks at line %d: %v", i+1, got)
-		}
-	}
-	if len(got) != 160 {
-		t.Fatalf("count.txt has %d numbers, want 160", len(got))
-	}
-	out, _ := os.ReadFile(filepath.Join(work, "count.out"))
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(lines) != 160 || !strings.HasPrefix(lines[0], "count 1 ") || !strings.HasPrefix(lines[159], "count 160 ") {
-		t.Errorf("count.out has %d lines:\n%s", len(lines), out)
-	}
+	checkCounted(t, work, 160)
 
 	log := readLog(t, logPath)
 	order := []string{"001 (001.000.000)", "010 (001.000.000)", "003 (001.000.000)", "004 (001.000.000)", "001 (001.000.000)", "005 (001.000.000)"}
@@ -552,4 +509,30 @@ queue
 	}
 	t.Logf("checkpoints %v, frozen %v s, dump %v s, restore %v s, image %v bytes (%v compressed)",
 		ad["NumCkpts"], ad["LastCkptFrozenTime"], ad["LastCkptDumpTime"], ad["LastCkptRestoreTime"], ad["LastCkptImageSize"], ad["LastCkptSize"])
+}
+
+// checkCounted checks that the counting job in work counted from 1 to n
+// in count.txt, and printed each number once, in order, in count.out:
+// nothing lost or repeated across its checkpoints and restores.
+func checkCounted(t *testing.T, work string, n int) {
+	t.Helper()
+	got := counts(t, work)
+	for i, c := range got {
+		if c != i+1 {
+			t.Fatalf("count.txt breaks at line %d: %v", i+1, got)
+		}
+	}
+	if len(got) != n {
+		t.Fatalf("count.txt has %d numbers, want %d", len(got), n)
+	}
+	out, _ := os.ReadFile(filepath.Join(work, "count.out"))
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	for i, l := range lines {
+		if !strings.HasPrefix(l, fmt.Sprintf("count %d ", i+1)) {
+			t.Fatalf("count.out line %d is %q:\n%s", i+1, l, out)
+		}
+	}
+	if len(lines) != n {
+		t.Errorf("count.out has %d lines, want %d:\n%s", len(lines), n, out)
+	}
 }

@@ -197,6 +197,24 @@ func (n *netnsPool) daemon(host, role string) {
 	n.procs = append(n.procs, cmd)
 }
 
+// waitForSlots waits until the pool's status, asked from host, shows
+// every one of slots.
+func (n *netnsPool) waitForSlots(host string, slots ...string) {
+	n.t.Helper()
+	eventually(n.t, 30*time.Second, strings.Join(slots, " and ")+" to be advertised", func() bool {
+		out, code := n.tool(host, "status")
+		if code != 0 {
+			return false
+		}
+		for _, s := range slots {
+			if !strings.Contains(out, s) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // tool runs a harrier tool inside a host's namespace.
 func (n *netnsPool) tool(host string, args ...string) (string, int) {
 	h := n.hosts[host]
@@ -219,10 +237,7 @@ func TestMultiHostPoolInNetworkNamespaces(t *testing.T) {
 	n.daemon("exec1", "startd")
 	n.daemon("exec2", "startd")
 
-	eventually(t, 30*time.Second, "both execute hosts to be advertised", func() bool {
-		out, code := n.tool("submit", "status")
-		return code == 0 && strings.Contains(out, "slot1@exec1") && strings.Contains(out, "slot1@exec2")
-	})
+	n.waitForSlots("submit", "slot1@exec1", "slot1@exec2")
 
 	// One job pinned to each execute host; input and output live only on
 	// the submit host's disk.
@@ -283,10 +298,7 @@ func TestRemoteIOAcrossHosts(t *testing.T) {
 	n.daemon("cm", "matchmaker")
 	n.daemon("submit", "agent")
 	n.daemon("exec1", "startd")
-	eventually(t, 30*time.Second, "the execute host to be advertised", func() bool {
-		out, code := n.tool("submit", "status")
-		return code == 0 && strings.Contains(out, "slot1@exec1")
-	})
+	n.waitForSlots("submit", "slot1@exec1")
 	if out, _ := n.tool("submit", "status", "-long"); !strings.Contains(out, `HarrierSandbox = "container"`) {
 		t.Fatalf("exec1 does not run jobs in containers:\n%s", out)
 	}

@@ -17,10 +17,7 @@ func TestRemoteIOOutage(t *testing.T) {
 	n.daemon("cm", "matchmaker")
 	n.daemon("submit", "agent")
 	n.daemon("exec1", "startd")
-	eventually(t, 30*time.Second, "the execute host to be advertised", func() bool {
-		out, code := n.tool("submit", "status")
-		return code == 0 && strings.Contains(out, "slot1@exec1")
-	})
+	n.waitForSlots("submit", "slot1@exec1")
 	work := filepath.Join(n.hosts["submit"].dir, "outage")
 	writeFile(t, filepath.Join(work, "in.txt"), "written on the submit side\n", 0o644)
 	if err := os.Chmod(work, 0o777); err != nil {
