@@ -95,7 +95,9 @@ func morePreDumps(written []uint64) bool {
 //
 // Where f.PreCopy is false, or opts.Parent is set, it is exactly Dump.
 // A pre-dump that fails is logged and dropped: the checkpoint goes on
-// with a full dump.
+// with a full dump, unless CRIU is stuck (ErrStuck) or ctx is done,
+// which end the checkpoint with the error. Each pre-dump has its own
+// opts.Timeout.
 func DumpPreCopy(ctx context.Context, c *libcontainer.Container, f Features, opts DumpOptions) (*Result, error) {
 	if !f.PreCopy || opts.Parent != "" {
 		return Dump(ctx, c, opts)
@@ -125,6 +127,11 @@ func DumpPreCopy(ctx context.Context, c *libcontainer.Container, f Features, opt
 			po.Parent = filepath.Join("..", preDumpName(n-1))
 		}
 		res, err := PreDump(ctx, c, f, po)
+		if err != nil && (errors.Is(err, ErrStuck) || ctx.Err() != nil) {
+			// A CRIU stuck on the job's files would hold the final dump
+			// up as well; a cancelled checkpoint is over.
+			return nil, err
+		}
 		if err != nil {
 			o.Logger.Warn("pre-dump failed; the checkpoint makes a full dump", "container", c.ID(), "pre_dump", n, "err", err)
 			pres = nil
