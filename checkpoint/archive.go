@@ -83,14 +83,14 @@ func Pack(w io.Writer, dir string) (*Manifest, error) {
 	m := &Manifest{Version: 1}
 	buf := make([]byte, 1<<20)
 	// WalkDir visits in lexical order, and does not follow links.
-	err = filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
+	err = filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if path == dir {
+		if p == dir {
 			return nil
 		}
-		rel, err := filepath.Rel(dir, path)
+		rel, err := filepath.Rel(dir, p)
 		if err != nil {
 			return err
 		}
@@ -101,7 +101,7 @@ func Pack(w io.Writer, dir string) (*Manifest, error) {
 		case e.IsDir():
 			return nil
 		case e.Type()&fs.ModeSymlink != 0:
-			sum, err := packLink(tw, path, name)
+			sum, err := packLink(tw, p, name)
 			if err != nil {
 				return err
 			}
@@ -110,7 +110,7 @@ func Pack(w io.Writer, dir string) (*Manifest, error) {
 		case !e.Type().IsRegular():
 			return fmt.Errorf("%s is not a regular image file", name)
 		}
-		sum, err := packFile(tw, path, name, buf)
+		sum, err := packFile(tw, p, name, buf)
 		if err != nil {
 			return err
 		}
