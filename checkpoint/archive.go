@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -22,6 +24,16 @@ import (
 // file with its size and SHA-256. The manifest comes last so that Pack
 // makes one pass; a reader checks every file against it before the image
 // counts as good.
+//
+// An image may hold subdirectories (the pre-dumps of a pre-copy
+// checkpoint, pre.1/, pre.2/, ...) and relative symbolic links that stay
+// inside it (CRIU's "parent" link from a dump to the pre-dump it builds
+// on). Directories travel implicitly, as the paths of their files; a
+// link travels as a tar symlink entry and is listed in the manifest
+// with its target. The stream is untrusted input: a reader refuses a
+// link that is absolute, that climbs out of the image, or that climbs
+// after descending (which could climb out through another link), and
+// any entry below a link.
 
 // ManifestName is the last entry of a packed image.
 const ManifestName = "MANIFEST"
@@ -46,6 +58,8 @@ type FileSum struct {
 	Name   string `json:"name"`
 	Size   int64  `json:"size"`
 	SHA256 string `json:"sha256"`
+	// Link is the target of a symbolic link, which has no size or sum.
+	Link string `json:"link,omitempty"`
 }
 
 // Size is the total size of the image's files, uncompressed.
@@ -58,12 +72,9 @@ func (m *Manifest) Size() int64 {
 }
 
 // Pack writes the image in dir to w, compressed, and returns its
-// manifest. The image directory must hold only regular files.
+// manifest. The image directory must hold only regular files,
+// directories and symbolic links that stay inside it (see validLink).
 func Pack(w io.Writer, dir string) (*Manifest, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("pack: %w", err)
-	}
 	zw, err := zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedFastest))
 	if err != nil {
 		return nil, fmt.Errorf("pack: %w", err)
@@ -71,17 +82,44 @@ func Pack(w io.Writer, dir string) (*Manifest, error) {
 	tw := tar.NewWriter(zw)
 	m := &Manifest{Version: 1}
 	buf := make([]byte, 1<<20)
-	for _, e := range entries { // ReadDir sorts by name
-		if !e.Type().IsRegular() || e.Name() == ManifestName {
-			zw.Close()
-			return nil, fmt.Errorf("pack %s: %s is not a regular image file", dir, e.Name())
-		}
-		sum, err := packFile(tw, filepath.Join(dir, e.Name()), buf)
+	// WalkDir visits in lexical order, and does not follow links.
+	err = filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
-			zw.Close()
-			return nil, fmt.Errorf("pack %s: %w", dir, err)
+			return err
+		}
+		if p == dir {
+			return nil
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		name := filepath.ToSlash(rel)
+		switch {
+		case name == ManifestName:
+			return fmt.Errorf("%s is not a regular image file", name)
+		case e.IsDir():
+			return nil
+		case e.Type()&fs.ModeSymlink != 0:
+			sum, err := packLink(tw, p, name)
+			if err != nil {
+				return err
+			}
+			m.Files = append(m.Files, sum)
+			return nil
+		case !e.Type().IsRegular():
+			return fmt.Errorf("%s is not a regular image file", name)
+		}
+		sum, err := packFile(tw, p, name, buf)
+		if err != nil {
+			return err
 		}
 		m.Files = append(m.Files, sum)
+		return nil
+	})
+	if err != nil {
+		zw.Close()
+		return nil, fmt.Errorf("pack %s: %w", dir, err)
 	}
 	mb, err := json.Marshal(m)
 	if err != nil {
@@ -105,8 +143,25 @@ func Pack(w io.Writer, dir string) (*Manifest, error) {
 	return m, nil
 }
 
+// packLink appends the symbolic link at path, named name in the image,
+// to tw; the link must pass validLink, as a reader checks.
+func packLink(tw *tar.Writer, path, name string) (FileSum, error) {
+	target, err := os.Readlink(path)
+	if err != nil {
+		return FileSum{}, err
+	}
+	if !validLink(name, target) {
+		return FileSum{}, fmt.Errorf("link %s -> %s leaves the image", name, target)
+	}
+	hdr := &tar.Header{Name: name, Linkname: target, Mode: 0o777, Typeflag: tar.TypeSymlink, Format: tar.FormatPAX}
+	if err := tw.WriteHeader(hdr); err != nil {
+		return FileSum{}, err
+	}
+	return FileSum{Name: name, Link: target}, nil
+}
+
 // packFile appends one file to tw and returns its sum.
-func packFile(tw *tar.Writer, path string, buf []byte) (FileSum, error) {
+func packFile(tw *tar.Writer, path, name string, buf []byte) (FileSum, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return FileSum{}, err
@@ -116,38 +171,59 @@ func packFile(tw *tar.Writer, path string, buf []byte) (FileSum, error) {
 	if err != nil {
 		return FileSum{}, err
 	}
-	hdr := &tar.Header{Name: fi.Name(), Mode: 0o600, Size: fi.Size(), Typeflag: tar.TypeReg, Format: tar.FormatPAX}
+	hdr := &tar.Header{Name: name, Mode: 0o600, Size: fi.Size(), Typeflag: tar.TypeReg, Format: tar.FormatPAX}
 	if err := tw.WriteHeader(hdr); err != nil {
 		return FileSum{}, err
 	}
 	h := sha256.New()
 	n, err := io.CopyBuffer(io.MultiWriter(tw, h), io.LimitReader(f, fi.Size()), buf)
 	if err != nil {
-		return FileSum{}, fmt.Errorf("%s: %w", fi.Name(), err)
+		return FileSum{}, fmt.Errorf("%s: %w", name, err)
 	}
 	if n != fi.Size() {
-		return FileSum{}, fmt.Errorf("%s: changed while packed", fi.Name())
+		return FileSum{}, fmt.Errorf("%s: changed while packed", name)
 	}
-	return FileSum{Name: fi.Name(), Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+	return FileSum{Name: name, Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
 }
 
 // Verify reads a packed image from r to its end and checks it against
 // its manifest, keeping nothing. The error wraps ErrBadImage if the
 // image is not good.
 func Verify(r io.Reader) (*Manifest, error) {
-	return readImage(r, func(string) (io.WriteCloser, error) { return nopCloser{io.Discard}, nil })
+	return readImage(r, func(string) (io.WriteCloser, error) { return nopCloser{io.Discard}, nil },
+		func(string, string) error { return nil })
 }
 
 // Unpack reads a packed image from r into dir, which must not exist, and
 // checks it against its manifest. The directory and its files are
 // owner-only. On any error dir is removed; an error wrapping ErrBadImage
-// says the image itself is bad.
+// says the image itself is bad. Everything is made through an os.Root of
+// dir, so that nothing lands outside it even if a link check missed.
 func Unpack(r io.Reader, dir string) (*Manifest, error) {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("unpack: %w", err)
 	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("unpack: %w", err), os.RemoveAll(dir))
+	}
+	defer root.Close()
+	parent := func(name string) error {
+		if d := path.Dir(name); d != "." {
+			return root.MkdirAll(d, 0o700)
+		}
+		return nil
+	}
 	m, err := readImage(r, func(name string) (io.WriteCloser, error) {
-		return os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err := parent(name); err != nil {
+			return nil, err
+		}
+		return root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	}, func(name, target string) error {
+		if err := parent(name); err != nil {
+			return err
+		}
+		return root.Symlink(target, name)
 	})
 	if err != nil {
 		return nil, errors.Join(err, os.RemoveAll(dir))
@@ -160,8 +236,9 @@ type nopCloser struct{ io.Writer }
 func (nopCloser) Close() error { return nil }
 
 // readImage decompresses and walks a packed image, handing each file to
-// a writer from create, and checks the files against the manifest.
-func readImage(r io.Reader, create func(name string) (io.WriteCloser, error)) (*Manifest, error) {
+// a writer from create and each symbolic link to link, and checks the
+// files against the manifest.
+func readImage(r io.Reader, create func(name string) (io.WriteCloser, error), link func(name, target string) error) (*Manifest, error) {
 	// Two: one goroutine decodes ahead while this one hashes and writes.
 	zr, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(2))
 	if err != nil {
@@ -170,10 +247,11 @@ func readImage(r io.Reader, create func(name string) (io.WriteCloser, error)) (*
 	defer zr.Close()
 	tr := tar.NewReader(zr)
 	var (
-		got  []FileSum
-		info []byte
-		m    *Manifest
-		buf  = make([]byte, 1<<20)
+		got   []FileSum
+		links []string // the names of the links so far
+		info  []byte
+		m     *Manifest
+		buf   = make([]byte, 1<<20)
 	)
 	for {
 		hdr, err := tr.Next()
@@ -186,10 +264,10 @@ func readImage(r io.Reader, create func(name string) (io.WriteCloser, error)) (*
 		if m != nil {
 			return nil, bad(fmt.Errorf("%s after the manifest", hdr.Name))
 		}
-		if hdr.Typeflag != tar.TypeReg || !validName(hdr.Name) {
+		if (hdr.Typeflag != tar.TypeReg && hdr.Typeflag != tar.TypeSymlink) || !validName(hdr.Name) {
 			return nil, bad(fmt.Errorf("entry %q is not an image file", hdr.Name))
 		}
-		if hdr.Name == ManifestName {
+		if hdr.Name == ManifestName && hdr.Typeflag == tar.TypeReg {
 			if m, err = readManifest(tr, hdr.Size); err != nil {
 				return nil, err
 			}
@@ -197,6 +275,20 @@ func readImage(r io.Reader, create func(name string) (io.WriteCloser, error)) (*
 		}
 		if slices.ContainsFunc(got, func(f FileSum) bool { return f.Name == hdr.Name }) {
 			return nil, bad(fmt.Errorf("%s twice", hdr.Name))
+		}
+		if slices.ContainsFunc(links, func(l string) bool { return strings.HasPrefix(hdr.Name, l+"/") }) {
+			return nil, bad(fmt.Errorf("%s is below a link", hdr.Name))
+		}
+		if hdr.Typeflag == tar.TypeSymlink {
+			if !validLink(hdr.Name, hdr.Linkname) {
+				return nil, bad(fmt.Errorf("link %s -> %s leaves the image", hdr.Name, hdr.Linkname))
+			}
+			if err := link(hdr.Name, hdr.Linkname); err != nil {
+				return nil, fmt.Errorf("unpack %s: %w", hdr.Name, err)
+			}
+			links = append(links, hdr.Name)
+			got = append(got, FileSum{Name: hdr.Name, Link: hdr.Linkname})
+			continue
 		}
 		w, err := create(hdr.Name)
 		if err != nil {
@@ -296,9 +388,45 @@ func readManifest(r io.Reader, size int64) (*Manifest, error) {
 	return &m, nil
 }
 
-// validName accepts the flat file names of an image directory.
+// validName accepts the names of an image directory's files: relative
+// slash-separated paths with no empty, "." or ".." element.
 func validName(name string) bool {
-	return name != "" && name != "." && name != ".." && !strings.ContainsAny(name, "/\x00")
+	if name == "" || strings.ContainsRune(name, 0) {
+		return false
+	}
+	for _, e := range strings.Split(name, "/") {
+		if e == "" || e == "." || e == ".." {
+			return false
+		}
+	}
+	return true
+}
+
+// validLink accepts the target of the link name in an image when it
+// stays inside the image: relative, some ".." first, no more of them
+// than name has directories above it, then only plain names. Climbing
+// only first, from the link's own directory (a real one: nothing is
+// unpacked below a link), means a target cannot climb out through
+// another link, which is itself held to the same rule.
+func validLink(name, target string) bool {
+	if target == "" || strings.ContainsRune(target, 0) || path.IsAbs(target) {
+		return false
+	}
+	depth := strings.Count(name, "/")
+	elems := strings.Split(target, "/")
+	up := 0
+	for up < len(elems) && elems[up] == ".." {
+		up++
+	}
+	if up > depth {
+		return false
+	}
+	for _, e := range elems[up:] {
+		if e == "" || e == "." || e == ".." {
+			return false
+		}
+	}
+	return true
 }
 
 // mismatch says how the files read differ from the manifest.

@@ -455,3 +455,72 @@ func TestRestoreLeavesHostMounts(t *testing.T) {
 		}
 	}
 }
+
+// TestDumpPreCopy checkpoints a counting job with DumpPreCopy and the
+// machine's real features, then restores it from the image sent through
+// Pack and Unpack. Without dirty-memory tracking (our machines) it must
+// be one full dump, exactly as Dump: no pre-dumps, no parent link, no
+// staging directory. With it, the pre-dumps travel inside the image.
+func TestDumpPreCopy(t *testing.T) {
+	needCRIU(t)
+	ctx := context.Background()
+	f, err := Probe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("pre-copy supported: %v", f.PreCopy)
+	tmp := t.TempDir()
+	root, jobDir := filepath.Join(tmp, "state"), filepath.Join(tmp, "job")
+	if err := os.Mkdir(jobDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeInput(t, jobDir)
+	id := "ckpt-precopy"
+	cfg := containerConfig(t, id, jobDir, 256<<20)
+	args := []string{"sh", "-c", countScript}
+	j := startJob(t, root, id, cfg, args, nil)
+	countsFile := filepath.Join(jobDir, "counts.txt")
+	waitCount(t, countsFile, 5)
+
+	img := filepath.Join(tmp, "img")
+	res, err := DumpPreCopy(ctx, j.c, f, DumpOptions{ImageDir: img, LoopbackOnly: true})
+	if err != nil {
+		j.stop(t)
+		t.Fatal(err)
+	}
+	j.gone(t)
+	before := counts(t, countsFile)
+	if _, err := os.Lstat(img + ".pre"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the staging directory %s.pre is left: %v", img, err)
+	}
+	link, lerr := os.Readlink(filepath.Join(img, "parent"))
+	if f.PreCopy {
+		want := preDumpName(len(res.PreDumps))
+		if len(res.PreDumps) == 0 || len(res.PreDumps) > MaxPreDumps || lerr != nil || link != want {
+			t.Errorf("pre-copy: %d pre-dumps, parent link %q %v; want 1 to %d, %q", len(res.PreDumps), link, lerr, MaxPreDumps, want)
+		}
+	} else {
+		entries, _ := os.ReadDir(img)
+		for _, e := range entries {
+			if !e.Type().IsRegular() {
+				t.Errorf("a full dump holds %s (%v)", e.Name(), e.Type())
+			}
+		}
+		if len(res.PreDumps) != 0 {
+			t.Errorf("no pre-copy here, yet %d pre-dumps", len(res.PreDumps))
+		}
+	}
+	if info, err := ReadInfo(img); err != nil || len(info.PreDumps) != len(res.PreDumps) {
+		t.Errorf("ReadInfo: %+v %v, want the dump's result", info, err)
+	}
+	received, _ := transfer(t, img)
+	p, out := newProcess(args, nil)
+	c, _, err := Restore(ctx, RestoreOptions{Root: root, ID: id, Config: cfg, Process: p, ImageDir: received})
+	if err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+	r := &job{c: c, p: p, out: out}
+	defer r.stop(t)
+	checkUnbroken(t, waitCount(t, countsFile, len(before)+5))
+	checkReads(t, filepath.Join(jobDir, "reads.txt"))
+}

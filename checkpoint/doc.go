@@ -46,10 +46,17 @@
 //   - An image travels as a zstd-compressed tar stream ending in a
 //     manifest of per-file SHA-256 sums; Unpack and Verify reject a
 //     corrupted, truncated or padded stream before anything is restored.
+//     Subdirectories and links travel too, but only links that stay
+//     inside the image: the stream is untrusted.
 //   - Pre-copy (iterative pre-dumps that shorten the frozen time) needs
 //     the kernel's soft-dirty bits; Probe reports whether CRIU has them
-//     and PreDump refuses with ErrNoPreCopy where it has not. Our machines
-//     have not, so dumps here are full dumps.
+//     and PreDump refuses with ErrNoPreCopy where it has not. DumpPreCopy
+//     turns it on where Probe says yes: up to MaxPreDumps pre-dumps while
+//     the job runs, fewer once the dirty set stops shrinking, then the
+//     final dump on top of the last. The pre-dumps are moved into the
+//     image (pre.1/, pre.2/, ...) with relative parent links, so the
+//     image stays self-contained; elsewhere DumpPreCopy is Dump. Our
+//     machines have no soft-dirty bits, so dumps here are full dumps.
 //
 // CRIU's statistics (frozen time, memory dump and write time, pages
 // written; restore time) come back with every dump and restore.

@@ -67,7 +67,8 @@ type DumpOptions struct {
 	LoopbackOnly bool
 	// Parent is the image directory of a pre-dump this dump builds on
 	// (see PreDump), relative to ImageDir or absolute; empty for a full
-	// dump.
+	// dump. CRIU records it as the image's "parent" link, as given: only
+	// a relative one that stays inside the image travels with Pack.
 	Parent string
 	Logger *slog.Logger // default slog.Default()
 }
@@ -105,6 +106,15 @@ type Result struct {
 	// LoopbackOnly is DumpOptions.LoopbackOnly: the image holds no
 	// network namespace.
 	LoopbackOnly bool `json:"loopback_only,omitempty"`
+	// PreDumps are the pre-dumps the image builds on (see DumpPreCopy),
+	// oldest first; none for a full dump.
+	PreDumps []PreDumpStats `json:"pre_dumps,omitempty"`
+}
+
+// PreDumpStats are the figures of one pre-dump.
+type PreDumpStats struct {
+	Stats DumpStats     `json:"stats"`
+	Wall  time.Duration `json:"wall"`
 }
 
 // Dump checkpoints the running container c into opts.ImageDir. Unless
@@ -179,8 +189,12 @@ func dump(ctx context.Context, c *libcontainer.Container, opts DumpOptions, pre 
 	if res.Stats, err = readDumpStats(opts.WorkDir); err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", c.ID(), err)
 	}
-	if res.Inputs, err = readInputs(opts.ImageDir); err != nil {
-		return nil, fmt.Errorf("checkpoint %s: %w", c.ID(), err)
+	// A pre-dump holds memory only, no files.img: the final dump's
+	// files are the ones a restore checks.
+	if !pre {
+		if res.Inputs, err = readInputs(opts.ImageDir); err != nil {
+			return nil, fmt.Errorf("checkpoint %s: %w", c.ID(), err)
+		}
 	}
 	if err := writeInfo(opts.ImageDir, res); err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", c.ID(), err)

@@ -29,12 +29,14 @@ type savedContainer struct {
 }
 
 // Checkpoint dumps the running job into opts.ImageDir with CRIU. Unless
-// opts.LeaveRunning, the job ends with the dump and Wait returns.
+// opts.LeaveRunning, the job ends with the dump and Wait returns. Where
+// CRIU can track dirty memory (probed once per Runner) the dump is a
+// pre-copy one (checkpoint.DumpPreCopy); elsewhere one full dump.
 func (j *Job) Checkpoint(ctx context.Context, opts checkpoint.DumpOptions) (*checkpoint.Result, error) {
 	if opts.Logger == nil {
 		opts.Logger = j.r.log
 	}
-	res, err := checkpoint.Dump(ctx, j.c, opts)
+	res, err := checkpoint.DumpPreCopy(ctx, j.c, j.r.checkpointFeatures(ctx), opts)
 	if err != nil {
 		return nil, err
 	}

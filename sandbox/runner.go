@@ -8,11 +8,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runc/libcontainer/configs"
+
+	"harrier.dev/harrier/checkpoint"
 )
 
 // Runner starts the jobs of one slot, each in its own container.
@@ -25,6 +28,26 @@ type Runner struct {
 	// own cgroups, so it stays for the Runner's next jobs; Cleanup removes
 	// it, and must not be called for the slot while its Runner is in use.
 	slotMade atomic.Bool
+
+	// probe asks CRIU once, at the first checkpoint, which optional
+	// features (pre-copy) this machine has; features is its answer.
+	probe    sync.Once
+	features checkpoint.Features
+}
+
+// checkpointFeatures are CRIU's optional features here, probed once. A
+// probe that fails counts as no features: checkpoints are full dumps, as
+// they are where the kernel lacks them.
+func (r *Runner) checkpointFeatures(ctx context.Context) checkpoint.Features {
+	r.probe.Do(func() {
+		f, err := checkpoint.Probe(ctx)
+		if err != nil {
+			r.log.Warn("cannot probe CRIU's features; checkpoints are full dumps", "err", err)
+		}
+		r.log.Info("CRIU features", "pre_copy", f.PreCopy)
+		r.features = f
+	})
+	return r.features
 }
 
 // NewRunner checks cfg and returns a Runner. It touches no cgroup or file

@@ -45,7 +45,8 @@ func (c *checkpoints) take(ctx context.Context, job Job, vacate bool) error {
 	if err := c.upload(ctx, dir, stats, vacate); err != nil {
 		return fmt.Errorf("send checkpoint to the shadow: %w", err)
 	}
-	c.logger.Info("checkpoint sent", "vacate", vacate, "frozen", stats.Frozen, "image_bytes", stats.ImageBytes)
+	c.logger.Info("checkpoint sent", "vacate", vacate, "frozen", stats.Frozen, "image_bytes", stats.ImageBytes,
+		"pre_dumps", stats.PreDumps, "pre_dump_time", stats.PreDump)
 	return nil
 }
 

@@ -94,6 +94,10 @@ type Checkpointer interface {
 type CheckpointStats struct {
 	Frozen, Dump time.Duration
 	ImageBytes   int64
+	// PreDumps is the number of pre-dumps made while the job ran (pre-copy,
+	// where the machine supports it), PreDump their time together.
+	PreDumps int
+	PreDump  time.Duration
 }
 
 // Restorer is a Runner that can bring back a checkpointed job from an

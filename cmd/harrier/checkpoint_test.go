@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"harrier.dev/harrier/checkpoint"
 )
 
 // checkpointConfig lets CRIU dump the slot's jobs: on machines whose root
@@ -70,6 +73,36 @@ func TestMigration(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(p.dir, "spool", "checkpoints", "root", "1.0.ckpt")); !os.IsNotExist(err) {
 		t.Errorf("the image outlived the job: %v", err)
+	}
+	checkPreCopy(t, p.dir)
+}
+
+// checkPreCopy checks that the starters' checkpoints made pre-dumps just
+// where CRIU says this machine tracks dirty memory: elsewhere each is one
+// full dump, as before pre-copy.
+func checkPreCopy(t *testing.T, poolDir string) {
+	t.Helper()
+	f, err := checkpoint.Probe(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs, _ := filepath.Glob(filepath.Join(poolDir, "execute", "*", "starter.*.log"))
+	var sent []string
+	for _, l := range logs {
+		b, _ := os.ReadFile(l)
+		for line := range strings.Lines(string(b)) {
+			if strings.Contains(line, "checkpoint sent") {
+				sent = append(sent, line)
+			}
+		}
+	}
+	if len(sent) == 0 {
+		t.Fatalf("no starter logged a checkpoint sent (logs %v)", logs)
+	}
+	for _, line := range sent {
+		if none := strings.Contains(line, "pre_dumps=0 "); none == f.PreCopy {
+			t.Errorf("pre-copy supported: %v, yet the starter logged %s", f.PreCopy, line)
+		}
 	}
 }
 

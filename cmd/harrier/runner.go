@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -101,14 +101,20 @@ func (c containerJob) Checkpoint(ctx context.Context, imageDir string, leaveRunn
 	if err != nil {
 		return starter.CheckpointStats{}, err
 	}
-	st := starter.CheckpointStats{Frozen: res.Stats.Frozen, Dump: res.Wall}
-	if fi, err := os.ReadDir(imageDir); err == nil {
-		for _, e := range fi {
-			if info, err := e.Info(); err == nil {
+	st := starter.CheckpointStats{Frozen: res.Stats.Frozen, Dump: res.Wall, PreDumps: len(res.PreDumps)}
+	for _, p := range res.PreDumps {
+		st.PreDump += p.Wall
+	}
+	// The pre-dumps of a pre-copy image are in its subdirectories. The
+	// size is a figure for the job ad: what cannot be read is left out.
+	_ = filepath.WalkDir(imageDir, func(_ string, e fs.DirEntry, err error) error {
+		if err == nil && e.Type().IsRegular() {
+			if info, ierr := e.Info(); ierr == nil {
 				st.ImageBytes += info.Size()
 			}
 		}
-	}
+		return nil
+	})
 	return st, nil
 }
 
