@@ -1,16 +1,17 @@
 package checkpoint
 
 import (
-	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
+	"unsafe"
 
 	"github.com/opencontainers/runc/libcontainer"
+	"golang.org/x/sys/unix"
 )
 
 // ErrNoPreCopy reports that CRIU cannot track dirty memory here (the
@@ -24,25 +25,52 @@ type Features struct {
 	PreCopy bool
 }
 
-// Probe asks CRIU which optional features this machine has.
+// Probe finds which optional features this machine has for CRIU. It
+// looks at the kernel itself rather than running "criu check --feature
+// mem_dirty_track": CRIU's check probes the whole kernel (kerndat) as it
+// goes, and while it does, processes elsewhere on the machine were seen to
+// fail to fork, which no running job may suffer.
 func Probe(ctx context.Context) (Features, error) {
-	path, err := exec.LookPath("criu")
+	if err := ctx.Err(); err != nil {
+		return Features{}, fmt.Errorf("probe: %w", err)
+	}
+	ok, err := softDirty()
 	if err != nil {
-		return Features{}, fmt.Errorf("probe criu: %w", err)
+		return Features{}, fmt.Errorf("probe soft-dirty tracking: %w", err)
 	}
-	var out bytes.Buffer
-	cmd := exec.CommandContext(ctx, path, "check", "--feature", "mem_dirty_track")
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-		return Features{PreCopy: true}, nil
-	case errors.As(err, &exit) && ctx.Err() == nil:
-		return Features{}, nil // CRIU ran and said no
-	default:
-		return Features{}, fmt.Errorf("probe criu: %w: %s", err, bytes.TrimSpace(out.Bytes()))
+	return Features{PreCopy: ok}, nil
+}
+
+// softDirty reports whether the kernel tracks soft-dirty pages, which
+// CRIU's pre-dumps need (CONFIG_MEM_SOFT_DIRTY): it clears this process's
+// soft-dirty bits, as CRIU does before a pre-dump, writes a fresh page and
+// reads the page's soft-dirty bit (55) in /proc/self/pagemap, which only a
+// tracking kernel sets.
+func softDirty() (bool, error) {
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("4"), 0); err != nil {
+		if errors.Is(err, unix.EINVAL) {
+			return false, nil
+		}
+		return false, err
 	}
+	size := os.Getpagesize()
+	page, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return false, err
+	}
+	defer unix.Munmap(page)
+	page[0] = 1
+	f, err := os.Open("/proc/self/pagemap")
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	var entry [8]byte
+	addr := uintptr(unsafe.Pointer(unsafe.SliceData(page)))
+	if _, err := f.ReadAt(entry[:], int64(addr/uintptr(size))*8); err != nil {
+		return false, err
+	}
+	return binary.LittleEndian.Uint64(entry[:])&(1<<55) != 0, nil
 }
 
 // PreDump copies the job's memory into opts.ImageDir while the job keeps
