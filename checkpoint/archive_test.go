@@ -134,24 +134,29 @@ func TestCorruptImage(t *testing.T) {
 // manifest a test wants.
 func rawImage(t testing.TB, entries [][2]string) []byte {
 	t.Helper()
+	return handPacked(t, func(tw *tar.Writer) error {
+		for _, e := range entries {
+			if err := tw.WriteHeader(&tar.Header{Name: e[0], Mode: 0o600, Size: int64(len(e[1])), Typeflag: tar.TypeReg}); err != nil {
+				return err
+			}
+			if _, err := tw.Write([]byte(e[1])); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// handPacked compresses the tar stream that write makes, as Pack does.
+func handPacked(t testing.TB, write func(*tar.Writer) error) []byte {
+	t.Helper()
 	var buf bytes.Buffer
 	zw, err := zstd.NewWriter(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tw := tar.NewWriter(zw)
-	for _, e := range entries {
-		if err := tw.WriteHeader(&tar.Header{Name: e[0], Mode: 0o600, Size: int64(len(e[1])), Typeflag: tar.TypeReg}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write([]byte(e[1])); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
+	if err := errors.Join(write(tw), tw.Close(), zw.Close()); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()

@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
-
-	"github.com/klauspost/compress/zstd"
 )
 
 func TestMorePreDumps(t *testing.T) {
@@ -119,45 +117,33 @@ func TestPackRefusesLinkOut(t *testing.T) {
 }
 
 // linkImage builds a packed image of the given tar entries (a link when
-// the entry has a target) with a matching manifest.
+// the entry has a target, else an empty file) with a matching manifest.
 func linkImage(t *testing.T, entries []FileSum) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	zw, err := zstd.NewWriter(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tw := tar.NewWriter(zw)
-	m := Manifest{Version: 1}
-	for _, e := range entries {
-		hdr := &tar.Header{Name: e.Name, Mode: 0o600, Typeflag: tar.TypeReg}
-		if e.Link != "" {
-			hdr.Typeflag, hdr.Linkname = tar.TypeSymlink, e.Link
-		} else {
-			e.SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" // empty
+	return handPacked(t, func(tw *tar.Writer) error {
+		m := Manifest{Version: 1}
+		for _, e := range entries {
+			hdr := &tar.Header{Name: e.Name, Mode: 0o600, Typeflag: tar.TypeReg}
+			if e.Link != "" {
+				hdr.Typeflag, hdr.Linkname = tar.TypeSymlink, e.Link
+			} else {
+				e.SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" // empty
+			}
+			if err := tw.WriteHeader(hdr); err != nil {
+				return err
+			}
+			m.Files = append(m.Files, e)
 		}
-		if err := tw.WriteHeader(hdr); err != nil {
-			t.Fatal(err)
+		mb, err := json.Marshal(m)
+		if err != nil {
+			return err
 		}
-		m.Files = append(m.Files, e)
-	}
-	mb, err := json.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tw.WriteHeader(&tar.Header{Name: ManifestName, Mode: 0o600, Size: int64(len(mb)), Typeflag: tar.TypeReg}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tw.Write(mb); err != nil {
-		t.Fatal(err)
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+		if err := tw.WriteHeader(&tar.Header{Name: ManifestName, Mode: 0o600, Size: int64(len(mb)), Typeflag: tar.TypeReg}); err != nil {
+			return err
+		}
+		_, err = tw.Write(mb)
+		return err
+	})
 }
 
 // TestUnpackRefusesEscapingLinks feeds images whose links would lead out

@@ -351,12 +351,7 @@ func netState(t *testing.T, ns string) string {
 func TestMigrationAcrossHosts(t *testing.T) {
 	n := newNetnsPool(t, "submit", "exec1", "exec2")
 	n.extra = checkpointConfig
-	n.configure("submit", map[string]string{"submit": "matchmaker,agent", "exec1": "startd", "exec2": "startd"})
-	n.daemon("submit", "matchmaker")
-	n.daemon("submit", "agent")
-	n.daemon("exec1", "startd")
-	n.daemon("exec2", "startd")
-	n.waitForSlots("submit", "slot1@exec1", "slot1@exec2")
+	n.start("submit", map[string]string{"submit": "matchmaker,agent", "exec1": "startd", "exec2": "startd"})
 	before := map[string]string{}
 	for name, h := range n.hosts {
 		before[name] = netState(t, h.ns)
@@ -450,13 +445,10 @@ func TestOwnerReturnsJobMigrates(t *testing.T) {
 	kb := openTerminal(t)
 	n := newNetnsPool(t, "submit", "desk", "exec2")
 	n.extra = checkpointConfig
-	n.configure("submit", map[string]string{"submit": "matchmaker,agent", "desk": "startd", "exec2": "startd"})
+	roles := map[string]string{"submit": "matchmaker,agent", "desk": "startd", "exec2": "startd"}
+	n.configure("submit", roles)
 	appendConf(t, filepath.Join(n.hosts["desk"].dir, poolConfigName), fmt.Sprintf(desktopTestConf, kb.path))
-	n.daemon("submit", "matchmaker")
-	n.daemon("submit", "agent")
-	n.daemon("desk", "startd")
-	n.daemon("exec2", "startd")
-	n.waitForSlots("submit", "slot1@desk", "slot1@exec2")
+	n.run(roles)
 
 	work := filepath.Join(n.hosts["submit"].dir, "work")
 	if out, err := exec.Command("cp", "-a", filepath.Join("..", "..", "examples", "migration"), work).CombinedOutput(); err != nil {

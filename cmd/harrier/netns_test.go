@@ -4,9 +4,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -197,6 +199,37 @@ func (n *netnsPool) daemon(host, role string) {
 	n.procs = append(n.procs, cmd)
 }
 
+// start configures the pool with the matchmaker on mm (see configure) and
+// runs it (see run).
+func (n *netnsPool) start(mm string, roles map[string]string) {
+	n.configure(mm, roles)
+	n.run(roles)
+}
+
+// run starts every host's daemons, matchmakers first, then agents, then
+// startds, and waits until the agent's host sees every startd's slot.
+func (n *netnsPool) run(roles map[string]string) {
+	n.t.Helper()
+	hosts := slices.Sorted(maps.Keys(roles))
+	var agentHost string
+	var slots []string
+	for _, role := range []string{"matchmaker", "agent", "startd"} {
+		for _, h := range hosts {
+			if !slices.Contains(strings.Split(roles[h], ","), role) {
+				continue
+			}
+			n.daemon(h, role)
+			switch role {
+			case "agent":
+				agentHost = h
+			case "startd":
+				slots = append(slots, "slot1@"+h)
+			}
+		}
+	}
+	n.waitForSlots(agentHost, slots...)
+}
+
 // waitForSlots waits until the pool's status, asked from host, shows
 // every one of slots.
 func (n *netnsPool) waitForSlots(host string, slots ...string) {
@@ -231,13 +264,7 @@ func (n *netnsPool) tool(host string, args ...string) (string, int) {
 
 func TestMultiHostPoolInNetworkNamespaces(t *testing.T) {
 	n := newNetnsPool(t, "cm", "submit", "exec1", "exec2")
-	n.configure("cm", map[string]string{"cm": "matchmaker", "submit": "agent", "exec1": "startd", "exec2": "startd"})
-	n.daemon("cm", "matchmaker")
-	n.daemon("submit", "agent")
-	n.daemon("exec1", "startd")
-	n.daemon("exec2", "startd")
-
-	n.waitForSlots("submit", "slot1@exec1", "slot1@exec2")
+	n.start("cm", map[string]string{"cm": "matchmaker", "submit": "agent", "exec1": "startd", "exec2": "startd"})
 
 	// One job pinned to each execute host; input and output live only on
 	// the submit host's disk.
@@ -294,11 +321,7 @@ queue host in (exec1, exec2)
 // container) reaches it only through iofs and its shadow.
 func TestRemoteIOAcrossHosts(t *testing.T) {
 	n := newNetnsPool(t, "cm", "submit", "exec1")
-	n.configure("cm", map[string]string{"cm": "matchmaker", "submit": "agent", "exec1": "startd"})
-	n.daemon("cm", "matchmaker")
-	n.daemon("submit", "agent")
-	n.daemon("exec1", "startd")
-	n.waitForSlots("submit", "slot1@exec1")
+	n.start("cm", map[string]string{"cm": "matchmaker", "submit": "agent", "exec1": "startd"})
 	if out, _ := n.tool("submit", "status", "-long"); !strings.Contains(out, `HarrierSandbox = "container"`) {
 		t.Fatalf("exec1 does not run jobs in containers:\n%s", out)
 	}

@@ -13,11 +13,7 @@ import (
 // the job completes.
 func TestRemoteIOOutage(t *testing.T) {
 	n := newNetnsPool(t, "cm", "submit", "exec1")
-	n.configure("cm", map[string]string{"cm": "matchmaker", "submit": "agent", "exec1": "startd"})
-	n.daemon("cm", "matchmaker")
-	n.daemon("submit", "agent")
-	n.daemon("exec1", "startd")
-	n.waitForSlots("submit", "slot1@exec1")
+	n.start("cm", map[string]string{"cm": "matchmaker", "submit": "agent", "exec1": "startd"})
 	work := filepath.Join(n.hosts["submit"].dir, "outage")
 	writeFile(t, filepath.Join(work, "in.txt"), "written on the submit side\n", 0o644)
 	if err := os.Chmod(work, 0o777); err != nil {
