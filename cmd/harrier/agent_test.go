@@ -149,7 +149,15 @@ func TestMaxIdleMaterializesLate(t *testing.T) {
 // start is counted in the job's ad, and the job waits longer before each
 // next try.
 func TestJobThatCannotStartWaits(t *testing.T) {
-	p := startPool(t, 1)
+	private := filepath.Join(t.TempDir(), "private")
+	if err := os.Mkdir(private, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(private, "harrier")
+	if out, err := exec.Command("cp", harrierBin(t), bin).CombinedOutput(); err != nil {
+		t.Fatalf("copy binary: %v: %s", err, out)
+	}
+	p := startPoolFrom(t, bin, 1, "")
 	dir := t.TempDir()
 	_ = os.Chmod(dir, 0o777)
 	id := fmt.Sprintf("%d.0", p.submitAs(t, "nobody", dir, "true.sub", "executable = /bin/true\nqueue\n"))
