@@ -524,3 +524,31 @@ func TestDumpPreCopy(t *testing.T) {
 	checkUnbroken(t, waitCount(t, countsFile, len(before)+5))
 	checkReads(t, filepath.Join(jobDir, "reads.txt"))
 }
+
+// TestDumpForkingJob checkpoints a job that starts programs all the time,
+// as a shell script does. The shell vforks each one, and a process
+// waiting for its vforked child to exec cannot be seized: a dump that
+// freezes the job in that window must not fail.
+func TestDumpForkingJob(t *testing.T) {
+	needCRIU(t)
+	tmp := t.TempDir()
+	root, jobDir := filepath.Join(tmp, "state"), filepath.Join(tmp, "job")
+	if err := os.Mkdir(jobDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := containerConfig(t, "ckpt-forking", jobDir, 64<<20)
+	j := startJob(t, root, "ckpt-forking", cfg, []string{"sh", "-c", "echo 1 >/job/counts.txt; while :; do /bin/true; done"}, nil)
+	defer j.stop(t)
+	// Not before the job runs: until its init has exec'd the shell, the
+	// process is the runtime's, with the host's files mapped.
+	waitCount(t, filepath.Join(jobDir, "counts.txt"), 0)
+	for i := range 8 {
+		start := time.Now()
+		_, err := Dump(context.Background(), j.c, DumpOptions{
+			ImageDir: filepath.Join(tmp, fmt.Sprintf("img%d", i)), LeaveRunning: true, LoopbackOnly: true})
+		if err != nil {
+			t.Fatalf("dump %d (after %v): %v", i, time.Since(start), err)
+		}
+		t.Logf("dump %d: %v", i, time.Since(start))
+	}
+}

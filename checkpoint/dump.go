@@ -152,17 +152,19 @@ func dump(ctx context.Context, c *libcontainer.Container, opts DumpOptions, pre 
 	}
 	err = w.run(ctx, func(ctx context.Context) error {
 		// Freezing the job ourselves spares CRIU's first freezer poll,
-		// a fixed 100 ms of downtime. If the job cannot be frozen at
-		// once (a process in the middle of a slow FUSE request), CRIU
-		// freezes it, with more patience.
-		paused := c.Pause() == nil
+		// a fixed 100 ms of downtime, and keeps CRIU from meeting a
+		// process it cannot seize.
+		paused, err := freezeForDump(ctx, c)
+		if err != nil {
+			return err
+		}
 		if err := ctx.Err(); err != nil {
 			if paused {
 				err = errors.Join(err, thaw(freezer))
 			}
 			return err
 		}
-		err := c.Checkpoint(&libcontainer.CriuOpts{
+		err = c.Checkpoint(&libcontainer.CriuOpts{
 			ImagesDirectory: opts.ImageDir,
 			WorkDirectory:   opts.WorkDir,
 			LeaveRunning:    opts.LeaveRunning,
