@@ -33,6 +33,9 @@ type Policy struct {
 	// without one is not checked. Default 2; negative turns the check
 	// off.
 	DiskFactor float64 `json:"disk_factor,omitempty"`
+	// DiskInterval is how often a job's scratch directory is measured
+	// (the job's DiskUsage, and the check above). Default 30 s.
+	DiskInterval time.Duration `json:"disk_interval,omitempty"`
 }
 
 // Config is how a slot runs its jobs. The zero values of the optional
@@ -46,10 +49,7 @@ type Config struct {
 	// Slot is the slot's short name ("slot1"), required.
 	Slot string
 	Policy
-	// DiskInterval is how often the scratch directory is measured.
-	// Default 30 s.
-	DiskInterval time.Duration
-	Logger       *slog.Logger // default slog.Default()
+	Logger *slog.Logger // default slog.Default()
 }
 
 const (

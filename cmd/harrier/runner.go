@@ -151,6 +151,8 @@ func starterUsage(u sandbox.Usage) starter.Usage {
 //	DISK_LIMIT_FACTOR   hold a job whose scratch holds more than this times
 //	                    the request_disk its submit file gives (default 2;
 //	                    negative: never)
+//	DISK_CHECK_INTERVAL seconds between measures of a job's scratch
+//	                    directory (default 30)
 func writeSandboxPolicy(pc *poolConfig, executeDir string) error {
 	allowRoot, err1 := pc.c.Bool("ALLOW_ROOT_JOBS", false)
 	pids, err2 := pc.c.Int("SLOT_PIDS_LIMIT", 0)
@@ -164,11 +166,12 @@ func writeSandboxPolicy(pc *poolConfig, executeDir string) error {
 			err4 = fmt.Errorf("DISK_LIMIT_FACTOR %q: not a number", v)
 		}
 	}
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
+	diskInterval, err5 := pc.c.Duration("DISK_CHECK_INTERVAL", 0)
+	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 		return fmt.Errorf("sandbox policy: %w", err)
 	}
 	return sandbox.WritePolicy(sandbox.StateRoot(executeDir), sandbox.Policy{
 		User: pc.c.String("SLOT_USER", ""), AllowRoot: allowRoot, PidsLimit: pids,
-		CPUQuota: quota, DiskFactor: factor,
+		CPUQuota: quota, DiskFactor: factor, DiskInterval: diskInterval,
 	})
 }

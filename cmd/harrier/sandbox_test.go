@@ -192,21 +192,22 @@ func mustRead(t *testing.T, path string) string {
 	return string(b)
 }
 
-// TestScratchDiskLimit runs two jobs past the sandbox's first measure of
-// their scratch directories (every 30 s). The one without request_disk
-// writes a few KiB, more than twice its default request (the size of its
-// executable), and is not held: that default is an estimate, not a
-// limit. The one with request_disk = 100KB writes 2 MiB and is held.
+// TestScratchDiskLimit runs two jobs past the sandbox's first measures
+// of their scratch directories (every DISK_CHECK_INTERVAL). The one
+// without request_disk writes a few KiB, more than twice its default
+// request (the size of its executable), and is not held: that default is
+// an estimate, not a limit. The one with request_disk = 100KB writes
+// 2 MiB and is held.
 func TestScratchDiskLimit(t *testing.T) {
 	if err := sandbox.Available(); err != nil {
 		t.Skipf("containers not available: %v", err)
 	}
-	p := startPoolWith(t, 1, "SANDBOX = container\nNUM_SLOTS = 2")
+	p := startPoolWith(t, 1, "SANDBOX = container\nNUM_SLOTS = 2\nDISK_CHECK_INTERVAL = 1\n")
 	dir := t.TempDir()
 	_ = os.Chmod(dir, 0o777)
 	writeFile(t, filepath.Join(dir, "write.sh"), `#!/bin/sh
 head -c "$1" /dev/zero > "$_CONDOR_SCRATCH_DIR/data"
-sleep 40
+sleep 5
 echo "wrote $1"
 `, 0o755)
 	small := p.submit(t, dir, "small.sub", "executable = write.sh\narguments = 8192\noutput = small.out\nlog = small.log\nqueue\n")
