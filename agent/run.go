@@ -192,11 +192,17 @@ func (a *Agent) useClaim(ctx context.Context, c *claim, r *run) {
 			ev  shadow.Event
 			err error
 		)
-		if sp == nil {
-			sp, err = a.startShadow(c.owner)
-		}
-		if err == nil {
-			ev, err = a.runShadow(ctx, sp, r, ad)
+		if action, reason := r.stopAction(); action != actionNone {
+			// Removed or held while the slot was being claimed: the job
+			// is not started only to be stopped.
+			ev = shadow.Event{Type: shadow.EventFailed, Reason: reason}
+		} else {
+			if sp == nil {
+				sp, err = a.startShadow(c.owner)
+			}
+			if err == nil {
+				ev, err = a.runShadow(ctx, sp, r, ad)
+			}
 		}
 		if err != nil {
 			a.log.Error("shadow", "job", r.id, "err", err)
