@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 	"unsafe"
 
 	"github.com/opencontainers/runc/libcontainer"
@@ -124,8 +125,8 @@ func morePreDumps(written []uint64) bool {
 // Where f.PreCopy is false, or opts.Parent is set, it is exactly Dump.
 // A pre-dump that fails is logged and dropped: the checkpoint goes on
 // with a full dump, unless CRIU is stuck (ErrStuck) or ctx is done,
-// which end the checkpoint with the error. Each pre-dump has its own
-// opts.Timeout.
+// which end the checkpoint with the error. opts.Timeout bounds the
+// whole: the pre-dumps share its first half.
 func DumpPreCopy(ctx context.Context, c *libcontainer.Container, f Features, opts DumpOptions) (*Result, error) {
 	if !f.PreCopy || opts.Parent != "" {
 		return Dump(ctx, c, opts)
@@ -145,10 +146,14 @@ func DumpPreCopy(ctx context.Context, c *libcontainer.Container, f Features, opt
 		pres    []PreDumpStats
 		written []uint64
 	)
-	for morePreDumps(written) {
+	// The whole checkpoint keeps to o.Timeout: the pre-dumps share its
+	// first half, and the final dump has what is left.
+	deadline := time.Now().Add(o.Timeout)
+	preDeadline := time.Now().Add(o.Timeout / 2)
+	for morePreDumps(written) && time.Until(preDeadline) > 0 {
 		n := len(pres) + 1
 		po := DumpOptions{
-			ImageDir: filepath.Join(staging, preDumpName(n)), Timeout: o.Timeout, Grace: o.Grace,
+			ImageDir: filepath.Join(staging, preDumpName(n)), Timeout: time.Until(preDeadline), Grace: o.Grace,
 			AbortFUSE: o.AbortFUSE, LoopbackOnly: o.LoopbackOnly, Logger: o.Logger,
 		}
 		if n > 1 {
@@ -171,6 +176,7 @@ func DumpPreCopy(ctx context.Context, c *libcontainer.Container, f Features, opt
 	if len(pres) > 0 {
 		o.Parent = filepath.Join("..", filepath.Base(staging), preDumpName(len(pres)))
 	}
+	o.Timeout = time.Until(deadline)
 	res, err := Dump(ctx, c, o)
 	if err != nil || len(pres) == 0 {
 		return res, err
