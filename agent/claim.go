@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"harrier.dev/harrier/classad"
-	"harrier.dev/harrier/shadow"
 	"harrier.dev/harrier/wire"
 )
 
@@ -25,8 +24,8 @@ const claimRetryInterval = time.Second
 // here, as there is no shadow to complete it.
 func (a *Agent) requestClaim(ctx context.Context, c *claim, r *run, ad *classad.ClassAd) (machineAd string, ok bool) {
 	defer func() {
-		if action, reason := r.stopAction(); !ok && (action == actionRemove || action == actionHold) {
-			a.finished(ctx, r, shadow.Event{Type: shadow.EventFailed, Reason: reason})
+		if !ok {
+			a.completeStop(ctx, r)
 		}
 	}()
 	req := &wire.RequestClaimRequest{Slot: c.slot, ClaimId: c.id, JobAd: ad.String(), Agent: a.cfg.Name}

@@ -157,6 +157,9 @@ func (a *Agent) endRun(r *run) {
 func (a *Agent) useClaim(ctx context.Context, c *claim, r *run) {
 	ad, ok := a.queue.Get(r.id)
 	if !ok || a.jobs.status(r.id) != Idle {
+		if ok {
+			a.completeStop(ctx, r)
+		}
 		a.endRun(r)
 		return
 	}
@@ -192,17 +195,17 @@ func (a *Agent) useClaim(ctx context.Context, c *claim, r *run) {
 			ev  shadow.Event
 			err error
 		)
-		if action, reason := r.stopAction(); action != actionNone {
-			// Removed or held while the slot was being claimed: the job
-			// is not started only to be stopped.
-			ev = shadow.Event{Type: shadow.EventFailed, Reason: reason}
-		} else {
-			if sp == nil {
-				sp, err = a.startShadow(c.owner)
-			}
-			if err == nil {
-				ev, err = a.runShadow(ctx, sp, r, ad)
-			}
+		// Removed or held while the slot was being claimed: the job is
+		// not started only to be stopped.
+		if a.completeStop(ctx, r) {
+			a.endRun(r)
+			return
+		}
+		if sp == nil {
+			sp, err = a.startShadow(c.owner)
+		}
+		if err == nil {
+			ev, err = a.runShadow(ctx, sp, r, ad)
 		}
 		if err != nil {
 			a.log.Error("shadow", "job", r.id, "err", err)
@@ -221,6 +224,18 @@ func (a *Agent) useClaim(ctx context.Context, c *claim, r *run) {
 			return
 		}
 	}
+}
+
+// completeStop completes a removal or hold asked for while r's job had
+// no shadow to complete it (see stopRun), and reports whether there was
+// one.
+func (a *Agent) completeStop(ctx context.Context, r *run) bool {
+	action, reason := r.stopAction()
+	if action != actionRemove && action != actionHold {
+		return false
+	}
+	a.finished(ctx, r, shadow.Event{Type: shadow.EventFailed, Reason: reason})
+	return true
 }
 
 // nextJobFor picks the next idle job of the claim's owner that matches the
