@@ -28,9 +28,9 @@ type Features struct {
 
 // Probe finds which optional features this machine has for CRIU. It
 // looks at the kernel itself rather than running "criu check --feature
-// mem_dirty_track": CRIU's check probes the whole kernel (kerndat) as it
-// goes, and while it does, processes elsewhere on the machine were seen to
-// fail to fork, which no running job may suffer.
+// mem_dirty_track", which starts a process that probes the whole kernel
+// (kerndat) to answer: the bit CRIU's pre-dumps rely on is read here in
+// a few microseconds.
 func Probe(ctx context.Context) (Features, error) {
 	if err := ctx.Err(); err != nil {
 		return Features{}, fmt.Errorf("probe: %w", err)
