@@ -22,7 +22,7 @@ import (
 
 // memJobConfig runs this test binary in the container as a job holding
 // memory.
-func memJobConfig(b *testing.B, id, jobDir string, mib int) *configs.Config {
+func memJobConfig(b testing.TB, id, jobDir string, mib int) *configs.Config {
 	exe, err := os.Executable()
 	if err != nil {
 		b.Fatal(err)
@@ -38,7 +38,7 @@ func memJobConfig(b *testing.B, id, jobDir string, mib int) *configs.Config {
 }
 
 // waitOutput waits until the job has printed more than n bytes.
-func waitOutput(b *testing.B, out *syncBuffer, n int) {
+func waitOutput(b testing.TB, out *syncBuffer, n int) {
 	for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
 		if s := out.String(); len(s) > n {
 			if strings.Contains(s, "corrupted") {

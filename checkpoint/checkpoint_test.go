@@ -552,3 +552,41 @@ func TestDumpForkingJob(t *testing.T) {
 		t.Logf("dump %d: %v", i, time.Since(start))
 	}
 }
+
+// TestDumpGivesUpOnVfork: a job that stays in a vfork cannot be
+// checkpointed. Dump gives up once it has waited long enough, with
+// ErrVfork, instead of leaving the job frozen through CRIU's 10 s
+// timeout, and the job goes on running.
+func TestDumpGivesUpOnVfork(t *testing.T) {
+	needCRIU(t)
+	tmp := t.TempDir()
+	root, jobDir := filepath.Join(tmp, "state"), filepath.Join(tmp, "job")
+	if err := os.Mkdir(jobDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := memJobConfig(t, "ckpt-vfork", jobDir, 0)
+	j := startJob(t, root, "ckpt-vfork", cfg, []string{"/harrier-ckpt-test"}, []string{roleEnv + "=vforkjob"})
+	defer j.stop(t)
+	waitOutput(t, j.out, 0)
+	for end := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		pid, err := vforkWaiter(j.c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pid != 0 {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the job does not vfork: %q", j.out.String())
+		}
+	}
+	start := time.Now()
+	_, err := Dump(context.Background(), j.c, DumpOptions{ImageDir: filepath.Join(tmp, "img"), LeaveRunning: true})
+	if !errors.Is(err, ErrVfork) {
+		t.Fatalf("dump of a job in a vfork: %v, want ErrVfork", err)
+	}
+	t.Logf("gave up after %v: %v", time.Since(start), err)
+	if st, err := j.c.Status(); err != nil || st != libcontainer.Running {
+		t.Errorf("the job after the dump: %v %v, want running", st, err)
+	}
+}

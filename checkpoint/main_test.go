@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -54,6 +55,8 @@ func TestMain(m *testing.M) {
 		os.Exit(serveFUSE(os.Args[1], os.Args[2]))
 	case "memjob":
 		os.Exit(memJob(os.Args[1]))
+	case "vforkjob":
+		os.Exit(vforkJob())
 	}
 	dir, err := os.MkdirTemp("", "ckpt-rootfs")
 	if err != nil {
@@ -415,4 +418,41 @@ func memJob(mib string) int {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// vforkJob stays in a vfork: it waits for a child that sleeps for an
+// hour instead of exec'ing, as a shell waits for the child it vforked
+// until that child has exec'd its command.
+func vforkJob() int {
+	fmt.Println("vforking")
+	for {
+		pid, errno := vforkSleeper()
+		if errno != 0 {
+			fmt.Println("clone:", errno)
+			return 1
+		}
+		var ws unix.WaitStatus
+		_, _ = unix.Wait4(int(pid), &ws, 0, nil)
+	}
+}
+
+// childSleep is how long vforkSleeper's child sleeps: a global, so that
+// the child, a copy of a Go process with one thread left, allocates
+// nothing.
+var childSleep = unix.Timespec{Sec: 3600}
+
+// vforkSleeper clones with CLONE_VFORK, so that the caller waits until
+// the child exits (without CLONE_VM the child has its own copy of the
+// memory, like a fork), and the child sleeps, making raw system calls
+// only, as the child of syscall.ForkExec does.
+//
+//go:nosplit
+func vforkSleeper() (uintptr, unix.Errno) {
+	pid, _, errno := unix.RawSyscall(unix.SYS_CLONE, unix.CLONE_VFORK|uintptr(unix.SIGCHLD), 0, 0)
+	if errno != 0 || pid != 0 {
+		return pid, errno
+	}
+	unix.RawSyscall(unix.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&childSleep)), 0, 0)
+	unix.RawSyscall(unix.SYS_EXIT_GROUP, 0, 0, 0)
+	return 0, 0
 }
