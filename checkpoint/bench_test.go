@@ -79,9 +79,7 @@ func BenchmarkMigrate(b *testing.B) {
 func benchMigrate(b *testing.B, mib int, loopbackOnly bool) {
 	b.ReportAllocs()
 	ctx := context.Background()
-	tmp := b.TempDir()
-	root, jobDir := filepath.Join(tmp, "state"), filepath.Join(tmp, "job")
-	os.Mkdir(jobDir, 0o755)
+	tmp, root, jobDir := jobDirs(b)
 	images := tmp
 	if d := os.Getenv("HARRIER_CHECKPOINT_BENCH_DIR"); d != "" {
 		var err error

@@ -82,11 +82,7 @@ func TestDumpRestore(t *testing.T) {
 
 func testDumpRestore(t *testing.T, loopbackOnly bool) {
 	ctx := context.Background()
-	tmp := t.TempDir()
-	root, jobDir := filepath.Join(tmp, "state"), filepath.Join(tmp, "job")
-	if err := os.Mkdir(jobDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	tmp, root, jobDir := jobDirs(t)
 	writeInput(t, jobDir)
 	id := fmt.Sprintf("ckpt-plain-%v", loopbackOnly)
 	cfg := containerConfig(t, id, jobDir, 256<<20)
@@ -307,11 +303,7 @@ func TestWatchdogAbortFUSE(t *testing.T) {
 func TestResumeFromLastCheckpoint(t *testing.T) {
 	needCRIU(t)
 	ctx := context.Background()
-	tmp := t.TempDir()
-	root, jobDir := filepath.Join(tmp, "state"), filepath.Join(tmp, "job")
-	if err := os.Mkdir(jobDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	tmp, root, jobDir := jobDirs(t)
 	writeInput(t, jobDir)
 	cfg := containerConfig(t, "ckpt-periodic", jobDir, 256<<20)
 	args := []string{"sh", "-c", countScript}
@@ -469,11 +461,7 @@ func TestDumpPreCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("pre-copy supported: %v", f.PreCopy)
-	tmp := t.TempDir()
-	root, jobDir := filepath.Join(tmp, "state"), filepath.Join(tmp, "job")
-	if err := os.Mkdir(jobDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	tmp, root, jobDir := jobDirs(t)
 	writeInput(t, jobDir)
 	id := "ckpt-precopy"
 	cfg := containerConfig(t, id, jobDir, 256<<20)
@@ -531,11 +519,7 @@ func TestDumpPreCopy(t *testing.T) {
 // freezes the job in that window must not fail.
 func TestDumpForkingJob(t *testing.T) {
 	needCRIU(t)
-	tmp := t.TempDir()
-	root, jobDir := filepath.Join(tmp, "state"), filepath.Join(tmp, "job")
-	if err := os.Mkdir(jobDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	tmp, root, jobDir := jobDirs(t)
 	cfg := containerConfig(t, "ckpt-forking", jobDir, 64<<20)
 	j := startJob(t, root, "ckpt-forking", cfg, []string{"sh", "-c", "echo 1 >/job/counts.txt; while :; do /bin/true; done"}, nil)
 	defer j.stop(t)
@@ -559,11 +543,7 @@ func TestDumpForkingJob(t *testing.T) {
 // timeout, and the job goes on running.
 func TestDumpGivesUpOnVfork(t *testing.T) {
 	needCRIU(t)
-	tmp := t.TempDir()
-	root, jobDir := filepath.Join(tmp, "state"), filepath.Join(tmp, "job")
-	if err := os.Mkdir(jobDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	tmp, root, jobDir := jobDirs(t)
 	cfg := memJobConfig(t, "ckpt-vfork", jobDir, 0)
 	j := startJob(t, root, "ckpt-vfork", cfg, []string{"/harrier-ckpt-test"}, []string{roleEnv + "=vforkjob"})
 	defer j.stop(t)

@@ -178,6 +178,19 @@ func newProcess(args []string, env []string) (*libcontainer.Process, *syncBuffer
 		Cwd: "/job", Stdout: out, Stderr: out, Init: true}, out
 }
 
+// jobDirs makes a test's directories: a temporary one, and in it the
+// containers' state root (not made: libcontainer makes it) and the job's
+// directory, which containerConfig binds at /job.
+func jobDirs(t testing.TB) (tmp, root, jobDir string) {
+	t.Helper()
+	tmp = t.TempDir()
+	root, jobDir = filepath.Join(tmp, "state"), filepath.Join(tmp, "job")
+	if err := os.Mkdir(jobDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return tmp, root, jobDir
+}
+
 // startJob runs args in a new container.
 func startJob(t testing.TB, root, id string, cfg *configs.Config, args, env []string) *job {
 	t.Helper()
