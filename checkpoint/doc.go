@@ -18,13 +18,13 @@
 //     its working directory is gone).
 //   - Dump freezes the job itself just before CRIU starts: CRIU, finding
 //     the cgroup frozen, skips its freezer polling, whose first round is
-//     a fixed 100 ms of downtime. It also freezes it at a moment when no
+//     a fixed 100 ms of downtime. It freezes it at a moment when no
 //     process waits for a vforked child to exec: CRIU cannot seize such
-//     a process and fails after 10 s, and shells vfork every command. With LoopbackOnly it also leaves the
-//     job's network namespace (only a loopback, as the sandbox makes it)
-//     out of the image, which spares CRIU's ip and iptables runs while
-//     the job is frozen; Restore then brings the loopback up in the
-//     fresh namespace CRIU makes.
+//     a process and fails after 10 s, and shells vfork every command.
+//     With LoopbackOnly it also leaves the job's network namespace (only
+//     a loopback, as the sandbox makes it) out of the image, which spares
+//     CRIU's ip and iptables runs while the job is frozen; Restore then
+//     brings the loopback up in the fresh namespace CRIU makes.
 //   - A restore changes only the sources of the container's bind mounts:
 //     CRIU treats them as external mounts and binds whatever is at the
 //     new source, so the caller mounts the new FUSE server first and

@@ -153,11 +153,7 @@ func TestJobThatCannotStartWaits(t *testing.T) {
 	if err := os.Mkdir(private, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(private, "harrier")
-	if out, err := exec.Command("cp", harrierBin(t), bin).CombinedOutput(); err != nil {
-		t.Fatalf("copy binary: %v: %s", err, out)
-	}
-	p := startPoolFrom(t, bin, 1, "")
+	p := startPoolFrom(t, copyBinary(t, private), 1, "")
 	dir := t.TempDir()
 	_ = os.Chmod(dir, 0o777)
 	id := fmt.Sprintf("%d.0", p.submitAs(t, "nobody", dir, "true.sub", "executable = /bin/true\nqueue\n"))

@@ -251,12 +251,19 @@ func TestHoldReleaseRemove(t *testing.T) {
 // the test binary sits in a directory only root may enter.
 func publicBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "harrier")
-	if out, err := exec.Command("cp", harrierBin(t), bin).CombinedOutput(); err != nil {
-		t.Fatalf("copy binary: %v: %s", err, out)
-	}
+	bin := copyBinary(t, t.TempDir())
 	for d := filepath.Dir(bin); d != "/" && d != "/tmp"; d = filepath.Dir(d) {
 		_ = os.Chmod(d, 0o755)
+	}
+	return bin
+}
+
+// copyBinary copies the test binary into dir as harrier.
+func copyBinary(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "harrier")
+	if out, err := exec.Command("cp", harrierBin(t), bin).CombinedOutput(); err != nil {
+		t.Fatalf("copy binary: %v: %s", err, out)
 	}
 	return bin
 }
