@@ -37,8 +37,9 @@ type Config struct {
 	Queue Queue
 	// TLS serves the Agent service; ClientTLS dials the matchmaker and startds.
 	TLS, ClientTLS *tls.Config
-	// CertPEM, KeyPEM and CAPEM are handed to shadows.
-	CertPEM, KeyPEM, CAPEM []byte
+	// CAPEM is the pool CA's certificate, handed to shadows so that they
+	// know the starters of the pool. Shadows get no key of the agent's.
+	CAPEM []byte
 	// MatchmakerAddr is the collector's address.
 	MatchmakerAddr string
 	// FlockTo lists further matchmakers, in order, that the agent also

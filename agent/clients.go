@@ -8,45 +8,62 @@ import (
 
 	"google.golang.org/grpc"
 
+	"harrier.dev/harrier/pki"
 	"harrier.dev/harrier/wire"
 )
 
-// clients caches one connection per peer address.
+// clients caches one connection per peer address and role. Each dial
+// insists on the role it expects at the other end: the agent tells its
+// claims only to startds and its jobs only to matchmakers.
 type clients struct {
-	tls   *tls.Config
-	mu    sync.Mutex
-	conns map[string]*grpc.ClientConn
+	startd, matchmaker *tls.Config
+	mu                 sync.Mutex
+	conns              map[peerAddr]*grpc.ClientConn
+}
+
+type peerAddr struct {
+	addr string
+	role pki.Role
 }
 
 func newClients(cfg *tls.Config) *clients {
-	return &clients{tls: cfg, conns: make(map[string]*grpc.ClientConn)}
+	return &clients{
+		startd:     pki.ExpectRole(cfg, pki.RoleStartd),
+		matchmaker: pki.ExpectRole(cfg, pki.RoleMatchmaker),
+		conns:      make(map[peerAddr]*grpc.ClientConn),
+	}
 }
 
-func (c *clients) conn(addr string) (*grpc.ClientConn, error) {
+func (c *clients) conn(addr string, role pki.Role) (*grpc.ClientConn, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if cc, ok := c.conns[addr]; ok {
+	k := peerAddr{addr, role}
+	if cc, ok := c.conns[k]; ok {
 		return cc, nil
 	}
-	cc, err := wire.Dial(addr, c.tls)
+	cfg := c.startd
+	if role == pki.RoleMatchmaker {
+		cfg = c.matchmaker
+	}
+	cc, err := wire.Dial(addr, cfg)
 	if err != nil {
 		return nil, err
 	}
-	c.conns[addr] = cc
+	c.conns[k] = cc
 	return cc, nil
 }
 
 func (c *clients) close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for addr, cc := range c.conns {
+	for k, cc := range c.conns {
 		cc.Close()
-		delete(c.conns, addr)
+		delete(c.conns, k)
 	}
 }
 
 func (c *clients) requestClaim(ctx context.Context, addr string, req *wire.RequestClaimRequest) (*wire.RequestClaimReply, error) {
-	cc, err := c.conn(addr)
+	cc, err := c.conn(addr, pki.RoleStartd)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +75,7 @@ func (c *clients) requestClaim(ctx context.Context, addr string, req *wire.Reque
 // keepAlive renews a claim and returns the lease the startd granted (0 if
 // it named none).
 func (c *clients) keepAlive(ctx context.Context, addr, claimID string) (time.Duration, error) {
-	cc, err := c.conn(addr)
+	cc, err := c.conn(addr, pki.RoleStartd)
 	if err != nil {
 		return 0, err
 	}
@@ -72,7 +89,7 @@ func (c *clients) keepAlive(ctx context.Context, addr, claimID string) (time.Dur
 }
 
 func (c *clients) releaseClaim(ctx context.Context, addr, claimID string) {
-	cc, err := c.conn(addr)
+	cc, err := c.conn(addr, pki.RoleStartd)
 	if err != nil {
 		return
 	}
@@ -82,9 +99,23 @@ func (c *clients) releaseClaim(ctx context.Context, addr, claimID string) {
 }
 
 func (c *clients) collector(addr string) (wire.CollectorClient, error) {
-	cc, err := c.conn(addr)
+	cc, err := c.conn(addr, pki.RoleMatchmaker)
 	if err != nil {
 		return nil, err
 	}
 	return wire.NewCollectorClient(cc), nil
+}
+
+// activateClaim has the startd start a starter for a job under a claim
+// this agent holds, telling it where the job's shadow listens, the
+// fingerprint of the shadow's session certificate, and the job's secret.
+func (c *clients) activateClaim(ctx context.Context, addr string, req *wire.ActivateClaimRequest) error {
+	cc, err := c.conn(addr, pki.RoleStartd)
+	if err != nil {
+		return err
+	}
+	cctx, cancel := wire.WithTimeout(ctx)
+	defer cancel()
+	_, err = wire.NewStartdClient(cc).ActivateClaim(cctx, req)
+	return err
 }

@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +16,9 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"harrier.dev/harrier/agent/jobqueue"
 	"harrier.dev/harrier/classad"
@@ -205,7 +210,7 @@ func (a *Agent) useClaim(ctx context.Context, c *claim, r *run) {
 			sp, err = a.startShadow(c.owner)
 		}
 		if err == nil {
-			ev, err = a.runShadow(ctx, sp, r, ad)
+			ev, err = a.runShadow(ctx, sp, c, r, ad)
 		}
 		if err != nil {
 			a.log.Error("shadow", "job", r.id, "err", err)
@@ -358,9 +363,11 @@ func (p *shadowProc) close() {
 	_ = p.cmd.Wait()
 }
 
-// runShadow has the claim's shadow p serve r's job, relays commands to it,
-// and returns the job's final event.
-func (a *Agent) runShadow(ctx context.Context, p *shadowProc, r *run, ad *classad.ClassAd) (shadow.Event, error) {
+// runShadow has the claim's shadow p serve r's job under claim c, relays
+// commands to it, and returns the job's final event. Once the shadow is
+// ready for the job's starter the agent activates the claim itself: the
+// shadow holds no credential that could.
+func (a *Agent) runShadow(ctx context.Context, p *shadowProc, c *claim, r *run, ad *classad.ClassAd) (shadow.Event, error) {
 	host, _, err := net.SplitHostPort(a.cfg.AdvertiseAddr)
 	if err != nil {
 		return shadow.Event{}, fmt.Errorf("agent address %q: %w", a.cfg.AdvertiseAddr, err)
@@ -369,8 +376,11 @@ func (a *Agent) runShadow(ctx context.Context, p *shadowProc, r *run, ad *classa
 	if err != nil {
 		return shadow.Event{}, err
 	}
-	spec := &shadow.Spec{JobAd: ad.String(), ClaimID: r.claimID, StartdAddr: r.startdAddr, ListenHost: host,
-		CertPEM: a.cfg.CertPEM, KeyPEM: a.cfg.KeyPEM, CAPEM: a.cfg.CAPEM,
+	secret, err := newSecret()
+	if err != nil {
+		return shadow.Event{}, err
+	}
+	spec := &shadow.Spec{JobAd: ad.String(), Secret: secret, ListenHost: host, CAPEM: a.cfg.CAPEM,
 		CheckpointDir: ckptDir, CheckpointKey: r.id.String()}
 	if err := shadow.Write(p.stdin, shadow.Command{Job: spec}); err != nil {
 		p.broken = true
@@ -400,6 +410,7 @@ func (a *Agent) runShadow(ctx context.Context, p *shadowProc, r *run, ad *classa
 		}
 	}()
 
+	var activateErr error
 	for {
 		var ev shadow.Event
 		if err := p.events.Decode(&ev); err != nil {
@@ -410,6 +421,14 @@ func (a *Agent) runShadow(ctx context.Context, p *shadowProc, r *run, ad *classa
 			return shadow.Event{}, fmt.Errorf("read shadow events: %w", err)
 		}
 		switch ev.Type {
+		case shadow.EventReady:
+			req := &wire.ActivateClaimRequest{ClaimId: c.id, JobAd: spec.JobAd, ShadowAddr: ev.Addr,
+				Secret: secret, ShadowFingerprint: ev.Fingerprint}
+			if activateErr = a.activate(ctx, c, req); activateErr != nil {
+				// The shadow gives up on the job and reports its end;
+				// the relay, alive until this function returns, writes it.
+				r.commands <- shadow.Command{Kill: true, Reason: activateErr.Error()}
+			}
 		case shadow.EventExecuting:
 			a.executing(ctx, r, ev)
 		case shadow.EventSuspended, shadow.EventResumed:
@@ -420,9 +439,46 @@ func (a *Agent) runShadow(ctx context.Context, p *shadowProc, r *run, ad *classa
 			a.checkpointed(ctx, r, ev)
 			r.vacated = r.vacated || ev.Vacate
 		default:
+			if activateErr != nil && ev.Type == shadow.EventFailed {
+				ev.Reason = activateErr.Error()
+			}
 			return ev, nil
 		}
 	}
+}
+
+// activate has the claim's startd start the job's starter. On a reused
+// claim the startd may not yet have seen the previous job's starter exit:
+// the slot is still busy for a moment, and activation is tried again.
+func (a *Agent) activate(ctx context.Context, c *claim, req *wire.ActivateClaimRequest) error {
+	ctx, cancel := wire.WithTimeout(ctx)
+	defer cancel()
+	var err error
+	for delay := 5 * time.Millisecond; ; delay = min(2*delay, 200*time.Millisecond) {
+		err = a.client.activateClaim(ctx, c.startdAddr, req)
+		if status.Code(err) != codes.FailedPrecondition {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(delay):
+			continue
+		}
+		break
+	}
+	if err != nil {
+		return fmt.Errorf("activate claim at %s: %w", c.startdAddr, err)
+	}
+	return nil
+}
+
+// newSecret returns a fresh job secret: 256 random bits in hex.
+func newSecret() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("make job secret: %w", err)
+	}
+	return hex.EncodeToString(b), nil
 }
 
 // credentialFor returns the credential a shadow for owner runs with: the

@@ -73,8 +73,14 @@ func newEnvWith(t testing.TB, extra string, opts iofs.Options) *env {
 		t.Fatal(err)
 	}
 	caPath := filepath.Join(base, "ca", pki.CACertFile)
+	// The shadow's server admits starters, which present their startd's
+	// certificate.
 	for _, id := range []string{"shadow", "starter"} {
-		if err := ca.Issue(id, []string{"127.0.0.1"}, filepath.Join(base, id+".pem"), filepath.Join(base, id+".key")); err != nil {
+		identity := id
+		if id == "starter" {
+			identity = "startd@test"
+		}
+		if err := ca.Issue(identity, []string{"127.0.0.1"}, filepath.Join(base, id+".pem"), filepath.Join(base, id+".key")); err != nil {
 			t.Fatal(err)
 		}
 	}

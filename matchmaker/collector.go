@@ -1,6 +1,8 @@
 package matchmaker
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -56,6 +58,23 @@ type adKey struct {
 type storedAd struct {
 	ad      *classad.ClassAd
 	expires time.Time
+	// owner is the identity of the daemon that advertised the ad, or ""
+	// for one stored in-process.
+	owner string
+}
+
+// ErrNotOwner refuses a daemon's change to an ad another daemon
+// advertised and keeps alive: an ad is its advertiser's until it
+// invalidates it or lets its lease run out.
+var ErrNotOwner = errors.New("the ad belongs to another daemon")
+
+// checkOwner reports whether owner may replace or remove old, a live ad
+// or job set of prevOwner.
+func checkOwner(owner, prevOwner string) error {
+	if prevOwner != "" && prevOwner != owner {
+		return fmt.Errorf("%w (%s)", ErrNotOwner, prevOwner)
+	}
+	return nil
 }
 
 // jobSet is the idle-job advertisement of one agent: its resource
@@ -64,6 +83,7 @@ type jobSet struct {
 	reqs    []Request       // in advertised order
 	seen    map[string]bool // every job id advertised
 	expires time.Time
+	owner   string // as in storedAd
 }
 
 // NewCollector returns an empty collector that reads the time from clock.
@@ -83,6 +103,14 @@ func keyOf(typ, name string) adKey { return adKey{strings.ToLower(typ), name} }
 // changed. A refresh that changes only the machine's load or idle time does
 // not count, or every startd's periodic update would run a cycle.
 func (c *Collector) Advertise(typ, name string, ad *classad.ClassAd, lease time.Duration) bool {
+	changed, _ := c.AdvertiseAs("", typ, name, ad, lease)
+	return changed
+}
+
+// AdvertiseAs is Advertise on behalf of the daemon whose verified
+// identity is owner. It fails with ErrNotOwner, storing nothing, if a
+// live ad of the key belongs to another identity.
+func (c *Collector) AdvertiseAs(owner, typ, name string, ad *classad.ClassAd, lease time.Duration) (bool, error) {
 	now := c.clock.Now()
 	k := keyOf(typ, name)
 	c.mu.Lock()
@@ -91,11 +119,16 @@ func (c *Collector) Advertise(typ, name string, ad *classad.ClassAd, lease time.
 	if existed && !now.Before(old.expires) {
 		existed = false
 	}
-	c.ads[k] = storedAd{ad: ad, expires: now.Add(lease)}
-	if k.typ != strings.ToLower(TypeMachine) || state(ad) != StateUnclaimed {
-		return false
+	if existed {
+		if err := checkOwner(owner, old.owner); err != nil {
+			return false, err
+		}
 	}
-	return !existed || state(old.ad) != StateUnclaimed || changedPolicy(old.ad, ad)
+	c.ads[k] = storedAd{ad: ad, expires: now.Add(lease), owner: owner}
+	if k.typ != strings.ToLower(TypeMachine) || state(ad) != StateUnclaimed {
+		return false, nil
+	}
+	return !existed || state(old.ad) != StateUnclaimed || changedPolicy(old.ad, ad), nil
 }
 
 // changedPolicy reports whether a machine's matching policy changed between
@@ -111,14 +144,24 @@ func changedPolicy(old, ad *classad.ClassAd) bool {
 // that the agent advertises again before it hears of the match does not
 // count as new.
 func (c *Collector) AdvertiseJobs(agent, addr string, reqs []Request, lease time.Duration) bool {
+	fresh, _ := c.AdvertiseJobsAs("", agent, addr, reqs, lease)
+	return fresh
+}
+
+// AdvertiseJobsAs is AdvertiseJobs on behalf of the agent whose verified
+// identity is owner; like AdvertiseAs, it refuses to replace another's.
+func (c *Collector) AdvertiseJobsAs(owner, agent, addr string, reqs []Request, lease time.Duration) (bool, error) {
 	now := c.clock.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var prev map[string]bool
 	if old := c.agents[agent]; old != nil && now.Before(old.expires) {
+		if err := checkOwner(owner, old.owner); err != nil {
+			return false, err
+		}
 		prev = old.seen
 	}
-	set := &jobSet{reqs: make([]Request, len(reqs)), seen: make(map[string]bool, len(reqs)), expires: now.Add(lease)}
+	set := &jobSet{reqs: make([]Request, len(reqs)), seen: make(map[string]bool, len(reqs)), expires: now.Add(lease), owner: owner}
 	fresh := false
 	for i, r := range reqs {
 		r.Agent, r.AgentAddr = agent, addr
@@ -129,24 +172,43 @@ func (c *Collector) AdvertiseJobs(agent, addr string, reqs []Request, lease time
 		}
 	}
 	c.agents[agent] = set
-	return fresh
+	return fresh, nil
 }
 
 // Invalidate removes the ad (typ, name) and reports whether it was there.
 // The type "Job" names an agent: its whole set of idle jobs is removed.
 func (c *Collector) Invalidate(typ, name string) bool {
+	gone, _ := c.InvalidateAs("", typ, name)
+	return gone
+}
+
+// InvalidateAs is Invalidate on behalf of the daemon whose verified
+// identity is owner: only a live ad's own advertiser may remove it.
+func (c *Collector) InvalidateAs(owner, typ, name string) (bool, error) {
 	now := c.clock.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if strings.EqualFold(typ, TypeJob) {
 		set, ok := c.agents[name]
+		live := ok && now.Before(set.expires)
+		if live && owner != "" {
+			if err := checkOwner(owner, set.owner); err != nil {
+				return false, err
+			}
+		}
 		delete(c.agents, name)
-		return ok && now.Before(set.expires)
+		return live, nil
 	}
 	k := keyOf(typ, name)
 	old, ok := c.ads[k]
+	live := ok && now.Before(old.expires)
+	if live && owner != "" {
+		if err := checkOwner(owner, old.owner); err != nil {
+			return false, err
+		}
+	}
 	delete(c.ads, k)
-	return ok && now.Before(old.expires)
+	return live, nil
 }
 
 // Query returns the live ads of type typ for which constraint evaluates to

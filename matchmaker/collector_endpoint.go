@@ -2,6 +2,7 @@ package matchmaker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/pki"
 	"harrier.dev/harrier/wire"
 )
 
@@ -29,12 +31,47 @@ func (e *collectorEndpoint) lease(seconds int32) time.Duration {
 	return time.Duration(seconds) * time.Second
 }
 
+// advertisers says which role may advertise each type of ad (lower-case),
+// as HTCondor's ADVERTISE_STARTD and ADVERTISE_SCHEDD permissions do: a
+// startd cannot pass itself off as a submitter, nor an agent as a
+// machine. A type not named here is refused.
+var advertisers = map[string]pki.Role{
+	"machine":   pki.RoleStartd,
+	"scheduler": pki.RoleAgent,
+	"submitter": pki.RoleAgent,
+}
+
+// mayAdvertise checks the caller's role against the ad type and returns
+// the caller's identity, which then owns the ad.
+func mayAdvertise(ctx context.Context, what, typ string) (string, error) {
+	p, ok := wire.PeerOf(ctx)
+	if !ok {
+		return "", status.Errorf(codes.Unauthenticated, "%s: unknown caller", what)
+	}
+	if role, ok := advertisers[strings.ToLower(typ)]; !ok || role != p.Role {
+		return "", status.Errorf(codes.PermissionDenied, "%s: %s may not advertise %s ads", what, p.Identity, typ)
+	}
+	return p.Identity, nil
+}
+
+// ownerError turns the collector's refusal into a status.
+func ownerError(what string, err error) error {
+	if errors.Is(err, ErrNotOwner) {
+		return status.Errorf(codes.PermissionDenied, "%s: %v", what, err)
+	}
+	return status.Errorf(codes.Internal, "%s: %v", what, err)
+}
+
 func (e *collectorEndpoint) Advertise(ctx context.Context, req *wire.AdvertiseRequest) (*wire.AdvertiseReply, error) {
 	if req.Type == "" {
 		return nil, status.Error(codes.InvalidArgument, "advertise: no ad type")
 	}
 	if strings.EqualFold(req.Type, TypeJob) {
 		return nil, status.Error(codes.InvalidArgument, "advertise: job ads go through AdvertiseJobs")
+	}
+	owner, err := mayAdvertise(ctx, "advertise", req.Type)
+	if err != nil {
+		return nil, err
 	}
 	ad, err := classad.Parse(req.Ad)
 	if err != nil {
@@ -47,7 +84,11 @@ func (e *collectorEndpoint) Advertise(ctx context.Context, req *wire.AdvertiseRe
 	if name == "" {
 		return nil, status.Errorf(codes.InvalidArgument, "advertise %s: no name", req.Type)
 	}
-	if e.collector.Advertise(req.Type, name, ad, e.lease(req.LeaseSeconds)) {
+	changed, err := e.collector.AdvertiseAs(owner, req.Type, name, ad, e.lease(req.LeaseSeconds))
+	if err != nil {
+		return nil, ownerError(fmt.Sprintf("advertise %s %q", req.Type, name), err)
+	}
+	if changed {
 		e.kick()
 	}
 	return &wire.AdvertiseReply{}, nil
@@ -57,6 +98,10 @@ func (e *collectorEndpoint) AdvertiseJobs(ctx context.Context, req *wire.Adverti
 	if req.Agent == "" {
 		return nil, status.Error(codes.InvalidArgument, "advertise jobs: no agent name")
 	}
+	p, ok := wire.PeerOf(ctx)
+	if !ok {
+		return nil, status.Error(codes.Unauthenticated, "advertise jobs: unknown caller")
+	}
 	reqs := make([]Request, len(req.Ads))
 	for i, text := range req.Ads {
 		r, err := parseRequest(text)
@@ -65,7 +110,11 @@ func (e *collectorEndpoint) AdvertiseJobs(ctx context.Context, req *wire.Adverti
 		}
 		reqs[i] = r
 	}
-	if e.collector.AdvertiseJobs(req.Agent, req.AgentAddr, reqs, e.lease(req.LeaseSeconds)) || req.Reschedule {
+	fresh, err := e.collector.AdvertiseJobsAs(p.Identity, req.Agent, req.AgentAddr, reqs, e.lease(req.LeaseSeconds))
+	if err != nil {
+		return nil, ownerError("advertise jobs of "+req.Agent, err)
+	}
+	if fresh || req.Reschedule {
 		e.kick()
 	}
 	return &wire.AdvertiseReply{}, nil
@@ -115,7 +164,23 @@ func parseRequest(text string) (Request, error) {
 }
 
 func (e *collectorEndpoint) Invalidate(ctx context.Context, req *wire.InvalidateRequest) (*wire.InvalidateReply, error) {
-	e.collector.Invalidate(req.Type, req.Name)
+	what := fmt.Sprintf("invalidate %s %q", req.Type, req.Name)
+	var owner string
+	if strings.EqualFold(req.Type, TypeJob) {
+		p, ok := wire.PeerOf(ctx)
+		if !ok || p.Role != pki.RoleAgent {
+			return nil, status.Errorf(codes.PermissionDenied, "%s: only agents have job ads", what)
+		}
+		owner = p.Identity
+	} else {
+		var err error
+		if owner, err = mayAdvertise(ctx, what, req.Type); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := e.collector.InvalidateAs(owner, req.Type, req.Name); err != nil {
+		return nil, ownerError(what, err)
+	}
 	return &wire.InvalidateReply{}, nil
 }
 

@@ -8,12 +8,13 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"harrier.dev/harrier/pki"
 	"harrier.dev/harrier/wire"
 )
 
 func TestEndpointRejectsBadInput(t *testing.T) {
 	e := &collectorEndpoint{collector: NewCollector(newFakeClock()), kick: func() {}, defaultLease: time.Minute}
-	ctx := context.Background()
+	ctx := asAgent
 	for name, call := range map[string]func() error{
 		"no type": func() error {
 			_, err := e.Advertise(ctx, &wire.AdvertiseRequest{Name: "x", Ad: "[ a = 1 ]"})
@@ -56,7 +57,7 @@ func TestEndpointRejectsBadInput(t *testing.T) {
 
 func TestEndpointNamesAdFromItsName(t *testing.T) {
 	e := &collectorEndpoint{collector: NewCollector(newFakeClock()), kick: func() {}, defaultLease: time.Minute}
-	ctx := context.Background()
+	ctx := asAgent
 	if _, err := e.Advertise(ctx, &wire.AdvertiseRequest{Type: "Scheduler", Ad: `[ Name = "agent@a"; Addr = "x" ]`}); err != nil {
 		t.Fatal(err)
 	}
@@ -79,8 +80,8 @@ func FuzzEndpoint(f *testing.F) {
 	f.Add("[", "((")
 	f.Fuzz(func(t *testing.T, ad, constraint string) {
 		e := &collectorEndpoint{collector: NewCollector(newFakeClock()), kick: func() {}, defaultLease: time.Minute}
-		ctx := context.Background()
-		_, errMachine := e.Advertise(ctx, &wire.AdvertiseRequest{Type: TypeMachine, Name: "m", Ad: ad})
+		ctx := asAgent
+		_, errMachine := e.Advertise(asStartd, &wire.AdvertiseRequest{Type: TypeMachine, Name: "m", Ad: ad})
 		_, errJobs := e.AdvertiseJobs(ctx, &wire.AdvertiseJobsRequest{Agent: "ag", Ads: []string{ad}})
 		e.Query(ctx, &wire.QueryRequest{Type: TypeMachine, Constraint: constraint})
 		e.Query(ctx, &wire.QueryRequest{Type: TypeJob, Constraint: constraint})
@@ -100,7 +101,7 @@ func FuzzEndpoint(f *testing.F) {
 func TestEndpointAdvertiseJobsKicks(t *testing.T) {
 	kicks := 0
 	e := &collectorEndpoint{collector: NewCollector(newFakeClock()), kick: func() { kicks++ }, defaultLease: time.Minute}
-	ctx := context.Background()
+	ctx := asAgent
 	advertise := func(reschedule bool) int {
 		t.Helper()
 		before := kicks
@@ -118,5 +119,59 @@ func TestEndpointAdvertiseJobsKicks(t *testing.T) {
 	}
 	if n := advertise(true); n != 1 {
 		t.Errorf("the same job, evicted since: %d cycles asked for, want 1", n)
+	}
+}
+
+// Each ad type has its role, and an ad belongs to the daemon that
+// advertised it until its lease runs out: another startd can neither
+// replace nor withdraw it.
+func TestEndpointAdsBelongToTheirAdvertiser(t *testing.T) {
+	clock := newFakeClock()
+	e := &collectorEndpoint{collector: NewCollector(clock), kick: func() {}, defaultLease: time.Minute}
+	machine := &wire.AdvertiseRequest{Type: TypeMachine, Name: "slot1@a", Ad: machineText("slot1@a", StateUnclaimed, 1024, "")}
+	if _, err := e.Advertise(asAgent, machine); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("an agent advertising a machine: %v, want PermissionDenied", err)
+	}
+	if _, err := e.Advertise(asStartd, &wire.AdvertiseRequest{Type: "Scheduler", Name: "agent@a", Ad: "[ a = 1 ]"}); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("a startd advertising a scheduler: %v, want PermissionDenied", err)
+	}
+	if _, err := e.Advertise(asStartd, &wire.AdvertiseRequest{Type: "License", Name: "x", Ad: "[ a = 1 ]"}); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("an ad type nobody may advertise: %v, want PermissionDenied", err)
+	}
+	if _, err := e.Advertise(asStartd, machine); err != nil {
+		t.Fatal(err)
+	}
+	other := wire.WithPeer(context.Background(), wire.Peer{Identity: "startd@b", Role: pki.RoleStartd})
+	hijack := &wire.AdvertiseRequest{Type: TypeMachine, Name: "slot1@a", Ad: machineText("slot1@a", StateUnclaimed, 1, "")}
+	if _, err := e.Advertise(other, hijack); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("another startd replacing the ad: %v, want PermissionDenied", err)
+	}
+	if _, err := e.Invalidate(other, &wire.InvalidateRequest{Type: TypeMachine, Name: "slot1@a"}); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("another startd withdrawing the ad: %v, want PermissionDenied", err)
+	}
+	if _, err := e.Invalidate(asAgent, &wire.InvalidateRequest{Type: TypeMachine, Name: "slot1@a"}); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("an agent withdrawing the ad: %v, want PermissionDenied", err)
+	}
+	if reply, _ := e.Query(asAgent, &wire.QueryRequest{Type: TypeMachine, Constraint: "Memory == 1024"}); len(reply.Ads) != 1 {
+		t.Errorf("the owner's ad is gone or changed: %v", reply.Ads)
+	}
+	otherAgent := wire.WithPeer(context.Background(), wire.Peer{Identity: "agent@b", Role: pki.RoleAgent})
+	jobs := &wire.AdvertiseJobsRequest{Agent: "agent@a", Ads: []string{jobText(1, 0, "a", "")}}
+	if _, err := e.AdvertiseJobs(asAgent, jobs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.AdvertiseJobs(otherAgent, &wire.AdvertiseJobsRequest{Agent: "agent@a"}); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("another agent replacing the jobs: %v, want PermissionDenied", err)
+	}
+	if _, err := e.Invalidate(otherAgent, &wire.InvalidateRequest{Type: TypeJob, Name: "agent@a"}); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("another agent withdrawing the jobs: %v, want PermissionDenied", err)
+	}
+	// Once the owner lets its lease run out, the name is free.
+	clock.Advance(2 * time.Minute)
+	if _, err := e.Advertise(other, hijack); err != nil {
+		t.Errorf("a name whose lease ran out: %v", err)
+	}
+	if _, err := e.Invalidate(other, &wire.InvalidateRequest{Type: TypeMachine, Name: "slot1@a"}); err != nil {
+		t.Errorf("withdrawing one's own ad: %v", err)
 	}
 }

@@ -82,14 +82,14 @@ func startDriver(t *testing.T, n Notifier) (*driver, *collectorEndpoint) {
 func advertiseMachine(t *testing.T, e *collectorEndpoint, name, addr string) {
 	t.Helper()
 	text := machineText(name, StateUnclaimed, 1024, `StartdAddr = "`+addr+`"`)
-	if _, err := e.Advertise(context.Background(), &wire.AdvertiseRequest{Type: TypeMachine, Name: name, Ad: text}); err != nil {
+	if _, err := e.Advertise(asStartd, &wire.AdvertiseRequest{Type: TypeMachine, Name: name, Ad: text}); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func advertiseJobs(t *testing.T, e *collectorEndpoint, agent string, texts ...string) {
 	t.Helper()
-	if _, err := e.AdvertiseJobs(context.Background(), &wire.AdvertiseJobsRequest{Agent: agent, AgentAddr: agent + ":9", Ads: texts}); err != nil {
+	if _, err := e.AdvertiseJobs(asAgent, &wire.AdvertiseJobsRequest{Agent: agent, AgentAddr: agent + ":9", Ads: texts}); err != nil {
 		t.Fatal(err)
 	}
 }

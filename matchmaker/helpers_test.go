@@ -1,12 +1,22 @@
 package matchmaker
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/pki"
+	"harrier.dev/harrier/wire"
+)
+
+// Contexts of calls made to an endpoint directly, as the access check
+// leaves them for a startd and for an agent.
+var (
+	asStartd = wire.WithPeer(context.Background(), wire.Peer{Identity: "startd@test", Role: pki.RoleStartd})
+	asAgent  = wire.WithPeer(context.Background(), wire.Peer{Identity: "agent@test", Role: pki.RoleAgent})
 )
 
 // fakeClock is a Clock that moves only when told.

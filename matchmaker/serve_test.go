@@ -137,7 +137,7 @@ func serveFake(t *testing.T, cfg *tls.Config, register func(*grpc.Server)) strin
 func startMatchmaker(t *testing.T, ca *testCA) string {
 	t.Helper()
 	m, err := New(Config{
-		Logger: quietLogger(), TLS: ca.serverTLS(t, "matchmaker"), ClientTLS: ca.clientTLS(t, "matchmaker"),
+		Logger: quietLogger(), TLS: ca.serverTLS(t, "matchmaker@test"), ClientTLS: ca.clientTLS(t, "matchmaker@test"),
 		Interval: time.Hour, Debounce: time.Millisecond, Name: "negotiator@test",
 	})
 	if err != nil {
@@ -163,16 +163,19 @@ func TestServeTellsBothSides(t *testing.T) {
 	ca := newTestCA(t)
 	agent := &recorder{matched: make(chan string, 4)}
 	startd := startdRecorder{recorder: &recorder{matched: make(chan string, 4)}}
-	agentAddr := serveFake(t, ca.serverTLS(t, "agent"), func(s *grpc.Server) { wire.RegisterAgentServer(s, agent) })
-	startdAddr := serveFake(t, ca.serverTLS(t, "startd"), func(s *grpc.Server) { wire.RegisterStartdServer(s, startd) })
+	agentAddr := serveFake(t, ca.serverTLS(t, "agent@a"), func(s *grpc.Server) { wire.RegisterAgentServer(s, agent) })
+	startdAddr := serveFake(t, ca.serverTLS(t, "startd@a"), func(s *grpc.Server) { wire.RegisterStartdServer(s, startd) })
 	mmAddr := startMatchmaker(t, ca)
 
-	cc, err := wire.Dial(mmAddr, ca.clientTLS(t, "tester"))
-	if err != nil {
-		t.Fatal(err)
+	dial := func(identity string) wire.CollectorClient {
+		cc, err := wire.Dial(mmAddr, ca.clientTLS(t, identity))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cc.Close() })
+		return wire.NewCollectorClient(cc)
 	}
-	defer cc.Close()
-	collector := wire.NewCollectorClient(cc)
+	collector, agentSide := dial("startd@a"), dial("agent@a")
 	ctx := context.Background()
 	if _, err := collector.Advertise(ctx, &wire.AdvertiseRequest{
 		Type: TypeMachine, Name: "slot1@a", LeaseSeconds: 60,
@@ -180,7 +183,7 @@ func TestServeTellsBothSides(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("advertise machine: %v", err)
 	}
-	if _, err := collector.AdvertiseJobs(ctx, &wire.AdvertiseJobsRequest{
+	if _, err := agentSide.AdvertiseJobs(ctx, &wire.AdvertiseJobsRequest{
 		Agent: "agent@a", AgentAddr: agentAddr, LeaseSeconds: 60, Ads: []string{jobText(7, 0, "alice", "")},
 	}); err != nil {
 		t.Fatalf("advertise jobs: %v", err)
@@ -254,8 +257,8 @@ func TestNewRequiresClientCertificates(t *testing.T) {
 func TestNotifierReusesAndDropsConnections(t *testing.T) {
 	ca := newTestCA(t)
 	agent := &recorder{matched: make(chan string, 4)}
-	addr := serveFake(t, ca.serverTLS(t, "agent"), func(s *grpc.Server) { wire.RegisterAgentServer(s, agent) })
-	n := newGRPCNotifier(ca.clientTLS(t, "matchmaker"))
+	addr := serveFake(t, ca.serverTLS(t, "agent@a"), func(s *grpc.Server) { wire.RegisterAgentServer(s, agent) })
+	n := newGRPCNotifier(ca.clientTLS(t, "matchmaker@test"))
 	defer n.Close()
 	ctx := context.Background()
 	conns := func() int {

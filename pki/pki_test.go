@@ -341,32 +341,3 @@ func BenchmarkHandshake(b *testing.B) {
 		}
 	}
 }
-
-func TestConfigsFromPEM(t *testing.T) {
-	p := newPool(t, "alpha")
-	mm := p.issue("matchmaker", "matchmaker@host1")
-	sh := p.issue("shadow", "agent@host2")
-	read := func(path string) []byte {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
-	// A shadow holding its material in memory talks to a daemon whose
-	// configuration came from files, both ways.
-	server, client, err := ConfigsFromPEM(read(sh.Cert), read(sh.Key), read(sh.CA))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fileServer, fileClient := configs(t, mm, mm)
-	for _, pair := range [][2]*tls.Config{{server, fileClient}, {fileServer, client}} {
-		srv, cli := handshake(t, pair[0], pair[1])
-		if srv.err != nil || cli.err != nil {
-			t.Fatalf("handshake: server %v, client %v", srv.err, cli.err)
-		}
-	}
-	if _, _, err := ConfigsFromPEM(read(sh.Cert), read(sh.Key), []byte("not a certificate")); err == nil {
-		t.Error("ConfigsFromPEM accepted a CA without a certificate")
-	}
-}

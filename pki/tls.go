@@ -79,26 +79,6 @@ func clientConfig(cert tls.Certificate, roots *x509.CertPool) *tls.Config {
 	}
 }
 
-// ConfigsFromPEM returns the server and client configurations of
-// ServerConfig and ClientConfig for PEM-encoded material held in memory
-// (a process that may not read the files, such as a shadow running as a
-// job's owner, is handed the bytes).
-func ConfigsFromPEM(certPEM, keyPEM, caPEM []byte) (server, client *tls.Config, err error) {
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		return nil, nil, fmt.Errorf("TLS config: %w", err)
-	}
-	cas, err := parseCerts(caPEM, "CA")
-	if err != nil {
-		return nil, nil, fmt.Errorf("TLS config: %w", err)
-	}
-	roots := x509.NewCertPool()
-	for _, c := range cas {
-		roots.AddCert(c)
-	}
-	return serverConfig(cert, roots), clientConfig(cert, roots), nil
-}
-
 // load reads a key pair and a CA certificate pool.
 func load(certPath, keyPath, caPath string) (tls.Certificate, *x509.CertPool, error) {
 	cert, err := tls.LoadX509KeyPair(certPath, keyPath)

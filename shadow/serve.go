@@ -17,26 +17,28 @@ import (
 )
 
 // claimLink is what the jobs a shadow serves under one claim share, so
-// that only the first pays for it: the TLS configuration built from the
-// spec's material, the connection to the claim's startd, and the server
+// that only the first pays for it: the session certificate and the server
 // the starters reach the shadow at, which passes each call to the job
 // being served. A starter kept for the claim's jobs (see package starter)
 // keeps its connection to that server too.
 type claimLink struct {
-	startdAddr string
-	listenHost string
-	certPEM    []byte
-	startd     *grpc.ClientConn
-	addr       string // of the server
-	srv        *grpc.Server
-	current    atomic.Pointer[jobServer]
+	listenHost  string
+	caPEM       []byte
+	addr        string // of the server
+	fingerprint string // of its session certificate
+	srv         *grpc.Server
+	current     atomic.Pointer[jobServer]
 	// buffers carry the file data of the jobs' remote I/O, lent by the
 	// server's codec; each job's I/O server takes them from here.
 	buffers *wire.Buffers
 }
 
 func newClaimLink(spec *Spec) (*claimLink, error) {
-	server, client, err := pki.ConfigsFromPEM(spec.CertPEM, spec.KeyPEM, spec.CAPEM)
+	session, err := pki.NewSession()
+	if err != nil {
+		return nil, fmt.Errorf("shadow: %w", err)
+	}
+	server, err := session.ServerConfig(spec.CAPEM)
 	if err != nil {
 		return nil, fmt.Errorf("shadow: %w", err)
 	}
@@ -44,14 +46,9 @@ func newClaimLink(spec *Spec) (*claimLink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shadow: listen: %w", err)
 	}
-	conn, err := wire.Dial(spec.StartdAddr, client)
-	if err != nil {
-		lis.Close()
-		return nil, fmt.Errorf("shadow: %w", err)
-	}
 	buffers := wire.NewBuffers()
-	l := &claimLink{startdAddr: spec.StartdAddr, listenHost: spec.ListenHost, certPEM: spec.CertPEM,
-		startd: conn, addr: lis.Addr().String(), buffers: buffers,
+	l := &claimLink{listenHost: spec.ListenHost, caPEM: spec.CAPEM,
+		addr: lis.Addr().String(), fingerprint: session.Fingerprint(), buffers: buffers,
 		srv: grpc.NewServer(append(wire.ServerOptions(server), buffers.ServerOption())...)}
 	wire.RegisterShadowServer(l.srv, shadowRouter{l: l})
 	wire.RegisterShadowIOServer(l.srv, ioRouter{l: l})
@@ -61,13 +58,12 @@ func newClaimLink(spec *Spec) (*claimLink, error) {
 
 // serves reports whether the link can serve the job in spec.
 func (l *claimLink) serves(spec *Spec) bool {
-	return l != nil && l.startdAddr == spec.StartdAddr && l.listenHost == spec.ListenHost && bytes.Equal(l.certPEM, spec.CertPEM)
+	return l != nil && l.listenHost == spec.ListenHost && bytes.Equal(l.caPEM, spec.CAPEM)
 }
 
 func (l *claimLink) close() {
 	if l != nil {
 		l.srv.Stop()
-		l.startd.Close()
 	}
 }
 

@@ -31,6 +31,10 @@ func (v *service) Attach(stream wire.Shadow_AttachServer) error {
 		return status.Error(codes.PermissionDenied, errBadSecret.Error())
 	}
 	s.mu.Lock()
+	if s.gone {
+		s.mu.Unlock()
+		return status.Error(codes.FailedPrecondition, "the job was stopped before its starter attached")
+	}
 	if s.attached {
 		s.mu.Unlock()
 		return status.Error(codes.AlreadyExists, "a starter is already attached")

@@ -16,20 +16,14 @@ package shadow
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/subtle"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	"harrier.dev/harrier/classad"
-	"harrier.dev/harrier/wire"
 )
 
 // How long the shadow waits for its starter to connect after activating the
@@ -50,7 +44,9 @@ type Shadow struct {
 
 	mu       sync.Mutex
 	attached bool
+	gone     bool        // killed before a starter attached
 	kill     chan string // a reason; buffered 1
+	abandon  chan string // a Kill before any starter attached; buffered 1
 	ckpt     chan bool   // a checkpoint request (true: vacate); buffered 1
 	done     chan Event  // the final event of the run
 }
@@ -65,33 +61,42 @@ func newShadow(link *claimLink, spec *Spec, logger *slog.Logger, events func(Eve
 	}
 	cluster, _ := job.EvalInt("ClusterId")
 	proc, _ := job.EvalInt("ProcId")
-	secret := make([]byte, 32)
-	if _, err := rand.Read(secret); err != nil {
-		return nil, fmt.Errorf("shadow: make job secret: %w", err)
-	}
 	files, err := newJobFiles(job)
 	if err != nil {
 		return nil, err
 	}
 	return &Shadow{
-		link:   link,
-		spec:   spec,
-		job:    job,
-		jobID:  fmt.Sprintf("%d.%d", cluster, proc),
-		secret: hex.EncodeToString(secret),
-		logger: logger.With("job", fmt.Sprintf("%d.%d", cluster, proc)),
-		events: events,
-		files:  files,
-		kill:   make(chan string, 1),
-		ckpt:   make(chan bool, 1),
-		done:   make(chan Event, 1),
+		link:    link,
+		spec:    spec,
+		job:     job,
+		jobID:   fmt.Sprintf("%d.%d", cluster, proc),
+		secret:  spec.Secret,
+		logger:  logger.With("job", fmt.Sprintf("%d.%d", cluster, proc)),
+		events:  events,
+		files:   files,
+		kill:    make(chan string, 1),
+		abandon: make(chan string, 1),
+		ckpt:    make(chan bool, 1),
+		done:    make(chan Event, 1),
 	}, nil
 }
 
-// Kill asks the running job to stop; Run then reports EventKilled.
+// Kill asks the running job to stop; Run then reports EventKilled. Before
+// a starter has attached there is no job to stop: Run ends with
+// EventFailed and reason, and a starter that comes later is turned away.
 func (s *Shadow) Kill(reason string) {
+	s.mu.Lock()
+	attached := s.attached
+	if !attached {
+		s.gone = true
+	}
+	s.mu.Unlock()
+	ch := s.kill
+	if !attached {
+		ch = s.abandon
+	}
 	select {
-	case s.kill <- reason:
+	case ch <- reason:
 	default:
 	}
 }
@@ -105,9 +110,12 @@ func (s *Shadow) Checkpoint(vacate bool) {
 	}
 }
 
-// Run activates the claim, serves the starter on the link's server until
-// the job ends, and reports the outcome through events; the final event
-// carries the run's remote I/O statistics.
+// Run reports EventReady (the agent then activates the claim, sending the
+// starter here), serves the starter on the link's server until the job
+// ends, and reports the outcome through events; the final event carries
+// the run's remote I/O statistics. A Kill that comes before the starter
+// has attached ends the run at once with EventFailed: the claim could not
+// be activated, or the agent no longer wants the job run.
 func (s *Shadow) Run(ctx context.Context) {
 	io := newJobIOServer(s)
 	io.lendFrom(s.link.buffers)
@@ -120,59 +128,35 @@ func (s *Shadow) Run(ctx context.Context) {
 		ev.Files = io.Stats()
 		s.events(ev)
 	}
-	if err := s.activate(ctx, s.link.addr); err != nil {
-		s.events(Event{Type: EventFailed, Reason: err.Error()})
-		return
-	}
+	s.events(Event{Type: EventReady, Addr: s.link.addr, Fingerprint: s.link.fingerprint})
 
 	timer := time.NewTimer(attachTimeout)
 	defer timer.Stop()
-	select {
-	case ev := <-s.done:
-		final(ev)
-	case <-timer.C:
-		s.mu.Lock()
-		attached := s.attached
-		s.mu.Unlock()
-		if attached {
-			// The starter is working; wait for the end without a deadline.
-			select {
-			case ev := <-s.done:
-				final(ev)
-			case <-ctx.Done():
-				s.events(Event{Type: EventFailed, Reason: "shadow stopped"})
+	for {
+		select {
+		case ev := <-s.done:
+			final(ev)
+			return
+		case reason := <-s.abandon:
+			final(Event{Type: EventFailed, Reason: reason})
+			return
+		case <-timer.C:
+			if !s.isAttached() {
+				s.events(Event{Type: EventFailed, Reason: "starter did not connect within " + attachTimeout.String()})
+				return
 			}
+			// The starter is working; wait for the end without a deadline.
+		case <-ctx.Done():
+			s.events(Event{Type: EventFailed, Reason: "shadow stopped"})
 			return
 		}
-		s.events(Event{Type: EventFailed, Reason: "starter did not connect within " + attachTimeout.String()})
-	case <-ctx.Done():
-		s.events(Event{Type: EventFailed, Reason: "shadow stopped"})
 	}
 }
 
-func (s *Shadow) activate(ctx context.Context, addr string) error {
-	cctx, cancel := wire.WithTimeout(ctx)
-	defer cancel()
-	req := &wire.ActivateClaimRequest{ClaimId: s.spec.ClaimID, JobAd: s.spec.JobAd, ShadowAddr: addr, Secret: s.secret}
-	var err error
-	// On a reused claim the startd may not yet have seen the previous
-	// job's starter exit: the slot is still busy for a moment.
-	for delay := 5 * time.Millisecond; ; delay = min(2*delay, 200*time.Millisecond) {
-		_, err = wire.NewStartdClient(s.link.startd).ActivateClaim(cctx, req)
-		if status.Code(err) != codes.FailedPrecondition {
-			break
-		}
-		select {
-		case <-cctx.Done():
-		case <-time.After(delay):
-			continue
-		}
-		break
-	}
-	if err != nil {
-		return fmt.Errorf("activate claim at %s: %w", s.spec.StartdAddr, err)
-	}
-	return nil
+func (s *Shadow) isAttached() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.attached
 }
 
 // checkSecret reports whether a starter presented this job's secret.

@@ -6,22 +6,26 @@ import (
 	"io"
 )
 
-// Spec is what the agent tells a shadow about a job to serve: the job, the
-// claim to activate and the credentials to do it with. It travels in a
-// Command on the shadow's standard input.
+// Spec is what the agent tells a shadow about a job to serve. It travels
+// in a Command on the shadow's standard input.
 //
-// The TLS material travels in the spec, not as file names, because the
-// shadow runs as the job's owner and may not read the agent's files.
+// A shadow runs as the job's owner, who can read anything it holds, so it
+// holds nothing that lets the owner act as anyone but themselves for this
+// job: no pool certificate (it serves starters with a session certificate
+// of its own, which they pin, see pki.Session) and no claim id (the agent
+// activates the claim itself). The secret is the job's alone: it proves to
+// this shadow that a starter runs this job.
 type Spec struct {
-	JobAd      string `json:"job_ad"`
-	ClaimID    string `json:"claim_id"`
-	StartdAddr string `json:"startd_addr"`
+	JobAd string `json:"job_ad"`
+	// Secret is what the job's starter presents; the agent gives the
+	// same to the startd when it activates the claim.
+	Secret string `json:"secret"`
 	// ListenHost is the address the shadow listens on; starters on the
 	// execute machines must be able to reach it.
 	ListenHost string `json:"listen_host"`
-	CertPEM    []byte `json:"cert_pem"`
-	KeyPEM     []byte `json:"key_pem"`
-	CAPEM      []byte `json:"ca_pem"`
+	// CAPEM is the pool CA's certificate, by which the shadow knows a
+	// starter: only a startd's certificate is accepted.
+	CAPEM []byte `json:"ca_pem"`
 	// CheckpointDir is the agent's image store for this job's owner, and
 	// CheckpointKey the job's name in it; empty when the job keeps none.
 	CheckpointDir string `json:"checkpoint_dir,omitempty"`
@@ -50,6 +54,10 @@ type Command struct {
 // its standard output.
 type Event struct {
 	Type EventType `json:"type"`
+	// Addr and Fingerprint say where the shadow waits for the job's
+	// starter and which session certificate it presents (EventReady).
+	Addr        string `json:"addr,omitempty"`
+	Fingerprint string `json:"fingerprint,omitempty"`
 	// Host names the execute machine (EventExecuting).
 	Host string `json:"host,omitempty"`
 	// Exit details (EventExited).
@@ -81,6 +89,10 @@ type Event struct {
 type EventType string
 
 const (
+	// EventReady: the shadow waits for the job's starter; the agent now
+	// activates the claim. A Kill before the starter attaches ends the
+	// run with EventFailed.
+	EventReady EventType = "ready"
 	// EventExecuting: the job's process started on the execute machine.
 	EventExecuting EventType = "executing"
 	// EventExited: the job ran to its end (normally or by a signal).
@@ -109,8 +121,8 @@ const (
 
 // check reports a spec that lacks what a shadow cannot work without.
 func (s *Spec) check() error {
-	if s.JobAd == "" || s.ClaimID == "" || s.StartdAddr == "" {
-		return errors.New("shadow spec: job ad, claim id and startd address are required")
+	if s.JobAd == "" || s.Secret == "" || len(s.CAPEM) == 0 {
+		return errors.New("shadow spec: job ad, secret and pool CA are required")
 	}
 	return nil
 }

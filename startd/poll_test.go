@@ -51,7 +51,7 @@ func (h *harness) runJob(t *testing.T, id string) {
 	if r, err := h.client.RequestClaim(ctx, &wire.RequestClaimRequest{Slot: "slot1", ClaimId: id, JobAd: jobAd, Agent: "agent@submit"}); err != nil || !r.Accepted {
 		t.Fatalf("claim: %+v, %v", r, err)
 	}
-	if _, err := h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: id, JobAd: jobAd, ShadowAddr: "10.0.0.1:9"}); err != nil {
+	if _, err := h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: id, JobAd: jobAd, ShadowAddr: "10.0.0.1:9", ShadowFingerprint: "f1", Secret: "s3cret"}); err != nil {
 		t.Fatal(err)
 	}
 	h.waitFile(t, "started")
@@ -160,7 +160,7 @@ func TestActivateChecksStart(t *testing.T) {
 	// The agent reuses its claim for another user's job, one the owner
 	// does not welcome.
 	mallory := strings.Replace(jobAd, `"alice"`, `"mallory"`, 1)
-	_, err := h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: "c1", JobAd: mallory, ShadowAddr: "10.0.0.1:9"})
+	_, err := h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: "c1", JobAd: mallory, ShadowAddr: "10.0.0.1:9", ShadowFingerprint: "f1", Secret: "s3cret"})
 	wantCode(t, err, codes.FailedPrecondition)
 	if st := h.s.slotState("slot1"); st != (Status{Claimed, Idle}) {
 		t.Errorf("slot is %s after a refused activation", st)

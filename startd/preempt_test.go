@@ -35,7 +35,7 @@ func (h *harness) runBob(t *testing.T, slot, c string) {
 	if r, err := h.client.RequestClaim(ctx, &wire.RequestClaimRequest{Slot: slot, ClaimId: c, JobAd: bobJob, Agent: "agent@bob"}); err != nil || !r.Accepted {
 		t.Fatalf("claim: %+v, %v", r, err)
 	}
-	if _, err := h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: c, JobAd: bobJob, ShadowAddr: "10.0.0.1:9"}); err != nil {
+	if _, err := h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: c, JobAd: bobJob, ShadowAddr: "10.0.0.1:9", ShadowFingerprint: "f1", Secret: "s3cret"}); err != nil {
 		t.Fatal(err)
 	}
 	h.waitFile(t, "cwd")
@@ -81,7 +81,7 @@ func TestPreemptingMatchTakesTheSlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.collector.waitStatus(t, slot, Status{Matched, Idle})
-	_, err = h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: "c1", JobAd: bobJob, ShadowAddr: "10.0.0.1:9"})
+	_, err = h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: "c1", JobAd: bobJob, ShadowAddr: "10.0.0.1:9", ShadowFingerprint: "f1", Secret: "s3cret"})
 	wantCode(t, err, codes.NotFound)
 	reply, err = h.client.RequestClaim(ctx, &wire.RequestClaimRequest{Slot: slot, ClaimId: "c2", JobAd: jobAd, Agent: "agent@alice"})
 	if err != nil || !reply.Accepted {
@@ -112,7 +112,7 @@ func TestPreemptingMatchTakesTheSlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.collector.waitStatus(t, slot, Status{Matched, Idle})
-	_, err = h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: "c2", JobAd: jobAd, ShadowAddr: "10.0.0.1:9"})
+	_, err = h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: "c2", JobAd: jobAd, ShadowAddr: "10.0.0.1:9", ShadowFingerprint: "f1", Secret: "s3cret"})
 	wantCode(t, err, codes.NotFound)
 	if r, err := h.client.RequestClaim(ctx, &wire.RequestClaimRequest{Slot: slot, ClaimId: "c4", JobAd: jobAd}); err != nil || !r.Accepted {
 		t.Fatalf("claim of the preempted idle slot: %+v, %v", r, err)

@@ -12,6 +12,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"harrier.dev/harrier/pki"
 	"harrier.dev/harrier/wire"
 )
 
@@ -84,7 +85,7 @@ func (s *Startd) Serve(ctx context.Context, lis net.Listener) error {
 	}
 	s.mu.Unlock()
 
-	conn, err := wire.Dial(s.cfg.MatchmakerAddr, s.cfg.ClientTLS)
+	conn, err := wire.Dial(s.cfg.MatchmakerAddr, pki.ExpectRole(s.cfg.ClientTLS, pki.RoleMatchmaker))
 	if err != nil {
 		return fmt.Errorf("startd: %w", err)
 	}

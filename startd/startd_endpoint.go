@@ -141,8 +141,12 @@ func (s *Startd) preempt(sl *slot, claimID string, ad, job *classad.ClassAd, rea
 // one the negotiator gave and the match still holds on a fresh measurement
 // of the machine. A refusal is a reply, not an error, so that the agent can
 // record why.
-func (e *endpoint) RequestClaim(_ context.Context, req *wire.RequestClaimRequest) (*wire.RequestClaimReply, error) {
+func (e *endpoint) RequestClaim(ctx context.Context, req *wire.RequestClaimRequest) (*wire.RequestClaimReply, error) {
 	s := e.s
+	caller, ok := wire.PeerOf(ctx)
+	if !ok {
+		return nil, status.Error(codes.Unauthenticated, "request claim: unknown caller")
+	}
 	job, err := parseJobAd(req.JobAd)
 	if err != nil {
 		return nil, err
@@ -181,7 +185,7 @@ func (e *endpoint) RequestClaim(_ context.Context, req *wire.RequestClaimRequest
 		s.log.Info("claim refused", "slot", sl.name, "reason", why)
 		return refuse("%s: the match no longer holds: %s", sl.name, why), nil
 	}
-	c := &claim{id: req.ClaimId, agent: req.Agent, owner: evalString(job, "Owner"), jobID: jobID(job), job: job}
+	c := &claim{id: req.ClaimId, agent: req.Agent, holder: caller.Identity, owner: evalString(job, "Owner"), jobID: jobID(job), job: job}
 	sl.renewed = now
 	s.move(sl, claimedIdle{claim: c})
 	s.expireIdleClaimAfter(sl, c.id)
@@ -198,14 +202,14 @@ func refuse(format string, args ...any) *wire.RequestClaimReply {
 // The job may not be the one the claim was made for (an agent reuses its
 // claims), so START is evaluated again, for this job, on a fresh
 // measurement: a job START is not true for is refused.
-func (e *endpoint) ActivateClaim(_ context.Context, req *wire.ActivateClaimRequest) (*wire.ActivateClaimReply, error) {
+func (e *endpoint) ActivateClaim(ctx context.Context, req *wire.ActivateClaimRequest) (*wire.ActivateClaimReply, error) {
 	s := e.s
 	job, err := parseJobAd(req.JobAd)
 	if err != nil {
 		return nil, err
 	}
-	if req.ShadowAddr == "" {
-		return nil, status.Error(codes.InvalidArgument, "activate claim: no shadow address")
+	if req.ShadowAddr == "" || req.ShadowFingerprint == "" || req.Secret == "" {
+		return nil, status.Error(codes.InvalidArgument, "activate claim: no shadow address, fingerprint or secret")
 	}
 	m, err := s.snapshot()
 	if err != nil {
@@ -218,6 +222,9 @@ func (e *endpoint) ActivateClaim(_ context.Context, req *wire.ActivateClaimReque
 	if sl == nil {
 		return nil, status.Error(codes.NotFound, "activate claim: unknown claim id")
 	}
+	if err := holds(ctx, c, "activate claim"); err != nil {
+		return nil, err
+	}
 	idle, ok := sl.phase.(claimedIdle)
 	if !ok {
 		return nil, status.Errorf(codes.FailedPrecondition, "activate claim: %s is %s, not %s", sl.name, sl.phase.status(), claimedIdle{}.status())
@@ -227,16 +234,17 @@ func (e *endpoint) ActivateClaim(_ context.Context, req *wire.ActivateClaimReque
 	}
 	sl.renewed = now
 	spec := starter.Spec{
-		Slot:       sl.name,
-		Host:       s.cfg.Name,
-		ClaimID:    c.id,
-		JobAd:      req.JobAd,
-		ShadowAddr: req.ShadowAddr,
-		Secret:     req.Secret,
-		CertFile:   s.cfg.CertFile,
-		KeyFile:    s.cfg.KeyFile,
-		CAFile:     s.cfg.CAFile,
-		Sandbox:    s.cfg.Sandbox,
+		Slot:              sl.name,
+		Host:              s.cfg.Name,
+		ClaimID:           c.id,
+		JobAd:             req.JobAd,
+		ShadowAddr:        req.ShadowAddr,
+		ShadowFingerprint: req.ShadowFingerprint,
+		Secret:            req.Secret,
+		CertFile:          s.cfg.CertFile,
+		KeyFile:           s.cfg.KeyFile,
+		CAFile:            s.cfg.CAFile,
+		Sandbox:           s.cfg.Sandbox,
 	}
 	r, err := startStarter(s.cfg.StarterCommand, idle.starter, s.cfg.ExecuteDir, sl.short(), spec)
 	if err != nil {
@@ -309,6 +317,10 @@ func (e *endpoint) ReleaseClaim(ctx context.Context, req *wire.ReleaseClaimReque
 		s.mu.Unlock()
 		return nil, status.Error(codes.NotFound, "release claim: unknown claim id")
 	}
+	if err := holds(ctx, c, "release claim"); err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
 	r := runOf(sl.phase)
 	switch sl.phase.(type) {
 	case claimedIdle:
@@ -342,16 +354,30 @@ func (e *endpoint) ReleaseClaim(ctx context.Context, req *wire.ReleaseClaimReque
 
 // KeepAlive renews a claim's lease. A claim whose agent sends none for
 // the lease time (ClaimLease) is released, its job vacated.
-func (e *endpoint) KeepAlive(_ context.Context, req *wire.KeepAliveRequest) (*wire.KeepAliveReply, error) {
+func (e *endpoint) KeepAlive(ctx context.Context, req *wire.KeepAliveRequest) (*wire.KeepAliveReply, error) {
 	s := e.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sl, _ := s.slotByClaim(req.ClaimId)
+	sl, c := s.slotByClaim(req.ClaimId)
 	if sl == nil {
 		return nil, status.Error(codes.NotFound, "keepalive: unknown claim id")
 	}
+	if err := holds(ctx, c, "keepalive"); err != nil {
+		return nil, err
+	}
 	sl.renewed = time.Now()
 	return &wire.KeepAliveReply{LeaseSeconds: int32(s.cfg.ClaimLease / time.Second)}, nil
+}
+
+// holds checks that the caller is the agent that made claim c: a claim id
+// is a secret, but a claim is also bound to its agent's certificate, so
+// that knowing the id is not enough to use another agent's claim.
+func holds(ctx context.Context, c *claim, what string) error {
+	p, ok := wire.PeerOf(ctx)
+	if !ok || p.Identity != c.holder {
+		return status.Errorf(codes.PermissionDenied, "%s: the claim belongs to %s, not to %s", what, c.holder, p.Identity)
+	}
+	return nil
 }
 
 // parseJobAd parses a job ad sent by a peer; a malformed one is the

@@ -2,6 +2,7 @@ package startd
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"io"
@@ -39,8 +40,11 @@ type harness struct {
 	collector *fakeCollector
 	client    wire.StartdClient
 	addr      string
-	execDir   string
-	outDir    string
+	// certs issued the test's certificates; agentTLS is the client's.
+	certs    *testPKI
+	agentTLS *tls.Config
+	execDir  string
+	outDir   string
 	// idle is the keyboard idle time the startd measures, in seconds.
 	idle   atomic.Int64
 	cancel context.CancelFunc
@@ -51,8 +55,11 @@ type harness struct {
 // keyboard starts idle. tweak may adjust the startd before it serves.
 func newHarness(t *testing.T, tweak func(*Startd)) *harness {
 	t.Helper()
-	serverTLS, clientTLS := testTLS(t)
-	collector, collectorAddr := startCollector(t, serverTLS)
+	certs := newTestPKI(t)
+	serverTLS, clientTLS := certs.configs("startd@exec1")
+	mmServerTLS, mmClientTLS := certs.configs("matchmaker@mm")
+	_, agentTLS := certs.configs("agent@submit")
+	collector, collectorAddr := startCollector(t, mmServerTLS)
 	h := &harness{collector: collector, execDir: t.TempDir(), outDir: t.TempDir(), served: make(chan error, 1)}
 	h.idle.Store(3600)
 
@@ -102,12 +109,16 @@ func newHarness(t *testing.T, tweak func(*Startd)) *harness {
 	go func() { h.served <- s.Serve(ctx, lis) }()
 	t.Cleanup(func() { h.stop(t) })
 
-	conn, err := wire.Dial(h.addr, clientTLS)
-	if err != nil {
-		t.Fatal(err)
+	dial := func(cfg *tls.Config) wire.StartdClient {
+		conn, err := wire.Dial(h.addr, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		return wire.NewStartdClient(conn)
 	}
-	t.Cleanup(func() { conn.Close() })
-	h.client = wire.NewStartdClient(conn)
+	h.client = poolClient{StartdClient: dial(agentTLS), mm: dial(mmClientTLS)}
+	h.agentTLS, h.certs = agentTLS, certs
 	return h
 }
 
@@ -234,15 +245,35 @@ func TestClaimLifecycle(t *testing.T) {
 		}
 	}
 
+	// Another agent that learnt the claim id cannot use the claim: a claim
+	// is bound to the certificate of the agent that made it.
+	_, intruderTLS := h.certs.configs("agent@elsewhere")
+	conn, err := wire.Dial(h.addr, intruderTLS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	intruder := wire.NewStartdClient(conn)
+	_, err = intruder.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: "c1", JobAd: jobAd, ShadowAddr: "10.0.0.1:9", ShadowFingerprint: "f1", Secret: "s3cret"})
+	wantCode(t, err, codes.PermissionDenied)
+	_, err = intruder.KeepAlive(ctx, &wire.KeepAliveRequest{ClaimId: "c1"})
+	wantCode(t, err, codes.PermissionDenied)
+	_, err = intruder.ReleaseClaim(ctx, &wire.ReleaseClaimRequest{ClaimId: "c1"})
+	wantCode(t, err, codes.PermissionDenied)
+	// And no agent may pose as the negotiator.
+	_, err = intruder.Matched(ctx, &wire.StartdMatchedRequest{Slot: slot, ClaimId: "c7", JobAd: jobAd})
+	wantCode(t, err, codes.PermissionDenied)
+	h.collector.waitStatus(t, slot, Status{Claimed, Idle})
+
 	// Bad activations change nothing.
-	_, err = h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: "nope", JobAd: jobAd, ShadowAddr: "10.0.0.1:9"})
+	_, err = h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: "nope", JobAd: jobAd, ShadowAddr: "10.0.0.1:9", ShadowFingerprint: "f1", Secret: "s3cret"})
 	wantCode(t, err, codes.NotFound)
-	_, err = h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: "c1", JobAd: "[ A = ", ShadowAddr: "10.0.0.1:9"})
+	_, err = h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: "c1", JobAd: "[ A = ", ShadowAddr: "10.0.0.1:9", ShadowFingerprint: "f1", Secret: "s3cret"})
 	wantCode(t, err, codes.InvalidArgument)
 
 	// The job runs: the starter gets a valid spec and an empty private
 	// scratch directory as its working directory.
-	_, err = h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: "c1", JobAd: jobAd, ShadowAddr: "10.0.0.1:9", Secret: "s3cret"})
+	_, err = h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: "c1", JobAd: jobAd, ShadowAddr: "10.0.0.1:9", ShadowFingerprint: "f1", Secret: "s3cret"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +283,7 @@ func TestClaimLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := starter.Spec{Slot: slot, Host: "exec1", ClaimID: "c1", JobAd: jobAd, ShadowAddr: "10.0.0.1:9", Secret: "s3cret",
+	want := starter.Spec{Slot: slot, Host: "exec1", ClaimID: "c1", JobAd: jobAd, ShadowAddr: "10.0.0.1:9", ShadowFingerprint: "f1", Secret: "s3cret",
 		ScratchDir: cwd, Reusable: true, CertFile: "/pool/exec1.crt", KeyFile: "/pool/exec1.key", CAFile: "/pool/ca.crt"}
 	if *spec != want {
 		t.Errorf("starter spec\n got %+v\nwant %+v", *spec, want)
@@ -263,7 +294,7 @@ func TestClaimLifecycle(t *testing.T) {
 	if fi, err := os.Stat(cwd); err != nil || fi.Mode().Perm() != 0o700 {
 		t.Errorf("scratch directory: %v, %v", fi, err)
 	}
-	_, err = h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: "c1", JobAd: jobAd, ShadowAddr: "10.0.0.1:9"})
+	_, err = h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: "c1", JobAd: jobAd, ShadowAddr: "10.0.0.1:9", ShadowFingerprint: "f1", Secret: "s3cret"})
 	wantCode(t, err, codes.FailedPrecondition)
 
 	// The starter exits: the slot stays claimed, the scratch goes.
@@ -279,7 +310,7 @@ func TestClaimLifecycle(t *testing.T) {
 	for _, f := range []string{"go", "cwd", "spec.json"} {
 		os.Remove(filepath.Join(h.outDir, f))
 	}
-	_, err = h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: "c1", JobAd: jobAd, ShadowAddr: "10.0.0.1:9"})
+	_, err = h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: "c1", JobAd: jobAd, ShadowAddr: "10.0.0.1:9", ShadowFingerprint: "f1", Secret: "s3cret"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,7 +397,7 @@ func TestReleaseIdleClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.collector.waitStatus(t, slot, Status{Unclaimed, Idle})
-	_, err := h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: "c1", JobAd: jobAd, ShadowAddr: "10.0.0.1:9"})
+	_, err := h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: "c1", JobAd: jobAd, ShadowAddr: "10.0.0.1:9", ShadowFingerprint: "f1", Secret: "s3cret"})
 	wantCode(t, err, codes.NotFound)
 }
 
@@ -423,7 +454,7 @@ func TestShutdownKillsStarters(t *testing.T) {
 	if r, err := h.client.RequestClaim(ctx, &wire.RequestClaimRequest{Slot: slot, ClaimId: "c1", JobAd: jobAd}); err != nil || !r.Accepted {
 		t.Fatalf("claim: %+v, %v", r, err)
 	}
-	if _, err := h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: "c1", JobAd: jobAd, ShadowAddr: "10.0.0.1:9"}); err != nil {
+	if _, err := h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: "c1", JobAd: jobAd, ShadowAddr: "10.0.0.1:9", ShadowFingerprint: "f1", Secret: "s3cret"}); err != nil {
 		t.Fatal(err)
 	}
 	h.waitFile(t, "cwd")

@@ -57,7 +57,7 @@ func TestStarterServesTheClaimsJobsInTurn(t *testing.T) {
 	var proc *starterProc
 	var scratches []string
 	for i := range 3 {
-		r, err := startStarter(argv, proc, dir, "slot1", starter.Spec{JobAd: "[]", ShadowAddr: "127.0.0.1:9"})
+		r, err := startStarter(argv, proc, dir, "slot1", starter.Spec{JobAd: "[]", ShadowAddr: "127.0.0.1:9", ShadowFingerprint: "f1"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -170,7 +170,7 @@ func TestClaimKeepsItsStarter(t *testing.T) {
 	}
 	for i := range 3 {
 		waitIdle(i > 0)
-		if _, err := h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: "c1", JobAd: jobAd, ShadowAddr: "10.0.0.1:9"}); err != nil {
+		if _, err := h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: "c1", JobAd: jobAd, ShadowAddr: "10.0.0.1:9", ShadowFingerprint: "f1", Secret: "s3cret"}); err != nil {
 			t.Fatal(err)
 		}
 	}

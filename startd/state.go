@@ -237,6 +237,9 @@ type claim struct {
 	id string
 	// agent is the claiming agent's name (ClaimedBy).
 	agent string
+	// holder is the verified identity of the claiming agent's
+	// certificate: only it may activate, renew or release the claim.
+	holder string
 	// owner and jobID describe the job the claim was made for
 	// (RemoteOwner, JobId).
 	owner string

@@ -1,65 +1,65 @@
 package startd
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
+	"context"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"math/big"
-	"net"
+	"path/filepath"
+	"strings"
 	"testing"
-	"time"
+
+	"google.golang.org/grpc"
+
+	"harrier.dev/harrier/pki"
+	"harrier.dev/harrier/wire"
 )
 
-// testTLS returns server and client configurations for 127.0.0.1, both
-// signed by a throw-away CA and each requiring the other's certificate.
-func testTLS(t *testing.T) (server, client *tls.Config) {
-	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caTmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "test pool CA"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IsCA:                  true,
-		KeyUsage:              x509.KeyUsageCertSign,
-		BasicConstraintsValid: true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(ca)
+// testPKI is a throw-away pool CA that issues certificates for 127.0.0.1.
+type testPKI struct {
+	t   *testing.T
+	dir string
+	ca  *pki.CA
+}
 
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+func newTestPKI(t *testing.T) *testPKI {
+	t.Helper()
+	dir := t.TempDir()
+	ca, err := pki.CreateCA(dir, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2),
-		Subject:      pkix.Name{CommonName: "test host"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+	return &testPKI{t: t, dir: dir, ca: ca}
+}
+
+// configs returns the server and client configurations of identity.
+func (p *testPKI) configs(identity string) (server, client *tls.Config) {
+	p.t.Helper()
+	paths := pki.HostPaths(p.dir, strings.ReplaceAll(identity, "@", "-"))
+	if err := p.ca.Issue(identity, []string{"127.0.0.1"}, paths.Cert, paths.Key); err != nil {
+		p.t.Fatal(err)
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	server, err := paths.ServerConfig()
 	if err != nil {
-		t.Fatal(err)
+		p.t.Fatal(err)
 	}
-	cert := tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
-	server = &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS13}
-	client = &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS13}
+	if client, err = paths.ClientConfig(); err != nil {
+		p.t.Fatal(err)
+	}
 	return server, client
+}
+
+// paths returns where the certificate of identity is, issuing it first.
+func (p *testPKI) paths(identity string) pki.Paths {
+	p.configs(identity)
+	return pki.HostPaths(p.dir, filepath.Base(strings.ReplaceAll(identity, "@", "-")))
+}
+
+// poolClient calls a startd as the pool's daemons do: Matched as the
+// matchmaker, every claim call as the agent.
+type poolClient struct {
+	wire.StartdClient // the agent's
+	mm                wire.StartdClient
+}
+
+func (c poolClient) Matched(ctx context.Context, req *wire.StartdMatchedRequest, opts ...grpc.CallOption) (*wire.StartdMatchedReply, error) {
+	return c.mm.Matched(ctx, req, opts...)
 }

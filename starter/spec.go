@@ -19,9 +19,12 @@ type Spec struct {
 	// JobAd is the job's ad in new ClassAd syntax, as the agent sent it.
 	JobAd string `json:"job_ad"`
 	// ShadowAddr and Secret are how the starter finds and proves itself to
-	// the job's shadow.
-	ShadowAddr string `json:"shadow_addr"`
-	Secret     string `json:"secret"`
+	// the job's shadow; ShadowFingerprint is the SHA-256 of the shadow's
+	// session certificate, the only one the starter accepts (a shadow has
+	// no pool certificate: see pki.Session).
+	ShadowAddr        string `json:"shadow_addr"`
+	ShadowFingerprint string `json:"shadow_fingerprint"`
+	Secret            string `json:"secret"`
 	// ScratchDir is an empty directory owned by this job; the startd
 	// removes it after the starter exits.
 	ScratchDir string `json:"scratch_dir"`
@@ -54,8 +57,8 @@ func ReadSpec(dec *json.Decoder) (*Spec, error) {
 	switch {
 	case s.JobAd == "":
 		return nil, fmt.Errorf("starter spec: no job ad")
-	case s.ShadowAddr == "":
-		return nil, fmt.Errorf("starter spec: no shadow address")
+	case s.ShadowAddr == "" || s.ShadowFingerprint == "":
+		return nil, fmt.Errorf("starter spec: no shadow address or fingerprint")
 	case s.ScratchDir == "":
 		return nil, fmt.Errorf("starter spec: no scratch directory")
 	}

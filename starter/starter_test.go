@@ -62,7 +62,7 @@ func TestReadSpecRequiresTheEssentials(t *testing.T) {
 			t.Errorf("ReadSpec(%s) accepted an incomplete spec", in)
 		}
 	}
-	s, err := ReadSpec(json.NewDecoder(strings.NewReader(`{"job_ad": "[A=1]", "shadow_addr": "h:1", "scratch_dir": "/s", "sandbox": "container"}`)))
+	s, err := ReadSpec(json.NewDecoder(strings.NewReader(`{"job_ad": "[A=1]", "shadow_addr": "h:1", "shadow_fingerprint": "f1", "scratch_dir": "/s", "sandbox": "container"}`)))
 	if err != nil || s.Sandbox != "container" || s.ScratchDir != "/s" {
 		t.Errorf("ReadSpec = %+v, %v", s, err)
 	}

@@ -25,7 +25,7 @@ const MaxMessage = 256 << 20
 const writeBufferSize = 256 << 10
 
 // ServerOptions returns the options for a daemon's TLS gRPC server: the pool's
-// mutual TLS, the codec and buffer pool that spare remote I/O copies and
+// mutual TLS, the access check of every call (see Access), the codec and buffer pool that spare remote I/O copies and
 // clearing, message limits, and keepalives that notice a vanished peer.
 func ServerOptions(cfg *tls.Config) []grpc.ServerOption {
 	return []grpc.ServerOption{
@@ -39,6 +39,8 @@ func ServerOptions(cfg *tls.Config) []grpc.ServerOption {
 		grpc.MaxSendMsgSize(MaxMessage),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 10 * time.Second, Timeout: 10 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
+		grpc.ChainUnaryInterceptor(unaryAccess),
+		grpc.ChainStreamInterceptor(streamAccess),
 	}
 }
 

@@ -904,10 +904,13 @@ type ActivateClaimRequest struct {
 	JobAd   string                 `protobuf:"bytes,2,opt,name=job_ad,json=jobAd,proto3" json:"job_ad,omitempty"`
 	// Where the starter finds the shadow, and the secret that proves to the
 	// shadow that the starter is the one this claim started.
-	ShadowAddr    string `protobuf:"bytes,3,opt,name=shadow_addr,json=shadowAddr,proto3" json:"shadow_addr,omitempty"`
-	Secret        string `protobuf:"bytes,4,opt,name=secret,proto3" json:"secret,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ShadowAddr string `protobuf:"bytes,3,opt,name=shadow_addr,json=shadowAddr,proto3" json:"shadow_addr,omitempty"`
+	Secret     string `protobuf:"bytes,4,opt,name=secret,proto3" json:"secret,omitempty"`
+	// The SHA-256 of the shadow's session certificate: a shadow holds no
+	// pool certificate, and the starter accepts only this one.
+	ShadowFingerprint string `protobuf:"bytes,5,opt,name=shadow_fingerprint,json=shadowFingerprint,proto3" json:"shadow_fingerprint,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *ActivateClaimRequest) Reset() {
@@ -964,6 +967,13 @@ func (x *ActivateClaimRequest) GetShadowAddr() string {
 func (x *ActivateClaimRequest) GetSecret() string {
 	if x != nil {
 		return x.Secret
+	}
+	return ""
+}
+
+func (x *ActivateClaimRequest) GetShadowFingerprint() string {
+	if x != nil {
+		return x.ShadowFingerprint
 	}
 	return ""
 }
@@ -2756,13 +2766,14 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x1d\n" +
 	"\n" +
 	"machine_ad\x18\x03 \x01(\tR\tmachineAd\x12\x18\n" +
-	"\apending\x18\x04 \x01(\bR\apending\"\x81\x01\n" +
+	"\apending\x18\x04 \x01(\bR\apending\"\xb0\x01\n" +
 	"\x14ActivateClaimRequest\x12\x19\n" +
 	"\bclaim_id\x18\x01 \x01(\tR\aclaimId\x12\x15\n" +
 	"\x06job_ad\x18\x02 \x01(\tR\x05jobAd\x12\x1f\n" +
 	"\vshadow_addr\x18\x03 \x01(\tR\n" +
 	"shadowAddr\x12\x16\n" +
-	"\x06secret\x18\x04 \x01(\tR\x06secret\"\x14\n" +
+	"\x06secret\x18\x04 \x01(\tR\x06secret\x12-\n" +
+	"\x12shadow_fingerprint\x18\x05 \x01(\tR\x11shadowFingerprint\"\x14\n" +
 	"\x12ActivateClaimReply\"0\n" +
 	"\x13ReleaseClaimRequest\x12\x19\n" +
 	"\bclaim_id\x18\x01 \x01(\tR\aclaimId\"\x13\n" +

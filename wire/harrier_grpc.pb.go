@@ -390,7 +390,8 @@ type StartdClient interface {
 	// preempting match the slot first vacates its running job: until it is
 	// gone the reply is pending, and the agent asks again.
 	RequestClaim(ctx context.Context, in *RequestClaimRequest, opts ...grpc.CallOption) (*RequestClaimReply, error)
-	// ActivateClaim starts a starter for the job, which connects to the shadow.
+	// ActivateClaim starts a starter for the job, which connects to the
+	// shadow. Only the agent that holds the claim may activate it.
 	ActivateClaim(ctx context.Context, in *ActivateClaimRequest, opts ...grpc.CallOption) (*ActivateClaimReply, error)
 	// ReleaseClaim ends a claim; any job still running under it is killed.
 	ReleaseClaim(ctx context.Context, in *ReleaseClaimRequest, opts ...grpc.CallOption) (*ReleaseClaimReply, error)
@@ -471,7 +472,8 @@ type StartdServer interface {
 	// preempting match the slot first vacates its running job: until it is
 	// gone the reply is pending, and the agent asks again.
 	RequestClaim(context.Context, *RequestClaimRequest) (*RequestClaimReply, error)
-	// ActivateClaim starts a starter for the job, which connects to the shadow.
+	// ActivateClaim starts a starter for the job, which connects to the
+	// shadow. Only the agent that holds the claim may activate it.
 	ActivateClaim(context.Context, *ActivateClaimRequest) (*ActivateClaimReply, error)
 	// ReleaseClaim ends a claim; any job still running under it is killed.
 	ReleaseClaim(context.Context, *ReleaseClaimRequest) (*ReleaseClaimReply, error)

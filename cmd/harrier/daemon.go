@@ -151,15 +151,13 @@ func serveAgent(ctx context.Context, pc *poolConfig, name string, logger *slog.L
 	if err != nil {
 		return err
 	}
-	caPath, certPath, keyPath, err := pc.pkiPaths("agent")
+	caPath, _, _, err := pc.pkiPaths("agent")
 	if err != nil {
 		return err
 	}
-	var pems [3][]byte
-	for i, p := range []string{certPath, keyPath, caPath} {
-		if pems[i], err = os.ReadFile(p); err != nil {
-			return fmt.Errorf("agent: read TLS material: %w", err)
-		}
+	caPEM, err := os.ReadFile(caPath)
+	if err != nil {
+		return fmt.Errorf("agent: read the pool CA: %w", err)
 	}
 	interval, err := pc.c.Duration("UPDATE_INTERVAL", 10*time.Second)
 	if err != nil {
@@ -197,7 +195,7 @@ func serveAgent(ctx context.Context, pc *poolConfig, name string, logger *slog.L
 	a, err := agent.New(agent.Config{
 		Name: name, Logger: logger, Queue: queue,
 		TLS: serverTLS, ClientTLS: clientTLS,
-		CertPEM: pems[0], KeyPEM: pems[1], CAPEM: pems[2],
+		CAPEM:          caPEM,
 		MatchmakerAddr: mmAddr, AdvertiseAddr: tcp.Addr().String(),
 		FlockTo:           strings.Fields(strings.ReplaceAll(pc.c.String("FLOCK_TO", ""), ",", " ")),
 		AdvertiseInterval: interval,

@@ -56,10 +56,6 @@ func runStarter(_ []string, stdin io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	tlsCfg, err := pki.ClientConfig(spec.CertFile, spec.KeyFile, spec.CAFile)
-	if err != nil {
-		return fmt.Errorf("starter TLS: %w", err)
-	}
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT)
 	defer cancel()
 	runner := chooseRunner(spec, logger)
@@ -94,10 +90,11 @@ func runStarter(_ []string, stdin io.Reader, stdout io.Writer) error {
 		}
 	}()
 	// The claim's jobs usually come from one shadow, which keeps its
-	// address: one connection serves them all.
+	// address and session certificate: one connection serves them all.
 	var (
 		conn     *grpc.ClientConn
 		connAddr string
+		connFP   string
 	)
 	defer func() {
 		if conn != nil {
@@ -120,14 +117,18 @@ func runStarter(_ []string, stdin io.Reader, stdout io.Writer) error {
 		}
 	}()
 	for {
-		if conn == nil || connAddr != spec.ShadowAddr {
+		if conn == nil || connAddr != spec.ShadowAddr || connFP != spec.ShadowFingerprint {
 			if conn != nil {
 				conn.Close()
+			}
+			tlsCfg, err := pki.PinnedClientConfig(spec.CertFile, spec.KeyFile, spec.ShadowFingerprint)
+			if err != nil {
+				return fmt.Errorf("starter TLS: %w", err)
 			}
 			if conn, err = wire.Dial(spec.ShadowAddr, tlsCfg); err != nil {
 				return err
 			}
-			connAddr = spec.ShadowAddr
+			connAddr, connFP = spec.ShadowAddr, spec.ShadowFingerprint
 		}
 		s := starter.New(spec, conn, runner, logger)
 		mu.Lock()
