@@ -1,0 +1,273 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/pem"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"harrier.dev/harrier/pki"
+	"harrier.dev/harrier/wire"
+)
+
+// memScanVar makes the test binary scan a process's memory instead of
+// running tests (see scanMemory).
+const memScanVar = "HARRIER_TEST_MEMSCAN"
+
+func init() {
+	if spec := os.Getenv(memScanVar); spec != "" {
+		pid, patterns, _ := strings.Cut(spec, ":")
+		os.Exit(scanMemory(pid, patterns))
+	}
+}
+
+// scanMemory reads every readable mapping of process pid through
+// /proc/pid/mem, as any user may for their own processes, and prints
+// "found N" for the first of the hex patterns (one per line in the file
+// patterns) it finds, or "clean".
+func scanMemory(pid, patterns string) int {
+	text, err := os.ReadFile(patterns)
+	if err != nil {
+		fmt.Println("error:", err)
+		return 2
+	}
+	var pats [][]byte
+	for _, line := range strings.Fields(string(text)) {
+		b, err := hex.DecodeString(line)
+		if err != nil {
+			fmt.Println("error:", err)
+			return 2
+		}
+		pats = append(pats, b)
+	}
+	maps, err := os.Open("/proc/" + pid + "/maps")
+	if err != nil {
+		fmt.Println("error:", err)
+		return 2
+	}
+	defer maps.Close()
+	mem, err := os.Open("/proc/" + pid + "/mem")
+	if err != nil {
+		fmt.Println("error:", err)
+		return 2
+	}
+	defer mem.Close()
+	sc := bufio.NewScanner(maps)
+	scanned := 0
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 2 || f[1][0] != 'r' {
+			continue
+		}
+		lo, hi, _ := strings.Cut(f[0], "-")
+		start, err1 := strconv.ParseUint(lo, 16, 64)
+		end, err2 := strconv.ParseUint(hi, 16, 64)
+		if err1 != nil || err2 != nil || end-start > 1<<30 {
+			continue
+		}
+		buf := make([]byte, end-start)
+		n, _ := mem.ReadAt(buf, int64(start))
+		scanned += n
+		for i, p := range pats {
+			if bytes.Contains(buf[:n], p) {
+				fmt.Printf("found %d\n", i)
+				return 0
+			}
+		}
+	}
+	if scanned == 0 {
+		fmt.Println("error: could not read any memory")
+		return 2
+	}
+	fmt.Printf("clean (%d bytes)\n", scanned)
+	return 0
+}
+
+// keyPatterns returns byte strings that betray a pool private key in a
+// process's memory: the PEM text, its base64 form (as []byte travels in
+// JSON) and the private scalar both ways round (big.Int keeps it little
+// endian on amd64).
+func keyPatterns(t *testing.T, keyFile string) [][]byte {
+	t.Helper()
+	text, err := os.ReadFile(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := pem.Decode(text)
+	if b == nil {
+		t.Fatalf("%s: no PEM", keyFile)
+	}
+	k, err := x509.ParsePKCS8PrivateKey(b.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := k.(*ecdsa.PrivateKey).D.FillBytes(make([]byte, 32))
+	rev := make([]byte, len(d))
+	for i := range d {
+		rev[i] = d[len(d)-1-i]
+	}
+	body := bytes.Join(bytes.Fields(text), nil)
+	return [][]byte{
+		text[len("-----BEGIN PRIVATE KEY-----\n") : len("-----BEGIN PRIVATE KEY-----\n")+40],
+		[]byte(base64.StdEncoding.EncodeToString(text)[20:60]),
+		body[30:70],
+		d, rev,
+	}
+}
+
+// processesOf returns the pids of the processes of uid whose command line
+// contains word.
+func processesOf(t *testing.T, uid, word string) []string {
+	t.Helper()
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	var pids []string
+	for _, d := range dirs {
+		status, err := os.ReadFile(d + "/status")
+		if err != nil || !regexp.MustCompile(`(?m)^Uid:\s+`+uid+`\s`).Match(status) {
+			continue
+		}
+		cmdline, _ := os.ReadFile(d + "/cmdline")
+		if bytes.Contains(cmdline, []byte(word)) {
+			pids = append(pids, filepath.Base(d))
+		}
+	}
+	return pids
+}
+
+// asUser runs the test binary as u with env, returning its output.
+func asUser(t *testing.T, bin string, u *user.User, env []string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
+	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+	cmd.Dir = u.HomeDir
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// agentAddr reads the agent's TLS address from its log.
+func agentAddr(t *testing.T, p *testPool) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(p.dir, "log", "agent.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`msg="agent listening".* addr=(\S+)`).FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("no address in the agent's log:\n%s", b)
+	}
+	return string(m[1])
+}
+
+// A user reads everything their own shadow holds. On a pool of two users,
+// A's shadow must hold no pool key, and no key A could find elsewhere
+// (every other daemon's, as if one leaked) lets A pose as the matchmaker
+// and send B's job to a startd of A's choosing.
+func TestShadowHoldsNoPoolKey(t *testing.T) {
+	alice, bob := newUser(t), newUser(t)
+	bin := publicBinary(t)
+	p := startPoolFrom(t, bin, 1, "")
+	env := append([]string{asHarrier + "=1"}, p.env...)
+
+	// Bob's job waits: no machine matches it.
+	writeFile(t, filepath.Join(bob.HomeDir, "secret.txt"), "bob's secret\n", 0o600)
+	bobSub := filepath.Join(bob.HomeDir, "idle.sub")
+	writeFile(t, bobSub, "executable = /bin/cat\narguments = secret.txt\noutput = out.txt\nrequirements = Memory < 0\nqueue\n", 0o644)
+	chownTo(t, bob, bob.HomeDir)
+	if out, err := asUser(t, bin, bob, env, "submit", bobSub); err != nil {
+		t.Fatalf("bob's submit: %v\n%s", err, out)
+	}
+	// Alice's job runs, so that her shadow is there to be read.
+	aliceSub := filepath.Join(alice.HomeDir, "sleep.sub")
+	writeFile(t, aliceSub, "executable = /bin/sleep\narguments = 120\nqueue\n", 0o644)
+	chownTo(t, alice, alice.HomeDir)
+	if out, err := asUser(t, bin, alice, env, "submit", aliceSub); err != nil {
+		t.Fatalf("alice's submit: %v\n%s", err, out)
+	}
+	var shadows []string
+	eventually(t, 60*time.Second, "alice's shadow", func() bool {
+		shadows = processesOf(t, alice.Uid, "shadow")
+		return len(shadows) > 0
+	})
+
+	// Alice scans her shadow for every key of the pool.
+	keys, _ := filepath.Glob(filepath.Join(p.dir, "pki", "*.key"))
+	var patterns bytes.Buffer
+	names := map[int]string{}
+	for _, k := range keys {
+		for _, pat := range keyPatterns(t, k) {
+			names[len(names)] = filepath.Base(k)
+			fmt.Fprintln(&patterns, hex.EncodeToString(pat))
+		}
+	}
+	patFile := filepath.Join(t.TempDir(), "patterns")
+	writeFile(t, patFile, patterns.String(), 0o644)
+	for d := filepath.Dir(patFile); d != "/" && d != "/tmp"; d = filepath.Dir(d) {
+		_ = os.Chmod(d, 0o755)
+	}
+	for _, pid := range shadows {
+		out, err := asUser(t, bin, alice, []string{memScanVar + "=" + pid + ":" + patFile})
+		if err != nil || !strings.HasPrefix(out, "clean") && !strings.HasPrefix(out, "found") {
+			t.Fatalf("alice scanning her shadow %s: %v: %s", pid, err, out)
+		}
+		var n int
+		if _, err := fmt.Sscanf(out, "found %d", &n); err == nil {
+			t.Errorf("alice found %s in the memory of her shadow (pid %s)", names[n], pid)
+		} else {
+			t.Logf("shadow %s: %s", pid, strings.TrimSpace(out))
+		}
+	}
+
+	// Every daemon key but the matchmaker's fails to call Agent.Matched.
+	addr := agentAddr(t, p)
+	for _, role := range []string{"agent", "startd"} {
+		paths := pki.HostPaths(filepath.Join(p.dir, "pki"), role)
+		cfg, err := paths.ClientConfig()
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, err := wire.Dial(addr, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err = wire.NewAgentClient(conn).Matched(ctx, &wire.MatchedRequest{
+			JobId: "1.0", ClaimId: "forged", StartdAddr: "127.0.0.1:9", Slot: "slot1@evil", MachineAd: "[ Name = \"slot1@evil\" ]"})
+		cancel()
+		conn.Close()
+		if status.Code(err) != codes.PermissionDenied {
+			t.Errorf("Agent.Matched with the %s key: %v, want PermissionDenied", role, err)
+		}
+	}
+	if st := p.jobStatus(t, "1.0"); st != 1 {
+		t.Errorf("bob's job is in status %d, want still idle (1)", st)
+	}
+}
+
+// chownTo gives dir and everything in it to u.
+func chownTo(t *testing.T, u *user.User, dir string) {
+	t.Helper()
+	if out, err := exec.Command("chown", "-R", u.Uid+":"+u.Gid, dir).CombinedOutput(); err != nil {
+		t.Fatalf("chown: %v: %s", err, out)
+	}
+}
