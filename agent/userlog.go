@@ -1,10 +1,12 @@
 package agent
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"time"
 
+	"harrier.dev/harrier/asuser"
 	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/joblog"
 )
@@ -18,7 +20,10 @@ func (a *Agent) logSubmit(ad *classad.ClassAd) {
 }
 
 // logEvent appends ev to the job's event log, if it has one (its UserLog
-// attribute). A log that cannot be written is reported, not fatal: the
+// attribute). The path is the submitter's, so the log is opened with the
+// job owner's own permissions (and a symbolic link as its last component
+// is refused): the agent, running as root, never writes where the owner
+// could not. A log that cannot be written is reported, not fatal: the
 // queue, not the log, is the job's record.
 func (a *Agent) logEvent(ad *classad.ClassAd, ev joblog.Event) {
 	path, ok := ad.EvalString("UserLog")
@@ -35,15 +40,24 @@ func (a *Agent) logEvent(ad *classad.ClassAd, ev joblog.Event) {
 		ev.Time = time.Now()
 	}
 	owner, _ := ad.EvalString("Owner")
-	_, statErr := os.Stat(path)
-	if err := joblog.Append(path, ev); err != nil {
+	if err := appendAs(owner, path, ev); err != nil {
 		a.log.Warn("write job event log", "job", id, "path", path, "err", err)
-		return
 	}
-	if os.IsNotExist(statErr) {
-		// The agent created the log: give it to the job's owner.
-		if cred, err := credentialFor(owner); err == nil && cred != nil {
-			_ = os.Chown(path, int(cred.Uid), int(cred.Gid))
-		}
+}
+
+// appendAs appends ev to the log at path as the user owner.
+func appendAs(owner, path string, ev joblog.Event) error {
+	cred, err := asuser.Lookup(owner)
+	if err != nil {
+		return err
 	}
+	f, err := asuser.OpenFile(cred, path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("open job event log: %w", err)
+	}
+	if err := joblog.AppendFile(f, ev); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -22,16 +22,29 @@ func appendText(path, text string, sync bool) error {
 	if err != nil {
 		return fmt.Errorf("open job event log: %w", err)
 	}
+	if err := write(f, text, sync); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// AppendFile appends e to a log the caller opened with O_APPEND (a daemon
+// opens a user's log with the user's permissions) and syncs it; it does
+// not close f.
+func AppendFile(f *os.File, e Event) error {
+	return write(f, e.Format(), true)
+}
+
+func write(f *os.File, text string, sync bool) error {
 	// One write: concurrent writers with O_APPEND never interleave within it.
 	if _, err := f.Write([]byte(text)); err != nil {
-		f.Close()
-		return fmt.Errorf("write job event log %s: %w", path, err)
+		return fmt.Errorf("write job event log %s: %w", f.Name(), err)
 	}
 	if sync {
 		if err := f.Sync(); err != nil {
-			f.Close()
-			return fmt.Errorf("sync job event log %s: %w", path, err)
+			return fmt.Errorf("sync job event log %s: %w", f.Name(), err)
 		}
 	}
-	return f.Close()
+	return nil
 }

@@ -271,3 +271,54 @@ func chownTo(t *testing.T, u *user.User, dir string) {
 		t.Fatalf("chown: %v: %s", err, out)
 	}
 }
+
+// The job's event log is the submitter's path: the agent writes it with
+// the owner's permissions, so a user cannot make root append to a file
+// the user may not write, by naming it or through a symbolic link.
+func TestUserLogIsWrittenAsItsOwner(t *testing.T) {
+	mallory := newUser(t)
+	bin := publicBinary(t)
+	p := startPoolFrom(t, bin, 1, "")
+	env := append([]string{asHarrier + "=1"}, p.env...)
+
+	rootDir := t.TempDir() // 0700, root's
+	victim := filepath.Join(rootDir, "victim")
+	writeFile(t, victim, "root's file\n", 0o644)
+	planted := filepath.Join(mallory.HomeDir, "planted.log")
+	if err := os.Symlink(victim, planted); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, log string }{
+		{"symlink.sub", planted},
+		{"rootdir.sub", filepath.Join(rootDir, "new.log")},
+		{"own.sub", "own.log"},
+	} {
+		writeFile(t, filepath.Join(mallory.HomeDir, tc.name), "executable = /bin/true\nlog = "+tc.log+"\nqueue\n", 0o644)
+	}
+	chownTo(t, mallory, mallory.HomeDir)
+	for _, sub := range []string{"symlink.sub", "rootdir.sub", "own.sub"} {
+		if out, err := asUser(t, bin, mallory, env, "submit", sub); err != nil {
+			t.Fatalf("submit %s: %v\n%s", sub, err, out)
+		}
+	}
+	for _, id := range []string{"1.0", "2.0", "3.0"} {
+		eventually(t, 60*time.Second, "job "+id+" to finish", func() bool { return p.jobStatus(t, id) == 0 })
+	}
+	if b := mustRead(t, victim); b != "root's file\n" {
+		t.Errorf("root's file was written through mallory's link:\n%s", b)
+	}
+	if _, err := os.Stat(filepath.Join(rootDir, "new.log")); err == nil {
+		t.Error("the agent created mallory's log in root's directory")
+	}
+	own := filepath.Join(mallory.HomeDir, "own.log")
+	if b := mustRead(t, own); !strings.Contains(b, "Job terminated") {
+		t.Errorf("mallory's own log:\n%s", b)
+	}
+	fi, err := os.Stat(own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); strconv.Itoa(int(st.Uid)) != mallory.Uid {
+		t.Errorf("mallory's log belongs to uid %d", st.Uid)
+	}
+}
