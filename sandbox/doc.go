@@ -36,10 +36,12 @@
 // The administrator's choices (slot user, root jobs, pids limit, hard CPU
 // limit, disk factor) are a Policy, which the startd saves in the state
 // root for its starters. The disk factor holds a job whose scratch
-// directory outgrows its disk request (Task.DiskKB) by that factor; a
-// task without one is not measured against anything, and the starter
-// gives one only for a request_disk the user wrote, since the default is
-// an estimate that the scratch directory's own blocks already exceed.
+// directory outgrows its disk request (Task.DiskKB) by that factor (the
+// starter gives one only for a request_disk the user wrote, since the
+// default is an estimate that the scratch directory's own blocks already
+// exceed); and every job, request or not, is held once its scratch
+// directory outgrows Task.ScratchLimitKB, its slot's share of the disk,
+// so that no job fills the execute machine's disk.
 //
 // A binary that uses this package must let libcontainer re-execute it as
 // the container's init: call Init first thing when IsInit reports true (see

@@ -240,8 +240,8 @@ func readCounter(path, key string) (int64, bool) {
 }
 
 // watchDisk measures the scratch directory every DiskInterval and kills a
-// job that holds more than DiskFactor times its disk request (none: no
-// limit).
+// job that holds more than DiskFactor times its disk request, or more
+// than its scratch limit (Task.scratchLimit).
 func (j *Job) watchDisk() {
 	defer close(j.diskDone)
 	dir := j.task.ScratchDir
@@ -259,11 +259,11 @@ func (j *Job) watchDisk() {
 		}
 		n := dirSize(dir)
 		j.disk.Store(n)
-		limit := int64(float64(j.task.DiskKB) * 1024 * j.r.cfg.DiskFactor)
-		if j.r.cfg.DiskFactor > 0 && j.task.DiskKB > 0 && n > limit {
+		limit, kb := j.task.scratchLimit(j.r.cfg.DiskFactor)
+		if limit > 0 && n > limit {
 			j.mu.Lock()
 			j.hold = fmt.Sprintf("Job has gone over disk limit of %d kilobytes. Scratch usage: %d kilobytes.",
-				j.task.DiskKB, n>>10)
+				kb, n>>10)
 			j.mu.Unlock()
 			j.r.log.Info("job over disk limit", "container", j.c.ID(), "bytes", n, "limit", limit)
 			_ = j.Signal(unix.SIGKILL)

@@ -27,6 +27,22 @@ type Task struct {
 	Cpus     int64
 	MemoryMB int64
 	DiskKB   int64
+	// ScratchLimitKB caps the scratch directory whatever DiskKB says:
+	// the slot's share of the machine's disk (0: no cap).
+	ScratchLimitKB int64
+}
+
+// scratchLimit returns the size in bytes beyond which the job's scratch
+// directory puts it on hold, and the figure in KiB its hold reason
+// names; 0 when nothing limits it.
+func (t *Task) scratchLimit(factor float64) (bytes, kb int64) {
+	if factor > 0 && t.DiskKB > 0 {
+		bytes, kb = int64(float64(t.DiskKB)*1024*factor), t.DiskKB
+	}
+	if t.ScratchLimitKB > 0 && (bytes == 0 || t.ScratchLimitKB*1024 < bytes) {
+		bytes, kb = t.ScratchLimitKB*1024, t.ScratchLimitKB
+	}
+	return bytes, kb
 }
 
 // Exit says how a job ended.

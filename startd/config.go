@@ -55,6 +55,12 @@ type Config struct {
 	// NumSlots is the number of slots; each gets an even share of the
 	// machine's CPUs, memory and disk. Default 1.
 	NumSlots int
+	// ScratchLimitKB caps every job's scratch directory (KiB); a job
+	// that outgrows it is held. Zero gives each job its slot's share of
+	// the execute directory's free space when it starts (the slot's
+	// Disk); negative sets no cap. A request_disk of the job's own is
+	// held to the sandbox's disk factor as well.
+	ScratchLimitKB int64
 	// ExecuteDir holds the jobs' scratch directories and the starter logs
 	// (required; created if missing).
 	ExecuteDir string

@@ -233,6 +233,10 @@ func (e *endpoint) ActivateClaim(ctx context.Context, req *wire.ActivateClaimReq
 		return nil, status.Errorf(codes.FailedPrecondition, "activate claim: the machine's START expression is not true for job %s", jobID(job))
 	}
 	sl.renewed = now
+	scratchLimit := s.cfg.ScratchLimitKB
+	if scratchLimit == 0 {
+		scratchLimit = m.diskKiB / int64(max(s.cfg.NumSlots, 1))
+	}
 	spec := starter.Spec{
 		Slot:              sl.name,
 		Host:              s.cfg.Name,
@@ -245,6 +249,7 @@ func (e *endpoint) ActivateClaim(ctx context.Context, req *wire.ActivateClaimReq
 		KeyFile:           s.cfg.KeyFile,
 		CAFile:            s.cfg.CAFile,
 		Sandbox:           s.cfg.Sandbox,
+		ScratchLimitKB:    max(scratchLimit, 0),
 	}
 	r, err := startStarter(s.cfg.StarterCommand, idle.starter, s.cfg.ExecuteDir, sl.short(), spec)
 	if err != nil {

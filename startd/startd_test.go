@@ -285,6 +285,12 @@ func TestClaimLifecycle(t *testing.T) {
 	}
 	want := starter.Spec{Slot: slot, Host: "exec1", ClaimID: "c1", JobAd: jobAd, ShadowAddr: "10.0.0.1:9", ShadowFingerprint: "f1", Secret: "s3cret",
 		ScratchDir: cwd, Reusable: true, CertFile: "/pool/exec1.crt", KeyFile: "/pool/exec1.key", CAFile: "/pool/ca.crt"}
+	// Without SCRATCH_LIMIT every job is held to its slot's share of
+	// the free disk.
+	if disk := adInt(t, ad, "Disk"); spec.ScratchLimitKB <= 0 || spec.ScratchLimitKB > 2*disk || 2*spec.ScratchLimitKB < disk {
+		t.Errorf("scratch limit %d KiB, want about the slot's Disk %d KiB", spec.ScratchLimitKB, disk)
+	}
+	want.ScratchLimitKB = spec.ScratchLimitKB
 	if *spec != want {
 		t.Errorf("starter spec\n got %+v\nwant %+v", *spec, want)
 	}

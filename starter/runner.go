@@ -42,6 +42,9 @@ type Task struct {
 	Cpus     int64
 	MemoryMB int64
 	DiskKB   int64
+	// ScratchLimitKB caps the scratch directory whatever DiskKB says (0:
+	// no cap).
+	ScratchLimitKB int64
 }
 
 // Job is a started job.

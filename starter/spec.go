@@ -32,6 +32,10 @@ type Spec struct {
 	// or "process" (a plain child process, where containers are not
 	// available). The startd chooses and advertises its choice.
 	Sandbox string `json:"sandbox,omitempty"`
+	// ScratchLimitKB caps the job's scratch directory whatever its
+	// request (KiB; 0: no cap): the slot's share of the machine's disk or
+	// the administrator's limit.
+	ScratchLimitKB int64 `json:"scratch_limit_kb,omitempty"`
 	// Reusable says that the startd may give the starter the claim's next
 	// job: once a job has ended, the starter writes a line on its standard
 	// output and reads the next job's spec from its standard input, until

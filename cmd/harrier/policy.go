@@ -95,6 +95,9 @@ func startdPolicy(pc *poolConfig, cfg *startd.Config) error {
 	if cfg.ClaimLease, err = pc.c.Duration("CLAIM_LEASE", 60*time.Second); err != nil {
 		return err
 	}
+	if cfg.ScratchLimitKB, err = pc.c.Int("SCRATCH_LIMIT", 0); err != nil {
+		return err
+	}
 	cfg.Terminals = deviceList(pc, "TERMINAL_DEVICES")
 	cfg.ConsoleDevices = deviceList(pc, "CONSOLE_DEVICES")
 	return nil

@@ -192,17 +192,18 @@ func mustRead(t *testing.T, path string) string {
 	return string(b)
 }
 
-// TestScratchDiskLimit runs two jobs past the sandbox's first measures
+// TestScratchDiskLimit runs three jobs past the sandbox's first measures
 // of their scratch directories (every DISK_CHECK_INTERVAL). The one
 // without request_disk writes a few KiB, more than twice its default
 // request (the size of its executable), and is not held: that default is
 // an estimate, not a limit. The one with request_disk = 100KB writes
-// 2 MiB and is held.
+// 2 MiB and is held. The third asks for nothing and writes 6 MiB, more
+// than the machine's SCRATCH_LIMIT: it is held too.
 func TestScratchDiskLimit(t *testing.T) {
 	if err := sandbox.Available(); err != nil {
 		t.Skipf("containers not available: %v", err)
 	}
-	p := startPoolWith(t, 1, "SANDBOX = container\nNUM_SLOTS = 2\nDISK_CHECK_INTERVAL = 1\n")
+	p := startPoolWith(t, 1, "SANDBOX = container\nNUM_SLOTS = 3\nDISK_CHECK_INTERVAL = 1\nSCRATCH_LIMIT = 4096\n")
 	dir := t.TempDir()
 	_ = os.Chmod(dir, 0o777)
 	writeFile(t, filepath.Join(dir, "write.sh"), `#!/bin/sh
@@ -212,6 +213,7 @@ echo "wrote $1"
 `, 0o755)
 	small := p.submit(t, dir, "small.sub", "executable = write.sh\narguments = 8192\noutput = small.out\nlog = small.log\nqueue\n")
 	big := p.submit(t, dir, "big.sub", "executable = write.sh\narguments = 2097152\nrequest_disk = 100KB\nlog = big.log\nqueue\n")
+	greedy := p.submit(t, dir, "greedy.sub", "executable = write.sh\narguments = 6291456\nlog = greedy.log\nqueue\n")
 
 	sid, bid := fmt.Sprintf("%d.0", small), fmt.Sprintf("%d.0", big)
 	if out, code := p.harrier(t, "wait", "--timeout", "180", sid); code != 0 {
@@ -227,5 +229,11 @@ echo "wrote $1"
 	}
 	if c, _ := q[0]["HoldReasonCode"].(float64); c != sandbox.HoldCodeOutOfResources {
 		t.Errorf("HoldReasonCode = %v, want %d", q[0]["HoldReasonCode"], sandbox.HoldCodeOutOfResources)
+	}
+	gid := fmt.Sprintf("%d.0", greedy)
+	eventually(t, 120*time.Second, "the job over the machine's scratch limit to be held", func() bool { return p.jobStatus(t, gid) == 5 })
+	q = p.jobs(t, "q", gid)
+	if r, _ := q[0]["HoldReason"].(string); !strings.HasPrefix(r, "Job has gone over disk limit of 4096 kilobytes.") {
+		t.Errorf("HoldReason = %q", r)
 	}
 }
