@@ -126,8 +126,13 @@ func createPool(dir string) error {
 			return err
 		}
 	}
-	if err := os.Chmod(filepath.Join(dir, "pki"), 0o700); err != nil {
-		return err
+	// Keys, and logs (which may carry jobs' environments and paths), are
+	// the administrator's alone; pool.conf stays readable, since every
+	// user's tools read it to find the agent, and holds no secret.
+	for _, private := range []string{"pki", "log"} {
+		if err := os.Chmod(filepath.Join(dir, private), 0o700); err != nil {
+			return err
+		}
 	}
 	port, err := freePort()
 	if err != nil {
@@ -189,7 +194,7 @@ func startDaemon(dir, confPath string, d daemonSpec) error {
 	if err != nil {
 		return err
 	}
-	logf, err := os.OpenFile(filepath.Join(dir, "log", d.name+".log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(filepath.Join(dir, "log", d.name+".log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}

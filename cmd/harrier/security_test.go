@@ -321,4 +321,13 @@ func TestUserLogIsWrittenAsItsOwner(t *testing.T) {
 	if st := fi.Sys().(*syscall.Stat_t); strconv.Itoa(int(st.Uid)) != mallory.Uid {
 		t.Errorf("mallory's log belongs to uid %d", st.Uid)
 	}
+
+	// The daemons' logs, which name every job's paths, are root's alone;
+	// the pool's configuration is every user's, for their tools.
+	if out, err := asUser(t, "/bin/cat", mallory, nil, filepath.Join(p.dir, "log", "agent.log")); err == nil {
+		t.Errorf("mallory read the agent's log:\n%s", out)
+	}
+	if out, err := asUser(t, "/bin/cat", mallory, nil, filepath.Join(p.dir, poolConfigName)); err != nil {
+		t.Errorf("mallory cannot read the pool's configuration: %v: %s", err, out)
+	}
 }
