@@ -46,8 +46,8 @@ func (a *Agent) checkpointed(ctx context.Context, r *run, ev shadow.Event) {
 			"LastCkptTime":       classad.Int(time.Now().Unix()),
 			"LastCkptSize":       classad.Int(ev.StoredBytes),
 			"LastCkptImageSize":  classad.Int(ev.ImageBytes),
-			"LastCkptFrozenTime": classad.Real(ev.FrozenSeconds),
-			"LastCkptDumpTime":   classad.Real(ev.DumpSeconds),
+			"LastCkptFrozenTime": seconds(ev.FrozenSeconds),
+			"LastCkptDumpTime":   seconds(ev.DumpSeconds),
 		}, nil
 	})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"time"
 
 	"harrier.dev/harrier/agent/jobqueue"
@@ -94,8 +95,22 @@ func (a *Agent) executing(ctx context.Context, r *run, ev shadow.Event) {
 		if _, ok := ad.Lookup("JobStartDate"); !ok {
 			c["JobStartDate"] = classad.Int(now)
 		}
-		if ev.RestoreSeconds > 0 {
-			c["LastCkptRestoreTime"] = classad.Real(ev.RestoreSeconds)
+		// Restores and starts from the beginning are counted apart, and a
+		// failed restore is recorded with its reason: the user sees why a
+		// job that had a checkpoint lost its work.
+		if ev.Restored {
+			n, _ := ad.EvalInt("NumRestores")
+			c["NumRestores"] = classad.Int(n + 1)
+			c["LastCkptRestoreTime"] = seconds(ev.RestoreSeconds)
+		} else {
+			n, _ := ad.EvalInt("NumFreshStarts")
+			c["NumFreshStarts"] = classad.Int(n + 1)
+		}
+		if ev.RestoreFailure != "" {
+			n, _ := ad.EvalInt("NumRestoreFailures")
+			c["NumRestoreFailures"] = classad.Int(n + 1)
+			c["LastRestoreFailure"] = classad.String(ev.RestoreFailure)
+			c["LastRestoreFailureTime"] = classad.Int(now)
 		}
 		return c, nil
 	})
@@ -104,7 +119,35 @@ func (a *Agent) executing(ctx context.Context, r *run, ev shadow.Event) {
 		return
 	}
 	r.executed = true
-	a.logEvent(ad, joblog.Event{Type: joblog.Execute, Host: r.startdAddr})
+	e := joblog.Event{Type: joblog.Execute, Host: r.startdAddr}
+	switch {
+	case ev.Restored:
+		e.Reason = "Restored from its checkpoint."
+	case ev.RestoreFailure != "":
+		e.Reason = "Not restored from its checkpoint (" + ev.RestoreFailure + "): started from the beginning."
+	}
+	a.logEvent(ad, e)
+}
+
+// seconds is a duration as the job ad shows it: seconds, to the
+// millisecond, so that a figure reads 1.158 and not 1.1583809999999999.
+func seconds(s float64) classad.Value {
+	return classad.Real(math.Round(s*1000) / 1000)
+}
+
+// checkpointFailed records a checkpoint that could not be taken or sent
+// home; the job runs on, or (vacate) was stopped without one.
+func (a *Agent) checkpointFailed(ctx context.Context, r *run, ev shadow.Event) {
+	if _, err := a.jobs.transition(ctx, r.id, func(ad *classad.ClassAd) (change, error) {
+		n, _ := ad.EvalInt("NumCheckpointFailures")
+		return change{
+			"NumCheckpointFailures":     classad.Int(n + 1),
+			"LastCheckpointFailure":     classad.String(ev.Reason),
+			"LastCheckpointFailureTime": classad.Int(time.Now().Unix()),
+		}, nil
+	}); err != nil {
+		a.log.Error("record checkpoint failure", "job", r.id, "err", err)
+	}
 }
 
 // suspended records that the execute machine suspended the job, or let

@@ -438,6 +438,8 @@ func (a *Agent) runShadow(ctx context.Context, p *shadowProc, c *claim, r *run, 
 		case shadow.EventCheckpointed:
 			a.checkpointed(ctx, r, ev)
 			r.vacated = r.vacated || ev.Vacate
+		case shadow.EventCheckpointFailed:
+			a.checkpointFailed(ctx, r, ev)
 		default:
 			if activateErr != nil && ev.Type == shadow.EventFailed {
 				ev.Reason = activateErr.Error()

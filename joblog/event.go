@@ -55,7 +55,8 @@ type Event struct {
 	// Host is the submit host (Submit) or execute host (Execute).
 	Host string
 	// Reason explains Aborted, Held, Released, Evicted, ShadowException
-	// and ExecutableError.
+	// and ExecutableError; on Execute it says whether a job that had a
+	// checkpoint was restored from it.
 	Reason string
 	// Code and Subcode are a hold's HoldReasonCode and HoldReasonSubCode.
 	Code, Subcode int
@@ -108,6 +109,7 @@ func (e Event) Format() string {
 		fmt.Fprintf(&b, "Job submitted from host: <%s>\n", e.Host)
 	case Execute:
 		fmt.Fprintf(&b, "Job executing on host: <%s>\n", e.Host)
+		writeReason(&b, e.Reason)
 	case ExecutableError:
 		switch e.ErrorKind {
 		case NotExecutable:

@@ -31,6 +31,7 @@ func TestRoundTrip(t *testing.T) {
 	events := []Event{
 		{Type: Submit, Cluster: 12, Proc: 3, Time: when, Host: "10.0.0.1:9618"},
 		{Type: Execute, Cluster: 12, Proc: 3, Time: when, Host: "10.0.0.2:9618"},
+		{Type: Execute, Cluster: 12, Proc: 3, Time: when, Host: "10.0.0.3:9618", Reason: "Not restored from its checkpoint (image is corrupt): started from the beginning"},
 		{Type: Held, Cluster: 12, Proc: 3, Time: when, Reason: "via harrier hold (by user ann)", Code: 1, Subcode: 7},
 		{Type: Released, Cluster: 12, Proc: 3, Time: when, Reason: "via harrier release"},
 		{Type: Evicted, Cluster: 12, Proc: 3, Time: when, Reason: "owner came back", WasCheckpointed: true},

@@ -165,7 +165,7 @@ func fillBody(e *Event, body []string) {
 		case t == "(1) Job was checkpointed.":
 			e.WasCheckpointed = true
 		case strings.HasPrefix(l, "\t") && !strings.HasPrefix(l, "\t\t") && e.Reason == "" &&
-			(e.Type == Aborted || e.Type == Held || e.Type == Released || e.Type == Evicted || e.Type == ShadowException || e.Type == ExecutableError) &&
+			(e.Type == Aborted || e.Type == Held || e.Type == Released || e.Type == Evicted || e.Type == ShadowException || e.Type == ExecutableError || e.Type == Execute) &&
 			!strings.HasPrefix(t, "(") && !strings.Contains(t, "  -  "):
 			e.Reason = t
 		}

@@ -101,7 +101,10 @@ func (v *service) Attach(stream wire.Shadow_AttachServer) error {
 					s.logger.Warn("truncate job output for a fresh start", "err", err)
 				}
 			}
-			s.events(Event{Type: EventExecuting, Host: hello.Host, RestoreSeconds: b.Started.RestoreSeconds})
+			s.events(Event{Type: EventExecuting, Host: hello.Host, RestoreSeconds: b.Started.RestoreSeconds,
+				Restored: b.Started.Restored, RestoreFailure: b.Started.RestoreFailure})
+		case *wire.StarterMessage_CheckpointFailed:
+			s.events(Event{Type: EventCheckpointFailed, Reason: b.CheckpointFailed.Reason, Vacate: b.CheckpointFailed.Vacate})
 		case *wire.StarterMessage_Usage:
 			u := b.Usage
 			s.events(Event{Type: EventUsage, UserCPU: u.UserCpuSeconds, SysCPU: u.SysCpuSeconds, MaxRSS: u.MaxRssBytes, Memory: u.MemoryBytes})

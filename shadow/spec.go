@@ -75,9 +75,13 @@ type Event struct {
 	DumpSeconds   float64 `json:"dump_seconds,omitempty"`
 	Vacate        bool    `json:"vacate,omitempty"`
 	// RestoreSeconds is CRIU's restore time of a job restored from its
-	// checkpoint (EventExecuting).
+	// checkpoint (EventExecuting, with Restored set); RestoreFailure says
+	// why a job that had a checkpoint started from the beginning instead.
 	RestoreSeconds float64 `json:"restore_seconds,omitempty"`
-	// Reason explains EventHold, EventFailed and EventKilled.
+	Restored       bool    `json:"restored,omitempty"`
+	RestoreFailure string  `json:"restore_failure,omitempty"`
+	// Reason explains EventHold, EventFailed, EventKilled and
+	// EventCheckpointFailed.
 	Reason string `json:"reason,omitempty"`
 	Code   int    `json:"code,omitempty"`
 	// Files is what the job's remote I/O did to each submit-side file
@@ -112,6 +116,9 @@ const (
 	// EventCheckpointed: a checkpoint image of the job arrived whole and is
 	// now its latest.
 	EventCheckpointed EventType = "checkpointed"
+	// EventCheckpointFailed: a checkpoint could not be taken or sent home
+	// (Reason); with Vacate the job was stopped without one.
+	EventCheckpointFailed EventType = "checkpoint_failed"
 	// EventUsage: the job's resource use so far.
 	EventUsage EventType = "usage"
 	// EventFailed: the run failed for reasons not the job's own (claim

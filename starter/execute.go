@@ -71,6 +71,14 @@ func execute(ctx context.Context, start func(context.Context, *Task) (Job, error
 		started.Restored = true
 		started.RestoreSeconds = r.RestoreTime().Seconds()
 	}
+	started.RestoreFailure = t.RestoreFailure
+	// A checkpoint that fails is reported where the user looks, not only
+	// in this log.
+	failed := func(what string, err error, vacate bool) {
+		logger.Warn(what, "err", err)
+		_ = send.msg(&wire.StarterMessage{Body: &wire.StarterMessage_CheckpointFailed{
+			CheckpointFailed: &wire.CheckpointFailed{Reason: err.Error(), Vacate: vacate}}})
+	}
 	if err := send.msg(&wire.StarterMessage{Body: &wire.StarterMessage_Started{Started: started}}); err != nil {
 		logger.Warn("report start", "err", err)
 	}
@@ -145,7 +153,8 @@ func execute(ctx context.Context, start func(context.Context, *Task) (Job, error
 						evict = "the execute machine vacated the job, which was checkpointed"
 						continue // the dump ended the job
 					}
-					logger.Warn("vacate without a checkpoint", "err", err)
+					failed("vacate without a checkpoint", err, true)
+					evict = "the execute machine vacated the job, which could not be checkpointed: " + err.Error()
 				}
 				stop(evict)
 			case controlCheckpoint:
@@ -153,13 +162,13 @@ func execute(ctx context.Context, start func(context.Context, *Task) (Job, error
 					continue
 				}
 				if err := ck.take(ctx, job, false); err != nil {
-					logger.Warn("checkpoint", "err", err)
+					failed("checkpoint", err, false)
 				}
 			}
 		case <-periodic:
 			if !suspended && hardKill == nil {
 				if err := ck.take(ctx, job, false); err != nil {
-					logger.Warn("periodic checkpoint", "err", err)
+					failed("periodic checkpoint", err, false)
 				}
 			}
 		case <-ctx.Done():

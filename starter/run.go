@@ -75,6 +75,12 @@ func (s *Starter) restoreOrStart(ck *checkpoints, job *classad.ClassAd, logger *
 			return nil, fmt.Errorf("Cannot restore the job from its checkpoint: %v", err)
 		}
 		logger.Warn("cannot restore the job from its checkpoint; starting it afresh", "err", err)
-		return s.runner.Start(ctx, t)
+		j, serr := s.runner.Start(ctx, t)
+		if serr != nil {
+			return nil, serr
+		}
+		// The shadow and the job's record say why it starts over.
+		t.RestoreFailure = err.Error()
+		return j, nil
 	}
 }

@@ -45,6 +45,9 @@ type Task struct {
 	// ScratchLimitKB caps the scratch directory whatever DiskKB says (0:
 	// no cap).
 	ScratchLimitKB int64
+	// RestoreFailure is set by a start that was to restore the job from
+	// its checkpoint and started it from the beginning instead: why.
+	RestoreFailure string
 }
 
 // Job is a started job.

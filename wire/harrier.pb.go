@@ -87,7 +87,7 @@ func (x ActRequest_Action) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ActRequest_Action.Descriptor instead.
 func (ActRequest_Action) EnumDescriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{43, 0}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{44, 0}
 }
 
 type AdvertiseRequest struct {
@@ -1325,6 +1325,7 @@ type StarterMessage struct {
 	//	*StarterMessage_Exited
 	//	*StarterMessage_Suspended
 	//	*StarterMessage_Resumed
+	//	*StarterMessage_CheckpointFailed
 	Body          isStarterMessage_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1430,6 +1431,15 @@ func (x *StarterMessage) GetResumed() *Resumed {
 	return nil
 }
 
+func (x *StarterMessage) GetCheckpointFailed() *CheckpointFailed {
+	if x != nil {
+		if x, ok := x.Body.(*StarterMessage_CheckpointFailed); ok {
+			return x.CheckpointFailed
+		}
+	}
+	return nil
+}
+
 type isStarterMessage_Body interface {
 	isStarterMessage_Body()
 }
@@ -1462,6 +1472,10 @@ type StarterMessage_Resumed struct {
 	Resumed *Resumed `protobuf:"bytes,7,opt,name=resumed,proto3,oneof"`
 }
 
+type StarterMessage_CheckpointFailed struct {
+	CheckpointFailed *CheckpointFailed `protobuf:"bytes,8,opt,name=checkpoint_failed,json=checkpointFailed,proto3,oneof"`
+}
+
 func (*StarterMessage_Hello) isStarterMessage_Body() {}
 
 func (*StarterMessage_Output) isStarterMessage_Body() {}
@@ -1476,6 +1490,63 @@ func (*StarterMessage_Suspended) isStarterMessage_Body() {}
 
 func (*StarterMessage_Resumed) isStarterMessage_Body() {}
 
+func (*StarterMessage_CheckpointFailed) isStarterMessage_Body() {}
+
+// CheckpointFailed reports a checkpoint that could not be taken or sent
+// home; with vacate, the job was then stopped without one and will start
+// again from its previous checkpoint, or from the beginning.
+type CheckpointFailed struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Reason        string                 `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	Vacate        bool                   `protobuf:"varint,2,opt,name=vacate,proto3" json:"vacate,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckpointFailed) Reset() {
+	*x = CheckpointFailed{}
+	mi := &file_harrier_v1_harrier_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointFailed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointFailed) ProtoMessage() {}
+
+func (x *CheckpointFailed) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_harrier_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointFailed.ProtoReflect.Descriptor instead.
+func (*CheckpointFailed) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *CheckpointFailed) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *CheckpointFailed) GetVacate() bool {
+	if x != nil {
+		return x.Vacate
+	}
+	return false
+}
+
 // Suspended reports that the execute machine's owner policy suspended the job.
 type Suspended struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1486,7 +1557,7 @@ type Suspended struct {
 
 func (x *Suspended) Reset() {
 	*x = Suspended{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[24]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1498,7 +1569,7 @@ func (x *Suspended) String() string {
 func (*Suspended) ProtoMessage() {}
 
 func (x *Suspended) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[24]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1511,7 +1582,7 @@ func (x *Suspended) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Suspended.ProtoReflect.Descriptor instead.
 func (*Suspended) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{24}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Suspended) GetReason() string {
@@ -1530,7 +1601,7 @@ type Resumed struct {
 
 func (x *Resumed) Reset() {
 	*x = Resumed{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[25]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1542,7 +1613,7 @@ func (x *Resumed) String() string {
 func (*Resumed) ProtoMessage() {}
 
 func (x *Resumed) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[25]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1555,7 +1626,7 @@ func (x *Resumed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resumed.ProtoReflect.Descriptor instead.
 func (*Resumed) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{25}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{26}
 }
 
 type Hello struct {
@@ -1570,7 +1641,7 @@ type Hello struct {
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[26]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1582,7 +1653,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[26]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1595,7 +1666,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{26}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Hello) GetJobId() string {
@@ -1630,7 +1701,7 @@ type Output struct {
 
 func (x *Output) Reset() {
 	*x = Output{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[27]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1642,7 +1713,7 @@ func (x *Output) String() string {
 func (*Output) ProtoMessage() {}
 
 func (x *Output) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[27]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1655,7 +1726,7 @@ func (x *Output) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Output.ProtoReflect.Descriptor instead.
 func (*Output) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{27}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Output) GetFd() int32 {
@@ -1682,14 +1753,17 @@ type Started struct {
 	// started from the beginning, the first time or after its restore
 	// failed. The shadow keeps appending to the job's output only after a
 	// restore and truncates it otherwise, as for a first run.
-	Restored      bool `protobuf:"varint,3,opt,name=restored,proto3" json:"restored,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Restored bool `protobuf:"varint,3,opt,name=restored,proto3" json:"restored,omitempty"`
+	// Set when the job has a checkpoint but was started from the beginning
+	// instead: why it could not be restored.
+	RestoreFailure string `protobuf:"bytes,4,opt,name=restore_failure,json=restoreFailure,proto3" json:"restore_failure,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Started) Reset() {
 	*x = Started{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1701,7 +1775,7 @@ func (x *Started) String() string {
 func (*Started) ProtoMessage() {}
 
 func (x *Started) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1714,7 +1788,7 @@ func (x *Started) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Started.ProtoReflect.Descriptor instead.
 func (*Started) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{28}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Started) GetPid() int32 {
@@ -1738,6 +1812,13 @@ func (x *Started) GetRestored() bool {
 	return false
 }
 
+func (x *Started) GetRestoreFailure() string {
+	if x != nil {
+		return x.RestoreFailure
+	}
+	return ""
+}
+
 type Usage struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	UserCpuSeconds float64                `protobuf:"fixed64,1,opt,name=user_cpu_seconds,json=userCpuSeconds,proto3" json:"user_cpu_seconds,omitempty"`
@@ -1750,7 +1831,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1762,7 +1843,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1775,7 +1856,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{29}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Usage) GetUserCpuSeconds() float64 {
@@ -1827,7 +1908,7 @@ type Exited struct {
 
 func (x *Exited) Reset() {
 	*x = Exited{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1839,7 +1920,7 @@ func (x *Exited) String() string {
 func (*Exited) ProtoMessage() {}
 
 func (x *Exited) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1852,7 +1933,7 @@ func (x *Exited) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Exited.ProtoReflect.Descriptor instead.
 func (*Exited) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{30}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Exited) GetBySignal() bool {
@@ -1925,7 +2006,7 @@ type ShadowMessage struct {
 
 func (x *ShadowMessage) Reset() {
 	*x = ShadowMessage{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1937,7 +2018,7 @@ func (x *ShadowMessage) String() string {
 func (*ShadowMessage) ProtoMessage() {}
 
 func (x *ShadowMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1950,7 +2031,7 @@ func (x *ShadowMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShadowMessage.ProtoReflect.Descriptor instead.
 func (*ShadowMessage) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{31}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ShadowMessage) GetBody() isShadowMessage_Body {
@@ -2020,7 +2101,7 @@ type CheckpointNow struct {
 
 func (x *CheckpointNow) Reset() {
 	*x = CheckpointNow{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2032,7 +2113,7 @@ func (x *CheckpointNow) String() string {
 func (*CheckpointNow) ProtoMessage() {}
 
 func (x *CheckpointNow) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2045,7 +2126,7 @@ func (x *CheckpointNow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointNow.ProtoReflect.Descriptor instead.
 func (*CheckpointNow) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{32}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *CheckpointNow) GetVacate() bool {
@@ -2064,7 +2145,7 @@ type JobSpec struct {
 
 func (x *JobSpec) Reset() {
 	*x = JobSpec{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2076,7 +2157,7 @@ func (x *JobSpec) String() string {
 func (*JobSpec) ProtoMessage() {}
 
 func (x *JobSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2089,7 +2170,7 @@ func (x *JobSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobSpec.ProtoReflect.Descriptor instead.
 func (*JobSpec) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{33}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *JobSpec) GetJobAd() string {
@@ -2108,7 +2189,7 @@ type Kill struct {
 
 func (x *Kill) Reset() {
 	*x = Kill{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2120,7 +2201,7 @@ func (x *Kill) String() string {
 func (*Kill) ProtoMessage() {}
 
 func (x *Kill) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2133,7 +2214,7 @@ func (x *Kill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Kill.ProtoReflect.Descriptor instead.
 func (*Kill) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{34}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Kill) GetReason() string {
@@ -2154,7 +2235,7 @@ type ReadFileRequest struct {
 
 func (x *ReadFileRequest) Reset() {
 	*x = ReadFileRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2166,7 +2247,7 @@ func (x *ReadFileRequest) String() string {
 func (*ReadFileRequest) ProtoMessage() {}
 
 func (x *ReadFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2179,7 +2260,7 @@ func (x *ReadFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadFileRequest.ProtoReflect.Descriptor instead.
 func (*ReadFileRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{35}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ReadFileRequest) GetSecret() string {
@@ -2207,7 +2288,7 @@ type FileChunk struct {
 
 func (x *FileChunk) Reset() {
 	*x = FileChunk{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2219,7 +2300,7 @@ func (x *FileChunk) String() string {
 func (*FileChunk) ProtoMessage() {}
 
 func (x *FileChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2232,7 +2313,7 @@ func (x *FileChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileChunk.ProtoReflect.Descriptor instead.
 func (*FileChunk) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{36}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *FileChunk) GetData() []byte {
@@ -2257,7 +2338,7 @@ type NewClusterRequest struct {
 
 func (x *NewClusterRequest) Reset() {
 	*x = NewClusterRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2269,7 +2350,7 @@ func (x *NewClusterRequest) String() string {
 func (*NewClusterRequest) ProtoMessage() {}
 
 func (x *NewClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2282,7 +2363,7 @@ func (x *NewClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NewClusterRequest.ProtoReflect.Descriptor instead.
 func (*NewClusterRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{37}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{38}
 }
 
 type NewClusterReply struct {
@@ -2294,7 +2375,7 @@ type NewClusterReply struct {
 
 func (x *NewClusterReply) Reset() {
 	*x = NewClusterReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2306,7 +2387,7 @@ func (x *NewClusterReply) String() string {
 func (*NewClusterReply) ProtoMessage() {}
 
 func (x *NewClusterReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2319,7 +2400,7 @@ func (x *NewClusterReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NewClusterReply.ProtoReflect.Descriptor instead.
 func (*NewClusterReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{38}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *NewClusterReply) GetCluster() int32 {
@@ -2343,7 +2424,7 @@ type SubmitRequest struct {
 
 func (x *SubmitRequest) Reset() {
 	*x = SubmitRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2355,7 +2436,7 @@ func (x *SubmitRequest) String() string {
 func (*SubmitRequest) ProtoMessage() {}
 
 func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2368,7 +2449,7 @@ func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitRequest.ProtoReflect.Descriptor instead.
 func (*SubmitRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{39}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *SubmitRequest) GetCluster() int32 {
@@ -2401,7 +2482,7 @@ type SubmitReply struct {
 
 func (x *SubmitReply) Reset() {
 	*x = SubmitReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2413,7 +2494,7 @@ func (x *SubmitReply) String() string {
 func (*SubmitReply) ProtoMessage() {}
 
 func (x *SubmitReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2426,7 +2507,7 @@ func (x *SubmitReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitReply.ProtoReflect.Descriptor instead.
 func (*SubmitReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{40}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *SubmitReply) GetCount() int32 {
@@ -2448,7 +2529,7 @@ type JobQueryRequest struct {
 
 func (x *JobQueryRequest) Reset() {
 	*x = JobQueryRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2460,7 +2541,7 @@ func (x *JobQueryRequest) String() string {
 func (*JobQueryRequest) ProtoMessage() {}
 
 func (x *JobQueryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2473,7 +2554,7 @@ func (x *JobQueryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobQueryRequest.ProtoReflect.Descriptor instead.
 func (*JobQueryRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{41}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *JobQueryRequest) GetIds() []string {
@@ -2506,7 +2587,7 @@ type JobQueryReply struct {
 
 func (x *JobQueryReply) Reset() {
 	*x = JobQueryReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2518,7 +2599,7 @@ func (x *JobQueryReply) String() string {
 func (*JobQueryReply) ProtoMessage() {}
 
 func (x *JobQueryReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2531,7 +2612,7 @@ func (x *JobQueryReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobQueryReply.ProtoReflect.Descriptor instead.
 func (*JobQueryReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{42}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *JobQueryReply) GetAds() []string {
@@ -2552,7 +2633,7 @@ type ActRequest struct {
 
 func (x *ActRequest) Reset() {
 	*x = ActRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2564,7 +2645,7 @@ func (x *ActRequest) String() string {
 func (*ActRequest) ProtoMessage() {}
 
 func (x *ActRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2577,7 +2658,7 @@ func (x *ActRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActRequest.ProtoReflect.Descriptor instead.
 func (*ActRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{43}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ActRequest) GetAction() ActRequest_Action {
@@ -2610,7 +2691,7 @@ type ActReply struct {
 
 func (x *ActReply) Reset() {
 	*x = ActReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2622,7 +2703,7 @@ func (x *ActReply) String() string {
 func (*ActReply) ProtoMessage() {}
 
 func (x *ActReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2635,7 +2716,7 @@ func (x *ActReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActReply.ProtoReflect.Descriptor instead.
 func (*ActReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{44}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ActReply) GetResults() []*ActResult {
@@ -2656,7 +2737,7 @@ type ActResult struct {
 
 func (x *ActResult) Reset() {
 	*x = ActResult{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[45]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2668,7 +2749,7 @@ func (x *ActResult) String() string {
 func (*ActResult) ProtoMessage() {}
 
 func (x *ActResult) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[45]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2681,7 +2762,7 @@ func (x *ActResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActResult.ProtoReflect.Descriptor instead.
 func (*ActResult) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{45}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ActResult) GetId() string {
@@ -2791,7 +2872,7 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\x12PutCheckpointReply\x12!\n" +
 	"\fstored_bytes\x18\x01 \x01(\x03R\vstoredBytes\".\n" +
 	"\x14GetCheckpointRequest\x12\x16\n" +
-	"\x06secret\x18\x01 \x01(\tR\x06secret\"\xe3\x02\n" +
+	"\x06secret\x18\x01 \x01(\tR\x06secret\"\xb0\x03\n" +
 	"\x0eStarterMessage\x12)\n" +
 	"\x05hello\x18\x01 \x01(\v2\x11.harrier.v1.HelloH\x00R\x05hello\x12,\n" +
 	"\x06output\x18\x02 \x01(\v2\x12.harrier.v1.OutputH\x00R\x06output\x12/\n" +
@@ -2799,8 +2880,12 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\x05usage\x18\x04 \x01(\v2\x11.harrier.v1.UsageH\x00R\x05usage\x12,\n" +
 	"\x06exited\x18\x05 \x01(\v2\x12.harrier.v1.ExitedH\x00R\x06exited\x125\n" +
 	"\tsuspended\x18\x06 \x01(\v2\x15.harrier.v1.SuspendedH\x00R\tsuspended\x12/\n" +
-	"\aresumed\x18\a \x01(\v2\x13.harrier.v1.ResumedH\x00R\aresumedB\x06\n" +
-	"\x04body\"#\n" +
+	"\aresumed\x18\a \x01(\v2\x13.harrier.v1.ResumedH\x00R\aresumed\x12K\n" +
+	"\x11checkpoint_failed\x18\b \x01(\v2\x1c.harrier.v1.CheckpointFailedH\x00R\x10checkpointFailedB\x06\n" +
+	"\x04body\"B\n" +
+	"\x10CheckpointFailed\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x16\n" +
+	"\x06vacate\x18\x02 \x01(\bR\x06vacate\"#\n" +
 	"\tSuspended\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\"\t\n" +
 	"\aResumed\"J\n" +
@@ -2810,11 +2895,12 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\x04host\x18\x03 \x01(\tR\x04host\",\n" +
 	"\x06Output\x12\x0e\n" +
 	"\x02fd\x18\x01 \x01(\x05R\x02fd\x12\x12\n" +
-	"\x04data\x18\x02 \x01(\fR\x04data\"`\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\"\x89\x01\n" +
 	"\aStarted\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\x05R\x03pid\x12'\n" +
 	"\x0frestore_seconds\x18\x02 \x01(\x01R\x0erestoreSeconds\x12\x1a\n" +
-	"\brestored\x18\x03 \x01(\bR\brestored\"\xa0\x01\n" +
+	"\brestored\x18\x03 \x01(\bR\brestored\x12'\n" +
+	"\x0frestore_failure\x18\x04 \x01(\tR\x0erestoreFailure\"\xa0\x01\n" +
 	"\x05Usage\x12(\n" +
 	"\x10user_cpu_seconds\x18\x01 \x01(\x01R\x0euserCpuSeconds\x12&\n" +
 	"\x0fsys_cpu_seconds\x18\x02 \x01(\x01R\rsysCpuSeconds\x12\"\n" +
@@ -2929,7 +3015,7 @@ func file_harrier_v1_harrier_proto_rawDescGZIP() []byte {
 }
 
 var file_harrier_v1_harrier_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_harrier_v1_harrier_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
+var file_harrier_v1_harrier_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
 var file_harrier_v1_harrier_proto_goTypes = []any{
 	(ActRequest_Action)(0),       // 0: harrier.v1.ActRequest.Action
 	(*AdvertiseRequest)(nil),     // 1: harrier.v1.AdvertiseRequest
@@ -2956,89 +3042,91 @@ var file_harrier_v1_harrier_proto_goTypes = []any{
 	(*PutCheckpointReply)(nil),   // 22: harrier.v1.PutCheckpointReply
 	(*GetCheckpointRequest)(nil), // 23: harrier.v1.GetCheckpointRequest
 	(*StarterMessage)(nil),       // 24: harrier.v1.StarterMessage
-	(*Suspended)(nil),            // 25: harrier.v1.Suspended
-	(*Resumed)(nil),              // 26: harrier.v1.Resumed
-	(*Hello)(nil),                // 27: harrier.v1.Hello
-	(*Output)(nil),               // 28: harrier.v1.Output
-	(*Started)(nil),              // 29: harrier.v1.Started
-	(*Usage)(nil),                // 30: harrier.v1.Usage
-	(*Exited)(nil),               // 31: harrier.v1.Exited
-	(*ShadowMessage)(nil),        // 32: harrier.v1.ShadowMessage
-	(*CheckpointNow)(nil),        // 33: harrier.v1.CheckpointNow
-	(*JobSpec)(nil),              // 34: harrier.v1.JobSpec
-	(*Kill)(nil),                 // 35: harrier.v1.Kill
-	(*ReadFileRequest)(nil),      // 36: harrier.v1.ReadFileRequest
-	(*FileChunk)(nil),            // 37: harrier.v1.FileChunk
-	(*NewClusterRequest)(nil),    // 38: harrier.v1.NewClusterRequest
-	(*NewClusterReply)(nil),      // 39: harrier.v1.NewClusterReply
-	(*SubmitRequest)(nil),        // 40: harrier.v1.SubmitRequest
-	(*SubmitReply)(nil),          // 41: harrier.v1.SubmitReply
-	(*JobQueryRequest)(nil),      // 42: harrier.v1.JobQueryRequest
-	(*JobQueryReply)(nil),        // 43: harrier.v1.JobQueryReply
-	(*ActRequest)(nil),           // 44: harrier.v1.ActRequest
-	(*ActReply)(nil),             // 45: harrier.v1.ActReply
-	(*ActResult)(nil),            // 46: harrier.v1.ActResult
+	(*CheckpointFailed)(nil),     // 25: harrier.v1.CheckpointFailed
+	(*Suspended)(nil),            // 26: harrier.v1.Suspended
+	(*Resumed)(nil),              // 27: harrier.v1.Resumed
+	(*Hello)(nil),                // 28: harrier.v1.Hello
+	(*Output)(nil),               // 29: harrier.v1.Output
+	(*Started)(nil),              // 30: harrier.v1.Started
+	(*Usage)(nil),                // 31: harrier.v1.Usage
+	(*Exited)(nil),               // 32: harrier.v1.Exited
+	(*ShadowMessage)(nil),        // 33: harrier.v1.ShadowMessage
+	(*CheckpointNow)(nil),        // 34: harrier.v1.CheckpointNow
+	(*JobSpec)(nil),              // 35: harrier.v1.JobSpec
+	(*Kill)(nil),                 // 36: harrier.v1.Kill
+	(*ReadFileRequest)(nil),      // 37: harrier.v1.ReadFileRequest
+	(*FileChunk)(nil),            // 38: harrier.v1.FileChunk
+	(*NewClusterRequest)(nil),    // 39: harrier.v1.NewClusterRequest
+	(*NewClusterReply)(nil),      // 40: harrier.v1.NewClusterReply
+	(*SubmitRequest)(nil),        // 41: harrier.v1.SubmitRequest
+	(*SubmitReply)(nil),          // 42: harrier.v1.SubmitReply
+	(*JobQueryRequest)(nil),      // 43: harrier.v1.JobQueryRequest
+	(*JobQueryReply)(nil),        // 44: harrier.v1.JobQueryReply
+	(*ActRequest)(nil),           // 45: harrier.v1.ActRequest
+	(*ActReply)(nil),             // 46: harrier.v1.ActReply
+	(*ActResult)(nil),            // 47: harrier.v1.ActResult
 }
 var file_harrier_v1_harrier_proto_depIdxs = []int32{
 	21, // 0: harrier.v1.CheckpointChunk.info:type_name -> harrier.v1.CheckpointInfo
-	27, // 1: harrier.v1.StarterMessage.hello:type_name -> harrier.v1.Hello
-	28, // 2: harrier.v1.StarterMessage.output:type_name -> harrier.v1.Output
-	29, // 3: harrier.v1.StarterMessage.started:type_name -> harrier.v1.Started
-	30, // 4: harrier.v1.StarterMessage.usage:type_name -> harrier.v1.Usage
-	31, // 5: harrier.v1.StarterMessage.exited:type_name -> harrier.v1.Exited
-	25, // 6: harrier.v1.StarterMessage.suspended:type_name -> harrier.v1.Suspended
-	26, // 7: harrier.v1.StarterMessage.resumed:type_name -> harrier.v1.Resumed
-	30, // 8: harrier.v1.Exited.usage:type_name -> harrier.v1.Usage
-	34, // 9: harrier.v1.ShadowMessage.job:type_name -> harrier.v1.JobSpec
-	35, // 10: harrier.v1.ShadowMessage.kill:type_name -> harrier.v1.Kill
-	33, // 11: harrier.v1.ShadowMessage.checkpoint:type_name -> harrier.v1.CheckpointNow
-	0,  // 12: harrier.v1.ActRequest.action:type_name -> harrier.v1.ActRequest.Action
-	46, // 13: harrier.v1.ActReply.results:type_name -> harrier.v1.ActResult
-	1,  // 14: harrier.v1.Collector.Advertise:input_type -> harrier.v1.AdvertiseRequest
-	2,  // 15: harrier.v1.Collector.AdvertiseJobs:input_type -> harrier.v1.AdvertiseJobsRequest
-	4,  // 16: harrier.v1.Collector.Invalidate:input_type -> harrier.v1.InvalidateRequest
-	6,  // 17: harrier.v1.Collector.Query:input_type -> harrier.v1.QueryRequest
-	8,  // 18: harrier.v1.Agent.Matched:input_type -> harrier.v1.MatchedRequest
-	12, // 19: harrier.v1.Startd.Matched:input_type -> harrier.v1.StartdMatchedRequest
-	14, // 20: harrier.v1.Startd.RequestClaim:input_type -> harrier.v1.RequestClaimRequest
-	16, // 21: harrier.v1.Startd.ActivateClaim:input_type -> harrier.v1.ActivateClaimRequest
-	18, // 22: harrier.v1.Startd.ReleaseClaim:input_type -> harrier.v1.ReleaseClaimRequest
-	10, // 23: harrier.v1.Startd.KeepAlive:input_type -> harrier.v1.KeepAliveRequest
-	24, // 24: harrier.v1.Shadow.Attach:input_type -> harrier.v1.StarterMessage
-	36, // 25: harrier.v1.Shadow.ReadFile:input_type -> harrier.v1.ReadFileRequest
-	20, // 26: harrier.v1.Shadow.PutCheckpoint:input_type -> harrier.v1.CheckpointChunk
-	23, // 27: harrier.v1.Shadow.GetCheckpoint:input_type -> harrier.v1.GetCheckpointRequest
-	38, // 28: harrier.v1.Schedd.NewCluster:input_type -> harrier.v1.NewClusterRequest
-	40, // 29: harrier.v1.Schedd.Submit:input_type -> harrier.v1.SubmitRequest
-	42, // 30: harrier.v1.Schedd.Query:input_type -> harrier.v1.JobQueryRequest
-	42, // 31: harrier.v1.Schedd.History:input_type -> harrier.v1.JobQueryRequest
-	44, // 32: harrier.v1.Schedd.Act:input_type -> harrier.v1.ActRequest
-	6,  // 33: harrier.v1.Schedd.QueryPool:input_type -> harrier.v1.QueryRequest
-	3,  // 34: harrier.v1.Collector.Advertise:output_type -> harrier.v1.AdvertiseReply
-	3,  // 35: harrier.v1.Collector.AdvertiseJobs:output_type -> harrier.v1.AdvertiseReply
-	5,  // 36: harrier.v1.Collector.Invalidate:output_type -> harrier.v1.InvalidateReply
-	7,  // 37: harrier.v1.Collector.Query:output_type -> harrier.v1.QueryReply
-	9,  // 38: harrier.v1.Agent.Matched:output_type -> harrier.v1.MatchedReply
-	13, // 39: harrier.v1.Startd.Matched:output_type -> harrier.v1.StartdMatchedReply
-	15, // 40: harrier.v1.Startd.RequestClaim:output_type -> harrier.v1.RequestClaimReply
-	17, // 41: harrier.v1.Startd.ActivateClaim:output_type -> harrier.v1.ActivateClaimReply
-	19, // 42: harrier.v1.Startd.ReleaseClaim:output_type -> harrier.v1.ReleaseClaimReply
-	11, // 43: harrier.v1.Startd.KeepAlive:output_type -> harrier.v1.KeepAliveReply
-	32, // 44: harrier.v1.Shadow.Attach:output_type -> harrier.v1.ShadowMessage
-	37, // 45: harrier.v1.Shadow.ReadFile:output_type -> harrier.v1.FileChunk
-	22, // 46: harrier.v1.Shadow.PutCheckpoint:output_type -> harrier.v1.PutCheckpointReply
-	20, // 47: harrier.v1.Shadow.GetCheckpoint:output_type -> harrier.v1.CheckpointChunk
-	39, // 48: harrier.v1.Schedd.NewCluster:output_type -> harrier.v1.NewClusterReply
-	41, // 49: harrier.v1.Schedd.Submit:output_type -> harrier.v1.SubmitReply
-	43, // 50: harrier.v1.Schedd.Query:output_type -> harrier.v1.JobQueryReply
-	43, // 51: harrier.v1.Schedd.History:output_type -> harrier.v1.JobQueryReply
-	45, // 52: harrier.v1.Schedd.Act:output_type -> harrier.v1.ActReply
-	7,  // 53: harrier.v1.Schedd.QueryPool:output_type -> harrier.v1.QueryReply
-	34, // [34:54] is the sub-list for method output_type
-	14, // [14:34] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	28, // 1: harrier.v1.StarterMessage.hello:type_name -> harrier.v1.Hello
+	29, // 2: harrier.v1.StarterMessage.output:type_name -> harrier.v1.Output
+	30, // 3: harrier.v1.StarterMessage.started:type_name -> harrier.v1.Started
+	31, // 4: harrier.v1.StarterMessage.usage:type_name -> harrier.v1.Usage
+	32, // 5: harrier.v1.StarterMessage.exited:type_name -> harrier.v1.Exited
+	26, // 6: harrier.v1.StarterMessage.suspended:type_name -> harrier.v1.Suspended
+	27, // 7: harrier.v1.StarterMessage.resumed:type_name -> harrier.v1.Resumed
+	25, // 8: harrier.v1.StarterMessage.checkpoint_failed:type_name -> harrier.v1.CheckpointFailed
+	31, // 9: harrier.v1.Exited.usage:type_name -> harrier.v1.Usage
+	35, // 10: harrier.v1.ShadowMessage.job:type_name -> harrier.v1.JobSpec
+	36, // 11: harrier.v1.ShadowMessage.kill:type_name -> harrier.v1.Kill
+	34, // 12: harrier.v1.ShadowMessage.checkpoint:type_name -> harrier.v1.CheckpointNow
+	0,  // 13: harrier.v1.ActRequest.action:type_name -> harrier.v1.ActRequest.Action
+	47, // 14: harrier.v1.ActReply.results:type_name -> harrier.v1.ActResult
+	1,  // 15: harrier.v1.Collector.Advertise:input_type -> harrier.v1.AdvertiseRequest
+	2,  // 16: harrier.v1.Collector.AdvertiseJobs:input_type -> harrier.v1.AdvertiseJobsRequest
+	4,  // 17: harrier.v1.Collector.Invalidate:input_type -> harrier.v1.InvalidateRequest
+	6,  // 18: harrier.v1.Collector.Query:input_type -> harrier.v1.QueryRequest
+	8,  // 19: harrier.v1.Agent.Matched:input_type -> harrier.v1.MatchedRequest
+	12, // 20: harrier.v1.Startd.Matched:input_type -> harrier.v1.StartdMatchedRequest
+	14, // 21: harrier.v1.Startd.RequestClaim:input_type -> harrier.v1.RequestClaimRequest
+	16, // 22: harrier.v1.Startd.ActivateClaim:input_type -> harrier.v1.ActivateClaimRequest
+	18, // 23: harrier.v1.Startd.ReleaseClaim:input_type -> harrier.v1.ReleaseClaimRequest
+	10, // 24: harrier.v1.Startd.KeepAlive:input_type -> harrier.v1.KeepAliveRequest
+	24, // 25: harrier.v1.Shadow.Attach:input_type -> harrier.v1.StarterMessage
+	37, // 26: harrier.v1.Shadow.ReadFile:input_type -> harrier.v1.ReadFileRequest
+	20, // 27: harrier.v1.Shadow.PutCheckpoint:input_type -> harrier.v1.CheckpointChunk
+	23, // 28: harrier.v1.Shadow.GetCheckpoint:input_type -> harrier.v1.GetCheckpointRequest
+	39, // 29: harrier.v1.Schedd.NewCluster:input_type -> harrier.v1.NewClusterRequest
+	41, // 30: harrier.v1.Schedd.Submit:input_type -> harrier.v1.SubmitRequest
+	43, // 31: harrier.v1.Schedd.Query:input_type -> harrier.v1.JobQueryRequest
+	43, // 32: harrier.v1.Schedd.History:input_type -> harrier.v1.JobQueryRequest
+	45, // 33: harrier.v1.Schedd.Act:input_type -> harrier.v1.ActRequest
+	6,  // 34: harrier.v1.Schedd.QueryPool:input_type -> harrier.v1.QueryRequest
+	3,  // 35: harrier.v1.Collector.Advertise:output_type -> harrier.v1.AdvertiseReply
+	3,  // 36: harrier.v1.Collector.AdvertiseJobs:output_type -> harrier.v1.AdvertiseReply
+	5,  // 37: harrier.v1.Collector.Invalidate:output_type -> harrier.v1.InvalidateReply
+	7,  // 38: harrier.v1.Collector.Query:output_type -> harrier.v1.QueryReply
+	9,  // 39: harrier.v1.Agent.Matched:output_type -> harrier.v1.MatchedReply
+	13, // 40: harrier.v1.Startd.Matched:output_type -> harrier.v1.StartdMatchedReply
+	15, // 41: harrier.v1.Startd.RequestClaim:output_type -> harrier.v1.RequestClaimReply
+	17, // 42: harrier.v1.Startd.ActivateClaim:output_type -> harrier.v1.ActivateClaimReply
+	19, // 43: harrier.v1.Startd.ReleaseClaim:output_type -> harrier.v1.ReleaseClaimReply
+	11, // 44: harrier.v1.Startd.KeepAlive:output_type -> harrier.v1.KeepAliveReply
+	33, // 45: harrier.v1.Shadow.Attach:output_type -> harrier.v1.ShadowMessage
+	38, // 46: harrier.v1.Shadow.ReadFile:output_type -> harrier.v1.FileChunk
+	22, // 47: harrier.v1.Shadow.PutCheckpoint:output_type -> harrier.v1.PutCheckpointReply
+	20, // 48: harrier.v1.Shadow.GetCheckpoint:output_type -> harrier.v1.CheckpointChunk
+	40, // 49: harrier.v1.Schedd.NewCluster:output_type -> harrier.v1.NewClusterReply
+	42, // 50: harrier.v1.Schedd.Submit:output_type -> harrier.v1.SubmitReply
+	44, // 51: harrier.v1.Schedd.Query:output_type -> harrier.v1.JobQueryReply
+	44, // 52: harrier.v1.Schedd.History:output_type -> harrier.v1.JobQueryReply
+	46, // 53: harrier.v1.Schedd.Act:output_type -> harrier.v1.ActReply
+	7,  // 54: harrier.v1.Schedd.QueryPool:output_type -> harrier.v1.QueryReply
+	35, // [35:55] is the sub-list for method output_type
+	15, // [15:35] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_harrier_v1_harrier_proto_init() }
@@ -3054,8 +3142,9 @@ func file_harrier_v1_harrier_proto_init() {
 		(*StarterMessage_Exited)(nil),
 		(*StarterMessage_Suspended)(nil),
 		(*StarterMessage_Resumed)(nil),
+		(*StarterMessage_CheckpointFailed)(nil),
 	}
-	file_harrier_v1_harrier_proto_msgTypes[31].OneofWrappers = []any{
+	file_harrier_v1_harrier_proto_msgTypes[32].OneofWrappers = []any{
 		(*ShadowMessage_Job)(nil),
 		(*ShadowMessage_Kill)(nil),
 		(*ShadowMessage_Checkpoint)(nil),
@@ -3066,7 +3155,7 @@ func file_harrier_v1_harrier_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harrier_v1_harrier_proto_rawDesc), len(file_harrier_v1_harrier_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   46,
+			NumMessages:   47,
 			NumExtensions: 0,
 			NumServices:   5,
 		},

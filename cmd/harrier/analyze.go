@@ -76,5 +76,25 @@ func printAnalysis(w io.Writer, job *classad.ClassAd, a matchmaker.Analysis) {
 			fmt.Fprintf(w, "  %6d  %s\n", cond.Machines, strings.TrimSpace(cond.Text))
 		}
 	}
+	printCheckpointHistory(w, id, job)
 	fmt.Fprintln(w)
+}
+
+// printCheckpointHistory says how the job's checkpoints and restores went,
+// and why the last that failed did: a job that lost its work says why.
+func printCheckpointHistory(w io.Writer, id string, job *classad.ClassAd) {
+	count := func(name string) int64 { n, _ := job.EvalInt(name); return n }
+	ckpts, ckptFailures := count("NumCkpts"), count("NumCheckpointFailures")
+	restores, restoreFailures := count("NumRestores"), count("NumRestoreFailures")
+	if ckpts+ckptFailures+restores+restoreFailures == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n%s: checkpoints taken %d, failed %d; restored from a checkpoint %d times, restores failed %d, started from the beginning %d times\n",
+		id, ckpts, ckptFailures, restores, restoreFailures, count("NumFreshStarts"))
+	if r, ok := job.EvalString("LastCheckpointFailure"); ok && r != "" {
+		fmt.Fprintf(w, "  Last checkpoint failure: %s\n", r)
+	}
+	if r, ok := job.EvalString("LastRestoreFailure"); ok && r != "" {
+		fmt.Fprintf(w, "  Last restore failure: %s\n", r)
+	}
 }
