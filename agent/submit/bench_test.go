@@ -26,7 +26,7 @@ queue 100000
 // of the agent's throughput target.
 func BenchmarkJobs100k(b *testing.B) {
 	env := testEnv(b, nil)
-	d, err := Parse([]byte(benchSrc), "bench.sub")
+	d, err := Parse([]byte(benchSrc), "bench.sub", Env{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func BenchmarkJobs100k(b *testing.B) {
 func BenchmarkParse(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Parse([]byte(benchSrc), "bench.sub"); err != nil {
+		if _, err := Parse([]byte(benchSrc), "bench.sub", Env{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -64,7 +64,7 @@ environment = "ROW=$(Row) FILE=$(file)"
 request_memory = $INT(level) GB
 output = $Fn(file).out
 queue file, level, rest from rows.txt
-`), "rows.sub")
+`), "rows.sub", env)
 	if err != nil {
 		b.Fatal(err)
 	}

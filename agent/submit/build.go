@@ -19,7 +19,8 @@ type builder struct {
 	cluster  int
 	arch     string
 	opsys    string
-	template *job // defaults and the attributes common to the whole call
+	template *job              // defaults and the attributes common to the whole call
+	preset   map[string]string // the variables defined before the description is read
 
 	exprs  map[string]classad.Expr // parsed expressions by source
 	exeErr map[string]error        // executable checks by absolute path
@@ -53,6 +54,7 @@ func (d *Description) Jobs(cluster int, env Env) ([]*classad.ClassAd, error) {
 		sizes:  make(map[string]int64),
 	}
 	b.arch, b.opsys = platform()
+	b.preset = presetMacros(dir, d.file)
 	b.template = newJob()
 	b.template.exprs = b.exprs
 	ad := b.template.ad
@@ -72,16 +74,10 @@ func (d *Description) Jobs(cluster int, env Env) ([]*classad.ClassAd, error) {
 	for _, st := range d.stmts {
 		switch st.kind {
 		case assignStmt:
-			v := st.value
-			if refersTo(v, st.name) {
-				x := &expander{defs: defs, only: st.name}
-				if v, err = x.expand(v); err != nil {
-					return nil, b.errorf(st.line, "%w", err)
-				}
-			}
-			defs[st.name] = macro{value: v, line: st.line}
+			defs[st.name] = macro{value: st.value, file: st.file, line: st.line}
 		case customStmt:
 			customs = setCustom(customs, st)
+			defs["my."+strings.ToLower(st.name)] = macro{value: st.value, file: st.file, line: st.line}
 		case queueStmt:
 			if ads, err = b.queue(ads, st, defs, customs); err != nil {
 				return nil, err
@@ -91,18 +87,14 @@ func (d *Description) Jobs(cluster int, env Env) ([]*classad.ClassAd, error) {
 	return ads, nil
 }
 
-func (b *builder) errorf(line int, format string, args ...any) error {
-	return &Error{File: b.d.file, Line: line, Err: fmt.Errorf(format, args...)}
+// errorf returns an *Error for the line of file.
+func errorf(file string, line int, format string, args ...any) error {
+	return &Error{File: file, Line: line, Err: fmt.Errorf(format, args...)}
 }
 
-// refersTo reports whether value refers to the macro name.
-func refersTo(value, name string) bool {
-	if !strings.Contains(value, "$") {
-		return false
-	}
-	refs := make(map[string]bool)
-	macroRefs(value, refs)
-	return refs[name]
+// expander returns an expander over defs for the jobs of this call.
+func (b *builder) expander(defs map[string]macro, m *jobMacros) *expander {
+	return &expander{defs: defs, job: m, getenv: b.env.Getenv, rand: b.env.Rand, dir: b.dir, preset: b.preset}
 }
 
 // setCustom records a custom attribute, replacing an earlier one of the same
@@ -121,30 +113,31 @@ func setCustom(customs []stmt, st stmt) []stmt {
 // queue appends the jobs of one queue statement to ads.
 func (b *builder) queue(ads []*classad.ClassAd, st stmt, defs map[string]macro, customs []stmt) ([]*classad.ClassAd, error) {
 	q := st.queue
-	static := &expander{defs: defs, job: &jobMacros{cluster: b.cluster}, getenv: b.env.Getenv}
-	rows, count, err := q.rows(static, b.dir)
+	static := b.expander(defs, &jobMacros{cluster: b.cluster})
+	rows, count, err := q.rows(static, b.dir, b.env.Command)
 	if err != nil {
-		return nil, b.errorf(st.line, "%w", err)
+		return nil, errorf(st.file, st.line, "%w", err)
 	}
 	if len(rows) == 0 || count == 0 {
 		return ads, nil
 	}
-	p := plan{queueLine: st.line, exeLine: st.line, reqLine: st.line, base: b.template.clone()}
+	at := macro{file: st.file, line: st.line}
+	p := plan{queue: at, exe: at, req: at, base: b.template.clone()}
 	dyn := dependence{defs: defs, vars: q.vars, memo: make(map[string]bool)}
 	for _, name := range commandOrder {
 		def, ok := defs[name]
 		fromVar := q.hasVar(name)
 		if fromVar {
-			def, ok = macro{line: st.line}, true
+			def, ok = at, true
 		}
 		if !ok {
 			continue
 		}
 		switch name {
 		case "executable":
-			p.exeLine = def.line
+			p.exe = def
 		case "requirements":
-			p.reqLine = def.line
+			p.req = def
 		}
 		if fromVar || dyn.of(def.value) {
 			p.dynamic = append(p.dynamic, name)
@@ -160,7 +153,7 @@ func (b *builder) queue(ads []*classad.ClassAd, st stmt, defs map[string]macro, 
 	// job's own finish then reports any real problem.
 	_ = b.finish(p.base, &p)
 	m := &jobMacros{cluster: b.cluster, hasJob: true, vars: q.vars}
-	x := &expander{defs: defs, job: m, getenv: b.env.Getenv}
+	x := b.expander(defs, m)
 	for r, row := range rows {
 		for step := 0; step < count; step++ {
 			m.proc, m.step, m.row, m.values = len(ads), step, r, row
@@ -178,22 +171,25 @@ func (b *builder) queue(ads []*classad.ClassAd, st stmt, defs map[string]macro, 
 // holding the commands that are the same for all of them, by applying the
 // commands that depend on the job.
 type plan struct {
-	base                        *job
-	dynamic                     []string // names of the commands to apply per job
-	queueLine, exeLine, reqLine int
+	base            *job
+	dynamic         []string // names of the commands to apply per job
+	queue, exe, req macro    // where the queue statement, executable and requirements are, for messages
 }
 
 // apply expands and applies one command's definition to j.
 func (b *builder) apply(j *job, x *expander, name string, def macro) error {
 	v, err := x.expand(def.value)
 	if err != nil {
-		return b.errorf(def.line, "%s: %w", name, err)
+		return errorf(def.file, def.line, "%s: %w", name, err)
 	}
 	if v = strings.TrimSpace(v); v == "" {
 		return nil
 	}
 	if err := commands[name](j, name, v); err != nil {
-		return b.errorf(def.line, "%w", err)
+		return errorf(def.file, def.line, "%w", err)
+	}
+	if err := refuseMatchTime(name, v); err != nil {
+		return errorf(def.file, def.line, "%w", err)
 	}
 	return nil
 }
@@ -205,7 +201,7 @@ func (b *builder) job(p *plan, x *expander, customs []stmt) (*classad.ClassAd, e
 		def := x.defs[name]
 		if v, ok := x.job.varValue(name); ok {
 			// A queue variable named like a command sets it, as in HTCondor.
-			def = macro{value: v, line: p.queueLine}
+			def = macro{value: v, file: p.queue.file, line: p.queue.line}
 		}
 		if err := b.apply(j, x, name, def); err != nil {
 			return nil, err
@@ -218,11 +214,15 @@ func (b *builder) job(p *plan, x *expander, customs []stmt) (*classad.ClassAd, e
 	for _, c := range customs {
 		v, err := x.expand(c.value)
 		if err != nil {
-			return nil, b.errorf(c.line, "%w", err)
+			return nil, errorf(c.file, c.line, "%w", err)
 		}
-		e, err := j.expr("+"+c.name, strings.TrimSpace(v))
+		v = strings.TrimSpace(v)
+		e, err := j.expr("+"+c.name, v)
+		if err == nil {
+			err = refuseMatchTime("+"+c.name, v)
+		}
 		if err != nil {
-			return nil, b.errorf(c.line, "%w", err)
+			return nil, errorf(c.file, c.line, "%w", err)
 		}
 		j.ad.Set(c.name, e)
 	}
@@ -238,11 +238,16 @@ type dependence struct {
 	memo map[string]bool // by macro name; false while being visited
 }
 
-var perJobMacros = map[string]bool{"process": true, "procid": true, "node": true, "step": true, "row": true, "itemindex": true}
+var perJobMacros = map[string]bool{"process": true, "procid": true, "step": true, "row": true, "itemindex": true}
 
+// of reports whether value differs between jobs: it refers to a per-job
+// macro, or draws a random number, which condor_submit does for each job.
 func (d *dependence) of(value string) bool {
 	if !strings.Contains(value, "$") {
 		return false
+	}
+	if hasRandom(value) {
+		return true
 	}
 	refs := make(map[string]bool)
 	macroRefs(value, refs)

@@ -1,7 +1,9 @@
 package submit
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -18,8 +20,12 @@ type commandEntry struct {
 	apply command
 }
 
-// commandTable lists the commands in the order they are applied, which is
-// also the order their attributes first appear in a job ad.
+// commandTable lists the commands Harrier implements, in the order they
+// are applied, which is also the order their attributes first appear in a
+// job ad. Each takes effect: some daemon reads its attribute, or submit
+// itself acts on it. Values Harrier cannot honour are refused by the
+// command's function; commands refused whatever their value are in
+// refuse.go.
 var commandTable = []commandEntry{
 	{"universe", setUniverse},
 	{"executable", func(j *job, _, v string) error { j.exe = v; return nil }},
@@ -32,45 +38,41 @@ var commandTable = []commandEntry{
 	{"output", func(j *job, _, v string) error { j.output = v; return nil }},
 	{"error", func(j *job, _, v string) error { j.errPath = v; return nil }},
 	{"log", func(j *job, _, v string) error { j.log = v; return nil }},
+	{"log_xml", onlyFalse("the job event log is always written in HTCondor's text format")},
 	{"requirements", setRequirements},
 	{"rank", exprAttr("Rank")},
 	{"request_cpus", exprAttr("RequestCpus")},
 	{"request_memory", sizeAttr("RequestMemory", 1<<20, 1<<20)},
 	{"request_disk", sizeAttr("RequestDisk", 1<<10, 1<<10)},
-	{"request_gpus", exprAttr("RequestGPUs")},
+	{"request_gpus", setRequestGPUs},
 	{"priority", intAttr("JobPrio")},
 	{"hold", func(j *job, name, v string) (err error) { j.hold, err = parseBool(name, v); return err }},
 	{"notification", setNotification},
 	{"notify_user", stringAttr("NotifyUser")},
-	{"should_transfer_files", enumAttr("ShouldTransferFiles", "YES", "NO", "IF_NEEDED")},
-	{"when_to_transfer_output", enumAttr("WhenToTransferOutput", "ON_EXIT", "ON_EXIT_OR_EVICT", "ON_SUCCESS")},
+	{"should_transfer_files", only("ShouldTransferFiles", "NO", noTransfer, "YES", "IF_NEEDED")},
+	{"when_to_transfer_output", only("WhenToTransferOutput", "ON_EXIT",
+		"output is written in place, through the shadow, as the job writes it; ON_EXIT is accepted",
+		"ON_EXIT_OR_EVICT", "ON_SUCCESS")},
 	{"transfer_executable", setTransferExecutable},
-	{"transfer_input_files", listAttr("TransferInput")},
-	{"transfer_output_files", listAttr("TransferOutput")},
-	{"transfer_output_remaps", quotedAttr("TransferOutputRemaps")},
+	{"stream_input", onlyFalse("the starter copies the job's input to the execute machine before the job starts")},
 	{"stream_output", boolAttr("StreamOut")},
 	{"stream_error", boolAttr("StreamErr")},
 	{"periodic_hold", exprAttr("PeriodicHold")},
 	{"periodic_hold_reason", exprAttr("PeriodicHoldReason")},
-	{"periodic_hold_subcode", exprAttr("PeriodicHoldSubCode")},
+	{"periodic_hold_subcode", refuseCommand(noHoldCode)},
 	{"periodic_release", exprAttr("PeriodicRelease")},
 	{"periodic_remove", exprAttr("PeriodicRemove")},
 	{"on_exit_hold", exprAttr("OnExitHold")},
-	{"on_exit_hold_reason", exprAttr("OnExitHoldReason")},
-	{"on_exit_hold_subcode", exprAttr("OnExitHoldSubCode")},
+	{"on_exit_hold_reason", refuseCommand(noHoldText)},
+	{"on_exit_hold_subcode", refuseCommand(noHoldCode)},
 	{"on_exit_remove", exprAttr("OnExitRemove")},
-	{"leave_in_queue", exprAttr("LeaveJobInQueue")},
+	{"leave_in_queue", onlyFalse("the agent does not keep completed jobs in the queue; harrier history shows them")},
 	{"max_retries", intAttr("MaxRetries")},
+	{"success_exit_code", setSuccessExitCode},
 	{"max_idle", intAttr("JobMaterializeMaxIdle")},
-	{"max_materialize", intAttr("JobMaterializeLimit")},
 	{"job_max_vacate_time", exprAttr("JobMaxVacateTime")},
 	{"kill_sig", signalAttr("KillSig")},
-	{"remove_kill_sig", signalAttr("RemoveKillSig")},
-	{"hold_kill_sig", signalAttr("HoldKillSig")},
-	{"deferral_time", exprAttr("DeferralTime")},
-	{"allowed_job_duration", intAttr("AllowedJobDuration")},
-	{"allowed_execute_duration", intAttr("AllowedExecuteDuration")},
-	{"job_lease_duration", intAttr("JobLeaseDuration")},
+	{"job_lease_duration", setJobLease},
 	{"want_checkpoint", boolAttr("WantCheckpoint")},
 	{"checkpoint_interval", intAttr("CheckpointInterval")},
 	{"file_remaps", quotedAttr("FileRemaps")},
@@ -81,12 +83,9 @@ var commandTable = []commandEntry{
 	{"buffer_block_size", intAttr("BufferBlockSize")},
 	{"fetch_files", listAttr("FetchFiles")},
 	{"append_files", listAttr("AppendFiles")},
-	{"coresize", intAttr("CoreSize")},
-	{"accounting_group", func(j *job, _, v string) error { j.acctGroup = v; return nil }},
-	{"accounting_group_user", func(j *job, _, v string) error { j.acctUser = v; return nil }},
-	{"nice_user", boolAttr("NiceUser")},
-	{"concurrency_limits", stringAttr("ConcurrencyLimits")},
+	{"nice_user", onlyFalse("every job runs at its owner's priority; use priority to order your own jobs")},
 	{"batch_name", stringAttr("JobBatchName")},
+	{"jobbatchname", stringAttr("JobBatchName")},
 	{"description", stringAttr("JobDescription")},
 	{"skip_filechecks", func(j *job, name, v string) (err error) { j.skipChecks, err = parseBool(name, v); return err }},
 }
@@ -101,42 +100,30 @@ var commands, commandOrder = func() (map[string]command, []string) {
 	return m, order
 }()
 
-// unsupported are documented condor_submit commands Harrier refuses, with
-// the reason given to the user.
-var unsupported = map[string]string{
-	"docker_image":          "the docker universe is not available",
-	"container_image":       "the container universe is not available",
-	"machine_count":         "the parallel universe is not available",
-	"grid_resource":         "the grid universe is not available",
-	"java_vm_args":          "the java universe is not available",
-	"jar_files":             "the java universe is not available",
-	"vm_type":               "the vm universe is not available",
-	"vm_memory":             "the vm universe is not available",
-	"vm_disk":               "the vm universe is not available",
-	"x509userproxy":         "X.509 proxies are not supported",
-	"use_x509userproxy":     "X.509 proxies are not supported",
-	"output_destination":    "output goes back to the submit machine",
-	"transfer_plugins":      "file transfer plugins are not supported",
-	"encrypt_input_files":   "file transfer encryption is controlled by the pool",
-	"encrypt_output_files":  "file transfer encryption is controlled by the pool",
-	"run_as_owner":          "jobs always run as a pool user on the execute side",
-	"load_profile":          "jobs do not run a login profile",
-	"copy_to_spool":         "executables are served by the shadow, never spooled",
-	"rendezvousdir":         "the parallel universe is not available",
-	"next_job_start_delay":  "jobs start as soon as they are matched",
-	"max_transfer_input_mb": "transfer limits are not implemented",
+// universes are the universes Harrier runs. The standard universe's
+// promises, checkpoints and remote I/O without relinking, are what every
+// Harrier job gets, so it runs like vanilla.
+var universes = map[string]int64{"standard": 1, "vanilla": 5}
+
+// missingUniverses say why a documented universe is refused.
+var missingUniverses = map[string]string{
+	"local":     "the local universe is not available yet: every job runs on an execute machine of the pool",
+	"scheduler": "the scheduler universe is not available: every job runs on an execute machine of the pool",
+	"grid":      noGrid,
+	"java":      noJava,
+	"parallel":  noParallel,
+	"vm":        noVM,
+	"docker":    noContainer,
+	"container": noContainer,
 }
 
-var universes = map[string]int64{"standard": 1, "vanilla": 5, "local": 12}
-
-func setUniverse(j *job, _, v string) error {
+func setUniverse(j *job, name, v string) error {
 	u, ok := universes[strings.ToLower(v)]
 	if !ok {
-		switch strings.ToLower(v) {
-		case "scheduler", "grid", "java", "parallel", "vm", "docker", "container":
-			return fmt.Errorf("universe %q is not supported (use vanilla, standard or local)", v)
+		if why, ok := missingUniverses[strings.ToLower(v)]; ok {
+			return valueNotSupported(name, v, why)
 		}
-		return fmt.Errorf("unknown universe %q (use vanilla, standard or local)", v)
+		return fmt.Errorf("unknown universe %q (use vanilla or standard)", v)
 	}
 	j.ad.SetInt("JobUniverse", u)
 	return nil
@@ -146,23 +133,28 @@ func setUniverse(j *job, _, v string) error {
 // new syntax (single quotes group, "" is a literal double quote), anything
 // else the old one (white space separates, \" is a literal double quote).
 func setArguments(j *job, name, v string) error {
-	var args []string
-	if inner, ok := doubleQuoted(v); ok {
-		s, err := unescapeDoubleQuotes(inner)
-		if err != nil {
-			return fmt.Errorf("bad %s: %w", name, err)
-		}
-		if args, err = jobargs.Split(s); err != nil {
-			return fmt.Errorf("bad %s: %w", name, err)
-		}
-	} else {
-		if strings.HasPrefix(v, `"`) {
-			return fmt.Errorf("bad %s: no closing double quote", name)
-		}
-		args = strings.Fields(strings.ReplaceAll(v, `\"`, `"`))
+	args, err := splitArgs(v)
+	if err != nil {
+		return fmt.Errorf("bad %s: %w", name, err)
 	}
 	j.ad.SetString("Arguments", jobargs.Join(args))
 	return nil
+}
+
+// splitArgs splits a command line written in either of HTCondor's
+// argument syntaxes.
+func splitArgs(v string) ([]string, error) {
+	if inner, ok := doubleQuoted(v); ok {
+		s, err := unescapeDoubleQuotes(inner)
+		if err != nil {
+			return nil, err
+		}
+		return jobargs.Split(s)
+	}
+	if strings.HasPrefix(v, `"`) {
+		return nil, errors.New("no closing double quote")
+	}
+	return strings.Fields(strings.ReplaceAll(v, `\"`, `"`)), nil
 }
 
 // setEnvironment reads both styles: in double quotes, NAME=value words in
@@ -195,8 +187,10 @@ func setEnvironment(j *job, name, v string) error {
 	return nil
 }
 
-// setGetenv takes a boolean or a list of variable names, which may hold
-// shell wildcards.
+// setGetenv takes a boolean or a match list: names and patterns with "*"
+// wildcards, separated by commas, semicolons or white space, matched
+// ignoring case; a member starting with "!" rejects the names it matches.
+// getenv = true is getenv = *.
 func setGetenv(j *job, name, v string) error {
 	if b, err := parseBool(name, v); err == nil {
 		j.getenv = nil
@@ -205,7 +199,7 @@ func setGetenv(j *job, name, v string) error {
 		}
 		return nil
 	}
-	j.getenv = splitList(v)
+	j.getenv = strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ';' || unicode.IsSpace(r) })
 	return nil
 }
 
@@ -222,25 +216,94 @@ func setRequirements(j *job, name, v string) error {
 	return nil
 }
 
-var notifications = map[string]int64{"never": 0, "always": 1, "complete": 2, "error": 3}
-
+// setNotification accepts never, the default: Harrier sends no e-mail.
 func setNotification(j *job, name, v string) error {
-	n, ok := notifications[strings.ToLower(v)]
-	if !ok {
-		return fmt.Errorf("bad %s %q (want never, always, complete or error)", name, v)
+	switch strings.ToLower(v) {
+	case "never":
+		j.ad.SetInt("JobNotification", 0)
+		return nil
+	case "always", "complete", "error":
+		return valueNotSupported(name, v, "Harrier sends no e-mail; set notification = never or remove it "+
+			"(the job event log, log = FILE, records every event of the job)")
 	}
-	j.ad.SetInt("JobNotification", n)
-	return nil
+	return fmt.Errorf("bad %s %q (want never, always, complete or error)", name, v)
 }
 
+// setTransferExecutable accepts true, the default: the starter always
+// fetches the executable from the submit machine through the shadow.
 func setTransferExecutable(j *job, name, v string) error {
 	b, err := parseBool(name, v)
 	if err != nil {
 		return err
 	}
-	j.transferExe = b
-	j.ad.SetBool("TransferExecutable", b)
+	if !b {
+		return valueNotSupported(name, v, "the executable always comes from the submit machine, through the shadow; "+
+			"name a program of the submit machine, or start one installed on the execute machines from a script")
+	}
+	j.ad.SetBool("TransferExecutable", true)
 	return nil
+}
+
+// setRequestGPUs accepts a request for no GPU.
+func setRequestGPUs(j *job, name, v string) error {
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil && n == 0 {
+		return nil
+	}
+	return valueNotSupported(name, v, noGPUs)
+}
+
+// defaultMaxRetries is condor_submit's DEFAULT_JOB_MAX_RETRIES, the
+// retries a job with success_exit_code and no max_retries gets.
+const defaultMaxRetries = 2
+
+func setSuccessExitCode(j *job, name, v string) error {
+	if err := intAttr("SuccessExitCode")(j, name, v); err != nil {
+		return err
+	}
+	j.successExit = true
+	return nil
+}
+
+// setJobLease accepts 0, no lease: a job stops when its shadow goes away.
+func setJobLease(j *job, name, v string) error {
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil && n == 0 {
+		j.ad.SetInt("JobLeaseDuration", 0)
+		return nil
+	}
+	return valueNotSupported(name, v, "a job stops when its shadow goes away: job leases, which let a job run on "+
+		"and reconnect, are not implemented (job_lease_duration = 0 is accepted)")
+}
+
+// onlyFalse accepts a command whose value is false, its default, and
+// refuses any other value for reason.
+func onlyFalse(reason string) command {
+	return func(_ *job, name, v string) error {
+		if b, err := parseBool(name, v); err == nil && !b {
+			return nil
+		}
+		return valueNotSupported(name, v, reason)
+	}
+}
+
+// only accepts the one value of an enumeration that is what Harrier does,
+// and records it in attr.
+func only(attr, accepted, reason string, others ...string) command {
+	return func(j *job, name, v string) error {
+		u := strings.ToUpper(v)
+		if u == accepted {
+			j.ad.SetString(attr, accepted)
+			return nil
+		}
+		if !slices.Contains(others, u) {
+			return fmt.Errorf("bad %s %q (want %s)", name, v, strings.Join(append([]string{accepted}, others...), ", "))
+		}
+		return valueNotSupported(name, v, reason)
+	}
+}
+
+// refuseCommand refuses a command Harrier knows but does not act on.
+func refuseCommand(reason string) command {
+	return func(_ *job, name, _ string) error { return notSupported(name, reason) }
 }
 
 // exprAttr sets attr to the value read as a ClassAd expression.
@@ -322,19 +385,6 @@ func listAttr(attr string) command {
 	return func(j *job, _, v string) error {
 		j.ad.SetString(attr, strings.Join(splitList(v), ","))
 		return nil
-	}
-}
-
-func enumAttr(attr string, allowed ...string) command {
-	return func(j *job, name, v string) error {
-		u := strings.ToUpper(v)
-		for _, a := range allowed {
-			if u == a {
-				j.ad.SetString(attr, a)
-				return nil
-			}
-		}
-		return fmt.Errorf("bad %s %q (want %s)", name, v, strings.Join(allowed, ", "))
 	}
 }
 

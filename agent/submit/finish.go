@@ -13,7 +13,7 @@ import (
 )
 
 // finish sets the attributes derived from several commands or from the
-// file system: paths, environment, requirements, hold, disk and accounting.
+// file system: paths, environment, requirements, hold, disk and retries.
 func (b *builder) finish(j *job, p *plan) error {
 	ad := j.ad
 	iwd := b.dir
@@ -22,12 +22,12 @@ func (b *builder) finish(j *job, p *plan) error {
 	}
 	ad.Set("Iwd", b.iwd.literal(iwd))
 	if j.exe == "" {
-		return b.errorf(p.queueLine, "no executable given")
+		return errorf(p.queue.file, p.queue.line, "no executable given")
 	}
 	cmd, e := b.cmd.resolve(b.dir, j.exe)
-	if j.transferExe && !j.skipChecks {
+	if !j.skipChecks {
 		if err := b.checkExecutable(cmd); err != nil {
-			return b.errorf(p.exeLine, "%w", err)
+			return errorf(p.exe.file, p.exe.line, "%w", err)
 		}
 	}
 	ad.Set("Cmd", e)
@@ -37,7 +37,7 @@ func (b *builder) finish(j *job, p *plan) error {
 	b.setPath(ad, "UserLog", &b.log, iwd, j.log)
 	ad.Set("Environment", b.envMemo.get(b.env.Environ, j.getenv, j.env))
 	if err := b.requirements(j); err != nil {
-		return b.errorf(p.reqLine, "%w", err)
+		return errorf(p.req.file, p.req.line, "%w", err)
 	}
 	if j.hold {
 		ad.SetInt("JobStatus", statusHeld)
@@ -58,14 +58,10 @@ func (b *builder) finish(j *job, p *plan) error {
 		ad.Set("DiskUsage", usage)
 		ad.Set("RequestDisk", request)
 	}
-	if j.acctGroup != "" {
-		u := j.acctUser
-		if u == "" {
-			u = b.env.Owner
+	if j.successExit {
+		if _, ok := ad.Lookup("MaxRetries"); !ok {
+			ad.SetInt("MaxRetries", defaultMaxRetries)
 		}
-		ad.SetString("AcctGroup", j.acctGroup)
-		ad.SetString("AcctGroupUser", u)
-		ad.SetString("AccountingGroup", j.acctGroup+"."+u)
 	}
 	return nil
 }
@@ -188,7 +184,8 @@ func (b *builder) size(path string) int64 {
 }
 
 // requirements sets Requirements to the user's expression AND-ed with the
-// clauses HTCondor adds for attributes the expression does not mention.
+// clauses condor_submit adds for attributes the expression does not
+// mention: Arch, OpSys, Disk, Memory and Cpus.
 func (b *builder) requirements(j *job) error {
 	if !b.reqExpr.IsZero() && b.reqSrc == j.requirements {
 		j.ad.Set("Requirements", b.reqExpr)
@@ -213,6 +210,9 @@ func (b *builder) requirements(j *job) error {
 	}
 	if !mentioned["memory"] {
 		parts = append(parts, "(TARGET.Memory >= RequestMemory)")
+	}
+	if !mentioned["cpus"] {
+		parts = append(parts, "(TARGET.Cpus >= RequestCpus)")
 	}
 	e, err := j.expr("requirements", strings.Join(parts, " && "))
 	if err != nil {
@@ -257,9 +257,10 @@ func identifiers(src string) []string {
 	return out
 }
 
-// mergeEnv returns the job's environment: the variables of environ matching
-// the getenv patterns, then the explicit entries, which override them.
-func mergeEnv(environ, patterns, explicit []string) []string {
+// mergeEnv returns the job's environment: the variables of environ that
+// the getenv match list imports, then the explicit entries, which override
+// them.
+func mergeEnv(environ, matchList, explicit []string) []string {
 	var out []string
 	index := make(map[string]int)
 	add := func(e string) {
@@ -271,10 +272,10 @@ func mergeEnv(environ, patterns, explicit []string) []string {
 		index[name] = len(out)
 		out = append(out, e)
 	}
-	if len(patterns) > 0 {
+	if len(matchList) > 0 {
 		for _, e := range environ {
 			name, _, ok := strings.Cut(e, "=")
-			if ok && name != "" && anyPatternMatches(patterns, name) {
+			if ok && name != "" && imports(matchList, name) {
 				add(e)
 			}
 		}
@@ -285,11 +286,45 @@ func mergeEnv(environ, patterns, explicit []string) []string {
 	return out
 }
 
-func anyPatternMatches(patterns []string, name string) bool {
-	for _, p := range patterns {
-		if ok, _ := filepath.Match(p, name); ok {
-			return true
+// imports reports whether a getenv match list imports the variable name:
+// some member matches it (any name, if every member rejects) and no "!"
+// member does.
+func imports(matchList []string, name string) bool {
+	accepted, anyAccept := false, false
+	for _, m := range matchList {
+		if reject, ok := strings.CutPrefix(m, "!"); ok {
+			if wildMatch(reject, name) {
+				return false
+			}
+			continue
 		}
+		anyAccept = true
+		accepted = accepted || wildMatch(m, name)
 	}
-	return false
+	return accepted || !anyAccept
+}
+
+// wildMatch matches name against pattern, ignoring case, where "*" stands
+// for any run of characters.
+func wildMatch(pattern, name string) bool {
+	pattern, name = strings.ToLower(pattern), strings.ToLower(name)
+	first, rest, star := strings.Cut(pattern, "*")
+	if !star {
+		return pattern == name
+	}
+	if !strings.HasPrefix(name, first) {
+		return false
+	}
+	name = name[len(first):]
+	for {
+		part, after, more := strings.Cut(rest, "*")
+		if !more {
+			return len(name) >= len(part) && strings.HasSuffix(name, part)
+		}
+		i := strings.Index(name, part)
+		if i < 0 {
+			return false
+		}
+		name, rest = name[i+len(part):], after
+	}
 }

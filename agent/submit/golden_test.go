@@ -25,7 +25,9 @@ func TestGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := Env{Dir: dir, Owner: "alice", Now: time.Unix(1_800_000_000, 0)}
+	env := Env{Dir: dir, Owner: "alice", Now: time.Unix(1_800_000_000, 0),
+		Getenv: func(k string) (string, bool) { return "/home/alice", k == "HOME" },
+		Rand:   func(n int) int { return n / 2 }}
 	arch, _ := platform()
 	placeholders := strings.NewReplacer(dir, "$DIR", `"`+arch+`"`, `"$ARCH"`)
 	values := strings.NewReplacer("$DIR", dir, `"$ARCH"`, `"`+arch+`"`)
@@ -35,7 +37,7 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d, err := Parse(src, filepath.Base(file))
+			d, err := Parse(src, filepath.Base(file), env)
 			if err != nil {
 				t.Fatal(err)
 			}

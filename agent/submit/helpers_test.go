@@ -42,7 +42,7 @@ func testEnv(t testing.TB, files map[string]string) Env {
 // jobsOf parses src and expands it in env, failing the test on error.
 func jobsOf(t testing.TB, src string, env Env) []*classad.ClassAd {
 	t.Helper()
-	d, err := Parse([]byte(src), "job.sub")
+	d, err := Parse([]byte(src), "job.sub", env)
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
 	}

@@ -17,6 +17,15 @@ type Env struct {
 	Now     time.Time                   // submission time; the zero Time means time.Now()
 	// UIDDomain, if set, makes User "Owner@UIDDomain"; otherwise User is Owner.
 	UIDDomain string
+	// Rand returns a random integer in [0,n) for $RANDOM_CHOICE and
+	// $RANDOM_INTEGER; nil uses math/rand/v2.
+	Rand func(n int) int
+	// Command, if set, runs a command line for "include command : ..." and
+	// "queue ... from cmd |", in dir, and returns what it wrote to its
+	// standard output; [Exec] makes one. Without it such descriptions are
+	// refused: a process that reads descriptions on someone else's behalf
+	// must leave it nil.
+	Command func(dir string, argv []string) ([]byte, error)
 }
 
 // HTCondor's JobStatus values for new jobs, and its HoldReasonCode for jobs
@@ -36,9 +45,8 @@ type job struct {
 	requirements                          string
 	env                                   []string // NAME=value from environment
 	getenv                                []string // patterns of variables to import
-	acctGroup, acctUser                   string
-	transferExe                           bool
 	skipChecks                            bool
+	successExit                           bool // success_exit_code was given
 	hold                                  bool
 	requestDisk                           bool // request_disk was given
 }
@@ -75,12 +83,11 @@ func newJob() *job {
 	ad.SetBool("OnExitRemove", true)
 	ad.SetBool("LeaveJobInQueue", false)
 	ad.SetInt("JobNotification", 0)
-	ad.SetString("ShouldTransferFiles", "IF_NEEDED")
-	ad.SetString("WhenToTransferOutput", "ON_EXIT")
+	ad.SetString("ShouldTransferFiles", "NO") // files are reached in place through the shadow
 	ad.SetBool("TransferExecutable", true)
 	ad.SetBool("WantCheckpoint", true) // Harrier checkpoints jobs where it can; want_checkpoint = false opts out
 	ad.SetInt("NumJobStarts", 0)
-	return &job{ad: ad, transferExe: true}
+	return &job{ad: ad}
 }
 
 // expr parses src as a ClassAd expression for command name.

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-var defaultReq = `(TARGET.Arch == "X86_64") && (TARGET.OpSys == "LINUX") && (TARGET.Disk >= RequestDisk) && (TARGET.Memory >= RequestMemory)`
+var defaultReq = `(TARGET.Arch == "X86_64") && (TARGET.OpSys == "LINUX") && (TARGET.Disk >= RequestDisk) && (TARGET.Memory >= RequestMemory) && (TARGET.Cpus >= RequestCpus)`
 
 func TestJobs(t *testing.T) {
 	for _, tc := range []struct {
@@ -27,6 +27,7 @@ func TestJobs(t *testing.T) {
 			"PeriodicHold": "false", "PeriodicRelease": "false", "PeriodicRemove": "false",
 			"OnExitHold": "false", "OnExitRemove": "true", "NumJobStarts": "0", "ExitCode": absent,
 			"WantCheckpoint": "true", "TransferExecutable": "true",
+			"ShouldTransferFiles": `"NO"`, "WhenToTransferOutput": absent,
 		}},
 	}, {
 		name: "paths relative to the submit directory",
@@ -104,13 +105,16 @@ requirements = HasJava && TARGET.Memory > 1024
 rank = KFlops
 queue
 requirements = Arch == "aarch64" && OpSys == "LINUX" && Disk > 10
+queue
+requirements = TARGET.Cpus >= 2
 queue`,
 		want: []map[string]string{
 			{
-				"Requirements": `(HasJava && TARGET.Memory > 1024) && (TARGET.Arch == "X86_64") && (TARGET.OpSys == "LINUX") && (TARGET.Disk >= RequestDisk)`,
+				"Requirements": `(HasJava && TARGET.Memory > 1024) && (TARGET.Arch == "X86_64") && (TARGET.OpSys == "LINUX") && (TARGET.Disk >= RequestDisk) && (TARGET.Cpus >= RequestCpus)`,
 				"Rank":         "KFlops",
 			},
-			{"Requirements": `(Arch == "aarch64" && OpSys == "LINUX" && Disk > 10) && (TARGET.Memory >= RequestMemory)`},
+			{"Requirements": `(Arch == "aarch64" && OpSys == "LINUX" && Disk > 10) && (TARGET.Memory >= RequestMemory) && (TARGET.Cpus >= RequestCpus)`},
+			{"Requirements": `(TARGET.Cpus >= 2) && (TARGET.Arch == "X86_64") && (TARGET.OpSys == "LINUX") && (TARGET.Disk >= RequestDisk) && (TARGET.Memory >= RequestMemory)`},
 		},
 	}, {
 		name: "policy expressions",
@@ -125,42 +129,59 @@ max_retries = 5
 max_idle = 100
 job_max_vacate_time = 120
 kill_sig = term
-leave_in_queue = true
+leave_in_queue = false
+success_exit_code = 3
+queue
+max_retries = 0
 queue`,
 		want: []map[string]string{{
 			"PeriodicHold": "(time() - EnteredCurrentStatus) > 3600", "PeriodicHoldReason": `"ran too long"`,
 			"PeriodicRelease": "NumJobStarts < 3", "PeriodicRemove": "JobStatus == 5 && HoldReasonCode == 15",
 			"OnExitHold": "ExitCode != 0", "OnExitRemove": "ExitBySignal == false",
 			"MaxRetries": "5", "JobMaterializeMaxIdle": "100", "JobMaxVacateTime": "120",
-			"KillSig": `"SIGTERM"`, "LeaveJobInQueue": "true",
+			"KillSig": `"SIGTERM"`, "LeaveJobInQueue": "false", "SuccessExitCode": "3",
+		}, {
+			// success_exit_code without max_retries gets condor_submit's
+			// DEFAULT_JOB_MAX_RETRIES; the first job had max_retries.
+			"MaxRetries": "0", "SuccessExitCode": "3",
 		}},
 	}, {
-		name: "hold, priority, notification, accounting",
+		name: "hold, priority, notification, labels",
 		src: `executable = job.sh
 hold = True
 priority = -3
-notification = Complete
+notification = Never
 notify_user = a@example.org
-accounting_group = physics
-nice_user = yes
+nice_user = no
+batch_name = sweep
+description = "the sweep"
 queue`,
 		want: []map[string]string{{
 			"JobStatus": "5", "HoldReasonCode": "15", "HoldReason": `"submitted on hold at user's request"`,
-			"JobPrio": "-3", "JobNotification": "2", "NotifyUser": `"a@example.org"`,
-			"AcctGroup": `"physics"`, "AcctGroupUser": `"alice"`, "AccountingGroup": `"physics.alice"`, "NiceUser": "true",
+			"JobPrio": "-3", "JobNotification": "0", "NotifyUser": `"a@example.org"`,
+			"AcctGroup": absent, "NiceUser": absent, "JobBatchName": `"sweep"`, "JobDescription": `"\"the sweep\""`,
 		}},
 	}, {
-		name: "file transfer",
+		// What Harrier does anyway is accepted: no file transfer, output
+		// in place when the job exits, the executable from the submit
+		// machine, streamed output; an empty list unsets a command.
+		name: "file transfer defaults",
 		src: `executable = job.sh
-should_transfer_files = yes
-when_to_transfer_output = on_exit_or_evict
-transfer_input_files = a.dat, b.dat c.dat
-transfer_output_files = result
-transfer_executable = false
+should_transfer_files = no
+when_to_transfer_output = on_exit
+transfer_executable = true
+transfer_input_files =
+stream_output = true
+stream_error = false
+stream_input = false
+job_lease_duration = 0
+log_xml = false
+request_gpus = 0
 queue`,
 		want: []map[string]string{{
-			"ShouldTransferFiles": `"YES"`, "WhenToTransferOutput": `"ON_EXIT_OR_EVICT"`,
-			"TransferInput": `"a.dat,b.dat,c.dat"`, "TransferOutput": `"result"`, "TransferExecutable": "false",
+			"ShouldTransferFiles": `"NO"`, "WhenToTransferOutput": `"ON_EXIT"`, "TransferInput": absent,
+			"TransferExecutable": "true", "StreamOut": "true", "StreamErr": "false", "JobLeaseDuration": "0",
+			"RequestGPUs": absent,
 		}},
 	}, {
 		name: "remote I/O and checkpointing",
@@ -184,8 +205,8 @@ queue`,
 		}},
 	}, {
 		name: "universes",
-		src:  "executable = job.sh\nuniverse = standard\nqueue\nuniverse = LOCAL\nqueue\nuniverse = Vanilla\nqueue",
-		want: []map[string]string{{"JobUniverse": "1"}, {"JobUniverse": "12"}, {"JobUniverse": "5"}},
+		src:  "executable = job.sh\nuniverse = standard\nqueue\nuniverse = Vanilla\nqueue",
+		want: []map[string]string{{"JobUniverse": "1"}, {"JobUniverse": "5"}},
 	}, {
 		name: "custom attributes",
 		src: `executable = job.sh
@@ -294,40 +315,6 @@ queue`, env)
 	}
 	for i := range want {
 		checkAttrs(t, ads[i], env.Dir, want[i])
-	}
-}
-
-func TestMacros(t *testing.T) {
-	env := testEnv(t, nil)
-	for _, tc := range []struct {
-		name, defs, args, want string
-	}{
-		{"plain", "base = run", "$(base)", "run"},
-		{"case-insensitive", "Base = run", "$(BASE)", "run"},
-		{"nested", "a = x\nb = $(a)y", "$(b)z", "xyz"},
-		{"defined after use, expanded at queue", "b = $(a)\na = late", "$(b)", "late"},
-		{"default", "", "$(missing:fallback)", "fallback"},
-		{"undefined is empty", "", "<$(missing)>", "<>"},
-		{"self reference", "flags = -a\nflags = $(flags) -b", "$(flags)", "-a -b"},
-		{"cluster", "", "$(Cluster) $(ClusterId) $(Node)", "42 42 0"},
-		{"commands are macros", "", "$(Executable).x", "job.sh.x"},
-		{"dollar", "", "$(DOLLAR)5", "$5"},
-		{"match-time substitution", "", "$$(OpSys)", "$$(OpSys)"},
-		{"environment", "", "$ENV(HOME) $ENV(NOPE:none)", "/home/alice none"},
-		{"int", "n = 6", "$INT(n) $INT(n,%04d) $INT(6*7)", "6 0006 42"},
-		{"real", "", "$REAL(1.0/4)", "0.25"},
-		{"path parts", "f = /data/set1/file.tar.gz", "$Fp(f) $Fd(f) $Fn(f) $Fx(f) $Fnx(f) $Fq(f)",
-			`/data/set1/ set1 file.tar .gz file.tar.gz "/data/set1/file.tar.gz"`},
-		{"unknown function left alone", "", "$RANDOM_CHOICE(a,b)", "$RANDOM_CHOICE(a,b)"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			src := "executable = job.sh\n" + tc.defs + "\narguments = " + tc.args + "\nqueue\n"
-			ads := jobsOf(t, src, env)
-			got, _ := ads[0].EvalString("Arguments")
-			if got != tc.want {
-				t.Errorf("arguments = %q, want %q", got, tc.want)
-			}
-		})
 	}
 }
 

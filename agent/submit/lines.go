@@ -9,32 +9,42 @@ type srcLine struct {
 	text string
 }
 
-// splitLines returns the logical lines of src. A line ending in a backslash
-// continues on the next line, which is appended without the backslash.
+// splitLines returns the logical lines of src. White space around each
+// physical line is dropped. A line ending in a backslash continues on the
+// next line; a comment line inside a continued line is skipped and the
+// line goes on, and a comment line never continues. A blank line ends a
+// continued line.
 func splitLines(src []byte) []srcLine {
 	var (
-		out  []srcLine
-		cont strings.Builder
-		from int
+		out    []srcLine
+		cont   strings.Builder
+		inCont bool
+		from   int
 	)
 	for i, raw := range strings.Split(string(src), "\n") {
-		raw = strings.TrimRight(raw, " \t\r")
-		if cont.Len() == 0 {
+		t := strings.Trim(raw, " \t\r\v\f")
+		if !inCont {
 			from = i + 1
-			if t := strings.TrimSpace(raw); t == "" || t[0] == '#' {
+			if t == "" || t[0] == '#' {
 				continue
 			}
-		}
-		if strings.HasSuffix(raw, `\`) {
-			cont.WriteString(raw[:len(raw)-1])
+		} else if t != "" && t[0] == '#' {
 			continue
 		}
-		cont.WriteString(raw)
+		if strings.HasSuffix(t, `\`) {
+			cont.WriteString(t[:len(t)-1])
+			inCont = true
+			continue
+		}
+		cont.WriteString(t)
 		out = append(out, srcLine{num: from, text: strings.TrimSpace(cont.String())})
 		cont.Reset()
+		inCont = false
 	}
-	if cont.Len() > 0 {
-		out = append(out, srcLine{num: from, text: strings.TrimSpace(cont.String())})
+	if inCont {
+		if t := strings.TrimSpace(cont.String()); t != "" {
+			out = append(out, srcLine{num: from, text: t})
+		}
 	}
 	return out
 }

@@ -2,30 +2,33 @@ package submit
 
 import (
 	"errors"
-	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
-
-	"harrier.dev/harrier/classad"
 )
 
-// maxMacroDepth bounds nested expansion, which catches macros that refer to
-// each other in a cycle.
+// maxMacroDepth bounds nested expansions: a function argument that names a
+// macro is expanded on its own, and a macro whose value calls a function on
+// itself would otherwise recurse for ever.
 const maxMacroDepth = 32
+
+// maxSubstitutions bounds the references one expansion may replace, which
+// catches macros that refer to each other in a cycle without growing.
+const maxSubstitutions = 1 << 20
 
 // maxExpansion bounds the length of an expanded value, which catches macros
 // that double at each level of nesting.
 const maxExpansion = 1 << 20
 
 var (
-	errMacroDepth = errors.New("macro expansion nested too deeply (do macros refer to each other?)")
-	errMacroSize  = errors.New("macro expansion longer than 1 MiB")
+	errMacroLoop = errors.New("macro expansion does not end (do macros refer to each other?)")
+	errMacroSize = errors.New("macro expansion longer than 1 MiB")
 )
 
-// A macro is a definition in effect: its raw value and where it was made.
+// A macro is a definition in effect: its value, with references to its own
+// earlier value already replaced, and where it was made.
 type macro struct {
 	value string
+	file  string
 	line  int
 }
 
@@ -40,321 +43,302 @@ type jobMacros struct {
 	values  []string
 }
 
-func (m *jobMacros) lookup(name string) (string, bool) {
+// fixed returns the value of a per-job macro that a definition in the file
+// cannot change: Cluster and Process, and the queue variables. name may be
+// in any case.
+func (m *jobMacros) fixed(name string) (string, bool) {
 	if m == nil {
 		return "", false
 	}
-	switch name {
-	case "cluster", "clusterid":
+	if equalFold(name, "cluster") || equalFold(name, "clusterid") {
 		return strconv.Itoa(m.cluster), true
 	}
 	if !m.hasJob {
 		return "", false
 	}
-	switch name {
-	case "process", "procid", "node":
+	if equalFold(name, "process") || equalFold(name, "procid") {
 		return strconv.Itoa(m.proc), true
-	case "step":
-		return strconv.Itoa(m.step), true
-	case "row", "itemindex":
-		return strconv.Itoa(m.row), true
 	}
 	return m.varValue(name)
 }
 
-// varValue returns the value of the queue variable name for this job.
+// automatic returns the value of a per-job macro that a definition in the
+// file overrides, as the manual says of Step, ItemIndex, Row and Node.
+func (m *jobMacros) automatic(name string) (string, bool) {
+	if m == nil || !m.hasJob {
+		return "", false
+	}
+	switch {
+	case equalFold(name, "step"):
+		return strconv.Itoa(m.step), true
+	case equalFold(name, "row"), equalFold(name, "itemindex"):
+		return strconv.Itoa(m.row), true
+	case equalFold(name, "node"): // set only for the parallel universe
+		return "", true
+	}
+	return "", false
+}
+
+// varValue returns the value of the queue variable name (any case) for
+// this job.
 func (m *jobMacros) varValue(name string) (string, bool) {
 	for i, v := range m.vars {
-		if v == name {
+		if equalFold(name, v) {
 			return m.values[i], true
 		}
 	}
 	return "", false
 }
 
-// An expander expands macro references in command values.
+// An expander expands macro references in values, with the definitions in
+// defs, the per-job macros of job (nil while the file is read) and the
+// variables condor_submit defines before reading a file.
 type expander struct {
 	defs   map[string]macro
 	job    *jobMacros
 	getenv func(string) (string, bool)
-	// only, when set, restricts expansion to references to this one macro,
-	// whose replacement is used as is; everything else is left alone. It
-	// implements self-referencing definitions such as "args = $(args) -v".
-	only string
+	rand   func(int) int
+	dir    string            // the submit directory, for $Ff
+	preset map[string]string // ARCH, OPSYS, ... by lower-case name
+	budget int               // substitutions left in the current expansion
 }
 
-// expand returns s with its macro references replaced.
-func (x *expander) expand(s string) (string, error) { return x.expandDepth(s, 0) }
+// fullExpansion replaces every reference but $(DOLLAR), which stands for a
+// dollar sign once everything else is expanded.
+var fullExpansion = refFilter{mode: skipDollar}
 
-func (x *expander) expandDepth(s string, depth int) (string, error) {
-	if !strings.Contains(s, "$") {
+// expand returns s with its macro references replaced and $(DOLLAR) turned
+// into "$".
+func (x *expander) expand(s string) (string, error) {
+	if strings.IndexByte(s, '$') < 0 {
+		return s, nil
+	}
+	x.budget = maxSubstitutions
+	v, err := x.rewrite(s, fullExpansion, 0)
+	if err != nil {
+		return "", err
+	}
+	return dollars(v), nil
+}
+
+// expandSelf returns the value of a definition of name with its references
+// to name, which mean the earlier value, replaced; other references are
+// left for when the value is used. This is how "args = $(args) -v" grows a
+// value.
+func (x *expander) expandSelf(s, name string) (string, error) {
+	if strings.IndexByte(s, '$') < 0 {
+		return s, nil
+	}
+	x.budget = maxSubstitutions
+	return x.rewrite(s, refFilter{mode: onlySelf, self: name}, 0)
+}
+
+// rewrite replaces the references f accepts, as condor_submit does: a
+// replacement is read again from its start, so references in a macro's
+// value are expanded in turn, and text before a replacement is never read
+// again. A replacement without "$" cannot start a reference, so it is
+// copied out at once; one with "$" sends the rest of the work to a gap
+// buffer.
+func (x *expander) rewrite(s string, f refFilter, depth int) (string, error) {
+	if strings.IndexByte(s, '$') < 0 {
 		return s, nil
 	}
 	if depth > maxMacroDepth {
-		return "", errMacroDepth
+		return "", errMacroLoop
 	}
-	var b strings.Builder
-	b.Grow(len(s) + 16)
-	for i := 0; i < len(s); {
-		j := strings.IndexByte(s[i:], '$')
-		if j < 0 {
-			b.WriteString(s[i:])
+	var out strings.Builder
+	done := 0 // s[:done] is in out
+	for {
+		r, ok := nextRef(s, done, f)
+		if !ok {
 			break
 		}
-		b.WriteString(s[i : i+j])
-		i += j
-		fn, open := macroCall(s, i)
-		if open < 0 {
-			b.WriteByte('$')
-			i++
-			continue
-		}
-		end := closingParen(s, open)
-		if end < 0 {
-			return "", fmt.Errorf("unbalanced parentheses in %q", s)
-		}
-		if fn == "$" { // $$(attr): substituted at match time
-			b.WriteString(s[i : end+1])
-			i = end + 1
-			continue
-		}
-		out, ok, err := x.call(fn, s[open+1:end], depth)
+		repl, err := x.replace(&r, depth)
 		if err != nil {
 			return "", err
 		}
-		if ok {
-			if b.Len()+len(out) > maxExpansion {
-				return "", errMacroSize
-			}
-			b.WriteString(out)
-		} else {
-			b.WriteString(s[i : end+1])
+		if out.Cap() == 0 {
+			out.Grow(len(s) + len(repl))
 		}
-		i = end + 1
+		out.WriteString(s[done:r.start])
+		if strings.IndexByte(repl, '$') >= 0 {
+			return x.rewriteBuffer(&out, repl, s[r.end:], f, depth)
+		}
+		out.WriteString(repl)
+		done = r.end
+		if out.Len()+len(s)-done > maxExpansion {
+			return "", errMacroSize
+		}
 	}
-	return b.String(), nil
+	if done == 0 {
+		return s, nil
+	}
+	out.WriteString(s[done:])
+	return out.String(), nil
 }
 
-// macroCall recognises a reference starting at s[i] == '$': it returns the
-// function name ("" for $(name), "$" for $$(name)) and the index of the
-// opening parenthesis, or -1 if s[i] starts no reference.
-func macroCall(s string, i int) (fn string, open int) {
-	k := i + 1
-	if k < len(s) && s[k] == '$' {
-		if k+1 < len(s) && s[k+1] == '(' {
-			return "$", k + 1
+// rewriteBuffer goes on with rewrite over repl followed by rest, in a gap
+// buffer so that each replacement costs only its own length.
+func (x *expander) rewriteBuffer(out *strings.Builder, repl, rest string, f refFilter, depth int) (string, error) {
+	g := gapBuffer{buf: make([]byte, 0, len(repl)+len(rest))}
+	g.buf = append(append(g.buf, repl...), rest...)
+	for {
+		text := g.text()
+		if out.Len()+len(text) > maxExpansion {
+			return "", errMacroSize
 		}
-		return "", -1
-	}
-	for k < len(s) && isIdentByte(s[k], true) {
-		k++
-	}
-	if k >= len(s) || s[k] != '(' {
-		return "", -1
-	}
-	return s[i+1 : k], k
-}
-
-// closingParen returns the index of the parenthesis closing s[open], or -1.
-func closingParen(s string, open int) int {
-	depth := 0
-	for k := open; k < len(s); k++ {
-		switch s[k] {
-		case '(':
-			depth++
-		case ')':
-			depth--
-			if depth == 0 {
-				return k
-			}
+		r, ok := nextRef(text, 0, f)
+		if !ok {
+			out.Write(text)
+			return out.String(), nil
 		}
-	}
-	return -1
-}
-
-// call expands one reference; ok is false for functions it does not know,
-// which are left in the text.
-func (x *expander) call(fn, body string, depth int) (string, bool, error) {
-	if x.only != "" {
-		if fn != "" {
-			return "", false, nil
-		}
-		name, def, hasDef := strings.Cut(body, ":")
-		if strings.ToLower(strings.TrimSpace(name)) != x.only {
-			return "", false, nil
-		}
-		if v, ok := x.defs[x.only]; ok {
-			return v.value, true, nil
-		}
-		if hasDef {
-			return def, true, nil
-		}
-		return "", true, nil
-	}
-	switch {
-	case fn == "":
-		name, def, hasDef := strings.Cut(body, ":")
-		name, err := x.expandDepth(strings.TrimSpace(name), depth+1)
+		out.Write(text[:r.start])
+		g.skip(r.start)
+		repl, err := x.replace(&r, depth)
 		if err != nil {
-			return "", false, err
+			return "", err
 		}
-		if v, ok := x.lookup(strings.ToLower(name)); ok {
-			out, err := x.expandDepth(v, depth+1)
-			return out, true, err
-		}
-		if hasDef {
-			out, err := x.expandDepth(def, depth+1)
-			return out, true, err
-		}
-		return "", true, nil
-	case strings.EqualFold(fn, "ENV"):
-		name, def, _ := strings.Cut(body, ":")
-		if x.getenv != nil {
-			if v, ok := x.getenv(strings.TrimSpace(name)); ok {
-				return v, true, nil
-			}
-		}
-		return def, true, nil
-	case strings.EqualFold(fn, "INT"), strings.EqualFold(fn, "REAL"):
-		out, err := x.number(strings.ToUpper(fn), body, depth)
-		return out, true, err
-	case isPathFunc(fn):
-		out, err := x.pathPart(fn[1:], body, depth)
-		return out, true, err
+		g.replace(r.end-r.start, repl)
 	}
-	return "", false, nil
 }
 
-func (x *expander) lookup(name string) (string, bool) {
-	if name == "dollar" {
-		return "$", true
+// replace counts one substitution against the budget and returns the
+// replacement of r.
+func (x *expander) replace(r *ref, depth int) (string, error) {
+	if x.budget--; x.budget < 0 {
+		return "", errMacroLoop
 	}
-	if v, ok := x.job.lookup(name); ok {
+	return x.eval(r, depth)
+}
+
+// dollars turns each $(DOLLAR) into "$", reading again from each one so
+// that, as in condor_submit, "$(DOLLAR)$(DOLLAR)(X)" leaves "$$(DOLLAR)(X)".
+func dollars(s string) string {
+	r, ok := nextRef(s, 0, refFilter{mode: onlyDollar})
+	if !ok {
+		return s
+	}
+	var out strings.Builder
+	out.WriteString(s[:r.start])
+	g := gapBuffer{buf: []byte(s[r.end-1:])} // room for the "$" before the rest
+	g.buf[0] = '$'
+	for {
+		text := g.text()
+		r, ok := nextRef(text, 0, refFilter{mode: onlyDollar})
+		if !ok {
+			out.Write(text)
+			return out.String()
+		}
+		out.Write(text[:r.start])
+		g.skip(r.start)
+		g.replace(r.end-r.start, "$")
+	}
+}
+
+// lookup returns the value of the macro name, in any case.
+func (x *expander) lookup(name string) (string, bool) {
+	if v, ok := x.job.fixed(name); ok {
 		return v, true
 	}
-	m, ok := x.defs[name]
-	return m.value, ok
+	key := name
+	if hasUpper(name) {
+		key = strings.ToLower(name)
+	}
+	if m, ok := x.defs[key]; ok {
+		return m.value, true
+	}
+	if v, ok := x.job.automatic(name); ok {
+		return v, true
+	}
+	v, ok := x.preset[key]
+	return v, ok
 }
 
-// value expands a macro name or, if it names no macro, the text itself.
-func (x *expander) value(arg string, depth int) (string, error) {
-	arg = strings.TrimSpace(arg)
-	if v, ok := x.lookup(strings.ToLower(arg)); ok {
-		return x.expandDepth(v, depth+1)
-	}
-	return x.expandDepth(arg, depth+1)
-}
-
-// number implements $INT(expr[,format]) and $REAL(expr[,format]).
-func (x *expander) number(fn, body string, depth int) (string, error) {
-	arg, format, hasFormat := strings.Cut(body, ",")
-	src, err := x.value(arg, depth)
-	if err != nil {
-		return "", err
-	}
-	e, err := classad.ParseExpr(src)
-	if err != nil {
-		return "", fmt.Errorf("$%s(%s): %w", fn, body, err)
-	}
-	v := classad.New().EvalExpr(e, nil)
-	format = strings.TrimSpace(format)
-	if hasFormat && strings.Count(format, "%") != 1 {
-		return "", fmt.Errorf("$%s(%s): format must hold one %% verb", fn, body)
-	}
-	if fn == "INT" {
-		n, ok := v.IntValue()
-		if !ok {
-			return "", fmt.Errorf("$INT(%s): %s is not a number", body, v)
-		}
-		if !hasFormat {
-			format = "%d"
-		}
-		return fmt.Sprintf(format, n), nil
-	}
-	f, ok := v.RealValue()
-	if !ok {
-		return "", fmt.Errorf("$REAL(%s): %s is not a number", body, v)
-	}
-	if !hasFormat {
-		return strconv.FormatFloat(f, 'g', -1, 64), nil
-	}
-	return fmt.Sprintf(format, f), nil
-}
-
-// pathPart implements $F[pdnxq](name): p the directory with its trailing
-// slash, d the last directory's name, n the base name without extension, x
-// the extension with its dot, q double quotes around the result; no letter
-// (or only q) means the whole value.
-func (x *expander) pathPart(mods, body string, depth int) (string, error) {
-	for _, c := range mods {
-		if !strings.ContainsRune("pdnxq", c) {
-			return "", fmt.Errorf("$F%s(%s): unknown modifier %q (want p, d, n, x or q)", mods, body, c)
-		}
-	}
-	v, err := x.value(body, depth)
-	if err != nil {
-		return "", err
-	}
-	out := v
-	if strings.ContainsAny(mods, "pdnx") {
-		dir, file := filepath.Split(v)
-		ext := filepath.Ext(file)
-		var b strings.Builder
-		if strings.ContainsRune(mods, 'p') {
-			b.WriteString(dir)
-		}
-		if strings.ContainsRune(mods, 'd') {
-			b.WriteString(filepath.Base(filepath.Clean(dir)))
-		}
-		if strings.ContainsRune(mods, 'n') {
-			b.WriteString(strings.TrimSuffix(file, ext))
-		}
-		if strings.ContainsRune(mods, 'x') {
-			b.WriteString(ext)
-		}
-		out = b.String()
-	}
-	if strings.ContainsRune(mods, 'q') {
-		out = `"` + out + `"`
-	}
-	return out, nil
-}
-
-// macroRefs adds to refs the (lower-case) names of the macros s refers to.
-func macroRefs(s string, refs map[string]bool) {
+func hasUpper(s string) bool {
 	for i := 0; i < len(s); i++ {
-		if s[i] != '$' {
-			continue
+		if 'A' <= s[i] && s[i] <= 'Z' {
+			return true
 		}
-		fn, open := macroCall(s, i)
-		if open < 0 {
-			continue
+	}
+	return false
+}
+
+// A gapBuffer holds the text still to be read, buf[p:], with room before p
+// so that replacing its start costs only the replacement.
+type gapBuffer struct {
+	buf []byte
+	p   int
+}
+
+func (g *gapBuffer) text() []byte { return g.buf[g.p:] }
+func (g *gapBuffer) skip(n int)   { g.p += n }
+
+// replace replaces the first n bytes of the text with repl.
+func (g *gapBuffer) replace(n int, repl string) {
+	end := g.p + n
+	if len(repl) <= end {
+		g.p = end - len(repl)
+		copy(g.buf[g.p:], repl)
+		return
+	}
+	rest := g.buf[end:]
+	room := len(repl) + len(rest)
+	buf := make([]byte, room+len(repl)+len(rest))
+	copy(buf[room:], repl)
+	copy(buf[room+len(repl):], rest)
+	g.buf, g.p = buf, room
+}
+
+// macroRefs adds to refs the (lower-case) names of the macros s refers to,
+// including those a function takes as its argument.
+func macroRefs(s string, refs map[string]bool) {
+	if strings.IndexByte(s, '$') < 0 {
+		return
+	}
+	for i := 0; ; {
+		r, ok := nextRef(s, i, refFilter{})
+		if !ok {
+			return
 		}
-		end := closingParen(s, open)
-		if end < 0 {
-			end = len(s)
-		}
-		body := s[open+1 : end]
-		if fn == "" || strings.EqualFold(fn, "INT") || strings.EqualFold(fn, "REAL") || isPathFunc(fn) {
-			if name, _ := leadingWord(strings.TrimSpace(body)); name != "" {
-				refs[strings.ToLower(name)] = true
+		i = r.end
+		arg, _, _ := strings.Cut(r.body, ",")
+		switch r.kind {
+		case refMacro:
+			refs[strings.ToLower(r.name())] = true
+			if def, ok := r.def(); ok {
+				macroRefs(def, refs)
+			}
+		case refInt, refReal, refString, refSubstr, refFile, refBasename, refDirname:
+			refs[strings.ToLower(strings.TrimSpace(arg))] = true
+		case refEval:
+			refs[strings.ToLower(r.body)] = true
+		case refRandomChoice:
+			if !strings.Contains(r.body, ",") {
+				refs[strings.ToLower(strings.TrimSpace(r.body))] = true
+			}
+		case refChoice:
+			refs[strings.ToLower(strings.TrimSpace(arg))] = true
+			if items := strings.Split(r.body, ","); len(items) == 2 {
+				refs[strings.ToLower(strings.TrimSpace(items[1]))] = true
 			}
 		}
-		macroRefs(body, refs)
-		i = end
 	}
 }
 
-// isPathFunc reports whether fn is one of the $F functions: F followed by
-// lower-case modifier letters.
-func isPathFunc(fn string) bool {
-	if fn == "" || fn[0] != 'F' {
+// hasRandom reports whether s calls $RANDOM_CHOICE or $RANDOM_INTEGER,
+// whose value differs from job to job.
+func hasRandom(s string) bool {
+	if !strings.Contains(s, "$RANDOM_") {
 		return false
 	}
-	for i := 1; i < len(fn); i++ {
-		if fn[i] < 'a' || fn[i] > 'z' {
+	for i := 0; ; {
+		r, ok := nextRef(s, i, refFilter{})
+		if !ok {
 			return false
 		}
+		if r.kind == refRandomChoice || r.kind == refRandomInteger {
+			return true
+		}
+		i = r.end
 	}
-	return true
 }

@@ -4,14 +4,16 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 )
 
 // A Description is a parsed and checked submit description. It is immutable
 // and safe for concurrent use.
 type Description struct {
-	file  string
-	stmts []stmt
+	file     string
+	stmts    []stmt
+	warnings []*Error
 }
 
 type stmtKind uint8
@@ -24,71 +26,230 @@ const (
 
 type stmt struct {
 	kind  stmtKind
+	file  string // the file it was read from, for messages
 	line  int
 	name  string // lower case for assignments, as written for custom attributes
 	as    string // the name as written
-	value string
+	value string // for assignments, with references to the earlier value replaced
 	queue *queueSpec
 }
 
-// Parse reads and checks a whole description. filename is used in error
-// messages and need not exist. Commands whose values use macros are checked
-// again, after expansion, by Jobs.
-func Parse(src []byte, filename string) (*Description, error) {
-	d := &Description{file: filename}
-	lines := splitLines(bytes.TrimPrefix(src, []byte("\ufeff"))) // editors may add a byte order mark
-	for i := 0; i < len(lines); i++ {
-		l := lines[i]
-		st, used, err := parseStmt(lines[i:])
-		if err != nil {
-			return nil, &Error{File: filename, Line: l.num, Err: err}
-		}
-		i += used - 1
-		d.stmts = append(d.stmts, st)
+// Parse reads and checks a whole description. filename names it in
+// messages and need not exist. Parse reads the description as condor_submit
+// does, from top to bottom: if conditions, include file names and error
+// and warning messages see the macros defined above them and env's
+// environment; included files are found relative to env.Dir, and included
+// commands run only if env.Command is set. Commands whose values use
+// macros are checked again, after expansion, by Jobs.
+func Parse(src []byte, filename string, env Env) (*Description, error) {
+	r := newReader(env, filename)
+	if err := r.read(bytes.TrimPrefix(src, []byte("\ufeff")), filename); err != nil { // editors may add a byte order mark
+		return nil, err
 	}
-	if err := d.check(); err != nil {
+	d := &Description{file: filename, stmts: r.stmts, warnings: r.warnings}
+	if err := d.check(r.refs); err != nil {
 		return nil, err
 	}
 	return d, nil
 }
 
-// statementWords are the condor_submit keywords that start a statement
-// rather than an assignment; only queue is supported.
-var statementWords = map[string]bool{
-	"queue": true, "if": true, "elif": true, "else": true, "endif": true,
-	"include": true, "error": true, "warning": true,
+// Warnings returns what the description's warning statements said, in
+// order, each naming its file and line.
+func (d *Description) Warnings() []*Error { return d.warnings }
+
+// maxIncludeDepth bounds nested include statements.
+const maxIncludeDepth = 20
+
+// A reader reads a description and the files it includes into statements.
+type reader struct {
+	env      Env
+	defs     map[string]macro // definitions so far
+	x        *expander        // over defs, for conditions, include names and messages
+	stmts    []stmt
+	warnings []*Error
+	refs     map[string]bool // macros referred to anywhere
+	depth    int             // of include statements
 }
 
-// parseStmt parses the statement starting at lines[0] and reports how many
-// lines it used (more than one for multi-line queue lists).
-func parseStmt(lines []srcLine) (stmt, int, error) {
+func newReader(env Env, filename string) *reader {
+	dir, err := filepath.Abs(env.Dir)
+	if err != nil {
+		dir = env.Dir
+	}
+	r := &reader{env: env, defs: make(map[string]macro), refs: make(map[string]bool)}
+	r.x = &expander{defs: r.defs, getenv: env.Getenv, rand: env.Rand, dir: dir, preset: presetMacros(dir, filename)}
+	return r
+}
+
+// read reads the statements of one file.
+func (r *reader) read(src []byte, file string) error {
+	lines := splitLines(src)
+	var conds conditionals
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
+		text := l.text
+		// condor_submit ignores a ":" starting a line of an if body, which
+		// hides the line from parsers older than if statements.
+		if len(text) > 1 && text[0] == ':' && (conds.inside() || keywordIs(text[1:], "if")) {
+			text = text[1:]
+		}
+		handled, err := conds.line(text, l.num, func(expr string) (bool, error) {
+			macroRefs(expr, r.refs)
+			if w, rest := firstWord(expr); strings.EqualFold(w, "defined") {
+				r.refs[strings.ToLower(strings.TrimSpace(rest))] = true
+			}
+			return testCondition(expr, r.x)
+		})
+		if err != nil {
+			return &Error{File: file, Line: l.num, Err: err}
+		}
+		if handled || !conds.enabled() {
+			continue
+		}
+		lines[i].text = text
+		used, err := r.statement(lines[i:], file)
+		if err != nil {
+			var e *Error
+			if errors.As(err, &e) {
+				return err
+			}
+			return &Error{File: file, Line: l.num, Err: err}
+		}
+		i += used - 1
+	}
+	if len(conds.frames) > 0 {
+		return &Error{File: file, Line: conds.frames[len(conds.frames)-1].line, Err: errors.New("if without endif")}
+	}
+	return nil
+}
+
+func keywordIs(text, word string) bool {
+	w, _ := keyword(text)
+	return w == word
+}
+
+// A lineShape is a line cut as condor_submit cuts it: a first word, the
+// words between it and the operator (include options, an error code, or
+// the rest of a queue statement), the operator and the value.
+type lineShape struct {
+	name  string
+	words string
+	op    byte // '=', ':', '@' for "@=", or 0 for none
+	value string
+}
+
+func shapeLine(text string) lineShape {
+	var s lineShape
+	i := strings.IndexAny(text, " \t=:")
+	if i < 0 {
+		s.name = text
+		return s
+	}
+	s.name = text[:i]
+	j := i
+	for j < len(text) && isSpace(text[j]) {
+		j++
+	}
+	start := j
+	for j < len(text) && text[j] != '=' && text[j] != ':' && text[j] != '@' {
+		j++
+	}
+	s.words = strings.TrimSpace(text[start:j])
+	if j < len(text) {
+		switch {
+		case text[j] != '@':
+			s.op = text[j]
+			j++
+		case j+1 < len(text) && text[j+1] == '=':
+			s.op = '@'
+			j += 2
+		}
+	}
+	if s.op != 0 {
+		s.value = strings.TrimSpace(text[j:])
+	}
+	return s
+}
+
+// statement reads the statement starting at lines[0] and reports how many
+// lines it used (more than one for multi-line queue lists and values).
+func (r *reader) statement(lines []srcLine, file string) (int, error) {
 	l := lines[0]
-	word, rest := leadingWord(l.text)
-	if kw := strings.ToLower(word); statementWords[kw] && !strings.HasPrefix(strings.TrimSpace(rest), "=") {
-		if kw != "queue" {
-			return stmt{}, 0, fmt.Errorf("%q statements are not supported", kw)
+	s := shapeLine(l.text)
+	word := strings.ToLower(strings.TrimPrefix(s.name, "@")) // "@include" is "include", for parsers that predate it
+	if s.op == ':' {
+		switch word {
+		case "include":
+			return 1, r.include(s.words, s.value, file, l.num)
+		case "error", "warning":
+			msg, err := r.x.expand(s.value)
+			if err != nil {
+				return 0, err
+			}
+			macroRefs(s.value, r.refs)
+			if word == "error" {
+				return 0, fmt.Errorf("error: %s", msg)
+			}
+			r.warnings = append(r.warnings, &Error{File: file, Line: l.num, Err: fmt.Errorf("warning: %s", msg)})
+			return 1, nil
+		case "use":
+			return 0, errors.New("use statements are not supported: Harrier has no submit templates")
+		}
+	}
+	if s.words != "" || (s.op != '=' && s.op != '@') || strings.EqualFold(s.name, "queue") {
+		if !strings.EqualFold(s.name, "queue") {
+			return 0, fmt.Errorf("expected \"name = value\" or a queue statement, found %q", l.text)
 		}
 		q, used, err := parseQueue(lines)
 		if err != nil {
-			return stmt{}, 0, err
+			return 0, err
 		}
-		return stmt{kind: queueStmt, line: l.num, queue: q}, used, nil
+		q.refs(r.refs)
+		r.stmts = append(r.stmts, stmt{kind: queueStmt, file: file, line: l.num, queue: q})
+		return used, nil
 	}
-	name, value, ok := strings.Cut(l.text, "=")
-	if !ok {
-		return stmt{}, 0, fmt.Errorf("expected \"name = value\" or a queue statement, found %q", l.text)
+	value, used := s.value, 1
+	if s.op == '@' {
+		var err error
+		if value, used, err = hereValue(lines, s.value); err != nil {
+			return 0, err
+		}
 	}
-	name, value = strings.TrimSpace(name), strings.TrimSpace(value)
-	if attr, ok := customName(name); ok {
+	if attr, ok := customName(s.name); ok {
 		if !isIdent(attr) {
-			return stmt{}, 0, fmt.Errorf("bad attribute name %q", name)
+			return 0, fmt.Errorf("bad attribute name %q", s.name)
 		}
-		return stmt{kind: customStmt, line: l.num, name: attr, value: value}, 1, nil
+		r.defs["my."+strings.ToLower(attr)] = macro{value: value, file: file, line: l.num}
+		r.stmts = append(r.stmts, stmt{kind: customStmt, file: file, line: l.num, name: attr, value: value})
+		return used, nil
 	}
-	if !isIdent(name) {
-		return stmt{}, 0, fmt.Errorf("bad command or macro name %q", name)
+	if !isMacroName(s.name) {
+		return 0, fmt.Errorf("bad command or macro name %q", s.name)
 	}
-	return stmt{kind: assignStmt, line: l.num, name: strings.ToLower(name), as: name, value: value}, 1, nil
+	name := strings.ToLower(s.name)
+	value, err := r.x.expandSelf(value, name)
+	if err != nil {
+		return 0, err
+	}
+	r.defs[name] = macro{value: value, file: file, line: l.num}
+	r.stmts = append(r.stmts, stmt{kind: assignStmt, file: file, line: l.num, name: name, as: s.name, value: value})
+	return used, nil
+}
+
+// hereValue reads a multi-line value, "name @=tag" followed by lines up to
+// one that is "@tag"; the lines are joined with newlines.
+func hereValue(lines []srcLine, tag string) (string, int, error) {
+	var b strings.Builder
+	for i := 1; i < len(lines); i++ {
+		if lines[i].text == "@"+tag {
+			return b.String(), i + 1, nil
+		}
+		if i > 1 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(lines[i].text)
+	}
+	return "", 0, fmt.Errorf("no line \"@%s\" ends this multi-line value", tag)
 }
 
 // customName reports the attribute named by "+Attr" or "MY.Attr".
@@ -102,10 +263,11 @@ func customName(name string) (string, bool) {
 	return "", false
 }
 
-// leadingWord splits s into its first run of identifier characters and the rest.
-func leadingWord(s string) (word, rest string) {
+// firstWord splits s into its first run of letters, digits and "_" and the
+// rest.
+func firstWord(s string) (word, rest string) {
 	i := 0
-	for i < len(s) && isIdentByte(s[i], i > 0) {
+	for i < len(s) && isWordByte(s[i]) {
 		i++
 	}
 	return s[:i], s[i:]
@@ -115,6 +277,7 @@ func isIdentByte(c byte, notFirst bool) bool {
 	return c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || notFirst && '0' <= c && c <= '9'
 }
 
+// isIdent reports whether s is a ClassAd attribute name.
 func isIdent(s string) bool {
 	if s == "" {
 		return false
@@ -127,17 +290,14 @@ func isIdent(s string) bool {
 	return true
 }
 
-// check applies the checks that need the whole file: every assignment is a
-// command or a macro, literal command values are valid, and something is
-// queued.
-func (d *Description) check() error {
-	refs := make(map[string]bool)
+// check applies the checks that need the whole description: every
+// assignment is a command or a macro, literal command values are valid,
+// and something is queued.
+func (d *Description) check(refs map[string]bool) error {
 	for _, st := range d.stmts {
 		switch st.kind {
 		case assignStmt, customStmt:
 			macroRefs(st.value, refs)
-		case queueStmt:
-			st.queue.refs(refs)
 		}
 	}
 	queued := false
@@ -148,14 +308,16 @@ func (d *Description) check() error {
 			err = checkAssign(st, refs)
 		case customStmt:
 			if !strings.Contains(st.value, "$") {
-				_, err = parseExpr(st.value, "+"+st.name)
+				if _, err = parseExpr(st.value, "+"+st.name); err == nil {
+					err = refuseMatchTime("+"+st.name, st.value)
+				}
 			}
 		case queueStmt:
 			queued = true
 			err = st.queue.check()
 		}
 		if err != nil {
-			return &Error{File: d.file, Line: st.line, Err: err}
+			return &Error{File: st.file, Line: st.line, Err: err}
 		}
 	}
 	if !queued {
@@ -169,10 +331,10 @@ func (d *Description) check() error {
 func checkAssign(st stmt, refs map[string]bool) error {
 	cmd, ok := commands[st.name]
 	if !ok {
-		if why, ok := unsupported[st.name]; ok {
-			return fmt.Errorf("command %q is not supported: %s", st.name, why)
+		if known, err := refused(st.name, st.value); known {
+			return err
 		}
-		if refs[st.name] {
+		if refs[st.name] || !isIdent(st.name) {
 			return nil
 		}
 		near := nearestCommand(st.name)
@@ -187,5 +349,8 @@ func checkAssign(st stmt, refs map[string]bool) error {
 	if st.value == "" || strings.Contains(st.value, "$") {
 		return nil
 	}
-	return cmd(newJob(), st.name, st.value)
+	if err := cmd(newJob(), st.name, st.value); err != nil {
+		return err
+	}
+	return refuseMatchTime(st.name, st.value)
 }

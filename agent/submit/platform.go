@@ -1,7 +1,9 @@
 package submit
 
 import (
+	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 )
 
@@ -18,4 +20,22 @@ func platform() (arch, opsys string) {
 		arch = runtime.GOARCH
 	}
 	return arch, strings.ToUpper(runtime.GOOS)
+}
+
+// presetMacros are the variables condor_submit defines before it reads a
+// description, by lower-case name: ARCH, OPSYS, IsLinux, IsWindows and
+// SUBMIT_FILE (the description's absolute path; file is relative to dir).
+func presetMacros(dir, file string) map[string]string {
+	arch, opsys := platform()
+	m := map[string]string{
+		"arch": arch, "opsys": opsys,
+		"islinux": strconv.FormatBool(opsys == "LINUX"), "iswindows": "false",
+	}
+	if file != "" {
+		if !filepath.IsAbs(file) {
+			file = filepath.Join(dir, filepath.Base(file))
+		}
+		m["submit_file"] = filepath.Clean(file)
+	}
+	return m
 }

@@ -35,14 +35,15 @@ const (
 // A queueSpec is a parsed queue statement. Its count, items, patterns and
 // file name may hold macros, expanded when jobs are made.
 type queueSpec struct {
-	count  string   // "" means 1
-	vars   []string // lower case; Item if none were given; none for queue [N]
-	mode   queueMode
-	match  matchKind
-	slice  *pySlice
-	items  []string // in: items; matching: patterns; from: inline rows
-	file   string   // from FILE
-	inline bool     // from (rows)
+	count   string   // "" means 1
+	vars    []string // lower case; Item if none were given; none for queue [N]
+	mode    queueMode
+	match   matchKind
+	slice   *pySlice
+	items   []string // in: items; matching: patterns; from: inline rows
+	file    string   // from FILE, or from COMMAND |
+	command bool     // from COMMAND |
+	inline  bool     // from (rows)
 }
 
 var errMalformedQueue = errors.New("malformed queue statement")
@@ -99,7 +100,7 @@ func parseQueue(lines []srcLine) (*queueSpec, int, error) {
 		q.slice, right = s, strings.TrimSpace(right[end+1:])
 	}
 	if q.mode == queueMatching {
-		w, after := leadingWord(right)
+		w, after := firstWord(right)
 		switch strings.ToLower(w) {
 		case "files":
 			q.match, right = matchFiles, strings.TrimSpace(after)
@@ -133,7 +134,10 @@ func parseQueue(lines []srcLine) (*queueSpec, int, error) {
 		case right == "":
 			return nil, 0, malformed("\"from\" needs a file name or a parenthesised list")
 		case strings.HasSuffix(right, "|"):
-			return nil, 0, malformed("reading items from a command is not supported")
+			q.command, q.file = true, strings.TrimSpace(strings.TrimRight(right, "| \t"))
+			if q.file == "" {
+				return nil, 0, malformed("\"from\" needs a command before \"|\"")
+			}
 		default:
 			q.file = right
 		}
@@ -151,7 +155,7 @@ func findQueueKeyword(s string) (int, string) {
 		if i > 0 && s[i-1] != ' ' && s[i-1] != '\t' && s[i-1] != ',' {
 			continue
 		}
-		w, _ := leadingWord(s[i:])
+		w, _ := firstWord(s[i:])
 		if _, ok := queueKeywords[strings.ToLower(w)]; ok {
 			if j := i + len(w); j == len(s) || strings.ContainsRune(" \t([", rune(s[j])) {
 				return i, s[i : i+len(w)]
@@ -236,8 +240,8 @@ func parseCount(s string) (int, error) {
 
 // rows returns the values of the statement's variables for each item, and
 // the number of jobs to queue per item. Macros are expanded by x; files are
-// found relative to dir.
-func (q *queueSpec) rows(x *expander, dir string) (rows [][]string, count int, err error) {
+// found relative to dir, and an items command is run with run.
+func (q *queueSpec) rows(x *expander, dir string, run func(string, []string) ([]byte, error)) (rows [][]string, count int, err error) {
 	count = 1
 	if q.count != "" {
 		s, err := x.expand(q.count)
@@ -259,7 +263,7 @@ func (q *queueSpec) rows(x *expander, dir string) (rows [][]string, count int, e
 			return nil, 0, err
 		}
 	case queueFrom:
-		if lines, err = q.fromLines(x, dir); err != nil {
+		if lines, err = q.fromLines(x, dir, run); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -311,9 +315,19 @@ func (q *queueSpec) glob(x *expander, dir string) ([]string, error) {
 }
 
 // fromLines returns the rows of "from", skipping blank and comment lines.
-func (q *queueSpec) fromLines(x *expander, dir string) ([]string, error) {
+func (q *queueSpec) fromLines(x *expander, dir string, run func(string, []string) ([]byte, error)) ([]string, error) {
 	lines := q.items
-	if !q.inline {
+	if q.command {
+		cmdline, err := x.expand(q.file)
+		if err != nil {
+			return nil, err
+		}
+		out, err := runCommand(run, dir, cmdline)
+		if err != nil {
+			return nil, fmt.Errorf("queue from %s |: %w", cmdline, err)
+		}
+		lines = strings.Split(string(out), "\n")
+	} else if !q.inline {
 		name, err := x.expand(q.file)
 		if err != nil {
 			return nil, err

@@ -1,5 +1,15 @@
 package submit
 
+import (
+	"maps"
+	"slices"
+)
+
+// suggestions are the names nearestCommand picks from: the commands Harrier
+// implements, then those it refuses, so that a misspelt refused command
+// leads to its refusal.
+var suggestions = append(slices.Clone(commandOrder), slices.Sorted(maps.Keys(refusals))...)
+
 // nearestCommand returns the command whose name is within two edits of name
 // (one for names of up to five letters), or "" if there is none; it catches
 // misspellings written in any case.
@@ -8,7 +18,7 @@ func nearestCommand(name string) string {
 	if len(name) <= 5 {
 		bestDist = 2
 	}
-	for _, c := range commandOrder {
+	for _, c := range suggestions {
 		if d := editDistance(name, c, bestDist); d < bestDist {
 			best, bestDist = c, d
 		}

@@ -93,7 +93,8 @@ func runBenchThroughput(args []string, stdout io.Writer) error {
 
 // benchSubmit queues the jobs of a submit description.
 func benchSubmit(ctx context.Context, client wire.ScheddClient, desc string) (int32, error) {
-	d, err := submit.Parse([]byte(desc), "bench.sub")
+	env := submit.Env{Dir: os.TempDir(), Owner: "bench", Now: time.Now()}
+	d, err := submit.Parse([]byte(desc), "bench.sub", env)
 	if err != nil {
 		return 0, err
 	}
@@ -101,7 +102,7 @@ func benchSubmit(ctx context.Context, client wire.ScheddClient, desc string) (in
 	if err != nil {
 		return 0, rpcError("new cluster", err)
 	}
-	ads, err := d.Jobs(int(nc.Cluster), submit.Env{Dir: os.TempDir(), Owner: "bench", Now: time.Now()})
+	ads, err := d.Jobs(int(nc.Cluster), env)
 	if err != nil {
 		return 0, err
 	}

@@ -31,10 +31,6 @@ func runSubmit(args []string, _ io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	desc, err := submit.Parse(src, path)
-	if err != nil {
-		return err
-	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return err
@@ -43,7 +39,19 @@ func runSubmit(args []string, _ io.Reader, stdout io.Writer) error {
 	if u, err := user.Current(); err == nil {
 		owner = u.Username
 	}
-	env := submit.Env{Dir: filepath.Dir(abs), Owner: owner, Getenv: os.LookupEnv, Environ: os.Environ(), Now: time.Now()}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	// The description may run commands (include command, queue from cmd |):
+	// this tool runs as the user who submits, as condor_submit does.
+	env := submit.Env{Dir: filepath.Dir(abs), Owner: owner, Getenv: os.LookupEnv, Environ: os.Environ(),
+		Now: time.Now(), Command: submit.Exec(ctx)}
+	desc, err := submit.Parse(src, path, env)
+	if err != nil {
+		return err
+	}
+	for _, w := range desc.Warnings() {
+		fmt.Fprintf(os.Stderr, "harrier submit: %v\n", w)
+	}
 	pc, err := findPool(*tf.pool)
 	if err != nil {
 		return err
@@ -53,8 +61,6 @@ func runSubmit(args []string, _ io.Reader, stdout io.Writer) error {
 		return err
 	}
 	defer closeFn()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
 	nc, err := client.NewCluster(ctx, &wire.NewClusterRequest{})
 	if err != nil {
 		return rpcError("new cluster", err)

@@ -1,0 +1,158 @@
+package submit
+
+import (
+	"os"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestRefusedCommands checks that every documented command Harrier does
+// not act on is refused with its name and a reason, whatever its case,
+// even when used as a macro, and that an empty value (which unsets it) is
+// accepted.
+func TestRefusedCommands(t *testing.T) {
+	env := testEnv(t, nil)
+	names := make([]string, 0, len(refusals))
+	for name := range refusals {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	names = append(names, "request_licenses", "ec2_tag_owner", "ec2_parameter_x", "cloud_label_team",
+		"web_container_port", "scitokens_oauth_permissions", "box_oauth_resource_readonly")
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			src := "executable = job.sh\n" + strings.ToUpper(name) + " = something\narguments = $(" + name + ")\nqueue\n"
+			_, err := Parse([]byte(src), "job.sub", env)
+			want := `job.sub:2: command "` + name + `" is not supported: `
+			if err == nil || !strings.HasPrefix(err.Error(), want) {
+				t.Fatalf("error %v, want prefix %q", err, want)
+			}
+			if reason := strings.TrimPrefix(err.Error(), want); len(reason) < 20 {
+				t.Errorf("reason %q says too little", reason)
+			}
+			jobsOf(t, "executable = job.sh\n"+name+" =\nqueue\n", env)
+		})
+	}
+}
+
+// TestRefusedValues checks the commands Harrier implements for the values
+// it cannot honour, and that it accepts the value that is what it does
+// anyway.
+func TestRefusedValues(t *testing.T) {
+	env := testEnv(t, nil)
+	for _, tc := range []struct {
+		command  string
+		refused  []string
+		accepted []string
+		why      string
+	}{
+		{"universe", []string{"local", "scheduler", "grid", "java", "parallel", "vm", "docker", "container"},
+			[]string{"vanilla", "standard"}, "not available"},
+		{"request_gpus", []string{"1", "2", "RequestCpus"}, []string{"0"}, "no GPU support"},
+		{"notification", []string{"Always", "complete", "ERROR"}, []string{"never", "Never"}, "Harrier sends no e-mail"},
+		{"should_transfer_files", []string{"YES", "if_needed"}, []string{"NO", "no"}, "Harrier does not transfer files"},
+		{"when_to_transfer_output", []string{"ON_EXIT_OR_EVICT", "on_success"}, []string{"ON_EXIT"}, "output is written in place"},
+		{"transfer_executable", []string{"false", "no"}, []string{"true", "yes"}, "the executable always comes from the submit machine"},
+		{"stream_input", []string{"true"}, []string{"false"}, "copies the job's input"},
+		{"leave_in_queue", []string{"true", "JobStatus == 4"}, []string{"false", "False"}, "does not keep completed jobs"},
+		{"nice_user", []string{"true"}, []string{"false"}, "owner's priority"},
+		{"log_xml", []string{"true"}, []string{"false"}, "text format"},
+		{"job_lease_duration", []string{"2400", "60"}, []string{"0"}, "job leases"},
+		{"periodic_hold_subcode", []string{"7"}, nil, "HoldReasonSubCode 0"},
+		{"on_exit_hold_subcode", []string{"7"}, nil, "HoldReasonSubCode 0"},
+		{"on_exit_hold_reason", []string{`"too short"`}, nil, "Harrier's own hold reason"},
+		{"encrypt_execute_directory", []string{"true"}, []string{"false"}, "not encrypted"},
+		{"want_graceful_removal", []string{"true"}, []string{"false"}, "kill_sig"},
+		{"run_as_owner", []string{"true"}, []string{"false"}, "slot user"},
+		{"copy_to_spool", []string{"true"}, []string{"false"}, "never spooled"},
+		{"preserve_relative_paths", []string{"true"}, []string{"false"}, "does not transfer files"},
+		{"want_remote_io", []string{"false"}, []string{"true"}, "through the shadow"},
+		{"use_x509userproxy", []string{"true"}, []string{"false"}, "credentials"},
+		{"noop_job", []string{"true"}, []string{"false"}, "no-op jobs"},
+		{"manifest", []string{"true"}, []string{"false"}, "no manifest"},
+	} {
+		for _, v := range tc.refused {
+			t.Run(tc.command+"="+v, func(t *testing.T) {
+				_, err := Parse([]byte("executable = job.sh\n"+tc.command+" = "+v+"\nqueue\n"), "job.sub", env)
+				if err == nil || !strings.HasPrefix(err.Error(), "job.sub:2: ") || !strings.Contains(err.Error(), tc.why) ||
+					!strings.Contains(err.Error(), tc.command) {
+					t.Errorf("error %v, want job.sub:2 naming %s and saying %q", err, tc.command, tc.why)
+				}
+			})
+		}
+		for _, v := range tc.accepted {
+			t.Run(tc.command+"="+v, func(t *testing.T) {
+				jobsOf(t, "executable = job.sh\n"+tc.command+" = "+v+"\nqueue\n", env)
+			})
+		}
+	}
+}
+
+// TestAcceptedCommandsTakeEffect checks the commands whose effect comes
+// from submit itself.
+func TestAcceptedCommandsTakeEffect(t *testing.T) {
+	env := testEnv(t, nil)
+	env.Environ = []string{"PATH=/bin", "Path2=x", "HOME=/home/alice", "CUDA_HOME=/opt/cuda", "LC_ALL=C", "INCLUDE=/inc"}
+	for _, tc := range []struct {
+		name, src string
+		want      map[string]string
+	}{
+		{"success_exit_code implies retries", "success_exit_code = 2", map[string]string{"SuccessExitCode": "2", "MaxRetries": "2"}},
+		{"max_retries wins", "max_retries = 5\nsuccess_exit_code = 2", map[string]string{"MaxRetries": "5"}},
+		{"getenv match list", "getenv = path*, *cuda*",
+			map[string]string{"Environment": `"PATH=/bin Path2=x CUDA_HOME=/opt/cuda"`}},
+		{"getenv rejections", "getenv = !PATH; !include",
+			map[string]string{"Environment": `"Path2=x HOME=/home/alice CUDA_HOME=/opt/cuda LC_ALL=C"`}},
+		{"getenv mixed", "getenv = !path, P*, L*", map[string]string{"Environment": `"Path2=x LC_ALL=C"`}},
+		{"getenv true", "getenv = true", map[string]string{"Environment": `"PATH=/bin Path2=x HOME=/home/alice CUDA_HOME=/opt/cuda LC_ALL=C INCLUDE=/inc"`}},
+		{"request_cpus in requirements", "request_cpus = 3",
+			map[string]string{"RequestCpus": "3", "Requirements": defaultReq}},
+		{"jobbatchname", "JobBatchName = nightly", map[string]string{"JobBatchName": `"nightly"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ads := jobsOf(t, "executable = job.sh\n"+tc.src+"\nqueue\n", env)
+			checkAttrs(t, ads[0], env.Dir, tc.want)
+		})
+	}
+}
+
+func TestMatchTimeRef(t *testing.T) {
+	for _, tc := range []struct {
+		in, want string
+	}{
+		{"$$(OpSys)", "$$(OpSys)"},
+		{"a $$(input_file_path:/usr/foo) b", "$$(input_file_path:/usr/foo)"},
+		{"$$([TARGET.Memory * 0.9])", "$$([TARGET.Memory * 0.9])"},
+		{"$$(DOLLARDOLLAR)", "$$(DOLLARDOLLAR)"},
+		{"echo $$(date +%s) $$(x", ""},
+		{"$$() $$([no end", ""},
+		{"$(DOLLAR) $5", ""},
+	} {
+		got, ok := matchTimeRef(tc.in)
+		if got != tc.want || ok != (tc.want != "") {
+			t.Errorf("matchTimeRef(%q) = %q, %v; want %q", tc.in, got, ok, tc.want)
+		}
+	}
+}
+
+// TestCompatibilityTable checks that docs/htcondor-compatibility.md lists
+// every command Harrier implements or refuses, so that the table and the
+// code say the same.
+func TestCompatibilityTable(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/htcondor-compatibility.md")
+	if err != nil {
+		t.Fatalf("the compatibility table: %v", err)
+	}
+	text := strings.ToLower(string(doc))
+	var names []string
+	for name := range refusals {
+		names = append(names, name)
+	}
+	names = append(names, commandOrder...)
+	for _, name := range names {
+		if !strings.Contains(text, "`"+name+"`") {
+			t.Errorf("docs/htcondor-compatibility.md does not list `%s`", name)
+		}
+	}
+}
