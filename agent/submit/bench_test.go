@@ -26,7 +26,7 @@ queue 100000
 // of the agent's throughput target.
 func BenchmarkJobs100k(b *testing.B) {
 	env := testEnv(b, nil)
-	d, err := Parse([]byte(benchSrc), "bench.sub", Env{})
+	d, err := Parse([]byte(benchSrc), "bench.sub", env)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -40,9 +40,10 @@ func BenchmarkJobs100k(b *testing.B) {
 }
 
 func BenchmarkParse(b *testing.B) {
+	env := testEnv(b, nil)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Parse([]byte(benchSrc), "bench.sub", Env{}); err != nil {
+		if _, err := Parse([]byte(benchSrc), "bench.sub", env); err != nil {
 			b.Fatal(err)
 		}
 	}
