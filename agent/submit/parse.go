@@ -41,6 +41,11 @@ type stmt struct {
 // environment; included files are found relative to env.Dir, and included
 // commands run only if env.Command is set. Commands whose values use
 // macros are checked again, after expansion, by Jobs.
+//
+// Parse and Jobs read included, "from" and "matching" files with the
+// caller's permissions and may quote them in errors and job ads, so only a
+// process running as the submitting user (harrier submit) may read a
+// description.
 func Parse(src []byte, filename string, env Env) (*Description, error) {
 	r := newReader(env, filename)
 	if err := r.read(bytes.TrimPrefix(src, []byte("\ufeff")), filename); err != nil { // editors may add a byte order mark
