@@ -46,7 +46,8 @@ type Options struct {
 
 // Server is a mounted iofs.
 type Server struct {
-	fuse *fuse.Server
+	fuse  *fuse.Server
+	usage *usage
 }
 
 // Mount mounts iofs at mountpoint, serving the job whose shadow c reaches.
@@ -72,7 +73,7 @@ func Mount(ctx context.Context, mountpoint string, c Client, opts Options) (*Ser
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	fsys := &fileSystem{
-		client: c, opts: opts,
+		client: c, opts: opts, usage: newUsage(c, opts.Logger),
 		remote: &remote{c: c, prefetch: opts.Prefetch},
 		local:  &local{dir: opts.LocalDir},
 		http:   &web{scheme: "http", client: opts.HTTPClient},
@@ -81,9 +82,11 @@ func Mount(ctx context.Context, mountpoint string, c Client, opts Options) (*Ser
 	// The job's directory itself must exist before anything is mounted.
 	res, err := c.Resolve(ctx, ".", 0)
 	if err != nil {
+		fsys.usage.close()
 		return nil, fmt.Errorf("iofs: resolve the job's directory: %w", err)
 	}
 	if _, err := fsys.stat(ctx, res); err != nil {
+		fsys.usage.close()
 		return nil, fmt.Errorf("iofs: the job's directory %s: %w", res.Physical, err)
 	}
 	root := &node{fsys: fsys}
@@ -107,6 +110,7 @@ func Mount(ctx context.Context, mountpoint string, c Client, opts Options) (*Ser
 	}
 	srv, err := fs.Mount(mountpoint, root, fo)
 	if err != nil {
+		fsys.usage.close()
 		return nil, fmt.Errorf("iofs: mount %s: %w", mountpoint, err)
 	}
 	if os.Geteuid() == 0 {
@@ -114,7 +118,7 @@ func Mount(ctx context.Context, mountpoint string, c Client, opts Options) (*Ser
 			opts.Logger.Warn("iofs: set read-ahead", "err", err)
 		}
 	}
-	return &Server{fuse: srv}, nil
+	return &Server{fuse: srv, usage: fsys.usage}, nil
 }
 
 // setReadAhead sets the read-ahead of the mount's backing device: several
@@ -129,13 +133,19 @@ func setReadAhead(mountpoint string, bytes int) error {
 }
 
 // Unmount unmounts the file system; it fails while files are in use
-// (EBUSY) unless the job is gone.
+// (EBUSY) unless the job is gone. Before it returns, the shadow has heard
+// of everything the job did (see usage).
 func (s *Server) Unmount() error {
+	s.usage.flush()
 	if err := s.fuse.Unmount(); err != nil {
 		return fmt.Errorf("iofs: unmount: %w", err)
 	}
+	s.usage.close()
 	return nil
 }
 
 // Wait returns once the file system is unmounted.
-func (s *Server) Wait() { s.fuse.Wait() }
+func (s *Server) Wait() {
+	s.fuse.Wait()
+	s.usage.close()
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"path"
-	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -36,6 +35,7 @@ type fileSystem struct {
 	remote      *remote
 	local       *local
 	http, https *web
+	usage       *usage
 	// writeBufs holds the buffers that carry writes to the shadow in the
 	// background (see behind).
 	writeBufs sync.Pool
@@ -215,6 +215,9 @@ var (
 	_ fs.NodeSymlinker  = (*node)(nil)
 	_ fs.NodeReadlinker = (*node)(nil)
 	_ fs.NodeStatfser   = (*node)(nil)
+	_ fs.NodeLinker     = (*node)(nil)
+	_ fs.NodeMknoder    = (*node)(nil)
+	_ fs.NodeFsyncer    = (*node)(nil)
 )
 
 // logical returns the node's name relative to the job's directory, or
@@ -290,7 +293,7 @@ func (n *node) newChild(ctx context.Context, name string, p Physical, whole []by
 	// open finds by its name the file it has open, as CRIU checks when
 	// it checkpoints the job.
 	if in := n.GetChild(path.Base(name)); in != nil {
-		if old, ok := in.Operations().(*node); ok && old.sameFile(p, a) {
+		if old, ok := in.Operations().(*node); ok && old.sameFile(a) {
 			old.remember(name, p, whole)
 			return in
 		}
@@ -300,14 +303,13 @@ func (n *node) newChild(ctx context.Context, name string, p Physical, whole []by
 	return n.NewInode(ctx, ch, fs.StableAttr{Mode: a.Mode & syscall.S_IFMT})
 }
 
-// sameFile reports whether the node is the file p names, of attributes a:
-// the same physical name and the same file behind it (type and inode
-// number where it is kept).
-func (n *node) sameFile(p Physical, a Attr) bool {
+// sameFile reports whether the node is the file of attributes a: the same
+// type and inode number (where it is kept). The name it was reached by
+// may differ: that of another hard link, or one the mapping changed.
+func (n *node) sameFile(a Attr) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return a.Ino != 0 && n.ino == a.Ino && n.StableAttr().Mode == a.Mode&syscall.S_IFMT &&
-		n.phys.Path == p.Path && slices.Equal(n.phys.Methods, p.Methods)
+	return a.Ino != 0 && n.ino == a.Ino && n.StableAttr().Mode == a.Mode&syscall.S_IFMT
 }
 
 func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
@@ -351,23 +353,34 @@ func (n *node) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut)
 	return 0
 }
 
+// Setattr changes the attributes on the submit side, where its operating
+// system decides as for the job's owner, who runs the shadow: a change of
+// owner, say, succeeds only as far as the owner may make it there. A
+// symbolic link's own attributes (utimensat's AT_SYMLINK_NOFOLLOW) are
+// changed on the link, never on its target.
 func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	if _, ok := in.GetUID(); ok {
-		return syscall.EPERM
-	}
-	if _, ok := in.GetGID(); ok {
-		return syscall.EPERM
-	}
 	var set SetAttr
+	if uid, ok := in.GetUID(); ok {
+		set.Uid = &uid
+	}
+	if gid, ok := in.GetGID(); ok {
+		set.Gid = &gid
+	}
 	if m, ok := in.GetMode(); ok {
 		set.Mode = &m
 	}
-	if t, ok := in.GetATime(); ok {
-		ns := t.UnixNano()
+	// A time "now" is the submit machine's, and asks for write permission
+	// only, not ownership, as utimensat's UTIME_NOW.
+	if in.Valid&fuse.FATTR_ATIME_NOW != 0 {
+		set.AtimeNow = true
+	} else if in.Valid&fuse.FATTR_ATIME != 0 {
+		ns := int64(in.Atime)*1e9 + int64(in.Atimensec)
 		set.Atime = &ns
 	}
-	if t, ok := in.GetMTime(); ok {
-		ns := t.UnixNano()
+	if in.Valid&fuse.FATTR_MTIME_NOW != 0 {
+		set.MtimeNow = true
+	} else if in.Valid&fuse.FATTR_MTIME != 0 {
+		ns := int64(in.Mtime)*1e9 + int64(in.Mtimensec)
 		set.Mtime = &ns
 	}
 	if size, ok := in.GetSize(); ok {
@@ -380,7 +393,7 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 			set.Size = &size
 		}
 	}
-	if set.Mode != nil || set.Size != nil || set.Atime != nil || set.Mtime != nil {
+	if !set.empty() {
 		p, err := n.physical(ctx)
 		if err != nil {
 			return toErrno(err)
@@ -419,7 +432,9 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	}
 	name, _ := n.logical()
 	if data, ok := n.takeWhole(name); ok && flags&(syscall.O_ACCMODE|syscall.O_TRUNC) == syscall.O_RDONLY && len(p.Methods) == 1 && p.Base() == methodRemote {
-		// Phase two was answered with phase one.
+		// Phase two was answered with phase one; the shadow hears of it
+		// later, as an open that read the file whole.
+		n.fsys.usage.opened(p.Path, len(data))
 		return n.track(&remoteFile{c: n.fsys.client, path: p.Path, flags: flags, head: data, headEOF: true}), 0, 0
 	}
 	h, _, err := n.fsys.open(ctx, p, flags, 0)
@@ -553,6 +568,61 @@ func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 		return nil, toErrno(err)
 	}
 	return []byte(t), 0
+}
+
+// Link makes name another name of target. The new name is the target's
+// inode: one file, one inode, whichever name the job uses.
+func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	t, ok := target.(*node)
+	if !ok {
+		return nil, syscall.EXDEV
+	}
+	from, err := t.physical(ctx)
+	if err != nil {
+		return nil, toErrno(err)
+	}
+	be, to, err := n.childBackend(ctx, name)
+	if err != nil {
+		return nil, toErrno(err)
+	}
+	if from.Base() != to.Base() {
+		return nil, syscall.EXDEV
+	}
+	a, err := be.link(ctx, from.Path, to.Path)
+	if err != nil {
+		return nil, toErrno(err)
+	}
+	fillAttr(&out.Attr, a)
+	return t.EmbeddedInode(), 0
+}
+
+// Mknod makes FIFOs and sockets (and empty regular files). The submit side
+// keeps their names; their data is the execute machine's kernel's, which
+// serves a FIFO or socket on a FUSE mount itself: processes of the job
+// talk through it as on a local disk.
+func (n *node) Mknod(ctx context.Context, name string, mode, _ uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	be, p, err := n.childBackend(ctx, name)
+	if err != nil {
+		return nil, toErrno(err)
+	}
+	a, err := be.mknod(ctx, p.Path, mode)
+	if err != nil {
+		return nil, toErrno(err)
+	}
+	return n.newChild(ctx, path.Join(n.name, name), p, nil, a, out), 0
+}
+
+// Fsync of a directory makes its entries durable on the submit side (the
+// kernel sends a file's fsync to the file).
+func (n *node) Fsync(ctx context.Context, fh fs.FileHandle, _ uint32) syscall.Errno {
+	if f, ok := fh.(*file); ok {
+		return toErrno(f.h.Sync(ctx))
+	}
+	be, p, err := n.nameBackend(ctx)
+	if err != nil {
+		return toErrno(err)
+	}
+	return toErrno(be.syncDir(ctx, p.Path))
 }
 
 // Statfs reports a large, fixed capacity. It does not ask the shadow, so

@@ -92,7 +92,7 @@ func (f *remoteFile) WriteAt(ctx context.Context, data []byte, off int64) (int, 
 	var n int
 	err := f.retry(ctx, func(id uint64) error {
 		var err error
-		n, err = f.c.Write(ctx, id, off, data)
+		n, err = f.c.Write(ctx, id, Writes{Offset: off, Data: data})
 		return err
 	})
 	return n, err
@@ -138,7 +138,7 @@ func (f *remoteFile) Close(ctx context.Context) error {
 	if id == 0 {
 		return nil
 	}
-	err := f.c.Close(ctx, id)
+	_, err := f.c.Close(ctx, id)
 	if errors.Is(err, syscall.EBADF) {
 		// A restarted shadow has closed it already.
 		return nil
