@@ -1123,6 +1123,82 @@ func (x *TruncateRequest) GetSize() uint64 {
 	return 0
 }
 
+type FallocateRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Secret        string                 `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
+	Handle        uint64                 `protobuf:"varint,2,opt,name=handle,proto3" json:"handle,omitempty"`
+	Mode          uint32                 `protobuf:"varint,3,opt,name=mode,proto3" json:"mode,omitempty"` // fallocate(2)'s
+	Offset        int64                  `protobuf:"varint,4,opt,name=offset,proto3" json:"offset,omitempty"`
+	Length        int64                  `protobuf:"varint,5,opt,name=length,proto3" json:"length,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FallocateRequest) Reset() {
+	*x = FallocateRequest{}
+	mi := &file_harrier_v1_io_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FallocateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FallocateRequest) ProtoMessage() {}
+
+func (x *FallocateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_io_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FallocateRequest.ProtoReflect.Descriptor instead.
+func (*FallocateRequest) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *FallocateRequest) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
+func (x *FallocateRequest) GetHandle() uint64 {
+	if x != nil {
+		return x.Handle
+	}
+	return 0
+}
+
+func (x *FallocateRequest) GetMode() uint32 {
+	if x != nil {
+		return x.Mode
+	}
+	return 0
+}
+
+func (x *FallocateRequest) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *FallocateRequest) GetLength() int64 {
+	if x != nil {
+		return x.Length
+	}
+	return 0
+}
+
 // SetAttrRequest changes the attributes of the file a path names (never
 // following a symbolic link it ends in: a link's own times are set, as
 // utimensat's AT_SYMLINK_NOFOLLOW asks) or, with handle, of an open file.
@@ -1154,7 +1230,7 @@ type SetAttrRequest struct {
 
 func (x *SetAttrRequest) Reset() {
 	*x = SetAttrRequest{}
-	mi := &file_harrier_v1_io_proto_msgTypes[15]
+	mi := &file_harrier_v1_io_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1166,7 +1242,7 @@ func (x *SetAttrRequest) String() string {
 func (*SetAttrRequest) ProtoMessage() {}
 
 func (x *SetAttrRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[15]
+	mi := &file_harrier_v1_io_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1179,7 +1255,7 @@ func (x *SetAttrRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetAttrRequest.ProtoReflect.Descriptor instead.
 func (*SetAttrRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{15}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SetAttrRequest) GetSecret() string {
@@ -1312,7 +1388,7 @@ type DirEntry struct {
 
 func (x *DirEntry) Reset() {
 	*x = DirEntry{}
-	mi := &file_harrier_v1_io_proto_msgTypes[16]
+	mi := &file_harrier_v1_io_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1324,7 +1400,7 @@ func (x *DirEntry) String() string {
 func (*DirEntry) ProtoMessage() {}
 
 func (x *DirEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[16]
+	mi := &file_harrier_v1_io_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1337,7 +1413,7 @@ func (x *DirEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DirEntry.ProtoReflect.Descriptor instead.
 func (*DirEntry) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{16}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DirEntry) GetName() string {
@@ -1371,7 +1447,7 @@ type ReadDirReply struct {
 
 func (x *ReadDirReply) Reset() {
 	*x = ReadDirReply{}
-	mi := &file_harrier_v1_io_proto_msgTypes[17]
+	mi := &file_harrier_v1_io_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1383,7 +1459,7 @@ func (x *ReadDirReply) String() string {
 func (*ReadDirReply) ProtoMessage() {}
 
 func (x *ReadDirReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[17]
+	mi := &file_harrier_v1_io_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1396,7 +1472,7 @@ func (x *ReadDirReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadDirReply.ProtoReflect.Descriptor instead.
 func (*ReadDirReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{17}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ReadDirReply) GetErrno() uint32 {
@@ -1424,7 +1500,7 @@ type MkdirRequest struct {
 
 func (x *MkdirRequest) Reset() {
 	*x = MkdirRequest{}
-	mi := &file_harrier_v1_io_proto_msgTypes[18]
+	mi := &file_harrier_v1_io_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1436,7 +1512,7 @@ func (x *MkdirRequest) String() string {
 func (*MkdirRequest) ProtoMessage() {}
 
 func (x *MkdirRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[18]
+	mi := &file_harrier_v1_io_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1449,7 +1525,7 @@ func (x *MkdirRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MkdirRequest.ProtoReflect.Descriptor instead.
 func (*MkdirRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{18}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *MkdirRequest) GetSecret() string {
@@ -1485,7 +1561,7 @@ type RenameRequest struct {
 
 func (x *RenameRequest) Reset() {
 	*x = RenameRequest{}
-	mi := &file_harrier_v1_io_proto_msgTypes[19]
+	mi := &file_harrier_v1_io_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1497,7 +1573,7 @@ func (x *RenameRequest) String() string {
 func (*RenameRequest) ProtoMessage() {}
 
 func (x *RenameRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[19]
+	mi := &file_harrier_v1_io_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1510,7 +1586,7 @@ func (x *RenameRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenameRequest.ProtoReflect.Descriptor instead.
 func (*RenameRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{19}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *RenameRequest) GetSecret() string {
@@ -1552,7 +1628,7 @@ type SymlinkRequest struct {
 
 func (x *SymlinkRequest) Reset() {
 	*x = SymlinkRequest{}
-	mi := &file_harrier_v1_io_proto_msgTypes[20]
+	mi := &file_harrier_v1_io_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1564,7 +1640,7 @@ func (x *SymlinkRequest) String() string {
 func (*SymlinkRequest) ProtoMessage() {}
 
 func (x *SymlinkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[20]
+	mi := &file_harrier_v1_io_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1577,7 +1653,7 @@ func (x *SymlinkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SymlinkRequest.ProtoReflect.Descriptor instead.
 func (*SymlinkRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{20}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SymlinkRequest) GetSecret() string {
@@ -1611,7 +1687,7 @@ type ReadlinkReply struct {
 
 func (x *ReadlinkReply) Reset() {
 	*x = ReadlinkReply{}
-	mi := &file_harrier_v1_io_proto_msgTypes[21]
+	mi := &file_harrier_v1_io_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1623,7 +1699,7 @@ func (x *ReadlinkReply) String() string {
 func (*ReadlinkReply) ProtoMessage() {}
 
 func (x *ReadlinkReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[21]
+	mi := &file_harrier_v1_io_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1636,7 +1712,7 @@ func (x *ReadlinkReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadlinkReply.ProtoReflect.Descriptor instead.
 func (*ReadlinkReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{21}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ReadlinkReply) GetErrno() uint32 {
@@ -1664,7 +1740,7 @@ type LinkRequest struct {
 
 func (x *LinkRequest) Reset() {
 	*x = LinkRequest{}
-	mi := &file_harrier_v1_io_proto_msgTypes[22]
+	mi := &file_harrier_v1_io_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1676,7 +1752,7 @@ func (x *LinkRequest) String() string {
 func (*LinkRequest) ProtoMessage() {}
 
 func (x *LinkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[22]
+	mi := &file_harrier_v1_io_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1689,7 +1765,7 @@ func (x *LinkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LinkRequest.ProtoReflect.Descriptor instead.
 func (*LinkRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{22}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *LinkRequest) GetSecret() string {
@@ -1724,7 +1800,7 @@ type MknodRequest struct {
 
 func (x *MknodRequest) Reset() {
 	*x = MknodRequest{}
-	mi := &file_harrier_v1_io_proto_msgTypes[23]
+	mi := &file_harrier_v1_io_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1736,7 +1812,7 @@ func (x *MknodRequest) String() string {
 func (*MknodRequest) ProtoMessage() {}
 
 func (x *MknodRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[23]
+	mi := &file_harrier_v1_io_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1749,7 +1825,7 @@ func (x *MknodRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MknodRequest.ProtoReflect.Descriptor instead.
 func (*MknodRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{23}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *MknodRequest) GetSecret() string {
@@ -1786,7 +1862,7 @@ type XattrRequest struct {
 
 func (x *XattrRequest) Reset() {
 	*x = XattrRequest{}
-	mi := &file_harrier_v1_io_proto_msgTypes[24]
+	mi := &file_harrier_v1_io_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1798,7 +1874,7 @@ func (x *XattrRequest) String() string {
 func (*XattrRequest) ProtoMessage() {}
 
 func (x *XattrRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[24]
+	mi := &file_harrier_v1_io_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1811,7 +1887,7 @@ func (x *XattrRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use XattrRequest.ProtoReflect.Descriptor instead.
 func (*XattrRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{24}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *XattrRequest) GetSecret() string {
@@ -1859,7 +1935,7 @@ type XattrReply struct {
 
 func (x *XattrReply) Reset() {
 	*x = XattrReply{}
-	mi := &file_harrier_v1_io_proto_msgTypes[25]
+	mi := &file_harrier_v1_io_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1871,7 +1947,7 @@ func (x *XattrReply) String() string {
 func (*XattrReply) ProtoMessage() {}
 
 func (x *XattrReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[25]
+	mi := &file_harrier_v1_io_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1884,7 +1960,7 @@ func (x *XattrReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use XattrReply.ProtoReflect.Descriptor instead.
 func (*XattrReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{25}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *XattrReply) GetErrno() uint32 {
@@ -1911,7 +1987,7 @@ type AccountRequest struct {
 
 func (x *AccountRequest) Reset() {
 	*x = AccountRequest{}
-	mi := &file_harrier_v1_io_proto_msgTypes[26]
+	mi := &file_harrier_v1_io_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1923,7 +1999,7 @@ func (x *AccountRequest) String() string {
 func (*AccountRequest) ProtoMessage() {}
 
 func (x *AccountRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[26]
+	mi := &file_harrier_v1_io_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1936,7 +2012,7 @@ func (x *AccountRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AccountRequest.ProtoReflect.Descriptor instead.
 func (*AccountRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{26}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *AccountRequest) GetSecret() string {
@@ -1966,7 +2042,7 @@ type FileUse struct {
 
 func (x *FileUse) Reset() {
 	*x = FileUse{}
-	mi := &file_harrier_v1_io_proto_msgTypes[27]
+	mi := &file_harrier_v1_io_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1978,7 +2054,7 @@ func (x *FileUse) String() string {
 func (*FileUse) ProtoMessage() {}
 
 func (x *FileUse) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[27]
+	mi := &file_harrier_v1_io_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1991,7 +2067,7 @@ func (x *FileUse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileUse.ProtoReflect.Descriptor instead.
 func (*FileUse) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{27}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *FileUse) GetPath() string {
@@ -2108,7 +2184,13 @@ const file_harrier_v1_io_proto_rawDesc = "" +
 	"\x0fTruncateRequest\x12\x16\n" +
 	"\x06secret\x18\x01 \x01(\tR\x06secret\x12\x16\n" +
 	"\x06handle\x18\x02 \x01(\x04R\x06handle\x12\x12\n" +
-	"\x04size\x18\x03 \x01(\x04R\x04size\"\xb2\x03\n" +
+	"\x04size\x18\x03 \x01(\x04R\x04size\"\x86\x01\n" +
+	"\x10FallocateRequest\x12\x16\n" +
+	"\x06secret\x18\x01 \x01(\tR\x06secret\x12\x16\n" +
+	"\x06handle\x18\x02 \x01(\x04R\x06handle\x12\x12\n" +
+	"\x04mode\x18\x03 \x01(\rR\x04mode\x12\x16\n" +
+	"\x06offset\x18\x04 \x01(\x03R\x06offset\x12\x16\n" +
+	"\x06length\x18\x05 \x01(\x03R\x06length\"\xb2\x03\n" +
 	"\x0eSetAttrRequest\x12\x16\n" +
 	"\x06secret\x18\x01 \x01(\tR\x06secret\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x16\n" +
@@ -2181,7 +2263,7 @@ const file_harrier_v1_io_proto_rawDesc = "" +
 	"\x04Sync\x12\r\n" +
 	"\tSYNC_NONE\x10\x00\x12\r\n" +
 	"\tSYNC_DATA\x10\x01\x12\f\n" +
-	"\bSYNC_ALL\x10\x022\xad\f\n" +
+	"\bSYNC_ALL\x10\x022\xf0\f\n" +
 	"\bShadowIO\x12?\n" +
 	"\aResolve\x12\x1a.harrier.v1.ResolveRequest\x1a\x18.harrier.v1.ResolveReply\x126\n" +
 	"\x04Stat\x12\x17.harrier.v1.PathRequest\x1a\x15.harrier.v1.AttrReply\x126\n" +
@@ -2190,7 +2272,8 @@ const file_harrier_v1_io_proto_rawDesc = "" +
 	"\x04Read\x12\x17.harrier.v1.ReadRequest\x1a\x15.harrier.v1.ReadReply\x129\n" +
 	"\x05Write\x12\x18.harrier.v1.WriteRequest\x1a\x16.harrier.v1.WriteReply\x129\n" +
 	"\x05Fstat\x12\x19.harrier.v1.HandleRequest\x1a\x15.harrier.v1.AttrReply\x12@\n" +
-	"\tFtruncate\x12\x1b.harrier.v1.TruncateRequest\x1a\x16.harrier.v1.ErrnoReply\x12:\n" +
+	"\tFtruncate\x12\x1b.harrier.v1.TruncateRequest\x1a\x16.harrier.v1.ErrnoReply\x12A\n" +
+	"\tFallocate\x12\x1c.harrier.v1.FallocateRequest\x1a\x16.harrier.v1.ErrnoReply\x12:\n" +
 	"\x05Fsync\x12\x19.harrier.v1.HandleRequest\x1a\x16.harrier.v1.ErrnoReply\x129\n" +
 	"\x05Close\x12\x19.harrier.v1.HandleRequest\x1a\x15.harrier.v1.AttrReply\x12<\n" +
 	"\aSetAttr\x12\x1a.harrier.v1.SetAttrRequest\x1a\x15.harrier.v1.AttrReply\x12<\n" +
@@ -2223,45 +2306,46 @@ func file_harrier_v1_io_proto_rawDescGZIP() []byte {
 }
 
 var file_harrier_v1_io_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_harrier_v1_io_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_harrier_v1_io_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_harrier_v1_io_proto_goTypes = []any{
-	(Sync)(0),               // 0: harrier.v1.Sync
-	(*Attr)(nil),            // 1: harrier.v1.Attr
-	(*ResolveRequest)(nil),  // 2: harrier.v1.ResolveRequest
-	(*ResolveReply)(nil),    // 3: harrier.v1.ResolveReply
-	(*PathRequest)(nil),     // 4: harrier.v1.PathRequest
-	(*AttrReply)(nil),       // 5: harrier.v1.AttrReply
-	(*ErrnoReply)(nil),      // 6: harrier.v1.ErrnoReply
-	(*OpenRequest)(nil),     // 7: harrier.v1.OpenRequest
-	(*OpenReply)(nil),       // 8: harrier.v1.OpenReply
-	(*ReopenRequest)(nil),   // 9: harrier.v1.ReopenRequest
-	(*ReadRequest)(nil),     // 10: harrier.v1.ReadRequest
-	(*ReadReply)(nil),       // 11: harrier.v1.ReadReply
-	(*WriteRequest)(nil),    // 12: harrier.v1.WriteRequest
-	(*WriteReply)(nil),      // 13: harrier.v1.WriteReply
-	(*HandleRequest)(nil),   // 14: harrier.v1.HandleRequest
-	(*TruncateRequest)(nil), // 15: harrier.v1.TruncateRequest
-	(*SetAttrRequest)(nil),  // 16: harrier.v1.SetAttrRequest
-	(*DirEntry)(nil),        // 17: harrier.v1.DirEntry
-	(*ReadDirReply)(nil),    // 18: harrier.v1.ReadDirReply
-	(*MkdirRequest)(nil),    // 19: harrier.v1.MkdirRequest
-	(*RenameRequest)(nil),   // 20: harrier.v1.RenameRequest
-	(*SymlinkRequest)(nil),  // 21: harrier.v1.SymlinkRequest
-	(*ReadlinkReply)(nil),   // 22: harrier.v1.ReadlinkReply
-	(*LinkRequest)(nil),     // 23: harrier.v1.LinkRequest
-	(*MknodRequest)(nil),    // 24: harrier.v1.MknodRequest
-	(*XattrRequest)(nil),    // 25: harrier.v1.XattrRequest
-	(*XattrReply)(nil),      // 26: harrier.v1.XattrReply
-	(*AccountRequest)(nil),  // 27: harrier.v1.AccountRequest
-	(*FileUse)(nil),         // 28: harrier.v1.FileUse
+	(Sync)(0),                // 0: harrier.v1.Sync
+	(*Attr)(nil),             // 1: harrier.v1.Attr
+	(*ResolveRequest)(nil),   // 2: harrier.v1.ResolveRequest
+	(*ResolveReply)(nil),     // 3: harrier.v1.ResolveReply
+	(*PathRequest)(nil),      // 4: harrier.v1.PathRequest
+	(*AttrReply)(nil),        // 5: harrier.v1.AttrReply
+	(*ErrnoReply)(nil),       // 6: harrier.v1.ErrnoReply
+	(*OpenRequest)(nil),      // 7: harrier.v1.OpenRequest
+	(*OpenReply)(nil),        // 8: harrier.v1.OpenReply
+	(*ReopenRequest)(nil),    // 9: harrier.v1.ReopenRequest
+	(*ReadRequest)(nil),      // 10: harrier.v1.ReadRequest
+	(*ReadReply)(nil),        // 11: harrier.v1.ReadReply
+	(*WriteRequest)(nil),     // 12: harrier.v1.WriteRequest
+	(*WriteReply)(nil),       // 13: harrier.v1.WriteReply
+	(*HandleRequest)(nil),    // 14: harrier.v1.HandleRequest
+	(*TruncateRequest)(nil),  // 15: harrier.v1.TruncateRequest
+	(*FallocateRequest)(nil), // 16: harrier.v1.FallocateRequest
+	(*SetAttrRequest)(nil),   // 17: harrier.v1.SetAttrRequest
+	(*DirEntry)(nil),         // 18: harrier.v1.DirEntry
+	(*ReadDirReply)(nil),     // 19: harrier.v1.ReadDirReply
+	(*MkdirRequest)(nil),     // 20: harrier.v1.MkdirRequest
+	(*RenameRequest)(nil),    // 21: harrier.v1.RenameRequest
+	(*SymlinkRequest)(nil),   // 22: harrier.v1.SymlinkRequest
+	(*ReadlinkReply)(nil),    // 23: harrier.v1.ReadlinkReply
+	(*LinkRequest)(nil),      // 24: harrier.v1.LinkRequest
+	(*MknodRequest)(nil),     // 25: harrier.v1.MknodRequest
+	(*XattrRequest)(nil),     // 26: harrier.v1.XattrRequest
+	(*XattrReply)(nil),       // 27: harrier.v1.XattrReply
+	(*AccountRequest)(nil),   // 28: harrier.v1.AccountRequest
+	(*FileUse)(nil),          // 29: harrier.v1.FileUse
 }
 var file_harrier_v1_io_proto_depIdxs = []int32{
 	1,  // 0: harrier.v1.ResolveReply.attr:type_name -> harrier.v1.Attr
 	1,  // 1: harrier.v1.AttrReply.attr:type_name -> harrier.v1.Attr
 	1,  // 2: harrier.v1.OpenReply.attr:type_name -> harrier.v1.Attr
 	0,  // 3: harrier.v1.WriteRequest.sync:type_name -> harrier.v1.Sync
-	17, // 4: harrier.v1.ReadDirReply.entries:type_name -> harrier.v1.DirEntry
-	28, // 5: harrier.v1.AccountRequest.files:type_name -> harrier.v1.FileUse
+	18, // 4: harrier.v1.ReadDirReply.entries:type_name -> harrier.v1.DirEntry
+	29, // 5: harrier.v1.AccountRequest.files:type_name -> harrier.v1.FileUse
 	2,  // 6: harrier.v1.ShadowIO.Resolve:input_type -> harrier.v1.ResolveRequest
 	4,  // 7: harrier.v1.ShadowIO.Stat:input_type -> harrier.v1.PathRequest
 	7,  // 8: harrier.v1.ShadowIO.Open:input_type -> harrier.v1.OpenRequest
@@ -2270,52 +2354,54 @@ var file_harrier_v1_io_proto_depIdxs = []int32{
 	12, // 11: harrier.v1.ShadowIO.Write:input_type -> harrier.v1.WriteRequest
 	14, // 12: harrier.v1.ShadowIO.Fstat:input_type -> harrier.v1.HandleRequest
 	15, // 13: harrier.v1.ShadowIO.Ftruncate:input_type -> harrier.v1.TruncateRequest
-	14, // 14: harrier.v1.ShadowIO.Fsync:input_type -> harrier.v1.HandleRequest
-	14, // 15: harrier.v1.ShadowIO.Close:input_type -> harrier.v1.HandleRequest
-	16, // 16: harrier.v1.ShadowIO.SetAttr:input_type -> harrier.v1.SetAttrRequest
-	4,  // 17: harrier.v1.ShadowIO.ReadDir:input_type -> harrier.v1.PathRequest
-	19, // 18: harrier.v1.ShadowIO.Mkdir:input_type -> harrier.v1.MkdirRequest
-	4,  // 19: harrier.v1.ShadowIO.Unlink:input_type -> harrier.v1.PathRequest
-	4,  // 20: harrier.v1.ShadowIO.Rmdir:input_type -> harrier.v1.PathRequest
-	20, // 21: harrier.v1.ShadowIO.Rename:input_type -> harrier.v1.RenameRequest
-	21, // 22: harrier.v1.ShadowIO.Symlink:input_type -> harrier.v1.SymlinkRequest
-	4,  // 23: harrier.v1.ShadowIO.Readlink:input_type -> harrier.v1.PathRequest
-	23, // 24: harrier.v1.ShadowIO.Link:input_type -> harrier.v1.LinkRequest
-	24, // 25: harrier.v1.ShadowIO.Mknod:input_type -> harrier.v1.MknodRequest
-	25, // 26: harrier.v1.ShadowIO.Getxattr:input_type -> harrier.v1.XattrRequest
-	25, // 27: harrier.v1.ShadowIO.Listxattr:input_type -> harrier.v1.XattrRequest
-	25, // 28: harrier.v1.ShadowIO.Setxattr:input_type -> harrier.v1.XattrRequest
-	25, // 29: harrier.v1.ShadowIO.Removexattr:input_type -> harrier.v1.XattrRequest
-	4,  // 30: harrier.v1.ShadowIO.SyncDir:input_type -> harrier.v1.PathRequest
-	27, // 31: harrier.v1.ShadowIO.Account:input_type -> harrier.v1.AccountRequest
-	3,  // 32: harrier.v1.ShadowIO.Resolve:output_type -> harrier.v1.ResolveReply
-	5,  // 33: harrier.v1.ShadowIO.Stat:output_type -> harrier.v1.AttrReply
-	8,  // 34: harrier.v1.ShadowIO.Open:output_type -> harrier.v1.OpenReply
-	8,  // 35: harrier.v1.ShadowIO.Reopen:output_type -> harrier.v1.OpenReply
-	11, // 36: harrier.v1.ShadowIO.Read:output_type -> harrier.v1.ReadReply
-	13, // 37: harrier.v1.ShadowIO.Write:output_type -> harrier.v1.WriteReply
-	5,  // 38: harrier.v1.ShadowIO.Fstat:output_type -> harrier.v1.AttrReply
-	6,  // 39: harrier.v1.ShadowIO.Ftruncate:output_type -> harrier.v1.ErrnoReply
-	6,  // 40: harrier.v1.ShadowIO.Fsync:output_type -> harrier.v1.ErrnoReply
-	5,  // 41: harrier.v1.ShadowIO.Close:output_type -> harrier.v1.AttrReply
-	5,  // 42: harrier.v1.ShadowIO.SetAttr:output_type -> harrier.v1.AttrReply
-	18, // 43: harrier.v1.ShadowIO.ReadDir:output_type -> harrier.v1.ReadDirReply
-	5,  // 44: harrier.v1.ShadowIO.Mkdir:output_type -> harrier.v1.AttrReply
-	6,  // 45: harrier.v1.ShadowIO.Unlink:output_type -> harrier.v1.ErrnoReply
-	6,  // 46: harrier.v1.ShadowIO.Rmdir:output_type -> harrier.v1.ErrnoReply
-	6,  // 47: harrier.v1.ShadowIO.Rename:output_type -> harrier.v1.ErrnoReply
-	5,  // 48: harrier.v1.ShadowIO.Symlink:output_type -> harrier.v1.AttrReply
-	22, // 49: harrier.v1.ShadowIO.Readlink:output_type -> harrier.v1.ReadlinkReply
-	5,  // 50: harrier.v1.ShadowIO.Link:output_type -> harrier.v1.AttrReply
-	5,  // 51: harrier.v1.ShadowIO.Mknod:output_type -> harrier.v1.AttrReply
-	26, // 52: harrier.v1.ShadowIO.Getxattr:output_type -> harrier.v1.XattrReply
-	26, // 53: harrier.v1.ShadowIO.Listxattr:output_type -> harrier.v1.XattrReply
-	6,  // 54: harrier.v1.ShadowIO.Setxattr:output_type -> harrier.v1.ErrnoReply
-	6,  // 55: harrier.v1.ShadowIO.Removexattr:output_type -> harrier.v1.ErrnoReply
-	6,  // 56: harrier.v1.ShadowIO.SyncDir:output_type -> harrier.v1.ErrnoReply
-	6,  // 57: harrier.v1.ShadowIO.Account:output_type -> harrier.v1.ErrnoReply
-	32, // [32:58] is the sub-list for method output_type
-	6,  // [6:32] is the sub-list for method input_type
+	16, // 14: harrier.v1.ShadowIO.Fallocate:input_type -> harrier.v1.FallocateRequest
+	14, // 15: harrier.v1.ShadowIO.Fsync:input_type -> harrier.v1.HandleRequest
+	14, // 16: harrier.v1.ShadowIO.Close:input_type -> harrier.v1.HandleRequest
+	17, // 17: harrier.v1.ShadowIO.SetAttr:input_type -> harrier.v1.SetAttrRequest
+	4,  // 18: harrier.v1.ShadowIO.ReadDir:input_type -> harrier.v1.PathRequest
+	20, // 19: harrier.v1.ShadowIO.Mkdir:input_type -> harrier.v1.MkdirRequest
+	4,  // 20: harrier.v1.ShadowIO.Unlink:input_type -> harrier.v1.PathRequest
+	4,  // 21: harrier.v1.ShadowIO.Rmdir:input_type -> harrier.v1.PathRequest
+	21, // 22: harrier.v1.ShadowIO.Rename:input_type -> harrier.v1.RenameRequest
+	22, // 23: harrier.v1.ShadowIO.Symlink:input_type -> harrier.v1.SymlinkRequest
+	4,  // 24: harrier.v1.ShadowIO.Readlink:input_type -> harrier.v1.PathRequest
+	24, // 25: harrier.v1.ShadowIO.Link:input_type -> harrier.v1.LinkRequest
+	25, // 26: harrier.v1.ShadowIO.Mknod:input_type -> harrier.v1.MknodRequest
+	26, // 27: harrier.v1.ShadowIO.Getxattr:input_type -> harrier.v1.XattrRequest
+	26, // 28: harrier.v1.ShadowIO.Listxattr:input_type -> harrier.v1.XattrRequest
+	26, // 29: harrier.v1.ShadowIO.Setxattr:input_type -> harrier.v1.XattrRequest
+	26, // 30: harrier.v1.ShadowIO.Removexattr:input_type -> harrier.v1.XattrRequest
+	4,  // 31: harrier.v1.ShadowIO.SyncDir:input_type -> harrier.v1.PathRequest
+	28, // 32: harrier.v1.ShadowIO.Account:input_type -> harrier.v1.AccountRequest
+	3,  // 33: harrier.v1.ShadowIO.Resolve:output_type -> harrier.v1.ResolveReply
+	5,  // 34: harrier.v1.ShadowIO.Stat:output_type -> harrier.v1.AttrReply
+	8,  // 35: harrier.v1.ShadowIO.Open:output_type -> harrier.v1.OpenReply
+	8,  // 36: harrier.v1.ShadowIO.Reopen:output_type -> harrier.v1.OpenReply
+	11, // 37: harrier.v1.ShadowIO.Read:output_type -> harrier.v1.ReadReply
+	13, // 38: harrier.v1.ShadowIO.Write:output_type -> harrier.v1.WriteReply
+	5,  // 39: harrier.v1.ShadowIO.Fstat:output_type -> harrier.v1.AttrReply
+	6,  // 40: harrier.v1.ShadowIO.Ftruncate:output_type -> harrier.v1.ErrnoReply
+	6,  // 41: harrier.v1.ShadowIO.Fallocate:output_type -> harrier.v1.ErrnoReply
+	6,  // 42: harrier.v1.ShadowIO.Fsync:output_type -> harrier.v1.ErrnoReply
+	5,  // 43: harrier.v1.ShadowIO.Close:output_type -> harrier.v1.AttrReply
+	5,  // 44: harrier.v1.ShadowIO.SetAttr:output_type -> harrier.v1.AttrReply
+	19, // 45: harrier.v1.ShadowIO.ReadDir:output_type -> harrier.v1.ReadDirReply
+	5,  // 46: harrier.v1.ShadowIO.Mkdir:output_type -> harrier.v1.AttrReply
+	6,  // 47: harrier.v1.ShadowIO.Unlink:output_type -> harrier.v1.ErrnoReply
+	6,  // 48: harrier.v1.ShadowIO.Rmdir:output_type -> harrier.v1.ErrnoReply
+	6,  // 49: harrier.v1.ShadowIO.Rename:output_type -> harrier.v1.ErrnoReply
+	5,  // 50: harrier.v1.ShadowIO.Symlink:output_type -> harrier.v1.AttrReply
+	23, // 51: harrier.v1.ShadowIO.Readlink:output_type -> harrier.v1.ReadlinkReply
+	5,  // 52: harrier.v1.ShadowIO.Link:output_type -> harrier.v1.AttrReply
+	5,  // 53: harrier.v1.ShadowIO.Mknod:output_type -> harrier.v1.AttrReply
+	27, // 54: harrier.v1.ShadowIO.Getxattr:output_type -> harrier.v1.XattrReply
+	27, // 55: harrier.v1.ShadowIO.Listxattr:output_type -> harrier.v1.XattrReply
+	6,  // 56: harrier.v1.ShadowIO.Setxattr:output_type -> harrier.v1.ErrnoReply
+	6,  // 57: harrier.v1.ShadowIO.Removexattr:output_type -> harrier.v1.ErrnoReply
+	6,  // 58: harrier.v1.ShadowIO.SyncDir:output_type -> harrier.v1.ErrnoReply
+	6,  // 59: harrier.v1.ShadowIO.Account:output_type -> harrier.v1.ErrnoReply
+	33, // [33:60] is the sub-list for method output_type
+	6,  // [6:33] is the sub-list for method input_type
 	6,  // [6:6] is the sub-list for extension type_name
 	6,  // [6:6] is the sub-list for extension extendee
 	0,  // [0:6] is the sub-list for field type_name
@@ -2332,7 +2418,7 @@ func file_harrier_v1_io_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harrier_v1_io_proto_rawDesc), len(file_harrier_v1_io_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   28,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

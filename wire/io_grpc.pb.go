@@ -40,6 +40,7 @@ const (
 	ShadowIO_Write_FullMethodName       = "/harrier.v1.ShadowIO/Write"
 	ShadowIO_Fstat_FullMethodName       = "/harrier.v1.ShadowIO/Fstat"
 	ShadowIO_Ftruncate_FullMethodName   = "/harrier.v1.ShadowIO/Ftruncate"
+	ShadowIO_Fallocate_FullMethodName   = "/harrier.v1.ShadowIO/Fallocate"
 	ShadowIO_Fsync_FullMethodName       = "/harrier.v1.ShadowIO/Fsync"
 	ShadowIO_Close_FullMethodName       = "/harrier.v1.ShadowIO/Close"
 	ShadowIO_SetAttr_FullMethodName     = "/harrier.v1.ShadowIO/SetAttr"
@@ -84,6 +85,9 @@ type ShadowIOClient interface {
 	// Fstat and Ftruncate work on open files, also after they were unlinked.
 	Fstat(ctx context.Context, in *HandleRequest, opts ...grpc.CallOption) (*AttrReply, error)
 	Ftruncate(ctx context.Context, in *TruncateRequest, opts ...grpc.CallOption) (*ErrnoReply, error)
+	// Fallocate allocates (or, by mode, punches or zeroes) space of an open
+	// file, as fallocate(2).
+	Fallocate(ctx context.Context, in *FallocateRequest, opts ...grpc.CallOption) (*ErrnoReply, error)
 	Fsync(ctx context.Context, in *HandleRequest, opts ...grpc.CallOption) (*ErrnoReply, error)
 	// Close returns the file's attributes as it left them, by which iofs
 	// knows later whether the file changed on the submit side since.
@@ -199,6 +203,16 @@ func (c *shadowIOClient) Ftruncate(ctx context.Context, in *TruncateRequest, opt
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ErrnoReply)
 	err := c.cc.Invoke(ctx, ShadowIO_Ftruncate_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *shadowIOClient) Fallocate(ctx context.Context, in *FallocateRequest, opts ...grpc.CallOption) (*ErrnoReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ErrnoReply)
+	err := c.cc.Invoke(ctx, ShadowIO_Fallocate_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -409,6 +423,9 @@ type ShadowIOServer interface {
 	// Fstat and Ftruncate work on open files, also after they were unlinked.
 	Fstat(context.Context, *HandleRequest) (*AttrReply, error)
 	Ftruncate(context.Context, *TruncateRequest) (*ErrnoReply, error)
+	// Fallocate allocates (or, by mode, punches or zeroes) space of an open
+	// file, as fallocate(2).
+	Fallocate(context.Context, *FallocateRequest) (*ErrnoReply, error)
 	Fsync(context.Context, *HandleRequest) (*ErrnoReply, error)
 	// Close returns the file's attributes as it left them, by which iofs
 	// knows later whether the file changed on the submit side since.
@@ -473,6 +490,9 @@ func (UnimplementedShadowIOServer) Fstat(context.Context, *HandleRequest) (*Attr
 }
 func (UnimplementedShadowIOServer) Ftruncate(context.Context, *TruncateRequest) (*ErrnoReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method Ftruncate not implemented")
+}
+func (UnimplementedShadowIOServer) Fallocate(context.Context, *FallocateRequest) (*ErrnoReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method Fallocate not implemented")
 }
 func (UnimplementedShadowIOServer) Fsync(context.Context, *HandleRequest) (*ErrnoReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method Fsync not implemented")
@@ -689,6 +709,24 @@ func _ShadowIO_Ftruncate_Handler(srv interface{}, ctx context.Context, dec func(
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(ShadowIOServer).Ftruncate(ctx, req.(*TruncateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ShadowIO_Fallocate_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(FallocateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ShadowIOServer).Fallocate(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ShadowIO_Fallocate_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ShadowIOServer).Fallocate(ctx, req.(*FallocateRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -1055,6 +1093,10 @@ var ShadowIO_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Ftruncate",
 			Handler:    _ShadowIO_Ftruncate_Handler,
+		},
+		{
+			MethodName: "Fallocate",
+			Handler:    _ShadowIO_Fallocate_Handler,
 		},
 		{
 			MethodName: "Fsync",
