@@ -40,6 +40,13 @@ type handle interface {
 	Close(ctx context.Context) error
 }
 
+// An allocator allocates space of its file, as fallocate(2). Handles that
+// are not allocators answer EOPNOTSUPP, and posix_fallocate then writes
+// the space itself.
+type allocator interface {
+	allocate(ctx context.Context, mode uint32, off, length int64) error
+}
+
 // A reopener opens its file once more. iofs uses it for nodes whose name
 // is gone but which are open (a restored checkpoint opens the files of its
 // descriptors through /proc/self/fd).
@@ -61,7 +68,7 @@ func (r *remote) open(ctx context.Context, path string, flags, mode uint32) (han
 	if err != nil {
 		return nil, Attr{}, err
 	}
-	h := &remoteFile{c: r.c, path: path, flags: flags, id: o.Handle}
+	h := &remoteFile{c: r.c, path: path, flags: flags, id: o.Handle, attr: o.Attr}
 	if len(o.Data) > 0 || o.EOF {
 		h.head, h.headEOF = o.Data, o.EOF
 	}

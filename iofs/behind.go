@@ -153,6 +153,17 @@ func (b *behind) Truncate(ctx context.Context, size int64) error {
 	return b.inner.Truncate(ctx, size)
 }
 
+func (b *behind) allocate(ctx context.Context, mode uint32, off, length int64) error {
+	if err := b.drain(); err != nil {
+		return err
+	}
+	a, ok := b.inner.(allocator)
+	if !ok {
+		return syscall.EOPNOTSUPP
+	}
+	return a.allocate(ctx, mode, off, length)
+}
+
 func (b *behind) Stat(ctx context.Context) (Attr, error) {
 	if err := b.drain(); err != nil {
 		return Attr{}, err

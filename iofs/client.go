@@ -28,6 +28,7 @@ type Client interface {
 	Write(ctx context.Context, handle uint64, w Writes) (int, error)
 	Fstat(ctx context.Context, handle uint64) (Attr, error)
 	Ftruncate(ctx context.Context, handle uint64, size int64) error
+	Fallocate(ctx context.Context, handle uint64, mode uint32, off, length int64) error
 	Fsync(ctx context.Context, handle uint64) error
 	// Close returns the file's attributes as it was left.
 	Close(ctx context.Context, handle uint64) (Attr, error)

@@ -16,11 +16,12 @@ type file struct {
 }
 
 var (
-	_ fs.FileReader   = (*file)(nil)
-	_ fs.FileWriter   = (*file)(nil)
-	_ fs.FileFlusher  = (*file)(nil)
-	_ fs.FileFsyncer  = (*file)(nil)
-	_ fs.FileReleaser = (*file)(nil)
+	_ fs.FileReader    = (*file)(nil)
+	_ fs.FileWriter    = (*file)(nil)
+	_ fs.FileFlusher   = (*file)(nil)
+	_ fs.FileFsyncer   = (*file)(nil)
+	_ fs.FileReleaser  = (*file)(nil)
+	_ fs.FileAllocater = (*file)(nil)
 )
 
 func (f *file) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
@@ -37,6 +38,14 @@ func (f *file) Write(ctx context.Context, data []byte, off int64) (uint32, sysca
 		return 0, toErrno(err)
 	}
 	return uint32(n), 0
+}
+
+func (f *file) Allocate(ctx context.Context, off, size uint64, mode uint32) syscall.Errno {
+	a, ok := f.h.(allocator)
+	if !ok {
+		return syscall.EOPNOTSUPP
+	}
+	return toErrno(a.allocate(ctx, mode, int64(off), int64(size)))
 }
 
 func (f *file) Flush(ctx context.Context) syscall.Errno { return toErrno(f.h.Flush(ctx)) }

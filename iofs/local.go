@@ -377,6 +377,10 @@ func (f *localFile) WriteAt(_ context.Context, data []byte, off int64) (int, err
 	return done, nil
 }
 
+func (f *localFile) allocate(_ context.Context, mode uint32, off, length int64) error {
+	return unix.Fallocate(f.fd, mode, off, length)
+}
+
 func (f *localFile) Truncate(_ context.Context, size int64) error { return unix.Ftruncate(f.fd, size) }
 func (f *localFile) Stat(context.Context) (Attr, error)           { return statFd(f.fd) }
 func (f *localFile) Flush(context.Context) error                  { return nil }

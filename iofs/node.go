@@ -156,9 +156,11 @@ type node struct {
 	phys Physical
 	ino  uint64 // the inode number of the file behind phys, 0 if unknown
 	at   time.Time
-	// whole is the file's contents, sent with the lookup (small files).
-	whole []byte
-	open  map[*file]struct{}
+	// whole is the file's contents, sent with the lookup (small files),
+	// and wholeAttr its attributes then.
+	whole     []byte
+	wholeAttr Attr
+	open      map[*file]struct{}
 }
 
 // track records an open file of the node and returns it.
@@ -247,25 +249,25 @@ func (n *node) resolve(ctx context.Context) (Resolution, error) {
 	if err != nil {
 		return Resolution{}, err
 	}
-	n.remember(name, r.Physical, nil)
+	n.remember(name, r.Physical, nil, Attr{})
 	return r, nil
 }
 
 // remember keeps the answer to phase one, and the file itself if it came
 // along (whole is nil otherwise).
-func (n *node) remember(name string, p Physical, whole []byte) {
+func (n *node) remember(name string, p Physical, whole []byte, a Attr) {
 	n.mu.Lock()
-	n.name, n.phys, n.at, n.whole = name, p, time.Now(), whole
+	n.name, n.phys, n.at, n.whole, n.wholeAttr = name, p, time.Now(), whole, a
 	n.mu.Unlock()
 }
 
 // takeWhole returns, once, the file that came with a fresh lookup.
-func (n *node) takeWhole(name string) ([]byte, bool) {
+func (n *node) takeWhole(name string) ([]byte, Attr, bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	w := n.whole
 	n.whole = nil
-	return w, w != nil && n.name == name && time.Since(n.at) < n.fsys.opts.Timeout
+	return w, n.wholeAttr, w != nil && n.name == name && time.Since(n.at) < n.fsys.opts.Timeout
 }
 
 // physical returns the node's physical name, resolving it again unless a
@@ -294,12 +296,12 @@ func (n *node) newChild(ctx context.Context, name string, p Physical, whole []by
 	// it checkpoints the job.
 	if in := n.GetChild(path.Base(name)); in != nil {
 		if old, ok := in.Operations().(*node); ok && old.sameFile(a) {
-			old.remember(name, p, whole)
+			old.remember(name, p, whole, a)
 			return in
 		}
 	}
 	ch := &node{fsys: n.fsys, ino: a.Ino}
-	ch.remember(name, p, whole)
+	ch.remember(name, p, whole, a)
 	return n.NewInode(ctx, ch, fs.StableAttr{Mode: a.Mode & syscall.S_IFMT})
 }
 
@@ -431,11 +433,11 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		return nil, 0, toErrno(err)
 	}
 	name, _ := n.logical()
-	if data, ok := n.takeWhole(name); ok && flags&(syscall.O_ACCMODE|syscall.O_TRUNC) == syscall.O_RDONLY && len(p.Methods) == 1 && p.Base() == methodRemote {
+	if data, a, ok := n.takeWhole(name); ok && flags&(syscall.O_ACCMODE|syscall.O_TRUNC) == syscall.O_RDONLY && len(p.Methods) == 1 && p.Base() == methodRemote {
 		// Phase two was answered with phase one; the shadow hears of it
 		// later, as an open that read the file whole.
 		n.fsys.usage.opened(p.Path, len(data))
-		return n.track(&remoteFile{c: n.fsys.client, path: p.Path, flags: flags, head: data, headEOF: true}), 0, 0
+		return n.track(&remoteFile{c: n.fsys.client, path: p.Path, flags: flags, head: data, headEOF: true, attr: a}), 0, 0
 	}
 	h, _, err := n.fsys.open(ctx, p, flags, 0)
 	if err != nil {

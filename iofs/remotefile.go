@@ -22,6 +22,9 @@ type remoteFile struct {
 	// change.
 	head    []byte
 	headEOF bool
+	// attr is the file's attributes at open, for a file held whole (id
+	// 0) whose name is gone.
+	attr Attr
 }
 
 // retry runs op with the current handle; if the shadow forgot the handle
@@ -72,7 +75,7 @@ func (f *remoteFile) reopen(ctx context.Context, flags uint32) (handle, error) {
 	id, head, eof := f.id, f.head, f.headEOF
 	f.mu.Unlock()
 	if id == 0 {
-		return &remoteFile{c: f.c, path: f.path, flags: flags, head: head, headEOF: eof}, nil
+		return &remoteFile{c: f.c, path: f.path, flags: flags, head: head, headEOF: eof, attr: f.attr}, nil
 	}
 	o, err := f.c.Reopen(ctx, id, flags)
 	if err != nil {
@@ -103,9 +106,23 @@ func (f *remoteFile) Truncate(ctx context.Context, size int64) error {
 	return f.retry(ctx, func(id uint64) error { return f.c.Ftruncate(ctx, id, size) })
 }
 
+func (f *remoteFile) allocate(ctx context.Context, mode uint32, off, length int64) error {
+	f.dropHead()
+	if f.closed() {
+		return syscall.EBADF
+	}
+	return f.retry(ctx, func(id uint64) error { return f.c.Fallocate(ctx, id, mode, off, length) })
+}
+
 func (f *remoteFile) Stat(ctx context.Context) (Attr, error) {
 	if f.closed() {
-		return f.c.Stat(ctx, f.path)
+		a, err := f.c.Stat(ctx, f.path)
+		if errors.Is(err, syscall.ENOENT) {
+			// Unlinked while held whole: the file is what was read.
+			a, err = f.attr, nil
+			a.Nlink = 0
+		}
+		return a, err
 	}
 	var a Attr
 	err := f.retry(ctx, func(id uint64) error {

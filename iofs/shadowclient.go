@@ -174,6 +174,14 @@ func (c *shadowClient) Ftruncate(ctx context.Context, h uint64, size int64) erro
 	return errnoErr(rep.Errno)
 }
 
+func (c *shadowClient) Fallocate(ctx context.Context, h uint64, mode uint32, off, length int64) error {
+	rep, err := call(ctx, c, c.rpc.Fallocate, &wire.FallocateRequest{Secret: c.secret, Handle: h, Mode: mode, Offset: off, Length: length})
+	if err != nil {
+		return err
+	}
+	return errnoErr(rep.Errno)
+}
+
 func (c *shadowClient) Fsync(ctx context.Context, h uint64) error {
 	rep, err := call(ctx, c, c.rpc.Fsync, &wire.HandleRequest{Secret: c.secret, Handle: h})
 	if err != nil {

@@ -582,6 +582,17 @@ func (s *IOServer) Ftruncate(_ context.Context, req *wire.TruncateRequest) (*wir
 	return &wire.ErrnoReply{Errno: errno(err)}, nil
 }
 
+func (s *IOServer) Fallocate(_ context.Context, req *wire.FallocateRequest) (*wire.ErrnoReply, error) {
+	if err := s.auth(req.Secret); err != nil {
+		return nil, err
+	}
+	h, err := s.handle(req.Handle)
+	if err == nil {
+		err = unix.Fallocate(h.fd, req.Mode, req.Offset, req.Length)
+	}
+	return &wire.ErrnoReply{Errno: errno(err)}, nil
+}
+
 func (s *IOServer) Fsync(_ context.Context, req *wire.HandleRequest) (*wire.ErrnoReply, error) {
 	if err := s.auth(req.Secret); err != nil {
 		return nil, err

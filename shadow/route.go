@@ -185,3 +185,7 @@ func (r ioRouter) SyncDir(ctx context.Context, req *wire.PathRequest) (*wire.Err
 func (r ioRouter) Account(ctx context.Context, req *wire.AccountRequest) (*wire.ErrnoReply, error) {
 	return routeIO(r.l, ctx, req, (*IOServer).Account)
 }
+
+func (r ioRouter) Fallocate(ctx context.Context, req *wire.FallocateRequest) (*wire.ErrnoReply, error) {
+	return routeIO(r.l, ctx, req, (*IOServer).Fallocate)
+}
