@@ -73,7 +73,7 @@ func Mount(ctx context.Context, mountpoint string, c Client, opts Options) (*Ser
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	fsys := &fileSystem{
-		client: c, opts: opts, usage: newUsage(c, opts.Logger),
+		client: c, opts: opts, usage: newUsage(c, opts.Logger), names: newNames(opts.Timeout),
 		remote: &remote{c: c, prefetch: opts.Prefetch},
 		local:  &local{dir: opts.LocalDir},
 		http:   &web{scheme: "http", client: opts.HTTPClient},
@@ -94,6 +94,9 @@ func Mount(ctx context.Context, mountpoint string, c Client, opts Options) (*Ser
 	fo := &fs.Options{
 		EntryTimeout: &timeout,
 		AttrTimeout:  &timeout,
+		// Names that do not exist are remembered too: programs look for
+		// their lock, journal and configuration files over and over.
+		NegativeTimeout: &timeout,
 		MountOptions: fuse.MountOptions{
 			FsName:       "iofs",
 			Name:         "iofs",

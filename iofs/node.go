@@ -36,6 +36,7 @@ type fileSystem struct {
 	local       *local
 	http, https *web
 	usage       *usage
+	names       *names
 	// writeBufs holds the buffers that carry writes to the shadow in the
 	// background (see behind).
 	writeBufs sync.Pool
@@ -111,7 +112,9 @@ func (f *fileSystem) open(ctx context.Context, p Physical, flags, mode uint32) (
 	case p.has(methodBuffer):
 		h = newBuffered(h, p.BufferSize, p.BufferBlockSize, int64(a.Size))
 	case !stage && p.Base() == methodRemote && flags&syscall.O_ACCMODE != syscall.O_RDONLY:
-		h = newBehind(h, inner&syscall.O_APPEND != 0, &f.writeBufs)
+		if bw, ok := h.(batchWriter); ok {
+			h = newBehind(bw, inner&syscall.O_APPEND != 0, &f.writeBufs)
+		}
 	}
 	return h, a, nil
 }
@@ -319,10 +322,12 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 	if err != nil {
 		return nil, toErrno(err)
 	}
+	at := time.Now()
 	r, err := n.fsys.client.Resolve(ctx, logical, lookupPrefetch)
 	if err != nil {
 		return nil, toErrno(err)
 	}
+	n.fsys.names.remember(logical, r.Physical, at)
 	a, err := n.fsys.stat(ctx, r)
 	if err != nil {
 		return nil, toErrno(err)
@@ -451,16 +456,16 @@ func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out 
 	if err != nil {
 		return nil, nil, 0, toErrno(err)
 	}
-	r, err := n.fsys.client.Resolve(ctx, logical, 0)
+	p, err := n.fsys.names.resolve(ctx, n.fsys.client, logical)
 	if err != nil {
 		return nil, nil, 0, toErrno(err)
 	}
-	h, a, err := n.fsys.open(ctx, r.Physical, flags|syscall.O_CREAT, mode)
+	h, a, err := n.fsys.open(ctx, p, flags|syscall.O_CREAT, mode)
 	if err != nil {
 		return nil, nil, 0, toErrno(err)
 	}
-	child := n.newChild(ctx, logical, r.Physical, nil, a, out)
-	return child, child.Operations().(*node).track(h), openFlags(r.Physical), 0
+	child := n.newChild(ctx, logical, p, nil, a, out)
+	return child, child.Operations().(*node).track(h), openFlags(p), 0
 }
 
 func (n *node) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
@@ -489,12 +494,12 @@ func (n *node) childBackend(ctx context.Context, name string) (backend, Physical
 	if err != nil {
 		return nil, Physical{}, err
 	}
-	r, err := n.fsys.client.Resolve(ctx, logical, 0)
+	p, err := n.fsys.names.resolve(ctx, n.fsys.client, logical)
 	if err != nil {
 		return nil, Physical{}, err
 	}
-	be, err := n.fsys.backend(r.Physical)
-	return be, r.Physical, err
+	be, err := n.fsys.backend(p)
+	return be, p, err
 }
 
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {

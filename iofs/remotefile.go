@@ -91,11 +91,15 @@ func (f *remoteFile) dropHead() {
 }
 
 func (f *remoteFile) WriteAt(ctx context.Context, data []byte, off int64) (int, error) {
+	return f.writeBatch(ctx, Writes{Offset: off, Data: data})
+}
+
+func (f *remoteFile) writeBatch(ctx context.Context, w Writes) (int, error) {
 	f.dropHead()
 	var n int
 	err := f.retry(ctx, func(id uint64) error {
 		var err error
-		n, err = f.c.Write(ctx, id, Writes{Offset: off, Data: data})
+		n, err = f.c.Write(ctx, id, w)
 		return err
 	})
 	return n, err
