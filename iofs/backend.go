@@ -40,6 +40,12 @@ type handle interface {
 	Close(ctx context.Context) error
 }
 
+// A closeReporter knows the attributes its file was left with when it was
+// closed, if the shadow said.
+type closeReporter interface {
+	closedAttr() (Attr, bool)
+}
+
 // An allocator allocates space of its file, as fallocate(2). Handles that
 // are not allocators answer EOPNOTSUPP, and posix_fallocate then writes
 // the space itself.

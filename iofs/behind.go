@@ -250,6 +250,13 @@ func (b *behind) allocate(ctx context.Context, mode uint32, off, length int64) e
 	return a.allocate(ctx, mode, off, length)
 }
 
+func (b *behind) closedAttr() (Attr, bool) {
+	if c, ok := b.inner.(closeReporter); ok {
+		return c.closedAttr()
+	}
+	return Attr{}, false
+}
+
 // reopen passes through: a second descriptor sees the writes once drained.
 func (b *behind) reopen(ctx context.Context, flags uint32) (handle, error) {
 	if err := b.drain(); err != nil {

@@ -164,6 +164,41 @@ type node struct {
 	whole     []byte
 	wholeAttr Attr
 	open      map[*file]struct{}
+	// cached is the file as the kernel's page cache of it holds it, as
+	// far as iofs knows: as it was at its last open or close through
+	// iofs (see keepCache).
+	cached   cacheState
+	cachedOK bool
+}
+
+// cacheState is what tells one version of a file from another: the
+// submit side changes mtime, ctime or size with every change.
+type cacheState struct {
+	mtime, ctime int64
+	size         uint64
+}
+
+func stateOf(a Attr) cacheState { return cacheState{mtime: a.Mtime, ctime: a.Ctime, size: a.Size} }
+
+// keepCache reports whether the kernel may keep the pages it caches of
+// the file opened now with attributes a: only if nothing changed the file
+// since iofs last saw it (FUSE otherwise drops them at every open, and a
+// program that opens a file again reads it all again over the network).
+// It records a as what the cache holds from now on.
+func (n *node) keepCache(a Attr) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	keep := n.cachedOK && n.cached == stateOf(a)
+	n.cached, n.cachedOK = stateOf(a), a.Mtime != 0 || a.Ctime != 0
+	return keep
+}
+
+// closed records the attributes a file was left with by the job's
+// writes, whose pages the kernel holds.
+func (n *node) closed(a Attr) {
+	n.mu.Lock()
+	n.cached, n.cachedOK = stateOf(a), a.Mtime != 0 || a.Ctime != 0
+	n.mu.Unlock()
 }
 
 // track records an open file of the node and returns it.
@@ -442,13 +477,21 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		// Phase two was answered with phase one; the shadow hears of it
 		// later, as an open that read the file whole.
 		n.fsys.usage.opened(p.Path, len(data))
-		return n.track(&remoteFile{c: n.fsys.client, path: p.Path, flags: flags, head: data, headEOF: true, attr: a}), 0, 0
+		var ff uint32
+		if n.keepCache(a) {
+			ff = fuse.FOPEN_KEEP_CACHE
+		}
+		return n.track(&remoteFile{c: n.fsys.client, path: p.Path, flags: flags, head: data, headEOF: true, attr: a}), ff, 0
 	}
-	h, _, err := n.fsys.open(ctx, p, flags, 0)
+	h, a, err := n.fsys.open(ctx, p, flags, 0)
 	if err != nil {
 		return nil, 0, toErrno(err)
 	}
-	return n.track(h), openFlags(p), 0
+	ff := openFlags(p)
+	if ff&fuse.FOPEN_DIRECT_IO == 0 && n.keepCache(a) {
+		ff |= fuse.FOPEN_KEEP_CACHE
+	}
+	return n.track(h), ff, 0
 }
 
 func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {

@@ -239,3 +239,34 @@ func TestStatsCountOnlyTheJob(t *testing.T) {
 		t.Errorf("in.txt, opened and read once: %+v, want 1 open, 1 read of 6 bytes", in)
 	}
 }
+
+// TestPageCacheKeptWhileUnchanged reads a file twice: the second time the
+// kernel's page cache serves it, since the shadow says the file has not
+// changed. Once it has, the job reads the new contents.
+func TestPageCacheKeptWhileUnchanged(t *testing.T) {
+	e := newEnv(t, "")
+	data := bytes.Repeat([]byte("0123456789abcdef"), 64<<10) // 1 MiB
+	e.writeSubmit("f", string(data))
+	bytesRead := func() int64 {
+		for _, s := range e.io.Stats() {
+			if filepath.Base(s.Path) == "f" {
+				return s.BytesRead
+			}
+		}
+		return 0
+	}
+	for i, want := range []int64{int64(len(data)), 0} {
+		before := bytesRead()
+		got, err := os.ReadFile(e.path("f"))
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("read %d: %d bytes, %v", i, len(got), err)
+		}
+		// The open brings the first 64 KiB along in any case.
+		if n := bytesRead() - before; (want == 0) != (n <= 64<<10) {
+			t.Errorf("read %d of an unchanged file: the shadow sent %d bytes", i, n)
+		}
+	}
+	changed := bytes.ToUpper(data)
+	e.writeSubmit("f", string(changed))
+	e.waitFor(t, "f", string(changed))
+}

@@ -25,6 +25,9 @@ type remoteFile struct {
 	// attr is the file's attributes at open, for a file held whole (id
 	// 0) whose name is gone.
 	attr Attr
+	// left is the file's attributes at close, if the shadow said.
+	left   Attr
+	leftOK bool
 }
 
 // retry runs op with the current handle; if the shadow forgot the handle
@@ -159,10 +162,21 @@ func (f *remoteFile) Close(ctx context.Context) error {
 	if id == 0 {
 		return nil
 	}
-	_, err := f.c.Close(ctx, id)
+	a, err := f.c.Close(ctx, id)
+	if err == nil {
+		f.mu.Lock()
+		f.left, f.leftOK = a, true
+		f.mu.Unlock()
+	}
 	if errors.Is(err, syscall.EBADF) {
 		// A restarted shadow has closed it already.
 		return nil
 	}
 	return err
+}
+
+func (f *remoteFile) closedAttr() (Attr, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.left, f.leftOK
 }
