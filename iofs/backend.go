@@ -40,6 +40,12 @@ type handle interface {
 	Close(ctx context.Context) error
 }
 
+// An attrSetter changes the attributes of its open file, which may have no
+// name any more.
+type attrSetter interface {
+	setattr(ctx context.Context, set SetAttr) (Attr, error)
+}
+
 // A closeReporter knows the attributes its file was left with when it was
 // closed, if the shadow said.
 type closeReporter interface {

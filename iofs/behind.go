@@ -153,6 +153,16 @@ func (b *behind) send(w *batch) {
 	b.done.Broadcast()
 }
 
+// wait waits until every write is through, leaving any error to be
+// reported by the file's own next operation.
+func (b *behind) wait() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for len(b.queue) > 0 || len(b.flying) > 0 {
+		b.done.Wait()
+	}
+}
+
 // drain waits until every write is through and returns (and clears) the
 // first error among them.
 func (b *behind) drain() error {
@@ -248,6 +258,17 @@ func (b *behind) allocate(ctx context.Context, mode uint32, off, length int64) e
 		return syscall.EOPNOTSUPP
 	}
 	return a.allocate(ctx, mode, off, length)
+}
+
+func (b *behind) setattr(ctx context.Context, set SetAttr) (Attr, error) {
+	if err := b.drain(); err != nil {
+		return Attr{}, err
+	}
+	s, ok := b.inner.(attrSetter)
+	if !ok {
+		return Attr{}, syscall.EOPNOTSUPP
+	}
+	return s.setattr(ctx, set)
 }
 
 func (b *behind) closedAttr() (Attr, bool) {

@@ -35,6 +35,8 @@ type Client interface {
 	// SetAttr changes the file path names; a symbolic link it ends in is
 	// changed itself, not followed.
 	SetAttr(ctx context.Context, path string, set SetAttr) (Attr, error)
+	// SetAttrHandle changes the attributes of an open file.
+	SetAttrHandle(ctx context.Context, handle uint64, set SetAttr) (Attr, error)
 	ReadDir(ctx context.Context, path string) ([]DirEntry, error)
 	Mkdir(ctx context.Context, path string, mode uint32) (Attr, error)
 	Unlink(ctx context.Context, path string) error

@@ -25,6 +25,9 @@ var (
 )
 
 func (f *file) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	// What the job wrote through its other descriptors of the file comes
+	// first.
+	f.node.drainOthers(f)
 	data, err := f.h.ReadAt(ctx, dest, off)
 	if err != nil {
 		return nil, toErrno(err)
@@ -64,7 +67,7 @@ func (f *file) Release(ctx context.Context) syscall.Errno {
 	// hand: the kernel's pages of it are still good.
 	if c, ok := f.h.(closeReporter); ok {
 		if a, ok := c.closedAttr(); ok {
-			f.node.closed(a)
+			f.node.record(a)
 		}
 	}
 	return 0

@@ -109,6 +109,9 @@ func Mount(ctx context.Context, mountpoint string, c Client, opts Options) (*Ser
 			MaxBackground: 32,
 			Debug:         opts.Debug,
 			DisableSplice: true,
+			// The kernel gathers the job's writes in its page cache and
+			// sends them at writeback, fsync and close (see doc.go).
+			ExtraCapabilities: fuse.CAP_WRITEBACK_CACHE,
 		},
 	}
 	srv, err := fs.Mount(mountpoint, root, fo)
@@ -117,22 +120,31 @@ func Mount(ctx context.Context, mountpoint string, c Client, opts Options) (*Ser
 		return nil, fmt.Errorf("iofs: mount %s: %w", mountpoint, err)
 	}
 	if os.Geteuid() == 0 {
-		if err := setReadAhead(mountpoint, opts.ReadAhead); err != nil {
+		if err := setBDI(mountpoint, "read_ahead_kb", opts.ReadAhead>>10); err != nil {
 			opts.Logger.Warn("iofs: set read-ahead", "err", err)
+		}
+		// A FUSE mount may hold 1% of the machine's dirty pages at
+		// most, strictly; past that the job's writes wait for
+		// writeback, page by page. Let it hold as much as a disk.
+		if err := setBDI(mountpoint, "strict_limit", 0); err != nil {
+			opts.Logger.Debug("iofs: lift the strict dirty limit", "err", err)
+		}
+		if err := setBDI(mountpoint, "max_ratio", 100); err != nil {
+			opts.Logger.Debug("iofs: raise the dirty ratio", "err", err)
 		}
 	}
 	return &Server{fuse: srv, usage: fsys.usage}, nil
 }
 
-// setReadAhead sets the read-ahead of the mount's backing device: several
-// 1 MiB reads then travel to the shadow at once.
-func setReadAhead(mountpoint string, bytes int) error {
+// setBDI sets a setting of the mount's backing device, such as its
+// read-ahead: several 1 MiB reads then travel to the shadow at once.
+func setBDI(mountpoint, name string, value int) error {
 	var st unix.Stat_t
 	if err := unix.Stat(mountpoint, &st); err != nil {
 		return err
 	}
-	p := fmt.Sprintf("/sys/class/bdi/%d:%d/read_ahead_kb", unix.Major(st.Dev), unix.Minor(st.Dev))
-	return os.WriteFile(p, []byte(strconv.Itoa(bytes>>10)), 0)
+	p := fmt.Sprintf("/sys/class/bdi/%d:%d/%s", unix.Major(st.Dev), unix.Minor(st.Dev), name)
+	return os.WriteFile(p, []byte(strconv.Itoa(value)), 0)
 }
 
 // Unmount unmounts the file system; it fails while files are in use

@@ -82,6 +82,14 @@ func (f *fileSystem) open(ctx context.Context, p Physical, flags, mode uint32) (
 	}
 	stage := p.has(methodCompress) || p.has(methodFetch)
 	inner := flags
+	if openFlags(p)&fuse.FOPEN_DIRECT_IO == 0 {
+		// Through the page cache (writeback): the kernel places appends
+		// itself and reads the pages a write fills in part.
+		inner &^= syscall.O_APPEND
+		if inner&syscall.O_ACCMODE == syscall.O_WRONLY {
+			inner = inner&^syscall.O_ACCMODE | syscall.O_RDWR
+		}
+	}
 	switch {
 	case stage:
 		// The copy is read in first and written back whole.
@@ -93,6 +101,11 @@ func (f *fileSystem) open(ctx context.Context, p Physical, flags, mode uint32) (
 		inner |= syscall.O_APPEND
 	}
 	h, a, err := be.open(ctx, p.Path, inner, mode)
+	if errors.Is(err, syscall.EACCES) && inner&syscall.O_ACCMODE != flags&syscall.O_ACCMODE {
+		// Write-only to its owner: a write of part of a page then fails.
+		inner = inner&^syscall.O_ACCMODE | flags&syscall.O_ACCMODE
+		h, a, err = be.open(ctx, p.Path, inner, mode)
+	}
 	if err != nil {
 		return nil, Attr{}, err
 	}
@@ -193,9 +206,18 @@ func (n *node) keepCache(a Attr) bool {
 	return keep
 }
 
-// closed records the attributes a file was left with by the job's
-// writes, whose pages the kernel holds.
-func (n *node) closed(a Attr) {
+// current reports whether the kernel's idea of the file (its pages, size
+// and times) may stand for a file of attributes a: the file is unchanged
+// since iofs last saw it, or open (the job's own writes change it).
+func (n *node) current(a Attr) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.open) > 0 || !n.cachedOK || n.cached == stateOf(a)
+}
+
+// record records a as the file the kernel knows: as the job's own
+// changes left it, or as first looked up.
+func (n *node) record(a Attr) {
 	n.mu.Lock()
 	n.cached, n.cachedOK = stateOf(a), a.Mtime != 0 || a.Ctime != 0
 	n.mu.Unlock()
@@ -211,6 +233,22 @@ func (n *node) track(h handle) *file {
 	n.open[f] = struct{}{}
 	n.mu.Unlock()
 	return f
+}
+
+// drainOthers waits until the writes made through the node's other open
+// files have reached the shadow. A write's error stays with its file.
+func (n *node) drainOthers(f *file) {
+	n.mu.Lock()
+	var others []*behind
+	for o := range n.open {
+		if b, ok := o.h.(*behind); ok && o != f {
+			others = append(others, b)
+		}
+	}
+	n.mu.Unlock()
+	for _, b := range others {
+		b.wait()
+	}
 }
 
 func (n *node) forget(f *file) {
@@ -332,14 +370,19 @@ func (n *node) newChild(ctx context.Context, name string, p Physical, whole []by
 	// expired) is the same inode, with the same number: a job holding it
 	// open finds by its name the file it has open, as CRIU checks when
 	// it checkpoints the job.
+	// A file changed on the submit side since is given a new inode
+	// unless it is open: with writeback caching, the kernel keeps a
+	// regular file's size and times as it knows them for as long as it
+	// has the inode.
 	if in := n.GetChild(path.Base(name)); in != nil {
-		if old, ok := in.Operations().(*node); ok && old.sameFile(a) {
+		if old, ok := in.Operations().(*node); ok && old.sameFile(a) && old.current(a) {
 			old.remember(name, p, whole, a)
 			return in
 		}
 	}
 	ch := &node{fsys: n.fsys, ino: a.Ino}
 	ch.remember(name, p, whole, a)
+	ch.record(a)
 	return n.NewInode(ctx, ch, fs.StableAttr{Mode: a.Mode & syscall.S_IFMT})
 }
 
@@ -435,6 +478,17 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 			set.Size = &size
 		}
 	}
+	if f, ok := fh.(*file); ok && !set.empty() {
+		// Through the open file, which may have no name any more.
+		if s, ok := f.h.(attrSetter); ok {
+			a, err := s.setattr(ctx, set)
+			if err != nil {
+				return toErrno(err)
+			}
+			n.record(a) // changed by the job
+			set = SetAttr{}
+		}
+	}
 	if !set.empty() {
 		p, err := n.physical(ctx)
 		if err != nil {
@@ -444,11 +498,19 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 		if err != nil {
 			return toErrno(err)
 		}
-		if _, err := be.setattr(ctx, p.Path, set); err != nil {
+		a, err := be.setattr(ctx, p.Path, set)
+		if err != nil {
 			return toErrno(err)
 		}
+		n.record(a) // changed by the job
 	}
-	return n.Getattr(ctx, fh, out)
+	if errno := n.Getattr(ctx, fh, out); errno != 0 {
+		return errno
+	}
+	// Valid as long as a GETATTR's answer: otherwise the kernel asks again
+	// before the job's next write.
+	out.SetTimeout(n.fsys.opts.Timeout)
+	return 0
 }
 
 // openFlags tells the kernel how to cache a file: transformed contents

@@ -175,8 +175,24 @@ func (f *remoteFile) Close(ctx context.Context) error {
 	return err
 }
 
+// closedAttr reports the attributes at close of a file open for writing:
+// those of a file only read may be another's changes, made since.
 func (f *remoteFile) closedAttr() (Attr, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.left, f.leftOK
+	return f.left, f.leftOK && f.flags&syscall.O_ACCMODE != syscall.O_RDONLY
+}
+
+// setattr changes the attributes of the open file, also once unlinked.
+func (f *remoteFile) setattr(ctx context.Context, set SetAttr) (Attr, error) {
+	if f.closed() {
+		return f.c.SetAttr(ctx, f.path, set)
+	}
+	var a Attr
+	err := f.retry(ctx, func(id uint64) error {
+		var err error
+		a, err = f.c.SetAttrHandle(ctx, id, set)
+		return err
+	})
+	return a, err
 }

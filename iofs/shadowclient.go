@@ -199,7 +199,14 @@ func (c *shadowClient) Close(ctx context.Context, h uint64) (Attr, error) {
 }
 
 func (c *shadowClient) SetAttr(ctx context.Context, path string, set SetAttr) (Attr, error) {
-	req := &wire.SetAttrRequest{Secret: c.secret, Path: path}
+	return c.setAttr(ctx, &wire.SetAttrRequest{Secret: c.secret, Path: path}, set)
+}
+
+func (c *shadowClient) SetAttrHandle(ctx context.Context, h uint64, set SetAttr) (Attr, error) {
+	return c.setAttr(ctx, &wire.SetAttrRequest{Secret: c.secret, Handle: h}, set)
+}
+
+func (c *shadowClient) setAttr(ctx context.Context, req *wire.SetAttrRequest, set SetAttr) (Attr, error) {
 	if set.Mode != nil {
 		req.SetMode, req.Mode = true, *set.Mode
 	}
