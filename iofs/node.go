@@ -215,6 +215,15 @@ func (n *node) current(a Attr) bool {
 	return len(n.open) > 0 || !n.cachedOK || n.cached == stateOf(a)
 }
 
+// stale reports whether the file, found with attributes a at its open,
+// changed since the kernel learnt of it, and is not open (the job's own
+// writes change an open file).
+func (n *node) stale(a Attr) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.open) == 0 && n.cachedOK && n.cached != stateOf(a)
+}
+
 // record records a as the file the kernel knows: as the job's own
 // changes left it, or as first looked up.
 func (n *node) record(a Attr) {
@@ -550,8 +559,17 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		return nil, 0, toErrno(err)
 	}
 	ff := openFlags(p)
-	if ff&fuse.FOPEN_DIRECT_IO == 0 && n.keepCache(a) {
-		ff |= fuse.FOPEN_KEEP_CACHE
+	if ff&fuse.FOPEN_DIRECT_IO == 0 {
+		if flags&syscall.O_TRUNC == 0 && n.stale(a) {
+			// Changed on the submit side: the kernel's size and times
+			// of the inode are old. ESTALE has the kernel look the name
+			// up again (as for NFS), and the lookup gives a new inode.
+			h.Close(context.WithoutCancel(ctx))
+			return nil, 0, syscall.ESTALE
+		}
+		if n.keepCache(a) {
+			ff |= fuse.FOPEN_KEEP_CACHE
+		}
 	}
 	return n.track(h), ff, 0
 }

@@ -269,4 +269,9 @@ func TestPageCacheKeptWhileUnchanged(t *testing.T) {
 	changed := bytes.ToUpper(data)
 	e.writeSubmit("f", string(changed))
 	e.waitFor(t, "f", string(changed))
+	// Grown on the submit side: the kernel, which keeps the size it knows
+	// of files it caches, learns the new one.
+	grown := string(changed) + "and more"
+	e.writeSubmit("f", grown)
+	e.waitFor(t, "f", grown)
 }
