@@ -21,14 +21,44 @@
 //
 // Round trips to the shadow are what cost: phase one brings a name's
 // attributes along, and small files whole, so that a lookup and the open
-// after it usually need one round trip; writes to remote files go behind
-// the job, several at a time and in order where they overlap, and a failed
-// write is reported by the file's next write, fsync or close, as network
-// file systems do. Bytes are what cost next: the kernel reads 16 MiB ahead
-// of a sequential reader, 1 MiB per request, and a remote read's data is
-// decoded from the shadow's reply straight into the FUSE request's reply
-// buffer (see wire's codec): no buffer is allocated for a read's data on
-// either side.
+// after it usually need one round trip; answers to phase one, and names
+// that do not exist, are remembered for Options.Timeout. Bytes are what
+// cost next: the kernel reads 16 MiB ahead of a sequential reader, 1 MiB
+// per request, and a remote read's data is decoded from the shadow's reply
+// straight into the FUSE request's reply buffer (see wire's codec): no
+// buffer is allocated for a read's data on either side.
+//
+// The kernel's page cache holds the job's files, as for a local disk, with
+// the consistency of a network file system:
+//
+//   - Writes are cached (FUSE writeback caching) and reach the shadow at
+//     writeback, fsync and close, gathered into batches of up to 1 MiB
+//     per request, several batches at a time and in order where they
+//     overlap. close(2) returns once the writes are on the submit side;
+//     fsync(2) once the shadow has synced them there (the last batch and
+//     the sync travel together), and a directory's fsync syncs the
+//     directory there. A failed write is reported by the file's next
+//     write, fsync or close.
+//   - Pages read stay cached across opens while the shadow reports the
+//     file unchanged (same mtime, ctime and size as when iofs last saw
+//     it); otherwise an open drops them. A file changed on the submit
+//     side is seen at the next open after the name's entry expires
+//     (Options.Timeout): the kernel keeps the size it knows of a cached
+//     file, so a changed file gets a new inode, and an open that finds
+//     the file changed under an old one answers ESTALE, which has the
+//     kernel look the name up again, as for NFS. A file open while it is
+//     changed on the submit side keeps the size the job knew.
+//
+// The job's calls have POSIX's semantics as the submit side's file system
+// gives them, with the submit side's errors: hard links, symbolic links
+// (whose own times are set on the link), user.* extended attributes,
+// FIFOs and sockets (named on the submit side, served by the execute
+// machine's kernel), fallocate, and owner changes as far as the job's
+// owner, who runs the shadow, may make them. Device files are refused.
+// TestPOSIXSuite checks them against the submit side's own file system.
+// The shadow counts in its statistics only what the job did: a lookup
+// counts nothing, and the opens iofs serves from one are reported to it
+// (Client.Account).
 //
 // Errors reach the job as the errno the submit machine saw. While the
 // shadow cannot be reached, I/O blocks and then resumes (up to the lease

@@ -11,8 +11,9 @@ import (
 // file is an open file as FUSE sees it. It does not offer a passthrough
 // descriptor: every read and write goes through iofs.
 type file struct {
-	h    handle
-	node *node
+	h        handle
+	node     *node
+	writable bool
 }
 
 var (
@@ -31,6 +32,9 @@ func (f *file) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResul
 	data, err := f.h.ReadAt(ctx, dest, off)
 	if err != nil {
 		return nil, toErrno(err)
+	}
+	if !f.writable {
+		f.node.noteRead(off, len(dest))
 	}
 	return fuse.ReadResultData(data), 0
 }

@@ -46,8 +46,9 @@ type Options struct {
 
 // Server is a mounted iofs.
 type Server struct {
-	fuse  *fuse.Server
-	usage *usage
+	fuse       *fuse.Server
+	usage      *usage
+	prefetches *prefetches
 }
 
 // Mount mounts iofs at mountpoint, serving the job whose shadow c reaches.
@@ -73,7 +74,7 @@ func Mount(ctx context.Context, mountpoint string, c Client, opts Options) (*Ser
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	fsys := &fileSystem{
-		client: c, opts: opts, usage: newUsage(c, opts.Logger), names: newNames(opts.Timeout),
+		client: c, opts: opts, usage: newUsage(c, opts.Logger), names: newNames(opts.Timeout), prefetches: newPrefetches(),
 		remote: &remote{c: c, prefetch: opts.Prefetch},
 		local:  &local{dir: opts.LocalDir},
 		http:   &web{scheme: "http", client: opts.HTTPClient},
@@ -83,10 +84,12 @@ func Mount(ctx context.Context, mountpoint string, c Client, opts Options) (*Ser
 	res, err := c.Resolve(ctx, ".", 0)
 	if err != nil {
 		fsys.usage.close()
+		fsys.prefetches.stop()
 		return nil, fmt.Errorf("iofs: resolve the job's directory: %w", err)
 	}
 	if _, err := fsys.stat(ctx, res); err != nil {
 		fsys.usage.close()
+		fsys.prefetches.stop()
 		return nil, fmt.Errorf("iofs: the job's directory %s: %w", res.Physical, err)
 	}
 	root := &node{fsys: fsys}
@@ -117,6 +120,7 @@ func Mount(ctx context.Context, mountpoint string, c Client, opts Options) (*Ser
 	srv, err := fs.Mount(mountpoint, root, fo)
 	if err != nil {
 		fsys.usage.close()
+		fsys.prefetches.stop()
 		return nil, fmt.Errorf("iofs: mount %s: %w", mountpoint, err)
 	}
 	if os.Geteuid() == 0 {
@@ -133,7 +137,7 @@ func Mount(ctx context.Context, mountpoint string, c Client, opts Options) (*Ser
 			opts.Logger.Debug("iofs: raise the dirty ratio", "err", err)
 		}
 	}
-	return &Server{fuse: srv, usage: fsys.usage}, nil
+	return &Server{fuse: srv, usage: fsys.usage, prefetches: fsys.prefetches}, nil
 }
 
 // setBDI sets a setting of the mount's backing device, such as its
@@ -152,6 +156,7 @@ func setBDI(mountpoint, name string, value int) error {
 // of everything the job did (see usage).
 func (s *Server) Unmount() error {
 	s.usage.flush()
+	s.prefetches.stop()
 	if err := s.fuse.Unmount(); err != nil {
 		return fmt.Errorf("iofs: unmount: %w", err)
 	}
@@ -162,5 +167,6 @@ func (s *Server) Unmount() error {
 // Wait returns once the file system is unmounted.
 func (s *Server) Wait() {
 	s.fuse.Wait()
+	s.prefetches.stop()
 	s.usage.close()
 }

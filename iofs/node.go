@@ -37,6 +37,7 @@ type fileSystem struct {
 	http, https *web
 	usage       *usage
 	names       *names
+	prefetches  *prefetches
 	// writeBufs holds the buffers that carry writes to the shadow in the
 	// background (see behind).
 	writeBufs sync.Pool
@@ -182,6 +183,15 @@ type node struct {
 	// iofs (see keepCache).
 	cached   cacheState
 	cachedOK bool
+	// writers counts the open files open for writing; randomReads and
+	// lastEnd follow the job's reads, fetch is the prefetch under way and
+	// fetched says one ran for the pages the kernel holds (see
+	// prefetch.go).
+	writers     int
+	randomReads int
+	lastEnd     int64
+	fetch       *fetcher
+	fetched     bool
 }
 
 // cacheState is what tells one version of a file from another: the
@@ -203,6 +213,9 @@ func (n *node) keepCache(a Attr) bool {
 	defer n.mu.Unlock()
 	keep := n.cachedOK && n.cached == stateOf(a)
 	n.cached, n.cachedOK = stateOf(a), a.Mtime != 0 || a.Ctime != 0
+	if !keep {
+		n.fetched, n.randomReads = false, 0
+	}
 	return keep
 }
 
@@ -232,14 +245,17 @@ func (n *node) record(a Attr) {
 	n.mu.Unlock()
 }
 
-// track records an open file of the node and returns it.
-func (n *node) track(h handle) *file {
-	f := &file{h: h, node: n}
+// track records a file of the node opened with flags and returns it.
+func (n *node) track(h handle, flags uint32) *file {
+	f := &file{h: h, node: n, writable: flags&syscall.O_ACCMODE != syscall.O_RDONLY}
 	n.mu.Lock()
 	if n.open == nil {
 		n.open = map[*file]struct{}{}
 	}
 	n.open[f] = struct{}{}
+	if f.writable {
+		n.writers++
+	}
 	n.mu.Unlock()
 	return f
 }
@@ -263,6 +279,9 @@ func (n *node) drainOthers(f *file) {
 func (n *node) forget(f *file) {
 	n.mu.Lock()
 	delete(n.open, f)
+	if f.writable {
+		n.writers--
+	}
 	n.mu.Unlock()
 }
 
@@ -285,7 +304,7 @@ func (n *node) openOrphan(ctx context.Context, flags uint32) (*file, error) {
 	if err != nil {
 		return nil, err
 	}
-	return n.track(h), nil
+	return n.track(h, flags), nil
 }
 
 var (
@@ -551,8 +570,10 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		var ff uint32
 		if n.keepCache(a) {
 			ff = fuse.FOPEN_KEEP_CACHE
+		} else {
+			n.stopPrefetch()
 		}
-		return n.track(&remoteFile{c: n.fsys.client, path: p.Path, flags: flags, head: data, headEOF: true, attr: a}), ff, 0
+		return n.track(&remoteFile{c: n.fsys.client, path: p.Path, flags: flags, head: data, headEOF: true, attr: a}, flags), ff, 0
 	}
 	h, a, err := n.fsys.open(ctx, p, flags, 0)
 	if err != nil {
@@ -569,9 +590,15 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		}
 		if n.keepCache(a) {
 			ff |= fuse.FOPEN_KEEP_CACHE
+		} else {
+			n.stopPrefetch() // its pages are about to be dropped
 		}
 	}
-	return n.track(h), ff, 0
+	f := n.track(h, flags)
+	if f.writable {
+		n.stopPrefetch()
+	}
+	return f, ff, 0
 }
 
 func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
@@ -588,7 +615,7 @@ func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out 
 		return nil, nil, 0, toErrno(err)
 	}
 	child := n.newChild(ctx, logical, p, nil, a, out)
-	return child, child.Operations().(*node).track(h), openFlags(p), 0
+	return child, child.Operations().(*node).track(h, flags), openFlags(p), 0
 }
 
 func (n *node) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
