@@ -48,6 +48,11 @@
 //     the file changed under an old one answers ESTALE, which has the
 //     kernel look the name up again, as for NFS. A file open while it is
 //     changed on the submit side keeps the size the job knew.
+//   - A file the job reads at random (the kernel reads ahead only of
+//     sequential readers) is read whole into the page cache in the
+//     background, if it is at most 1 GiB, while no descriptor of it is
+//     open for writing (see prefetch.go). The shadow counts those reads
+//     as the job's.
 //
 // The job's calls have POSIX's semantics as the submit side's file system
 // gives them, with the submit side's errors: hard links, symbolic links

@@ -184,14 +184,12 @@ type node struct {
 	cached   cacheState
 	cachedOK bool
 	// writers counts the open files open for writing; randomReads and
-	// lastEnd follow the job's reads, fetch is the prefetch under way and
-	// fetched says one ran for the pages the kernel holds (see
-	// prefetch.go).
+	// lastEnd follow the job's reads that missed the page cache, fetch is
+	// the prefetch under way (see prefetch.go).
 	writers     int
 	randomReads int
 	lastEnd     int64
 	fetch       *fetcher
-	fetched     bool
 }
 
 // cacheState is what tells one version of a file from another: the
@@ -213,9 +211,6 @@ func (n *node) keepCache(a Attr) bool {
 	defer n.mu.Unlock()
 	keep := n.cachedOK && n.cached == stateOf(a)
 	n.cached, n.cachedOK = stateOf(a), a.Mtime != 0 || a.Ctime != 0
-	if !keep {
-		n.fetched, n.randomReads = false, 0
-	}
 	return keep
 }
 

@@ -19,6 +19,8 @@ const (
 	prefetchAfter = 32
 	prefetchMax   = 1 << 30
 	prefetchChunk = 1 << 20
+	// randomReadMax: larger reads are the kernel's read-ahead.
+	randomReadMax = 64 << 10
 )
 
 // prefetches owns the prefetches of a mount.
@@ -45,16 +47,19 @@ type fetcher struct {
 	done   chan struct{}
 }
 
-// noteRead records a read the job made through a descriptor open for
-// reading only, and starts the prefetch when it is due.
+// noteRead records a read that missed the page cache, made through a
+// descriptor open for reading only, and starts the prefetch when it is
+// due. A random read is small and does not continue the last one: the
+// kernel reads ahead of a sequential reader in large reads (several at
+// once, in any order), and sends a random reader's reads as they are.
 func (n *node) noteRead(off int64, size int) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if off != n.lastEnd {
+	if size < randomReadMax && off != n.lastEnd {
 		n.randomReads++
 	}
 	n.lastEnd = off + int64(size)
-	if n.randomReads < prefetchAfter || n.writers > 0 || n.fetch != nil || n.fetched || !n.cachedOK ||
+	if n.randomReads < prefetchAfter || n.writers > 0 || n.fetch != nil || !n.cachedOK ||
 		n.cached.size > prefetchMax || len(n.phys.Methods) != 1 || n.phys.Base() != methodRemote {
 		return
 	}
@@ -64,7 +69,9 @@ func (n *node) noteRead(off int64, size int) {
 	}
 	ctx, cancel := context.WithCancel(all.ctx)
 	f := &fetcher{cancel: cancel, done: make(chan struct{})}
-	n.fetch, n.fetched = f, true
+	// Another prefetch is due only after as many misses again: pages
+	// the kernel holds are read without iofs.
+	n.fetch, n.randomReads = f, 0
 	all.wg.Add(1)
 	go n.prefetch(ctx, f, n.phys.Path, int64(n.cached.size))
 }
@@ -108,9 +115,5 @@ func (n *node) stopPrefetch() {
 	if f != nil {
 		f.cancel()
 		<-f.done
-		// The pages are not all there: a later prefetch may finish it.
-		n.mu.Lock()
-		n.fetched = false
-		n.mu.Unlock()
 	}
 }
