@@ -127,15 +127,6 @@ func Mount(ctx context.Context, mountpoint string, c Client, opts Options) (*Ser
 		if err := setBDI(mountpoint, "read_ahead_kb", opts.ReadAhead>>10); err != nil {
 			opts.Logger.Warn("iofs: set read-ahead", "err", err)
 		}
-		// A FUSE mount may hold 1% of the machine's dirty pages at
-		// most, strictly; past that the job's writes wait for
-		// writeback, page by page. Let it hold as much as a disk.
-		if err := setBDI(mountpoint, "strict_limit", 0); err != nil {
-			opts.Logger.Debug("iofs: lift the strict dirty limit", "err", err)
-		}
-		if err := setBDI(mountpoint, "max_ratio", 100); err != nil {
-			opts.Logger.Debug("iofs: raise the dirty ratio", "err", err)
-		}
 	}
 	return &Server{fuse: srv, usage: fsys.usage, prefetches: fsys.prefetches}, nil
 }
