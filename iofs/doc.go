@@ -31,23 +31,22 @@
 // The kernel's page cache holds the job's files, as for a local disk, with
 // the consistency of a network file system:
 //
-//   - Writes are cached (FUSE writeback caching) and reach the shadow at
-//     writeback, fsync and close, gathered into batches of up to 1 MiB
-//     per request, several batches at a time and in order where they
-//     overlap. close(2) returns once the writes are on the submit side;
-//     fsync(2) once the shadow has synced them there (the last batch and
-//     the sync travel together), and a directory's fsync syncs the
-//     directory there. A failed write is reported by the file's next
-//     write, fsync or close.
+//   - Writes go behind the job: each reaches iofs with the write(2) that
+//     makes it, and iofs sends them in batches of up to 1 MiB per request,
+//     several batches at a time and in order where they overlap. close(2)
+//     returns once the writes are on the submit side; fsync(2) once the
+//     shadow has synced them there (the last batch and the sync travel
+//     together), and a directory's fsync syncs the directory there. A
+//     failed write is reported by the file's next write, fsync or close.
+//     The kernel's writeback caching would spare the job a round trip to
+//     iofs per write, but it holds written data in the execute machine's
+//     page cache past the job's end and past a checkpoint: a job moved
+//     elsewhere could read its files without its last writes.
 //   - Pages read stay cached across opens while the shadow reports the
-//     file unchanged (same mtime, ctime and size as when iofs last saw
-//     it); otherwise an open drops them. A file changed on the submit
-//     side is seen at the next open after the name's entry expires
-//     (Options.Timeout): the kernel keeps the size it knows of a cached
-//     file, so a changed file gets a new inode, and an open that finds
-//     the file changed under an old one answers ESTALE, which has the
-//     kernel look the name up again, as for NFS. A file open while it is
-//     changed on the submit side keeps the size the job knew.
+//     file unchanged (same mtime, ctime and size as when iofs last saw it:
+//     at an open, or at the close of a file the job wrote); otherwise an
+//     open drops them. A file changed on the submit side is seen at the
+//     next open after the name's entry expires (Options.Timeout).
 //   - A file the job reads at random (the kernel reads ahead only of
 //     sequential readers) is read whole into the page cache in the
 //     background, if it is at most 1 GiB, while no descriptor of it is

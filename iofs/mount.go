@@ -112,9 +112,6 @@ func Mount(ctx context.Context, mountpoint string, c Client, opts Options) (*Ser
 			MaxBackground: 32,
 			Debug:         opts.Debug,
 			DisableSplice: true,
-			// The kernel gathers the job's writes in its page cache and
-			// sends them at writeback, fsync and close (see doc.go).
-			ExtraCapabilities: fuse.CAP_WRITEBACK_CACHE,
 		},
 	}
 	srv, err := fs.Mount(mountpoint, root, fo)

@@ -83,14 +83,6 @@ func (f *fileSystem) open(ctx context.Context, p Physical, flags, mode uint32) (
 	}
 	stage := p.has(methodCompress) || p.has(methodFetch)
 	inner := flags
-	if openFlags(p)&fuse.FOPEN_DIRECT_IO == 0 {
-		// Through the page cache (writeback): the kernel places appends
-		// itself and reads the pages a write fills in part.
-		inner &^= syscall.O_APPEND
-		if inner&syscall.O_ACCMODE == syscall.O_WRONLY {
-			inner = inner&^syscall.O_ACCMODE | syscall.O_RDWR
-		}
-	}
 	switch {
 	case stage:
 		// The copy is read in first and written back whole.
@@ -102,11 +94,6 @@ func (f *fileSystem) open(ctx context.Context, p Physical, flags, mode uint32) (
 		inner |= syscall.O_APPEND
 	}
 	h, a, err := be.open(ctx, p.Path, inner, mode)
-	if errors.Is(err, syscall.EACCES) && inner&syscall.O_ACCMODE != flags&syscall.O_ACCMODE {
-		// Write-only to its owner: a write of part of a page then fails.
-		inner = inner&^syscall.O_ACCMODE | flags&syscall.O_ACCMODE
-		h, a, err = be.open(ctx, p.Path, inner, mode)
-	}
 	if err != nil {
 		return nil, Attr{}, err
 	}
@@ -190,26 +177,6 @@ type node struct {
 	randomReads int
 	lastEnd     int64
 	fetch       *fetcher
-	// told is the file's attributes as iofs last told the kernel.
-	told   Attr
-	toldOK bool
-}
-
-// tell fills out with a and remembers it as what the kernel was told.
-func (n *node) tell(out *fuse.Attr, a Attr) {
-	fillAttr(out, a)
-	n.mu.Lock()
-	n.told, n.toldOK = a, true
-	n.mu.Unlock()
-}
-
-// timesFlush reports whether a SETATTR is the kernel's own flush of the
-// times it keeps with writeback caching: an mtime (and ctime), through an
-// open file, and nothing else. A job's utimensat names no file handle;
-// its ftruncate sets the size.
-func timesFlush(in *fuse.SetAttrIn) bool {
-	const own = fuse.FATTR_FH | fuse.FATTR_MTIME | fuse.FATTR_CTIME | fuse.FATTR_LOCKOWNER
-	return in.Valid&fuse.FATTR_FH != 0 && in.Valid&fuse.FATTR_MTIME != 0 && in.Valid&fuse.FATTR_MTIME_NOW == 0 && in.Valid&^own == 0
 }
 
 // cacheState is what tells one version of a file from another: the
@@ -232,24 +199,6 @@ func (n *node) keepCache(a Attr) bool {
 	keep := n.cachedOK && n.cached == stateOf(a)
 	n.cached, n.cachedOK = stateOf(a), a.Mtime != 0 || a.Ctime != 0
 	return keep
-}
-
-// current reports whether the kernel's idea of the file (its pages, size
-// and times) may stand for a file of attributes a: the file is unchanged
-// since iofs last saw it, or open (the job's own writes change it).
-func (n *node) current(a Attr) bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return len(n.open) > 0 || !n.cachedOK || n.cached == stateOf(a)
-}
-
-// stale reports whether the file, found with attributes a at its open,
-// changed since the kernel learnt of it, and is not open (the job's own
-// writes change an open file).
-func (n *node) stale(a Attr) bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return len(n.open) == 0 && n.cachedOK && n.cached != stateOf(a)
 }
 
 // record records a as the file the kernel knows: as the job's own
@@ -413,21 +362,15 @@ func (n *node) newChild(ctx context.Context, name string, p Physical, whole []by
 	// expired) is the same inode, with the same number: a job holding it
 	// open finds by its name the file it has open, as CRIU checks when
 	// it checkpoints the job.
-	// A file changed on the submit side since is given a new inode
-	// unless it is open: with writeback caching, the kernel keeps a
-	// regular file's size and times as it knows them for as long as it
-	// has the inode.
 	if in := n.GetChild(path.Base(name)); in != nil {
-		if old, ok := in.Operations().(*node); ok && old.sameFile(a) && old.current(a) {
+		if old, ok := in.Operations().(*node); ok && old.sameFile(a) {
 			old.remember(name, p, whole, a)
-			old.tell(&out.Attr, a)
 			return in
 		}
 	}
 	ch := &node{fsys: n.fsys, ino: a.Ino}
 	ch.remember(name, p, whole, a)
 	ch.record(a)
-	ch.tell(&out.Attr, a)
 	return n.NewInode(ctx, ch, fs.StableAttr{Mode: a.Mode & syscall.S_IFMT})
 }
 
@@ -479,7 +422,7 @@ func (n *node) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut)
 	if err != nil {
 		return toErrno(err)
 	}
-	n.tell(&out.Attr, a)
+	fillAttr(&out.Attr, a)
 	return 0
 }
 
@@ -489,18 +432,6 @@ func (n *node) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut)
 // symbolic link's own attributes (utimensat's AT_SYMLINK_NOFOLLOW) are
 // changed on the link, never on its target.
 func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	n.mu.Lock()
-	told, toldOK := n.told, n.toldOK
-	n.mu.Unlock()
-	if timesFlush(in) && toldOK {
-		// The job's writes set the submit side's times already, at the
-		// shadow's clock: a round trip before every fsync would only set
-		// them again. The kernel keeps its own times and size.
-		told.Mtime = int64(in.Mtime)*1e9 + int64(in.Mtimensec)
-		fillAttr(&out.Attr, told)
-		out.SetTimeout(n.fsys.opts.Timeout)
-		return 0
-	}
 	var set SetAttr
 	if uid, ok := in.GetUID(); ok {
 		set.Uid = &uid
@@ -610,13 +541,6 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	}
 	ff := openFlags(p)
 	if ff&fuse.FOPEN_DIRECT_IO == 0 {
-		if flags&syscall.O_TRUNC == 0 && n.stale(a) {
-			// Changed on the submit side: the kernel's size and times
-			// of the inode are old. ESTALE has the kernel look the name
-			// up again (as for NFS), and the lookup gives a new inode.
-			h.Close(context.WithoutCancel(ctx))
-			return nil, 0, syscall.ESTALE
-		}
 		if n.keepCache(a) {
 			ff |= fuse.FOPEN_KEEP_CACHE
 		} else {
