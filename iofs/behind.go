@@ -9,40 +9,55 @@ import (
 // maxBehind bounds the bytes a file may have on their way to the shadow.
 const maxBehind = 8 << 20
 
+// writeBuffer is the size of a batch's buffer: FUSE's largest write.
+const writeBuffer = 1 << 20
+
+// A batchWriter makes several writes, then a sync, in one call (for a
+// remote file, one round trip).
+type batchWriter interface {
+	handle
+	writeBatch(ctx context.Context, w Writes) (int, error)
+}
+
 // behind sends the writes to a remote file in the background, so that the
 // job's next write overlaps the round trip of the one before, as network
-// file systems do. Up to maxFlying writes travel at once; a write that
-// overlaps one still travelling waits for it, so overlapping writes land
-// in the order the job made them. A failed write is reported by the next
-// write, read, fsync or close of the file; every other operation first
-// waits until the writes are through.
+// file systems do. Writes that arrive while others travel are gathered
+// into batches (up to 1 MiB, one request each, made in order), so that
+// many small writes cost few round trips; up to maxFlying batches travel
+// at once, and a batch that overlaps one still travelling waits for it,
+// so overlapping writes land in the order the job made them. An fsync
+// sends the last batch and the sync together. A failed write is reported
+// by the next write, read, fsync or close of the file; every other
+// operation first waits until the writes are through.
 type behind struct {
-	inner     handle
+	inner     batchWriter
 	maxFlying int
-	bufs      *sync.Pool // of *[]byte: the copies of the job's writes
+	bufs      *sync.Pool // of *[]byte, writeBuffer long: the batches' buffers
 
 	mu     sync.Mutex
-	done   sync.Cond // signalled as writes complete
-	queue  []*pendingWrite
-	flying []*pendingWrite
+	done   sync.Cond // signalled as batches complete
+	queue  []*batch  // gathering or waiting, in order
+	flying []*batch
 	queued int // bytes queued or flying
 	err    error
 }
 
-type pendingWrite struct {
-	data []byte
-	off  int64
-	buf  *[]byte // the pooled buffer data is in, if it is
+// batch is writes gathered into one request: data holds them one after
+// the other, extents their (offset, length) pairs.
+type batch struct {
+	buf     *[]byte // pooled, nil for a write larger than a buffer
+	data    []byte
+	extents []int64
+	lo, hi  int64 // the range the writes cover, for overlap tests
+	sync    Sync
 }
 
-func (w *pendingWrite) overlaps(o *pendingWrite) bool {
-	return w.off < o.off+int64(len(o.data)) && o.off < w.off+int64(len(w.data))
-}
+func (w *batch) overlaps(o *batch) bool { return w.lo < o.hi && o.lo < w.hi }
 
-// newBehind wraps inner. Appends (the file is open O_APPEND) travel one at
-// a time: their order is their offset.
-// The copies of the job's writes come from bufs and go back to it.
-func newBehind(inner handle, appending bool, bufs *sync.Pool) *behind {
+// newBehind wraps inner. Appends (the file is open O_APPEND) travel one
+// batch at a time: their order is their offset. The batches' buffers come
+// from bufs and go back to it.
+func newBehind(inner batchWriter, appending bool, bufs *sync.Pool) *behind {
 	b := &behind{inner: inner, maxFlying: 4, bufs: bufs}
 	if appending {
 		b.maxFlying = 1
@@ -61,16 +76,41 @@ func (b *behind) WriteAt(_ context.Context, data []byte, off int64) (int, error)
 		b.err = nil
 		return 0, err
 	}
-	// The caller's buffer is reused once WriteAt returns.
-	w := &pendingWrite{off: off}
-	w.data, w.buf = b.copyOf(data)
-	b.queue = append(b.queue, w)
+	// The caller's buffer is reused once WriteAt returns: copy it into
+	// the batch being gathered, or a new one.
+	var w *batch
+	if n := len(b.queue); n > 0 && b.queue[n-1].buf != nil && len(b.queue[n-1].data)+len(data) <= writeBuffer {
+		w = b.queue[n-1]
+	} else {
+		w = b.newBatch(len(data))
+		b.queue = append(b.queue, w)
+	}
+	if len(w.extents) == 0 {
+		w.lo, w.hi = off, off+int64(len(data))
+	} else {
+		w.lo, w.hi = min(w.lo, off), max(w.hi, off+int64(len(data)))
+	}
+	w.data = append(w.data, data...)
+	w.extents = append(w.extents, off, int64(len(data)))
 	b.queued += len(data)
 	b.dispatch()
 	return len(data), nil
 }
 
-// dispatch starts the writes at the head of the queue that may go now.
+// newBatch returns an empty batch with room for n bytes.
+func (b *behind) newBatch(n int) *batch {
+	if n > writeBuffer {
+		return &batch{data: make([]byte, 0, n)}
+	}
+	p, ok := b.bufs.Get().(*[]byte)
+	if !ok {
+		s := make([]byte, writeBuffer)
+		p = &s
+	}
+	return &batch{buf: p, data: (*p)[:0]}
+}
+
+// dispatch starts the batches at the head of the queue that may go now.
 // b.mu is held.
 func (b *behind) dispatch() {
 	for len(b.queue) > 0 && len(b.flying) < b.maxFlying {
@@ -87,26 +127,13 @@ func (b *behind) dispatch() {
 	}
 }
 
-// copyOf copies data into a buffer from the pool, if it fits one, and
-// returns the copy and the pooled buffer.
-func (b *behind) copyOf(data []byte) ([]byte, *[]byte) {
-	if len(data) > writeBuffer {
-		return append([]byte(nil), data...), nil
+func (b *behind) send(w *batch) {
+	// The batch belongs to no request any more.
+	ws := Writes{Data: w.data, Extents: w.extents, Sync: w.sync}
+	if len(w.extents) == 2 {
+		ws = Writes{Offset: w.extents[0], Data: w.data, Sync: w.sync}
 	}
-	p, ok := b.bufs.Get().(*[]byte)
-	if !ok {
-		s := make([]byte, writeBuffer)
-		p = &s
-	}
-	return append((*p)[:0], data...), p
-}
-
-// writeBuffer is the size of the pooled copies: FUSE's largest write.
-const writeBuffer = 1 << 20
-
-func (b *behind) send(w *pendingWrite) {
-	// The write belongs to no request any more.
-	_, err := b.inner.WriteAt(context.Background(), w.data, w.off)
+	_, err := b.inner.writeBatch(context.Background(), ws)
 	if w.buf != nil {
 		b.bufs.Put(w.buf)
 	}
@@ -124,6 +151,16 @@ func (b *behind) send(w *pendingWrite) {
 	}
 	b.dispatch()
 	b.done.Broadcast()
+}
+
+// wait waits until every write is through, leaving any error to be
+// reported by the file's own next operation.
+func (b *behind) wait() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for len(b.queue) > 0 || len(b.flying) > 0 {
+		b.done.Wait()
+	}
 }
 
 // drain waits until every write is through and returns (and clears) the
@@ -167,11 +204,41 @@ func (b *behind) Flush(ctx context.Context) error {
 	return b.inner.Flush(ctx)
 }
 
+// Sync makes every write durable. Once nothing travels, the last batch
+// carries the sync with it: a job's writes and its fsync cost one round
+// trip.
 func (b *behind) Sync(ctx context.Context) error {
-	if err := b.drain(); err != nil {
+	b.mu.Lock()
+	for {
+		for len(b.flying) > 0 {
+			b.done.Wait()
+		}
+		if len(b.queue) <= 1 {
+			break
+		}
+		// All but the last batch go as usual.
+		w := b.queue[0]
+		b.queue = b.queue[1:]
+		b.flying = append(b.flying, w)
+		go b.send(w)
+	}
+	if err := b.err; err != nil {
+		b.err = nil
+		b.mu.Unlock()
 		return err
 	}
-	return b.inner.Sync(ctx)
+	if len(b.queue) == 0 {
+		b.mu.Unlock()
+		return b.inner.Sync(ctx)
+	}
+	last := b.queue[0]
+	last.sync = SyncAll
+	b.queue = nil
+	b.flying = append(b.flying, last)
+	b.mu.Unlock()
+	// Sent as the job's own request: the job waits for it.
+	b.send(last)
+	return b.drain()
 }
 
 func (b *behind) Close(ctx context.Context) error {
@@ -180,6 +247,35 @@ func (b *behind) Close(ctx context.Context) error {
 		err = cerr
 	}
 	return err
+}
+
+func (b *behind) allocate(ctx context.Context, mode uint32, off, length int64) error {
+	if err := b.drain(); err != nil {
+		return err
+	}
+	a, ok := b.inner.(allocator)
+	if !ok {
+		return syscall.EOPNOTSUPP
+	}
+	return a.allocate(ctx, mode, off, length)
+}
+
+func (b *behind) setattr(ctx context.Context, set SetAttr) (Attr, error) {
+	if err := b.drain(); err != nil {
+		return Attr{}, err
+	}
+	s, ok := b.inner.(attrSetter)
+	if !ok {
+		return Attr{}, syscall.EOPNOTSUPP
+	}
+	return s.setattr(ctx, set)
+}
+
+func (b *behind) closedAttr() (Attr, bool) {
+	if c, ok := b.inner.(closeReporter); ok {
+		return c.closedAttr()
+	}
+	return Attr{}, false
 }
 
 // reopen passes through: a second descriptor sees the writes once drained.

@@ -16,7 +16,11 @@ type memFile struct {
 	writes int
 	failAt int // the failAt-th write fails with ENOSPC; 0: never
 	reads  int
+	syncs  int
 	closed bool
+	// batches counts writeBatch calls; each waits for gate, if set.
+	batches int
+	gate    chan struct{}
 }
 
 func (m *memFile) ReadAt(_ context.Context, dest []byte, off int64) ([]byte, error) {
@@ -43,6 +47,32 @@ func (m *memFile) WriteAt(_ context.Context, p []byte, off int64) (int, error) {
 	return len(p), nil
 }
 
+func (m *memFile) writeBatch(ctx context.Context, w Writes) (int, error) {
+	if m.gate != nil {
+		<-m.gate
+	}
+	m.mu.Lock()
+	m.batches++
+	m.mu.Unlock()
+	if len(w.Extents) == 0 {
+		return m.WriteAt(ctx, w.Data, w.Offset)
+	}
+	done := 0
+	for i := 0; i < len(w.Extents); i += 2 {
+		n, err := m.WriteAt(ctx, w.Data[done:done+int(w.Extents[i+1])], w.Extents[i])
+		done += n
+		if err != nil {
+			return done, err
+		}
+	}
+	if w.Sync != SyncNone {
+		m.mu.Lock()
+		m.syncs++
+		m.mu.Unlock()
+	}
+	return done, nil
+}
+
 func (m *memFile) Truncate(_ context.Context, size int64) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -56,7 +86,12 @@ func (m *memFile) Stat(context.Context) (Attr, error) {
 	return Attr{Size: uint64(len(m.data))}, nil
 }
 func (m *memFile) Flush(context.Context) error { return nil }
-func (m *memFile) Sync(context.Context) error  { return nil }
+func (m *memFile) Sync(context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.syncs++
+	return nil
+}
 func (m *memFile) Close(context.Context) error { return nil }
 
 func TestBehindOrderAndErrors(t *testing.T) {
@@ -85,6 +120,38 @@ func TestBehindOrderAndErrors(t *testing.T) {
 	}
 	if err := b.Close(ctx); err != nil {
 		t.Errorf("close: %v", err)
+	}
+}
+
+// TestBehindBatches makes many small writes while the first travels: they
+// go in few batches, in order, and one sync follows them.
+func TestBehindBatches(t *testing.T) {
+	ctx := context.Background()
+	m := &memFile{gate: make(chan struct{})}
+	b := newBehind(m, false, &sync.Pool{})
+	want := make([]byte, 64<<10)
+	for i := range 2000 {
+		off := (i * 7919) % (len(want) - 100)
+		p := bytes.Repeat([]byte{byte(i)}, 100)
+		copy(want[off:], p)
+		if _, err := b.WriteAt(ctx, p, int64(off)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(m.gate) // the first batch arrives; the rest were gathered meanwhile
+	if err := b.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !bytes.Equal(m.data, want[:len(m.data)]) || len(m.data) < len(want)-100 {
+		t.Errorf("the file differs from the writes made in order")
+	}
+	if m.batches > 10 || m.writes != 2000 {
+		t.Errorf("2000 writes went in %d batches (%d pieces), want few", m.batches, m.writes)
+	}
+	if m.syncs != 1 {
+		t.Errorf("%d syncs, want one", m.syncs)
 	}
 }
 

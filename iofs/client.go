@@ -23,12 +23,20 @@ type Client interface {
 	// only at the end of the file. syscall.ESTALE means the shadow no
 	// longer knows the handle.
 	Read(ctx context.Context, handle uint64, off int64, dest []byte) ([]byte, error)
-	Write(ctx context.Context, handle uint64, off int64, data []byte) (int, error)
+	// Write writes w's pieces in order, then syncs as w asks, in one
+	// round trip; it returns the bytes written before any error.
+	Write(ctx context.Context, handle uint64, w Writes) (int, error)
 	Fstat(ctx context.Context, handle uint64) (Attr, error)
 	Ftruncate(ctx context.Context, handle uint64, size int64) error
+	Fallocate(ctx context.Context, handle uint64, mode uint32, off, length int64) error
 	Fsync(ctx context.Context, handle uint64) error
-	Close(ctx context.Context, handle uint64) error
+	// Close returns the file's attributes as it was left.
+	Close(ctx context.Context, handle uint64) (Attr, error)
+	// SetAttr changes the file path names; a symbolic link it ends in is
+	// changed itself, not followed.
 	SetAttr(ctx context.Context, path string, set SetAttr) (Attr, error)
+	// SetAttrHandle changes the attributes of an open file.
+	SetAttrHandle(ctx context.Context, handle uint64, set SetAttr) (Attr, error)
 	ReadDir(ctx context.Context, path string) ([]DirEntry, error)
 	Mkdir(ctx context.Context, path string, mode uint32) (Attr, error)
 	Unlink(ctx context.Context, path string) error
@@ -36,6 +44,48 @@ type Client interface {
 	Rename(ctx context.Context, oldPath, newPath string, flags uint32) error
 	Symlink(ctx context.Context, target, path string) (Attr, error)
 	Readlink(ctx context.Context, path string) (string, error)
+	// Link makes newPath another name of oldPath (not following a
+	// symbolic link).
+	Link(ctx context.Context, oldPath, newPath string) (Attr, error)
+	// Mknod makes a FIFO or a socket (mode holds type and permissions).
+	Mknod(ctx context.Context, path string, mode uint32) (Attr, error)
+	// The user.* extended attributes; Listxattr returns NUL-ended names.
+	Getxattr(ctx context.Context, path, name string) ([]byte, error)
+	Listxattr(ctx context.Context, path string) ([]byte, error)
+	Setxattr(ctx context.Context, path, name string, value []byte, flags uint32) error
+	Removexattr(ctx context.Context, path, name string) error
+	// SyncDir makes a directory's entries durable.
+	SyncDir(ctx context.Context, path string) error
+	// Account tells the shadow what the job did that it could not see:
+	// opens and reads of small files that came whole with Resolve.
+	Account(ctx context.Context, uses []FileUse) error
+}
+
+// Writes is a batch of writes to one file: Data written at Offset, or,
+// if Extents is set, cut into pieces at its (offset, length) pairs; then
+// the file synced as Sync says.
+type Writes struct {
+	Offset  int64
+	Data    []byte
+	Extents []int64
+	Sync    Sync
+}
+
+// Sync says what follows a batch of writes.
+type Sync uint8
+
+const (
+	SyncNone Sync = iota
+	SyncData      // fdatasync
+	SyncAll       // fsync
+)
+
+// FileUse is what the job did with a physical file that the shadow did
+// not see.
+type FileUse struct {
+	Path         string
+	Opens, Reads uint32
+	BytesRead    uint64
 }
 
 // Physical is a physical file name: methods outermost first, then the path
@@ -93,11 +143,20 @@ type Attr struct {
 	Atime, Mtime, Ctime int64
 }
 
-// SetAttr says which attributes to change.
+// SetAttr says which attributes to change. AtimeNow and MtimeNow set the
+// submit machine's time (utimensat's UTIME_NOW, which asks only for write
+// permission) instead of Atime and Mtime.
 type SetAttr struct {
-	Mode         *uint32
-	Size         *uint64
-	Atime, Mtime *int64
+	Mode               *uint32
+	Size               *uint64
+	Atime, Mtime       *int64
+	AtimeNow, MtimeNow bool
+	Uid, Gid           *uint32
+}
+
+func (s SetAttr) empty() bool {
+	return s.Mode == nil && s.Size == nil && s.Atime == nil && s.Mtime == nil && !s.AtimeNow && !s.MtimeNow &&
+		s.Uid == nil && s.Gid == nil
 }
 
 // DirEntry is one name in a directory.

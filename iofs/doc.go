@@ -21,14 +21,48 @@
 //
 // Round trips to the shadow are what cost: phase one brings a name's
 // attributes along, and small files whole, so that a lookup and the open
-// after it usually need one round trip; writes to remote files go behind
-// the job, several at a time and in order where they overlap, and a failed
-// write is reported by the file's next write, fsync or close, as network
-// file systems do. Bytes are what cost next: the kernel reads 16 MiB ahead
-// of a sequential reader, 1 MiB per request, and a remote read's data is
-// decoded from the shadow's reply straight into the FUSE request's reply
-// buffer (see wire's codec): no buffer is allocated for a read's data on
-// either side.
+// after it usually need one round trip; answers to phase one, and names
+// that do not exist, are remembered for Options.Timeout. Bytes are what
+// cost next: the kernel reads 16 MiB ahead of a sequential reader, 1 MiB
+// per request, and a remote read's data is decoded from the shadow's reply
+// straight into the FUSE request's reply buffer (see wire's codec): no
+// buffer is allocated for a read's data on either side.
+//
+// The kernel's page cache holds the job's files, as for a local disk, with
+// the consistency of a network file system:
+//
+//   - Writes go behind the job: each reaches iofs with the write(2) that
+//     makes it, and iofs sends them in batches of up to 1 MiB per request,
+//     several batches at a time and in order where they overlap. close(2)
+//     returns once the writes are on the submit side; fsync(2) once the
+//     shadow has synced them there (the last batch and the sync travel
+//     together), and a directory's fsync syncs the directory there. A
+//     failed write is reported by the file's next write, fsync or close.
+//     The kernel's writeback caching would spare the job a round trip to
+//     iofs per write, but it holds written data in the execute machine's
+//     page cache past the job's end and past a checkpoint: a job moved
+//     elsewhere could read its files without its last writes.
+//   - Pages read stay cached across opens while the shadow reports the
+//     file unchanged (same mtime, ctime and size as when iofs last saw it:
+//     at an open, or at the close of a file the job wrote); otherwise an
+//     open drops them. A file changed on the submit side is seen at the
+//     next open after the name's entry expires (Options.Timeout).
+//   - A file the job reads at random (the kernel reads ahead only of
+//     sequential readers) is read whole into the page cache in the
+//     background, if it is at most 1 GiB, while no descriptor of it is
+//     open for writing (see prefetch.go). The shadow counts those reads
+//     as the job's.
+//
+// The job's calls have POSIX's semantics as the submit side's file system
+// gives them, with the submit side's errors: hard links, symbolic links
+// (whose own times are set on the link), user.* extended attributes,
+// FIFOs and sockets (named on the submit side, served by the execute
+// machine's kernel), fallocate, and owner changes as far as the job's
+// owner, who runs the shadow, may make them. Device files are refused.
+// TestPOSIXSuite checks them against the submit side's own file system.
+// The shadow counts in its statistics only what the job did: a lookup
+// counts nothing, and the opens iofs serves from one are reported to it
+// (Client.Account).
 //
 // Errors reach the job as the errno the submit machine saw. While the
 // shadow cannot be reached, I/O blocks and then resumes (up to the lease

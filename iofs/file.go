@@ -11,22 +11,30 @@ import (
 // file is an open file as FUSE sees it. It does not offer a passthrough
 // descriptor: every read and write goes through iofs.
 type file struct {
-	h    handle
-	node *node
+	h        handle
+	node     *node
+	writable bool
 }
 
 var (
-	_ fs.FileReader   = (*file)(nil)
-	_ fs.FileWriter   = (*file)(nil)
-	_ fs.FileFlusher  = (*file)(nil)
-	_ fs.FileFsyncer  = (*file)(nil)
-	_ fs.FileReleaser = (*file)(nil)
+	_ fs.FileReader    = (*file)(nil)
+	_ fs.FileWriter    = (*file)(nil)
+	_ fs.FileFlusher   = (*file)(nil)
+	_ fs.FileFsyncer   = (*file)(nil)
+	_ fs.FileReleaser  = (*file)(nil)
+	_ fs.FileAllocater = (*file)(nil)
 )
 
 func (f *file) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	// What the job wrote through its other descriptors of the file comes
+	// first.
+	f.node.drainOthers(f)
 	data, err := f.h.ReadAt(ctx, dest, off)
 	if err != nil {
 		return nil, toErrno(err)
+	}
+	if !f.writable {
+		f.node.noteRead(off, len(dest))
 	}
 	return fuse.ReadResultData(data), 0
 }
@@ -37,6 +45,14 @@ func (f *file) Write(ctx context.Context, data []byte, off int64) (uint32, sysca
 		return 0, toErrno(err)
 	}
 	return uint32(n), 0
+}
+
+func (f *file) Allocate(ctx context.Context, off, size uint64, mode uint32) syscall.Errno {
+	a, ok := f.h.(allocator)
+	if !ok {
+		return syscall.EOPNOTSUPP
+	}
+	return toErrno(a.allocate(ctx, mode, int64(off), int64(size)))
 }
 
 func (f *file) Flush(ctx context.Context) syscall.Errno { return toErrno(f.h.Flush(ctx)) }
@@ -50,6 +66,13 @@ func (f *file) Release(ctx context.Context) syscall.Errno {
 	if err := f.h.Close(ctx); err != nil {
 		f.node.fsys.opts.Logger.Warn("iofs: close", "err", err)
 		return toErrno(err)
+	}
+	// A file the job wrote changed on the submit side by the job's own
+	// hand: the kernel's pages of it are still good.
+	if c, ok := f.h.(closeReporter); ok {
+		if a, ok := c.closedAttr(); ok {
+			f.node.record(a)
+		}
 	}
 	return 0
 }

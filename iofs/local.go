@@ -219,6 +219,129 @@ func (l *local) readlink(_ context.Context, p string) (string, error) {
 	return string(buf[:n]), nil
 }
 
+func (l *local) link(_ context.Context, o, n string) (Attr, error) {
+	od, ob, err := l.parent(o)
+	if err != nil {
+		return Attr{}, err
+	}
+	defer unix.Close(od)
+	nd, nb, err := l.parent(n)
+	if err != nil {
+		return Attr{}, err
+	}
+	defer unix.Close(nd)
+	if err := unix.Linkat(od, ob, nd, nb, 0); err != nil {
+		return Attr{}, err
+	}
+	var st unix.Stat_t
+	err = unix.Fstatat(nd, nb, &st, unix.AT_SYMLINK_NOFOLLOW)
+	return attrOfStat(&st), err
+}
+
+// mknod makes FIFOs, sockets and regular files; iofs runs as root, so it
+// makes no device for the job.
+func (l *local) mknod(_ context.Context, p string, mode uint32) (Attr, error) {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFIFO, unix.S_IFSOCK, unix.S_IFREG, 0:
+	default:
+		return Attr{}, syscall.EPERM
+	}
+	dfd, base, err := l.parent(p)
+	if err != nil {
+		return Attr{}, err
+	}
+	defer unix.Close(dfd)
+	if err := unix.Mknodat(dfd, base, mode&(unix.S_IFMT|0o7777), 0); err != nil {
+		return Attr{}, err
+	}
+	var st unix.Stat_t
+	err = unix.Fstatat(dfd, base, &st, unix.AT_SYMLINK_NOFOLLOW)
+	return attrOfStat(&st), err
+}
+
+// xattrPath opens p for its user.* attributes, not following a link it
+// ends in; ok reports whether it may have them (regular files and
+// directories only, as Linux has it).
+func (l *local) xattrPath(p string) (fd int, proc string, ok bool, err error) {
+	fd, err = l.openAt(p, unix.O_PATH|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return -1, "", false, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, "", false, err
+	}
+	t := st.Mode & unix.S_IFMT
+	return fd, "/proc/self/fd/" + strconv.Itoa(fd), t == unix.S_IFREG || t == unix.S_IFDIR, nil
+}
+
+func (l *local) getxattr(_ context.Context, p, name string) ([]byte, error) {
+	if !isUserXattr(name) {
+		return nil, syscall.EOPNOTSUPP
+	}
+	fd, proc, ok, err := l.xattrPath(p)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	if !ok {
+		return nil, syscall.ENODATA
+	}
+	buf := make([]byte, xattrMax)
+	n, err := unix.Getxattr(proc, name, buf)
+	if err != nil {
+		return nil, err
+	}
+	return buf[:n], nil
+}
+
+func (l *local) listxattr(_ context.Context, p string) ([]byte, error) {
+	fd, proc, ok, err := l.xattrPath(p)
+	if err != nil || !ok {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	buf := make([]byte, xattrMax)
+	n, err := unix.Listxattr(proc, buf)
+	if err != nil {
+		return nil, err
+	}
+	return userXattrs(buf[:n]), nil
+}
+
+func (l *local) setxattr(_ context.Context, p, name string, value []byte, flags uint32) error {
+	return l.changeXattr(p, name, func(proc string) error { return unix.Setxattr(proc, name, value, int(flags)) })
+}
+
+func (l *local) removexattr(_ context.Context, p, name string) error {
+	return l.changeXattr(p, name, func(proc string) error { return unix.Removexattr(proc, name) })
+}
+
+func (l *local) changeXattr(p, name string, change func(proc string) error) error {
+	if !isUserXattr(name) {
+		return syscall.EOPNOTSUPP
+	}
+	fd, proc, ok, err := l.xattrPath(p)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if !ok {
+		return syscall.EPERM
+	}
+	return change(proc)
+}
+
+func (l *local) syncDir(_ context.Context, p string) error {
+	fd, err := l.openAt(p, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return unix.Fsync(fd)
+}
+
 // localFile is a file open on the execute machine.
 type localFile struct {
 	fd int
@@ -252,6 +375,10 @@ func (f *localFile) WriteAt(_ context.Context, data []byte, off int64) (int, err
 		done += n
 	}
 	return done, nil
+}
+
+func (f *localFile) allocate(_ context.Context, mode uint32, off, length int64) error {
+	return unix.Fallocate(f.fd, mode, off, length)
 }
 
 func (f *localFile) Truncate(_ context.Context, size int64) error { return unix.Ftruncate(f.fd, size) }

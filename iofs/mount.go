@@ -46,7 +46,9 @@ type Options struct {
 
 // Server is a mounted iofs.
 type Server struct {
-	fuse *fuse.Server
+	fuse       *fuse.Server
+	usage      *usage
+	prefetches *prefetches
 }
 
 // Mount mounts iofs at mountpoint, serving the job whose shadow c reaches.
@@ -72,7 +74,7 @@ func Mount(ctx context.Context, mountpoint string, c Client, opts Options) (*Ser
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	fsys := &fileSystem{
-		client: c, opts: opts,
+		client: c, opts: opts, usage: newUsage(c, opts.Logger), names: newNames(opts.Timeout), prefetches: newPrefetches(),
 		remote: &remote{c: c, prefetch: opts.Prefetch},
 		local:  &local{dir: opts.LocalDir},
 		http:   &web{scheme: "http", client: opts.HTTPClient},
@@ -81,9 +83,13 @@ func Mount(ctx context.Context, mountpoint string, c Client, opts Options) (*Ser
 	// The job's directory itself must exist before anything is mounted.
 	res, err := c.Resolve(ctx, ".", 0)
 	if err != nil {
+		fsys.usage.close()
+		fsys.prefetches.stop()
 		return nil, fmt.Errorf("iofs: resolve the job's directory: %w", err)
 	}
 	if _, err := fsys.stat(ctx, res); err != nil {
+		fsys.usage.close()
+		fsys.prefetches.stop()
 		return nil, fmt.Errorf("iofs: the job's directory %s: %w", res.Physical, err)
 	}
 	root := &node{fsys: fsys}
@@ -91,6 +97,9 @@ func Mount(ctx context.Context, mountpoint string, c Client, opts Options) (*Ser
 	fo := &fs.Options{
 		EntryTimeout: &timeout,
 		AttrTimeout:  &timeout,
+		// Names that do not exist are remembered too: programs look for
+		// their lock, journal and configuration files over and over.
+		NegativeTimeout: &timeout,
 		MountOptions: fuse.MountOptions{
 			FsName:       "iofs",
 			Name:         "iofs",
@@ -107,35 +116,45 @@ func Mount(ctx context.Context, mountpoint string, c Client, opts Options) (*Ser
 	}
 	srv, err := fs.Mount(mountpoint, root, fo)
 	if err != nil {
+		fsys.usage.close()
+		fsys.prefetches.stop()
 		return nil, fmt.Errorf("iofs: mount %s: %w", mountpoint, err)
 	}
 	if os.Geteuid() == 0 {
-		if err := setReadAhead(mountpoint, opts.ReadAhead); err != nil {
+		if err := setBDI(mountpoint, "read_ahead_kb", opts.ReadAhead>>10); err != nil {
 			opts.Logger.Warn("iofs: set read-ahead", "err", err)
 		}
 	}
-	return &Server{fuse: srv}, nil
+	return &Server{fuse: srv, usage: fsys.usage, prefetches: fsys.prefetches}, nil
 }
 
-// setReadAhead sets the read-ahead of the mount's backing device: several
-// 1 MiB reads then travel to the shadow at once.
-func setReadAhead(mountpoint string, bytes int) error {
+// setBDI sets a setting of the mount's backing device, such as its
+// read-ahead: several 1 MiB reads then travel to the shadow at once.
+func setBDI(mountpoint, name string, value int) error {
 	var st unix.Stat_t
 	if err := unix.Stat(mountpoint, &st); err != nil {
 		return err
 	}
-	p := fmt.Sprintf("/sys/class/bdi/%d:%d/read_ahead_kb", unix.Major(st.Dev), unix.Minor(st.Dev))
-	return os.WriteFile(p, []byte(strconv.Itoa(bytes>>10)), 0)
+	p := fmt.Sprintf("/sys/class/bdi/%d:%d/%s", unix.Major(st.Dev), unix.Minor(st.Dev), name)
+	return os.WriteFile(p, []byte(strconv.Itoa(value)), 0)
 }
 
 // Unmount unmounts the file system; it fails while files are in use
-// (EBUSY) unless the job is gone.
+// (EBUSY) unless the job is gone. Before it returns, the shadow has heard
+// of everything the job did (see usage).
 func (s *Server) Unmount() error {
+	s.usage.flush()
+	s.prefetches.stop()
 	if err := s.fuse.Unmount(); err != nil {
 		return fmt.Errorf("iofs: unmount: %w", err)
 	}
+	s.usage.close()
 	return nil
 }
 
 // Wait returns once the file system is unmounted.
-func (s *Server) Wait() { s.fuse.Wait() }
+func (s *Server) Wait() {
+	s.fuse.Wait()
+	s.prefetches.stop()
+	s.usage.close()
+}

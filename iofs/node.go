@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"path"
-	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -36,6 +35,9 @@ type fileSystem struct {
 	remote      *remote
 	local       *local
 	http, https *web
+	usage       *usage
+	names       *names
+	prefetches  *prefetches
 	// writeBufs holds the buffers that carry writes to the shadow in the
 	// background (see behind).
 	writeBufs sync.Pool
@@ -111,7 +113,9 @@ func (f *fileSystem) open(ctx context.Context, p Physical, flags, mode uint32) (
 	case p.has(methodBuffer):
 		h = newBuffered(h, p.BufferSize, p.BufferBlockSize, int64(a.Size))
 	case !stage && p.Base() == methodRemote && flags&syscall.O_ACCMODE != syscall.O_RDONLY:
-		h = newBehind(h, inner&syscall.O_APPEND != 0, &f.writeBufs)
+		if bw, ok := h.(batchWriter); ok {
+			h = newBehind(bw, inner&syscall.O_APPEND != 0, &f.writeBufs)
+		}
 	}
 	return h, a, nil
 }
@@ -156,26 +160,92 @@ type node struct {
 	phys Physical
 	ino  uint64 // the inode number of the file behind phys, 0 if unknown
 	at   time.Time
-	// whole is the file's contents, sent with the lookup (small files).
-	whole []byte
-	open  map[*file]struct{}
+	// whole is the file's contents, sent with the lookup (small files),
+	// and wholeAttr its attributes then.
+	whole     []byte
+	wholeAttr Attr
+	open      map[*file]struct{}
+	// cached is the file as the kernel's page cache of it holds it, as
+	// far as iofs knows: as it was at its last open or close through
+	// iofs (see keepCache).
+	cached   cacheState
+	cachedOK bool
+	// writers counts the open files open for writing; randomReads and
+	// lastEnd follow the job's reads that missed the page cache, fetch is
+	// the prefetch under way (see prefetch.go).
+	writers     int
+	randomReads int
+	lastEnd     int64
+	fetch       *fetcher
 }
 
-// track records an open file of the node and returns it.
-func (n *node) track(h handle) *file {
-	f := &file{h: h, node: n}
+// cacheState is what tells one version of a file from another: the
+// submit side changes mtime, ctime or size with every change.
+type cacheState struct {
+	mtime, ctime int64
+	size         uint64
+}
+
+func stateOf(a Attr) cacheState { return cacheState{mtime: a.Mtime, ctime: a.Ctime, size: a.Size} }
+
+// keepCache reports whether the kernel may keep the pages it caches of
+// the file opened now with attributes a: only if nothing changed the file
+// since iofs last saw it (FUSE otherwise drops them at every open, and a
+// program that opens a file again reads it all again over the network).
+// It records a as what the cache holds from now on.
+func (n *node) keepCache(a Attr) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	keep := n.cachedOK && n.cached == stateOf(a)
+	n.cached, n.cachedOK = stateOf(a), a.Mtime != 0 || a.Ctime != 0
+	return keep
+}
+
+// record records a as the file the kernel knows: as the job's own
+// changes left it, or as first looked up.
+func (n *node) record(a Attr) {
+	n.mu.Lock()
+	n.cached, n.cachedOK = stateOf(a), a.Mtime != 0 || a.Ctime != 0
+	n.mu.Unlock()
+}
+
+// track records a file of the node opened with flags and returns it.
+func (n *node) track(h handle, flags uint32) *file {
+	f := &file{h: h, node: n, writable: flags&syscall.O_ACCMODE != syscall.O_RDONLY}
 	n.mu.Lock()
 	if n.open == nil {
 		n.open = map[*file]struct{}{}
 	}
 	n.open[f] = struct{}{}
+	if f.writable {
+		n.writers++
+	}
 	n.mu.Unlock()
 	return f
+}
+
+// drainOthers waits until the writes made through the node's other open
+// files have reached the shadow. A write's error stays with its file.
+func (n *node) drainOthers(f *file) {
+	n.mu.Lock()
+	var others []*behind
+	for o := range n.open {
+		if b, ok := o.h.(*behind); ok && o != f {
+			others = append(others, b)
+		}
+	}
+	n.mu.Unlock()
+	for _, b := range others {
+		b.wait()
+	}
 }
 
 func (n *node) forget(f *file) {
 	n.mu.Lock()
 	delete(n.open, f)
+	if f.writable {
+		n.writers--
+	}
 	n.mu.Unlock()
 }
 
@@ -198,7 +268,7 @@ func (n *node) openOrphan(ctx context.Context, flags uint32) (*file, error) {
 	if err != nil {
 		return nil, err
 	}
-	return n.track(h), nil
+	return n.track(h, flags), nil
 }
 
 var (
@@ -215,6 +285,9 @@ var (
 	_ fs.NodeSymlinker  = (*node)(nil)
 	_ fs.NodeReadlinker = (*node)(nil)
 	_ fs.NodeStatfser   = (*node)(nil)
+	_ fs.NodeLinker     = (*node)(nil)
+	_ fs.NodeMknoder    = (*node)(nil)
+	_ fs.NodeFsyncer    = (*node)(nil)
 )
 
 // logical returns the node's name relative to the job's directory, or
@@ -244,25 +317,25 @@ func (n *node) resolve(ctx context.Context) (Resolution, error) {
 	if err != nil {
 		return Resolution{}, err
 	}
-	n.remember(name, r.Physical, nil)
+	n.remember(name, r.Physical, nil, Attr{})
 	return r, nil
 }
 
 // remember keeps the answer to phase one, and the file itself if it came
 // along (whole is nil otherwise).
-func (n *node) remember(name string, p Physical, whole []byte) {
+func (n *node) remember(name string, p Physical, whole []byte, a Attr) {
 	n.mu.Lock()
-	n.name, n.phys, n.at, n.whole = name, p, time.Now(), whole
+	n.name, n.phys, n.at, n.whole, n.wholeAttr = name, p, time.Now(), whole, a
 	n.mu.Unlock()
 }
 
 // takeWhole returns, once, the file that came with a fresh lookup.
-func (n *node) takeWhole(name string) ([]byte, bool) {
+func (n *node) takeWhole(name string) ([]byte, Attr, bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	w := n.whole
 	n.whole = nil
-	return w, w != nil && n.name == name && time.Since(n.at) < n.fsys.opts.Timeout
+	return w, n.wholeAttr, w != nil && n.name == name && time.Since(n.at) < n.fsys.opts.Timeout
 }
 
 // physical returns the node's physical name, resolving it again unless a
@@ -290,24 +363,24 @@ func (n *node) newChild(ctx context.Context, name string, p Physical, whole []by
 	// open finds by its name the file it has open, as CRIU checks when
 	// it checkpoints the job.
 	if in := n.GetChild(path.Base(name)); in != nil {
-		if old, ok := in.Operations().(*node); ok && old.sameFile(p, a) {
-			old.remember(name, p, whole)
+		if old, ok := in.Operations().(*node); ok && old.sameFile(a) {
+			old.remember(name, p, whole, a)
 			return in
 		}
 	}
 	ch := &node{fsys: n.fsys, ino: a.Ino}
-	ch.remember(name, p, whole)
+	ch.remember(name, p, whole, a)
+	ch.record(a)
 	return n.NewInode(ctx, ch, fs.StableAttr{Mode: a.Mode & syscall.S_IFMT})
 }
 
-// sameFile reports whether the node is the file p names, of attributes a:
-// the same physical name and the same file behind it (type and inode
-// number where it is kept).
-func (n *node) sameFile(p Physical, a Attr) bool {
+// sameFile reports whether the node is the file of attributes a: the same
+// type and inode number (where it is kept). The name it was reached by
+// may differ: that of another hard link, or one the mapping changed.
+func (n *node) sameFile(a Attr) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return a.Ino != 0 && n.ino == a.Ino && n.StableAttr().Mode == a.Mode&syscall.S_IFMT &&
-		n.phys.Path == p.Path && slices.Equal(n.phys.Methods, p.Methods)
+	return a.Ino != 0 && n.ino == a.Ino && n.StableAttr().Mode == a.Mode&syscall.S_IFMT
 }
 
 func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
@@ -315,10 +388,12 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 	if err != nil {
 		return nil, toErrno(err)
 	}
+	at := time.Now()
 	r, err := n.fsys.client.Resolve(ctx, logical, lookupPrefetch)
 	if err != nil {
 		return nil, toErrno(err)
 	}
+	n.fsys.names.remember(logical, r.Physical, at)
 	a, err := n.fsys.stat(ctx, r)
 	if err != nil {
 		return nil, toErrno(err)
@@ -351,23 +426,34 @@ func (n *node) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut)
 	return 0
 }
 
+// Setattr changes the attributes on the submit side, where its operating
+// system decides as for the job's owner, who runs the shadow: a change of
+// owner, say, succeeds only as far as the owner may make it there. A
+// symbolic link's own attributes (utimensat's AT_SYMLINK_NOFOLLOW) are
+// changed on the link, never on its target.
 func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	if _, ok := in.GetUID(); ok {
-		return syscall.EPERM
-	}
-	if _, ok := in.GetGID(); ok {
-		return syscall.EPERM
-	}
 	var set SetAttr
+	if uid, ok := in.GetUID(); ok {
+		set.Uid = &uid
+	}
+	if gid, ok := in.GetGID(); ok {
+		set.Gid = &gid
+	}
 	if m, ok := in.GetMode(); ok {
 		set.Mode = &m
 	}
-	if t, ok := in.GetATime(); ok {
-		ns := t.UnixNano()
+	// A time "now" is the submit machine's, and asks for write permission
+	// only, not ownership, as utimensat's UTIME_NOW.
+	if in.Valid&fuse.FATTR_ATIME_NOW != 0 {
+		set.AtimeNow = true
+	} else if in.Valid&fuse.FATTR_ATIME != 0 {
+		ns := int64(in.Atime)*1e9 + int64(in.Atimensec)
 		set.Atime = &ns
 	}
-	if t, ok := in.GetMTime(); ok {
-		ns := t.UnixNano()
+	if in.Valid&fuse.FATTR_MTIME_NOW != 0 {
+		set.MtimeNow = true
+	} else if in.Valid&fuse.FATTR_MTIME != 0 {
+		ns := int64(in.Mtime)*1e9 + int64(in.Mtimensec)
 		set.Mtime = &ns
 	}
 	if size, ok := in.GetSize(); ok {
@@ -380,7 +466,18 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 			set.Size = &size
 		}
 	}
-	if set.Mode != nil || set.Size != nil || set.Atime != nil || set.Mtime != nil {
+	if f, ok := fh.(*file); ok && !set.empty() {
+		// Through the open file, which may have no name any more.
+		if s, ok := f.h.(attrSetter); ok {
+			a, err := s.setattr(ctx, set)
+			if err != nil {
+				return toErrno(err)
+			}
+			n.record(a) // changed by the job
+			set = SetAttr{}
+		}
+	}
+	if !set.empty() {
 		p, err := n.physical(ctx)
 		if err != nil {
 			return toErrno(err)
@@ -389,11 +486,19 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 		if err != nil {
 			return toErrno(err)
 		}
-		if _, err := be.setattr(ctx, p.Path, set); err != nil {
+		a, err := be.setattr(ctx, p.Path, set)
+		if err != nil {
 			return toErrno(err)
 		}
+		n.record(a) // changed by the job
 	}
-	return n.Getattr(ctx, fh, out)
+	if errno := n.Getattr(ctx, fh, out); errno != 0 {
+		return errno
+	}
+	// Valid as long as a GETATTR's answer: otherwise the kernel asks again
+	// before the job's next write.
+	out.SetTimeout(n.fsys.opts.Timeout)
+	return 0
 }
 
 // openFlags tells the kernel how to cache a file: transformed contents
@@ -418,15 +523,35 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		return nil, 0, toErrno(err)
 	}
 	name, _ := n.logical()
-	if data, ok := n.takeWhole(name); ok && flags&(syscall.O_ACCMODE|syscall.O_TRUNC) == syscall.O_RDONLY && len(p.Methods) == 1 && p.Base() == methodRemote {
-		// Phase two was answered with phase one.
-		return n.track(&remoteFile{c: n.fsys.client, path: p.Path, flags: flags, head: data, headEOF: true}), 0, 0
+	if data, a, ok := n.takeWhole(name); ok && flags&(syscall.O_ACCMODE|syscall.O_TRUNC) == syscall.O_RDONLY && len(p.Methods) == 1 && p.Base() == methodRemote {
+		// Phase two was answered with phase one; the shadow hears of it
+		// later, as an open that read the file whole.
+		n.fsys.usage.opened(p.Path, len(data))
+		var ff uint32
+		if n.keepCache(a) {
+			ff = fuse.FOPEN_KEEP_CACHE
+		} else {
+			n.stopPrefetch()
+		}
+		return n.track(&remoteFile{c: n.fsys.client, path: p.Path, flags: flags, head: data, headEOF: true, attr: a}, flags), ff, 0
 	}
-	h, _, err := n.fsys.open(ctx, p, flags, 0)
+	h, a, err := n.fsys.open(ctx, p, flags, 0)
 	if err != nil {
 		return nil, 0, toErrno(err)
 	}
-	return n.track(h), openFlags(p), 0
+	ff := openFlags(p)
+	if ff&fuse.FOPEN_DIRECT_IO == 0 {
+		if n.keepCache(a) {
+			ff |= fuse.FOPEN_KEEP_CACHE
+		} else {
+			n.stopPrefetch() // its pages are about to be dropped
+		}
+	}
+	f := n.track(h, flags)
+	if f.writable {
+		n.stopPrefetch()
+	}
+	return f, ff, 0
 }
 
 func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
@@ -434,16 +559,16 @@ func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out 
 	if err != nil {
 		return nil, nil, 0, toErrno(err)
 	}
-	r, err := n.fsys.client.Resolve(ctx, logical, 0)
+	p, err := n.fsys.names.resolve(ctx, n.fsys.client, logical)
 	if err != nil {
 		return nil, nil, 0, toErrno(err)
 	}
-	h, a, err := n.fsys.open(ctx, r.Physical, flags|syscall.O_CREAT, mode)
+	h, a, err := n.fsys.open(ctx, p, flags|syscall.O_CREAT, mode)
 	if err != nil {
 		return nil, nil, 0, toErrno(err)
 	}
-	child := n.newChild(ctx, logical, r.Physical, nil, a, out)
-	return child, child.Operations().(*node).track(h), openFlags(r.Physical), 0
+	child := n.newChild(ctx, logical, p, nil, a, out)
+	return child, child.Operations().(*node).track(h, flags), openFlags(p), 0
 }
 
 func (n *node) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
@@ -472,12 +597,12 @@ func (n *node) childBackend(ctx context.Context, name string) (backend, Physical
 	if err != nil {
 		return nil, Physical{}, err
 	}
-	r, err := n.fsys.client.Resolve(ctx, logical, 0)
+	p, err := n.fsys.names.resolve(ctx, n.fsys.client, logical)
 	if err != nil {
 		return nil, Physical{}, err
 	}
-	be, err := n.fsys.backend(r.Physical)
-	return be, r.Physical, err
+	be, err := n.fsys.backend(p)
+	return be, p, err
 }
 
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
@@ -553,6 +678,61 @@ func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 		return nil, toErrno(err)
 	}
 	return []byte(t), 0
+}
+
+// Link makes name another name of target. The new name is the target's
+// inode: one file, one inode, whichever name the job uses.
+func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	t, ok := target.(*node)
+	if !ok {
+		return nil, syscall.EXDEV
+	}
+	from, err := t.physical(ctx)
+	if err != nil {
+		return nil, toErrno(err)
+	}
+	be, to, err := n.childBackend(ctx, name)
+	if err != nil {
+		return nil, toErrno(err)
+	}
+	if from.Base() != to.Base() {
+		return nil, syscall.EXDEV
+	}
+	a, err := be.link(ctx, from.Path, to.Path)
+	if err != nil {
+		return nil, toErrno(err)
+	}
+	fillAttr(&out.Attr, a)
+	return t.EmbeddedInode(), 0
+}
+
+// Mknod makes FIFOs and sockets (and empty regular files). The submit side
+// keeps their names; their data is the execute machine's kernel's, which
+// serves a FIFO or socket on a FUSE mount itself: processes of the job
+// talk through it as on a local disk.
+func (n *node) Mknod(ctx context.Context, name string, mode, _ uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	be, p, err := n.childBackend(ctx, name)
+	if err != nil {
+		return nil, toErrno(err)
+	}
+	a, err := be.mknod(ctx, p.Path, mode)
+	if err != nil {
+		return nil, toErrno(err)
+	}
+	return n.newChild(ctx, path.Join(n.name, name), p, nil, a, out), 0
+}
+
+// Fsync of a directory makes its entries durable on the submit side (the
+// kernel sends a file's fsync to the file).
+func (n *node) Fsync(ctx context.Context, fh fs.FileHandle, _ uint32) syscall.Errno {
+	if f, ok := fh.(*file); ok {
+		return toErrno(f.h.Sync(ctx))
+	}
+	be, p, err := n.nameBackend(ctx)
+	if err != nil {
+		return toErrno(err)
+	}
+	return toErrno(be.syncDir(ctx, p.Path))
 }
 
 // Statfs reports a large, fixed capacity. It does not ask the shadow, so

@@ -22,6 +22,12 @@ type remoteFile struct {
 	// change.
 	head    []byte
 	headEOF bool
+	// attr is the file's attributes at open, for a file held whole (id
+	// 0) whose name is gone.
+	attr Attr
+	// left is the file's attributes at close, if the shadow said.
+	left   Attr
+	leftOK bool
 }
 
 // retry runs op with the current handle; if the shadow forgot the handle
@@ -72,7 +78,7 @@ func (f *remoteFile) reopen(ctx context.Context, flags uint32) (handle, error) {
 	id, head, eof := f.id, f.head, f.headEOF
 	f.mu.Unlock()
 	if id == 0 {
-		return &remoteFile{c: f.c, path: f.path, flags: flags, head: head, headEOF: eof}, nil
+		return &remoteFile{c: f.c, path: f.path, flags: flags, head: head, headEOF: eof, attr: f.attr}, nil
 	}
 	o, err := f.c.Reopen(ctx, id, flags)
 	if err != nil {
@@ -88,11 +94,15 @@ func (f *remoteFile) dropHead() {
 }
 
 func (f *remoteFile) WriteAt(ctx context.Context, data []byte, off int64) (int, error) {
+	return f.writeBatch(ctx, Writes{Offset: off, Data: data})
+}
+
+func (f *remoteFile) writeBatch(ctx context.Context, w Writes) (int, error) {
 	f.dropHead()
 	var n int
 	err := f.retry(ctx, func(id uint64) error {
 		var err error
-		n, err = f.c.Write(ctx, id, off, data)
+		n, err = f.c.Write(ctx, id, w)
 		return err
 	})
 	return n, err
@@ -103,9 +113,23 @@ func (f *remoteFile) Truncate(ctx context.Context, size int64) error {
 	return f.retry(ctx, func(id uint64) error { return f.c.Ftruncate(ctx, id, size) })
 }
 
+func (f *remoteFile) allocate(ctx context.Context, mode uint32, off, length int64) error {
+	f.dropHead()
+	if f.closed() {
+		return syscall.EBADF
+	}
+	return f.retry(ctx, func(id uint64) error { return f.c.Fallocate(ctx, id, mode, off, length) })
+}
+
 func (f *remoteFile) Stat(ctx context.Context) (Attr, error) {
 	if f.closed() {
-		return f.c.Stat(ctx, f.path)
+		a, err := f.c.Stat(ctx, f.path)
+		if errors.Is(err, syscall.ENOENT) {
+			// Unlinked while held whole: the file is what was read.
+			a, err = f.attr, nil
+			a.Nlink = 0
+		}
+		return a, err
 	}
 	var a Attr
 	err := f.retry(ctx, func(id uint64) error {
@@ -138,10 +162,37 @@ func (f *remoteFile) Close(ctx context.Context) error {
 	if id == 0 {
 		return nil
 	}
-	err := f.c.Close(ctx, id)
+	a, err := f.c.Close(ctx, id)
+	if err == nil {
+		f.mu.Lock()
+		f.left, f.leftOK = a, true
+		f.mu.Unlock()
+	}
 	if errors.Is(err, syscall.EBADF) {
 		// A restarted shadow has closed it already.
 		return nil
 	}
 	return err
+}
+
+// closedAttr reports the attributes at close of a file open for writing:
+// those of a file only read may be another's changes, made since.
+func (f *remoteFile) closedAttr() (Attr, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.left, f.leftOK && f.flags&syscall.O_ACCMODE != syscall.O_RDONLY
+}
+
+// setattr changes the attributes of the open file, also once unlinked.
+func (f *remoteFile) setattr(ctx context.Context, set SetAttr) (Attr, error) {
+	if f.closed() {
+		return f.c.SetAttr(ctx, f.path, set)
+	}
+	var a Attr
+	err := f.retry(ctx, func(id uint64) error {
+		var err error
+		a, err = f.c.SetAttrHandle(ctx, id, set)
+		return err
+	})
+	return a, err
 }

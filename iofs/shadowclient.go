@@ -149,8 +149,9 @@ func (c *shadowClient) Read(ctx context.Context, h uint64, off int64, dest []byt
 	return rep.Data, errnoErr(rep.Errno)
 }
 
-func (c *shadowClient) Write(ctx context.Context, h uint64, off int64, data []byte) (int, error) {
-	rep, err := call(ctx, c, c.rpc.Write, &wire.WriteRequest{Secret: c.secret, Handle: h, Offset: off, Data: data})
+func (c *shadowClient) Write(ctx context.Context, h uint64, w Writes) (int, error) {
+	rep, err := call(ctx, c, c.rpc.Write, &wire.WriteRequest{Secret: c.secret, Handle: h, Offset: w.Offset, Data: w.Data,
+		Extents: w.Extents, Sync: wire.Sync(w.Sync)})
 	if err != nil {
 		return 0, err
 	}
@@ -173,6 +174,14 @@ func (c *shadowClient) Ftruncate(ctx context.Context, h uint64, size int64) erro
 	return errnoErr(rep.Errno)
 }
 
+func (c *shadowClient) Fallocate(ctx context.Context, h uint64, mode uint32, off, length int64) error {
+	rep, err := call(ctx, c, c.rpc.Fallocate, &wire.FallocateRequest{Secret: c.secret, Handle: h, Mode: mode, Offset: off, Length: length})
+	if err != nil {
+		return err
+	}
+	return errnoErr(rep.Errno)
+}
+
 func (c *shadowClient) Fsync(ctx context.Context, h uint64) error {
 	rep, err := call(ctx, c, c.rpc.Fsync, &wire.HandleRequest{Secret: c.secret, Handle: h})
 	if err != nil {
@@ -181,16 +190,23 @@ func (c *shadowClient) Fsync(ctx context.Context, h uint64) error {
 	return errnoErr(rep.Errno)
 }
 
-func (c *shadowClient) Close(ctx context.Context, h uint64) error {
+func (c *shadowClient) Close(ctx context.Context, h uint64) (Attr, error) {
 	rep, err := call(ctx, c, c.rpc.Close, &wire.HandleRequest{Secret: c.secret, Handle: h})
 	if err != nil {
-		return err
+		return Attr{}, err
 	}
-	return errnoErr(rep.Errno)
+	return attrFrom(rep.Attr), errnoErr(rep.Errno)
 }
 
 func (c *shadowClient) SetAttr(ctx context.Context, path string, set SetAttr) (Attr, error) {
-	req := &wire.SetAttrRequest{Secret: c.secret, Path: path}
+	return c.setAttr(ctx, &wire.SetAttrRequest{Secret: c.secret, Path: path}, set)
+}
+
+func (c *shadowClient) SetAttrHandle(ctx context.Context, h uint64, set SetAttr) (Attr, error) {
+	return c.setAttr(ctx, &wire.SetAttrRequest{Secret: c.secret, Handle: h}, set)
+}
+
+func (c *shadowClient) setAttr(ctx context.Context, req *wire.SetAttrRequest, set SetAttr) (Attr, error) {
 	if set.Mode != nil {
 		req.SetMode, req.Mode = true, *set.Mode
 	}
@@ -202,6 +218,14 @@ func (c *shadowClient) SetAttr(ctx context.Context, path string, set SetAttr) (A
 	}
 	if set.Mtime != nil {
 		req.SetMtime, req.MtimeNs = true, *set.Mtime
+	}
+	req.SetAtime, req.AtimeNow = req.SetAtime || set.AtimeNow, set.AtimeNow
+	req.SetMtime, req.MtimeNow = req.SetMtime || set.MtimeNow, set.MtimeNow
+	if set.Uid != nil {
+		req.SetUid, req.Uid = true, *set.Uid
+	}
+	if set.Gid != nil {
+		req.SetGid, req.Gid = true, *set.Gid
 	}
 	rep, err := call(ctx, c, c.rpc.SetAttr, req)
 	if err != nil {
@@ -271,4 +295,72 @@ func (c *shadowClient) Readlink(ctx context.Context, path string) (string, error
 		return "", err
 	}
 	return rep.Target, errnoErr(rep.Errno)
+}
+
+func (c *shadowClient) Link(ctx context.Context, oldPath, newPath string) (Attr, error) {
+	rep, err := call(ctx, c, c.rpc.Link, &wire.LinkRequest{Secret: c.secret, OldPath: oldPath, NewPath: newPath})
+	if err != nil {
+		return Attr{}, err
+	}
+	return attrFrom(rep.Attr), errnoErr(rep.Errno)
+}
+
+func (c *shadowClient) Mknod(ctx context.Context, path string, mode uint32) (Attr, error) {
+	rep, err := call(ctx, c, c.rpc.Mknod, &wire.MknodRequest{Secret: c.secret, Path: path, Mode: mode})
+	if err != nil {
+		return Attr{}, err
+	}
+	return attrFrom(rep.Attr), errnoErr(rep.Errno)
+}
+
+func (c *shadowClient) Getxattr(ctx context.Context, path, name string) ([]byte, error) {
+	rep, err := call(ctx, c, c.rpc.Getxattr, &wire.XattrRequest{Secret: c.secret, Path: path, Name: name})
+	if err != nil {
+		return nil, err
+	}
+	return rep.Value, errnoErr(rep.Errno)
+}
+
+func (c *shadowClient) Listxattr(ctx context.Context, path string) ([]byte, error) {
+	rep, err := call(ctx, c, c.rpc.Listxattr, &wire.XattrRequest{Secret: c.secret, Path: path})
+	if err != nil {
+		return nil, err
+	}
+	return rep.Value, errnoErr(rep.Errno)
+}
+
+func (c *shadowClient) Setxattr(ctx context.Context, path, name string, value []byte, flags uint32) error {
+	rep, err := call(ctx, c, c.rpc.Setxattr, &wire.XattrRequest{Secret: c.secret, Path: path, Name: name, Value: value, Flags: flags})
+	if err != nil {
+		return err
+	}
+	return errnoErr(rep.Errno)
+}
+
+func (c *shadowClient) Removexattr(ctx context.Context, path, name string) error {
+	rep, err := call(ctx, c, c.rpc.Removexattr, &wire.XattrRequest{Secret: c.secret, Path: path, Name: name})
+	if err != nil {
+		return err
+	}
+	return errnoErr(rep.Errno)
+}
+
+func (c *shadowClient) SyncDir(ctx context.Context, path string) error {
+	rep, err := call(ctx, c, c.rpc.SyncDir, &wire.PathRequest{Secret: c.secret, Path: path})
+	if err != nil {
+		return err
+	}
+	return errnoErr(rep.Errno)
+}
+
+func (c *shadowClient) Account(ctx context.Context, uses []FileUse) error {
+	req := &wire.AccountRequest{Secret: c.secret, Files: make([]*wire.FileUse, len(uses))}
+	for i, u := range uses {
+		req.Files[i] = &wire.FileUse{Path: u.Path, Opens: u.Opens, Reads: u.Reads, BytesRead: u.BytesRead}
+	}
+	rep, err := call(ctx, c, c.rpc.Account, req)
+	if err != nil {
+		return err
+	}
+	return errnoErr(rep.Errno)
 }

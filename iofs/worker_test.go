@@ -68,6 +68,8 @@ func cpuSeconds() float64 {
 //	open DIR N              median µs to open DIR/f0 ... DIR/f<N-1>
 //	random FILE N DIRECT    seconds for N 4 KiB reads at random offsets, after a warming pass
 //	small DIR N             seconds to stat and read DIR/s0 ... DIR/s<N-1>
+//	randread FILE N         seconds for N 4 KiB reads at random offsets, the file opened afresh
+//	randwrite FILE N        seconds for N 4 KiB writes at random offsets, then fsync and close
 func worker(args []string) error {
 	num := func(i int) int64 {
 		n, _ := strconv.ParseInt(args[i], 10, 64)
@@ -146,6 +148,39 @@ func worker(args []string) error {
 			if _, err := syscall.Pread(fd, mem[:4096], rng.Int64N(st.Size/4096)*4096); err != nil {
 				return err
 			}
+		}
+	case "randread", "randwrite":
+		flags := syscall.O_RDONLY
+		if args[0] == "randwrite" {
+			flags = syscall.O_RDWR
+		}
+		fd, err := syscall.Open(args[1], flags, 0)
+		if err != nil {
+			return err
+		}
+		var st syscall.Stat_t
+		if err := syscall.Fstat(fd, &st); err != nil {
+			return err
+		}
+		buf := make([]byte, 4096)
+		rand.NewChaCha8([32]byte{3}).Read(buf)
+		rng := rand.New(rand.NewPCG(3, 4))
+		io := syscall.Pread
+		if args[0] == "randwrite" {
+			io = syscall.Pwrite
+		}
+		for range num(2) {
+			if _, err := io(fd, buf, rng.Int64N(st.Size/4096)*4096); err != nil {
+				return err
+			}
+		}
+		if args[0] == "randwrite" {
+			if err := syscall.Fsync(fd); err != nil {
+				return err
+			}
+		}
+		if err := syscall.Close(fd); err != nil {
+			return err
 		}
 	case "small":
 		for i := range num(2) {

@@ -120,11 +120,13 @@ func (c *seekCounter) add(off int64, n int) int64 {
 // FileStats is what the I/O server counted for one submit-side file.
 type FileStats struct {
 	Path string `json:"path"`
-	// Opens counts the opens the shadow made for the job; a small file
-	// sent whole with a lookup counts as a read only.
+	// Opens counts the job's opens: those the shadow made for it, and
+	// those of small files that came whole with a lookup, which iofs
+	// accounts for. A lookup alone counts nothing: the kernel looks names
+	// up for stat, ls and path walks too.
 	Opens int64 `json:"opens"`
-	// Reads counts the reads served, and the lookups and opens that
-	// brought data along.
+	// Reads counts the reads served, and the opens that brought data
+	// along (one read each).
 	Reads  int64 `json:"reads"`
 	Writes int64 `json:"writes"` // write calls
 	// Seeks counts the reads and writes that did not continue where an
@@ -369,9 +371,11 @@ func (s *IOServer) Resolve(_ context.Context, req *wire.ResolveRequest) (*wire.R
 	return rep, nil
 }
 
-// readSmall reads a small file whole, if it is still small.
+// readSmall reads a small file whole, if it is still small. It counts
+// nothing: a lookup is not the job's doing (the kernel looks names up for
+// stat, ls and path walks too); iofs accounts the open and the read if the
+// job opens the file (Account).
 func (s *IOServer) readSmall(p string, limit int) ([]byte, bool) {
-	start := time.Now()
 	fd, err := s.open(p, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
 	if err != nil {
 		return nil, false
@@ -382,9 +386,6 @@ func (s *IOServer) readSmall(p string, limit int) ([]byte, bool) {
 	if err != nil || n > limit {
 		return nil, false
 	}
-	c := s.counters(p)
-	c.countPrefetch(n)
-	c.nanos.Add(int64(time.Since(start)))
 	return buf[:n], true
 }
 
@@ -493,8 +494,9 @@ func (s *IOServer) Read(_ context.Context, req *wire.ReadRequest) (*wire.ReadRep
 	return &wire.ReadReply{Data: buf[:n]}, nil
 }
 
-// Write writes at the offset; on a file opened O_APPEND, Linux's pwrite
-// appends, which is what the append method wants.
+// Write writes the request's pieces in order, then syncs if asked; on a
+// file opened O_APPEND, Linux's pwrite appends, which is what the append
+// method wants. Each piece counts as one write.
 func (s *IOServer) Write(_ context.Context, req *wire.WriteRequest) (*wire.WriteReply, error) {
 	defer s.buffers.Put(req.Data) // if the codec lent it
 	if err := s.auth(req.Secret); err != nil {
@@ -504,20 +506,57 @@ func (s *IOServer) Write(_ context.Context, req *wire.WriteRequest) (*wire.Write
 	if err != nil {
 		return &wire.WriteReply{Errno: errno(err)}, nil
 	}
-	start := time.Now()
-	data, off := req.Data, req.Offset
-	for len(data) > 0 {
-		n, err := unix.Pwrite(h.fd, data, off)
-		if err != nil {
-			return &wire.WriteReply{Errno: errno(err), Written: uint32(len(req.Data) - len(data))}, nil
-		}
-		data, off = data[n:], off+int64(n)
+	if !validExtents(req.Extents, len(req.Data)) {
+		return &wire.WriteReply{Errno: uint32(syscall.EINVAL)}, nil
 	}
-	h.count.writes.Add(1)
-	h.count.bytesWritten.Add(int64(len(req.Data)))
-	h.count.seeks.Add(h.pos.add(req.Offset, len(req.Data)))
-	h.count.nanos.Add(int64(time.Since(start)))
-	return &wire.WriteReply{Written: uint32(len(req.Data))}, nil
+	start := time.Now()
+	defer func() { h.count.nanos.Add(int64(time.Since(start))) }()
+	written := 0
+	piece := func(off int64, n int) error {
+		data := req.Data[written : written+n]
+		for len(data) > 0 {
+			k, err := unix.Pwrite(h.fd, data, off)
+			if err != nil {
+				return err
+			}
+			data, off, written = data[k:], off+int64(k), written+k
+		}
+		h.count.writes.Add(1)
+		h.count.bytesWritten.Add(int64(n))
+		h.count.seeks.Add(h.pos.add(off-int64(n), n))
+		return nil
+	}
+	if len(req.Extents) == 0 {
+		err = piece(req.Offset, len(req.Data))
+	}
+	for i := 0; i < len(req.Extents) && err == nil; i += 2 {
+		err = piece(req.Extents[i], int(req.Extents[i+1]))
+	}
+	if err == nil {
+		switch req.Sync {
+		case wire.Sync_SYNC_DATA:
+			err = unix.Fdatasync(h.fd)
+		case wire.Sync_SYNC_ALL:
+			err = unix.Fsync(h.fd)
+		}
+	}
+	return &wire.WriteReply{Errno: errno(err), Written: uint32(written)}, nil
+}
+
+// validExtents reports whether extents are (offset, length) pairs whose
+// lengths cover n bytes exactly; none at all is one piece of n.
+func validExtents(extents []int64, n int) bool {
+	if len(extents)%2 != 0 {
+		return false
+	}
+	sum := int64(0)
+	for i := 0; i < len(extents); i += 2 {
+		if extents[i] < 0 || extents[i+1] < 0 || extents[i+1] > int64(n) {
+			return false
+		}
+		sum += extents[i+1]
+	}
+	return len(extents) == 0 || sum == int64(n)
 }
 
 func (s *IOServer) Fstat(_ context.Context, req *wire.HandleRequest) (*wire.AttrReply, error) {
@@ -543,6 +582,17 @@ func (s *IOServer) Ftruncate(_ context.Context, req *wire.TruncateRequest) (*wir
 	return &wire.ErrnoReply{Errno: errno(err)}, nil
 }
 
+func (s *IOServer) Fallocate(_ context.Context, req *wire.FallocateRequest) (*wire.ErrnoReply, error) {
+	if err := s.auth(req.Secret); err != nil {
+		return nil, err
+	}
+	h, err := s.handle(req.Handle)
+	if err == nil {
+		err = unix.Fallocate(h.fd, req.Mode, req.Offset, req.Length)
+	}
+	return &wire.ErrnoReply{Errno: errno(err)}, nil
+}
+
 func (s *IOServer) Fsync(_ context.Context, req *wire.HandleRequest) (*wire.ErrnoReply, error) {
 	if err := s.auth(req.Secret); err != nil {
 		return nil, err
@@ -556,7 +606,9 @@ func (s *IOServer) Fsync(_ context.Context, req *wire.HandleRequest) (*wire.Errn
 	return &wire.ErrnoReply{Errno: errno(err)}, nil
 }
 
-func (s *IOServer) Close(_ context.Context, req *wire.HandleRequest) (*wire.ErrnoReply, error) {
+// Close closes a handle and returns the file's attributes as the job left
+// them.
+func (s *IOServer) Close(_ context.Context, req *wire.HandleRequest) (*wire.AttrReply, error) {
 	if err := s.auth(req.Secret); err != nil {
 		return nil, err
 	}
@@ -565,44 +617,105 @@ func (s *IOServer) Close(_ context.Context, req *wire.HandleRequest) (*wire.Errn
 	delete(s.handles, req.Handle)
 	s.mu.Unlock()
 	if h == nil {
-		return &wire.ErrnoReply{Errno: uint32(syscall.EBADF)}, nil
+		return &wire.AttrReply{Errno: uint32(syscall.EBADF)}, nil
 	}
-	return &wire.ErrnoReply{Errno: errno(unix.Close(h.fd))}, nil
+	a, _ := fstat(h.fd)
+	return &wire.AttrReply{Errno: errno(unix.Close(h.fd)), Attr: a}, nil
 }
 
-// SetAttr changes mode, size and times through an O_PATH descriptor
-// resolved beneath the root, so a symbolic link cannot redirect it.
+// SetAttr changes owner, mode, size and times of an open file, or of the
+// file a path names, through an O_PATH descriptor resolved beneath the
+// root: a symbolic link cannot redirect it, and one the path ends in is
+// changed itself (its owner and times; it has no mode or size of its own).
 func (s *IOServer) SetAttr(_ context.Context, req *wire.SetAttrRequest) (*wire.AttrReply, error) {
 	if err := s.auth(req.Secret); err != nil {
 		return nil, err
 	}
-	fd, err := s.open(req.Path, unix.O_PATH, 0)
-	if err != nil {
-		return &wire.AttrReply{Errno: errno(err)}, nil
-	}
-	defer unix.Close(fd)
-	proc := "/proc/self/fd/" + strconv.Itoa(fd)
-	if req.SetMode {
-		err = unix.Fchmodat(unix.AT_FDCWD, proc, req.Mode&0o7777, 0)
-	}
-	if err == nil && req.SetSize {
-		err = unix.Truncate(proc, int64(req.Size))
-	}
-	if err == nil && (req.SetAtime || req.SetMtime) {
-		ts := []unix.Timespec{{Nsec: unix.UTIME_OMIT}, {Nsec: unix.UTIME_OMIT}}
-		if req.SetAtime {
-			ts[0] = unix.NsecToTimespec(req.AtimeNs)
+	var fd int
+	if req.Handle != 0 {
+		h, err := s.handle(req.Handle)
+		if err != nil {
+			return &wire.AttrReply{Errno: errno(err)}, nil
 		}
-		if req.SetMtime {
-			ts[1] = unix.NsecToTimespec(req.MtimeNs)
+		fd = h.fd
+	} else {
+		var err error
+		if fd, err = s.open(req.Path, unix.O_PATH|unix.O_NOFOLLOW, 0); err != nil {
+			return &wire.AttrReply{Errno: errno(err)}, nil
 		}
-		err = unix.UtimesNanoAt(unix.AT_FDCWD, proc, ts, 0)
+		defer unix.Close(fd)
 	}
-	if err != nil {
+	if err := s.setAttr(fd, req); err != nil {
 		return &wire.AttrReply{Errno: errno(err)}, nil
 	}
 	a, err := fstat(fd)
 	return &wire.AttrReply{Errno: errno(err), Attr: a}, nil
+}
+
+// setAttr applies req to the file fd is open on (or, O_PATH, names).
+func (s *IOServer) setAttr(fd int, req *wire.SetAttrRequest) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	link := st.Mode&unix.S_IFMT == unix.S_IFLNK
+	// Through /proc the descriptor's own file is reached, also for O_PATH
+	// descriptors, which fchmod and futimens refuse.
+	proc := "/proc/self/fd/" + strconv.Itoa(fd)
+	if req.SetUid || req.SetGid {
+		uid, gid := -1, -1
+		if req.SetUid {
+			uid = int(req.Uid)
+		}
+		if req.SetGid {
+			gid = int(req.Gid)
+		}
+		if err := unix.Fchownat(fd, "", uid, gid, unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return err
+		}
+	}
+	if req.SetMode {
+		if link {
+			return syscall.EOPNOTSUPP // as fchmodat(AT_SYMLINK_NOFOLLOW)
+		}
+		if err := unix.Fchmodat(unix.AT_FDCWD, proc, req.Mode&0o7777, 0); err != nil {
+			return err
+		}
+	}
+	if req.SetSize {
+		if link {
+			return syscall.EINVAL
+		}
+		if err := unix.Truncate(proc, int64(req.Size)); err != nil {
+			return err
+		}
+	}
+	if !req.SetAtime && !req.SetMtime {
+		return nil
+	}
+	ts := []unix.Timespec{{Nsec: unix.UTIME_OMIT}, {Nsec: unix.UTIME_OMIT}}
+	switch {
+	case req.AtimeNow:
+		ts[0] = unix.Timespec{Nsec: unix.UTIME_NOW}
+	case req.SetAtime:
+		ts[0] = unix.NsecToTimespec(req.AtimeNs)
+	}
+	switch {
+	case req.MtimeNow:
+		ts[1] = unix.Timespec{Nsec: unix.UTIME_NOW}
+	case req.SetMtime:
+		ts[1] = unix.NsecToTimespec(req.MtimeNs)
+	}
+	if !link {
+		return unix.UtimesNanoAt(unix.AT_FDCWD, proc, ts, 0)
+	}
+	// A link's own times: by its name in its directory, not followed.
+	dirfd, base, err := s.parent(req.Path)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dirfd)
+	return unix.UtimesNanoAt(dirfd, base, ts, unix.AT_SYMLINK_NOFOLLOW)
 }
 
 func (s *IOServer) ReadDir(_ context.Context, req *wire.PathRequest) (*wire.ReadDirReply, error) {
@@ -731,4 +844,83 @@ func (s *IOServer) Readlink(_ context.Context, req *wire.PathRequest) (*wire.Rea
 		return &wire.ReadlinkReply{Errno: errno(err)}, nil
 	}
 	return &wire.ReadlinkReply{Target: string(buf[:n])}, nil
+}
+
+// Link makes another name for a file. Neither name's last element is
+// followed: linking a symbolic link links the link, as Linux's link(2)
+// does, so the new name cannot reach past the roots.
+func (s *IOServer) Link(_ context.Context, req *wire.LinkRequest) (*wire.AttrReply, error) {
+	if err := s.auth(req.Secret); err != nil {
+		return nil, err
+	}
+	od, ob, err := s.parent(req.OldPath)
+	if err != nil {
+		return &wire.AttrReply{Errno: errno(err)}, nil
+	}
+	defer unix.Close(od)
+	nd, nb, err := s.parent(req.NewPath)
+	if err != nil {
+		return &wire.AttrReply{Errno: errno(err)}, nil
+	}
+	defer unix.Close(nd)
+	if err := unix.Linkat(od, ob, nd, nb, 0); err != nil {
+		return &wire.AttrReply{Errno: errno(err)}, nil
+	}
+	a, err := statAt(nd, nb)
+	return &wire.AttrReply{Errno: errno(err), Attr: a}, nil
+}
+
+// Mknod makes a FIFO, a socket or an empty regular file. A job's FIFOs and
+// sockets carry their data on the execute machine (its kernel serves them,
+// not iofs); the submit side holds only their names. Devices are refused.
+func (s *IOServer) Mknod(_ context.Context, req *wire.MknodRequest) (*wire.AttrReply, error) {
+	if err := s.auth(req.Secret); err != nil {
+		return nil, err
+	}
+	switch req.Mode & unix.S_IFMT {
+	case unix.S_IFIFO, unix.S_IFSOCK, unix.S_IFREG, 0:
+	default:
+		return &wire.AttrReply{Errno: uint32(syscall.EPERM)}, nil
+	}
+	dirfd, base, err := s.parent(req.Path)
+	if err != nil {
+		return &wire.AttrReply{Errno: errno(err)}, nil
+	}
+	defer unix.Close(dirfd)
+	if err := unix.Mknodat(dirfd, base, req.Mode&(unix.S_IFMT|0o7777), 0); err != nil {
+		return &wire.AttrReply{Errno: errno(err)}, nil
+	}
+	a, err := statAt(dirfd, base)
+	return &wire.AttrReply{Errno: errno(err), Attr: a}, nil
+}
+
+// SyncDir makes a directory's entries durable.
+func (s *IOServer) SyncDir(_ context.Context, req *wire.PathRequest) (*wire.ErrnoReply, error) {
+	if err := s.auth(req.Secret); err != nil {
+		return nil, err
+	}
+	fd, err := s.open(req.Path, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return &wire.ErrnoReply{Errno: errno(err)}, nil
+	}
+	defer unix.Close(fd)
+	return &wire.ErrnoReply{Errno: errno(unix.Fsync(fd))}, nil
+}
+
+// Account adds to the statistics what the job did with files that came
+// whole with a lookup: iofs served those opens and reads itself.
+func (s *IOServer) Account(_ context.Context, req *wire.AccountRequest) (*wire.ErrnoReply, error) {
+	if err := s.auth(req.Secret); err != nil {
+		return nil, err
+	}
+	for _, f := range req.Files {
+		if _, _, err := s.where(f.Path); err != nil {
+			continue // not a file of this job
+		}
+		c := s.counters(f.Path)
+		c.opens.Add(int64(f.Opens))
+		c.reads.Add(int64(f.Reads))
+		c.bytesRead.Add(int64(f.BytesRead))
+	}
+	return &wire.ErrnoReply{}, nil
 }

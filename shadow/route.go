@@ -118,7 +118,7 @@ func (r ioRouter) Fsync(ctx context.Context, req *wire.HandleRequest) (*wire.Err
 	return routeIO(r.l, ctx, req, (*IOServer).Fsync)
 }
 
-func (r ioRouter) Close(ctx context.Context, req *wire.HandleRequest) (*wire.ErrnoReply, error) {
+func (r ioRouter) Close(ctx context.Context, req *wire.HandleRequest) (*wire.AttrReply, error) {
 	return routeIO(r.l, ctx, req, (*IOServer).Close)
 }
 
@@ -152,4 +152,40 @@ func (r ioRouter) Symlink(ctx context.Context, req *wire.SymlinkRequest) (*wire.
 
 func (r ioRouter) Readlink(ctx context.Context, req *wire.PathRequest) (*wire.ReadlinkReply, error) {
 	return routeIO(r.l, ctx, req, (*IOServer).Readlink)
+}
+
+func (r ioRouter) Link(ctx context.Context, req *wire.LinkRequest) (*wire.AttrReply, error) {
+	return routeIO(r.l, ctx, req, (*IOServer).Link)
+}
+
+func (r ioRouter) Mknod(ctx context.Context, req *wire.MknodRequest) (*wire.AttrReply, error) {
+	return routeIO(r.l, ctx, req, (*IOServer).Mknod)
+}
+
+func (r ioRouter) Getxattr(ctx context.Context, req *wire.XattrRequest) (*wire.XattrReply, error) {
+	return routeIO(r.l, ctx, req, (*IOServer).Getxattr)
+}
+
+func (r ioRouter) Listxattr(ctx context.Context, req *wire.XattrRequest) (*wire.XattrReply, error) {
+	return routeIO(r.l, ctx, req, (*IOServer).Listxattr)
+}
+
+func (r ioRouter) Setxattr(ctx context.Context, req *wire.XattrRequest) (*wire.ErrnoReply, error) {
+	return routeIO(r.l, ctx, req, (*IOServer).Setxattr)
+}
+
+func (r ioRouter) Removexattr(ctx context.Context, req *wire.XattrRequest) (*wire.ErrnoReply, error) {
+	return routeIO(r.l, ctx, req, (*IOServer).Removexattr)
+}
+
+func (r ioRouter) SyncDir(ctx context.Context, req *wire.PathRequest) (*wire.ErrnoReply, error) {
+	return routeIO(r.l, ctx, req, (*IOServer).SyncDir)
+}
+
+func (r ioRouter) Account(ctx context.Context, req *wire.AccountRequest) (*wire.ErrnoReply, error) {
+	return routeIO(r.l, ctx, req, (*IOServer).Account)
+}
+
+func (r ioRouter) Fallocate(ctx context.Context, req *wire.FallocateRequest) (*wire.ErrnoReply, error) {
+	return routeIO(r.l, ctx, req, (*IOServer).Fallocate)
 }

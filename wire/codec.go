@@ -70,9 +70,35 @@ func (c *codec) Marshal(v any) (mem.BufferSlice, error) {
 			head = protowire.AppendTag(head, 3, protowire.VarintType)
 			head = protowire.AppendVarint(head, uint64(m.Offset))
 		}
-		return withData(head, 4, m.Data), nil
+		out := withData(head, 4, m.Data)
+		if tail := writeRequestTail(m); len(tail) > 0 {
+			out = append(out, mem.SliceBuffer(tail))
+		}
+		return out, nil
 	}
 	return c.proto.Marshal(v)
+}
+
+// writeRequestTail encodes the fields of m after its data: the extents
+// (packed) and the sync.
+func writeRequestTail(m *WriteRequest) []byte {
+	var tail []byte
+	if len(m.Extents) > 0 {
+		n := 0
+		for _, e := range m.Extents {
+			n += protowire.SizeVarint(uint64(e))
+		}
+		tail = protowire.AppendTag(make([]byte, 0, n+16), 5, protowire.BytesType)
+		tail = protowire.AppendVarint(tail, uint64(n))
+		for _, e := range m.Extents {
+			tail = protowire.AppendVarint(tail, uint64(e))
+		}
+	}
+	if m.Sync != 0 {
+		tail = protowire.AppendTag(tail, 6, protowire.VarintType)
+		tail = protowire.AppendVarint(tail, uint64(m.Sync))
+	}
+	return tail
 }
 
 // withData appends the bytes field num holding data to the encoded fields
@@ -131,6 +157,33 @@ func decodeWriteRequest(r *mem.Reader, m *WriteRequest, bufs *Buffers) error {
 				return fmt.Errorf("decode WriteRequest: %w", err)
 			}
 			m.Secret = string(b)
+		case num == 5 && typ == protowire.VarintType:
+			v, err := readVarint(r)
+			if err != nil {
+				return err
+			}
+			m.Extents = append(m.Extents, int64(v))
+		case num == 5 && typ == protowire.BytesType:
+			n, err := readVarint(r)
+			if err != nil {
+				return err
+			}
+			if n > uint64(r.Remaining()) {
+				return fmt.Errorf("decode WriteRequest: extents of %d bytes, %d left: %w", n, r.Remaining(), io.ErrUnexpectedEOF)
+			}
+			for end := r.Remaining() - int(n); r.Remaining() > end; {
+				v, err := readVarint(r)
+				if err != nil {
+					return err
+				}
+				m.Extents = append(m.Extents, int64(v))
+			}
+		case num == 6 && typ == protowire.VarintType:
+			v, err := readVarint(r)
+			if err != nil {
+				return err
+			}
+			m.Sync = Sync(v)
 		case num == 4 && typ == protowire.BytesType:
 			var buf []byte
 			if bufs != nil && m.Data == nil {
@@ -234,6 +287,22 @@ func skipField(r *mem.Reader, typ protowire.Type) error {
 		var err error
 		if n, err = readVarint(r); err != nil {
 			return err
+		}
+	case protowire.StartGroupType:
+		// A group (deprecated, still valid protobuf): skip its fields up
+		// to its end.
+		for {
+			tag, err := readVarint(r)
+			if err != nil {
+				return err
+			}
+			_, typ := protowire.DecodeTag(tag)
+			if typ == protowire.EndGroupType {
+				return nil
+			}
+			if err := skipField(r, typ); err != nil {
+				return err
+			}
 		}
 	default:
 		return fmt.Errorf("decode: unsupported wire type %d", typ)

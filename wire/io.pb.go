@@ -34,6 +34,56 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// Sync says what a Write does after its data is written.
+type Sync int32
+
+const (
+	Sync_SYNC_NONE Sync = 0
+	Sync_SYNC_DATA Sync = 1 // fdatasync
+	Sync_SYNC_ALL  Sync = 2 // fsync
+)
+
+// Enum value maps for Sync.
+var (
+	Sync_name = map[int32]string{
+		0: "SYNC_NONE",
+		1: "SYNC_DATA",
+		2: "SYNC_ALL",
+	}
+	Sync_value = map[string]int32{
+		"SYNC_NONE": 0,
+		"SYNC_DATA": 1,
+		"SYNC_ALL":  2,
+	}
+)
+
+func (x Sync) Enum() *Sync {
+	p := new(Sync)
+	*p = x
+	return p
+}
+
+func (x Sync) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Sync) Descriptor() protoreflect.EnumDescriptor {
+	return file_harrier_v1_io_proto_enumTypes[0].Descriptor()
+}
+
+func (Sync) Type() protoreflect.EnumType {
+	return &file_harrier_v1_io_proto_enumTypes[0]
+}
+
+func (x Sync) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Sync.Descriptor instead.
+func (Sync) EnumDescriptor() ([]byte, []int) {
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{0}
+}
+
 // Attr is the part of stat(2) a file system reports.
 type Attr struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -822,11 +872,16 @@ func (x *ReadReply) GetData() []byte {
 }
 
 type WriteRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Secret        string                 `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
-	Handle        uint64                 `protobuf:"varint,2,opt,name=handle,proto3" json:"handle,omitempty"`
-	Offset        int64                  `protobuf:"varint,3,opt,name=offset,proto3" json:"offset,omitempty"`
-	Data          []byte                 `protobuf:"bytes,4,opt,name=data,proto3" json:"data,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Secret string                 `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
+	Handle uint64                 `protobuf:"varint,2,opt,name=handle,proto3" json:"handle,omitempty"`
+	Offset int64                  `protobuf:"varint,3,opt,name=offset,proto3" json:"offset,omitempty"`
+	Data   []byte                 `protobuf:"bytes,4,opt,name=data,proto3" json:"data,omitempty"`
+	// extents, if set, cut data into pieces written one after the other:
+	// pairs of (offset, length) whose lengths add up to len(data); offset
+	// is then ignored.
+	Extents       []int64 `protobuf:"varint,5,rep,packed,name=extents,proto3" json:"extents,omitempty"`
+	Sync          Sync    `protobuf:"varint,6,opt,name=sync,proto3,enum=harrier.v1.Sync" json:"sync,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -889,10 +944,25 @@ func (x *WriteRequest) GetData() []byte {
 	return nil
 }
 
+func (x *WriteRequest) GetExtents() []int64 {
+	if x != nil {
+		return x.Extents
+	}
+	return nil
+}
+
+func (x *WriteRequest) GetSync() Sync {
+	if x != nil {
+		return x.Sync
+	}
+	return Sync_SYNC_NONE
+}
+
 type WriteReply struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Errno         uint32                 `protobuf:"varint,1,opt,name=errno,proto3" json:"errno,omitempty"`
-	Written       uint32                 `protobuf:"varint,2,opt,name=written,proto3" json:"written,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Errno uint32                 `protobuf:"varint,1,opt,name=errno,proto3" json:"errno,omitempty"`
+	// Bytes written, all pieces together, before any error.
+	Written       uint32 `protobuf:"varint,2,opt,name=written,proto3" json:"written,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1053,26 +1123,114 @@ func (x *TruncateRequest) GetSize() uint64 {
 	return 0
 }
 
+type FallocateRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Secret        string                 `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
+	Handle        uint64                 `protobuf:"varint,2,opt,name=handle,proto3" json:"handle,omitempty"`
+	Mode          uint32                 `protobuf:"varint,3,opt,name=mode,proto3" json:"mode,omitempty"` // fallocate(2)'s
+	Offset        int64                  `protobuf:"varint,4,opt,name=offset,proto3" json:"offset,omitempty"`
+	Length        int64                  `protobuf:"varint,5,opt,name=length,proto3" json:"length,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FallocateRequest) Reset() {
+	*x = FallocateRequest{}
+	mi := &file_harrier_v1_io_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FallocateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FallocateRequest) ProtoMessage() {}
+
+func (x *FallocateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_io_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FallocateRequest.ProtoReflect.Descriptor instead.
+func (*FallocateRequest) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *FallocateRequest) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
+func (x *FallocateRequest) GetHandle() uint64 {
+	if x != nil {
+		return x.Handle
+	}
+	return 0
+}
+
+func (x *FallocateRequest) GetMode() uint32 {
+	if x != nil {
+		return x.Mode
+	}
+	return 0
+}
+
+func (x *FallocateRequest) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *FallocateRequest) GetLength() int64 {
+	if x != nil {
+		return x.Length
+	}
+	return 0
+}
+
+// SetAttrRequest changes the attributes of the file a path names (never
+// following a symbolic link it ends in: a link's own times are set, as
+// utimensat's AT_SYMLINK_NOFOLLOW asks) or, with handle, of an open file.
 type SetAttrRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Secret string                 `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
 	Path   string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	Handle uint64                 `protobuf:"varint,15,opt,name=handle,proto3" json:"handle,omitempty"`
 	// Which of the fields below to apply.
-	SetMode       bool   `protobuf:"varint,3,opt,name=set_mode,json=setMode,proto3" json:"set_mode,omitempty"`
-	Mode          uint32 `protobuf:"varint,4,opt,name=mode,proto3" json:"mode,omitempty"`
-	SetSize       bool   `protobuf:"varint,5,opt,name=set_size,json=setSize,proto3" json:"set_size,omitempty"`
-	Size          uint64 `protobuf:"varint,6,opt,name=size,proto3" json:"size,omitempty"`
-	SetAtime      bool   `protobuf:"varint,7,opt,name=set_atime,json=setAtime,proto3" json:"set_atime,omitempty"`
-	AtimeNs       int64  `protobuf:"varint,8,opt,name=atime_ns,json=atimeNs,proto3" json:"atime_ns,omitempty"`
-	SetMtime      bool   `protobuf:"varint,9,opt,name=set_mtime,json=setMtime,proto3" json:"set_mtime,omitempty"`
-	MtimeNs       int64  `protobuf:"varint,10,opt,name=mtime_ns,json=mtimeNs,proto3" json:"mtime_ns,omitempty"`
+	SetMode  bool   `protobuf:"varint,3,opt,name=set_mode,json=setMode,proto3" json:"set_mode,omitempty"`
+	Mode     uint32 `protobuf:"varint,4,opt,name=mode,proto3" json:"mode,omitempty"`
+	SetSize  bool   `protobuf:"varint,5,opt,name=set_size,json=setSize,proto3" json:"set_size,omitempty"`
+	Size     uint64 `protobuf:"varint,6,opt,name=size,proto3" json:"size,omitempty"`
+	SetAtime bool   `protobuf:"varint,7,opt,name=set_atime,json=setAtime,proto3" json:"set_atime,omitempty"`
+	AtimeNs  int64  `protobuf:"varint,8,opt,name=atime_ns,json=atimeNs,proto3" json:"atime_ns,omitempty"`
+	SetMtime bool   `protobuf:"varint,9,opt,name=set_mtime,json=setMtime,proto3" json:"set_mtime,omitempty"`
+	MtimeNs  int64  `protobuf:"varint,10,opt,name=mtime_ns,json=mtimeNs,proto3" json:"mtime_ns,omitempty"`
+	// atime_now, mtime_now: the submit machine's time, with utimensat's
+	// UTIME_NOW (which asks write permission only, not ownership).
+	AtimeNow      bool   `protobuf:"varint,16,opt,name=atime_now,json=atimeNow,proto3" json:"atime_now,omitempty"`
+	MtimeNow      bool   `protobuf:"varint,17,opt,name=mtime_now,json=mtimeNow,proto3" json:"mtime_now,omitempty"`
+	SetUid        bool   `protobuf:"varint,11,opt,name=set_uid,json=setUid,proto3" json:"set_uid,omitempty"`
+	Uid           uint32 `protobuf:"varint,12,opt,name=uid,proto3" json:"uid,omitempty"`
+	SetGid        bool   `protobuf:"varint,13,opt,name=set_gid,json=setGid,proto3" json:"set_gid,omitempty"`
+	Gid           uint32 `protobuf:"varint,14,opt,name=gid,proto3" json:"gid,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SetAttrRequest) Reset() {
 	*x = SetAttrRequest{}
-	mi := &file_harrier_v1_io_proto_msgTypes[15]
+	mi := &file_harrier_v1_io_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1084,7 +1242,7 @@ func (x *SetAttrRequest) String() string {
 func (*SetAttrRequest) ProtoMessage() {}
 
 func (x *SetAttrRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[15]
+	mi := &file_harrier_v1_io_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1097,7 +1255,7 @@ func (x *SetAttrRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetAttrRequest.ProtoReflect.Descriptor instead.
 func (*SetAttrRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{15}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SetAttrRequest) GetSecret() string {
@@ -1112,6 +1270,13 @@ func (x *SetAttrRequest) GetPath() string {
 		return x.Path
 	}
 	return ""
+}
+
+func (x *SetAttrRequest) GetHandle() uint64 {
+	if x != nil {
+		return x.Handle
+	}
+	return 0
 }
 
 func (x *SetAttrRequest) GetSetMode() bool {
@@ -1170,6 +1335,48 @@ func (x *SetAttrRequest) GetMtimeNs() int64 {
 	return 0
 }
 
+func (x *SetAttrRequest) GetAtimeNow() bool {
+	if x != nil {
+		return x.AtimeNow
+	}
+	return false
+}
+
+func (x *SetAttrRequest) GetMtimeNow() bool {
+	if x != nil {
+		return x.MtimeNow
+	}
+	return false
+}
+
+func (x *SetAttrRequest) GetSetUid() bool {
+	if x != nil {
+		return x.SetUid
+	}
+	return false
+}
+
+func (x *SetAttrRequest) GetUid() uint32 {
+	if x != nil {
+		return x.Uid
+	}
+	return 0
+}
+
+func (x *SetAttrRequest) GetSetGid() bool {
+	if x != nil {
+		return x.SetGid
+	}
+	return false
+}
+
+func (x *SetAttrRequest) GetGid() uint32 {
+	if x != nil {
+		return x.Gid
+	}
+	return 0
+}
+
 type DirEntry struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -1181,7 +1388,7 @@ type DirEntry struct {
 
 func (x *DirEntry) Reset() {
 	*x = DirEntry{}
-	mi := &file_harrier_v1_io_proto_msgTypes[16]
+	mi := &file_harrier_v1_io_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1193,7 +1400,7 @@ func (x *DirEntry) String() string {
 func (*DirEntry) ProtoMessage() {}
 
 func (x *DirEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[16]
+	mi := &file_harrier_v1_io_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1206,7 +1413,7 @@ func (x *DirEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DirEntry.ProtoReflect.Descriptor instead.
 func (*DirEntry) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{16}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DirEntry) GetName() string {
@@ -1240,7 +1447,7 @@ type ReadDirReply struct {
 
 func (x *ReadDirReply) Reset() {
 	*x = ReadDirReply{}
-	mi := &file_harrier_v1_io_proto_msgTypes[17]
+	mi := &file_harrier_v1_io_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1252,7 +1459,7 @@ func (x *ReadDirReply) String() string {
 func (*ReadDirReply) ProtoMessage() {}
 
 func (x *ReadDirReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[17]
+	mi := &file_harrier_v1_io_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1265,7 +1472,7 @@ func (x *ReadDirReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadDirReply.ProtoReflect.Descriptor instead.
 func (*ReadDirReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{17}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ReadDirReply) GetErrno() uint32 {
@@ -1293,7 +1500,7 @@ type MkdirRequest struct {
 
 func (x *MkdirRequest) Reset() {
 	*x = MkdirRequest{}
-	mi := &file_harrier_v1_io_proto_msgTypes[18]
+	mi := &file_harrier_v1_io_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1305,7 +1512,7 @@ func (x *MkdirRequest) String() string {
 func (*MkdirRequest) ProtoMessage() {}
 
 func (x *MkdirRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[18]
+	mi := &file_harrier_v1_io_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1318,7 +1525,7 @@ func (x *MkdirRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MkdirRequest.ProtoReflect.Descriptor instead.
 func (*MkdirRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{18}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *MkdirRequest) GetSecret() string {
@@ -1354,7 +1561,7 @@ type RenameRequest struct {
 
 func (x *RenameRequest) Reset() {
 	*x = RenameRequest{}
-	mi := &file_harrier_v1_io_proto_msgTypes[19]
+	mi := &file_harrier_v1_io_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1366,7 +1573,7 @@ func (x *RenameRequest) String() string {
 func (*RenameRequest) ProtoMessage() {}
 
 func (x *RenameRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[19]
+	mi := &file_harrier_v1_io_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1379,7 +1586,7 @@ func (x *RenameRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenameRequest.ProtoReflect.Descriptor instead.
 func (*RenameRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{19}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *RenameRequest) GetSecret() string {
@@ -1421,7 +1628,7 @@ type SymlinkRequest struct {
 
 func (x *SymlinkRequest) Reset() {
 	*x = SymlinkRequest{}
-	mi := &file_harrier_v1_io_proto_msgTypes[20]
+	mi := &file_harrier_v1_io_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1433,7 +1640,7 @@ func (x *SymlinkRequest) String() string {
 func (*SymlinkRequest) ProtoMessage() {}
 
 func (x *SymlinkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[20]
+	mi := &file_harrier_v1_io_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1446,7 +1653,7 @@ func (x *SymlinkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SymlinkRequest.ProtoReflect.Descriptor instead.
 func (*SymlinkRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{20}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SymlinkRequest) GetSecret() string {
@@ -1480,7 +1687,7 @@ type ReadlinkReply struct {
 
 func (x *ReadlinkReply) Reset() {
 	*x = ReadlinkReply{}
-	mi := &file_harrier_v1_io_proto_msgTypes[21]
+	mi := &file_harrier_v1_io_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1492,7 +1699,7 @@ func (x *ReadlinkReply) String() string {
 func (*ReadlinkReply) ProtoMessage() {}
 
 func (x *ReadlinkReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[21]
+	mi := &file_harrier_v1_io_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1505,7 +1712,7 @@ func (x *ReadlinkReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadlinkReply.ProtoReflect.Descriptor instead.
 func (*ReadlinkReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{21}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ReadlinkReply) GetErrno() uint32 {
@@ -1520,6 +1727,375 @@ func (x *ReadlinkReply) GetTarget() string {
 		return x.Target
 	}
 	return ""
+}
+
+type LinkRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Secret        string                 `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
+	OldPath       string                 `protobuf:"bytes,2,opt,name=old_path,json=oldPath,proto3" json:"old_path,omitempty"`
+	NewPath       string                 `protobuf:"bytes,3,opt,name=new_path,json=newPath,proto3" json:"new_path,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LinkRequest) Reset() {
+	*x = LinkRequest{}
+	mi := &file_harrier_v1_io_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LinkRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LinkRequest) ProtoMessage() {}
+
+func (x *LinkRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_io_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LinkRequest.ProtoReflect.Descriptor instead.
+func (*LinkRequest) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *LinkRequest) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
+func (x *LinkRequest) GetOldPath() string {
+	if x != nil {
+		return x.OldPath
+	}
+	return ""
+}
+
+func (x *LinkRequest) GetNewPath() string {
+	if x != nil {
+		return x.NewPath
+	}
+	return ""
+}
+
+type MknodRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Secret        string                 `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	Mode          uint32                 `protobuf:"varint,3,opt,name=mode,proto3" json:"mode,omitempty"` // type and permission bits, as mknod(2)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MknodRequest) Reset() {
+	*x = MknodRequest{}
+	mi := &file_harrier_v1_io_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MknodRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MknodRequest) ProtoMessage() {}
+
+func (x *MknodRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_io_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MknodRequest.ProtoReflect.Descriptor instead.
+func (*MknodRequest) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *MknodRequest) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
+func (x *MknodRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *MknodRequest) GetMode() uint32 {
+	if x != nil {
+		return x.Mode
+	}
+	return 0
+}
+
+type XattrRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Secret        string                 `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	Value         []byte                 `protobuf:"bytes,4,opt,name=value,proto3" json:"value,omitempty"`  // Setxattr
+	Flags         uint32                 `protobuf:"varint,5,opt,name=flags,proto3" json:"flags,omitempty"` // Setxattr: XATTR_CREATE, XATTR_REPLACE
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *XattrRequest) Reset() {
+	*x = XattrRequest{}
+	mi := &file_harrier_v1_io_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *XattrRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*XattrRequest) ProtoMessage() {}
+
+func (x *XattrRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_io_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use XattrRequest.ProtoReflect.Descriptor instead.
+func (*XattrRequest) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *XattrRequest) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
+func (x *XattrRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *XattrRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *XattrRequest) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *XattrRequest) GetFlags() uint32 {
+	if x != nil {
+		return x.Flags
+	}
+	return 0
+}
+
+type XattrReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Errno         uint32                 `protobuf:"varint,1,opt,name=errno,proto3" json:"errno,omitempty"`
+	Value         []byte                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *XattrReply) Reset() {
+	*x = XattrReply{}
+	mi := &file_harrier_v1_io_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *XattrReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*XattrReply) ProtoMessage() {}
+
+func (x *XattrReply) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_io_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use XattrReply.ProtoReflect.Descriptor instead.
+func (*XattrReply) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *XattrReply) GetErrno() uint32 {
+	if x != nil {
+		return x.Errno
+	}
+	return 0
+}
+
+func (x *XattrReply) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+type AccountRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Secret        string                 `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
+	Files         []*FileUse             `protobuf:"bytes,2,rep,name=files,proto3" json:"files,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AccountRequest) Reset() {
+	*x = AccountRequest{}
+	mi := &file_harrier_v1_io_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AccountRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AccountRequest) ProtoMessage() {}
+
+func (x *AccountRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_io_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AccountRequest.ProtoReflect.Descriptor instead.
+func (*AccountRequest) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *AccountRequest) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
+func (x *AccountRequest) GetFiles() []*FileUse {
+	if x != nil {
+		return x.Files
+	}
+	return nil
+}
+
+// FileUse is what the job did with one physical file.
+type FileUse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Opens         uint32                 `protobuf:"varint,2,opt,name=opens,proto3" json:"opens,omitempty"`
+	Reads         uint32                 `protobuf:"varint,3,opt,name=reads,proto3" json:"reads,omitempty"`
+	BytesRead     uint64                 `protobuf:"varint,4,opt,name=bytes_read,json=bytesRead,proto3" json:"bytes_read,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FileUse) Reset() {
+	*x = FileUse{}
+	mi := &file_harrier_v1_io_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FileUse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FileUse) ProtoMessage() {}
+
+func (x *FileUse) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_io_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FileUse.ProtoReflect.Descriptor instead.
+func (*FileUse) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *FileUse) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *FileUse) GetOpens() uint32 {
+	if x != nil {
+		return x.Opens
+	}
+	return 0
+}
+
+func (x *FileUse) GetReads() uint32 {
+	if x != nil {
+		return x.Reads
+	}
+	return 0
+}
+
+func (x *FileUse) GetBytesRead() uint64 {
+	if x != nil {
+		return x.BytesRead
+	}
+	return 0
 }
 
 var File_harrier_v1_io_proto protoreflect.FileDescriptor
@@ -1590,12 +2166,14 @@ const file_harrier_v1_io_proto_rawDesc = "" +
 	"\x04size\x18\x04 \x01(\rR\x04size\"5\n" +
 	"\tReadReply\x12\x14\n" +
 	"\x05errno\x18\x01 \x01(\rR\x05errno\x12\x12\n" +
-	"\x04data\x18\x02 \x01(\fR\x04data\"j\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\"\xaa\x01\n" +
 	"\fWriteRequest\x12\x16\n" +
 	"\x06secret\x18\x01 \x01(\tR\x06secret\x12\x16\n" +
 	"\x06handle\x18\x02 \x01(\x04R\x06handle\x12\x16\n" +
 	"\x06offset\x18\x03 \x01(\x03R\x06offset\x12\x12\n" +
-	"\x04data\x18\x04 \x01(\fR\x04data\"<\n" +
+	"\x04data\x18\x04 \x01(\fR\x04data\x12\x18\n" +
+	"\aextents\x18\x05 \x03(\x03R\aextents\x12$\n" +
+	"\x04sync\x18\x06 \x01(\x0e2\x10.harrier.v1.SyncR\x04sync\"<\n" +
 	"\n" +
 	"WriteReply\x12\x14\n" +
 	"\x05errno\x18\x01 \x01(\rR\x05errno\x12\x18\n" +
@@ -1606,10 +2184,17 @@ const file_harrier_v1_io_proto_rawDesc = "" +
 	"\x0fTruncateRequest\x12\x16\n" +
 	"\x06secret\x18\x01 \x01(\tR\x06secret\x12\x16\n" +
 	"\x06handle\x18\x02 \x01(\x04R\x06handle\x12\x12\n" +
-	"\x04size\x18\x03 \x01(\x04R\x04size\"\x8a\x02\n" +
+	"\x04size\x18\x03 \x01(\x04R\x04size\"\x86\x01\n" +
+	"\x10FallocateRequest\x12\x16\n" +
+	"\x06secret\x18\x01 \x01(\tR\x06secret\x12\x16\n" +
+	"\x06handle\x18\x02 \x01(\x04R\x06handle\x12\x12\n" +
+	"\x04mode\x18\x03 \x01(\rR\x04mode\x12\x16\n" +
+	"\x06offset\x18\x04 \x01(\x03R\x06offset\x12\x16\n" +
+	"\x06length\x18\x05 \x01(\x03R\x06length\"\xb2\x03\n" +
 	"\x0eSetAttrRequest\x12\x16\n" +
 	"\x06secret\x18\x01 \x01(\tR\x06secret\x12\x12\n" +
-	"\x04path\x18\x02 \x01(\tR\x04path\x12\x19\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x16\n" +
+	"\x06handle\x18\x0f \x01(\x04R\x06handle\x12\x19\n" +
 	"\bset_mode\x18\x03 \x01(\bR\asetMode\x12\x12\n" +
 	"\x04mode\x18\x04 \x01(\rR\x04mode\x12\x19\n" +
 	"\bset_size\x18\x05 \x01(\bR\asetSize\x12\x12\n" +
@@ -1618,7 +2203,13 @@ const file_harrier_v1_io_proto_rawDesc = "" +
 	"\batime_ns\x18\b \x01(\x03R\aatimeNs\x12\x1b\n" +
 	"\tset_mtime\x18\t \x01(\bR\bsetMtime\x12\x19\n" +
 	"\bmtime_ns\x18\n" +
-	" \x01(\x03R\amtimeNs\"D\n" +
+	" \x01(\x03R\amtimeNs\x12\x1b\n" +
+	"\tatime_now\x18\x10 \x01(\bR\batimeNow\x12\x1b\n" +
+	"\tmtime_now\x18\x11 \x01(\bR\bmtimeNow\x12\x17\n" +
+	"\aset_uid\x18\v \x01(\bR\x06setUid\x12\x10\n" +
+	"\x03uid\x18\f \x01(\rR\x03uid\x12\x17\n" +
+	"\aset_gid\x18\r \x01(\bR\x06setGid\x12\x10\n" +
+	"\x03gid\x18\x0e \x01(\rR\x03gid\"D\n" +
 	"\bDirEntry\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04mode\x18\x02 \x01(\rR\x04mode\x12\x10\n" +
@@ -1641,7 +2232,38 @@ const file_harrier_v1_io_proto_rawDesc = "" +
 	"\x04path\x18\x03 \x01(\tR\x04path\"=\n" +
 	"\rReadlinkReply\x12\x14\n" +
 	"\x05errno\x18\x01 \x01(\rR\x05errno\x12\x16\n" +
-	"\x06target\x18\x02 \x01(\tR\x06target2\xc5\b\n" +
+	"\x06target\x18\x02 \x01(\tR\x06target\"[\n" +
+	"\vLinkRequest\x12\x16\n" +
+	"\x06secret\x18\x01 \x01(\tR\x06secret\x12\x19\n" +
+	"\bold_path\x18\x02 \x01(\tR\aoldPath\x12\x19\n" +
+	"\bnew_path\x18\x03 \x01(\tR\anewPath\"N\n" +
+	"\fMknodRequest\x12\x16\n" +
+	"\x06secret\x18\x01 \x01(\tR\x06secret\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
+	"\x04mode\x18\x03 \x01(\rR\x04mode\"z\n" +
+	"\fXattrRequest\x12\x16\n" +
+	"\x06secret\x18\x01 \x01(\tR\x06secret\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x14\n" +
+	"\x05value\x18\x04 \x01(\fR\x05value\x12\x14\n" +
+	"\x05flags\x18\x05 \x01(\rR\x05flags\"8\n" +
+	"\n" +
+	"XattrReply\x12\x14\n" +
+	"\x05errno\x18\x01 \x01(\rR\x05errno\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value\"S\n" +
+	"\x0eAccountRequest\x12\x16\n" +
+	"\x06secret\x18\x01 \x01(\tR\x06secret\x12)\n" +
+	"\x05files\x18\x02 \x03(\v2\x13.harrier.v1.FileUseR\x05files\"h\n" +
+	"\aFileUse\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x14\n" +
+	"\x05opens\x18\x02 \x01(\rR\x05opens\x12\x14\n" +
+	"\x05reads\x18\x03 \x01(\rR\x05reads\x12\x1d\n" +
+	"\n" +
+	"bytes_read\x18\x04 \x01(\x04R\tbytesRead*2\n" +
+	"\x04Sync\x12\r\n" +
+	"\tSYNC_NONE\x10\x00\x12\r\n" +
+	"\tSYNC_DATA\x10\x01\x12\f\n" +
+	"\bSYNC_ALL\x10\x022\xf0\f\n" +
 	"\bShadowIO\x12?\n" +
 	"\aResolve\x12\x1a.harrier.v1.ResolveRequest\x1a\x18.harrier.v1.ResolveReply\x126\n" +
 	"\x04Stat\x12\x17.harrier.v1.PathRequest\x1a\x15.harrier.v1.AttrReply\x126\n" +
@@ -1650,9 +2272,10 @@ const file_harrier_v1_io_proto_rawDesc = "" +
 	"\x04Read\x12\x17.harrier.v1.ReadRequest\x1a\x15.harrier.v1.ReadReply\x129\n" +
 	"\x05Write\x12\x18.harrier.v1.WriteRequest\x1a\x16.harrier.v1.WriteReply\x129\n" +
 	"\x05Fstat\x12\x19.harrier.v1.HandleRequest\x1a\x15.harrier.v1.AttrReply\x12@\n" +
-	"\tFtruncate\x12\x1b.harrier.v1.TruncateRequest\x1a\x16.harrier.v1.ErrnoReply\x12:\n" +
-	"\x05Fsync\x12\x19.harrier.v1.HandleRequest\x1a\x16.harrier.v1.ErrnoReply\x12:\n" +
-	"\x05Close\x12\x19.harrier.v1.HandleRequest\x1a\x16.harrier.v1.ErrnoReply\x12<\n" +
+	"\tFtruncate\x12\x1b.harrier.v1.TruncateRequest\x1a\x16.harrier.v1.ErrnoReply\x12A\n" +
+	"\tFallocate\x12\x1c.harrier.v1.FallocateRequest\x1a\x16.harrier.v1.ErrnoReply\x12:\n" +
+	"\x05Fsync\x12\x19.harrier.v1.HandleRequest\x1a\x16.harrier.v1.ErrnoReply\x129\n" +
+	"\x05Close\x12\x19.harrier.v1.HandleRequest\x1a\x15.harrier.v1.AttrReply\x12<\n" +
 	"\aSetAttr\x12\x1a.harrier.v1.SetAttrRequest\x1a\x15.harrier.v1.AttrReply\x12<\n" +
 	"\aReadDir\x12\x17.harrier.v1.PathRequest\x1a\x18.harrier.v1.ReadDirReply\x128\n" +
 	"\x05Mkdir\x12\x18.harrier.v1.MkdirRequest\x1a\x15.harrier.v1.AttrReply\x129\n" +
@@ -1660,7 +2283,15 @@ const file_harrier_v1_io_proto_rawDesc = "" +
 	"\x05Rmdir\x12\x17.harrier.v1.PathRequest\x1a\x16.harrier.v1.ErrnoReply\x12;\n" +
 	"\x06Rename\x12\x19.harrier.v1.RenameRequest\x1a\x16.harrier.v1.ErrnoReply\x12<\n" +
 	"\aSymlink\x12\x1a.harrier.v1.SymlinkRequest\x1a\x15.harrier.v1.AttrReply\x12>\n" +
-	"\bReadlink\x12\x17.harrier.v1.PathRequest\x1a\x19.harrier.v1.ReadlinkReplyB\x1aZ\x18harrier.dev/harrier/wireb\x06proto3"
+	"\bReadlink\x12\x17.harrier.v1.PathRequest\x1a\x19.harrier.v1.ReadlinkReply\x126\n" +
+	"\x04Link\x12\x17.harrier.v1.LinkRequest\x1a\x15.harrier.v1.AttrReply\x128\n" +
+	"\x05Mknod\x12\x18.harrier.v1.MknodRequest\x1a\x15.harrier.v1.AttrReply\x12<\n" +
+	"\bGetxattr\x12\x18.harrier.v1.XattrRequest\x1a\x16.harrier.v1.XattrReply\x12=\n" +
+	"\tListxattr\x12\x18.harrier.v1.XattrRequest\x1a\x16.harrier.v1.XattrReply\x12<\n" +
+	"\bSetxattr\x12\x18.harrier.v1.XattrRequest\x1a\x16.harrier.v1.ErrnoReply\x12?\n" +
+	"\vRemovexattr\x12\x18.harrier.v1.XattrRequest\x1a\x16.harrier.v1.ErrnoReply\x12:\n" +
+	"\aSyncDir\x12\x17.harrier.v1.PathRequest\x1a\x16.harrier.v1.ErrnoReply\x12=\n" +
+	"\aAccount\x12\x1a.harrier.v1.AccountRequest\x1a\x16.harrier.v1.ErrnoReplyB\x1aZ\x18harrier.dev/harrier/wireb\x06proto3"
 
 var (
 	file_harrier_v1_io_proto_rawDescOnce sync.Once
@@ -1674,77 +2305,106 @@ func file_harrier_v1_io_proto_rawDescGZIP() []byte {
 	return file_harrier_v1_io_proto_rawDescData
 }
 
-var file_harrier_v1_io_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_harrier_v1_io_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_harrier_v1_io_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_harrier_v1_io_proto_goTypes = []any{
-	(*Attr)(nil),            // 0: harrier.v1.Attr
-	(*ResolveRequest)(nil),  // 1: harrier.v1.ResolveRequest
-	(*ResolveReply)(nil),    // 2: harrier.v1.ResolveReply
-	(*PathRequest)(nil),     // 3: harrier.v1.PathRequest
-	(*AttrReply)(nil),       // 4: harrier.v1.AttrReply
-	(*ErrnoReply)(nil),      // 5: harrier.v1.ErrnoReply
-	(*OpenRequest)(nil),     // 6: harrier.v1.OpenRequest
-	(*OpenReply)(nil),       // 7: harrier.v1.OpenReply
-	(*ReopenRequest)(nil),   // 8: harrier.v1.ReopenRequest
-	(*ReadRequest)(nil),     // 9: harrier.v1.ReadRequest
-	(*ReadReply)(nil),       // 10: harrier.v1.ReadReply
-	(*WriteRequest)(nil),    // 11: harrier.v1.WriteRequest
-	(*WriteReply)(nil),      // 12: harrier.v1.WriteReply
-	(*HandleRequest)(nil),   // 13: harrier.v1.HandleRequest
-	(*TruncateRequest)(nil), // 14: harrier.v1.TruncateRequest
-	(*SetAttrRequest)(nil),  // 15: harrier.v1.SetAttrRequest
-	(*DirEntry)(nil),        // 16: harrier.v1.DirEntry
-	(*ReadDirReply)(nil),    // 17: harrier.v1.ReadDirReply
-	(*MkdirRequest)(nil),    // 18: harrier.v1.MkdirRequest
-	(*RenameRequest)(nil),   // 19: harrier.v1.RenameRequest
-	(*SymlinkRequest)(nil),  // 20: harrier.v1.SymlinkRequest
-	(*ReadlinkReply)(nil),   // 21: harrier.v1.ReadlinkReply
+	(Sync)(0),                // 0: harrier.v1.Sync
+	(*Attr)(nil),             // 1: harrier.v1.Attr
+	(*ResolveRequest)(nil),   // 2: harrier.v1.ResolveRequest
+	(*ResolveReply)(nil),     // 3: harrier.v1.ResolveReply
+	(*PathRequest)(nil),      // 4: harrier.v1.PathRequest
+	(*AttrReply)(nil),        // 5: harrier.v1.AttrReply
+	(*ErrnoReply)(nil),       // 6: harrier.v1.ErrnoReply
+	(*OpenRequest)(nil),      // 7: harrier.v1.OpenRequest
+	(*OpenReply)(nil),        // 8: harrier.v1.OpenReply
+	(*ReopenRequest)(nil),    // 9: harrier.v1.ReopenRequest
+	(*ReadRequest)(nil),      // 10: harrier.v1.ReadRequest
+	(*ReadReply)(nil),        // 11: harrier.v1.ReadReply
+	(*WriteRequest)(nil),     // 12: harrier.v1.WriteRequest
+	(*WriteReply)(nil),       // 13: harrier.v1.WriteReply
+	(*HandleRequest)(nil),    // 14: harrier.v1.HandleRequest
+	(*TruncateRequest)(nil),  // 15: harrier.v1.TruncateRequest
+	(*FallocateRequest)(nil), // 16: harrier.v1.FallocateRequest
+	(*SetAttrRequest)(nil),   // 17: harrier.v1.SetAttrRequest
+	(*DirEntry)(nil),         // 18: harrier.v1.DirEntry
+	(*ReadDirReply)(nil),     // 19: harrier.v1.ReadDirReply
+	(*MkdirRequest)(nil),     // 20: harrier.v1.MkdirRequest
+	(*RenameRequest)(nil),    // 21: harrier.v1.RenameRequest
+	(*SymlinkRequest)(nil),   // 22: harrier.v1.SymlinkRequest
+	(*ReadlinkReply)(nil),    // 23: harrier.v1.ReadlinkReply
+	(*LinkRequest)(nil),      // 24: harrier.v1.LinkRequest
+	(*MknodRequest)(nil),     // 25: harrier.v1.MknodRequest
+	(*XattrRequest)(nil),     // 26: harrier.v1.XattrRequest
+	(*XattrReply)(nil),       // 27: harrier.v1.XattrReply
+	(*AccountRequest)(nil),   // 28: harrier.v1.AccountRequest
+	(*FileUse)(nil),          // 29: harrier.v1.FileUse
 }
 var file_harrier_v1_io_proto_depIdxs = []int32{
-	0,  // 0: harrier.v1.ResolveReply.attr:type_name -> harrier.v1.Attr
-	0,  // 1: harrier.v1.AttrReply.attr:type_name -> harrier.v1.Attr
-	0,  // 2: harrier.v1.OpenReply.attr:type_name -> harrier.v1.Attr
-	16, // 3: harrier.v1.ReadDirReply.entries:type_name -> harrier.v1.DirEntry
-	1,  // 4: harrier.v1.ShadowIO.Resolve:input_type -> harrier.v1.ResolveRequest
-	3,  // 5: harrier.v1.ShadowIO.Stat:input_type -> harrier.v1.PathRequest
-	6,  // 6: harrier.v1.ShadowIO.Open:input_type -> harrier.v1.OpenRequest
-	8,  // 7: harrier.v1.ShadowIO.Reopen:input_type -> harrier.v1.ReopenRequest
-	9,  // 8: harrier.v1.ShadowIO.Read:input_type -> harrier.v1.ReadRequest
-	11, // 9: harrier.v1.ShadowIO.Write:input_type -> harrier.v1.WriteRequest
-	13, // 10: harrier.v1.ShadowIO.Fstat:input_type -> harrier.v1.HandleRequest
-	14, // 11: harrier.v1.ShadowIO.Ftruncate:input_type -> harrier.v1.TruncateRequest
-	13, // 12: harrier.v1.ShadowIO.Fsync:input_type -> harrier.v1.HandleRequest
-	13, // 13: harrier.v1.ShadowIO.Close:input_type -> harrier.v1.HandleRequest
-	15, // 14: harrier.v1.ShadowIO.SetAttr:input_type -> harrier.v1.SetAttrRequest
-	3,  // 15: harrier.v1.ShadowIO.ReadDir:input_type -> harrier.v1.PathRequest
-	18, // 16: harrier.v1.ShadowIO.Mkdir:input_type -> harrier.v1.MkdirRequest
-	3,  // 17: harrier.v1.ShadowIO.Unlink:input_type -> harrier.v1.PathRequest
-	3,  // 18: harrier.v1.ShadowIO.Rmdir:input_type -> harrier.v1.PathRequest
-	19, // 19: harrier.v1.ShadowIO.Rename:input_type -> harrier.v1.RenameRequest
-	20, // 20: harrier.v1.ShadowIO.Symlink:input_type -> harrier.v1.SymlinkRequest
-	3,  // 21: harrier.v1.ShadowIO.Readlink:input_type -> harrier.v1.PathRequest
-	2,  // 22: harrier.v1.ShadowIO.Resolve:output_type -> harrier.v1.ResolveReply
-	4,  // 23: harrier.v1.ShadowIO.Stat:output_type -> harrier.v1.AttrReply
-	7,  // 24: harrier.v1.ShadowIO.Open:output_type -> harrier.v1.OpenReply
-	7,  // 25: harrier.v1.ShadowIO.Reopen:output_type -> harrier.v1.OpenReply
-	10, // 26: harrier.v1.ShadowIO.Read:output_type -> harrier.v1.ReadReply
-	12, // 27: harrier.v1.ShadowIO.Write:output_type -> harrier.v1.WriteReply
-	4,  // 28: harrier.v1.ShadowIO.Fstat:output_type -> harrier.v1.AttrReply
-	5,  // 29: harrier.v1.ShadowIO.Ftruncate:output_type -> harrier.v1.ErrnoReply
-	5,  // 30: harrier.v1.ShadowIO.Fsync:output_type -> harrier.v1.ErrnoReply
-	5,  // 31: harrier.v1.ShadowIO.Close:output_type -> harrier.v1.ErrnoReply
-	4,  // 32: harrier.v1.ShadowIO.SetAttr:output_type -> harrier.v1.AttrReply
-	17, // 33: harrier.v1.ShadowIO.ReadDir:output_type -> harrier.v1.ReadDirReply
-	4,  // 34: harrier.v1.ShadowIO.Mkdir:output_type -> harrier.v1.AttrReply
-	5,  // 35: harrier.v1.ShadowIO.Unlink:output_type -> harrier.v1.ErrnoReply
-	5,  // 36: harrier.v1.ShadowIO.Rmdir:output_type -> harrier.v1.ErrnoReply
-	5,  // 37: harrier.v1.ShadowIO.Rename:output_type -> harrier.v1.ErrnoReply
-	4,  // 38: harrier.v1.ShadowIO.Symlink:output_type -> harrier.v1.AttrReply
-	21, // 39: harrier.v1.ShadowIO.Readlink:output_type -> harrier.v1.ReadlinkReply
-	22, // [22:40] is the sub-list for method output_type
-	4,  // [4:22] is the sub-list for method input_type
-	4,  // [4:4] is the sub-list for extension type_name
-	4,  // [4:4] is the sub-list for extension extendee
-	0,  // [0:4] is the sub-list for field type_name
+	1,  // 0: harrier.v1.ResolveReply.attr:type_name -> harrier.v1.Attr
+	1,  // 1: harrier.v1.AttrReply.attr:type_name -> harrier.v1.Attr
+	1,  // 2: harrier.v1.OpenReply.attr:type_name -> harrier.v1.Attr
+	0,  // 3: harrier.v1.WriteRequest.sync:type_name -> harrier.v1.Sync
+	18, // 4: harrier.v1.ReadDirReply.entries:type_name -> harrier.v1.DirEntry
+	29, // 5: harrier.v1.AccountRequest.files:type_name -> harrier.v1.FileUse
+	2,  // 6: harrier.v1.ShadowIO.Resolve:input_type -> harrier.v1.ResolveRequest
+	4,  // 7: harrier.v1.ShadowIO.Stat:input_type -> harrier.v1.PathRequest
+	7,  // 8: harrier.v1.ShadowIO.Open:input_type -> harrier.v1.OpenRequest
+	9,  // 9: harrier.v1.ShadowIO.Reopen:input_type -> harrier.v1.ReopenRequest
+	10, // 10: harrier.v1.ShadowIO.Read:input_type -> harrier.v1.ReadRequest
+	12, // 11: harrier.v1.ShadowIO.Write:input_type -> harrier.v1.WriteRequest
+	14, // 12: harrier.v1.ShadowIO.Fstat:input_type -> harrier.v1.HandleRequest
+	15, // 13: harrier.v1.ShadowIO.Ftruncate:input_type -> harrier.v1.TruncateRequest
+	16, // 14: harrier.v1.ShadowIO.Fallocate:input_type -> harrier.v1.FallocateRequest
+	14, // 15: harrier.v1.ShadowIO.Fsync:input_type -> harrier.v1.HandleRequest
+	14, // 16: harrier.v1.ShadowIO.Close:input_type -> harrier.v1.HandleRequest
+	17, // 17: harrier.v1.ShadowIO.SetAttr:input_type -> harrier.v1.SetAttrRequest
+	4,  // 18: harrier.v1.ShadowIO.ReadDir:input_type -> harrier.v1.PathRequest
+	20, // 19: harrier.v1.ShadowIO.Mkdir:input_type -> harrier.v1.MkdirRequest
+	4,  // 20: harrier.v1.ShadowIO.Unlink:input_type -> harrier.v1.PathRequest
+	4,  // 21: harrier.v1.ShadowIO.Rmdir:input_type -> harrier.v1.PathRequest
+	21, // 22: harrier.v1.ShadowIO.Rename:input_type -> harrier.v1.RenameRequest
+	22, // 23: harrier.v1.ShadowIO.Symlink:input_type -> harrier.v1.SymlinkRequest
+	4,  // 24: harrier.v1.ShadowIO.Readlink:input_type -> harrier.v1.PathRequest
+	24, // 25: harrier.v1.ShadowIO.Link:input_type -> harrier.v1.LinkRequest
+	25, // 26: harrier.v1.ShadowIO.Mknod:input_type -> harrier.v1.MknodRequest
+	26, // 27: harrier.v1.ShadowIO.Getxattr:input_type -> harrier.v1.XattrRequest
+	26, // 28: harrier.v1.ShadowIO.Listxattr:input_type -> harrier.v1.XattrRequest
+	26, // 29: harrier.v1.ShadowIO.Setxattr:input_type -> harrier.v1.XattrRequest
+	26, // 30: harrier.v1.ShadowIO.Removexattr:input_type -> harrier.v1.XattrRequest
+	4,  // 31: harrier.v1.ShadowIO.SyncDir:input_type -> harrier.v1.PathRequest
+	28, // 32: harrier.v1.ShadowIO.Account:input_type -> harrier.v1.AccountRequest
+	3,  // 33: harrier.v1.ShadowIO.Resolve:output_type -> harrier.v1.ResolveReply
+	5,  // 34: harrier.v1.ShadowIO.Stat:output_type -> harrier.v1.AttrReply
+	8,  // 35: harrier.v1.ShadowIO.Open:output_type -> harrier.v1.OpenReply
+	8,  // 36: harrier.v1.ShadowIO.Reopen:output_type -> harrier.v1.OpenReply
+	11, // 37: harrier.v1.ShadowIO.Read:output_type -> harrier.v1.ReadReply
+	13, // 38: harrier.v1.ShadowIO.Write:output_type -> harrier.v1.WriteReply
+	5,  // 39: harrier.v1.ShadowIO.Fstat:output_type -> harrier.v1.AttrReply
+	6,  // 40: harrier.v1.ShadowIO.Ftruncate:output_type -> harrier.v1.ErrnoReply
+	6,  // 41: harrier.v1.ShadowIO.Fallocate:output_type -> harrier.v1.ErrnoReply
+	6,  // 42: harrier.v1.ShadowIO.Fsync:output_type -> harrier.v1.ErrnoReply
+	5,  // 43: harrier.v1.ShadowIO.Close:output_type -> harrier.v1.AttrReply
+	5,  // 44: harrier.v1.ShadowIO.SetAttr:output_type -> harrier.v1.AttrReply
+	19, // 45: harrier.v1.ShadowIO.ReadDir:output_type -> harrier.v1.ReadDirReply
+	5,  // 46: harrier.v1.ShadowIO.Mkdir:output_type -> harrier.v1.AttrReply
+	6,  // 47: harrier.v1.ShadowIO.Unlink:output_type -> harrier.v1.ErrnoReply
+	6,  // 48: harrier.v1.ShadowIO.Rmdir:output_type -> harrier.v1.ErrnoReply
+	6,  // 49: harrier.v1.ShadowIO.Rename:output_type -> harrier.v1.ErrnoReply
+	5,  // 50: harrier.v1.ShadowIO.Symlink:output_type -> harrier.v1.AttrReply
+	23, // 51: harrier.v1.ShadowIO.Readlink:output_type -> harrier.v1.ReadlinkReply
+	5,  // 52: harrier.v1.ShadowIO.Link:output_type -> harrier.v1.AttrReply
+	5,  // 53: harrier.v1.ShadowIO.Mknod:output_type -> harrier.v1.AttrReply
+	27, // 54: harrier.v1.ShadowIO.Getxattr:output_type -> harrier.v1.XattrReply
+	27, // 55: harrier.v1.ShadowIO.Listxattr:output_type -> harrier.v1.XattrReply
+	6,  // 56: harrier.v1.ShadowIO.Setxattr:output_type -> harrier.v1.ErrnoReply
+	6,  // 57: harrier.v1.ShadowIO.Removexattr:output_type -> harrier.v1.ErrnoReply
+	6,  // 58: harrier.v1.ShadowIO.SyncDir:output_type -> harrier.v1.ErrnoReply
+	6,  // 59: harrier.v1.ShadowIO.Account:output_type -> harrier.v1.ErrnoReply
+	33, // [33:60] is the sub-list for method output_type
+	6,  // [6:33] is the sub-list for method input_type
+	6,  // [6:6] is the sub-list for extension type_name
+	6,  // [6:6] is the sub-list for extension extendee
+	0,  // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_harrier_v1_io_proto_init() }
@@ -1757,13 +2417,14 @@ func file_harrier_v1_io_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harrier_v1_io_proto_rawDesc), len(file_harrier_v1_io_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   22,
+			NumEnums:      1,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_harrier_v1_io_proto_goTypes,
 		DependencyIndexes: file_harrier_v1_io_proto_depIdxs,
+		EnumInfos:         file_harrier_v1_io_proto_enumTypes,
 		MessageInfos:      file_harrier_v1_io_proto_msgTypes,
 	}.Build()
 	File_harrier_v1_io_proto = out.File

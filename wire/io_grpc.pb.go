@@ -32,24 +32,33 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ShadowIO_Resolve_FullMethodName   = "/harrier.v1.ShadowIO/Resolve"
-	ShadowIO_Stat_FullMethodName      = "/harrier.v1.ShadowIO/Stat"
-	ShadowIO_Open_FullMethodName      = "/harrier.v1.ShadowIO/Open"
-	ShadowIO_Reopen_FullMethodName    = "/harrier.v1.ShadowIO/Reopen"
-	ShadowIO_Read_FullMethodName      = "/harrier.v1.ShadowIO/Read"
-	ShadowIO_Write_FullMethodName     = "/harrier.v1.ShadowIO/Write"
-	ShadowIO_Fstat_FullMethodName     = "/harrier.v1.ShadowIO/Fstat"
-	ShadowIO_Ftruncate_FullMethodName = "/harrier.v1.ShadowIO/Ftruncate"
-	ShadowIO_Fsync_FullMethodName     = "/harrier.v1.ShadowIO/Fsync"
-	ShadowIO_Close_FullMethodName     = "/harrier.v1.ShadowIO/Close"
-	ShadowIO_SetAttr_FullMethodName   = "/harrier.v1.ShadowIO/SetAttr"
-	ShadowIO_ReadDir_FullMethodName   = "/harrier.v1.ShadowIO/ReadDir"
-	ShadowIO_Mkdir_FullMethodName     = "/harrier.v1.ShadowIO/Mkdir"
-	ShadowIO_Unlink_FullMethodName    = "/harrier.v1.ShadowIO/Unlink"
-	ShadowIO_Rmdir_FullMethodName     = "/harrier.v1.ShadowIO/Rmdir"
-	ShadowIO_Rename_FullMethodName    = "/harrier.v1.ShadowIO/Rename"
-	ShadowIO_Symlink_FullMethodName   = "/harrier.v1.ShadowIO/Symlink"
-	ShadowIO_Readlink_FullMethodName  = "/harrier.v1.ShadowIO/Readlink"
+	ShadowIO_Resolve_FullMethodName     = "/harrier.v1.ShadowIO/Resolve"
+	ShadowIO_Stat_FullMethodName        = "/harrier.v1.ShadowIO/Stat"
+	ShadowIO_Open_FullMethodName        = "/harrier.v1.ShadowIO/Open"
+	ShadowIO_Reopen_FullMethodName      = "/harrier.v1.ShadowIO/Reopen"
+	ShadowIO_Read_FullMethodName        = "/harrier.v1.ShadowIO/Read"
+	ShadowIO_Write_FullMethodName       = "/harrier.v1.ShadowIO/Write"
+	ShadowIO_Fstat_FullMethodName       = "/harrier.v1.ShadowIO/Fstat"
+	ShadowIO_Ftruncate_FullMethodName   = "/harrier.v1.ShadowIO/Ftruncate"
+	ShadowIO_Fallocate_FullMethodName   = "/harrier.v1.ShadowIO/Fallocate"
+	ShadowIO_Fsync_FullMethodName       = "/harrier.v1.ShadowIO/Fsync"
+	ShadowIO_Close_FullMethodName       = "/harrier.v1.ShadowIO/Close"
+	ShadowIO_SetAttr_FullMethodName     = "/harrier.v1.ShadowIO/SetAttr"
+	ShadowIO_ReadDir_FullMethodName     = "/harrier.v1.ShadowIO/ReadDir"
+	ShadowIO_Mkdir_FullMethodName       = "/harrier.v1.ShadowIO/Mkdir"
+	ShadowIO_Unlink_FullMethodName      = "/harrier.v1.ShadowIO/Unlink"
+	ShadowIO_Rmdir_FullMethodName       = "/harrier.v1.ShadowIO/Rmdir"
+	ShadowIO_Rename_FullMethodName      = "/harrier.v1.ShadowIO/Rename"
+	ShadowIO_Symlink_FullMethodName     = "/harrier.v1.ShadowIO/Symlink"
+	ShadowIO_Readlink_FullMethodName    = "/harrier.v1.ShadowIO/Readlink"
+	ShadowIO_Link_FullMethodName        = "/harrier.v1.ShadowIO/Link"
+	ShadowIO_Mknod_FullMethodName       = "/harrier.v1.ShadowIO/Mknod"
+	ShadowIO_Getxattr_FullMethodName    = "/harrier.v1.ShadowIO/Getxattr"
+	ShadowIO_Listxattr_FullMethodName   = "/harrier.v1.ShadowIO/Listxattr"
+	ShadowIO_Setxattr_FullMethodName    = "/harrier.v1.ShadowIO/Setxattr"
+	ShadowIO_Removexattr_FullMethodName = "/harrier.v1.ShadowIO/Removexattr"
+	ShadowIO_SyncDir_FullMethodName     = "/harrier.v1.ShadowIO/SyncDir"
+	ShadowIO_Account_FullMethodName     = "/harrier.v1.ShadowIO/Account"
 )
 
 // ShadowIOClient is the client API for ShadowIO service.
@@ -69,12 +78,20 @@ type ShadowIOClient interface {
 	// checkpoint restored opens the files of its descriptors again).
 	Reopen(ctx context.Context, in *ReopenRequest, opts ...grpc.CallOption) (*OpenReply, error)
 	Read(ctx context.Context, in *ReadRequest, opts ...grpc.CallOption) (*ReadReply, error)
+	// Write writes one piece, or several (see WriteRequest.extents) in order,
+	// and then, if asked, syncs the file: a job's fsync and the writes
+	// before it cost one round trip.
 	Write(ctx context.Context, in *WriteRequest, opts ...grpc.CallOption) (*WriteReply, error)
 	// Fstat and Ftruncate work on open files, also after they were unlinked.
 	Fstat(ctx context.Context, in *HandleRequest, opts ...grpc.CallOption) (*AttrReply, error)
 	Ftruncate(ctx context.Context, in *TruncateRequest, opts ...grpc.CallOption) (*ErrnoReply, error)
+	// Fallocate allocates (or, by mode, punches or zeroes) space of an open
+	// file, as fallocate(2).
+	Fallocate(ctx context.Context, in *FallocateRequest, opts ...grpc.CallOption) (*ErrnoReply, error)
 	Fsync(ctx context.Context, in *HandleRequest, opts ...grpc.CallOption) (*ErrnoReply, error)
-	Close(ctx context.Context, in *HandleRequest, opts ...grpc.CallOption) (*ErrnoReply, error)
+	// Close returns the file's attributes as it left them, by which iofs
+	// knows later whether the file changed on the submit side since.
+	Close(ctx context.Context, in *HandleRequest, opts ...grpc.CallOption) (*AttrReply, error)
 	SetAttr(ctx context.Context, in *SetAttrRequest, opts ...grpc.CallOption) (*AttrReply, error)
 	ReadDir(ctx context.Context, in *PathRequest, opts ...grpc.CallOption) (*ReadDirReply, error)
 	Mkdir(ctx context.Context, in *MkdirRequest, opts ...grpc.CallOption) (*AttrReply, error)
@@ -83,6 +100,25 @@ type ShadowIOClient interface {
 	Rename(ctx context.Context, in *RenameRequest, opts ...grpc.CallOption) (*ErrnoReply, error)
 	Symlink(ctx context.Context, in *SymlinkRequest, opts ...grpc.CallOption) (*AttrReply, error)
 	Readlink(ctx context.Context, in *PathRequest, opts ...grpc.CallOption) (*ReadlinkReply, error)
+	// Link makes new_path another name of old_path, as link(2): a symbolic
+	// link is linked itself, not followed.
+	Link(ctx context.Context, in *LinkRequest, opts ...grpc.CallOption) (*AttrReply, error)
+	// Mknod makes a FIFO or a socket; devices are refused (EPERM).
+	Mknod(ctx context.Context, in *MknodRequest, opts ...grpc.CallOption) (*AttrReply, error)
+	// The extended attributes of the user namespace ("user.*"); the others
+	// are not served (EOPNOTSUPP). Listxattr's value is the names, each
+	// ended by a NUL, as listxattr(2) returns them.
+	Getxattr(ctx context.Context, in *XattrRequest, opts ...grpc.CallOption) (*XattrReply, error)
+	Listxattr(ctx context.Context, in *XattrRequest, opts ...grpc.CallOption) (*XattrReply, error)
+	Setxattr(ctx context.Context, in *XattrRequest, opts ...grpc.CallOption) (*ErrnoReply, error)
+	Removexattr(ctx context.Context, in *XattrRequest, opts ...grpc.CallOption) (*ErrnoReply, error)
+	// SyncDir makes a directory's entries durable (fsync of a directory).
+	SyncDir(ctx context.Context, in *PathRequest, opts ...grpc.CallOption) (*ErrnoReply, error)
+	// Account reports what the job did that reached the I/O server no
+	// other way: opens and reads of small files that came whole with
+	// Resolve. The server's per-file statistics count only what the job
+	// did, so Resolve's own reads count nothing until accounted here.
+	Account(ctx context.Context, in *AccountRequest, opts ...grpc.CallOption) (*ErrnoReply, error)
 }
 
 type shadowIOClient struct {
@@ -173,6 +209,16 @@ func (c *shadowIOClient) Ftruncate(ctx context.Context, in *TruncateRequest, opt
 	return out, nil
 }
 
+func (c *shadowIOClient) Fallocate(ctx context.Context, in *FallocateRequest, opts ...grpc.CallOption) (*ErrnoReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ErrnoReply)
+	err := c.cc.Invoke(ctx, ShadowIO_Fallocate_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *shadowIOClient) Fsync(ctx context.Context, in *HandleRequest, opts ...grpc.CallOption) (*ErrnoReply, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ErrnoReply)
@@ -183,9 +229,9 @@ func (c *shadowIOClient) Fsync(ctx context.Context, in *HandleRequest, opts ...g
 	return out, nil
 }
 
-func (c *shadowIOClient) Close(ctx context.Context, in *HandleRequest, opts ...grpc.CallOption) (*ErrnoReply, error) {
+func (c *shadowIOClient) Close(ctx context.Context, in *HandleRequest, opts ...grpc.CallOption) (*AttrReply, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(ErrnoReply)
+	out := new(AttrReply)
 	err := c.cc.Invoke(ctx, ShadowIO_Close_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
@@ -273,6 +319,86 @@ func (c *shadowIOClient) Readlink(ctx context.Context, in *PathRequest, opts ...
 	return out, nil
 }
 
+func (c *shadowIOClient) Link(ctx context.Context, in *LinkRequest, opts ...grpc.CallOption) (*AttrReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AttrReply)
+	err := c.cc.Invoke(ctx, ShadowIO_Link_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *shadowIOClient) Mknod(ctx context.Context, in *MknodRequest, opts ...grpc.CallOption) (*AttrReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AttrReply)
+	err := c.cc.Invoke(ctx, ShadowIO_Mknod_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *shadowIOClient) Getxattr(ctx context.Context, in *XattrRequest, opts ...grpc.CallOption) (*XattrReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(XattrReply)
+	err := c.cc.Invoke(ctx, ShadowIO_Getxattr_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *shadowIOClient) Listxattr(ctx context.Context, in *XattrRequest, opts ...grpc.CallOption) (*XattrReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(XattrReply)
+	err := c.cc.Invoke(ctx, ShadowIO_Listxattr_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *shadowIOClient) Setxattr(ctx context.Context, in *XattrRequest, opts ...grpc.CallOption) (*ErrnoReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ErrnoReply)
+	err := c.cc.Invoke(ctx, ShadowIO_Setxattr_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *shadowIOClient) Removexattr(ctx context.Context, in *XattrRequest, opts ...grpc.CallOption) (*ErrnoReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ErrnoReply)
+	err := c.cc.Invoke(ctx, ShadowIO_Removexattr_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *shadowIOClient) SyncDir(ctx context.Context, in *PathRequest, opts ...grpc.CallOption) (*ErrnoReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ErrnoReply)
+	err := c.cc.Invoke(ctx, ShadowIO_SyncDir_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *shadowIOClient) Account(ctx context.Context, in *AccountRequest, opts ...grpc.CallOption) (*ErrnoReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ErrnoReply)
+	err := c.cc.Invoke(ctx, ShadowIO_Account_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ShadowIOServer is the server API for ShadowIO service.
 // All implementations must embed UnimplementedShadowIOServer
 // for forward compatibility.
@@ -290,12 +416,20 @@ type ShadowIOServer interface {
 	// checkpoint restored opens the files of its descriptors again).
 	Reopen(context.Context, *ReopenRequest) (*OpenReply, error)
 	Read(context.Context, *ReadRequest) (*ReadReply, error)
+	// Write writes one piece, or several (see WriteRequest.extents) in order,
+	// and then, if asked, syncs the file: a job's fsync and the writes
+	// before it cost one round trip.
 	Write(context.Context, *WriteRequest) (*WriteReply, error)
 	// Fstat and Ftruncate work on open files, also after they were unlinked.
 	Fstat(context.Context, *HandleRequest) (*AttrReply, error)
 	Ftruncate(context.Context, *TruncateRequest) (*ErrnoReply, error)
+	// Fallocate allocates (or, by mode, punches or zeroes) space of an open
+	// file, as fallocate(2).
+	Fallocate(context.Context, *FallocateRequest) (*ErrnoReply, error)
 	Fsync(context.Context, *HandleRequest) (*ErrnoReply, error)
-	Close(context.Context, *HandleRequest) (*ErrnoReply, error)
+	// Close returns the file's attributes as it left them, by which iofs
+	// knows later whether the file changed on the submit side since.
+	Close(context.Context, *HandleRequest) (*AttrReply, error)
 	SetAttr(context.Context, *SetAttrRequest) (*AttrReply, error)
 	ReadDir(context.Context, *PathRequest) (*ReadDirReply, error)
 	Mkdir(context.Context, *MkdirRequest) (*AttrReply, error)
@@ -304,6 +438,25 @@ type ShadowIOServer interface {
 	Rename(context.Context, *RenameRequest) (*ErrnoReply, error)
 	Symlink(context.Context, *SymlinkRequest) (*AttrReply, error)
 	Readlink(context.Context, *PathRequest) (*ReadlinkReply, error)
+	// Link makes new_path another name of old_path, as link(2): a symbolic
+	// link is linked itself, not followed.
+	Link(context.Context, *LinkRequest) (*AttrReply, error)
+	// Mknod makes a FIFO or a socket; devices are refused (EPERM).
+	Mknod(context.Context, *MknodRequest) (*AttrReply, error)
+	// The extended attributes of the user namespace ("user.*"); the others
+	// are not served (EOPNOTSUPP). Listxattr's value is the names, each
+	// ended by a NUL, as listxattr(2) returns them.
+	Getxattr(context.Context, *XattrRequest) (*XattrReply, error)
+	Listxattr(context.Context, *XattrRequest) (*XattrReply, error)
+	Setxattr(context.Context, *XattrRequest) (*ErrnoReply, error)
+	Removexattr(context.Context, *XattrRequest) (*ErrnoReply, error)
+	// SyncDir makes a directory's entries durable (fsync of a directory).
+	SyncDir(context.Context, *PathRequest) (*ErrnoReply, error)
+	// Account reports what the job did that reached the I/O server no
+	// other way: opens and reads of small files that came whole with
+	// Resolve. The server's per-file statistics count only what the job
+	// did, so Resolve's own reads count nothing until accounted here.
+	Account(context.Context, *AccountRequest) (*ErrnoReply, error)
 	mustEmbedUnimplementedShadowIOServer()
 }
 
@@ -338,10 +491,13 @@ func (UnimplementedShadowIOServer) Fstat(context.Context, *HandleRequest) (*Attr
 func (UnimplementedShadowIOServer) Ftruncate(context.Context, *TruncateRequest) (*ErrnoReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method Ftruncate not implemented")
 }
+func (UnimplementedShadowIOServer) Fallocate(context.Context, *FallocateRequest) (*ErrnoReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method Fallocate not implemented")
+}
 func (UnimplementedShadowIOServer) Fsync(context.Context, *HandleRequest) (*ErrnoReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method Fsync not implemented")
 }
-func (UnimplementedShadowIOServer) Close(context.Context, *HandleRequest) (*ErrnoReply, error) {
+func (UnimplementedShadowIOServer) Close(context.Context, *HandleRequest) (*AttrReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method Close not implemented")
 }
 func (UnimplementedShadowIOServer) SetAttr(context.Context, *SetAttrRequest) (*AttrReply, error) {
@@ -367,6 +523,30 @@ func (UnimplementedShadowIOServer) Symlink(context.Context, *SymlinkRequest) (*A
 }
 func (UnimplementedShadowIOServer) Readlink(context.Context, *PathRequest) (*ReadlinkReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method Readlink not implemented")
+}
+func (UnimplementedShadowIOServer) Link(context.Context, *LinkRequest) (*AttrReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method Link not implemented")
+}
+func (UnimplementedShadowIOServer) Mknod(context.Context, *MknodRequest) (*AttrReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method Mknod not implemented")
+}
+func (UnimplementedShadowIOServer) Getxattr(context.Context, *XattrRequest) (*XattrReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method Getxattr not implemented")
+}
+func (UnimplementedShadowIOServer) Listxattr(context.Context, *XattrRequest) (*XattrReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method Listxattr not implemented")
+}
+func (UnimplementedShadowIOServer) Setxattr(context.Context, *XattrRequest) (*ErrnoReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method Setxattr not implemented")
+}
+func (UnimplementedShadowIOServer) Removexattr(context.Context, *XattrRequest) (*ErrnoReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method Removexattr not implemented")
+}
+func (UnimplementedShadowIOServer) SyncDir(context.Context, *PathRequest) (*ErrnoReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method SyncDir not implemented")
+}
+func (UnimplementedShadowIOServer) Account(context.Context, *AccountRequest) (*ErrnoReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method Account not implemented")
 }
 func (UnimplementedShadowIOServer) mustEmbedUnimplementedShadowIOServer() {}
 func (UnimplementedShadowIOServer) testEmbeddedByValue()                  {}
@@ -529,6 +709,24 @@ func _ShadowIO_Ftruncate_Handler(srv interface{}, ctx context.Context, dec func(
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(ShadowIOServer).Ftruncate(ctx, req.(*TruncateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ShadowIO_Fallocate_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(FallocateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ShadowIOServer).Fallocate(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ShadowIO_Fallocate_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ShadowIOServer).Fallocate(ctx, req.(*FallocateRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -713,6 +911,150 @@ func _ShadowIO_Readlink_Handler(srv interface{}, ctx context.Context, dec func(i
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ShadowIO_Link_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(LinkRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ShadowIOServer).Link(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ShadowIO_Link_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ShadowIOServer).Link(ctx, req.(*LinkRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ShadowIO_Mknod_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MknodRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ShadowIOServer).Mknod(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ShadowIO_Mknod_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ShadowIOServer).Mknod(ctx, req.(*MknodRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ShadowIO_Getxattr_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(XattrRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ShadowIOServer).Getxattr(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ShadowIO_Getxattr_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ShadowIOServer).Getxattr(ctx, req.(*XattrRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ShadowIO_Listxattr_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(XattrRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ShadowIOServer).Listxattr(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ShadowIO_Listxattr_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ShadowIOServer).Listxattr(ctx, req.(*XattrRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ShadowIO_Setxattr_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(XattrRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ShadowIOServer).Setxattr(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ShadowIO_Setxattr_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ShadowIOServer).Setxattr(ctx, req.(*XattrRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ShadowIO_Removexattr_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(XattrRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ShadowIOServer).Removexattr(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ShadowIO_Removexattr_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ShadowIOServer).Removexattr(ctx, req.(*XattrRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ShadowIO_SyncDir_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PathRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ShadowIOServer).SyncDir(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ShadowIO_SyncDir_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ShadowIOServer).SyncDir(ctx, req.(*PathRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ShadowIO_Account_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AccountRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ShadowIOServer).Account(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ShadowIO_Account_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ShadowIOServer).Account(ctx, req.(*AccountRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ShadowIO_ServiceDesc is the grpc.ServiceDesc for ShadowIO service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -753,6 +1095,10 @@ var ShadowIO_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _ShadowIO_Ftruncate_Handler,
 		},
 		{
+			MethodName: "Fallocate",
+			Handler:    _ShadowIO_Fallocate_Handler,
+		},
+		{
 			MethodName: "Fsync",
 			Handler:    _ShadowIO_Fsync_Handler,
 		},
@@ -791,6 +1137,38 @@ var ShadowIO_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Readlink",
 			Handler:    _ShadowIO_Readlink_Handler,
+		},
+		{
+			MethodName: "Link",
+			Handler:    _ShadowIO_Link_Handler,
+		},
+		{
+			MethodName: "Mknod",
+			Handler:    _ShadowIO_Mknod_Handler,
+		},
+		{
+			MethodName: "Getxattr",
+			Handler:    _ShadowIO_Getxattr_Handler,
+		},
+		{
+			MethodName: "Listxattr",
+			Handler:    _ShadowIO_Listxattr_Handler,
+		},
+		{
+			MethodName: "Setxattr",
+			Handler:    _ShadowIO_Setxattr_Handler,
+		},
+		{
+			MethodName: "Removexattr",
+			Handler:    _ShadowIO_Removexattr_Handler,
+		},
+		{
+			MethodName: "SyncDir",
+			Handler:    _ShadowIO_SyncDir_Handler,
+		},
+		{
+			MethodName: "Account",
+			Handler:    _ShadowIO_Account_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
