@@ -115,11 +115,11 @@ func benchMigrate(b *testing.B, mib int, loopbackOnly bool) {
 		counter := &countWriter{w: pw}
 		start := time.Now()
 		go func() {
-			_, err := Pack(counter, img)
+			_, err := Pack(counter, img, testSeal)
 			pw.CloseWithError(err)
 		}()
 		received := img + ".received"
-		m, err := Unpack(pr, received)
+		m, err := Unpack(pr, received, testSeal)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -240,7 +240,7 @@ func BenchmarkPack(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(256 << 20)
 	for b.Loop() {
-		if _, err := Pack(io.Discard, dir); err != nil {
+		if _, err := Pack(io.Discard, dir, testSeal); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -250,7 +250,7 @@ func BenchmarkPack(b *testing.B) {
 func BenchmarkVerify(b *testing.B) {
 	dir := pagesImage(b)
 	var buf bytes.Buffer
-	if _, err := Pack(&buf, dir); err != nil {
+	if _, err := Pack(&buf, dir, testSeal); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
@@ -266,7 +266,7 @@ func BenchmarkVerify(b *testing.B) {
 func BenchmarkUnpack(b *testing.B) {
 	dir := pagesImage(b)
 	var buf bytes.Buffer
-	if _, err := Pack(&buf, dir); err != nil {
+	if _, err := Pack(&buf, dir, testSeal); err != nil {
 		b.Fatal(err)
 	}
 	out := b.TempDir()
@@ -276,7 +276,7 @@ func BenchmarkUnpack(b *testing.B) {
 	for b.Loop() {
 		i++
 		d := filepath.Join(out, fmt.Sprint(i))
-		if _, err := Unpack(bytes.NewReader(buf.Bytes()), d); err != nil {
+		if _, err := Unpack(bytes.NewReader(buf.Bytes()), d, testSeal); err != nil {
 			b.Fatal(err)
 		}
 		os.RemoveAll(d)
