@@ -641,3 +641,46 @@ func TestDumpRestoreTCP(t *testing.T) {
 		t.Errorf("the job's output: %s", s)
 	}
 }
+
+// TestDumpRestoreZombie checkpoints a job holding a child it has not
+// reaped, and restores it: CRIU records no threads for a zombie (its
+// thread list says 0), and the privilege check must not look for them.
+func TestDumpRestoreZombie(t *testing.T) {
+	needCRIU(t)
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("the job is a python3 program (scripts/setup installs python3)")
+	}
+	ctx := context.Background()
+	tmp, root, jobDir := jobDirs(t)
+	id := "ckpt-zombie"
+	cfg := containerConfig(t, id, jobDir, 256<<20)
+	args := []string{"python3", "-c", `import os, time
+if os.fork() == 0:
+    os._exit(3)
+i = 0
+while True:
+    i += 1
+    with open("/job/counts.txt", "a") as f:
+        f.write("%d\n" % i)
+    time.sleep(0.1)
+`}
+	j := startJob(t, root, id, cfg, args, nil)
+	countsFile := filepath.Join(jobDir, "counts.txt")
+	waitCount(t, countsFile, 3)
+	img := filepath.Join(tmp, "img")
+	if _, err := Dump(ctx, j.c, DumpOptions{ImageDir: img, LoopbackOnly: true}); err != nil {
+		j.stop(t)
+		t.Fatal(err)
+	}
+	j.gone(t)
+	before := counts(t, countsFile)
+	received, _ := transfer(t, img)
+	p, out := newProcess(args, nil)
+	c, _, err := Restore(ctx, RestoreOptions{Root: root, ID: id, Config: cfg, Process: p, ImageDir: received})
+	if err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+	r := &job{c: c, p: p, out: out}
+	defer r.stop(t)
+	checkUnbroken(t, waitCount(t, countsFile, len(before)+3))
+}

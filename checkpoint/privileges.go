@@ -146,22 +146,42 @@ func checkPrivileges(dir string, want privileges) error {
 		if err := checkNamespaces(dir, pid, i == 0, host, want); err != nil {
 			return err
 		}
-		threads := task.GetThreads()
-		if len(threads) == 0 {
-			threads = []uint32{pid}
+		// CRIU restores a zombie (its state in its main thread's core
+		// image) as a process that exits at once: it runs no code, and
+		// its thread list is not to be relied on.
+		var core criu_core.CoreEntry
+		if err := readOne(dir, coreName(pid), &core); err != nil {
+			return err
 		}
-		for _, tid := range threads {
-			var core criu_core.CoreEntry
-			if err := readOne(dir, "core-"+strconv.FormatUint(uint64(tid), 10)+".img", &core); err != nil {
-				return err
+		if core.GetTc().GetTaskState() == taskDead {
+			continue
+		}
+		for _, tid := range task.GetThreads() {
+			thread := &core
+			if tid != pid {
+				thread = new(criu_core.CoreEntry)
+				if err := readOne(dir, coreName(tid), thread); err != nil {
+					return err
+				}
 			}
-			if err := checkThread(&core, want); err != nil {
+			if err := checkThread(thread, want); err != nil {
 				return fmt.Errorf("%w: thread %d of process %d: %v", ErrPrivilege, tid, pid, err)
+			}
+		}
+		if !slices.Contains(task.GetThreads(), pid) {
+			if err := checkThread(&core, want); err != nil {
+				return fmt.Errorf("%w: process %d: %v", ErrPrivilege, pid, err)
 			}
 		}
 	}
 	return nil
 }
+
+// taskDead is CRIU's state of a zombie (TASK_DEAD).
+const taskDead = 2
+
+// coreName is the core image of thread tid.
+func coreName(tid uint32) string { return "core-" + strconv.FormatUint(uint64(tid), 10) + ".img" }
 
 // checkNamespaces checks the namespaces process pid is restored in. CRIU
 // makes a namespace where a process's id differs from its parent's (for
