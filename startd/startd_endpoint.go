@@ -237,6 +237,8 @@ func (e *endpoint) ActivateClaim(_ context.Context, req *wire.ActivateClaimReque
 		KeyFile:    s.cfg.KeyFile,
 		CAFile:     s.cfg.CAFile,
 		Sandbox:    s.cfg.Sandbox,
+
+		CheckpointKeyFile: s.cfg.CheckpointKeyFile,
 	}
 	r, err := startStarter(s.cfg.StarterCommand, idle.starter, s.cfg.ExecuteDir, sl.short(), spec)
 	if err != nil {

@@ -145,6 +145,9 @@ func execute(ctx context.Context, start func(context.Context, *Task) (Job, error
 						evict = "the execute machine vacated the job, which was checkpointed"
 						continue // the dump ended the job
 					}
+					// The job's event log says why it will run again
+					// from its start (or its last checkpoint).
+					evict = "the execute machine vacated the job, which could not be checkpointed: " + err.Error()
 					logger.Warn("vacate without a checkpoint", "err", err)
 				}
 				stop(evict)
