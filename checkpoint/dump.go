@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/opencontainers/runc/libcontainer"
+	"golang.org/x/sys/unix"
 )
 
 // Defaults of DumpOptions and RestoreOptions.
@@ -277,15 +278,17 @@ func freezerFile(c *libcontainer.Container) (string, error) {
 
 // thaw undoes what a killed CRIU leaves behind: a frozen (or
 // half-frozen) cgroup. CRIU's ptrace hold ends by itself when CRIU dies.
-// A cgroup that is gone has nothing to thaw: the job CRIU killed after
-// its dump (a vacate) has exited, and its container may be removed
-// before Dump gets here.
+// A cgroup that is gone, or going (the kernel refuses writes to a
+// removed cgroup's files with ENODEV), has nothing to thaw: the job CRIU
+// killed after its dump (a vacate) has exited, and its container may be
+// removed before Dump gets here.
 func thaw(freezer string) error {
 	v := "THAWED"
 	if filepath.Base(freezer) == "cgroup.freeze" {
 		v = "0"
 	}
-	if err := os.WriteFile(freezer, []byte(v), 0); err != nil && !errors.Is(err, os.ErrNotExist) {
+	err := os.WriteFile(freezer, []byte(v), 0)
+	if err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, unix.ENODEV) {
 		return fmt.Errorf("thaw: %w", err)
 	}
 	return nil
