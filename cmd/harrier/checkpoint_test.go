@@ -205,6 +205,46 @@ func TestResumeFromLastCheckpoint(t *testing.T) {
 	}
 }
 
+// TestVacateWithoutCheckpointSaysWhy takes away the execute machine's
+// means of sealing checkpoints (its key, made readable by others, is
+// refused): a vacated job is not checkpointed, its event log says why,
+// and it runs again from its start.
+func TestVacateWithoutCheckpointSaysWhy(t *testing.T) {
+	p := startPoolWith(t, 1, "")
+	if err := os.Chmod(filepath.Join(p.dir, "pki", checkpointKeyName), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	_ = os.Chmod(dir, 0o755)
+	script, err := os.ReadFile(filepath.Join("..", "..", "examples", "migration", "count.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "count.sh"), string(script), 0o755)
+	c := p.submit(t, dir, "count.sub", "executable = count.sh\narguments = 400\noutput = count.out\nlog = count.log\nqueue\n")
+	id := fmt.Sprintf("%d.0", c)
+	eventually(t, 60*time.Second, "the job to count past 3", func() bool { return len(counts(t, dir)) > 3 })
+	p.must(t, "vacate", id)
+	var log string
+	eventually(t, 60*time.Second, "the eviction in the event log", func() bool {
+		log = readLog(t, filepath.Join(dir, "count.log"))
+		return strings.Contains(log, "Job was evicted.")
+	})
+	for _, want := range []string{"could not be checkpointed", "cannot seal checkpoints", "lets others at it"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the event log does not say why the job was not checkpointed (%q):\n%s", want, log)
+		}
+	}
+	if strings.Contains(log, "(1) Job was checkpointed.") {
+		t.Errorf("the event log says the job was checkpointed:\n%s", log)
+	}
+	eventually(t, 60*time.Second, "the job to run again from its start", func() bool {
+		got := counts(t, dir)
+		return slices.Index(got[1:], 1) >= 0
+	})
+	p.must(t, "rm", id)
+}
+
 // TestChangedInputIsNotRestored changes the size of a file a
 // checkpointed job holds open for reading: CRIU would refuse to restore
 // it, and the shadow says so before the image travels. The job goes on
