@@ -309,3 +309,52 @@ func BenchmarkPrivateMounts(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkRestoreChecks measures what a restore pays for trusting
+// nothing of an image but its processes, on the image of a job holding
+// 256 MiB: checking the seal of the unpacked image's manifest (Unpack
+// has summed its files anyway), and checking the privileges of its
+// processes in CRIU's own records (inventory, pstree, ids and core
+// images) before CRIU runs. Compare with BenchmarkMigrate's unpack and
+// restore of the same job.
+func BenchmarkRestoreChecks(b *testing.B) {
+	needCRIU(b)
+	ctx := context.Background()
+	tmp, root, jobDir := jobDirs(b)
+	id := "ckpt-bench-checks"
+	cfg := memJobConfig(b, id, jobDir, 256)
+	args := []string{"/harrier-ckpt-test", "256"}
+	j := startJob(b, root, id, cfg, args, []string{roleEnv + "=memjob"})
+	defer j.stop(b)
+	waitOutput(b, j.out, 0)
+	img := filepath.Join(tmp, "img")
+	if _, err := Dump(ctx, j.c, DumpOptions{ImageDir: img, LeaveRunning: true, LoopbackOnly: true}); err != nil {
+		b.Fatal(err)
+	}
+	var buf bytes.Buffer
+	m, err := Pack(&buf, img, testSeal)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, _ := newProcess(args, nil)
+	want, err := privilegesOf(cfg, p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("seal", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := testSeal.check(m); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("privileges", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := checkPrivileges(img, want); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
