@@ -4,9 +4,9 @@
 //
 // The starter calls Dump on the job's libcontainer container (CRIU
 // through libcontainer and go-criu), Pack to stream the image home
-// compressed, and, on the next machine, Unpack and Restore. The shadow
-// keeps the latest good image of each job in a Store. The pieces and the
-// reasons for them:
+// compressed and sealed, and, on the next machine, Unpack and Restore.
+// The shadow keeps the latest good image of each job in a Store. The
+// pieces and the reasons for them:
 //
 //   - A dump is watched: CRIU reads through the job's FUSE working
 //     directory (it stats and opens every file the job holds) and waits
