@@ -46,12 +46,20 @@ func waitCounted(t *testing.T, path string, n int) []int {
 // its scratch directory, and restores it five times, each time onto a
 // scratch directory of its own, as on another machine, into a container
 // made afresh: its count, in a working directory of its own, goes on
-// unbroken, and it runs as the slot user throughout.
+// unbroken, and it runs as the slot user throughout. A job of a root
+// slot user (where the administrator allows it), with the capabilities
+// such a job has, makes one hop.
 func TestCheckpointHops(t *testing.T) {
 	if _, err := exec.LookPath("criu"); err != nil {
 		t.Skip("no criu on PATH (scripts/setup installs it)")
 	}
-	r := testRunner(t, nil)
+	t.Run("nobody", func(t *testing.T) { testCheckpointHops(t, testRunner(t, nil), 5) })
+	t.Run("root", func(t *testing.T) {
+		testCheckpointHops(t, testRunner(t, func(c *Config) { c.User, c.AllowRoot = "root", true }), 1)
+	})
+}
+
+func testCheckpointHops(t *testing.T, r *Runner, hops int) {
 	ctx := context.Background()
 	work := t.TempDir()
 	if err := os.Chown(work, r.user.uid, r.user.gid); err != nil {
@@ -72,7 +80,7 @@ func TestCheckpointHops(t *testing.T) {
 	}
 	s := startJob(t, r, task())
 	n := len(waitCounted(t, countFile, 3))
-	for hop := 1; hop <= 5; hop++ {
+	for hop := 1; hop <= hops; hop++ {
 		img := filepath.Join(t.TempDir(), "img")
 		if _, err := s.job.Checkpoint(ctx, checkpoint.DumpOptions{ImageDir: img}); err != nil {
 			_ = s.job.Signal(9)
