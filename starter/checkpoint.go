@@ -23,8 +23,8 @@ var errNoCheckpoint = errors.New("the job cannot be checkpointed here (not in a 
 // is made beside the job's scratch directory (outside its container),
 // sealed, packed and streamed to the shadow, then removed here. The
 // shadow stores it where the job's owner can change it: the seal, made
-// with the pool's key, which no user holds, is how a restore tells the
-// image this machine's kind made for this job from any other.
+// with the pool's key, which no user holds, is how a restore tells an
+// image one of the pool's starters made for this job from any other.
 type checkpoints struct {
 	client  wire.ShadowClient
 	secret  string
