@@ -21,9 +21,10 @@ import (
 
 // An image travels as a zstd stream of a tar archive: the image
 // directory's files in name order, then ManifestName, the list of every
-// file with its size and SHA-256. The manifest comes last so that Pack
-// makes one pass; a reader checks every file against it before the image
-// counts as good.
+// file with its size and SHA-256, sealed with the pool's key (see Seal).
+// The manifest comes last so that Pack makes one pass; a reader checks
+// every file against it before the image counts as good, and a reader
+// that restores checks the seal too.
 //
 // An image may hold subdirectories (the pre-dumps of a pre-copy
 // checkpoint, pre.1/, pre.2/, ...) and relative symbolic links that stay
@@ -49,6 +50,9 @@ var ErrBadImage = errors.New("bad checkpoint image")
 type Manifest struct {
 	Version int       `json:"version"`
 	Files   []FileSum `json:"files"`
+	// Seal is the HMAC of the files and the job they belong to, in hex
+	// (see Seal).
+	Seal string `json:"seal,omitempty"`
 	// Info is the dump's Result when the image holds InfoName.
 	Info *Result `json:"-"`
 }
@@ -71,10 +75,14 @@ func (m *Manifest) Size() int64 {
 	return n
 }
 
-// Pack writes the image in dir to w, compressed, and returns its
-// manifest. The image directory must hold only regular files,
-// directories and symbolic links that stay inside it (see validLink).
-func Pack(w io.Writer, dir string) (*Manifest, error) {
+// Pack writes the image in dir to w, compressed and sealed with seal,
+// and returns its manifest. The image directory must hold only regular
+// files, directories and symbolic links that stay inside it (see
+// validLink).
+func Pack(w io.Writer, dir string, seal *Seal) (*Manifest, error) {
+	if seal == nil {
+		return nil, errors.New("pack: no seal")
+	}
 	zw, err := zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedFastest))
 	if err != nil {
 		return nil, fmt.Errorf("pack: %w", err)
@@ -121,6 +129,7 @@ func Pack(w io.Writer, dir string) (*Manifest, error) {
 		zw.Close()
 		return nil, fmt.Errorf("pack %s: %w", dir, err)
 	}
+	m.Seal = seal.sum(m.Files)
 	mb, err := json.Marshal(m)
 	if err != nil {
 		zw.Close()
@@ -188,18 +197,24 @@ func packFile(tw *tar.Writer, path, name string, buf []byte) (FileSum, error) {
 
 // Verify reads a packed image from r to its end and checks it against
 // its manifest, keeping nothing. The error wraps ErrBadImage if the
-// image is not good.
+// image is not good. It cannot check the seal: it is for the shadow,
+// which holds no key.
 func Verify(r io.Reader) (*Manifest, error) {
 	return readImage(r, func(string) (io.WriteCloser, error) { return nopCloser{io.Discard}, nil },
 		func(string, string) error { return nil })
 }
 
 // Unpack reads a packed image from r into dir, which must not exist, and
-// checks it against its manifest. The directory and its files are
-// owner-only. On any error dir is removed; an error wrapping ErrBadImage
-// says the image itself is bad. Everything is made through an os.Root of
-// dir, so that nothing lands outside it even if a link check missed.
-func Unpack(r io.Reader, dir string) (*Manifest, error) {
+// checks it against its manifest and the manifest's seal. The directory
+// and its files are owner-only. On any error dir is removed; an error
+// wrapping ErrBadImage says the image itself is bad, one also wrapping
+// ErrForged that its seal is not seal's. Everything is made through an
+// os.Root of dir, so that nothing lands outside it even if a link check
+// missed.
+func Unpack(r io.Reader, dir string, seal *Seal) (*Manifest, error) {
+	if seal == nil {
+		return nil, errors.New("unpack: no seal to check")
+	}
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("unpack: %w", err)
 	}
@@ -225,6 +240,9 @@ func Unpack(r io.Reader, dir string) (*Manifest, error) {
 		}
 		return root.Symlink(target, name)
 	})
+	if err == nil {
+		err = seal.check(m)
+	}
 	if err != nil {
 		return nil, errors.Join(err, os.RemoveAll(dir))
 	}

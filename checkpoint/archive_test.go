@@ -43,7 +43,7 @@ func fakeImage(t testing.TB) string {
 func packed(t testing.TB, dir string) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	if _, err := Pack(&buf, dir); err != nil {
+	if _, err := Pack(&buf, dir, testSeal); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
@@ -52,7 +52,7 @@ func packed(t testing.TB, dir string) []byte {
 func TestPackUnpack(t *testing.T) {
 	dir := fakeImage(t)
 	var buf bytes.Buffer
-	pm, err := Pack(&buf, dir)
+	pm, err := Pack(&buf, dir, testSeal)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestPackUnpack(t *testing.T) {
 		t.Errorf("packed %d bytes: zeros not compressed", buf.Len())
 	}
 	out := filepath.Join(t.TempDir(), "out")
-	m, err := Unpack(bytes.NewReader(buf.Bytes()), out)
+	m, err := Unpack(bytes.NewReader(buf.Bytes()), out, testSeal)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestPackRefusesOtherFiles(t *testing.T) {
 	if err := os.Symlink("..", filepath.Join(dir, "parent")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Pack(&bytes.Buffer{}, dir); err == nil {
+	if _, err := Pack(&bytes.Buffer{}, dir, testSeal); err == nil {
 		t.Error("packed an image with a symbolic link")
 	}
 }
@@ -120,7 +120,7 @@ func TestCorruptImage(t *testing.T) {
 				t.Errorf("Verify: %v, want ErrBadImage", err)
 			}
 			out := filepath.Join(t.TempDir(), "out")
-			if _, err := Unpack(bytes.NewReader(b), out); !errors.Is(err, ErrBadImage) {
+			if _, err := Unpack(bytes.NewReader(b), out, testSeal); !errors.Is(err, ErrBadImage) {
 				t.Errorf("Unpack: %v, want ErrBadImage", err)
 			}
 			if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
@@ -213,7 +213,7 @@ func FuzzVerify(f *testing.F) {
 	os.WriteFile(filepath.Join(dir, "a.img"), []byte("aaaa"), 0o600)
 	os.WriteFile(filepath.Join(dir, InfoName), []byte(`{"inputs":[]}`), 0o600)
 	var buf bytes.Buffer
-	if _, err := Pack(&buf, dir); err != nil {
+	if _, err := Pack(&buf, dir, testSeal); err != nil {
 		f.Fatal(err)
 	}
 	f.Add(buf.Bytes())
@@ -229,7 +229,10 @@ func FuzzVerify(f *testing.F) {
 		}
 		// A good image unpacks to exactly its manifest.
 		out := filepath.Join(t.TempDir(), "out")
-		um, err := Unpack(bytes.NewReader(b), out)
+		um, err := Unpack(bytes.NewReader(b), out, testSeal)
+		if errors.Is(err, ErrForged) {
+			return // Verify holds no key
+		}
 		if err != nil {
 			t.Fatalf("Verify accepts what Unpack refuses: %v", err)
 		}

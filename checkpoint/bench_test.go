@@ -115,11 +115,11 @@ func benchMigrate(b *testing.B, mib int, loopbackOnly bool) {
 		counter := &countWriter{w: pw}
 		start := time.Now()
 		go func() {
-			_, err := Pack(counter, img)
+			_, err := Pack(counter, img, testSeal)
 			pw.CloseWithError(err)
 		}()
 		received := img + ".received"
-		m, err := Unpack(pr, received)
+		m, err := Unpack(pr, received, testSeal)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -240,7 +240,7 @@ func BenchmarkPack(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(256 << 20)
 	for b.Loop() {
-		if _, err := Pack(io.Discard, dir); err != nil {
+		if _, err := Pack(io.Discard, dir, testSeal); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -250,7 +250,7 @@ func BenchmarkPack(b *testing.B) {
 func BenchmarkVerify(b *testing.B) {
 	dir := pagesImage(b)
 	var buf bytes.Buffer
-	if _, err := Pack(&buf, dir); err != nil {
+	if _, err := Pack(&buf, dir, testSeal); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
@@ -266,7 +266,7 @@ func BenchmarkVerify(b *testing.B) {
 func BenchmarkUnpack(b *testing.B) {
 	dir := pagesImage(b)
 	var buf bytes.Buffer
-	if _, err := Pack(&buf, dir); err != nil {
+	if _, err := Pack(&buf, dir, testSeal); err != nil {
 		b.Fatal(err)
 	}
 	out := b.TempDir()
@@ -276,7 +276,7 @@ func BenchmarkUnpack(b *testing.B) {
 	for b.Loop() {
 		i++
 		d := filepath.Join(out, fmt.Sprint(i))
-		if _, err := Unpack(bytes.NewReader(buf.Bytes()), d); err != nil {
+		if _, err := Unpack(bytes.NewReader(buf.Bytes()), d, testSeal); err != nil {
 			b.Fatal(err)
 		}
 		os.RemoveAll(d)
@@ -304,6 +304,55 @@ func BenchmarkPrivateMounts(b *testing.B) {
 	b.Run("private-mounts", func(b *testing.B) {
 		for b.Loop() {
 			if err := inPrivateMounts(func() error { return nil }); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkRestoreChecks measures what a restore pays for trusting
+// nothing of an image but its processes, on the image of a job holding
+// 256 MiB: checking the seal of the unpacked image's manifest (Unpack
+// has summed its files anyway), and checking the privileges of its
+// processes in CRIU's own records (inventory, pstree, ids and core
+// images) before CRIU runs. Compare with BenchmarkMigrate's unpack and
+// restore of the same job.
+func BenchmarkRestoreChecks(b *testing.B) {
+	needCRIU(b)
+	ctx := context.Background()
+	tmp, root, jobDir := jobDirs(b)
+	id := "ckpt-bench-checks"
+	cfg := memJobConfig(b, id, jobDir, 256)
+	args := []string{"/harrier-ckpt-test", "256"}
+	j := startJob(b, root, id, cfg, args, []string{roleEnv + "=memjob"})
+	defer j.stop(b)
+	waitOutput(b, j.out, 0)
+	img := filepath.Join(tmp, "img")
+	if _, err := Dump(ctx, j.c, DumpOptions{ImageDir: img, LeaveRunning: true, LoopbackOnly: true}); err != nil {
+		b.Fatal(err)
+	}
+	var buf bytes.Buffer
+	m, err := Pack(&buf, img, testSeal)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, _ := newProcess(args, nil)
+	want, err := privilegesOf(cfg, p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("seal", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := testSeal.check(m); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("privileges", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := checkPrivileges(img, want); err != nil {
 				b.Fatal(err)
 			}
 		}

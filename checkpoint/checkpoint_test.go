@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -48,11 +49,11 @@ func checkReads(t testing.TB, path string) {
 func transfer(t testing.TB, dir string) (string, *Manifest) {
 	t.Helper()
 	var buf bytes.Buffer
-	if _, err := Pack(&buf, dir); err != nil {
+	if _, err := Pack(&buf, dir, testSeal); err != nil {
 		t.Fatal(err)
 	}
 	out := dir + ".received"
-	m, err := Unpack(&buf, out)
+	m, err := Unpack(&buf, out, testSeal)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,10 +187,7 @@ func TestFUSERestore(t *testing.T) {
 	// A bare directory where the FUSE mount should be is refused.
 	bare := filepath.Join(tmp, "bare")
 	os.Mkdir(bare, 0o755)
-	bareCfg, err := Rebind(cfg, map[string]string{"/job": bare})
-	if err != nil {
-		t.Fatal(err)
-	}
+	bareCfg := containerConfig(t, "ckpt-fuse", bare, 256<<20)
 	p, _ := newProcess(args, nil)
 	_, _, err = Restore(ctx, RestoreOptions{Root: root, ID: "ckpt-fuse", Config: bareCfg, Process: p,
 		ImageDir: received, FUSE: []string{bare}})
@@ -198,10 +196,7 @@ func TestFUSERestore(t *testing.T) {
 	}
 
 	srv2 := startFUSE(t, backing, filepath.Join(tmp, "mnt2"))
-	cfg2, err := Rebind(cfg, map[string]string{"/job": srv2.mnt})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg2 := containerConfig(t, "ckpt-fuse", srv2.mnt, 256<<20)
 	p, out := newProcess(args, nil)
 	c, _, err := Restore(ctx, RestoreOptions{Root: root, ID: "ckpt-fuse", Config: cfg2, Process: p,
 		ImageDir: received, FUSE: []string{srv2.mnt}})
@@ -386,6 +381,9 @@ func TestRestoreLeavesHostMounts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if err := os.Chown(jobDir, jobUser, jobUser); err != nil {
+		t.Fatal(err)
+	}
 	if err := unix.Mount(shared, shared, "", unix.MS_BIND, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -569,4 +567,120 @@ func TestDumpGivesUpOnVfork(t *testing.T) {
 	if st, err := j.c.Status(); err != nil || st != libcontainer.Running {
 		t.Errorf("the job after the dump: %v %v, want running", st, err)
 	}
+}
+
+// tcpJob serves on 127.0.0.1:5000 in a thread and talks to itself over
+// one connection: it sends a count, reads it back and appends it to
+// /job/counts.txt, so that the count goes on only while the connection
+// does.
+const tcpJob = `
+import socket, threading, time
+srv = socket.socket()
+srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("127.0.0.1", 5000))
+srv.listen()
+def echo(c):
+    f = c.makefile("rb", buffering=0)
+    for line in f:
+        c.sendall(line)
+def serve():
+    while True:
+        threading.Thread(target=echo, args=(srv.accept()[0],), daemon=True).start()
+threading.Thread(target=serve, daemon=True).start()
+cl = socket.create_connection(("127.0.0.1", 5000))
+replies = cl.makefile("rb", buffering=0)
+i = 0
+while True:
+    i += 1
+    cl.sendall(b"%d\n" % i)
+    r = replies.readline()
+    with open("/job/counts.txt", "ab") as out:
+        out.write(r)
+    time.sleep(0.1)
+`
+
+// TestDumpRestoreTCP checkpoints a job holding a listening TCP socket and
+// both ends of an established connection on its loopback, and restores
+// it: the connection goes on. Asked to leave the network namespace out
+// (LoopbackOnly), Dump keeps it in, as the connection needs its
+// addresses when CRIU restores it.
+func TestDumpRestoreTCP(t *testing.T) {
+	needCRIU(t)
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("the job is a python3 program (scripts/setup installs python3)")
+	}
+	ctx := context.Background()
+	tmp, root, jobDir := jobDirs(t)
+	id := "ckpt-tcp"
+	cfg := containerConfig(t, id, jobDir, 256<<20)
+	args := []string{"python3", "-c", tcpJob}
+	j := startJob(t, root, id, cfg, args, nil)
+	countsFile := filepath.Join(jobDir, "counts.txt")
+	waitCount(t, countsFile, 3)
+	img := filepath.Join(tmp, "img")
+	res, err := Dump(ctx, j.c, DumpOptions{ImageDir: img, LoopbackOnly: true})
+	if err != nil {
+		j.stop(t)
+		t.Fatal(err)
+	}
+	j.gone(t)
+	if res.LoopbackOnly {
+		t.Error("the image of a job holding TCP sockets leaves its network namespace out")
+	}
+	before := counts(t, countsFile)
+	received, _ := transfer(t, img)
+	p, out := newProcess(args, nil)
+	c, _, err := Restore(ctx, RestoreOptions{Root: root, ID: id, Config: cfg, Process: p, ImageDir: received})
+	if err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+	r := &job{c: c, p: p, out: out}
+	defer r.stop(t)
+	checkUnbroken(t, waitCount(t, countsFile, len(before)+5))
+	if s := out.String(); s != "" {
+		t.Errorf("the job's output: %s", s)
+	}
+}
+
+// TestDumpRestoreZombie checkpoints a job holding a child it has not
+// reaped, and restores it: CRIU records no threads for a zombie (its
+// thread list says 0), and the privilege check must not look for them.
+func TestDumpRestoreZombie(t *testing.T) {
+	needCRIU(t)
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("the job is a python3 program (scripts/setup installs python3)")
+	}
+	ctx := context.Background()
+	tmp, root, jobDir := jobDirs(t)
+	id := "ckpt-zombie"
+	cfg := containerConfig(t, id, jobDir, 256<<20)
+	args := []string{"python3", "-c", `import os, time
+if os.fork() == 0:
+    os._exit(3)
+i = 0
+while True:
+    i += 1
+    with open("/job/counts.txt", "a") as f:
+        f.write("%d\n" % i)
+    time.sleep(0.1)
+`}
+	j := startJob(t, root, id, cfg, args, nil)
+	countsFile := filepath.Join(jobDir, "counts.txt")
+	waitCount(t, countsFile, 3)
+	img := filepath.Join(tmp, "img")
+	if _, err := Dump(ctx, j.c, DumpOptions{ImageDir: img, LoopbackOnly: true}); err != nil {
+		j.stop(t)
+		t.Fatal(err)
+	}
+	j.gone(t)
+	before := counts(t, countsFile)
+	received, _ := transfer(t, img)
+	p, out := newProcess(args, nil)
+	c, _, err := Restore(ctx, RestoreOptions{Root: root, ID: id, Config: cfg, Process: p, ImageDir: received})
+	if err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+	r := &job{c: c, p: p, out: out}
+	defer r.stop(t)
+	checkUnbroken(t, waitCount(t, countsFile, len(before)+3))
 }

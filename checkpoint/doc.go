@@ -4,9 +4,9 @@
 //
 // The starter calls Dump on the job's libcontainer container (CRIU
 // through libcontainer and go-criu), Pack to stream the image home
-// compressed, and, on the next machine, Unpack and Restore. The shadow
-// keeps the latest good image of each job in a Store. The pieces and the
-// reasons for them:
+// compressed and sealed, and, on the next machine, Unpack and Restore.
+// The shadow keeps the latest good image of each job in a Store. The
+// pieces and the reasons for them:
 //
 //   - A dump is watched: CRIU reads through the job's FUSE working
 //     directory (it stats and opens every file the job holds) and waits
@@ -24,12 +24,34 @@
 //     With LoopbackOnly it also leaves the job's network namespace (only
 //     a loopback, as the sandbox makes it) out of the image, which spares
 //     CRIU's ip and iptables runs while the job is frozen; Restore then
-//     brings the loopback up in the fresh namespace CRIU makes.
-//   - A restore changes only the sources of the container's bind mounts:
-//     CRIU treats them as external mounts and binds whatever is at the
-//     new source, so the caller mounts the new FUSE server first and
+//     brings the loopback up in the fresh namespace CRIU makes. A job
+//     holding TCP sockets has its namespace dumped all the same, with
+//     its connections (CRIU's tcp-established): CRIU reconnects them as
+//     it restores them, before a fresh loopback could be brought up.
+//   - The job runs as an unprivileged user. CRIU reads each process's
+//     resource limits with prlimit(2), which for another user's process
+//     needs CAP_SYS_RESOURCE; where root lacks it (our VMs), the CRIU
+//     scripts/setup builds reads /proc/PID/limits instead, and any
+//     other gives ErrRlimits.
+//   - An image is untrusted on its way back: the shadow that stores it
+//     runs as the job's owner. The starter that makes it seals it with
+//     the pool's key (Key, Seal: an HMAC of the manifest, which holds
+//     the SHA-256 of every file, bound to the job's GlobalJobId and
+//     owner), which only the pool's execute machines hold, and Unpack
+//     refuses an image whose seal it cannot verify (ErrForged) before
+//     anything is restored.
+//   - A restore takes nothing but the job's processes from the image:
+//     the caller builds the container's configuration as for a fresh
+//     start, and before CRIU reads the image Restore checks that none
+//     of its processes would get more than a fresh start gets (user,
+//     groups, capabilities, no_new_privs, seccomp, namespaces), reading
+//     CRIU's own records of them with go-criu's crit (ErrPrivilege).
+//   - Bind mounts are external to CRIU: it binds whatever is at their
+//     sources, so the caller mounts the new FUSE server first and
 //     Restore verifies by statfs that the source is FUSE before it
-//     starts CRIU (CRIU itself does not look).
+//     starts CRIU (CRIU itself does not look). Their places in the
+//     container must be the dumped job's, so they must not depend on
+//     the machine.
 //   - A restore runs in a private copy of the mount namespace (every
 //     mount a slave of the host's). libcontainer prepares CRIU's root by
 //     binding each bind mount's source recursively and unmounting it

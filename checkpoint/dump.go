@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/opencontainers/runc/libcontainer"
+	"golang.org/x/sys/unix"
 )
 
 // Defaults of DumpOptions and RestoreOptions.
@@ -63,7 +64,12 @@ type DumpOptions struct {
 	// the loopback interface (as the sandbox makes it), so CRIU need not
 	// dump it: that saves CRIU's ip and iptables runs, 150 ms or more of
 	// frozen time. Restore then gives the job a fresh namespace with the
-	// loopback up (it reads this choice from the image).
+	// loopback up (it reads this choice from the image). A job that
+	// holds TCP sockets, listening or connected, has its namespace
+	// dumped all the same (Result.LoopbackOnly says which it was): CRIU
+	// reconnects a connection as it restores it, before Restore could
+	// bring a fresh loopback up, so the namespace must come back with
+	// its addresses.
 	LoopbackOnly bool
 	// Parent is the image directory of a pre-dump this dump builds on
 	// (see PreDump), relative to ImageDir or absolute; empty for a full
@@ -103,8 +109,8 @@ type Result struct {
 	Wall time.Duration `json:"wall"`
 	// Time is when the dump finished.
 	Time time.Time `json:"time"`
-	// LoopbackOnly is DumpOptions.LoopbackOnly: the image holds no
-	// network namespace.
+	// LoopbackOnly says the image holds no network namespace (see
+	// DumpOptions.LoopbackOnly).
 	LoopbackOnly bool `json:"loopback_only,omitempty"`
 	// PreDumps are the pre-dumps the image builds on (see DumpPreCopy),
 	// oldest first; none for a full dump.
@@ -122,7 +128,8 @@ type PreDumpStats struct {
 // caller still waits for its init process and destroys c. On an error
 // the job is left running: an error wrapping ErrTimeout says the
 // watchdog killed CRIU and thawed the job, one also wrapping ErrStuck
-// that CRIU has not exited yet (see ErrStuck).
+// that CRIU has not exited yet (see ErrStuck), one wrapping ErrRlimits
+// that this machine's CRIU cannot dump a job of another user.
 func Dump(ctx context.Context, c *libcontainer.Container, opts DumpOptions) (*Result, error) {
 	return dump(ctx, c, opts, false)
 }
@@ -145,6 +152,7 @@ func dump(ctx context.Context, c *libcontainer.Container, opts DumpOptions, pre 
 		return nil, fmt.Errorf("checkpoint %s: %w", c.ID(), err)
 	}
 	start := time.Now()
+	loopbackOnly := opts.LoopbackOnly
 	w := watchdog{
 		workDir: opts.WorkDir, log: "dump.log",
 		timeout: opts.Timeout, grace: opts.Grace,
@@ -158,19 +166,26 @@ func dump(ctx context.Context, c *libcontainer.Container, opts DumpOptions, pre 
 		if err != nil {
 			return err
 		}
-		if err := ctx.Err(); err != nil {
+		// Frozen, the job opens no socket before CRIU looks.
+		tcp, err := holdsTCP(c)
+		if err == nil {
+			err = ctx.Err()
+		}
+		if err != nil {
 			if paused {
 				err = errors.Join(err, thaw(freezer))
 			}
 			return err
 		}
+		loopbackOnly = loopbackOnly && !tcp
 		err = c.Checkpoint(&libcontainer.CriuOpts{
 			ImagesDirectory: opts.ImageDir,
 			WorkDirectory:   opts.WorkDir,
 			LeaveRunning:    opts.LeaveRunning,
 			ParentImage:     opts.Parent,
 			PreDump:         pre,
-			EmptyNs:         emptyNs(opts.LoopbackOnly),
+			EmptyNs:         emptyNs(loopbackOnly),
+			TcpEstablished:  tcp,
 		})
 		if paused {
 			// CRIU leaves a cgroup it found frozen frozen, whether the
@@ -185,9 +200,9 @@ func dump(ctx context.Context, c *libcontainer.Container, opts DumpOptions, pre 
 				err = errors.Join(err, terr)
 			}
 		}
-		return nil, fmt.Errorf("checkpoint %s: %w", c.ID(), err)
+		return nil, fmt.Errorf("checkpoint %s: %w", c.ID(), criuFailure(opts.WorkDir, "dump.log", err))
 	}
-	res := &Result{Wall: time.Since(start), Time: time.Now(), LoopbackOnly: opts.LoopbackOnly}
+	res := &Result{Wall: time.Since(start), Time: time.Now(), LoopbackOnly: loopbackOnly}
 	if res.Stats, err = readDumpStats(opts.WorkDir); err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", c.ID(), err)
 	}
@@ -263,15 +278,17 @@ func freezerFile(c *libcontainer.Container) (string, error) {
 
 // thaw undoes what a killed CRIU leaves behind: a frozen (or
 // half-frozen) cgroup. CRIU's ptrace hold ends by itself when CRIU dies.
-// A cgroup that is gone has nothing to thaw: the job CRIU killed after
-// its dump (a vacate) has exited, and its container may be removed
-// before Dump gets here.
+// A cgroup that is gone, or going (the kernel refuses writes to a
+// removed cgroup's files with ENODEV), has nothing to thaw: the job CRIU
+// killed after its dump (a vacate) has exited, and its container may be
+// removed before Dump gets here.
 func thaw(freezer string) error {
 	v := "THAWED"
 	if filepath.Base(freezer) == "cgroup.freeze" {
 		v = "0"
 	}
-	if err := os.WriteFile(freezer, []byte(v), 0); err != nil && !errors.Is(err, os.ErrNotExist) {
+	err := os.WriteFile(freezer, []byte(v), 0)
+	if err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, unix.ENODEV) {
 		return fmt.Errorf("thaw: %w", err)
 	}
 	return nil

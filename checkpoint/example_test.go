@@ -35,7 +35,12 @@ func ExampleDump() {
 	_, _ = p.Wait()
 	_ = c.Destroy()
 	log.Printf("frozen %v, %d pages", res.Stats.Frozen, res.Stats.PagesWritten)
-	_, _ = checkpoint.Pack(home, "/var/lib/harrier/execute/dir_42/ckpt")
+	// Sealed with the pool's key, for this job alone.
+	key, err := checkpoint.LoadKey("/etc/harrier/pki/checkpoint.key")
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, _ = checkpoint.Pack(home, "/var/lib/harrier/execute/dir_42/ckpt", key.For("submit#42.0#1700000000", "alice"))
 }
 
 // The shadow keeps the image if it arrives whole and good, and checks the
@@ -64,17 +69,24 @@ func ExampleStore() {
 	_ = store.Remove("42.0") // when the job leaves the queue
 }
 
-// A restore on the next execute machine: check the inputs, unpack the
-// image, mount iofs at the job's new directory, restore with only the
-// bind-mount source changed.
+// A restore on the next execute machine: unpack the image, checking its
+// seal, mount iofs at the job's new directory, and restore into a
+// container configured as a fresh start of the job would be here.
 func ExampleRestore() {
 	var (
 		ctx     = context.Background()
-		cfg     *configs.Config // the job's container configuration
+		key     *checkpoint.Key // the pool's, from LoadKey
 		image   net.Conn        // from the shadow
 		newIofs = "/var/lib/harrier/execute/dir_77/job"
+		// The job's container configuration, made afresh, with newIofs
+		// bound at the job's directory.
+		cfg *configs.Config
 	)
-	m, err := checkpoint.Unpack(image, "/var/lib/harrier/execute/dir_77/ckpt")
+	m, err := checkpoint.Unpack(image, "/var/lib/harrier/execute/dir_77/ckpt", key.For("submit#42.0#1700000000", "alice"))
+	if errors.Is(err, checkpoint.ErrForged) {
+		log.Printf("not our image, start from scratch: %v", err)
+		return
+	}
 	if err != nil {
 		log.Printf("bad image, start from scratch: %v", err)
 		return
@@ -82,14 +94,10 @@ func ExampleRestore() {
 	// (The shadow runs CheckInputs on m.Info.Inputs against the submit
 	// directory before it sends the image.)
 	_ = m
-	rcfg, err := checkpoint.Rebind(cfg, map[string]string{"/job": newIofs})
-	if err != nil {
-		log.Fatal(err)
-	}
-	p := &libcontainer.Process{Args: []string{"job"}, Init: true}
+	p := &libcontainer.Process{Args: []string{"job"}, UID: 65534, GID: 65534, Init: true}
 	c, res, err := checkpoint.Restore(ctx, checkpoint.RestoreOptions{
 		Root: "/var/lib/harrier/execute/sandbox", ID: "slot1-42.0",
-		Config: rcfg, Process: p,
+		Config: cfg, Process: p,
 		ImageDir: "/var/lib/harrier/execute/dir_77/ckpt",
 		FUSE:     []string{newIofs},
 	})

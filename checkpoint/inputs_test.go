@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/opencontainers/runc/libcontainer/configs"
 )
 
 func TestCheckInputs(t *testing.T) {
@@ -41,23 +39,6 @@ func TestCheckInputs(t *testing.T) {
 	}
 	if err := CheckInputs(inputs[:1], resolve); err != nil {
 		t.Errorf("unchanged input: %v", err)
-	}
-}
-
-func TestRebind(t *testing.T) {
-	cfg := &configs.Config{Mounts: []*configs.Mount{
-		{Source: "proc", Destination: "/proc", Device: "proc"},
-		{Source: "/old", Destination: "/job", Device: "bind"},
-	}}
-	out, err := Rebind(cfg, map[string]string{"/job": "/new"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out.Mounts[1].Source != "/new" || cfg.Mounts[1].Source != "/old" || out.Mounts[0] != cfg.Mounts[0] {
-		t.Errorf("rebound %+v, original %+v", out.Mounts[1], cfg.Mounts[1])
-	}
-	if _, err := Rebind(cfg, map[string]string{"/proc": "/x"}); err == nil {
-		t.Error("rebound a mount that is not a bind mount")
 	}
 }
 

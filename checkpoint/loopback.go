@@ -1,6 +1,8 @@
 package checkpoint
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -86,4 +88,27 @@ func ifUp(name string) error {
 		return fmt.Errorf("bring %s up: %w", name, err)
 	}
 	return nil
+}
+
+// holdsTCP reports whether the network namespace of c's first process
+// holds a TCP socket, in any state: the kernel lists them in the
+// namespace's /proc/net/tcp and tcp6, a line each after a heading.
+func holdsTCP(c *libcontainer.Container) (bool, error) {
+	st, err := c.State()
+	if err != nil {
+		return false, fmt.Errorf("look for TCP sockets: %w", err)
+	}
+	for _, name := range []string{"tcp", "tcp6"} {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", st.InitProcessPid, name))
+		if errors.Is(err, os.ErrNotExist) {
+			continue // no IPv6 in this kernel
+		}
+		if err != nil {
+			return false, fmt.Errorf("look for TCP sockets: %w", err)
+		}
+		if bytes.Count(b, []byte{'\n'}) > 1 {
+			return true, nil
+		}
+	}
+	return false, nil
 }

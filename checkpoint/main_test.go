@@ -49,6 +49,13 @@ func init() {
 // directories bound read-only, built once by TestMain.
 var testRootfs string
 
+// testKey is the pool key of the tests, made by TestMain; testSeal seals
+// the images of the tests' job.
+var (
+	testKey  *Key
+	testSeal *Seal
+)
+
 func TestMain(m *testing.M) {
 	switch os.Getenv(roleEnv) {
 	case "fuse":
@@ -63,7 +70,17 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	// Jobs run as nobody: they must reach their programs.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	testRootfs = dir
+	if testKey, err = NewKey(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	testSeal = testKey.For("submit#1.0#1700000000", "alice")
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -126,6 +143,10 @@ func containerConfig(t testing.TB, id, jobDir string, memory int64) *configs.Con
 	return &configs.Config{
 		Rootfs:   testRootfs,
 		Hostname: id,
+		// A job's privileges, as the sandbox gives them to a job of
+		// its (unprivileged) slot user.
+		NoNewPrivileges: true,
+		Capabilities:    &configs.Capabilities{},
 		Namespaces: configs.Namespaces{{Type: configs.NEWNS}, {Type: configs.NEWUTS},
 			{Type: configs.NEWIPC}, {Type: configs.NEWPID}, {Type: configs.NEWNET}},
 		Cgroups: &cgroups.Cgroup{Name: id, Parent: "harrier-checkpoint-test", Resources: &cgroups.Resources{
@@ -172,20 +193,27 @@ type job struct {
 	out *syncBuffer
 }
 
+// jobUser is the user the tests' jobs run as, an unprivileged one, as
+// the sandbox's slot user is.
+const jobUser = 65534 // nobody
+
 func newProcess(args []string, env []string) (*libcontainer.Process, *syncBuffer) {
 	out := &syncBuffer{}
 	return &libcontainer.Process{Args: args, Env: append([]string{"PATH=/usr/bin:/bin"}, env...),
-		Cwd: "/job", Stdout: out, Stderr: out, Init: true}, out
+		Cwd: "/job", UID: jobUser, GID: jobUser, Stdout: out, Stderr: out, Init: true}, out
 }
 
 // jobDirs makes a test's directories: a temporary one, and in it the
 // containers' state root (not made: libcontainer makes it) and the job's
-// directory, which containerConfig binds at /job.
+// directory, the job user's, which containerConfig binds at /job.
 func jobDirs(t testing.TB) (tmp, root, jobDir string) {
 	t.Helper()
 	tmp = t.TempDir()
 	root, jobDir = filepath.Join(tmp, "state"), filepath.Join(tmp, "job")
 	if err := os.Mkdir(jobDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(jobDir, jobUser, jobUser); err != nil {
 		t.Fatal(err)
 	}
 	return tmp, root, jobDir

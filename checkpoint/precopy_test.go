@@ -78,12 +78,12 @@ func TestPreCopyImageTravels(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	pm, err := Pack(&buf, dir)
+	pm, err := Pack(&buf, dir, testSeal)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "restore")
-	um, err := Unpack(bytes.NewReader(buf.Bytes()), out)
+	um, err := Unpack(bytes.NewReader(buf.Bytes()), out, testSeal)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,13 +111,14 @@ func TestPreCopyImageTravels(t *testing.T) {
 // image, as a final dump's link into the staging directory would be.
 func TestPackRefusesLinkOut(t *testing.T) {
 	dir, _ := preCopyImage(t)
-	if _, err := Pack(&bytes.Buffer{}, dir); err == nil {
+	if _, err := Pack(&bytes.Buffer{}, dir, testSeal); err == nil {
 		t.Error("packed an image linked to a directory outside it")
 	}
 }
 
 // linkImage builds a packed image of the given tar entries (a link when
-// the entry has a target, else an empty file) with a matching manifest.
+// the entry has a target, else an empty file) with a matching manifest,
+// sealed for the tests' job.
 func linkImage(t *testing.T, entries []FileSum) []byte {
 	t.Helper()
 	return handPacked(t, func(tw *tar.Writer) error {
@@ -134,6 +135,7 @@ func linkImage(t *testing.T, entries []FileSum) []byte {
 			}
 			m.Files = append(m.Files, e)
 		}
+		m.Seal = testSeal.sum(m.Files)
 		mb, err := json.Marshal(m)
 		if err != nil {
 			return err
@@ -165,7 +167,7 @@ func TestUnpackRefusesEscapingLinks(t *testing.T) {
 				t.Errorf("Verify: %v, want ErrBadImage", err)
 			}
 			out := filepath.Join(t.TempDir(), "out")
-			if _, err := Unpack(bytes.NewReader(img), out); !errors.Is(err, ErrBadImage) {
+			if _, err := Unpack(bytes.NewReader(img), out, testSeal); !errors.Is(err, ErrBadImage) {
 				t.Errorf("Unpack: %v, want ErrBadImage", err)
 			}
 			if _, err := os.Lstat(out); !errors.Is(err, os.ErrNotExist) {
@@ -174,7 +176,7 @@ func TestUnpackRefusesEscapingLinks(t *testing.T) {
 		})
 	}
 	good := linkImage(t, []FileSum{{Name: "parent", Link: "pre.1"}, {Name: "pre.1/pages-1.img"}, {Name: "pre.2/parent", Link: "../pre.1"}})
-	if _, err := Unpack(bytes.NewReader(good), filepath.Join(t.TempDir(), "out")); err != nil {
+	if _, err := Unpack(bytes.NewReader(good), filepath.Join(t.TempDir(), "out"), testSeal); err != nil {
 		t.Errorf("links inside the image: %v", err)
 	}
 }

@@ -22,11 +22,18 @@ type RestoreOptions struct {
 	// Root and ID are the libcontainer state root and the new
 	// container's ID.
 	Root, ID string
-	// Config is the dumped container's configuration with this
-	// machine's bind-mount sources (see Rebind).
+	// Config is the container's configuration as a fresh start of the
+	// job would have it on this machine, never one that came with the
+	// image: the image brings the job's processes, and nothing else of
+	// it is trusted. Its bind mounts must sit where the dumped job's did
+	// (CRIU binds each one's source, here, at the same place); their
+	// sources may differ.
 	Config *configs.Config
-	// Process receives the restored job's standard I/O (give it pipes or
-	// writers, as when the job was started); Init must be true.
+	// Process is the job's first process as a fresh start would run it
+	// (its user and groups bound what a restored process may have, see
+	// ErrPrivilege), and receives the restored job's standard I/O (give
+	// it pipes or writers, as when the job was started); Init must be
+	// true.
 	Process *libcontainer.Process
 	// ImageDir holds the image; WorkDir (default ImageDir with
 	// ".restore" appended) receives CRIU's log and statistics.
@@ -48,7 +55,11 @@ type RestoreResult struct {
 }
 
 // Restore creates container opts.ID from opts.Config and restores the
-// image in opts.ImageDir into it. The returned container is freshly
+// image in opts.ImageDir into it. The image must have been unpacked with
+// its seal checked (Unpack); before CRIU reads it, Restore checks that
+// none of its processes would get more privilege than opts.Config and
+// opts.Process give a fresh start (an error wrapping ErrPrivilege says
+// one would). The returned container is freshly
 // loaded from its state: the one libcontainer restored into cannot be
 // signalled (runc 1.5.2 sets its start time only on start or load). The
 // restored job is a child of this process: opts.Process.Wait waits for it.
@@ -89,6 +100,13 @@ func Restore(ctx context.Context, opts RestoreOptions) (*libcontainer.Container,
 	if err != nil {
 		return nil, nil, fmt.Errorf("restore %s: %w", opts.ID, err)
 	}
+	want, err := privilegesOf(opts.Config, opts.Process)
+	if err != nil {
+		return nil, nil, fmt.Errorf("restore %s: %w", opts.ID, err)
+	}
+	if err := checkPrivileges(opts.ImageDir, want); err != nil {
+		return nil, nil, fmt.Errorf("restore %s: %w", opts.ID, err)
+	}
 	c, err := libcontainer.Create(opts.Root, opts.ID, opts.Config)
 	if err != nil {
 		return nil, nil, fmt.Errorf("restore %s: create container: %w", opts.ID, err)
@@ -107,6 +125,8 @@ func Restore(ctx context.Context, opts RestoreOptions) (*libcontainer.Container,
 				ImagesDirectory: opts.ImageDir,
 				WorkDirectory:   opts.WorkDir,
 				EmptyNs:         emptyNs(info.LoopbackOnly),
+				// Connections in the job's own namespace (see Dump).
+				TcpEstablished: true,
 			})
 		})
 	})
@@ -141,30 +161,4 @@ func destroy(c *libcontainer.Container) error {
 		return fmt.Errorf("destroy: %w", err)
 	}
 	return nil
-}
-
-// Rebind returns a copy of cfg whose bind mounts take their sources
-// from sources, keyed by the mount's destination in the container:
-// on restore only the sources change. Every key must name a bind mount.
-func Rebind(cfg *configs.Config, sources map[string]string) (*configs.Config, error) {
-	out := *cfg
-	out.Mounts = make([]*configs.Mount, len(cfg.Mounts))
-	found := make(map[string]bool, len(sources))
-	for i, m := range cfg.Mounts {
-		out.Mounts[i] = m
-		src, ok := sources[m.Destination]
-		if !ok || m.Device != "bind" { // what libcontainer hands CRIU as external
-			continue
-		}
-		mm := *m
-		mm.Source = src
-		out.Mounts[i] = &mm
-		found[m.Destination] = true
-	}
-	for dst := range sources {
-		if !found[dst] {
-			return nil, fmt.Errorf("rebind: no bind mount at %s", dst)
-		}
-	}
-	return &out, nil
 }

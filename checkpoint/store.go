@@ -21,8 +21,9 @@ type Store struct {
 	dir string
 }
 
-// OpenStore opens (making it, owner-only, if need be) the store in dir
-// and removes uploads a crash left behind.
+// OpenStore opens (making it, owner-only, if need be) the store in dir.
+// Several Stores may be open on one directory (the shadows of one
+// owner's jobs): each job's uploads are its own.
 func OpenStore(dir string) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("image store: %w", err)
@@ -30,16 +31,26 @@ func OpenStore(dir string) (*Store, error) {
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("image store: %w", err)
 	}
-	stale, err := filepath.Glob(filepath.Join(dir, ".*.tmp*"))
+	return &Store{dir: dir}, nil
+}
+
+// removeStale removes the uploads of job that a crash left behind. Only
+// job's own: another job's upload may be on its way, from another
+// Store on the same directory.
+func (s *Store) removeStale(job string) error {
+	entries, err := os.ReadDir(s.dir)
 	if err != nil {
-		return nil, fmt.Errorf("image store: %w", err)
+		return err
 	}
-	for _, p := range stale {
-		if err := os.Remove(p); err != nil {
-			return nil, fmt.Errorf("image store: %w", err)
+	prefix := "." + job + ".tmp"
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), prefix) {
+			if err := os.Remove(filepath.Join(s.dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
 		}
 	}
-	return &Store{dir: dir}, nil
+	return nil
 }
 
 // path is where job's image lives.
@@ -51,13 +62,17 @@ func (s *Store) path(job string) (string, error) {
 }
 
 // Put reads a packed image of job from r to its end and, if it is good,
-// makes it the job's image. On an error the previous image, if any, is
+// makes it the job's image; it first removes what an upload of job cut
+// short by a crash left. On an error the previous image, if any, is
 // still the job's image; an error wrapping ErrBadImage says the upload
 // was corrupted or incomplete.
 func (s *Store) Put(job string, r io.Reader) (*Manifest, error) {
 	final, err := s.path(job)
 	if err != nil {
 		return nil, err
+	}
+	if err := s.removeStale(job); err != nil {
+		return nil, fmt.Errorf("image store: %w", err)
 	}
 	tmp, err := os.CreateTemp(s.dir, "."+job+".tmp*")
 	if err != nil {

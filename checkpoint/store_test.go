@@ -107,14 +107,21 @@ func TestStoreReplacesAtomically(t *testing.T) {
 		t.Errorf("reader of the replaced image got %d bytes, %v", len(old), err)
 	}
 
-	// A crash mid-upload leaves a temporary file; reopening removes it.
+	// A crash mid-upload leaves a temporary file; the job's next upload
+	// removes it. Another job's, which may be on its way through
+	// another Store on the same directory (another shadow of the same
+	// owner), stays.
 	os.WriteFile(filepath.Join(dir, ".12.0.tmp123"), []byte("partial"), 0o600)
+	os.WriteFile(filepath.Join(dir, ".12.1.tmp456"), []byte("on its way"), 0o600)
 	s, err = OpenStore(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m, _ := filepath.Glob(filepath.Join(dir, ".*")); len(m) != 0 {
-		t.Errorf("reopened store keeps %v", m)
+	if _, err := s.Put("12.0", bytes.NewReader(second)); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, ".*")); len(m) != 1 || filepath.Base(m[0]) != ".12.1.tmp456" {
+		t.Errorf("after another upload of 12.0 the store holds %v, want 12.1's upload alone", m)
 	}
 
 	if err := s.Remove("12.0"); err != nil {
@@ -161,5 +168,46 @@ func TestStoreInfo(t *testing.T) {
 	}
 	if _, err := s.Info("7.0"); !errors.Is(err, ErrNoInfo) {
 		t.Errorf("Info of an image without %s: %v, want ErrNoInfo", InfoName, err)
+	}
+}
+
+// TestStoreConcurrentJobs uploads one job's image while another Store on
+// the same directory (another shadow of the same owner) opens and puts
+// another job's: both images are kept.
+func TestStoreConcurrentJobs(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "images")
+	img := packed(t, fakeImage(t))
+	s1, err := OpenStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		_, err := s1.Put("3.0", pr)
+		done <- err
+	}()
+	if _, err := pw.Write(img[:len(img)/2]); err != nil {
+		t.Fatal(err)
+	}
+	// 3.0's upload is half-way.
+	s2, err := OpenStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s2.Put("3.1", bytes.NewReader(img)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pw.Write(img[len(img)/2:]); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("the upload of 3.0 while 3.1's was put: %v", err)
+	}
+	for _, job := range []string{"3.0", "3.1"} {
+		if !bytes.Equal(readStored(t, s2, job), img) {
+			t.Errorf("%s's image is not the one put", job)
+		}
 	}
 }

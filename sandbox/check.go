@@ -34,6 +34,9 @@ func checkTask(t *Task, id identity) error {
 		if !filepath.IsAbs(t.Dir) {
 			return fmt.Errorf("Bad working directory '%s': not an absolute path", t.Dir)
 		}
+		if filepath.Clean(t.Dir) == JobScratchDir {
+			return fmt.Errorf("Bad working directory '%s': the job's scratch directory is there in its container", t.Dir)
+		}
 		dir = t.DirSource
 	}
 	for _, d := range []string{dir, t.ScratchDir} {

@@ -2,99 +2,46 @@ package sandbox
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
-
-	"github.com/opencontainers/cgroups"
-	"github.com/opencontainers/runc/libcontainer/configs"
 
 	"harrier.dev/harrier/checkpoint"
 )
 
-// A checkpointed job travels with its container's configuration, so that
-// it is restored into a container whose mounts sit at the same places;
-// only their sources change on the new machine (CRIU treats the bind
-// mounts as external and reopens the job's files by name through them).
-
-// containerName is the file in an image that holds the configuration.
-const containerName = "harrier-container.json"
-
-// savedContainer is what a restore needs besides CRIU's image.
-type savedContainer struct {
-	Config     *configs.Config `json:"config"`
-	Dir        string          `json:"dir"`
-	ScratchDir string          `json:"scratch_dir"`
-}
+// A checkpointed job's image holds its processes and nothing else that a
+// restore trusts: the container it is restored into is made exactly as
+// for a fresh start of the job on this machine (Runner.prepare), from
+// the task and the machine's policy. It matches the dumped one because
+// nothing of the job's view depends on the machine: the host's
+// directories at their own places, the scratch directory at
+// JobScratchDir, the working directory at the job's own path.
 
 // Checkpoint dumps the running job into opts.ImageDir with CRIU. Unless
 // opts.LeaveRunning, the job ends with the dump and Wait returns. Where
 // CRIU can track dirty memory (probed once per Runner) the dump is a
-// pre-copy one (checkpoint.DumpPreCopy); elsewhere one full dump.
+// pre-copy one (checkpoint.DumpPreCopy); elsewhere one full dump. The
+// job's network namespace holds its loopback alone, so the image leaves
+// it out unless the job holds TCP connections (see
+// checkpoint.DumpOptions.LoopbackOnly).
 func (j *Job) Checkpoint(ctx context.Context, opts checkpoint.DumpOptions) (*checkpoint.Result, error) {
 	if opts.Logger == nil {
 		opts.Logger = j.r.log
 	}
-	res, err := checkpoint.DumpPreCopy(ctx, j.c, j.r.checkpointFeatures(ctx), opts)
-	if err != nil {
-		return nil, err
-	}
-	cfg := j.c.Config()
-	saved := savedContainer{Config: &cfg, Dir: filepath.Clean(j.task.Dir), ScratchDir: filepath.Clean(j.task.ScratchDir)}
-	b, err := json.Marshal(&saved)
-	if err == nil {
-		err = os.WriteFile(filepath.Join(opts.ImageDir, containerName), b, 0o600)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("save container configuration: %w", err)
-	}
-	return res, nil
+	opts.LoopbackOnly = true
+	return checkpoint.DumpPreCopy(ctx, j.c, j.r.checkpointFeatures(ctx), opts)
 }
 
-// Restore brings back the job checkpointed in imageDir, for task t on
-// this machine: its scratch directory and working directory (t.DirSource,
-// an iofs mount, when set) take the places the dumped job had them.
+// Restore brings back the job checkpointed in imageDir, which must have
+// been unpacked with its seal checked (checkpoint.Unpack), for task t on
+// this machine: in a container made as for a fresh start of t, with
+// t's scratch directory and working directory (t.DirSource, an iofs
+// mount, when set). An image whose processes would get more privilege
+// than that fresh start is refused (checkpoint.ErrPrivilege).
 func (r *Runner) Restore(ctx context.Context, t *Task, imageDir string) (*Job, *checkpoint.RestoreResult, error) {
-	b, err := os.ReadFile(filepath.Join(imageDir, containerName))
-	if err != nil {
-		return nil, nil, fmt.Errorf("restore: the image has no container configuration: %w", err)
-	}
-	var saved savedContainer
-	if err := json.Unmarshal(b, &saved); err != nil || saved.Config == nil {
-		return nil, nil, fmt.Errorf("restore: bad container configuration in the image: %v", err)
-	}
-	s, _, err := r.prepare(ctx, t)
+	s, cfg, err := r.prepare(ctx, t)
 	if err != nil {
 		return nil, nil, err
 	}
-	dirSource := t.Dir
-	if t.DirSource != "" {
-		dirSource = t.DirSource
-	}
-	sources := map[string]string{}
-	for _, m := range saved.Config.Mounts {
-		switch m.Destination {
-		case saved.ScratchDir:
-			sources[m.Destination] = t.ScratchDir
-		case saved.Dir:
-			sources[m.Destination] = dirSource
-		}
-	}
-	cfg, err := checkpoint.Rebind(saved.Config, sources)
-	if err != nil {
-		return nil, nil, fmt.Errorf("restore: %w", err)
-	}
-	cfg.Rootfs = s.rootfs
-	cg := *cfg.Cgroups
-	cg.Parent, cg.Name = s.cgroupParent, s.id
-	// The dump froze the job first, and the saved configuration says so:
-	// a new cgroup made frozen would freeze CRIU in it too.
-	limits := *cg.Resources
-	limits.Freezer = cgroups.Undefined
-	cg.Resources = &limits
-	cfg.Cgroups = &cg
-	p := r.process(t)
+	p := r.process(t, s)
 	p.Stdin = nil // CRIU restores the job's own descriptors
 	var fuse []string
 	if t.DirSource != "" {
@@ -105,7 +52,7 @@ func (r *Runner) Restore(ctx context.Context, t *Task, imageDir string) (*Job, *
 		ImageDir: imageDir, FUSE: fuse, Logger: r.log,
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("restore: %w", err)
 	}
 	return newJob(r, c, p, t), res, nil
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/opencontainers/cgroups"
@@ -33,18 +32,24 @@ var (
 	}
 )
 
+// JobScratchDir is where a job sees its scratch directory
+// (Task.ScratchDir) in its container: the same place on every machine,
+// as a checkpointed job must find its files where it left them wherever
+// it is restored. The host's own /srv is not shown.
+const JobScratchDir = "/srv"
+
 // ownMounts are the top-level directories the container makes for
-// itself rather than binding the host's.
-var ownMounts = []string{"/proc", "/dev", "/sys", "/tmp"}
+// itself, or binds a job's directory at, rather than binding the host's.
+var ownMounts = []string{"/proc", "/dev", "/sys", "/tmp", JobScratchDir}
 
 // spec is what one job's container needs, decided before it is made.
 type spec struct {
 	id, hostname string
 	cgroupParent string
 	user         identity
-	writable     []string // host directories bound read-write at the same path
-	dir          string   // the job's working directory
-	dirSource    string   // if set, bound at dir instead of dir itself
+	scratch      string   // the host directory bound at JobScratchDir
+	dir          string   // the job's working directory, in the container
+	dirSource    string   // the host directory bound at dir; none if dir is in the scratch directory
 	rootfs       string   // see prepareRootfs
 	hostDirs     []string // the host's top-level directories, bound read-only
 	memoryBytes  int64
@@ -122,12 +127,13 @@ func containerConfig(s spec) *configs.Config {
 			Flags: unix.MS_BIND | unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV,
 		})
 	}
-	for _, w := range s.writable {
-		src := w
-		if w == s.dir && s.dirSource != "" {
-			src = s.dirSource
-		}
-		cfg.Mounts = append(cfg.Mounts, bindMount(src, w))
+	// The job's own directories, the only ones it can write, at places
+	// that do not depend on the machine (see JobScratchDir).
+	if s.scratch != "" {
+		cfg.Mounts = append(cfg.Mounts, bindMount(s.scratch, JobScratchDir))
+	}
+	if s.dirSource != "" {
+		cfg.Mounts = append(cfg.Mounts, bindMount(s.dirSource, s.dir))
 	}
 	return cfg
 }
@@ -188,25 +194,4 @@ func under(path string, dirs []string) bool {
 		}
 	}
 	return false
-}
-
-// cleanDirs returns the absolute, cleaned, distinct directories, without
-// the ones inside another.
-func cleanDirs(dirs ...string) []string {
-	var out []string
-	for _, d := range dirs {
-		if d == "" {
-			continue
-		}
-		out = append(out, filepath.Clean(d))
-	}
-	slices.Sort(out)
-	out = slices.Compact(out)
-	var top []string
-	for _, d := range out {
-		if !under(d, top) {
-			top = append(top, d)
-		}
-	}
-	return top
 }

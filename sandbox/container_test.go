@@ -12,7 +12,7 @@ func TestContainerConfig(t *testing.T) {
 	cfg := containerConfig(spec{
 		id: "slot1-1.0", hostname: "slot1-1.0", cgroupParent: "harrier/x/slot1",
 		user: identity{name: "nobody", uid: 65534, gid: 65534}, rootfs: "/state/rootfs",
-		hostDirs: []string{"/etc", "/usr"}, writable: []string{"/exec/scratch.1"},
+		hostDirs: []string{"/etc", "/usr"}, scratch: "/exec/scratch.1", dir: "/home/u/run", dirSource: "/exec/iofs.1",
 		memoryBytes: 64 << 20, cpuShares: 2048, pidsLimit: 100,
 	})
 	if !cfg.Readonlyfs || !cfg.NoNewPrivileges || cfg.Rootfs != "/state/rootfs" {
@@ -34,7 +34,7 @@ func TestContainerConfig(t *testing.T) {
 	for _, m := range cfg.Mounts {
 		mounts[m.Destination] = m
 	}
-	for _, d := range []string{"/proc", "/dev", "/sys", "/tmp", "/etc", "/usr", "/exec/scratch.1"} {
+	for _, d := range []string{"/proc", "/dev", "/sys", "/tmp", "/etc", "/usr", JobScratchDir, "/home/u/run"} {
 		if mounts[d] == nil {
 			t.Errorf("no mount at %s", d)
 		}
@@ -42,8 +42,11 @@ func TestContainerConfig(t *testing.T) {
 	if m := mounts["/usr"]; m == nil || m.Flags&unix.MS_RDONLY == 0 || m.Flags&unix.MS_REC != 0 {
 		t.Errorf("/usr is not bound read-only and alone (without the mounts below it): %+v", m)
 	}
-	if m := mounts["/exec/scratch.1"]; m == nil || m.Flags&0x1 != 0 {
-		t.Errorf("scratch is not writable: %+v", m)
+	if m := mounts[JobScratchDir]; m == nil || m.Source != "/exec/scratch.1" || m.Flags&unix.MS_RDONLY != 0 {
+		t.Errorf("scratch is not bound writable at %s: %+v", JobScratchDir, m)
+	}
+	if m := mounts["/home/u/run"]; m == nil || m.Source != "/exec/iofs.1" || m.Flags&unix.MS_RDONLY != 0 {
+		t.Errorf("the working directory is not bound writable from its source: %+v", m)
 	}
 	if !slices.Contains(cfg.MaskPaths, "/proc/kcore") || !slices.Contains(cfg.ReadonlyPaths, "/proc/sys") {
 		t.Error("/proc not masked")
@@ -53,10 +56,30 @@ func TestContainerConfig(t *testing.T) {
 	}
 }
 
-func TestCleanDirsAndContainerID(t *testing.T) {
-	if got := cleanDirs("/a/b/", "/a", "", "/c", "/a/b"); !slices.Equal(got, []string{"/a", "/c"}) {
-		t.Errorf("cleanDirs = %q", got)
+// TestJobPaths places a job's directories in its container where they
+// are on every machine: the scratch directory and what is in it at
+// JobScratchDir, a working directory bound from elsewhere (iofs) at its
+// own path.
+func TestJobPaths(t *testing.T) {
+	cases := []struct {
+		task              Task
+		dir, source, path string
+	}{
+		{Task{Path: "/x/slot1.4/job.sh", Dir: "/x/slot1.4", ScratchDir: "/x/slot1.4/"}, JobScratchDir, "", JobScratchDir + "/job.sh"},
+		{Task{Path: "/bin/sh", Dir: "/x/slot1.4/sub", ScratchDir: "/x/slot1.4"}, JobScratchDir + "/sub", "", "/bin/sh"},
+		{Task{Path: "/x/slot1.40/a", Dir: "/home/u/run", DirSource: "/x/slot1.4/iofs", ScratchDir: "/x/slot1.4"}, "/home/u/run", "/x/slot1.4/iofs", "/x/slot1.40/a"},
+		{Task{Path: "/bin/sh", Dir: "/data/run"}, "/data/run", "/data/run", "/bin/sh"},
 	}
+	for _, c := range cases {
+		dir, source := jobDir(&c.task)
+		path, _ := inContainer(&c.task, c.task.Path)
+		if dir != c.dir || source != c.source || path != c.path {
+			t.Errorf("%+v: dir %q from %q, program %q; want %q from %q, %q", c.task, dir, source, path, c.dir, c.source, c.path)
+		}
+	}
+}
+
+func TestContainerID(t *testing.T) {
 	if got := containerID("slot2", "12.3"); got != "slot2-12.3" {
 		t.Errorf("containerID = %q", got)
 	}

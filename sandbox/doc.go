@@ -7,8 +7,12 @@
 //     that ordinary dynamically linked programs (sort, awk, python3) run as
 //     they are. Every other host mount is bound read-only too; /proc, /dev,
 //     /sys and /tmp are the container's own (/tmp a private tmpfs), and the
-//     job's working directory (and scratch directory) are the only writable
-//     host paths.
+//     job's scratch directory and working directory are the only writable
+//     host paths. The job sees its scratch directory at /srv
+//     (JobScratchDir), its working directory at the job's own path (the
+//     submit side's, when iofs serves it): nothing the job sees depends on
+//     the machine, so that a checkpointed job finds everything where it
+//     left it on whichever machine restores it.
 //   - New pid, mount, ipc, uts and network namespaces (loopback only), an
 //     unprivileged slot user (root only when the administrator allows it),
 //     no new privileges, no capabilities for a non-root user, masked and
@@ -32,6 +36,12 @@
 // process exits, the kernel kills the rest of the namespace, so Wait
 // leaves no process behind; it then removes the container's cgroups and
 // state (its mounts went with its mount namespace).
+//
+// A job is checkpointed with CRIU (Job.Checkpoint) and restored into a
+// container made exactly as for a fresh start of the job on this machine
+// (Runner.Restore): the image brings the job's processes, never their
+// container's configuration, and processes asking for more than a fresh
+// start has are refused (see the checkpoint package).
 //
 // The administrator's choices (slot user, root jobs, pids limit, hard CPU
 // limit, disk factor) are a Policy, which the startd saves in the state

@@ -82,7 +82,7 @@ func (r *Runner) Start(ctx context.Context, t *Task) (_ *Job, retErr error) {
 			_ = c.Destroy()
 		}
 	}()
-	p := r.process(t)
+	p := r.process(t, s)
 	if err := c.Run(p); err != nil {
 		return nil, fmt.Errorf("Failed to execute '%s': %w", t.Path, err)
 	}
@@ -120,13 +120,14 @@ func (r *Runner) prepare(ctx context.Context, t *Task) (spec, *configs.Config, e
 	if err != nil {
 		return spec{}, nil, fmt.Errorf("prepare container root %s: %w", rootfs, err)
 	}
+	dir, dirSource := jobDir(t)
 	s := spec{
 		id:           containerID(r.cfg.Slot, t.ID),
 		cgroupParent: slotPath,
 		user:         r.user,
-		writable:     cleanDirs(t.Dir, t.ScratchDir),
-		dir:          filepath.Clean(t.Dir),
-		dirSource:    t.DirSource,
+		scratch:      t.ScratchDir,
+		dir:          dir,
+		dirSource:    dirSource,
 		rootfs:       rootfs,
 		hostDirs:     hostDirs,
 		memoryBytes:  t.MemoryMB << 20,
@@ -145,16 +146,43 @@ func (r *Runner) prepare(ctx context.Context, t *Task) (spec, *configs.Config, e
 	return s, containerConfig(s), nil
 }
 
-// process is the job's first process.
-func (r *Runner) process(t *Task) *libcontainer.Process {
+// jobDir is where the job works in its container, and the host
+// directory bound there: none when it is in the scratch directory.
+func jobDir(t *Task) (dir, source string) {
+	if t.DirSource != "" {
+		return filepath.Clean(t.Dir), t.DirSource
+	}
+	dir, inScratch := inContainer(t, t.Dir)
+	if inScratch {
+		return dir, ""
+	}
+	return dir, dir
+}
+
+// inContainer is the path at which the job sees the host path p: the
+// same, but for the scratch directory and what is in it, which the job
+// sees at JobScratchDir.
+func inContainer(t *Task, p string) (string, bool) {
+	p = filepath.Clean(p)
+	scratch := filepath.Clean(t.ScratchDir)
+	if t.ScratchDir == "" || !under(p, []string{scratch}) {
+		return p, false
+	}
+	rel, _ := filepath.Rel(scratch, p)
+	return filepath.Join(JobScratchDir, rel), true
+}
+
+// process is the job's first process in the container s.
+func (r *Runner) process(t *Task, s spec) *libcontainer.Process {
 	env := t.Env
 	if !hasVar(env, "PATH") {
 		env = append(env[:len(env):len(env)], "PATH=/usr/local/bin:/usr/bin:/bin")
 	}
+	path, _ := inContainer(t, t.Path)
 	p := &libcontainer.Process{
-		Args:   append([]string{t.Path}, t.Args...),
+		Args:   append([]string{path}, t.Args...),
 		Env:    env,
-		Cwd:    t.Dir,
+		Cwd:    s.dir,
 		UID:    r.user.uid,
 		GID:    r.user.gid,
 		Stdout: t.Stdout,

@@ -72,6 +72,10 @@ type Config struct {
 	// CertFile, KeyFile and CAFile are handed to each starter so that it
 	// can reach its shadow over mutual TLS.
 	CertFile, KeyFile, CAFile string
+	// CheckpointKeyFile is the pool's checkpoint key, handed to each
+	// starter to seal and check the job's checkpoint images (see
+	// starter.Spec). Empty: jobs are not checkpointed here.
+	CheckpointKeyFile string
 	// Sandbox is how jobs run: "container", "process", or "" to use
 	// containers where they work (see sandbox.go). Advertised as
 	// HarrierSandbox.

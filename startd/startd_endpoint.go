@@ -250,6 +250,7 @@ func (e *endpoint) ActivateClaim(ctx context.Context, req *wire.ActivateClaimReq
 		CAFile:            s.cfg.CAFile,
 		Sandbox:           s.cfg.Sandbox,
 		ScratchLimitKB:    max(scratchLimit, 0),
+		CheckpointKeyFile: s.cfg.CheckpointKeyFile,
 	}
 	r, err := startStarter(s.cfg.StarterCommand, idle.starter, s.cfg.ExecuteDir, sl.short(), spec)
 	if err != nil {

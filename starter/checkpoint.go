@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"harrier.dev/harrier/checkpoint"
+	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/wire"
 )
 
@@ -20,13 +21,43 @@ var errNoCheckpoint = errors.New("the job cannot be checkpointed here (not in a 
 
 // checkpoints takes the job's checkpoints and sends them home: each image
 // is made beside the job's scratch directory (outside its container),
-// packed and streamed to the shadow, then removed here.
+// sealed, packed and streamed to the shadow, then removed here. The
+// shadow stores it where the job's owner can change it: the seal, made
+// with the pool's key, which no user holds, is how a restore tells an
+// image one of the pool's starters made for this job from any other.
 type checkpoints struct {
 	client  wire.ShadowClient
 	secret  string
 	scratch string
 	logger  *slog.Logger
-	n       atomic.Int64
+	// seal seals the job's images and checks them before a restore; nil
+	// when this machine cannot, and noSeal says why.
+	seal   *checkpoint.Seal
+	noSeal error
+	n      atomic.Int64
+}
+
+// sealFor returns the seal of the job's images: the pool's key from the
+// spec, bound to the job's GlobalJobId and Owner as the startd was told
+// them with the claim. Without one, the job is neither checkpointed nor
+// restored here, and the error says why.
+func sealFor(spec *Spec) (*checkpoint.Seal, error) {
+	if spec.CheckpointKeyFile == "" {
+		return nil, errors.New("this machine has no checkpoint key")
+	}
+	key, err := checkpoint.LoadKey(spec.CheckpointKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	ad, err := classad.Parse(spec.JobAd)
+	if err != nil {
+		return nil, fmt.Errorf("the job's ad: %w", err)
+	}
+	id, owner := stringAttr(ad, "GlobalJobId"), stringAttr(ad, "Owner")
+	if id == "" || owner == "" {
+		return nil, errors.New("the job has no GlobalJobId and Owner to bind its checkpoints to")
+	}
+	return key.For(id, owner), nil
 }
 
 // take checkpoints job; with vacate the job ends with the dump.
@@ -34,6 +65,9 @@ func (c *checkpoints) take(ctx context.Context, job Job, vacate bool) error {
 	cp, ok := job.(Checkpointer)
 	if !ok {
 		return errNoCheckpoint
+	}
+	if c.seal == nil {
+		return fmt.Errorf("cannot seal checkpoints: %w", c.noSeal)
 	}
 	dir := filepath.Join(filepath.Dir(c.scratch), "ckpt."+filepath.Base(c.scratch)+"."+strconv.FormatInt(c.n.Add(1), 10))
 	defer os.RemoveAll(dir)
@@ -58,7 +92,7 @@ func (c *checkpoints) upload(ctx context.Context, dir string, stats CheckpointSt
 	}
 	pr, pw := io.Pipe()
 	go func() {
-		_, err := checkpoint.Pack(pw, dir)
+		_, err := checkpoint.Pack(pw, dir, c.seal)
 		pw.CloseWithError(err)
 	}()
 	first := &wire.CheckpointChunk{Secret: c.secret, Info: &wire.CheckpointInfo{
@@ -93,8 +127,13 @@ func (c *checkpoints) upload(ctx context.Context, dir string, stats CheckpointSt
 }
 
 // fetch downloads the job's latest image into a new directory beside the
-// scratch directory.
+// scratch directory, checking its seal: an error wrapping
+// checkpoint.ErrForged says the image is not one of this pool's starters
+// made for this job.
 func (c *checkpoints) fetch(ctx context.Context) (string, error) {
+	if c.seal == nil {
+		return "", fmt.Errorf("cannot check the seal of checkpoints: %w", c.noSeal)
+	}
 	stream, err := c.client.GetCheckpoint(ctx, &wire.GetCheckpointRequest{Secret: c.secret})
 	if err != nil {
 		return "", err
@@ -116,7 +155,7 @@ func (c *checkpoints) fetch(ctx context.Context) (string, error) {
 		}
 	}()
 	dir := filepath.Join(filepath.Dir(c.scratch), "restore."+filepath.Base(c.scratch))
-	if _, err := checkpoint.Unpack(pr, dir); err != nil {
+	if _, err := checkpoint.Unpack(pr, dir, c.seal); err != nil {
 		pr.CloseWithError(err)
 		return "", err
 	}

@@ -153,6 +153,8 @@ func execute(ctx context.Context, start func(context.Context, *Task) (Job, error
 						evict = "the execute machine vacated the job, which was checkpointed"
 						continue // the dump ended the job
 					}
+					// The job's record and event log say why it will run
+					// again from its start (or its last checkpoint).
 					failed("vacate without a checkpoint", err, true)
 					evict = "the execute machine vacated the job, which could not be checkpointed: " + err.Error()
 				}

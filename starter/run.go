@@ -2,6 +2,7 @@ package starter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 
+	"harrier.dev/harrier/checkpoint"
 	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/wire"
 )
@@ -30,6 +32,7 @@ func (s *Starter) run(ctx context.Context, conn grpc.ClientConnInterface, client
 		task.Dir, task.DirSource = iwd, dir.mountpoint
 	}
 	ck := &checkpoints{client: client, secret: s.spec.Secret, scratch: s.spec.ScratchDir, logger: logger}
+	ck.seal, ck.noSeal = sealFor(s.spec)
 	policy := checkpointing{take: ck.take, want: wantCheckpoint(job)}
 	if secs, ok := job.EvalInt("CheckpointInterval"); ok && secs > 0 {
 		policy.interval = time.Duration(secs) * time.Second
@@ -70,6 +73,11 @@ func (s *Starter) restoreOrStart(ck *checkpoints, job *classad.ClassAd, logger *
 					return j, nil
 				}
 			}
+		}
+		if errors.Is(err, checkpoint.ErrForged) || errors.Is(err, checkpoint.ErrPrivilege) {
+			// Not made by this pool's starters for this job, or made to
+			// ask for more than the job has: someone changed it.
+			logger.Error("refusing the job's checkpoint image", "err", err)
 		}
 		if policy, _ := job.EvalString("OnRestoreFailure"); policy == "hold" {
 			return nil, fmt.Errorf("Cannot restore the job from its checkpoint: %v", err)

@@ -50,6 +50,14 @@ type Task struct {
 	RestoreFailure string
 }
 
+// ScratchRelocator is a Runner whose jobs see their scratch directory
+// at a place of the runner's own (in a container, the same on every
+// machine) rather than at Task.ScratchDir: the starter tells the job
+// that place (HOME, TMPDIR, _CONDOR_SCRATCH_DIR).
+type ScratchRelocator interface {
+	JobScratchDir() string
+}
+
 // Job is a started job.
 type Job interface {
 	// Pid is the job's first process, as the execute machine sees it.
@@ -107,7 +115,9 @@ type CheckpointStats struct {
 }
 
 // Restorer is a Runner that can bring back a checkpointed job from an
-// image instead of starting it afresh.
+// image instead of starting it afresh. The image in imageDir has had its
+// seal checked; the runner still trusts nothing of it but the job's
+// processes.
 type Restorer interface {
 	Restore(ctx context.Context, t *Task, imageDir string) (Job, error)
 }

@@ -45,6 +45,12 @@ type Spec struct {
 	CertFile string `json:"cert_file"`
 	KeyFile  string `json:"key_file"`
 	CAFile   string `json:"ca_file"`
+	// CheckpointKeyFile is the pool's checkpoint key (see
+	// checkpoint.LoadKey), which every execute machine of the pool
+	// shares and no user holds: the starter seals the job's checkpoint
+	// images with it and restores only images sealed with it for the
+	// same job. Empty: this machine takes and restores no checkpoints.
+	CheckpointKeyFile string `json:"checkpoint_key_file,omitempty"`
 }
 
 // ReadSpec decodes the next Spec from dec and checks that the fields a

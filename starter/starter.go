@@ -185,7 +185,11 @@ func (s *Starter) prepare(ctx context.Context, client wire.ShadowClient, job *cl
 	if err != nil {
 		return nil, 0, &wire.Exited{HoldReason: "Bad Environment: " + err.Error(), HoldCode: holdCodeExec}
 	}
-	t := &Task{ID: jobID, Path: exe, Args: args, Env: jobEnv(env, s.spec.ScratchDir),
+	scratch := s.spec.ScratchDir
+	if r, ok := s.runner.(ScratchRelocator); ok {
+		scratch = r.JobScratchDir()
+	}
+	t := &Task{ID: jobID, Path: exe, Args: args, Env: jobEnv(env, scratch),
 		Dir: s.spec.ScratchDir, ScratchDir: s.spec.ScratchDir}
 	t.Cpus, _ = job.EvalInt("RequestCpus")
 	t.MemoryMB, _ = job.EvalInt("RequestMemory")
@@ -252,6 +256,7 @@ func stringAttr(ad *classad.ClassAd, name string) string {
 }
 
 // jobEnv is the environment a job sees: its own, plus what HTCondor sets.
+// scratch is the scratch directory as the job sees it.
 func jobEnv(env []string, scratch string) []string {
 	base := []string{
 		"PATH=/usr/local/bin:/usr/bin:/bin",

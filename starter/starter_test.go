@@ -2,12 +2,15 @@ package starter
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
+	"harrier.dev/harrier/checkpoint"
 	"harrier.dev/harrier/classad"
 )
 
@@ -65,5 +68,37 @@ func TestReadSpecRequiresTheEssentials(t *testing.T) {
 	s, err := ReadSpec(json.NewDecoder(strings.NewReader(`{"job_ad": "[A=1]", "shadow_addr": "h:1", "shadow_fingerprint": "f1", "scratch_dir": "/s", "sandbox": "container"}`)))
 	if err != nil || s.Sandbox != "container" || s.ScratchDir != "/s" {
 		t.Errorf("ReadSpec = %+v, %v", s, err)
+	}
+}
+
+// TestSealFor binds a job's checkpoints to the pool's key and to the job
+// as its startd was told it, and says why when it cannot: no key on the
+// machine, a key file others can read, a job without an identity.
+func TestSealFor(t *testing.T) {
+	dir := t.TempDir()
+	key := filepath.Join(dir, "checkpoint.key")
+	if err := checkpoint.CreateKeyFile(key); err != nil {
+		t.Fatal(err)
+	}
+	ad := `[ GlobalJobId = "submit#1.0#1700000000"; Owner = "alice" ]`
+	s, err := sealFor(&Spec{JobAd: ad, CheckpointKeyFile: key})
+	if err != nil || s == nil {
+		t.Fatalf("sealFor: %v", err)
+	}
+	open := filepath.Join(dir, "open.key")
+	b, _ := os.ReadFile(key)
+	if err := os.WriteFile(open, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, spec := range map[string]*Spec{
+		"no key":          {JobAd: ad},
+		"key others read": {JobAd: ad, CheckpointKeyFile: open},
+		"missing key":     {JobAd: ad, CheckpointKeyFile: filepath.Join(dir, "gone.key")},
+		"no GlobalJobId":  {JobAd: `[ Owner = "alice" ]`, CheckpointKeyFile: key},
+		"no Owner":        {JobAd: `[ GlobalJobId = "submit#1.0#1700000000" ]`, CheckpointKeyFile: key},
+	} {
+		if s, err := sealFor(spec); err == nil || s != nil {
+			t.Errorf("%s: sealFor = %v, %v; want an error", name, s, err)
+		}
 	}
 }

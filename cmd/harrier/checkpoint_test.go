@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -15,11 +16,6 @@ import (
 
 	"harrier.dev/harrier/checkpoint"
 )
-
-// checkpointConfig lets CRIU dump the slot's jobs: on machines whose root
-// lacks CAP_SYS_RESOURCE (our CI's VMs), CRIU can only dump processes of
-// its own user, so checkpointed jobs run as root inside their container.
-const checkpointConfig = "SLOT_USER = root\nALLOW_ROOT_JOBS = true\n"
 
 // counts reads count.txt as numbers.
 func counts(t *testing.T, dir string) []int {
@@ -41,7 +37,7 @@ func counts(t *testing.T, dir string) []int {
 // its count unbroken: no number lost or repeated, in the file it appends
 // to through iofs and in its output.
 func TestMigration(t *testing.T) {
-	p := startPoolWith(t, 2, checkpointConfig)
+	p := startPoolWith(t, 2, "")
 	work := copyExample(t, "migration")
 	for d := work; d != "/" && d != "/tmp"; d = filepath.Dir(d) {
 		_ = os.Chmod(d, 0o755)
@@ -111,7 +107,7 @@ func checkPreCopy(t *testing.T, poolDir string) {
 // start. Then a corrupted image is refused, and the job starts afresh (the
 // default) or goes on hold (OnRestoreFailure = "hold").
 func TestResumeFromLastCheckpoint(t *testing.T) {
-	p := startPoolWith(t, 1, checkpointConfig)
+	p := startPoolWith(t, 1, "")
 	dir := t.TempDir()
 	_ = os.Chmod(dir, 0o755)
 	for _, f := range []string{"count.sh"} {
@@ -209,12 +205,52 @@ func TestResumeFromLastCheckpoint(t *testing.T) {
 	}
 }
 
+// TestVacateWithoutCheckpointSaysWhy takes away the execute machine's
+// means of sealing checkpoints (its key, made readable by others, is
+// refused): a vacated job is not checkpointed, its event log says why,
+// and it runs again from its start.
+func TestVacateWithoutCheckpointSaysWhy(t *testing.T) {
+	p := startPoolWith(t, 1, "")
+	if err := os.Chmod(filepath.Join(p.dir, "pki", checkpointKeyName), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	_ = os.Chmod(dir, 0o755)
+	script, err := os.ReadFile(filepath.Join("..", "..", "examples", "migration", "count.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "count.sh"), string(script), 0o755)
+	c := p.submit(t, dir, "count.sub", "executable = count.sh\narguments = 400\noutput = count.out\nlog = count.log\nqueue\n")
+	id := fmt.Sprintf("%d.0", c)
+	eventually(t, 60*time.Second, "the job to count past 3", func() bool { return len(counts(t, dir)) > 3 })
+	p.must(t, "vacate", id)
+	var log string
+	eventually(t, 60*time.Second, "the eviction in the event log", func() bool {
+		log = readLog(t, filepath.Join(dir, "count.log"))
+		return strings.Contains(log, "Job was evicted.")
+	})
+	for _, want := range []string{"could not be checkpointed", "cannot seal checkpoints", "lets others at it"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the event log does not say why the job was not checkpointed (%q):\n%s", want, log)
+		}
+	}
+	if strings.Contains(log, "(1) Job was checkpointed.") {
+		t.Errorf("the event log says the job was checkpointed:\n%s", log)
+	}
+	eventually(t, 60*time.Second, "the job to run again from its start", func() bool {
+		got := counts(t, dir)
+		return slices.Index(got[1:], 1) >= 0
+	})
+	p.must(t, "rm", id)
+}
+
 // TestChangedInputIsNotRestored changes the size of a file a
 // checkpointed job holds open for reading: CRIU would refuse to restore
 // it, and the shadow says so before the image travels. The job goes on
 // hold with that reason, as its submit file asks.
 func TestChangedInputIsNotRestored(t *testing.T) {
-	p := startPoolWith(t, 1, checkpointConfig)
+	p := startPoolWith(t, 1, "")
 	dir := t.TempDir()
 	_ = os.Chmod(dir, 0o755)
 	var lines strings.Builder
@@ -239,7 +275,9 @@ done
 		return n >= 1
 	})
 	p.must(t, "hold", id)
-	eventually(t, 30*time.Second, "the held job to stop", func() bool { return p.jobStatus(t, id) == 5 })
+	// Once its starter is gone, no periodic checkpoint of the job can
+	// still be on its way to record the input as it will be.
+	eventually(t, 30*time.Second, "the held job to stop", func() bool { return p.jobStatus(t, id) == 5 && len(starters(p)) == 0 })
 	f, err := os.OpenFile(filepath.Join(dir, "input.txt"), os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -342,96 +380,288 @@ func netState(t *testing.T, ns string) string {
 	return b.String()
 }
 
-// TestMigrationAcrossHosts vacates a counting job from one execute host of
-// a netns pool (a submit host with the matchmaker and the agent, two
-// execute hosts); it is checkpointed, its image goes to the submit host,
-// and the other execute host restores it. The count it appends to a
-// submit-side file through iofs runs on unbroken, it reads on in the input
-// it holds open there, and every host's network is as it was.
-func TestMigrationAcrossHosts(t *testing.T) {
+// hopScript is the jobs TestMigrationManyHops moves about, by kind. Each
+// counts, a number every 0.2 s, in files of its own in its directory
+// (the submit side's, through iofs) until the file "stop" appears there.
+const hopScript = `#!/bin/sh
+count() {
+	i=0
+	while [ ! -e stop ]; do
+		i=$((i + 1))
+		echo "$i" >> "$1"
+		sleep 0.2
+	done
+}
+case "$1" in
+count)
+	# Also reads a line per count from an input it holds open, and
+	# prints the count.
+	exec 3< input.txt
+	i=0
+	while [ ! -e stop ]; do
+		i=$((i + 1))
+		read -r l <&3
+		echo "$i" >> count.txt
+		echo "$i $l" >> reads.txt
+		echo "count $i"
+		sleep 0.2
+	done ;;
+tree)
+	# A process tree: a child and a grandchild counting, a pipeline, a
+	# multi-threaded program, a server and its client talking over TCP.
+	count tree.child.txt &
+	(count tree.grandchild.txt & wait) &
+	(i=0
+	while [ ! -e stop ]; do
+		i=$((i + 1))
+		echo "$i"
+		sleep 0.2
+	done | while read -r n; do echo "$n" >> pipeline.txt; done) &
+	python3 hop.py threads &
+	python3 hop.py serve &
+	python3 hop.py talk &
+	count tree.parent.txt
+	wait ;;
+esac
+`
+
+// hopPython is the multi-threaded job (four threads, each counting in a
+// file of its own) and the server and client of the TCP job (the client
+// sends each count and appends the server's echo to tcp.txt).
+const hopPython = `import os, socket, sys, threading, time
+
+def count(path):
+    i = 0
+    while not os.path.exists("stop"):
+        i += 1
+        with open(path, "a") as f:
+            f.write("%d\n" % i)
+        time.sleep(0.2)
+
+if sys.argv[1] == "threads":
+    ts = [threading.Thread(target=count, args=("threads.%d.txt" % n,)) for n in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+elif sys.argv[1] == "serve":
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("127.0.0.1", 5000))
+    srv.listen()
+    c = srv.accept()[0]
+    for line in c.makefile("rb", buffering=0):
+        c.sendall(line)
+else:
+    while True:
+        try:
+            cl = socket.create_connection(("127.0.0.1", 5000))
+            break
+        except ConnectionRefusedError:
+            time.sleep(0.05)
+    replies = cl.makefile("rb", buffering=0)
+    i = 0
+    while not os.path.exists("stop"):
+        i += 1
+        cl.sendall(b"%d\n" % i)
+        r = replies.readline()
+        with open("tcp.txt", "ab") as f:
+            f.write(r)
+        time.sleep(0.2)
+`
+
+// hopFiles are the files each kind of hop job counts in.
+var hopFiles = map[string][]string{
+	"count": {"count.txt"},
+	"tree": {"tree.parent.txt", "tree.child.txt", "tree.grandchild.txt", "pipeline.txt",
+		"threads.0.txt", "threads.1.txt", "threads.2.txt", "threads.3.txt", "tcp.txt"},
+}
+
+// hopKinds are the kinds of hop jobs, in the order they are queued:
+// job 1.N is of kind hopKinds[N].
+var hopKinds = []string{"count", "tree"}
+
+// readCounts reads a file of numbers, one a line, that its job may be
+// writing: a last line without its newline is left out.
+func readCounts(t *testing.T, path string) []int {
+	t.Helper()
+	b, _ := os.ReadFile(path)
+	var out []int
+	lines := strings.Split(string(b), "\n")
+	for _, l := range lines[:len(lines)-1] {
+		n, err := strconv.Atoi(l)
+		if err != nil {
+			t.Fatalf("%s holds %q", path, l)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// TestMigrationManyHops vacates two jobs, both at once, five times from
+// one execute host of a netns pool to the other and back: a counting
+// script that also reads an input it holds open, and a process tree of a
+// dozen processes holding a pipeline, a multi-threaded program, and a
+// server and its client talking over TCP on the job's loopback. Every
+// job runs as the slot user (nobody); each time, both are checkpointed
+// and restored on the other host, into a container made afresh there,
+// and every count runs on unbroken to the end. The hosts' networks are
+// as they were.
+func TestMigrationManyHops(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("two of the jobs are python3 programs (scripts/setup installs python3)")
+	}
 	n := newNetnsPool(t, "submit", "exec1", "exec2")
-	n.extra = checkpointConfig
 	n.start("submit", map[string]string{"submit": "matchmaker,agent", "exec1": "startd", "exec2": "startd"})
 	before := map[string]string{}
 	for name, h := range n.hosts {
 		before[name] = netState(t, h.ns)
 	}
 
-	// The job also holds its input open and reads a line per count: it
-	// reads on where it was.
 	work := filepath.Join(n.hosts["submit"].dir, "work")
 	var input strings.Builder
-	for i := 1; i <= 100; i++ {
+	for i := 1; i <= 2000; i++ {
 		fmt.Fprintf(&input, "line%d\n", i)
 	}
 	writeFile(t, filepath.Join(work, "input.txt"), input.String(), 0o644)
-	writeFile(t, filepath.Join(work, "count.sh"), `#!/bin/sh
-exec 3< input.txt
-i=0
-while [ "$i" -lt 40 ]; do
-	i=$((i + 1))
-	read -r l <&3
-	echo "$i" >> count.txt
-	echo "$i $l" >> reads.txt
-	echo "count $i on $(hostname)"
-	sleep 0.25
-done
-`, 0o755)
-	writeFile(t, filepath.Join(work, "count.sub"), "executable = count.sh\noutput = count.out\nerror = count.err\nlog = count.log\nrequirements = TARGET.Name =!= MY.LastRemoteHost\nqueue\n", 0o644)
+	writeFile(t, filepath.Join(work, "hop.sh"), hopScript, 0o755)
+	writeFile(t, filepath.Join(work, "hop.py"), hopPython, 0o644)
+	// Each time the job runs, it must run on the other host.
+	writeFile(t, filepath.Join(work, "hop.sub"), `executable   = hop.sh
+arguments    = $(kind)
+output       = $(kind).out
+error        = $(kind).err
+log          = hop.log
+requirements = (MY.LastRemoteHost =?= undefined) || (TARGET.Machine =!= splitslotname(MY.LastRemoteHost)[1])
+queue kind in (`+strings.Join(hopKinds, ", ")+`)
+`, 0o644)
 	for d := work; d != "/" && d != "/tmp"; d = filepath.Dir(d) {
 		_ = os.Chmod(d, 0o755)
 	}
-	if out, code := n.tool("submit", "submit", filepath.Join(work, "count.sub")); code != 0 {
+	if out, code := n.tool("submit", "submit", filepath.Join(work, "hop.sub")); code != 0 {
 		t.Fatalf("submit: exit %d: %s", code, out)
 	}
-	eventually(t, 60*time.Second, "the job to count past 8", func() bool { return len(counts(t, work)) >= 8 })
-	remoteHost := func() string {
-		out, _ := n.tool("submit", "q", "-af", "RemoteHost")
-		return strings.TrimSpace(out)
-	}
-	first := remoteHost()
-	start := time.Now()
-	if out, code := n.tool("submit", "vacate", "1.0"); code != 0 {
-		t.Fatalf("vacate: exit %d: %s", code, out)
-	}
-	// Running elsewhere: the count goes on past where it was when the
-	// job left, on another host.
-	var left int
-	eventually(t, 60*time.Second, "the job to run elsewhere", func() bool {
-		host := remoteHost()
-		if host == "" || host == "undefined" || host == first {
-			return false
+	// where returns the execute host of each job, "" while it is not
+	// running.
+	where := func() []string {
+		out, code := n.tool("submit", "q", "-json")
+		var ads []map[string]any
+		if code != 0 || json.Unmarshal([]byte(out), &ads) != nil {
+			t.Fatalf("q -json: exit %d: %s", code, out)
 		}
-		if left == 0 {
-			left = len(counts(t, work))
+		hosts := make([]string, len(hopKinds))
+		for _, ad := range ads {
+			proc, _ := ad["ProcId"].(float64)
+			remote, _ := ad["RemoteHost"].(string)
+			if st, _ := ad["JobStatus"].(float64); st == 2 && int(proc) < len(hosts) {
+				_, hosts[int(proc)], _ = strings.Cut(remote, "@")
+			}
 		}
-		return len(counts(t, work)) > left
+		return hosts
+	}
+	// counted is the shortest count among all the jobs' files.
+	counted := func() int {
+		least := -1
+		for _, files := range hopFiles {
+			for _, f := range files {
+				if c := len(readCounts(t, filepath.Join(work, f))); least < 0 || c < least {
+					least = c
+				}
+			}
+		}
+		return least
+	}
+	var hosts []string
+	eventually(t, 90*time.Second, "every job to run and count", func() bool {
+		hosts = where()
+		return !slices.Contains(hosts, "") && counted() >= 3
 	})
-	t.Logf("vacate to counting elsewhere: %s (from %s to %s)", time.Since(start).Round(time.Millisecond), first, remoteHost())
+	for hop := 1; hop <= 5; hop++ {
+		start, left := time.Now(), counted()
+		for i := range hopKinds {
+			if out, code := n.tool("submit", "vacate", fmt.Sprintf("1.%d", i)); code != 0 {
+				t.Fatalf("vacate 1.%d: exit %d: %s", i, code, out)
+			}
+		}
+		eventually(t, 90*time.Second, fmt.Sprintf("every job to count on the other host (hop %d)", hop), func() bool {
+			now := where()
+			for i, h := range now {
+				if h == "" || h == hosts[i] {
+					return false
+				}
+			}
+			if counted() <= left+1 {
+				return false
+			}
+			hosts = now
+			return true
+		})
+		t.Logf("hop %d: every job counts on the other host after %s (%v)", hop, time.Since(start).Round(time.Millisecond), hosts)
+	}
+	writeFile(t, filepath.Join(work, "stop"), "", 0o644)
+	for i := range hopKinds {
+		if out, code := n.tool("submit", "wait", "--timeout", "60", fmt.Sprintf("1.%d", i)); code != 0 {
+			t.Fatalf("wait 1.%d: exit %d: %s", i, code, out)
+		}
+	}
 	for name, h := range n.hosts {
 		if after := netState(t, h.ns); after != before[name] {
-			t.Errorf("the network of %s changed with the restore:\nbefore:\n%s\nafter:\n%s", name, before[name], after)
+			t.Errorf("the network of %s changed with the migrations:\nbefore:\n%s\nafter:\n%s", name, before[name], after)
 		}
 	}
-	if out, code := n.tool("submit", "wait", "--timeout", "120", "1.0"); code != 0 {
-		t.Fatalf("wait: exit %d: %s", code, out)
+
+	for _, kind := range hopKinds {
+		t.Run(kind, func(t *testing.T) {
+			for _, f := range hopFiles[kind] {
+				got := readCounts(t, filepath.Join(work, f))
+				for i, c := range got {
+					if c != i+1 {
+						t.Fatalf("%s breaks at line %d: %v", f, i+1, got)
+					}
+				}
+				if len(got) < 10 {
+					t.Errorf("%s counted to %d only", f, len(got))
+				}
+			}
+			if errOut, _ := os.ReadFile(filepath.Join(work, kind+".err")); len(errOut) != 0 {
+				t.Errorf("%s.err: %s", kind, errOut)
+			}
+		})
 	}
-	checkCounted(t, work, 40)
-	reads, _ := os.ReadFile(filepath.Join(work, "reads.txt"))
-	for i, l := range strings.Split(strings.TrimSpace(string(reads)), "\n") {
+	// The counting script printed each number once, and read on in its
+	// input where it was.
+	out := lines(t, filepath.Join(work, "count.out"))
+	for i, l := range out {
+		if l != fmt.Sprintf("count %d", i+1) {
+			t.Fatalf("count.out line %d is %q", i+1, l)
+		}
+	}
+	reads := lines(t, filepath.Join(work, "reads.txt"))
+	for i, l := range reads {
 		if want := fmt.Sprintf("%d line%d", i+1, i+1); l != want {
 			t.Fatalf("reads.txt line %d: %q, want %q", i+1, l, want)
 		}
 	}
-	log, _ := os.ReadFile(filepath.Join(work, "count.log"))
-	for _, want := range []string{"003 (001.000.000)", "Job was checkpointed.", "(1) Job was checkpointed.", "005 (001.000.000)"} {
-		if !strings.Contains(string(log), want) {
-			t.Errorf("event log lacks %q:\n%s", want, log)
-		}
+	if c := len(readCounts(t, filepath.Join(work, "count.txt"))); len(out) != c || len(reads) != c {
+		t.Errorf("%d counts, %d lines of output, %d reads", c, len(out), len(reads))
 	}
-	if _, err := os.Stat(filepath.Join(n.hosts["submit"].dir, "spool", "checkpoints", "root", "1.0.ckpt")); !os.IsNotExist(err) {
-		t.Errorf("the image outlived the job: %v", err)
+	log, _ := os.ReadFile(filepath.Join(work, "hop.log"))
+	if got := strings.Count(string(log), "(1) Job was checkpointed."); got < 5*len(hopKinds) {
+		t.Errorf("the event log records %d checkpoints, want %d:\n%s", got, 5*len(hopKinds), log)
 	}
+	if imgs, _ := filepath.Glob(filepath.Join(n.hosts["submit"].dir, "spool", "checkpoints", "*", "*.ckpt")); len(imgs) != 0 {
+		t.Errorf("images outlived their jobs: %v", imgs)
+	}
+}
+
+// lines returns the lines of a file.
+func lines(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 }
 
 // TestOwnerReturnsJobMigrates follows a job through the desktop policy
@@ -444,7 +674,6 @@ done
 func TestOwnerReturnsJobMigrates(t *testing.T) {
 	kb := openTerminal(t)
 	n := newNetnsPool(t, "submit", "desk", "exec2")
-	n.extra = checkpointConfig
 	roles := map[string]string{"submit": "matchmaker,agent", "desk": "startd", "exec2": "startd"}
 	n.configure("submit", roles)
 	appendConf(t, filepath.Join(n.hosts["desk"].dir, poolConfigName), fmt.Sprintf(desktopTestConf, kb.path))

@@ -14,7 +14,7 @@ import (
 // job ad counts the failure and keeps its reason, the execute event tells
 // it, and q -better-analyze shows it.
 func TestRestoreFailureIsRecorded(t *testing.T) {
-	p := startPoolWith(t, 1, checkpointConfig)
+	p := startPool(t, 1)
 	dir := t.TempDir()
 	_ = os.Chmod(dir, 0o755)
 	writeFile(t, filepath.Join(dir, "input.txt"), strings.Repeat("line\n", 1000), 0o644)
@@ -35,7 +35,9 @@ done
 		return n >= 1
 	})
 	p.must(t, "hold", id)
-	eventually(t, 30*time.Second, "the held job to stop", func() bool { return p.jobStatus(t, id) == 5 })
+	// Once its starter is gone, no periodic checkpoint of the job can
+	// still be on its way to record the input as it will be.
+	eventually(t, 30*time.Second, "the held job to stop", func() bool { return p.jobStatus(t, id) == 5 && len(starters(p)) == 0 })
 	f, err := os.OpenFile(filepath.Join(dir, "input.txt"), os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)

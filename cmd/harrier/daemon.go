@@ -18,6 +18,7 @@ import (
 
 	"harrier.dev/harrier/agent"
 	"harrier.dev/harrier/agent/jobqueue"
+	"harrier.dev/harrier/checkpoint"
 	"harrier.dev/harrier/matchmaker"
 	"harrier.dev/harrier/peercred"
 	"harrier.dev/harrier/startd"
@@ -278,6 +279,15 @@ func serveStartd(ctx context.Context, pc *poolConfig, name string, logger *slog.
 		StarterCommand: []string{exe, "starter"},
 		CertFile:       certPath, KeyFile: keyPath, CAFile: caPath,
 		Sandbox: pc.c.String("SANDBOX", ""),
+	}
+	// Without the pool's checkpoint key, jobs run here but are neither
+	// checkpointed nor restored (a vacated job's event log says why).
+	if cfg.CheckpointKeyFile, err = pc.checkpointKeyPath(); err == nil {
+		_, err = checkpoint.LoadKey(cfg.CheckpointKeyFile)
+	}
+	if err != nil {
+		logger.Warn("no checkpoints on this machine", "err", err)
+		cfg.CheckpointKeyFile = ""
 	}
 	if err := startdPolicy(pc, &cfg); err != nil {
 		lis.Close()

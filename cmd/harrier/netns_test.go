@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"harrier.dev/harrier/checkpoint"
 	"harrier.dev/harrier/pki"
 )
 
@@ -152,9 +153,20 @@ func (n *netnsPool) configurePools(mmOf, roles, extra map[string]string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Every execute host of a pool holds the same checkpoint key, as an
+	// administrator copies it (docs/pool.md).
+	keyPath := filepath.Join(caDir, checkpointKeyName)
+	if err := checkpoint.CreateKeyFile(keyPath); err != nil {
+		t.Fatal(err)
+	}
+	key, err := os.ReadFile(keyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for name, h := range n.hosts {
 		pkiDir := filepath.Join(h.dir, "pki")
 		writeFile(t, filepath.Join(pkiDir, "ca.pem"), string(caPEM), 0o644)
+		writeFile(t, filepath.Join(pkiDir, checkpointKeyName), string(key), 0o600)
 		// A host may have several roles ("matchmaker,agent"), each its
 		// own certificate.
 		for _, role := range strings.Split(roles[name], ",") {

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"harrier.dev/harrier/checkpoint"
 	"harrier.dev/harrier/pki"
 	"harrier.dev/harrier/wire"
 )
@@ -65,6 +66,14 @@ func poolUp(dir string, startds int, detach bool, stdout io.Writer) error {
 	}
 	pc, err := loadPoolConfig(confPath)
 	if err != nil {
+		return err
+	}
+	// A pool made before checkpoints were sealed gets its key now.
+	keyPath, err := pc.checkpointKeyPath()
+	if err != nil {
+		return err
+	}
+	if err := checkpoint.CreateKeyFile(keyPath); err != nil {
 		return err
 	}
 	if running := runningDaemons(dir); len(running) > 0 {
@@ -119,7 +128,7 @@ func poolDaemons(startds int) []daemonSpec {
 }
 
 // createPool writes a new pool's configuration and its PKI: a pool CA and
-// one certificate for each daemon role.
+// one certificate for each daemon role. (poolUp adds the checkpoint key.)
 func createPool(dir string) error {
 	for _, sub := range []string{"", "pki", "log", "run", "spool", "execute"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {

@@ -48,6 +48,22 @@ func (p *poolConfig) pkiPaths(role string) (ca, cert, key string, err error) {
 	return filepath.Join(dir, "ca.pem"), filepath.Join(dir, role+".pem"), filepath.Join(dir, role+".key"), nil
 }
 
+// checkpointKeyPath is the pool's checkpoint key: CHECKPOINT_KEY_FILE,
+// by default checkpoint.key in the PKI directory.
+func (p *poolConfig) checkpointKeyPath() (string, error) {
+	if v := strings.TrimSpace(p.c.String("CHECKPOINT_KEY_FILE", "")); v != "" {
+		return v, nil
+	}
+	dir, err := p.require("PKI_DIR")
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, checkpointKeyName), nil
+}
+
+// checkpointKeyName is the pool's checkpoint key in its PKI directory.
+const checkpointKeyName = "checkpoint.key"
+
 // tlsConfigs returns the server and client TLS configurations of a role.
 func (p *poolConfig) tlsConfigs(role string) (server, client *tls.Config, err error) {
 	ca, cert, key, err := p.pkiPaths(role)

@@ -94,10 +94,12 @@ func sandboxTask(t *starter.Task) *sandbox.Task {
 	}
 }
 
+// JobScratchDir is where the container's job sees its scratch directory.
+func (c containerRunner) JobScratchDir() string { return sandbox.JobScratchDir }
+
 // Checkpoint dumps the job with CRIU.
 func (c containerJob) Checkpoint(ctx context.Context, imageDir string, leaveRunning bool) (starter.CheckpointStats, error) {
-	// Jobs have a loopback-only network: the image need not hold it.
-	res, err := c.j.Checkpoint(ctx, checkpoint.DumpOptions{ImageDir: imageDir, LeaveRunning: leaveRunning, LoopbackOnly: true})
+	res, err := c.j.Checkpoint(ctx, checkpoint.DumpOptions{ImageDir: imageDir, LeaveRunning: leaveRunning})
 	if err != nil {
 		return starter.CheckpointStats{}, err
 	}

@@ -1,0 +1,149 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"harrier.dev/harrier/checkpoint"
+)
+
+// countScript counts into count.txt in its working directory, a number
+// every 0.1 s.
+const countScript = "#!/bin/sh\ni=0; while :; do i=$((i+1)); echo $i >> count.txt; sleep 0.1; done\n"
+
+// waitCounted waits until path holds more than n numbers and returns
+// them. The bound only keeps a stuck job from holding the test until go
+// test's own timeout.
+func waitCounted(t *testing.T, path string, n int) []int {
+	t.Helper()
+	for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		b, _ := os.ReadFile(path)
+		var got []int
+		for _, f := range strings.Fields(string(b)) {
+			v, err := strconv.Atoi(f)
+			if err != nil {
+				t.Fatalf("%s holds %q", path, f)
+			}
+			got = append(got, v)
+		}
+		if len(got) > n {
+			return got
+		}
+	}
+	t.Fatalf("%s does not count past %d", path, n)
+	return nil
+}
+
+// TestCheckpointHops checkpoints a counting job, a shell script run from
+// its scratch directory, and restores it three times, each time onto a
+// scratch directory of its own, as on another machine, into a container
+// made afresh: a restored job is checkpointed and restored again, which
+// works only if nothing of its view depends on the machine. Its count,
+// in a working directory of its own, goes on unbroken, and it runs as
+// the slot user throughout. A job of a root slot user (where the
+// administrator allows it), with the capabilities such a job has, makes
+// one hop.
+func TestCheckpointHops(t *testing.T) {
+	if _, err := exec.LookPath("criu"); err != nil {
+		t.Skip("no criu on PATH (scripts/setup installs it)")
+	}
+	t.Run("nobody", func(t *testing.T) { testCheckpointHops(t, testRunner(t, nil), 3) })
+	t.Run("root", func(t *testing.T) {
+		testCheckpointHops(t, testRunner(t, func(c *Config) { c.User, c.AllowRoot = "root", true }), 1)
+	})
+}
+
+func testCheckpointHops(t *testing.T, r *Runner, hops int) {
+	ctx := context.Background()
+	work := t.TempDir()
+	if err := os.Chown(work, r.user.uid, r.user.gid); err != nil {
+		t.Fatal(err)
+	}
+	countFile := filepath.Join(work, "count.txt")
+	key, err := checkpoint.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seal := key.For("submit#5.0#1700000000", "alice")
+	task := func() *Task {
+		scratch := t.TempDir()
+		if err := os.WriteFile(filepath.Join(scratch, "count.sh"), []byte(countScript), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return &Task{ID: "5.0", Path: filepath.Join(scratch, "count.sh"), Dir: work, ScratchDir: scratch}
+	}
+	s := startJob(t, r, task())
+	n := len(waitCounted(t, countFile, 3))
+	for hop := 1; hop <= hops; hop++ {
+		img := filepath.Join(t.TempDir(), "img")
+		if _, err := s.job.Checkpoint(ctx, checkpoint.DumpOptions{ImageDir: img}); err != nil {
+			_ = s.job.Signal(9)
+			s.wait(t)
+			t.Fatalf("checkpoint %d: %v", hop, err)
+		}
+		s.wait(t)
+		var buf bytes.Buffer
+		if _, err := checkpoint.Pack(&buf, img, seal); err != nil {
+			t.Fatal(err)
+		}
+		received := img + ".received"
+		if _, err := checkpoint.Unpack(&buf, received, seal); err != nil {
+			t.Fatal(err)
+		}
+		s = restoreJob(t, r, task(), received)
+		n = len(waitCounted(t, countFile, n+3))
+		t.Logf("hop %d: counted to %d", hop, n)
+	}
+	pid := s.job.Pid()
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("Uid:\t%d\t%d\t%d\t%d", r.user.uid, r.user.uid, r.user.uid, r.user.uid); !strings.Contains(string(st), want) {
+		t.Errorf("the restored job's credentials:\n%s", st)
+	}
+	_ = s.job.Signal(9)
+	s.wait(t)
+	for i, v := range waitCounted(t, countFile, 0) {
+		if v != i+1 {
+			t.Fatalf("count.txt breaks at line %d: %d", i+1, v)
+		}
+	}
+}
+
+// restoreJob restores the job in imageDir for task and collects its
+// output, as startJob does for a fresh start.
+func restoreJob(t *testing.T, r *Runner, task *Task, imageDir string) *started {
+	t.Helper()
+	outR, outW := pipe(t)
+	errR, errW := pipe(t)
+	task.Stdout, task.Stderr = outW, errW
+	j, _, err := r.Restore(context.Background(), task, imageDir)
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		t.Fatalf("restore: %v", err)
+	}
+	s := &started{job: j, outs: make(chan [2]string, 1)}
+	go func() {
+		var o, e bytes.Buffer
+		done := make(chan struct{})
+		go func() { _, _ = e.ReadFrom(errR); close(done) }()
+		_, _ = o.ReadFrom(outR)
+		<-done
+		outR.Close()
+		errR.Close()
+		s.outs <- [2]string{o.String(), e.String()}
+	}()
+	return s
+}
