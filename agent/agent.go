@@ -88,8 +88,6 @@ type Agent struct {
 
 	mu   sync.Mutex
 	runs map[jobqueue.JobID]*run // jobs being claimed or running
-	// nextCluster is the highest cluster handed out by NewCluster.
-	nextCluster int
 	// factories counts clusters with jobs still to be made (max_idle).
 	factories atomic.Int64
 }

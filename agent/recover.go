@@ -20,9 +20,6 @@ func (a *Agent) recover(ctx context.Context) error {
 		if st, _ := ad.EvalInt("JobStatus"); st == Running || st == Suspended {
 			running = append(running, id)
 		}
-		if id.Cluster > a.nextCluster {
-			a.nextCluster = id.Cluster
-		}
 		return true
 	})
 	for _, id := range running {

@@ -45,19 +45,17 @@ func callerFrom(ctx context.Context) (caller, error) {
 // their own jobs; root (the pool administrator) edits any.
 func (c caller) mayEdit(owner string) bool { return c.root || c.name == owner }
 
+// NewCluster reserves a cluster for the caller: only they may submit into
+// it, once.
 func (s *scheddService) NewCluster(ctx context.Context, _ *wire.NewClusterRequest) (*wire.NewClusterReply, error) {
-	if _, err := callerFrom(ctx); err != nil {
+	who, err := callerFrom(ctx)
+	if err != nil {
 		return nil, err
 	}
-	n, err := s.a.queue.NextCluster(ctx)
+	n, err := s.a.queue.NextCluster(ctx, who.name)
 	if err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}
-	s.a.mu.Lock()
-	if n > s.a.nextCluster {
-		s.a.nextCluster = n
-	}
-	s.a.mu.Unlock()
 	return &wire.NewClusterReply{Cluster: int32(n)}, nil
 }
 
@@ -68,17 +66,14 @@ func (s *scheddService) Submit(ctx context.Context, req *wire.SubmitRequest) (*w
 	if err != nil {
 		return nil, err
 	}
-	s.a.mu.Lock()
-	allocated := int(req.Cluster) > 0 && int(req.Cluster) <= s.a.nextCluster
-	s.a.mu.Unlock()
-	if !allocated {
-		return nil, status.Errorf(codes.InvalidArgument, "cluster %d was not allocated by this agent", req.Cluster)
-	}
 	if len(req.Ads) == 0 {
 		return nil, status.Error(codes.InvalidArgument, "no jobs in submission")
 	}
 	now := time.Now().Unix()
 	txn := &jobqueue.Txn{}
+	// The commit checks, with the jobs, that NewCluster gave the caller
+	// this cluster and that nothing was submitted into it since.
+	txn.UseCluster(int(req.Cluster), who.name)
 	ads := make([]*classad.ClassAd, 0, len(req.Ads))
 	seen := make(map[int]bool, len(req.Ads))
 	var common *classad.ClassAd
@@ -120,9 +115,6 @@ func (s *scheddService) Submit(ctx context.Context, req *wire.SubmitRequest) (*w
 		if seen[id.Proc] || id.Proc < 0 {
 			return nil, status.Errorf(codes.InvalidArgument, "job %d: bad or repeated ProcId %d", i, id.Proc)
 		}
-		if _, exists := s.a.queue.Get(id); exists {
-			return nil, status.Errorf(codes.AlreadyExists, "job %s already exists", id)
-		}
 		seen[id.Proc] = true
 		if common == nil {
 			// The agent, not the tool, says who owns a job.
@@ -142,6 +134,9 @@ func (s *scheddService) Submit(ctx context.Context, req *wire.SubmitRequest) (*w
 		ads = append(ads, ad)
 	}
 	if err := s.a.queue.Commit(ctx, txn); err != nil {
+		if errors.Is(err, jobqueue.ErrNotReserved) {
+			return nil, status.Errorf(codes.PermissionDenied, "cluster %d is not yours to submit into: it was not given to you by NewCluster, or has been submitted into already", req.Cluster)
+		}
 		return nil, status.Errorf(codes.Internal, "queue cluster %d: %v", req.Cluster, err)
 	}
 	for _, ad := range ads {

@@ -16,7 +16,6 @@ import (
 func submission(c, n int) *Txn {
 	base := jobAd(c, 0)
 	var txn Txn
-	txn.NewCluster(c)
 	for p := range n {
 		ad := base.Copy()
 		ad.SetInt("ProcId", int64(p))
@@ -38,7 +37,7 @@ func BenchmarkSubmit100k(b *testing.B) {
 	var total time.Duration
 	for b.Loop() {
 		b.StopTimer()
-		c, err := l.NextCluster(ctx)
+		c, err := l.NextCluster(ctx, "alice")
 		if err != nil {
 			b.Fatal(err)
 		}
