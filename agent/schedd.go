@@ -147,43 +147,89 @@ func (s *scheddService) Submit(ctx context.Context, req *wire.SubmitRequest) (*w
 	return &wire.SubmitReply{Count: int32(len(req.Ads))}, nil
 }
 
-func (s *scheddService) Query(ctx context.Context, req *wire.JobQueryRequest) (*wire.JobQueryReply, error) {
-	if _, err := callerFrom(ctx); err != nil {
-		return nil, err
+// Query streams the selected jobs of the queue, a few per message, so
+// that no queue is too large to list.
+func (s *scheddService) Query(req *wire.JobQueryRequest, stream wire.Schedd_QueryServer) error {
+	if _, err := callerFrom(stream.Context()); err != nil {
+		return err
 	}
 	f, err := newFilter(req)
 	if err != nil {
-		return nil, status.Error(codes.InvalidArgument, err.Error())
+		return status.Error(codes.InvalidArgument, err.Error())
 	}
-	reply := &wire.JobQueryReply{}
+	out := adStream{send: stream.Send, limit: int(req.Limit)}
 	s.a.queue.Scan(func(id jobqueue.JobID, ad *classad.ClassAd) bool {
-		if isJob(id) && f.match(id, ad) {
-			reply.Ads = append(reply.Ads, ad.String())
+		if !isJob(id) || !f.match(id, ad) {
+			return true
 		}
-		return req.Limit <= 0 || len(reply.Ads) < int(req.Limit)
+		return out.add(ad.String())
 	})
-	return reply, nil
+	return out.finish()
 }
 
-func (s *scheddService) History(ctx context.Context, req *wire.JobQueryRequest) (*wire.JobQueryReply, error) {
-	if _, err := callerFrom(ctx); err != nil {
-		return nil, err
+// History streams the selected ads of the history, oldest first, a few
+// per message.
+func (s *scheddService) History(req *wire.JobQueryRequest, stream wire.Schedd_HistoryServer) error {
+	if _, err := callerFrom(stream.Context()); err != nil {
+		return err
 	}
 	f, err := newFilter(req)
 	if err != nil {
-		return nil, status.Error(codes.InvalidArgument, err.Error())
+		return status.Error(codes.InvalidArgument, err.Error())
 	}
-	reply := &wire.JobQueryReply{}
+	out := adStream{send: stream.Send, limit: int(req.Limit)}
 	err = s.a.queue.History(func(ad *classad.ClassAd) bool {
-		if f.match(jobID(ad), ad) {
-			reply.Ads = append(reply.Ads, ad.String())
+		if !f.match(jobID(ad), ad) {
+			return true
 		}
-		return req.Limit <= 0 || len(reply.Ads) < int(req.Limit)
+		return out.add(ad.String())
 	})
 	if err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
+		return status.Error(codes.Internal, err.Error())
 	}
-	return reply, nil
+	return out.finish()
+}
+
+// streamBatchBytes is about the most ad text one message of a Query or
+// History stream carries; an ad larger than that goes alone.
+const streamBatchBytes = 64 << 10
+
+// adStream sends ads in messages of about streamBatchBytes, stopping at a
+// limit on the number of ads.
+type adStream struct {
+	send  func(*wire.JobQueryReply) error
+	limit int // 0: none
+	batch []string
+	bytes int
+	sent  int
+	err   error
+}
+
+// add queues one ad and reports whether more are wanted: not after the
+// limit, nor once a send failed (the caller went away).
+func (s *adStream) add(text string) bool {
+	if len(s.batch) > 0 && s.bytes+len(text) > streamBatchBytes {
+		s.flush()
+	}
+	s.batch = append(s.batch, text)
+	s.bytes += len(text)
+	s.sent++
+	return s.err == nil && (s.limit <= 0 || s.sent < s.limit)
+}
+
+func (s *adStream) flush() {
+	if s.err == nil && len(s.batch) > 0 {
+		s.err = s.send(&wire.JobQueryReply{Ads: s.batch})
+	}
+	// A sent message must not change (stats handlers may read it
+	// later): the next batch is a new slice.
+	s.batch, s.bytes = nil, 0
+}
+
+// finish sends what is queued and returns the first send error.
+func (s *adStream) finish() error {
+	s.flush()
+	return s.err
 }
 
 func (s *scheddService) Act(ctx context.Context, req *wire.ActRequest) (*wire.ActReply, error) {

@@ -76,11 +76,11 @@ func runBenchThroughput(args []string, stdout io.Writer) error {
 	submitted := time.Since(start)
 	req := &wire.JobQueryRequest{Ids: []string{strconv.Itoa(int(cluster))}, Limit: 1}
 	for {
-		reply, err := client.Query(ctx, req)
+		n, err := countJobs(ctx, client, req)
 		if err != nil {
 			return rpcError("query", err)
 		}
-		if len(reply.Ads) == 0 {
+		if n == 0 {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
