@@ -143,6 +143,8 @@ func (t *jobTable) retire(ctx context.Context, id jobqueue.JobID, final change) 
 	if err := t.a.queue.Commit(ctx, txn); err != nil {
 		return nil, fmt.Errorf("retire job %s: %w", id, err)
 	}
+	owner, _ := ad.EvalString("Owner")
+	t.a.quota.give(owner, 1)
 	t.a.dropCheckpoint(ad)
 	return ad, nil
 }

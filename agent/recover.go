@@ -13,6 +13,7 @@ import (
 func (a *Agent) recover(ctx context.Context) error {
 	var running []jobqueue.JobID
 	a.queue.Scan(func(id jobqueue.JobID, ad *classad.ClassAd) bool {
+		a.quota.count(id, ad)
 		if !isJob(id) {
 			a.factories.Add(1)
 			return true

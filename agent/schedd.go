@@ -8,8 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"harrier.dev/harrier/agent/jobqueue"
 	"harrier.dev/harrier/classad"
@@ -21,6 +23,19 @@ import (
 type scheddService struct {
 	wire.UnimplementedScheddServer
 	a *Agent
+}
+
+// scheddServer is the gRPC server of the local socket: the kernel's peer
+// credentials identify the callers, and the limits bound what each asks.
+func (a *Agent) scheddServer() *grpc.Server {
+	srv := grpc.NewServer(grpc.Creds(peercred.Credentials()),
+		grpc.MaxRecvMsgSize(a.cfg.Limits.recvLimit()),
+		// Answers stream a few ads per message; one ad queued before
+		// the limits were set may still be large.
+		grpc.MaxSendMsgSize(wire.MaxMessage),
+		grpc.InTapHandle(a.limitRate))
+	wire.RegisterScheddServer(srv, &scheddService{a: a})
+	return srv
 }
 
 // caller identifies the local user making a request.
@@ -66,6 +81,10 @@ func (s *scheddService) Submit(ctx context.Context, req *wire.SubmitRequest) (*w
 	if err != nil {
 		return nil, err
 	}
+	limits := s.a.cfg.Limits
+	if err := limits.checkSubmission(req, proto.Size(req)); err != nil {
+		return nil, err
+	}
 	if len(req.Ads) == 0 {
 		return nil, status.Error(codes.InvalidArgument, "no jobs in submission")
 	}
@@ -88,11 +107,11 @@ func (s *scheddService) Submit(ctx context.Context, req *wire.SubmitRequest) (*w
 		common.SetInt("EnteredCurrentStatus", now)
 	}
 	materialized := len(req.Ads)
+	factory := false
 	if m := factoryPlan(common, len(req.Ads)); m > 0 {
 		// The rest are made later, as these leave Idle.
 		txn.NewJob(jobqueue.JobID{Cluster: int(req.Cluster), Proc: factoryProc}, factoryAd(common, int(req.Cluster), 0, req.Ads[m:]))
-		materialized = m
-		defer s.a.factories.Add(1) // once committed
+		materialized, factory = m, true
 	}
 	for i, text := range req.Ads[:materialized] {
 		ad, err := classad.Parse(text)
@@ -133,11 +152,18 @@ func (s *scheddService) Submit(ctx context.Context, req *wire.SubmitRequest) (*w
 		txn.NewJob(id, ad)
 		ads = append(ads, ad)
 	}
+	if err := s.a.quota.take(limits, who.name, len(req.Ads)); err != nil {
+		return nil, err
+	}
 	if err := s.a.queue.Commit(ctx, txn); err != nil {
+		s.a.quota.give(who.name, len(req.Ads))
 		if errors.Is(err, jobqueue.ErrNotReserved) {
 			return nil, status.Errorf(codes.PermissionDenied, "cluster %d is not yours to submit into: it was not given to you by NewCluster, or has been submitted into already", req.Cluster)
 		}
 		return nil, status.Errorf(codes.Internal, "queue cluster %d: %v", req.Cluster, err)
+	}
+	if factory {
+		s.a.factories.Add(1)
 	}
 	for _, ad := range ads {
 		s.a.logSubmit(ad)
