@@ -140,11 +140,15 @@ func (t *jobTable) retire(ctx context.Context, id jobqueue.JobID, final change) 
 	}
 	txn := &jobqueue.Txn{}
 	txn.Retire(id, ad) // the store keeps ad: only read it from here on
-	if err := t.a.queue.Commit(ctx, txn); err != nil {
+	err := t.a.queue.Commit(ctx, txn)
+	if _, queued := t.a.queue.Get(id); !queued {
+		// Retired, even if ctx ended before the commit returned.
+		owner, _ := ad.EvalString("Owner")
+		t.a.quota.give(owner, 1)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("retire job %s: %w", id, err)
 	}
-	owner, _ := ad.EvalString("Owner")
-	t.a.quota.give(owner, 1)
 	t.a.dropCheckpoint(ad)
 	return ad, nil
 }

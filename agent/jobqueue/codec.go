@@ -86,7 +86,7 @@ func (e *encoder) op(o Op) error {
 		e.buf = append(e.buf, byte(o.kind))
 		e.varint(o.id.Cluster)
 		e.str(o.name)
-		e.varint(o.evict)
+		e.varint(o.id.Proc)
 	case OpSet:
 		e.buf = append(e.buf, byte(o.kind))
 		e.id(o.id)
@@ -300,7 +300,7 @@ func (d *decoder) op() (Op, error) {
 	case opReserve:
 		if o.id.Cluster, err = d.varint(); err == nil {
 			if o.name, err = d.str(); err == nil {
-				o.evict, err = d.varint()
+				o.id.Proc, err = d.varint()
 			}
 		}
 	case opHistoryAd, opHistoryAdLike:

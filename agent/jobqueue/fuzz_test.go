@@ -25,7 +25,7 @@ func FuzzDecode(f *testing.F) {
 	enc.op(Op{kind: OpDestroy, id: JobID{4, 2}})
 	enc.op(Op{kind: opNewCluster, id: JobID{Cluster: 9}})
 	enc.op(Op{kind: opNextCluster, id: JobID{Cluster: 10}})
-	enc.op(Op{kind: opReserve, id: JobID{Cluster: 11}, name: "alice", evict: 3})
+	enc.op(Op{kind: opReserve, id: JobID{11, 3}, name: "alice"})
 	enc.op(Op{kind: OpUseCluster, id: JobID{Cluster: 11}, name: "alice"})
 	enc.op(Op{kind: opHistorySeq, id: JobID{Cluster: 40}})
 	enc.op(Op{kind: OpRetire, id: JobID{4, 0}, ad: jobAd(4, 0)})
@@ -112,7 +112,7 @@ func decodeAll(payload []byte) []Op {
 }
 
 func describe(op Op) string {
-	s := fmt.Sprintf("%s %s %q %d", op.kind, op.id, op.name, op.evict)
+	s := fmt.Sprintf("%s %s %q", op.kind, op.id, op.name)
 	if !op.expr.IsZero() {
 		s += " " + op.expr.String()
 	}

@@ -51,11 +51,8 @@ type request struct {
 	payload []byte // txn encoded
 	adBytes int    // part of payload that adds jobs: live-size estimate
 	retires int    // OpRetire operations in txn
-	alloc   bool   // a NextCluster call
-	owner   string // the owner of the reservation, for alloc
-	reserve Op     // the reservation made, for alloc
+	alloc   *Op    // a NextCluster call: the reservation (owner, then all)
 	compact bool   // a Compact call
-	cluster int    // the cluster number handed out, for alloc
 	err     error
 	done    chan struct{}
 }
@@ -147,11 +144,11 @@ func (l *Log) NextCluster(ctx context.Context, owner string) (int, error) {
 	if owner == "" {
 		return 0, errors.New("next cluster: no owner")
 	}
-	r := &request{alloc: true, owner: owner, done: make(chan struct{})}
+	r := &request{alloc: &Op{kind: opReserve, name: owner}, done: make(chan struct{})}
 	if err := l.submit(ctx, r); err != nil {
 		return 0, fmt.Errorf("next cluster: %w", err)
 	}
-	return r.cluster, nil
+	return r.alloc.id.Cluster, nil
 }
 
 // submit queues r for the committer and waits until it is durable.
@@ -370,12 +367,10 @@ func (l *Log) commitGroup(batch []*request) {
 			finish([]*request{r}, err)
 			continue
 		}
-		if r.alloc {
-			c, evict := ck.reserve(r.owner, l.opts.MaxReservations)
-			r.cluster = c
-			r.reserve = Op{kind: opReserve, id: JobID{Cluster: c}, name: r.owner, evict: evict}
+		if r.alloc != nil {
+			r.alloc.id.Cluster, r.alloc.id.Proc = ck.reserve(r.alloc.name, l.opts.MaxReservations)
 			enc.buf = enc.buf[:0]
-			enc.op(r.reserve)
+			enc.op(*r.alloc)
 			r.payload = append([]byte(nil), enc.buf...)
 		} else if cerr := ck.check(r.txn); cerr != nil {
 			r.err = cerr
@@ -469,8 +464,8 @@ func (l *Log) applyGroup(rs []*request) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, r := range rs {
-		if r.alloc {
-			if err := l.q.apply(r.reserve, owned); err != nil {
+		if r.alloc != nil {
+			if err := l.q.apply(*r.alloc, owned); err != nil {
 				return fmt.Errorf("apply checked reservation: %w", err)
 			}
 			continue

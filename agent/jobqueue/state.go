@@ -38,8 +38,8 @@ func (q *queue) apply(op Op, owned map[*classad.ClassAd]bool) error {
 		}
 		q.reserve(op.id.Cluster)
 		q.reserved[op.id.Cluster] = op.name
-		if op.evict != 0 {
-			delete(q.reserved, op.evict)
+		if op.id.Proc != 0 {
+			delete(q.reserved, op.id.Proc) // the owner's oldest, ended
 		}
 	case OpUseCluster:
 		if o, ok := q.reserved[op.id.Cluster]; !ok || o != op.name {
@@ -99,14 +99,15 @@ type checker struct {
 	group map[JobID]bool // in the group so far: true added, false destroyed
 	txn   map[JobID]bool // in the transaction being checked
 	// Reservations made (the owner) or ended ("") by the group so far,
-	// and by the transaction being checked.
+	// and by the transaction being checked; made when first needed, as
+	// most groups neither reserve nor use a cluster.
 	resv, resvTxn map[int]string
 	next          int // cluster counter after the group so far
 	txnNxt        int
 }
 
 func newChecker(q *queue) *checker {
-	return &checker{q: q, group: make(map[JobID]bool), resv: make(map[int]string), next: q.nextCluster}
+	return &checker{q: q, group: make(map[JobID]bool), next: q.nextCluster}
 }
 
 func (c *checker) exists(id JobID) bool {
@@ -136,7 +137,6 @@ func (c *checker) reservedTo(cluster int) string {
 func (c *checker) check(t *Txn) error {
 	if c.txn == nil {
 		c.txn = make(map[JobID]bool)
-		c.resvTxn = make(map[int]string)
 	}
 	clear(c.txn)
 	clear(c.resvTxn)
@@ -167,6 +167,9 @@ func (c *checker) check(t *Txn) error {
 			if op.name == "" || c.reservedTo(op.id.Cluster) != op.name {
 				return opError(i, op, ErrNotReserved)
 			}
+			if c.resvTxn == nil {
+				c.resvTxn = make(map[int]string)
+			}
 			c.resvTxn[op.id.Cluster] = ""
 		default:
 			return opError(i, op, fmt.Errorf("not an operation of a transaction"))
@@ -178,6 +181,9 @@ func (c *checker) check(t *Txn) error {
 		for id, v := range c.txn {
 			c.group[id] = v
 		}
+	}
+	if len(c.resvTxn) > 0 && c.resv == nil {
+		c.resv = make(map[int]string)
 	}
 	for n, o := range c.resvTxn {
 		c.resv[n] = o
@@ -205,6 +211,9 @@ func (c *checker) reserve(owner string, limit int) (cluster, evict int) {
 		if _, ok := c.q.reserved[n]; !ok && o == owner {
 			open = append(open, n)
 		}
+	}
+	if c.resv == nil {
+		c.resv = make(map[int]string)
 	}
 	if len(open) >= limit {
 		evict = slices.Min(open)

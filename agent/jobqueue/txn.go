@@ -61,12 +61,14 @@ func (k OpKind) String() string {
 // Op is one mutation of the queue. Stores other than [Log] read a
 // transaction through [Txn.Ops] and these accessors.
 type Op struct {
-	kind  OpKind
-	id    JobID
-	name  string // attribute of OpSet and OpDelete; owner of OpUseCluster and opReserve
-	expr  classad.Expr
-	ad    *classad.ClassAd
-	evict int // opReserve: the owner's reservation it ends, 0 if none
+	kind OpKind
+	// The job, or for the records only the store writes, their numbers:
+	// opReserve reserves id.Cluster and ends the reservation id.Proc (0
+	// for none); opHistorySeq and the counters carry theirs in id.Cluster.
+	id   JobID
+	name string // attribute of OpSet and OpDelete; owner of OpUseCluster and opReserve
+	expr classad.Expr
+	ad   *classad.ClassAd
 }
 
 // Kind reports what the operation does.
