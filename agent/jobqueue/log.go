@@ -49,12 +49,14 @@ type Log struct {
 type request struct {
 	txn     *Txn
 	payload []byte // txn encoded
-	adBytes int    // part of payload that adds jobs: live-size estimate
-	retires int    // OpRetire operations in txn
-	alloc   *Op    // a NextCluster call: the reservation (owner, then all)
-	compact bool   // a Compact call
-	err     error
-	done    chan struct{}
+	// The part of payload that adds jobs (a live-size estimate), and the
+	// OpRetire operations in txn; int32 keeps a request in a small
+	// allocation: a transaction is at most maxTxnPayload bytes.
+	adBytes, retires int32
+	alloc            *Op  // a NextCluster call: the reservation (owner, then all)
+	compact          bool // a Compact call
+	err              error
+	done             chan struct{}
 }
 
 // maxTxnPayload is the largest encoded transaction: a frame also holds the
@@ -129,7 +131,7 @@ func (l *Log) Commit(ctx context.Context, txn *Txn) error {
 	if len(enc.buf) > maxTxnPayload {
 		return fmt.Errorf("commit: %d bytes: %w", len(enc.buf), ErrTooLarge)
 	}
-	r := &request{txn: txn, payload: enc.buf, adBytes: adBytes, retires: retires, done: make(chan struct{})}
+	r := &request{txn: txn, payload: enc.buf, adBytes: int32(adBytes), retires: int32(retires), done: make(chan struct{})}
 	if err := l.submit(ctx, r); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
@@ -392,8 +394,8 @@ func (l *Log) commitGroup(batch []*request) {
 		}
 		frame = append(frame, enc.buf...)
 		frame = append(frame, r.payload...)
-		seq += r.retires
-		adBytes += r.adBytes
+		seq += int(r.retires)
+		adBytes += int(r.adBytes)
 		accepted = append(accepted, r)
 	}
 	if len(accepted) == 0 {
