@@ -45,19 +45,21 @@ type Limits struct {
 	SubmitRate int
 }
 
-// DefaultLimits are the limits of a configuration that sets none.
-var DefaultLimits = Limits{
-	MaxJobsPerOwner:      100_000,
-	MaxJobsSubmitted:     500_000,
-	MaxJobsPerSubmission: 100_000,
-	MaxAdBytes:           64 << 10,
-	MaxSubmissionBytes:   64 << 20,
-	SubmitRate:           10,
+// DefaultLimits returns the limits of a configuration that sets none.
+func DefaultLimits() Limits {
+	return Limits{
+		MaxJobsPerOwner:      100_000,
+		MaxJobsSubmitted:     500_000,
+		MaxJobsPerSubmission: 100_000,
+		MaxAdBytes:           64 << 10,
+		MaxSubmissionBytes:   64 << 20,
+		SubmitRate:           10,
+	}
 }
 
 // withDefaults fills in zero fields and refuses negative ones.
 func (l Limits) withDefaults() (Limits, error) {
-	d := DefaultLimits
+	d := DefaultLimits()
 	for _, f := range []struct {
 		v   *int
 		def int

@@ -47,7 +47,7 @@ func runBenchThroughput(args []string, stdout io.Writer) error {
 	}
 	extra := fmt.Sprintf("\nNUM_SLOTS = %d\nSANDBOX = %s\nLOG_LEVEL = WARN\n", *slots, *sandbox)
 	// The benchmark is the pool's one user: the agent takes all it queues.
-	d := agent.DefaultLimits
+	d := agent.DefaultLimits()
 	extra += fmt.Sprintf("MAX_JOBS_PER_OWNER = %d\nMAX_JOBS_SUBMITTED = %d\nMAX_JOBS_PER_SUBMISSION = %d\n",
 		max(d.MaxJobsPerOwner, *queue+*jobs), max(d.MaxJobsSubmitted, *queue+*jobs), max(d.MaxJobsPerSubmission, *queue, *jobs))
 	if err := appendFile(filepath.Join(poolDir, poolConfigName), extra); err != nil {

@@ -8,10 +8,10 @@ import (
 )
 
 // agentLimits reads the limits on what each local user may ask of the
-// agent; a key not set keeps agent.DefaultLimits.
+// agent; a key not set keeps its default (agent.DefaultLimits).
 func agentLimits(pc *poolConfig) (agent.Limits, error) {
 	var l agent.Limits
-	d := agent.DefaultLimits
+	d := agent.DefaultLimits()
 	for _, f := range []struct {
 		key      string
 		v        *int
