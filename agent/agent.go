@@ -23,7 +23,6 @@ import (
 	"google.golang.org/grpc"
 
 	"harrier.dev/harrier/agent/jobqueue"
-	"harrier.dev/harrier/peercred"
 	"harrier.dev/harrier/wire"
 )
 
@@ -65,6 +64,8 @@ type Config struct {
 	// PeriodicInterval is how often the job policy expressions
 	// (PeriodicHold, PeriodicRelease, PeriodicRemove) are evaluated.
 	PeriodicInterval time.Duration
+	// Limits bound what each local user may ask of the agent.
+	Limits Limits
 }
 
 // Queue is what the agent keeps jobs in: the durable queue and the
@@ -89,10 +90,12 @@ type Agent struct {
 
 	mu   sync.Mutex
 	runs map[jobqueue.JobID]*run // jobs being claimed or running
-	// nextCluster is the highest cluster handed out by NewCluster.
-	nextCluster int
 	// factories counts clusters with jobs still to be made (max_idle).
 	factories atomic.Int64
+	// quota counts jobs by owner for cfg.Limits; submitRate paces each
+	// user's submissions.
+	quota      quota
+	submitRate rateLimiter
 }
 
 // New checks cfg and returns an agent ready to Serve.
@@ -118,6 +121,10 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.PeriodicInterval <= 0 {
 		cfg.PeriodicInterval = 60 * time.Second
 	}
+	var err error
+	if cfg.Limits, err = cfg.Limits.withDefaults(); err != nil {
+		return nil, err
+	}
 	a := &Agent{
 		cfg:    cfg,
 		log:    cfg.Logger,
@@ -126,6 +133,7 @@ func New(cfg Config) (*Agent, error) {
 		client: newClients(cfg.ClientTLS),
 		runs:   make(map[jobqueue.JobID]*run),
 	}
+	a.submitRate.rate = float64(cfg.Limits.SubmitRate)
 	a.jobs = &jobTable{a: a}
 	return a, nil
 }
@@ -140,8 +148,7 @@ func (a *Agent) Serve(ctx context.Context, tcp, local net.Listener) error {
 	}
 	remote := grpc.NewServer(wire.ServerOptions(a.cfg.TLS)...)
 	wire.RegisterAgentServer(remote, &agentService{a: a})
-	localSrv := grpc.NewServer(grpc.Creds(peercred.Credentials()), grpc.MaxRecvMsgSize(wire.MaxMessage), grpc.MaxSendMsgSize(wire.MaxMessage))
-	wire.RegisterScheddServer(localSrv, &scheddService{a: a})
+	localSrv := a.scheddServer()
 
 	errc := make(chan error, 2)
 	go func() { errc <- remote.Serve(tcp) }()

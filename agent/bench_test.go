@@ -21,21 +21,40 @@ import (
 )
 
 // benchAgent runs a real agent on a durable queue in dir, serving its
-// local API on a Unix socket, and returns a client for it.
+// local API on a Unix socket, and returns a client for it. A benchmark is
+// the agent's one user: its limits let it queue whatever it submits.
 func benchAgent(tb testing.TB, dir string) wire.ScheddClient {
 	tb.Helper()
-	if err := os.MkdirAll(filepath.Join(dir, "pki"), 0o700); err != nil {
-		tb.Fatal(err)
-	}
-	ca, err := pki.CreateCA(filepath.Join(dir, "pki"), "bench")
+	a := startAgent(tb, dir, Limits{MaxJobsPerOwner: 1 << 30, MaxJobsSubmitted: 1 << 30, SubmitRate: 1 << 20})
+	tb.Cleanup(a.stop)
+	return a.client
+}
+
+// testAgent is a real agent serving its local API on a Unix socket.
+type testAgent struct {
+	client wire.ScheddClient
+	sock   string
+	stop   func() // stops the agent and closes its queue; idempotent
+}
+
+// startAgent runs a real agent with limits on a durable queue in dir
+// (which may hold the queue of an earlier agent), serving its local API
+// on dir/agent.sock.
+func startAgent(tb testing.TB, dir string, limits Limits) *testAgent {
+	tb.Helper()
+	pkiDir, err := os.MkdirTemp(dir, "pki")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cert, key := filepath.Join(dir, "pki", "agent.pem"), filepath.Join(dir, "pki", "agent.key")
+	ca, err := pki.CreateCA(pkiDir, "bench")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cert, key := filepath.Join(pkiDir, "agent.pem"), filepath.Join(pkiDir, "agent.key")
 	if err := ca.Issue("agent@bench", []string{"127.0.0.1"}, cert, key); err != nil {
 		tb.Fatal(err)
 	}
-	caPath := filepath.Join(dir, "pki", "ca.pem")
+	caPath := filepath.Join(pkiDir, "ca.pem")
 	serverTLS, err := pki.ServerConfig(cert, key, caPath)
 	if err != nil {
 		tb.Fatal(err)
@@ -62,6 +81,7 @@ func benchAgent(tb testing.TB, dir string) wire.ScheddClient {
 		TLS: serverTLS, ClientTLS: clientTLS,
 		MatchmakerAddr: "127.0.0.1:1", AdvertiseAddr: tcp.Addr().String(),
 		AdvertiseInterval: time.Hour, ShadowCommand: []string{"/bin/false"},
+		Limits: limits,
 	})
 	if err != nil {
 		tb.Fatal(err)
@@ -69,17 +89,20 @@ func benchAgent(tb testing.TB, dir string) wire.ScheddClient {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { a.Serve(ctx, tcp, local); close(done) }()
-	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(wire.MaxMessage), grpc.MaxCallSendMsgSize(wire.MaxMessage)))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() {
-		conn.Close()
-		cancel()
-		<-done
-		q.Close()
-	})
-	return wire.NewScheddClient(conn)
+	var once sync.Once
+	return &testAgent{client: wire.NewScheddClient(conn), sock: sock, stop: func() {
+		once.Do(func() {
+			conn.Close()
+			cancel()
+			<-done
+			q.Close()
+		})
+	}}
 }
 
 // submitIdle queues n jobs that match no machine and returns the cluster.

@@ -116,8 +116,9 @@ func (t *jobTable) transitionTxn(ctx context.Context, id jobqueue.JobID, build f
 }
 
 // retire moves a job that has left the queue (completed or removed) to the
-// history, with its final edits. The history is written first: a crash in
-// between leaves the job in both places, never in neither.
+// history, with its final edits, in one transaction: if the commit fails
+// (a full disk) the job is still in the queue, as it was, and not in the
+// history; once it succeeds it is in the history only.
 func (t *jobTable) retire(ctx context.Context, id jobqueue.JobID, final change) (*classad.ClassAd, error) {
 	mu := t.lock(id)
 	mu.Lock()
@@ -137,13 +138,16 @@ func (t *jobTable) retire(ctx context.Context, id jobqueue.JobID, final change) 
 	for name, v := range final {
 		ad.SetValue(name, v)
 	}
-	if err := t.a.queue.AppendHistory(ctx, ad); err != nil {
-		return nil, fmt.Errorf("record job %s in history: %w", id, err)
-	}
 	txn := &jobqueue.Txn{}
-	txn.Destroy(id)
-	if err := t.a.queue.Commit(ctx, txn); err != nil {
-		return nil, fmt.Errorf("remove job %s from queue: %w", id, err)
+	txn.Retire(id, ad) // the store keeps ad: only read it from here on
+	err := t.a.queue.Commit(ctx, txn)
+	if _, queued := t.a.queue.Get(id); !queued {
+		// Retired, even if ctx ended before the commit returned.
+		owner, _ := ad.EvalString("Owner")
+		t.a.quota.give(owner, 1)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("retire job %s: %w", id, err)
 	}
 	t.a.dropCheckpoint(ad)
 	return ad, nil

@@ -13,15 +13,13 @@ import (
 func (a *Agent) recover(ctx context.Context) error {
 	var running []jobqueue.JobID
 	a.queue.Scan(func(id jobqueue.JobID, ad *classad.ClassAd) bool {
+		a.quota.count(id, ad)
 		if !isJob(id) {
 			a.factories.Add(1)
 			return true
 		}
 		if st, _ := ad.EvalInt("JobStatus"); st == Running || st == Suspended {
 			running = append(running, id)
-		}
-		if id.Cluster > a.nextCluster {
-			a.nextCluster = id.Cluster
 		}
 		return true
 	})

@@ -8,8 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"harrier.dev/harrier/agent/jobqueue"
 	"harrier.dev/harrier/classad"
@@ -21,6 +23,19 @@ import (
 type scheddService struct {
 	wire.UnimplementedScheddServer
 	a *Agent
+}
+
+// scheddServer is the gRPC server of the local socket: the kernel's peer
+// credentials identify the callers, and the limits bound what each asks.
+func (a *Agent) scheddServer() *grpc.Server {
+	srv := grpc.NewServer(grpc.Creds(peercred.Credentials()),
+		grpc.MaxRecvMsgSize(a.cfg.Limits.recvLimit()),
+		// Answers stream a few ads per message; one ad queued before
+		// the limits were set may still be large.
+		grpc.MaxSendMsgSize(wire.MaxMessage),
+		grpc.InTapHandle(a.limitRate))
+	wire.RegisterScheddServer(srv, &scheddService{a: a})
+	return srv
 }
 
 // caller identifies the local user making a request.
@@ -45,19 +60,17 @@ func callerFrom(ctx context.Context) (caller, error) {
 // their own jobs; root (the pool administrator) edits any.
 func (c caller) mayEdit(owner string) bool { return c.root || c.name == owner }
 
+// NewCluster reserves a cluster for the caller: only they may submit into
+// it, once.
 func (s *scheddService) NewCluster(ctx context.Context, _ *wire.NewClusterRequest) (*wire.NewClusterReply, error) {
-	if _, err := callerFrom(ctx); err != nil {
+	who, err := callerFrom(ctx)
+	if err != nil {
 		return nil, err
 	}
-	n, err := s.a.queue.NextCluster(ctx)
+	n, err := s.a.queue.NextCluster(ctx, who.name)
 	if err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}
-	s.a.mu.Lock()
-	if n > s.a.nextCluster {
-		s.a.nextCluster = n
-	}
-	s.a.mu.Unlock()
 	return &wire.NewClusterReply{Cluster: int32(n)}, nil
 }
 
@@ -68,17 +81,18 @@ func (s *scheddService) Submit(ctx context.Context, req *wire.SubmitRequest) (*w
 	if err != nil {
 		return nil, err
 	}
-	s.a.mu.Lock()
-	allocated := int(req.Cluster) > 0 && int(req.Cluster) <= s.a.nextCluster
-	s.a.mu.Unlock()
-	if !allocated {
-		return nil, status.Errorf(codes.InvalidArgument, "cluster %d was not allocated by this agent", req.Cluster)
+	limits := s.a.cfg.Limits
+	if err := limits.checkSubmission(req, proto.Size(req)); err != nil {
+		return nil, err
 	}
 	if len(req.Ads) == 0 {
 		return nil, status.Error(codes.InvalidArgument, "no jobs in submission")
 	}
 	now := time.Now().Unix()
 	txn := &jobqueue.Txn{}
+	// The commit checks, with the jobs, that NewCluster gave the caller
+	// this cluster and that nothing was submitted into it since.
+	txn.UseCluster(int(req.Cluster), who.name)
 	ads := make([]*classad.ClassAd, 0, len(req.Ads))
 	seen := make(map[int]bool, len(req.Ads))
 	var common *classad.ClassAd
@@ -93,11 +107,11 @@ func (s *scheddService) Submit(ctx context.Context, req *wire.SubmitRequest) (*w
 		common.SetInt("EnteredCurrentStatus", now)
 	}
 	materialized := len(req.Ads)
+	factory := false
 	if m := factoryPlan(common, len(req.Ads)); m > 0 {
 		// The rest are made later, as these leave Idle.
 		txn.NewJob(jobqueue.JobID{Cluster: int(req.Cluster), Proc: factoryProc}, factoryAd(common, int(req.Cluster), 0, req.Ads[m:]))
-		materialized = m
-		defer s.a.factories.Add(1) // once committed
+		materialized, factory = m, true
 	}
 	for i, text := range req.Ads[:materialized] {
 		ad, err := classad.Parse(text)
@@ -120,9 +134,6 @@ func (s *scheddService) Submit(ctx context.Context, req *wire.SubmitRequest) (*w
 		if seen[id.Proc] || id.Proc < 0 {
 			return nil, status.Errorf(codes.InvalidArgument, "job %d: bad or repeated ProcId %d", i, id.Proc)
 		}
-		if _, exists := s.a.queue.Get(id); exists {
-			return nil, status.Errorf(codes.AlreadyExists, "job %s already exists", id)
-		}
 		seen[id.Proc] = true
 		if common == nil {
 			// The agent, not the tool, says who owns a job.
@@ -141,8 +152,18 @@ func (s *scheddService) Submit(ctx context.Context, req *wire.SubmitRequest) (*w
 		txn.NewJob(id, ad)
 		ads = append(ads, ad)
 	}
+	if err := s.a.quota.take(limits, who.name, len(req.Ads)); err != nil {
+		return nil, err
+	}
 	if err := s.a.queue.Commit(ctx, txn); err != nil {
+		s.a.quota.give(who.name, len(req.Ads))
+		if errors.Is(err, jobqueue.ErrNotReserved) {
+			return nil, status.Errorf(codes.PermissionDenied, "cluster %d is not yours to submit into: it was not given to you by NewCluster, or has been submitted into already", req.Cluster)
+		}
 		return nil, status.Errorf(codes.Internal, "queue cluster %d: %v", req.Cluster, err)
+	}
+	if factory {
+		s.a.factories.Add(1)
 	}
 	for _, ad := range ads {
 		s.a.logSubmit(ad)
@@ -152,43 +173,89 @@ func (s *scheddService) Submit(ctx context.Context, req *wire.SubmitRequest) (*w
 	return &wire.SubmitReply{Count: int32(len(req.Ads))}, nil
 }
 
-func (s *scheddService) Query(ctx context.Context, req *wire.JobQueryRequest) (*wire.JobQueryReply, error) {
-	if _, err := callerFrom(ctx); err != nil {
-		return nil, err
+// Query streams the selected jobs of the queue, a few per message, so
+// that no queue is too large to list.
+func (s *scheddService) Query(req *wire.JobQueryRequest, stream wire.Schedd_QueryServer) error {
+	if _, err := callerFrom(stream.Context()); err != nil {
+		return err
 	}
 	f, err := newFilter(req)
 	if err != nil {
-		return nil, status.Error(codes.InvalidArgument, err.Error())
+		return status.Error(codes.InvalidArgument, err.Error())
 	}
-	reply := &wire.JobQueryReply{}
+	out := adStream{send: stream.Send, limit: int(req.Limit)}
 	s.a.queue.Scan(func(id jobqueue.JobID, ad *classad.ClassAd) bool {
-		if isJob(id) && f.match(id, ad) {
-			reply.Ads = append(reply.Ads, ad.String())
+		if !isJob(id) || !f.match(id, ad) {
+			return true
 		}
-		return req.Limit <= 0 || len(reply.Ads) < int(req.Limit)
+		return out.add(ad.String())
 	})
-	return reply, nil
+	return out.finish()
 }
 
-func (s *scheddService) History(ctx context.Context, req *wire.JobQueryRequest) (*wire.JobQueryReply, error) {
-	if _, err := callerFrom(ctx); err != nil {
-		return nil, err
+// History streams the selected ads of the history, oldest first, a few
+// per message.
+func (s *scheddService) History(req *wire.JobQueryRequest, stream wire.Schedd_HistoryServer) error {
+	if _, err := callerFrom(stream.Context()); err != nil {
+		return err
 	}
 	f, err := newFilter(req)
 	if err != nil {
-		return nil, status.Error(codes.InvalidArgument, err.Error())
+		return status.Error(codes.InvalidArgument, err.Error())
 	}
-	reply := &wire.JobQueryReply{}
+	out := adStream{send: stream.Send, limit: int(req.Limit)}
 	err = s.a.queue.History(func(ad *classad.ClassAd) bool {
-		if f.match(jobID(ad), ad) {
-			reply.Ads = append(reply.Ads, ad.String())
+		if !f.match(jobID(ad), ad) {
+			return true
 		}
-		return req.Limit <= 0 || len(reply.Ads) < int(req.Limit)
+		return out.add(ad.String())
 	})
 	if err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
+		return status.Error(codes.Internal, err.Error())
 	}
-	return reply, nil
+	return out.finish()
+}
+
+// streamBatchBytes is about the most ad text one message of a Query or
+// History stream carries; an ad larger than that goes alone.
+const streamBatchBytes = 64 << 10
+
+// adStream sends ads in messages of about streamBatchBytes, stopping at a
+// limit on the number of ads.
+type adStream struct {
+	send  func(*wire.JobQueryReply) error
+	limit int // 0: none
+	batch []string
+	bytes int
+	sent  int
+	err   error
+}
+
+// add queues one ad and reports whether more are wanted: not after the
+// limit, nor once a send failed (the caller went away).
+func (s *adStream) add(text string) bool {
+	if len(s.batch) > 0 && s.bytes+len(text) > streamBatchBytes {
+		s.flush()
+	}
+	s.batch = append(s.batch, text)
+	s.bytes += len(text)
+	s.sent++
+	return s.err == nil && (s.limit <= 0 || s.sent < s.limit)
+}
+
+func (s *adStream) flush() {
+	if s.err == nil && len(s.batch) > 0 {
+		s.err = s.send(&wire.JobQueryReply{Ads: s.batch})
+	}
+	// A sent message must not change (stats handlers may read it
+	// later): the next batch is a new slice.
+	s.batch, s.bytes = nil, 0
+}
+
+// finish sends what is queued and returns the first send error.
+func (s *adStream) finish() error {
+	s.flush()
+	return s.err
 }
 
 func (s *scheddService) Act(ctx context.Context, req *wire.ActRequest) (*wire.ActReply, error) {

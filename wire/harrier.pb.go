@@ -29,67 +29,6 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-type ActRequest_Action int32
-
-const (
-	ActRequest_ACTION_UNSPECIFIED ActRequest_Action = 0
-	ActRequest_REMOVE             ActRequest_Action = 1
-	ActRequest_HOLD               ActRequest_Action = 2
-	ActRequest_RELEASE            ActRequest_Action = 3
-	// VACATE stops a running job, with a checkpoint where it can have
-	// one, and puts it back to idle to run again elsewhere.
-	ActRequest_VACATE ActRequest_Action = 4
-	// CHECKPOINT takes a checkpoint of a running job and lets it run on.
-	ActRequest_CHECKPOINT ActRequest_Action = 5
-)
-
-// Enum value maps for ActRequest_Action.
-var (
-	ActRequest_Action_name = map[int32]string{
-		0: "ACTION_UNSPECIFIED",
-		1: "REMOVE",
-		2: "HOLD",
-		3: "RELEASE",
-		4: "VACATE",
-		5: "CHECKPOINT",
-	}
-	ActRequest_Action_value = map[string]int32{
-		"ACTION_UNSPECIFIED": 0,
-		"REMOVE":             1,
-		"HOLD":               2,
-		"RELEASE":            3,
-		"VACATE":             4,
-		"CHECKPOINT":         5,
-	}
-)
-
-func (x ActRequest_Action) Enum() *ActRequest_Action {
-	p := new(ActRequest_Action)
-	*p = x
-	return p
-}
-
-func (x ActRequest_Action) String() string {
-	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
-}
-
-func (ActRequest_Action) Descriptor() protoreflect.EnumDescriptor {
-	return file_harrier_v1_harrier_proto_enumTypes[0].Descriptor()
-}
-
-func (ActRequest_Action) Type() protoreflect.EnumType {
-	return &file_harrier_v1_harrier_proto_enumTypes[0]
-}
-
-func (x ActRequest_Action) Number() protoreflect.EnumNumber {
-	return protoreflect.EnumNumber(x)
-}
-
-// Deprecated: Use ActRequest_Action.Descriptor instead.
-func (ActRequest_Action) EnumDescriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{44, 0}
-}
-
 type AdvertiseRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Ad type as HTCondor names them: "Machine", "Submitter", "Scheduler".
@@ -2330,462 +2269,6 @@ func (x *FileChunk) GetMode() uint32 {
 	return 0
 }
 
-type NewClusterRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *NewClusterRequest) Reset() {
-	*x = NewClusterRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *NewClusterRequest) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*NewClusterRequest) ProtoMessage() {}
-
-func (x *NewClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use NewClusterRequest.ProtoReflect.Descriptor instead.
-func (*NewClusterRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{38}
-}
-
-type NewClusterReply struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Cluster       int32                  `protobuf:"varint,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *NewClusterReply) Reset() {
-	*x = NewClusterReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *NewClusterReply) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*NewClusterReply) ProtoMessage() {}
-
-func (x *NewClusterReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use NewClusterReply.ProtoReflect.Descriptor instead.
-func (*NewClusterReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{39}
-}
-
-func (x *NewClusterReply) GetCluster() int32 {
-	if x != nil {
-		return x.Cluster
-	}
-	return 0
-}
-
-type SubmitRequest struct {
-	state   protoimpl.MessageState `protogen:"open.v1"`
-	Cluster int32                  `protobuf:"varint,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
-	// One ad per job. When cluster_ad is set, each holds only what differs
-	// from it (HTCondor's cluster and proc ads): a large cluster then costs
-	// one full ad and a few attributes per job.
-	Ads           []string `protobuf:"bytes,2,rep,name=ads,proto3" json:"ads,omitempty"`
-	ClusterAd     string   `protobuf:"bytes,3,opt,name=cluster_ad,json=clusterAd,proto3" json:"cluster_ad,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *SubmitRequest) Reset() {
-	*x = SubmitRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *SubmitRequest) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*SubmitRequest) ProtoMessage() {}
-
-func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use SubmitRequest.ProtoReflect.Descriptor instead.
-func (*SubmitRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{40}
-}
-
-func (x *SubmitRequest) GetCluster() int32 {
-	if x != nil {
-		return x.Cluster
-	}
-	return 0
-}
-
-func (x *SubmitRequest) GetAds() []string {
-	if x != nil {
-		return x.Ads
-	}
-	return nil
-}
-
-func (x *SubmitRequest) GetClusterAd() string {
-	if x != nil {
-		return x.ClusterAd
-	}
-	return ""
-}
-
-type SubmitReply struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Count         int32                  `protobuf:"varint,1,opt,name=count,proto3" json:"count,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *SubmitReply) Reset() {
-	*x = SubmitReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *SubmitReply) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*SubmitReply) ProtoMessage() {}
-
-func (x *SubmitReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use SubmitReply.ProtoReflect.Descriptor instead.
-func (*SubmitReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{41}
-}
-
-func (x *SubmitReply) GetCount() int32 {
-	if x != nil {
-		return x.Count
-	}
-	return 0
-}
-
-type JobQueryRequest struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// "cluster" or "cluster.proc"; empty means all.
-	Ids           []string `protobuf:"bytes,1,rep,name=ids,proto3" json:"ids,omitempty"`
-	Constraint    string   `protobuf:"bytes,2,opt,name=constraint,proto3" json:"constraint,omitempty"`
-	Limit         int32    `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *JobQueryRequest) Reset() {
-	*x = JobQueryRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *JobQueryRequest) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*JobQueryRequest) ProtoMessage() {}
-
-func (x *JobQueryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use JobQueryRequest.ProtoReflect.Descriptor instead.
-func (*JobQueryRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{42}
-}
-
-func (x *JobQueryRequest) GetIds() []string {
-	if x != nil {
-		return x.Ids
-	}
-	return nil
-}
-
-func (x *JobQueryRequest) GetConstraint() string {
-	if x != nil {
-		return x.Constraint
-	}
-	return ""
-}
-
-func (x *JobQueryRequest) GetLimit() int32 {
-	if x != nil {
-		return x.Limit
-	}
-	return 0
-}
-
-type JobQueryReply struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ads           []string               `protobuf:"bytes,1,rep,name=ads,proto3" json:"ads,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *JobQueryReply) Reset() {
-	*x = JobQueryReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *JobQueryReply) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*JobQueryReply) ProtoMessage() {}
-
-func (x *JobQueryReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use JobQueryReply.ProtoReflect.Descriptor instead.
-func (*JobQueryReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{43}
-}
-
-func (x *JobQueryReply) GetAds() []string {
-	if x != nil {
-		return x.Ads
-	}
-	return nil
-}
-
-type ActRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Action        ActRequest_Action      `protobuf:"varint,1,opt,name=action,proto3,enum=harrier.v1.ActRequest_Action" json:"action,omitempty"`
-	Ids           []string               `protobuf:"bytes,2,rep,name=ids,proto3" json:"ids,omitempty"`
-	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ActRequest) Reset() {
-	*x = ActRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ActRequest) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ActRequest) ProtoMessage() {}
-
-func (x *ActRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ActRequest.ProtoReflect.Descriptor instead.
-func (*ActRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{44}
-}
-
-func (x *ActRequest) GetAction() ActRequest_Action {
-	if x != nil {
-		return x.Action
-	}
-	return ActRequest_ACTION_UNSPECIFIED
-}
-
-func (x *ActRequest) GetIds() []string {
-	if x != nil {
-		return x.Ids
-	}
-	return nil
-}
-
-func (x *ActRequest) GetReason() string {
-	if x != nil {
-		return x.Reason
-	}
-	return ""
-}
-
-type ActReply struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Results       []*ActResult           `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ActReply) Reset() {
-	*x = ActReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[45]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ActReply) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ActReply) ProtoMessage() {}
-
-func (x *ActReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[45]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ActReply.ProtoReflect.Descriptor instead.
-func (*ActReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{45}
-}
-
-func (x *ActReply) GetResults() []*ActResult {
-	if x != nil {
-		return x.Results
-	}
-	return nil
-}
-
-type ActResult struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Ok            bool                   `protobuf:"varint,2,opt,name=ok,proto3" json:"ok,omitempty"`
-	Error         string                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ActResult) Reset() {
-	*x = ActResult{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[46]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ActResult) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ActResult) ProtoMessage() {}
-
-func (x *ActResult) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[46]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ActResult.ProtoReflect.Descriptor instead.
-func (*ActResult) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{46}
-}
-
-func (x *ActResult) GetId() string {
-	if x != nil {
-		return x.Id
-	}
-	return ""
-}
-
-func (x *ActResult) GetOk() bool {
-	if x != nil {
-		return x.Ok
-	}
-	return false
-}
-
-func (x *ActResult) GetError() string {
-	if x != nil {
-		return x.Error
-	}
-	return ""
-}
-
 var File_harrier_v1_harrier_proto protoreflect.FileDescriptor
 
 const file_harrier_v1_harrier_proto_rawDesc = "" +
@@ -2934,46 +2417,7 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\x04name\x18\x02 \x01(\tR\x04name\"3\n" +
 	"\tFileChunk\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\x12\x12\n" +
-	"\x04mode\x18\x02 \x01(\rR\x04mode\"\x13\n" +
-	"\x11NewClusterRequest\"+\n" +
-	"\x0fNewClusterReply\x12\x18\n" +
-	"\acluster\x18\x01 \x01(\x05R\acluster\"Z\n" +
-	"\rSubmitRequest\x12\x18\n" +
-	"\acluster\x18\x01 \x01(\x05R\acluster\x12\x10\n" +
-	"\x03ads\x18\x02 \x03(\tR\x03ads\x12\x1d\n" +
-	"\n" +
-	"cluster_ad\x18\x03 \x01(\tR\tclusterAd\"#\n" +
-	"\vSubmitReply\x12\x14\n" +
-	"\x05count\x18\x01 \x01(\x05R\x05count\"Y\n" +
-	"\x0fJobQueryRequest\x12\x10\n" +
-	"\x03ids\x18\x01 \x03(\tR\x03ids\x12\x1e\n" +
-	"\n" +
-	"constraint\x18\x02 \x01(\tR\n" +
-	"constraint\x12\x14\n" +
-	"\x05limit\x18\x03 \x01(\x05R\x05limit\"!\n" +
-	"\rJobQueryReply\x12\x10\n" +
-	"\x03ads\x18\x01 \x03(\tR\x03ads\"\xce\x01\n" +
-	"\n" +
-	"ActRequest\x125\n" +
-	"\x06action\x18\x01 \x01(\x0e2\x1d.harrier.v1.ActRequest.ActionR\x06action\x12\x10\n" +
-	"\x03ids\x18\x02 \x03(\tR\x03ids\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\"_\n" +
-	"\x06Action\x12\x16\n" +
-	"\x12ACTION_UNSPECIFIED\x10\x00\x12\n" +
-	"\n" +
-	"\x06REMOVE\x10\x01\x12\b\n" +
-	"\x04HOLD\x10\x02\x12\v\n" +
-	"\aRELEASE\x10\x03\x12\n" +
-	"\n" +
-	"\x06VACATE\x10\x04\x12\x0e\n" +
-	"\n" +
-	"CHECKPOINT\x10\x05\";\n" +
-	"\bActReply\x12/\n" +
-	"\aresults\x18\x01 \x03(\v2\x15.harrier.v1.ActResultR\aresults\"A\n" +
-	"\tActResult\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12\x0e\n" +
-	"\x02ok\x18\x02 \x01(\bR\x02ok\x12\x14\n" +
-	"\x05error\x18\x03 \x01(\tR\x05error2\xa6\x02\n" +
+	"\x04mode\x18\x02 \x01(\rR\x04mode2\xa6\x02\n" +
 	"\tCollector\x12E\n" +
 	"\tAdvertise\x12\x1c.harrier.v1.AdvertiseRequest\x1a\x1a.harrier.v1.AdvertiseReply\x12M\n" +
 	"\rAdvertiseJobs\x12 .harrier.v1.AdvertiseJobsRequest\x1a\x1a.harrier.v1.AdvertiseReply\x12H\n" +
@@ -2992,15 +2436,7 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\x06Attach\x12\x1a.harrier.v1.StarterMessage\x1a\x19.harrier.v1.ShadowMessage(\x010\x01\x12@\n" +
 	"\bReadFile\x12\x1b.harrier.v1.ReadFileRequest\x1a\x15.harrier.v1.FileChunk0\x01\x12N\n" +
 	"\rPutCheckpoint\x12\x1b.harrier.v1.CheckpointChunk\x1a\x1e.harrier.v1.PutCheckpointReply(\x01\x12P\n" +
-	"\rGetCheckpoint\x12 .harrier.v1.GetCheckpointRequest\x1a\x1b.harrier.v1.CheckpointChunk0\x012\x88\x03\n" +
-	"\x06Schedd\x12H\n" +
-	"\n" +
-	"NewCluster\x12\x1d.harrier.v1.NewClusterRequest\x1a\x1b.harrier.v1.NewClusterReply\x12<\n" +
-	"\x06Submit\x12\x19.harrier.v1.SubmitRequest\x1a\x17.harrier.v1.SubmitReply\x12?\n" +
-	"\x05Query\x12\x1b.harrier.v1.JobQueryRequest\x1a\x19.harrier.v1.JobQueryReply\x12A\n" +
-	"\aHistory\x12\x1b.harrier.v1.JobQueryRequest\x1a\x19.harrier.v1.JobQueryReply\x123\n" +
-	"\x03Act\x12\x16.harrier.v1.ActRequest\x1a\x14.harrier.v1.ActReply\x12=\n" +
-	"\tQueryPool\x12\x18.harrier.v1.QueryRequest\x1a\x16.harrier.v1.QueryReplyB\x1aZ\x18harrier.dev/harrier/wireb\x06proto3"
+	"\rGetCheckpoint\x12 .harrier.v1.GetCheckpointRequest\x1a\x1b.harrier.v1.CheckpointChunk0\x01B\x1aZ\x18harrier.dev/harrier/wireb\x06proto3"
 
 var (
 	file_harrier_v1_harrier_proto_rawDescOnce sync.Once
@@ -3014,119 +2450,94 @@ func file_harrier_v1_harrier_proto_rawDescGZIP() []byte {
 	return file_harrier_v1_harrier_proto_rawDescData
 }
 
-var file_harrier_v1_harrier_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_harrier_v1_harrier_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
+var file_harrier_v1_harrier_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
 var file_harrier_v1_harrier_proto_goTypes = []any{
-	(ActRequest_Action)(0),       // 0: harrier.v1.ActRequest.Action
-	(*AdvertiseRequest)(nil),     // 1: harrier.v1.AdvertiseRequest
-	(*AdvertiseJobsRequest)(nil), // 2: harrier.v1.AdvertiseJobsRequest
-	(*AdvertiseReply)(nil),       // 3: harrier.v1.AdvertiseReply
-	(*InvalidateRequest)(nil),    // 4: harrier.v1.InvalidateRequest
-	(*InvalidateReply)(nil),      // 5: harrier.v1.InvalidateReply
-	(*QueryRequest)(nil),         // 6: harrier.v1.QueryRequest
-	(*QueryReply)(nil),           // 7: harrier.v1.QueryReply
-	(*MatchedRequest)(nil),       // 8: harrier.v1.MatchedRequest
-	(*MatchedReply)(nil),         // 9: harrier.v1.MatchedReply
-	(*KeepAliveRequest)(nil),     // 10: harrier.v1.KeepAliveRequest
-	(*KeepAliveReply)(nil),       // 11: harrier.v1.KeepAliveReply
-	(*StartdMatchedRequest)(nil), // 12: harrier.v1.StartdMatchedRequest
-	(*StartdMatchedReply)(nil),   // 13: harrier.v1.StartdMatchedReply
-	(*RequestClaimRequest)(nil),  // 14: harrier.v1.RequestClaimRequest
-	(*RequestClaimReply)(nil),    // 15: harrier.v1.RequestClaimReply
-	(*ActivateClaimRequest)(nil), // 16: harrier.v1.ActivateClaimRequest
-	(*ActivateClaimReply)(nil),   // 17: harrier.v1.ActivateClaimReply
-	(*ReleaseClaimRequest)(nil),  // 18: harrier.v1.ReleaseClaimRequest
-	(*ReleaseClaimReply)(nil),    // 19: harrier.v1.ReleaseClaimReply
-	(*CheckpointChunk)(nil),      // 20: harrier.v1.CheckpointChunk
-	(*CheckpointInfo)(nil),       // 21: harrier.v1.CheckpointInfo
-	(*PutCheckpointReply)(nil),   // 22: harrier.v1.PutCheckpointReply
-	(*GetCheckpointRequest)(nil), // 23: harrier.v1.GetCheckpointRequest
-	(*StarterMessage)(nil),       // 24: harrier.v1.StarterMessage
-	(*CheckpointFailed)(nil),     // 25: harrier.v1.CheckpointFailed
-	(*Suspended)(nil),            // 26: harrier.v1.Suspended
-	(*Resumed)(nil),              // 27: harrier.v1.Resumed
-	(*Hello)(nil),                // 28: harrier.v1.Hello
-	(*Output)(nil),               // 29: harrier.v1.Output
-	(*Started)(nil),              // 30: harrier.v1.Started
-	(*Usage)(nil),                // 31: harrier.v1.Usage
-	(*Exited)(nil),               // 32: harrier.v1.Exited
-	(*ShadowMessage)(nil),        // 33: harrier.v1.ShadowMessage
-	(*CheckpointNow)(nil),        // 34: harrier.v1.CheckpointNow
-	(*JobSpec)(nil),              // 35: harrier.v1.JobSpec
-	(*Kill)(nil),                 // 36: harrier.v1.Kill
-	(*ReadFileRequest)(nil),      // 37: harrier.v1.ReadFileRequest
-	(*FileChunk)(nil),            // 38: harrier.v1.FileChunk
-	(*NewClusterRequest)(nil),    // 39: harrier.v1.NewClusterRequest
-	(*NewClusterReply)(nil),      // 40: harrier.v1.NewClusterReply
-	(*SubmitRequest)(nil),        // 41: harrier.v1.SubmitRequest
-	(*SubmitReply)(nil),          // 42: harrier.v1.SubmitReply
-	(*JobQueryRequest)(nil),      // 43: harrier.v1.JobQueryRequest
-	(*JobQueryReply)(nil),        // 44: harrier.v1.JobQueryReply
-	(*ActRequest)(nil),           // 45: harrier.v1.ActRequest
-	(*ActReply)(nil),             // 46: harrier.v1.ActReply
-	(*ActResult)(nil),            // 47: harrier.v1.ActResult
+	(*AdvertiseRequest)(nil),     // 0: harrier.v1.AdvertiseRequest
+	(*AdvertiseJobsRequest)(nil), // 1: harrier.v1.AdvertiseJobsRequest
+	(*AdvertiseReply)(nil),       // 2: harrier.v1.AdvertiseReply
+	(*InvalidateRequest)(nil),    // 3: harrier.v1.InvalidateRequest
+	(*InvalidateReply)(nil),      // 4: harrier.v1.InvalidateReply
+	(*QueryRequest)(nil),         // 5: harrier.v1.QueryRequest
+	(*QueryReply)(nil),           // 6: harrier.v1.QueryReply
+	(*MatchedRequest)(nil),       // 7: harrier.v1.MatchedRequest
+	(*MatchedReply)(nil),         // 8: harrier.v1.MatchedReply
+	(*KeepAliveRequest)(nil),     // 9: harrier.v1.KeepAliveRequest
+	(*KeepAliveReply)(nil),       // 10: harrier.v1.KeepAliveReply
+	(*StartdMatchedRequest)(nil), // 11: harrier.v1.StartdMatchedRequest
+	(*StartdMatchedReply)(nil),   // 12: harrier.v1.StartdMatchedReply
+	(*RequestClaimRequest)(nil),  // 13: harrier.v1.RequestClaimRequest
+	(*RequestClaimReply)(nil),    // 14: harrier.v1.RequestClaimReply
+	(*ActivateClaimRequest)(nil), // 15: harrier.v1.ActivateClaimRequest
+	(*ActivateClaimReply)(nil),   // 16: harrier.v1.ActivateClaimReply
+	(*ReleaseClaimRequest)(nil),  // 17: harrier.v1.ReleaseClaimRequest
+	(*ReleaseClaimReply)(nil),    // 18: harrier.v1.ReleaseClaimReply
+	(*CheckpointChunk)(nil),      // 19: harrier.v1.CheckpointChunk
+	(*CheckpointInfo)(nil),       // 20: harrier.v1.CheckpointInfo
+	(*PutCheckpointReply)(nil),   // 21: harrier.v1.PutCheckpointReply
+	(*GetCheckpointRequest)(nil), // 22: harrier.v1.GetCheckpointRequest
+	(*StarterMessage)(nil),       // 23: harrier.v1.StarterMessage
+	(*CheckpointFailed)(nil),     // 24: harrier.v1.CheckpointFailed
+	(*Suspended)(nil),            // 25: harrier.v1.Suspended
+	(*Resumed)(nil),              // 26: harrier.v1.Resumed
+	(*Hello)(nil),                // 27: harrier.v1.Hello
+	(*Output)(nil),               // 28: harrier.v1.Output
+	(*Started)(nil),              // 29: harrier.v1.Started
+	(*Usage)(nil),                // 30: harrier.v1.Usage
+	(*Exited)(nil),               // 31: harrier.v1.Exited
+	(*ShadowMessage)(nil),        // 32: harrier.v1.ShadowMessage
+	(*CheckpointNow)(nil),        // 33: harrier.v1.CheckpointNow
+	(*JobSpec)(nil),              // 34: harrier.v1.JobSpec
+	(*Kill)(nil),                 // 35: harrier.v1.Kill
+	(*ReadFileRequest)(nil),      // 36: harrier.v1.ReadFileRequest
+	(*FileChunk)(nil),            // 37: harrier.v1.FileChunk
 }
 var file_harrier_v1_harrier_proto_depIdxs = []int32{
-	21, // 0: harrier.v1.CheckpointChunk.info:type_name -> harrier.v1.CheckpointInfo
-	28, // 1: harrier.v1.StarterMessage.hello:type_name -> harrier.v1.Hello
-	29, // 2: harrier.v1.StarterMessage.output:type_name -> harrier.v1.Output
-	30, // 3: harrier.v1.StarterMessage.started:type_name -> harrier.v1.Started
-	31, // 4: harrier.v1.StarterMessage.usage:type_name -> harrier.v1.Usage
-	32, // 5: harrier.v1.StarterMessage.exited:type_name -> harrier.v1.Exited
-	26, // 6: harrier.v1.StarterMessage.suspended:type_name -> harrier.v1.Suspended
-	27, // 7: harrier.v1.StarterMessage.resumed:type_name -> harrier.v1.Resumed
-	25, // 8: harrier.v1.StarterMessage.checkpoint_failed:type_name -> harrier.v1.CheckpointFailed
-	31, // 9: harrier.v1.Exited.usage:type_name -> harrier.v1.Usage
-	35, // 10: harrier.v1.ShadowMessage.job:type_name -> harrier.v1.JobSpec
-	36, // 11: harrier.v1.ShadowMessage.kill:type_name -> harrier.v1.Kill
-	34, // 12: harrier.v1.ShadowMessage.checkpoint:type_name -> harrier.v1.CheckpointNow
-	0,  // 13: harrier.v1.ActRequest.action:type_name -> harrier.v1.ActRequest.Action
-	47, // 14: harrier.v1.ActReply.results:type_name -> harrier.v1.ActResult
-	1,  // 15: harrier.v1.Collector.Advertise:input_type -> harrier.v1.AdvertiseRequest
-	2,  // 16: harrier.v1.Collector.AdvertiseJobs:input_type -> harrier.v1.AdvertiseJobsRequest
-	4,  // 17: harrier.v1.Collector.Invalidate:input_type -> harrier.v1.InvalidateRequest
-	6,  // 18: harrier.v1.Collector.Query:input_type -> harrier.v1.QueryRequest
-	8,  // 19: harrier.v1.Agent.Matched:input_type -> harrier.v1.MatchedRequest
-	12, // 20: harrier.v1.Startd.Matched:input_type -> harrier.v1.StartdMatchedRequest
-	14, // 21: harrier.v1.Startd.RequestClaim:input_type -> harrier.v1.RequestClaimRequest
-	16, // 22: harrier.v1.Startd.ActivateClaim:input_type -> harrier.v1.ActivateClaimRequest
-	18, // 23: harrier.v1.Startd.ReleaseClaim:input_type -> harrier.v1.ReleaseClaimRequest
-	10, // 24: harrier.v1.Startd.KeepAlive:input_type -> harrier.v1.KeepAliveRequest
-	24, // 25: harrier.v1.Shadow.Attach:input_type -> harrier.v1.StarterMessage
-	37, // 26: harrier.v1.Shadow.ReadFile:input_type -> harrier.v1.ReadFileRequest
-	20, // 27: harrier.v1.Shadow.PutCheckpoint:input_type -> harrier.v1.CheckpointChunk
-	23, // 28: harrier.v1.Shadow.GetCheckpoint:input_type -> harrier.v1.GetCheckpointRequest
-	39, // 29: harrier.v1.Schedd.NewCluster:input_type -> harrier.v1.NewClusterRequest
-	41, // 30: harrier.v1.Schedd.Submit:input_type -> harrier.v1.SubmitRequest
-	43, // 31: harrier.v1.Schedd.Query:input_type -> harrier.v1.JobQueryRequest
-	43, // 32: harrier.v1.Schedd.History:input_type -> harrier.v1.JobQueryRequest
-	45, // 33: harrier.v1.Schedd.Act:input_type -> harrier.v1.ActRequest
-	6,  // 34: harrier.v1.Schedd.QueryPool:input_type -> harrier.v1.QueryRequest
-	3,  // 35: harrier.v1.Collector.Advertise:output_type -> harrier.v1.AdvertiseReply
-	3,  // 36: harrier.v1.Collector.AdvertiseJobs:output_type -> harrier.v1.AdvertiseReply
-	5,  // 37: harrier.v1.Collector.Invalidate:output_type -> harrier.v1.InvalidateReply
-	7,  // 38: harrier.v1.Collector.Query:output_type -> harrier.v1.QueryReply
-	9,  // 39: harrier.v1.Agent.Matched:output_type -> harrier.v1.MatchedReply
-	13, // 40: harrier.v1.Startd.Matched:output_type -> harrier.v1.StartdMatchedReply
-	15, // 41: harrier.v1.Startd.RequestClaim:output_type -> harrier.v1.RequestClaimReply
-	17, // 42: harrier.v1.Startd.ActivateClaim:output_type -> harrier.v1.ActivateClaimReply
-	19, // 43: harrier.v1.Startd.ReleaseClaim:output_type -> harrier.v1.ReleaseClaimReply
-	11, // 44: harrier.v1.Startd.KeepAlive:output_type -> harrier.v1.KeepAliveReply
-	33, // 45: harrier.v1.Shadow.Attach:output_type -> harrier.v1.ShadowMessage
-	38, // 46: harrier.v1.Shadow.ReadFile:output_type -> harrier.v1.FileChunk
-	22, // 47: harrier.v1.Shadow.PutCheckpoint:output_type -> harrier.v1.PutCheckpointReply
-	20, // 48: harrier.v1.Shadow.GetCheckpoint:output_type -> harrier.v1.CheckpointChunk
-	40, // 49: harrier.v1.Schedd.NewCluster:output_type -> harrier.v1.NewClusterReply
-	42, // 50: harrier.v1.Schedd.Submit:output_type -> harrier.v1.SubmitReply
-	44, // 51: harrier.v1.Schedd.Query:output_type -> harrier.v1.JobQueryReply
-	44, // 52: harrier.v1.Schedd.History:output_type -> harrier.v1.JobQueryReply
-	46, // 53: harrier.v1.Schedd.Act:output_type -> harrier.v1.ActReply
-	7,  // 54: harrier.v1.Schedd.QueryPool:output_type -> harrier.v1.QueryReply
-	35, // [35:55] is the sub-list for method output_type
-	15, // [15:35] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	20, // 0: harrier.v1.CheckpointChunk.info:type_name -> harrier.v1.CheckpointInfo
+	27, // 1: harrier.v1.StarterMessage.hello:type_name -> harrier.v1.Hello
+	28, // 2: harrier.v1.StarterMessage.output:type_name -> harrier.v1.Output
+	29, // 3: harrier.v1.StarterMessage.started:type_name -> harrier.v1.Started
+	30, // 4: harrier.v1.StarterMessage.usage:type_name -> harrier.v1.Usage
+	31, // 5: harrier.v1.StarterMessage.exited:type_name -> harrier.v1.Exited
+	25, // 6: harrier.v1.StarterMessage.suspended:type_name -> harrier.v1.Suspended
+	26, // 7: harrier.v1.StarterMessage.resumed:type_name -> harrier.v1.Resumed
+	24, // 8: harrier.v1.StarterMessage.checkpoint_failed:type_name -> harrier.v1.CheckpointFailed
+	30, // 9: harrier.v1.Exited.usage:type_name -> harrier.v1.Usage
+	34, // 10: harrier.v1.ShadowMessage.job:type_name -> harrier.v1.JobSpec
+	35, // 11: harrier.v1.ShadowMessage.kill:type_name -> harrier.v1.Kill
+	33, // 12: harrier.v1.ShadowMessage.checkpoint:type_name -> harrier.v1.CheckpointNow
+	0,  // 13: harrier.v1.Collector.Advertise:input_type -> harrier.v1.AdvertiseRequest
+	1,  // 14: harrier.v1.Collector.AdvertiseJobs:input_type -> harrier.v1.AdvertiseJobsRequest
+	3,  // 15: harrier.v1.Collector.Invalidate:input_type -> harrier.v1.InvalidateRequest
+	5,  // 16: harrier.v1.Collector.Query:input_type -> harrier.v1.QueryRequest
+	7,  // 17: harrier.v1.Agent.Matched:input_type -> harrier.v1.MatchedRequest
+	11, // 18: harrier.v1.Startd.Matched:input_type -> harrier.v1.StartdMatchedRequest
+	13, // 19: harrier.v1.Startd.RequestClaim:input_type -> harrier.v1.RequestClaimRequest
+	15, // 20: harrier.v1.Startd.ActivateClaim:input_type -> harrier.v1.ActivateClaimRequest
+	17, // 21: harrier.v1.Startd.ReleaseClaim:input_type -> harrier.v1.ReleaseClaimRequest
+	9,  // 22: harrier.v1.Startd.KeepAlive:input_type -> harrier.v1.KeepAliveRequest
+	23, // 23: harrier.v1.Shadow.Attach:input_type -> harrier.v1.StarterMessage
+	36, // 24: harrier.v1.Shadow.ReadFile:input_type -> harrier.v1.ReadFileRequest
+	19, // 25: harrier.v1.Shadow.PutCheckpoint:input_type -> harrier.v1.CheckpointChunk
+	22, // 26: harrier.v1.Shadow.GetCheckpoint:input_type -> harrier.v1.GetCheckpointRequest
+	2,  // 27: harrier.v1.Collector.Advertise:output_type -> harrier.v1.AdvertiseReply
+	2,  // 28: harrier.v1.Collector.AdvertiseJobs:output_type -> harrier.v1.AdvertiseReply
+	4,  // 29: harrier.v1.Collector.Invalidate:output_type -> harrier.v1.InvalidateReply
+	6,  // 30: harrier.v1.Collector.Query:output_type -> harrier.v1.QueryReply
+	8,  // 31: harrier.v1.Agent.Matched:output_type -> harrier.v1.MatchedReply
+	12, // 32: harrier.v1.Startd.Matched:output_type -> harrier.v1.StartdMatchedReply
+	14, // 33: harrier.v1.Startd.RequestClaim:output_type -> harrier.v1.RequestClaimReply
+	16, // 34: harrier.v1.Startd.ActivateClaim:output_type -> harrier.v1.ActivateClaimReply
+	18, // 35: harrier.v1.Startd.ReleaseClaim:output_type -> harrier.v1.ReleaseClaimReply
+	10, // 36: harrier.v1.Startd.KeepAlive:output_type -> harrier.v1.KeepAliveReply
+	32, // 37: harrier.v1.Shadow.Attach:output_type -> harrier.v1.ShadowMessage
+	37, // 38: harrier.v1.Shadow.ReadFile:output_type -> harrier.v1.FileChunk
+	21, // 39: harrier.v1.Shadow.PutCheckpoint:output_type -> harrier.v1.PutCheckpointReply
+	19, // 40: harrier.v1.Shadow.GetCheckpoint:output_type -> harrier.v1.CheckpointChunk
+	27, // [27:41] is the sub-list for method output_type
+	13, // [13:27] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_harrier_v1_harrier_proto_init() }
@@ -3154,14 +2565,13 @@ func file_harrier_v1_harrier_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harrier_v1_harrier_proto_rawDesc), len(file_harrier_v1_harrier_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   47,
+			NumEnums:      0,
+			NumMessages:   38,
 			NumExtensions: 0,
-			NumServices:   5,
+			NumServices:   4,
 		},
 		GoTypes:           file_harrier_v1_harrier_proto_goTypes,
 		DependencyIndexes: file_harrier_v1_harrier_proto_depIdxs,
-		EnumInfos:         file_harrier_v1_harrier_proto_enumTypes,
 		MessageInfos:      file_harrier_v1_harrier_proto_msgTypes,
 	}.Build()
 	File_harrier_v1_harrier_proto = out.File

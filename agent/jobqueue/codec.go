@@ -10,9 +10,14 @@ import (
 
 // Operation codes used only on disk, next to the public OpKinds.
 const (
-	// opNewJobLike adds a job whose ad is the previous job's ad of the same
-	// frame with some attributes dropped and some set.
+	// opNewCluster reserved a cluster number without an owner; logs
+	// written before reservations had owners may hold it.
+	opNewCluster OpKind = 1
+	// opNewJobLike adds a job whose ad is the previous ad of the same
+	// frame with some attributes dropped and some set; opRetireLike
+	// retires a job with such an ad.
 	opNewJobLike OpKind = 16
+	opRetireLike OpKind = 21
 	// opNextCluster records the cluster counter: the next number to hand out.
 	opNextCluster OpKind = 17
 	// opSnapshotEnd ends a snapshot and carries its job count.
@@ -20,6 +25,14 @@ const (
 	// opHistoryAd and opHistoryAdLike are the history file's records.
 	opHistoryAd     OpKind = 19
 	opHistoryAdLike OpKind = 20
+	// opReserve reserves a cluster number for an owner (NextCluster), and
+	// may end the owner's oldest reservation to keep their number bounded.
+	opReserve OpKind = 22
+	// opHistorySeq numbers the history records that follow it in its frame,
+	// in the log (OpRetire) and in the history file: the first is record
+	// number N, counted from the store's first. Recovery compares the two
+	// to append what a crash kept out of the history file.
+	opHistorySeq OpKind = 23
 )
 
 // encoder appends operations to buf. Consecutive ads are stored as
@@ -51,14 +64,29 @@ func (e *encoder) id(id JobID)      { e.varint(id.Cluster); e.varint(id.Proc) }
 // op appends one operation.
 func (e *encoder) op(o Op) error {
 	switch o.kind {
-	case OpNewCluster:
-		e.buf = append(e.buf, byte(o.kind))
-		e.varint(o.id.Cluster)
-	case OpNewJob:
+	case OpNewJob, OpRetire:
 		if o.ad == nil {
 			return errors.New("nil ad")
 		}
-		e.ad(o.ad, OpNewJob, opNewJobLike, &o.id)
+		if o.kind == OpNewJob {
+			e.ad(o.ad, OpNewJob, opNewJobLike, &o.id)
+		} else {
+			e.ad(o.ad, OpRetire, opRetireLike, &o.id)
+		}
+	case opHistoryAd:
+		if o.ad == nil {
+			return errors.New("nil ad")
+		}
+		e.ad(o.ad, opHistoryAd, opHistoryAdLike, nil)
+	case OpUseCluster:
+		e.buf = append(e.buf, byte(o.kind))
+		e.varint(o.id.Cluster)
+		e.str(o.name)
+	case opReserve:
+		e.buf = append(e.buf, byte(o.kind))
+		e.varint(o.id.Cluster)
+		e.str(o.name)
+		e.varint(o.id.Proc)
 	case OpSet:
 		e.buf = append(e.buf, byte(o.kind))
 		e.id(o.id)
@@ -71,7 +99,7 @@ func (e *encoder) op(o Op) error {
 	case OpDestroy:
 		e.buf = append(e.buf, byte(o.kind))
 		e.id(o.id)
-	case opNextCluster, opSnapshotEnd:
+	case opNewCluster, opNextCluster, opSnapshotEnd, opHistorySeq:
 		e.buf = append(e.buf, byte(o.kind))
 		e.varint(o.id.Cluster)
 	default:
@@ -237,8 +265,9 @@ func (d *decoder) count() (int, error) {
 	return int(n), nil
 }
 
-// op reads one operation. Job ads come back as OpNewJob, history ads as
-// opHistoryAd, whichever way they were stored.
+// op reads one operation. Ads come back as OpNewJob, OpRetire or
+// opHistoryAd, whichever way they were stored. opHistorySeq carries its
+// number in id.Cluster.
 func (d *decoder) op() (Op, error) {
 	if len(d.b) == 0 {
 		return Op{}, errTruncated
@@ -248,12 +277,31 @@ func (d *decoder) op() (Op, error) {
 	o := Op{kind: kind}
 	var err error
 	switch kind {
-	case OpNewCluster, opNextCluster, opSnapshotEnd:
+	case opNewCluster, opNextCluster, opSnapshotEnd:
 		o.id.Cluster, err = d.varint()
+	case opHistorySeq:
+		if o.id.Cluster, err = d.varint(); err == nil && o.id.Cluster < 0 {
+			err = errors.New("negative record number")
+		}
 	case OpNewJob, opNewJobLike:
 		o.kind = OpNewJob
 		if o.id, err = d.id(); err == nil {
 			o.ad, err = d.ad(kind == opNewJobLike)
+		}
+	case OpRetire, opRetireLike:
+		o.kind = OpRetire
+		if o.id, err = d.id(); err == nil {
+			o.ad, err = d.ad(kind == opRetireLike)
+		}
+	case OpUseCluster:
+		if o.id.Cluster, err = d.varint(); err == nil {
+			o.name, err = d.str()
+		}
+	case opReserve:
+		if o.id.Cluster, err = d.varint(); err == nil {
+			if o.name, err = d.str(); err == nil {
+				o.id.Proc, err = d.varint()
+			}
 		}
 	case opHistoryAd, opHistoryAdLike:
 		o.kind = opHistoryAd

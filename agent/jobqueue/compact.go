@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"harrier.dev/harrier/classad"
 )
@@ -71,6 +72,15 @@ func (l *Log) maybeCompact() {
 	if len(c.wanted) == 0 && !auto {
 		return
 	}
+	// The logs a snapshot replaces must not be the only place left that
+	// holds history records.
+	if len(l.history.pending) > 0 {
+		l.writeHistory(nil)
+		if n := len(l.history.pending); n > 0 {
+			l.compactFailed(fmt.Errorf("%d history records not yet written", n))
+			return
+		}
+	}
 	// Later commits go to the next log, so the queue as of now is exactly
 	// what the snapshot must hold; the writer gets its own copy of the map
 	// (the ads are never changed in place once published).
@@ -83,10 +93,11 @@ func (l *Log) maybeCompact() {
 	c.rotLogBytes, c.rotAdBytes = 0, 0
 	gen := l.files.gen
 	jobs := maps.Clone(l.q.jobs)
+	reserved := maps.Clone(l.q.reserved)
 	next := l.q.nextCluster
 	l.log.Info("compaction started", "generation", gen, "jobs", len(jobs))
 	go func() {
-		size, err := writeSnapshot(l.dir, gen, jobs, next, l.opts.NoSync)
+		size, err := writeSnapshot(l.dir, gen, jobs, reserved, next, l.opts.NoSync)
 		c.done <- compactResult{gen: gen, size: size, err: err}
 	}()
 }
@@ -160,10 +171,10 @@ func removeOlder(dir string, gen uint64, log *slog.Logger) bool {
 	return removed
 }
 
-// writeSnapshot saves jobs and the cluster counter as snapshot gen, via a
-// temporary file that is synced before it is renamed into place, and
-// returns the snapshot's size.
-func writeSnapshot(dir string, gen uint64, jobs map[JobID]*classad.ClassAd, next int, noSync bool) (size int64, err error) {
+// writeSnapshot saves jobs, the open cluster reservations and the cluster
+// counter as snapshot gen, via a temporary file that is synced before it
+// is renamed into place, and returns the snapshot's size.
+func writeSnapshot(dir string, gen uint64, jobs map[JobID]*classad.ClassAd, reserved map[int]string, next int, noSync bool) (size int64, err error) {
 	tmp := filepath.Join(dir, snapshotName(gen)+tmpSuffix)
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
@@ -178,6 +189,9 @@ func writeSnapshot(dir string, gen uint64, jobs map[JobID]*classad.ClassAd, next
 	var enc encoder
 	enc.buf, _ = beginFrame(nil)
 	enc.op(Op{kind: opNextCluster, id: JobID{Cluster: next}})
+	for _, c := range slices.Sorted(maps.Keys(reserved)) {
+		enc.op(Op{kind: opReserve, id: JobID{Cluster: c}, name: reserved[c]})
+	}
 	write := func() error {
 		if err := finishFrame(enc.buf, 0); err != nil {
 			return err

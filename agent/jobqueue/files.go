@@ -1,6 +1,7 @@
 package jobqueue
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -38,31 +39,72 @@ type fileSet struct {
 	f       *os.File // log.gen, open for appending
 	gen     uint64
 	snapGen uint64 // newest complete snapshot, 0 if none
+	size    int64  // bytes of f that hold written groups
+	// dirty means f may hold bytes past size: a failed append that could
+	// not yet be cut off.
+	dirty bool
 }
 
 // append writes b to the current log and, unless noSync, waits until it
 // is on disk. fdatasync suffices: it also writes the new file size.
+//
+// A write or sync that fails (a full disk) is undone: the log is cut back
+// to its size before, and that is made durable, so that the group neither
+// survives a crash nor sits in front of the next one. If even that fails,
+// the log stays dirty and the next append retries the cut first.
 func (fs *fileSet) append(b []byte, noSync bool) error {
-	if _, err := fs.f.Write(b); err != nil {
-		return fmt.Errorf("write %s: %w", fs.f.Name(), err)
+	if fs.dirty {
+		if err := fs.cut(noSync); err != nil {
+			return err
+		}
 	}
-	if noSync {
-		return nil
+	_, err := fs.f.Write(b)
+	if err == nil && !noSync {
+		if err = fdatasync(fs.f); err != nil {
+			err = fmt.Errorf("sync %s: %w", fs.f.Name(), err)
+		}
+	} else if err != nil {
+		err = fmt.Errorf("write %s: %w", fs.f.Name(), err)
 	}
-	if err := fdatasync(fs.f); err != nil {
-		return fmt.Errorf("sync %s: %w", fs.f.Name(), err)
+	if err != nil {
+		fs.dirty = true
+		if cerr := fs.cut(noSync); cerr != nil {
+			return errors.Join(err, cerr)
+		}
+		return err
 	}
+	fs.size += int64(len(b))
 	return nil
 }
 
-// rotate starts log gen+1, durably, and makes it the current log.
+// cut truncates the log to fs.size, durably, and clears fs.dirty.
+func (fs *fileSet) cut(noSync bool) error {
+	if err := fs.f.Truncate(fs.size); err != nil {
+		return fmt.Errorf("undo failed write to %s (a restart may find it): %w", fs.f.Name(), err)
+	}
+	if !noSync {
+		if err := fdatasync(fs.f); err != nil {
+			return fmt.Errorf("undo failed write to %s (a restart may find it): %w", fs.f.Name(), err)
+		}
+	}
+	fs.dirty = false
+	return nil
+}
+
+// rotate starts log gen+1, durably, and makes it the current log. Only
+// the last log may end in a torn write, so a dirty one is cut first.
 func (fs *fileSet) rotate(noSync bool) error {
+	if fs.dirty {
+		if err := fs.cut(noSync); err != nil {
+			return err
+		}
+	}
 	f, err := createLog(fs.dir, fs.gen+1, noSync)
 	if err != nil {
 		return err
 	}
 	old := fs.f
-	fs.f, fs.gen = f, fs.gen+1
+	fs.f, fs.gen, fs.size, fs.dirty = f, fs.gen+1, 0, false
 	if err := old.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", old.Name(), err)
 	}
@@ -87,7 +129,9 @@ func createLog(dir string, gen uint64, noSync bool) (*os.File, error) {
 	}
 	if !noSync {
 		if err := syncDir(dir); err != nil {
+			// Leave no file behind: the next rotation creates it again.
 			f.Close()
+			os.Remove(path)
 			return nil, err
 		}
 	}

@@ -23,8 +23,13 @@ func FuzzDecode(f *testing.F) {
 	enc.op(Op{kind: OpSet, id: JobID{4, 1}, name: "JobStatus", expr: expr("5")})
 	enc.op(Op{kind: OpDelete, id: JobID{4, 1}, name: "Rank"})
 	enc.op(Op{kind: OpDestroy, id: JobID{4, 2}})
-	enc.op(Op{kind: OpNewCluster, id: JobID{Cluster: 9}})
+	enc.op(Op{kind: opNewCluster, id: JobID{Cluster: 9}})
 	enc.op(Op{kind: opNextCluster, id: JobID{Cluster: 10}})
+	enc.op(Op{kind: opReserve, id: JobID{11, 3}, name: "alice"})
+	enc.op(Op{kind: OpUseCluster, id: JobID{Cluster: 11}, name: "alice"})
+	enc.op(Op{kind: opHistorySeq, id: JobID{Cluster: 40}})
+	enc.op(Op{kind: OpRetire, id: JobID{4, 0}, ad: jobAd(4, 0)})
+	enc.op(Op{kind: OpRetire, id: JobID{4, 1}, ad: jobAd(4, 1)})
 	must(finishFrame(enc.buf, start))
 	f.Add(enc.buf)
 	f.Add(enc.buf[:len(enc.buf)/2])
@@ -54,7 +59,12 @@ func FuzzDecodeOps(f *testing.F) {
 	enc.op(Op{kind: OpNewJob, id: JobID{4, 1}, ad: jobAd(4, 1)})
 	enc.op(Op{kind: OpSet, id: JobID{4, 1}, name: "JobStatus", expr: expr("5")})
 	enc.op(Op{kind: OpDestroy, id: JobID{4, 0}})
-	enc.ad(jobAd(5, 0), opHistoryAd, opHistoryAdLike, nil)
+	enc.op(Op{kind: opHistorySeq, id: JobID{Cluster: 7}})
+	enc.op(Op{kind: OpRetire, id: JobID{4, 1}, ad: jobAd(4, 1)})
+	enc.op(Op{kind: opReserve, id: JobID{Cluster: 5}, name: "bob"})
+	enc.op(Op{kind: OpUseCluster, id: JobID{Cluster: 5}, name: "bob"})
+	enc.op(Op{kind: opHistoryAd, ad: jobAd(5, 0)})
+	enc.op(Op{kind: opHistoryAd, ad: jobAd(5, 1)})
 	f.Add(enc.buf)
 	f.Add([]byte{byte(opNewJobLike), 2, 0, 0, 0})
 	f.Add([]byte{byte(OpSet), 2, 0, 1, 'A', 3, '1', '+', '('})
@@ -72,9 +82,7 @@ func checkPayload(t *testing.T, payload []byte) {
 	// Whatever decoded must encode and decode to the same thing.
 	var enc encoder
 	for _, op := range ops {
-		if op.kind == opHistoryAd {
-			enc.ad(op.ad, opHistoryAd, opHistoryAdLike, nil)
-		} else if err := enc.op(op); err != nil {
+		if err := enc.op(op); err != nil {
 			t.Fatalf("re-encode %s: %v", op.kind, err)
 		}
 	}

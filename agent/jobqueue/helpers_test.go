@@ -40,6 +40,13 @@ func jobAd(c, p int) *classad.ClassAd {
 	return ad
 }
 
+// jobIDOf reads the id attributes of a job ad.
+func jobIDOf(ad *classad.ClassAd) JobID {
+	c, _ := ad.EvalInt("ClusterId")
+	p, _ := ad.EvalInt("ProcId")
+	return JobID{int(c), int(p)}
+}
+
 func must(err error) {
 	if err != nil {
 		panic(err)

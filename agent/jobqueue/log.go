@@ -29,15 +29,19 @@ type Log struct {
 	cmu     sync.Mutex
 	pending []*request
 	closed  bool
-	failed  error         // set when a write or fsync fails: nothing commits after
-	wake    chan struct{} // tells the committer there is work; capacity 1
-	done    chan struct{} // closed when the committer returns
+	// failed is set when memory may no longer match the disk (a checked
+	// transaction did not apply): nothing commits after. A failed write
+	// does not set it: the write is undone and the store goes on.
+	failed error
+	wake   chan struct{} // tells the committer there is work; capacity 1
+	done   chan struct{} // closed when the committer returns
 
 	// Owned by the committer goroutine (and by Open and Close around it).
 	files    fileSet
 	frame    []byte
 	compact  compaction
 	history  history
+	histNext int // number of the next history record (OpRetire) committed
 	ownedBuf map[*classad.ClassAd]bool
 }
 
@@ -45,13 +49,19 @@ type Log struct {
 type request struct {
 	txn     *Txn
 	payload []byte // txn encoded
-	adBytes int    // part of payload that adds jobs: live-size estimate
-	alloc   bool   // a NextCluster call
-	compact bool   // a Compact call
-	cluster int    // the cluster number handed out, for alloc
-	err     error
-	done    chan struct{}
+	// The part of payload that adds jobs (a live-size estimate), and the
+	// OpRetire operations in txn; int32 keeps a request in a small
+	// allocation: a transaction is at most maxTxnPayload bytes.
+	adBytes, retires int32
+	alloc            *Op  // a NextCluster call: the reservation (owner, then all)
+	compact          bool // a Compact call
+	err              error
+	done             chan struct{}
 }
+
+// maxTxnPayload is the largest encoded transaction: a frame also holds the
+// number of its first history record.
+const maxTxnPayload = maxFramePayload - 16
 
 // Open opens the store in dir, creating dir if needed, and recovers the
 // queue from its snapshot and logs. Only one Log may have dir open at a
@@ -75,15 +85,25 @@ func Open(dir string, opts Options) (*Log, error) {
 		done: make(chan struct{}),
 	}
 	l.compact.done = make(chan compactResult, 1)
-	if err := l.recover(); err != nil {
-		l.files.close()
+	// The history first: replaying the logs collects the records that
+	// follow its last one.
+	if err := l.history.open(dir, opts.NoSync, l.log); err != nil {
 		lock.Close()
 		return nil, fmt.Errorf("open job queue %s: %w", dir, err)
 	}
-	if err := l.history.open(dir, opts.NoSync, l.log); err != nil {
+	if err := l.recover(); err != nil {
 		l.files.close()
+		l.history.close()
 		lock.Close()
 		return nil, fmt.Errorf("open job queue %s: %w", dir, err)
+	}
+	l.histNext = max(l.histNext, l.history.next)
+	if p := l.history.pending; len(p) > 0 {
+		if p[0].seq > l.history.next {
+			l.log.Warn("history file lacks records the logs no longer hold", "from", l.history.next, "to", p[0].seq-1)
+		}
+		l.log.Info("appending to the history the retirements a crash kept out of it", "records", len(p))
+		l.writeHistory(nil)
 	}
 	go l.run()
 	return l, nil
@@ -95,20 +115,23 @@ func (l *Log) Commit(ctx context.Context, txn *Txn) error {
 		return err
 	}
 	var enc encoder
-	adBytes := 0
+	adBytes, retires := 0, 0
 	for i, op := range txn.ops {
 		before := len(enc.buf)
 		if err := enc.op(op); err != nil {
 			return fmt.Errorf("commit: %w", opError(i, op, err))
 		}
-		if op.kind == OpNewJob {
+		switch op.kind {
+		case OpNewJob:
 			adBytes += len(enc.buf) - before
+		case OpRetire:
+			retires++
 		}
 	}
-	if len(enc.buf) > maxFramePayload {
+	if len(enc.buf) > maxTxnPayload {
 		return fmt.Errorf("commit: %d bytes: %w", len(enc.buf), ErrTooLarge)
 	}
-	r := &request{txn: txn, payload: enc.buf, adBytes: adBytes, done: make(chan struct{})}
+	r := &request{txn: txn, payload: enc.buf, adBytes: int32(adBytes), retires: int32(retires), done: make(chan struct{})}
 	if err := l.submit(ctx, r); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
@@ -116,15 +139,18 @@ func (l *Log) Commit(ctx context.Context, txn *Txn) error {
 }
 
 // NextCluster implements [Store].
-func (l *Log) NextCluster(ctx context.Context) (int, error) {
+func (l *Log) NextCluster(ctx context.Context, owner string) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	r := &request{alloc: true, done: make(chan struct{})}
+	if owner == "" {
+		return 0, errors.New("next cluster: no owner")
+	}
+	r := &request{alloc: &Op{kind: opReserve, name: owner}, done: make(chan struct{})}
 	if err := l.submit(ctx, r); err != nil {
 		return 0, fmt.Errorf("next cluster: %w", err)
 	}
-	return r.cluster, nil
+	return r.alloc.id.Cluster, nil
 }
 
 // submit queues r for the committer and waits until it is durable.
@@ -268,6 +294,9 @@ func (l *Log) Close() error {
 	if l.compact.running {
 		l.finishCompaction(<-l.compact.done)
 	}
+	if len(l.history.pending) > 0 {
+		l.writeHistory(nil) // else the next Open appends them from the logs
+	}
 	for _, r := range l.compact.wanted {
 		r.err = ErrClosed
 		close(r.done)
@@ -319,52 +348,64 @@ func (l *Log) run() {
 	}
 }
 
-// commitGroup checks, writes, syncs and applies one group of requests, then
-// wakes their callers.
+// commitGroup checks, writes, syncs and applies one group of requests,
+// writes the history records it commits, then wakes the callers. A group
+// that fails to be written is not applied: its callers get the error and
+// the next group is written where it would have been.
 func (l *Log) commitGroup(batch []*request) {
 	ck := newChecker(l.q)
 	accepted := make([]*request, 0, len(batch))
 	frame, start := beginFrame(l.frame[:0])
 	var enc encoder
 	var adBytes int
-	flush := func() error {
-		if err := finishFrame(frame, start); err != nil {
-			return err
-		}
-		frame, start = beginFrame(frame)
-		return nil
-	}
-	var err error
+	var err error // a frame that cannot be finished fails the whole group
+	seq := l.histNext
 	for _, r := range batch {
 		if r.compact {
 			l.compact.wanted = append(l.compact.wanted, r)
 			continue
 		}
-		if r.alloc {
-			r.cluster = ck.allocate()
+		if err != nil {
+			finish([]*request{r}, err)
+			continue
+		}
+		if r.alloc != nil {
+			r.alloc.id.Cluster, r.alloc.id.Proc = ck.reserve(r.alloc.name, l.opts.MaxReservations)
 			enc.buf = enc.buf[:0]
-			enc.op(Op{kind: opNextCluster, id: JobID{Cluster: r.cluster + 1}})
+			enc.op(*r.alloc)
 			r.payload = append([]byte(nil), enc.buf...)
 		} else if cerr := ck.check(r.txn); cerr != nil {
 			r.err = cerr
 			close(r.done)
 			continue
 		}
-		if len(frame)-start-frameHeaderSize+len(r.payload) > maxFramePayload {
-			if err = flush(); err != nil {
-				break
-			}
+		// A transaction that retires jobs is preceded by the number of
+		// its first history record, in the same frame.
+		enc.buf = enc.buf[:0]
+		if r.retires > 0 {
+			enc.op(Op{kind: opHistorySeq, id: JobID{Cluster: seq}})
 		}
+		if len(frame)-start-frameHeaderSize+len(enc.buf)+len(r.payload) > maxFramePayload {
+			if err = finishFrame(frame, start); err != nil {
+				finish([]*request{r}, err)
+				continue
+			}
+			frame, start = beginFrame(frame)
+		}
+		frame = append(frame, enc.buf...)
 		frame = append(frame, r.payload...)
-		adBytes += r.adBytes
+		seq += int(r.retires)
+		adBytes += int(r.adBytes)
 		accepted = append(accepted, r)
 	}
 	if len(accepted) == 0 {
 		return
 	}
-	if len(frame)-start == frameHeaderSize {
+	switch {
+	case err != nil:
+	case len(frame)-start == frameHeaderSize:
 		frame = frame[:start] // the last frame would be empty
-	} else if err == nil {
+	default:
 		err = finishFrame(frame, start)
 	}
 	if err == nil {
@@ -373,22 +414,45 @@ func (l *Log) commitGroup(batch []*request) {
 	if cap(frame) <= 4<<20 {
 		l.frame = frame[:0] // keep a modest buffer for the next group
 	}
-	if err == nil {
-		err = l.applyGroup(accepted)
-	}
 	if err != nil {
+		err = fmt.Errorf("job queue %s: %w", l.dir, err)
+		l.log.Error("commit failed, nothing of it applied", "requests", len(accepted), "err", err)
+		finish(accepted, err)
+		return
+	}
+	if err := l.applyGroup(accepted); err != nil {
 		err = fmt.Errorf("job queue %s unusable: %w", l.dir, err)
 		l.log.Error("commit failed", "err", err)
 		l.cmu.Lock()
 		l.failed = err
 		l.cmu.Unlock()
+		finish(accepted, err)
+		return
 	}
-	for _, r := range accepted {
+	if seq > l.histNext {
+		recs := make([]historyRecord, 0, seq-l.histNext)
+		for _, r := range accepted {
+			if r.retires == 0 {
+				continue
+			}
+			for _, op := range r.txn.ops {
+				if op.kind == OpRetire {
+					recs = append(recs, historyRecord{seq: l.histNext + len(recs), ad: op.ad})
+				}
+			}
+		}
+		l.histNext = seq
+		l.writeHistory(recs)
+	}
+	finish(accepted, nil)
+	l.compact.grew(int64(len(frame)), int64(adBytes))
+}
+
+// finish wakes the callers of rs with err.
+func finish(rs []*request, err error) {
+	for _, r := range rs {
 		r.err = err
 		close(r.done)
-	}
-	if err == nil {
-		l.compact.grew(int64(len(frame)), int64(adBytes))
 	}
 }
 
@@ -402,8 +466,10 @@ func (l *Log) applyGroup(rs []*request) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, r := range rs {
-		if r.alloc {
-			l.q.nextCluster = max(l.q.nextCluster, r.cluster+1)
+		if r.alloc != nil {
+			if err := l.q.apply(*r.alloc, owned); err != nil {
+				return fmt.Errorf("apply checked reservation: %w", err)
+			}
 			continue
 		}
 		for i, op := range r.txn.ops {

@@ -31,12 +31,12 @@ func TestCommitAndReopen(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
 	l := openT(t, dir, Options{})
-	c, err := l.NextCluster(ctx)
+	c, err := l.NextCluster(ctx, "alice")
 	if err != nil || c != 1 {
 		t.Fatalf("NextCluster = %d, %v; want 1", c, err)
 	}
 	var txn Txn
-	txn.NewCluster(c)
+	txn.UseCluster(c, "alice")
 	for p := range 5 {
 		txn.NewJob(JobID{c, p}, jobAd(c, p))
 	}
@@ -82,7 +82,7 @@ func TestCommitAndReopen(t *testing.T) {
 			t.Error("deleted attribute Rank came back")
 		}
 	}
-	if c2, _ := l.NextCluster(ctx); c2 != 2 {
+	if c2, _ := l.NextCluster(ctx, "alice"); c2 != 2 {
 		t.Errorf("NextCluster after reopen = %d, want 2", c2)
 	}
 }
@@ -139,11 +139,12 @@ func TestNextClusterNeverReused(t *testing.T) {
 	var txn Txn
 	txn.NewJob(JobID{10, 0}, jobAd(10, 0)) // submitted with an explicit number
 	commitT(t, l, &txn)
-	if c, _ := l.NextCluster(ctx); c != 11 {
+	if c, _ := l.NextCluster(ctx, "alice"); c != 11 {
 		t.Errorf("NextCluster = %d, want 11", c)
 	}
 	txn = Txn{}
-	txn.NewCluster(20)
+	txn.NewJob(JobID{20, 0}, jobAd(20, 0))
+	txn.Destroy(JobID{20, 0})
 	commitT(t, l, &txn)
 	txn = Txn{}
 	txn.Destroy(JobID{10, 0})
@@ -151,7 +152,7 @@ func TestNextClusterNeverReused(t *testing.T) {
 	l.Close()
 	l = openT(t, dir, Options{NoSync: true})
 	defer l.Close()
-	if c, _ := l.NextCluster(ctx); c != 21 {
+	if c, _ := l.NextCluster(ctx, "alice"); c != 21 {
 		t.Errorf("NextCluster after reopen = %d, want 21", c)
 	}
 }
@@ -165,7 +166,7 @@ func TestConcurrentCommits(t *testing.T) {
 	errs := make(chan error, workers)
 	for w := range workers {
 		wg.Go(func() {
-			c, err := l.NextCluster(ctx)
+			c, err := l.NextCluster(ctx, "alice")
 			if err != nil {
 				errs <- err
 				return
@@ -243,31 +244,37 @@ func TestClosed(t *testing.T) {
 	}
 	l.Close()
 	var txn Txn
-	txn.NewCluster(1)
+	txn.NewJob(JobID{1, 0}, jobAd(1, 0))
 	if err := l.Commit(context.Background(), &txn); !errors.Is(err, ErrClosed) {
 		t.Errorf("Commit after Close = %v", err)
 	}
-	if _, err := l.NextCluster(context.Background()); !errors.Is(err, ErrClosed) {
+	if _, err := l.NextCluster(context.Background(), "alice"); !errors.Is(err, ErrClosed) {
 		t.Errorf("NextCluster after Close = %v", err)
 	}
-	if err := l.AppendHistory(context.Background(), jobAd(1, 0)); !errors.Is(err, ErrClosed) {
-		t.Errorf("AppendHistory after Close = %v", err)
+	if err := l.History(func(*classad.ClassAd) bool { return true }); !errors.Is(err, ErrClosed) {
+		t.Errorf("History after Close = %v", err)
 	}
 }
 
 func TestHistory(t *testing.T) {
 	dir := t.TempDir()
-	ctx := context.Background()
 	l := openT(t, dir, Options{})
 	var ads []*classad.ClassAd
+	var txn Txn
 	for p := range 10 {
 		ads = append(ads, jobAd(7, p))
+		txn.NewJob(JobID{7, p}, jobAd(7, p))
 	}
-	if err := l.AppendHistory(ctx, ads[:3]...); err != nil {
-		t.Fatal(err)
+	commitT(t, l, &txn)
+	for _, part := range [][]*classad.ClassAd{ads[:3], ads[3:]} {
+		var txn Txn
+		for _, ad := range part {
+			txn.Retire(jobIDOf(ad), ad.Copy())
+		}
+		commitT(t, l, &txn)
 	}
-	if err := l.AppendHistory(ctx, ads[3:]...); err != nil {
-		t.Fatal(err)
+	if l.Len() != 0 {
+		t.Errorf("%d jobs left in the queue after retiring them all", l.Len())
 	}
 	l.Close()
 	// A torn append at the end is cut off on open.

@@ -69,8 +69,9 @@ func (l *Log) recover() error {
 		}
 	}
 	owned := make(map[*classad.ClassAd]bool)
+	var size int64
 	for j, g := range logs {
-		size, err := l.replayLog(filepath.Join(l.dir, logName(g)), j == len(logs)-1, owned)
+		size, err = l.replayLog(filepath.Join(l.dir, logName(g)), j == len(logs)-1, owned)
 		if err != nil {
 			return err
 		}
@@ -95,7 +96,7 @@ func (l *Log) recover() error {
 	if err != nil {
 		return err
 	}
-	l.files.f, l.files.gen = f, last
+	l.files.f, l.files.gen, l.files.size = f, last, size
 	l.log.Info("job queue recovered", "jobs", len(l.q.jobs), "snapshot", base, "logs", len(logs))
 	return nil
 }
@@ -149,6 +150,8 @@ func checkTail(f *os.File, off int64, truncate bool) error {
 
 // replayLog applies the log at path. Only the last log may end in a torn
 // tail: an earlier one was complete and synced before the next was begun.
+// The history records of its retirements that follow the history file's
+// last one become pending, for Open to append.
 func (l *Log) replayLog(path string, last bool, owned map[*classad.ClassAd]bool) (int64, error) {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
@@ -157,16 +160,35 @@ func (l *Log) replayLog(path string, last bool, owned map[*classad.ClassAd]bool)
 	defer f.Close()
 	end, err := frames(f, func(payload []byte, off int64) error {
 		d := newDecoder(payload)
+		seq := -1 // number of the frame's next history record
 		for d.more() {
 			op, err := d.op()
-			if err == nil && op.kind > OpDestroy && op.kind != opNextCluster {
-				err = fmt.Errorf("operation %s does not belong in a log", op.kind)
+			if err == nil {
+				switch op.kind {
+				case opHistorySeq:
+					seq = op.id.Cluster
+					continue
+				case OpRetire:
+					if seq < 0 {
+						err = errors.New("retirement without a history record number")
+					}
+				case opNewCluster, opNextCluster, opReserve, OpUseCluster, OpNewJob, OpSet, OpDelete, OpDestroy:
+				default:
+					err = fmt.Errorf("operation %s does not belong in a log", op.kind)
+				}
 			}
 			if err == nil {
 				err = l.q.apply(op, owned)
 			}
 			if err != nil {
 				return &CorruptError{File: path, Offset: off, Reason: err.Error()}
+			}
+			if op.kind == OpRetire {
+				if seq >= l.history.next {
+					l.history.pending = append(l.history.pending, historyRecord{seq: seq, ad: op.ad})
+				}
+				seq++
+				l.histNext = max(l.histNext, seq)
 			}
 		}
 		return nil
@@ -203,7 +225,7 @@ func (l *Log) loadSnapshot(path string) (int64, error) {
 				if op.id.Cluster != len(l.q.jobs) {
 					err = fmt.Errorf("end says %d jobs, read %d", op.id.Cluster, len(l.q.jobs))
 				}
-			case op.kind == OpNewJob || op.kind == opNextCluster:
+			case op.kind == OpNewJob || op.kind == opNextCluster || op.kind == opReserve:
 				err = l.q.apply(op, nil)
 			default:
 				err = fmt.Errorf("operation %s does not belong in a snapshot", op.kind)

@@ -213,7 +213,7 @@ func TestCrashDuringCompaction(t *testing.T) {
 	commitT(t, l, &txn)
 	want := dump(l)
 	// What the next compaction would write: generation 3 of the same queue.
-	if _, err := writeSnapshot(base, 3, l.q.jobs, l.q.nextCluster, false); err != nil {
+	if _, err := writeSnapshot(base, 3, l.q.jobs, l.q.reserved, l.q.nextCluster, false); err != nil {
 		t.Fatal(err)
 	}
 	l.Close()

@@ -13,11 +13,14 @@ import (
 // server database can stand behind the same interface.
 type Store interface {
 	// Commit applies txn atomically and returns once it is durable. It
-	// fails with ErrNotFound or ErrExists, applying nothing, if an
+	// fails, applying nothing, with ErrNotFound or ErrExists if an
 	// operation names a job that is not, or already is, in the queue at
-	// that point of the transaction. Concurrent Commits share fsyncs.
-	// If ctx ends first Commit returns ctx.Err(), and the transaction may
-	// or may not have been applied.
+	// that point of the transaction, and with ErrNotReserved if it uses a
+	// cluster reservation that is not open. Concurrent Commits share
+	// fsyncs. A Commit that fails to write (a full disk) applies nothing,
+	// and the store takes further Commits, which succeed once the disk
+	// has room again. If ctx ends first Commit returns ctx.Err(), and the
+	// transaction may or may not have been applied.
 	Commit(ctx context.Context, txn *Txn) error
 	// Get returns a copy of the committed ad of job id, which the caller
 	// may keep and modify.
@@ -27,20 +30,23 @@ type Store interface {
 	// not hold up commits while fn runs. The ads are shared and read-only:
 	// Copy one before changing it.
 	Scan(fn func(id JobID, ad *classad.ClassAd) bool)
-	// NextCluster durably reserves and returns a cluster number that has
-	// never been returned or reserved before, even across crashes.
-	NextCluster(ctx context.Context) (int, error)
+	// NextCluster durably reserves for owner, and returns, a cluster number
+	// that has never been returned or used before, even across crashes and
+	// compactions. The reservation stays open, across restarts, until a
+	// transaction uses it ([Txn.UseCluster]); an owner holds a bounded
+	// number of open reservations (see [Options.MaxReservations]), and a
+	// new one beyond that ends the owner's oldest.
+	NextCluster(ctx context.Context, owner string) (int, error)
 	// Len reports the number of jobs in the queue.
 	Len() int
 	// Close waits for commits in progress and releases the store.
 	Close() error
 }
 
-// HistoryStore keeps the ads of jobs that left the queue.
+// HistoryStore keeps the ads of jobs that left the queue ([Txn.Retire]).
 type HistoryStore interface {
-	// AppendHistory durably appends ads; it returns once they are on disk.
-	AppendHistory(ctx context.Context, ads ...*classad.ClassAd) error
 	// History calls fn with each ad, oldest first, until fn returns false.
+	// It sees every retirement whose Commit returned before it was called.
 	History(fn func(ad *classad.ClassAd) bool) error
 }
 
@@ -58,11 +64,16 @@ type Options struct {
 	// CompactMinBytes is the log size below which no compaction starts.
 	// Zero means 16 MiB.
 	CompactMinBytes int64
+	// MaxReservations bounds the open cluster reservations of one owner
+	// (NextCluster numbers not yet used), so that reserving and never
+	// submitting cannot grow the store. Zero means 64.
+	MaxReservations int
 }
 
 const (
 	defaultCompactRatio    = 4
 	defaultCompactMinBytes = 16 << 20
+	defaultMaxReservations = 64
 )
 
 func (o Options) withDefaults() Options {
@@ -75,6 +86,9 @@ func (o Options) withDefaults() Options {
 	if o.CompactMinBytes == 0 {
 		o.CompactMinBytes = defaultCompactMinBytes
 	}
+	if o.MaxReservations <= 0 {
+		o.MaxReservations = defaultMaxReservations
+	}
 	return o
 }
 
@@ -83,6 +97,10 @@ var (
 	ErrNotFound = errors.New("job not in queue")
 	// ErrExists means a transaction adds a job that is already in the queue.
 	ErrExists = errors.New("job already in queue")
+	// ErrNotReserved means a transaction uses a cluster that is not
+	// reserved for the owner it names: never reserved, reserved for
+	// someone else, or used already.
+	ErrNotReserved = errors.New("cluster not reserved for this owner")
 	// ErrLocked means another Log, in this process or another, has the
 	// directory open.
 	ErrLocked = errors.New("job queue directory in use")

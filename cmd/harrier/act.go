@@ -75,7 +75,7 @@ func runWait(args []string, _ io.Reader, stdout io.Writer) error {
 	}
 	req := &wire.JobQueryRequest{Ids: []string{id}}
 	for {
-		q, err := client.Query(ctx, req)
+		n, err := countJobs(ctx, client, req)
 		if err != nil {
 			if ctx.Err() != nil {
 				fmt.Fprintf(stdout, "Timed out waiting for job %s\n", id)
@@ -83,7 +83,7 @@ func runWait(args []string, _ io.Reader, stdout io.Writer) error {
 			}
 			return rpcError("wait", err)
 		}
-		if len(q.Ads) == 0 {
+		if n == 0 {
 			break
 		}
 		select {
@@ -93,14 +93,20 @@ func runWait(args []string, _ io.Reader, stdout io.Writer) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	h, err := client.History(context.Background(), req)
+	hctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	h, err := client.History(hctx, req)
 	if err != nil {
 		return rpcError("wait", err)
 	}
-	if len(h.Ads) == 0 {
+	var last string
+	if err := receive(h, func(text string) error { last = text; return nil }); err != nil {
+		return rpcError("wait", err)
+	}
+	if last == "" {
 		return fmt.Errorf("job %s is neither in the queue nor in the history", id)
 	}
-	ad, err := classad.Parse(h.Ads[len(h.Ads)-1])
+	ad, err := classad.Parse(last)
 	if err != nil {
 		return err
 	}
@@ -111,4 +117,15 @@ func runWait(args []string, _ io.Reader, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "All jobs done.\n")
 	return nil
+}
+
+// countJobs returns how many jobs in the queue the request selects.
+func countJobs(ctx context.Context, client wire.ScheddClient, req *wire.JobQueryRequest) (int, error) {
+	stream, err := client.Query(ctx, req)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	err = receive(stream, func(string) error { n++; return nil })
+	return n, err
 }

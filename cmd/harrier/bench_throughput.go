@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"harrier.dev/harrier/agent"
 	"harrier.dev/harrier/agent/submit"
 	"harrier.dev/harrier/wire"
 )
@@ -45,6 +46,10 @@ func runBenchThroughput(args []string, stdout io.Writer) error {
 		return err
 	}
 	extra := fmt.Sprintf("\nNUM_SLOTS = %d\nSANDBOX = %s\nLOG_LEVEL = WARN\n", *slots, *sandbox)
+	// The benchmark is the pool's one user: the agent takes all it queues.
+	d := agent.DefaultLimits()
+	extra += fmt.Sprintf("MAX_JOBS_PER_OWNER = %d\nMAX_JOBS_SUBMITTED = %d\nMAX_JOBS_PER_SUBMISSION = %d\n",
+		max(d.MaxJobsPerOwner, *queue+*jobs), max(d.MaxJobsSubmitted, *queue+*jobs), max(d.MaxJobsPerSubmission, *queue, *jobs))
 	if err := appendFile(filepath.Join(poolDir, poolConfigName), extra); err != nil {
 		return err
 	}
@@ -76,11 +81,11 @@ func runBenchThroughput(args []string, stdout io.Writer) error {
 	submitted := time.Since(start)
 	req := &wire.JobQueryRequest{Ids: []string{strconv.Itoa(int(cluster))}, Limit: 1}
 	for {
-		reply, err := client.Query(ctx, req)
+		n, err := countJobs(ctx, client, req)
 		if err != nil {
 			return rpcError("query", err)
 		}
-		if len(reply.Ads) == 0 {
+		if n == 0 {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)

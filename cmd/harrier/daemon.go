@@ -172,6 +172,10 @@ func serveAgent(ctx context.Context, pc *poolConfig, name string, logger *slog.L
 	if err != nil {
 		return err
 	}
+	limits, err := agentLimits(pc)
+	if err != nil {
+		return err
+	}
 	if err := os.MkdirAll(spool, 0o700); err != nil {
 		return fmt.Errorf("agent: spool: %w", err)
 	}
@@ -204,6 +208,7 @@ func serveAgent(ctx context.Context, pc *poolConfig, name string, logger *slog.L
 		ClaimWorkLife:     workLife,
 		CheckpointDir:     filepath.Join(spool, "checkpoints"),
 		PeriodicInterval:  periodic,
+		Limits:            limits,
 	})
 	if err != nil {
 		return err

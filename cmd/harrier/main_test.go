@@ -19,6 +19,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(asHarrier) == "1" {
 		os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
+	if os.Getenv(scheddClientEnv) == "1" {
+		os.Exit(scheddClient(os.Args[1:]))
+	}
 	os.Exit(m.Run())
 }
 

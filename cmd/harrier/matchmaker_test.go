@@ -141,7 +141,11 @@ func TestUserprioTable(t *testing.T) {
 		ads = append(ads, u.Ad())
 	}
 	var b bytes.Buffer
-	userprioTable(&b, ads)
+	table := &userprioTable{w: &b}
+	for _, ad := range ads {
+		table.row(ad)
+	}
+	table.flush()
 	lines := strings.Split(b.String(), "\n")
 	if len(lines) < 3 || !strings.HasPrefix(lines[1], "alice ") || !strings.HasPrefix(lines[2], "bob ") {
 		t.Fatalf("table not in priority order:\n%s", b.String())

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"google.golang.org/grpc"
 
 	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/wire"
@@ -20,54 +23,119 @@ type output struct {
 	json, long bool
 }
 
-func (o output) print(w io.Writer, texts []string, table func(io.Writer, []*classad.ClassAd)) error {
-	ads := make([]*classad.ClassAd, 0, len(texts))
-	for _, t := range texts {
-		ad, err := classad.Parse(t)
-		if err != nil {
-			return fmt.Errorf("bad ad from the pool: %w", err)
-		}
-		ads = append(ads, ad)
+// table prints ads as the rows of a table, the form a tool prints by
+// default; flush ends it (with any summary).
+type table interface {
+	row(ad *classad.ClassAd)
+	flush()
+}
+
+// printer prints ads one by one as they arrive, in the form output says,
+// so that a tool's memory does not grow with the queue (a table keeps only
+// its rows' text, for aligning them).
+type printer struct {
+	w        io.Writer
+	o        output
+	newTable func(io.Writer) table
+	t        table
+	n        int
+	buf      bytes.Buffer
+}
+
+func (o output) printer(w io.Writer, newTable func(io.Writer) table) *printer {
+	return &printer{w: w, o: o, newTable: newTable}
+}
+
+// add prints one ad, given as text.
+func (p *printer) add(text string) error {
+	ad, err := classad.Parse(text)
+	if err != nil {
+		return fmt.Errorf("bad ad from the pool: %w", err)
 	}
 	switch {
-	case o.json:
-		raw := make([]json.RawMessage, len(ads))
-		for i, ad := range ads {
-			b, err := ad.MarshalJSON()
-			if err != nil {
-				return err
-			}
-			raw[i] = b
-		}
-		b, err := json.MarshalIndent(raw, "", "  ")
+	case p.o.json:
+		b, err := ad.MarshalJSON()
 		if err != nil {
 			return err
 		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
-		return err
-	case o.long:
-		for _, ad := range ads {
-			fmt.Fprintln(w, ad.MarshalOld())
+		// What json.MarshalIndent makes of the whole array, element by
+		// element: HTML characters escaped, two-space indents.
+		p.buf.Reset()
+		if p.n == 0 {
+			p.buf.WriteString("[\n  ")
+		} else {
+			p.buf.WriteString(",\n  ")
 		}
+		var esc bytes.Buffer
+		json.HTMLEscape(&esc, b)
+		if err := json.Indent(&p.buf, esc.Bytes(), "  ", "  "); err != nil {
+			return err
+		}
+		_, err = p.w.Write(p.buf.Bytes())
+		p.n++
+		return err
+	case p.o.long:
+		p.n++
+		_, err := fmt.Fprintln(p.w, ad.MarshalOld())
+		return err
+	}
+	if p.t == nil {
+		p.t = p.newTable(p.w)
+	}
+	p.t.row(ad)
+	p.n++
+	return nil
+}
+
+// finish ends the output: closes the JSON array or prints the table.
+func (p *printer) finish() error {
+	switch {
+	case p.o.json && p.n == 0:
+		_, err := io.WriteString(p.w, "[]\n")
+		return err
+	case p.o.json:
+		_, err := io.WriteString(p.w, "\n]\n")
+		return err
+	case p.o.long:
 		return nil
 	}
-	table(w, ads)
+	if p.t == nil {
+		p.t = p.newTable(p.w)
+	}
+	p.t.flush()
 	return nil
 }
 
 func runQ(args []string, _ io.Reader, stdout io.Writer) error {
-	return queryJobs("q", args, stdout, func(c wire.ScheddClient, ctx context.Context, r *wire.JobQueryRequest) (*wire.JobQueryReply, error) {
-		return c.Query(ctx, r)
-	})
+	return queryJobs("q", args, stdout, wire.ScheddClient.Query)
 }
 
 func runHistory(args []string, _ io.Reader, stdout io.Writer) error {
-	return queryJobs("history", args, stdout, func(c wire.ScheddClient, ctx context.Context, r *wire.JobQueryRequest) (*wire.JobQueryReply, error) {
-		return c.History(ctx, r)
-	})
+	return queryJobs("history", args, stdout, wire.ScheddClient.History)
 }
 
-func queryJobs(name string, args []string, stdout io.Writer, call func(wire.ScheddClient, context.Context, *wire.JobQueryRequest) (*wire.JobQueryReply, error)) error {
+// jobQuery is the Query or the History call: both stream job ads.
+type jobQuery func(wire.ScheddClient, context.Context, *wire.JobQueryRequest, ...grpc.CallOption) (grpc.ServerStreamingClient[wire.JobQueryReply], error)
+
+// receive passes each ad of a Query or History stream to fn, in order.
+func receive(stream grpc.ServerStreamingClient[wire.JobQueryReply], fn func(text string) error) error {
+	for {
+		m, err := stream.Recv()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		for _, text := range m.Ads {
+			if err := fn(text); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func queryJobs(name string, args []string, stdout io.Writer, call jobQuery) error {
 	tf := newToolFlags(name)
 	var o output
 	tf.fs.BoolVar(&o.json, "json", false, "print the job ads as JSON")
@@ -88,26 +156,40 @@ func queryJobs(name string, args []string, stdout io.Writer, call func(wire.Sche
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	ids := tf.fs.Args()
-	var attrs []string
+	var attrs []classad.Expr
 	if *af {
 		// condor_q -af takes attribute names (or expressions) after it;
 		// job ids are the arguments that look like ids.
-		ids, attrs = splitIDs(ids)
-		if len(attrs) == 0 {
+		var rest []string
+		ids, rest = splitIDs(ids)
+		if len(rest) == 0 {
 			return usagef("-af wants attribute names")
 		}
+		if attrs, err = parseAutoformat(rest); err != nil {
+			return err
+		}
 	}
-	reply, err := call(client, ctx, &wire.JobQueryRequest{Ids: ids, Constraint: *constraint, Limit: int32(*limit)})
+	stream, err := call(client, ctx, &wire.JobQueryRequest{Ids: ids, Constraint: *constraint, Limit: int32(*limit)})
 	if err != nil {
 		return rpcError(name, err)
 	}
-	if *af {
-		return autoformat(stdout, reply.Ads, attrs)
+	var each func(string) error
+	var done func() error
+	switch {
+	case *af:
+		each, done = func(text string) error { return autoformat(stdout, text, attrs) }, func() error { return nil }
+	case analyze:
+		var texts []string
+		each = func(text string) error { texts = append(texts, text); return nil }
+		done = func() error { return betterAnalyze(ctx, stdout, client, texts) }
+	default:
+		p := o.printer(stdout, func(w io.Writer) table { return newJobTable(w, name == "history") })
+		each, done = p.add, p.finish
 	}
-	if analyze {
-		return betterAnalyze(ctx, stdout, client, reply.Ads)
+	if err := receive(stream, each); err != nil {
+		return rpcError(name, err)
 	}
-	return o.print(stdout, reply.Ads, func(w io.Writer, ads []*classad.ClassAd) { jobTable(w, ads, name == "history") })
+	return done()
 }
 
 // splitIDs separates job ids ("12", "12.3") from other arguments.
@@ -122,77 +204,95 @@ func splitIDs(args []string) (ids, rest []string) {
 	return ids, rest
 }
 
-// autoformat prints, for each ad, the values of exprs separated by spaces,
-// strings without quotes, as condor_q -af does.
-func autoformat(w io.Writer, texts []string, exprs []string) error {
-	parsed := make([]classad.Expr, len(exprs))
-	for i, src := range exprs {
+// parseAutoformat parses the expressions -af prints.
+func parseAutoformat(srcs []string) ([]classad.Expr, error) {
+	exprs := make([]classad.Expr, len(srcs))
+	for i, src := range srcs {
 		e, err := classad.ParseExpr(src)
 		if err != nil {
-			return usagef("-af %s: %v", src, err)
+			return nil, usagef("-af %s: %v", src, err)
 		}
-		parsed[i] = e
+		exprs[i] = e
 	}
-	for _, t := range texts {
-		ad, err := classad.Parse(t)
-		if err != nil {
-			return fmt.Errorf("bad ad from the pool: %w", err)
-		}
-		for i, e := range parsed {
-			if i > 0 {
-				fmt.Fprint(w, " ")
-			}
-			v := ad.EvalExpr(e, nil)
-			if s, ok := v.StringValue(); ok {
-				fmt.Fprint(w, s)
-			} else {
-				fmt.Fprint(w, v.String())
-			}
-		}
-		fmt.Fprintln(w)
+	return exprs, nil
+}
+
+// autoformat prints the values of exprs in one ad, separated by spaces,
+// strings without quotes, as condor_q -af does.
+func autoformat(w io.Writer, text string, exprs []classad.Expr) error {
+	ad, err := classad.Parse(text)
+	if err != nil {
+		return fmt.Errorf("bad ad from the pool: %w", err)
 	}
-	return nil
+	var line strings.Builder
+	for i, e := range exprs {
+		if i > 0 {
+			line.WriteByte(' ')
+		}
+		v := ad.EvalExpr(e, nil)
+		if s, ok := v.StringValue(); ok {
+			line.WriteString(s)
+		} else {
+			line.WriteString(v.String())
+		}
+	}
+	line.WriteByte('\n')
+	_, err = io.WriteString(w, line.String())
+	return err
 }
 
 // jobTable prints jobs the way condor_q and condor_history do.
-func jobTable(w io.Writer, ads []*classad.ClassAd, history bool) {
-	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
+type jobTable struct {
+	w       io.Writer
+	tw      *tabwriter.Writer
+	history bool
+	counts  map[int64]int
+	n       int
+	now     int64
+}
+
+func newJobTable(w io.Writer, history bool) *jobTable {
+	t := &jobTable{w: w, tw: tabwriter.NewWriter(w, 0, 0, 1, ' ', 0), history: history, counts: map[int64]int{}, now: time.Now().Unix()}
 	if history {
-		fmt.Fprintln(tw, " ID\tOWNER\tSUBMITTED\tRUN_TIME\tST\tCOMPLETED\tCMD")
+		fmt.Fprintln(t.tw, " ID\tOWNER\tSUBMITTED\tRUN_TIME\tST\tCOMPLETED\tCMD")
 	} else {
-		fmt.Fprintln(tw, " ID\tOWNER\tSUBMITTED\tRUN_TIME\tST\tPRI\tSIZE\tCMD")
+		fmt.Fprintln(t.tw, " ID\tOWNER\tSUBMITTED\tRUN_TIME\tST\tPRI\tSIZE\tCMD")
 	}
-	counts := map[int64]int{}
-	now := time.Now().Unix()
-	for _, ad := range ads {
-		c, _ := ad.EvalInt("ClusterId")
-		p, _ := ad.EvalInt("ProcId")
-		owner, _ := ad.EvalString("Owner")
-		qdate, _ := ad.EvalInt("QDate")
-		st, _ := ad.EvalInt("JobStatus")
-		counts[st]++
-		cmd, _ := ad.EvalString("Cmd")
-		cmd = filepath.Base(cmd)
-		if a, _ := ad.EvalString("Arguments"); a != "" {
-			cmd += " " + a
-		}
-		run := runTime(ad, now)
-		if history {
-			done, _ := ad.EvalInt("CompletionDate")
-			if done == 0 {
-				done, _ = ad.EvalInt("EnteredCurrentStatus")
-			}
-			fmt.Fprintf(tw, " %d.%d\t%s\t%s\t%s\t%s\t%s\t%s\n", c, p, owner, shortTime(qdate), run, statusLetter(st), shortTime(done), cmd)
-			continue
-		}
-		prio, _ := ad.EvalInt("JobPrio")
-		size, _ := ad.EvalInt("ImageSize")
-		fmt.Fprintf(tw, " %d.%d\t%s\t%s\t%s\t%s\t%d\t%.1f\t%s\n", c, p, owner, shortTime(qdate), run, statusLetter(st), prio, float64(size)/1024, cmd)
+	return t
+}
+
+func (t *jobTable) row(ad *classad.ClassAd) {
+	c, _ := ad.EvalInt("ClusterId")
+	p, _ := ad.EvalInt("ProcId")
+	owner, _ := ad.EvalString("Owner")
+	qdate, _ := ad.EvalInt("QDate")
+	st, _ := ad.EvalInt("JobStatus")
+	t.counts[st]++
+	t.n++
+	cmd, _ := ad.EvalString("Cmd")
+	cmd = filepath.Base(cmd)
+	if a, _ := ad.EvalString("Arguments"); a != "" {
+		cmd += " " + a
 	}
-	tw.Flush()
-	if !history {
-		fmt.Fprintf(w, "\n%d jobs; %d completed, %d removed, %d idle, %d running, %d held, %d suspended\n",
-			len(ads), counts[4], counts[3], counts[1], counts[2], counts[5], counts[7])
+	run := runTime(ad, t.now)
+	if t.history {
+		done, _ := ad.EvalInt("CompletionDate")
+		if done == 0 {
+			done, _ = ad.EvalInt("EnteredCurrentStatus")
+		}
+		fmt.Fprintf(t.tw, " %d.%d\t%s\t%s\t%s\t%s\t%s\t%s\n", c, p, owner, shortTime(qdate), run, statusLetter(st), shortTime(done), cmd)
+		return
+	}
+	prio, _ := ad.EvalInt("JobPrio")
+	size, _ := ad.EvalInt("ImageSize")
+	fmt.Fprintf(t.tw, " %d.%d\t%s\t%s\t%s\t%s\t%d\t%.1f\t%s\n", c, p, owner, shortTime(qdate), run, statusLetter(st), prio, float64(size)/1024, cmd)
+}
+
+func (t *jobTable) flush() {
+	t.tw.Flush()
+	if !t.history {
+		fmt.Fprintf(t.w, "\n%d jobs; %d completed, %d removed, %d idle, %d running, %d held, %d suspended\n",
+			t.n, t.counts[4], t.counts[3], t.counts[1], t.counts[2], t.counts[5], t.counts[7])
 	}
 }
 
@@ -246,31 +346,49 @@ func runStatus(args []string, _ io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return rpcError("status", err)
 	}
-	return o.print(stdout, reply.Ads, machineTable)
+	p := o.printer(stdout, func(w io.Writer) table { return newMachineTable(w) })
+	for _, text := range reply.Ads {
+		if err := p.add(text); err != nil {
+			return err
+		}
+	}
+	return p.finish()
 }
 
 // machineTable prints slots the way condor_status does.
-func machineTable(w io.Writer, ads []*classad.ClassAd) {
-	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
-	fmt.Fprintln(tw, "Name\tOpSys\tArch\tState\tActivity\tLoadAv\tMem\tActvtyTime")
-	now := time.Now().Unix()
-	states := map[string]int{}
-	for _, ad := range ads {
-		name, _ := ad.EvalString("Name")
-		opsys, _ := ad.EvalString("OpSys")
-		arch, _ := ad.EvalString("Arch")
-		state, _ := ad.EvalString("State")
-		act, _ := ad.EvalString("Activity")
-		load, _ := ad.EvalReal("LoadAvg")
-		mem, _ := ad.EvalInt("Memory")
-		since, _ := ad.EvalInt("EnteredCurrentActivity")
-		states[state]++
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.3f\t%d\t%s\n", name, opsys, arch, state, act, load, mem, duration(now-since))
-	}
-	tw.Flush()
+type machineTable struct {
+	w      io.Writer
+	tw     *tabwriter.Writer
+	states map[string]int
+	n      int
+	now    int64
+}
+
+func newMachineTable(w io.Writer) *machineTable {
+	t := &machineTable{w: w, tw: tabwriter.NewWriter(w, 0, 0, 1, ' ', 0), states: map[string]int{}, now: time.Now().Unix()}
+	fmt.Fprintln(t.tw, "Name\tOpSys\tArch\tState\tActivity\tLoadAv\tMem\tActvtyTime")
+	return t
+}
+
+func (t *machineTable) row(ad *classad.ClassAd) {
+	name, _ := ad.EvalString("Name")
+	opsys, _ := ad.EvalString("OpSys")
+	arch, _ := ad.EvalString("Arch")
+	state, _ := ad.EvalString("State")
+	act, _ := ad.EvalString("Activity")
+	load, _ := ad.EvalReal("LoadAvg")
+	mem, _ := ad.EvalInt("Memory")
+	since, _ := ad.EvalInt("EnteredCurrentActivity")
+	t.states[state]++
+	t.n++
+	fmt.Fprintf(t.tw, "%s\t%s\t%s\t%s\t%s\t%.3f\t%d\t%s\n", name, opsys, arch, state, act, load, mem, duration(t.now-since))
+}
+
+func (t *machineTable) flush() {
+	t.tw.Flush()
 	var parts []string
 	for _, s := range []string{"Owner", "Claimed", "Unclaimed", "Matched", "Preempting"} {
-		parts = append(parts, fmt.Sprintf("%s %d", s, states[s]))
+		parts = append(parts, fmt.Sprintf("%s %d", s, t.states[s]))
 	}
-	fmt.Fprintf(w, "\nTotal %d: %s\n", len(ads), strings.Join(parts, ", "))
+	fmt.Fprintf(t.w, "\nTotal %d: %s\n", t.n, strings.Join(parts, ", "))
 }

@@ -154,19 +154,6 @@ func processesOf(t *testing.T, uid, word string) []string {
 	return pids
 }
 
-// asUser runs the test binary as u with env, returning its output.
-func asUser(t *testing.T, bin string, u *user.User, env []string, args ...string) (string, error) {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
-	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
-	cmd.Dir = u.HomeDir
-	out, err := cmd.CombinedOutput()
-	return string(out), err
-}
-
 // agentAddr reads the agent's TLS address from its log.
 func agentAddr(t *testing.T, p *testPool) string {
 	t.Helper()
@@ -196,15 +183,15 @@ func TestShadowHoldsNoPoolKey(t *testing.T) {
 	bobSub := filepath.Join(bob.HomeDir, "idle.sub")
 	writeFile(t, bobSub, "executable = /bin/cat\narguments = secret.txt\noutput = out.txt\nrequirements = Memory < 0\nqueue\n", 0o644)
 	chownTo(t, bob, bob.HomeDir)
-	if out, err := asUser(t, bin, bob, env, "submit", bobSub); err != nil {
-		t.Fatalf("bob's submit: %v\n%s", err, out)
+	if out, code := asUser(t, bin, bob.Username, env, "submit", bobSub); code != 0 {
+		t.Fatalf("bob's submit: exit %d\n%s", code, out)
 	}
 	// Alice's job runs, so that her shadow is there to be read.
 	aliceSub := filepath.Join(alice.HomeDir, "sleep.sub")
 	writeFile(t, aliceSub, "executable = /bin/sleep\narguments = 120\nqueue\n", 0o644)
 	chownTo(t, alice, alice.HomeDir)
-	if out, err := asUser(t, bin, alice, env, "submit", aliceSub); err != nil {
-		t.Fatalf("alice's submit: %v\n%s", err, out)
+	if out, code := asUser(t, bin, alice.Username, env, "submit", aliceSub); code != 0 {
+		t.Fatalf("alice's submit: exit %d\n%s", code, out)
 	}
 	var shadows []string
 	eventually(t, 60*time.Second, "alice's shadow", func() bool {
@@ -228,9 +215,9 @@ func TestShadowHoldsNoPoolKey(t *testing.T) {
 		_ = os.Chmod(d, 0o755)
 	}
 	for _, pid := range shadows {
-		out, err := asUser(t, bin, alice, []string{memScanVar + "=" + pid + ":" + patFile})
-		if err != nil || !strings.HasPrefix(out, "clean") && !strings.HasPrefix(out, "found") {
-			t.Fatalf("alice scanning her shadow %s: %v: %s", pid, err, out)
+		out, code := asUser(t, bin, alice.Username, []string{memScanVar + "=" + pid + ":" + patFile})
+		if code != 0 || !strings.HasPrefix(out, "clean") && !strings.HasPrefix(out, "found") {
+			t.Fatalf("alice scanning her shadow %s: exit %d: %s", pid, code, out)
 		}
 		var n int
 		if _, err := fmt.Sscanf(out, "found %d", &n); err == nil {
@@ -299,8 +286,8 @@ func TestUserLogIsWrittenAsItsOwner(t *testing.T) {
 	}
 	chownTo(t, mallory, mallory.HomeDir)
 	for _, sub := range []string{"symlink.sub", "rootdir.sub", "own.sub"} {
-		if out, err := asUser(t, bin, mallory, env, "submit", sub); err != nil {
-			t.Fatalf("submit %s: %v\n%s", sub, err, out)
+		if out, code := asUser(t, bin, mallory.Username, env, "submit", filepath.Join(mallory.HomeDir, sub)); code != 0 {
+			t.Fatalf("submit %s: exit %d\n%s", sub, code, out)
 		}
 	}
 	for _, id := range []string{"1.0", "2.0", "3.0"} {
@@ -326,10 +313,10 @@ func TestUserLogIsWrittenAsItsOwner(t *testing.T) {
 
 	// The daemons' logs, which name every job's paths, are root's alone;
 	// the pool's configuration is every user's, for their tools.
-	if out, err := asUser(t, "/bin/cat", mallory, nil, filepath.Join(p.dir, "log", "agent.log")); err == nil {
+	if out, code := asUser(t, "/bin/cat", mallory.Username, nil, filepath.Join(p.dir, "log", "agent.log")); code == 0 {
 		t.Errorf("mallory read the agent's log:\n%s", out)
 	}
-	if out, err := asUser(t, "/bin/cat", mallory, nil, filepath.Join(p.dir, poolConfigName)); err != nil {
-		t.Errorf("mallory cannot read the pool's configuration: %v: %s", err, out)
+	if out, code := asUser(t, "/bin/cat", mallory.Username, nil, filepath.Join(p.dir, poolConfigName)); code != 0 {
+		t.Errorf("mallory cannot read the pool's configuration: exit %d: %s", code, out)
 	}
 }

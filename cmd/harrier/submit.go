@@ -7,7 +7,12 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"strings"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"harrier.dev/harrier/agent/submit"
 	"harrier.dev/harrier/classad"
@@ -71,12 +76,23 @@ func runSubmit(args []string, _ io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	reply, err := client.Submit(ctx, submitRequest(nc.Cluster, ads))
+	req := submitRequest(nc.Cluster, ads)
+	reply, err := client.Submit(ctx, req)
 	if err != nil {
-		return rpcError("submit", err)
+		return submitError(err, req)
 	}
 	fmt.Fprintf(stdout, "%d job(s) submitted to cluster %d.\n", reply.Count, nc.Cluster)
 	return nil
+}
+
+// submitError explains a refused submission. A request larger than the
+// agent's socket takes is refused by gRPC before the agent sees it, in
+// gRPC's words: say which limit that is.
+func submitError(err error, req *wire.SubmitRequest) error {
+	if s, ok := status.FromError(err); ok && s.Code() == codes.ResourceExhausted && strings.Contains(s.Message(), "larger than max") {
+		return fmt.Errorf("submit: a submission of %d bytes is more than the agent takes (MAX_SUBMISSION_BYTES): %s", proto.Size(req), s.Message())
+	}
+	return rpcError("submit", err)
 }
 
 // submitRequest builds the agent's request for a cluster: the attributes

@@ -31,11 +31,25 @@ func runUserprio(args []string, _ io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return rpcError("userprio", err)
 	}
-	return o.print(stdout, reply.Ads, userprioTable)
+	p := o.printer(stdout, func(w io.Writer) table { return &userprioTable{w: w} })
+	for _, text := range reply.Ads {
+		if err := p.add(text); err != nil {
+			return err
+		}
+	}
+	return p.finish()
 }
 
 // userprioTable prints one line per user, best (smallest) priority first.
-func userprioTable(w io.Writer, ads []*classad.ClassAd) {
+type userprioTable struct {
+	w   io.Writer
+	ads []*classad.ClassAd
+}
+
+func (t *userprioTable) row(ad *classad.ClassAd) { t.ads = append(t.ads, ad) }
+
+func (t *userprioTable) flush() {
+	w, ads := t.w, t.ads
 	slices.SortStableFunc(ads, func(a, b *classad.ClassAd) int {
 		pa, _ := a.EvalReal("Priority")
 		pb, _ := b.EvalReal("Priority")

@@ -1,0 +1,244 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"harrier.dev/harrier/wire"
+)
+
+// submitJobs reserves a cluster and submits n jobs into it, each ad padded
+// to about pad bytes.
+func submitJobs(c wire.ScheddClient, n, pad int) (int32, error) {
+	ctx := context.Background()
+	nc, err := c.NewCluster(ctx, &wire.NewClusterRequest{})
+	if err != nil {
+		return 0, err
+	}
+	req := &wire.SubmitRequest{Cluster: nc.Cluster}
+	for i := range n {
+		req.Ads = append(req.Ads, fmt.Sprintf(`[ ClusterId = %d; ProcId = %d; JobStatus = 1; Cmd = "/bin/true"; Iwd = "/tmp"; Requirements = false; Pad = "%s" ]`,
+			nc.Cluster, i, strings.Repeat("p", pad)))
+	}
+	_, err = c.Submit(ctx, req)
+	return nc.Cluster, err
+}
+
+// streamed returns a reader of a Query or History stream, which returns its
+// ads and the size of each message: streamed(t)(client.Query(ctx, req)).
+func streamed(t *testing.T) func(grpc.ServerStreamingClient[wire.JobQueryReply], error) ([]string, []int) {
+	return func(stream grpc.ServerStreamingClient[wire.JobQueryReply], err error) (ads []string, sizes []int) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			m, err := stream.Recv()
+			if err == io.EOF {
+				return ads, sizes
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			ads = append(ads, m.Ads...)
+			sizes = append(sizes, proto.Size(m))
+		}
+	}
+}
+
+// TestQueryAndHistoryStream fills a queue and a history with more ad text
+// than the socket takes in one message: Query and History stream them all,
+// in messages of about streamBatchBytes, and stop at a limit.
+func TestQueryAndHistoryStream(t *testing.T) {
+	limits := Limits{MaxSubmissionBytes: 1 << 20, SubmitRate: 1000}
+	a := startAgent(t, t.TempDir(), limits)
+	defer a.stop()
+	const perSubmission, pad = 200, 2000 // 400 KB a submission
+	var clusters []int32
+	for range 8 {
+		c, err := submitJobs(a.client, perSubmission, pad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clusters = append(clusters, c)
+	}
+	const total = 8 * perSubmission
+	check := func(what string, ads []string, sizes []int) {
+		t.Helper()
+		if len(ads) != total {
+			t.Fatalf("%s gave %d ads, want %d", what, len(ads), total)
+		}
+		bytes := 0
+		for _, s := range sizes {
+			bytes += s
+			if s > streamBatchBytes+pad+1000 {
+				t.Errorf("%s: a message of %d bytes", what, s)
+			}
+		}
+		if bytes <= limits.recvLimit() {
+			t.Fatalf("%s: %d bytes in all, no more than one message may hold: the test proves nothing", what, bytes)
+		}
+	}
+	ctx := context.Background()
+	ads, sizes := streamed(t)(a.client.Query(ctx, &wire.JobQueryRequest{}))
+	check("Query", ads, sizes)
+	if ads, _ := streamed(t)(a.client.Query(ctx, &wire.JobQueryRequest{Limit: 5})); len(ads) != 5 {
+		t.Errorf("Query with limit 5 gave %d ads", len(ads))
+	}
+
+	var ids []string
+	for _, c := range clusters {
+		ids = append(ids, fmt.Sprint(c))
+	}
+	r, err := a.client.Act(ctx, &wire.ActRequest{Action: wire.ActRequest_REMOVE, Ids: ids})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range r.Results {
+		if !res.Ok {
+			t.Fatalf("remove %s: %s", res.Id, res.Error)
+		}
+	}
+	if ads, _ := streamed(t)(a.client.Query(ctx, &wire.JobQueryRequest{})); len(ads) != 0 {
+		t.Fatalf("%d jobs left in the queue after removing all", len(ads))
+	}
+	ads, sizes = streamed(t)(a.client.History(ctx, &wire.JobQueryRequest{}))
+	check("History", ads, sizes)
+	if ads, _ := streamed(t)(a.client.History(ctx, &wire.JobQueryRequest{Ids: []string{ids[2]}, Limit: 7})); len(ads) != 7 {
+		t.Errorf("History of one cluster with limit 7 gave %d ads", len(ads))
+	}
+}
+
+// refused checks that err refuses a request for the limit named key.
+func refused(t *testing.T, what string, err error, key string) {
+	t.Helper()
+	s, _ := status.FromError(err)
+	if err == nil || s.Code() != codes.ResourceExhausted || !strings.Contains(s.Message(), key) {
+		t.Errorf("%s: %v, want a refusal naming %s", what, err, key)
+	}
+}
+
+// queued returns the number of jobs in the queue.
+func queued(t *testing.T, c wire.ScheddClient) int {
+	t.Helper()
+	ads, _ := streamed(t)(c.Query(context.Background(), &wire.JobQueryRequest{}))
+	return len(ads)
+}
+
+// TestSubmitLimits submits past each job and byte limit: each submission
+// is refused by the limit's name and queues nothing; jobs that leave the
+// queue make room again, and a restarted agent counts what is queued.
+func TestSubmitLimits(t *testing.T) {
+	dir := t.TempDir()
+	limits := Limits{MaxJobsPerOwner: 50, MaxJobsSubmitted: 60, MaxJobsPerSubmission: 20, MaxAdBytes: 4096, MaxSubmissionBytes: 64 << 10, SubmitRate: 1000}
+	a := startAgent(t, dir, limits)
+	defer func() { a.stop() }()
+
+	_, err := submitJobs(a.client, 21, 10)
+	refused(t, "21 jobs in one submission", err, "MAX_JOBS_PER_SUBMISSION")
+	_, err = submitJobs(a.client, 1, 5000)
+	refused(t, "an ad of 5000 bytes", err, "MAX_JOB_AD_BYTES")
+	_, err = submitJobs(a.client, 20, 3500)
+	refused(t, "a submission of 70 KB", err, "MAX_SUBMISSION_BYTES")
+	if _, err := submitJobs(a.client, 20, 20<<10); status.Code(err) != codes.ResourceExhausted {
+		t.Errorf("a submission of 400 KB, past the socket's message size: %v", err)
+	}
+	if n := queued(t, a.client); n != 0 {
+		t.Fatalf("refused submissions queued %d jobs", n)
+	}
+	for range 2 {
+		if _, err := submitJobs(a.client, 20, 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = submitJobs(a.client, 20, 10)
+	refused(t, "jobs 41 to 60 of one owner", err, "MAX_JOBS_PER_OWNER")
+	if n := queued(t, a.client); n != 40 {
+		t.Fatalf("%d jobs queued, want 40", n)
+	}
+	c, err := submitJobs(a.client, 10, 10)
+	if err != nil {
+		t.Fatalf("jobs 41 to 50: %v", err)
+	}
+
+	// Jobs that leave the queue give their room back.
+	r, err := a.client.Act(context.Background(), &wire.ActRequest{Action: wire.ActRequest_REMOVE, Ids: []string{fmt.Sprint(c)}})
+	if err != nil || len(r.Results) != 10 || !r.Results[0].Ok {
+		t.Fatalf("remove cluster %d: %v %v", c, r, err)
+	}
+	if _, err := submitJobs(a.client, 10, 10); err != nil {
+		t.Fatalf("after removing 10 jobs, 10 more: %v", err)
+	}
+	// A restarted agent counts the queue it finds.
+	a.stop()
+	a = startAgent(t, dir, limits)
+	_, err = submitJobs(a.client, 1, 10)
+	refused(t, "job 51 after a restart", err, "MAX_JOBS_PER_OWNER")
+	limits.MaxJobsPerOwner = 100
+	a.stop()
+	a = startAgent(t, dir, limits)
+	_, err = submitJobs(a.client, 20, 10)
+	refused(t, "jobs 51 to 70 in a queue of 60", err, "MAX_JOBS_SUBMITTED")
+}
+
+// TestSubmitRate: a user's submissions past the rate are refused by name
+// before they are read.
+func TestSubmitRate(t *testing.T) {
+	a := startAgent(t, t.TempDir(), Limits{SubmitRate: 1})
+	defer a.stop()
+	ctx := context.Background()
+	start := time.Now()
+	ok, no := 0, 0
+	for range 30 {
+		_, err := a.client.NewCluster(ctx, &wire.NewClusterRequest{})
+		if err == nil {
+			ok++
+			continue
+		}
+		refused(t, "NewCluster flood", err, "MAX_SUBMISSIONS_PER_SECOND")
+		no++
+	}
+	if ok == 0 {
+		t.Error("the first NewCluster of a user was refused")
+	}
+	// The calls earned at most one token a second after the first: only
+	// a machine too slow to make 30 calls in 29 s lets them all through.
+	if earned := 1 + int(time.Since(start).Seconds()); ok > earned {
+		t.Errorf("%d of 30 NewCluster calls went through at 1 a second, in time for %d", ok, earned)
+	}
+}
+
+func TestRateLimiter(t *testing.T) {
+	r := rateLimiter{rate: 2}
+	at := time.Unix(1000, 0)
+	alice, bob := rateKey{1000, "m"}, rateKey{1001, "m"}
+	for i, want := range []bool{true, true, false, false} {
+		if got := r.allow(alice, at); got != want {
+			t.Errorf("call %d at once: %v, want %v", i, got, want)
+		}
+	}
+	if !r.allow(bob, at) || !r.allow(rateKey{1000, "other"}, at) {
+		t.Error("one user's flood held up another user, or another method")
+	}
+	if !r.allow(alice, at.Add(500*time.Millisecond)) || r.allow(alice, at.Add(500*time.Millisecond)) {
+		t.Error("half a second at 2 a second did not earn exactly one call")
+	}
+	// A long pause earns no more than the burst.
+	later := at.Add(time.Hour)
+	n := 0
+	for r.allow(alice, later) {
+		n++
+	}
+	if n != 2 {
+		t.Errorf("after an hour's pause %d calls went through at once, want the burst of 2", n)
+	}
+}
