@@ -245,13 +245,14 @@ func TestVacateWithoutCheckpointSaysWhy(t *testing.T) {
 	p.must(t, "rm", id)
 }
 
-// TestChangedInputIsNotRestored changes the size of a file a
-// checkpointed job holds open for reading: CRIU would refuse to restore
-// it, and the shadow says so before the image travels. The job goes on
-// hold with that reason, as its submit file asks.
-func TestChangedInputIsNotRestored(t *testing.T) {
-	p := startPoolWith(t, 1, "")
-	dir := t.TempDir()
+// changeCheckpointedInput submits to p a job that counts, one line of an
+// input it holds open read per count, with periodic checkpoints and the
+// extra submit commands, waits for its first checkpoint, holds it, and
+// once its starter is gone makes the input one line longer: CRIU cannot
+// restore the job any more. It returns the job's directory and id.
+func changeCheckpointedInput(t *testing.T, p *testPool, extra string) (dir, id string) {
+	t.Helper()
+	dir = t.TempDir()
 	_ = os.Chmod(dir, 0o755)
 	var lines strings.Builder
 	for i := 1; i <= 1000; i++ {
@@ -268,8 +269,8 @@ while [ "$i" -lt 400 ]; do
 	sleep 0.25
 done
 `, 0o755)
-	c := p.submit(t, dir, "read.sub", "executable = read.sh\ncheckpoint_interval = 1\n+OnRestoreFailure = \"hold\"\nqueue\n")
-	id := fmt.Sprintf("%d.0", c)
+	c := p.submit(t, dir, "read.sub", "executable = read.sh\ncheckpoint_interval = 1\nlog = read.log\n"+extra+"queue\n")
+	id = fmt.Sprintf("%d.0", c)
 	eventually(t, 60*time.Second, "a checkpoint", func() bool {
 		n, _ := p.jobs(t, "q", id)[0]["NumCkpts"].(float64)
 		return n >= 1
@@ -286,6 +287,16 @@ done
 		t.Fatal(err)
 	}
 	f.Close()
+	return dir, id
+}
+
+// TestChangedInputIsNotRestored changes the size of a file a
+// checkpointed job holds open for reading: CRIU would refuse to restore
+// it, and the shadow says so before the image travels. The job goes on
+// hold with that reason, as its submit file asks.
+func TestChangedInputIsNotRestored(t *testing.T) {
+	p := startPoolWith(t, 1, "")
+	dir, id := changeCheckpointedInput(t, p, "+OnRestoreFailure = \"hold\"\n")
 	counted := len(counts(t, dir))
 	p.must(t, "release", id)
 	var reason string

@@ -15,35 +15,7 @@ import (
 // it, and q -better-analyze shows it.
 func TestRestoreFailureIsRecorded(t *testing.T) {
 	p := startPool(t, 1)
-	dir := t.TempDir()
-	_ = os.Chmod(dir, 0o755)
-	writeFile(t, filepath.Join(dir, "input.txt"), strings.Repeat("line\n", 1000), 0o644)
-	writeFile(t, filepath.Join(dir, "read.sh"), `#!/bin/sh
-exec 3< input.txt
-i=0
-while [ "$i" -lt 400 ]; do
-	i=$((i + 1))
-	read -r l <&3
-	echo "$i" >> count.txt
-	sleep 0.25
-done
-`, 0o755)
-	c := p.submit(t, dir, "read.sub", "executable = read.sh\ncheckpoint_interval = 1\nlog = read.log\nqueue\n")
-	id := fmt.Sprintf("%d.0", c)
-	eventually(t, 60*time.Second, "a checkpoint", func() bool {
-		n, _ := p.jobs(t, "q", id)[0]["NumCkpts"].(float64)
-		return n >= 1
-	})
-	p.must(t, "hold", id)
-	// Once its starter is gone, no periodic checkpoint of the job can
-	// still be on its way to record the input as it will be.
-	eventually(t, 30*time.Second, "the held job to stop", func() bool { return p.jobStatus(t, id) == 5 && len(starters(p)) == 0 })
-	f, err := os.OpenFile(filepath.Join(dir, "input.txt"), os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.WriteString("one line more\n")
-	f.Close()
+	dir, id := changeCheckpointedInput(t, p, "")
 	p.must(t, "release", id)
 	var job map[string]any
 	eventually(t, 60*time.Second, "the job to run again", func() bool {

@@ -313,24 +313,8 @@ func TestAgentKilledLosesNoJob(t *testing.T) {
 	c2 := p.submit(t, dir, "many.sub", "executable = /bin/true\nrequirements = false\nqueue 50\n")
 	eventually(t, 30*time.Second, "the long job to run", func() bool { return p.jobStatus(t, fmt.Sprintf("%d.0", c1)) == 2 })
 
-	pid := readPid(filepath.Join(p.dir, "run", "agent.pid"))
-	if pid <= 0 {
-		t.Fatal("no agent pid")
-	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 10*time.Second, "the agent to die", func() bool { return !alive(pid) })
-
-	// Restart the agent alone, as an administrator would.
-	t.Setenv(asHarrier, "1")
-	if err := startDaemon(p.dir, filepath.Join(p.dir, poolConfigName), daemonSpec{"agent", "agent"}); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 30*time.Second, "the agent to answer", func() bool {
-		_, code := p.harrier(t, "q")
-		return code == 0
-	})
+	// Kill the agent and restart it alone, as an administrator would.
+	p.restartAgent(t)
 	q := p.jobs(t, "q")
 	seen := map[string]int{}
 	for _, ad := range q {
