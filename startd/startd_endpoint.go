@@ -216,21 +216,60 @@ func (e *endpoint) ActivateClaim(ctx context.Context, req *wire.ActivateClaimReq
 		return nil, status.Errorf(codes.Unavailable, "activate claim: measure machine: %v", err)
 	}
 	now := time.Now()
+	sl, c, spec, kept, err := s.reserveActivation(ctx, req, job, m, now)
+	if err != nil {
+		return nil, err
+	}
+	// The scratch directory, the log and the exec happen outside the
+	// lock, so that other slots' RPCs, the policy and the ads never wait
+	// for them; the slot is reserved meanwhile (claimedIdle.activating).
+	r, err := startStarter(s.cfg.StarterCommand, kept, s.cfg.ExecuteDir, sl.short(), spec)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok := sl.phase.(claimedIdle); !ok || cur.claim != c || !cur.activating {
+		// Released or preempted while the starter started: the job must
+		// not run on a slot that is no longer the claim's.
+		if err == nil {
+			r.abandon(s.killGrace)
+		}
+		return nil, status.Errorf(codes.Aborted, "activate claim: %s left the claim while its job started", sl.name)
+	}
+	if err != nil {
+		sl.phase = claimedIdle{claim: c}
+		s.log.Error("start starter", "slot", sl.name, "err", err)
+		return nil, status.Errorf(codes.Internal, "activate claim: %v", err)
+	}
+	r.job = job
+	s.move(sl, claimedBusy{claim: c, run: r})
+	s.log.Info("starter started", "slot", sl.name, "pid", r.proc.cmd.Process.Pid, "scratch", r.scratch)
+	s.runs.Go(func() { s.reap(sl, r) })
+	return &wire.ActivateClaimReply{}, nil
+}
+
+// reserveActivation checks that the caller may start job under its claim
+// and reserves the Claimed/Idle slot for it: the slot stays Claimed/Idle
+// but refuses a second activation, and the starter kept from the claim's
+// previous job, returned, now belongs to the activation.
+func (s *Startd) reserveActivation(ctx context.Context, req *wire.ActivateClaimRequest, job *classad.ClassAd, m machine, now time.Time) (*slot, *claim, starter.Spec, *starterProc, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sl, c := s.slotByClaim(req.ClaimId)
 	if sl == nil {
-		return nil, status.Error(codes.NotFound, "activate claim: unknown claim id")
+		return nil, nil, starter.Spec{}, nil, status.Error(codes.NotFound, "activate claim: unknown claim id")
 	}
 	if err := holds(ctx, c, "activate claim"); err != nil {
-		return nil, err
+		return nil, nil, starter.Spec{}, nil, err
 	}
 	idle, ok := sl.phase.(claimedIdle)
 	if !ok {
-		return nil, status.Errorf(codes.FailedPrecondition, "activate claim: %s is %s, not %s", sl.name, sl.phase.status(), claimedIdle{}.status())
+		return nil, nil, starter.Spec{}, nil, status.Errorf(codes.FailedPrecondition, "activate claim: %s is %s, not %s", sl.name, sl.phase.status(), claimedIdle{}.status())
+	}
+	if idle.activating {
+		return nil, nil, starter.Spec{}, nil, status.Errorf(codes.FailedPrecondition, "activate claim: %s is already starting a job", sl.name)
 	}
 	if !machineAd(s.adc, m, sl.view(), now).EvalExpr(s.adc.policy.start, job).IsTrue() {
-		return nil, status.Errorf(codes.FailedPrecondition, "activate claim: the machine's START expression is not true for job %s", jobID(job))
+		return nil, nil, starter.Spec{}, nil, status.Errorf(codes.FailedPrecondition, "activate claim: the machine's START expression is not true for job %s", jobID(job))
 	}
 	sl.renewed = now
 	scratchLimit := s.cfg.ScratchLimitKB
@@ -252,16 +291,9 @@ func (e *endpoint) ActivateClaim(ctx context.Context, req *wire.ActivateClaimReq
 		ScratchLimitKB:    max(scratchLimit, 0),
 		CheckpointKeyFile: s.cfg.CheckpointKeyFile,
 	}
-	r, err := startStarter(s.cfg.StarterCommand, idle.starter, s.cfg.ExecuteDir, sl.short(), spec)
-	if err != nil {
-		s.log.Error("start starter", "slot", sl.name, "err", err)
-		return nil, status.Errorf(codes.Internal, "activate claim: %v", err)
-	}
-	r.job = job
-	s.move(sl, claimedBusy{claim: c, run: r})
-	s.log.Info("starter started", "slot", sl.name, "pid", r.proc.cmd.Process.Pid, "scratch", r.scratch)
-	s.runs.Go(func() { s.reap(sl, r) })
-	return &wire.ActivateClaimReply{}, nil
+	// Not a move: the slot's state and activity do not change.
+	sl.phase = claimedIdle{claim: c, activating: true}
+	return sl, c, spec, idle.starter, nil
 }
 
 // reap waits for a job's end. A slot whose job ended by itself returns to
@@ -294,7 +326,7 @@ func (s *Startd) expireIdleClaimAfter(sl *slot, claimID string) {
 	time.AfterFunc(s.claimIdleTimeout, func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if p, ok := sl.phase.(claimedIdle); ok && p.claim.id == claimID && time.Since(sl.enteredActivity) >= s.claimIdleTimeout {
+		if p, ok := sl.phase.(claimedIdle); ok && p.claim.id == claimID && !p.activating && time.Since(sl.enteredActivity) >= s.claimIdleTimeout {
 			s.log.Info("idle claim released", "slot", sl.name, "idle", s.claimIdleTimeout)
 			s.move(sl, unclaimed{})
 		}

@@ -188,6 +188,13 @@ func (r *run) kill(grace time.Duration) {
 	<-r.done
 }
 
+// abandon kills a job that was started for a slot the claim has left
+// meanwhile, and cleans up after it, in the background.
+func (r *run) abandon(grace time.Duration) {
+	go r.wait()
+	go r.kill(grace)
+}
+
 // signal sends sig to the starter alone (not to its job, which the
 // starter steers itself), unless the job has ended.
 func (r *run) signal(sig syscall.Signal) {

@@ -2,16 +2,20 @@ package startd
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc/codes"
 
 	"harrier.dev/harrier/starter"
 	"harrier.dev/harrier/wire"
@@ -189,5 +193,66 @@ func TestClaimKeepsItsStarter(t *testing.T) {
 	h.waitFile(t, "gone")
 	if d := scratchDirs(t, h.execDir); len(d) != 0 {
 		t.Errorf("scratch left: %v", d)
+	}
+}
+
+// Starting a starter happens outside the startd's lock: while one is slow
+// to take its job, the claim can still be released, and the job that was
+// starting is then stopped rather than run on a slot no longer claimed.
+func TestReleaseDuringActivation(t *testing.T) {
+	// The starter reads its spec only once the test creates "read"; a
+	// spec bigger than a pipe's buffer keeps the startd writing it until
+	// then.
+	const script = `echo $$ > "$1/pid"
+while [ ! -e "$1/read" ]; do sleep 0.05; done
+head -n 1 > "$1/spec.json"
+while [ ! -e "$1/go" ]; do sleep 0.05; done`
+	h := newHarness(t, func(s *Startd) {
+		out := s.cfg.StarterCommand[len(s.cfg.StarterCommand)-1]
+		s.cfg.StarterCommand = []string{"/bin/sh", "-c", script, "starter", out}
+		s.killGrace = 100 * time.Millisecond
+	})
+	ctx := t.Context()
+	const slot = "slot1@exec1"
+	h.collector.waitStatus(t, slot, Status{Unclaimed, Idle})
+	if _, err := h.client.Matched(ctx, &wire.StartdMatchedRequest{Slot: slot, ClaimId: "c1", JobAd: jobAd}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := h.client.RequestClaim(ctx, &wire.RequestClaimRequest{Slot: slot, ClaimId: "c1", JobAd: jobAd}); err != nil || !r.Accepted {
+		t.Fatalf("claim: %+v, %v", r, err)
+	}
+	big := strings.TrimSuffix(jobAd, "]") + `; Padding = "` + strings.Repeat("x", 256<<10) + `" ]`
+	activated := make(chan error, 1)
+	go func() {
+		_, err := h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: "c1", JobAd: big, ShadowAddr: "10.0.0.1:9", ShadowFingerprint: "f1", Secret: "s3cret"})
+		activated <- err
+	}()
+	pid, err := strconv.Atoi(strings.TrimSpace(string(h.waitFile(t, "pid"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The starter is stuck taking its spec; the startd must still answer.
+	if st := h.s.slotState("slot1"); st != (Status{Claimed, Idle}) {
+		t.Errorf("while the job starts: %v, want Claimed/Idle", st)
+	}
+	_, err = h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: "c1", JobAd: jobAd, ShadowAddr: "10.0.0.1:9", ShadowFingerprint: "f1", Secret: "s3cret"})
+	wantCode(t, err, codes.FailedPrecondition)
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := h.client.ReleaseClaim(rctx, &wire.ReleaseClaimRequest{ClaimId: "c1"}); err != nil {
+		t.Fatalf("release while the job starts: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(h.outDir, "read"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, <-activated, codes.Aborted)
+	for deadline := time.Now().Add(30 * time.Second); syscall.Kill(pid, 0) == nil || len(scratchDirs(t, h.execDir)) != 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the abandoned starter %d or its scratch directory is still there", pid)
+		}
+	}
+	if st := h.s.slotState("slot1"); st != (Status{Unclaimed, Idle}) {
+		t.Errorf("after the release: %v, want Unclaimed/Idle", st)
 	}
 }

@@ -83,6 +83,10 @@ type matched struct{ claimID string }
 type claimedIdle struct {
 	claim   *claim
 	starter *starterProc
+	// activating is set while ActivateClaim starts a job under the
+	// claim, outside the startd's lock; the activation owns the kept
+	// starter meanwhile.
+	activating bool
 }
 
 // claimedBusy: a starter runs a job under the claim.
