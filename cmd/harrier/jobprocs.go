@@ -79,6 +79,9 @@ func runStarter(_ []string, stdin io.Reader, stdout io.Writer) error {
 			if sig == syscall.SIGTERM || sig == syscall.SIGINT {
 				once.Do(func() { close(stop) })
 			}
+			if s == nil {
+				continue // no job yet: stop is all there is to do
+			}
 			switch sig {
 			case syscall.SIGUSR1:
 				s.Suspend()
