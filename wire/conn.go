@@ -31,7 +31,6 @@ func ServerOptions(cfg *tls.Config) []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.Creds(newBatchedTLS(credentials.NewTLS(cfg))),
 		grpc.WriteBufferSize(writeBufferSize),
-		grpc.SharedWriteBuffer(true),
 		grpc.ReadBufferSize(0),
 		grpc.ForceServerCodecV2(newCodec()),
 		experimental.BufferPool(newBufferPool()),
@@ -50,7 +49,6 @@ func Dial(addr string, cfg *tls.Config) (*grpc.ClientConn, error) {
 	conn, err := grpc.NewClient("passthrough:///"+addr,
 		grpc.WithTransportCredentials(newBatchedTLS(credentials.NewTLS(cfg))),
 		grpc.WithWriteBufferSize(writeBufferSize),
-		grpc.WithSharedWriteBuffer(true),
 		grpc.WithReadBufferSize(0),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessage), grpc.MaxCallSendMsgSize(MaxMessage), grpc.ForceCodecV2(newCodec())),
 		experimental.WithBufferPool(newBufferPool()),
