@@ -1,3 +1,5 @@
+//lint:file-ignore ST1005 these errors are hold reasons, read by the job's owner and written as HTCondor writes them.
+
 package sandbox
 
 import (

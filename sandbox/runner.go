@@ -84,6 +84,7 @@ func (r *Runner) Start(ctx context.Context, t *Task) (_ *Job, retErr error) {
 	}()
 	p := r.process(t, s)
 	if err := c.Run(p); err != nil {
+		//lint:ignore ST1005 a hold reason, written as HTCondor writes it
 		return nil, fmt.Errorf("Failed to execute '%s': %w", t.Path, err)
 	}
 	j := newJob(r, c, p, t)

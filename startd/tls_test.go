@@ -3,7 +3,6 @@ package startd
 import (
 	"context"
 	"crypto/tls"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -45,12 +44,6 @@ func (p *testPKI) configs(identity string) (server, client *tls.Config) {
 		p.t.Fatal(err)
 	}
 	return server, client
-}
-
-// paths returns where the certificate of identity is, issuing it first.
-func (p *testPKI) paths(identity string) pki.Paths {
-	p.configs(identity)
-	return pki.HostPaths(p.dir, filepath.Base(strings.ReplaceAll(identity, "@", "-")))
 }
 
 // poolClient calls a startd as the pool's daemons do: Matched as the

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"sync"
 	"syscall"
 	"time"
 
@@ -30,6 +29,7 @@ func (ProcessRunner) Start(_ context.Context, t *Task) (Job, error) {
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
+		//lint:ignore ST1005 a hold reason, written as HTCondor writes it
 		return nil, fmt.Errorf("Failed to execute '%s': %v", t.Path, err)
 	}
 	return &process{cmd: cmd, start: time.Now()}, nil
@@ -39,7 +39,6 @@ func (ProcessRunner) Start(_ context.Context, t *Task) (Job, error) {
 type process struct {
 	cmd   *exec.Cmd
 	start time.Time
-	once  sync.Once
 }
 
 func (p *process) Pid() int { return p.cmd.Process.Pid }

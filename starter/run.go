@@ -80,6 +80,7 @@ func (s *Starter) restoreOrStart(ck *checkpoints, job *classad.ClassAd, logger *
 			logger.Error("refusing the job's checkpoint image", "err", err)
 		}
 		if policy, _ := job.EvalString("OnRestoreFailure"); policy == "hold" {
+			//lint:ignore ST1005 a hold reason, written as HTCondor writes it
 			return nil, fmt.Errorf("Cannot restore the job from its checkpoint: %v", err)
 		}
 		logger.Warn("cannot restore the job from its checkpoint; starting it afresh", "err", err)

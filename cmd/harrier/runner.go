@@ -43,10 +43,12 @@ func chooseRunner(spec *starter.Spec, logger *slog.Logger) starter.Runner {
 	slot, _, _ := strings.Cut(spec.Slot, "@")
 	policy, err := sandbox.ReadPolicy(root)
 	if err != nil {
+		//lint:ignore ST1005 a hold reason, written as HTCondor writes it
 		return failingRunner{fmt.Errorf("Cannot run jobs in containers on this machine: %w", err)}
 	}
 	r, err := sandbox.NewRunner(sandbox.Config{StateRoot: root, Slot: slot, Policy: policy, Logger: logger})
 	if err != nil {
+		//lint:ignore ST1005 a hold reason, written as HTCondor writes it
 		return failingRunner{fmt.Errorf("Cannot run jobs in containers on this machine: %w", err)}
 	}
 	return containerRunner{r}

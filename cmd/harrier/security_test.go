@@ -121,7 +121,10 @@ func keyPatterns(t *testing.T, keyFile string) [][]byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := k.(*ecdsa.PrivateKey).D.FillBytes(make([]byte, 32))
+	d, err := k.(*ecdsa.PrivateKey).Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
 	rev := make([]byte, len(d))
 	for i := range d {
 		rev[i] = d[len(d)-1-i]
