@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +19,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"harrier.dev/harrier/childproc"
 	"harrier.dev/harrier/agent/jobqueue"
 	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/shadow"
@@ -326,8 +326,10 @@ func (a *Agent) keepAlive(ctx context.Context, c *claim) func() {
 type shadowProc struct {
 	owner  string
 	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	events *json.Decoder
+	stdin  io.Closer
+	// send and events are the shadow's command and event streams.
+	send   *childproc.Sender[shadow.Command]
+	events *childproc.Receiver[shadow.Event]
 	// broken is set once the process is of no further use: it exited, or
 	// talking to it failed.
 	broken bool
@@ -353,7 +355,8 @@ func (a *Agent) startShadow(owner string) (*shadowProc, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start shadow: %w", err)
 	}
-	return &shadowProc{owner: owner, cmd: cmd, stdin: stdin, events: json.NewDecoder(stdout)}, nil
+	return &shadowProc{owner: owner, cmd: cmd, stdin: stdin, send: childproc.NewSender[shadow.Command](stdin),
+		events: childproc.NewReceiver[shadow.Event](stdout)}, nil
 }
 
 // close tells the shadow that its agent is done with it (a job it still
@@ -382,13 +385,13 @@ func (a *Agent) runShadow(ctx context.Context, p *shadowProc, c *claim, r *run, 
 	}
 	spec := &shadow.Spec{JobAd: ad.String(), Secret: secret, ListenHost: host, CAPEM: a.cfg.CAPEM,
 		CheckpointDir: ckptDir, CheckpointKey: r.id.String()}
-	if err := shadow.Write(p.stdin, shadow.Command{Job: spec}); err != nil {
+	if err := p.send.Send(shadow.Command{Job: spec}); err != nil {
 		p.broken = true
 		return shadow.Event{}, fmt.Errorf("send job to shadow: %w", err)
 	}
 	// A kill asked for before the shadow had the job must still reach it.
 	if action, reason := r.stopAction(); action != actionNone {
-		_ = shadow.Write(p.stdin, shadow.Command{Kill: true, Reason: reason})
+		_ = p.send.Send(shadow.Command{Kill: true, Reason: reason})
 	}
 	// The relay ends before the next job is sent, so that a command for
 	// this job never reaches the next.
@@ -403,7 +406,7 @@ func (a *Agent) runShadow(ctx context.Context, p *shadowProc, c *claim, r *run, 
 		for {
 			select {
 			case c := <-r.commands:
-				_ = shadow.Write(p.stdin, c)
+				_ = p.send.Send(c)
 			case <-done:
 				return
 			}
@@ -412,8 +415,8 @@ func (a *Agent) runShadow(ctx context.Context, p *shadowProc, c *claim, r *run, 
 
 	var activateErr error
 	for {
-		var ev shadow.Event
-		if err := p.events.Decode(&ev); err != nil {
+		ev, err := p.events.Receive()
+		if err != nil {
 			p.broken = true
 			if errors.Is(err, io.EOF) {
 				return shadow.Event{Type: shadow.EventFailed, Reason: "shadow exited without a result"}, nil

@@ -3,7 +3,6 @@ package shadow
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,6 +11,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"harrier.dev/harrier/childproc"
 	"harrier.dev/harrier/pki"
 	"harrier.dev/harrier/wire"
 )
@@ -82,10 +82,10 @@ func Serve(ctx context.Context, in io.Reader, logger *slog.Logger, events func(E
 	var link *claimLink
 	go func() {
 		defer close(jobs)
-		dec := json.NewDecoder(in)
+		commands := childproc.NewReceiver[Command](in)
 		for {
-			var c Command
-			if err := dec.Decode(&c); err != nil {
+			c, err := commands.Receive()
+			if err != nil {
 				if s := current.Load(); s != nil {
 					s.Kill("the agent went away")
 				}

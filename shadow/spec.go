@@ -1,9 +1,7 @@
 package shadow
 
 import (
-	"encoding/json"
 	"errors"
-	"io"
 )
 
 // Spec is what the agent tells a shadow about a job to serve. It travels
@@ -32,8 +30,8 @@ type Spec struct {
 	CheckpointKey string `json:"checkpoint_key,omitempty"`
 }
 
-// Command is sent by the agent to a shadow, one JSON value per line on its
-// standard input. A shadow serves the jobs of one claim in turn: Job starts
+// Command is sent by the agent to a shadow on its standard input (see
+// childproc). A shadow serves the jobs of one claim in turn: Job starts
 // the next one, once the previous one's final event has been reported, and
 // the other fields concern the job being served. The end of the stream
 // stops the job being served and the shadow.
@@ -50,8 +48,8 @@ type Command struct {
 	Vacate     bool `json:"vacate,omitempty"`
 }
 
-// Event is what a shadow reports to its agent, one JSON value per line on
-// its standard output.
+// Event is what a shadow reports to its agent on its standard output (see
+// childproc).
 type Event struct {
 	Type EventType `json:"type"`
 	// Addr and Fingerprint say where the shadow waits for the job's
@@ -132,9 +130,4 @@ func (s *Spec) check() error {
 		return errors.New("shadow spec: job ad, secret and pool CA are required")
 	}
 	return nil
-}
-
-// Write encodes one value (Spec, Command or Event) as a line of JSON.
-func Write(w io.Writer, v any) error {
-	return json.NewEncoder(w).Encode(v)
 }

@@ -34,10 +34,10 @@
 // IS_OWNER, MACHINE_MAX_VACATE_TIME) is a set of ClassAd expressions
 // evaluated every PollingInterval with MY = the slot's machine ad and
 // TARGET = the job's ad. Deciding is a pure function from a slot's
-// situation to a step (policy.go); carrying the step out — signalling the
-// starter (SIGUSR1 suspend, SIGUSR2 continue, SIGTERM vacate, SIGINT kill,
-// SIGKILL to its process group if it lingers) and moving the slot — is
-// apart from it (poll.go). Policy text that does not parse is refused at
+// situation to a step (policy.go); carrying the step out — telling the
+// starter to suspend, continue, vacate or kill the job (starter.Command on
+// its standard input; SIGKILL to its process group if it lingers) and
+// moving the slot — is apart from it (poll.go). Policy text that does not parse is refused at
 // start-up with its configuration key and the line and column; a value that
 // evaluates to undefined or an error never starts, suspends, preempts or
 // kills anything (see the defaults in policy.go for each expression).

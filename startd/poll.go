@@ -2,8 +2,9 @@ package startd
 
 import (
 	"context"
-	"syscall"
 	"time"
+
+	"harrier.dev/harrier/starter"
 )
 
 // policyLoop evaluates the owner policy of every slot now and every
@@ -68,10 +69,10 @@ func (s *Startd) apply(sl *slot, st step, why string) {
 	case becomeUnclaimed, releaseClaim:
 		s.move(sl, unclaimed{})
 	case suspendJob:
-		r.signal(syscall.SIGUSR1)
+		r.command(starter.Command{Suspend: true})
 		s.move(sl, claimedSuspended{claim: c, run: r})
 	case continueJob:
-		r.signal(syscall.SIGUSR2)
+		r.command(starter.Command{Continue: true})
 		s.move(sl, claimedBusy{claim: c, run: r})
 	case vacateJob, killJob:
 		s.evict(sl, st, pendingOf(sl.phase))
@@ -87,11 +88,11 @@ func (s *Startd) evict(sl *slot, st step, pending string) {
 	if st == vacateJob {
 		// The starter stops the job gently (checkpointing it where it
 		// can) and reports it evicted, so that it runs again elsewhere.
-		r.signal(syscall.SIGTERM)
+		r.command(starter.Command{Vacate: true})
 		s.move(sl, preemptingVacating{claim: c, run: r, pending: pending})
 		return
 	}
-	r.signal(syscall.SIGINT)
+	r.command(starter.Command{Kill: true})
 	s.move(sl, preemptingKilling{claim: c, run: r, pending: pending})
 	s.runs.Go(func() { r.killAfter(s.killGrace) })
 }
@@ -124,3 +125,4 @@ func (s *Startd) snapshot() (machine, error) {
 	}
 	return m, nil
 }
+

@@ -12,17 +12,22 @@ import (
 	"harrier.dev/harrier/wire"
 )
 
-// signalScript is a starter that records the signals the startd sends it
-// in the file "signals" in the directory named by its first argument.
-// $2 is what it does on SIGTERM: "exit 0" (vacate) or ":" (ignore it).
-const signalScript = `trap 'echo usr1 >> "$1/signals"' USR1
-trap 'echo usr2 >> "$1/signals"' USR2
-trap 'echo term >> "$1/signals"; eval "$2"' TERM
-head -n 1 > /dev/null; touch "$1/started"
+// commandScript is a starter that records the commands the startd sends it
+// after its job in the file "commands" in the directory named by its first
+// argument. $2 is what it does on vacate: "exit 0" or ":" (ignore it).
+const commandScript = `read -r job; touch "$1/started"
+while read -r c; do
+	case $c in
+	*'"suspend":true'*) echo suspend >> "$1/commands" ;;
+	*'"continue":true'*) echo continue >> "$1/commands" ;;
+	*'"vacate":true'*) echo vacate >> "$1/commands"; eval "$2" ;;
+	*'"kill":true'*) echo kill >> "$1/commands" ;;
+	esac
+done
 while :; do sleep 0.05; done`
 
 // policyHarness is a harness whose startd evaluates policy every 50 ms
-// with a starter that records signals.
+// with a starter that records the commands it gets.
 func policyHarness(t *testing.T, cfg Config, onTerm string, tweak func(*Startd)) *harness {
 	t.Helper()
 	return newHarness(t, func(s *Startd) {
@@ -34,7 +39,7 @@ func policyHarness(t *testing.T, cfg Config, onTerm string, tweak func(*Startd))
 		s.cfg.PollingInterval = 50 * time.Millisecond
 		s.killGrace = 200 * time.Millisecond
 		out := s.cfg.StarterCommand[len(s.cfg.StarterCommand)-1] // the harness's output directory
-		s.cfg.StarterCommand = []string{"/bin/sh", "-c", signalScript, "starter", out, onTerm}
+		s.cfg.StarterCommand = []string{"/bin/sh", "-c", commandScript, "starter", out, onTerm}
 		if tweak != nil {
 			tweak(s)
 		}
@@ -57,17 +62,17 @@ func (h *harness) runJob(t *testing.T, id string) {
 	h.waitFile(t, "started")
 }
 
-// waitSignals waits until the starter has recorded want.
-func (h *harness) waitSignals(t *testing.T, want string) {
+// waitCommands waits until the starter has recorded want.
+func (h *harness) waitCommands(t *testing.T, want string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		b, _ := os.ReadFile(filepath.Join(h.outDir, "signals"))
+		b, _ := os.ReadFile(filepath.Join(h.outDir, "commands"))
 		if strings.Join(strings.Fields(string(b)), " ") == want {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("starter got signals %q, want %q", b, want)
+			t.Fatalf("starter got commands %q, want %q", b, want)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -88,13 +93,13 @@ func TestPolicySuspendContinueVacate(t *testing.T) {
 
 	h.idle.Store(30) // the owner typed
 	h.collector.waitStatus(t, slot, Status{Claimed, Suspended})
-	h.waitSignals(t, "usr1")
+	h.waitCommands(t, "suspend")
 	h.idle.Store(3600) // and left
 	h.collector.waitStatus(t, slot, Status{Claimed, Busy})
-	h.waitSignals(t, "usr1 usr2")
+	h.waitCommands(t, "suspend continue")
 
 	h.idle.Store(5) // suspended, then preempted: the starter vacates
-	h.waitSignals(t, "usr1 usr2 usr1 term")
+	h.waitCommands(t, "suspend continue suspend vacate")
 	// The owner has the machine now: START is false whatever the job.
 	h.collector.waitStatus(t, slot, Status{Owner, Idle})
 	if d := scratchDirs(t, h.execDir); len(d) != 0 {
@@ -110,8 +115,9 @@ func TestPolicyKillsAJobThatDoesNotVacate(t *testing.T) {
 	h.collector.waitStatus(t, slot, Status{Unclaimed, Idle})
 	h.runJob(t, "c1")
 	h.idle.Store(5)
-	h.waitSignals(t, "term")
-	// SIGINT after MaxVacateTime ends the starter.
+	// A kill after MaxVacateTime, and SIGKILL after the grace, end the
+	// starter that ignores both.
+	h.waitCommands(t, "vacate kill")
 	h.collector.waitStatus(t, slot, Status{Owner, Idle})
 	if d := scratchDirs(t, h.execDir); len(d) != 0 {
 		t.Errorf("scratch left after the kill: %v", d)
@@ -141,7 +147,7 @@ func TestClaimLease(t *testing.T) {
 		t.Fatalf("slot is %s with keepalives, want Claimed/Busy", st)
 	}
 	// The agent falls silent: the job is vacated and the slot freed.
-	h.waitSignals(t, "term")
+	h.waitCommands(t, "vacate")
 	h.collector.waitStatus(t, slot, Status{Unclaimed, Idle})
 	_, err = h.client.KeepAlive(ctx, &wire.KeepAliveRequest{ClaimId: "c1"})
 	wantCode(t, err, codes.NotFound)

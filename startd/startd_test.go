@@ -279,10 +279,11 @@ func TestClaimLifecycle(t *testing.T) {
 	}
 	h.collector.waitStatus(t, slot, Status{Claimed, Busy})
 	cwd := strings.TrimSpace(string(h.waitFile(t, "cwd")))
-	spec, err := starter.ReadSpec(json.NewDecoder(strings.NewReader(string(h.waitFile(t, "spec.json")))))
-	if err != nil {
-		t.Fatal(err)
+	var first starter.Command
+	if err := json.Unmarshal(h.waitFile(t, "spec.json"), &first); err != nil || first.Job == nil {
+		t.Fatalf("the starter's first command: %+v, %v", first, err)
 	}
+	spec := first.Job
 	want := starter.Spec{Slot: slot, Host: "exec1", ClaimID: "c1", JobAd: jobAd, ShadowAddr: "10.0.0.1:9", ShadowFingerprint: "f1", Secret: "s3cret",
 		ScratchDir: cwd, Reusable: true, CertFile: "/pool/exec1.crt", KeyFile: "/pool/exec1.key", CAFile: "/pool/ca.crt"}
 	// Without SCRATCH_LIMIT every job is held to its slot's share of

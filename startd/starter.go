@@ -1,7 +1,6 @@
 package startd
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"harrier.dev/harrier/childproc"
 	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/starter"
 )
@@ -20,13 +20,15 @@ import (
 // restarted startd can recognise and remove what a crashed one left.
 const scratchPrefix = "scratch."
 
-// starterProc is a starter process. One that serves a claim's jobs in
-// turn (starter.Spec.Reusable) writes a line on its standard output when a
-// job has ended and then reads the next job's spec from its standard
-// input; one that does not serves one job and exits.
+// starterProc is a starter process, steered with starter.Commands on its
+// standard input. One that serves a claim's jobs in turn
+// (starter.Spec.Reusable) reports starter.EventEnded when a job has ended
+// and then waits for the next job; one that does not serves one job and
+// exits.
 type starterProc struct {
 	cmd   *exec.Cmd
-	stdin io.WriteCloser
+	stdin io.Closer
+	send  *childproc.Sender[starter.Command]
 	// ended receives a value for each job the starter reports ended.
 	ended chan struct{}
 	// exited is closed once the process has exited; err is its exit
@@ -97,15 +99,25 @@ func newStarterProc(argv []string, executeDir, slot string, spec starter.Spec) (
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start starter %s: %w", argv[0], err)
 	}
-	p := &starterProc{cmd: cmd, stdin: stdin, ended: make(chan struct{}, 1), exited: make(chan struct{})}
+	p := &starterProc{cmd: cmd, stdin: stdin, send: childproc.NewSender[starter.Command](stdin),
+		ended: make(chan struct{}, 1), exited: make(chan struct{})}
 	if err := p.give(spec); err != nil {
 		p.stop()
 		return nil, err
 	}
 	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			p.ended <- struct{}{}
+		events := childproc.NewReceiver[starter.Event](stdout)
+		for {
+			ev, err := events.Receive()
+			if err != nil {
+				// A starter that talks nonsense is not listened to
+				// further, but is not left blocked on a full pipe.
+				io.Copy(io.Discard, stdout)
+				break
+			}
+			if ev.Type == starter.EventEnded {
+				p.ended <- struct{}{}
+			}
 		}
 		p.err = cmd.Wait()
 		close(p.exited)
@@ -120,7 +132,7 @@ func (p *starterProc) give(spec starter.Spec) error {
 		return errors.New("the starter has exited")
 	default:
 	}
-	if err := spec.Write(p.stdin); err != nil {
+	if err := p.send.Send(starter.Command{Job: &spec}); err != nil {
 		return fmt.Errorf("send the job to its starter: %w", err)
 	}
 	return nil
@@ -166,17 +178,16 @@ func (r *run) kept() *starterProc {
 	}
 }
 
-// kill sends SIGTERM to the starter's process group and SIGKILL if it has
-// not exited after grace, then waits until it is gone. Someone must be
-// running wait.
+// kill tells the starter to vacate its job and kills its process group if
+// it has not exited after grace, then waits until it is gone. Someone must
+// be running wait.
 func (r *run) kill(grace time.Duration) {
 	select {
 	case <-r.done: // gone already; its pid may belong to someone else now
 		return
 	default:
 	}
-	pgid := -r.proc.cmd.Process.Pid
-	syscall.Kill(pgid, syscall.SIGTERM)
+	r.command(starter.Command{Vacate: true})
 	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {
@@ -184,7 +195,7 @@ func (r *run) kill(grace time.Duration) {
 		return
 	case <-t.C:
 	}
-	syscall.Kill(pgid, syscall.SIGKILL)
+	syscall.Kill(-r.proc.cmd.Process.Pid, syscall.SIGKILL)
 	<-r.done
 }
 
@@ -195,13 +206,13 @@ func (r *run) abandon(grace time.Duration) {
 	go r.kill(grace)
 }
 
-// signal sends sig to the starter alone (not to its job, which the
-// starter steers itself), unless the job has ended.
-func (r *run) signal(sig syscall.Signal) {
+// command sends c to the job's starter, unless the job has ended. A
+// starter that cannot be told is gone or going; wait notices.
+func (r *run) command(c starter.Command) {
 	select {
-	case <-r.done: // its pid may belong to someone else now
+	case <-r.done:
 	default:
-		_ = r.proc.cmd.Process.Signal(sig)
+		_ = r.proc.send.Send(c)
 	}
 }
 

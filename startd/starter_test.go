@@ -57,7 +57,7 @@ func TestKillEscalatesToSIGKILL(t *testing.T) {
 func TestStarterServesTheClaimsJobsInTurn(t *testing.T) {
 	dir := t.TempDir()
 	specs := filepath.Join(t.TempDir(), "specs")
-	argv := []string{"/bin/sh", "-c", `while read -r spec; do echo "$spec" >> "$1"; echo ended; done`, "starter", specs}
+	argv := []string{"/bin/sh", "-c", `while read -r spec; do echo "$spec" >> "$1"; echo '{"type":"ended"}'; done`, "starter", specs}
 	var proc *starterProc
 	var scratches []string
 	for i := range 3 {
@@ -90,8 +90,12 @@ func TestStarterServesTheClaimsJobsInTurn(t *testing.T) {
 		t.Fatalf("the starter got %d specs, want %d", len(lines), len(scratches))
 	}
 	for i, line := range lines {
-		spec, err := starter.ReadSpec(json.NewDecoder(bytes.NewReader(line)))
-		if err == nil && (spec.ScratchDir != scratches[i] || !spec.Reusable) {
+		var c starter.Command
+		err := json.Unmarshal(line, &c)
+		spec := c.Job
+		if err == nil && spec == nil {
+			err = errors.New("no job")
+		} else if err == nil && (spec.ScratchDir != scratches[i] || !spec.Reusable) {
 			err = fmt.Errorf("scratch %s, reusable %v; want %s, true", spec.ScratchDir, spec.Reusable, scratches[i])
 		}
 		if err != nil {
@@ -143,7 +147,7 @@ func TestRemoveScratchKeepsLogs(t *testing.T) {
 // and lets that starter go when the claim ends.
 func TestClaimKeepsItsStarter(t *testing.T) {
 	const slot = "slot1@exec1"
-	const script = `while read -r spec; do echo $$ >> "$1/pids"; echo ended; done; touch "$1/gone"`
+	const script = `while read -r spec; do echo $$ >> "$1/pids"; echo '{"type":"ended"}'; done; touch "$1/gone"`
 	h := newHarness(t, func(s *Startd) {
 		out := s.cfg.StarterCommand[len(s.cfg.StarterCommand)-1] // the harness's output directory
 		s.cfg.StarterCommand = []string{"/bin/sh", "-c", script, "starter", out}

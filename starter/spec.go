@@ -1,14 +1,9 @@
 package starter
 
-import (
-	"encoding/json"
-	"fmt"
-	"io"
-)
+import "fmt"
 
 // Spec is what a startd tells a starter about a job: which job, where its
-// shadow is, and where the starter may work. The startd writes it as JSON on
-// the starter's standard input.
+// shadow is, and where the starter may work. It travels in a Command.
 type Spec struct {
 	// Slot is the slot name ("slot1@host") the job runs in.
 	Slot string `json:"slot"`
@@ -37,9 +32,8 @@ type Spec struct {
 	// the administrator's limit.
 	ScratchLimitKB int64 `json:"scratch_limit_kb,omitempty"`
 	// Reusable says that the startd may give the starter the claim's next
-	// job: once a job has ended, the starter writes a line on its standard
-	// output and reads the next job's spec from its standard input, until
-	// that ends.
+	// job: once a job has ended, the starter reports EventEnded and waits
+	// for the next Command with a Job, until its input ends.
 	Reusable bool `json:"reusable,omitempty"`
 	// TLS material of the execute host, signed by the pool CA.
 	CertFile string `json:"cert_file"`
@@ -53,29 +47,46 @@ type Spec struct {
 	CheckpointKeyFile string `json:"checkpoint_key_file,omitempty"`
 }
 
-// ReadSpec decodes the next Spec from dec and checks that the fields a
-// starter cannot work without are present. At the end of the stream it
-// returns io.EOF.
-func ReadSpec(dec *json.Decoder) (*Spec, error) {
-	var s Spec
-	if err := dec.Decode(&s); err != nil {
-		if err == io.EOF {
-			return nil, err
-		}
-		return nil, fmt.Errorf("read starter spec: %w", err)
-	}
-	switch {
-	case s.JobAd == "":
-		return nil, fmt.Errorf("starter spec: no job ad")
-	case s.ShadowAddr == "" || s.ShadowFingerprint == "":
-		return nil, fmt.Errorf("starter spec: no shadow address or fingerprint")
-	case s.ScratchDir == "":
-		return nil, fmt.Errorf("starter spec: no scratch directory")
-	}
-	return &s, nil
+// Command is sent by the startd to a starter on its standard input (see
+// childproc). A starter serves the jobs of one claim in turn: Job starts the
+// next one, once the previous one's end has been reported (EventEnded), and
+// the other fields concern the job being run. The end of the stream tells a
+// starter that no job will follow.
+type Command struct {
+	Job *Spec `json:"job,omitempty"`
+	// Suspend and Continue stop and resume the job's processes for the
+	// machine's owner.
+	Suspend  bool `json:"suspend,omitempty"`
+	Continue bool `json:"continue,omitempty"`
+	// Vacate stops the job so that it runs again elsewhere, from a
+	// checkpoint where it can have one; Kill stops it at once. After
+	// either, the starter takes no further job.
+	Vacate bool `json:"vacate,omitempty"`
+	Kill   bool `json:"kill,omitempty"`
 }
 
-// Write encodes the spec for a starter's standard input.
-func (s *Spec) Write(w io.Writer) error {
-	return json.NewEncoder(w).Encode(s)
+// Event is what a starter reports to its startd on its standard output.
+type Event struct {
+	Type EventType `json:"type"`
+}
+
+// EventType names what happened.
+type EventType string
+
+// EventEnded: the job has ended and the starter has cleaned up after it;
+// it waits for the claim's next job (a Command with Job) or the end of its
+// input.
+const EventEnded EventType = "ended"
+
+// Check reports a spec that lacks what a starter cannot work without.
+func (s *Spec) Check() error {
+	switch {
+	case s.JobAd == "":
+		return fmt.Errorf("starter spec: no job ad")
+	case s.ShadowAddr == "" || s.ShadowFingerprint == "":
+		return fmt.Errorf("starter spec: no shadow address or fingerprint")
+	case s.ScratchDir == "":
+		return fmt.Errorf("starter spec: no scratch directory")
+	}
+	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -54,20 +53,24 @@ func TestJobEnvKeepsTheJobsOwnLast(t *testing.T) {
 	}
 }
 
-func TestReadSpecRequiresTheEssentials(t *testing.T) {
+func TestSpecCheckRequiresTheEssentials(t *testing.T) {
 	for _, in := range []string{
 		`{}`,
 		`{"job_ad": "[A=1]"}`,
 		`{"job_ad": "[A=1]", "shadow_addr": "h:1"}`,
-		`not json`,
+		`{"job_ad": "[A=1]", "shadow_addr": "h:1", "shadow_fingerprint": "f1"}`,
 	} {
-		if _, err := ReadSpec(json.NewDecoder(strings.NewReader(in))); err == nil {
-			t.Errorf("ReadSpec(%s) accepted an incomplete spec", in)
+		var s Spec
+		if err := json.Unmarshal([]byte(in), &s); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Check(); err == nil {
+			t.Errorf("Check accepted an incomplete spec %s", in)
 		}
 	}
-	s, err := ReadSpec(json.NewDecoder(strings.NewReader(`{"job_ad": "[A=1]", "shadow_addr": "h:1", "shadow_fingerprint": "f1", "scratch_dir": "/s", "sandbox": "container"}`)))
-	if err != nil || s.Sandbox != "container" || s.ScratchDir != "/s" {
-		t.Errorf("ReadSpec = %+v, %v", s, err)
+	s := Spec{JobAd: "[A=1]", ShadowAddr: "h:1", ShadowFingerprint: "f1", ScratchDir: "/s"}
+	if err := s.Check(); err != nil {
+		t.Errorf("Check(%+v) = %v", s, err)
 	}
 }
 

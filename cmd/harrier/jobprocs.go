@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,10 +9,12 @@ import (
 	"os"
 	"os/signal"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"google.golang.org/grpc"
 
+	"harrier.dev/harrier/childproc"
 	"harrier.dev/harrier/pki"
 	"harrier.dev/harrier/shadow"
 	"harrier.dev/harrier/starter"
@@ -27,11 +28,9 @@ import (
 // its agent.
 func runShadow(_ []string, stdin io.Reader, stdout io.Writer) error {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("process", "shadow")
-	var mu sync.Mutex
+	events := childproc.NewSender[shadow.Event](stdout)
 	report := func(ev shadow.Event) {
-		mu.Lock()
-		defer mu.Unlock()
-		if err := shadow.Write(stdout, ev); err != nil {
+		if err := events.Send(ev); err != nil {
 			logger.Error("report to agent", "err", err)
 		}
 	}
@@ -42,56 +41,73 @@ func runShadow(_ []string, stdin io.Reader, stdout io.Writer) error {
 }
 
 // runStarter is the starter process a startd starts for a job, and keeps
-// for the claim's next jobs when the spec says it may (Spec.Reusable): the
-// next job's spec then follows on stdin, after the starter has written a
-// line on stdout to say the previous job has ended. The startd steers it
-// with signals: SIGUSR1 suspends the job, SIGUSR2 continues it, SIGTERM
-// vacates it (the job is stopped and runs again elsewhere) and SIGINT
-// kills it at once; after SIGTERM or SIGINT the starter takes no further
-// job.
+// for the claim's next jobs when the spec says it may (Spec.Reusable). The
+// startd steers it with starter.Commands on stdin (the job, then suspend,
+// continue, vacate, kill) and hears of each job's end as a starter.Event on
+// stdout. SIGTERM or SIGINT, from whoever sends them, stop the job at once.
 func runStarter(_ []string, stdin io.Reader, stdout io.Writer) error {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("process", "starter")
-	dec := json.NewDecoder(stdin)
-	spec, err := starter.ReadSpec(dec)
+	commands := childproc.NewReceiver[starter.Command](stdin)
+	first, err := commands.Receive()
 	if err != nil {
+		return fmt.Errorf("read the first job: %w", err)
+	}
+	if first.Job == nil {
+		return errors.New("read the first job: the startd sent a command before any job")
+	}
+	spec := first.Job
+	if err := spec.Check(); err != nil {
 		return err
 	}
-	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT)
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer cancel()
 	runner := chooseRunner(spec, logger)
 	sandbox := spec.Sandbox // as chooseRunner settled it
 
-	var (
-		mu      sync.Mutex
-		current *starter.Starter
-	)
-	// stop is closed by the first SIGTERM or SIGINT: the starter takes no
-	// further job, and goes at once if it has none.
+	var current atomic.Pointer[starter.Starter]
+	// stop is closed by the first vacate or kill: the starter takes no
+	// further job, and goes at once if it has none. specs carries the
+	// claim's next jobs; it is closed at the end of the input.
 	stop := make(chan struct{})
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGTERM, syscall.SIGINT)
+	specs := make(chan *starter.Spec, 1)
 	go func() {
+		defer close(specs)
 		var once sync.Once
-		for sig := range sigs {
-			mu.Lock()
-			s := current
-			mu.Unlock()
-			if sig == syscall.SIGTERM || sig == syscall.SIGINT {
+		for {
+			c, err := commands.Receive()
+			if err != nil {
+				if !errors.Is(err, io.EOF) {
+					logger.Error("startd commands", "err", err)
+				}
+				return
+			}
+			if c.Vacate || c.Kill {
 				once.Do(func() { close(stop) })
 			}
-			if s == nil {
-				continue // no job yet: stop is all there is to do
+			if c.Kill {
+				cancel()
 			}
-			switch sig {
-			case syscall.SIGUSR1:
+			if c.Job != nil {
+				specs <- c.Job
+				continue
+			}
+			// A command for a job that has ended does nothing: the next
+			// job becomes current only when it starts.
+			s := current.Load()
+			if s == nil {
+				continue
+			}
+			switch {
+			case c.Suspend:
 				s.Suspend()
-			case syscall.SIGUSR2:
+			case c.Continue:
 				s.Continue()
-			case syscall.SIGTERM:
+			case c.Vacate:
 				s.Vacate()
 			}
 		}
 	}()
+	events := childproc.NewSender[starter.Event](stdout)
 	// The claim's jobs usually come from one shadow, which keeps its
 	// address and session certificate: one connection serves them all.
 	var (
@@ -102,21 +118,6 @@ func runStarter(_ []string, stdin io.Reader, stdout io.Writer) error {
 	defer func() {
 		if conn != nil {
 			conn.Close()
-		}
-	}()
-	// The next job's spec comes once the previous job's end is reported.
-	type next struct {
-		spec *starter.Spec
-		err  error
-	}
-	specs := make(chan next)
-	go func() {
-		for {
-			s, err := starter.ReadSpec(dec)
-			specs <- next{s, err}
-			if err != nil {
-				return
-			}
 		}
 	}()
 	for {
@@ -134,12 +135,11 @@ func runStarter(_ []string, stdin io.Reader, stdout io.Writer) error {
 			connAddr, connFP = spec.ShadowAddr, spec.ShadowFingerprint
 		}
 		s := starter.New(spec, conn, runner, logger)
-		mu.Lock()
-		current = s
-		mu.Unlock()
+		current.Store(s)
 		if err := s.Run(ctx); err != nil {
 			return err
 		}
+		current.Store(nil)
 		select {
 		case <-stop:
 			return nil
@@ -148,22 +148,21 @@ func runStarter(_ []string, stdin io.Reader, stdout io.Writer) error {
 		if !spec.Reusable || ctx.Err() != nil {
 			return nil
 		}
-		if _, err := io.WriteString(stdout, "ended\n"); err != nil {
+		if err := events.Send(starter.Event{Type: starter.EventEnded}); err != nil {
 			return fmt.Errorf("report the job's end to the startd: %w", err)
 		}
-		var n next
+		var ok bool
 		select {
-		case n = <-specs:
+		case spec, ok = <-specs:
 		case <-stop:
 			return nil
 		}
-		if n.err != nil {
-			if errors.Is(n.err, io.EOF) {
-				return nil // the claim is over
-			}
-			return n.err
+		if !ok {
+			return nil // the claim is over
 		}
-		spec = n.spec
+		if err := spec.Check(); err != nil {
+			return err
+		}
 		spec.Sandbox = sandbox
 	}
 }
