@@ -57,7 +57,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"pool", "pool up --dir DIR [--startds N] [--detach] | pool down --dir DIR", runPool},
-		{"submit", "submit [--pool DIR] FILE", runSubmit},
+		{"submit", "submit [--pool DIR] [-dry-run FILE] [-append LINE]... [-batch-name NAME] [NAME=VALUE]... [FILE | -]", runSubmit},
 		{"q", "q [--pool DIR] [-json] [-long] [-better-analyze] [-constraint EXPR] [ID...]", runQ},
 		{"history", "history [--pool DIR] [-json] [-long] [-limit N] [ID...]", runHistory},
 		{"status", "status [--pool DIR] [-json] [-long] [-constraint EXPR]", runStatus},
