@@ -58,8 +58,8 @@ func commands() []command {
 	return []command{
 		{"pool", "pool up --dir DIR [--startds N] [--detach] | pool down --dir DIR", runPool},
 		{"submit", "submit [--pool DIR] [-dry-run FILE] [-append LINE]... [-batch-name NAME] [NAME=VALUE]... [FILE | -]", runSubmit},
-		{"q", "q [--pool DIR] [-json] [-long] [-better-analyze] [-constraint EXPR] [ID...]", runQ},
-		{"history", "history [--pool DIR] [-json] [-long] [-limit N] [ID...]", runHistory},
+		{"q", "q [--pool DIR] [-nobatch | -hold | -run | -totals | -json | -long | -af[:jht,lnV] EXPR... | -better-analyze] [-allusers] [-constraint EXPR] [ID | OWNER]...", runQ},
+		{"history", "history [--pool DIR] [-json] [-long] [-af[:jht,lnV] EXPR...] [-limit N] [ID...]", runHistory},
 		{"status", "status [--pool DIR] [-json] [-long] [-constraint EXPR]", runStatus},
 		{"rm", "rm [--pool DIR] ID...", actCommand("rm")},
 		{"hold", "hold [--pool DIR] [-reason TEXT] ID...", actCommand("hold")},

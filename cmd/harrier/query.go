@@ -136,6 +136,7 @@ func receive(stream grpc.ServerStreamingClient[wire.JobQueryReply], fn func(text
 }
 
 func queryJobs(name string, args []string, stdout io.Writer, call jobQuery) error {
+	args, afOpts, af := takeAutoformat(args)
 	tf := newToolFlags(name)
 	var o output
 	tf.fs.BoolVar(&o.json, "json", false, "print the job ads as JSON")
@@ -143,10 +144,16 @@ func queryJobs(name string, args []string, stdout io.Writer, call jobQuery) erro
 	tf.fs.BoolVar(&o.long, "l", false, "same as -long")
 	constraint := tf.fs.String("constraint", "", "a ClassAd expression the jobs must satisfy")
 	limit := tf.fs.Int("limit", 0, "print at most this many jobs")
-	af := tf.fs.Bool("af", false, "autoformat: print the values of the attributes named after the options, one job per line")
-	analyze := false
+	tf.fs.Bool("af", false, "autoformat: print the values of the attributes named after the options, one job per line (-af:jh... for options)")
+	var analyze, nobatch, hold, running, totals, allUsers bool
 	if name == "q" {
 		tf.fs.BoolVar(&analyze, "better-analyze", false, "explain why the jobs do or do not match the pool's machines")
+		tf.fs.BoolVar(&nobatch, "nobatch", false, "one line per job rather than per batch")
+		tf.fs.Bool("batch", true, "one line per batch (the default)")
+		tf.fs.BoolVar(&hold, "hold", false, "only held jobs, with why they are held")
+		tf.fs.BoolVar(&running, "run", false, "only running jobs, with where they run")
+		tf.fs.BoolVar(&totals, "totals", false, "only the summary line")
+		tf.fs.BoolVar(&allUsers, "allusers", false, "the jobs of all users (default: the caller's, unless job ids or owners are given)")
 	}
 	client, closeFn, err := tf.connect(context.Background(), args)
 	if err != nil {
@@ -155,35 +162,57 @@ func queryJobs(name string, args []string, stdout io.Writer, call jobQuery) erro
 	defer closeFn()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ids := tf.fs.Args()
-	var attrs []classad.Expr
-	if *af {
-		// condor_q -af takes attribute names (or expressions) after it;
-		// job ids are the arguments that look like ids.
-		var rest []string
-		ids, rest = splitIDs(ids)
-		if len(rest) == 0 {
-			return usagef("-af wants attribute names")
+	// condor_q -af takes attribute names (or expressions) after it; other
+	// tools' arguments are job ids and, for q, owner names.
+	ids, rest := splitIDs(tf.fs.Args())
+	var f *autoformatter
+	if af {
+		if f, err = newAutoformatter(stdout, afOpts, rest, true); err != nil {
+			return err
 		}
-		if attrs, err = parseAutoformat(rest); err != nil {
+		rest = nil
+	}
+	if len(rest) > 0 && name != "q" {
+		return usagef("bad job id %q: want cluster or cluster.proc", rest[0])
+	}
+	query := &wire.JobQueryRequest{Ids: ids, Constraint: *constraint, Limit: int32(*limit)}
+	if name == "q" {
+		status := map[bool]int{true: 5}[hold]
+		if running {
+			status = 2
+		}
+		if query.Constraint, err = jobSelection(*constraint, rest, allUsers, len(ids) > 0, status); err != nil {
 			return err
 		}
 	}
-	stream, err := call(client, ctx, &wire.JobQueryRequest{Ids: ids, Constraint: *constraint, Limit: int32(*limit)})
+	stream, err := call(client, ctx, query)
 	if err != nil {
 		return rpcError(name, err)
 	}
 	var each func(string) error
 	var done func() error
 	switch {
-	case *af:
-		each, done = func(text string) error { return autoformat(stdout, text, attrs) }, func() error { return nil }
+	case af:
+		each, done = f.add, f.finish
 	case analyze:
 		var texts []string
 		each = func(text string) error { texts = append(texts, text); return nil }
 		done = func() error { return betterAnalyze(ctx, stdout, client, texts) }
 	default:
-		p := o.printer(stdout, func(w io.Writer) table { return newJobTable(w, name == "history") })
+		newTable := func(w io.Writer) table { return newJobTable(w, name == "history") }
+		switch {
+		case name != "q":
+		case totals:
+			newTable = func(w io.Writer) table { return &totalsTable{w: w} }
+		case hold:
+			newTable = func(w io.Writer) table { return newHoldTable(w) }
+		case running:
+			newTable = func(w io.Writer) table { return newRunTable(w) }
+		case nobatch:
+		default:
+			newTable = func(w io.Writer) table { return newBatchTable(w) }
+		}
+		p := o.printer(stdout, newTable)
 		each, done = p.add, p.finish
 	}
 	if err := receive(stream, each); err != nil {
@@ -204,55 +233,17 @@ func splitIDs(args []string) (ids, rest []string) {
 	return ids, rest
 }
 
-// parseAutoformat parses the expressions -af prints.
-func parseAutoformat(srcs []string) ([]classad.Expr, error) {
-	exprs := make([]classad.Expr, len(srcs))
-	for i, src := range srcs {
-		e, err := classad.ParseExpr(src)
-		if err != nil {
-			return nil, usagef("-af %s: %v", src, err)
-		}
-		exprs[i] = e
-	}
-	return exprs, nil
-}
-
-// autoformat prints the values of exprs in one ad, separated by spaces,
-// strings without quotes, as condor_q -af does.
-func autoformat(w io.Writer, text string, exprs []classad.Expr) error {
-	ad, err := classad.Parse(text)
-	if err != nil {
-		return fmt.Errorf("bad ad from the pool: %w", err)
-	}
-	var line strings.Builder
-	for i, e := range exprs {
-		if i > 0 {
-			line.WriteByte(' ')
-		}
-		v := ad.EvalExpr(e, nil)
-		if s, ok := v.StringValue(); ok {
-			line.WriteString(s)
-		} else {
-			line.WriteString(v.String())
-		}
-	}
-	line.WriteByte('\n')
-	_, err = io.WriteString(w, line.String())
-	return err
-}
-
 // jobTable prints jobs the way condor_q and condor_history do.
 type jobTable struct {
 	w       io.Writer
 	tw      *tabwriter.Writer
 	history bool
-	counts  map[int64]int
-	n       int
+	counts  jobCounts
 	now     int64
 }
 
 func newJobTable(w io.Writer, history bool) *jobTable {
-	t := &jobTable{w: w, tw: tabwriter.NewWriter(w, 0, 0, 1, ' ', 0), history: history, counts: map[int64]int{}, now: time.Now().Unix()}
+	t := &jobTable{w: w, tw: tabwriter.NewWriter(w, 0, 0, 1, ' ', 0), history: history, now: time.Now().Unix()}
 	if history {
 		fmt.Fprintln(t.tw, " ID\tOWNER\tSUBMITTED\tRUN_TIME\tST\tCOMPLETED\tCMD")
 	} else {
@@ -267,8 +258,7 @@ func (t *jobTable) row(ad *classad.ClassAd) {
 	owner, _ := ad.EvalString("Owner")
 	qdate, _ := ad.EvalInt("QDate")
 	st, _ := ad.EvalInt("JobStatus")
-	t.counts[st]++
-	t.n++
+	t.counts.add(st)
 	cmd, _ := ad.EvalString("Cmd")
 	cmd = filepath.Base(cmd)
 	if a, _ := ad.EvalString("Arguments"); a != "" {
@@ -291,8 +281,7 @@ func (t *jobTable) row(ad *classad.ClassAd) {
 func (t *jobTable) flush() {
 	t.tw.Flush()
 	if !t.history {
-		fmt.Fprintf(t.w, "\n%d jobs; %d completed, %d removed, %d idle, %d running, %d held, %d suspended\n",
-			t.n, t.counts[4], t.counts[3], t.counts[1], t.counts[2], t.counts[5], t.counts[7])
+		fmt.Fprintf(t.w, "\n%s\n", t.counts.String())
 	}
 }
 

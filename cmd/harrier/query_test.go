@@ -61,7 +61,7 @@ func TestPrinterTable(t *testing.T) {
 	if err := p.finish(); err != nil {
 		t.Fatal(err)
 	}
-	if want := " ID OWNER SUBMITTED RUN_TIME ST PRI SIZE CMD\n\n0 jobs; 0 completed, 0 removed, 0 idle, 0 running, 0 held, 0 suspended\n"; out.String() != want {
+	if want := " ID OWNER SUBMITTED RUN_TIME ST PRI SIZE CMD\n\nTotal for query: 0 jobs; 0 completed, 0 removed, 0 idle, 0 running, 0 held, 0 suspended\n"; out.String() != want {
 		t.Errorf("empty queue:\n%q\nwant\n%q", out.String(), want)
 	}
 	out.Reset()
@@ -79,7 +79,7 @@ func TestPrinterTable(t *testing.T) {
 	}
 	lines := strings.Split(out.String(), "\n")
 	if len(lines) != 6 || strings.Join(strings.Fields(lines[1]), " ") != "7.0 alice ??? 0+00:00:00 I 0 2.0 sleep 10" ||
-		lines[4] != "2 jobs; 0 completed, 0 removed, 1 idle, 0 running, 1 held, 0 suspended" {
+		lines[4] != "Total for query: 2 jobs; 0 completed, 0 removed, 1 idle, 0 running, 1 held, 0 suspended" {
 		t.Errorf("table:\n%s", out.String())
 	}
 	if err := p.add("[ bad"); err == nil {
