@@ -60,7 +60,7 @@ func commands() []command {
 		{"submit", "submit [--pool DIR] [-dry-run FILE] [-append LINE]... [-batch-name NAME] [NAME=VALUE]... [FILE | -]", runSubmit},
 		{"q", "q [--pool DIR] [-nobatch | -hold | -run | -totals | -json | -long | -af[:jht,lnV] EXPR... | -better-analyze] [-allusers] [-constraint EXPR] [ID | OWNER]...", runQ},
 		{"history", "history [--pool DIR] [-json] [-long] [-af[:jht,lnV] EXPR...] [-limit N] [ID...]", runHistory},
-		{"status", "status [--pool DIR] [-json] [-long] [-constraint EXPR]", runStatus},
+		{"status", "status [--pool DIR] [-compact | -total | -json | -long | -af[:ht,lnV] EXPR...] [-avail] [-constraint EXPR]", runStatus},
 		{"rm", "rm [--pool DIR] ID...", actCommand("rm")},
 		{"hold", "hold [--pool DIR] [-reason TEXT] ID...", actCommand("hold")},
 		{"release", "release [--pool DIR] ID...", actCommand("release")},

@@ -1,0 +1,269 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/wire"
+)
+
+// runStatus shows the pool's slots, as condor_status does: one line per
+// slot and a summary by platform and state; -compact rolls a machine's
+// slots into one line, -total prints only the summary, -avail selects the
+// slots ready for a job, -af prints chosen values.
+func runStatus(args []string, _ io.Reader, stdout io.Writer) error {
+	args, afOpts, af := takeAutoformat(args)
+	tf := newToolFlags("status")
+	var o output
+	tf.fs.BoolVar(&o.json, "json", false, "print the machine ads as JSON")
+	tf.fs.BoolVar(&o.long, "long", false, "print the whole machine ads")
+	tf.fs.BoolVar(&o.long, "l", false, "same as -long")
+	constraint := tf.fs.String("constraint", "", "a ClassAd expression the machines must satisfy")
+	tf.fs.Bool("af", false, "autoformat: print the values of the expressions given as arguments, one slot per line (-af:ht,lnV for options)")
+	compact := tf.fs.Bool("compact", false, "one line per machine rather than per slot")
+	total := tf.fs.Bool("total", false, "only the summary by platform and state")
+	avail := tf.fs.Bool("avail", false, "only slots that would start a job now (Unclaimed and Idle)")
+	client, closeFn, err := tf.connect(context.Background(), args)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	var f *autoformatter
+	switch {
+	case af:
+		if f, err = newAutoformatter(stdout, afOpts, tf.fs.Args(), false); err != nil {
+			return err
+		}
+	case tf.fs.NArg() > 0:
+		return usagef("unexpected argument %q", tf.fs.Arg(0))
+	}
+	cons := *constraint
+	if *avail {
+		cons = joinConstraints(`State == "Unclaimed" && Activity == "Idle"`, cons)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	reply, err := client.QueryPool(ctx, &wire.QueryRequest{Type: "Machine", Constraint: cons})
+	if err != nil {
+		return rpcError("status", err)
+	}
+	if f != nil {
+		for _, text := range reply.Ads {
+			if err := f.add(text); err != nil {
+				return err
+			}
+		}
+		return f.finish()
+	}
+	newTable := func(w io.Writer) table { return newMachineTable(w) }
+	switch {
+	case *total:
+		newTable = func(w io.Writer) table { return &summaryTable{w: w} }
+	case *compact:
+		newTable = func(w io.Writer) table { return newCompactTable(w) }
+	}
+	p := o.printer(stdout, newTable)
+	for _, text := range reply.Ads {
+		if err := p.add(text); err != nil {
+			return err
+		}
+	}
+	return p.finish()
+}
+
+// joinConstraints is the conjunction of the non-empty constraints.
+func joinConstraints(cs ...string) string {
+	var parts []string
+	for _, c := range cs {
+		if strings.TrimSpace(c) != "" {
+			parts = append(parts, "("+c+")")
+		}
+	}
+	return strings.Join(parts, " && ")
+}
+
+// machineTable prints slots the way condor_status does.
+type machineTable struct {
+	tw      *tabwriter.Writer
+	summary summaryTable
+	now     int64
+}
+
+func newMachineTable(w io.Writer) *machineTable {
+	t := &machineTable{tw: tabwriter.NewWriter(w, 0, 0, 1, ' ', 0), summary: summaryTable{w: w}, now: time.Now().Unix()}
+	fmt.Fprintln(t.tw, "Name\tOpSys\tArch\tState\tActivity\tLoadAv\tMem\tActvtyTime")
+	return t
+}
+
+func (t *machineTable) row(ad *classad.ClassAd) {
+	name, _ := ad.EvalString("Name")
+	opsys, _ := ad.EvalString("OpSys")
+	arch, _ := ad.EvalString("Arch")
+	state, _ := ad.EvalString("State")
+	act, _ := ad.EvalString("Activity")
+	load, _ := ad.EvalReal("LoadAvg")
+	mem, _ := ad.EvalInt("Memory")
+	since, _ := ad.EvalInt("EnteredCurrentActivity")
+	t.summary.row(ad)
+	fmt.Fprintf(t.tw, "%s\t%s\t%s\t%s\t%s\t%.3f\t%d\t%s\n", name, opsys, arch, state, act, load, mem, duration(t.now-since))
+}
+
+func (t *machineTable) flush() {
+	t.tw.Flush()
+	fmt.Fprintln(t.summary.w)
+	t.summary.flush()
+}
+
+// summaryStates are the columns of condor_status's summary, in its order.
+var summaryStates = []string{"Owner", "Claimed", "Unclaimed", "Matched", "Preempting", "Drained"}
+
+// summaryTable counts slots by platform and state, and prints the counts
+// as condor_status does after its table (and alone with -total).
+type summaryTable struct {
+	w         io.Writer
+	platforms []string
+	counts    map[string][]int // by platform, then Total and summaryStates
+}
+
+func (t *summaryTable) row(ad *classad.ClassAd) {
+	arch, _ := ad.EvalString("Arch")
+	opsys, _ := ad.EvalString("OpSys")
+	state, _ := ad.EvalString("State")
+	platform := arch + "/" + opsys
+	if t.counts == nil {
+		t.counts = map[string][]int{}
+	}
+	c := t.counts[platform]
+	if c == nil {
+		c = make([]int, 1+len(summaryStates))
+		t.counts[platform] = c
+		t.platforms = append(t.platforms, platform)
+	}
+	c[0]++
+	if i := slices.Index(summaryStates, state); i >= 0 {
+		c[1+i]++
+	}
+}
+
+func (t *summaryTable) flush() {
+	tw := tabwriter.NewWriter(t.w, 0, 0, 1, ' ', tabwriter.AlignRight)
+	line := func(name string, c []int) {
+		fmt.Fprintf(tw, "%s\t", name)
+		for _, n := range c {
+			fmt.Fprintf(tw, "%d\t", n)
+		}
+		fmt.Fprintln(tw)
+	}
+	fmt.Fprintf(tw, "\tTotal\t%s\t\n", strings.Join(summaryStates, "\t"))
+	sum := make([]int, 1+len(summaryStates))
+	for _, p := range t.platforms {
+		line(p, t.counts[p])
+		for i, n := range t.counts[p] {
+			sum[i] += n
+		}
+	}
+	line("Total", sum)
+	tw.Flush()
+}
+
+// compactTable prints one line per machine, its slots rolled up, as
+// condor_status -compact does.
+type compactTable struct {
+	w        io.Writer
+	machines []string
+	index    map[string]*machineRollup
+	summary  summaryTable
+}
+
+type machineRollup struct {
+	platform          string
+	slots             int
+	cpus, memory      int64 // of the machine
+	freeCpus, freeMem int64 // of its unclaimed slots
+	load              float64
+	states            []string // state letters of each slot, "Ui"
+}
+
+func newCompactTable(w io.Writer) *compactTable {
+	return &compactTable{w: w, index: map[string]*machineRollup{}, summary: summaryTable{w: w}}
+}
+
+func (t *compactTable) row(ad *classad.ClassAd) {
+	t.summary.row(ad)
+	name, _ := ad.EvalString("Machine")
+	if name == "" {
+		name, _ = ad.EvalString("Name")
+	}
+	m := t.index[name]
+	if m == nil {
+		arch, _ := ad.EvalString("Arch")
+		opsys, _ := ad.EvalString("OpSys")
+		m = &machineRollup{platform: arch + "/" + opsys}
+		t.index[name] = m
+		t.machines = append(t.machines, name)
+	}
+	m.slots++
+	cpus, _ := ad.EvalInt("Cpus")
+	mem, _ := ad.EvalInt("Memory")
+	if n, ok := ad.EvalInt("TotalCpus"); ok {
+		m.cpus = n
+	} else {
+		m.cpus += cpus
+	}
+	if n, ok := ad.EvalInt("TotalMemory"); ok {
+		m.memory = n
+	} else {
+		m.memory += mem
+	}
+	state, _ := ad.EvalString("State")
+	act, _ := ad.EvalString("Activity")
+	if state == "Unclaimed" {
+		m.freeCpus += cpus
+		m.freeMem += mem
+	}
+	if l, ok := ad.EvalReal("TotalLoadAvg"); ok {
+		m.load = l
+	} else if l, ok := ad.EvalReal("LoadAvg"); ok {
+		m.load += l
+	}
+	m.states = append(m.states, stateLetters(state, act))
+}
+
+// stateLetters abbreviates a slot's state and activity as condor_status
+// -compact does: "Ui" for Unclaimed Idle, "Cb" for Claimed Busy.
+func stateLetters(state, activity string) string {
+	s, a := "?", "?"
+	if state != "" {
+		s = state[:1]
+	}
+	if activity != "" {
+		a = strings.ToLower(activity[:1])
+	}
+	return s + a
+}
+
+func (t *compactTable) flush() {
+	tw := tabwriter.NewWriter(t.w, 0, 0, 1, ' ', 0)
+	fmt.Fprintln(tw, "Machine\tPlatform\tSlots\tCpus\tTotalGb\tFreCpu\tFreeGb\tCpuLoad\tST")
+	for _, name := range t.machines {
+		m := t.index[name]
+		st := m.states[0]
+		for _, s := range m.states[1:] {
+			if s != st {
+				st = "**" // slots in different states, as condor_status says it
+				break
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.2f\t%d\t%.2f\t%.2f\t%s\n", name, m.platform, m.slots, m.cpus,
+			float64(m.memory)/1024, m.freeCpus, float64(m.freeMem)/1024, m.load, st)
+	}
+	tw.Flush()
+	fmt.Fprintln(t.w)
+	t.summary.flush()
+}
