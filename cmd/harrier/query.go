@@ -316,4 +316,3 @@ func statusLetter(s int64) string {
 	}
 	return "?"
 }
-
