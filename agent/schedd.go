@@ -267,6 +267,24 @@ func (s *scheddService) Act(ctx context.Context, req *wire.ActRequest) (*wire.Ac
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
+	if strings.TrimSpace(req.Constraint) != "" {
+		f, err := newFilterFor(nil, req.Constraint)
+		if err != nil {
+			return nil, status.Error(codes.InvalidArgument, err.Error())
+		}
+		named := make(map[jobqueue.JobID]bool, len(ids))
+		for _, id := range ids {
+			named[id] = true
+		}
+		// As HTCondor's schedd does, a constraint reaches only the jobs
+		// the caller may act on: a user's "-all" is their own jobs.
+		s.a.queue.Scan(func(id jobqueue.JobID, ad *classad.ClassAd) bool {
+			if owner, _ := ad.EvalString("Owner"); isJob(id) && !named[id] && who.mayEdit(owner) && f.match(id, ad) {
+				ids = append(ids, id)
+			}
+			return true
+		})
+	}
 	reply := &wire.ActReply{}
 	for _, id := range ids {
 		err := s.a.act(ctx, who, req.Action, id, req.Reason)

@@ -388,10 +388,15 @@ func (x *JobQueryReply) GetAds() []string {
 }
 
 type ActRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Action        ActRequest_Action      `protobuf:"varint,1,opt,name=action,proto3,enum=harrier.v1.ActRequest_Action" json:"action,omitempty"`
-	Ids           []string               `protobuf:"bytes,2,rep,name=ids,proto3" json:"ids,omitempty"`
-	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Action ActRequest_Action      `protobuf:"varint,1,opt,name=action,proto3,enum=harrier.v1.ActRequest_Action" json:"action,omitempty"`
+	// "cluster" or "cluster.proc".
+	Ids    []string `protobuf:"bytes,2,rep,name=ids,proto3" json:"ids,omitempty"`
+	Reason string   `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	// A ClassAd expression selecting jobs besides ids, as condor_rm
+	// -constraint: the caller's jobs for which it is true (any user's for
+	// root). A job named both ways is acted on once.
+	Constraint    string `protobuf:"bytes,4,opt,name=constraint,proto3" json:"constraint,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -443,6 +448,13 @@ func (x *ActRequest) GetIds() []string {
 func (x *ActRequest) GetReason() string {
 	if x != nil {
 		return x.Reason
+	}
+	return ""
+}
+
+func (x *ActRequest) GetConstraint() string {
+	if x != nil {
+		return x.Constraint
 	}
 	return ""
 }
@@ -574,12 +586,15 @@ const file_harrier_v1_schedd_proto_rawDesc = "" +
 	"constraint\x12\x14\n" +
 	"\x05limit\x18\x03 \x01(\x05R\x05limit\"!\n" +
 	"\rJobQueryReply\x12\x10\n" +
-	"\x03ads\x18\x01 \x03(\tR\x03ads\"\xce\x01\n" +
+	"\x03ads\x18\x01 \x03(\tR\x03ads\"\xee\x01\n" +
 	"\n" +
 	"ActRequest\x125\n" +
 	"\x06action\x18\x01 \x01(\x0e2\x1d.harrier.v1.ActRequest.ActionR\x06action\x12\x10\n" +
 	"\x03ids\x18\x02 \x03(\tR\x03ids\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\"_\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x1e\n" +
+	"\n" +
+	"constraint\x18\x04 \x01(\tR\n" +
+	"constraint\"_\n" +
 	"\x06Action\x12\x16\n" +
 	"\x12ACTION_UNSPECIFIED\x10\x00\x12\n" +
 	"\n" +

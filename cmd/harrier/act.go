@@ -4,14 +4,17 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/wire"
 )
 
-// actCommand returns rm, hold or release. Like condor_rm, each job is
-// reported, and the command fails if any job could not be acted on.
+// actCommand returns rm, hold, release, vacate or checkpoint. Like
+// condor_rm, it acts on the jobs given by id, by owner name, by -constraint
+// or -all (a user's -all is their own jobs, root's every job), reports
+// each job, and fails if any job could not be acted on or none was found.
 func actCommand(name string) func([]string, io.Reader, io.Writer) error {
 	action := map[string]wire.ActRequest_Action{
 		"rm": wire.ActRequest_REMOVE, "hold": wire.ActRequest_HOLD, "release": wire.ActRequest_RELEASE,
@@ -19,22 +22,49 @@ func actCommand(name string) func([]string, io.Reader, io.Writer) error {
 	}[name]
 	done := map[string]string{"rm": "marked for removal", "hold": "held", "release": "released",
 		"vacate": "being vacated", "checkpoint": "being checkpointed"}[name]
+	// The jobs each action applies to, by JobStatus.
+	applicable := map[string]string{"rm": "JobStatus != 3", "hold": "JobStatus != 5 && JobStatus != 3 && JobStatus != 4",
+		"release": "JobStatus == 5", "vacate": "JobStatus == 2", "checkpoint": "JobStatus == 2"}[name]
 	return func(args []string, _ io.Reader, stdout io.Writer) error {
 		tf := newToolFlags(name)
 		reason := tf.fs.String("reason", "", "why (recorded with the job)")
+		constraint := tf.fs.String("constraint", "", "act on the jobs for which this ClassAd expression is true")
+		all := tf.fs.Bool("all", false, "act on all jobs you may act on")
 		client, closeFn, err := tf.connect(context.Background(), args)
 		if err != nil {
 			return err
 		}
 		defer closeFn()
-		if tf.fs.NArg() == 0 {
-			return usagef("want job ids (cluster or cluster.proc)")
+		ids, owners := splitIDs(tf.fs.Args())
+		if len(ids) == 0 && len(owners) == 0 && *constraint == "" && !*all {
+			return usagef("want job ids (cluster or cluster.proc), owner names, -constraint EXPR or -all")
+		}
+		// Each restriction selects jobs of its own, as in condor_rm.
+		var alts []string
+		for _, o := range owners {
+			alts = append(alts, "Owner == "+classad.String(o).String())
+		}
+		if *constraint != "" {
+			alts = append(alts, "("+*constraint+")")
+		}
+		if *all {
+			alts = []string{"true"}
+		}
+		cons := ""
+		if len(alts) > 0 {
+			// Like condor_rm, a selection skips the jobs the action
+			// cannot apply to, rather than reporting each.
+			cons = "(" + strings.Join(alts, " || ") + ") && " + applicable
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		reply, err := client.Act(ctx, &wire.ActRequest{Action: action, Ids: tf.fs.Args(), Reason: *reason})
+		reply, err := client.Act(ctx, &wire.ActRequest{Action: action, Ids: ids, Reason: *reason, Constraint: cons})
 		if err != nil {
 			return rpcError(name, err)
+		}
+		if len(reply.Results) == 0 {
+			fmt.Fprintln(stdout, "No job you may act on matched.")
+			return exitError(1)
 		}
 		failed := 0
 		for _, r := range reply.Results {
