@@ -6,6 +6,7 @@
 //	harrier submit FILE                                   queue jobs
 //	harrier q | history | status                          look at jobs and machines
 //	harrier rm | hold | release | wait ID...              act on jobs
+//	harrier qedit ID ATTR VALUE                           change a queued job
 //	harrier classad eval ...                              evaluate ClassAd expressions
 //	harrier userprio                                      show user priorities
 //	harrier bench negotiate --machines M --jobs J ...     time one negotiation cycle
@@ -66,6 +67,7 @@ func commands() []command {
 		{"release", "release [--pool DIR] [-reason TEXT] [-constraint EXPR] [-all] [ID | OWNER]...", actCommand("release")},
 		{"vacate", "vacate [--pool DIR] [-reason TEXT] [-constraint EXPR] [-all] [ID | OWNER]...", actCommand("vacate")},
 		{"checkpoint", "checkpoint [--pool DIR] [-reason TEXT] [-constraint EXPR] [-all] [ID | OWNER]...", actCommand("checkpoint")},
+		{"qedit", "qedit [--pool DIR] {ID | OWNER | -constraint EXPR} ATTR VALUE [ATTR VALUE | ATTR=VALUE]...", runQedit},
 		{"wait", "wait [--pool DIR] [--timeout SECONDS] ID", runWait},
 		{"classad", "classad eval [-ad FILE|-] [AD-ATTRS...] EXPR...", runClassad},
 		{"userprio", "userprio [--pool DIR] [-json]", runUserprio},
