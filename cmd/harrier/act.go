@@ -82,27 +82,55 @@ func actCommand(name string) func([]string, io.Reader, io.Writer) error {
 	}
 }
 
-// runWait waits until a job leaves the queue, like condor_wait. It exits 0
-// if the job completed, 1 if it left the queue otherwise or on error, and 2
-// on timeout.
+// runWait waits for jobs, as condor_wait does, on a job event log:
+//
+//	harrier wait [-wait SECONDS] [-num N] [-echo] [-status] LOGFILE [ID]
+//
+// exits 0 once the jobs of the log (or of cluster or job ID, or any N of
+// them) have ended, and 1 on error or when the time expires. Given a job id
+// alone it asks the agent instead: it waits until the job leaves the queue
+// and exits 0 if it completed, 1 if it left otherwise or on error, and 2 on
+// timeout.
 func runWait(args []string, _ io.Reader, stdout io.Writer) error {
 	tf := newToolFlags("wait")
-	timeout := tf.fs.Float64("timeout", 0, "give up after this many seconds (0: wait forever)")
-	client, closeFn, err := tf.connect(context.Background(), args)
-	if err != nil {
+	timeout := tf.fs.Float64("wait", 0, "give up after this many seconds (0: wait forever)")
+	tf.fs.Float64Var(timeout, "timeout", 0, "same as -wait")
+	num := tf.fs.Int("num", 0, "with a log: wait for this many jobs to end (0: all)")
+	echo := tf.fs.Bool("echo", false, "with a log: print its events")
+	verbose := tf.fs.Bool("status", false, "with a log: print when each job starts and ends")
+	if err := tf.parse(args); err != nil {
 		return err
 	}
-	defer closeFn()
-	if tf.fs.NArg() != 1 {
-		return usagef("want one job id (cluster.proc)")
-	}
-	id := tf.fs.Arg(0)
 	ctx := context.Background()
 	if *timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(*timeout*float64(time.Second)))
 		defer cancel()
 	}
+	if ids, _ := splitIDs(tf.fs.Args()); tf.fs.NArg() == 1 && len(ids) == 1 {
+		return waitInQueue(ctx, tf, ids[0], stdout)
+	}
+	if tf.fs.NArg() < 1 || tf.fs.NArg() > 2 {
+		return usagef("want a job event log and at most one job id, or one job id")
+	}
+	w := &waitLog{path: tf.fs.Arg(0), sel: tf.fs.Arg(1), num: *num, echo: *echo, status: *verbose, out: stdout}
+	if ids, _ := splitIDs([]string{w.sel}); w.sel != "" && len(ids) == 0 {
+		return usagef("bad job id %q: want cluster or cluster.proc", w.sel)
+	}
+	return w.run(ctx)
+}
+
+// waitInQueue waits until a job leaves the agent's queue.
+func waitInQueue(ctx context.Context, tf toolFlags, id string, stdout io.Writer) error {
+	pc, err := findPool(*tf.pool)
+	if err != nil {
+		return err
+	}
+	client, closeFn, err := agentClient(pc)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
 	req := &wire.JobQueryRequest{Ids: []string{id}}
 	for {
 		n, err := countJobs(ctx, client, req)
