@@ -4,7 +4,7 @@
 //	harrier pool up --dir DIR [--startds N] [--detach]   start a personal pool
 //	harrier pool down --dir DIR                           stop it
 //	harrier submit FILE                                   queue jobs
-//	harrier q | history | status                          look at jobs and machines
+//	harrier q | history | status | watch-q                look at jobs and machines
 //	harrier rm | hold | release | wait ID...              act on jobs
 //	harrier qedit ID ATTR VALUE                           change a queued job
 //	harrier classad eval ...                              evaluate ClassAd expressions
@@ -68,6 +68,7 @@ func commands() []command {
 		{"vacate", "vacate [--pool DIR] [-reason TEXT] [-constraint EXPR] [-all] [ID | OWNER]...", actCommand("vacate")},
 		{"checkpoint", "checkpoint [--pool DIR] [-reason TEXT] [-constraint EXPR] [-all] [ID | OWNER]...", actCommand("checkpoint")},
 		{"qedit", "qedit [--pool DIR] {ID | OWNER | -constraint EXPR} ATTR VALUE [ATTR VALUE | ATTR=VALUE]...", runQedit},
+		{"watch-q", "watch-q [--pool DIR] [-users U,...] [-clusters C,...] [-batches NAME,...] [-exit all|any|none,active|done|idle|held[,CODE]]... [-interval SECONDS] [-refresh | -no-refresh]", runWatchQ},
 		{"wait", "wait [--pool DIR] [-wait SECONDS] [-num N] [-echo] [-status] LOGFILE [ID] | wait [--pool DIR] [-wait SECONDS] ID", runWait},
 		{"classad", "classad eval [-ad FILE|-] [AD-ATTRS...] EXPR...", runClassad},
 		{"userprio", "userprio [--pool DIR] [-json]", runUserprio},
