@@ -109,6 +109,9 @@ Total for query: 3 jobs; 0 completed, 0 removed, 1 idle, 1 running, 1 held, 0 su
 	if rows := fields(out); len(rows) != 2 || rows[1][0] != fmt.Sprintf("%d.0", sleeps) || !strings.Contains(rows[1][len(rows[1])-1], "@") {
 		t.Errorf("q -run:\n%s", out)
 	}
+	if rows := fields(tool(alice, "q", "-idle")); len(rows) != 4 || rows[1][0] != fmt.Sprintf("%d.1", sleeps) || rows[1][5] != "I" {
+		t.Errorf("q -idle: %v", rows)
+	}
 	if out := tool(alice, "q", "-totals"); out != "Total for query: 3 jobs; 0 completed, 0 removed, 1 idle, 1 running, 1 held, 0 suspended\n" {
 		t.Errorf("q -totals: %q", out)
 	}

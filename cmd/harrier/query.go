@@ -145,13 +145,14 @@ func queryJobs(name string, args []string, stdout io.Writer, call jobQuery) erro
 	constraint := tf.fs.String("constraint", "", "a ClassAd expression the jobs must satisfy")
 	limit := tf.fs.Int("limit", 0, "print at most this many jobs")
 	tf.fs.Bool("af", false, "autoformat: print the values of the attributes named after the options, one job per line (-af:jh... for options)")
-	var analyze, nobatch, hold, running, totals, allUsers bool
+	var analyze, nobatch, hold, running, idle, totals, allUsers bool
 	if name == "q" {
 		tf.fs.BoolVar(&analyze, "better-analyze", false, "explain why the jobs do or do not match the pool's machines")
 		tf.fs.BoolVar(&nobatch, "nobatch", false, "one line per job rather than per batch")
 		tf.fs.Bool("batch", true, "one line per batch (the default)")
 		tf.fs.BoolVar(&hold, "hold", false, "only held jobs, with why they are held")
 		tf.fs.BoolVar(&running, "run", false, "only running jobs, with where they run")
+		tf.fs.BoolVar(&idle, "idle", false, "only idle jobs, one line each")
 		tf.fs.BoolVar(&totals, "totals", false, "only the summary line")
 		tf.fs.BoolVar(&allUsers, "allusers", false, "the jobs of all users (default: the caller's, unless job ids or owners are given)")
 	}
@@ -178,8 +179,11 @@ func queryJobs(name string, args []string, stdout io.Writer, call jobQuery) erro
 	query := &wire.JobQueryRequest{Ids: ids, Constraint: *constraint, Limit: int32(*limit)}
 	if name == "q" {
 		status := map[bool]int{true: 5}[hold]
-		if running {
+		switch {
+		case running:
 			status = 2
+		case idle:
+			status, nobatch = 1, true
 		}
 		if query.Constraint, err = jobSelection(*constraint, rest, allUsers, len(ids) > 0, status); err != nil {
 			return err
