@@ -27,31 +27,45 @@ func runStatus(args []string, _ io.Reader, stdout io.Writer) error {
 	constraint := tf.fs.String("constraint", "", "a ClassAd expression the machines must satisfy")
 	tf.fs.Bool("af", false, "autoformat: print the values of the expressions given as arguments, one slot per line (-af:ht,lnV for options)")
 	compact := tf.fs.Bool("compact", false, "one line per machine rather than per slot")
-	total := tf.fs.Bool("total", false, "only the summary by platform and state")
+	total := tf.fs.Bool("totals", false, "only the summary by platform and state")
+	tf.fs.BoolVar(total, "total", false, "same as -totals")
 	avail := tf.fs.Bool("avail", false, "only slots that would start a job now (Unclaimed and Idle)")
+	claimed := tf.fs.Bool("claimed", false, "only claimed slots")
+	limit := tf.fs.Int("limit", 0, "print at most this many slots")
 	client, closeFn, err := tf.connect(context.Background(), args)
 	if err != nil {
 		return err
 	}
 	defer closeFn()
+	// Without -af the arguments are machine or slot names, as
+	// condor_status takes them.
 	var f *autoformatter
-	switch {
-	case af:
+	var names []string
+	if af {
 		if f, err = newAutoformatter(stdout, afOpts, tf.fs.Args(), false); err != nil {
 			return err
 		}
-	case tf.fs.NArg() > 0:
-		return usagef("unexpected argument %q", tf.fs.Arg(0))
+	} else {
+		for _, n := range tf.fs.Args() {
+			q := classad.String(n).String()
+			names = append(names, "Name == "+q+" || Machine == "+q)
+		}
 	}
-	cons := *constraint
+	cons := joinConstraints(*constraint, strings.Join(names, " || "))
 	if *avail {
 		cons = joinConstraints(`State == "Unclaimed" && Activity == "Idle"`, cons)
+	}
+	if *claimed {
+		cons = joinConstraints(`State == "Claimed"`, cons)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	reply, err := client.QueryPool(ctx, &wire.QueryRequest{Type: "Machine", Constraint: cons})
 	if err != nil {
 		return rpcError("status", err)
+	}
+	if *limit > 0 && len(reply.Ads) > *limit {
+		reply.Ads = reply.Ads[:*limit]
 	}
 	if f != nil {
 		for _, text := range reply.Ads {

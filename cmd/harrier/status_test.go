@@ -36,7 +36,16 @@ func TestStatusViews(t *testing.T) {
 	if rows := fields(out); len(rows) != 6 || !strings.Contains(rows[1][0], "@"+free) {
 		t.Errorf("status -avail, want only the slot of %s:\n%s", free, out)
 	}
-	out = p.must(t, "status", "-total")
+	for _, args := range [][]string{{"-claimed"}, {busy}, {"-limit", "1", "-constraint", `State == "Claimed"`}} {
+		out := p.must(t, append([]string{"status"}, args...)...)
+		if rows := fields(out); len(rows) != 6 || !strings.Contains(rows[1][0], "@"+busy) {
+			t.Errorf("status %v, want only the slot of %s:\n%s", args, busy, out)
+		}
+	}
+	if rows := fields(p.must(t, "status", "-limit", "1")); len(rows) != 6 {
+		t.Errorf("status -limit 1: %v", rows)
+	}
+	out = p.must(t, "status", "-totals")
 	want := "Total Owner Claimed Unclaimed Matched Preempting Drained\nX86_64/LINUX 2 0 1 1 0 0 0\nTotal 2 0 1 1 0 0 0"
 	var got []string
 	for _, row := range fields(out) {
