@@ -30,6 +30,14 @@ func actCommand(name string) func([]string, io.Reader, io.Writer) error {
 		reason := tf.fs.String("reason", "", "why (recorded with the job)")
 		constraint := tf.fs.String("constraint", "", "act on the jobs for which this ClassAd expression is true")
 		all := tf.fs.Bool("all", false, "act on all jobs you may act on")
+		tf.refuse("refused: "+localAgent, "name=", "addr=")
+		tf.refuse("not yet: each job is reported", "long", "totals")
+		if name == "rm" {
+			tf.refuse("not yet: a removed job leaves the queue once its shadow is gone", "forcex")
+		}
+		if name == "hold" {
+			tf.refuse("not yet: a user's hold has HoldReasonSubCode 0", "subcode=")
+		}
 		client, closeFn, err := tf.connect(context.Background(), args)
 		if err != nil {
 			return err
@@ -98,6 +106,7 @@ func runWait(args []string, _ io.Reader, stdout io.Writer) error {
 	num := tf.fs.Int("num", 0, "with a log: wait for this many jobs to end (0: all)")
 	echo := tf.fs.Bool("echo", false, "with a log: print its events")
 	verbose := tf.fs.Bool("status", false, "with a log: print when each job starts and ends")
+	tf.refuse("not yet", "debug")
 	if err := tf.parse(args); err != nil {
 		return err
 	}

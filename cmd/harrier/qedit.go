@@ -22,6 +22,8 @@ import (
 func runQedit(args []string, _ io.Reader, stdout io.Writer) error {
 	tf := newToolFlags("qedit")
 	constraint := tf.fs.String("constraint", "", "edit the jobs for which this ClassAd expression is true")
+	tf.refuse("refused: "+localAgent, "n=", "name=", "forward")
+	tf.refuse("not yet: give ATTR VALUE or ATTR=VALUE pairs", "edits=")
 	client, closeFn, err := tf.connect(context.Background(), args)
 	if err != nil {
 		return err

@@ -156,6 +156,15 @@ func queryJobs(name string, args []string, stdout io.Writer, call jobQuery) erro
 		tf.fs.BoolVar(&totals, "totals", false, "only the summary line")
 		tf.fs.BoolVar(&allUsers, "allusers", false, "the jobs of all users (default: the caller's, unless job ids or owners are given)")
 	}
+	tf.refuse("refused: "+localAgent, "global", "submitter=", "name=")
+	tf.refuse("not yet: use -json or -long", "xml")
+	tf.refuse("not yet: use -af", "format=", "print-format=", "attributes=")
+	tf.refuse("not yet", "jobads=", "userlog=", "factory", "jobset", "autocluster", "cputime", "currentrun", "dag", "grid", "io",
+		"hold-codes", "expert", "unmatchable", "machine=", "mconstraint=", "slotads=", "userprios=", "nouserprios", "reverse-analyze", "verbose")
+	tf.accept("Harrier streams results and never truncates columns; RUN_TIME is cumulative", "stream-results", "wide", "cumulative-time")
+	if name == "q" {
+		tf.fs.BoolVar(&analyze, "analyze", false, "same as -better-analyze")
+	}
 	client, closeFn, err := tf.connect(context.Background(), args)
 	if err != nil {
 		return err

@@ -32,6 +32,14 @@ func runStatus(args []string, _ io.Reader, stdout io.Writer) error {
 	avail := tf.fs.Bool("avail", false, "only slots that would start a job now (Unclaimed and Idle)")
 	claimed := tf.fs.Bool("claimed", false, "only claimed slots")
 	limit := tf.fs.Int("limit", 0, "print at most this many slots")
+	tf.refuse("not yet: harrier status shows the machine ads", "absent", "any", "cod", "collector", "defrag", "grid", "java", "license",
+		"master", "negotiator", "schedd", "server", "state", "broken", "lvm", "storage", "submitters", "vm", "offline", "subsystem=")
+	tf.refuse("not yet: use -json or -long", "xml")
+	tf.refuse("not yet: use -af", "format=", "print-format=", "attributes=")
+	tf.refuse("not yet: use -avail, -claimed or -constraint", "run")
+	tf.refuse("refused: "+localAgent, "direct=", "snapshot", "statistics=")
+	tf.refuse("not yet", "ads=", "annex=", "sort=", "target=", "merge=", "expert", "diagnose")
+	tf.accept("harrier status shows the startds' slots", "startd")
 	client, closeFn, err := tf.connect(context.Background(), args)
 	if err != nil {
 		return err

@@ -82,6 +82,12 @@ func TestSubmitCommandLine(t *testing.T) {
 		t.Fatalf("a dry run queued jobs: %v", q)
 	}
 
+	// HTCondor's options that Harrier lacks fail, saying why.
+	for _, args := range [][]string{{"-terse", sub}, {"-queue", "3", sub}, {"-spool", sub}} {
+		if out, code := p.harrier(t, append([]string{"submit"}, args...)...); code != 2 || !strings.Contains(out, "not yet") && !strings.Contains(out, "refused") {
+			t.Errorf("submit %v: exit %d: %s", args, code, out)
+		}
+	}
 	c := p.submit(t, dir, "echo.sub", mustRead(t, sub)) // no n: one job
 	stdinSub := fmt.Sprintf("executable = /bin/echo\narguments = from-file\noutput = %s/stdin.out\nlog = %s/echo.log\nqueue 2\n", dir, dir)
 	out, code := harrierStdin(t, p.env, stdinSub, "submit", "-batch-name", "nightly", "-append", "arguments = appended $(Process)", "-")

@@ -97,6 +97,12 @@ func runWatchQ(args []string, _ io.Reader, stdout io.Writer) error {
 	interval := tf.fs.Float64("interval", 2, "seconds between looks at the queue")
 	refresh := tf.fs.Bool("refresh", isTerminal(stdout), "redraw the screen rather than append (default: when writing to a terminal)")
 	tf.fs.BoolFunc("no-refresh", "append each view", func(string) error { *refresh = false; return nil })
+	tf.refuse("not yet: watch-q follows the queue", "files=")
+	tf.refuse("refused: "+localAgent, "collector=", "schedd=")
+	tf.refuse("not yet: watch-q shows a table of batches and a summary line", "groupby=", "no-table", "progress", "row-progress",
+		"no-summary", "summary-type=", "no-updated-at", "abbreviate", "color", "debug")
+	tf.accept("watch-q shows a table, a summary and the time, without colour or progress bars",
+		"table", "no-progress", "no-row-progress", "summary", "updated-at", "no-abbreviate", "no-color")
 	client, closeFn, err := tf.connect(context.Background(), args)
 	if err != nil {
 		return err
