@@ -487,6 +487,9 @@ func (a *Agent) act(ctx context.Context, who caller, action wire.ActRequest_Acti
 		}
 		return a.hold(ctx, id, reason, holdByUser, 0)
 	case wire.ActRequest_RELEASE:
+		if reason != "" {
+			return a.releaseBy(ctx, id, reason)
+		}
 		return a.release(ctx, id, who.name)
 	case wire.ActRequest_VACATE, wire.ActRequest_CHECKPOINT:
 		vacate := action == wire.ActRequest_VACATE

@@ -27,7 +27,10 @@ func actCommand(name string) func([]string, io.Reader, io.Writer) error {
 		"release": "JobStatus == 5", "vacate": "JobStatus == 2", "checkpoint": "JobStatus == 2"}[name]
 	return func(args []string, _ io.Reader, stdout io.Writer) error {
 		tf := newToolFlags(name)
-		reason := tf.fs.String("reason", "", "why (recorded with the job)")
+		var reason string
+		if name == "rm" || name == "hold" || name == "release" {
+			tf.fs.StringVar(&reason, "reason", "", "why (recorded with the job)")
+		}
 		constraint := tf.fs.String("constraint", "", "act on the jobs for which this ClassAd expression is true")
 		all := tf.fs.Bool("all", false, "act on all jobs you may act on")
 		tf.refuse("refused: "+localAgent, "name=", "addr=")
@@ -66,7 +69,7 @@ func actCommand(name string) func([]string, io.Reader, io.Writer) error {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		reply, err := client.Act(ctx, &wire.ActRequest{Action: action, Ids: ids, Reason: *reason, Constraint: cons})
+		reply, err := client.Act(ctx, &wire.ActRequest{Action: action, Ids: ids, Reason: reason, Constraint: cons})
 		if err != nil {
 			return rpcError(name, err)
 		}
@@ -106,7 +109,6 @@ func runWait(args []string, _ io.Reader, stdout io.Writer) error {
 	num := tf.fs.Int("num", 0, "with a log: wait for this many jobs to end (0: all)")
 	echo := tf.fs.Bool("echo", false, "with a log: print its events")
 	verbose := tf.fs.Bool("status", false, "with a log: print when each job starts and ends")
-	tf.refuse("not yet", "debug")
 	if err := tf.parse(args); err != nil {
 		return err
 	}

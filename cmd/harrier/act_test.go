@@ -52,9 +52,12 @@ func TestActBySelection(t *testing.T) {
 	if got := states(b); got != "5 5 5" {
 		t.Fatalf("bob's jobs changed by alice's rm -all: %s", got)
 	}
-	as("root", 0, fmt.Sprintf("Job %d.2 released", b), "release", bob)
+	as("root", 0, fmt.Sprintf("Job %d.2 released", b), "release", "-reason", "fixed by root", bob)
 	if got := states(b); got != "1 1 1" {
 		t.Errorf("bob's jobs after root's release by name: %s", got)
+	}
+	if r := h.must(t, "q", "-af", "ReleaseReason", "-constraint", fmt.Sprintf("ClusterId == %d && ProcId == 0", b)); r != "fixed by root\n" {
+		t.Errorf("ReleaseReason %q", r)
 	}
 	as("root", 0, fmt.Sprintf("Job %d.0 marked for removal", b), "rm", "-all")
 	if out := h.must(t, "q", "-totals"); !strings.HasPrefix(out, "Total for query: 0 jobs;") {

@@ -48,7 +48,10 @@ type toolFlags struct {
 
 func newToolFlags(name string) toolFlags {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	return toolFlags{fs: fs, pool: fs.String("pool", "", "the pool directory (default $HARRIER_POOL)")}
+	t := toolFlags{fs: fs, pool: fs.String("pool", "", "the pool directory (default $HARRIER_POOL)")}
+	t.refuse("not yet: the daemons' logs are in the pool directory's log/", "debug")
+	t.refuse("not yet", "version")
+	return t
 }
 
 // connect parses args and connects to the pool's agent.

@@ -33,7 +33,7 @@ func runSubmit(args []string, stdin io.Reader, stdout io.Writer) error {
 	batch := tf.fs.String("batch-name", "", "the jobs' batch name (JobBatchName), over the file's")
 	dryRun := tf.fs.String("dry-run", "", "write the job ads to this file (- for standard output) and queue nothing")
 	file := tf.fs.String("file", "", "the submit file, as if given as an argument")
-	tf.refuse("not yet: harrier submit prints one line; -dry-run - shows the job ads", "terse", "verbose", "unused", "debug")
+	tf.refuse("not yet: harrier submit prints one line; -dry-run - shows the job ads", "terse", "verbose", "unused")
 	tf.refuse("refused: "+localAgent, "name=", "remote=", "addr=")
 	tf.refuse("refused: Harrier has no MyProxy credentials", "password=")
 	tf.refuse("refused: Harrier has no file transfer; jobs reach their files through the shadow", "spool", "stm=")

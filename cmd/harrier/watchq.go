@@ -100,7 +100,7 @@ func runWatchQ(args []string, _ io.Reader, stdout io.Writer) error {
 	tf.refuse("not yet: watch-q follows the queue", "files=")
 	tf.refuse("refused: "+localAgent, "collector=", "schedd=")
 	tf.refuse("not yet: watch-q shows a table of batches and a summary line", "groupby=", "no-table", "progress", "row-progress",
-		"no-summary", "summary-type=", "no-updated-at", "abbreviate", "color", "debug")
+		"no-summary", "summary-type=", "no-updated-at", "abbreviate", "color")
 	tf.accept("watch-q shows a table, a summary and the time, without colour or progress bars",
 		"table", "no-progress", "no-row-progress", "summary", "updated-at", "no-abbreviate", "no-color")
 	client, closeFn, err := tf.connect(context.Background(), args)
