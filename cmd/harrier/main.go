@@ -7,6 +7,7 @@
 //	harrier q | history | status | watch-q                look at jobs and machines
 //	harrier rm | hold | release | wait ID...              act on jobs
 //	harrier qedit ID ATTR VALUE                           change a queued job
+//	harrier tail [-follow] ID                             a running job's output
 //	harrier classad eval ...                              evaluate ClassAd expressions
 //	harrier userprio                                      show user priorities
 //	harrier bench negotiate --machines M --jobs J ...     time one negotiation cycle
@@ -69,6 +70,7 @@ func commands() []command {
 		{"checkpoint", "checkpoint [--pool DIR] [-constraint EXPR] [-all] [ID | OWNER]...", actCommand("checkpoint")},
 		{"qedit", "qedit [--pool DIR] {ID | OWNER | -constraint EXPR} ATTR VALUE [ATTR VALUE | ATTR=VALUE]...", runQedit},
 		{"watch-q", "watch-q [--pool DIR] [-users U,...] [-clusters C,...] [-batches NAME,...] [-exit all|any|none,active|done|idle|held[,CODE]]... [-interval SECONDS] [-refresh | -no-refresh]", runWatchQ},
+		{"tail", "tail [--pool DIR] [-follow] [-maxbytes N] [-stderr] [-no-stdout] ID [FILE...]", runTail},
 		{"wait", "wait [--pool DIR] [-wait SECONDS] [-num N] [-echo] [-status] LOGFILE [ID] | wait [--pool DIR] [-wait SECONDS] ID", runWait},
 		{"classad", "classad eval [-ad FILE|-] [AD-ATTRS...] EXPR...", runClassad},
 		{"userprio", "userprio [--pool DIR] [-json]", runUserprio},
