@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -192,5 +193,39 @@ func TestExitConditions(t *testing.T) {
 		if _, err := parseExitCondition(bad); err == nil {
 			t.Errorf("-exit %s accepted", bad)
 		}
+	}
+}
+
+// BenchmarkTables prints a queue of 10,000 jobs in 100 clusters as the
+// batch view, the job view and the summary alone: the batch view keeps
+// one aggregate per batch, the job view a line per job.
+func BenchmarkTables(b *testing.B) {
+	texts := make([]string, 10000)
+	for i := range texts {
+		texts[i] = fmt.Sprintf(`[ ClusterId = %d; ProcId = %d; Owner = "alice"; JobStatus = %d; QDate = 1795779665; Cmd = "/bin/sleep"; Arguments = "60"; TotalSubmitProcs = 100; ImageSize = 1000 ]`,
+			i/100, i%100, 1+i%2)
+	}
+	for _, tc := range []struct {
+		name     string
+		newTable func(io.Writer) table
+	}{
+		{"batch", func(w io.Writer) table { return newBatchTable(w) }},
+		{"nobatch", func(w io.Writer) table { return newJobTable(w, false) }},
+		{"totals", func(w io.Writer) table { return &totalsTable{w: w} }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				p := output{}.printer(io.Discard, tc.newTable)
+				for _, text := range texts {
+					if err := p.add(text); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := p.finish(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
