@@ -49,15 +49,15 @@ func runTail(args []string, _ io.Reader, stdout io.Writer) error {
 	iwd, _ := ad.EvalString("Iwd")
 	var paths []string
 	for _, f := range []struct {
-		attr string
-		want bool
-	}{{"Out", !*noStdout}, {"Err", *stderr}} {
+		attr, what string
+		want       bool
+	}{{"Out", "output", !*noStdout}, {"Err", "error", *stderr}} {
 		p, _ := ad.EvalString(f.attr)
 		if !f.want {
 			continue
 		}
 		if p == "" || p == os.DevNull {
-			return fmt.Errorf("job %s has no %s file (its %s is %s)", id, map[string]string{"Out": "output", "Err": "error"}[f.attr], f.attr, os.DevNull)
+			return fmt.Errorf("job %s has no %s file (its %s is %s)", id, f.what, f.attr, os.DevNull)
 		}
 		paths = append(paths, p)
 	}

@@ -76,16 +76,18 @@ func (w *waitLog) run(ctx context.Context) error {
 					w.say("%s submitted\n", k)
 				case joblog.Execute:
 					w.say("%s executing on host %s\n", k, e.Host)
-				case joblog.Terminated, joblog.Aborted:
-					if !ended[k] {
-						ended[k] = true
-						w.say("%s %s.\n", k, map[bool]string{true: "completed", false: "removed"}[e.Type == joblog.Terminated])
-					}
+				case joblog.Terminated:
+					w.end(ended, k, "completed")
+				case joblog.Aborted:
+					w.end(ended, k, "removed")
 				}
 			}
 		}
 		if first && len(submitted) == 0 {
-			return fmt.Errorf("no job %sin %s", map[bool]string{true: "", false: w.sel + " "}[w.sel == ""], w.path)
+			if w.sel != "" {
+				return fmt.Errorf("no job %s in %s", w.sel, w.path)
+			}
+			return fmt.Errorf("no job in %s", w.path)
 		}
 		first = false
 		done := len(ended) >= len(submitted)
@@ -109,6 +111,14 @@ func (w *waitLog) run(ctx context.Context) error {
 			return ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
+	}
+}
+
+// end records that job k ended, once.
+func (w *waitLog) end(ended map[string]bool, k, how string) {
+	if !ended[k] {
+		ended[k] = true
+		w.say("%s %s.\n", k, how)
 	}
 }
 
