@@ -40,25 +40,31 @@ func takeAutoformat(args []string) (out []string, opts string, found bool) {
 //	j  the job id first         h  a heading of the names, columns aligned
 //	t  tabs between values      ,  commas between values
 //	l  each value as "Name = value"
-//	n  each value on a line of its own
+//	n  a newline after each value
+//	g  a newline between ads, and no space between values
 //	V  strings quoted, as ClassAd values
+//	r  the expressions as written, not evaluated
+//
+// so that -af:lrng prints what -long does.
 type autoformatter struct {
 	w       io.Writer
 	tw      *tabwriter.Writer // for h: the columns are aligned when all are read
 	names   []string
 	exprs   []classad.Expr
 	jobID   bool
-	sep     string
+	sep     string // between values
 	label   bool
 	newline bool
+	between bool // g
 	quoted  bool
+	raw     bool
 }
 
 // newAutoformatter parses -af's options and the expressions it prints;
 // jobs says whether the ads are jobs (the j option needs a job id).
 func newAutoformatter(w io.Writer, opts string, srcs []string, jobs bool) (*autoformatter, error) {
-	a := &autoformatter{w: w, names: srcs, sep: " "}
-	header := false
+	a := &autoformatter{w: w, names: srcs}
+	header, tab, comma := false, false, false
 	for _, c := range opts {
 		switch c {
 		case 'j':
@@ -69,18 +75,34 @@ func newAutoformatter(w io.Writer, opts string, srcs []string, jobs bool) (*auto
 		case 'h':
 			header = true
 		case 't':
-			a.sep = "\t"
+			tab = true
 		case ',':
-			a.sep = ","
+			comma = true
 		case 'l':
 			a.label = true
 		case 'n':
 			a.newline = true
+		case 'g':
+			a.between = true
 		case 'V':
 			a.quoted = true
+		case 'r':
+			a.raw = true
 		default:
-			return nil, usagef("-af:%c: not an option Harrier knows (j h t , l n V)", c)
+			return nil, usagef("-af:%c: not an option Harrier knows (j h t , l n g V r)", c)
 		}
+	}
+	switch {
+	case header && a.label:
+		return nil, usagef("-af: l and h may not be used together")
+	case comma && a.newline:
+		return nil, usagef("-af: n and , may not be used together")
+	case tab:
+		a.sep = "\t"
+	case comma:
+		a.sep = ","
+	case !a.between:
+		a.sep = " "
 	}
 	if len(srcs) == 0 {
 		return nil, usagef("-af wants attribute names")
@@ -102,17 +124,31 @@ func newAutoformatter(w io.Writer, opts string, srcs []string, jobs bool) (*auto
 		if a.jobID {
 			heads = append([]string{"ID"}, srcs...)
 		}
-		a.heads(heads)
+		a.line(heads)
 	}
 	return a, nil
 }
 
-func (a *autoformatter) heads(heads []string) {
-	if a.newline {
-		fmt.Fprintln(a.w, strings.Join(heads, "\n"))
-		return
+// line prints one ad's fields, or the heading.
+func (a *autoformatter) line(fields []string) error {
+	var b strings.Builder
+	for i, f := range fields {
+		if i > 0 && !a.newline {
+			b.WriteString(a.sep)
+		}
+		b.WriteString(f)
+		if a.newline {
+			b.WriteByte('\n')
+		}
 	}
-	fmt.Fprintln(a.w, strings.Join(heads, a.sep))
+	if !a.newline {
+		b.WriteByte('\n')
+	}
+	if a.between {
+		b.WriteByte('\n')
+	}
+	_, err := io.WriteString(a.w, b.String())
+	return err
 }
 
 // add prints one ad, given as text.
@@ -121,38 +157,35 @@ func (a *autoformatter) add(text string) error {
 	if err != nil {
 		return fmt.Errorf("bad ad from the pool: %w", err)
 	}
-	var line strings.Builder
-	field := func(name string, v classad.Value) {
-		if line.Len() > 0 {
-			if a.newline {
-				line.WriteByte('\n')
-			} else {
-				line.WriteString(a.sep)
-			}
-		}
+	fields := make([]string, 0, len(a.exprs)+1)
+	field := func(name, value string) {
 		if a.label {
-			line.WriteString(name + " = ")
+			value = name + " = " + value
 		}
-		if s, ok := v.StringValue(); ok && !a.quoted {
-			line.WriteString(s)
-		} else {
-			line.WriteString(v.String())
-		}
+		fields = append(fields, value)
 	}
 	if a.jobID {
 		c, _ := ad.EvalInt("ClusterId")
 		p, _ := ad.EvalInt("ProcId")
-		field("ID", classad.String(fmt.Sprintf("%d.%d", c, p)))
+		field("ID", fmt.Sprintf("%d.%d", c, p))
 	}
 	for i, e := range a.exprs {
-		field(a.names[i], ad.EvalExpr(e, nil))
+		if a.raw {
+			// An attribute's own expression, else the one given.
+			if x, ok := ad.Lookup(a.names[i]); ok {
+				e = x
+			}
+			field(a.names[i], e.String())
+			continue
+		}
+		v := ad.EvalExpr(e, nil)
+		if s, ok := v.StringValue(); ok && !a.quoted {
+			field(a.names[i], s)
+		} else {
+			field(a.names[i], v.String())
+		}
 	}
-	line.WriteByte('\n')
-	if a.newline {
-		line.WriteByte('\n')
-	}
-	_, err = io.WriteString(a.w, line.String())
-	return err
+	return a.line(fields)
 }
 
 // finish prints the aligned columns, if any.

@@ -60,9 +60,9 @@ func commands() []command {
 	return []command{
 		{"pool", "pool up --dir DIR [--startds N] [--detach] | pool down --dir DIR", runPool},
 		{"submit", "submit [--pool DIR] [-dry-run FILE] [-append LINE]... [-batch-name NAME] [NAME=VALUE]... [FILE | -]", runSubmit},
-		{"q", "q [--pool DIR] [-nobatch | -hold | -run | -idle | -totals | -json | -long | -af[:jht,lnV] EXPR... | -better-analyze] [-allusers] [-constraint EXPR] [ID | OWNER]...", runQ},
-		{"history", "history [--pool DIR] [-json] [-long] [-af[:jht,lnV] EXPR...] [-limit N] [ID...]", runHistory},
-		{"status", "status [--pool DIR] [-compact | -totals | -json | -long | -af[:ht,lnV] EXPR...] [-avail | -claimed] [-constraint EXPR] [-limit N] [NAME...]", runStatus},
+		{"q", "q [--pool DIR] [-nobatch | -hold | -run | -idle | -totals | -json | -long | -af[:jht,lngVr] EXPR... | -better-analyze] [-allusers] [-constraint EXPR] [ID | OWNER]...", runQ},
+		{"history", "history [--pool DIR] [-json] [-long] [-af[:jht,lngVr] EXPR...] [-limit N] [ID...]", runHistory},
+		{"status", "status [--pool DIR] [-compact | -totals | -json | -long | -af[:ht,lngVr] EXPR...] [-avail | -claimed] [-constraint EXPR] [-limit N] [NAME...]", runStatus},
 		{"rm", "rm [--pool DIR] [-reason TEXT] [-constraint EXPR] [-all] [ID | OWNER]...", actCommand("rm")},
 		{"hold", "hold [--pool DIR] [-reason TEXT] [-constraint EXPR] [-all] [ID | OWNER]...", actCommand("hold")},
 		{"release", "release [--pool DIR] [-reason TEXT] [-constraint EXPR] [-all] [ID | OWNER]...", actCommand("release")},

@@ -144,7 +144,7 @@ func queryJobs(name string, args []string, stdout io.Writer, call jobQuery) erro
 	tf.fs.BoolVar(&o.long, "l", false, "same as -long")
 	constraint := tf.fs.String("constraint", "", "a ClassAd expression the jobs must satisfy")
 	limit := tf.fs.Int("limit", 0, "print at most this many jobs")
-	tf.fs.Bool("af", false, "autoformat: print the values of the attributes named after the options, one job per line (-af:jh... for options)")
+	tf.fs.Bool("af", false, "autoformat: print the values of the attributes named after the options, one job per line (-af:jhtlngVr, for options)")
 	var analyze, nobatch, hold, running, idle, totals, allUsers bool
 	if name == "q" {
 		tf.fs.BoolVar(&analyze, "better-analyze", false, "explain why the jobs do or do not match the pool's machines")

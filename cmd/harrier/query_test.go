@@ -134,7 +134,10 @@ func TestAutoformatter(t *testing.T) {
 		{",", "alice,64\n"},
 		{"t", "alice\t64\n"},
 		{"l", "Owner = alice RequestMemory = 64\n"},
-		{"n", "alice\n64\n\n"},
+		{"n", "alice\n64\n"},
+		{"g", "alice64\n\n"},
+		{"r", "\"alice\" 64\n"},
+		{"lrng", "Owner = \"alice\"\nRequestMemory = 64\n\n"},
 		{"jh", "ID  Owner RequestMemory\n7.2 alice 64\n"},
 	} {
 		var out bytes.Buffer
@@ -154,7 +157,8 @@ func TestAutoformatter(t *testing.T) {
 		opts string
 		args []string
 		jobs bool
-	}{{"r", []string{"Owner"}, true}, {"j", []string{"Name"}, false}, {"", nil, true}, {"", []string{"(x"}, true}} {
+	}{{"T", []string{"Owner"}, true}, {"lh", []string{"Owner"}, true}, {"n,", []string{"Owner"}, true},
+		{"j", []string{"Name"}, false}, {"", nil, true}, {"", []string{"(x"}, true}} {
 		if _, err := newAutoformatter(io.Discard, tc.opts, tc.args, tc.jobs); err == nil {
 			t.Errorf("-af:%s %v accepted", tc.opts, tc.args)
 		}

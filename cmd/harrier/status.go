@@ -25,7 +25,7 @@ func runStatus(args []string, _ io.Reader, stdout io.Writer) error {
 	tf.fs.BoolVar(&o.long, "long", false, "print the whole machine ads")
 	tf.fs.BoolVar(&o.long, "l", false, "same as -long")
 	constraint := tf.fs.String("constraint", "", "a ClassAd expression the machines must satisfy")
-	tf.fs.Bool("af", false, "autoformat: print the values of the expressions given as arguments, one slot per line (-af:ht,lnV for options)")
+	tf.fs.Bool("af", false, "autoformat: print the values of the expressions given as arguments, one slot per line (-af:ht,lngVr for options)")
 	compact := tf.fs.Bool("compact", false, "one line per machine rather than per slot")
 	total := tf.fs.Bool("totals", false, "only the summary by platform and state")
 	tf.fs.BoolVar(total, "total", false, "same as -totals")
