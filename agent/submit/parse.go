@@ -86,7 +86,7 @@ func (r *reader) appendLines(lines []string) error {
 		return nil // the description has no queue statement: they stay last
 	}
 	if i := slices.IndexFunc(added, func(st stmt) bool { return st.kind == queueStmt }); i >= 0 {
-		return &Error{File: added[i].file, Line: added[i].line, Err: fmt.Errorf("a queue statement in -append, but %s has its own at line %d", r.stmts[at].file, r.stmts[at].line)}
+		return &Error{File: added[i].file, Line: added[i].line, Err: fmt.Errorf("a queue statement on the command line, but %s has its own at line %d", r.stmts[at].file, r.stmts[at].line)}
 	}
 	r.stmts = slices.Insert(r.stmts[:n], at, added...)
 	return nil

@@ -59,7 +59,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"pool", "pool up --dir DIR [--startds N] [--detach] | pool down --dir DIR", runPool},
-		{"submit", "submit [--pool DIR] [-dry-run FILE] [-append LINE]... [-batch-name NAME] [NAME=VALUE]... [FILE | -]", runSubmit},
+		{"submit", "submit [--pool DIR] [-dry-run FILE] [-terse | -verbose] [-append LINE]... [-batch-name NAME] [-maxjobs N] [NAME=VALUE]... [FILE | -] [-queue ARGS]", runSubmit},
 		{"q", "q [--pool DIR] [-nobatch | -hold | -run | -idle | -totals | -json | -long | -af[:jht,lngVr] EXPR... | -better-analyze] [-allusers] [-constraint EXPR] [ID | OWNER]...", runQ},
 		{"history", "history [--pool DIR] [-json] [-long] [-af[:jht,lngVr] EXPR...] [-limit N] [ID...]", runHistory},
 		{"status", "status [--pool DIR] [-compact | -totals | -json | -long | -af[:ht,lngVr] EXPR...] [-avail | -claimed] [-constraint EXPR] [-limit N] [NAME...]", runStatus},

@@ -33,17 +33,25 @@ func runSubmit(args []string, stdin io.Reader, stdout io.Writer) error {
 	batch := tf.fs.String("batch-name", "", "the jobs' batch name (JobBatchName), over the file's")
 	dryRun := tf.fs.String("dry-run", "", "write the job ads to this file (- for standard output) and queue nothing")
 	file := tf.fs.String("file", "", "the submit file, as if given as an argument")
-	tf.refuse("not yet: harrier submit prints one line; -dry-run - shows the job ads", "terse", "verbose", "unused")
+	terse := tf.fs.Bool("terse", false, "print only the range of job ids queued")
+	verbose := tf.fs.Bool("verbose", false, "print the job ads queued (implied by the file -)")
+	maxJobs := tf.fs.Int("maxjobs", 0, "queue nothing if the description makes more jobs than this (0: no limit)")
+	tf.accept("harrier submit queues one cluster per submission", "single-cluster")
+	tf.refuse("not yet", "unused")
 	tf.refuse("refused: "+localAgent, "name=", "remote=", "addr=")
 	tf.refuse("refused: Harrier has no MyProxy credentials", "password=")
 	tf.refuse("refused: Harrier has no file transfer; jobs reach their files through the shadow", "spool", "stm=")
 	tf.refuse("not yet: use -dry-run FILE", "dump=")
 	tf.refuse("not yet: Harrier has no interactive jobs", "interactive")
 	tf.refuse("not yet: max_idle in the submit file makes a cluster materialize late", "factory")
-	tf.refuse("not yet", "disable", "allow-crlf-script", "maxjobs=", "single-cluster")
-	tf.refuse(`not yet: use -append "queue ARGS"`, "queue=")
+	tf.refuse("not yet", "disable", "allow-crlf-script")
+	args, queue := takeQueue(args)
 	if err := tf.parse(args); err != nil {
 		return err
+	}
+	if queue != "" {
+		// condor_submit's -queue is a queue statement the file lacks.
+		appends = append(appends, queue)
 	}
 	path := *file
 	var defines []string
@@ -60,6 +68,9 @@ func runSubmit(args []string, stdin io.Reader, stdout io.Writer) error {
 	src, name, dir, err := readDescription(path, stdin)
 	if err != nil {
 		return err
+	}
+	if path == "-" && !*terse {
+		*verbose = true // as condor_submit does
 	}
 	owner := "unknown"
 	if u, err := user.Current(); err == nil {
@@ -78,7 +89,10 @@ func runSubmit(args []string, stdin io.Reader, stdout io.Writer) error {
 	for _, w := range desc.Warnings() {
 		fmt.Fprintf(os.Stderr, "harrier submit: %v\n", w)
 	}
-	finish := func(ads []*classad.ClassAd) {
+	finish := func(ads []*classad.ClassAd) error {
+		if *maxJobs > 0 && len(ads) > *maxJobs {
+			return fmt.Errorf("the description makes %d jobs, more than -maxjobs %d: nothing is queued", len(ads), *maxJobs)
+		}
 		for _, ad := range ads {
 			// condor_submit records the cluster's size, which the batch
 			// view of harrier q needs to count the jobs that are done.
@@ -87,6 +101,7 @@ func runSubmit(args []string, stdin io.Reader, stdout io.Writer) error {
 				ad.SetString("JobBatchName", *batch)
 			}
 		}
+		return nil
 	}
 	if *dryRun != "" {
 		// Nothing reaches the agent, so the cluster is 1, as in HTCondor.
@@ -94,7 +109,9 @@ func runSubmit(args []string, stdin io.Reader, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		finish(ads)
+		if err := finish(ads); err != nil {
+			return err
+		}
 		return writeDryRun(*dryRun, ads, stdout)
 	}
 	pc, err := findPool(*tf.pool)
@@ -116,14 +133,45 @@ func runSubmit(args []string, stdin io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	finish(ads)
+	if err := finish(ads); err != nil {
+		return err
+	}
 	req := submitRequest(nc.Cluster, ads)
 	reply, err := client.Submit(ctx, req)
 	if err != nil {
 		return submitError(err, req)
 	}
+	switch {
+	case *terse:
+		fmt.Fprintf(stdout, "%d.0 - %d.%d\n", nc.Cluster, nc.Cluster, reply.Count-1)
+		return nil
+	case *verbose:
+		for _, ad := range ads {
+			fmt.Fprintln(stdout, ad.MarshalOld())
+		}
+	}
 	fmt.Fprintf(stdout, "%d job(s) submitted to cluster %d.\n", reply.Count, nc.Cluster)
 	return nil
+}
+
+// takeQueue takes condor_submit's "-queue ARGS" from args: the words after
+// it up to the next option make a queue statement.
+func takeQueue(args []string) (rest []string, queue string) {
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		if a != "-queue" && a != "--queue" {
+			continue
+		}
+		j := i + 1
+		for j < len(args) && !strings.HasPrefix(args[j], "-") {
+			j++
+		}
+		rest = append(append(rest, args[:i]...), args[j:]...)
+		return rest, strings.TrimSpace("queue " + strings.Join(args[i+1:j], " "))
+	}
+	return args, ""
 }
 
 // readDescription reads a submit description from path, or from stdin when

@@ -83,20 +83,38 @@ func TestSubmitCommandLine(t *testing.T) {
 	}
 
 	// HTCondor's options that Harrier lacks fail, saying why.
-	for _, args := range [][]string{{"-terse", sub}, {"-queue", "3", sub}, {"-spool", sub}} {
+	for _, args := range [][]string{{"-unused", sub}, {"-interactive", sub}, {"-spool", sub}} {
 		if out, code := p.harrier(t, append([]string{"submit"}, args...)...); code != 2 || !strings.Contains(out, "not yet") && !strings.Contains(out, "refused") {
 			t.Errorf("submit %v: exit %d: %s", args, code, out)
 		}
 	}
 	c := p.submit(t, dir, "echo.sub", mustRead(t, sub)) // no n: one job
 	stdinSub := fmt.Sprintf("executable = /bin/echo\narguments = from-file\noutput = %s/stdin.out\nlog = %s/echo.log\nqueue 2\n", dir, dir)
+	// "-" implies -verbose, as in condor_submit: the ads, then the count.
 	out, code := harrierStdin(t, p.env, stdinSub, "submit", "-batch-name", "nightly", "-append", "arguments = appended $(Process)", "-")
 	var n, c2 int
-	if _, err := fmt.Sscanf(out, "%d job(s) submitted to cluster %d.", &n, &c2); code != 0 || err != nil || n != 2 {
+	i := strings.LastIndex(strings.TrimSuffix(out, "\n"), "\n")
+	if _, err := fmt.Sscanf(out[i+1:], "%d job(s) submitted to cluster %d.", &n, &c2); code != 0 || err != nil || n != 2 ||
+		len(parseAds(t, out[:i])) != 2 {
 		t.Fatalf("submit from stdin: exit %d: %s", code, out)
 	}
 	if out, code := harrierStdin(t, p.env, "executable = /bin/true\nqueue\n", "submit"); code != 0 || !strings.Contains(out, "1 job(s) submitted") {
 		t.Errorf("submit with no file reads stdin: exit %d: %s", code, out)
+	}
+	// -queue stands for the queue statement the file lacks; -terse prints
+	// the ids; -maxjobs refuses a description that makes too many.
+	noQueue := filepath.Join(dir, "noqueue.sub")
+	writeFile(t, noQueue, "executable = /bin/true\n", 0o644)
+	out = p.must(t, "submit", "-terse", noQueue, "-queue", "3")
+	var c3, last int
+	if _, err := fmt.Sscanf(out, "%d.0 - %d.2\n", &c3, &last); err != nil || c3 != last {
+		t.Errorf("submit -terse -queue 3: %q", out)
+	}
+	if out, code := p.harrier(t, "submit", sub, "-queue", "2"); code == 0 || !strings.Contains(out, "has its own") {
+		t.Errorf("submit -queue with a file that queues: exit %d: %s", code, out)
+	}
+	if out, code := p.harrier(t, "submit", "-maxjobs", "2", noQueue, "-queue", "3"); code == 0 || !strings.Contains(out, "more than -maxjobs 2") {
+		t.Errorf("submit -maxjobs 2 of 3 jobs: exit %d: %s", code, out)
 	}
 	for _, job := range p.jobs(t, "q", fmt.Sprint(c2)) {
 		if job["JobBatchName"] != "nightly" || !strings.HasPrefix(job["Arguments"].(string), "appended ") {
