@@ -196,13 +196,14 @@ func (t *holdTable) flush() {
 // runTable prints running jobs with where they run (condor_q -run); like
 // condor_q it prints no summary.
 type runTable struct {
-	tw  *tabwriter.Writer
-	now int64
+	tw    *tabwriter.Writer
+	times runTimes
+	now   int64
 }
 
-func newRunTable(w io.Writer) *runTable {
-	t := &runTable{tw: tabwriter.NewWriter(w, 0, 0, 1, ' ', 0), now: time.Now().Unix()}
-	fmt.Fprintln(t.tw, " ID\tOWNER\tSUBMITTED\tRUN_TIME\tHOST(S)")
+func newRunTable(w io.Writer, times runTimes) *runTable {
+	t := &runTable{tw: tabwriter.NewWriter(w, 0, 0, 1, ' ', 0), times: times, now: time.Now().Unix()}
+	fmt.Fprintf(t.tw, " ID\tOWNER\tSUBMITTED\t%s\tHOST(S)\n", times.head())
 	return t
 }
 
@@ -212,7 +213,7 @@ func (t *runTable) row(ad *classad.ClassAd) {
 	owner, _ := ad.EvalString("Owner")
 	qdate, _ := ad.EvalInt("QDate")
 	host, _ := ad.EvalString("RemoteHost")
-	fmt.Fprintf(t.tw, " %d.%d\t%s\t%s\t%s\t%s\n", c, p, owner, shortTime(qdate), runTime(ad, t.now), host)
+	fmt.Fprintf(t.tw, " %d.%d\t%s\t%s\t%s\t%s\n", c, p, owner, shortTime(qdate), t.times.of(ad, t.now), host)
 }
 
 func (t *runTable) flush() { t.tw.Flush() }
@@ -244,4 +245,45 @@ func jobSelection(constraint string, owners []string, allUsers, haveIDs bool, st
 		parts = append(parts, "("+constraint+")")
 	}
 	return strings.Join(parts, " && "), nil
+}
+
+// holdCodesTable prints one line per hold code and subcode, with the first
+// such job's owner, time and reason (condor_q -hold-codes).
+type holdCodesTable struct {
+	w      io.Writer
+	codes  []string
+	first  map[string]*classad.ClassAd
+	count  map[string]int
+	counts jobCounts
+}
+
+func newHoldCodesTable(w io.Writer) *holdCodesTable {
+	return &holdCodesTable{w: w, first: map[string]*classad.ClassAd{}, count: map[string]int{}}
+}
+
+func (t *holdCodesTable) row(ad *classad.ClassAd) {
+	code, _ := ad.EvalInt("HoldReasonCode")
+	sub, _ := ad.EvalInt("HoldReasonSubCode")
+	st, _ := ad.EvalInt("JobStatus")
+	t.counts.add(st)
+	k := fmt.Sprintf("%d/%d", code, sub)
+	if t.first[k] == nil {
+		t.first[k] = ad
+		t.codes = append(t.codes, k)
+	}
+	t.count[k]++
+}
+
+func (t *holdCodesTable) flush() {
+	tw := tabwriter.NewWriter(t.w, 0, 0, 1, ' ', 0)
+	fmt.Fprintln(tw, "OWNER\tCODE/SUB\tCOUNT\tHELD_SINCE\tHOLD_REASON")
+	for _, k := range t.codes {
+		ad := t.first[k]
+		owner, _ := ad.EvalString("Owner")
+		since, _ := ad.EvalInt("EnteredCurrentStatus")
+		reason, _ := ad.EvalString("HoldReason")
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", owner, k, t.count[k], shortTime(since), reason)
+	}
+	tw.Flush()
+	fmt.Fprintf(t.w, "\n%s\n", t.counts.String())
 }

@@ -112,6 +112,20 @@ Total for query: 3 jobs; 0 completed, 0 removed, 1 idle, 1 running, 1 held, 0 su
 	if rows := fields(tool(alice, "q", "-idle")); len(rows) != 4 || rows[1][0] != fmt.Sprintf("%d.1", sleeps) || rows[1][5] != "I" {
 		t.Errorf("q -idle: %v", rows)
 	}
+	out = date.ReplaceAllString(tool(alice, "q", "-hold-codes"), "DATE")
+	if rows := fields(out); len(rows) != 4 || strings.Join(rows[1][:4], " ") != alice+" 15/0 1 DATE" || !strings.Contains(out, "submitted on hold") {
+		t.Errorf("q -hold-codes:\n%s", out)
+	}
+	for _, args := range [][]string{{"-cputime"}, {"-currentrun", "-nobatch"}, {"-run", "-cputime"}} {
+		head := map[bool]string{true: "CPU_TIME", false: "RUN_TIME"}[args[len(args)-1] == "-cputime"]
+		if out := tool(alice, append([]string{"q"}, args...)...); !strings.Contains(strings.SplitN(out, "\n", 2)[0], head) {
+			t.Errorf("q %v, want a %s column:\n%s", args, head, out)
+		}
+	}
+	out = tool(alice, "q", "-long", "-attributes", "Owner,JobStatus")
+	if ads := parseAds(t, out); len(ads) != 3 || len(ads[0].Names()) != 2 {
+		t.Errorf("q -long -attributes Owner,JobStatus:\n%s", out)
+	}
 	if out := tool(alice, "q", "-totals"); out != "Total for query: 3 jobs; 0 completed, 0 removed, 1 idle, 1 running, 1 held, 0 suspended\n" {
 		t.Errorf("q -totals: %q", out)
 	}

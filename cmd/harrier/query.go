@@ -21,6 +21,30 @@ import (
 // blank line between ads) or -json (a JSON array, as condor_q -json).
 type output struct {
 	json, long bool
+	attrs      stringList // -attributes: only these, for -long and -json
+}
+
+// flags defines -json, -long, -l and -attributes for what the ads are.
+func (o *output) flags(tf toolFlags, what string) {
+	tf.fs.BoolVar(&o.json, "json", false, "print the "+what+" ads as JSON")
+	tf.fs.BoolVar(&o.long, "long", false, "print the whole "+what+" ads")
+	tf.fs.BoolVar(&o.long, "l", false, "same as -long")
+	tf.fs.Var(&o.attrs, "attributes", "with -long or -json, only these attributes (separated by commas)")
+}
+
+// project keeps only the attributes -attributes names.
+func (o output) project(ad *classad.ClassAd) *classad.ClassAd {
+	names := splitCommas(o.attrs)
+	if len(names) == 0 {
+		return ad
+	}
+	out := classad.New()
+	for _, n := range names {
+		if e, ok := ad.Lookup(n); ok {
+			out.Set(n, e)
+		}
+	}
+	return out
 }
 
 // table prints ads as the rows of a table, the form a tool prints by
@@ -51,6 +75,9 @@ func (p *printer) add(text string) error {
 	ad, err := classad.Parse(text)
 	if err != nil {
 		return fmt.Errorf("bad ad from the pool: %w", err)
+	}
+	if p.o.json || p.o.long {
+		ad = p.o.project(ad)
 	}
 	switch {
 	case p.o.json:
@@ -139,13 +166,11 @@ func queryJobs(name string, args []string, stdout io.Writer, call jobQuery) erro
 	args, afOpts, af := takeAutoformat(args)
 	tf := newToolFlags(name)
 	var o output
-	tf.fs.BoolVar(&o.json, "json", false, "print the job ads as JSON")
-	tf.fs.BoolVar(&o.long, "long", false, "print the whole job ads")
-	tf.fs.BoolVar(&o.long, "l", false, "same as -long")
+	o.flags(tf, "job")
 	constraint := tf.fs.String("constraint", "", "a ClassAd expression the jobs must satisfy")
 	limit := tf.fs.Int("limit", 0, "print at most this many jobs")
 	tf.fs.Bool("af", false, "autoformat: print the values of the attributes named after the options, one job per line (-af:jhtlngVr, for options)")
-	var analyze, nobatch, hold, running, idle, totals, allUsers bool
+	var analyze, nobatch, hold, holdCodes, running, idle, totals, allUsers, currentRun, cpuTime bool
 	if name == "q" {
 		tf.fs.BoolVar(&analyze, "better-analyze", false, "explain why the jobs do or do not match the pool's machines")
 		tf.fs.BoolVar(&nobatch, "nobatch", false, "one line per job rather than per batch")
@@ -153,14 +178,16 @@ func queryJobs(name string, args []string, stdout io.Writer, call jobQuery) erro
 		tf.fs.BoolVar(&hold, "hold", false, "only held jobs, with why they are held")
 		tf.fs.BoolVar(&running, "run", false, "only running jobs, with where they run")
 		tf.fs.BoolVar(&idle, "idle", false, "only idle jobs, one line each")
+		tf.fs.BoolVar(&holdCodes, "hold-codes", false, "held jobs, one line per hold code and subcode")
+		tf.fs.BoolVar(&currentRun, "currentrun", false, "RUN_TIME of the current run only")
+		tf.fs.BoolVar(&cpuTime, "cputime", false, "CPU_TIME, the job's remote CPU seconds, for RUN_TIME (one line per job)")
 		tf.fs.BoolVar(&totals, "totals", false, "only the summary line")
 		tf.fs.BoolVar(&allUsers, "allusers", false, "the jobs of all users (default: the caller's, unless job ids or owners are given)")
 	}
 	tf.refuse("refused: "+localAgent, "global", "submitter=", "name=")
 	tf.refuse("not yet: use -json or -long", "xml")
-	tf.refuse("not yet: use -af", "format=", "print-format=", "attributes=")
-	tf.refuse("not yet", "jobads=", "userlog=", "factory", "jobset", "autocluster", "cputime", "currentrun", "dag", "grid", "io",
-		"hold-codes", "expert", "unmatchable", "machine=", "mconstraint=", "slotads=", "userprios=", "nouserprios", "reverse-analyze", "verbose")
+	tf.refuse("not yet: use -af", "format=", "print-format=")
+	tf.refuse("not yet", "jobads=", "userlog=", "factory", "jobset", "autocluster", "dag", "grid", "io", "expert", "unmatchable", "machine=", "mconstraint=", "slotads=", "userprios=", "nouserprios", "reverse-analyze", "verbose")
 	tf.accept("Harrier streams results and never truncates columns; RUN_TIME is cumulative", "stream-results", "wide", "cumulative-time")
 	if name == "q" {
 		tf.fs.BoolVar(&analyze, "analyze", false, "same as -better-analyze")
@@ -193,7 +220,10 @@ func queryJobs(name string, args []string, stdout io.Writer, call jobQuery) erro
 			status = 2
 		case idle:
 			status, nobatch = 1, true
+		case holdCodes:
+			status = 5
 		}
+		nobatch = nobatch || cpuTime
 		if query.Constraint, err = jobSelection(*constraint, rest, allUsers, len(ids) > 0, status); err != nil {
 			return err
 		}
@@ -212,15 +242,18 @@ func queryJobs(name string, args []string, stdout io.Writer, call jobQuery) erro
 		each = func(text string) error { texts = append(texts, text); return nil }
 		done = func() error { return betterAnalyze(ctx, stdout, client, texts) }
 	default:
-		newTable := func(w io.Writer) table { return newJobTable(w, name == "history") }
+		times := runTimes{current: currentRun, cpu: cpuTime}
+		newTable := func(w io.Writer) table { return newJobTable(w, name == "history", times) }
 		switch {
 		case name != "q":
 		case totals:
 			newTable = func(w io.Writer) table { return &totalsTable{w: w} }
 		case hold:
 			newTable = func(w io.Writer) table { return newHoldTable(w) }
+		case holdCodes:
+			newTable = func(w io.Writer) table { return newHoldCodesTable(w) }
 		case running:
-			newTable = func(w io.Writer) table { return newRunTable(w) }
+			newTable = func(w io.Writer) table { return newRunTable(w, times) }
 		case nobatch:
 		default:
 			newTable = func(w io.Writer) table { return newBatchTable(w) }
@@ -251,16 +284,17 @@ type jobTable struct {
 	w       io.Writer
 	tw      *tabwriter.Writer
 	history bool
+	times   runTimes
 	counts  jobCounts
 	now     int64
 }
 
-func newJobTable(w io.Writer, history bool) *jobTable {
-	t := &jobTable{w: w, tw: tabwriter.NewWriter(w, 0, 0, 1, ' ', 0), history: history, now: time.Now().Unix()}
+func newJobTable(w io.Writer, history bool, times runTimes) *jobTable {
+	t := &jobTable{w: w, tw: tabwriter.NewWriter(w, 0, 0, 1, ' ', 0), history: history, times: times, now: time.Now().Unix()}
 	if history {
-		fmt.Fprintln(t.tw, " ID\tOWNER\tSUBMITTED\tRUN_TIME\tST\tCOMPLETED\tCMD")
+		fmt.Fprintf(t.tw, " ID\tOWNER\tSUBMITTED\t%s\tST\tCOMPLETED\tCMD\n", times.head())
 	} else {
-		fmt.Fprintln(t.tw, " ID\tOWNER\tSUBMITTED\tRUN_TIME\tST\tPRI\tSIZE\tCMD")
+		fmt.Fprintf(t.tw, " ID\tOWNER\tSUBMITTED\t%s\tST\tPRI\tSIZE\tCMD\n", times.head())
 	}
 	return t
 }
@@ -277,7 +311,7 @@ func (t *jobTable) row(ad *classad.ClassAd) {
 	if a, _ := ad.EvalString("Arguments"); a != "" {
 		cmd += " " + a
 	}
-	run := runTime(ad, t.now)
+	run := t.times.of(ad, t.now)
 	if t.history {
 		done, _ := ad.EvalInt("CompletionDate")
 		if done == 0 {
@@ -298,10 +332,38 @@ func (t *jobTable) flush() {
 	}
 }
 
-func runTime(ad *classad.ClassAd, now int64) string {
-	secs, _ := ad.EvalInt("RemoteWallClockTime")
+// runTimes says what a table's time column shows: by default the
+// wall-clock time of all the job's runs, the current one included; with
+// current (-currentrun) that of its current run, or of its last while it
+// waits; with cpu (-cputime) its remote CPU time, as CPU_TIME.
+type runTimes struct{ current, cpu bool }
+
+func (r runTimes) head() string {
+	if r.cpu {
+		return "CPU_TIME"
+	}
+	return "RUN_TIME"
+}
+
+func (r runTimes) of(ad *classad.ClassAd, now int64) string {
+	if r.cpu {
+		user, _ := ad.EvalReal("RemoteUserCpu")
+		sys, _ := ad.EvalReal("RemoteSysCpu")
+		return duration(int64(user + sys))
+	}
+	var secs int64
+	if r.current {
+		last, _ := ad.EvalReal("LastRemoteWallClockTime")
+		secs = int64(last)
+	} else {
+		total, _ := ad.EvalReal("RemoteWallClockTime")
+		secs = int64(total)
+	}
 	if st, _ := ad.EvalInt("JobStatus"); st == 2 {
 		if start, ok := ad.EvalInt("JobCurrentStartDate"); ok {
+			if r.current {
+				secs = 0
+			}
 			secs += now - start
 		}
 	}

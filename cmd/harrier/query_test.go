@@ -41,7 +41,7 @@ func TestPrinterJSONAsBefore(t *testing.T) {
 		}
 		want = append(want, '\n')
 		var got bytes.Buffer
-		p := output{json: true}.printer(&got, func(w io.Writer) table { return newJobTable(w, false) })
+		p := output{json: true}.printer(&got, func(w io.Writer) table { return newJobTable(w, false, runTimes{}) })
 		for _, text := range texts {
 			if err := p.add(text); err != nil {
 				t.Fatal(err)
@@ -58,7 +58,7 @@ func TestPrinterJSONAsBefore(t *testing.T) {
 
 func TestPrinterTable(t *testing.T) {
 	var out bytes.Buffer
-	p := output{}.printer(&out, func(w io.Writer) table { return newJobTable(w, false) })
+	p := output{}.printer(&out, func(w io.Writer) table { return newJobTable(w, false, runTimes{}) })
 	if err := p.finish(); err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestPrinterTable(t *testing.T) {
 		t.Errorf("empty queue:\n%q\nwant\n%q", out.String(), want)
 	}
 	out.Reset()
-	p = output{}.printer(&out, func(w io.Writer) table { return newJobTable(w, false) })
+	p = output{}.printer(&out, func(w io.Writer) table { return newJobTable(w, false, runTimes{}) })
 	for _, text := range []string{
 		`[ ClusterId = 7; ProcId = 0; Owner = "alice"; JobStatus = 1; Cmd = "/bin/sleep"; Arguments = "10"; ImageSize = 2048; QDate = 0 ]`,
 		`[ ClusterId = 7; ProcId = 1; Owner = "alice"; JobStatus = 5; Cmd = "/bin/sleep"; QDate = 0 ]`,
@@ -214,7 +214,7 @@ func BenchmarkTables(b *testing.B) {
 		newTable func(io.Writer) table
 	}{
 		{"batch", func(w io.Writer) table { return newBatchTable(w) }},
-		{"nobatch", func(w io.Writer) table { return newJobTable(w, false) }},
+		{"nobatch", func(w io.Writer) table { return newJobTable(w, false, runTimes{}) }},
 		{"totals", func(w io.Writer) table { return &totalsTable{w: w} }},
 	} {
 		b.Run(tc.name, func(b *testing.B) {

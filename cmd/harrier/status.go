@@ -21,9 +21,9 @@ func runStatus(args []string, _ io.Reader, stdout io.Writer) error {
 	args, afOpts, af := takeAutoformat(args)
 	tf := newToolFlags("status")
 	var o output
-	tf.fs.BoolVar(&o.json, "json", false, "print the machine ads as JSON")
-	tf.fs.BoolVar(&o.long, "long", false, "print the whole machine ads")
-	tf.fs.BoolVar(&o.long, "l", false, "same as -long")
+	o.flags(tf, "machine")
+	var sorts stringList
+	tf.fs.Var(&sorts, "sort", "order the slots by this expression, ascending (repeatable: the first is the primary key)")
 	constraint := tf.fs.String("constraint", "", "a ClassAd expression the machines must satisfy")
 	tf.fs.Bool("af", false, "autoformat: print the values of the expressions given as arguments, one slot per line (-af:ht,lngVr for options)")
 	compact := tf.fs.Bool("compact", false, "one line per machine rather than per slot")
@@ -35,10 +35,10 @@ func runStatus(args []string, _ io.Reader, stdout io.Writer) error {
 	tf.refuse("not yet: harrier status shows the machine ads", "absent", "any", "cod", "collector", "defrag", "grid", "java", "license",
 		"master", "negotiator", "schedd", "server", "state", "broken", "lvm", "storage", "submitters", "vm", "offline", "subsystem=")
 	tf.refuse("not yet: use -json or -long", "xml")
-	tf.refuse("not yet: use -af", "format=", "print-format=", "attributes=")
+	tf.refuse("not yet: use -af", "format=", "print-format=")
 	tf.refuse("not yet: use -avail, -claimed or -constraint", "run")
 	tf.refuse("refused: "+localAgent, "direct=", "snapshot", "statistics=")
-	tf.refuse("not yet", "ads=", "annex=", "sort=", "target=", "merge=", "expert", "diagnose")
+	tf.refuse("not yet", "ads=", "annex=", "target=", "merge=", "expert", "diagnose")
 	tf.accept("harrier status shows the startds' slots", "startd")
 	client, closeFn, err := tf.connect(context.Background(), args)
 	if err != nil {
@@ -71,6 +71,11 @@ func runStatus(args []string, _ io.Reader, stdout io.Writer) error {
 	reply, err := client.QueryPool(ctx, &wire.QueryRequest{Type: "Machine", Constraint: cons})
 	if err != nil {
 		return rpcError("status", err)
+	}
+	if len(sorts) > 0 {
+		if reply.Ads, err = sortAds(reply.Ads, sorts); err != nil {
+			return err
+		}
 	}
 	if *limit > 0 && len(reply.Ads) > *limit {
 		reply.Ads = reply.Ads[:*limit]
@@ -288,4 +293,85 @@ func (t *compactTable) flush() {
 	tw.Flush()
 	fmt.Fprintln(t.w)
 	t.summary.flush()
+}
+
+// sortAds orders ads by the values of exprs, as condor_status -sort does:
+// ascending, numbers by value, strings without regard to case, other
+// values (undefined) last.
+func sortAds(texts []string, srcs []string) ([]string, error) {
+	exprs := make([]classad.Expr, len(srcs))
+	for i, src := range srcs {
+		e, err := classad.ParseExpr(src)
+		if err != nil {
+			return nil, usagef("-sort %s: %v", src, err)
+		}
+		exprs[i] = e
+	}
+	type keyed struct {
+		text string
+		keys []classad.Value
+	}
+	ads := make([]keyed, len(texts))
+	for i, text := range texts {
+		ad, err := classad.Parse(text)
+		if err != nil {
+			return nil, fmt.Errorf("bad ad from the pool: %w", err)
+		}
+		ads[i] = keyed{text: text, keys: make([]classad.Value, len(exprs))}
+		for j, e := range exprs {
+			ads[i].keys[j] = ad.EvalExpr(e, nil)
+		}
+	}
+	slices.SortStableFunc(ads, func(a, b keyed) int {
+		for j := range exprs {
+			if c := compareValues(a.keys[j], b.keys[j]); c != 0 {
+				return c
+			}
+		}
+		return 0
+	})
+	out := make([]string, len(ads))
+	for i, a := range ads {
+		out[i] = a.text
+	}
+	return out, nil
+}
+
+// compareValues orders numbers (false and true as 0 and 1) before strings
+// before anything else.
+func compareValues(a, b classad.Value) int {
+	number := func(v classad.Value) (float64, bool) {
+		if b, ok := v.BoolValue(); ok {
+			if b {
+				return 1, true
+			}
+			return 0, true
+		}
+		return v.RealValue()
+	}
+	rank := func(v classad.Value) int {
+		if _, ok := number(v); ok {
+			return 0
+		}
+		if _, ok := v.StringValue(); ok {
+			return 1
+		}
+		return 2
+	}
+	if ra, rb := rank(a), rank(b); ra != rb {
+		return ra - rb
+	}
+	if x, ok := number(a); ok {
+		y, _ := number(b)
+		switch {
+		case x < y:
+			return -1
+		case x > y:
+			return 1
+		}
+		return 0
+	}
+	x, _ := a.StringValue()
+	y, _ := b.StringValue()
+	return strings.Compare(strings.ToLower(x), strings.ToLower(y))
 }

@@ -69,6 +69,14 @@ func TestStatusViews(t *testing.T) {
 		strings.Join(rows[0], " ") != "Machine State" || strings.Join(rows[1], " ") != busy+" Claimed" {
 		t.Errorf("status -af:h: %v", rows)
 	}
+	for sort, want := range map[string]string{"State": busy + "\n" + free + "\n", `State == "Claimed"`: free + "\n" + busy + "\n"} {
+		if out := p.must(t, "status", "-af", "Machine", "-sort", sort); out != want {
+			t.Errorf("status -sort %s: %q, want %q", sort, out, want)
+		}
+	}
+	if ads := parseAds(t, p.must(t, "status", "-long", "-attributes", "Name")); len(ads) != 2 || len(ads[0].Names()) != 1 {
+		t.Errorf("status -long -attributes Name: %d ads", len(ads))
+	}
 	if out, code := p.harrier(t, "status", "-af:j", "Name"); code != 2 || !strings.Contains(out, "no job id") {
 		t.Errorf("status -af:j: exit %d: %s", code, out)
 	}
