@@ -31,12 +31,14 @@ func runStatus(args []string, _ io.Reader, stdout io.Writer) error {
 	tf.fs.BoolVar(total, "total", false, "same as -totals")
 	avail := tf.fs.Bool("avail", false, "only slots that would start a job now (Unclaimed and Idle)")
 	claimed := tf.fs.Bool("claimed", false, "only claimed slots")
+	running := tf.fs.Bool("run", false, "slots running jobs, with whose job they run")
+	state := tf.fs.Bool("state", false, "the slots' states, activities and keyboard idle times")
+	schedd := tf.fs.Bool("schedd", false, "the agents' ads (HTCondor's schedds), with their job counts")
 	limit := tf.fs.Int("limit", 0, "print at most this many slots")
 	tf.refuse("not yet: harrier status shows the machine ads", "absent", "any", "cod", "collector", "defrag", "grid", "java", "license",
-		"master", "negotiator", "schedd", "server", "state", "broken", "lvm", "storage", "submitters", "vm", "offline", "subsystem=")
+		"master", "negotiator", "server", "broken", "lvm", "storage", "submitters", "vm", "offline", "subsystem=")
 	tf.refuse("not yet: use -json or -long", "xml")
 	tf.refuse("not yet: use -af", "format=", "print-format=")
-	tf.refuse("not yet: use -avail, -claimed or -constraint", "run")
 	tf.refuse("refused: "+localAgent, "direct=", "snapshot", "statistics=")
 	tf.refuse("not yet", "ads=", "annex=", "target=", "merge=", "expert", "diagnose")
 	tf.accept("harrier status shows the startds' slots", "startd")
@@ -63,12 +65,16 @@ func runStatus(args []string, _ io.Reader, stdout io.Writer) error {
 	if *avail {
 		cons = joinConstraints(`State == "Unclaimed" && Activity == "Idle"`, cons)
 	}
-	if *claimed {
+	if *claimed || *running {
 		cons = joinConstraints(`State == "Claimed"`, cons)
+	}
+	typ := "Machine"
+	if *schedd {
+		typ = "Scheduler"
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	reply, err := client.QueryPool(ctx, &wire.QueryRequest{Type: "Machine", Constraint: cons})
+	reply, err := client.QueryPool(ctx, &wire.QueryRequest{Type: typ, Constraint: cons})
 	if err != nil {
 		return rpcError("status", err)
 	}
@@ -90,8 +96,14 @@ func runStatus(args []string, _ io.Reader, stdout io.Writer) error {
 	}
 	newTable := func(w io.Writer) table { return newMachineTable(w) }
 	switch {
+	case *schedd:
+		newTable = func(w io.Writer) table { return newScheddTable(w) }
 	case *total:
 		newTable = func(w io.Writer) table { return &summaryTable{w: w} }
+	case *running:
+		newTable = func(w io.Writer) table { return newColumnsTable(w, runColumns()) }
+	case *state:
+		newTable = func(w io.Writer) table { return newColumnsTable(w, stateColumns()) }
 	case *compact:
 		newTable = func(w io.Writer) table { return newCompactTable(w) }
 	}
@@ -374,4 +386,106 @@ func compareValues(a, b classad.Value) int {
 	x, _ := a.StringValue()
 	y, _ := b.StringValue()
 	return strings.Compare(strings.ToLower(x), strings.ToLower(y))
+}
+
+// A column is a heading and how to print its value from a slot's ad.
+type column struct {
+	head  string
+	value func(ad *classad.ClassAd, now int64) string
+}
+
+func stringColumn(head, attr string) column {
+	return column{head, func(ad *classad.ClassAd, _ int64) string { s, _ := ad.EvalString(attr); return s }}
+}
+
+func intColumn(head, attr string) column {
+	return column{head, func(ad *classad.ClassAd, _ int64) string { n, _ := ad.EvalInt(attr); return fmt.Sprint(n) }}
+}
+
+// sinceColumn prints the time since the moment attr holds.
+func sinceColumn(head, attr string) column {
+	return column{head, func(ad *classad.ClassAd, now int64) string { t, _ := ad.EvalInt(attr); return duration(now - t) }}
+}
+
+func loadColumn() column {
+	return column{"LoadAv", func(ad *classad.ClassAd, _ int64) string {
+		l, _ := ad.EvalReal("LoadAvg")
+		return fmt.Sprintf("%.3f", l)
+	}}
+}
+
+// runColumns are condor_status -run's: whose job each claimed slot runs.
+func runColumns() []column {
+	return []column{stringColumn("Name", "Name"), stringColumn("OpSys", "OpSys"), stringColumn("Arch", "Arch"), loadColumn(),
+		stringColumn("RemoteUser", "RemoteOwner"), stringColumn("ClientMachine", "ClaimedBy"), stringColumn("JobId", "JobId")}
+}
+
+// stateColumns are condor_status -state's.
+func stateColumns() []column {
+	return []column{stringColumn("Name", "Name"), intColumn("Cpu", "Cpus"), intColumn("Mem", "Memory"), loadColumn(),
+		{"KbdIdle", func(ad *classad.ClassAd, _ int64) string { n, _ := ad.EvalInt("KeyboardIdle"); return duration(n) }},
+		stringColumn("State", "State"), sinceColumn("StateTime", "EnteredCurrentState"),
+		stringColumn("Activ", "Activity"), sinceColumn("ActvtyTime", "EnteredCurrentActivity")}
+}
+
+// columnsTable prints slots in the given columns, then the summary.
+type columnsTable struct {
+	tw      *tabwriter.Writer
+	cols    []column
+	summary summaryTable
+	now     int64
+}
+
+func newColumnsTable(w io.Writer, cols []column) *columnsTable {
+	t := &columnsTable{tw: tabwriter.NewWriter(w, 0, 0, 1, ' ', 0), cols: cols, summary: summaryTable{w: w}, now: time.Now().Unix()}
+	heads := make([]string, len(cols))
+	for i, c := range cols {
+		heads[i] = c.head
+	}
+	fmt.Fprintln(t.tw, strings.Join(heads, "\t"))
+	return t
+}
+
+func (t *columnsTable) row(ad *classad.ClassAd) {
+	t.summary.row(ad)
+	vals := make([]string, len(t.cols))
+	for i, c := range t.cols {
+		vals[i] = c.value(ad, t.now)
+	}
+	fmt.Fprintln(t.tw, strings.Join(vals, "\t"))
+}
+
+func (t *columnsTable) flush() {
+	t.tw.Flush()
+	fmt.Fprintln(t.summary.w)
+	t.summary.flush()
+}
+
+// scheddTable prints the agents' ads as condor_status -schedd prints
+// schedds: their job counts, and the totals.
+type scheddTable struct {
+	w                  io.Writer
+	tw                 *tabwriter.Writer
+	run, idle, held, n int64
+}
+
+func newScheddTable(w io.Writer) *scheddTable {
+	t := &scheddTable{w: w, tw: tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)}
+	fmt.Fprintln(t.tw, "Name\tRunningJobs\tIdleJobs\tHeldJobs")
+	return t
+}
+
+func (t *scheddTable) row(ad *classad.ClassAd) {
+	name, _ := ad.EvalString("Name")
+	run, _ := ad.EvalInt("TotalRunningJobs")
+	idle, _ := ad.EvalInt("TotalIdleJobs")
+	held, _ := ad.EvalInt("TotalHeldJobs")
+	t.run, t.idle, t.held, t.n = t.run+run, t.idle+idle, t.held+held, t.n+1
+	fmt.Fprintf(t.tw, "%s\t%d\t%d\t%d\n", name, run, idle, held)
+}
+
+func (t *scheddTable) flush() {
+	fmt.Fprintln(t.tw, "\t\t\t")
+	fmt.Fprintf(t.tw, "Total\t%d\t%d\t%d\n", t.run, t.idle, t.held)
+	t.tw.Flush()
 }

@@ -77,6 +77,20 @@ func TestStatusViews(t *testing.T) {
 	if ads := parseAds(t, p.must(t, "status", "-long", "-attributes", "Name")); len(ads) != 2 || len(ads[0].Names()) != 1 {
 		t.Errorf("status -long -attributes Name: %d ads", len(ads))
 	}
+	out = p.must(t, "status", "-run")
+	if rows := fields(out); len(rows) != 6 || strings.Join(rows[0], " ") != "Name OpSys Arch LoadAv RemoteUser ClientMachine JobId" ||
+		!strings.Contains(rows[1][0], "@"+busy) || rows[1][4] != "root" {
+		t.Errorf("status -run:\n%s", out)
+	}
+	out = p.must(t, "status", "-state")
+	if rows := fields(out); len(rows) != 7 || strings.Join(rows[0], " ") != "Name Cpu Mem LoadAv KbdIdle State StateTime Activ ActvtyTime" {
+		t.Errorf("status -state:\n%s", out)
+	}
+	eventually(t, 30*time.Second, "the agent to advertise its running job", func() bool {
+		rows := fields(p.must(t, "status", "-schedd"))
+		return len(rows) == 4 && strings.Join(rows[0], " ") == "Name RunningJobs IdleJobs HeldJobs" &&
+			strings.Join(rows[1][1:], " ") == "1 0 0" && len(rows[2]) == 0 && strings.Join(rows[3], " ") == "Total 1 0 0"
+	})
 	if out, code := p.harrier(t, "status", "-af:j", "Name"); code != 2 || !strings.Contains(out, "no job id") {
 		t.Errorf("status -af:j: exit %d: %s", code, out)
 	}
