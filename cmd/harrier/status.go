@@ -35,7 +35,7 @@ func runStatus(args []string, _ io.Reader, stdout io.Writer) error {
 	state := tf.fs.Bool("state", false, "the slots' states, activities and keyboard idle times")
 	schedd := tf.fs.Bool("schedd", false, "the agents' ads (HTCondor's schedds), with their job counts")
 	limit := tf.fs.Int("limit", 0, "print at most this many slots")
-	tf.refuse("not yet: harrier status shows the machine ads", "absent", "any", "cod", "collector", "defrag", "grid", "java", "license",
+	tf.refuse("not yet: harrier status shows the slots, and with -schedd the agents", "absent", "any", "cod", "collector", "defrag", "grid", "java", "license",
 		"master", "negotiator", "server", "broken", "lvm", "storage", "submitters", "vm", "offline", "subsystem=")
 	tf.refuse("not yet: use -json or -long", "xml")
 	tf.refuse("not yet: use -af", "format=", "print-format=")
