@@ -332,18 +332,6 @@ func waitListening(addr string, timeout time.Duration) {
 	}
 }
 
-// runningDaemons lists the pool's daemons whose processes are alive.
-func runningDaemons(dir string) []string {
-	var names []string
-	files, _ := filepath.Glob(filepath.Join(dir, "run", "*.pid"))
-	for _, f := range files {
-		if pid := readPid(f); pid > 0 && alive(pid) {
-			names = append(names, strings.TrimSuffix(filepath.Base(f), ".pid"))
-		}
-	}
-	return names
-}
-
 func readPid(path string) int {
 	b, err := os.ReadFile(path)
 	if err != nil {
