@@ -97,3 +97,64 @@ func atoi(s string) int {
 	fmt.Sscan(s, &n)
 	return n
 }
+
+// User priorities, and factors the administrator set, survive a
+// matchmaker killed with SIGKILL: users keep their order. Only the
+// administrator may set a factor.
+func TestMatchmakerRestartKeepsPriorities(t *testing.T) {
+	bin := publicBinary(t)
+	p := startPoolFrom(t, bin, 1, "NUM_SLOTS = 2\nPRIORITY_HALFLIFE = 20\nNEGOTIATOR_INTERVAL = 2")
+	dir := t.TempDir()
+	os.Chmod(dir, 0o777)
+	alice, bob := newUser(t), newUser(t)
+	env := append([]string{asHarrier + "=1"}, p.env...)
+	for _, u := range []string{alice.Username, bob.Username} {
+		sub := filepath.Join(dir, u+".sub")
+		writeFile(t, sub, "executable = /bin/sleep\narguments = 10\nqueue\n", 0o644)
+		if out, code := asUser(t, bin, u, env, "submit", sub); code != 0 {
+			t.Fatalf("submit as %s: %s", u, out)
+		}
+	}
+	if out, code := asUser(t, bin, alice.Username, env, "userprio", "-setfactor", alice.Username, "0.1"); code == 0 || !strings.Contains(out, "only the pool administrator") {
+		t.Errorf("a user set her own priority factor: exit %d: %s", code, out)
+	}
+	p.must(t, "userprio", "-setfactor", bob.Username, "7")
+
+	type prio struct {
+		Name                         string
+		RealPriority, PriorityFactor float64
+	}
+	users := func() []prio {
+		var got []prio
+		for _, ad := range p.jobs(t, "userprio") {
+			name, _ := ad["Name"].(string)
+			real, _ := ad["RealPriority"].(float64)
+			f, _ := ad["PriorityFactor"].(float64)
+			if name == alice.Username || name == bob.Username {
+				got = append(got, prio{name, real, f})
+			}
+		}
+		return got
+	}
+	var before []prio
+	eventually(t, 2*time.Minute, "both users to have used the pool", func() bool {
+		out, _ := p.harrier(t, "q", "-allusers", "-nobatch", "-af", "ClusterId")
+		before = users()
+		return strings.TrimSpace(out) == "" && len(before) == 2 && before[0].RealPriority > 0.5 && before[1].RealPriority > 0.5
+	})
+	if before[1].Name != bob.Username || before[1].PriorityFactor != 7 {
+		t.Fatalf("before the restart: %+v, want bob last with factor 7", before)
+	}
+	p.killDaemon(t, "matchmaker")
+	var after []prio
+	eventually(t, time.Minute, "the restarted matchmaker to publish priorities", func() bool {
+		after = users()
+		return len(after) == 2
+	})
+	for i := range before {
+		if after[i].Name != before[i].Name || after[i].PriorityFactor != before[i].PriorityFactor ||
+			after[i].RealPriority <= 0.5 || after[i].RealPriority > before[i].RealPriority {
+			t.Errorf("user %d: %+v before the restart, %+v after", i, before[i], after[i])
+		}
+	}
+}

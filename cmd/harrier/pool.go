@@ -76,6 +76,10 @@ func poolUp(dir string, startds int, detach bool, stdout io.Writer) error {
 	if err := checkpoint.CreateKeyFile(keyPath); err != nil {
 		return err
 	}
+	// So does a pool made before the administrator had a certificate.
+	if err := ensureAdminCert(pc); err != nil {
+		return err
+	}
 	mm, err := pc.require("MATCHMAKER_ADDR")
 	if err != nil {
 		return err
@@ -222,13 +226,33 @@ RANK = 0
 	if err != nil {
 		return fmt.Errorf("create pool CA: %w", err)
 	}
-	for _, role := range []string{"matchmaker", "agent", "startd"} {
+	for _, role := range []string{"matchmaker", "agent", "startd", "admin"} {
 		if err := ca.Issue(role+"@"+hostName(), []string{"127.0.0.1", "localhost", hostName()},
 			filepath.Join(pkiDir, role+".pem"), filepath.Join(pkiDir, role+".key")); err != nil {
 			return fmt.Errorf("issue %s certificate: %w", role, err)
 		}
 	}
 	return os.WriteFile(filepath.Join(dir, poolConfigName), []byte(conf), 0o644)
+}
+
+// ensureAdminCert issues the pool administrator's certificate
+// (admin.pem, admin.key in PKI_DIR) if the pool has none.
+func ensureAdminCert(pc *poolConfig) error {
+	_, cert, key, err := pc.pkiPaths(string(pki.RoleAdmin))
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(cert); err == nil {
+		return nil
+	}
+	ca, err := pki.LoadCA(filepath.Dir(cert))
+	if err != nil {
+		return fmt.Errorf("issue the administrator's certificate: %w", err)
+	}
+	if err := ca.Issue("admin@"+hostName(), nil, cert, key); err != nil {
+		return fmt.Errorf("issue the administrator's certificate: %w", err)
+	}
+	return nil
 }
 
 func freePort() (int, error) {
