@@ -57,14 +57,14 @@ func (r runIO) change(ad *classad.ClassAd) change {
 		files[i] = classad.AdValue(fa)
 	}
 	return change{
-		"FileReadCount":  add("FileReadCount", r.reads),
-		"FileReadBytes":  add("FileReadBytes", r.readBytes),
-		"FileWriteCount": add("FileWriteCount", r.writes),
-		"FileWriteBytes": add("FileWriteBytes", r.writeBytes),
-		"FileSeekCount":  add("FileSeekCount", r.seeks),
-		"BytesRecvd":     add("BytesRecvd", r.readBytes),
-		"BytesSent":      add("BytesSent", r.writeBytes),
-		"RemoteIOFiles":  classad.List(files...),
+		AttrFileReadCount:  add(AttrFileReadCount, r.reads),
+		AttrFileReadBytes:  add(AttrFileReadBytes, r.readBytes),
+		AttrFileWriteCount: add(AttrFileWriteCount, r.writes),
+		AttrFileWriteBytes: add(AttrFileWriteBytes, r.writeBytes),
+		AttrFileSeekCount:  add(AttrFileSeekCount, r.seeks),
+		AttrBytesRecvd:     add(AttrBytesRecvd, r.readBytes),
+		AttrBytesSent:      add(AttrBytesSent, r.writeBytes),
+		AttrRemoteIOFiles:  classad.List(files...),
 	}
 }
 
@@ -72,8 +72,8 @@ func (r runIO) change(ad *classad.ClassAd) change {
 // totals are taken from the job ad once change has been applied.
 func (r runIO) logTo(e *joblog.Event, ad *classad.ClassAd) {
 	e.BytesSent, e.BytesReceived = r.writeBytes, r.readBytes
-	e.TotalBytesSent, _ = ad.EvalInt("BytesSent")
-	e.TotalBytesReceived, _ = ad.EvalInt("BytesRecvd")
+	e.TotalBytesSent, _ = ad.EvalInt(AttrBytesSent)
+	e.TotalBytesReceived, _ = ad.EvalInt(AttrBytesRecvd)
 	var b strings.Builder
 	for _, f := range r.files {
 		// A file name is one line of the log.

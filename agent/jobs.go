@@ -37,18 +37,18 @@ func (c change) apply(txn *jobqueue.Txn, id jobqueue.JobID) {
 // endRun adds the run that ends when the job ad moves to status to, if it
 // was running, to the job's RemoteWallClockTime, as HTCondor accounts it:
 // the total of every run's wall-clock seconds, kept across evictions.
-func (c change) endRun(ad *classad.ClassAd, to, now int64) {
-	from, _ := ad.EvalInt("JobStatus")
+func (c change) endRun(ad *classad.ClassAd, to JobStatus, now int64) {
+	from := statusOf(ad)
 	if (from != Running && from != Suspended) || to == Running || to == Suspended {
 		return
 	}
-	start, ok := ad.EvalInt("JobCurrentStartDate")
+	start, ok := ad.EvalInt(AttrJobCurrentStartDate)
 	if !ok || now < start {
 		return
 	}
-	total, _ := ad.EvalReal("RemoteWallClockTime")
-	c["RemoteWallClockTime"] = classad.Real(total + float64(now-start))
-	c["LastRemoteWallClockTime"] = classad.Real(float64(now - start))
+	total, _ := ad.EvalReal(AttrRemoteWallClockTime)
+	c[AttrRemoteWallClockTime] = classad.Real(total + float64(now-start))
+	c[AttrLastRemoteWallClockTime] = classad.Real(float64(now - start))
 }
 
 // errNoJob is returned for a job id that is not in the queue.
@@ -71,12 +71,13 @@ func (t *jobTable) transition(ctx context.Context, id jobqueue.JobID, decide fun
 	if err != nil || c == nil {
 		return ad, err
 	}
-	if st, ok := c["JobStatus"]; ok {
-		old, _ := ad.EvalInt("JobStatus")
-		if v, ok := st.IntValue(); ok && v != old {
+	if st, ok := c[AttrJobStatus]; ok {
+		old := statusOf(ad)
+		if n, ok := st.IntValue(); ok && JobStatus(n) != old {
+			v := JobStatus(n)
 			now := time.Now().Unix()
-			c["LastJobStatus"] = classad.Int(old)
-			c["EnteredCurrentStatus"] = classad.Int(now)
+			c[AttrLastJobStatus] = old.value()
+			c[AttrEnteredCurrentStatus] = classad.Int(now)
 			c.endRun(ad, v, now)
 			if v == Idle {
 				t.a.reschedule.Store(true)
@@ -128,12 +129,12 @@ func (t *jobTable) retire(ctx context.Context, id jobqueue.JobID, final change) 
 		return nil, errNoJob(id)
 	}
 	now := time.Now().Unix()
-	if old, _ := ad.EvalInt("JobStatus"); old != 0 {
-		ad.SetInt("LastJobStatus", old)
+	if old := statusOf(ad); old != 0 {
+		ad.SetValue(AttrLastJobStatus, old.value())
 	}
-	ad.SetInt("EnteredCurrentStatus", now)
-	if st, ok := final["JobStatus"].IntValue(); ok {
-		final.endRun(ad, st, now)
+	ad.SetInt(AttrEnteredCurrentStatus, now)
+	if st, ok := final[AttrJobStatus].IntValue(); ok {
+		final.endRun(ad, JobStatus(st), now)
 	}
 	for name, v := range final {
 		ad.SetValue(name, v)
@@ -143,7 +144,7 @@ func (t *jobTable) retire(ctx context.Context, id jobqueue.JobID, final change) 
 	err := t.a.queue.Commit(ctx, txn)
 	if _, queued := t.a.queue.Get(id); !queued {
 		// Retired, even if ctx ended before the commit returned.
-		owner, _ := ad.EvalString("Owner")
+		owner, _ := ad.EvalString(AttrOwner)
 		t.a.quota.give(owner, 1)
 	}
 	if err != nil {
@@ -154,18 +155,17 @@ func (t *jobTable) retire(ctx context.Context, id jobqueue.JobID, final change) 
 }
 
 // status returns a job's JobStatus, or 0 if it is not in the queue.
-func (t *jobTable) status(id jobqueue.JobID) int64 {
+func (t *jobTable) status(id jobqueue.JobID) JobStatus {
 	ad, ok := t.a.queue.Get(id)
 	if !ok {
 		return 0
 	}
-	s, _ := ad.EvalInt("JobStatus")
-	return s
+	return statusOf(ad)
 }
 
 // jobID reads the id attributes of a job ad.
 func jobID(ad *classad.ClassAd) jobqueue.JobID {
-	c, _ := ad.EvalInt("ClusterId")
-	p, _ := ad.EvalInt("ProcId")
+	c, _ := ad.EvalInt(AttrClusterID)
+	p, _ := ad.EvalInt(AttrProcID)
 	return jobqueue.JobID{Cluster: int(c), Proc: int(p)}
 }

@@ -23,7 +23,7 @@ func (a *Agent) remove(ctx context.Context, id jobqueue.JobID, reason string) er
 	if st == Removed || st == Completed {
 		return fmt.Errorf("job %s is already leaving the queue", id)
 	}
-	ad, err := a.jobs.retire(ctx, id, change{"JobStatus": classad.Int(Removed), "RemoveReason": classad.String(reason)})
+	ad, err := a.jobs.retire(ctx, id, change{AttrJobStatus: Removed.value(), AttrRemoveReason: classad.String(reason)})
 	if err != nil {
 		return err
 	}
@@ -35,7 +35,7 @@ func (a *Agent) remove(ctx context.Context, id jobqueue.JobID, reason string) er
 // hold puts a job on hold; a running job is stopped.
 func (a *Agent) hold(ctx context.Context, id jobqueue.JobID, reason string, code, subcode int) error {
 	ad, err := a.jobs.transition(ctx, id, func(ad *classad.ClassAd) (change, error) {
-		st, _ := ad.EvalInt("JobStatus")
+		st := statusOf(ad)
 		if st == Held {
 			return nil, fmt.Errorf("job %s is already held", id)
 		}
@@ -43,10 +43,10 @@ func (a *Agent) hold(ctx context.Context, id jobqueue.JobID, reason string, code
 			return nil, fmt.Errorf("job %s cannot be held in its state (%d)", id, st)
 		}
 		return change{
-			"JobStatus":         classad.Int(Held),
-			"HoldReason":        classad.String(reason),
-			"HoldReasonCode":    classad.Int(int64(code)),
-			"HoldReasonSubCode": classad.Int(int64(subcode)),
+			AttrJobStatus:         Held.value(),
+			AttrHoldReason:        classad.String(reason),
+			AttrHoldReasonCode:    classad.Int(int64(code)),
+			AttrHoldReasonSubCode: classad.Int(int64(subcode)),
 		}, nil
 	})
 	if err != nil {
@@ -66,10 +66,10 @@ func (a *Agent) release(ctx context.Context, id jobqueue.JobID, by string) error
 // releaseBy lets a held job run again, recording why.
 func (a *Agent) releaseBy(ctx context.Context, id jobqueue.JobID, reason string) error {
 	ad, err := a.jobs.transition(ctx, id, func(ad *classad.ClassAd) (change, error) {
-		if st, _ := ad.EvalInt("JobStatus"); st != Held {
+		if st := statusOf(ad); st != Held {
 			return nil, fmt.Errorf("job %s is not held", id)
 		}
-		return change{"JobStatus": classad.Int(Idle), "ReleaseReason": classad.String(reason)}, nil
+		return change{AttrJobStatus: Idle.value(), AttrReleaseReason: classad.String(reason)}, nil
 	})
 	if err != nil {
 		return err
@@ -83,34 +83,34 @@ func (a *Agent) releaseBy(ctx context.Context, id jobqueue.JobID, reason string)
 // its checkpoint (ev.RestoreSeconds, CRIU's restore time).
 func (a *Agent) executing(ctx context.Context, r *run, ev shadow.Event) {
 	ad, err := a.jobs.transition(ctx, r.id, func(ad *classad.ClassAd) (change, error) {
-		starts, _ := ad.EvalInt("NumJobStarts")
+		starts, _ := ad.EvalInt(AttrNumJobStarts)
 		now := time.Now().Unix()
 		c := change{
-			"JobStatus":           classad.Int(Running),
-			"NumJobStarts":        classad.Int(starts + 1),
-			"JobCurrentStartDate": classad.Int(now),
-			"RemoteHost":          classad.String(r.slot),
-			"LastRemoteHost":      classad.String(r.slot),
+			AttrJobStatus:           Running.value(),
+			AttrNumJobStarts:        classad.Int(starts + 1),
+			AttrJobCurrentStartDate: classad.Int(now),
+			AttrRemoteHost:          classad.String(r.slot),
+			AttrLastRemoteHost:      classad.String(r.slot),
 		}
-		if _, ok := ad.Lookup("JobStartDate"); !ok {
-			c["JobStartDate"] = classad.Int(now)
+		if _, ok := ad.Lookup(AttrJobStartDate); !ok {
+			c[AttrJobStartDate] = classad.Int(now)
 		}
 		// Restores and starts from the beginning are counted apart, and a
 		// failed restore is recorded with its reason: the user sees why a
 		// job that had a checkpoint lost its work.
 		if ev.Restored {
-			n, _ := ad.EvalInt("NumRestores")
-			c["NumRestores"] = classad.Int(n + 1)
-			c["LastCkptRestoreTime"] = seconds(ev.RestoreSeconds)
+			n, _ := ad.EvalInt(AttrNumRestores)
+			c[AttrNumRestores] = classad.Int(n + 1)
+			c[AttrLastCkptRestoreTime] = seconds(ev.RestoreSeconds)
 		} else {
-			n, _ := ad.EvalInt("NumFreshStarts")
-			c["NumFreshStarts"] = classad.Int(n + 1)
+			n, _ := ad.EvalInt(AttrNumFreshStarts)
+			c[AttrNumFreshStarts] = classad.Int(n + 1)
 		}
 		if ev.RestoreFailure != "" {
-			n, _ := ad.EvalInt("NumRestoreFailures")
-			c["NumRestoreFailures"] = classad.Int(n + 1)
-			c["LastRestoreFailure"] = classad.String(ev.RestoreFailure)
-			c["LastRestoreFailureTime"] = classad.Int(now)
+			n, _ := ad.EvalInt(AttrNumRestoreFailures)
+			c[AttrNumRestoreFailures] = classad.Int(n + 1)
+			c[AttrLastRestoreFailure] = classad.String(ev.RestoreFailure)
+			c[AttrLastRestoreFailureTime] = classad.Int(now)
 		}
 		return c, nil
 	})
@@ -139,11 +139,11 @@ func seconds(s float64) classad.Value {
 // home; the job runs on, or (vacate) was stopped without one.
 func (a *Agent) checkpointFailed(ctx context.Context, r *run, ev shadow.Event) {
 	if _, err := a.jobs.transition(ctx, r.id, func(ad *classad.ClassAd) (change, error) {
-		n, _ := ad.EvalInt("NumCheckpointFailures")
+		n, _ := ad.EvalInt(AttrNumCheckpointFailures)
 		return change{
-			"NumCheckpointFailures":     classad.Int(n + 1),
-			"LastCheckpointFailure":     classad.String(ev.Reason),
-			"LastCheckpointFailureTime": classad.Int(time.Now().Unix()),
+			AttrNumCheckpointFailures:     classad.Int(n + 1),
+			AttrLastCheckpointFailure:     classad.String(ev.Reason),
+			AttrLastCheckpointFailureTime: classad.Int(time.Now().Unix()),
 		}, nil
 	}); err != nil {
 		a.log.Error("record checkpoint failure", "job", r.id, "err", err)
@@ -153,18 +153,18 @@ func (a *Agent) checkpointFailed(ctx context.Context, r *run, ev shadow.Event) {
 // suspended records that the execute machine suspended the job, or let
 // it continue.
 func (a *Agent) suspended(ctx context.Context, r *run, on bool, reason string) {
-	from, to, ev := int64(Running), int64(Suspended), joblog.Event{Type: joblog.Suspended, Reason: reason}
+	from, to, ev := Running, Suspended, joblog.Event{Type: joblog.Suspended, Reason: reason}
 	if !on {
 		from, to, ev = Suspended, Running, joblog.Event{Type: joblog.Unsuspended}
 	}
 	ad, err := a.jobs.transition(ctx, r.id, func(ad *classad.ClassAd) (change, error) {
-		if st, _ := ad.EvalInt("JobStatus"); st != from {
+		if st := statusOf(ad); st != from {
 			return nil, nil
 		}
-		c := change{"JobStatus": classad.Int(to)}
+		c := change{AttrJobStatus: to.value()}
 		if on {
-			n, _ := ad.EvalInt("NumJobSuspensions")
-			c["NumJobSuspensions"] = classad.Int(n + 1)
+			n, _ := ad.EvalInt(AttrNumJobSuspensions)
+			c[AttrNumJobSuspensions] = classad.Int(n + 1)
 		}
 		return c, nil
 	})
@@ -179,12 +179,12 @@ func (a *Agent) suspended(ctx context.Context, r *run, on bool, reason string) {
 // frequent and cheap to lose, so they are best effort.
 func (a *Agent) usage(ctx context.Context, r *run, ev shadow.Event) {
 	_, err := a.jobs.transition(ctx, r.id, func(*classad.ClassAd) (change, error) {
-		c := change{"RemoteUserCpu": classad.Real(ev.UserCPU), "RemoteSysCpu": classad.Real(ev.SysCPU)}
+		c := change{AttrRemoteUserCPU: classad.Real(ev.UserCPU), AttrRemoteSysCPU: classad.Real(ev.SysCPU)}
 		if ev.Memory > 0 {
-			c["MemoryUsage"] = classad.Int((ev.Memory + (1<<20 - 1)) >> 20)
+			c[AttrMemoryUsage] = classad.Int((ev.Memory + (1<<20 - 1)) >> 20)
 		}
 		if ev.MaxRSS > 0 {
-			c["ResidentSetSize"] = classad.Int((ev.MaxRSS + 1023) / 1024)
+			c[AttrResidentSetSize] = classad.Int((ev.MaxRSS + 1023) / 1024)
 		}
 		return c, nil
 	})
@@ -198,7 +198,7 @@ func (a *Agent) finished(ctx context.Context, r *run, ev shadow.Event) {
 	action, reason := r.stopAction()
 	switch {
 	case action == actionRemove:
-		ad, err := a.jobs.retire(ctx, r.id, change{"JobStatus": classad.Int(Removed), "RemoveReason": classad.String(reason)})
+		ad, err := a.jobs.retire(ctx, r.id, change{AttrJobStatus: Removed.value(), AttrRemoveReason: classad.String(reason)})
 		if err == nil {
 			a.logEvent(ad, joblog.Event{Type: joblog.Aborted, Reason: reason})
 		}
@@ -236,14 +236,14 @@ func (a *Agent) finished(ctx context.Context, r *run, ev shadow.Event) {
 func (a *Agent) startFailed(ctx context.Context, r *run, reason string) {
 	a.log.Warn("job did not start; it waits before it is matched again", "job", r.id, "reason", reason)
 	ad, err := a.jobs.transition(ctx, r.id, func(ad *classad.ClassAd) (change, error) {
-		if st, _ := ad.EvalInt("JobStatus"); st != Idle {
+		if st := statusOf(ad); st != Idle {
 			return nil, nil
 		}
-		n, _ := ad.EvalInt("NumShadowExceptions")
+		n, _ := ad.EvalInt(AttrNumShadowExceptions)
 		return change{
-			"NumShadowExceptions":     classad.Int(n + 1),
-			"LastShadowException":     classad.String(reason),
-			"LastShadowExceptionDate": classad.Int(time.Now().Unix()),
+			AttrNumShadowExceptions:     classad.Int(n + 1),
+			AttrLastShadowException:     classad.String(reason),
+			AttrLastShadowExceptionDate: classad.Int(time.Now().Unix()),
 		}, nil
 	})
 	if err != nil {
@@ -258,12 +258,12 @@ func (a *Agent) startFailed(ctx context.Context, r *run, reason string) {
 // it is advertised again: a second after the first failure, doubling with
 // each further one, up to a minute; none once the job has started since.
 func startBackoff(ad *classad.ClassAd) time.Duration {
-	n, _ := ad.EvalInt("NumShadowExceptions")
+	n, _ := ad.EvalInt(AttrNumShadowExceptions)
 	if n <= 0 {
 		return 0
 	}
-	if last, _ := ad.EvalInt("LastShadowExceptionDate"); last != 0 {
-		if ran, _ := ad.EvalInt("JobCurrentStartDate"); ran > last {
+	if last, _ := ad.EvalInt(AttrLastShadowExceptionDate); last != 0 {
+		if ran, _ := ad.EvalInt(AttrJobCurrentStartDate); ran > last {
 			return 0
 		}
 	}
@@ -272,12 +272,12 @@ func startBackoff(ad *classad.ClassAd) time.Duration {
 
 // clearRunning puts a job that no longer runs into state st, if it is still
 // marked running.
-func (a *Agent) clearRunning(ctx context.Context, r *run, st int64) *classad.ClassAd {
+func (a *Agent) clearRunning(ctx context.Context, r *run, st JobStatus) *classad.ClassAd {
 	ad, err := a.jobs.transition(ctx, r.id, func(ad *classad.ClassAd) (change, error) {
-		if cur, _ := ad.EvalInt("JobStatus"); cur != Running && cur != Suspended {
+		if cur := statusOf(ad); cur != Running && cur != Suspended {
 			return nil, nil
 		}
-		return change{"JobStatus": classad.Int(st)}, nil
+		return change{AttrJobStatus: st.value()}, nil
 	})
 	if err != nil {
 		a.log.Error("update job after run", "job", r.id, "err", err)
@@ -290,19 +290,19 @@ func (a *Agent) clearRunning(ctx context.Context, r *run, st int64) *classad.Cla
 // leaving the queue, holding, and running again.
 func (a *Agent) exited(ctx context.Context, r *run, ev shadow.Event) {
 	final := change{
-		"ExitBySignal":   classad.Bool(ev.BySignal),
-		"RemoteUserCpu":  classad.Real(ev.UserCPU),
-		"RemoteSysCpu":   classad.Real(ev.SysCPU),
-		"CompletionDate": classad.Int(time.Now().Unix()),
+		AttrExitBySignal:   classad.Bool(ev.BySignal),
+		AttrRemoteUserCPU:  classad.Real(ev.UserCPU),
+		AttrRemoteSysCPU:   classad.Real(ev.SysCPU),
+		AttrCompletionDate: classad.Int(time.Now().Unix()),
 	}
 	if ev.BySignal {
-		final["ExitSignal"] = classad.Int(int64(ev.Signal))
+		final[AttrExitSignal] = classad.Int(int64(ev.Signal))
 	} else {
-		final["ExitCode"] = classad.Int(int64(ev.ExitCode))
+		final[AttrExitCode] = classad.Int(int64(ev.ExitCode))
 	}
 	if ev.MaxRSS > 0 {
-		final["ImageSize"] = classad.Int((ev.MaxRSS + 1023) / 1024)
-		final["ResidentSetSize"] = classad.Int((ev.MaxRSS + 1023) / 1024)
+		final[AttrImageSize] = classad.Int((ev.MaxRSS + 1023) / 1024)
+		final[AttrResidentSetSize] = classad.Int((ev.MaxRSS + 1023) / 1024)
 	}
 	ad, ok := a.queue.Get(r.id)
 	if !ok {
@@ -310,8 +310,8 @@ func (a *Agent) exited(ctx context.Context, r *run, ev shadow.Event) {
 	}
 	rio := newRunIO(ev.Files)
 	maps.Copy(final, rio.change(ad))
-	completions, _ := ad.EvalInt("NumJobCompletions")
-	final["NumJobCompletions"] = classad.Int(completions + 1)
+	completions, _ := ad.EvalInt(AttrNumJobCompletions)
+	final[AttrNumJobCompletions] = classad.Int(completions + 1)
 	for name, v := range final {
 		ad.SetValue(name, v)
 	}
@@ -319,15 +319,15 @@ func (a *Agent) exited(ctx context.Context, r *run, ev shadow.Event) {
 		UserCPU: ev.UserCPU, SysCPU: ev.SysCPU}
 	rio.logTo(&term, ad)
 	switch {
-	case ad.Eval("OnExitHold").IsTrue():
-		final["JobStatus"] = classad.Int(Idle)
+	case ad.Eval(AttrOnExitHold).IsTrue():
+		final[AttrJobStatus] = Idle.value()
 		_, _ = a.jobs.transition(ctx, r.id, func(*classad.ClassAd) (change, error) { return final, nil })
 		a.logEvent(ad, term)
 		if err := a.hold(ctx, r.id, "The job attribute OnExitHold expression evaluated to TRUE", holdByJobPolicy, 0); err != nil {
 			a.log.Error("hold job on exit", "job", r.id, "err", err)
 		}
 	case onExitRemove(ad) && !retry(ad):
-		final["JobStatus"] = classad.Int(Completed)
+		final[AttrJobStatus] = Completed.value()
 		done, err := a.jobs.retire(ctx, r.id, final)
 		if err != nil {
 			a.log.Error("complete job", "job", r.id, "err", err)
@@ -335,7 +335,7 @@ func (a *Agent) exited(ctx context.Context, r *run, ev shadow.Event) {
 		}
 		a.logEvent(done, term)
 	default:
-		final["JobStatus"] = classad.Int(Idle)
+		final[AttrJobStatus] = Idle.value()
 		if _, err := a.jobs.transition(ctx, r.id, func(*classad.ClassAd) (change, error) { return final, nil }); err != nil {
 			a.log.Error("requeue job", "job", r.id, "err", err)
 		}
@@ -348,13 +348,13 @@ func (a *Agent) exited(ctx context.Context, r *run, ev shadow.Event) {
 // queue when it succeeds (exit code 0, or SuccessExitCode) or has run more
 // than MaxRetries times.
 func retry(ad *classad.ClassAd) bool {
-	max, ok := ad.EvalInt("MaxRetries")
+	max, ok := ad.EvalInt(AttrMaxRetries)
 	if !ok {
 		return false
 	}
-	if sig, _ := ad.EvalBool("ExitBySignal"); !sig {
-		code, _ := ad.EvalInt("ExitCode")
-		success, ok := ad.EvalInt("SuccessExitCode")
+	if sig, _ := ad.EvalBool(AttrExitBySignal); !sig {
+		code, _ := ad.EvalInt(AttrExitCode)
+		success, ok := ad.EvalInt(AttrSuccessExitCode)
 		if !ok {
 			success = 0
 		}
@@ -362,14 +362,14 @@ func retry(ad *classad.ClassAd) bool {
 			return false
 		}
 	}
-	completions, _ := ad.EvalInt("NumJobCompletions")
+	completions, _ := ad.EvalInt(AttrNumJobCompletions)
 	return completions <= max
 }
 
 // onExitRemove evaluates the job's OnExitRemove; HTCondor's default, and
 // the safe reading of undefined, is true.
 func onExitRemove(ad *classad.ClassAd) bool {
-	v := ad.Eval("OnExitRemove")
+	v := ad.Eval(AttrOnExitRemove)
 	if b, ok := v.BoolValue(); ok {
 		return b
 	}

@@ -18,14 +18,14 @@ func (a *Agent) recover(ctx context.Context) error {
 			a.factories.Add(1)
 			return true
 		}
-		if st, _ := ad.EvalInt("JobStatus"); st == Running || st == Suspended {
+		if st := statusOf(ad); st == Running || st == Suspended {
 			running = append(running, id)
 		}
 		return true
 	})
 	for _, id := range running {
 		ad, err := a.jobs.transition(ctx, id, func(*classad.ClassAd) (change, error) {
-			return change{"JobStatus": classad.Int(Idle)}, nil
+			return change{AttrJobStatus: Idle.value()}, nil
 		})
 		if err != nil {
 			return err

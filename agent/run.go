@@ -177,7 +177,7 @@ func (a *Agent) useClaim(ctx context.Context, c *claim, r *run) {
 		c.machine = m
 	}
 	c.since = time.Now()
-	c.owner, _ = ad.EvalString("Owner")
+	c.owner, _ = ad.EvalString(AttrOwner)
 	stop := a.keepAlive(ctx, c)
 	defer func() {
 		stop()
@@ -253,10 +253,10 @@ func (a *Agent) completeStop(ctx context.Context, r *run) bool {
 // over.
 func (a *Agent) nextJobFor(c *claim, after jobqueue.JobID) (*run, *classad.ClassAd) {
 	try := func(id jobqueue.JobID, ad *classad.ClassAd) *run {
-		if st, _ := ad.EvalInt("JobStatus"); st != Idle || !isJob(id) || !classad.Match(ad, c.machine) {
+		if st := statusOf(ad); st != Idle || !isJob(id) || !classad.Match(ad, c.machine) {
 			return nil
 		}
-		if owner, _ := ad.EvalString("Owner"); owner != c.owner {
+		if owner, _ := ad.EvalString(AttrOwner); owner != c.owner {
 			return nil
 		}
 		r, err := a.newRun(id, c)
