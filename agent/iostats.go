@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
@@ -82,20 +81,4 @@ func (r runIO) logTo(e *joblog.Event, ad *classad.ClassAd) {
 			name, f.Opens, f.Reads, f.BytesRead, f.Writes, f.BytesWritten, f.Seeks, f.Time.Seconds())
 	}
 	e.Files = b.String()
-}
-
-// logEvicted adds the run's remote I/O to the job ad of a job that is to
-// run again, and logs e, its eviction, with the run's figures.
-func (a *Agent) logEvicted(ctx context.Context, r *run, ad *classad.ClassAd, ev shadow.Event, e joblog.Event) {
-	rio := newRunIO(ev.Files)
-	if len(rio.files) > 0 {
-		updated, err := a.jobs.transition(ctx, r.id, func(ad *classad.ClassAd) (change, error) { return rio.change(ad), nil })
-		if err != nil {
-			a.log.Warn("record remote I/O", "job", r.id, "err", err)
-		} else {
-			ad = updated
-		}
-	}
-	rio.logTo(&e, ad)
-	a.logEvent(ad, e)
 }

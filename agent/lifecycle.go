@@ -13,47 +13,60 @@ import (
 	"harrier.dev/harrier/shadow"
 )
 
-// remove takes a job out of the queue. A running job is stopped first; its
-// run then finishes the removal when the shadow reports.
+// remove takes a job out of the queue. A job with a run is stopped first;
+// its run then finishes the removal when the shadow reports.
 func (a *Agent) remove(ctx context.Context, id jobqueue.JobID, reason string) error {
 	if a.stopRun(id, actionRemove, reason) {
 		return nil
 	}
-	st := a.jobs.status(id)
-	if st == Removed || st == Completed {
-		return fmt.Errorf("job %s is already leaving the queue", id)
-	}
-	ad, err := a.jobs.retire(ctx, id, change{AttrJobStatus: Removed.value(), AttrRemoveReason: classad.String(reason)})
+	_, err := a.jobs.apply(ctx, id, func(ad *classad.ClassAd) (step, error) {
+		if st := statusOf(ad); !Removed.follows(st) {
+			return step{}, fmt.Errorf("job %s is already leaving the queue", id)
+		}
+		return removal(reason), nil
+	})
 	if err != nil {
 		return err
 	}
-	a.logEvent(ad, joblog.Event{Type: joblog.Aborted, Reason: reason})
 	a.kick()
 	return nil
 }
 
+// removal is the step that takes a job out of the queue at a user's or
+// its policy's request.
+func removal(reason string) step {
+	return step{to: Removed, set: change{AttrRemoveReason: classad.String(reason)},
+		log: logs(joblog.Event{Type: joblog.Aborted, Reason: reason})}
+}
+
+// holding is the step that puts a job on hold; more events may precede
+// the hold's (a terminated event, when the job's exit holds it).
+func holding(reason string, code, subcode int, set change, before ...joblog.Event) step {
+	if set == nil {
+		set = change{}
+	}
+	set[AttrHoldReason] = classad.String(reason)
+	set[AttrHoldReasonCode] = classad.Int(int64(code))
+	set[AttrHoldReasonSubCode] = classad.Int(int64(subcode))
+	held := joblog.Event{Type: joblog.Held, Reason: reason, Code: code, Subcode: subcode}
+	return step{to: Held, set: set, log: logs(append(before, held)...)}
+}
+
 // hold puts a job on hold; a running job is stopped.
 func (a *Agent) hold(ctx context.Context, id jobqueue.JobID, reason string, code, subcode int) error {
-	ad, err := a.jobs.transition(ctx, id, func(ad *classad.ClassAd) (change, error) {
-		st := statusOf(ad)
-		if st == Held {
-			return nil, fmt.Errorf("job %s is already held", id)
+	_, err := a.jobs.apply(ctx, id, func(ad *classad.ClassAd) (step, error) {
+		switch st := statusOf(ad); {
+		case st == Held:
+			return step{}, fmt.Errorf("job %s is already held", id)
+		case !Held.follows(st):
+			return step{}, fmt.Errorf("job %s cannot be held in its state (%d)", id, st)
 		}
-		if st != Idle && st != Running && st != Suspended {
-			return nil, fmt.Errorf("job %s cannot be held in its state (%d)", id, st)
-		}
-		return change{
-			AttrJobStatus:         Held.value(),
-			AttrHoldReason:        classad.String(reason),
-			AttrHoldReasonCode:    classad.Int(int64(code)),
-			AttrHoldReasonSubCode: classad.Int(int64(subcode)),
-		}, nil
+		return holding(reason, code, subcode, nil), nil
 	})
 	if err != nil {
 		return err
 	}
 	a.stopRun(id, actionHold, reason)
-	a.logEvent(ad, joblog.Event{Type: joblog.Held, Reason: reason, Code: code, Subcode: subcode})
 	a.kick()
 	return nil
 }
@@ -65,28 +78,32 @@ func (a *Agent) release(ctx context.Context, id jobqueue.JobID, by string) error
 
 // releaseBy lets a held job run again, recording why.
 func (a *Agent) releaseBy(ctx context.Context, id jobqueue.JobID, reason string) error {
-	ad, err := a.jobs.transition(ctx, id, func(ad *classad.ClassAd) (change, error) {
-		if st := statusOf(ad); st != Held {
-			return nil, fmt.Errorf("job %s is not held", id)
+	_, err := a.jobs.apply(ctx, id, func(ad *classad.ClassAd) (step, error) {
+		if statusOf(ad) != Held {
+			return step{}, fmt.Errorf("job %s is not held", id)
 		}
-		return change{AttrJobStatus: Idle.value(), AttrReleaseReason: classad.String(reason)}, nil
+		return step{to: Idle, set: change{AttrReleaseReason: classad.String(reason)},
+			log: logs(joblog.Event{Type: joblog.Released, Reason: reason})}, nil
 	})
 	if err != nil {
 		return err
 	}
-	a.logEvent(ad, joblog.Event{Type: joblog.Released, Reason: reason})
 	a.kick()
 	return nil
 }
 
 // executing records that the job's process started, or was restored from
-// its checkpoint (ev.RestoreSeconds, CRIU's restore time).
+// its checkpoint (ev.RestoreSeconds, CRIU's restore time). A job held
+// while its slot was being claimed stays held: its run is being stopped.
 func (a *Agent) executing(ctx context.Context, r *run, ev shadow.Event) {
-	ad, err := a.jobs.transition(ctx, r.id, func(ad *classad.ClassAd) (change, error) {
+	r.executed = true
+	_, err := a.jobs.apply(ctx, r.id, func(ad *classad.ClassAd) (step, error) {
+		if statusOf(ad) != Idle {
+			return step{}, nil
+		}
 		starts, _ := ad.EvalInt(AttrNumJobStarts)
 		now := time.Now().Unix()
 		c := change{
-			AttrJobStatus:           Running.value(),
 			AttrNumJobStarts:        classad.Int(starts + 1),
 			AttrJobCurrentStartDate: classad.Int(now),
 			AttrRemoteHost:          classad.String(r.slot),
@@ -112,21 +129,18 @@ func (a *Agent) executing(ctx context.Context, r *run, ev shadow.Event) {
 			c[AttrLastRestoreFailure] = classad.String(ev.RestoreFailure)
 			c[AttrLastRestoreFailureTime] = classad.Int(now)
 		}
-		return c, nil
+		e := joblog.Event{Type: joblog.Execute, Host: r.startdAddr}
+		switch {
+		case ev.Restored:
+			e.Reason = "Restored from its checkpoint."
+		case ev.RestoreFailure != "":
+			e.Reason = "Not restored from its checkpoint (" + ev.RestoreFailure + "): started from the beginning."
+		}
+		return step{to: Running, set: c, log: logs(e)}, nil
 	})
 	if err != nil {
 		a.log.Error("record job start", "job", r.id, "err", err)
-		return
 	}
-	r.executed = true
-	e := joblog.Event{Type: joblog.Execute, Host: r.startdAddr}
-	switch {
-	case ev.Restored:
-		e.Reason = "Restored from its checkpoint."
-	case ev.RestoreFailure != "":
-		e.Reason = "Not restored from its checkpoint (" + ev.RestoreFailure + "): started from the beginning."
-	}
-	a.logEvent(ad, e)
 }
 
 // seconds is a duration as the job ad shows it: seconds, to the
@@ -138,13 +152,13 @@ func seconds(s float64) classad.Value {
 // checkpointFailed records a checkpoint that could not be taken or sent
 // home; the job runs on, or (vacate) was stopped without one.
 func (a *Agent) checkpointFailed(ctx context.Context, r *run, ev shadow.Event) {
-	if _, err := a.jobs.transition(ctx, r.id, func(ad *classad.ClassAd) (change, error) {
+	if _, err := a.jobs.apply(ctx, r.id, func(ad *classad.ClassAd) (step, error) {
 		n, _ := ad.EvalInt(AttrNumCheckpointFailures)
-		return change{
+		return step{set: change{
 			AttrNumCheckpointFailures:     classad.Int(n + 1),
 			AttrLastCheckpointFailure:     classad.String(ev.Reason),
 			AttrLastCheckpointFailureTime: classad.Int(time.Now().Unix()),
-		}, nil
+		}}, nil
 	}); err != nil {
 		a.log.Error("record checkpoint failure", "job", r.id, "err", err)
 	}
@@ -157,28 +171,26 @@ func (a *Agent) suspended(ctx context.Context, r *run, on bool, reason string) {
 	if !on {
 		from, to, ev = Suspended, Running, joblog.Event{Type: joblog.Unsuspended}
 	}
-	ad, err := a.jobs.transition(ctx, r.id, func(ad *classad.ClassAd) (change, error) {
-		if st := statusOf(ad); st != from {
-			return nil, nil
+	_, err := a.jobs.apply(ctx, r.id, func(ad *classad.ClassAd) (step, error) {
+		if statusOf(ad) != from {
+			return step{}, nil
 		}
-		c := change{AttrJobStatus: to.value()}
+		c := change{}
 		if on {
 			n, _ := ad.EvalInt(AttrNumJobSuspensions)
 			c[AttrNumJobSuspensions] = classad.Int(n + 1)
 		}
-		return c, nil
+		return step{to: to, set: c, log: logs(ev)}, nil
 	})
 	if err != nil {
 		a.log.Error("record suspension", "job", r.id, "err", err)
-		return
 	}
-	a.logEvent(ad, ev)
 }
 
 // usage records a running job's resource use in its ad. These updates are
 // frequent and cheap to lose, so they are best effort.
 func (a *Agent) usage(ctx context.Context, r *run, ev shadow.Event) {
-	_, err := a.jobs.transition(ctx, r.id, func(*classad.ClassAd) (change, error) {
+	_, err := a.jobs.apply(ctx, r.id, func(*classad.ClassAd) (step, error) {
 		c := change{AttrRemoteUserCPU: classad.Real(ev.UserCPU), AttrRemoteSysCPU: classad.Real(ev.SysCPU)}
 		if ev.Memory > 0 {
 			c[AttrMemoryUsage] = classad.Int((ev.Memory + (1<<20 - 1)) >> 20)
@@ -186,46 +198,70 @@ func (a *Agent) usage(ctx context.Context, r *run, ev shadow.Event) {
 		if ev.MaxRSS > 0 {
 			c[AttrResidentSetSize] = classad.Int((ev.MaxRSS + 1023) / 1024)
 		}
-		return c, nil
+		return step{set: c}, nil
 	})
 	if err != nil {
 		a.log.Warn("record usage", "job", r.id, "err", err)
 	}
 }
 
-// finished applies the outcome a shadow reported to the job.
+// finished applies the outcome a shadow reported to the job, in one move.
 func (a *Agent) finished(ctx context.Context, r *run, ev shadow.Event) {
 	action, reason := r.stopAction()
+	var (
+		decide func(ad *classad.ClassAd) (step, error)
+		what   string
+	)
 	switch {
 	case action == actionRemove:
-		ad, err := a.jobs.retire(ctx, r.id, change{AttrJobStatus: Removed.value(), AttrRemoveReason: classad.String(reason)})
-		if err == nil {
-			a.logEvent(ad, joblog.Event{Type: joblog.Aborted, Reason: reason})
-		}
+		what, decide = "remove job", func(*classad.ClassAd) (step, error) { return removal(reason), nil }
 	case action == actionHold:
 		// The hold was recorded when it was asked for.
-		a.clearRunning(ctx, r, Held)
+		return
 	case ev.Type == shadow.EventExited:
-		a.exited(ctx, r, ev)
+		what, decide = "apply job exit", func(ad *classad.ClassAd) (step, error) { return a.exited(r, ad, ev), nil }
 	case ev.Type == shadow.EventHold:
-		a.clearRunning(ctx, r, Idle)
-		if err := a.hold(ctx, r.id, ev.Reason, ev.Code, 0); err != nil {
-			a.log.Error("hold job", "job", r.id, "err", err)
+		// The claim is given up, as for a hold asked for while it ran.
+		r.markStopped(actionHold, ev.Reason)
+		what, decide = "hold job", func(ad *classad.ClassAd) (step, error) {
+			if !statusOf(ad).runs() {
+				return step{}, nil
+			}
+			return holding(ev.Reason, ev.Code, 0, nil), nil
 		}
 	case ev.Type == shadow.EventEvicted:
-		ad := a.clearRunning(ctx, r, Idle)
-		if ad != nil {
-			a.logEvicted(ctx, r, ad, ev, joblog.Event{Type: joblog.Evicted, Reason: ev.Reason, UserCPU: ev.UserCPU, SysCPU: ev.SysCPU, WasCheckpointed: r.vacated})
-		}
+		e := joblog.Event{Type: joblog.Evicted, Reason: ev.Reason, UserCPU: ev.UserCPU, SysCPU: ev.SysCPU, WasCheckpointed: r.vacated}
+		what, decide = "requeue evicted job", func(ad *classad.ClassAd) (step, error) { return requeue(ad, ev, e), nil }
 	case !r.executed:
 		a.startFailed(ctx, r, ev.Reason)
+		return
 	default: // failed or killed for reasons not the user's: run it again
 		a.log.Warn("job run failed; requeued", "job", r.id, "reason", ev.Reason)
-		ad := a.clearRunning(ctx, r, Idle)
-		if ad != nil && r.executed {
-			a.logEvicted(ctx, r, ad, ev, joblog.Event{Type: joblog.Evicted, Reason: ev.Reason})
-		}
+		e := joblog.Event{Type: joblog.Evicted, Reason: ev.Reason}
+		what, decide = "requeue job", func(ad *classad.ClassAd) (step, error) { return requeue(ad, ev, e), nil }
 	}
+	if _, err := a.jobs.apply(ctx, r.id, decide); err != nil {
+		a.log.Error(what, "job", r.id, "err", err)
+	}
+}
+
+// requeue is the step that puts a job whose run ended before the job did
+// back to Idle, with the run's remote I/O, and logs e, its eviction, with
+// the run's figures. A job no longer running (removed or held meanwhile)
+// is left as it is.
+func requeue(ad *classad.ClassAd, ev shadow.Event, e joblog.Event) step {
+	if !statusOf(ad).runs() {
+		return step{}
+	}
+	rio := newRunIO(ev.Files)
+	var c change
+	if len(rio.files) > 0 {
+		c = rio.change(ad)
+	}
+	return step{to: Idle, set: c, log: func(after *classad.ClassAd) []joblog.Event {
+		rio.logTo(&e, after)
+		return []joblog.Event{e}
+	}}
 }
 
 // startFailed records a run that failed before the job started: its shadow
@@ -235,16 +271,16 @@ func (a *Agent) finished(ctx context.Context, r *run, ev shadow.Event) {
 // again. NumShadowExceptions counts them, as in HTCondor.
 func (a *Agent) startFailed(ctx context.Context, r *run, reason string) {
 	a.log.Warn("job did not start; it waits before it is matched again", "job", r.id, "reason", reason)
-	ad, err := a.jobs.transition(ctx, r.id, func(ad *classad.ClassAd) (change, error) {
-		if st := statusOf(ad); st != Idle {
-			return nil, nil
+	ad, err := a.jobs.apply(ctx, r.id, func(ad *classad.ClassAd) (step, error) {
+		if statusOf(ad) != Idle {
+			return step{}, nil
 		}
 		n, _ := ad.EvalInt(AttrNumShadowExceptions)
-		return change{
+		return step{set: change{
 			AttrNumShadowExceptions:     classad.Int(n + 1),
 			AttrLastShadowException:     classad.String(reason),
 			AttrLastShadowExceptionDate: classad.Int(time.Now().Unix()),
-		}, nil
+		}}, nil
 	})
 	if err != nil {
 		a.log.Error("record failed start", "job", r.id, "err", err)
@@ -270,25 +306,14 @@ func startBackoff(ad *classad.ClassAd) time.Duration {
 	return min(time.Second<<min(n-1, 6), time.Minute)
 }
 
-// clearRunning puts a job that no longer runs into state st, if it is still
-// marked running.
-func (a *Agent) clearRunning(ctx context.Context, r *run, st JobStatus) *classad.ClassAd {
-	ad, err := a.jobs.transition(ctx, r.id, func(ad *classad.ClassAd) (change, error) {
-		if cur := statusOf(ad); cur != Running && cur != Suspended {
-			return nil, nil
-		}
-		return change{AttrJobStatus: st.value()}, nil
-	})
-	if err != nil {
-		a.log.Error("update job after run", "job", r.id, "err", err)
-		return nil
+// exited is the step that applies the job's own exit to its ad (its own
+// copy): its on_exit policy decides between leaving the queue, holding,
+// and running again, and the terminated event is logged in each case. A
+// job held while it ran stays held.
+func (a *Agent) exited(r *run, ad *classad.ClassAd, ev shadow.Event) step {
+	if !statusOf(ad).runs() {
+		return step{}
 	}
-	return ad
-}
-
-// exited applies the job's own exit: its on_exit policy decides between
-// leaving the queue, holding, and running again.
-func (a *Agent) exited(ctx context.Context, r *run, ev shadow.Event) {
 	final := change{
 		AttrExitBySignal:   classad.Bool(ev.BySignal),
 		AttrRemoteUserCPU:  classad.Real(ev.UserCPU),
@@ -304,14 +329,11 @@ func (a *Agent) exited(ctx context.Context, r *run, ev shadow.Event) {
 		final[AttrImageSize] = classad.Int((ev.MaxRSS + 1023) / 1024)
 		final[AttrResidentSetSize] = classad.Int((ev.MaxRSS + 1023) / 1024)
 	}
-	ad, ok := a.queue.Get(r.id)
-	if !ok {
-		return
-	}
 	rio := newRunIO(ev.Files)
 	maps.Copy(final, rio.change(ad))
 	completions, _ := ad.EvalInt(AttrNumJobCompletions)
 	final[AttrNumJobCompletions] = classad.Int(completions + 1)
+	// The policy reads the exit.
 	for name, v := range final {
 		ad.SetValue(name, v)
 	}
@@ -320,26 +342,13 @@ func (a *Agent) exited(ctx context.Context, r *run, ev shadow.Event) {
 	rio.logTo(&term, ad)
 	switch {
 	case ad.Eval(AttrOnExitHold).IsTrue():
-		final[AttrJobStatus] = Idle.value()
-		_, _ = a.jobs.transition(ctx, r.id, func(*classad.ClassAd) (change, error) { return final, nil })
-		a.logEvent(ad, term)
-		if err := a.hold(ctx, r.id, "The job attribute OnExitHold expression evaluated to TRUE", holdByJobPolicy, 0); err != nil {
-			a.log.Error("hold job on exit", "job", r.id, "err", err)
-		}
+		// The claim is given up, as for any hold of a running job.
+		r.markStopped(actionHold, "")
+		return holding("The job attribute OnExitHold expression evaluated to TRUE", holdByJobPolicy, 0, final, term)
 	case onExitRemove(ad) && !retry(ad):
-		final[AttrJobStatus] = Completed.value()
-		done, err := a.jobs.retire(ctx, r.id, final)
-		if err != nil {
-			a.log.Error("complete job", "job", r.id, "err", err)
-			return
-		}
-		a.logEvent(done, term)
+		return step{to: Completed, set: final, log: logs(term)}
 	default:
-		final[AttrJobStatus] = Idle.value()
-		if _, err := a.jobs.transition(ctx, r.id, func(*classad.ClassAd) (change, error) { return final, nil }); err != nil {
-			a.log.Error("requeue job", "job", r.id, "err", err)
-		}
-		a.logEvent(ad, term)
+		return step{to: Idle, set: final, log: logs(term)}
 	}
 }
 

@@ -39,9 +39,9 @@ func (s *agentService) Matched(ctx context.Context, req *wire.MatchedRequest) (*
 	}
 	// HTCondor counts the negotiator's matches of each job; a job that runs
 	// on a reused claim is not matched.
-	if _, err := s.a.jobs.transition(ctx, id, func(ad *classad.ClassAd) (change, error) {
+	if _, err := s.a.jobs.apply(ctx, id, func(ad *classad.ClassAd) (step, error) {
 		n, _ := ad.EvalInt(AttrNumJobMatches)
-		return change{AttrNumJobMatches: classad.Int(n + 1), AttrLastMatchTime: classad.Int(time.Now().Unix())}, nil
+		return step{set: change{AttrNumJobMatches: classad.Int(n + 1), AttrLastMatchTime: classad.Int(time.Now().Unix())}}, nil
 	}); err != nil {
 		s.a.log.Warn("count match", "job", id, "err", err)
 	}

@@ -57,6 +57,17 @@ func (r *run) stopAction() (stopAction, string) {
 	return r.action, r.reason
 }
 
+// markStopped records why r's job is stopped, unless a reason was given
+// already; a removal overrides a hold, so that a job removed while its
+// hold is being completed still leaves the queue.
+func (r *run) markStopped(action stopAction, reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.action == actionNone || (action == actionRemove && r.action == actionHold) {
+		r.action, r.reason = action, reason
+	}
+}
+
 // stopRun asks a job's run, if there is one, to stop the job. It reports
 // whether the job had a run.
 func (a *Agent) stopRun(id jobqueue.JobID, action stopAction, reason string) bool {
@@ -66,11 +77,7 @@ func (a *Agent) stopRun(id jobqueue.JobID, action stopAction, reason string) boo
 	if r == nil {
 		return false
 	}
-	r.mu.Lock()
-	if r.action == actionNone {
-		r.action, r.reason = action, reason
-	}
-	r.mu.Unlock()
+	r.markStopped(action, reason)
 	select {
 	case r.commands <- shadow.Command{Kill: true, Reason: reason}:
 	default:
