@@ -427,8 +427,7 @@ func (a *Agent) runShadow(ctx context.Context, p *shadowProc, c *claim, r *run, 
 			}
 			return shadow.Event{}, fmt.Errorf("read shadow events: %w", err)
 		}
-		switch ev.Type {
-		case shadow.EventReady:
+		if ev.Type == shadow.EventReady {
 			req := &wire.ActivateClaimRequest{ClaimId: c.id, JobAd: spec.JobAd, ShadowAddr: ev.Addr,
 				Secret: secret, ShadowFingerprint: ev.Fingerprint}
 			if activateErr = a.activate(ctx, c, req); activateErr != nil {
@@ -436,24 +435,38 @@ func (a *Agent) runShadow(ctx context.Context, p *shadowProc, c *claim, r *run, 
 				// the relay, alive until this function returns, writes it.
 				r.commands <- shadow.Command{Kill: true, Reason: activateErr.Error()}
 			}
-		case shadow.EventExecuting:
-			a.executing(ctx, r, ev)
-		case shadow.EventSuspended, shadow.EventResumed:
-			a.suspended(ctx, r, ev.Type == shadow.EventSuspended, ev.Reason)
-		case shadow.EventUsage:
-			a.usage(ctx, r, ev)
-		case shadow.EventCheckpointed:
-			a.checkpointed(ctx, r, ev)
-			r.vacated = r.vacated || ev.Vacate
-		case shadow.EventCheckpointFailed:
-			a.checkpointFailed(ctx, r, ev)
-		default:
-			if activateErr != nil && ev.Type == shadow.EventFailed {
-				ev.Reason = activateErr.Error()
-			}
-			return ev, nil
+			continue
 		}
+		if a.progress(ctx, r, ev) {
+			continue
+		}
+		if activateErr != nil && ev.Type == shadow.EventFailed {
+			ev.Reason = activateErr.Error()
+		}
+		return ev, nil
 	}
+}
+
+// progress applies an event of r's shadow that tells of the job's
+// progress, and reports whether ev was one: the others end the run, and
+// finished applies them.
+func (a *Agent) progress(ctx context.Context, r *run, ev shadow.Event) bool {
+	switch ev.Type {
+	case shadow.EventExecuting:
+		a.executing(ctx, r, ev)
+	case shadow.EventSuspended, shadow.EventResumed:
+		a.suspended(ctx, r, ev.Type == shadow.EventSuspended, ev.Reason)
+	case shadow.EventUsage:
+		a.usage(ctx, r, ev)
+	case shadow.EventCheckpointed:
+		a.checkpointed(ctx, r, ev)
+		r.vacated = r.vacated || ev.Vacate
+	case shadow.EventCheckpointFailed:
+		a.checkpointFailed(ctx, r, ev)
+	default:
+		return false
+	}
+	return true
 }
 
 // activate has the claim's startd start the job's starter. On a reused
