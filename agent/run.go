@@ -101,9 +101,13 @@ func (a *Agent) askCheckpoint(id jobqueue.JobID, vacate bool) bool {
 	return true
 }
 
-// stopRuns stops every job this agent runs (shutdown).
+// stopRuns stops every job this agent runs and waits, for up to
+// StopGrace, for their runs to record how the jobs stopped; then it
+// abandons the runs and waits for them to return. No run starts after it
+// is called.
 func (a *Agent) stopRuns() {
 	a.mu.Lock()
+	a.stopping = true
 	ids := make([]jobqueue.JobID, 0, len(a.runs))
 	for id := range a.runs {
 		ids = append(ids, id)
@@ -112,6 +116,21 @@ func (a *Agent) stopRuns() {
 	for _, id := range ids {
 		a.stopRun(id, actionShutdown, "agent shutting down")
 	}
+	done := make(chan struct{})
+	go func() {
+		a.work.Wait()
+		close(done)
+	}()
+	grace := time.NewTimer(a.cfg.StopGrace)
+	defer grace.Stop()
+	select {
+	case <-done:
+		return
+	case <-grace.C:
+	}
+	a.log.Warn("runs still going after the stop grace are abandoned; their jobs are requeued on restart", "grace", a.cfg.StopGrace)
+	a.endRuns()
+	<-done
 }
 
 // claim is a slot this agent holds.
@@ -128,7 +147,7 @@ type claim struct {
 
 // startRun claims the matched slot and runs the job's shadow. It returns at
 // once; the claim's work goes on in the background.
-func (a *Agent) startRun(ctx context.Context, id jobqueue.JobID, req *wire.MatchedRequest) error {
+func (a *Agent) startRun(id jobqueue.JobID, req *wire.MatchedRequest) error {
 	machine, err := classad.Parse(req.MachineAd)
 	if err != nil {
 		return fmt.Errorf("match for job %s: bad machine ad: %w", id, err)
@@ -138,15 +157,26 @@ func (a *Agent) startRun(ctx context.Context, id jobqueue.JobID, req *wire.Match
 	if err != nil {
 		return err
 	}
-	go a.useClaim(context.WithoutCancel(ctx), c, r)
+	// The claim's work outlives the negotiator's request: the agent owns
+	// it, under runCtx.
+	if !a.goTracked(func() { a.useClaim(a.runCtx, c, r) }) {
+		a.endRun(r)
+		return errStopping
+	}
 	return nil
 }
+
+// errStopping refuses work to a stopping agent.
+var errStopping = errors.New("agent is stopping")
 
 // newRun registers a run of job id under claim c, unless the job already
 // has one.
 func (a *Agent) newRun(id jobqueue.JobID, c *claim) (*run, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.stopping {
+		return nil, errStopping
+	}
 	if _, busy := a.runs[id]; busy {
 		return nil, fmt.Errorf("job %s is already being run", id)
 	}
@@ -300,10 +330,13 @@ func (a *Agent) nextJobFor(c *claim, after jobqueue.JobID) (*run, *classad.Class
 // claim tries before it searches the whole queue.
 const nextJobLookahead = 64
 
-// keepAlive renews the claim's lease until the returned function is called.
+// keepAlive renews the claim's lease until the returned function is
+// called; that function returns once renewals have stopped.
 func (a *Agent) keepAlive(ctx context.Context, c *claim) func() {
 	done := make(chan struct{})
+	exited := make(chan struct{})
 	go func() {
+		defer close(exited)
 		// The first renewal comes at once, to learn the startd's lease;
 		// then three renewals fit in each lease, at most KeepAliveInterval
 		// apart, so that a lease shorter than the interval still holds.
@@ -325,7 +358,10 @@ func (a *Agent) keepAlive(ctx context.Context, c *claim) func() {
 			}
 		}
 	}()
-	return func() { close(done) }
+	return func() {
+		close(done)
+		<-exited
+	}
 }
 
 // shadowProc is a shadow process serving the jobs of one claim, all of one
@@ -417,6 +453,9 @@ func (a *Agent) runShadow(ctx context.Context, p *shadowProc, c *claim, r *run, 
 		}
 	}()
 
+	// An abandoned run closes the shadow's input: the shadow stops the job
+	// and exits, which ends the wait for its events.
+	defer context.AfterFunc(ctx, func() { p.stdin.Close() })()
 	var activateErr error
 	for {
 		var ev shadow.Event

@@ -33,7 +33,8 @@ func (a *Agent) scheddServer() *grpc.Server {
 		// Answers stream a few ads per message; one ad queued before
 		// the limits were set may still be large.
 		grpc.MaxSendMsgSize(wire.MaxMessage),
-		grpc.InTapHandle(a.limitRate))
+		grpc.InTapHandle(a.limitRate),
+		grpc.WaitForHandlers(true))
 	wire.RegisterScheddServer(srv, &scheddService{a: a})
 	return srv
 }
