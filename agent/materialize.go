@@ -90,7 +90,10 @@ func (a *Agent) materialize(ctx context.Context) {
 
 // makeJobs makes up to n more jobs of the factory id.
 func (a *Agent) makeJobs(ctx context.Context, id jobqueue.JobID, n int) error {
-	var made []*classad.ClassAd
+	var (
+		made []*classad.ClassAd
+		last bool // the factory is used up and destroyed
+	)
 	_, err := a.jobs.transitionTxn(ctx, id, func(f *classad.ClassAd, txn *jobqueue.Txn) error {
 		next, _ := f.EvalInt(AttrJobMaterializeNextProcID)
 		items, _ := f.Eval(AttrJobMaterializeItems).ListValue()
@@ -113,9 +116,8 @@ func (a *Agent) makeJobs(ctx context.Context, id jobqueue.JobID, n int) error {
 			txn.NewJob(jobID(ad), ad)
 			made = append(made, ad)
 		}
-		if int(next)+len(made) >= len(items) {
+		if last = int(next)+len(made) >= len(items); last {
 			txn.Destroy(id)
-			a.factories.Add(-1)
 		} else {
 			txn.SetValue(id, AttrJobMaterializeNextProcID, classad.Int(next+int64(len(made))))
 		}
@@ -123,6 +125,11 @@ func (a *Agent) makeJobs(ctx context.Context, id jobqueue.JobID, n int) error {
 	})
 	if err != nil {
 		return err
+	}
+	// Counted once the factory is gone: a failed commit leaves it, and
+	// its count, in place.
+	if last {
+		a.factories.Add(-1)
 	}
 	for _, ad := range made {
 		a.logSubmit(ad)
