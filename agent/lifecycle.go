@@ -219,10 +219,8 @@ func (a *Agent) finished(ctx context.Context, r *run, ev shadow.Event) {
 		// The hold was recorded when it was asked for.
 		return
 	case ev.Type == shadow.EventExited:
-		what, decide = "apply job exit", func(ad *classad.ClassAd) (step, error) { return a.exited(r, ad, ev), nil }
+		what, decide = "apply job exit", func(ad *classad.ClassAd) (step, error) { return exited(ad, ev), nil }
 	case ev.Type == shadow.EventHold:
-		// The claim is given up, as for a hold asked for while it ran.
-		r.markStopped(actionHold, ev.Reason)
 		what, decide = "hold job", func(ad *classad.ClassAd) (step, error) {
 			if !statusOf(ad).runs() {
 				return step{}, nil
@@ -240,8 +238,14 @@ func (a *Agent) finished(ctx context.Context, r *run, ev shadow.Event) {
 		e := joblog.Event{Type: joblog.Evicted, Reason: ev.Reason}
 		what, decide = "requeue job", func(ad *classad.ClassAd) (step, error) { return requeue(ad, ev, e), nil }
 	}
-	if _, err := a.jobs.apply(ctx, r.id, decide); err != nil {
+	ad, err := a.jobs.apply(ctx, r.id, decide)
+	if err != nil {
 		a.log.Error(what, "job", r.id, "err", err)
+		return
+	}
+	if statusOf(ad) == Held {
+		// The claim is given up, as for a hold asked for while it ran.
+		r.markStopped(actionHold, "")
 	}
 }
 
@@ -310,7 +314,7 @@ func startBackoff(ad *classad.ClassAd) time.Duration {
 // copy): its on_exit policy decides between leaving the queue, holding,
 // and running again, and the terminated event is logged in each case. A
 // job held while it ran stays held.
-func (a *Agent) exited(r *run, ad *classad.ClassAd, ev shadow.Event) step {
+func exited(ad *classad.ClassAd, ev shadow.Event) step {
 	if !statusOf(ad).runs() {
 		return step{}
 	}
@@ -342,8 +346,6 @@ func (a *Agent) exited(r *run, ad *classad.ClassAd, ev shadow.Event) step {
 	rio.logTo(&term, ad)
 	switch {
 	case ad.Eval(AttrOnExitHold).IsTrue():
-		// The claim is given up, as for any hold of a running job.
-		r.markStopped(actionHold, "")
 		return holding("The job attribute OnExitHold expression evaluated to TRUE", holdByJobPolicy, 0, final, term)
 	case onExitRemove(ad) && !retry(ad):
 		return step{to: Completed, set: final, log: logs(term)}
