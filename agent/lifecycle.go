@@ -221,8 +221,10 @@ func (a *Agent) finished(ctx context.Context, r *run, ev shadow.Event) {
 	case ev.Type == shadow.EventExited:
 		what, decide = "apply job exit", func(ad *classad.ClassAd) (step, error) { return exited(ad, ev), nil }
 	case ev.Type == shadow.EventHold:
+		// The job may not have started (its program is missing, its
+		// checkpoint refused): the hold comes from Idle then.
 		what, decide = "hold job", func(ad *classad.ClassAd) (step, error) {
-			if !statusOf(ad).runs() {
+			if statusOf(ad) == Held {
 				return step{}, nil
 			}
 			return holding(ev.Reason, ev.Code, 0, nil), nil
@@ -313,9 +315,11 @@ func startBackoff(ad *classad.ClassAd) time.Duration {
 // exited is the step that applies the job's own exit to its ad (its own
 // copy): its on_exit policy decides between leaving the queue, holding,
 // and running again, and the terminated event is logged in each case. A
-// job held while it ran stays held.
+// job held while it ran stays held. An exit applies to a job still Idle
+// too (its start was not recorded): refusing it would run the job again.
 func exited(ad *classad.ClassAd, ev shadow.Event) step {
-	if !statusOf(ad).runs() {
+	from := statusOf(ad)
+	if from != Idle && !from.runs() {
 		return step{}
 	}
 	final := change{
@@ -349,6 +353,8 @@ func exited(ad *classad.ClassAd, ev shadow.Event) step {
 		return holding("The job attribute OnExitHold expression evaluated to TRUE", holdByJobPolicy, 0, final, term)
 	case onExitRemove(ad) && !retry(ad):
 		return step{to: Completed, set: final, log: logs(term)}
+	case from == Idle:
+		return step{set: final, log: logs(term)}
 	default:
 		return step{to: Idle, set: final, log: logs(term)}
 	}

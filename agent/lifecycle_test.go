@@ -103,6 +103,15 @@ var lifeScenarios = []lifeScenario{
 		logError(a, a.releaseBy(ctx, lifeJob, "test"))
 		runEvents(ctx, a, executing, exit0)
 	}},
+	{name: "shadow holds before the job starts", drive: func(ctx context.Context, a *Agent) {
+		runEvents(ctx, a, shadow.Event{Type: shadow.EventHold, Reason: "checkpoint refused", Code: 13})
+		logError(a, a.releaseBy(ctx, lifeJob, "test"))
+		runEvents(ctx, a, executing, exit0)
+	}},
+	{name: "exit without a recorded start", attrs: "MaxRetries = 1", requeues: true, drive: func(ctx context.Context, a *Agent) {
+		runEvents(ctx, a, exit1)
+		runEvents(ctx, a, exit0)
+	}},
 	{name: "evicted", drive: func(ctx context.Context, a *Agent) {
 		runEvents(ctx, a, executing, shadow.Event{Type: shadow.EventCheckpointed, Vacate: true},
 			shadow.Event{Type: shadow.EventEvicted, Reason: "owner came back", Files: exit0.Files})
@@ -437,7 +446,7 @@ func TestIllegalMoveRefused(t *testing.T) {
 	}{
 		{Idle, Running, true}, {Running, Held, true}, {Running, Completed, true}, {Held, Idle, true},
 		{Held, Removed, true}, {Suspended, Idle, true},
-		{Idle, Completed, false}, {Held, Completed, false}, {Completed, Idle, false}, {Removed, Idle, false},
+		{Idle, Completed, true}, {Held, Completed, false}, {Completed, Idle, false}, {Removed, Idle, false},
 		{Idle, Suspended, false}, {Held, Running, false}, {Idle, Idle, false},
 	} {
 		if got := m.to.follows(m.from); got != m.ok {

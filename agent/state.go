@@ -18,7 +18,8 @@ import (
 // together or not at all. A crash therefore leaves a job in the state
 // before a move or after it, never between two halves of one.
 //
-//	Idle      → Running (executing), Held (hold), Removed (rm)
+//	Idle      → Running (executing), Held (hold), Removed (rm),
+//	            Completed (an exit whose start was not recorded)
 //	Running   → Suspended, Idle (evicted, requeued, agent restart),
 //	            Held (hold, on-exit or shadow hold), Completed (exit), Removed
 //	Suspended → Running, and where Running may go but Suspended
@@ -65,7 +66,8 @@ func (to JobStatus) follows(from JobStatus) bool {
 	case Held:
 		return from == Idle || from == Running || from == Suspended
 	case Completed:
-		return from == Running || from == Suspended
+		// From Idle: an exit whose start was not recorded.
+		return from == Idle || from == Running || from == Suspended
 	case Removed:
 		return from == Idle || from == Running || from == Suspended || from == Held
 	}
