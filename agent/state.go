@@ -18,11 +18,14 @@ import (
 // together or not at all. A crash therefore leaves a job in the state
 // before a move or after it, never between two halves of one.
 //
-//	Idle      → Running (executing), Held (hold), Removed (rm),
-//	            Completed (an exit whose start was not recorded)
-//	Running   → Suspended, Idle (evicted, requeued, agent restart),
-//	            Held (hold, on-exit or shadow hold), Completed (exit), Removed
-//	Suspended → Running, and where Running may go but Suspended
+//	Idle      → Running (executing), Held (hold, a shadow's hold before
+//	            the job started), Removed (rm), Completed (an exit whose
+//	            start was not recorded)
+//	Running   → Suspended, Idle (evicted, failed, an exit that runs
+//	            again, agent restart), Held (hold, on-exit or shadow
+//	            hold), Completed (exit), Removed
+//	Suspended → Running (resumed), and wherever Running may go
+//	            but to Suspended
 //	Held      → Idle (release), Removed
 //	Completed, Removed: the job has left the queue for the history.
 //
@@ -30,9 +33,8 @@ import (
 // job's event log after its commit, under the job's lock, so that a log
 // never tells of a move the queue does not hold and one job's events are
 // in the order of its moves. A crash between the commit and the write
-// loses that move's events (at most the last move's of each job); the
-// agent does not write them again on restart, as it cannot tell whether
-// the write happened. HTCondor's shadow writes the terminated event before
+// loses that move's events, and only those; the agent does not write
+// them on restart, as it cannot tell whether the write happened. HTCondor's shadow writes the terminated event before
 // its schedd commits the exit, and so may log a job's end twice (once for
 // a run the crash made repeat); Harrier logs it at most once, and the
 // queue and history, not the log, are the job's record. A job that was
