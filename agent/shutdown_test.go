@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +16,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"harrier.dev/harrier/childproc"
 	"harrier.dev/harrier/agent/jobqueue"
 	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/pki"
@@ -41,18 +41,19 @@ func TestMain(m *testing.M) {
 // is ignored ("deaf"). The end of its input ends it, as a real shadow's
 // does.
 func fakeShadow(mode string, in io.Reader, out io.Writer) {
-	dec := json.NewDecoder(in)
+	commands := childproc.NewReceiver[shadow.Command](in)
+	events := childproc.NewSender[shadow.Event](out)
 	for {
-		var c shadow.Command
-		if err := dec.Decode(&c); err != nil {
+		c, err := commands.Receive()
+		if err != nil {
 			return
 		}
 		switch {
 		case c.Job != nil:
-			_ = shadow.Write(out, shadow.Event{Type: shadow.EventReady, Addr: "127.0.0.1:1", Fingerprint: "fake"})
-			_ = shadow.Write(out, shadow.Event{Type: shadow.EventExecuting})
+			_ = events.Send(shadow.Event{Type: shadow.EventReady, Addr: "127.0.0.1:1", Fingerprint: "fake"})
+			_ = events.Send(shadow.Event{Type: shadow.EventExecuting})
 		case c.Kill && mode == "obey":
-			_ = shadow.Write(out, shadow.Event{Type: shadow.EventKilled, Reason: c.Reason})
+			_ = events.Send(shadow.Event{Type: shadow.EventKilled, Reason: c.Reason})
 		}
 	}
 }
