@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -63,6 +64,7 @@ func (v *service) PutCheckpoint(stream wire.Shadow_PutCheckpointServer) error {
 		return err
 	}
 	r := &chunkReader{stream: stream, buf: first.Data}
+	began := time.Now()
 	m, err := store.Put(s.spec.CheckpointKey, r)
 	if err != nil {
 		s.logger.Warn("checkpoint upload refused; the previous image stays", "err", err)
@@ -71,6 +73,7 @@ func (v *service) PutCheckpoint(stream wire.Shadow_PutCheckpointServer) error {
 		}
 		return status.Error(codes.Internal, err.Error())
 	}
+	s.logger.Info("checkpoint stored", "image_bytes", m.Size(), "stored_bytes", r.n, "took", time.Since(began))
 	info := first.GetInfo()
 	ev := Event{Type: EventCheckpointed, ImageBytes: m.Size(), StoredBytes: r.n}
 	if info != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -63,12 +62,11 @@ func (s *Starter) restoreOrStart(ck *checkpoints, job *classad.ClassAd, logger *
 		if !ok {
 			err = errNoCheckpoint
 		} else {
-			var dir string
-			if dir, err = ck.fetch(ctx); err == nil {
-				defer os.RemoveAll(dir)
-				defer os.RemoveAll(dir + ".restore")
+			var area *imageArea
+			if area, err = ck.fetch(ctx); err == nil {
+				defer area.remove(logger)
 				var j Job
-				if j, err = rst.Restore(ctx, t, dir); err == nil {
+				if j, err = rst.Restore(ctx, t, area.image()); err == nil {
 					logger.Info("job restored from its checkpoint")
 					return j, nil
 				}
