@@ -9,7 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -37,6 +39,9 @@ type checkpoints struct {
 	seal   *checkpoint.Seal
 	noSeal error
 	n      atomic.Int64
+	// lastImage is the size of the job's latest image, uncompressed, as
+	// its ad records it (LastCkptImageSize); 0 if unknown.
+	lastImage int64
 }
 
 // sealFor returns the seal of the job's images: the pool's key from the
@@ -71,7 +76,13 @@ func (c *checkpoints) take(ctx context.Context, job Job, vacate bool) error {
 	if c.seal == nil {
 		return fmt.Errorf("cannot seal checkpoints: %w", c.noSeal)
 	}
-	area, err := c.imageArea(ctx, "ckpt."+filepath.Base(c.scratch)+"."+strconv.FormatInt(c.n.Add(1), 10))
+	// The job's memory now bounds its image, near enough: the image is
+	// its processes' memory and a little more.
+	var need int64
+	if u, err := job.Usage(); err == nil {
+		need = u.MemoryBytes
+	}
+	area, err := c.imageArea(ctx, "ckpt."+filepath.Base(c.scratch)+"."+strconv.FormatInt(c.n.Add(1), 10), need)
 	if err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
@@ -82,11 +93,12 @@ func (c *checkpoints) take(ctx context.Context, job Job, vacate bool) error {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	c.logger.Info("checkpoint dumped", "vacate", vacate, "frozen", stats.Frozen, "dump", stats.Dump)
+	began, cpu := time.Now(), processCPU()
 	if err := c.upload(ctx, dir, stats, vacate); err != nil {
 		return fmt.Errorf("send checkpoint to the shadow: %w", err)
 	}
 	c.logger.Info("checkpoint sent", "vacate", vacate, "frozen", stats.Frozen, "image_bytes", stats.ImageBytes,
-		"pre_dumps", stats.PreDumps, "pre_dump_time", stats.PreDump)
+		"pre_dumps", stats.PreDumps, "pre_dump_time", stats.PreDump, "took", time.Since(began), "cpu", processCPU()-cpu)
 	return nil
 }
 
@@ -140,11 +152,12 @@ func (c *checkpoints) fetch(ctx context.Context) (*imageArea, error) {
 	if c.seal == nil {
 		return nil, fmt.Errorf("cannot check the seal of checkpoints: %w", c.noSeal)
 	}
+	began, cpu := time.Now(), processCPU()
 	stream, err := c.client.GetCheckpoint(ctx, &wire.GetCheckpointRequest{Secret: c.secret})
 	if err != nil {
 		return nil, err
 	}
-	area, err := c.imageArea(ctx, "restore."+filepath.Base(c.scratch))
+	area, err := c.imageArea(ctx, "restore."+filepath.Base(c.scratch), c.lastImage)
 	if err != nil {
 		return nil, err
 	}
@@ -170,36 +183,77 @@ func (c *checkpoints) fetch(ctx context.Context) (*imageArea, error) {
 		area.remove(c.logger)
 		return nil, err
 	}
-	c.logger.Info("checkpoint fetched", "image_bytes", m.Size())
+	c.logger.Info("checkpoint fetched", "image_bytes", m.Size(), "took", time.Since(began), "cpu", processCPU()-cpu)
 	return area, nil
 }
 
 // imageArea is a directory beside the scratch directory that holds one
 // image and CRIU's files around it (its log and statistics, the staging
-// directory of pre-dumps), on a tmpfs of its own where the starter may
-// mount one. An image is written once and read once, on its way between
-// CRIU and the network: in memory it costs a copy, where ext4 on our
-// machines writes a 1 GiB image at 300-400 MB/s, several seconds that a
+// directory of pre-dumps), on a tmpfs of its own when the machine has
+// the memory for it. An image is written once and read once, on its way
+// between CRIU and the network: in memory that costs a copy, where ext4
+// on our machines writes a 1 GiB image at 300-400 MB/s, seconds that a
 // dump spends with the job frozen (docs/checkpoint-bench.md).
 type imageArea struct {
 	dir     string
 	mounted bool
 }
 
-// imageArea makes the image area name beside the scratch directory and
-// mounts a tmpfs on it, owner-only; where it cannot mount one it keeps
-// the plain directory and logs why.
-func (c *checkpoints) imageArea(ctx context.Context, name string) (*imageArea, error) {
+// imageArea makes the image area name beside the scratch directory for
+// an image of about need bytes (0: unknown). It mounts an owner-only
+// tmpfs on it when need is known and at most memoryShare of the
+// machine's available memory, with that share as the tmpfs's limit;
+// otherwise, or when the mount fails, the area is on disk.
+func (c *checkpoints) imageArea(ctx context.Context, name string, need int64) (*imageArea, error) {
 	a := &imageArea{dir: filepath.Join(filepath.Dir(c.scratch), name)}
 	if err := os.Mkdir(a.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("image area: %w", err)
 	}
-	err := unix.Mount("tmpfs", a.dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0700")
-	if err != nil {
-		c.logger.WarnContext(ctx, "checkpoint images go to disk: cannot mount a tmpfs for them", "dir", a.dir, "err", err)
+	avail, err := memAvailable()
+	limit := avail / memoryShare
+	switch {
+	case err != nil:
+		c.logger.WarnContext(ctx, "checkpoint image on disk: cannot read the available memory", "err", err)
+	case need <= 0 || need > limit:
+		c.logger.InfoContext(ctx, "checkpoint image on disk", "need", need, "memory_available", avail)
+	default:
+		err := unix.Mount("tmpfs", a.dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC,
+			"mode=0700,size="+strconv.FormatInt(limit, 10))
+		if err != nil {
+			c.logger.WarnContext(ctx, "checkpoint image on disk: cannot mount a tmpfs for it", "dir", a.dir, "err", err)
+		}
+		a.mounted = err == nil
 	}
-	a.mounted = err == nil
 	return a, nil
+}
+
+// memoryShare: an image goes to memory only if it takes at most
+// 1/memoryShare of the available memory, which leaves room for the
+// restored job beside it (or, for a periodic checkpoint, the running
+// one).
+const memoryShare = 2
+
+// memAvailable reads the kernel's estimate of the memory available to
+// new work, in bytes.
+func memAvailable() (int64, error) {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, "MemAvailable:"); ok {
+			f := strings.Fields(rest) // "16104444 kB"
+			if len(f) != 2 || f[1] != "kB" {
+				return 0, fmt.Errorf("/proc/meminfo: %q", line)
+			}
+			kb, err := strconv.ParseInt(f[0], 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("/proc/meminfo: %q: %w", line, err)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, errors.New("/proc/meminfo has no MemAvailable")
 }
 
 // image is the image's directory in the area, made by whoever writes it.
@@ -217,4 +271,15 @@ func (a *imageArea) remove(logger *slog.Logger) {
 	if err := os.RemoveAll(a.dir); err != nil {
 		logger.Warn("remove the image area", "dir", a.dir, "err", err)
 	}
+}
+
+// processCPU is the CPU time this process has used so far. The starter
+// logs what sending and fetching an image cost in it: on a loaded
+// machine the transfer is bound by CPU, not by the network.
+func processCPU() time.Duration {
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -31,6 +31,7 @@ func (s *Starter) run(ctx context.Context, conn grpc.ClientConnInterface, client
 		task.Dir, task.DirSource = iwd, dir.mountpoint
 	}
 	ck := &checkpoints{client: client, secret: s.spec.Secret, scratch: s.spec.ScratchDir, logger: logger}
+	ck.lastImage, _ = job.EvalInt("LastCkptImageSize")
 	ck.seal, ck.noSeal = sealFor(s.spec)
 	policy := checkpointing{take: ck.take, want: wantCheckpoint(job)}
 	if secs, ok := job.EvalInt("CheckpointInterval"); ok && secs > 0 {

@@ -153,6 +153,9 @@ queue
 		hops = append(hops, hop)
 		host = to
 		b.Logf("hop %s → %s: %s", from, to, hop)
+		for _, l := range loggedSince(start, slices.Concat(starterLogs(n, from), starterLogs(n, to), []string{filepath.Join(n.hosts["submit"].dir, "agent.log")}), "checkpoint") {
+			b.Log(l)
+		}
 	}
 	b.StopTimer()
 	for _, m := range timelineMarks {
@@ -195,13 +198,9 @@ queue
 // logMarks adds the marks found in the logs of the hop from host from to
 // host to that began at start.
 func logMarks(b *testing.B, n *netnsPool, from, to string, start time.Time, hop *hopTimes) {
-	starterLogs := func(host string) []string {
-		l, _ := filepath.Glob(filepath.Join(n.hosts[host].dir, "execute", "*", "starter.*.log"))
-		return l
-	}
 	logs := map[string][]string{
-		"old":        starterLogs(from),
-		"new":        starterLogs(to),
+		"old":        starterLogs(n, from),
+		"new":        starterLogs(n, to),
 		"startd-new": {filepath.Join(n.hosts[to].dir, "startd.log")},
 		"agent":      {filepath.Join(n.hosts["submit"].dir, "agent.log")},
 	}
@@ -215,6 +214,30 @@ func logMarks(b *testing.B, n *netnsPool, from, to string, start time.Time, hop 
 			}
 		}
 	}
+}
+
+// starterLogs are the logs of a host's starters.
+func starterLogs(n *netnsPool, host string) []string {
+	l, _ := filepath.Glob(filepath.Join(n.hosts[host].dir, "execute", "*", "starter.*.log"))
+	return l
+}
+
+// loggedSince returns the lines of the logs at paths logged after start
+// whose message begins with prefix, in time order.
+func loggedSince(start time.Time, paths []string, prefix string) []string {
+	var out []string
+	for _, p := range paths {
+		b, _ := os.ReadFile(p)
+		for line := range strings.Lines(string(b)) {
+			stamp, rest, _ := strings.Cut(strings.TrimPrefix(line, "time="), " ")
+			t, err := time.Parse(time.RFC3339Nano, stamp)
+			if err == nil && !t.Before(start) && (strings.Contains(rest, "msg="+prefix) || strings.Contains(rest, "msg=\""+prefix)) {
+				out = append(out, strings.TrimSpace(line))
+			}
+		}
+	}
+	slices.Sort(out) // by their time stamps, all in one zone
+	return out
 }
 
 // firstLogged finds the first line of a log/slog text log with message msg
