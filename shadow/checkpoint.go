@@ -90,6 +90,7 @@ func (v *service) GetCheckpoint(req *wire.GetCheckpointRequest, stream wire.Shad
 	if !s.checkSecret(req.Secret) {
 		return status.Error(codes.PermissionDenied, errBadSecret.Error())
 	}
+	began, cpu := time.Now(), processCPU()
 	store, err := s.imageStore()
 	if err != nil {
 		return err
@@ -112,14 +113,17 @@ func (v *service) GetCheckpoint(req *wire.GetCheckpointRequest, stream wire.Shad
 	}
 	defer f.Close()
 	buf := make([]byte, 1<<20)
+	var sent int64
 	for {
 		n, err := f.Read(buf)
 		if n > 0 {
 			if serr := stream.Send(&wire.CheckpointChunk{Data: buf[:n]}); serr != nil {
 				return serr
 			}
+			sent += int64(n)
 		}
 		if errors.Is(err, io.EOF) {
+			s.logger.Info("checkpoint served", "stored_bytes", sent, "took", time.Since(began), "cpu", processCPU()-cpu)
 			return nil
 		}
 		if err != nil {
@@ -157,7 +161,7 @@ func (s *Shadow) checkInputs(store *checkpoint.Store) error {
 }
 
 // processCPU is the CPU time this process has used so far. The shadow
-// logs what storing an image costs in it: on a loaded machine the
+// logs what storing and serving an image cost in it: on a loaded machine the
 // transfer is bound by CPU, not by the network.
 func processCPU() time.Duration {
 	var ru unix.Rusage
