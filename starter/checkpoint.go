@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -104,44 +103,89 @@ func (c *checkpoints) take(ctx context.Context, job Job, vacate bool) error {
 
 // upload packs the image in dir and streams it to the shadow.
 func (c *checkpoints) upload(ctx context.Context, dir string, stats CheckpointStats, vacate bool) error {
+	// Cancelled on a failure, the call ends with an error at the shadow
+	// too, which keeps the previous image.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	stream, err := c.client.PutCheckpoint(ctx)
 	if err != nil {
 		return err
 	}
-	pr, pw := io.Pipe()
-	go func() {
-		_, err := checkpoint.Pack(pw, dir, c.seal)
-		pw.CloseWithError(err)
-	}()
-	first := &wire.CheckpointChunk{Secret: c.secret, Info: &wire.CheckpointInfo{
-		FrozenSeconds: stats.Frozen.Seconds(), DumpSeconds: stats.Dump.Seconds(),
-		ImageBytes: stats.ImageBytes, Vacate: vacate}}
-	buf := make([]byte, 1<<20)
-	for {
-		n, rerr := io.ReadFull(pr, buf)
-		if n > 0 || first != nil {
-			msg := first
-			if msg == nil {
-				msg = &wire.CheckpointChunk{}
-			}
-			first = nil
-			msg.Data = buf[:n]
-			if err := stream.Send(msg); err != nil {
-				pr.CloseWithError(err)
-				_, err = stream.CloseAndRecv()
-				return err
-			}
-		}
-		if errors.Is(rerr, io.EOF) || errors.Is(rerr, io.ErrUnexpectedEOF) {
-			break
-		}
-		if rerr != nil {
-			stream.CloseSend()
-			return rerr
-		}
+	w := &chunkSender{stream: stream, buf: make([]byte, 0, chunkSize), first: &wire.CheckpointChunk{Secret: c.secret,
+		Info: &wire.CheckpointInfo{FrozenSeconds: stats.Frozen.Seconds(), DumpSeconds: stats.Dump.Seconds(),
+			ImageBytes: stats.ImageBytes, Vacate: vacate}}}
+	_, err = checkpoint.Pack(w, dir, c.seal)
+	if err == nil {
+		err = w.flush()
+	}
+	if err != nil {
+		return err
 	}
 	_, err = stream.CloseAndRecv()
 	return err
+}
+
+// chunkSize is the size of the messages an image travels in.
+const chunkSize = 1 << 20
+
+// chunkSender is the upload stream as a writer: Pack writes the packed
+// image straight into the next message, which is sent once full (and the
+// last by flush). The first message carries first's secret and dump
+// information. Send copies the message, so the buffer is reused.
+type chunkSender struct {
+	stream wire.Shadow_PutCheckpointClient
+	first  *wire.CheckpointChunk
+	buf    []byte
+}
+
+func (w *chunkSender) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		k := copy(w.buf[len(w.buf):cap(w.buf)], p)
+		w.buf, p = w.buf[:len(w.buf)+k], p[k:]
+		if len(w.buf) == cap(w.buf) {
+			if err := w.flush(); err != nil {
+				return n - len(p), err
+			}
+		}
+	}
+	return n, nil
+}
+
+// flush sends what has been written since the last message, and the
+// first message even if empty.
+func (w *chunkSender) flush() error {
+	if len(w.buf) == 0 && w.first == nil {
+		return nil
+	}
+	msg := w.first
+	if msg == nil {
+		msg = &wire.CheckpointChunk{}
+	}
+	w.first = nil
+	msg.Data = w.buf
+	err := w.stream.Send(msg)
+	w.buf = w.buf[:0]
+	return err
+}
+
+// chunkReceiver is the download stream as a reader.
+type chunkReceiver struct {
+	stream wire.Shadow_GetCheckpointClient
+	buf    []byte
+}
+
+func (r *chunkReceiver) Read(p []byte) (int, error) {
+	for len(r.buf) == 0 {
+		c, err := r.stream.Recv()
+		if err != nil {
+			return 0, err // io.EOF at the end of the image
+		}
+		r.buf = c.Data
+	}
+	n := copy(p, r.buf)
+	r.buf = r.buf[n:]
+	return n, nil
 }
 
 // fetch downloads the job's latest image into a new image area (see
@@ -153,6 +197,9 @@ func (c *checkpoints) fetch(ctx context.Context) (*imageArea, error) {
 		return nil, fmt.Errorf("cannot check the seal of checkpoints: %w", c.noSeal)
 	}
 	began, cpu := time.Now(), processCPU()
+	// Cancelled when the image is refused, the shadow stops sending.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	stream, err := c.client.GetCheckpoint(ctx, &wire.GetCheckpointRequest{Secret: c.secret})
 	if err != nil {
 		return nil, err
@@ -161,25 +208,8 @@ func (c *checkpoints) fetch(ctx context.Context) (*imageArea, error) {
 	if err != nil {
 		return nil, err
 	}
-	pr, pw := io.Pipe()
-	go func() {
-		for {
-			chunk, err := stream.Recv()
-			if err != nil {
-				if errors.Is(err, io.EOF) {
-					err = nil
-				}
-				pw.CloseWithError(err)
-				return
-			}
-			if _, err := pw.Write(chunk.Data); err != nil {
-				return
-			}
-		}
-	}()
-	m, err := checkpoint.Unpack(pr, area.image(), c.seal)
+	m, err := checkpoint.Unpack(&chunkReceiver{stream: stream}, area.image(), c.seal)
 	if err != nil {
-		pr.CloseWithError(err)
 		area.remove(c.logger)
 		return nil, err
 	}
