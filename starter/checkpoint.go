@@ -81,7 +81,7 @@ func (c *checkpoints) take(ctx context.Context, job Job, vacate bool) error {
 	if u, err := job.Usage(); err == nil {
 		need = u.MemoryBytes
 	}
-	area, err := c.imageArea(ctx, "ckpt."+filepath.Base(c.scratch)+"."+strconv.FormatInt(c.n.Add(1), 10), need)
+	area, err := c.newImageArea(ctx, "ckpt."+filepath.Base(c.scratch)+"."+strconv.FormatInt(c.n.Add(1), 10), need)
 	if err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
@@ -204,7 +204,7 @@ func (c *checkpoints) fetch(ctx context.Context) (*imageArea, error) {
 	if err != nil {
 		return nil, err
 	}
-	area, err := c.imageArea(ctx, "restore."+filepath.Base(c.scratch), c.lastImage)
+	area, err := c.newImageArea(ctx, "restore."+filepath.Base(c.scratch), c.lastImage)
 	if err != nil {
 		return nil, err
 	}
@@ -229,12 +229,12 @@ type imageArea struct {
 	mounted bool
 }
 
-// imageArea makes the image area name beside the scratch directory for
+// newImageArea makes the image area name beside the scratch directory for
 // an image of about need bytes (0: unknown). It mounts an owner-only
 // tmpfs on it when need is known and at most memoryShare of the
 // machine's available memory, with that share as the tmpfs's limit;
 // otherwise, or when the mount fails, the area is on disk.
-func (c *checkpoints) imageArea(ctx context.Context, name string, need int64) (*imageArea, error) {
+func (c *checkpoints) newImageArea(ctx context.Context, name string, need int64) (*imageArea, error) {
 	a := &imageArea{dir: filepath.Join(filepath.Dir(c.scratch), name)}
 	if err := os.Mkdir(a.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("image area: %w", err)
@@ -257,10 +257,9 @@ func (c *checkpoints) imageArea(ctx context.Context, name string, need int64) (*
 	return a, nil
 }
 
-// memoryShare: an image goes to memory only if it takes at most
-// 1/memoryShare of the available memory, which leaves room for the
-// restored job beside it (or, for a periodic checkpoint, the running
-// one).
+// An image goes to memory only if it takes at most 1/memoryShare of the
+// available memory, which leaves room for the restored job beside it
+// (or, for a periodic checkpoint, the running one).
 const memoryShare = 2
 
 // memAvailable reads the kernel's estimate of the memory available to

@@ -128,7 +128,7 @@ func TestImageArea(t *testing.T) {
 		{"too-large", avail, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a, err := c.imageArea(context.Background(), "ckpt."+tc.name, tc.need)
+			a, err := c.newImageArea(context.Background(), "ckpt."+tc.name, tc.need)
 			if err != nil {
 				t.Fatal(err)
 			}
