@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"harrier.dev/harrier/joblog"
 )
 
 // memoryJob holds MiB mebibytes of random data ($1) and appends a count to
@@ -42,21 +44,26 @@ type hopTimes struct {
 
 // timelineMarks are the marks of a hop, in the order they happen, and where
 // each comes from: the test's polls of harrier q and of the job's output,
-// or a message of a daemon's or starter's log (the first after the vacate).
+// the job's event log (whole seconds), or a message of a daemon's or
+// starter's log (the first after the vacate).
 var timelineMarks = []struct {
 	name string
 	msg  string // the log message; "" for the test's own observations
+	with string // what the log line must also hold, if anything
 	role string // which log: "old" (the starter the job leaves), "new", "startd-new", "agent" (with its shadows')
 }{
-	{"dumped", "checkpoint dumped", "old"},
-	{"stored", "checkpoint stored", "agent"},
-	{"sent", "checkpoint sent", "old"},
-	{"q-idle", "", ""},
-	{"starter-new", "starter started", "startd-new"},
-	{"fetched", "checkpoint fetched", "new"},
-	{"restored", "job restored from its checkpoint", "new"},
-	{"q-running", "", ""},
-	{"counting", "", ""},
+	{"dumped", "checkpoint dumped", "", "old"},
+	{"stored", "checkpoint stored", "", "agent"},
+	{"sent", "checkpoint sent", "", "old"},
+	{"log-evicted", "", "", ""},
+	{"q-idle", "", "", ""},
+	{"matched", "slot changed", "to=Matched/", "startd-new"},
+	{"starter-new", "starter started", "", "startd-new"},
+	{"fetched", "checkpoint fetched", "", "new"},
+	{"restored", "job restored from its checkpoint", "", "new"},
+	{"log-executing", "", "", ""},
+	{"q-running", "", "", ""},
+	{"counting", "", "", ""},
 }
 
 // BenchmarkMigrateMemoryJob moves a job holding incompressible memory
@@ -198,6 +205,18 @@ queue
 // logMarks adds the marks found in the logs of the hop from host from to
 // host to that began at start.
 func logMarks(b *testing.B, n *netnsPool, from, to string, start time.Time, hop *hopTimes) {
+	// The event log's times are whole seconds: a mark may be up to a
+	// second early, or before the vacate (then it is left out).
+	if f, err := os.Open(filepath.Join(n.hosts["submit"].dir, "work", "memory.log")); err == nil {
+		events, _ := joblog.Read(f)
+		f.Close()
+		for _, e := range events {
+			name := map[joblog.Type]string{joblog.Evicted: "log-evicted", joblog.Execute: "log-executing"}[e.Type]
+			if d := e.Time.Sub(start); name != "" && d > 0 && hop.marks[name] == 0 {
+				hop.marks[name] = d
+			}
+		}
+	}
 	logs := map[string][]string{
 		"old":        starterLogs(n, from),
 		"new":        starterLogs(n, to),
@@ -209,7 +228,7 @@ func logMarks(b *testing.B, n *netnsPool, from, to string, start time.Time, hop 
 			continue
 		}
 		for _, path := range logs[m.role] {
-			if t, ok := firstLogged(path, m.msg, start); ok && (hop.marks[m.name] == 0 || t < hop.marks[m.name]) {
+			if t, ok := firstLogged(path, m.msg, m.with, start); ok && (hop.marks[m.name] == 0 || t < hop.marks[m.name]) {
 				hop.marks[m.name] = t
 			}
 		}
@@ -241,8 +260,9 @@ func loggedSince(start time.Time, paths []string, prefix string) []string {
 }
 
 // firstLogged finds the first line of a log/slog text log with message msg
-// logged after start, and returns its time since start.
-func firstLogged(path, msg string, start time.Time) (time.Duration, bool) {
+// (and the text with, if any) logged after start, and returns its time
+// since start.
+func firstLogged(path, msg, with string, start time.Time) (time.Duration, bool) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, false
@@ -256,7 +276,7 @@ func firstLogged(path, msg string, start time.Time) (time.Duration, bool) {
 	}
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.Contains(line, want) || !strings.HasPrefix(line, "time=") {
+		if !strings.Contains(line, want) || !strings.Contains(line, with) || !strings.HasPrefix(line, "time=") {
 			continue
 		}
 		stamp, _, _ := strings.Cut(strings.TrimPrefix(line, "time="), " ")
