@@ -47,7 +47,7 @@ var (
 )
 
 // runEvents has a fake shadow run the job under a new run: each event is
-// applied as runShadow applies its shadow's, and the first that ends the
+// applied as serveOnShadow applies its shadow's, and the first that ends the
 // run is the outcome useClaim applies. It returns the run, or nil if the
 // events did not end it (the caller ends it).
 func runEvents(ctx context.Context, a *Agent, events ...shadow.Event) *run {

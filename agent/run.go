@@ -247,7 +247,7 @@ func (a *Agent) useClaim(ctx context.Context, c *claim, r *run) {
 			sp, err = a.startShadow(c.owner)
 		}
 		if err == nil {
-			ev, err = a.runShadow(ctx, sp, c, r, ad)
+			ev, err = a.serveOnShadow(ctx, sp, c, r, ad)
 		}
 		if err != nil {
 			a.log.Error("shadow", "job", r.id, "err", err)
@@ -409,11 +409,11 @@ func (p *shadowProc) close() {
 	_ = p.cmd.Wait()
 }
 
-// runShadow has the claim's shadow p serve r's job under claim c, relays
+// serveOnShadow has the claim's shadow p serve r's job under claim c, relays
 // commands to it, and returns the job's final event. Once the shadow is
 // ready for the job's starter the agent activates the claim itself: the
 // shadow holds no credential that could.
-func (a *Agent) runShadow(ctx context.Context, p *shadowProc, c *claim, r *run, ad *classad.ClassAd) (shadow.Event, error) {
+func (a *Agent) serveOnShadow(ctx context.Context, p *shadowProc, c *claim, r *run, ad *classad.ClassAd) (shadow.Event, error) {
 	host, _, err := net.SplitHostPort(a.cfg.AdvertiseAddr)
 	if err != nil {
 		return shadow.Event{}, fmt.Errorf("agent address %q: %w", a.cfg.AdvertiseAddr, err)

@@ -78,8 +78,8 @@ func commands() []command {
 		{"pki", "pki init --dir DIR [--pool NAME] | pki issue --dir DIR [--hosts ADDR,...] [--out DIR] ROLE@HOST", runPKI},
 		{"master", "master --config FILE [--name HOST] [--daemons LIST]", runMaster},
 		{"daemon", "daemon matchmaker|agent|startd --config FILE [--name NAME]", runDaemon},
-		{"shadow", "shadow (started by the agent)", runShadow},
-		{"starter", "starter (started by a startd)", runStarter},
+		{"shadow", "shadow (started by the agent)", runShadowProcess},
+		{"starter", "starter (started by a startd)", runStarterProcess},
 	}
 }
 
