@@ -41,7 +41,8 @@ func (s *Starter) run(ctx context.Context, conn grpc.ClientConnInterface, client
 	if n, _ := job.EvalInt("NumCkpts"); n > 0 {
 		start = s.restoreOrStart(ck, job, logger)
 	}
-	return execute(ctx, start, task, killSig, send, kills, s.controls, policy, logger)
+	e := &execution{start: start, task: task, killSig: killSig, send: send, kills: kills, controls: s.controls, ck: policy, logger: logger}
+	return e.run(ctx)
 }
 
 // wantCheckpoint reads the job's want_checkpoint: jobs that run where they
