@@ -22,62 +22,26 @@ type service struct {
 // and status until the job has exited.
 func (v *service) Attach(stream wire.Shadow_AttachServer) error {
 	s := v.s
-	first, err := stream.Recv()
+	hello, err := v.admit(stream)
 	if err != nil {
 		return err
 	}
-	hello := first.GetHello()
-	if hello == nil || hello.JobId != s.jobID || !s.checkSecret(hello.Secret) {
-		return status.Error(codes.PermissionDenied, errBadSecret.Error())
-	}
-	s.mu.Lock()
-	if s.gone {
-		s.mu.Unlock()
-		return status.Error(codes.FailedPrecondition, "the job was stopped before its starter attached")
-	}
-	if s.attached {
-		s.mu.Unlock()
-		return status.Error(codes.AlreadyExists, "a starter is already attached")
-	}
-	s.attached = true
-	s.mu.Unlock()
-
 	// A job restored from a checkpoint goes on writing where it was; one
 	// whose restore fails starts afresh, and the starter's Started says
-	// which (see below).
+	// which (see handle).
 	ckpts, _ := s.job.EvalInt("NumCkpts")
-	appending := ckpts > 0
-	out, err := s.files.openOutputs(appending)
-	if err != nil {
+	sess := &session{s: s, host: hello.Host, appending: ckpts > 0, killed: make(chan string, 1)}
+	if sess.out, err = s.files.openOutputs(sess.appending); err != nil {
 		s.finish(Event{Type: EventHold, Reason: err.Error(), Code: holdCodeOutput})
 		return status.Error(codes.FailedPrecondition, err.Error())
 	}
-	defer out.close()
-
+	defer sess.out.close()
 	if err := stream.Send(&wire.ShadowMessage{Body: &wire.ShadowMessage_Job{Job: &wire.JobSpec{JobAd: s.spec.JobAd}}}); err != nil {
 		return err
 	}
-
-	// Commands from the agent go to the starter while messages come back.
 	stop := make(chan struct{})
 	defer close(stop)
-	killed := ""
-	killedCh := make(chan string, 1)
-	go func() {
-		for {
-			select {
-			case reason := <-s.kill:
-				killedCh <- reason
-				_ = stream.Send(&wire.ShadowMessage{Body: &wire.ShadowMessage_Kill{Kill: &wire.Kill{Reason: reason}}})
-				return
-			case vacate := <-s.ckpt:
-				_ = stream.Send(&wire.ShadowMessage{Body: &wire.ShadowMessage_Checkpoint{Checkpoint: &wire.CheckpointNow{Vacate: vacate}}})
-			case <-stop:
-				return
-			}
-		}
-	}()
-
+	go sess.relay(stream, stop)
 	for {
 		msg, err := stream.Recv()
 		if err != nil {
@@ -87,43 +51,107 @@ func (v *service) Attach(stream wire.Shadow_AttachServer) error {
 			s.finish(Event{Type: EventFailed, Reason: "lost the starter: " + err.Error()})
 			return nil
 		}
-		switch b := msg.Body.(type) {
-		case *wire.StarterMessage_Output:
-			if err := out.write(int(b.Output.Fd), b.Output.Data); err != nil {
-				s.logger.Warn("write job output", "err", err)
-			}
-		case *wire.StarterMessage_Started:
-			// The job's first output follows this message: a job that
-			// starts afresh after a failed restore writes its output anew,
-			// not after the lines its previous run wrote.
-			if appending && !b.Started.Restored {
-				if err := out.truncate(); err != nil {
-					s.logger.Warn("truncate job output for a fresh start", "err", err)
-				}
-			}
-			s.events(Event{Type: EventExecuting, Host: hello.Host, RestoreSeconds: b.Started.RestoreSeconds,
-				Restored: b.Started.Restored, RestoreFailure: b.Started.RestoreFailure})
-		case *wire.StarterMessage_CheckpointFailed:
-			s.events(Event{Type: EventCheckpointFailed, Reason: b.CheckpointFailed.Reason, Vacate: b.CheckpointFailed.Vacate})
-		case *wire.StarterMessage_Usage:
-			u := b.Usage
-			s.events(Event{Type: EventUsage, UserCPU: u.UserCpuSeconds, SysCPU: u.SysCpuSeconds, MaxRSS: u.MaxRssBytes, Memory: u.MemoryBytes})
-		case *wire.StarterMessage_Suspended:
-			s.events(Event{Type: EventSuspended, Reason: b.Suspended.Reason})
-		case *wire.StarterMessage_Resumed:
-			s.events(Event{Type: EventResumed})
-		case *wire.StarterMessage_Exited:
-			if err := out.close(); err != nil {
-				s.logger.Warn("close job output", "err", err)
-			}
-			select {
-			case killed = <-killedCh:
-			default:
-			}
-			s.finish(exitEvent(b.Exited, killed))
+		if sess.handle(msg) {
 			return nil
 		}
 	}
+}
+
+// admit reads the starter's Hello and lets one starter, the one holding
+// the job's secret, attach while the job is still wanted.
+func (v *service) admit(stream wire.Shadow_AttachServer) (*wire.Hello, error) {
+	s := v.s
+	first, err := stream.Recv()
+	if err != nil {
+		return nil, err
+	}
+	hello := first.GetHello()
+	if hello == nil || hello.JobId != s.jobID || !s.checkSecret(hello.Secret) {
+		return nil, status.Error(codes.PermissionDenied, errBadSecret.Error())
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gone {
+		return nil, status.Error(codes.FailedPrecondition, "the job was stopped before its starter attached")
+	}
+	if s.attached {
+		return nil, status.Error(codes.AlreadyExists, "a starter is already attached")
+	}
+	s.attached = true
+	return hello, nil
+}
+
+// session is one starter's session with the shadow, from its job spec to
+// the job's exit.
+type session struct {
+	s         *Shadow
+	host      string
+	appending bool // the job was checkpointed: its output continues
+	out       *outputs
+	// killed carries the reason of a kill passed on to the starter, so
+	// that the job's exit is reported as killed.
+	killed chan string
+}
+
+// relay passes the agent's commands to the starter until stop closes:
+// a kill (after which nothing more is passed) or a checkpoint.
+func (x *session) relay(stream wire.Shadow_AttachServer, stop <-chan struct{}) {
+	for {
+		select {
+		case reason := <-x.s.kill:
+			x.killed <- reason
+			_ = stream.Send(&wire.ShadowMessage{Body: &wire.ShadowMessage_Kill{Kill: &wire.Kill{Reason: reason}}})
+			return
+		case vacate := <-x.s.ckpt:
+			_ = stream.Send(&wire.ShadowMessage{Body: &wire.ShadowMessage_Checkpoint{Checkpoint: &wire.CheckpointNow{Vacate: vacate}}})
+		case <-stop:
+			return
+		}
+	}
+}
+
+// handle takes one message from the starter; it reports whether it was
+// the job's last.
+func (x *session) handle(msg *wire.StarterMessage) bool {
+	s := x.s
+	switch b := msg.Body.(type) {
+	case *wire.StarterMessage_Output:
+		if err := x.out.write(int(b.Output.Fd), b.Output.Data); err != nil {
+			s.logger.Warn("write job output", "err", err)
+		}
+	case *wire.StarterMessage_Started:
+		// The job's first output follows this message: a job that starts
+		// afresh after a failed restore writes its output anew, not after
+		// the lines its previous run wrote.
+		if x.appending && !b.Started.Restored {
+			if err := x.out.truncate(); err != nil {
+				s.logger.Warn("truncate job output for a fresh start", "err", err)
+			}
+		}
+		s.events(Event{Type: EventExecuting, Host: x.host, RestoreSeconds: b.Started.RestoreSeconds,
+			Restored: b.Started.Restored, RestoreFailure: b.Started.RestoreFailure})
+	case *wire.StarterMessage_CheckpointFailed:
+		s.events(Event{Type: EventCheckpointFailed, Reason: b.CheckpointFailed.Reason, Vacate: b.CheckpointFailed.Vacate})
+	case *wire.StarterMessage_Usage:
+		u := b.Usage
+		s.events(Event{Type: EventUsage, UserCPU: u.UserCpuSeconds, SysCPU: u.SysCpuSeconds, MaxRSS: u.MaxRssBytes, Memory: u.MemoryBytes})
+	case *wire.StarterMessage_Suspended:
+		s.events(Event{Type: EventSuspended, Reason: b.Suspended.Reason})
+	case *wire.StarterMessage_Resumed:
+		s.events(Event{Type: EventResumed})
+	case *wire.StarterMessage_Exited:
+		if err := x.out.close(); err != nil {
+			s.logger.Warn("close job output", "err", err)
+		}
+		killed := ""
+		select {
+		case killed = <-x.killed:
+		default:
+		}
+		s.finish(exitEvent(b.Exited, killed))
+		return true
+	}
+	return false
 }
 
 func exitEvent(x *wire.Exited, killed string) Event {
