@@ -135,73 +135,120 @@ type Negotiator struct {
 // one running another submitter's job where PreemptionRequirements holds
 // (priority preemption).
 func (n Negotiator) Negotiate(reqs []Request, machines []Machine) Result {
-	var res Result
-	var free, claimed []Machine
+	g := &negotiation{n: n, reqs: reqs}
+	g.partition(machines)
+	g.timed(&g.res.Phases.Requests, g.readRequests)
+	g.timed(&g.res.Phases.Classify, g.classify)
+	g.timed(&g.res.Phases.Requests, g.shareMatchlists)
+	g.timed(&g.res.Phases.Index, g.buildIndex)
+	g.timed(&g.res.Phases.MatchLists, g.buildFirstMatchlists)
+	g.allocate()
+	g.timed(&g.res.Phases.Preempt, g.preempt)
+	return g.result()
+}
+
+// negotiation is one call of Negotiate: its input, what each phase works
+// out for the next, and the result as it is filled in.
+type negotiation struct {
+	n    Negotiator
+	reqs []Request
+	res  Result
+
+	free, claimed []Machine
+	// plans[i] is request i's plan; distinct are the plans, one per
+	// request ad that differs in what a match reads.
+	plans    []*plan
+	distinct []*plan
+	jobRefs  map[string]bool // machine attributes the requests read
+	classes  []machineClass
+	reps     []*classad.ClassAd // each class's representative ad
+	index    *classIndex
+	queues   []*submitterQueue
+	matchers []*classad.Matcher
+	alloc    allocator
+	want     []int
+}
+
+// timed runs phase and adds its duration to d.
+func (g *negotiation) timed(d *time.Duration, phase func()) {
+	t := time.Now()
+	phase()
+	*d += time.Since(t)
+}
+
+// partition sorts the machines into candidates (Unclaimed) and those a
+// request might preempt (Claimed).
+func (g *negotiation) partition(machines []Machine) {
 	for _, m := range machines {
 		switch state(m.Ad) {
 		case StateUnclaimed:
-			free = append(free, m)
+			g.free = append(g.free, m)
 		case StateClaimed:
-			claimed = append(claimed, m)
+			g.claimed = append(g.claimed, m)
 		}
 	}
-	res.CandidateSlots = len(free)
-	res.Requests = len(reqs)
+	g.res.CandidateSlots = len(g.free)
+	g.res.Requests = len(g.reqs)
+}
 
-	// What requests read in machines, and which conjuncts the index can use.
-	t := time.Now()
+// readRequests works out, once per distinct request ad, what it reads in
+// machines and which of its conjuncts the index can use.
+func (g *negotiation) readRequests() {
+	reqs := g.reqs
 	texts := make([]string, len(reqs))
-	n.parallel(len(reqs), func(i int) { texts[i] = reqs[i].Ad.String() })
-	plans := make([]*plan, len(reqs))
+	g.n.parallel(len(reqs), func(i int) { texts[i] = reqs[i].Ad.String() })
+	g.plans = make([]*plan, len(reqs))
 	byText := map[string]*plan{}
-	var distinct []*plan
 	for i := range reqs {
-		res.IdleJobs += len(reqs[i].JobIDs)
+		g.res.IdleJobs += len(reqs[i].JobIDs)
 		p, ok := byText[texts[i]]
 		if !ok {
 			p = &plan{ad: reqs[i].Ad}
 			byText[texts[i]] = p
-			distinct = append(distinct, p)
+			g.distinct = append(g.distinct, p)
 		}
-		plans[i] = p
+		g.plans[i] = p
 	}
-	n.parallel(len(distinct), func(i int) { distinct[i].analyze() })
-	jobRefs := map[string]bool{}
-	for _, p := range distinct {
+	g.n.parallel(len(g.distinct), func(i int) { g.distinct[i].analyze() })
+	g.jobRefs = map[string]bool{}
+	for _, p := range g.distinct {
 		for a := range p.external {
-			jobRefs[a] = true
+			g.jobRefs[a] = true
 		}
 	}
-	res.Phases.Requests = time.Since(t)
+}
 
-	t = time.Now()
+// classify groups the candidate machines into classes equal in every
+// attribute a request reads, and finds the significant attributes: those,
+// and what claimed machines and PREEMPTION_REQUIREMENTS read.
+func (g *negotiation) classify() {
 	external := map[string]bool{}
-	cl := newClassifier(sortedKeys(jobRefs))
-	classes, _ := cl.classify(free, external)
-	for _, m := range claimed {
+	cl := newClassifier(sortedKeys(g.jobRefs))
+	g.classes, _ = cl.classify(g.free, external)
+	for _, m := range g.claimed {
 		cl.signature(m.Ad, external)
 	}
-	if !n.PreemptionRequirements.IsZero() {
+	if !g.n.PreemptionRequirements.IsZero() {
 		pr := newRefs()
-		pr.addRefs(classad.New(), scanExpr(n.PreemptionRequirements.String()))
+		pr.addRefs(classad.New(), scanExpr(g.n.PreemptionRequirements.String()))
 		for a := range pr.external {
 			external[a] = true
 		}
 	}
-	res.SignificantAttributes = sortedKeys(external)
-	res.MachineClasses = len(classes)
-	res.Phases.Classify = time.Since(t)
+	g.res.SignificantAttributes = sortedKeys(external)
+	g.res.MachineClasses = len(g.classes)
+}
 
-	// Requests equal in everything a match reads, whoever submitted them,
-	// share one matchlist: the autoclustering of the seed paper, across
-	// agents and submitters.
-	t = time.Now()
-	keys := make([]string, len(distinct))
-	n.parallel(len(distinct), func(i int) { keys[i] = distinct[i].matchKey(res.SignificantAttributes) })
+// shareMatchlists gives requests equal in everything a match reads,
+// whoever submitted them, one plan and so one matchlist: the
+// autoclustering of the seed paper, across agents and submitters.
+func (g *negotiation) shareMatchlists() {
+	keys := make([]string, len(g.distinct))
+	g.n.parallel(len(g.distinct), func(i int) { keys[i] = g.distinct[i].matchKey(g.res.SignificantAttributes) })
 	shared := map[string]*plan{}
-	canon := make(map[*plan]*plan, len(distinct))
-	kept := distinct[:0:0]
-	for i, p := range distinct {
+	canon := make(map[*plan]*plan, len(g.distinct))
+	kept := g.distinct[:0:0]
+	for i, p := range g.distinct {
 		if c, ok := shared[keys[i]]; ok {
 			canon[p] = c
 			continue
@@ -210,65 +257,75 @@ func (n Negotiator) Negotiate(reqs []Request, machines []Machine) Result {
 		canon[p] = p
 		kept = append(kept, p)
 	}
-	for i := range plans {
-		plans[i] = canon[plans[i]]
+	for i := range g.plans {
+		g.plans[i] = canon[g.plans[i]]
 	}
-	distinct = kept
-	res.Phases.Requests += time.Since(t)
+	g.distinct = kept
+}
 
-	t = time.Now()
+// buildIndex indexes the classes' representatives by the attributes the
+// requests bound.
+func (g *negotiation) buildIndex() {
 	indexed := map[string]bool{}
-	for _, p := range distinct {
+	for _, p := range g.distinct {
 		for _, b := range p.bounds {
 			indexed[b.attr] = true
 		}
 	}
-	reps := make([]*classad.ClassAd, len(classes))
-	for i := range classes {
-		reps[i] = classes[i].rep
+	g.reps = make([]*classad.ClassAd, len(g.classes))
+	for i := range g.classes {
+		g.reps[i] = g.classes[i].rep
 	}
-	index := buildIndex(reps, sortedKeys(indexed))
-	res.Phases.Index = time.Since(t)
+	g.index = buildIndex(g.reps, sortedKeys(indexed))
+}
 
-	// The first request of every submitter surely negotiates: build
-	// those matchlists in parallel; the others when allocation reaches
-	// them, which with more jobs than machines it often never does.
-	t = time.Now()
-	queues := submitterQueues(reqs, n.Priorities)
+// buildFirstMatchlists builds, in parallel, the matchlists of every
+// submitter's first request, which surely negotiates; the others are
+// built when allocation reaches them, which with more jobs than machines
+// it often never does.
+func (g *negotiation) buildFirstMatchlists() {
+	g.queues = submitterQueues(g.reqs, g.n.Priorities)
 	var first []*plan
-	for _, q := range queues {
-		if p := plans[q.reqs[0]]; !p.built {
+	for _, q := range g.queues {
+		if p := g.plans[q.reqs[0]]; !p.built {
 			p.built = true
 			first = append(first, p)
 		}
 	}
-	m := make([]*classad.Matcher, n.workers())
-	for i := range m {
-		m[i] = classad.NewMatcher()
+	g.matchers = make([]*classad.Matcher, g.n.workers())
+	for i := range g.matchers {
+		g.matchers[i] = classad.NewMatcher()
 	}
-	n.parallelWorker(len(first), func(w, i int) { first[i].build(m[w], reps, index, nil) })
-	res.Phases.MatchLists = time.Since(t)
+	g.n.parallelWorker(len(first), func(w, i int) { first[i].build(g.matchers[w], g.reps, g.index, nil) })
+	g.alloc = allocator{free: g.free, classes: g.classes, reps: g.reps, index: g.index, n: g.n, matchers: g.matchers, built: len(first)}
+}
 
-	t = time.Now()
-	a := allocator{free: free, classes: classes, reps: reps, index: index, n: n, matchers: m, built: len(first)}
-	want := a.allocate(reqs, plans, queues)
-	res.Phases.Allocate = time.Since(t) - a.building
-	res.Phases.MatchLists += a.building
-	res.MatchLists = a.built
+// allocate gives submitters their shares of the candidates; the
+// matchlists it builds on the way count as matchlist time.
+func (g *negotiation) allocate() {
+	t := time.Now()
+	g.want = g.alloc.allocate(g.reqs, g.plans, g.queues)
+	g.res.Phases.Allocate = time.Since(t) - g.alloc.building
+	g.res.Phases.MatchLists += g.alloc.building
+	g.res.MatchLists = g.alloc.built
+}
 
-	t = time.Now()
-	if len(claimed) > 0 {
-		a.preempt(reqs, want, claimed, n)
+// preempt lets requests left with jobs take claimed machines.
+func (g *negotiation) preempt() {
+	if len(g.claimed) > 0 {
+		g.alloc.preempt(g.reqs, g.want, g.claimed, g.n)
 	}
-	res.Phases.Preempt = time.Since(t)
+}
 
-	res.Matches = a.matches
-	for _, m := range a.matches {
+func (g *negotiation) result() Result {
+	res := g.res
+	res.Matches = g.alloc.matches
+	for _, m := range g.alloc.matches {
 		if m.Preempts != nil {
 			res.Preemptions++
 		}
 	}
-	res.Rejections = res.IdleJobs - len(a.matches)
+	res.Rejections = res.IdleJobs - len(g.alloc.matches)
 	return res
 }
 
