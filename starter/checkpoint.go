@@ -34,7 +34,10 @@ type checkpoints struct {
 	// when this machine cannot, and noSeal says why.
 	seal   *checkpoint.Seal
 	noSeal error
-	n      atomic.Int64
+	// syncFiles, if set, brings the job's writes to the submit side: a
+	// checkpoint counts only once the files it goes with are there.
+	syncFiles func(context.Context) error
+	n         atomic.Int64
 }
 
 // sealFor returns the seal of the job's images: the pool's key from the
@@ -75,6 +78,13 @@ func (c *checkpoints) take(ctx context.Context, job Job, vacate bool) error {
 	stats, err := cp.Checkpoint(ctx, dir, !vacate)
 	if err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
+	}
+	// Everything the job wrote before the dump froze it, and perhaps a
+	// little after, which a job restored from it would write again.
+	if c.syncFiles != nil {
+		if err := c.syncFiles(ctx); err != nil {
+			return fmt.Errorf("bring the job's writes to the submit side: %w", err)
+		}
 	}
 	if err := c.upload(ctx, dir, stats, vacate); err != nil {
 		return fmt.Errorf("send checkpoint to the shadow: %w", err)
