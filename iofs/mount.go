@@ -133,9 +133,20 @@ func Mount(ctx context.Context, mountpoint string, c Client, opts Options) (*Ser
 		if err := setBDI(mountpoint, "read_ahead_kb", opts.ReadAhead>>10); err != nil {
 			opts.Logger.Warn("iofs: set read-ahead", "err", err)
 		}
+		// FUSE lets a mount hold 1% of the dirty memory (45 MB on 23 GiB):
+		// past it the job's writes wait for write-back, at the pace of
+		// one FUSE request per page for scattered writes.
+		if err := setBDI(mountpoint, "max_bytes", maxDirty); err != nil {
+			opts.Logger.Warn("iofs: set the dirty-page limit", "err", err)
+		}
 	}
 	return &Server{mountpoint: mountpoint, fsys: fsys, fuse: srv, usage: fsys.usage, prefetches: fsys.prefetches}, nil
 }
+
+// maxDirty bounds the job's written pages the kernel holds before it
+// makes the job wait for their write-back. Server.Sync writes at most this
+// much back after a checkpoint's dump.
+const maxDirty = 256 << 20
 
 // setBDI sets a setting of the mount's backing device, such as its
 // read-ahead: several 1 MiB reads then travel to the shadow at once.
