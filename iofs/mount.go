@@ -188,10 +188,14 @@ func (s *Server) Sync(ctx context.Context) error {
 	return nil
 }
 
-// fsyncName fsyncs the file of name p, opened for reading: the kernel
-// writes its dirty pages back and waits until iofs has taken them.
+// fsyncName fsyncs the file of name p: the kernel writes its dirty pages
+// back and waits until iofs has taken them. The file is opened for
+// reading, or for writing if its owner may not read it.
 func fsyncName(p string) error {
-	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.EACCES) {
+		fd, err = unix.Open(p, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	}
 	if err != nil {
 		return err
 	}
