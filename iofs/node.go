@@ -159,21 +159,26 @@ func (f *fileSystem) open(ctx context.Context, p Physical, flags, mode uint32) (
 	return h, a, nil
 }
 
-// openCached opens a file the kernel opens with the FUSE open flags ff.
-// Unless they bypass the page cache, the kernel caches writes (see Mount):
-// it reads the pages around a partial write even of a file open for
-// writing only, and places appends itself, at the end of the file as it
-// knows it. A file the job may write but not read is opened as asked.
-func (f *fileSystem) openCached(ctx context.Context, p Physical, flags, mode, ff uint32) (handle, Attr, error) {
-	inner := flags
-	if ff&fuse.FOPEN_DIRECT_IO == 0 {
-		if inner&syscall.O_ACCMODE == syscall.O_WRONLY {
-			inner = inner&^syscall.O_ACCMODE | syscall.O_RDWR
-		}
-		inner &^= syscall.O_APPEND
+// cachedFlags adapts the open flags of a file whose writes the kernel
+// caches (see Mount): it reads the pages around a partial write even of a
+// file open for writing only, and places appends itself, at the end of
+// the file as it knows it. A file the job may write but not read is then
+// opened as asked.
+func cachedFlags(flags uint32) uint32 {
+	if flags&syscall.O_ACCMODE == syscall.O_WRONLY {
+		flags = flags&^syscall.O_ACCMODE | syscall.O_RDWR
 	}
-	h, a, err := f.open(ctx, p, inner, mode)
-	if errors.Is(err, syscall.EACCES) && inner != flags {
+	return flags &^ syscall.O_APPEND
+}
+
+// openCached opens a file the kernel opens with the FUSE open flags ff,
+// with cachedFlags unless they bypass the page cache.
+func (f *fileSystem) openCached(ctx context.Context, p Physical, flags, mode, ff uint32) (handle, Attr, error) {
+	if ff&fuse.FOPEN_DIRECT_IO != 0 {
+		return f.open(ctx, p, flags, mode)
+	}
+	h, a, err := f.open(ctx, p, cachedFlags(flags), mode)
+	if errors.Is(err, syscall.EACCES) && cachedFlags(flags) != flags {
 		return f.open(ctx, p, flags, mode)
 	}
 	return h, a, err
@@ -338,7 +343,11 @@ func (n *node) openOrphan(ctx context.Context, flags uint32) (*file, error) {
 	if r == nil {
 		return nil, syscall.ENOENT
 	}
-	h, err := r.reopen(ctx, flags)
+	// Through the page cache, as the kernel opens it.
+	h, err := r.reopen(ctx, cachedFlags(flags))
+	if errors.Is(err, syscall.EACCES) && cachedFlags(flags) != flags {
+		h, err = r.reopen(ctx, flags)
+	}
 	if err != nil {
 		return nil, err
 	}
