@@ -153,14 +153,15 @@ func (b *behind) send(w *batch) {
 	b.done.Broadcast()
 }
 
-// wait waits until every write is through, leaving any error to be
-// reported by the file's own next operation.
-func (b *behind) wait() {
+// settle waits until every write is through and returns the first error
+// among them, which stays to be reported by the file's next operation.
+func (b *behind) settle() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for len(b.queue) > 0 || len(b.flying) > 0 {
 		b.done.Wait()
 	}
+	return b.err
 }
 
 // drain waits until every write is through and returns (and clears) the

@@ -93,8 +93,90 @@ func mountLoopback(b *testing.B, dir string) string {
 	return mnt
 }
 
+// nullNode is a FUSE file system that keeps nothing, mounted with iofs's
+// options: every file reads as benchSeqSize bytes it does not fill in,
+// and every write is taken and dropped. It measures what FUSE alone costs
+// on this machine: no FUSE server can go faster.
+type nullNode struct{ fs.Inode }
+
+var (
+	_ fs.NodeLookuper  = (*nullNode)(nil)
+	_ fs.NodeCreater   = (*nullNode)(nil)
+	_ fs.NodeGetattrer = (*nullNode)(nil)
+	_ fs.NodeSetattrer = (*nullNode)(nil)
+	_ fs.NodeOpener    = (*nullNode)(nil)
+	_ fs.NodeReader    = (*nullNode)(nil)
+	_ fs.NodeWriter    = (*nullNode)(nil)
+	_ fs.NodeFsyncer   = (*nullNode)(nil)
+	_ fs.NodeFlusher   = (*nullNode)(nil)
+)
+
+func (n *nullNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	out.Attr.Mode, out.Attr.Size = syscall.S_IFREG|0o644, benchSeqSize
+	return n.NewInode(ctx, &nullNode{}, fs.StableAttr{Mode: syscall.S_IFREG}), 0
+}
+
+func (n *nullNode) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	out.Attr.Mode = syscall.S_IFREG | 0o644
+	return n.NewInode(ctx, &nullNode{}, fs.StableAttr{Mode: syscall.S_IFREG}), nil, 0, 0
+}
+
+func (n *nullNode) Getattr(_ context.Context, _ fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	if n.IsRoot() {
+		out.Mode = syscall.S_IFDIR | 0o755
+		return 0
+	}
+	out.Mode, out.Size = syscall.S_IFREG|0o644, benchSeqSize
+	return 0
+}
+
+func (n *nullNode) Setattr(ctx context.Context, fh fs.FileHandle, _ *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	return n.Getattr(ctx, fh, out)
+}
+
+func (n *nullNode) Open(context.Context, uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	return nil, 0, 0
+}
+
+func (n *nullNode) Read(_ context.Context, _ fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	return fuse.ReadResultData(dest[:max(0, min(int64(len(dest)), benchSeqSize-off))]), 0
+}
+
+func (n *nullNode) Write(_ context.Context, _ fs.FileHandle, data []byte, _ int64) (uint32, syscall.Errno) {
+	return uint32(len(data)), 0
+}
+
+func (n *nullNode) Fsync(context.Context, fs.FileHandle, uint32) syscall.Errno { return 0 }
+func (n *nullNode) Flush(context.Context, fs.FileHandle) syscall.Errno         { return 0 }
+
+// mountNull mounts nullNode as iofs.Mount mounts iofs: the same FUSE
+// options, read-ahead and dirty-page limit.
+func mountNull(b *testing.B) string {
+	mnt := b.TempDir()
+	srv, err := fs.Mount(mnt, &nullNode{}, &fs.Options{MountOptions: fuse.MountOptions{
+		DirectMount: true, MaxWrite: 1 << 20, MaxReadAhead: 1 << 20, MaxBackground: 32, DisableSplice: true,
+		ExtraCapabilities: fuse.CAP_WRITEBACK_CACHE,
+	}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { srv.Unmount() })
+	var st unix.Stat_t
+	if err := unix.Stat(mnt, &st); err != nil {
+		b.Fatal(err)
+	}
+	for name, v := range map[string]int{"read_ahead_kb": 16 << 10, "max_bytes": 256 << 20} {
+		p := fmt.Sprintf("/sys/class/bdi/%d:%d/%s", unix.Major(st.Dev), unix.Minor(st.Dev), name)
+		if err := os.WriteFile(p, []byte(strconv.Itoa(v)), 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return mnt
+}
+
 // seqDirs returns the directories to compare: the submit-side directory
-// itself, go-fuse loopback without passthrough over it, and iofs. Each is
+// itself, go-fuse loopback without passthrough over it, the null FUSE
+// server, and iofs. Each is
 // made by its sub-benchmark: the loopback is mounted for its own run only,
 // so that its page cache (a whole copy of the file) is gone before iofs
 // runs.
@@ -108,6 +190,7 @@ func seqDirs(e *env) []struct {
 	}{
 		{"direct", func(*testing.B) string { return e.submit }},
 		{"loopback-nopassthrough", func(b *testing.B) string { return mountLoopback(b, e.submit) }},
+		{"null", mountNull},
 		{"iofs", func(*testing.B) string { return e.mnt }},
 	}
 }

@@ -31,17 +31,27 @@
 // The kernel's page cache holds the job's files, as for a local disk, with
 // the consistency of a network file system:
 //
-//   - Writes go behind the job: each reaches iofs with the write(2) that
-//     makes it, and iofs sends them in batches of up to 1 MiB per request,
-//     several batches at a time and in order where they overlap. close(2)
-//     returns once the writes are on the submit side; fsync(2) once the
-//     shadow has synced them there (the last batch and the sync travel
-//     together), and a directory's fsync syncs the directory there. A
-//     failed write is reported by the file's next write, fsync or close.
-//     The kernel's writeback caching would spare the job a round trip to
-//     iofs per write, but it holds written data in the execute machine's
-//     page cache past the job's end and past a checkpoint: a job moved
-//     elsewhere could read its files without its last writes.
+//   - The kernel caches writes (FUSE's writeback cache): write(2) copies
+//     into the page cache and returns, and the kernel writes dirty pages
+//     back to iofs in requests of up to 1 MiB, whole pages from the
+//     start of the page a write falls in (the shadow's statistics count
+//     what is written back). iofs sends them behind, in batches of up to
+//     1 MiB per request, several batches at a time and in order where
+//     they overlap. close(2) returns once the file's writes are on the
+//     submit side; fsync(2) once the shadow has synced them there (the
+//     last batch and the sync travel together), and a directory's fsync
+//     syncs the directory there. A failed write is reported by the
+//     file's next fsync or close (as the kernel reports a failed
+//     write-back: EIO, or ENOSPC). Pages the job dirtied but did
+//     not yet close or fsync, and pages of files it mapped, wait in the
+//     execute machine's page cache: Server.Sync brings them to the
+//     submit side, and the starter calls it after every checkpoint's
+//     dump and at the job's end, so that a job restored elsewhere finds
+//     every write it made before its checkpoint.
+//   - The kernel keeps the size and times it knows of a cached file, not
+//     the shadow's: a regular file changed on the submit side becomes a
+//     new inode (with a new number) at the next lookup of its name, once
+//     no descriptor of it is open.
 //   - Pages read stay cached across opens while the shadow reports the
 //     file unchanged (same mtime, ctime and size as when iofs last saw it:
 //     at an open, or at the close of a file the job wrote); otherwise an

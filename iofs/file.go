@@ -2,6 +2,7 @@ package iofs
 
 import (
 	"context"
+	"sync"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -14,6 +15,29 @@ type file struct {
 	h        handle
 	node     *node
 	writable bool
+
+	// mu keeps Server.Sync from settling a file being closed.
+	mu     sync.Mutex
+	closed bool
+}
+
+// A settler brings the writes made through it to the submit side, leaving
+// any error to be reported to the job too.
+type settler interface {
+	settle() error
+}
+
+// settle brings the writes made through the file to the submit side.
+func (f *file) settle(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return nil // Release brought them
+	}
+	if s, ok := f.h.(settler); ok {
+		return s.settle()
+	}
+	return f.h.Flush(ctx)
 }
 
 var (
@@ -63,7 +87,11 @@ func (f *file) Fsync(ctx context.Context, _ uint32) syscall.Errno { return toErr
 // error but the log.
 func (f *file) Release(ctx context.Context) syscall.Errno {
 	f.node.forget(f)
-	if err := f.h.Close(ctx); err != nil {
+	f.mu.Lock()
+	f.closed = true
+	err := f.h.Close(ctx)
+	f.mu.Unlock()
+	if err != nil {
 		f.node.fsys.opts.Logger.Warn("iofs: close", "err", err)
 		return toErrno(err)
 	}

@@ -41,6 +41,45 @@ type fileSystem struct {
 	// writeBufs holds the buffers that carry writes to the shadow in the
 	// background (see behind).
 	writeBufs sync.Pool
+	// writing are the files open for writing, which Server.Sync settles.
+	writingMu sync.Mutex
+	writing   map[*file]struct{}
+}
+
+// writtenNames returns a name of each file open for writing, as far as it
+// has one.
+func (f *fileSystem) writtenNames() []string {
+	f.writingMu.Lock()
+	nodes := map[*node]struct{}{}
+	for w := range f.writing {
+		nodes[w.node] = struct{}{}
+	}
+	f.writingMu.Unlock()
+	var names []string
+	for n := range nodes {
+		if name, err := n.logical(); err == nil {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// settle waits until the writes made through every file open for writing
+// have reached the submit side, and returns their errors.
+func (f *fileSystem) settle(ctx context.Context) error {
+	f.writingMu.Lock()
+	files := make([]*file, 0, len(f.writing))
+	for w := range f.writing {
+		files = append(files, w)
+	}
+	f.writingMu.Unlock()
+	var errs []error
+	for _, w := range files {
+		if err := w.settle(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (f *fileSystem) backend(p Physical) (backend, error) {
@@ -120,6 +159,31 @@ func (f *fileSystem) open(ctx context.Context, p Physical, flags, mode uint32) (
 	return h, a, nil
 }
 
+// cachedFlags adapts the open flags of a file whose writes the kernel
+// caches (see Mount): it reads the pages around a partial write even of a
+// file open for writing only, and places appends itself, at the end of
+// the file as it knows it. A file the job may write but not read is then
+// opened as asked.
+func cachedFlags(flags uint32) uint32 {
+	if flags&syscall.O_ACCMODE == syscall.O_WRONLY {
+		flags = flags&^syscall.O_ACCMODE | syscall.O_RDWR
+	}
+	return flags &^ syscall.O_APPEND
+}
+
+// openCached opens a file the kernel opens with the FUSE open flags ff,
+// with cachedFlags unless they bypass the page cache.
+func (f *fileSystem) openCached(ctx context.Context, p Physical, flags, mode, ff uint32) (handle, Attr, error) {
+	if ff&fuse.FOPEN_DIRECT_IO != 0 {
+		return f.open(ctx, p, flags, mode)
+	}
+	h, a, err := f.open(ctx, p, cachedFlags(flags), mode)
+	if errors.Is(err, syscall.EACCES) && cachedFlags(flags) != flags {
+		return f.open(ctx, p, flags, mode)
+	}
+	return h, a, err
+}
+
 // toErrno gives the job the errno behind err.
 func toErrno(err error) syscall.Errno {
 	if err == nil {
@@ -192,13 +256,17 @@ func stateOf(a Attr) cacheState { return cacheState{mtime: a.Mtime, ctime: a.Cti
 // the file opened now with attributes a: only if nothing changed the file
 // since iofs last saw it (FUSE otherwise drops them at every open, and a
 // program that opens a file again reads it all again over the network).
-// It records a as what the cache holds from now on.
+// A changed file stays recorded as the kernel knows it, which keeps the
+// size and times of its inode (see current): the next lookup of its name
+// makes it a new inode.
 func (n *node) keepCache(a Attr) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	keep := n.cachedOK && n.cached == stateOf(a)
-	n.cached, n.cachedOK = stateOf(a), a.Mtime != 0 || a.Ctime != 0
-	return keep
+	if !n.cachedOK {
+		n.cached, n.cachedOK = stateOf(a), a.Mtime != 0 || a.Ctime != 0
+		return false
+	}
+	return n.cached == stateOf(a)
 }
 
 // record records a as the file the kernel knows: as the job's own
@@ -221,6 +289,14 @@ func (n *node) track(h handle, flags uint32) *file {
 		n.writers++
 	}
 	n.mu.Unlock()
+	if f.writable {
+		n.fsys.writingMu.Lock()
+		if n.fsys.writing == nil {
+			n.fsys.writing = map[*file]struct{}{}
+		}
+		n.fsys.writing[f] = struct{}{}
+		n.fsys.writingMu.Unlock()
+	}
 	return f
 }
 
@@ -236,7 +312,7 @@ func (n *node) drainOthers(f *file) {
 	}
 	n.mu.Unlock()
 	for _, b := range others {
-		b.wait()
+		b.settle() // the error is the other file's to report
 	}
 }
 
@@ -247,6 +323,9 @@ func (n *node) forget(f *file) {
 		n.writers--
 	}
 	n.mu.Unlock()
+	n.fsys.writingMu.Lock()
+	delete(n.fsys.writing, f)
+	n.fsys.writingMu.Unlock()
 }
 
 // openOrphan opens a node whose name is gone through one of its open
@@ -264,7 +343,11 @@ func (n *node) openOrphan(ctx context.Context, flags uint32) (*file, error) {
 	if r == nil {
 		return nil, syscall.ENOENT
 	}
-	h, err := r.reopen(ctx, flags)
+	// Through the page cache, as the kernel opens it.
+	h, err := r.reopen(ctx, cachedFlags(flags))
+	if errors.Is(err, syscall.EACCES) && cachedFlags(flags) != flags {
+		h, err = r.reopen(ctx, flags)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -361,9 +444,12 @@ func (n *node) newChild(ctx context.Context, name string, p Physical, whole []by
 	// The same file found again under its name (the kernel's entry
 	// expired) is the same inode, with the same number: a job holding it
 	// open finds by its name the file it has open, as CRIU checks when
-	// it checkpoints the job.
+	// it checkpoints the job. A regular file changed on the submit side
+	// since is a new inode (with a new number) unless it is open: with
+	// writeback caching the kernel keeps the size and times it knows of
+	// an inode and never takes them from iofs again.
 	if in := n.GetChild(path.Base(name)); in != nil {
-		if old, ok := in.Operations().(*node); ok && old.sameFile(a) {
+		if old, ok := in.Operations().(*node); ok && old.sameFile(a) && old.current(a) {
 			old.remember(name, p, whole, a)
 			return in
 		}
@@ -381,6 +467,15 @@ func (n *node) sameFile(a Attr) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return a.Ino != 0 && n.ino == a.Ino && n.StableAttr().Mode == a.Mode&syscall.S_IFMT
+}
+
+// current reports whether the kernel's inode of the node may stand for the
+// file of attributes a: it is not a regular file, or it is open, or the
+// file is as the kernel's cache of it knows it.
+func (n *node) current(a Attr) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return a.Mode&syscall.S_IFMT != syscall.S_IFREG || len(n.open) > 0 || !n.cachedOK || n.cached == stateOf(a)
 }
 
 func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
@@ -535,11 +630,11 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		}
 		return n.track(&remoteFile{c: n.fsys.client, path: p.Path, flags: flags, head: data, headEOF: true, attr: a}, flags), ff, 0
 	}
-	h, a, err := n.fsys.open(ctx, p, flags, 0)
+	ff := openFlags(p)
+	h, a, err := n.fsys.openCached(ctx, p, flags, 0, ff)
 	if err != nil {
 		return nil, 0, toErrno(err)
 	}
-	ff := openFlags(p)
 	if ff&fuse.FOPEN_DIRECT_IO == 0 {
 		if n.keepCache(a) {
 			ff |= fuse.FOPEN_KEEP_CACHE
@@ -563,12 +658,13 @@ func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out 
 	if err != nil {
 		return nil, nil, 0, toErrno(err)
 	}
-	h, a, err := n.fsys.open(ctx, p, flags|syscall.O_CREAT, mode)
+	ff := openFlags(p)
+	h, a, err := n.fsys.openCached(ctx, p, flags|syscall.O_CREAT, mode, ff)
 	if err != nil {
 		return nil, nil, 0, toErrno(err)
 	}
 	child := n.newChild(ctx, logical, p, nil, a, out)
-	return child, child.Operations().(*node).track(h, flags), openFlags(p), 0
+	return child, child.Operations().(*node).track(h, flags), ff, 0
 }
 
 func (n *node) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {

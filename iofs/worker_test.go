@@ -70,10 +70,15 @@ func cpuSeconds() float64 {
 //	small DIR N             seconds to stat and read DIR/s0 ... DIR/s<N-1>
 //	randread FILE N         seconds for N 4 KiB reads at random offsets, the file opened afresh
 //	randwrite FILE N        seconds for N 4 KiB writes at random offsets, then fsync and close
+//
+// except for hold (see holdWrites).
 func worker(args []string) error {
 	num := func(i int) int64 {
 		n, _ := strconv.ParseInt(args[i], 10, 64)
 		return n
+	}
+	if args[0] == "hold" {
+		return holdWrites(args[1])
 	}
 	start := time.Now()
 	switch args[0] {

@@ -41,6 +41,9 @@ type checkpoints struct {
 	// lastImage is the size of the job's latest image, uncompressed, as
 	// its ad records it (LastCkptImageSize); 0 if unknown.
 	lastImage int64
+	// syncFiles, if set, brings the job's writes to the submit side: a
+	// checkpoint counts only once the files it goes with are there.
+	syncFiles func(context.Context) error
 }
 
 // sealFor returns the seal of the job's images: the pool's key from the
@@ -92,6 +95,13 @@ func (c *checkpoints) take(ctx context.Context, job Job, vacate bool) error {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	c.logger.Info("checkpoint dumped", "vacate", vacate, "frozen", stats.Frozen, "dump", stats.Dump)
+	// Everything the job wrote before the dump froze it, and perhaps a
+	// little after, which a job restored from it would write again.
+	if c.syncFiles != nil {
+		if err := c.syncFiles(ctx); err != nil {
+			return fmt.Errorf("bring the job's writes to the submit side: %w", err)
+		}
+	}
 	began, cpu := time.Now(), processCPU()
 	if err := c.upload(ctx, dir, stats, vacate); err != nil {
 		return fmt.Errorf("send checkpoint to the shadow: %w", err)

@@ -44,8 +44,19 @@ func mountJobDir(ctx context.Context, conn grpc.ClientConnInterface, secret, scr
 	return &jobDir{mountpoint: mnt, server: srv}, nil
 }
 
-// unmount takes the mount down once the job is gone.
-func (d *jobDir) unmount(logger *slog.Logger) {
+// sync brings what the job wrote to the submit side: the kernel caches
+// the job's writes (see iofs.Server.Sync).
+func (d *jobDir) sync(ctx context.Context) error {
+	return d.server.Sync(ctx)
+}
+
+// unmount takes the mount down once the job is gone, after its last
+// writes have reached the submit side: before the shadow hears that the
+// job ended.
+func (d *jobDir) unmount(ctx context.Context, logger *slog.Logger) {
+	if err := d.sync(ctx); err != nil {
+		logger.Error("the job's last writes did not reach the submit side", "err", err)
+	}
 	if err := d.server.Unmount(); err != nil {
 		logger.Warn("unmount the job's directory", "err", err)
 		return

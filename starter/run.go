@@ -20,6 +20,7 @@ import (
 // its end.
 func (s *Starter) run(ctx context.Context, conn grpc.ClientConnInterface, client wire.ShadowClient, job *classad.ClassAd,
 	task *Task, killSig unix.Signal, send *sender, kills <-chan string, logger *slog.Logger) (*wire.Exited, error) {
+	ck := &checkpoints{client: client, secret: s.spec.Secret, scratch: s.spec.ScratchDir, logger: logger}
 	// In a container the job works in its submit-side directory itself,
 	// through iofs; without one it works in its scratch directory.
 	if iwd := stringAttr(job, "Iwd"); s.spec.Sandbox == "container" && filepath.IsAbs(iwd) {
@@ -27,10 +28,10 @@ func (s *Starter) run(ctx context.Context, conn grpc.ClientConnInterface, client
 		if err != nil {
 			return &wire.Exited{HoldReason: fmt.Sprintf("Cannot reach the job's directory %s: %v", iwd, err), HoldCode: holdCodeInput}, nil
 		}
-		defer dir.unmount(logger)
+		defer dir.unmount(context.WithoutCancel(ctx), logger)
 		task.Dir, task.DirSource = iwd, dir.mountpoint
+		ck.syncFiles = dir.sync
 	}
-	ck := &checkpoints{client: client, secret: s.spec.Secret, scratch: s.spec.ScratchDir, logger: logger}
 	ck.lastImage, _ = job.EvalInt("LastCkptImageSize")
 	ck.seal, ck.noSeal = sealFor(s.spec)
 	policy := checkpointing{take: ck.take, want: wantCheckpoint(job)}
