@@ -17,7 +17,6 @@ type memFile struct {
 	failAt int // the failAt-th write fails with ENOSPC; 0: never
 	reads  int
 	syncs  int
-	closed bool
 	// batches counts writeBatch calls; each waits for gate, if set.
 	batches int
 	gate    chan struct{}

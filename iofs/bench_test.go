@@ -55,7 +55,13 @@ type noPassFile struct{ *fs.LoopbackFile }
 
 func (f *noPassFile) PassthroughFd() (int, bool) { return -1, false }
 
-type noPassNode struct{ fs.LoopbackNode }
+// noPassNode is a loopback node whose files refuse passthrough; its
+// children are too.
+type noPassNode struct{ *fs.LoopbackNode }
+
+func (n *noPassNode) WrapChild(_ context.Context, ops fs.InodeEmbedder) fs.InodeEmbedder {
+	return &noPassNode{ops.(*fs.LoopbackNode)}
+}
 
 func (n *noPassNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	fh, ff, e := n.LoopbackNode.Open(ctx, flags)
@@ -79,10 +85,7 @@ func mountLoopback(b *testing.B, dir string) string {
 		b.Fatal(err)
 	}
 	r := &fs.LoopbackRoot{Path: dir, Dev: st.Dev}
-	r.NewNode = func(rd *fs.LoopbackRoot, _ *fs.Inode, _ string, _ *syscall.Stat_t) fs.InodeEmbedder {
-		return &noPassNode{fs.LoopbackNode{RootData: rd}}
-	}
-	root := &noPassNode{fs.LoopbackNode{RootData: r}}
+	root := &noPassNode{&fs.LoopbackNode{RootData: r}}
 	r.RootNode = root
 	mnt := b.TempDir()
 	srv, err := fs.Mount(mnt, root, &fs.Options{MountOptions: fuse.MountOptions{DirectMount: true, MaxWrite: 1 << 20, MaxReadAhead: 1 << 20, DisableSplice: true}})

@@ -67,7 +67,8 @@ func holdWrites(dir string) error {
 	}
 	copy(m[3*4096+10:], mappedText)
 	os.Stdout.WriteString("ready\n")
-	_, err = bufio.NewReader(os.Stdin).ReadString('\n')
+	// Hold everything open until the test has synced and read it.
+	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
 	unix.Munmap(m)
 	f.Close()
 	log.Close()
