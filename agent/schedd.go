@@ -263,20 +263,123 @@ func (s *scheddService) Act(ctx context.Context, req *wire.ActRequest) (*wire.Ac
 	if err != nil {
 		return nil, err
 	}
-	ids, err := s.expand(req.Ids)
+	ids, err := s.selectJobs(who, req.Ids, req.Constraint)
 	if err != nil {
-		return nil, status.Error(codes.InvalidArgument, err.Error())
+		return nil, err
 	}
+	return eachJob(ids, func(id jobqueue.JobID) error { return s.a.act(ctx, who, req.Action, id, req.Reason) }), nil
+}
+
+// eachJob does fn to each job and reports how each went.
+func eachJob(ids []jobqueue.JobID, fn func(jobqueue.JobID) error) *wire.ActReply {
 	reply := &wire.ActReply{}
 	for _, id := range ids {
-		err := s.a.act(ctx, who, req.Action, id, req.Reason)
+		err := fn(id)
 		r := &wire.ActResult{Id: id.String(), Ok: err == nil}
 		if err != nil {
 			r.Error = err.Error()
 		}
 		reply.Results = append(reply.Results, r)
 	}
-	return reply, nil
+	return reply
+}
+
+// selectJobs returns the jobs named by ids and those the caller may act on
+// for which constraint is true, each once.
+func (s *scheddService) selectJobs(who caller, args []string, constraint string) ([]jobqueue.JobID, error) {
+	ids, err := s.expand(args)
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	if strings.TrimSpace(constraint) == "" {
+		return ids, nil
+	}
+	f, err := newFilterFor(nil, constraint)
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	named := make(map[jobqueue.JobID]bool, len(ids))
+	for _, id := range ids {
+		named[id] = true
+	}
+	// As HTCondor's schedd does, a constraint reaches only the jobs the
+	// caller may act on: a user's "-all" is their own jobs.
+	s.a.queue.Scan(func(id jobqueue.JobID, ad *classad.ClassAd) bool {
+		if owner, _ := ad.EvalString("Owner"); isJob(id) && !named[id] && who.mayEdit(owner) && f.match(id, ad) {
+			ids = append(ids, id)
+		}
+		return true
+	})
+	return ids, nil
+}
+
+// protectedAttrs are the job attributes Edit refuses: those HTCondor's
+// schedd keeps from condor_qedit, and those the agent alone sets when a
+// job is queued, which say who owns it and when it came.
+var protectedAttrs = map[string]bool{
+	"owner": true, "user": true, "clusterid": true, "procid": true, "mytype": true, "targettype": true,
+	"jobstatus": true, "qdate": true, "globaljobid": true, "enteredcurrentstatus": true,
+}
+
+// isAttrName reports whether s is a plain ClassAd attribute name.
+func isAttrName(s string) bool {
+	for i, c := range s {
+		if c != '_' && !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || i > 0 && '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// Edit sets attributes of the selected jobs, as condor_qedit does.
+func (s *scheddService) Edit(ctx context.Context, req *wire.EditRequest) (*wire.ActReply, error) {
+	who, err := callerFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(req.Attrs) == 0 {
+		return nil, status.Error(codes.InvalidArgument, "no attributes to set")
+	}
+	exprs := make([]classad.Expr, len(req.Attrs))
+	for i, a := range req.Attrs {
+		if !isAttrName(a.Name) {
+			return nil, status.Errorf(codes.InvalidArgument, "bad attribute name %q", a.Name)
+		}
+		if protectedAttrs[strings.ToLower(a.Name)] {
+			return nil, status.Errorf(codes.PermissionDenied, "attribute %s may not be changed (use harrier hold and release for JobStatus)", a.Name)
+		}
+		if exprs[i], err = classad.ParseExpr(a.Expr); err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "value of %s: %v", a.Name, err)
+		}
+	}
+	ids, err := s.selectJobs(who, req.Ids, req.Constraint)
+	if err != nil {
+		return nil, err
+	}
+	limit := s.a.cfg.Limits.MaxAdBytes
+	return eachJob(ids, func(id jobqueue.JobID) error {
+		_, err := s.a.jobs.transitionTxn(ctx, id, func(ad *classad.ClassAd, txn *jobqueue.Txn) error {
+			owner, _ := ad.EvalString("Owner")
+			if !who.mayEdit(owner) {
+				return fmt.Errorf("permission denied: job %s belongs to %s, not %s", id, owner, who.name)
+			}
+			edited := ad.Copy()
+			for i, a := range req.Attrs {
+				edited.Set(a.Name, exprs[i])
+				txn.Set(id, a.Name, exprs[i])
+			}
+			// The limit a submission meets holds for an edited job too.
+			if n := len(edited.String()); n > limit {
+				return fmt.Errorf("the edited ad would be %d bytes, more than MAX_JOB_AD_BYTES (%d)", n, limit)
+			}
+			return nil
+		})
+		if err == nil {
+			s.a.log.Info("edited", "job", id, "by", who.name, "attrs", len(req.Attrs))
+			s.a.kick()
+		}
+		return err
+	}), nil
 }
 
 // expand turns "C" and "C.P" arguments into the job ids they name.
@@ -384,6 +487,9 @@ func (a *Agent) act(ctx context.Context, who caller, action wire.ActRequest_Acti
 		}
 		return a.hold(ctx, id, reason, holdByUser, 0)
 	case wire.ActRequest_RELEASE:
+		if reason != "" {
+			return a.releaseBy(ctx, id, reason)
+		}
 		return a.release(ctx, id, who.name)
 	case wire.ActRequest_VACATE, wire.ActRequest_CHECKPOINT:
 		vacate := action == wire.ActRequest_VACATE

@@ -67,13 +67,19 @@ func (l *claimLink) close() {
 	}
 }
 
-// Serve runs the jobs the agent sends on in (Commands, see Command.Job),
-// one after the other, and passes the agent's other commands to the job
-// being served. events receives what the agent must know, in order, ending
-// with each job's final event; it is called by one goroutine at a time.
-// Serve returns when in ends (the job then being served is killed first)
-// or ctx is done.
-func Serve(ctx context.Context, in io.Reader, logger *slog.Logger, events func(Event)) {
+// ServeClaim is the shadow's side of a claim: it serves the jobs its agent
+// sends as Commands on in (see Command.Job), one after the other, passes
+// the agent's other commands to the job being served, and reports what the
+// agent must know as Events on out, in order, ending with each job's final
+// event. It returns when in ends (the job then being served is killed
+// first) or ctx is done.
+func ServeClaim(ctx context.Context, in io.Reader, out io.Writer, logger *slog.Logger) {
+	sender := childproc.NewSender[Event](out)
+	events := func(ev Event) {
+		if err := sender.Send(ev); err != nil {
+			logger.Error("report to agent", "err", err)
+		}
+	}
 	jobs := make(chan *Shadow, 1)
 	var current atomic.Pointer[Shadow]
 	// The reader replaces the link when a job needs another; the last one

@@ -25,7 +25,7 @@ import (
 	"harrier.dev/harrier/wire"
 )
 
-// The tests in this file run a real shadow (Serve, fed the agent's
+// The tests in this file run a real shadow (ServeClaim, fed the agent's
 // commands through a pipe, serving on loopback) and play its starter by
 // hand over the wire protocol, with a startd's certificate from a test
 // CA: what a starter and iofs ask of a shadow, without either of them.
@@ -70,16 +70,31 @@ func newAgent(t *testing.T) *agent {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	logger := slog.New(slog.NewTextHandler(t.Output(), nil))
+	events, report := io.Pipe()
 	go func() {
 		defer close(done)
-		shadow.Serve(ctx, in, logger, func(ev shadow.Event) { a.events <- ev })
+		shadow.ServeClaim(ctx, in, report, logger)
+		report.Close()
 	}()
+	go forward(events, a.events)
 	t.Cleanup(func() {
 		out.Close()
 		cancel()
 		<-done
 	})
 	return a
+}
+
+// forward passes the events a shadow reports on r to ch.
+func forward(r io.Reader, ch chan<- shadow.Event) {
+	events := childproc.NewReceiver[shadow.Event](r)
+	for {
+		ev, err := events.Receive()
+		if err != nil {
+			return
+		}
+		ch <- ev
+	}
 }
 
 // ad returns the ad of job proc, whose executable is in the Iwd.

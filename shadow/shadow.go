@@ -1,7 +1,7 @@
 // Package shadow is the submit-side representative of one running job.
 //
 // The agent starts one shadow process per claim it holds and gives it the
-// claim's jobs one at a time (see Serve), as HTCondor's schedd reuses its
+// claim's jobs one at a time (see ServeClaim), as HTCondor's schedd reuses its
 // shadows: only the first job pays for the process, its TLS set-up and its
 // connection to the startd. For each job the shadow activates the claim at
 // the startd, then serves the job's starter over mutual TLS: it hands over

@@ -24,7 +24,7 @@ import (
 	"harrier.dev/harrier/wire"
 )
 
-// The tests in this file run a real shadow (shadow.Serve, fed the agent's
+// The tests in this file run a real shadow (shadow.ServeClaim, fed the agent's
 // commands through a pipe, serving on loopback with its session
 // certificate) and real starters (starter.New over a connection pinned to
 // that certificate, with a startd's certificate from a test CA), with the
@@ -103,9 +103,21 @@ func newSession(t *testing.T) *session {
 	s.commands = childproc.NewSender[shadow.Command](out)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
+	events, report := io.Pipe()
 	go func() {
 		defer close(done)
-		shadow.Serve(ctx, in, testLogger(t, "shadow"), func(ev shadow.Event) { s.events <- ev })
+		shadow.ServeClaim(ctx, in, report, testLogger(t, "shadow"))
+		report.Close()
+	}()
+	go func() {
+		r := childproc.NewReceiver[shadow.Event](events)
+		for {
+			ev, err := r.Receive()
+			if err != nil {
+				return
+			}
+			s.events <- ev
+		}
 	}()
 	t.Cleanup(func() {
 		out.Close() // the agent goes: the shadow stops a job still running

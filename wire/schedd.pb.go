@@ -388,10 +388,15 @@ func (x *JobQueryReply) GetAds() []string {
 }
 
 type ActRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Action        ActRequest_Action      `protobuf:"varint,1,opt,name=action,proto3,enum=harrier.v1.ActRequest_Action" json:"action,omitempty"`
-	Ids           []string               `protobuf:"bytes,2,rep,name=ids,proto3" json:"ids,omitempty"`
-	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Action ActRequest_Action      `protobuf:"varint,1,opt,name=action,proto3,enum=harrier.v1.ActRequest_Action" json:"action,omitempty"`
+	// "cluster" or "cluster.proc".
+	Ids    []string `protobuf:"bytes,2,rep,name=ids,proto3" json:"ids,omitempty"`
+	Reason string   `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	// A ClassAd expression selecting jobs besides ids, as condor_rm
+	// -constraint: the caller's jobs for which it is true (any user's for
+	// root). A job named both ways is acted on once.
+	Constraint    string `protobuf:"bytes,4,opt,name=constraint,proto3" json:"constraint,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -443,6 +448,13 @@ func (x *ActRequest) GetIds() []string {
 func (x *ActRequest) GetReason() string {
 	if x != nil {
 		return x.Reason
+	}
+	return ""
+}
+
+func (x *ActRequest) GetConstraint() string {
+	if x != nil {
+		return x.Constraint
 	}
 	return ""
 }
@@ -551,6 +563,121 @@ func (x *ActResult) GetError() string {
 	return ""
 }
 
+type EditRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Jobs are selected as by ActRequest.
+	Ids           []string         `protobuf:"bytes,1,rep,name=ids,proto3" json:"ids,omitempty"`
+	Constraint    string           `protobuf:"bytes,2,opt,name=constraint,proto3" json:"constraint,omitempty"`
+	Attrs         []*EditAttribute `protobuf:"bytes,3,rep,name=attrs,proto3" json:"attrs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EditRequest) Reset() {
+	*x = EditRequest{}
+	mi := &file_harrier_v1_schedd_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EditRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EditRequest) ProtoMessage() {}
+
+func (x *EditRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_schedd_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EditRequest.ProtoReflect.Descriptor instead.
+func (*EditRequest) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *EditRequest) GetIds() []string {
+	if x != nil {
+		return x.Ids
+	}
+	return nil
+}
+
+func (x *EditRequest) GetConstraint() string {
+	if x != nil {
+		return x.Constraint
+	}
+	return ""
+}
+
+func (x *EditRequest) GetAttrs() []*EditAttribute {
+	if x != nil {
+		return x.Attrs
+	}
+	return nil
+}
+
+// EditAttribute is one attribute to set: its name and a ClassAd
+// expression, strings quoted.
+type EditAttribute struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Expr          string                 `protobuf:"bytes,2,opt,name=expr,proto3" json:"expr,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EditAttribute) Reset() {
+	*x = EditAttribute{}
+	mi := &file_harrier_v1_schedd_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EditAttribute) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EditAttribute) ProtoMessage() {}
+
+func (x *EditAttribute) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_schedd_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EditAttribute.ProtoReflect.Descriptor instead.
+func (*EditAttribute) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *EditAttribute) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *EditAttribute) GetExpr() string {
+	if x != nil {
+		return x.Expr
+	}
+	return ""
+}
+
 var File_harrier_v1_schedd_proto protoreflect.FileDescriptor
 
 const file_harrier_v1_schedd_proto_rawDesc = "" +
@@ -574,12 +701,15 @@ const file_harrier_v1_schedd_proto_rawDesc = "" +
 	"constraint\x12\x14\n" +
 	"\x05limit\x18\x03 \x01(\x05R\x05limit\"!\n" +
 	"\rJobQueryReply\x12\x10\n" +
-	"\x03ads\x18\x01 \x03(\tR\x03ads\"\xce\x01\n" +
+	"\x03ads\x18\x01 \x03(\tR\x03ads\"\xee\x01\n" +
 	"\n" +
 	"ActRequest\x125\n" +
 	"\x06action\x18\x01 \x01(\x0e2\x1d.harrier.v1.ActRequest.ActionR\x06action\x12\x10\n" +
 	"\x03ids\x18\x02 \x03(\tR\x03ids\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\"_\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x1e\n" +
+	"\n" +
+	"constraint\x18\x04 \x01(\tR\n" +
+	"constraint\"_\n" +
 	"\x06Action\x12\x16\n" +
 	"\x12ACTION_UNSPECIFIED\x10\x00\x12\n" +
 	"\n" +
@@ -595,14 +725,24 @@ const file_harrier_v1_schedd_proto_rawDesc = "" +
 	"\tActResult\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x0e\n" +
 	"\x02ok\x18\x02 \x01(\bR\x02ok\x12\x14\n" +
-	"\x05error\x18\x03 \x01(\tR\x05error2\x8c\x03\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"p\n" +
+	"\vEditRequest\x12\x10\n" +
+	"\x03ids\x18\x01 \x03(\tR\x03ids\x12\x1e\n" +
+	"\n" +
+	"constraint\x18\x02 \x01(\tR\n" +
+	"constraint\x12/\n" +
+	"\x05attrs\x18\x03 \x03(\v2\x19.harrier.v1.EditAttributeR\x05attrs\"7\n" +
+	"\rEditAttribute\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04expr\x18\x02 \x01(\tR\x04expr2\xc3\x03\n" +
 	"\x06Schedd\x12H\n" +
 	"\n" +
 	"NewCluster\x12\x1d.harrier.v1.NewClusterRequest\x1a\x1b.harrier.v1.NewClusterReply\x12<\n" +
 	"\x06Submit\x12\x19.harrier.v1.SubmitRequest\x1a\x17.harrier.v1.SubmitReply\x12A\n" +
 	"\x05Query\x12\x1b.harrier.v1.JobQueryRequest\x1a\x19.harrier.v1.JobQueryReply0\x01\x12C\n" +
 	"\aHistory\x12\x1b.harrier.v1.JobQueryRequest\x1a\x19.harrier.v1.JobQueryReply0\x01\x123\n" +
-	"\x03Act\x12\x16.harrier.v1.ActRequest\x1a\x14.harrier.v1.ActReply\x12=\n" +
+	"\x03Act\x12\x16.harrier.v1.ActRequest\x1a\x14.harrier.v1.ActReply\x125\n" +
+	"\x04Edit\x12\x17.harrier.v1.EditRequest\x1a\x14.harrier.v1.ActReply\x12=\n" +
 	"\tQueryPool\x12\x18.harrier.v1.QueryRequest\x1a\x16.harrier.v1.QueryReplyB\x1aZ\x18harrier.dev/harrier/wireb\x06proto3"
 
 var (
@@ -618,7 +758,7 @@ func file_harrier_v1_schedd_proto_rawDescGZIP() []byte {
 }
 
 var file_harrier_v1_schedd_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_harrier_v1_schedd_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_harrier_v1_schedd_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_harrier_v1_schedd_proto_goTypes = []any{
 	(ActRequest_Action)(0),    // 0: harrier.v1.ActRequest.Action
 	(*NewClusterRequest)(nil), // 1: harrier.v1.NewClusterRequest
@@ -630,29 +770,34 @@ var file_harrier_v1_schedd_proto_goTypes = []any{
 	(*ActRequest)(nil),        // 7: harrier.v1.ActRequest
 	(*ActReply)(nil),          // 8: harrier.v1.ActReply
 	(*ActResult)(nil),         // 9: harrier.v1.ActResult
-	(*QueryRequest)(nil),      // 10: harrier.v1.QueryRequest
-	(*QueryReply)(nil),        // 11: harrier.v1.QueryReply
+	(*EditRequest)(nil),       // 10: harrier.v1.EditRequest
+	(*EditAttribute)(nil),     // 11: harrier.v1.EditAttribute
+	(*QueryRequest)(nil),      // 12: harrier.v1.QueryRequest
+	(*QueryReply)(nil),        // 13: harrier.v1.QueryReply
 }
 var file_harrier_v1_schedd_proto_depIdxs = []int32{
 	0,  // 0: harrier.v1.ActRequest.action:type_name -> harrier.v1.ActRequest.Action
 	9,  // 1: harrier.v1.ActReply.results:type_name -> harrier.v1.ActResult
-	1,  // 2: harrier.v1.Schedd.NewCluster:input_type -> harrier.v1.NewClusterRequest
-	3,  // 3: harrier.v1.Schedd.Submit:input_type -> harrier.v1.SubmitRequest
-	5,  // 4: harrier.v1.Schedd.Query:input_type -> harrier.v1.JobQueryRequest
-	5,  // 5: harrier.v1.Schedd.History:input_type -> harrier.v1.JobQueryRequest
-	7,  // 6: harrier.v1.Schedd.Act:input_type -> harrier.v1.ActRequest
-	10, // 7: harrier.v1.Schedd.QueryPool:input_type -> harrier.v1.QueryRequest
-	2,  // 8: harrier.v1.Schedd.NewCluster:output_type -> harrier.v1.NewClusterReply
-	4,  // 9: harrier.v1.Schedd.Submit:output_type -> harrier.v1.SubmitReply
-	6,  // 10: harrier.v1.Schedd.Query:output_type -> harrier.v1.JobQueryReply
-	6,  // 11: harrier.v1.Schedd.History:output_type -> harrier.v1.JobQueryReply
-	8,  // 12: harrier.v1.Schedd.Act:output_type -> harrier.v1.ActReply
-	11, // 13: harrier.v1.Schedd.QueryPool:output_type -> harrier.v1.QueryReply
-	8,  // [8:14] is the sub-list for method output_type
-	2,  // [2:8] is the sub-list for method input_type
-	2,  // [2:2] is the sub-list for extension type_name
-	2,  // [2:2] is the sub-list for extension extendee
-	0,  // [0:2] is the sub-list for field type_name
+	11, // 2: harrier.v1.EditRequest.attrs:type_name -> harrier.v1.EditAttribute
+	1,  // 3: harrier.v1.Schedd.NewCluster:input_type -> harrier.v1.NewClusterRequest
+	3,  // 4: harrier.v1.Schedd.Submit:input_type -> harrier.v1.SubmitRequest
+	5,  // 5: harrier.v1.Schedd.Query:input_type -> harrier.v1.JobQueryRequest
+	5,  // 6: harrier.v1.Schedd.History:input_type -> harrier.v1.JobQueryRequest
+	7,  // 7: harrier.v1.Schedd.Act:input_type -> harrier.v1.ActRequest
+	10, // 8: harrier.v1.Schedd.Edit:input_type -> harrier.v1.EditRequest
+	12, // 9: harrier.v1.Schedd.QueryPool:input_type -> harrier.v1.QueryRequest
+	2,  // 10: harrier.v1.Schedd.NewCluster:output_type -> harrier.v1.NewClusterReply
+	4,  // 11: harrier.v1.Schedd.Submit:output_type -> harrier.v1.SubmitReply
+	6,  // 12: harrier.v1.Schedd.Query:output_type -> harrier.v1.JobQueryReply
+	6,  // 13: harrier.v1.Schedd.History:output_type -> harrier.v1.JobQueryReply
+	8,  // 14: harrier.v1.Schedd.Act:output_type -> harrier.v1.ActReply
+	8,  // 15: harrier.v1.Schedd.Edit:output_type -> harrier.v1.ActReply
+	13, // 16: harrier.v1.Schedd.QueryPool:output_type -> harrier.v1.QueryReply
+	10, // [10:17] is the sub-list for method output_type
+	3,  // [3:10] is the sub-list for method input_type
+	3,  // [3:3] is the sub-list for extension type_name
+	3,  // [3:3] is the sub-list for extension extendee
+	0,  // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_harrier_v1_schedd_proto_init() }
@@ -667,7 +812,7 @@ func file_harrier_v1_schedd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harrier_v1_schedd_proto_rawDesc), len(file_harrier_v1_schedd_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   9,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

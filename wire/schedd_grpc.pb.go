@@ -35,6 +35,7 @@ const (
 	Schedd_Query_FullMethodName      = "/harrier.v1.Schedd/Query"
 	Schedd_History_FullMethodName    = "/harrier.v1.Schedd/History"
 	Schedd_Act_FullMethodName        = "/harrier.v1.Schedd/Act"
+	Schedd_Edit_FullMethodName       = "/harrier.v1.Schedd/Edit"
 	Schedd_QueryPool_FullMethodName  = "/harrier.v1.Schedd/QueryPool"
 )
 
@@ -53,6 +54,10 @@ type ScheddClient interface {
 	// History streams the ads of jobs that left the queue, oldest first.
 	History(ctx context.Context, in *JobQueryRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[JobQueryReply], error)
 	Act(ctx context.Context, in *ActRequest, opts ...grpc.CallOption) (*ActReply, error)
+	// Edit sets attributes of the selected jobs, as condor_qedit does. The
+	// attributes that say whose a job is and where it is in its life are
+	// refused: hold and release change JobStatus.
+	Edit(ctx context.Context, in *EditRequest, opts ...grpc.CallOption) (*ActReply, error)
 	// QueryPool asks the matchmaker on the caller's behalf, so that local
 	// users need no pool certificate to see the pool.
 	QueryPool(ctx context.Context, in *QueryRequest, opts ...grpc.CallOption) (*QueryReply, error)
@@ -134,6 +139,16 @@ func (c *scheddClient) Act(ctx context.Context, in *ActRequest, opts ...grpc.Cal
 	return out, nil
 }
 
+func (c *scheddClient) Edit(ctx context.Context, in *EditRequest, opts ...grpc.CallOption) (*ActReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ActReply)
+	err := c.cc.Invoke(ctx, Schedd_Edit_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *scheddClient) QueryPool(ctx context.Context, in *QueryRequest, opts ...grpc.CallOption) (*QueryReply, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(QueryReply)
@@ -159,6 +174,10 @@ type ScheddServer interface {
 	// History streams the ads of jobs that left the queue, oldest first.
 	History(*JobQueryRequest, grpc.ServerStreamingServer[JobQueryReply]) error
 	Act(context.Context, *ActRequest) (*ActReply, error)
+	// Edit sets attributes of the selected jobs, as condor_qedit does. The
+	// attributes that say whose a job is and where it is in its life are
+	// refused: hold and release change JobStatus.
+	Edit(context.Context, *EditRequest) (*ActReply, error)
 	// QueryPool asks the matchmaker on the caller's behalf, so that local
 	// users need no pool certificate to see the pool.
 	QueryPool(context.Context, *QueryRequest) (*QueryReply, error)
@@ -186,6 +205,9 @@ func (UnimplementedScheddServer) History(*JobQueryRequest, grpc.ServerStreamingS
 }
 func (UnimplementedScheddServer) Act(context.Context, *ActRequest) (*ActReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method Act not implemented")
+}
+func (UnimplementedScheddServer) Edit(context.Context, *EditRequest) (*ActReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method Edit not implemented")
 }
 func (UnimplementedScheddServer) QueryPool(context.Context, *QueryRequest) (*QueryReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method QueryPool not implemented")
@@ -287,6 +309,24 @@ func _Schedd_Act_Handler(srv interface{}, ctx context.Context, dec func(interfac
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Schedd_Edit_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(EditRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ScheddServer).Edit(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Schedd_Edit_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ScheddServer).Edit(ctx, req.(*EditRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Schedd_QueryPool_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(QueryRequest)
 	if err := dec(in); err != nil {
@@ -323,6 +363,10 @@ var Schedd_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Act",
 			Handler:    _Schedd_Act_Handler,
+		},
+		{
+			MethodName: "Edit",
+			Handler:    _Schedd_Edit_Handler,
 		},
 		{
 			MethodName: "QueryPool",

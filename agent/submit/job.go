@@ -26,6 +26,14 @@ type Env struct {
 	// refused: a process that reads descriptions on someone else's behalf
 	// must leave it nil.
 	Command func(dir string, argv []string) ([]byte, error)
+	// Defines are condor_submit's command-line "name=value" arguments:
+	// Parse reads them as lines before the description's first line.
+	Defines []string
+	// Append are condor_submit's -append lines: Parse reads them after the
+	// description and places them just before its first queue statement.
+	// A queue statement among them stands for the description's own, which
+	// it may then not have (condor_submit's -queue).
+	Append []string
 }
 
 // HTCondor's JobStatus values for new jobs, and its HoldReasonCode for jobs

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -48,8 +49,18 @@ type stmt struct {
 // description.
 func Parse(src []byte, filename string, env Env) (*Description, error) {
 	r := newReader(env, filename)
+	if len(env.Defines) > 0 {
+		if err := r.read([]byte(strings.Join(env.Defines, "\n")), "command line"); err != nil {
+			return nil, err
+		}
+	}
 	if err := r.read(bytes.TrimPrefix(src, []byte("\ufeff")), filename); err != nil { // editors may add a byte order mark
 		return nil, err
+	}
+	if len(env.Append) > 0 {
+		if err := r.appendLines(env.Append); err != nil {
+			return nil, err
+		}
 	}
 	d := &Description{file: filename, stmts: r.stmts, warnings: r.warnings}
 	if err := d.check(r.refs); err != nil {
@@ -61,6 +72,25 @@ func Parse(src []byte, filename string, env Env) (*Description, error) {
 // Warnings returns what the description's warning statements said, in
 // order, each naming its file and line.
 func (d *Description) Warnings() []*Error { return d.warnings }
+
+// appendLines reads -append lines and moves their statements to just
+// before the first queue statement read so far.
+func (r *reader) appendLines(lines []string) error {
+	n := len(r.stmts)
+	if err := r.read([]byte(strings.Join(lines, "\n")), "-append"); err != nil {
+		return err
+	}
+	added := append([]stmt(nil), r.stmts[n:]...)
+	at := slices.IndexFunc(r.stmts[:n], func(st stmt) bool { return st.kind == queueStmt })
+	if at < 0 {
+		return nil // the description has no queue statement: they stay last
+	}
+	if i := slices.IndexFunc(added, func(st stmt) bool { return st.kind == queueStmt }); i >= 0 {
+		return &Error{File: added[i].file, Line: added[i].line, Err: fmt.Errorf("a queue statement on the command line, but %s has its own at line %d", r.stmts[at].file, r.stmts[at].line)}
+	}
+	r.stmts = slices.Insert(r.stmts[:n], at, added...)
+	return nil
+}
 
 // maxIncludeDepth bounds nested include statements.
 const maxIncludeDepth = 20

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"slices"
+	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -46,7 +48,10 @@ type toolFlags struct {
 
 func newToolFlags(name string) toolFlags {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	return toolFlags{fs: fs, pool: fs.String("pool", "", "the pool directory (default $HARRIER_POOL)")}
+	t := toolFlags{fs: fs, pool: fs.String("pool", "", "the pool directory (default $HARRIER_POOL)")}
+	t.refuse("not yet: the daemons' logs are in the pool directory's log/", "debug")
+	t.refuse("not yet", "version")
+	return t
 }
 
 // connect parses args and connects to the pool's agent.
@@ -81,4 +86,35 @@ func (t toolFlags) parse(args []string) error {
 		}
 	}
 	return t.fs.Parse(append(append([]string{"--"}, rest...), tail...))
+}
+
+// localAgent says where every tool sends its requests.
+const localAgent = "Harrier's tools ask the agent of the pool given by --pool DIR or HARRIER_POOL"
+
+// refusedFlag is an option HTCondor's tool documents that this one does
+// not take: it fails, saying why, rather than being taken for a typo or
+// ignored.
+type refusedFlag struct {
+	why     string
+	boolean bool
+}
+
+func (f refusedFlag) String() string   { return "" }
+func (f refusedFlag) Set(string) error { return errors.New(f.why) }
+func (f refusedFlag) IsBoolFlag() bool { return f.boolean }
+
+// refuse defines HTCondor options the tool refuses with why; a name ending
+// in "=" takes a value.
+func (t toolFlags) refuse(why string, names ...string) {
+	for _, n := range names {
+		name, value := strings.CutSuffix(n, "=")
+		t.fs.Var(refusedFlag{why: why, boolean: !value}, name, why)
+	}
+}
+
+// accept defines HTCondor options that ask for what the tool does anyway.
+func (t toolFlags) accept(why string, names ...string) {
+	for _, n := range names {
+		t.fs.Bool(n, false, "accepted (what the tool does anyway): "+why)
+	}
 }

@@ -340,7 +340,7 @@ func TestQueueLargerThanAMessage(t *testing.T) {
 		}
 	}
 	check("q")
-	if out := h.must(t, "q"); !strings.Contains(out, fmt.Sprintf("\n%d jobs; 0 completed, 0 removed, %d idle,", total, total)) {
+	if out := h.must(t, "q"); !strings.Contains(out, fmt.Sprintf("\nTotal for query: %d jobs; 0 completed, 0 removed, %d idle,", total, total)) {
 		t.Errorf("q table summary:\n%s", out[max(0, len(out)-300):])
 	}
 	if out, code := h.tool(t, alice, append([]string{"rm"}, cs...)...); code != 0 {

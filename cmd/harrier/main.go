@@ -4,8 +4,10 @@
 //	harrier pool up --dir DIR [--startds N] [--detach]   start a personal pool
 //	harrier pool down --dir DIR                           stop it
 //	harrier submit FILE                                   queue jobs
-//	harrier q | history | status                          look at jobs and machines
+//	harrier q | history | status | watch-q                look at jobs and machines
 //	harrier rm | hold | release | wait ID...              act on jobs
+//	harrier qedit ID ATTR VALUE                           change a queued job
+//	harrier tail [-follow] ID                             a running job's output
 //	harrier classad eval ...                              evaluate ClassAd expressions
 //	harrier userprio                                      show user priorities
 //	harrier bench negotiate --machines M --jobs J ...     time one negotiation cycle
@@ -57,16 +59,19 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"pool", "pool up --dir DIR [--startds N] [--detach] | pool down --dir DIR", runPool},
-		{"submit", "submit [--pool DIR] FILE", runSubmit},
-		{"q", "q [--pool DIR] [-json] [-long] [-better-analyze] [-constraint EXPR] [ID...]", runQ},
-		{"history", "history [--pool DIR] [-json] [-long] [-limit N] [ID...]", runHistory},
-		{"status", "status [--pool DIR] [-json] [-long] [-constraint EXPR]", runStatus},
-		{"rm", "rm [--pool DIR] ID...", actCommand("rm")},
-		{"hold", "hold [--pool DIR] [-reason TEXT] ID...", actCommand("hold")},
-		{"release", "release [--pool DIR] ID...", actCommand("release")},
-		{"vacate", "vacate [--pool DIR] ID...", actCommand("vacate")},
-		{"checkpoint", "checkpoint [--pool DIR] ID...", actCommand("checkpoint")},
-		{"wait", "wait [--pool DIR] [--timeout SECONDS] ID", runWait},
+		{"submit", "submit [--pool DIR] [-dry-run FILE] [-terse | -verbose] [-append LINE]... [-batch-name NAME] [-maxjobs N] [NAME=VALUE]... [FILE | -] [-queue ARGS]", runSubmit},
+		{"q", "q [--pool DIR] [-nobatch | -hold | -hold-codes | -run | -idle | -totals | -json | -long | -af[:jht,lngVr] EXPR... | -better-analyze] [-currentrun | -cputime] [-attributes A,...] [-allusers] [-constraint EXPR] [ID | OWNER]...", runQ},
+		{"history", "history [--pool DIR] [-json] [-long] [-af[:jht,lngVr] EXPR...] [-limit N] [ID...]", runHistory},
+		{"status", "status [--pool DIR] [-compact | -totals | -run | -state | -schedd | -json | -long | -af[:ht,lngVr] EXPR...] [-avail | -claimed] [-constraint EXPR] [-sort EXPR]... [-attributes A,...] [-limit N] [NAME...]", runStatus},
+		{"rm", "rm [--pool DIR] [-reason TEXT] [-constraint EXPR] [-all] [ID | OWNER]...", actCommand("rm")},
+		{"hold", "hold [--pool DIR] [-reason TEXT] [-constraint EXPR] [-all] [ID | OWNER]...", actCommand("hold")},
+		{"release", "release [--pool DIR] [-reason TEXT] [-constraint EXPR] [-all] [ID | OWNER]...", actCommand("release")},
+		{"vacate", "vacate [--pool DIR] [-constraint EXPR] [-all] [ID | OWNER]...", actCommand("vacate")},
+		{"checkpoint", "checkpoint [--pool DIR] [-constraint EXPR] [-all] [ID | OWNER]...", actCommand("checkpoint")},
+		{"qedit", "qedit [--pool DIR] {ID | OWNER | -constraint EXPR} ATTR VALUE [ATTR VALUE | ATTR=VALUE]...", runQedit},
+		{"watch-q", "watch-q [--pool DIR] [-users U,...] [-clusters C,...] [-batches NAME,...] [-exit all|any|none,active|done|idle|held[,CODE]]... [-interval SECONDS] [-refresh | -no-refresh]", runWatchQ},
+		{"tail", "tail [--pool DIR] [-follow] [-maxbytes N] [-stderr] [-no-stdout] ID [FILE...]", runTail},
+		{"wait", "wait [--pool DIR] [-wait SECONDS] [-num N] [-echo] [-status] LOGFILE [ID] | wait [--pool DIR] [-wait SECONDS] ID", runWait},
 		{"classad", "classad eval [-ad FILE|-] [AD-ATTRS...] EXPR...", runClassad},
 		{"userprio", "userprio [--pool DIR] [-json]", runUserprio},
 		{"bench", "bench negotiate [--machines M] [--jobs J] [--users U] [--autoclusters A] [--runs N] [--baseline JOBS] | bench throughput [--jobs N] [--startds S] [--slots K] [--queue Q] [--sandbox process|container]", runBench},

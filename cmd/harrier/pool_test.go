@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -192,7 +193,7 @@ func TestPersonalPoolRunsHello(t *testing.T) {
 		}
 	}
 	table := p.must(t, "status")
-	if !strings.Contains(table, "Unclaimed") || !strings.Contains(table, "LINUX") {
+	if !regexp.MustCompile(`LINUX +X86_64 +Unclaimed +Idle`).MatchString(table) {
 		t.Errorf("status table:\n%s", table)
 	}
 }
@@ -215,7 +216,7 @@ func TestHoldReleaseRemove(t *testing.T) {
 	}
 	// The held job's process is gone: the slot becomes free again.
 	eventually(t, 30*time.Second, "the slot to be released", func() bool {
-		return strings.Contains(p.must(t, "status"), "Unclaimed")
+		return strings.Contains(p.must(t, "status", "-af", "State"), "Unclaimed")
 	})
 
 	// Another user may not touch the job.

@@ -21,6 +21,30 @@ import (
 // blank line between ads) or -json (a JSON array, as condor_q -json).
 type output struct {
 	json, long bool
+	attrs      stringList // -attributes: only these, for -long and -json
+}
+
+// flags defines -json, -long, -l and -attributes for what the ads are.
+func (o *output) flags(tf toolFlags, what string) {
+	tf.fs.BoolVar(&o.json, "json", false, "print the "+what+" ads as JSON")
+	tf.fs.BoolVar(&o.long, "long", false, "print the whole "+what+" ads")
+	tf.fs.BoolVar(&o.long, "l", false, "same as -long")
+	tf.fs.Var(&o.attrs, "attributes", "with -long or -json, only these attributes (separated by commas)")
+}
+
+// project keeps only the attributes -attributes names.
+func (o output) project(ad *classad.ClassAd) *classad.ClassAd {
+	names := splitCommas(o.attrs)
+	if len(names) == 0 {
+		return ad
+	}
+	out := classad.New()
+	for _, n := range names {
+		if e, ok := ad.Lookup(n); ok {
+			out.Set(n, e)
+		}
+	}
+	return out
 }
 
 // table prints ads as the rows of a table, the form a tool prints by
@@ -51,6 +75,9 @@ func (p *printer) add(text string) error {
 	ad, err := classad.Parse(text)
 	if err != nil {
 		return fmt.Errorf("bad ad from the pool: %w", err)
+	}
+	if p.o.json || p.o.long {
+		ad = p.o.project(ad)
 	}
 	switch {
 	case p.o.json:
@@ -136,17 +163,34 @@ func receive(stream grpc.ServerStreamingClient[wire.JobQueryReply], fn func(text
 }
 
 func queryJobs(name string, args []string, stdout io.Writer, call jobQuery) error {
+	args, afOpts, af := takeAutoformat(args)
 	tf := newToolFlags(name)
 	var o output
-	tf.fs.BoolVar(&o.json, "json", false, "print the job ads as JSON")
-	tf.fs.BoolVar(&o.long, "long", false, "print the whole job ads")
-	tf.fs.BoolVar(&o.long, "l", false, "same as -long")
+	o.flags(tf, "job")
 	constraint := tf.fs.String("constraint", "", "a ClassAd expression the jobs must satisfy")
 	limit := tf.fs.Int("limit", 0, "print at most this many jobs")
-	af := tf.fs.Bool("af", false, "autoformat: print the values of the attributes named after the options, one job per line")
-	analyze := false
+	tf.fs.Bool("af", false, "autoformat: print the values of the attributes named after the options, one job per line (-af:jhtlngVr, for options)")
+	var analyze, nobatch, hold, holdCodes, running, idle, totals, allUsers, currentRun, cpuTime bool
 	if name == "q" {
 		tf.fs.BoolVar(&analyze, "better-analyze", false, "explain why the jobs do or do not match the pool's machines")
+		tf.fs.BoolVar(&nobatch, "nobatch", false, "one line per job rather than per batch")
+		tf.fs.Bool("batch", true, "one line per batch (the default)")
+		tf.fs.BoolVar(&hold, "hold", false, "only held jobs, with why they are held")
+		tf.fs.BoolVar(&running, "run", false, "only running jobs, with where they run")
+		tf.fs.BoolVar(&idle, "idle", false, "only idle jobs, one line each")
+		tf.fs.BoolVar(&holdCodes, "hold-codes", false, "held jobs, one line per hold code and subcode")
+		tf.fs.BoolVar(&currentRun, "currentrun", false, "RUN_TIME of the current run only")
+		tf.fs.BoolVar(&cpuTime, "cputime", false, "CPU_TIME, the job's remote CPU seconds, for RUN_TIME (one line per job)")
+		tf.fs.BoolVar(&totals, "totals", false, "only the summary line")
+		tf.fs.BoolVar(&allUsers, "allusers", false, "the jobs of all users (default: the caller's, unless job ids or owners are given)")
+	}
+	tf.refuse("refused: "+localAgent, "global", "submitter=", "name=")
+	tf.refuse("not yet: use -json or -long", "xml")
+	tf.refuse("not yet: use -af", "format=", "print-format=")
+	tf.refuse("not yet", "jobads=", "userlog=", "factory", "jobset", "autocluster", "dag", "grid", "io", "expert", "unmatchable", "machine=", "mconstraint=", "slotads=", "userprios=", "nouserprios", "reverse-analyze", "verbose")
+	tf.accept("Harrier streams results and never truncates columns; RUN_TIME is cumulative", "stream-results", "wide", "cumulative-time")
+	if name == "q" {
+		tf.fs.BoolVar(&analyze, "analyze", false, "same as -better-analyze")
 	}
 	client, closeFn, err := tf.connect(context.Background(), args)
 	if err != nil {
@@ -155,35 +199,66 @@ func queryJobs(name string, args []string, stdout io.Writer, call jobQuery) erro
 	defer closeFn()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ids := tf.fs.Args()
-	var attrs []classad.Expr
-	if *af {
-		// condor_q -af takes attribute names (or expressions) after it;
-		// job ids are the arguments that look like ids.
-		var rest []string
-		ids, rest = splitIDs(ids)
-		if len(rest) == 0 {
-			return usagef("-af wants attribute names")
+	// condor_q -af takes attribute names (or expressions) after it; other
+	// tools' arguments are job ids and, for q, owner names.
+	ids, rest := splitIDs(tf.fs.Args())
+	var f *autoformatter
+	if af {
+		if f, err = newAutoformatter(stdout, afOpts, rest, true); err != nil {
+			return err
 		}
-		if attrs, err = parseAutoformat(rest); err != nil {
+		rest = nil
+	}
+	if len(rest) > 0 && name != "q" {
+		return usagef("bad job id %q: want cluster or cluster.proc", rest[0])
+	}
+	query := &wire.JobQueryRequest{Ids: ids, Constraint: *constraint, Limit: int32(*limit)}
+	if name == "q" {
+		status := map[bool]int{true: 5}[hold]
+		switch {
+		case running:
+			status = 2
+		case idle:
+			status, nobatch = 1, true
+		case holdCodes:
+			status = 5
+		}
+		nobatch = nobatch || cpuTime
+		if query.Constraint, err = jobSelection(*constraint, rest, allUsers, len(ids) > 0, status); err != nil {
 			return err
 		}
 	}
-	stream, err := call(client, ctx, &wire.JobQueryRequest{Ids: ids, Constraint: *constraint, Limit: int32(*limit)})
+	stream, err := call(client, ctx, query)
 	if err != nil {
 		return rpcError(name, err)
 	}
 	var each func(string) error
 	var done func() error
 	switch {
-	case *af:
-		each, done = func(text string) error { return autoformat(stdout, text, attrs) }, func() error { return nil }
+	case af:
+		each, done = f.add, f.finish
 	case analyze:
 		var texts []string
 		each = func(text string) error { texts = append(texts, text); return nil }
 		done = func() error { return betterAnalyze(ctx, stdout, client, texts) }
 	default:
-		p := o.printer(stdout, func(w io.Writer) table { return newJobTable(w, name == "history") })
+		times := runTimes{current: currentRun, cpu: cpuTime}
+		newTable := func(w io.Writer) table { return newJobTable(w, name == "history", times) }
+		switch {
+		case name != "q":
+		case totals:
+			newTable = func(w io.Writer) table { return &totalsTable{w: w} }
+		case hold:
+			newTable = func(w io.Writer) table { return newHoldTable(w) }
+		case holdCodes:
+			newTable = func(w io.Writer) table { return newHoldCodesTable(w) }
+		case running:
+			newTable = func(w io.Writer) table { return newRunTable(w, times) }
+		case nobatch:
+		default:
+			newTable = func(w io.Writer) table { return newBatchTable(w) }
+		}
+		p := o.printer(stdout, newTable)
 		each, done = p.add, p.finish
 	}
 	if err := receive(stream, each); err != nil {
@@ -204,59 +279,22 @@ func splitIDs(args []string) (ids, rest []string) {
 	return ids, rest
 }
 
-// parseAutoformat parses the expressions -af prints.
-func parseAutoformat(srcs []string) ([]classad.Expr, error) {
-	exprs := make([]classad.Expr, len(srcs))
-	for i, src := range srcs {
-		e, err := classad.ParseExpr(src)
-		if err != nil {
-			return nil, usagef("-af %s: %v", src, err)
-		}
-		exprs[i] = e
-	}
-	return exprs, nil
-}
-
-// autoformat prints the values of exprs in one ad, separated by spaces,
-// strings without quotes, as condor_q -af does.
-func autoformat(w io.Writer, text string, exprs []classad.Expr) error {
-	ad, err := classad.Parse(text)
-	if err != nil {
-		return fmt.Errorf("bad ad from the pool: %w", err)
-	}
-	var line strings.Builder
-	for i, e := range exprs {
-		if i > 0 {
-			line.WriteByte(' ')
-		}
-		v := ad.EvalExpr(e, nil)
-		if s, ok := v.StringValue(); ok {
-			line.WriteString(s)
-		} else {
-			line.WriteString(v.String())
-		}
-	}
-	line.WriteByte('\n')
-	_, err = io.WriteString(w, line.String())
-	return err
-}
-
 // jobTable prints jobs the way condor_q and condor_history do.
 type jobTable struct {
 	w       io.Writer
 	tw      *tabwriter.Writer
 	history bool
-	counts  map[int64]int
-	n       int
+	times   runTimes
+	counts  jobCounts
 	now     int64
 }
 
-func newJobTable(w io.Writer, history bool) *jobTable {
-	t := &jobTable{w: w, tw: tabwriter.NewWriter(w, 0, 0, 1, ' ', 0), history: history, counts: map[int64]int{}, now: time.Now().Unix()}
+func newJobTable(w io.Writer, history bool, times runTimes) *jobTable {
+	t := &jobTable{w: w, tw: tabwriter.NewWriter(w, 0, 0, 1, ' ', 0), history: history, times: times, now: time.Now().Unix()}
 	if history {
-		fmt.Fprintln(t.tw, " ID\tOWNER\tSUBMITTED\tRUN_TIME\tST\tCOMPLETED\tCMD")
+		fmt.Fprintf(t.tw, " ID\tOWNER\tSUBMITTED\t%s\tST\tCOMPLETED\tCMD\n", times.head())
 	} else {
-		fmt.Fprintln(t.tw, " ID\tOWNER\tSUBMITTED\tRUN_TIME\tST\tPRI\tSIZE\tCMD")
+		fmt.Fprintf(t.tw, " ID\tOWNER\tSUBMITTED\t%s\tST\tPRI\tSIZE\tCMD\n", times.head())
 	}
 	return t
 }
@@ -267,14 +305,13 @@ func (t *jobTable) row(ad *classad.ClassAd) {
 	owner, _ := ad.EvalString("Owner")
 	qdate, _ := ad.EvalInt("QDate")
 	st, _ := ad.EvalInt("JobStatus")
-	t.counts[st]++
-	t.n++
+	t.counts.add(st)
 	cmd, _ := ad.EvalString("Cmd")
 	cmd = filepath.Base(cmd)
 	if a, _ := ad.EvalString("Arguments"); a != "" {
 		cmd += " " + a
 	}
-	run := runTime(ad, t.now)
+	run := t.times.of(ad, t.now)
 	if t.history {
 		done, _ := ad.EvalInt("CompletionDate")
 		if done == 0 {
@@ -291,15 +328,42 @@ func (t *jobTable) row(ad *classad.ClassAd) {
 func (t *jobTable) flush() {
 	t.tw.Flush()
 	if !t.history {
-		fmt.Fprintf(t.w, "\n%d jobs; %d completed, %d removed, %d idle, %d running, %d held, %d suspended\n",
-			t.n, t.counts[4], t.counts[3], t.counts[1], t.counts[2], t.counts[5], t.counts[7])
+		fmt.Fprintf(t.w, "\n%s\n", t.counts.String())
 	}
 }
 
-func runTime(ad *classad.ClassAd, now int64) string {
-	secs, _ := ad.EvalInt("RemoteWallClockTime")
+// runTimes says what a table's time column shows: by default the
+// wall-clock time of all the job's runs, the current one included; with
+// current (-currentrun) that of its current run, or of its last while it
+// waits; with cpu (-cputime) its remote CPU time, as CPU_TIME.
+type runTimes struct{ current, cpu bool }
+
+func (r runTimes) head() string {
+	if r.cpu {
+		return "CPU_TIME"
+	}
+	return "RUN_TIME"
+}
+
+func (r runTimes) of(ad *classad.ClassAd, now int64) string {
+	if r.cpu {
+		user, _ := ad.EvalReal("RemoteUserCpu")
+		sys, _ := ad.EvalReal("RemoteSysCpu")
+		return duration(int64(user + sys))
+	}
+	var secs int64
+	if r.current {
+		last, _ := ad.EvalReal("LastRemoteWallClockTime")
+		secs = int64(last)
+	} else {
+		total, _ := ad.EvalReal("RemoteWallClockTime")
+		secs = int64(total)
+	}
 	if st, _ := ad.EvalInt("JobStatus"); st == 2 {
 		if start, ok := ad.EvalInt("JobCurrentStartDate"); ok {
+			if r.current {
+				secs = 0
+			}
 			secs += now - start
 		}
 	}
@@ -326,69 +390,4 @@ func statusLetter(s int64) string {
 		return l
 	}
 	return "?"
-}
-
-func runStatus(args []string, _ io.Reader, stdout io.Writer) error {
-	tf := newToolFlags("status")
-	var o output
-	tf.fs.BoolVar(&o.json, "json", false, "print the machine ads as JSON")
-	tf.fs.BoolVar(&o.long, "long", false, "print the whole machine ads")
-	tf.fs.BoolVar(&o.long, "l", false, "same as -long")
-	constraint := tf.fs.String("constraint", "", "a ClassAd expression the machines must satisfy")
-	client, closeFn, err := tf.connect(context.Background(), args)
-	if err != nil {
-		return err
-	}
-	defer closeFn()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	reply, err := client.QueryPool(ctx, &wire.QueryRequest{Type: "Machine", Constraint: *constraint})
-	if err != nil {
-		return rpcError("status", err)
-	}
-	p := o.printer(stdout, func(w io.Writer) table { return newMachineTable(w) })
-	for _, text := range reply.Ads {
-		if err := p.add(text); err != nil {
-			return err
-		}
-	}
-	return p.finish()
-}
-
-// machineTable prints slots the way condor_status does.
-type machineTable struct {
-	w      io.Writer
-	tw     *tabwriter.Writer
-	states map[string]int
-	n      int
-	now    int64
-}
-
-func newMachineTable(w io.Writer) *machineTable {
-	t := &machineTable{w: w, tw: tabwriter.NewWriter(w, 0, 0, 1, ' ', 0), states: map[string]int{}, now: time.Now().Unix()}
-	fmt.Fprintln(t.tw, "Name\tOpSys\tArch\tState\tActivity\tLoadAv\tMem\tActvtyTime")
-	return t
-}
-
-func (t *machineTable) row(ad *classad.ClassAd) {
-	name, _ := ad.EvalString("Name")
-	opsys, _ := ad.EvalString("OpSys")
-	arch, _ := ad.EvalString("Arch")
-	state, _ := ad.EvalString("State")
-	act, _ := ad.EvalString("Activity")
-	load, _ := ad.EvalReal("LoadAvg")
-	mem, _ := ad.EvalInt("Memory")
-	since, _ := ad.EvalInt("EnteredCurrentActivity")
-	t.states[state]++
-	t.n++
-	fmt.Fprintf(t.tw, "%s\t%s\t%s\t%s\t%s\t%.3f\t%d\t%s\n", name, opsys, arch, state, act, load, mem, duration(t.now-since))
-}
-
-func (t *machineTable) flush() {
-	t.tw.Flush()
-	var parts []string
-	for _, s := range []string{"Owner", "Claimed", "Unclaimed", "Matched", "Preempting"} {
-		parts = append(parts, fmt.Sprintf("%s %d", s, t.states[s]))
-	}
-	fmt.Fprintf(t.w, "\nTotal %d: %s\n", t.n, strings.Join(parts, ", "))
 }

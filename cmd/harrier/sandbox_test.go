@@ -89,7 +89,7 @@ echo "done"
 	eventually(t, 30*time.Second, "the sleeper to run", func() bool { return len(sleepers()) > 0 })
 	p.must(t, "rm", sid)
 	eventually(t, 30*time.Second, "the removed job's process to go", func() bool { return len(sleepers()) == 0 })
-	eventually(t, 30*time.Second, "the slot to be free", func() bool { return strings.Contains(p.must(t, "status"), "Unclaimed") })
+	eventually(t, 30*time.Second, "the slot to be free", func() bool { return strings.Contains(p.must(t, "status", "-af", "State"), "Unclaimed") })
 
 	// A starter killed under its job: the startd cleans up after it.
 	sl = p.submit(t, dir, "sleep2.sub", "executable = /bin/sleep\narguments = 31337\nlog = sleep2.log\nqueue\n")

@@ -22,23 +22,55 @@ import (
 // runSubmit queues the jobs a submit description describes, as
 // condor_submit does: parse and check the whole file first, so that a bad
 // file queues nothing, then ask the agent for a cluster and queue it in one
-// transaction.
-func runSubmit(args []string, _ io.Reader, stdout io.Writer) error {
+// transaction. The description comes from a file, or from standard input
+// when the file is "-" or not given; "name=value" arguments are read before
+// it and -append lines just before its queue statement.
+func runSubmit(args []string, stdin io.Reader, stdout io.Writer) error {
 	tf := newToolFlags("submit")
-	if err := tf.fs.Parse(args); err != nil {
-		return usagef("%v", err)
+	var appends stringList
+	tf.fs.Var(&appends, "append", "a submit command read just before the queue statement (repeatable)")
+	tf.fs.Var(&appends, "a", "same as -append")
+	batch := tf.fs.String("batch-name", "", "the jobs' batch name (JobBatchName), over the file's")
+	dryRun := tf.fs.String("dry-run", "", "write the job ads to this file (- for standard output) and queue nothing")
+	file := tf.fs.String("file", "", "the submit file, as if given as an argument")
+	terse := tf.fs.Bool("terse", false, "print only the range of job ids queued")
+	verbose := tf.fs.Bool("verbose", false, "print the job ads queued (implied by the file -)")
+	maxJobs := tf.fs.Int("maxjobs", 0, "queue nothing if the description makes more jobs than this (0: no limit)")
+	tf.accept("harrier submit queues one cluster per submission", "single-cluster")
+	tf.refuse("not yet", "unused")
+	tf.refuse("refused: "+localAgent, "name=", "remote=", "addr=")
+	tf.refuse("refused: Harrier has no MyProxy credentials", "password=")
+	tf.refuse("refused: Harrier has no file transfer; jobs reach their files through the shadow", "spool", "stm=")
+	tf.refuse("not yet: use -dry-run FILE", "dump=")
+	tf.refuse("not yet: Harrier has no interactive jobs", "interactive")
+	tf.refuse("not yet: max_idle in the submit file makes a cluster materialize late", "factory")
+	tf.refuse("not yet", "disable", "allow-crlf-script")
+	args, queue := takeQueue(args)
+	if err := tf.parse(args); err != nil {
+		return err
 	}
-	if tf.fs.NArg() != 1 {
-		return usagef("want one submit file")
+	if queue != "" {
+		// condor_submit's -queue is a queue statement the file lacks.
+		appends = append(appends, queue)
 	}
-	path := tf.fs.Arg(0)
-	src, err := os.ReadFile(path)
+	path := *file
+	var defines []string
+	for _, a := range tf.fs.Args() {
+		if name, _, ok := strings.Cut(a, "="); ok && name != "" {
+			defines = append(defines, a)
+			continue
+		}
+		if path != "" {
+			return usagef("want one submit file, not %q and %q", path, a)
+		}
+		path = a
+	}
+	src, name, dir, err := readDescription(path, stdin)
 	if err != nil {
 		return err
 	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return err
+	if path == "-" && !*terse {
+		*verbose = true // as condor_submit does
 	}
 	owner := "unknown"
 	if u, err := user.Current(); err == nil {
@@ -48,14 +80,39 @@ func runSubmit(args []string, _ io.Reader, stdout io.Writer) error {
 	defer cancel()
 	// The description may run commands (include command, queue from cmd |):
 	// this tool runs as the user who submits, as condor_submit does.
-	env := submit.Env{Dir: filepath.Dir(abs), Owner: owner, Getenv: os.LookupEnv, Environ: os.Environ(),
-		Now: time.Now(), Command: submit.Exec(ctx)}
-	desc, err := submit.Parse(src, path, env)
+	env := submit.Env{Dir: dir, Owner: owner, Getenv: os.LookupEnv, Environ: os.Environ(),
+		Now: time.Now(), Command: submit.Exec(ctx), Defines: defines, Append: appends}
+	desc, err := submit.Parse(src, name, env)
 	if err != nil {
 		return err
 	}
 	for _, w := range desc.Warnings() {
 		fmt.Fprintf(os.Stderr, "harrier submit: %v\n", w)
+	}
+	finish := func(ads []*classad.ClassAd) error {
+		if *maxJobs > 0 && len(ads) > *maxJobs {
+			return fmt.Errorf("the description makes %d jobs, more than -maxjobs %d: nothing is queued", len(ads), *maxJobs)
+		}
+		for _, ad := range ads {
+			// condor_submit records the cluster's size, which the batch
+			// view of harrier q needs to count the jobs that are done.
+			ad.SetInt("TotalSubmitProcs", int64(len(ads)))
+			if *batch != "" {
+				ad.SetString("JobBatchName", *batch)
+			}
+		}
+		return nil
+	}
+	if *dryRun != "" {
+		// Nothing reaches the agent, so the cluster is 1, as in HTCondor.
+		ads, err := desc.Jobs(1, env)
+		if err != nil {
+			return err
+		}
+		if err := finish(ads); err != nil {
+			return err
+		}
+		return writeDryRun(*dryRun, ads, stdout)
 	}
 	pc, err := findPool(*tf.pool)
 	if err != nil {
@@ -76,12 +133,95 @@ func runSubmit(args []string, _ io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := finish(ads); err != nil {
+		return err
+	}
 	req := submitRequest(nc.Cluster, ads)
 	reply, err := client.Submit(ctx, req)
 	if err != nil {
 		return submitError(err, req)
 	}
+	switch {
+	case *terse:
+		fmt.Fprintf(stdout, "%d.0 - %d.%d\n", nc.Cluster, nc.Cluster, reply.Count-1)
+		return nil
+	case *verbose:
+		for _, ad := range ads {
+			fmt.Fprintln(stdout, ad.MarshalOld())
+		}
+	}
 	fmt.Fprintf(stdout, "%d job(s) submitted to cluster %d.\n", reply.Count, nc.Cluster)
+	return nil
+}
+
+// takeQueue takes condor_submit's "-queue ARGS" from args: the words after
+// it up to the next option make a queue statement.
+func takeQueue(args []string) (rest []string, queue string) {
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		if a != "-queue" && a != "--queue" {
+			continue
+		}
+		j := i + 1
+		for j < len(args) && !strings.HasPrefix(args[j], "-") {
+			j++
+		}
+		rest = append(append(rest, args[:i]...), args[j:]...)
+		return rest, strings.TrimSpace("queue " + strings.Join(args[i+1:j], " "))
+	}
+	return args, ""
+}
+
+// readDescription reads a submit description from path, or from stdin when
+// path is "" or "-", and returns it with its name for messages and the
+// directory its relative paths are relative to.
+func readDescription(path string, stdin io.Reader) (src []byte, name, dir string, err error) {
+	if path == "" || path == "-" {
+		if src, err = io.ReadAll(stdin); err != nil {
+			return nil, "", "", fmt.Errorf("read the submit description from standard input: %w", err)
+		}
+		dir, err = os.Getwd()
+		return src, "(stdin)", dir, err
+	}
+	if src, err = os.ReadFile(path); err != nil {
+		return nil, "", "", err
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, "", "", err
+	}
+	return src, path, filepath.Dir(abs), nil
+}
+
+// writeDryRun writes the ads a submission would queue to path ("-" is
+// stdout), in the old ClassAd syntax with a blank line after each, as
+// harrier q -long prints them.
+func writeDryRun(path string, ads []*classad.ClassAd, stdout io.Writer) error {
+	var b strings.Builder
+	for _, ad := range ads {
+		b.WriteString(ad.MarshalOld())
+		b.WriteString("\n")
+	}
+	if path == "-" {
+		if _, err := io.WriteString(stdout, b.String()); err != nil {
+			return err
+		}
+	} else if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		return fmt.Errorf("write the dry-run ads: %w", err)
+	}
+	fmt.Fprintf(stdout, "%d job(s) dry-run to cluster 1.\n", len(ads))
+	return nil
+}
+
+// stringList is a flag that may be given many times.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, "\n") }
+
+func (l *stringList) Set(s string) error {
+	*l = append(*l, s)
 	return nil
 }
 
