@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 
 	"harrier.dev/harrier/checkpoint"
@@ -824,5 +825,160 @@ func TestSessionKillBeforeAttach(t *testing.T) {
 	}
 	if len(runner.jobs) != 0 {
 		t.Error("a late starter ran the job")
+	}
+}
+
+// startd plays a startd's side of a claim: it steers a starter.ServeClaim
+// with Commands and hears its Events, as the startd steers its starter
+// process through the process's standard input and output.
+type startd struct {
+	commands *childproc.Sender[starter.Command]
+	input    *io.PipeWriter
+	events   chan starter.Event
+	done     chan struct{}
+	err      error
+}
+
+// claim starts the starter's side of a claim whose jobs runner runs.
+func (s *session) claim(runner starter.Runner) *startd {
+	in, input := io.Pipe()
+	out, report := io.Pipe()
+	d := &startd{commands: childproc.NewSender[starter.Command](input), input: input,
+		events: make(chan starter.Event, 16), done: make(chan struct{})}
+	go func() {
+		defer close(d.done)
+		d.err = starter.ServeClaim(s.t.Context(), in, report, func(spec *starter.Spec) starter.Runner {
+			spec.Sandbox = "process" // as a startd without containers settles it
+			return runner
+		}, testLogger(s.t, "starter"))
+		in.Close()
+		report.Close()
+	}()
+	go func() {
+		r := childproc.NewReceiver[starter.Event](out)
+		for {
+			ev, err := r.Receive()
+			if err != nil {
+				return
+			}
+			d.events <- ev
+		}
+	}()
+	s.t.Cleanup(func() {
+		input.Close()
+		<-d.done
+	})
+	return d
+}
+
+func (d *startd) send(t *testing.T, c starter.Command) {
+	t.Helper()
+	if err := d.commands.Send(c); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ended waits for the starter to report its job's end.
+func (d *startd) ended(t *testing.T) {
+	t.Helper()
+	select {
+	case ev := <-d.events:
+		if ev.Type != starter.EventEnded {
+			t.Fatalf("starter event %+v, want %s", ev, starter.EventEnded)
+		}
+	case <-time.After(patience):
+		t.Fatalf("the starter reported no end in %v", patience)
+	}
+}
+
+// wait returns what ServeClaim returned.
+func (d *startd) wait(t *testing.T) error {
+	t.Helper()
+	select {
+	case <-d.done:
+		return d.err
+	case <-time.After(patience):
+		t.Fatalf("the starter's claim did not end in %v", patience)
+		return nil
+	}
+}
+
+// TestClaimServesJobsInTurn: a claim's two jobs run one after the other,
+// both sides keeping their end of one link; each job's end is reported to
+// the startd, and the end of the startd's commands ends the claim.
+func TestClaimServesJobsInTurn(t *testing.T) {
+	s := newSession(t)
+	d := s.claim(newFakeRunner())
+	for proc, code := range []int{3, 4} {
+		ad, ready := s.submit(job{proc: proc, program: "stdout job " + strconv.Itoa(proc) + "\nexit " + strconv.Itoa(code)})
+		spec := s.spec(ready, ad)
+		spec.Reusable = true
+		spec.Sandbox = ""
+		d.send(t, starter.Command{Job: spec})
+		s.expect(shadow.EventExecuting)
+		if end := s.expect(shadow.EventExited); end.ExitCode != code {
+			t.Errorf("job %d exited %+v, want code %d", proc, end, code)
+		}
+		d.ended(t)
+	}
+	d.input.Close()
+	if err := d.wait(t); err != nil {
+		t.Errorf("claim: %v", err)
+	}
+	if a, b := s.output("out.0"), s.output("out.1"); a != "job 0\n" || b != "job 1\n" {
+		t.Errorf("outputs %q and %q", a, b)
+	}
+}
+
+// TestClaimCommands: the startd's suspend, continue and vacate reach the
+// job; a vacate checkpoints it, and ends the claim without another job.
+func TestClaimCommands(t *testing.T) {
+	s := newSession(t)
+	runner := newFakeRunner()
+	d := s.claim(runner)
+	ad, ready := s.submit(migrationJob())
+	spec := s.spec(ready, ad)
+	spec.Reusable = true
+	d.send(t, starter.Command{Job: spec})
+	s.expect(shadow.EventExecuting)
+	j := nextJob(t, runner)
+	d.send(t, starter.Command{Suspend: true})
+	s.expect(shadow.EventSuspended)
+	d.send(t, starter.Command{Continue: true})
+	s.expect(shadow.EventResumed)
+	d.send(t, starter.Command{Vacate: true})
+	if ck := s.expect(shadow.EventCheckpointed); !ck.Vacate {
+		t.Errorf("checkpointed %+v", ck)
+	}
+	s.expect(shadow.EventEvicted)
+	if err := d.wait(t); err != nil {
+		t.Errorf("claim: %v", err)
+	}
+	if len(d.events) != 0 {
+		t.Errorf("a vacated claim reported %+v, as if it took another job", <-d.events)
+	}
+	if sus, cont := j.Counts(); sus != 1 || cont != 1 {
+		t.Errorf("suspended %d and continued %d times", sus, cont)
+	}
+}
+
+// TestClaimKill: the startd's kill stops the job and ends the claim. The
+// kill cancels the starter's work, and with it the session: the job gets
+// SIGKILL, or, should the lost session be noticed first, its kill signal.
+func TestClaimKill(t *testing.T) {
+	s := newSession(t)
+	runner := newFakeRunner()
+	d := s.claim(runner)
+	ad, ready := s.submit(job{program: "wait"})
+	d.send(t, starter.Command{Job: s.spec(ready, ad)})
+	s.expect(shadow.EventExecuting)
+	j := nextJob(t, runner)
+	d.send(t, starter.Command{Kill: true})
+	d.wait(t)
+	if got := j.Received(); len(got) == 0 || (got[0] != unix.SIGKILL && got[0] != unix.SIGTERM) {
+		t.Errorf("the job received %v, want SIGKILL or SIGTERM", got)
+	}
+	if ev := s.next(); ev.Type != shadow.EventFailed && ev.Type != shadow.EventExited {
+		t.Errorf("shadow event %+v, want the run failed or the job's end", ev)
 	}
 }
