@@ -3,6 +3,7 @@ package starter_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"harrier.dev/harrier/checkpoint"
 	"harrier.dev/harrier/starter"
 )
 
@@ -28,6 +30,7 @@ import (
 //	exit N        ends the job with exit code N (the end of the program: 0)
 //	cat           copies the job's standard input to its standard output
 //	wait          blocks until the test releases the job or a signal ends it
+//	open PATH N   holds PATH open, a file of N bytes, as CRIU records it
 //
 // A checkpoint's image holds what is left of the program, and a restore
 // runs that: a job vacated at its wait goes on after it elsewhere.
@@ -51,7 +54,7 @@ var (
 	_ starter.Restored     = (*restoredJob)(nil)
 )
 
-// imageFile is the one file of a fake checkpoint image: the rest of the
+// imageFile is the memory of a fake checkpoint image: the rest of the
 // program.
 const imageFile = "pages-1.img"
 
@@ -145,6 +148,7 @@ type fakeJob struct {
 
 	mu        sync.Mutex
 	pc        int // the next line to run
+	inputs    []checkpoint.Input
 	exit      starter.Exit
 	suspends  int
 	continues int
@@ -175,6 +179,12 @@ func (j *fakeJob) run() {
 			fmt.Fprintln(j.stdout, arg)
 		case "stderr":
 			fmt.Fprintln(j.stderr, arg)
+		case "open":
+			path, size, _ := strings.Cut(arg, " ")
+			n, _ := strconv.ParseInt(size, 10, 64)
+			j.mu.Lock()
+			j.inputs = append(j.inputs, checkpoint.Input{Path: path, Size: n})
+			j.mu.Unlock()
 		case "cat":
 			if j.stdin != nil {
 				_, _ = io.Copy(j.stdout, j.stdin)
@@ -275,8 +285,17 @@ func (j *fakeJob) Checkpoint(_ context.Context, imageDir string, leaveRunning bo
 	}
 	j.mu.Lock()
 	rest := strings.Join(j.program[j.pc:], "\n")
+	info, err := json.Marshal(checkpoint.Result{Inputs: j.inputs})
 	j.mu.Unlock()
+	if err != nil {
+		return starter.CheckpointStats{}, err
+	}
 	if err := os.WriteFile(filepath.Join(imageDir, imageFile), []byte(rest), 0o600); err != nil {
+		return starter.CheckpointStats{}, err
+	}
+	// The dump's information, which the shadow reads from the stored
+	// image: the files the job held open, whose sizes a restore needs.
+	if err := os.WriteFile(filepath.Join(imageDir, checkpoint.InfoName), info, 0o600); err != nil {
 		return starter.CheckpointStats{}, err
 	}
 	if !leaveRunning {

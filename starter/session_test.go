@@ -442,10 +442,10 @@ func TestSessionSuspendedJobKilled(t *testing.T) {
 // a checkpoint at the agent's request (the job runs on), then has the
 // startd vacate it, which checkpoints it again; the job is then evicted
 // and its image is in the agent's store.
-func vacateWithCheckpoint(t *testing.T, s *session) {
+func vacateWithCheckpoint(t *testing.T, s *session, j job) {
 	t.Helper()
 	runner := newFakeRunner()
-	r := s.launch(migrationJob(), runner)
+	r := s.launch(j, runner)
 	s.expect(shadow.EventExecuting)
 	nextJob(t, runner)
 
@@ -474,8 +474,8 @@ func vacateWithCheckpoint(t *testing.T, s *session) {
 	if err != nil {
 		t.Fatalf("the stored image: %v", err)
 	}
-	if len(m.Files) != 1 || m.Files[0].Name != imageFile || m.Seal == "" {
-		t.Errorf("the stored image holds %+v, want the fake's one file, sealed", m)
+	if len(m.Files) != 2 || m.Files[1].Name != imageFile || m.Seal == "" {
+		t.Errorf("the stored image holds %+v, want the fake's dump information and memory, sealed", m)
 	}
 }
 
@@ -487,7 +487,7 @@ func migrationJob(attrs ...string) job {
 
 func TestSessionVacateAndRestore(t *testing.T) {
 	s := newSession(t)
-	vacateWithCheckpoint(t, s)
+	vacateWithCheckpoint(t, s, migrationJob())
 	if got := s.output("out.0"); got != "before\n" {
 		t.Errorf("Out after the vacate holds %q", got)
 	}
@@ -514,7 +514,7 @@ func TestSessionRestoreFailure(t *testing.T) {
 	restoreErr := errors.New("criu says no")
 	t.Run("start afresh", func(t *testing.T) {
 		s := newSession(t)
-		vacateWithCheckpoint(t, s)
+		vacateWithCheckpoint(t, s, migrationJob())
 		runner := newFakeRunner()
 		runner.restoreErr = restoreErr
 		r := s.launch(migrationJob("NumCkpts = 1"), runner)
@@ -534,7 +534,7 @@ func TestSessionRestoreFailure(t *testing.T) {
 	})
 	t.Run("hold", func(t *testing.T) {
 		s := newSession(t)
-		vacateWithCheckpoint(t, s)
+		vacateWithCheckpoint(t, s, migrationJob())
 		runner := newFakeRunner()
 		runner.restoreErr = restoreErr
 		r := s.launch(migrationJob("NumCkpts = 1", `OnRestoreFailure = "hold"`), runner)
@@ -548,7 +548,7 @@ func TestSessionRestoreFailure(t *testing.T) {
 	})
 	t.Run("image not sealed by this pool", func(t *testing.T) {
 		s := newSession(t)
-		vacateWithCheckpoint(t, s)
+		vacateWithCheckpoint(t, s, migrationJob())
 		ad, ready := s.submit(migrationJob("NumCkpts = 1", `OnRestoreFailure = "hold"`))
 		spec := s.spec(ready, ad)
 		spec.CheckpointKeyFile = filepath.Join(t.TempDir(), "other.key")
@@ -568,6 +568,35 @@ func TestSessionRestoreFailure(t *testing.T) {
 			t.Error("the runner ran a job from a forged image")
 		}
 	})
+}
+
+// TestSessionChangedInputNotRestored: a job whose input changed since its
+// checkpoint is not restored (CRIU would refuse it); it starts afresh, and
+// says why.
+func TestSessionChangedInputNotRestored(t *testing.T) {
+	s := newSession(t)
+	in := filepath.Join(s.iwd, "in.dat")
+	if err := os.WriteFile(in, []byte("12345"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opens := migrationJob()
+	opens.program = "open " + in + " 5\n" + opens.program
+	vacateWithCheckpoint(t, s, opens)
+	if err := os.WriteFile(in, []byte("1234567"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opens.attrs = append(opens.attrs, "NumCkpts = 1")
+	runner := newFakeRunner()
+	r := s.launch(opens, runner)
+	ex := s.expect(shadow.EventExecuting)
+	if ex.Restored || !strings.Contains(ex.RestoreFailure, checkpoint.ErrInputChanged.Error()) {
+		t.Errorf("executing %+v, want a fresh start because in.dat changed", ex)
+	}
+	nextJob(t, runner).Release()
+	s.expect(shadow.EventExited)
+	if err := r.wait(t); err != nil {
+		t.Errorf("starter: %v", err)
+	}
 }
 
 func TestSessionVacateWithoutCheckpoint(t *testing.T) {
