@@ -82,6 +82,16 @@ done
 `
 	// A shadow that dies without a word.
 	dyingShadow = readyShadow + "exit 1\n"
+	// A claim's shadow that runs each job it is given to a clean exit;
+	// its fingerprint is its process id.
+	reusedShadow = `while read cmd; do
+	case "$cmd" in *'"job":'*)
+		echo '{"type":"ready","addr":"127.0.0.1:9","fingerprint":"'$$'"}'
+		echo '{"type":"executing","host":"exec"}'
+		echo '{"type":"exited","exit_code":0}' ;;
+	esac
+done
+`
 )
 
 // fakeStartd grants claims, as far as the agent can tell.
@@ -139,8 +149,9 @@ type pool struct {
 	matchmaker wire.AgentClient
 }
 
-// newPool runs an agent whose shadows run script, with a fake startd.
-func newPool(t *testing.T, script string, startd *fakeStartd) *pool {
+// newPool runs an agent whose shadows run script, with a fake startd;
+// tweak, if given, adjusts the agent's configuration.
+func newPool(t *testing.T, script string, startd *fakeStartd, tweak ...func(*agent.Config)) *pool {
 	t.Helper()
 	dir := t.TempDir()
 	ca, err := pki.CreateCA(dir, "test")
@@ -201,12 +212,16 @@ func newPool(t *testing.T, script string, startd *fakeStartd) *pool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := agent.New(agent.Config{
+	cfg := agent.Config{
 		Name: "agent@submit", Logger: slog.New(slog.NewTextHandler(t.Output(), nil)), Queue: q,
 		TLS: agentTLS, ClientTLS: agentClientTLS, CAPEM: caPEM,
 		MatchmakerAddr: "127.0.0.1:1", AdvertiseAddr: tcp.Addr().String(), AdvertiseInterval: time.Hour,
 		ShadowCommand: []string{"/bin/sh", "-c", script}, CheckpointDir: p.ckptDir,
-	})
+	}
+	for _, f := range tweak {
+		f(&cfg)
+	}
+	a, err := agent.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,18 +255,30 @@ func newPool(t *testing.T, script string, startd *fakeStartd) *pool {
 // submit queues one job with the extra attributes and returns its id.
 func (p *pool) submit(attrs ...string) string {
 	p.t.Helper()
+	return p.submitCluster(1, attrs...)[0]
+}
+
+// submitCluster queues a cluster of n jobs and returns their ids.
+func (p *pool) submitCluster(n int, attrs ...string) []string {
+	p.t.Helper()
 	ctx := p.t.Context()
 	nc, err := p.schedd.NewCluster(ctx, &wire.NewClusterRequest{})
 	if err != nil {
 		p.t.Fatal(err)
 	}
 	c := strconv.Itoa(int(nc.Cluster))
-	ad := "[ " + strings.Join(append([]string{"ClusterId = " + c, "ProcId = 0", "JobStatus = 1", `Cmd = "/bin/true"`,
-		`Iwd = "/tmp"`, "Requirements = true", "RequestCpus = 1", "RequestMemory = 128", "JobUniverse = 5"}, attrs...), "; ") + " ]"
-	if _, err := p.schedd.Submit(ctx, &wire.SubmitRequest{Cluster: nc.Cluster, Ads: []string{ad}}); err != nil {
+	req := &wire.SubmitRequest{Cluster: nc.Cluster}
+	var ids []string
+	for proc := range n {
+		ad := "[ " + strings.Join(append([]string{"ClusterId = " + c, "ProcId = " + strconv.Itoa(proc), "JobStatus = 1", `Cmd = "/bin/true"`,
+			`Iwd = "/tmp"`, "Requirements = true", "RequestCpus = 1", "RequestMemory = 128", "JobUniverse = 5"}, attrs...), "; ") + " ]"
+		req.Ads = append(req.Ads, ad)
+		ids = append(ids, c+"."+strconv.Itoa(proc))
+	}
+	if _, err := p.schedd.Submit(ctx, req); err != nil {
 		p.t.Fatal(err)
 	}
-	return c + ".0"
+	return ids
 }
 
 // match tells the agent, as the matchmaker does, that job id matched the
@@ -507,5 +534,35 @@ func waitFree(t *testing.T, p *pool, id string) {
 	}
 	if ad, _ := p.job(id); intAttr(ad, "JobStatus") != 1 {
 		t.Errorf("job after a refused claim: %s", ad)
+	}
+}
+
+// TestClaimReused: within its work life a claim runs the cluster's next
+// job without a new match, through the same shadow process, activated anew
+// with a secret of its own; the claim is released once no job is left.
+func TestClaimReused(t *testing.T) {
+	p := newPool(t, reusedShadow, &fakeStartd{}, func(c *agent.Config) { c.ClaimWorkLife = time.Hour })
+	ids := p.submitCluster(2)
+	if err := p.match(ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if ad, _ := p.await(id, "JobStatus == 4"); intAttr(ad, "ExitCode") != 0 {
+			t.Errorf("job %s: %s", id, ad)
+		}
+	}
+	waitReleased(t, p, "claim-"+ids[0])
+	act, rel := p.startd.seen()
+	if len(act) != 2 || act[0].ClaimId != act[1].ClaimId || act[0].Secret == act[1].Secret {
+		t.Fatalf("activations %v, want two of the one claim, each with its own secret", act)
+	}
+	if act[0].ShadowFingerprint != act[1].ShadowFingerprint {
+		t.Errorf("the jobs had shadows %s and %s, want the claim's one", act[0].ShadowFingerprint, act[1].ShadowFingerprint)
+	}
+	if len(rel) != 1 {
+		t.Errorf("releases %v, want one", rel)
+	}
+	if ad, _ := p.job(ids[1]); intAttr(ad, "NumJobMatches") != 0 {
+		t.Errorf("the second job was matched: %s", ad)
 	}
 }
