@@ -61,13 +61,13 @@ func (a *Agent) advertise(ctx context.Context) {
 	}
 	a.mu.Unlock()
 	var idle []idleJob
-	counts := map[int64]int64{}
+	counts := map[JobStatus]int64{}
 	now := time.Now()
 	a.queue.Scan(func(id jobqueue.JobID, ad *classad.ClassAd) bool {
 		if !isJob(id) {
 			return true
 		}
-		st, _ := ad.EvalInt("JobStatus")
+		st := statusOf(ad)
 		counts[st]++
 		if st == Idle && !busy[id] && !waiting(ad, now) {
 			idle = append(idle, idleJob{id: id, ad: ad})
@@ -128,6 +128,6 @@ func waiting(ad *classad.ClassAd, now time.Time) bool {
 	if d == 0 {
 		return false
 	}
-	last, _ := ad.EvalInt("LastShadowExceptionDate")
+	last, _ := ad.EvalInt(AttrLastShadowExceptionDate)
 	return now.Before(time.Unix(last, 0).Add(d))
 }

@@ -66,6 +66,10 @@ type Config struct {
 	PeriodicInterval time.Duration
 	// Limits bound what each local user may ask of the agent.
 	Limits Limits
+	// StopGrace is how long a stopping agent waits for the jobs it runs
+	// to stop and their moves to be recorded before it abandons them
+	// (their jobs are then requeued on restart). Zero means 10 seconds.
+	StopGrace time.Duration
 }
 
 // Queue is what the agent keeps jobs in: the durable queue and the
@@ -88,8 +92,18 @@ type Agent struct {
 	reschedule atomic.Bool
 	client     *clients
 
+	// work tracks the goroutines that outlive the request that started
+	// them: those working claims (useClaim) and turning matches down.
+	// runCtx is theirs; endRuns abandons what they do (see Serve).
+	work    sync.WaitGroup
+	runCtx  context.Context
+	endRuns context.CancelFunc
+
 	mu   sync.Mutex
 	runs map[jobqueue.JobID]*run // jobs being claimed or running
+	// stopping is set once the agent stops its runs: no goroutine is
+	// added to work, and no run is made, after it.
+	stopping bool
 	// factories counts clusters with jobs still to be made (max_idle).
 	factories atomic.Int64
 	// quota counts jobs by owner for cfg.Limits; submitRate paces each
@@ -121,6 +135,9 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.PeriodicInterval <= 0 {
 		cfg.PeriodicInterval = 60 * time.Second
 	}
+	if cfg.StopGrace <= 0 {
+		cfg.StopGrace = 10 * time.Second
+	}
 	var err error
 	if cfg.Limits, err = cfg.Limits.withDefaults(); err != nil {
 		return nil, err
@@ -135,18 +152,24 @@ func New(cfg Config) (*Agent, error) {
 	}
 	a.submitRate.rate = float64(cfg.Limits.SubmitRate)
 	a.jobs = &jobTable{a: a}
+	a.runCtx, a.endRuns = context.WithCancel(context.Background())
 	return a, nil
 }
 
 // Serve runs the agent: the Agent service on tcp, the Schedd service on
 // local (a Unix socket listener), the advertiser and the job-policy loop. It
-// returns when ctx is done, after stopping the servers; running shadows are
-// told to stop their jobs.
+// returns when ctx is done, once nothing it started still runs: the
+// servers are stopped after their handlers return, running shadows are told
+// to stop their jobs, and their runs have StopGrace to record the jobs'
+// moves before what is left is abandoned. Each move is one commit, so an
+// abandoned one is made whole or not at all; the queue may be closed as
+// soon as Serve returns.
 func (a *Agent) Serve(ctx context.Context, tcp, local net.Listener) error {
+	defer a.endRuns()
 	if err := a.recover(ctx); err != nil {
 		return err
 	}
-	remote := grpc.NewServer(wire.ServerOptions(a.cfg.TLS)...)
+	remote := grpc.NewServer(append(wire.ServerOptions(a.cfg.TLS), grpc.WaitForHandlers(true))...)
 	wire.RegisterAgentServer(remote, &agentService{a: a})
 	localSrv := a.scheddServer()
 
@@ -166,11 +189,23 @@ func (a *Agent) Serve(ctx context.Context, tcp, local net.Listener) error {
 	}
 	localSrv.Stop()
 	remote.Stop()
-	a.stopRuns()
 	<-done
 	<-policyDone
+	a.stopRuns()
 	a.client.close()
 	return err
+}
+
+// goTracked runs fn in a goroutine that Serve waits for, unless the agent
+// is stopping; it reports whether fn runs.
+func (a *Agent) goTracked(fn func()) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.stopping {
+		return false
+	}
+	a.work.Go(fn)
+	return true
 }
 
 // kick asks the advertiser to run now.

@@ -10,6 +10,7 @@ import (
 
 	"harrier.dev/harrier/agent/jobqueue"
 	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/matchmaker"
 )
 
 // Autoclustering, after section 4 of Tannenbaum's "A New Architecture for
@@ -21,18 +22,9 @@ import (
 // Requirements and Rank, every job attribute those reach, and Owner, since
 // requests are per submitter.
 
-// Attributes of a resource request ad; the matchmaker reads them.
-const (
-	attrJobIDs        = "JobIds"
-	attrAutoClusterID = "AutoClusterId"
-	// attrSignificant lists, in the negotiator's ad, the job attributes
-	// that machine policies read.
-	attrSignificant = "SignificantAttributes"
-)
-
 // orderAttrs order a submitter's requests; a request carries those of its
 // best job.
-var orderAttrs = []string{"JobPrio", "QDate", "ClusterId", "ProcId"}
+var orderAttrs = []string{AttrJobPrio, AttrQDate, AttrClusterID, AttrProcID}
 
 // identifier finds the names in printed expression text. It finds more
 // than the references (function names, scope keywords, words in strings),
@@ -96,8 +88,8 @@ func autoclusters(jobs []idleJob, significant []string) []*classad.ClassAd {
 				ad.Set(name, e)
 			}
 		}
-		ad.SetInt(attrAutoClusterID, clusterID(signature(g.first, g.attrs)))
-		ad.SetValue(attrJobIDs, classad.List(g.ids...))
+		ad.SetInt(matchmaker.AttrAutoClusterID, clusterID(signature(g.first, g.attrs)))
+		ad.SetValue(matchmaker.AttrJobIDs, classad.List(g.ids...))
 		out[i] = ad
 	}
 	return out
@@ -121,9 +113,9 @@ func significantOf(ad *classad.ClassAd, significant []string, names map[string][
 	for _, n := range significant {
 		add(n)
 	}
-	add("Owner")
-	add("Requirements")
-	add("Rank")
+	add(AttrOwner)
+	add(AttrRequirements)
+	add(AttrRank)
 	for len(todo) > 0 {
 		name := todo[len(todo)-1]
 		todo = todo[:len(todo)-1]
@@ -177,7 +169,7 @@ func clusterID(sig string) int64 {
 // first, then QDate, ClusterId and ProcId earlier first.
 func compareJobs(a, b *classad.ClassAd) int {
 	get := func(ad *classad.ClassAd, name string) int64 { v, _ := ad.EvalInt(name); return v }
-	if c := cmp.Compare(get(b, "JobPrio"), get(a, "JobPrio")); c != 0 {
+	if c := cmp.Compare(get(b, AttrJobPrio), get(a, AttrJobPrio)); c != 0 {
 		return c
 	}
 	for _, n := range orderAttrs[1:] {
@@ -191,7 +183,7 @@ func compareJobs(a, b *classad.ClassAd) int {
 // parseSignificant reads the negotiator's list of significant attributes;
 // ok is false when the ad publishes none.
 func parseSignificant(negotiator *classad.ClassAd) (attrs []string, ok bool) {
-	s, ok := negotiator.EvalString(attrSignificant)
+	s, ok := negotiator.EvalString(matchmaker.AttrSignificantAttributes)
 	if !ok {
 		return nil, false
 	}

@@ -7,6 +7,7 @@ import (
 
 	"harrier.dev/harrier/agent/jobqueue"
 	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/matchmaker"
 )
 
 func idleJobAd(t *testing.T, cluster, proc int, extra string) idleJob {
@@ -22,9 +23,9 @@ func idleJobAd(t *testing.T, cluster, proc int, extra string) idleJob {
 
 func requestIDs(t *testing.T, ad *classad.ClassAd) []string {
 	t.Helper()
-	list, ok := ad.Eval(attrJobIDs).ListValue()
+	list, ok := ad.Eval(matchmaker.AttrJobIDs).ListValue()
 	if !ok {
-		t.Fatalf("request without %s: %s", attrJobIDs, ad)
+		t.Fatalf("request without %s: %s", matchmaker.AttrJobIDs, ad)
 	}
 	var ids []string
 	for _, v := range list {
@@ -64,8 +65,8 @@ func TestAutoclustersGroupBySignificantAttributes(t *testing.T) {
 	// The same jobs give the same cluster ids.
 	again := autoclusters(jobs, []string{"Department"})
 	for i := range reqs {
-		a, _ := reqs[i].EvalInt(attrAutoClusterID)
-		b, _ := again[i].EvalInt(attrAutoClusterID)
+		a, _ := reqs[i].EvalInt(matchmaker.AttrAutoClusterID)
+		b, _ := again[i].EvalInt(matchmaker.AttrAutoClusterID)
 		if a != b {
 			t.Errorf("request %d: cluster id %d then %d", i, a, b)
 		}
@@ -78,8 +79,8 @@ func TestAutoclustersWithoutSignificantAttributes(t *testing.T) {
 	if len(reqs) != 2 {
 		t.Fatalf("%d requests, want one per job", len(reqs))
 	}
-	if _, ok := reqs[0].Lookup(attrJobIDs); ok {
-		t.Errorf("a plain job ad carries %s", attrJobIDs)
+	if _, ok := reqs[0].Lookup(matchmaker.AttrJobIDs); ok {
+		t.Errorf("a plain job ad carries %s", matchmaker.AttrJobIDs)
 	}
 	if a, _ := reqs[1].EvalString("Arguments"); a != "run 1" {
 		t.Errorf("plain job ad lost its attributes: %s", reqs[1])

@@ -39,31 +39,29 @@ func (a *Agent) checkpointStore(owner string) (string, error) {
 
 // checkpointed records a checkpoint the job's shadow stored.
 func (a *Agent) checkpointed(ctx context.Context, r *run, ev shadow.Event) {
-	ad, err := a.jobs.transition(ctx, r.id, func(ad *classad.ClassAd) (change, error) {
-		n, _ := ad.EvalInt("NumCkpts")
-		return change{
-			"NumCkpts":           classad.Int(n + 1),
-			"LastCkptTime":       classad.Int(time.Now().Unix()),
-			"LastCkptSize":       classad.Int(ev.StoredBytes),
-			"LastCkptImageSize":  classad.Int(ev.ImageBytes),
-			"LastCkptFrozenTime": seconds(ev.FrozenSeconds),
-			"LastCkptDumpTime":   seconds(ev.DumpSeconds),
-		}, nil
+	_, err := a.jobs.apply(ctx, r.id, func(ad *classad.ClassAd) (step, error) {
+		n, _ := ad.EvalInt(AttrNumCkpts)
+		return step{set: change{
+			AttrNumCkpts:           classad.Int(n + 1),
+			AttrLastCkptTime:       classad.Int(time.Now().Unix()),
+			AttrLastCkptSize:       classad.Int(ev.StoredBytes),
+			AttrLastCkptImageSize:  classad.Int(ev.ImageBytes),
+			AttrLastCkptFrozenTime: seconds(ev.FrozenSeconds),
+			AttrLastCkptDumpTime:   seconds(ev.DumpSeconds),
+		}, log: logs(joblog.Event{Type: joblog.Checkpointed})}, nil
 	})
 	if err != nil {
 		a.log.Error("record checkpoint", "job", r.id, "err", err)
-		return
 	}
-	a.logEvent(ad, joblog.Event{Type: joblog.Checkpointed})
 }
 
 // dropCheckpoint removes the image of a job that left the queue.
 func (a *Agent) dropCheckpoint(ad *classad.ClassAd) {
-	owner, _ := ad.EvalString("Owner")
+	owner, _ := ad.EvalString(AttrOwner)
 	if a.cfg.CheckpointDir == "" || owner == "" {
 		return
 	}
-	n, _ := ad.EvalInt("NumCkpts")
+	n, _ := ad.EvalInt(AttrNumCkpts)
 	if n == 0 {
 		return
 	}

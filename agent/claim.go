@@ -19,7 +19,8 @@ const claimRetryInterval = time.Second
 // every claimRetryInterval: a pending claim is not a refusal. The startd
 // bounds the wait (the vacated job is killed after MaxVacateTime). The
 // request is given up when it is refused, when the startd cannot be
-// reached, or when the job is removed, held or no longer idle meanwhile.
+// reached, when the job is removed, held or no longer idle meanwhile, or
+// when ctx ends (the agent stops).
 // A removal or hold asked for before the claim was given up is completed
 // here, as there is no shadow to complete it.
 func (a *Agent) requestClaim(ctx context.Context, c *claim, r *run, ad *classad.ClassAd) (machineAd string, ok bool) {

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
@@ -57,14 +56,14 @@ func (r runIO) change(ad *classad.ClassAd) change {
 		files[i] = classad.AdValue(fa)
 	}
 	return change{
-		"FileReadCount":  add("FileReadCount", r.reads),
-		"FileReadBytes":  add("FileReadBytes", r.readBytes),
-		"FileWriteCount": add("FileWriteCount", r.writes),
-		"FileWriteBytes": add("FileWriteBytes", r.writeBytes),
-		"FileSeekCount":  add("FileSeekCount", r.seeks),
-		"BytesRecvd":     add("BytesRecvd", r.readBytes),
-		"BytesSent":      add("BytesSent", r.writeBytes),
-		"RemoteIOFiles":  classad.List(files...),
+		AttrFileReadCount:  add(AttrFileReadCount, r.reads),
+		AttrFileReadBytes:  add(AttrFileReadBytes, r.readBytes),
+		AttrFileWriteCount: add(AttrFileWriteCount, r.writes),
+		AttrFileWriteBytes: add(AttrFileWriteBytes, r.writeBytes),
+		AttrFileSeekCount:  add(AttrFileSeekCount, r.seeks),
+		AttrBytesRecvd:     add(AttrBytesRecvd, r.readBytes),
+		AttrBytesSent:      add(AttrBytesSent, r.writeBytes),
+		AttrRemoteIOFiles:  classad.List(files...),
 	}
 }
 
@@ -72,8 +71,8 @@ func (r runIO) change(ad *classad.ClassAd) change {
 // totals are taken from the job ad once change has been applied.
 func (r runIO) logTo(e *joblog.Event, ad *classad.ClassAd) {
 	e.BytesSent, e.BytesReceived = r.writeBytes, r.readBytes
-	e.TotalBytesSent, _ = ad.EvalInt("BytesSent")
-	e.TotalBytesReceived, _ = ad.EvalInt("BytesRecvd")
+	e.TotalBytesSent, _ = ad.EvalInt(AttrBytesSent)
+	e.TotalBytesReceived, _ = ad.EvalInt(AttrBytesRecvd)
 	var b strings.Builder
 	for _, f := range r.files {
 		// A file name is one line of the log.
@@ -82,20 +81,4 @@ func (r runIO) logTo(e *joblog.Event, ad *classad.ClassAd) {
 			name, f.Opens, f.Reads, f.BytesRead, f.Writes, f.BytesWritten, f.Seeks, f.Time.Seconds())
 	}
 	e.Files = b.String()
-}
-
-// logEvicted adds the run's remote I/O to the job ad of a job that is to
-// run again, and logs e, its eviction, with the run's figures.
-func (a *Agent) logEvicted(ctx context.Context, r *run, ad *classad.ClassAd, ev shadow.Event, e joblog.Event) {
-	rio := newRunIO(ev.Files)
-	if len(rio.files) > 0 {
-		updated, err := a.jobs.transition(ctx, r.id, func(ad *classad.ClassAd) (change, error) { return rio.change(ad), nil })
-		if err != nil {
-			a.log.Warn("record remote I/O", "job", r.id, "err", err)
-		} else {
-			ad = updated
-		}
-	}
-	rio.logTo(&e, ad)
-	a.logEvent(ad, e)
 }

@@ -9,7 +9,7 @@ import (
 
 func TestEndRunAccumulatesWallClock(t *testing.T) {
 	ad := classad.New()
-	ad.SetInt("JobStatus", Running)
+	ad.SetValue(AttrJobStatus, Running.value())
 	ad.SetInt("JobCurrentStartDate", 1000)
 	ad.SetValue("RemoteWallClockTime", classad.Real(30))
 
@@ -22,14 +22,14 @@ func TestEndRunAccumulatesWallClock(t *testing.T) {
 		t.Errorf("LastRemoteWallClockTime = %v, want 12", c["LastRemoteWallClockTime"])
 	}
 
-	for _, to := range []int64{Running, Suspended} {
+	for _, to := range []JobStatus{Running, Suspended} {
 		c := change{}
 		c.endRun(ad, to, 1012)
 		if len(c) != 0 {
-			t.Errorf("a move to status %d ends no run, but changed %v", to, c)
+			t.Errorf("a move to %s ends no run, but changed %v", to, c)
 		}
 	}
-	ad.SetInt("JobStatus", Idle)
+	ad.SetValue(AttrJobStatus, Idle.value())
 	c = change{}
 	c.endRun(ad, Held, 1012)
 	if len(c) != 0 {
@@ -39,7 +39,7 @@ func TestEndRunAccumulatesWallClock(t *testing.T) {
 
 func TestStartBackoff(t *testing.T) {
 	ad := classad.New()
-	ad.SetInt("JobStatus", Idle)
+	ad.SetValue(AttrJobStatus, Idle.value())
 	now := time.Unix(10_000, 0)
 	if d := startBackoff(ad); d != 0 || waiting(ad, now) {
 		t.Errorf("a job that never failed to start waits %v", d)
@@ -58,5 +58,13 @@ func TestStartBackoff(t *testing.T) {
 	ad.SetInt("JobCurrentStartDate", now.Unix()+1)
 	if waiting(ad, now.Add(time.Second)) {
 		t.Error("a job that has started since its last failed start still waits")
+	}
+}
+
+func TestJobStatusString(t *testing.T) {
+	for st, want := range map[JobStatus]string{Idle: "Idle", Held: "Held", TransferringOutput: "TransferringOutput", Suspended: "Suspended", 9: "JobStatus(9)"} {
+		if got := st.String(); got != want {
+			t.Errorf("JobStatus %d is %q, want %q", int(st), got, want)
+		}
 	}
 }

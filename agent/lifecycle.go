@@ -13,47 +13,60 @@ import (
 	"harrier.dev/harrier/shadow"
 )
 
-// remove takes a job out of the queue. A running job is stopped first; its
-// run then finishes the removal when the shadow reports.
+// remove takes a job out of the queue. A job with a run is stopped first;
+// its run then finishes the removal when the shadow reports.
 func (a *Agent) remove(ctx context.Context, id jobqueue.JobID, reason string) error {
 	if a.stopRun(id, actionRemove, reason) {
 		return nil
 	}
-	st := a.jobs.status(id)
-	if st == Removed || st == Completed {
-		return fmt.Errorf("job %s is already leaving the queue", id)
-	}
-	ad, err := a.jobs.retire(ctx, id, change{"JobStatus": classad.Int(Removed), "RemoveReason": classad.String(reason)})
+	_, err := a.jobs.apply(ctx, id, func(ad *classad.ClassAd) (step, error) {
+		if st := statusOf(ad); !Removed.follows(st) {
+			return step{}, fmt.Errorf("job %s is already leaving the queue", id)
+		}
+		return removal(reason), nil
+	})
 	if err != nil {
 		return err
 	}
-	a.logEvent(ad, joblog.Event{Type: joblog.Aborted, Reason: reason})
 	a.kick()
 	return nil
 }
 
+// removal is the step that takes a job out of the queue at a user's or
+// its policy's request.
+func removal(reason string) step {
+	return step{to: Removed, set: change{AttrRemoveReason: classad.String(reason)},
+		log: logs(joblog.Event{Type: joblog.Aborted, Reason: reason})}
+}
+
+// holding is the step that puts a job on hold; more events may precede
+// the hold's (a terminated event, when the job's exit holds it).
+func holding(reason string, code, subcode int, set change, before ...joblog.Event) step {
+	if set == nil {
+		set = change{}
+	}
+	set[AttrHoldReason] = classad.String(reason)
+	set[AttrHoldReasonCode] = classad.Int(int64(code))
+	set[AttrHoldReasonSubCode] = classad.Int(int64(subcode))
+	held := joblog.Event{Type: joblog.Held, Reason: reason, Code: code, Subcode: subcode}
+	return step{to: Held, set: set, log: logs(append(before, held)...)}
+}
+
 // hold puts a job on hold; a running job is stopped.
 func (a *Agent) hold(ctx context.Context, id jobqueue.JobID, reason string, code, subcode int) error {
-	ad, err := a.jobs.transition(ctx, id, func(ad *classad.ClassAd) (change, error) {
-		st, _ := ad.EvalInt("JobStatus")
-		if st == Held {
-			return nil, fmt.Errorf("job %s is already held", id)
+	_, err := a.jobs.apply(ctx, id, func(ad *classad.ClassAd) (step, error) {
+		switch st := statusOf(ad); {
+		case st == Held:
+			return step{}, fmt.Errorf("job %s is already held", id)
+		case !Held.follows(st):
+			return step{}, fmt.Errorf("job %s cannot be held in its state (%d)", id, st)
 		}
-		if st != Idle && st != Running && st != Suspended {
-			return nil, fmt.Errorf("job %s cannot be held in its state (%d)", id, st)
-		}
-		return change{
-			"JobStatus":         classad.Int(Held),
-			"HoldReason":        classad.String(reason),
-			"HoldReasonCode":    classad.Int(int64(code)),
-			"HoldReasonSubCode": classad.Int(int64(subcode)),
-		}, nil
+		return holding(reason, code, subcode, nil), nil
 	})
 	if err != nil {
 		return err
 	}
 	a.stopRun(id, actionHold, reason)
-	a.logEvent(ad, joblog.Event{Type: joblog.Held, Reason: reason, Code: code, Subcode: subcode})
 	a.kick()
 	return nil
 }
@@ -65,68 +78,69 @@ func (a *Agent) release(ctx context.Context, id jobqueue.JobID, by string) error
 
 // releaseBy lets a held job run again, recording why.
 func (a *Agent) releaseBy(ctx context.Context, id jobqueue.JobID, reason string) error {
-	ad, err := a.jobs.transition(ctx, id, func(ad *classad.ClassAd) (change, error) {
-		if st, _ := ad.EvalInt("JobStatus"); st != Held {
-			return nil, fmt.Errorf("job %s is not held", id)
+	_, err := a.jobs.apply(ctx, id, func(ad *classad.ClassAd) (step, error) {
+		if statusOf(ad) != Held {
+			return step{}, fmt.Errorf("job %s is not held", id)
 		}
-		return change{"JobStatus": classad.Int(Idle), "ReleaseReason": classad.String(reason)}, nil
+		return step{to: Idle, set: change{AttrReleaseReason: classad.String(reason)},
+			log: logs(joblog.Event{Type: joblog.Released, Reason: reason})}, nil
 	})
 	if err != nil {
 		return err
 	}
-	a.logEvent(ad, joblog.Event{Type: joblog.Released, Reason: reason})
 	a.kick()
 	return nil
 }
 
 // executing records that the job's process started, or was restored from
-// its checkpoint (ev.RestoreSeconds, CRIU's restore time).
+// its checkpoint (ev.RestoreSeconds, CRIU's restore time). A job held
+// while its slot was being claimed stays held: its run is being stopped.
 func (a *Agent) executing(ctx context.Context, r *run, ev shadow.Event) {
-	ad, err := a.jobs.transition(ctx, r.id, func(ad *classad.ClassAd) (change, error) {
-		starts, _ := ad.EvalInt("NumJobStarts")
+	r.executed = true
+	_, err := a.jobs.apply(ctx, r.id, func(ad *classad.ClassAd) (step, error) {
+		if statusOf(ad) != Idle {
+			return step{}, nil
+		}
+		starts, _ := ad.EvalInt(AttrNumJobStarts)
 		now := time.Now().Unix()
 		c := change{
-			"JobStatus":           classad.Int(Running),
-			"NumJobStarts":        classad.Int(starts + 1),
-			"JobCurrentStartDate": classad.Int(now),
-			"RemoteHost":          classad.String(r.slot),
-			"LastRemoteHost":      classad.String(r.slot),
+			AttrNumJobStarts:        classad.Int(starts + 1),
+			AttrJobCurrentStartDate: classad.Int(now),
+			AttrRemoteHost:          classad.String(r.slot),
+			AttrLastRemoteHost:      classad.String(r.slot),
 		}
-		if _, ok := ad.Lookup("JobStartDate"); !ok {
-			c["JobStartDate"] = classad.Int(now)
+		if _, ok := ad.Lookup(AttrJobStartDate); !ok {
+			c[AttrJobStartDate] = classad.Int(now)
 		}
 		// Restores and starts from the beginning are counted apart, and a
 		// failed restore is recorded with its reason: the user sees why a
 		// job that had a checkpoint lost its work.
 		if ev.Restored {
-			n, _ := ad.EvalInt("NumRestores")
-			c["NumRestores"] = classad.Int(n + 1)
-			c["LastCkptRestoreTime"] = seconds(ev.RestoreSeconds)
+			n, _ := ad.EvalInt(AttrNumRestores)
+			c[AttrNumRestores] = classad.Int(n + 1)
+			c[AttrLastCkptRestoreTime] = seconds(ev.RestoreSeconds)
 		} else {
-			n, _ := ad.EvalInt("NumFreshStarts")
-			c["NumFreshStarts"] = classad.Int(n + 1)
+			n, _ := ad.EvalInt(AttrNumFreshStarts)
+			c[AttrNumFreshStarts] = classad.Int(n + 1)
 		}
 		if ev.RestoreFailure != "" {
-			n, _ := ad.EvalInt("NumRestoreFailures")
-			c["NumRestoreFailures"] = classad.Int(n + 1)
-			c["LastRestoreFailure"] = classad.String(ev.RestoreFailure)
-			c["LastRestoreFailureTime"] = classad.Int(now)
+			n, _ := ad.EvalInt(AttrNumRestoreFailures)
+			c[AttrNumRestoreFailures] = classad.Int(n + 1)
+			c[AttrLastRestoreFailure] = classad.String(ev.RestoreFailure)
+			c[AttrLastRestoreFailureTime] = classad.Int(now)
 		}
-		return c, nil
+		e := joblog.Event{Type: joblog.Execute, Host: r.startdAddr}
+		switch {
+		case ev.Restored:
+			e.Reason = "Restored from its checkpoint."
+		case ev.RestoreFailure != "":
+			e.Reason = "Not restored from its checkpoint (" + ev.RestoreFailure + "): started from the beginning."
+		}
+		return step{to: Running, set: c, log: logs(e)}, nil
 	})
 	if err != nil {
 		a.log.Error("record job start", "job", r.id, "err", err)
-		return
 	}
-	r.executed = true
-	e := joblog.Event{Type: joblog.Execute, Host: r.startdAddr}
-	switch {
-	case ev.Restored:
-		e.Reason = "Restored from its checkpoint."
-	case ev.RestoreFailure != "":
-		e.Reason = "Not restored from its checkpoint (" + ev.RestoreFailure + "): started from the beginning."
-	}
-	a.logEvent(ad, e)
 }
 
 // seconds is a duration as the job ad shows it: seconds, to the
@@ -138,13 +152,13 @@ func seconds(s float64) classad.Value {
 // checkpointFailed records a checkpoint that could not be taken or sent
 // home; the job runs on, or (vacate) was stopped without one.
 func (a *Agent) checkpointFailed(ctx context.Context, r *run, ev shadow.Event) {
-	if _, err := a.jobs.transition(ctx, r.id, func(ad *classad.ClassAd) (change, error) {
-		n, _ := ad.EvalInt("NumCheckpointFailures")
-		return change{
-			"NumCheckpointFailures":     classad.Int(n + 1),
-			"LastCheckpointFailure":     classad.String(ev.Reason),
-			"LastCheckpointFailureTime": classad.Int(time.Now().Unix()),
-		}, nil
+	if _, err := a.jobs.apply(ctx, r.id, func(ad *classad.ClassAd) (step, error) {
+		n, _ := ad.EvalInt(AttrNumCheckpointFailures)
+		return step{set: change{
+			AttrNumCheckpointFailures:     classad.Int(n + 1),
+			AttrLastCheckpointFailure:     classad.String(ev.Reason),
+			AttrLastCheckpointFailureTime: classad.Int(time.Now().Unix()),
+		}}, nil
 	}); err != nil {
 		a.log.Error("record checkpoint failure", "job", r.id, "err", err)
 	}
@@ -153,79 +167,107 @@ func (a *Agent) checkpointFailed(ctx context.Context, r *run, ev shadow.Event) {
 // suspended records that the execute machine suspended the job, or let
 // it continue.
 func (a *Agent) suspended(ctx context.Context, r *run, on bool, reason string) {
-	from, to, ev := int64(Running), int64(Suspended), joblog.Event{Type: joblog.Suspended, Reason: reason}
+	from, to, ev := Running, Suspended, joblog.Event{Type: joblog.Suspended, Reason: reason}
 	if !on {
 		from, to, ev = Suspended, Running, joblog.Event{Type: joblog.Unsuspended}
 	}
-	ad, err := a.jobs.transition(ctx, r.id, func(ad *classad.ClassAd) (change, error) {
-		if st, _ := ad.EvalInt("JobStatus"); st != from {
-			return nil, nil
+	_, err := a.jobs.apply(ctx, r.id, func(ad *classad.ClassAd) (step, error) {
+		if statusOf(ad) != from {
+			return step{}, nil
 		}
-		c := change{"JobStatus": classad.Int(to)}
+		c := change{}
 		if on {
-			n, _ := ad.EvalInt("NumJobSuspensions")
-			c["NumJobSuspensions"] = classad.Int(n + 1)
+			n, _ := ad.EvalInt(AttrNumJobSuspensions)
+			c[AttrNumJobSuspensions] = classad.Int(n + 1)
 		}
-		return c, nil
+		return step{to: to, set: c, log: logs(ev)}, nil
 	})
 	if err != nil {
 		a.log.Error("record suspension", "job", r.id, "err", err)
-		return
 	}
-	a.logEvent(ad, ev)
 }
 
 // usage records a running job's resource use in its ad. These updates are
 // frequent and cheap to lose, so they are best effort.
 func (a *Agent) usage(ctx context.Context, r *run, ev shadow.Event) {
-	_, err := a.jobs.transition(ctx, r.id, func(*classad.ClassAd) (change, error) {
-		c := change{"RemoteUserCpu": classad.Real(ev.UserCPU), "RemoteSysCpu": classad.Real(ev.SysCPU)}
+	_, err := a.jobs.apply(ctx, r.id, func(*classad.ClassAd) (step, error) {
+		c := change{AttrRemoteUserCPU: classad.Real(ev.UserCPU), AttrRemoteSysCPU: classad.Real(ev.SysCPU)}
 		if ev.Memory > 0 {
-			c["MemoryUsage"] = classad.Int((ev.Memory + (1<<20 - 1)) >> 20)
+			c[AttrMemoryUsage] = classad.Int((ev.Memory + (1<<20 - 1)) >> 20)
 		}
 		if ev.MaxRSS > 0 {
-			c["ResidentSetSize"] = classad.Int((ev.MaxRSS + 1023) / 1024)
+			c[AttrResidentSetSize] = classad.Int((ev.MaxRSS + 1023) / 1024)
 		}
-		return c, nil
+		return step{set: c}, nil
 	})
 	if err != nil {
 		a.log.Warn("record usage", "job", r.id, "err", err)
 	}
 }
 
-// finished applies the outcome a shadow reported to the job.
+// finished applies the outcome a shadow reported to the job, in one move.
 func (a *Agent) finished(ctx context.Context, r *run, ev shadow.Event) {
 	action, reason := r.stopAction()
+	var (
+		decide func(ad *classad.ClassAd) (step, error)
+		what   string
+	)
 	switch {
 	case action == actionRemove:
-		ad, err := a.jobs.retire(ctx, r.id, change{"JobStatus": classad.Int(Removed), "RemoveReason": classad.String(reason)})
-		if err == nil {
-			a.logEvent(ad, joblog.Event{Type: joblog.Aborted, Reason: reason})
-		}
+		what, decide = "remove job", func(*classad.ClassAd) (step, error) { return removal(reason), nil }
 	case action == actionHold:
 		// The hold was recorded when it was asked for.
-		a.clearRunning(ctx, r, Held)
+		return
 	case ev.Type == shadow.EventExited:
-		a.exited(ctx, r, ev)
+		what, decide = "apply job exit", func(ad *classad.ClassAd) (step, error) { return exited(ad, ev), nil }
 	case ev.Type == shadow.EventHold:
-		a.clearRunning(ctx, r, Idle)
-		if err := a.hold(ctx, r.id, ev.Reason, ev.Code, 0); err != nil {
-			a.log.Error("hold job", "job", r.id, "err", err)
+		// The job may not have started (its program is missing, its
+		// checkpoint refused): the hold comes from Idle then.
+		what, decide = "hold job", func(ad *classad.ClassAd) (step, error) {
+			if statusOf(ad) == Held {
+				return step{}, nil
+			}
+			return holding(ev.Reason, ev.Code, 0, nil), nil
 		}
 	case ev.Type == shadow.EventEvicted:
-		ad := a.clearRunning(ctx, r, Idle)
-		if ad != nil {
-			a.logEvicted(ctx, r, ad, ev, joblog.Event{Type: joblog.Evicted, Reason: ev.Reason, UserCPU: ev.UserCPU, SysCPU: ev.SysCPU, WasCheckpointed: r.vacated})
-		}
+		e := joblog.Event{Type: joblog.Evicted, Reason: ev.Reason, UserCPU: ev.UserCPU, SysCPU: ev.SysCPU, WasCheckpointed: r.vacated}
+		what, decide = "requeue evicted job", func(ad *classad.ClassAd) (step, error) { return requeue(ad, ev, e), nil }
 	case !r.executed:
 		a.startFailed(ctx, r, ev.Reason)
+		return
 	default: // failed or killed for reasons not the user's: run it again
 		a.log.Warn("job run failed; requeued", "job", r.id, "reason", ev.Reason)
-		ad := a.clearRunning(ctx, r, Idle)
-		if ad != nil && r.executed {
-			a.logEvicted(ctx, r, ad, ev, joblog.Event{Type: joblog.Evicted, Reason: ev.Reason})
-		}
+		e := joblog.Event{Type: joblog.Evicted, Reason: ev.Reason}
+		what, decide = "requeue job", func(ad *classad.ClassAd) (step, error) { return requeue(ad, ev, e), nil }
 	}
+	ad, err := a.jobs.apply(ctx, r.id, decide)
+	if err != nil {
+		a.log.Error(what, "job", r.id, "err", err)
+		return
+	}
+	if statusOf(ad) == Held {
+		// The claim is given up, as for a hold asked for while it ran.
+		r.markStopped(actionHold, "")
+	}
+}
+
+// requeue is the step that puts a job whose run ended before the job did
+// back to Idle, with the run's remote I/O, and logs e, its eviction, with
+// the run's figures. A job no longer running (removed or held meanwhile)
+// is left as it is.
+func requeue(ad *classad.ClassAd, ev shadow.Event, e joblog.Event) step {
+	if !statusOf(ad).runs() {
+		return step{}
+	}
+	rio := newRunIO(ev.Files)
+	var c change
+	if len(rio.files) > 0 {
+		c = rio.change(ad)
+	}
+	return step{to: Idle, set: c, log: func(after *classad.ClassAd) []joblog.Event {
+		rio.logTo(&e, after)
+		return []joblog.Event{e}
+	}}
 }
 
 // startFailed records a run that failed before the job started: its shadow
@@ -235,16 +277,16 @@ func (a *Agent) finished(ctx context.Context, r *run, ev shadow.Event) {
 // again. NumShadowExceptions counts them, as in HTCondor.
 func (a *Agent) startFailed(ctx context.Context, r *run, reason string) {
 	a.log.Warn("job did not start; it waits before it is matched again", "job", r.id, "reason", reason)
-	ad, err := a.jobs.transition(ctx, r.id, func(ad *classad.ClassAd) (change, error) {
-		if st, _ := ad.EvalInt("JobStatus"); st != Idle {
-			return nil, nil
+	ad, err := a.jobs.apply(ctx, r.id, func(ad *classad.ClassAd) (step, error) {
+		if statusOf(ad) != Idle {
+			return step{}, nil
 		}
-		n, _ := ad.EvalInt("NumShadowExceptions")
-		return change{
-			"NumShadowExceptions":     classad.Int(n + 1),
-			"LastShadowException":     classad.String(reason),
-			"LastShadowExceptionDate": classad.Int(time.Now().Unix()),
-		}, nil
+		n, _ := ad.EvalInt(AttrNumShadowExceptions)
+		return step{set: change{
+			AttrNumShadowExceptions:     classad.Int(n + 1),
+			AttrLastShadowException:     classad.String(reason),
+			AttrLastShadowExceptionDate: classad.Int(time.Now().Unix()),
+		}}, nil
 	})
 	if err != nil {
 		a.log.Error("record failed start", "job", r.id, "err", err)
@@ -258,60 +300,48 @@ func (a *Agent) startFailed(ctx context.Context, r *run, reason string) {
 // it is advertised again: a second after the first failure, doubling with
 // each further one, up to a minute; none once the job has started since.
 func startBackoff(ad *classad.ClassAd) time.Duration {
-	n, _ := ad.EvalInt("NumShadowExceptions")
+	n, _ := ad.EvalInt(AttrNumShadowExceptions)
 	if n <= 0 {
 		return 0
 	}
-	if last, _ := ad.EvalInt("LastShadowExceptionDate"); last != 0 {
-		if ran, _ := ad.EvalInt("JobCurrentStartDate"); ran > last {
+	if last, _ := ad.EvalInt(AttrLastShadowExceptionDate); last != 0 {
+		if ran, _ := ad.EvalInt(AttrJobCurrentStartDate); ran > last {
 			return 0
 		}
 	}
 	return min(time.Second<<min(n-1, 6), time.Minute)
 }
 
-// clearRunning puts a job that no longer runs into state st, if it is still
-// marked running.
-func (a *Agent) clearRunning(ctx context.Context, r *run, st int64) *classad.ClassAd {
-	ad, err := a.jobs.transition(ctx, r.id, func(ad *classad.ClassAd) (change, error) {
-		if cur, _ := ad.EvalInt("JobStatus"); cur != Running && cur != Suspended {
-			return nil, nil
-		}
-		return change{"JobStatus": classad.Int(st)}, nil
-	})
-	if err != nil {
-		a.log.Error("update job after run", "job", r.id, "err", err)
-		return nil
+// exited is the step that applies the job's own exit to its ad (its own
+// copy): its on_exit policy decides between leaving the queue, holding,
+// and running again, and the terminated event is logged in each case. A
+// job held while it ran stays held. An exit applies to a job still Idle
+// too (its start was not recorded): refusing it would run the job again.
+func exited(ad *classad.ClassAd, ev shadow.Event) step {
+	from := statusOf(ad)
+	if from != Idle && !from.runs() {
+		return step{}
 	}
-	return ad
-}
-
-// exited applies the job's own exit: its on_exit policy decides between
-// leaving the queue, holding, and running again.
-func (a *Agent) exited(ctx context.Context, r *run, ev shadow.Event) {
 	final := change{
-		"ExitBySignal":   classad.Bool(ev.BySignal),
-		"RemoteUserCpu":  classad.Real(ev.UserCPU),
-		"RemoteSysCpu":   classad.Real(ev.SysCPU),
-		"CompletionDate": classad.Int(time.Now().Unix()),
+		AttrExitBySignal:   classad.Bool(ev.BySignal),
+		AttrRemoteUserCPU:  classad.Real(ev.UserCPU),
+		AttrRemoteSysCPU:   classad.Real(ev.SysCPU),
+		AttrCompletionDate: classad.Int(time.Now().Unix()),
 	}
 	if ev.BySignal {
-		final["ExitSignal"] = classad.Int(int64(ev.Signal))
+		final[AttrExitSignal] = classad.Int(int64(ev.Signal))
 	} else {
-		final["ExitCode"] = classad.Int(int64(ev.ExitCode))
+		final[AttrExitCode] = classad.Int(int64(ev.ExitCode))
 	}
 	if ev.MaxRSS > 0 {
-		final["ImageSize"] = classad.Int((ev.MaxRSS + 1023) / 1024)
-		final["ResidentSetSize"] = classad.Int((ev.MaxRSS + 1023) / 1024)
-	}
-	ad, ok := a.queue.Get(r.id)
-	if !ok {
-		return
+		final[AttrImageSize] = classad.Int((ev.MaxRSS + 1023) / 1024)
+		final[AttrResidentSetSize] = classad.Int((ev.MaxRSS + 1023) / 1024)
 	}
 	rio := newRunIO(ev.Files)
 	maps.Copy(final, rio.change(ad))
-	completions, _ := ad.EvalInt("NumJobCompletions")
-	final["NumJobCompletions"] = classad.Int(completions + 1)
+	completions, _ := ad.EvalInt(AttrNumJobCompletions)
+	final[AttrNumJobCompletions] = classad.Int(completions + 1)
+	// The policy reads the exit.
 	for name, v := range final {
 		ad.SetValue(name, v)
 	}
@@ -319,27 +349,14 @@ func (a *Agent) exited(ctx context.Context, r *run, ev shadow.Event) {
 		UserCPU: ev.UserCPU, SysCPU: ev.SysCPU}
 	rio.logTo(&term, ad)
 	switch {
-	case ad.Eval("OnExitHold").IsTrue():
-		final["JobStatus"] = classad.Int(Idle)
-		_, _ = a.jobs.transition(ctx, r.id, func(*classad.ClassAd) (change, error) { return final, nil })
-		a.logEvent(ad, term)
-		if err := a.hold(ctx, r.id, "The job attribute OnExitHold expression evaluated to TRUE", holdByJobPolicy, 0); err != nil {
-			a.log.Error("hold job on exit", "job", r.id, "err", err)
-		}
+	case ad.Eval(AttrOnExitHold).IsTrue():
+		return holding("The job attribute OnExitHold expression evaluated to TRUE", holdByJobPolicy, 0, final, term)
 	case onExitRemove(ad) && !retry(ad):
-		final["JobStatus"] = classad.Int(Completed)
-		done, err := a.jobs.retire(ctx, r.id, final)
-		if err != nil {
-			a.log.Error("complete job", "job", r.id, "err", err)
-			return
-		}
-		a.logEvent(done, term)
+		return step{to: Completed, set: final, log: logs(term)}
+	case from == Idle:
+		return step{set: final, log: logs(term)}
 	default:
-		final["JobStatus"] = classad.Int(Idle)
-		if _, err := a.jobs.transition(ctx, r.id, func(*classad.ClassAd) (change, error) { return final, nil }); err != nil {
-			a.log.Error("requeue job", "job", r.id, "err", err)
-		}
-		a.logEvent(ad, term)
+		return step{to: Idle, set: final, log: logs(term)}
 	}
 }
 
@@ -348,13 +365,13 @@ func (a *Agent) exited(ctx context.Context, r *run, ev shadow.Event) {
 // queue when it succeeds (exit code 0, or SuccessExitCode) or has run more
 // than MaxRetries times.
 func retry(ad *classad.ClassAd) bool {
-	max, ok := ad.EvalInt("MaxRetries")
+	max, ok := ad.EvalInt(AttrMaxRetries)
 	if !ok {
 		return false
 	}
-	if sig, _ := ad.EvalBool("ExitBySignal"); !sig {
-		code, _ := ad.EvalInt("ExitCode")
-		success, ok := ad.EvalInt("SuccessExitCode")
+	if sig, _ := ad.EvalBool(AttrExitBySignal); !sig {
+		code, _ := ad.EvalInt(AttrExitCode)
+		success, ok := ad.EvalInt(AttrSuccessExitCode)
 		if !ok {
 			success = 0
 		}
@@ -362,14 +379,14 @@ func retry(ad *classad.ClassAd) bool {
 			return false
 		}
 	}
-	completions, _ := ad.EvalInt("NumJobCompletions")
+	completions, _ := ad.EvalInt(AttrNumJobCompletions)
 	return completions <= max
 }
 
 // onExitRemove evaluates the job's OnExitRemove; HTCondor's default, and
 // the safe reading of undefined, is true.
 func onExitRemove(ad *classad.ClassAd) bool {
-	v := ad.Eval("OnExitRemove")
+	v := ad.Eval(AttrOnExitRemove)
 	if b, ok := v.BoolValue(); ok {
 		return b
 	}

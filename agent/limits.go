@@ -122,11 +122,11 @@ type quota struct {
 func (q *quota) count(id jobqueue.JobID, ad *classad.ClassAd) {
 	n := 1
 	if !isJob(id) {
-		total, _ := ad.EvalInt(attrTotalProcs)
-		next, _ := ad.EvalInt(attrNextProc)
+		total, _ := ad.EvalInt(AttrTotalSubmitProcs)
+		next, _ := ad.EvalInt(AttrJobMaterializeNextProcID)
 		n = int(max(total-next, 0))
 	}
-	owner, _ := ad.EvalString("Owner")
+	owner, _ := ad.EvalString(AttrOwner)
 	q.mu.Lock()
 	if q.owners == nil {
 		q.owners = map[string]int{}

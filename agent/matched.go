@@ -30,18 +30,18 @@ func (s *agentService) Matched(ctx context.Context, req *wire.MatchedRequest) (*
 		return nil, status.Error(codes.InvalidArgument, "match without claim id or startd address")
 	}
 	if st := s.a.jobs.status(id); st != Idle {
-		s.turnDown(ctx, req)
+		s.turnDown(req)
 		return nil, status.Errorf(codes.FailedPrecondition, "job %s is not idle", id)
 	}
-	if err := s.a.startRun(ctx, id, req); err != nil {
-		s.turnDown(ctx, req)
+	if err := s.a.startRun(id, req); err != nil {
+		s.turnDown(req)
 		return nil, status.Error(codes.FailedPrecondition, err.Error())
 	}
 	// HTCondor counts the negotiator's matches of each job; a job that runs
 	// on a reused claim is not matched.
-	if _, err := s.a.jobs.transition(ctx, id, func(ad *classad.ClassAd) (change, error) {
-		n, _ := ad.EvalInt("NumJobMatches")
-		return change{"NumJobMatches": classad.Int(n + 1), "LastMatchTime": classad.Int(time.Now().Unix())}, nil
+	if _, err := s.a.jobs.apply(ctx, id, func(ad *classad.ClassAd) (step, error) {
+		n, _ := ad.EvalInt(AttrNumJobMatches)
+		return step{set: change{AttrNumJobMatches: classad.Int(n + 1), AttrLastMatchTime: classad.Int(time.Now().Unix())}}, nil
 	}); err != nil {
 		s.a.log.Warn("count match", "job", id, "err", err)
 	}
@@ -49,8 +49,8 @@ func (s *agentService) Matched(ctx context.Context, req *wire.MatchedRequest) (*
 }
 
 // turnDown tells the startd of a refused match to free its slot, in the
-// background: the negotiator waits for the answer to Matched.
-func (s *agentService) turnDown(ctx context.Context, req *wire.MatchedRequest) {
-	ctx = context.WithoutCancel(ctx)
-	go s.a.client.releaseClaim(ctx, req.StartdAddr, req.ClaimId)
+// background (the negotiator waits for the answer to Matched); a stopping
+// agent leaves the slot to its claim's lease.
+func (s *agentService) turnDown(req *wire.MatchedRequest) {
+	s.a.goTracked(func() { s.a.client.releaseClaim(s.a.runCtx, req.StartdAddr, req.ClaimId) })
 }

@@ -17,11 +17,7 @@ import (
 // with the factory's progress, so a crash neither loses nor repeats one.
 
 const (
-	factoryProc     = -1 // HTCondor's proc id of a cluster ad
-	attrItems       = "JobMaterializeItems"
-	attrNextProc    = "JobMaterializeNextProcId"
-	attrTotalProcs  = "TotalSubmitProcs"
-	attrMaxIdle     = "JobMaterializeMaxIdle"
+	factoryProc     = -1   // HTCondor's proc id of a cluster ad
 	materializeStep = 1000 // jobs made per transaction at most
 )
 
@@ -35,7 +31,7 @@ func factoryPlan(common *classad.ClassAd, n int) int {
 	if common == nil {
 		return 0
 	}
-	max, ok := common.EvalInt(attrMaxIdle)
+	max, ok := common.EvalInt(AttrJobMaterializeMaxIdle)
 	if !ok || max <= 0 || int(max) >= n {
 		return 0
 	}
@@ -45,15 +41,15 @@ func factoryPlan(common *classad.ClassAd, n int) int {
 // factoryAd is the record of a cluster's jobs still to be made.
 func factoryAd(common *classad.ClassAd, cluster, next int, items []string) *classad.ClassAd {
 	f := common.Copy()
-	f.SetInt("ClusterId", int64(cluster))
-	f.SetInt("ProcId", factoryProc)
-	f.SetInt(attrNextProc, int64(next))
-	f.SetInt(attrTotalProcs, int64(len(items)))
+	f.SetInt(AttrClusterID, int64(cluster))
+	f.SetInt(AttrProcID, factoryProc)
+	f.SetInt(AttrJobMaterializeNextProcID, int64(next))
+	f.SetInt(AttrTotalSubmitProcs, int64(len(items)))
 	vals := make([]classad.Value, len(items))
 	for i, s := range items {
 		vals[i] = classad.String(s)
 	}
-	f.SetValue(attrItems, classad.List(vals...))
+	f.SetValue(AttrJobMaterializeItems, classad.List(vals...))
 	return f
 }
 
@@ -72,11 +68,11 @@ func (a *Agent) materialize(ctx context.Context) {
 	idle := map[int]int64{}
 	a.queue.Scan(func(id jobqueue.JobID, ad *classad.ClassAd) bool {
 		if !isJob(id) {
-			max, _ := ad.EvalInt(attrMaxIdle)
+			max, _ := ad.EvalInt(AttrJobMaterializeMaxIdle)
 			factories = append(factories, factory{id, ad, max})
 			return true
 		}
-		if st, _ := ad.EvalInt("JobStatus"); st == Idle {
+		if st := statusOf(ad); st == Idle {
 			idle[id.Cluster]++
 		}
 		return true
@@ -94,12 +90,15 @@ func (a *Agent) materialize(ctx context.Context) {
 
 // makeJobs makes up to n more jobs of the factory id.
 func (a *Agent) makeJobs(ctx context.Context, id jobqueue.JobID, n int) error {
-	var made []*classad.ClassAd
+	var (
+		made []*classad.ClassAd
+		last bool // the factory is used up and destroyed
+	)
 	_, err := a.jobs.transitionTxn(ctx, id, func(f *classad.ClassAd, txn *jobqueue.Txn) error {
-		next, _ := f.EvalInt(attrNextProc)
-		items, _ := f.Eval(attrItems).ListValue()
+		next, _ := f.EvalInt(AttrJobMaterializeNextProcID)
+		items, _ := f.Eval(AttrJobMaterializeItems).ListValue()
 		common := f.Copy()
-		for _, name := range []string{attrItems, attrNextProc, attrTotalProcs, "ProcId"} {
+		for _, name := range []string{AttrJobMaterializeItems, AttrJobMaterializeNextProcID, AttrTotalSubmitProcs, AttrProcID} {
 			common.Delete(name)
 		}
 		for i := int(next); i < len(items) && len(made) < n; i++ {
@@ -108,25 +107,29 @@ func (a *Agent) makeJobs(ctx context.Context, id jobqueue.JobID, n int) error {
 			if err != nil {
 				return fmt.Errorf("job %d of cluster %d: %w", i, id.Cluster, err)
 			}
-			for _, name := range []string{"Owner", "User", "QDate", "EnteredCurrentStatus", "ClusterId"} {
+			for _, name := range []string{AttrOwner, AttrUser, AttrQDate, AttrEnteredCurrentStatus, AttrClusterID} {
 				own.Delete(name)
 			}
 			ad := common.Copy()
 			ad.Update(own)
-			ad.SetString("GlobalJobId", fmt.Sprintf("%s#%s#%d", a.cfg.Name, jobID(ad), time.Now().Unix()))
+			ad.SetString(AttrGlobalJobID, fmt.Sprintf("%s#%s#%d", a.cfg.Name, jobID(ad), time.Now().Unix()))
 			txn.NewJob(jobID(ad), ad)
 			made = append(made, ad)
 		}
-		if int(next)+len(made) >= len(items) {
+		if last = int(next)+len(made) >= len(items); last {
 			txn.Destroy(id)
-			a.factories.Add(-1)
 		} else {
-			txn.SetValue(id, attrNextProc, classad.Int(next+int64(len(made))))
+			txn.SetValue(id, AttrJobMaterializeNextProcID, classad.Int(next+int64(len(made))))
 		}
 		return nil
 	})
 	if err != nil {
 		return err
+	}
+	// Counted once the factory is gone: a failed commit leaves it, and
+	// its count, in place.
+	if last {
+		a.factories.Add(-1)
 	}
 	for _, ad := range made {
 		a.logSubmit(ad)

@@ -36,7 +36,7 @@ type policyAction struct {
 // Only an expression that is exactly true acts; undefined or error does
 // nothing.
 func periodicDecision(id jobqueue.JobID, ad *classad.ClassAd) (policyAction, bool) {
-	st, _ := ad.EvalInt("JobStatus")
+	st := statusOf(ad)
 	if st == Removed || st == Completed {
 		return policyAction{}, false
 	}
@@ -47,17 +47,17 @@ func periodicDecision(id jobqueue.JobID, ad *classad.ClassAd) (policyAction, boo
 		}
 		return fmt.Sprintf("The job attribute %s expression '%s' evaluated to TRUE", attr, e), true
 	}
-	if reason, ok := says("PeriodicRemove"); ok {
+	if reason, ok := says(AttrPeriodicRemove); ok {
 		return policyAction{id, "remove", reason}, true
 	}
 	if st == Held {
-		if reason, ok := says("PeriodicRelease"); ok {
+		if reason, ok := says(AttrPeriodicRelease); ok {
 			return policyAction{id, "release", reason}, true
 		}
 		return policyAction{}, false
 	}
-	if reason, ok := says("PeriodicHold"); ok {
-		if r, _ := ad.EvalString("PeriodicHoldReason"); r != "" {
+	if reason, ok := says(AttrPeriodicHold); ok {
+		if r, _ := ad.EvalString(AttrPeriodicHoldReason); r != "" {
 			reason = r
 		}
 		return policyAction{id, "hold", reason}, true

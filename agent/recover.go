@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 
 	"harrier.dev/harrier/agent/jobqueue"
 	"harrier.dev/harrier/classad"
@@ -18,19 +19,18 @@ func (a *Agent) recover(ctx context.Context) error {
 			a.factories.Add(1)
 			return true
 		}
-		if st, _ := ad.EvalInt("JobStatus"); st == Running || st == Suspended {
+		if statusOf(ad).runs() {
 			running = append(running, id)
 		}
 		return true
 	})
 	for _, id := range running {
-		ad, err := a.jobs.transition(ctx, id, func(*classad.ClassAd) (change, error) {
-			return change{"JobStatus": classad.Int(Idle)}, nil
+		_, err := a.jobs.apply(ctx, id, func(*classad.ClassAd) (step, error) {
+			return step{to: Idle, log: logs(evictedOnRestart)}, nil
 		})
 		if err != nil {
-			return err
+			return fmt.Errorf("requeue job that was running: %w", err)
 		}
-		a.logEvent(ad, evictedOnRestart)
 	}
 	if len(running) > 0 {
 		a.log.Info("requeued jobs that were running when the agent stopped", "jobs", len(running))

@@ -57,6 +57,17 @@ func (r *run) stopAction() (stopAction, string) {
 	return r.action, r.reason
 }
 
+// markStopped records why r's job is stopped, unless a reason was given
+// already; a removal overrides a hold, so that a job removed while its
+// hold is being completed still leaves the queue.
+func (r *run) markStopped(action stopAction, reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.action == actionNone || (action == actionRemove && r.action == actionHold) {
+		r.action, r.reason = action, reason
+	}
+}
+
 // stopRun asks a job's run, if there is one, to stop the job. It reports
 // whether the job had a run.
 func (a *Agent) stopRun(id jobqueue.JobID, action stopAction, reason string) bool {
@@ -66,11 +77,7 @@ func (a *Agent) stopRun(id jobqueue.JobID, action stopAction, reason string) boo
 	if r == nil {
 		return false
 	}
-	r.mu.Lock()
-	if r.action == actionNone {
-		r.action, r.reason = action, reason
-	}
-	r.mu.Unlock()
+	r.markStopped(action, reason)
 	select {
 	case r.commands <- shadow.Command{Kill: true, Reason: reason}:
 	default:
@@ -94,9 +101,13 @@ func (a *Agent) askCheckpoint(id jobqueue.JobID, vacate bool) bool {
 	return true
 }
 
-// stopRuns stops every job this agent runs (shutdown).
+// stopRuns stops every job this agent runs and waits, for up to
+// StopGrace, for their runs to record how the jobs stopped; then it
+// abandons the runs and waits for them to return. No run starts after it
+// is called.
 func (a *Agent) stopRuns() {
 	a.mu.Lock()
+	a.stopping = true
 	ids := make([]jobqueue.JobID, 0, len(a.runs))
 	for id := range a.runs {
 		ids = append(ids, id)
@@ -105,6 +116,21 @@ func (a *Agent) stopRuns() {
 	for _, id := range ids {
 		a.stopRun(id, actionShutdown, "agent shutting down")
 	}
+	done := make(chan struct{})
+	go func() {
+		a.work.Wait()
+		close(done)
+	}()
+	grace := time.NewTimer(a.cfg.StopGrace)
+	defer grace.Stop()
+	select {
+	case <-done:
+		return
+	case <-grace.C:
+	}
+	a.log.Warn("runs still going after the stop grace are abandoned; their jobs are requeued on restart", "grace", a.cfg.StopGrace)
+	a.endRuns()
+	<-done
 }
 
 // claim is a slot this agent holds.
@@ -121,7 +147,7 @@ type claim struct {
 
 // startRun claims the matched slot and runs the job's shadow. It returns at
 // once; the claim's work goes on in the background.
-func (a *Agent) startRun(ctx context.Context, id jobqueue.JobID, req *wire.MatchedRequest) error {
+func (a *Agent) startRun(id jobqueue.JobID, req *wire.MatchedRequest) error {
 	machine, err := classad.Parse(req.MachineAd)
 	if err != nil {
 		return fmt.Errorf("match for job %s: bad machine ad: %w", id, err)
@@ -131,15 +157,26 @@ func (a *Agent) startRun(ctx context.Context, id jobqueue.JobID, req *wire.Match
 	if err != nil {
 		return err
 	}
-	go a.useClaim(context.WithoutCancel(ctx), c, r)
+	// The claim's work outlives the negotiator's request: the agent owns
+	// it, under runCtx.
+	if !a.goTracked(func() { a.useClaim(a.runCtx, c, r) }) {
+		a.endRun(r)
+		return errStopping
+	}
 	return nil
 }
+
+// errStopping refuses work to a stopping agent.
+var errStopping = errors.New("agent is stopping")
 
 // newRun registers a run of job id under claim c, unless the job already
 // has one.
 func (a *Agent) newRun(id jobqueue.JobID, c *claim) (*run, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.stopping {
+		return nil, errStopping
+	}
 	if _, busy := a.runs[id]; busy {
 		return nil, fmt.Errorf("job %s is already being run", id)
 	}
@@ -177,7 +214,7 @@ func (a *Agent) useClaim(ctx context.Context, c *claim, r *run) {
 		c.machine = m
 	}
 	c.since = time.Now()
-	c.owner, _ = ad.EvalString("Owner")
+	c.owner, _ = ad.EvalString(AttrOwner)
 	stop := a.keepAlive(ctx, c)
 	defer func() {
 		stop()
@@ -210,7 +247,7 @@ func (a *Agent) useClaim(ctx context.Context, c *claim, r *run) {
 			sp, err = a.startShadow(c.owner)
 		}
 		if err == nil {
-			ev, err = a.runShadow(ctx, sp, c, r, ad)
+			ev, err = a.serveOnShadow(ctx, sp, c, r, ad)
 		}
 		if err != nil {
 			a.log.Error("shadow", "job", r.id, "err", err)
@@ -253,10 +290,10 @@ func (a *Agent) completeStop(ctx context.Context, r *run) bool {
 // over.
 func (a *Agent) nextJobFor(c *claim, after jobqueue.JobID) (*run, *classad.ClassAd) {
 	try := func(id jobqueue.JobID, ad *classad.ClassAd) *run {
-		if st, _ := ad.EvalInt("JobStatus"); st != Idle || !isJob(id) || !classad.Match(ad, c.machine) {
+		if st := statusOf(ad); st != Idle || !isJob(id) || !classad.Match(ad, c.machine) {
 			return nil
 		}
-		if owner, _ := ad.EvalString("Owner"); owner != c.owner {
+		if owner, _ := ad.EvalString(AttrOwner); owner != c.owner {
 			return nil
 		}
 		r, err := a.newRun(id, c)
@@ -293,10 +330,13 @@ func (a *Agent) nextJobFor(c *claim, after jobqueue.JobID) (*run, *classad.Class
 // claim tries before it searches the whole queue.
 const nextJobLookahead = 64
 
-// keepAlive renews the claim's lease until the returned function is called.
+// keepAlive renews the claim's lease until the returned function is
+// called; that function returns once renewals have stopped.
 func (a *Agent) keepAlive(ctx context.Context, c *claim) func() {
 	done := make(chan struct{})
+	exited := make(chan struct{})
 	go func() {
+		defer close(exited)
 		// The first renewal comes at once, to learn the startd's lease;
 		// then three renewals fit in each lease, at most KeepAliveInterval
 		// apart, so that a lease shorter than the interval still holds.
@@ -318,7 +358,10 @@ func (a *Agent) keepAlive(ctx context.Context, c *claim) func() {
 			}
 		}
 	}()
-	return func() { close(done) }
+	return func() {
+		close(done)
+		<-exited
+	}
 }
 
 // shadowProc is a shadow process serving the jobs of one claim, all of one
@@ -366,11 +409,11 @@ func (p *shadowProc) close() {
 	_ = p.cmd.Wait()
 }
 
-// runShadow has the claim's shadow p serve r's job under claim c, relays
+// serveOnShadow has the claim's shadow p serve r's job under claim c, relays
 // commands to it, and returns the job's final event. Once the shadow is
 // ready for the job's starter the agent activates the claim itself: the
 // shadow holds no credential that could.
-func (a *Agent) runShadow(ctx context.Context, p *shadowProc, c *claim, r *run, ad *classad.ClassAd) (shadow.Event, error) {
+func (a *Agent) serveOnShadow(ctx context.Context, p *shadowProc, c *claim, r *run, ad *classad.ClassAd) (shadow.Event, error) {
 	host, _, err := net.SplitHostPort(a.cfg.AdvertiseAddr)
 	if err != nil {
 		return shadow.Event{}, fmt.Errorf("agent address %q: %w", a.cfg.AdvertiseAddr, err)
@@ -413,6 +456,9 @@ func (a *Agent) runShadow(ctx context.Context, p *shadowProc, c *claim, r *run, 
 		}
 	}()
 
+	// An abandoned run closes the shadow's input: the shadow stops the job
+	// and exits, which ends the wait for its events.
+	defer context.AfterFunc(ctx, func() { p.stdin.Close() })()
 	var activateErr error
 	for {
 		ev, err := p.events.Receive()
@@ -423,8 +469,7 @@ func (a *Agent) runShadow(ctx context.Context, p *shadowProc, c *claim, r *run, 
 			}
 			return shadow.Event{}, fmt.Errorf("read shadow events: %w", err)
 		}
-		switch ev.Type {
-		case shadow.EventReady:
+		if ev.Type == shadow.EventReady {
 			req := &wire.ActivateClaimRequest{ClaimId: c.id, JobAd: spec.JobAd, ShadowAddr: ev.Addr,
 				Secret: secret, ShadowFingerprint: ev.Fingerprint}
 			if activateErr = a.activate(ctx, c, req); activateErr != nil {
@@ -432,24 +477,38 @@ func (a *Agent) runShadow(ctx context.Context, p *shadowProc, c *claim, r *run, 
 				// the relay, alive until this function returns, writes it.
 				r.commands <- shadow.Command{Kill: true, Reason: activateErr.Error()}
 			}
-		case shadow.EventExecuting:
-			a.executing(ctx, r, ev)
-		case shadow.EventSuspended, shadow.EventResumed:
-			a.suspended(ctx, r, ev.Type == shadow.EventSuspended, ev.Reason)
-		case shadow.EventUsage:
-			a.usage(ctx, r, ev)
-		case shadow.EventCheckpointed:
-			a.checkpointed(ctx, r, ev)
-			r.vacated = r.vacated || ev.Vacate
-		case shadow.EventCheckpointFailed:
-			a.checkpointFailed(ctx, r, ev)
-		default:
-			if activateErr != nil && ev.Type == shadow.EventFailed {
-				ev.Reason = activateErr.Error()
-			}
-			return ev, nil
+			continue
 		}
+		if a.progress(ctx, r, ev) {
+			continue
+		}
+		if activateErr != nil && ev.Type == shadow.EventFailed {
+			ev.Reason = activateErr.Error()
+		}
+		return ev, nil
 	}
+}
+
+// progress applies an event of r's shadow that tells of the job's
+// progress, and reports whether ev was one: the others end the run, and
+// finished applies them.
+func (a *Agent) progress(ctx context.Context, r *run, ev shadow.Event) bool {
+	switch ev.Type {
+	case shadow.EventExecuting:
+		a.executing(ctx, r, ev)
+	case shadow.EventSuspended, shadow.EventResumed:
+		a.suspended(ctx, r, ev.Type == shadow.EventSuspended, ev.Reason)
+	case shadow.EventUsage:
+		a.usage(ctx, r, ev)
+	case shadow.EventCheckpointed:
+		a.checkpointed(ctx, r, ev)
+		r.vacated = r.vacated || ev.Vacate
+	case shadow.EventCheckpointFailed:
+		a.checkpointFailed(ctx, r, ev)
+	default:
+		return false
+	}
+	return true
 }
 
 // activate has the claim's startd start the job's starter. On a reused

@@ -28,9 +28,9 @@ func TestNextJobForStepsOverGaps(t *testing.T) {
 		ad.SetInt("ClusterId", 1)
 		ad.SetInt("ProcId", int64(p))
 		ad.SetBool("Requirements", true)
-		ad.SetInt("JobStatus", Idle)
+		ad.SetValue(AttrJobStatus, Idle.value())
 		if p == 7 {
-			ad.SetInt("JobStatus", Running)
+			ad.SetValue(AttrJobStatus, Running.value())
 		}
 		txn.NewJob(jobqueue.JobID{Cluster: 1, Proc: p}, ad)
 	}

@@ -33,7 +33,8 @@ func (a *Agent) scheddServer() *grpc.Server {
 		// Answers stream a few ads per message; one ad queued before
 		// the limits were set may still be large.
 		grpc.MaxSendMsgSize(wire.MaxMessage),
-		grpc.InTapHandle(a.limitRate))
+		grpc.InTapHandle(a.limitRate),
+		grpc.WaitForHandlers(true))
 	wire.RegisterScheddServer(srv, &scheddService{a: a})
 	return srv
 }
@@ -101,10 +102,10 @@ func (s *scheddService) Submit(ctx context.Context, req *wire.SubmitRequest) (*w
 			return nil, status.Errorf(codes.InvalidArgument, "cluster ad: %v", err)
 		}
 		// Shared by every job, so that the queue stores them once.
-		common.SetString("Owner", who.name)
-		common.SetString("User", who.name+"@"+s.a.cfg.Name)
-		common.SetInt("QDate", now)
-		common.SetInt("EnteredCurrentStatus", now)
+		common.SetString(AttrOwner, who.name)
+		common.SetString(AttrUser, who.name+"@"+s.a.cfg.Name)
+		common.SetInt(AttrQDate, now)
+		common.SetInt(AttrEnteredCurrentStatus, now)
 	}
 	materialized := len(req.Ads)
 	factory := false
@@ -121,7 +122,7 @@ func (s *scheddService) Submit(ctx context.Context, req *wire.SubmitRequest) (*w
 		if common != nil {
 			own := ad
 			// Only the agent says who owns a job and when it came.
-			for _, name := range []string{"Owner", "User", "QDate", "EnteredCurrentStatus"} {
+			for _, name := range []string{AttrOwner, AttrUser, AttrQDate, AttrEnteredCurrentStatus} {
 				own.Delete(name)
 			}
 			ad = common.Copy()
@@ -137,17 +138,17 @@ func (s *scheddService) Submit(ctx context.Context, req *wire.SubmitRequest) (*w
 		seen[id.Proc] = true
 		if common == nil {
 			// The agent, not the tool, says who owns a job.
-			ad.SetString("Owner", who.name)
-			ad.SetString("User", who.name+"@"+s.a.cfg.Name)
-			ad.SetInt("QDate", now)
-			ad.SetInt("EnteredCurrentStatus", now)
+			ad.SetString(AttrOwner, who.name)
+			ad.SetString(AttrUser, who.name+"@"+s.a.cfg.Name)
+			ad.SetInt(AttrQDate, now)
+			ad.SetInt(AttrEnteredCurrentStatus, now)
 		}
-		ad.SetString("GlobalJobId", fmt.Sprintf("%s#%s#%d", s.a.cfg.Name, id, now))
-		if st, ok := ad.EvalInt("JobStatus"); !ok || (st != Idle && st != Held) {
-			ad.SetInt("JobStatus", Idle)
+		ad.SetString(AttrGlobalJobID, fmt.Sprintf("%s#%s#%d", s.a.cfg.Name, id, now))
+		if st := statusOf(ad); st != Idle && st != Held {
+			ad.SetValue(AttrJobStatus, Idle.value())
 		}
-		if _, ok := ad.Lookup("NumJobStarts"); !ok {
-			ad.SetInt("NumJobStarts", 0)
+		if _, ok := ad.Lookup(AttrNumJobStarts); !ok {
+			ad.SetInt(AttrNumJobStarts, 0)
 		}
 		txn.NewJob(id, ad)
 		ads = append(ads, ad)
@@ -471,7 +472,7 @@ func (a *Agent) act(ctx context.Context, who caller, action wire.ActRequest_Acti
 	if !ok {
 		return errNoJob(id)
 	}
-	owner, _ := ad.EvalString("Owner")
+	owner, _ := ad.EvalString(AttrOwner)
 	if !who.mayEdit(owner) {
 		return fmt.Errorf("permission denied: job %s belongs to %s, not %s", id, owner, who.name)
 	}

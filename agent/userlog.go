@@ -26,12 +26,12 @@ func (a *Agent) logSubmit(ad *classad.ClassAd) {
 // could not. A log that cannot be written is reported, not fatal: the
 // queue, not the log, is the job's record.
 func (a *Agent) logEvent(ad *classad.ClassAd, ev joblog.Event) {
-	path, ok := ad.EvalString("UserLog")
+	path, ok := ad.EvalString(AttrUserLog)
 	if !ok || path == "" {
 		return
 	}
 	if !filepath.IsAbs(path) {
-		iwd, _ := ad.EvalString("Iwd")
+		iwd, _ := ad.EvalString(AttrIwd)
 		path = filepath.Join(iwd, path)
 	}
 	id := jobID(ad)
@@ -39,7 +39,7 @@ func (a *Agent) logEvent(ad *classad.ClassAd, ev joblog.Event) {
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
 	}
-	owner, _ := ad.EvalString("Owner")
+	owner, _ := ad.EvalString(AttrOwner)
 	if err := appendAs(owner, path, ev); err != nil {
 		a.log.Warn("write job event log", "job", id, "path", path, "err", err)
 	}

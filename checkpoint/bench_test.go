@@ -358,3 +358,24 @@ func BenchmarkRestoreChecks(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkStorePut is the shadow's side with its disk: check the image
+// and write it to a new file of the store, synced.
+func BenchmarkStorePut(b *testing.B) {
+	dir := pagesImage(b)
+	var buf bytes.Buffer
+	if _, err := Pack(&buf, dir, testSeal); err != nil {
+		b.Fatal(err)
+	}
+	s, err := OpenStore(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.SetBytes(256 << 20)
+	for b.Loop() {
+		if _, err := s.Put("1.0", bytes.NewReader(buf.Bytes())); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -363,10 +363,7 @@ func serveFUSE(backing, mnt string) int {
 		return 1
 	}
 	root.Dev = uint64(st.Dev)
-	root.NewNode = func(r *fs.LoopbackRoot, _ *fs.Inode, _ string, _ *syscall.Stat_t) fs.InodeEmbedder {
-		return &noPassNode{LoopbackNode: fs.LoopbackNode{RootData: r}}
-	}
-	rootNode := root.NewNode(root, nil, "", &st)
+	rootNode := &noPassNode{&fs.LoopbackNode{RootData: root}}
 	root.RootNode = rootNode
 	sec := time.Second
 	server, err := fs.Mount(mnt, rootNode, &fs.Options{
@@ -404,8 +401,13 @@ wait:
 	return 0
 }
 
-// noPassNode is a loopback node whose files refuse passthrough.
-type noPassNode struct{ fs.LoopbackNode }
+// noPassNode is a loopback node whose files refuse passthrough; its
+// children are too.
+type noPassNode struct{ *fs.LoopbackNode }
+
+func (n *noPassNode) WrapChild(_ context.Context, ops fs.InodeEmbedder) fs.InodeEmbedder {
+	return &noPassNode{ops.(*fs.LoopbackNode)}
+}
 
 type noPassFile struct{ *fs.LoopbackFile }
 

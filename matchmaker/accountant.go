@@ -27,15 +27,18 @@ const (
 // 0.5 reaches about 5.25. The effective priority, which orders and sizes
 // shares, is the real priority times the user's priority factor; smaller
 // is better. An Accountant is safe for concurrent use. Its state lives in
-// memory: a restarted matchmaker starts everyone from the minimum again.
+// memory, and in a file once it is told to Persist.
 type Accountant struct {
 	halfLife      time.Duration
 	defaultFactor float64
-	factors       map[string]float64
+	factors       map[string]float64 // from the configuration
 
-	mu    sync.Mutex
-	users map[string]*account
-	last  time.Time
+	mu sync.Mutex
+	// setFactors are factors set at run time (SetFactor), over factors.
+	setFactors map[string]float64
+	users      map[string]*account
+	last       time.Time
+	path       string // where Save writes; "" for nowhere
 }
 
 type account struct {
@@ -55,7 +58,8 @@ func NewAccountant(halfLife time.Duration, defaultFactor float64, factors map[st
 	if defaultFactor <= 0 {
 		defaultFactor = 1
 	}
-	return &Accountant{halfLife: halfLife, defaultFactor: defaultFactor, factors: factors, users: map[string]*account{}}
+	return &Accountant{halfLife: halfLife, defaultFactor: defaultFactor, factors: factors,
+		setFactors: map[string]float64{}, users: map[string]*account{}}
 }
 
 // Update decays every real priority toward the number of slots its user
@@ -99,6 +103,9 @@ func (a *Accountant) Priority(user string) float64 {
 }
 
 func (a *Accountant) factor(user string) float64 {
+	if f, ok := a.setFactors[user]; ok {
+		return f
+	}
 	if f, ok := a.factors[user]; ok && f > 0 {
 		return f
 	}

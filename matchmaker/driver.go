@@ -70,6 +70,9 @@ func (d *driver) cycle(ctx context.Context) CycleStats {
 	snap := time.Since(start)
 	if d.accountant != nil {
 		d.accountant.Update(d.clock.Now(), usageOf(machines))
+		if err := d.accountant.Save(); err != nil {
+			d.log.Error("save user priorities", "err", err)
+		}
 		for _, u := range d.accountant.Users() {
 			d.collector.Advertise(TypeAccounting, u.Name, u.Ad(), 3*d.interval)
 		}

@@ -65,6 +65,9 @@ type Config struct {
 	DefaultPriorityFactor float64
 	// PriorityFactors multiply users' priorities (larger is worse).
 	PriorityFactors map[string]float64
+	// AccountantFile keeps the accountant's state (priorities, usage,
+	// factors set at run time) across restarts; "" keeps it in memory.
+	AccountantFile string
 	// PreemptionRequirements is PREEMPTION_REQUIREMENTS: when it holds, a
 	// user with better priority may preempt another's job. Empty means
 	// never; rank preemption does not depend on it.
@@ -154,6 +157,11 @@ func New(cfg Config) (*Matchmaker, error) {
 	var accountant *Accountant
 	if cfg.Priorities == nil {
 		accountant = NewAccountant(cfg.HalfLife, cfg.DefaultPriorityFactor, cfg.PriorityFactors)
+		if cfg.AccountantFile != "" {
+			if err := accountant.Persist(cfg.AccountantFile); err != nil {
+				return nil, fmt.Errorf("matchmaker: %w", err)
+			}
+		}
 		cfg.Priorities = accountant
 	}
 	c := NewCollector(cfg.Clock)
@@ -197,6 +205,7 @@ func (m *Matchmaker) Serve(ctx context.Context, lis net.Listener) error {
 
 	srv := grpc.NewServer(wire.ServerOptions(m.tls)...)
 	wire.RegisterCollectorServer(srv, &collectorEndpoint{collector: m.collector, kick: m.driver.Kick, defaultLease: m.lease})
+	wire.RegisterMatchmakerAdminServer(srv, &adminEndpoint{accountant: m.driver.accountant, kick: m.driver.Kick})
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

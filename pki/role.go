@@ -13,17 +13,20 @@ import (
 // package's access table.
 type Role string
 
-// The roles of a pool's daemons.
+// The roles of a pool's daemons, and of its administrator's tools.
 const (
 	RoleMatchmaker Role = "matchmaker"
 	RoleAgent      Role = "agent"
 	RoleStartd     Role = "startd"
+	// RoleAdmin is the pool administrator's: it may call the daemons'
+	// administration services and nothing else.
+	RoleAdmin Role = "admin"
 )
 
 // Known reports whether r is one of the roles above.
 func (r Role) Known() bool {
 	switch r {
-	case RoleMatchmaker, RoleAgent, RoleStartd:
+	case RoleMatchmaker, RoleAgent, RoleStartd, RoleAdmin:
 		return true
 	}
 	return false

@@ -6,7 +6,9 @@ import (
 	"io"
 	"os"
 	"slices"
+	"time"
 
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -63,6 +65,7 @@ func (v *service) PutCheckpoint(stream wire.Shadow_PutCheckpointServer) error {
 		return err
 	}
 	r := &chunkReader{stream: stream, buf: first.Data}
+	began, cpu := time.Now(), processCPU()
 	m, err := store.Put(s.spec.CheckpointKey, r)
 	if err != nil {
 		s.logger.Warn("checkpoint upload refused; the previous image stays", "err", err)
@@ -71,6 +74,8 @@ func (v *service) PutCheckpoint(stream wire.Shadow_PutCheckpointServer) error {
 		}
 		return status.Error(codes.Internal, err.Error())
 	}
+	s.logger.Info("checkpoint stored", "image_bytes", m.Size(), "stored_bytes", r.n,
+		"took", time.Since(began), "cpu", processCPU()-cpu)
 	info := first.GetInfo()
 	ev := Event{Type: EventCheckpointed, ImageBytes: m.Size(), StoredBytes: r.n}
 	if info != nil {
@@ -85,6 +90,7 @@ func (v *service) GetCheckpoint(req *wire.GetCheckpointRequest, stream wire.Shad
 	if !s.checkSecret(req.Secret) {
 		return status.Error(codes.PermissionDenied, errBadSecret.Error())
 	}
+	began, cpu := time.Now(), processCPU()
 	store, err := s.imageStore()
 	if err != nil {
 		return err
@@ -107,14 +113,17 @@ func (v *service) GetCheckpoint(req *wire.GetCheckpointRequest, stream wire.Shad
 	}
 	defer f.Close()
 	buf := make([]byte, 1<<20)
+	var sent int64
 	for {
 		n, err := f.Read(buf)
 		if n > 0 {
 			if serr := stream.Send(&wire.CheckpointChunk{Data: buf[:n]}); serr != nil {
 				return serr
 			}
+			sent += int64(n)
 		}
 		if errors.Is(err, io.EOF) {
+			s.logger.Info("checkpoint served", "stored_bytes", sent, "took", time.Since(began), "cpu", processCPU()-cpu)
 			return nil
 		}
 		if err != nil {
@@ -149,4 +158,15 @@ func (s *Shadow) checkInputs(store *checkpoint.Store) error {
 		}
 		return p.Path, true
 	})
+}
+
+// processCPU is the CPU time this process has used so far. The shadow
+// logs what storing and serving an image cost in it: on a loaded machine the
+// transfer is bound by CPU, not by the network.
+func processCPU() time.Duration {
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -125,4 +125,3 @@ func (s *Startd) snapshot() (machine, error) {
 	}
 	return m, nil
 }
-

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -52,7 +53,8 @@ func cleanupSlot(executeDir, slot, mode string) error {
 		return nil
 	}
 	err := unmountJobDirs(executeDir, "iofs."+scratchPrefix+slot+".")
-	return errors.Join(err, sandbox.Cleanup(sandbox.StateRoot(executeDir), slot))
+	areas := removeImageAreas(executeDir, "ckpt."+scratchPrefix+slot+".", "restore."+scratchPrefix+slot+".")
+	return errors.Join(err, areas, sandbox.Cleanup(sandbox.StateRoot(executeDir), slot))
 }
 
 // unmountJobDirs detaches and removes the iofs mounts (the jobs' working
@@ -87,5 +89,30 @@ func cleanupSandbox(executeDir string) error {
 		return nil // nothing could have been made
 	}
 	err := unmountJobDirs(executeDir, "iofs.")
-	return errors.Join(err, sandbox.CleanupAll(sandbox.StateRoot(executeDir)))
+	areas := removeImageAreas(executeDir, "ckpt."+scratchPrefix, "restore."+scratchPrefix)
+	return errors.Join(err, areas, sandbox.CleanupAll(sandbox.StateRoot(executeDir)))
+}
+
+// removeImageAreas unmounts and removes the checkpoint image areas (see
+// the starter's imageArea) whose names start with one of prefixes: a
+// starter killed during a checkpoint or a restore leaves its area, a
+// tmpfs that holds the image in memory until it is unmounted.
+func removeImageAreas(executeDir string, prefixes ...string) error {
+	entries, err := os.ReadDir(executeDir)
+	if err != nil {
+		return fmt.Errorf("clean checkpoint image areas: %w", err)
+	}
+	var errs []error
+	for _, e := range entries {
+		if !slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(e.Name(), p) }) {
+			continue
+		}
+		p := filepath.Join(executeDir, e.Name())
+		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && err != unix.EINVAL {
+			errs = append(errs, fmt.Errorf("unmount %s: %w", p, err))
+			continue
+		}
+		errs = append(errs, os.RemoveAll(p))
+	}
+	return errors.Join(errs...)
 }

@@ -260,3 +260,39 @@ while [ ! -e "$1/go" ]; do sleep 0.05; done`
 		t.Errorf("after the release: %v, want Unclaimed/Idle", st)
 	}
 }
+
+// TestRemoveImageAreas unmounts and removes the checkpoint image areas
+// of a slot that a killed starter left, in memory or on disk, and
+// nothing else.
+func TestRemoveImageAreas(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root (CI runs as root)")
+	}
+	dir := t.TempDir()
+	for _, d := range []string{"ckpt.scratch.slot1.123.1", "restore.scratch.slot1.123/image", "ckpt.scratch.slot2.456.1", "scratch.slot1.123"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mounted := filepath.Join(dir, "ckpt.scratch.slot1.123.1")
+	if err := syscall.Mount("tmpfs", mounted, "tmpfs", 0, "mode=0700"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(mounted, syscall.MNT_DETACH) })
+	if err := os.WriteFile(filepath.Join(mounted, "pages-1.img"), []byte("pages"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := removeImageAreas(dir, "ckpt.scratch.slot1.", "restore.scratch.slot1."); err != nil {
+		t.Fatal(err)
+	}
+	for _, gone := range []string{"ckpt.scratch.slot1.123.1", "restore.scratch.slot1.123"} {
+		if _, err := os.Stat(filepath.Join(dir, gone)); !os.IsNotExist(err) {
+			t.Errorf("%s left: %v", gone, err)
+		}
+	}
+	for _, keep := range []string{"ckpt.scratch.slot2.456.1", "scratch.slot1.123"} {
+		if _, err := os.Stat(filepath.Join(dir, keep)); err != nil {
+			t.Errorf("%s removed: %v", keep, err)
+		}
+	}
+}

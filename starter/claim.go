@@ -103,7 +103,9 @@ type claim struct {
 
 // receive passes the startd's commands on until its input ends: jobs to
 // the claim's loop, the rest to the job being run. kill is called on a
-// kill command.
+// kill command, and when the input ends: a startd that stops with a job
+// running kills it first, so a job still running then has lost its startd,
+// and no job runs on a machine whose startd does not know of it.
 func (c *claim) receive(commands *childproc.Receiver[Command], kill func()) {
 	defer close(c.specs)
 	for {
@@ -112,6 +114,10 @@ func (c *claim) receive(commands *childproc.Receiver[Command], kill func()) {
 			if !errors.Is(err, io.EOF) {
 				c.logger.Error("startd commands", "err", err)
 			}
+			if c.current.Load() != nil {
+				c.logger.Warn("the startd went away; killing the job")
+			}
+			kill()
 			return
 		}
 		if cmd.Vacate || cmd.Kill {

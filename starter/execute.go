@@ -40,165 +40,228 @@ type checkpointing struct {
 	interval time.Duration
 }
 
-// execute starts the task with the runner and sees it to its end,
-// streaming output through send. A reason on kills stops it (the kill
-// signal first, SIGKILL after the grace time); controls suspend, continue
-// or vacate it. It returns an error only when the job could not start.
-func execute(ctx context.Context, start func(context.Context, *Task) (Job, error), t *Task, killSig unix.Signal, send *sender,
-	kills <-chan string, controls <-chan control, ck checkpointing, logger *slog.Logger) (*wire.Exited, error) {
-	// Our own pipes: the job's exit, not the pipes closing, ends the run,
-	// so a leftover background process holding them cannot keep it alive.
-	stdoutR, stdoutW, err := os.Pipe()
+// execution is one job from its start to its end: how it starts, what
+// reaches it (the shadow's kills, the startd's controls, checkpoint
+// times), and what it has been through. run takes it through its phases:
+// start (with the starter's own output pipes), report, then supervise until
+// the job's first process exits.
+type execution struct {
+	start    func(context.Context, *Task) (Job, error)
+	task     *Task
+	killSig  unix.Signal
+	send     *sender
+	kills    <-chan string // a reason stops the job
+	controls <-chan control
+	ck       checkpointing
+	logger   *slog.Logger
+
+	job       Job
+	hardKill  <-chan time.Time // set once the job was told to stop
+	evict     string           // why the execute machine took the job back
+	suspended bool
+}
+
+// waited is how the job's Wait returned.
+type waited struct {
+	exit Exit
+	err  error
+}
+
+// run starts the job and sees it to its end, streaming its output
+// through send. A reason on kills stops it (the kill signal first,
+// SIGKILL after the grace time); controls suspend, continue, vacate or
+// checkpoint it. It returns an error only when the job could not start.
+func (e *execution) run(ctx context.Context) (*wire.Exited, error) {
+	stdoutR, stderrR, err := e.startJob(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer stdoutR.Close()
+	defer stderrR.Close()
+	e.reportStarted()
+	copied := make(chan struct{}, 2)
+	go pump(stdoutR, 1, e.send, copied)
+	go pump(stderrR, 2, e.send, copied)
+	done := make(chan waited, 1)
+	go func() {
+		x, err := e.job.Wait()
+		done <- waited{x, err}
+	}()
+	w := e.supervise(ctx, done)
+	<-copied
+	<-copied
+	return e.exited(w)
+}
+
+// startJob starts the job with output pipes of the starter's own: the
+// job's exit, not the pipes closing, ends the run, so a leftover
+// background process holding them cannot keep it alive. It returns the
+// read ends.
+func (e *execution) startJob(ctx context.Context) (stdout, stderr *os.File, err error) {
+	stdoutR, stdoutW, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
 	stderrR, stderrW, err := os.Pipe()
 	if err != nil {
+		stdoutR.Close()
 		stdoutW.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	defer stderrR.Close()
-	t.Stdout, t.Stderr = stdoutW, stderrW
-	job, err := start(ctx, t)
+	e.task.Stdout, e.task.Stderr = stdoutW, stderrW
+	job, err := e.start(ctx, e.task)
 	stdoutW.Close()
 	stderrW.Close()
 	if err != nil {
-		return nil, err
+		stdoutR.Close()
+		stderrR.Close()
+		return nil, nil, err
 	}
-	started := &wire.Started{Pid: int32(job.Pid())}
-	if r, ok := job.(Restored); ok {
+	e.job = job
+	return stdoutR, stderrR, nil
+}
+
+// reportStarted tells the shadow the job started, and whether it was
+// restored from its checkpoint or, failing that, started afresh.
+func (e *execution) reportStarted() {
+	started := &wire.Started{Pid: int32(e.job.Pid()), RestoreFailure: e.task.RestoreFailure}
+	if r, ok := e.job.(Restored); ok {
 		started.Restored = true
 		started.RestoreSeconds = r.RestoreTime().Seconds()
 	}
-	started.RestoreFailure = t.RestoreFailure
-	// A checkpoint that fails is reported where the user looks, not only
-	// in this log.
-	failed := func(what string, err error, vacate bool) {
-		logger.Warn(what, "err", err)
-		_ = send.msg(&wire.StarterMessage{Body: &wire.StarterMessage_CheckpointFailed{
-			CheckpointFailed: &wire.CheckpointFailed{Reason: err.Error(), Vacate: vacate}}})
+	if err := e.send.msg(&wire.StarterMessage{Body: &wire.StarterMessage_Started{Started: started}}); err != nil {
+		e.logger.Warn("report start", "err", err)
 	}
-	if err := send.msg(&wire.StarterMessage{Body: &wire.StarterMessage_Started{Started: started}}); err != nil {
-		logger.Warn("report start", "err", err)
-	}
-	copied := make(chan struct{}, 2)
-	go pump(stdoutR, 1, send, copied)
-	go pump(stderrR, 2, send, copied)
+}
 
-	type waited struct {
-		exit Exit
-		err  error
-	}
-	done := make(chan waited, 1)
-	go func() {
-		x, err := job.Wait()
-		done <- waited{x, err}
-	}()
-
+// supervise answers what reaches the running job until its first process
+// exits, and returns how.
+func (e *execution) supervise(ctx context.Context, done <-chan waited) waited {
 	usage := time.NewTicker(usageInterval)
 	defer usage.Stop()
 	var periodic <-chan time.Time
-	if ck.take != nil && ck.interval > 0 {
-		t := time.NewTicker(ck.interval)
+	if e.ck.take != nil && e.ck.interval > 0 {
+		t := time.NewTicker(e.ck.interval)
 		defer t.Stop()
 		periodic = t.C
 	}
-	var (
-		hardKill  <-chan time.Time
-		evict     string
-		suspended bool
-	)
-	stop := func(reason string) {
-		if hardKill != nil {
-			return
-		}
-		logger.Info("stopping job", "reason", reason)
-		if suspended {
-			_ = job.Continue() // a stopped job cannot handle its kill signal
-		}
-		_ = job.Signal(killSig)
-		hardKill = time.After(killGrace)
-	}
+	kills := e.kills
 	for {
 		select {
 		case reason := <-kills:
-			stop(reason)
+			e.stop(reason)
 			kills = nil
-		case c := <-controls:
-			switch c {
-			case controlSuspend:
-				if err := job.Suspend(); err != nil {
-					logger.Warn("suspend job", "err", err)
-					continue
-				}
-				suspended = true
-				_ = send.msg(&wire.StarterMessage{Body: &wire.StarterMessage_Suspended{Suspended: &wire.Suspended{Reason: "the machine's owner policy"}}})
-			case controlContinue:
-				if err := job.Continue(); err != nil {
-					logger.Warn("continue job", "err", err)
-					continue
-				}
-				suspended = false
-				_ = send.msg(&wire.StarterMessage{Body: &wire.StarterMessage_Resumed{Resumed: &wire.Resumed{}}})
-			case controlVacate:
-				evict = "the execute machine vacated the job"
-				if ck.take != nil && ck.want && hardKill == nil {
-					if suspended {
-						_ = job.Continue()
-						suspended = false
-					}
-					err := ck.take(ctx, job, true)
-					if err == nil {
-						evict = "the execute machine vacated the job, which was checkpointed"
-						continue // the dump ended the job
-					}
-					// The job's record and event log say why it will run
-					// again from its start (or its last checkpoint).
-					failed("vacate without a checkpoint", err, true)
-					evict = "the execute machine vacated the job, which could not be checkpointed: " + err.Error()
-				}
-				stop(evict)
-			case controlCheckpoint:
-				if ck.take == nil {
-					continue
-				}
-				if err := ck.take(ctx, job, false); err != nil {
-					failed("checkpoint", err, false)
-				}
-			}
+		case c := <-e.controls:
+			e.control(ctx, c)
 		case <-periodic:
-			if !suspended && hardKill == nil {
-				if err := ck.take(ctx, job, false); err != nil {
-					failed("periodic checkpoint", err, false)
-				}
+			if !e.suspended && e.hardKill == nil {
+				e.checkpoint(ctx, "periodic checkpoint")
 			}
 		case <-ctx.Done():
-			_ = job.Signal(unix.SIGKILL)
+			_ = e.job.Signal(unix.SIGKILL)
 			ctx = context.Background()
-		case <-hardKill:
-			_ = job.Signal(unix.SIGKILL)
+		case <-e.hardKill:
+			_ = e.job.Signal(unix.SIGKILL)
 		case <-usage.C:
-			if u, err := job.Usage(); err == nil && u != (Usage{}) {
-				_ = send.msg(&wire.StarterMessage{Body: &wire.StarterMessage_Usage{Usage: wireUsage(u)}})
+			if u, err := e.job.Usage(); err == nil && u != (Usage{}) {
+				_ = e.send.msg(&wire.StarterMessage{Body: &wire.StarterMessage_Usage{Usage: wireUsage(u)}})
 			}
 		case w := <-done:
-			<-copied
-			<-copied
-			if w.err != nil {
-				return nil, fmt.Errorf("wait for job: %w", w.err)
-			}
-			x := &wire.Exited{ExitCode: int32(w.exit.Code), Usage: wireUsage(w.exit.Usage),
-				HoldReason: w.exit.HoldReason, HoldCode: int32(w.exit.HoldCode)}
-			if w.exit.Signal != 0 {
-				x.BySignal, x.Signal = true, int32(w.exit.Signal)
-			}
-			if evict != "" && x.HoldReason == "" {
-				x.Evicted, x.EvictReason = true, evict
-			}
-			return x, nil
+			return w
 		}
 	}
+}
+
+// stop sends the job its kill signal, and SIGKILL after the grace time.
+func (e *execution) stop(reason string) {
+	if e.hardKill != nil {
+		return
+	}
+	e.logger.Info("stopping job", "reason", reason)
+	if e.suspended {
+		_ = e.job.Continue() // a stopped job cannot handle its kill signal
+	}
+	_ = e.job.Signal(e.killSig)
+	e.hardKill = time.After(killGrace)
+}
+
+// control carries out what the execute machine asks.
+func (e *execution) control(ctx context.Context, c control) {
+	switch c {
+	case controlSuspend:
+		if err := e.job.Suspend(); err != nil {
+			e.logger.Warn("suspend job", "err", err)
+			return
+		}
+		e.suspended = true
+		_ = e.send.msg(&wire.StarterMessage{Body: &wire.StarterMessage_Suspended{Suspended: &wire.Suspended{Reason: "the machine's owner policy"}}})
+	case controlContinue:
+		if err := e.job.Continue(); err != nil {
+			e.logger.Warn("continue job", "err", err)
+			return
+		}
+		e.suspended = false
+		_ = e.send.msg(&wire.StarterMessage{Body: &wire.StarterMessage_Resumed{Resumed: &wire.Resumed{}}})
+	case controlVacate:
+		e.vacate(ctx)
+	case controlCheckpoint:
+		if e.ck.take != nil {
+			e.checkpoint(ctx, "checkpoint")
+		}
+	}
+}
+
+// vacate takes the job off the machine: with a checkpoint where it wants
+// one (the dump ends the job), else, or if the dump fails, by stopping it.
+func (e *execution) vacate(ctx context.Context) {
+	e.evict = "the execute machine vacated the job"
+	if e.ck.take != nil && e.ck.want && e.hardKill == nil {
+		if e.suspended {
+			_ = e.job.Continue()
+			e.suspended = false
+		}
+		err := e.ck.take(ctx, e.job, true)
+		if err == nil {
+			e.evict = "the execute machine vacated the job, which was checkpointed"
+			return
+		}
+		// The job's record and event log say why it will run again from
+		// its start (or its last checkpoint).
+		e.checkpointFailed("vacate without a checkpoint", err, true)
+		e.evict = "the execute machine vacated the job, which could not be checkpointed: " + err.Error()
+	}
+	e.stop(e.evict)
+}
+
+// checkpoint takes a checkpoint, the job running on.
+func (e *execution) checkpoint(ctx context.Context, what string) {
+	if err := e.ck.take(ctx, e.job, false); err != nil {
+		e.checkpointFailed(what, err, false)
+	}
+}
+
+// checkpointFailed reports a checkpoint that failed where the user looks,
+// not only in this log.
+func (e *execution) checkpointFailed(what string, err error, vacate bool) {
+	e.logger.Warn(what, "err", err)
+	_ = e.send.msg(&wire.StarterMessage{Body: &wire.StarterMessage_CheckpointFailed{
+		CheckpointFailed: &wire.CheckpointFailed{Reason: err.Error(), Vacate: vacate}}})
+}
+
+// exited is the job's end as the shadow hears of it.
+func (e *execution) exited(w waited) (*wire.Exited, error) {
+	if w.err != nil {
+		return nil, fmt.Errorf("wait for job: %w", w.err)
+	}
+	x := &wire.Exited{ExitCode: int32(w.exit.Code), Usage: wireUsage(w.exit.Usage),
+		HoldReason: w.exit.HoldReason, HoldCode: int32(w.exit.HoldCode)}
+	if w.exit.Signal != 0 {
+		x.BySignal, x.Signal = true, int32(w.exit.Signal)
+	}
+	if e.evict != "" && x.HoldReason == "" {
+		x.Evicted, x.EvictReason = true, e.evict
+	}
+	return x, nil
 }
 
 func wireUsage(u Usage) *wire.Usage {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -32,6 +31,7 @@ func (s *Starter) run(ctx context.Context, conn grpc.ClientConnInterface, client
 		task.Dir, task.DirSource = iwd, dir.mountpoint
 	}
 	ck := &checkpoints{client: client, secret: s.spec.Secret, scratch: s.spec.ScratchDir, logger: logger}
+	ck.lastImage, _ = job.EvalInt("LastCkptImageSize")
 	ck.seal, ck.noSeal = sealFor(s.spec)
 	policy := checkpointing{take: ck.take, want: wantCheckpoint(job)}
 	if secs, ok := job.EvalInt("CheckpointInterval"); ok && secs > 0 {
@@ -41,7 +41,8 @@ func (s *Starter) run(ctx context.Context, conn grpc.ClientConnInterface, client
 	if n, _ := job.EvalInt("NumCkpts"); n > 0 {
 		start = s.restoreOrStart(ck, job, logger)
 	}
-	return execute(ctx, start, task, killSig, send, kills, s.controls, policy, logger)
+	e := &execution{start: start, task: task, killSig: killSig, send: send, kills: kills, controls: s.controls, ck: policy, logger: logger}
+	return e.run(ctx)
 }
 
 // wantCheckpoint reads the job's want_checkpoint: jobs that run where they
@@ -63,12 +64,11 @@ func (s *Starter) restoreOrStart(ck *checkpoints, job *classad.ClassAd, logger *
 		if !ok {
 			err = errNoCheckpoint
 		} else {
-			var dir string
-			if dir, err = ck.fetch(ctx); err == nil {
-				defer os.RemoveAll(dir)
-				defer os.RemoveAll(dir + ".restore")
+			var area *imageArea
+			if area, err = ck.fetch(ctx); err == nil {
+				defer area.remove(logger)
 				var j Job
-				if j, err = rst.Restore(ctx, t, dir); err == nil {
+				if j, err = rst.Restore(ctx, t, area.image()); err == nil {
 					logger.Info("job restored from its checkpoint")
 					return j, nil
 				}

@@ -70,9 +70,10 @@ func (s *Starter) control(c control) {
 	}
 }
 
-// Run carries the job from start to finish. It returns when the job has
-// ended and the shadow has been told, or when the session is lost (the job
-// is then killed).
+// Run carries the job from start to finish: attach to the shadow, which
+// sends the job; prepare it; run it while listening to the shadow; report
+// its end. It returns when the job has ended and the shadow has been told,
+// or when the session is lost (the job is then killed).
 func (s *Starter) Run(ctx context.Context) error {
 	job, err := classad.Parse(s.spec.JobAd)
 	if err != nil {
@@ -83,31 +84,14 @@ func (s *Starter) Run(ctx context.Context) error {
 	jobID := fmt.Sprintf("%d.%d", cluster, proc)
 	logger := s.logger.With("job", jobID)
 
-	conn := s.conn
-	client := wire.NewShadowClient(conn)
+	client := wire.NewShadowClient(s.conn)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream, err := client.Attach(ctx)
+	stream, job, err := s.attach(ctx, client, jobID)
 	if err != nil {
-		return fmt.Errorf("attach to shadow %s: %w", s.spec.ShadowAddr, err)
+		return err
 	}
 	send := &sender{stream: stream}
-	if err := send.msg(&wire.StarterMessage{Body: &wire.StarterMessage_Hello{Hello: &wire.Hello{
-		JobId: jobID, Secret: s.spec.Secret, Host: s.spec.Host}}}); err != nil {
-		return fmt.Errorf("hello to shadow: %w", err)
-	}
-	first, err := stream.Recv()
-	if err != nil {
-		return fmt.Errorf("receive job from shadow: %w", err)
-	}
-	if first.GetJob() == nil {
-		return errors.New("shadow did not send the job first")
-	}
-	// The shadow's copy is authoritative: it is the owner's representative.
-	if job, err = classad.Parse(first.GetJob().JobAd); err != nil {
-		return fmt.Errorf("starter: parse job ad from shadow: %w", err)
-	}
-
 	task, killSig, hold := s.prepare(ctx, client, job, jobID)
 	if hold != nil {
 		err := send.msg(&wire.StarterMessage{Body: &wire.StarterMessage_Exited{Exited: hold}})
@@ -115,41 +99,13 @@ func (s *Starter) Run(ctx context.Context) error {
 		_, _ = stream.Recv() // wait for the shadow to end the session
 		return err
 	}
-
-	// Commands from the shadow; a lost session kills the job.
-	kills := make(chan string, 1)
-	ended := make(chan struct{})
-	go func() {
-		defer close(ended)
-		for {
-			msg, err := stream.Recv()
-			if err != nil {
-				select {
-				case kills <- "lost the shadow: " + err.Error():
-				default:
-				}
-				return
-			}
-			if k := msg.GetKill(); k != nil {
-				select {
-				case kills <- k.Reason:
-				default:
-				}
-			}
-			if c := msg.GetCheckpoint(); c != nil {
-				if c.Vacate {
-					s.Vacate()
-				} else {
-					s.control(controlCheckpoint)
-				}
-			}
-		}
-	}()
-
 	if task.Stdin != nil {
 		defer task.Stdin.Close()
 	}
-	exited, err := s.run(ctx, conn, client, job, task, killSig, send, kills, logger)
+	kills := make(chan string, 1)
+	ended := make(chan struct{})
+	go s.listen(stream, kills, ended)
+	exited, err := s.run(ctx, s.conn, client, job, task, killSig, send, kills, logger)
 	if err != nil {
 		exited = &wire.Exited{HoldReason: err.Error(), HoldCode: holdCodeExec}
 	}
@@ -164,6 +120,63 @@ func (s *Starter) Run(ctx context.Context) error {
 		logger.Warn("shadow did not end the session")
 	}
 	return nil
+}
+
+// attach opens the session with the job's shadow, proves with the job's
+// secret that this starter runs the job, and returns the job's ad as the
+// shadow sends it: the shadow's copy is authoritative, being the owner's
+// representative.
+func (s *Starter) attach(ctx context.Context, client wire.ShadowClient, jobID string) (wire.Shadow_AttachClient, *classad.ClassAd, error) {
+	stream, err := client.Attach(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("attach to shadow %s: %w", s.spec.ShadowAddr, err)
+	}
+	if err := stream.Send(&wire.StarterMessage{Body: &wire.StarterMessage_Hello{Hello: &wire.Hello{
+		JobId: jobID, Secret: s.spec.Secret, Host: s.spec.Host}}}); err != nil {
+		return nil, nil, fmt.Errorf("hello to shadow: %w", err)
+	}
+	first, err := stream.Recv()
+	if err != nil {
+		return nil, nil, fmt.Errorf("receive job from shadow: %w", err)
+	}
+	if first.GetJob() == nil {
+		return nil, nil, errors.New("shadow did not send the job first")
+	}
+	job, err := classad.Parse(first.GetJob().JobAd)
+	if err != nil {
+		return nil, nil, fmt.Errorf("starter: parse job ad from shadow: %w", err)
+	}
+	return stream, job, nil
+}
+
+// listen passes the shadow's commands on while the job runs: a kill (or a
+// lost session, which kills the job) to kills, checkpoints to the job's
+// controls. It closes ended when the session ends.
+func (s *Starter) listen(stream wire.Shadow_AttachClient, kills chan<- string, ended chan<- struct{}) {
+	defer close(ended)
+	for {
+		msg, err := stream.Recv()
+		if err != nil {
+			select {
+			case kills <- "lost the shadow: " + err.Error():
+			default:
+			}
+			return
+		}
+		if k := msg.GetKill(); k != nil {
+			select {
+			case kills <- k.Reason:
+			default:
+			}
+		}
+		if c := msg.GetCheckpoint(); c != nil {
+			if c.Vacate {
+				s.Vacate()
+			} else {
+				s.control(controlCheckpoint)
+			}
+		}
+	}
 }
 
 // prepare fetches the executable and input into the scratch directory and

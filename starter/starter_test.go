@@ -1,7 +1,9 @@
 package starter
 
 import (
+	"context"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -103,5 +105,56 @@ func TestSealFor(t *testing.T) {
 		if s, err := sealFor(spec); err == nil || s != nil {
 			t.Errorf("%s: sealFor = %v, %v; want an error", name, s, err)
 		}
+	}
+}
+
+// TestImageArea puts an image that fits in half the available memory on
+// a tmpfs of its own, owner-only and gone with the area, and one of
+// unknown size or too large on the disk beside the scratch directory.
+func TestImageArea(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root (CI runs as root)")
+	}
+	base := t.TempDir()
+	c := &checkpoints{scratch: filepath.Join(base, "scratch.slot1"), logger: slog.New(slog.DiscardHandler)}
+	avail, err := memAvailable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		need     int64
+		inMemory bool
+	}{
+		{"small", 1 << 20, true},
+		{"unknown", 0, false},
+		{"too-large", avail, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err := c.newImageArea(context.Background(), "ckpt."+tc.name, tc.need)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if filepath.Dir(a.dir) != base {
+				t.Errorf("area %s is not beside the scratch directory", a.dir)
+			}
+			var st unix.Statfs_t
+			if err := unix.Statfs(a.dir, &st); err != nil {
+				t.Fatal(err)
+			}
+			if inMemory := st.Type == unix.TMPFS_MAGIC; inMemory != tc.inMemory {
+				t.Errorf("image of %d bytes (%d available): in memory %v, want %v", tc.need, avail, inMemory, tc.inMemory)
+			}
+			if err := os.Mkdir(a.image(), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if fi, err := os.Stat(a.dir); err != nil || fi.Mode().Perm() != 0o700 {
+				t.Errorf("area mode %v (%v), want 0700", fi.Mode().Perm(), err)
+			}
+			a.remove(c.logger)
+			if _, err := os.Stat(a.dir); !os.IsNotExist(err) {
+				t.Errorf("the area outlived its removal: %v", err)
+			}
+		})
 	}
 }

@@ -42,6 +42,8 @@ var Access = map[string][]pki.Role{
 	// secret which job it runs.
 	"/harrier.v1.Shadow/*":   {pki.RoleStartd},
 	"/harrier.v1.ShadowIO/*": {pki.RoleStartd},
+	// The administrator's services are the administrator's alone.
+	"/harrier.v1.MatchmakerAdmin/*": {pki.RoleAdmin},
 }
 
 // A Peer is the verified caller of an RPC.

@@ -17,7 +17,7 @@ import (
 // Access; the local Schedd service, served on a Unix socket to users,
 // has none (a TLS server must not serve it).
 func TestAccessCoversEveryMethod(t *testing.T) {
-	for _, sd := range []grpc.ServiceDesc{Collector_ServiceDesc, Agent_ServiceDesc, Startd_ServiceDesc, Shadow_ServiceDesc, ShadowIO_ServiceDesc} {
+	for _, sd := range []grpc.ServiceDesc{Collector_ServiceDesc, Agent_ServiceDesc, Startd_ServiceDesc, Shadow_ServiceDesc, ShadowIO_ServiceDesc, MatchmakerAdmin_ServiceDesc} {
 		var names []string
 		for _, m := range sd.Methods {
 			names = append(names, m.MethodName)

@@ -131,9 +131,23 @@ func (l *Log) Commit(ctx context.Context, txn *Txn) error {
 	if len(enc.buf) > maxTxnPayload {
 		return fmt.Errorf("commit: %d bytes: %w", len(enc.buf), ErrTooLarge)
 	}
+	if err := l.fault(txn, false); err != nil {
+		return err
+	}
 	r := &request{txn: txn, payload: enc.buf, adBytes: int32(adBytes), retires: int32(retires), done: make(chan struct{})}
 	if err := l.submit(ctx, r); err != nil {
 		return fmt.Errorf("commit: %w", err)
+	}
+	return l.fault(txn, true)
+}
+
+// fault calls Options.Fault, if set.
+func (l *Log) fault(txn *Txn, durable bool) error {
+	if l.opts.Fault == nil {
+		return nil
+	}
+	if err := l.opts.Fault(txn, durable); err != nil {
+		return fmt.Errorf("commit: injected fault: %w", err)
 	}
 	return nil
 }

@@ -68,6 +68,13 @@ type Options struct {
 	// (NextCluster numbers not yet used), so that reserving and never
 	// submitting cannot grow the store. Zero means 64.
 	MaxReservations int
+	// Fault injects failures, for tests that crash a store's user between
+	// its steps. If not nil it is called twice for each Commit: before
+	// the transaction is written (durable false) and once it is durable
+	// (durable true). An error it returns fails that Commit with it:
+	// before, applying nothing; after, with the transaction applied, as a
+	// crash between the write and the caller's hearing of it leaves it.
+	Fault func(txn *Txn, durable bool) error
 }
 
 const (

@@ -95,10 +95,10 @@ func TestAgentKilledDuringSubmission(t *testing.T) {
 			acked[c] = true
 		}
 		t.Logf("round %d: killed the agent after %s; submit said %q", round, delay, strings.TrimSpace(out.String()))
-		eventually(t, 10*time.Second, "the agent to die", func() bool { return !alive(pid) })
-		if err := startDaemon(p.dir, filepath.Join(p.dir, poolConfigName), daemonSpec{"agent", "agent"}); err != nil {
-			t.Fatal(err)
-		}
+		eventually(t, 30*time.Second, "the master to restart the agent", func() bool {
+			now := readPid(filepath.Join(p.dir, "run", "agent.pid"))
+			return now > 0 && now != pid && alive(now)
+		})
 		eventually(t, 60*time.Second, "the agent to answer", func() bool {
 			_, code := p.harrier(t, "q", "-limit", "1")
 			return code == 0

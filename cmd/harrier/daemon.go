@@ -101,8 +101,12 @@ func serveMatchmaker(ctx context.Context, pc *poolConfig, logger *slog.Logger) e
 	if err != nil {
 		return err
 	}
+	accountantFile, err := pc.accountantFile()
+	if err != nil {
+		return err
+	}
 	mm, err := matchmaker.New(matchmaker.Config{Logger: logger, TLS: serverTLS, ClientTLS: clientTLS, Interval: interval,
-		HalfLife: halfLife, DefaultPriorityFactor: factor, PriorityFactors: factors,
+		HalfLife: halfLife, DefaultPriorityFactor: factor, PriorityFactors: factors, AccountantFile: accountantFile,
 		PreemptionRequirements: pc.c.String("PREEMPTION_REQUIREMENTS", "")})
 	if err != nil {
 		return err

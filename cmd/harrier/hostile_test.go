@@ -165,24 +165,32 @@ func (h *hostile) submitFile(t *testing.T, name, desc string) string {
 	return path
 }
 
-// restartAgent kills the agent and starts it again on its queue.
+// restartAgent kills the agent with SIGKILL and waits until its master
+// has started it again on its queue and it answers.
 func (p *testPool) restartAgent(t *testing.T) {
 	t.Helper()
-	pid := readPid(filepath.Join(p.dir, "run", "agent.pid"))
+	p.killDaemon(t, "agent")
+	eventually(t, 30*time.Second, "the agent to answer", func() bool {
+		_, code := p.harrier(t, "q", "-limit", "1")
+		return code == 0
+	})
+}
+
+// killDaemon kills daemon name with SIGKILL and waits until its master
+// has started a new process for it.
+func (p *testPool) killDaemon(t *testing.T, name string) {
+	t.Helper()
+	pidFile := filepath.Join(p.dir, "run", name+".pid")
+	pid := readPid(pidFile)
 	if pid <= 0 {
-		t.Fatal("no agent pid")
+		t.Fatalf("no pid for %s", name)
 	}
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the agent to die", func() bool { return !alive(pid) })
-	t.Setenv(asHarrier, "1")
-	if err := startDaemon(p.dir, filepath.Join(p.dir, poolConfigName), daemonSpec{"agent", "agent"}); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 30*time.Second, "the agent to answer", func() bool {
-		_, code := p.harrier(t, "q", "-limit", "1")
-		return code == 0
+	eventually(t, 30*time.Second, "the master to restart "+name, func() bool {
+		now := readPid(pidFile)
+		return now > 0 && now != pid && alive(now)
 	})
 }
 

@@ -73,11 +73,13 @@ func commands() []command {
 		{"tail", "tail [--pool DIR] [-follow] [-maxbytes N] [-stderr] [-no-stdout] ID [FILE...]", runTail},
 		{"wait", "wait [--pool DIR] [-wait SECONDS] [-num N] [-echo] [-status] LOGFILE [ID] | wait [--pool DIR] [-wait SECONDS] ID", runWait},
 		{"classad", "classad eval [-ad FILE|-] [AD-ATTRS...] EXPR...", runClassad},
-		{"userprio", "userprio [--pool DIR] [-json]", runUserprio},
+		{"userprio", "userprio [--pool DIR] [-json | -long] | userprio -setfactor USER F | userprio -resetusage USER", runUserprio},
 		{"bench", "bench negotiate [--machines M] [--jobs J] [--users U] [--autoclusters A] [--runs N] [--baseline JOBS] | bench throughput [--jobs N] [--startds S] [--slots K] [--queue Q] [--sandbox process|container]", runBench},
+		{"pki", "pki init --dir DIR [--pool NAME] | pki issue --dir DIR [--hosts ADDR,...] [--out DIR] ROLE@HOST", runPKI},
+		{"master", "master --config FILE [--name HOST] [--daemons LIST]", runMaster},
 		{"daemon", "daemon matchmaker|agent|startd --config FILE [--name NAME]", runDaemon},
-		{"shadow", "shadow (started by the agent)", runShadow},
-		{"starter", "starter (started by a startd)", runStarter},
+		{"shadow", "shadow (started by the agent)", runShadowProcess},
+		{"starter", "starter (started by a startd)", runStarterProcess},
 	}
 }
 

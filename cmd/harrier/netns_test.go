@@ -31,7 +31,7 @@ type netnsHost struct {
 // netnsPool builds hosts in network namespaces joined by a bridge. Every
 // address exists only inside the namespaces, which the test removes.
 type netnsPool struct {
-	t      *testing.T
+	t      testing.TB
 	hosts  map[string]*netnsHost
 	procs  []*exec.Cmd
 	prefix string
@@ -39,14 +39,14 @@ type netnsPool struct {
 	extra string
 }
 
-func ipCmd(t *testing.T, args ...string) {
+func ipCmd(t testing.TB, args ...string) {
 	t.Helper()
 	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
 		t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
 	}
 }
 
-func newNetnsPool(t *testing.T, names ...string) *netnsPool {
+func newNetnsPool(t testing.TB, names ...string) *netnsPool {
 	t.Helper()
 	needPool(t)
 	if _, err := exec.LookPath("ip"); err != nil {

@@ -76,22 +76,41 @@ func poolUp(dir string, startds int, detach bool, stdout io.Writer) error {
 	if err := checkpoint.CreateKeyFile(keyPath); err != nil {
 		return err
 	}
-	if running := runningDaemons(dir); len(running) > 0 {
-		return fmt.Errorf("the pool in %s is already up (%s); run harrier pool down --dir %s first", dir, strings.Join(running, ", "), dir)
+	// So does a pool made before the administrator had a certificate.
+	if err := ensureAdminCert(pc); err != nil {
+		return err
 	}
 	mm, err := pc.require("MATCHMAKER_ADDR")
 	if err != nil {
 		return err
 	}
-	for i, d := range poolDaemons(startds) {
-		if err := startDaemon(dir, confPath, d); err != nil {
+	// A host whose master runs is up, whatever its daemons are doing: the
+	// master restarts them. A host without one gets one, after any daemon
+	// of its left running without a master is stopped.
+	started := 0
+	for i, h := range poolHosts(startds) {
+		if pid := readPid(masterPidFile(dir, h.name)); pid > 0 && alive(pid) {
+			continue
+		}
+		for _, d := range h.daemons {
+			pidFile := filepath.Join(dir, "run", d.name+".pid")
+			if pid := readPid(pidFile); pid > 0 && alive(pid) {
+				stopProcess(pid, 15*time.Second)
+			}
+			os.Remove(pidFile)
+		}
+		if err := startMaster(dir, confPath, h); err != nil {
 			_ = poolDown(dir, io.Discard)
 			return err
 		}
+		started++
 		if i == 0 {
 			// The others advertise to the matchmaker as soon as they start.
 			waitListening(mm, 10*time.Second)
 		}
+	}
+	if started == 0 {
+		fmt.Fprintf(stdout, "The pool in %s is already up.\n", dir)
 	}
 	if err := waitReady(dir, pc, startds); err != nil {
 		_ = poolDown(dir, io.Discard)
@@ -114,17 +133,46 @@ type daemonSpec struct {
 	role, name string
 }
 
-func poolDaemons(startds int) []daemonSpec {
-	ds := []daemonSpec{{"matchmaker", "matchmaker"}, {"agent", "agent"}}
+// poolHost is one simulated host of a personal pool, with a master of its
+// own running its daemons: the first runs the matchmaker, the agent and a
+// startd, each other one a startd.
+type poolHost struct {
+	name    string
+	daemons []daemonSpec
+}
+
+func poolHosts(startds int) []poolHost {
+	var hosts []poolHost
 	host := hostName()
 	for i := 1; i <= startds; i++ {
 		name := host
 		if startds > 1 {
 			name = fmt.Sprintf("%s-%d", host, i)
 		}
-		ds = append(ds, daemonSpec{"startd", name})
+		h := poolHost{name: name}
+		if i == 1 {
+			h.daemons = []daemonSpec{{"matchmaker", "matchmaker"}, {"agent", "agent"}}
+		}
+		h.daemons = append(h.daemons, daemonSpec{"startd", name})
+		hosts = append(hosts, h)
 	}
-	return ds
+	return hosts
+}
+
+// masterPidFile is where pool up keeps the pid of host's master.
+func masterPidFile(dir, host string) string {
+	return filepath.Join(dir, "run", "master."+host+".pid")
+}
+
+// startMaster starts host's master in its own session, so that it
+// outlives this command, with its log in the pool's log directory.
+func startMaster(dir, confPath string, h poolHost) error {
+	var roles []string
+	for _, d := range h.daemons {
+		roles = append(roles, strings.ToUpper(d.role))
+	}
+	return startDetached(dir, "master."+h.name, masterPidFile(dir, h.name),
+		"master", "--config", confPath, "--name", h.name, "--daemons", strings.Join(roles, ","))
 }
 
 // createPool writes a new pool's configuration and its PKI: a pool CA and
@@ -178,13 +226,33 @@ RANK = 0
 	if err != nil {
 		return fmt.Errorf("create pool CA: %w", err)
 	}
-	for _, role := range []string{"matchmaker", "agent", "startd"} {
+	for _, role := range []string{"matchmaker", "agent", "startd", "admin"} {
 		if err := ca.Issue(role+"@"+hostName(), []string{"127.0.0.1", "localhost", hostName()},
 			filepath.Join(pkiDir, role+".pem"), filepath.Join(pkiDir, role+".key")); err != nil {
 			return fmt.Errorf("issue %s certificate: %w", role, err)
 		}
 	}
 	return os.WriteFile(filepath.Join(dir, poolConfigName), []byte(conf), 0o644)
+}
+
+// ensureAdminCert issues the pool administrator's certificate
+// (admin.pem, admin.key in PKI_DIR) if the pool has none.
+func ensureAdminCert(pc *poolConfig) error {
+	_, cert, key, err := pc.pkiPaths(string(pki.RoleAdmin))
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(cert); err == nil {
+		return nil
+	}
+	ca, err := pki.LoadCA(filepath.Dir(cert))
+	if err != nil {
+		return fmt.Errorf("issue the administrator's certificate: %w", err)
+	}
+	if err := ca.Issue("admin@"+hostName(), nil, cert, key); err != nil {
+		return fmt.Errorf("issue the administrator's certificate: %w", err)
+	}
+	return nil
 }
 
 func freePort() (int, error) {
@@ -196,29 +264,25 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// startDaemon starts one daemon in its own session, so that it outlives
-// this command, with its log in the pool's log directory.
-func startDaemon(dir, confPath string, d daemonSpec) error {
+// startDetached starts the harrier command args in its own session, so
+// that it outlives this command, logging to the pool's log directory as
+// name and with its pid in pidPath.
+func startDetached(dir, name, pidPath string, args ...string) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	logf, err := os.OpenFile(filepath.Join(dir, "log", d.name+".log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	logf, err := os.OpenFile(filepath.Join(dir, "log", name+".log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}
 	defer logf.Close()
-	args := []string{"daemon", d.role, "--config", confPath}
-	if d.role == "startd" {
-		args = append(args, "--name", d.name)
-	}
 	cmd := exec.Command(exe, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", d.name, err)
+		return fmt.Errorf("start %s: %w", name, err)
 	}
-	pidPath := filepath.Join(dir, "run", d.name+".pid")
 	if err := os.WriteFile(pidPath, []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644); err != nil {
 		return err
 	}
@@ -292,18 +356,6 @@ func waitListening(addr string, timeout time.Duration) {
 	}
 }
 
-// runningDaemons lists the pool's daemons whose processes are alive.
-func runningDaemons(dir string) []string {
-	var names []string
-	files, _ := filepath.Glob(filepath.Join(dir, "run", "*.pid"))
-	for _, f := range files {
-		if pid := readPid(f); pid > 0 && alive(pid) {
-			names = append(names, strings.TrimSuffix(filepath.Base(f), ".pid"))
-		}
-	}
-	return names
-}
-
 func readPid(path string) int {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -336,11 +388,13 @@ func alive(pid int) bool {
 		return false
 	}
 	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	return strings.Contains(string(cmdline), "daemon")
+	return strings.Contains(string(cmdline), "\x00daemon\x00") || strings.Contains(string(cmdline), "\x00master\x00")
 }
 
-// poolDown stops the pool's daemons: startds first (they stop their jobs),
-// then the agent and the matchmaker. Each gets SIGTERM and, if it has not
+// poolDown stops the pool: each simulated host's master, execute hosts
+// first (a master stops its daemons, startds vacating their jobs, and
+// exits), then any daemon still running without a master (started by
+// hand, or by an older pool up). Each gets SIGTERM and, if it has not
 // exited after a grace time, SIGKILL.
 func poolDown(dir string, stdout io.Writer) error {
 	files, _ := filepath.Glob(filepath.Join(dir, "run", "*.pid"))
@@ -348,22 +402,30 @@ func poolDown(dir string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "No pool is running in %s.\n", dir)
 		return nil
 	}
+	// Masters first, the one with the matchmaker and agent last; then
+	// daemons: startds, the agent, the matchmaker.
+	central := map[string]bool{"master." + hostName(): true, "master." + hostName() + "-1": true}
 	order := func(f string) int {
-		switch strings.TrimSuffix(filepath.Base(f), ".pid") {
-		case "agent":
+		name := strings.TrimSuffix(filepath.Base(f), ".pid")
+		switch {
+		case central[name]:
 			return 1
-		case "matchmaker":
-			return 2
+		case strings.HasPrefix(name, "master."):
+			return 0
+		case name == "agent":
+			return 3
+		case name == "matchmaker":
+			return 4
 		}
-		return 0
+		return 2
 	}
-	for round := 0; round <= 2; round++ {
+	for round := 0; round <= 4; round++ {
 		for _, f := range files {
 			if order(f) != round {
 				continue
 			}
 			if pid := readPid(f); pid > 0 && alive(pid) {
-				stopProcess(pid, 15*time.Second)
+				stopProcess(pid, time.Minute)
 			}
 			os.Remove(f)
 		}

@@ -99,3 +99,21 @@ func hostName() string {
 	}
 	return h
 }
+
+// accountantFile is where the matchmaker keeps user priorities across
+// restarts: ACCOUNTANT_FILE, by default accountant.json in SPOOL (or in
+// $(POOL_DIR)/spool). Its directory is made if missing.
+func (p *poolConfig) accountantFile() (string, error) {
+	path := p.c.String("ACCOUNTANT_FILE", "")
+	if path == "" {
+		spool := p.c.String("SPOOL", "")
+		if spool == "" {
+			spool = filepath.Join(p.c.String("POOL_DIR", filepath.Dir(p.path)), "spool")
+		}
+		path = filepath.Join(spool, "accountant.json")
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", fmt.Errorf("accountant file: %w", err)
+	}
+	return path, nil
+}

@@ -1,0 +1,115 @@
+package agent
+
+// Job attributes the agent reads or writes, named as HTCondor names them,
+// so that users' constraints, policies and tools read Harrier's job ads as
+// they read HTCondor's. The attributes of resource-request ads are the
+// matchmaker's (matchmaker.AttrJobIDs and the rest).
+
+// Identity, ownership and what the job asks for.
+const (
+	AttrClusterID    = "ClusterId"
+	AttrProcID       = "ProcId"
+	AttrOwner        = "Owner"
+	AttrUser         = "User"
+	AttrQDate        = "QDate"
+	AttrGlobalJobID  = "GlobalJobId"
+	AttrIwd          = "Iwd"
+	AttrUserLog      = "UserLog"
+	AttrJobPrio      = "JobPrio"
+	AttrRequirements = "Requirements"
+	AttrRank         = "Rank"
+)
+
+// The job's state (see JobStatus) and why it is in it.
+const (
+	AttrJobStatus            = "JobStatus"
+	AttrLastJobStatus        = "LastJobStatus"
+	AttrEnteredCurrentStatus = "EnteredCurrentStatus"
+	AttrHoldReason           = "HoldReason"
+	AttrHoldReasonCode       = "HoldReasonCode"
+	AttrHoldReasonSubCode    = "HoldReasonSubCode"
+	AttrReleaseReason        = "ReleaseReason"
+	AttrRemoveReason         = "RemoveReason"
+)
+
+// Matches, runs and their ends.
+const (
+	AttrNumJobMatches           = "NumJobMatches"
+	AttrLastMatchTime           = "LastMatchTime"
+	AttrNumJobStarts            = "NumJobStarts"
+	AttrJobStartDate            = "JobStartDate"
+	AttrJobCurrentStartDate     = "JobCurrentStartDate"
+	AttrRemoteHost              = "RemoteHost"
+	AttrLastRemoteHost          = "LastRemoteHost"
+	AttrRemoteWallClockTime     = "RemoteWallClockTime"
+	AttrLastRemoteWallClockTime = "LastRemoteWallClockTime"
+	AttrNumJobSuspensions       = "NumJobSuspensions"
+	AttrNumShadowExceptions     = "NumShadowExceptions"
+	AttrLastShadowException     = "LastShadowException"
+	AttrLastShadowExceptionDate = "LastShadowExceptionDate"
+	AttrCompletionDate          = "CompletionDate"
+	AttrNumJobCompletions       = "NumJobCompletions"
+	AttrExitBySignal            = "ExitBySignal"
+	AttrExitCode                = "ExitCode"
+	AttrExitSignal              = "ExitSignal"
+)
+
+// Resource use.
+const (
+	AttrRemoteUserCPU   = "RemoteUserCpu"
+	AttrRemoteSysCPU    = "RemoteSysCpu"
+	AttrMemoryUsage     = "MemoryUsage"
+	AttrResidentSetSize = "ResidentSetSize"
+	AttrImageSize       = "ImageSize"
+)
+
+// The job's policy expressions.
+const (
+	AttrOnExitHold         = "OnExitHold"
+	AttrOnExitRemove       = "OnExitRemove"
+	AttrMaxRetries         = "MaxRetries"
+	AttrSuccessExitCode    = "SuccessExitCode"
+	AttrPeriodicHold       = "PeriodicHold"
+	AttrPeriodicHoldReason = "PeriodicHoldReason"
+	AttrPeriodicRelease    = "PeriodicRelease"
+	AttrPeriodicRemove     = "PeriodicRemove"
+)
+
+// Checkpoints and restores.
+const (
+	AttrNumCkpts                  = "NumCkpts"
+	AttrLastCkptTime              = "LastCkptTime"
+	AttrLastCkptSize              = "LastCkptSize"
+	AttrLastCkptImageSize         = "LastCkptImageSize"
+	AttrLastCkptFrozenTime        = "LastCkptFrozenTime"
+	AttrLastCkptDumpTime          = "LastCkptDumpTime"
+	AttrNumCheckpointFailures     = "NumCheckpointFailures"
+	AttrLastCheckpointFailure     = "LastCheckpointFailure"
+	AttrLastCheckpointFailureTime = "LastCheckpointFailureTime"
+	AttrNumRestores               = "NumRestores"
+	AttrNumFreshStarts            = "NumFreshStarts"
+	AttrLastCkptRestoreTime       = "LastCkptRestoreTime"
+	AttrNumRestoreFailures        = "NumRestoreFailures"
+	AttrLastRestoreFailure        = "LastRestoreFailure"
+	AttrLastRestoreFailureTime    = "LastRestoreFailureTime"
+)
+
+// Remote I/O totals (see runIO).
+const (
+	AttrFileReadCount  = "FileReadCount"
+	AttrFileReadBytes  = "FileReadBytes"
+	AttrFileWriteCount = "FileWriteCount"
+	AttrFileWriteBytes = "FileWriteBytes"
+	AttrFileSeekCount  = "FileSeekCount"
+	AttrBytesRecvd     = "BytesRecvd"
+	AttrBytesSent      = "BytesSent"
+	AttrRemoteIOFiles  = "RemoteIOFiles"
+)
+
+// Late materialization: a factory's record (see factoryAd).
+const (
+	AttrJobMaterializeItems      = "JobMaterializeItems"
+	AttrJobMaterializeNextProcID = "JobMaterializeNextProcId"
+	AttrTotalSubmitProcs         = "TotalSubmitProcs"
+	AttrJobMaterializeMaxIdle    = "JobMaterializeMaxIdle"
+)

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"harrier.dev/harrier/master"
+)
+
+// runMaster runs a host's master (see package master) in the foreground
+// until SIGTERM or SIGINT: it keeps the daemons of DAEMON_LIST (or
+// --daemons) running and stops them when it stops. Under systemd
+// (Type=notify) it says it is ready once the daemons are started.
+func runMaster(args []string, _ io.Reader, _ io.Writer) error {
+	fs := flag.NewFlagSet("master", flag.ContinueOnError)
+	configPath := fs.String("config", "", "the pool's configuration file")
+	name := fs.String("name", "", "this host's name, which its startd advertises (default: the host name)")
+	list := fs.String("daemons", "", "the daemons to run, as DAEMON_LIST (default: DAEMON_LIST)")
+	if err := fs.Parse(args); err != nil {
+		return usagef("%v", err)
+	}
+	if *configPath == "" {
+		return usagef("--config is required")
+	}
+	configAbs, err := filepath.Abs(*configPath)
+	if err != nil {
+		return err
+	}
+	pc, err := loadPoolConfig(configAbs)
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel(pc)})).With("daemon", "master")
+	cfg, err := masterConfig(pc, configAbs, *name, *list, logger)
+	if err != nil {
+		return err
+	}
+	m, err := master.New(cfg)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	notifySystemd("READY=1")
+	logger.Info("master started", "daemons", len(cfg.Daemons))
+	err = m.Run(ctx)
+	notifySystemd("STOPPING=1")
+	logger.Info("master stopped")
+	return err
+}
+
+// daemonRoles are the daemons a master can run, by their DAEMON_LIST names.
+var daemonRoles = map[string]string{"MATCHMAKER": "matchmaker", "AGENT": "agent", "STARTD": "startd"}
+
+// masterConfig builds the master's configuration from the pool's: which
+// daemons (DAEMON_LIST, or list), where they log (LOG, default
+// $(POOL_DIR)/log) and keep their pid files (RUN, default $(POOL_DIR)/run),
+// and the MASTER_* settings, named and defaulting as documented in
+// docs/pool.md.
+func masterConfig(pc *poolConfig, configPath, host, list string, logger *slog.Logger) (master.Config, error) {
+	cfg := master.DefaultConfig()
+	cfg.Logger = logger
+	if list == "" {
+		list = pc.c.String("DAEMON_LIST", "MATCHMAKER, AGENT, STARTD")
+	}
+	poolDir := pc.c.String("POOL_DIR", filepath.Dir(configPath))
+	logDir := pc.c.String("LOG", filepath.Join(poolDir, "log"))
+	runDir := pc.c.String("RUN", filepath.Join(poolDir, "run"))
+	for _, dir := range []string{logDir, runDir} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return cfg, fmt.Errorf("master: %w", err)
+		}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return cfg, fmt.Errorf("master: find own executable: %w", err)
+	}
+	cfg.Executable = exe
+	for _, item := range strings.FieldsFunc(list, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' }) {
+		item = strings.ToUpper(item)
+		if item == "MASTER" {
+			continue // HTCondor lists itself; so may we
+		}
+		role, ok := daemonRoles[item]
+		if !ok {
+			return cfg, fmt.Errorf("master: DAEMON_LIST names %q; known daemons are MATCHMAKER, AGENT and STARTD", item)
+		}
+		argv := []string{exe, "daemon", role, "--config", configPath}
+		name := role
+		if role == "startd" && host != "" {
+			argv = append(argv, "--name", host)
+			name = host
+		}
+		cfg.Daemons = append(cfg.Daemons, master.Daemon{Name: name, Argv: argv,
+			Log: filepath.Join(logDir, name+".log"), PidFile: master.PidFile(runDir, name)})
+	}
+	var errs []error
+	dur := func(key string, d *time.Duration) {
+		v, err := pc.c.Duration(key, *d)
+		errs = append(errs, err)
+		*d = v
+	}
+	dur("MASTER_BACKOFF_CONSTANT", &cfg.BackoffConstant)
+	dur("MASTER_BACKOFF_CEILING", &cfg.BackoffCeiling)
+	dur("MASTER_RECOVER_FACTOR", &cfg.RecoverAfter)
+	dur("MASTER_CHECK_NEW_EXEC_INTERVAL", &cfg.CheckExecInterval)
+	dur("MASTER_STOP_GRACE", &cfg.StopGrace)
+	if v := pc.c.String("MASTER_BACKOFF_FACTOR", ""); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f < 0 {
+			errs = append(errs, fmt.Errorf("MASTER_BACKOFF_FACTOR: invalid number %q", v))
+		}
+		cfg.BackoffFactor = f
+	}
+	if err := errors.Join(errs...); err != nil {
+		return cfg, fmt.Errorf("master: %w", err)
+	}
+	return cfg, nil
+}
+
+// notifySystemd sends state to systemd's notification socket when the
+// master runs as a Type=notify service; elsewhere it does nothing.
+func notifySystemd(state string) {
+	addr := os.Getenv("NOTIFY_SOCKET")
+	if addr == "" {
+		return
+	}
+	if strings.HasPrefix(addr, "@") {
+		addr = "\x00" + addr[1:] // an abstract socket
+	}
+	conn, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: addr, Net: "unixgram"})
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	_, _ = conn.Write([]byte(state))
+}
