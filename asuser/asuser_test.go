@@ -11,6 +11,9 @@ import (
 
 func nobody(t *testing.T) Credential {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs root: acts as another user (not in -short)")
+	}
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: acts as another user (CI runs as root)")
 	}

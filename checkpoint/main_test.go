@@ -89,6 +89,9 @@ func TestMain(m *testing.M) {
 // needCRIU skips tests that need root and a working CRIU.
 func needCRIU(t testing.TB) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs root and CRIU: checkpoints containers (not in -short)")
+	}
 	if os.Geteuid() != 0 {
 		t.Skip("checkpointing needs root")
 	}

@@ -41,6 +41,9 @@ type env struct {
 
 func requireFUSE(t testing.TB) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs root and FUSE: mounts iofs (not in -short)")
+	}
 	if os.Geteuid() != 0 {
 		t.Skip("iofs tests mount FUSE directly and need root")
 	}

@@ -25,6 +25,9 @@ func init() {
 // needContainers skips a test where containers cannot run, saying why.
 func needContainers(t testing.TB) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs root: runs containers in cgroups (not in -short)")
+	}
 	if err := Available(); err != nil {
 		t.Skipf("containers not available: %v (CI runs as root with cgroups)", err)
 	}

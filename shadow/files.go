@@ -117,13 +117,13 @@ func (o *outputs) write(fd int, data []byte) error {
 }
 
 func (o *outputs) close() error {
+	// Out and Err may be one file, opened once.
+	if o.files[2] == o.files[1] {
+		o.files[2] = nil
+	}
 	var errs []error
 	for fd, f := range o.files {
 		if f == nil {
-			continue
-		}
-		if fd == 2 && o.files[1] == f {
-			o.files[fd] = nil
 			continue
 		}
 		errs = append(errs, f.Close())

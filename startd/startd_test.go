@@ -185,7 +185,9 @@ func scratchDirs(t *testing.T, dir string) []string {
 }
 
 func TestClaimLifecycle(t *testing.T) {
-	h := newHarness(t, nil)
+	// The release below stops a starter that does not listen: it is
+	// killed after the grace time, which need not be the daemon's 5 s.
+	h := newHarness(t, func(s *Startd) { s.killGrace = 100 * time.Millisecond })
 	ctx := t.Context()
 	const slot = "slot1@exec1"
 

@@ -18,6 +18,9 @@ import (
 // directory, unmounted when the test ends.
 func smallDisk(t *testing.T, size string) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs root: mounts a small tmpfs to fill (not in -short)")
+	}
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to mount a small tmpfs to fill (CI runs as root)")
 	}

@@ -68,10 +68,25 @@ func mustHarrier(t testing.TB, env []string, args ...string) string {
 	return out
 }
 
+// needPool skips tests that start a whole pool: its daemons, shadows and
+// starters run as processes of this binary, as root. The short lane
+// (go test -short) leaves them out.
+func needPool(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs a whole pool: starts daemons, shadows and starters as root (not in -short)")
+	}
+	needRoot(t)
+}
+
 // needRoot skips tests that start daemons needing root (setuid shadows,
-// network namespaces), saying why.
+// network namespaces) or act as other users, saying why. The short lane
+// leaves them out even as root, so that it is the same lane for everyone.
 func needRoot(t testing.TB) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs root: changes users or creates network namespaces (not in -short)")
+	}
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: starts daemons that change users and create network namespaces (CI runs as root)")
 	}

@@ -48,7 +48,7 @@ func ipCmd(t testing.TB, args ...string) {
 
 func newNetnsPool(t testing.TB, names ...string) *netnsPool {
 	t.Helper()
-	needRoot(t)
+	needPool(t)
 	if _, err := exec.LookPath("ip"); err != nil {
 		t.Skip("needs iproute2's ip to create network namespaces (scripts/setup installs it)")
 	}

@@ -22,7 +22,7 @@ import (
 // written before any daemon starts.
 func startPolicyPool(t *testing.T, extra string) *testPool {
 	t.Helper()
-	needRoot(t)
+	needPool(t)
 	base := t.TempDir()
 	// Other users (the unwelcome submitter) must reach the agent's socket.
 	for d := base; d != "/" && d != "/tmp"; d = filepath.Dir(d) {

@@ -36,7 +36,7 @@ func startPoolWith(t *testing.T, startds int, extra string) *testPool {
 // daemons, shadows and starters run bin.
 func startPoolFrom(t *testing.T, bin string, startds int, extra string) *testPool {
 	t.Helper()
-	needRoot(t)
+	needPool(t)
 	base := t.TempDir()
 	// Other users (the permission tests) must reach the agent's socket.
 	for d := base; d != "/" && d != "/tmp"; d = filepath.Dir(d) {
