@@ -19,8 +19,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"harrier.dev/harrier/childproc"
 	"harrier.dev/harrier/agent/jobqueue"
+	"harrier.dev/harrier/childproc"
 	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/shadow"
 	"harrier.dev/harrier/wire"
@@ -367,9 +367,9 @@ func (a *Agent) keepAlive(ctx context.Context, c *claim) func() {
 // shadowProc is a shadow process serving the jobs of one claim, all of one
 // owner, in turn.
 type shadowProc struct {
-	owner  string
-	cmd    *exec.Cmd
-	stdin  io.Closer
+	owner string
+	cmd   *exec.Cmd
+	stdin io.Closer
 	// send and events are the shadow's command and event streams.
 	send   *childproc.Sender[shadow.Command]
 	events *childproc.Receiver[shadow.Event]

@@ -16,8 +16,8 @@ import (
 
 	"google.golang.org/grpc"
 
-	"harrier.dev/harrier/childproc"
 	"harrier.dev/harrier/agent/jobqueue"
+	"harrier.dev/harrier/childproc"
 	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/pki"
 	"harrier.dev/harrier/shadow"

@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"errors"
-	"io/fs"
-	"strconv"
 	"fmt"
 	"io"
+	"io/fs"
 	"slices"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
