@@ -184,7 +184,7 @@ func (m *Master) start(i int) {
 		m.scheduleRestart(i, err)
 		return
 	}
-	m.cfg.Logger.Info("daemon started", "daemon", p.d.Name, "pid", p.cmd.Process.Pid)
+	m.cfg.Logger.Info("daemon started", "name", p.d.Name, "pid", p.cmd.Process.Pid)
 	cmd, done := p.cmd, p.done
 	go func() {
 		err := cmd.Wait()
@@ -226,7 +226,7 @@ func (m *Master) scheduleRestart(i int, why error) {
 	}
 	delay := m.backoff(p.failures)
 	p.failures++
-	m.cfg.Logger.Warn("daemon not running; restarting it after a back-off", "daemon", p.d.Name,
+	m.cfg.Logger.Warn("daemon not running; restarting it after a back-off", "name", p.d.Name,
 		"why", describeExit(why), "restarts", p.failures, "backoff", delay)
 	if p.pending {
 		return
@@ -257,11 +257,11 @@ func (m *Master) stopAll() {
 		select {
 		case <-p.done:
 		case <-time.After(m.cfg.StopGrace):
-			m.cfg.Logger.Warn("daemon did not stop in time; killing it", "daemon", p.d.Name, "grace", m.cfg.StopGrace)
+			m.cfg.Logger.Warn("daemon did not stop in time; killing it", "name", p.d.Name, "grace", m.cfg.StopGrace)
 			_ = cmd.Process.Kill()
 			<-p.done
 		}
-		m.cfg.Logger.Info("daemon stopped", "daemon", p.d.Name)
+		m.cfg.Logger.Info("daemon stopped", "name", p.d.Name)
 		if p.d.PidFile != "" {
 			os.Remove(p.d.PidFile)
 		}

@@ -346,8 +346,10 @@ func TestDiskLimitHolds(t *testing.T) {
 	if res.exit.HoldCode != HoldCodeOutOfResources || !strings.HasPrefix(res.exit.HoldReason, "Job has gone over disk limit of 100 kilobytes.") {
 		t.Errorf("exit %+v, want a hold for disk", res.exit)
 	}
-	if res.exit.Usage.DiskBytes < 1<<20 {
-		t.Errorf("disk usage %d, want the 2 MB file counted", res.exit.Usage.DiskBytes)
+	// The check may catch the file part written: what it reports is what
+	// broke the limit.
+	if res.exit.Usage.DiskBytes <= 100*1024 {
+		t.Errorf("disk usage %d, want over the 100 KB limit that held the job", res.exit.Usage.DiskBytes)
 	}
 }
 

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -46,7 +48,7 @@ func TestMasterKeepsThePoolRunning(t *testing.T) {
 		t.Errorf("%d jobs in the history, want %d", n, jobs)
 	}
 	masterLog, _ := os.ReadFile(filepath.Join(p.dir, "log", "master."+host+"-1.log"))
-	if !strings.Contains(string(masterLog), "daemon=agent") || !strings.Contains(string(masterLog), `why="killed by killed"`) {
+	if !strings.Contains(string(masterLog), "name=agent") || !strings.Contains(string(masterLog), `why="killed by killed"`) {
 		t.Errorf("the master's log does not say the agent was killed:\n%s", masterLog)
 	}
 
@@ -103,7 +105,7 @@ func atoi(s string) int {
 // administrator may set a factor.
 func TestMatchmakerRestartKeepsPriorities(t *testing.T) {
 	bin := publicBinary(t)
-	p := startPoolFrom(t, bin, 1, "NUM_SLOTS = 2\nPRIORITY_HALFLIFE = 20\nNEGOTIATOR_INTERVAL = 2")
+	p := startPoolFrom(t, bin, 1, "NUM_SLOTS = 2\nPRIORITY_HALFLIFE = 60\nNEGOTIATOR_INTERVAL = 2")
 	dir := t.TempDir()
 	os.Chmod(dir, 0o777)
 	alice, bob := newUser(t), newUser(t)
@@ -121,26 +123,30 @@ func TestMatchmakerRestartKeepsPriorities(t *testing.T) {
 	p.must(t, "userprio", "-setfactor", bob.Username, "7")
 
 	type prio struct {
-		Name                         string
-		RealPriority, PriorityFactor float64
+		Name                                          string
+		Priority, RealPriority, PriorityFactor, Usage float64
 	}
+	// users returns alice's and bob's records, best priority first.
 	users := func() []prio {
 		var got []prio
 		for _, ad := range p.jobs(t, "userprio") {
 			name, _ := ad["Name"].(string)
+			eff, _ := ad["Priority"].(float64)
 			real, _ := ad["RealPriority"].(float64)
 			f, _ := ad["PriorityFactor"].(float64)
+			usage, _ := ad["AccumulatedUsage"].(float64)
 			if name == alice.Username || name == bob.Username {
-				got = append(got, prio{name, real, f})
+				got = append(got, prio{name, eff, real, f, usage})
 			}
 		}
+		slices.SortFunc(got, func(a, b prio) int { return cmp.Compare(a.Priority, b.Priority) })
 		return got
 	}
 	var before []prio
 	eventually(t, 2*time.Minute, "both users to have used the pool", func() bool {
 		out, _ := p.harrier(t, "q", "-allusers", "-nobatch", "-af", "ClusterId")
 		before = users()
-		return strings.TrimSpace(out) == "" && len(before) == 2 && before[0].RealPriority > 0.5 && before[1].RealPriority > 0.5
+		return strings.TrimSpace(out) == "" && len(before) == 2 && before[0].Usage > 0 && before[1].Usage > 0
 	})
 	if before[1].Name != bob.Username || before[1].PriorityFactor != 7 {
 		t.Fatalf("before the restart: %+v, want bob last with factor 7", before)
@@ -152,8 +158,9 @@ func TestMatchmakerRestartKeepsPriorities(t *testing.T) {
 		return len(after) == 2
 	})
 	for i := range before {
+		// Usage only grows; a real priority only decays while nothing runs.
 		if after[i].Name != before[i].Name || after[i].PriorityFactor != before[i].PriorityFactor ||
-			after[i].RealPriority <= 0.5 || after[i].RealPriority > before[i].RealPriority {
+			after[i].Usage < before[i].Usage || after[i].RealPriority > before[i].RealPriority {
 			t.Errorf("user %d: %+v before the restart, %+v after", i, before[i], after[i])
 		}
 	}

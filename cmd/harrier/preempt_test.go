@@ -76,7 +76,7 @@ func (p *testPool) startdLog(t *testing.T) string {
 	logs, _ := filepath.Glob(filepath.Join(p.dir, "log", "*.log"))
 	var startds []string
 	for _, l := range logs {
-		if name := strings.TrimSuffix(filepath.Base(l), ".log"); name != "agent" && name != "matchmaker" {
+		if name := strings.TrimSuffix(filepath.Base(l), ".log"); name != "agent" && name != "matchmaker" && !strings.HasPrefix(name, "master.") {
 			startds = append(startds, name)
 		}
 	}
