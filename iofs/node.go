@@ -688,21 +688,21 @@ func (n *node) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 }
 
 // childBackend resolves a child name for an operation on the name itself.
-func (n *node) childBackend(ctx context.Context, name string) (backend, Physical, error) {
+func (n *node) childBackend(ctx context.Context, name string) (backend, Physical, string, error) {
 	logical, err := n.child(name)
 	if err != nil {
-		return nil, Physical{}, err
+		return nil, Physical{}, "", err
 	}
 	p, err := n.fsys.names.resolve(ctx, n.fsys.client, logical)
 	if err != nil {
-		return nil, Physical{}, err
+		return nil, Physical{}, "", err
 	}
 	be, err := n.fsys.backend(p)
-	return be, p, err
+	return be, p, logical, err
 }
 
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	be, p, err := n.childBackend(ctx, name)
+	be, p, logical, err := n.childBackend(ctx, name)
 	if err != nil {
 		return nil, toErrno(err)
 	}
@@ -710,11 +710,11 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 	if err != nil {
 		return nil, toErrno(err)
 	}
-	return n.newChild(ctx, path.Join(n.name, name), p, nil, a, out), 0
+	return n.newChild(ctx, logical, p, nil, a, out), 0
 }
 
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
-	be, p, err := n.childBackend(ctx, name)
+	be, p, _, err := n.childBackend(ctx, name)
 	if err != nil {
 		return toErrno(err)
 	}
@@ -722,7 +722,7 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 }
 
 func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
-	be, p, err := n.childBackend(ctx, name)
+	be, p, _, err := n.childBackend(ctx, name)
 	if err != nil {
 		return toErrno(err)
 	}
@@ -734,11 +734,11 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	if !ok {
 		return syscall.EXDEV
 	}
-	be, from, err := n.childBackend(ctx, name)
+	be, from, _, err := n.childBackend(ctx, name)
 	if err != nil {
 		return toErrno(err)
 	}
-	_, to, err := np.childBackend(ctx, newName)
+	_, to, _, err := np.childBackend(ctx, newName)
 	if err != nil {
 		return toErrno(err)
 	}
@@ -749,7 +749,7 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 }
 
 func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	be, p, err := n.childBackend(ctx, name)
+	be, p, logical, err := n.childBackend(ctx, name)
 	if err != nil {
 		return nil, toErrno(err)
 	}
@@ -757,7 +757,7 @@ func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 	if err != nil {
 		return nil, toErrno(err)
 	}
-	return n.newChild(ctx, path.Join(n.name, name), p, nil, a, out), 0
+	return n.newChild(ctx, logical, p, nil, a, out), 0
 }
 
 func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
@@ -787,7 +787,7 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 	if err != nil {
 		return nil, toErrno(err)
 	}
-	be, to, err := n.childBackend(ctx, name)
+	be, to, _, err := n.childBackend(ctx, name)
 	if err != nil {
 		return nil, toErrno(err)
 	}
@@ -807,7 +807,7 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 // serves a FIFO or socket on a FUSE mount itself: processes of the job
 // talk through it as on a local disk.
 func (n *node) Mknod(ctx context.Context, name string, mode, _ uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	be, p, err := n.childBackend(ctx, name)
+	be, p, logical, err := n.childBackend(ctx, name)
 	if err != nil {
 		return nil, toErrno(err)
 	}
@@ -815,7 +815,7 @@ func (n *node) Mknod(ctx context.Context, name string, mode, _ uint32, out *fuse
 	if err != nil {
 		return nil, toErrno(err)
 	}
-	return n.newChild(ctx, path.Join(n.name, name), p, nil, a, out), 0
+	return n.newChild(ctx, logical, p, nil, a, out), 0
 }
 
 // Fsync of a directory makes its entries durable on the submit side (the
