@@ -26,7 +26,15 @@ type driver struct {
 	kick chan struct{} // capacity 1: a pending kick absorbs later ones
 	sem  chan struct{} // bounds notifications in flight
 	wg   sync.WaitGroup
+
+	saved time.Time // when the accountant was last saved
 }
+
+// accountantSaveInterval bounds how often a cycle saves the accountant:
+// a save syncs a file, and cycles follow every job's end on a busy pool.
+// A matchmaker that crashes forgets at most this much usage; changes the
+// administrator makes are saved at once, and a stopping matchmaker saves.
+const accountantSaveInterval = 10 * time.Second
 
 // Kick asks for a cycle soon. It never blocks.
 func (d *driver) Kick() {
@@ -43,6 +51,7 @@ func (d *driver) run(ctx context.Context) {
 	tick := time.NewTicker(d.interval)
 	defer tick.Stop()
 	var debounce <-chan time.Time
+	defer d.saveAccountant()
 	for {
 		select {
 		case <-ctx.Done():
@@ -61,6 +70,17 @@ func (d *driver) run(ctx context.Context) {
 	}
 }
 
+// saveAccountant writes the accountant's state to its file, if it has one.
+func (d *driver) saveAccountant() {
+	if d.accountant == nil {
+		return
+	}
+	d.saved = time.Now()
+	if err := d.accountant.Save(); err != nil {
+		d.log.Error("save user priorities", "err", err)
+	}
+}
+
 // cycle runs one negotiation: snapshot, charge usage to the accountant,
 // decide, record the matches in the collector, and hand the notifications
 // to background senders so that a slow peer delays only its own match.
@@ -70,8 +90,8 @@ func (d *driver) cycle(ctx context.Context) CycleStats {
 	snap := time.Since(start)
 	if d.accountant != nil {
 		d.accountant.Update(d.clock.Now(), usageOf(machines))
-		if err := d.accountant.Save(); err != nil {
-			d.log.Error("save user priorities", "err", err)
+		if time.Since(d.saved) >= accountantSaveInterval {
+			d.saveAccountant()
 		}
 		for _, u := range d.accountant.Users() {
 			d.collector.Advertise(TypeAccounting, u.Name, u.Ad(), 3*d.interval)

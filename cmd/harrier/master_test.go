@@ -151,6 +151,13 @@ func TestMatchmakerRestartKeepsPriorities(t *testing.T) {
 	if before[1].Name != bob.Username || before[1].PriorityFactor != 7 {
 		t.Fatalf("before the restart: %+v, want bob last with factor 7", before)
 	}
+	// The matchmaker saves its accountant every few seconds: wait for a
+	// save of what was just read, then kill it.
+	sampled := time.Now()
+	eventually(t, time.Minute, "the accountant to be saved", func() bool {
+		fi, err := os.Stat(filepath.Join(p.dir, "spool", "accountant.json"))
+		return err == nil && fi.ModTime().After(sampled)
+	})
 	p.killDaemon(t, "matchmaker")
 	var after []prio
 	eventually(t, time.Minute, "the restarted matchmaker to publish priorities", func() bool {
