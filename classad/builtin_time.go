@@ -1,29 +1,21 @@
 package classad
 
 import (
+	"math"
 	"strings"
 	"time"
 )
 
 func registerTime(m map[string]builtin) {
 	m["time"] = strict(0, 0, func(*evalCtx, []Value) Value { return Int(time.Now().Unix()) })
-	m["currenttime"] = strict(0, 0, absTimeFn) // the thesis' name
-	m["daytime"] = strict(0, 0, func(*evalCtx, []Value) Value {
-		t := time.Now()
-		return RelTime(float64(t.Hour()*3600 + t.Minute()*60 + t.Second()))
-	})
-	m["timezoneoffset"] = strict(0, 0, func(*evalCtx, []Value) Value {
-		_, off := time.Now().Zone()
-		return RelTime(float64(off))
-	})
 	m["splittime"] = strict(0, 1, splitTime)
-	m["formattime"] = strict(0, 2, formatTime)
-	m["interval"] = strict(1, 1, func(_ *evalCtx, a []Value) Value {
-		f, ok := toFloat(a[0])
-		if !ok || a[0].kind == BoolKind {
-			return Value{kind: ErrorKind}
+	m["formattime"] = errorStrict(0, 2, formatTime)
+	m["interval"] = errorStrict(1, 1, func(_ *evalCtx, a []Value) Value {
+		i := toInt(a[0])
+		if i.kind != IntKind {
+			return i
 		}
-		return String(formatRelTime(f))
+		return String(formatInterval(int64(int32(i.i())))) // a C int, as in libclassad
 	})
 	fields := map[string]func(t time.Time) int{
 		"getyear":       func(t time.Time) int { return t.Year() },
@@ -43,26 +35,12 @@ func registerTime(m map[string]builtin) {
 	}
 	for _, name := range []string{"getyear", "getmonth", "getdayofyear", "getdayofmonth", "getdayofweek", "gethours", "getminutes", "getseconds", "getdays"} {
 		abs, rel := fields[name], relFields[name]
-		m[name] = strict(1, 1, func(_ *evalCtx, a []Value) Value {
+		m[name] = errorStrict(1, 1, func(_ *evalCtx, a []Value) Value {
 			switch v := a[0]; {
 			case v.kind == AbsTimeKind && abs != nil:
-				return Int(int64(abs(timeOf(v))))
+				return Int(int64(abs(time.Unix(v.i(), 0).UTC()))) // in UTC, as libclassad
 			case v.kind == RelTimeKind && rel != nil:
-				return Int(rel(int64(v.f())))
-			}
-			return Value{kind: ErrorKind}
-		})
-	}
-	for name, unit := range map[string]float64{"indays": 86400, "inhours": 3600, "inminutes": 60, "inseconds": 1} {
-		m[name] = strict(1, 1, func(_ *evalCtx, a []Value) Value {
-			switch v := a[0]; v.kind {
-			case AbsTimeKind:
-				return Real(float64(v.i()) / unit)
-			case RelTimeKind:
-				return Real(v.f() / unit)
-			case IntKind, RealKind:
-				f, _ := toFloat(v)
-				return Real(f / unit)
+				return Int(rel(cInt32(v.f())))
 			}
 			return Value{kind: ErrorKind}
 		})
@@ -75,18 +53,21 @@ func timeOf(v Value) time.Time {
 }
 
 // asAbsTime accepts an absolute time or seconds since the epoch.
+//
+// An integer is taken whole, a real as a C int (see absTimeFn).
 func asAbsTime(v Value) (Value, bool) {
+	var sec int64
 	switch v.kind {
 	case AbsTimeKind:
 		return v, true
-	case IntKind, RealKind:
-		i := toInt(v)
-		if i.kind != IntKind {
-			return v, false
-		}
-		return AbsTime(i.i(), localOffset(i.i())), true
+	case IntKind:
+		sec = v.i()
+	case RealKind:
+		sec = cInt32(v.f())
+	default:
+		return v, false
 	}
-	return v, false
+	return AbsTime(sec, localOffset(sec)), true
 }
 
 // splitTime returns the parts of a time as a ClassAd.
@@ -96,13 +77,30 @@ func splitTime(_ *evalCtx, a []Value) Value {
 		v = absTimeFn(nil, nil)
 	} else if a[0].kind == RelTimeKind {
 		s := a[0].f()
+		neg := s < 0
+		s = math.Abs(s)
 		whole := int64(s)
+		days, hours, mins, secs := whole/86400, whole/3600%24, whole/60%60, s-float64(whole/60*60)
+		// A negative time carries its sign on its first unit that is not
+		// zero, as libclassad writes it.
+		switch {
+		case !neg:
+		case days != 0:
+			days = -days
+		case hours != 0:
+			hours = -hours
+		case mins != 0:
+			mins = -mins
+		default:
+			secs = -secs
+		}
+		// In the order libclassad prints them.
 		ad := New()
+		ad.SetInt("Days", days)
 		ad.SetString("Type", "RelativeTime")
-		ad.SetInt("Days", whole/86400)
-		ad.SetInt("Hours", whole/3600%24)
-		ad.SetInt("Minutes", whole/60%60)
-		ad.SetReal("Seconds", s-float64(whole/60*60))
+		ad.SetInt("Hours", hours)
+		ad.SetInt("Minutes", mins)
+		ad.SetReal("Seconds", secs)
 		return AdValue(ad)
 	} else {
 		var ok bool
@@ -112,14 +110,14 @@ func splitTime(_ *evalCtx, a []Value) Value {
 	}
 	t := timeOf(v)
 	ad := New()
+	ad.SetInt("Day", int64(t.Day()))
 	ad.SetString("Type", "AbsoluteTime")
 	ad.SetInt("Year", int64(t.Year()))
-	ad.SetInt("Month", int64(t.Month()))
-	ad.SetInt("Day", int64(t.Day()))
 	ad.SetInt("Hours", int64(t.Hour()))
+	ad.SetInt("Month", int64(t.Month()))
+	ad.SetInt("Offset", int64(v.off))
 	ad.SetInt("Minutes", int64(t.Minute()))
 	ad.SetInt("Seconds", int64(t.Second()))
-	ad.SetInt("Offset", int64(v.off))
 	return AdValue(ad)
 }
 
@@ -139,7 +137,8 @@ func formatTime(_ *evalCtx, a []Value) Value {
 		}
 		format = a[1].s()
 	}
-	return String(strftime(timeOf(v), format))
+	// libclassad formats the time's clock reading as if it were UTC.
+	return String(strftime(time.Unix(v.i()+int64(v.off), 0).UTC(), format))
 }
 
 // strftime implements the C conversions HTCondor users rely on.

@@ -2,6 +2,7 @@ package classad
 
 import (
 	"sync"
+	"unsafe"
 )
 
 // Limits that keep evaluation of hostile ads finite.
@@ -29,6 +30,11 @@ type frame struct {
 // detect circular references.
 type evalCtx struct {
 	my, target *ClassAd
+	// matchAd encloses MY and TARGET during a match, as libclassad's
+	// match ad does: root, .name and the parent of either ad mean it. It
+	// holds nothing.
+	matchAd    ClassAd
+	matchScope adRef
 	stack      []frame
 	steps      int
 	bytes      int
@@ -50,6 +56,7 @@ func putCtx(c *evalCtx) {
 
 func (c *evalCtx) reset(my, target *ClassAd) {
 	c.my, c.target = my, target
+	c.matchScope.ad = &c.matchAd
 	c.stack = c.buf[:0]
 	c.steps = 0
 	c.bytes = 0
@@ -70,6 +77,24 @@ func top(s *adRef) *adRef {
 	return s
 }
 
+// root returns what root means in scope s: the outermost ad, or during a
+// match the match ad around both.
+func (c *evalCtx) root(s *adRef) *adRef {
+	if c.target != nil && c.targetOf(s) != nil {
+		return &c.matchScope
+	}
+	return top(s)
+}
+
+// parent returns the enclosing scope of s, the match ad for MY and TARGET
+// during a match.
+func (c *evalCtx) parent(s *adRef) *adRef {
+	if s.parent == nil && c.target != nil && (s.ad == c.my || s.ad == c.target) {
+		return &c.matchScope
+	}
+	return s.parent
+}
+
 // targetOf returns the ad that TARGET means for an expression in scope s.
 func (c *evalCtx) targetOf(s *adRef) *ClassAd {
 	switch top(s).ad {
@@ -82,7 +107,7 @@ func (c *evalCtx) targetOf(s *adRef) *ClassAd {
 }
 
 // evalAttr evaluates attribute i of scope sc, in that scope. A circular
-// reference evaluates to error, as in libclassad.
+// reference evaluates to undefined, as in libclassad.
 func (c *evalCtx) evalAttr(sc *adRef, i int) Value {
 	n := sc.ad.attrs[i].expr.n
 	switch n := n.(type) {
@@ -99,13 +124,23 @@ func (c *evalCtx) evalAttr(sc *adRef, i int) Value {
 	}
 	for _, f := range c.stack {
 		if f.i == i && f.ad == sc.ad {
-			return Value{kind: ErrorKind}
+			return Value{} // a circular reference is undefined, as in libclassad
 		}
 	}
 	c.stack = append(c.stack, frame{sc.ad, i})
 	v := n.eval(c, sc)
 	c.stack = c.stack[:len(c.stack)-1]
 	return v
+}
+
+// hasChain reports whether name is an attribute of s or its parents.
+func hasChain(s *adRef, name string, h uint32) bool {
+	for sc := s; sc != nil; sc = sc.parent {
+		if sc.ad.find(name, h) >= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // lookupChain finds name in s or its lexical parents.
@@ -196,7 +231,7 @@ func (n *litNode) eval(*evalCtx, *adRef) Value { return n.v }
 
 func (n *attrNode) eval(c *evalCtx, s *adRef) Value {
 	if n.abs {
-		r := top(s)
+		r := c.root(s)
 		if i := r.ad.find(n.name, n.hash); i >= 0 {
 			return c.evalAttr(r, i)
 		}
@@ -225,14 +260,17 @@ func (n *scopeNode) scope(c *evalCtx, s *adRef) *adRef {
 			return t.root()
 		}
 	case scopeParent:
-		return s.parent
+		return c.parent(s)
 	case scopeRoot:
-		return top(s)
+		return c.root(s)
 	}
 	return nil
 }
 
 func (n *scopeNode) eval(c *evalCtx, s *adRef) Value {
+	if v, ok := c.lookupChain(s, n.word, n.hash); ok {
+		return v
+	}
 	r := n.scope(c, s)
 	if r == nil {
 		return Value{}
@@ -241,7 +279,7 @@ func (n *scopeNode) eval(c *evalCtx, s *adRef) Value {
 }
 
 func (n *selectNode) eval(c *evalCtx, s *adRef) Value {
-	if sn, ok := n.x.(*scopeNode); ok {
+	if sn, ok := n.x.(*scopeNode); ok && !hasChain(s, sn.word, sn.hash) {
 		// MY.x, TARGET.x: skip building the intermediate value.
 		r := sn.scope(c, s)
 		if r == nil {
@@ -285,12 +323,16 @@ func (n *indexNode) eval(c *evalCtx, s *adRef) Value {
 	switch {
 	case x.kind == ListKind && i.kind == IntKind:
 		elems := x.elems()
-		if k := i.i(); k >= 0 && k < int64(len(elems)) {
+		if k := int64(int32(i.i())); k >= 0 && k < int64(len(elems)) { // a C int, as in libclassad
 			return elems[k]
 		}
 	case x.kind == AdKind && i.kind == StringKind:
-		v, _ := c.lookupChain(x.scope(), i.s(), hashName(i.s()))
-		return v
+		// Only the ad itself, not its enclosing ads, as in libclassad.
+		sc := x.scope()
+		if j := sc.ad.find(i.s(), hashName(i.s())); j >= 0 {
+			return c.evalAttr(sc, j)
+		}
+		return Value{}
 	}
 	return Value{kind: ErrorKind}
 }
@@ -377,7 +419,7 @@ func (n *listNode) eval(c *evalCtx, s *adRef) Value {
 	for i, e := range n.elems {
 		out[i] = e.eval(c, s)
 	}
-	return listOf(out)
+	return Value{kind: ListKind, ptr: unsafe.Pointer(&listValue{elems: out, src: n.elems})}
 }
 
 func (n *adNode) eval(_ *evalCtx, s *adRef) Value {

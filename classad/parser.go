@@ -292,10 +292,6 @@ func (p *parser) expr() node {
 		return c
 	}
 	p.advance()
-	if p.isPunct(":") {
-		p.advance()
-		return &elvisNode{a: c, b: p.expr()}
-	}
 	a := p.expr()
 	p.expect(":", "in conditional expression")
 	if p.failed() {
@@ -409,28 +405,24 @@ func (p *parser) unary() node {
 		}
 	}
 	if o == opNone {
-		return p.postfix(p.primary())
+		return p.elvis(p.postfix(p.primary()))
 	}
 	if !p.enter() {
 		return errNode()
 	}
 	defer p.leave()
+	at := p.tok.pos
 	p.advance()
-	if o == opNeg && (p.tok.kind == tInt || p.tok.kind == tReal) {
-		// Fold a negative number literal, so that the most negative
-		// integer can be written and every printed number reads back.
+	if o == opNeg && (p.tok.kind == tInt || p.tok.kind == tReal) && p.tok.pos == at+1 {
+		// libclassad reads a minus sign written against a number as part
+		// of the number: -1 is a literal and prints so, - 1 is a negation.
+		// The most negative integer can only be written this way.
 		t := p.tok
 		p.advance()
-		if !p.isPunct(".") && !p.isPunct("[") {
-			if t.kind == tInt && t.i() == 0 {
-				return fold(&unaryNode{op: o, x: &litNode{v: Int(0)}}) // keep "-0"
-			}
-			if t.kind == tInt {
-				return p.lit(Int(-t.i()))
-			}
-			return p.lit(Real(-t.f()))
+		if t.kind == tInt {
+			return p.elvis(p.postfix(p.lit(Int(decimalValue(t.text, true)))))
 		}
-		return &unaryNode{op: o, x: p.postfix(p.number(t))}
+		return p.elvis(p.postfix(p.lit(Real(-t.f()))))
 	}
 	x := p.unary()
 	if isConst(x) {
@@ -439,11 +431,35 @@ func (p *parser) unary() node {
 	return &unaryNode{op: o, x: x}
 }
 
+// elvis parses x ?: y ?: ... after the postfix expression x. In
+// libclassad ?: binds tighter than any other operator, and its right
+// operand is a postfix expression too: 1 + a ?: 2 is 1 + (a ?: 2), and a
+// unary operator there is a syntax error (a negative number is not).
+func (p *parser) elvis(x node) node {
+	for !p.failed() && p.isPunct("?:") {
+		p.advance()
+		var y node
+		switch {
+		case p.isPunct("-"):
+			at := int(p.tok.pos)
+			if rest := p.lx.src[at+1:]; rest != "" && (isDigit(rest[0]) || len(rest) > 1 && rest[0] == '.' && isDigit(rest[1])) {
+				y = p.unary() // a negative number, which ends its own ?: chain
+				return &elvisNode{a: x, b: y}
+			}
+			fallthrough
+		case p.isPunct("+") || p.isPunct("!") || p.isPunct("~"):
+			p.errorf("expected an operand after '?:', found %s", p.tok.describe())
+			return errNode()
+		default:
+			y = p.postfix(p.primary())
+		}
+		x = &elvisNode{a: x, b: y}
+	}
+	return x
+}
+
 func (p *parser) number(t token) node {
 	if t.kind == tInt {
-		if t.i() < 0 && t.text[0] != '0' {
-			p.lx.errorf(int(t.pos), "integer %q out of range", t.text)
-		}
 		return p.lit(Int(t.i()))
 	}
 	return p.lit(Real(t.f()))
@@ -519,6 +535,9 @@ func (p *parser) primary() node {
 		return p.lit(String(t.text))
 	case tName:
 		p.advance()
+		if k, ok := scopeWord(t.text); ok {
+			return p.scopeRef(k, t.text)
+		}
 		return p.attr(t.text, false)
 	case tIdent:
 		p.advance()
@@ -540,9 +559,7 @@ func (p *parser) primary() node {
 			return p.call(t.text)
 		}
 		if k, ok := scopeWord(t.text); ok {
-			n := p.scps.alloc()
-			*n = scopeNode{kind: k, word: t.text}
-			return n
+			return p.scopeRef(k, t.text)
 		}
 		return p.attr(t.text, false)
 	case tPunct:
@@ -572,6 +589,12 @@ func (p *parser) primary() node {
 	}
 	p.errorf("expected expression, found %s", t.describe())
 	return errNode()
+}
+
+func (p *parser) scopeRef(k scopeKind, word string) node {
+	n := p.scps.alloc()
+	*n = scopeNode{kind: k, word: word, hash: hashName(word)}
+	return n
 }
 
 func (p *parser) list() node {
@@ -612,6 +635,21 @@ func (p *parser) call(name string) node {
 		p.advance()
 	}
 	p.expect(")", "to close argument list of "+name)
+	if len(c.args) == 1 && (equalFold(name, "absTime") || equalFold(name, "relTime")) {
+		if l, ok := c.args[0].(*litNode); ok && l.v.kind == StringKind && *l.parens() == 0 {
+			v, ok := timeLiteral(name, l.v.s())
+			if !ok {
+				p.errorf("%s(%q) is not a time", name, l.v.s())
+				return errNode()
+			}
+			if v.kind == RealKind {
+				// A relative time literal prints as one but, as in
+				// libclassad, evaluates to its seconds as a real.
+				return &foldNode{v: v, src: p.lit(RelTime(v.f()))}
+			}
+			return p.lit(v)
+		}
+	}
 	precompile(c)
 	return c
 }
