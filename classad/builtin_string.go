@@ -492,8 +492,8 @@ func regexpSubst(re *regexp.Regexp, a []Value, mode substMode) Value {
 	if len(a) > 3 && a[3].kind == StringKind {
 		opts = a[3].s()
 	}
-	global := strings.ContainsAny(opts, "gG")
-	if mode == substMatch && strings.ContainsAny(opts, "fF") {
+	global := strings.Contains(opts, "g")
+	if mode == substMatch && strings.Contains(opts, "f") {
 		mode = substFirst // regexps with f: the whole target, substituted
 	}
 	expand := func(m []int) string {

@@ -1,6 +1,7 @@
 package classad
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"time"
@@ -125,10 +126,13 @@ func splitTime(_ *evalCtx, a []Value) Value {
 func formatTime(_ *evalCtx, a []Value) Value {
 	v := absTimeFn(nil, nil)
 	format := "%c"
+	var fields *ClassAd
 	if len(a) > 0 {
 		var ok bool
-		if v, ok = asAbsTime(a[0]); !ok {
-			return Value{kind: ErrorKind}
+		if fields, ok = a[0].ClassAdValue(); !ok {
+			if v, ok = asAbsTime(a[0]); !ok {
+				return Value{kind: ErrorKind}
+			}
 		}
 	}
 	if len(a) > 1 {
@@ -137,12 +141,63 @@ func formatTime(_ *evalCtx, a []Value) Value {
 		}
 		format = a[1].s()
 	}
+	if fields != nil {
+		return String(strftime(clockOfAd(fields), format)) // the fields of a split time
+	}
 	// libclassad formats the time's clock reading as if it were UTC.
-	return String(strftime(time.Unix(v.i()+int64(v.off), 0).UTC(), format))
+	return String(strftime(clockOf(time.Unix(v.i()+int64(v.off), 0).UTC()), format))
 }
 
 // strftime implements the C conversions HTCondor users rely on.
-func strftime(t time.Time, f string) string {
+// clock is a broken-down time as C's struct tm holds it, so that
+// formatTime can print the fields of a ClassAd as given (day 0 of January
+// prints as such) and those of a time.
+type clock struct {
+	year, mon, mday, hour, min, sec int // mon counts from 0
+	wday, yday                      int
+	unix                            int64
+}
+
+func clockOf(t time.Time) clock {
+	return clock{t.Year(), int(t.Month()) - 1, t.Day(), t.Hour(), t.Minute(), t.Second(),
+		int(t.Weekday()), t.YearDay() - 1, t.Unix()}
+}
+
+// clockOfAd reads the fields splitTime writes; missing ones are zero, the
+// year 1900, as in libclassad's struct tm.
+func clockOfAd(ad *ClassAd) clock {
+	field := func(name string, def int64) int {
+		if i, ok := ad.EvalInt(name); ok {
+			return int(i)
+		}
+		return int(def)
+	}
+	c := clock{year: field("Year", 1900), mon: field("Month", 1) - 1, mday: field("Day", 0),
+		hour: field("Hours", 0), min: field("Minutes", 0), sec: field("Seconds", 0)}
+	t := time.Date(c.year, time.Month(c.mon+1), c.mday, c.hour, c.min, c.sec, 0, time.UTC)
+	c.wday, c.unix = int(t.Weekday()), t.Unix()
+	c.yday = time.Date(c.year, time.Month(c.mon+1), 1, 0, 0, 0, 0, time.UTC).YearDay() - 1 + c.mday - 1
+	return c
+}
+
+var (
+	dayNames   = [...]string{"Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"}
+	monthNames = [...]string{"January", "February", "March", "April", "May", "June", "July",
+		"August", "September", "October", "November", "December"}
+)
+
+func name(names []string, i, n int) string {
+	if i < 0 || i >= len(names) {
+		return "?"
+	}
+	if n > 0 {
+		return names[i][:n]
+	}
+	return names[i]
+}
+
+// strftime formats c as C's strftime does in the C locale and UTC.
+func strftime(c clock, f string) string {
 	var b strings.Builder
 	for i := 0; i < len(f); i++ {
 		if f[i] != '%' || i+1 == len(f) {
@@ -150,84 +205,79 @@ func strftime(t time.Time, f string) string {
 			continue
 		}
 		i++
-		var layout string
 		switch f[i] {
 		case 'a':
-			layout = "Mon"
+			b.WriteString(name(dayNames[:], c.wday, 3))
 		case 'A':
-			layout = "Monday"
+			b.WriteString(name(dayNames[:], c.wday, 0))
 		case 'b', 'h':
-			layout = "Jan"
+			b.WriteString(name(monthNames[:], c.mon, 3))
 		case 'B':
-			layout = "January"
+			b.WriteString(name(monthNames[:], c.mon, 0))
 		case 'c':
-			layout = "Mon Jan _2 15:04:05 2006"
+			b.WriteString(strftime(c, "%a %b %e %H:%M:%S %Y"))
 		case 'd':
-			layout = "02"
+			fmt.Fprintf(&b, "%02d", c.mday)
 		case 'e':
-			layout = "_2"
-		case 'D':
-			layout = "01/02/06"
+			fmt.Fprintf(&b, "%2d", c.mday)
+		case 'D', 'x':
+			b.WriteString(strftime(c, "%m/%d/%y"))
 		case 'F':
-			layout = "2006-01-02"
+			b.WriteString(strftime(c, "%Y-%m-%d"))
 		case 'H':
-			layout = "15"
+			fmt.Fprintf(&b, "%02d", c.hour)
 		case 'I':
-			layout = "03"
+			h := c.hour % 12
+			if h == 0 {
+				h = 12
+			}
+			fmt.Fprintf(&b, "%02d", h)
 		case 'j':
-			layout = "002"
+			fmt.Fprintf(&b, "%03d", c.yday+1)
 		case 'm':
-			layout = "01"
+			fmt.Fprintf(&b, "%02d", c.mon+1)
 		case 'M':
-			layout = "04"
+			fmt.Fprintf(&b, "%02d", c.min)
 		case 'p':
-			layout = "PM"
+			if c.hour < 12 {
+				b.WriteString("AM")
+			} else {
+				b.WriteString("PM")
+			}
 		case 'S':
-			layout = "05"
-		case 'T':
-			layout = "15:04:05"
+			fmt.Fprintf(&b, "%02d", c.sec)
+		case 'T', 'X':
+			b.WriteString(strftime(c, "%H:%M:%S"))
 		case 'R':
-			layout = "15:04"
-		case 'x':
-			layout = "01/02/06"
-		case 'X':
-			layout = "15:04:05"
+			b.WriteString(strftime(c, "%H:%M"))
 		case 'y':
-			layout = "06"
+			fmt.Fprintf(&b, "%02d", (c.year%100+100)%100)
 		case 'Y':
-			layout = "2006"
+			fmt.Fprintf(&b, "%d", c.year)
 		case 'z':
-			layout = "-0700"
+			b.WriteString("+0000")
 		case 'Z':
-			layout = "MST"
+			b.WriteString("UTC")
 		case 'n':
 			b.WriteByte('\n')
-			continue
 		case 't':
 			b.WriteByte('\t')
-			continue
 		case 'u':
-			wd := int(t.Weekday())
+			wd := c.wday
 			if wd == 0 {
 				wd = 7
 			}
-			b.WriteByte(byte('0' + wd))
-			continue
+			fmt.Fprintf(&b, "%d", wd)
 		case 'w':
-			b.WriteByte(byte('0' + int(t.Weekday())))
-			continue
+			fmt.Fprintf(&b, "%d", c.wday)
 		case 's':
-			b.WriteString(Int(t.Unix()).String())
-			continue
+			fmt.Fprintf(&b, "%d", c.unix)
 		case '%':
 			b.WriteByte('%')
-			continue
 		default:
 			b.WriteByte('%')
 			b.WriteByte(f[i])
-			continue
 		}
-		b.WriteString(t.Format(layout))
 	}
 	return b.String()
 }

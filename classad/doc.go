@@ -152,8 +152,7 @@
 //   - quantize of absolute and relative times, booleans and strings, which
 //     libclassad sometimes gives back unchanged.
 //   - anyCompare and allCompare over lists that mix kinds, or hold error.
-//   - formatTime of a ClassAd (libclassad reads it as a split time) and
-//     formatTime with a field width such as %5.2f; splitTime and
+//   - formatTime with a field width such as %5.2f; splitTime and
 //     formatTime of times past 32-bit seconds, which libclassad's C
 //     library prints as garbage.
 //   - pow with a fractional exponent may differ in the last digit: Go's
@@ -165,6 +164,8 @@
 //     the last day of 2019).
 //   - libclassad ignores what follows the else branch of a conditional at
 //     the top of an expression (0 ? 1 : 2 3 is 2); Harrier refuses it.
-//   - A name after a dot that is not an identifier stays quoted (x.'a b');
-//     libclassad prints it bare, which does not read back.
+//   - Printing keeps what is printed readable back: a name after a dot
+//     that is not an identifier stays quoted (x.'a b'), a number selected
+//     from is parenthesized ((1.5).x) and a negated zero written -0 prints
+//     as - 0; libclassad prints x.a b, 1.5.x and -0.
 package classad
