@@ -440,7 +440,7 @@ func sameAd(a, b *ClassAd) bool {
 		return false
 	}
 	for _, at := range a.attrs {
-		i := b.find(at.name, at.hash)
+		i := b.find(at.name, hashName(at.name))
 		if i < 0 || at.expr.String() != b.attrs[i].expr.String() {
 			return false
 		}
