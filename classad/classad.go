@@ -14,6 +14,10 @@ type ClassAd struct {
 	// ads small.
 	table []uint32
 	self  adRef
+	// scoped is set once an attribute is named like a scope word (self,
+	// my, target, other, parent, root), which then shadows the scope; it
+	// spares MY.x and TARGET.x a lookup in the usual ads that have none.
+	scoped bool
 }
 
 // MaxAttributes is the most attributes a ClassAd holds; the parsers refuse
@@ -181,6 +185,9 @@ func (ad *ClassAd) Set(name string, e Expr) {
 		panic("classad: more than MaxAttributes attributes")
 	}
 	ad.attrs = append(ad.attrs, attr{name: name, expr: e})
+	if _, ok := scopeWord(name); ok {
+		ad.scoped = true
+	}
 	if 2*len(ad.table) < 3*len(ad.attrs) {
 		ad.reindex()
 	} else {
@@ -253,8 +260,9 @@ func (ad *ClassAd) Names() []string {
 // deleting attributes of either ad does not affect the other.
 func (ad *ClassAd) Copy() *ClassAd {
 	c := &ClassAd{
-		attrs: append([]attr(nil), ad.attrs...),
-		table: append([]uint32(nil), ad.table...),
+		attrs:  append([]attr(nil), ad.attrs...),
+		table:  append([]uint32(nil), ad.table...),
+		scoped: ad.scoped,
 	}
 	c.self.ad = c
 	return c

@@ -133,10 +133,11 @@ func (c *evalCtx) evalAttr(sc *adRef, i int) Value {
 	return v
 }
 
-// hasChain reports whether name is an attribute of s or its parents.
-func hasChain(s *adRef, name string, h uint32) bool {
+// shadowed reports whether the scope word name is an attribute of s or
+// its parents.
+func shadowed(s *adRef, name string, h uint32) bool {
 	for sc := s; sc != nil; sc = sc.parent {
-		if sc.ad.find(name, h) >= 0 {
+		if sc.ad.scoped && sc.ad.find(name, h) >= 0 {
 			return true
 		}
 	}
@@ -268,7 +269,8 @@ func (n *scopeNode) scope(c *evalCtx, s *adRef) *adRef {
 }
 
 func (n *scopeNode) eval(c *evalCtx, s *adRef) Value {
-	if v, ok := c.lookupChain(s, n.word, n.hash); ok {
+	if shadowed(s, n.word, n.hash) {
+		v, _ := c.lookupChain(s, n.word, n.hash)
 		return v
 	}
 	r := n.scope(c, s)
@@ -279,7 +281,7 @@ func (n *scopeNode) eval(c *evalCtx, s *adRef) Value {
 }
 
 func (n *selectNode) eval(c *evalCtx, s *adRef) Value {
-	if sn, ok := n.x.(*scopeNode); ok && !hasChain(s, sn.word, sn.hash) {
+	if sn, ok := n.x.(*scopeNode); ok && !shadowed(s, sn.word, sn.hash) {
 		// MY.x, TARGET.x: skip building the intermediate value.
 		r := sn.scope(c, s)
 		if r == nil {

@@ -55,7 +55,7 @@ func take[T any](p *parser, s *slab[T]) *T {
 
 // chunk returns the size of the next chunk for a slab that has handed out
 // n nodes: those the rest of the input should need at the density seen so
-// far, with an eighth to spare, between 2 and 256.
+// far, with an eighth to spare, between 2 and 256; the first chunk is 4.
 func (p *parser) chunk(n int) int {
 	done := p.base + p.lx.pos
 	if n == 0 || done == 0 {
