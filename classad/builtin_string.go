@@ -59,16 +59,7 @@ func registerStrings(m map[string]builtin) {
 	} {
 		m[name] = versionFn(2, func(v []string) Value { return Bool(test(versionCompare(v[0], v[1]))) })
 	}
-	m["version_in_range"] = strict(3, 3, func(_ *evalCtx, a []Value) Value {
-		v := make([]string, 3)
-		for i := range v {
-			if a[i].kind == ListKind || a[i].kind == AdKind {
-				return Value{kind: ErrorKind}
-			}
-			v[i], _ = stringOf(a[i])
-		}
-		return Bool(versionCompare(v[0], v[1]) >= 0 && versionCompare(v[0], v[2]) <= 0)
-	})
+	m["version_in_range"] = lazy(3, 3, versionInRange)
 	m["versioninrange"] = m["version_in_range"]
 }
 
@@ -793,6 +784,25 @@ func compareRuns(x, y string) int {
 		}
 	}
 	return cmpInt(int64(len(y)), int64(len(x)))
+}
+
+// versionInRange(v, lo, hi) tells whether lo <= v <= hi as versions. As in
+// libclassad it looks at lo and then hi first (undefined makes the result
+// undefined), and a v that is undefined or error is error; lists and ads
+// compare by their text.
+func versionInRange(_ *evalCtx, a []Value) Value {
+	for _, bound := range a[1:] {
+		if bound.kind == UndefinedKind || bound.kind == ErrorKind {
+			return bound
+		}
+	}
+	if a[0].kind == UndefinedKind || a[0].kind == ErrorKind {
+		return Value{kind: ErrorKind}
+	}
+	v, _ := stringOf(a[0])
+	lo, _ := stringOf(a[1])
+	hi, _ := stringOf(a[2])
+	return Bool(versionCompare(lo, v) <= 0 && versionCompare(v, hi) <= 0)
 }
 
 // versionFn wraps a version comparison of n arguments, each converted with

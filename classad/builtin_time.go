@@ -167,8 +167,8 @@ func clockOf(t time.Time) clock {
 // year 1900, as in libclassad's struct tm.
 func clockOfAd(ad *ClassAd) clock {
 	field := func(name string, def int64) int {
-		if i, ok := ad.EvalInt(name); ok {
-			return int(i)
+		if v := ad.Eval(name); v.kind == IntKind {
+			return int(v.i()) // only integers, as libclassad reads them
 		}
 		return int(def)
 	}

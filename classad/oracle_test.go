@@ -146,9 +146,6 @@ var knownDifferences = []struct {
 		return strings.Contains(req, "[ x = ") && (strings.Contains(req, "strcmp(") ||
 			strings.Contains(req, "stricmp(") || strings.Contains(req, "version"))
 	}},
-	{"version_in_range with arguments that are not version strings", func(req, want, got string) bool {
-		return strings.Contains(req, "version_in_range(")
-	}},
 	{"quantize of times, booleans and strings", func(req, want, got string) bool {
 		return strings.Contains(req, "quantize(")
 	}},
