@@ -143,9 +143,6 @@
 //     prints them in its hash table's order. Comparisons ignore the order
 //     of attributes, but strings made from ads (strcat, strcmp, versioncmp
 //     of an ad) keep it.
-//   - version_in_range(v, lo, hi) with arguments that are not version
-//     strings: libclassad's mix of undefined and error results there has
-//     not been matched.
 //   - versioncmp of digit runs with leading zeros, as in the string forms
 //     of reals and times ("3.000000000000000E+00" against "...E+09"): the
 //     rule for runs like 00 and 09 is approximated.
