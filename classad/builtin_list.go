@@ -113,7 +113,9 @@ var compareOps = map[string]op{
 
 // listCompare implements anyCompare(op, list, v) and allCompare. The
 // operator must be a string naming a comparison; an undefined list makes
-// the result undefined and any other non-list error.
+// the result undefined and any other non-list error. Elements are compared
+// in order: an error comparison makes the result error, an undefined one
+// false.
 func listCompare(a []Value, any bool) Value {
 	switch a[0].kind {
 	case StringKind:
@@ -122,16 +124,9 @@ func listCompare(a []Value, any bool) Value {
 	default:
 		return Value{kind: ErrorKind}
 	}
-	o, ok := compareOps[a[0].s()]
+	o, ok := compareOps[a[0].s()] // names as written: "IS" is error
 	if !ok {
-		for k, v := range compareOps {
-			if equalFold(k, a[0].s()) {
-				o, ok = v, true
-			}
-		}
-		if !ok {
-			return Value{kind: ErrorKind}
-		}
+		return Value{kind: ErrorKind}
 	}
 	switch a[1].kind {
 	case ListKind:
@@ -142,8 +137,11 @@ func listCompare(a []Value, any bool) Value {
 	}
 	for _, e := range a[1].elems() {
 		r := binaryOp(o, e, a[2])
-		if r.kind == ErrorKind {
+		switch r.kind {
+		case ErrorKind:
 			return r
+		case UndefinedKind:
+			return Bool(false) // an undefined comparison ends the walk, as in libclassad
 		}
 		if r.IsTrue() == any {
 			return Bool(any)

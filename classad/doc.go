@@ -148,7 +148,6 @@
 //     rule for runs like 00 and 09 is approximated.
 //   - quantize of absolute and relative times, booleans and strings, which
 //     libclassad sometimes gives back unchanged.
-//   - anyCompare and allCompare over lists that mix kinds, or hold error.
 //   - formatTime with a field width such as %5.2f; splitTime and
 //     formatTime of times past 32-bit seconds, which libclassad's C
 //     library prints as garbage.
