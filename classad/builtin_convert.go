@@ -218,7 +218,7 @@ func localOffset(sec int64) int {
 //
 // libclassad keeps the seconds of a time made from a number in a C int:
 // integers past 32 bits wrap and reals out of range become -2^31.
-func absTimeFn(_ *evalCtx, a []Value) Value {
+func absTimeFn(c *evalCtx, a []Value) Value {
 	if len(a) == 0 {
 		sec := time.Now().Unix()
 		return AbsTime(sec, localOffset(sec))
@@ -251,7 +251,12 @@ func absTimeFn(_ *evalCtx, a []Value) Value {
 			off = int(cInt32(a[1].f()))
 		}
 		if off == -1 && a[0].kind == IntKind {
-			return Value{kind: ErrorKind} // libclassad's failure value
+			// libclassad takes -1 for a failure here and fails the
+			// whole evaluation.
+			if c != nil {
+				c.aborted = true
+			}
+			return Value{kind: ErrorKind}
 		}
 	case off == -1<<31:
 		off = localOffset(sec)

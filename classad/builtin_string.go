@@ -672,11 +672,21 @@ func contains(items []string, s string, fold bool) bool {
 	return false
 }
 
+// stringListsIntersect is libclassad's: its items are split at the
+// delimiters and, unlike the stringList functions of HTCondor's daemons,
+// not trimmed of white space.
 func stringListsIntersect(a []Value, fold bool) Value {
-	l1, l2, ok := twoLists(a)
-	if !ok {
+	if a[0].kind != StringKind || a[1].kind != StringKind || len(a) > 2 && a[2].kind != StringKind {
 		return Value{kind: ErrorKind}
 	}
+	delims := defaultDelims
+	if len(a) > 2 && a[2].s() != "" {
+		delims = a[2].s()
+	}
+	split := func(s string) []string {
+		return strings.FieldsFunc(s, func(r rune) bool { return strings.ContainsRune(delims, r) })
+	}
+	l1, l2 := split(a[0].s()), split(a[1].s())
 	for _, s := range l1 {
 		if contains(l2, s, fold) {
 			return Bool(true)

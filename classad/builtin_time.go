@@ -175,7 +175,8 @@ func clockOfAd(ad *ClassAd) clock {
 	c := clock{year: field("Year", 1900), mon: field("Month", 1) - 1, mday: field("Day", 0),
 		hour: field("Hours", 0), min: field("Minutes", 0), sec: field("Seconds", 0)}
 	t := time.Date(c.year, time.Month(c.mon+1), c.mday, c.hour, c.min, c.sec, 0, time.UTC)
-	c.wday, c.unix = int(t.Weekday()), t.Unix()
+	c.unix = t.Unix()
+	c.wday = int(time.Date(c.year, time.Month(c.mon+1), c.mday, 0, 0, 0, 0, time.UTC).Weekday()) // of the date as given
 	c.yday = time.Date(c.year, time.Month(c.mon+1), 1, 0, 0, 0, 0, time.UTC).YearDay() - 1 + c.mday - 1
 	return c
 }

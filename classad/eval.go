@@ -35,6 +35,10 @@ type evalCtx struct {
 	// holds nothing.
 	matchAd    ClassAd
 	matchScope adRef
+	// aborted is set by what makes libclassad's whole evaluation fail
+	// rather than give an error value; the evaluation then ends in error
+	// however the value was used.
+	aborted bool
 	stack      []frame
 	steps      int
 	bytes      int
@@ -56,6 +60,7 @@ func putCtx(c *evalCtx) {
 
 func (c *evalCtx) reset(my, target *ClassAd) {
 	c.my, c.target = my, target
+	c.aborted = false
 	c.matchScope.ad = &c.matchAd
 	c.stack = c.buf[:0]
 	c.steps = 0
@@ -67,6 +72,14 @@ func (c *evalCtx) reset(my, target *ClassAd) {
 func (c *evalCtx) charge(n int) bool {
 	c.bytes += n
 	return c.bytes <= maxBytes
+}
+
+// result is v, or error if the evaluation was aborted.
+func (c *evalCtx) result(v Value) Value {
+	if c.aborted {
+		return Value{kind: ErrorKind}
+	}
+	return v
 }
 
 // top returns the outermost scope of s.
@@ -166,7 +179,7 @@ func (ad *ClassAd) EvalAttrAgainst(name string, target *ClassAd) Value {
 		return Value{}
 	}
 	c := getCtx(ad, target)
-	v := c.evalAttr(ad.root(), i)
+	v := c.result(c.evalAttr(ad.root(), i))
 	putCtx(c)
 	return v
 }
@@ -180,7 +193,7 @@ func (ad *ClassAd) EvalExpr(e Expr, target *ClassAd) Value {
 		ad = New()
 	}
 	c := getCtx(ad, target)
-	v := e.n.eval(c, ad.root())
+	v := c.result(e.n.eval(c, ad.root()))
 	putCtx(c)
 	return v
 }

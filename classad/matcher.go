@@ -33,7 +33,7 @@ func (c *evalCtx) evalAgainst(a, b *ClassAd, name string, h uint32) Value {
 		return Value{}
 	}
 	c.reset(a, b)
-	v := c.evalAttr(a.root(), i)
+	v := c.result(c.evalAttr(a.root(), i))
 	c.my, c.target = nil, nil
 	return v
 }
