@@ -39,10 +39,10 @@ type evalCtx struct {
 	// rather than give an error value; the evaluation then ends in error
 	// however the value was used.
 	aborted bool
-	stack      []frame
-	steps      int
-	bytes      int
-	buf        [16]frame
+	stack   []frame
+	steps   int
+	bytes   int
+	buf     [16]frame
 }
 
 var ctxPool = sync.Pool{New: func() any { return new(evalCtx) }}
