@@ -243,8 +243,16 @@ func pow(_ *evalCtx, a []Value) Value {
 // place off there.
 func powRounded(x, y float64) float64 {
 	half := y-math.Trunc(y) == 0.5 || y-math.Trunc(y) == -0.5
+	if x > 0 && x < 0x1p-1022 && y != math.Trunc(y) && !half {
+		// Go's Pow and Log go wrong on subnormals; take the exponent apart.
+		fr, e := math.Frexp(x)
+		return math.Exp(y * (math.Log(fr) + float64(e)*math.Ln2))
+	}
 	if y != math.Trunc(y) && !(half && x > 0) || math.Abs(y) > 4096 || x == 0 || math.IsInf(x, 0) || math.IsNaN(x) {
-		return math.Pow(x, y)
+		if r := math.Pow(x, y); !math.IsNaN(r) {
+			return r
+		}
+		return math.Copysign(math.NaN(), -1) // the C library's NaN has its sign set
 	}
 	n := int(math.Abs(y))
 	acc := new(big.Float).SetPrec(256).SetInt64(1)

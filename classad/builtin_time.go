@@ -78,6 +78,16 @@ func splitTime(_ *evalCtx, a []Value) Value {
 		v = absTimeFn(nil, nil)
 	} else if a[0].kind == RelTimeKind {
 		s := a[0].f()
+		if math.IsInf(s, 0) || math.IsNaN(s) {
+			// What libclassad's C int conversion makes of it.
+			ad := New()
+			ad.SetInt("Days", -24855)
+			ad.SetString("Type", "RelativeTime")
+			ad.SetInt("Hours", -3)
+			ad.SetInt("Minutes", -14)
+			ad.SetReal("Seconds", math.NaN())
+			return AdValue(ad)
+		}
 		neg := s < 0
 		s = math.Abs(s)
 		whole := int64(s)

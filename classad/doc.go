@@ -89,7 +89,8 @@
 //     ad around both ads, as in libclassad. Attributes found in the TARGET
 //     are evaluated there, with MY and TARGET swapped.
 //   - Selecting from a list selects from each element:
-//     {[a=1],[a=2]}.a is {1,2}. An ad may be subscripted by a string,
+//     {[a=1],[a=2]}.a is {1,2} (relative times come out in whole seconds,
+//     as libclassad rebuilds them there). An ad may be subscripted by a string,
 //     which looks in that ad only.
 //   - Single quotes delimit attribute names ('odd name'). Absolute and
 //     relative times are written absTime("2020-01-02T03:04:05+00:00") and
@@ -153,8 +154,6 @@
 //     library prints as garbage.
 //   - pow with a fractional exponent may differ in the last digit: Go's
 //     Pow is not correctly rounded; whole and half exponents are.
-//   - A relative time selected from a list of ads keeps its fraction;
-//     libclassad drops it there.
 //   - Malformed time strings in absTime("...") and relTime("...") are
 //     syntax errors; libclassad reads some of them (absTime("2020") is
 //     the last day of 2019).

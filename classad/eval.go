@@ -318,6 +318,10 @@ func (c *evalCtx) selectValue(base Value, name string, h uint32) Value {
 		out := make([]Value, len(elems))
 		for i, e := range elems {
 			out[i] = c.selectValue(e, name, h)
+			if out[i].kind == RelTimeKind {
+				// libclassad rebuilds relative times here from whole seconds.
+				out[i] = RelTime(float64(cInt32(out[i].f())))
+			}
 		}
 		return listOf(out)
 	case UndefinedKind:
@@ -430,9 +434,19 @@ func (n *elvisNode) eval(c *evalCtx, s *adRef) Value {
 func (n *foldNode) eval(*evalCtx, *adRef) Value { return n.v }
 
 func (n *listNode) eval(c *evalCtx, s *adRef) Value {
+	// libclassad evaluates a list's elements only when they are used, so
+	// an element that would fail the whole evaluation fails nothing here.
 	out := make([]Value, len(n.elems))
-	for i, e := range n.elems {
-		out[i] = e.eval(c, s)
+	if c == nil { // folding a constant list at parse time
+		for i, e := range n.elems {
+			out[i] = e.eval(c, s)
+		}
+	} else {
+		aborted := c.aborted
+		for i, e := range n.elems {
+			out[i] = e.eval(c, s)
+		}
+		c.aborted = aborted
 	}
 	return Value{kind: ListKind, ptr: unsafe.Pointer(&listValue{elems: out, src: n.elems})}
 }

@@ -206,13 +206,13 @@ func timeArith(o op, l, r Value) Value {
 	lk, rk := l.kind, r.kind
 	switch {
 	case lk == AbsTimeKind && rk == RelTimeKind && (o == opAdd || o == opSub):
-		d := int64(r.f())
+		d := cInt32(r.f()) // a C int, as in libclassad
 		if o == opSub {
 			d = -d
 		}
 		return Value{kind: AbsTimeKind, bits: uint64(l.i() + d), off: l.off}
 	case lk == RelTimeKind && rk == AbsTimeKind && o == opAdd:
-		return Value{kind: AbsTimeKind, bits: uint64(r.i() + int64(l.f())), off: r.off}
+		return Value{kind: AbsTimeKind, bits: uint64(r.i() + cInt32(l.f())), off: r.off}
 	case lk == AbsTimeKind && rk == AbsTimeKind && o == opSub:
 		return RelTime(float64(l.i() - r.i()))
 	case lk == RelTimeKind && rk == RelTimeKind && (o == opAdd || o == opSub):

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -161,14 +162,14 @@ var knownDifferences = []struct {
 		y, ok2 := gv.RealValue()
 		return ok1 && ok2 && math.Abs(x-y) <= 1e-14*math.Abs(x)
 	}},
-	{"relative times selected from a list of ads lose their fraction", func(req, want, got string) bool {
-		return strings.Contains(want, "relTime(") && strings.Contains(req, "}).")
-	}},
 	{"formatTime with a field width (%5.2f)", func(req, want, got string) bool {
 		return strings.Contains(req, "formatTime(") && strings.Contains(req, `%5`)
 	}},
 	{"a number selected from prints in parentheses, to read back", func(req, want, got string) bool {
 		return strings.Contains(got, ").") && strings.NewReplacer("(", "", ")", "").Replace(got) == strings.NewReplacer("(", "", ")", "").Replace(want)
+	}},
+	{"root and parent during a match: libclassad's match ad has attributes of its own (LEFT, RIGHT, symmetricMatch, ...)", func(req, want, got string) bool {
+		return strings.HasPrefix(req, "match\t") && (strings.Contains(req, "root") || strings.Contains(req, "parent"))
 	}},
 	{"a negation of a zero written -0 prints with a space, to read back", func(req, want, got string) bool {
 		return strings.Contains(got, " - 0") && strings.Contains(want, " -0")
@@ -182,12 +183,15 @@ var knownDifferences = []struct {
 				return true
 			}
 		}
-		return strings.Contains(got, "292277026") || strings.Contains(want, "21924") || strings.Contains(want, "?")
+		return hugeYear.MatchString(want) || hugeYear.MatchString(got) || strings.Contains(want, "?")
 	}},
 	{"versioncmp of digit runs with leading zeros, as in the string forms of times and reals", func(req, want, got string) bool {
 		return strings.Contains(req, "version") && (strings.Contains(req, "Time(") || strings.ContainsAny(req, "eE.") || strings.Contains(req, "\"0"))
 	}},
 }
+
+// hugeYear finds a year past 9999 in a split or formatted time.
+var hugeYear = regexp.MustCompile(`Year = -?\d{5,}|\d{5,}"$`)
 
 func sortedBytes(s string) string {
 	b := []byte(s)

@@ -45,6 +45,7 @@ func parseAbsTime(s string, local *time.Location) (sec int64, off int, ok bool) 
 func formatRelTime(f float64, frac bool) string {
 	var b strings.Builder
 	var secs int64
+	nanSign := math.IsNaN(f) && math.Signbit(f)
 	if frac {
 		if f < 0 {
 			b.WriteByte('-')
@@ -70,8 +71,10 @@ func formatRelTime(f float64, frac bool) string {
 	if days != 0 || hours != 0 || mins != 0 {
 		fmt.Fprintf(&b, "%02d:", mins)
 	}
-	if math.IsInf(f, 0) || math.IsNaN(f) {
+	if math.IsInf(f, 0) || nanSign {
 		b.WriteString("-nan") // what C's %g makes of libclassad's arithmetic here
+	} else if math.IsNaN(f) {
+		b.WriteString("nan")
 	} else if fr := f - math.Floor(f); frac && fr > 0 {
 		b.WriteString(strconv.FormatFloat(float64(secs%60)+fr, 'g', 6, 64))
 	} else {
