@@ -86,7 +86,7 @@
 //     takes precedence over the scope. MY and self denote the innermost
 //     ad, TARGET and other the match partner; parent the enclosing ad;
 //     root and .name the outermost ad, which during a match is the match
-//     ad around both ads, as in libclassad. Attributes found in the TARGET
+//     ad around both ads, as in libclassad (there an empty one). Attributes found in the TARGET
 //     are evaluated there, with MY and TARGET swapped.
 //   - Selecting from a list selects from each element:
 //     {[a=1],[a=2]}.a is {1,2} (relative times come out in whole seconds,
@@ -154,6 +154,9 @@
 //     library prints as garbage.
 //   - pow with a fractional exponent may differ in the last digit: Go's
 //     Pow is not correctly rounded; whole and half exponents are.
+//   - During a match, root and the parent of either ad are the match ad,
+//     which in libclassad holds attributes of its own (LEFT, RIGHT,
+//     symmetricMatch and six more); Harrier's holds none.
 //   - Malformed time strings in absTime("...") and relTime("...") are
 //     syntax errors; libclassad reads some of them (absTime("2020") is
 //     the last day of 2019).
