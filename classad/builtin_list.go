@@ -246,13 +246,13 @@ func powRounded(x, y float64) float64 {
 	if x > 0 && x < 0x1p-1022 && y != math.Trunc(y) && !half {
 		// Go's Pow and Log go wrong on subnormals; take the exponent apart.
 		fr, e := math.Frexp(x)
-		return math.Exp(y * (math.Log(fr) + float64(e)*math.Ln2))
+		return math.Pow(fr, y) * math.Exp2(float64(e)*y)
 	}
 	if y != math.Trunc(y) && !(half && x > 0) || math.Abs(y) > 4096 || x == 0 || math.IsInf(x, 0) || math.IsNaN(x) {
-		if r := math.Pow(x, y); !math.IsNaN(r) {
+		if r := math.Pow(x, y); !math.IsNaN(r) || math.IsNaN(x) || math.IsNaN(y) {
 			return r
 		}
-		return math.Copysign(math.NaN(), -1) // the C library's NaN has its sign set
+		return math.Copysign(math.NaN(), -1) // an invalid power: the C library's NaN has its sign set
 	}
 	n := int(math.Abs(y))
 	acc := new(big.Float).SetPrec(256).SetInt64(1)
@@ -288,12 +288,12 @@ func quantize(_ *evalCtx, a []Value) Value {
 	if q.kind == ListKind {
 		elems := q.elems()
 		if len(elems) == 0 {
-			return x
+			return a[0] // unchanged, as libclassad gives it
 		}
 		xf, _ := toFloat(x)
 		for _, e := range elems {
 			ef, ok := mathArg(e)
-			if !ok || e.kind == StringKind {
+			if !ok {
 				return Value{kind: ErrorKind}
 			}
 			if ef >= xf {
@@ -316,11 +316,8 @@ func quantize(_ *evalCtx, a []Value) Value {
 			return Value{kind: ErrorKind}
 		}
 		xf, _ := toFloat(x)
-		if x.kind == IntKind && (xf == 0 || math.Abs(qf) < 1e-200) {
-			return x // as libclassad, which keeps such an integer as it is
-		}
-		if qf == 0 {
-			return a[0]
+		if math.Abs(qf) <= 1e-8 {
+			return a[0] // libclassad gives its argument back for so small a quantum
 		}
 		return Real(math.Ceil(xf/qf) * qf)
 	}

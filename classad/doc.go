@@ -147,8 +147,6 @@
 //   - versioncmp of digit runs with leading zeros, as in the string forms
 //     of reals and times ("3.000000000000000E+00" against "...E+09"): the
 //     rule for runs like 00 and 09 is approximated.
-//   - quantize of absolute and relative times, booleans and strings, which
-//     libclassad sometimes gives back unchanged.
 //   - formatTime with a field width such as %5.2f; splitTime and
 //     formatTime of times past 32-bit seconds, which libclassad's C
 //     library prints as garbage.

@@ -303,7 +303,17 @@ func (n *selectNode) eval(c *evalCtx, s *adRef) Value {
 		v, _ := c.lookupChain(r, n.name, n.hash)
 		return v
 	}
-	return c.selectValue(n.x.eval(c, s), n.name, n.hash)
+	// A base whose evaluation fails outright selects undefined, as in
+	// libclassad (see evalCtx.aborted).
+	aborted := c.aborted
+	c.aborted = false
+	base := n.x.eval(c, s)
+	if c.aborted {
+		c.aborted = aborted
+		return Value{}
+	}
+	c.aborted = aborted
+	return c.selectValue(base, n.name, n.hash)
 }
 
 // selectValue evaluates base.name. Selecting from a list selects from each
