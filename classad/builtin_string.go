@@ -366,12 +366,12 @@ func compileRegexp(pattern Value, opts []Value) (*regexp.Regexp, bool) {
 			return nil, false
 		}
 		for _, c := range opts[0].s() {
-			switch c {
-			case 'i', 'I':
+			switch c { // lower case only, as libclassad reads them
+			case 'i':
 				flags += "i"
-			case 'm', 'M':
+			case 'm':
 				flags += "m"
-			case 's', 'S':
+			case 's':
 				flags += "s"
 			}
 		}

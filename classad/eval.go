@@ -324,6 +324,9 @@ func (c *evalCtx) selectValue(base Value, name string, h uint32) Value {
 		v, _ := c.lookupChain(base.scope(), name, h)
 		return v
 	case ListKind:
+		if (*listValue)(base.ptr).failed {
+			return Value{}
+		}
 		elems := base.elems()
 		out := make([]Value, len(elems))
 		for i, e := range elems {
@@ -453,10 +456,13 @@ func (n *listNode) eval(c *evalCtx, s *adRef) Value {
 		}
 	} else {
 		aborted := c.aborted
+		c.aborted = false
 		for i, e := range n.elems {
 			out[i] = e.eval(c, s)
 		}
+		failed := c.aborted
 		c.aborted = aborted
+		return Value{kind: ListKind, ptr: unsafe.Pointer(&listValue{elems: out, src: n.elems, failed: failed})}
 	}
 	return Value{kind: ListKind, ptr: unsafe.Pointer(&listValue{elems: out, src: n.elems})}
 }

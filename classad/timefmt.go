@@ -71,9 +71,9 @@ func formatRelTime(f float64, frac bool) string {
 	if days != 0 || hours != 0 || mins != 0 {
 		fmt.Fprintf(&b, "%02d:", mins)
 	}
-	if math.IsInf(f, 0) || nanSign {
+	if frac && (math.IsInf(f, 0) || nanSign) {
 		b.WriteString("-nan") // what C's %g makes of libclassad's arithmetic here
-	} else if math.IsNaN(f) {
+	} else if frac && math.IsNaN(f) {
 		b.WriteString("nan")
 	} else if fr := f - math.Floor(f); frac && fr > 0 {
 		b.WriteString(strconv.FormatFloat(float64(secs%60)+fr, 'g', 6, 64))

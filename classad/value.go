@@ -53,6 +53,9 @@ type Value struct {
 type listValue struct {
 	elems []Value
 	src   []node
+	// failed records that an element's evaluation failed outright (see
+	// evalCtx.aborted); selecting from the list then gives undefined.
+	failed bool
 }
 
 // Undefined returns the undefined value.
