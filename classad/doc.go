@@ -115,8 +115,10 @@
 //     time's own clock reading.
 //   - Regular expressions are Go's RE2, not PCRE: back-references and
 //     look-around are not available. Options i, m, s, g and f (regexps:
-//     the whole target, substituted) are honoured; a global substitution
-//     with a pattern that matches the empty string is error.
+//     the whole target, substituted) are honoured, in lower case only; a
+//     global substitution with a pattern that matches the empty string is
+//     error, and a pattern that does not compile matches nothing in
+//     regexpMember.
 //   - In old syntax a backslash in a string escapes only a double quote, as
 //     in HTCondor's old ClassAds; MarshalOld writes strings the same way.
 //
