@@ -92,7 +92,7 @@ func listFold(l Value, how string) Value {
 	}
 	if how == "avg" {
 		f, _ := toFloat(acc)
-		return Real(f / float64(n))
+		return arith(opDiv, Real(f), Real(float64(n))) // +Inf is error, as in arithmetic
 	}
 	if how == "min" || how == "max" {
 		// libclassad gives the kind of the widest element.

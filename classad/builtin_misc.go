@@ -80,9 +80,10 @@ func evalFn(c *evalCtx, s *adRef, args []node) Value {
 	return r
 }
 
-// unparse(attr) returns the text of the expression bound to attr (found
-// as a bare name would be), "" if there is none or the argument is another
-// reference (a.b, parent); any other argument is error, as in libclassad.
+// unparse(attr) returns the text of the expression bound to attr in the
+// ad the call is in (not its enclosing ads), "" if there is none or the
+// argument is another reference (a.b, parent); any other argument is
+// error, as in libclassad.
 func unparse(c *evalCtx, s *adRef, args []node) Value {
 	if len(args) != 1 {
 		return Value{kind: ErrorKind}
@@ -93,17 +94,10 @@ func unparse(c *evalCtx, s *adRef, args []node) Value {
 	}
 	switch n := args[0].(type) {
 	case *attrNode:
-		for sc := s; sc != nil && !n.abs; sc = sc.parent {
-			if i := sc.ad.find(n.name, n.hash); i >= 0 {
-				p.expr(sc.ad.attrs[i].expr)
-				return String(p.String())
-			}
-		}
-		if t := c.targetOf(s); t != nil && !n.abs {
-			if i := t.find(n.name, n.hash); i >= 0 {
-				p.expr(t.attrs[i].expr)
-				return String(p.String())
-			}
+		// Only the ad the expression is in, as libclassad looks.
+		if i := s.ad.find(n.name, n.hash); i >= 0 && !n.abs {
+			p.expr(s.ad.attrs[i].expr)
+			return String(p.String())
 		}
 		return String("")
 	case *selectNode, *scopeNode:
