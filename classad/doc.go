@@ -151,9 +151,15 @@
 //     rule for runs like 00 and 09 is approximated.
 //   - formatTime with a field width such as %5.2f; splitTime and
 //     formatTime of times past 32-bit seconds, which libclassad's C
-//     library prints as garbage.
+//     library prints as garbage, and splitTime of relative times past a C
+//     int.
 //   - pow with a fractional exponent may differ in the last digit: Go's
 //     Pow is not correctly rounded; whole and half exponents are.
+//   - absTime(n, -1) fails libclassad's whole evaluation rather than giving
+//     an error value; Harrier follows that, and gives undefined where a
+//     selection is made from the failure, but where the failure sits in a
+//     subscript that is selected from, libclassad's result has not been
+//     matched.
 //   - During a match, root and the parent of either ad are the match ad,
 //     which in libclassad holds attributes of its own (LEFT, RIGHT,
 //     symmetricMatch and six more); Harrier's holds none.

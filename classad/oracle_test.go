@@ -175,6 +175,9 @@ var knownDifferences = []struct {
 	{"root and parent during a match: libclassad's match ad has attributes of its own (LEFT, RIGHT, symmetricMatch, ...)", func(req, want, got string) bool {
 		return strings.HasPrefix(req, "match\t") && (strings.Contains(req, "root") || strings.Contains(req, "parent"))
 	}},
+	{"where an outright failure (absTime(n, -1)) inside a subscript or selection ends", func(req, want, got string) bool {
+		return strings.Contains(req, "absTime(") && (strings.Contains(req, ", -1)") || strings.Contains(req, "9223372036854775807)"))
+	}},
 	{"a negation of a zero written -0 prints with a space, to read back", func(req, want, got string) bool {
 		return strings.Contains(got, " - 0") && strings.Contains(want, " -0")
 	}},
@@ -187,7 +190,8 @@ var knownDifferences = []struct {
 				return true
 			}
 		}
-		return hugeYear.MatchString(want) || hugeYear.MatchString(got) || strings.Contains(want, "?")
+		return hugeYear.MatchString(want) || hugeYear.MatchString(got) || strings.Contains(want, "?") ||
+			strings.Contains(want, "Days = -24855") // a relative time past a C int
 	}},
 	{"versioncmp of digit runs with leading zeros, as in the string forms of times and reals", func(req, want, got string) bool {
 		return strings.Contains(req, "version") && (strings.Contains(req, "Time(") || strings.ContainsAny(req, "eE.") || strings.Contains(req, "\"0"))
