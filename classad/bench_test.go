@@ -2,6 +2,8 @@ package classad
 
 import (
 	"os"
+	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -123,5 +125,72 @@ func BenchmarkMemberConstantList(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		m.EvalAttr(ad, machine, "Requirements")
+	}
+}
+
+// oldSyntax returns the testdata ad name in old syntax.
+func oldSyntax(tb testing.TB, name string) string {
+	_, ad := readAd(tb, name)
+	return ad.MarshalOld()
+}
+
+func BenchmarkParseOld100Attr(b *testing.B) {
+	src := oldSyntax(b, "attr100.ad")
+	b.SetBytes(int64(len(src)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ParseOld(src); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkParseOldMachine19(b *testing.B) {
+	src := oldSyntax(b, "machine19.ad")
+	b.SetBytes(int64(len(src)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ParseOld(src); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkResidentMachine19 reports what a parsed 19-attribute machine ad
+// keeps on the heap (B/ad), read in new and in old syntax, as a pool holding
+// many ads pays it.
+func BenchmarkResidentMachine19(b *testing.B) {
+	newSrc, _ := readAd(b, "machine19.ad")
+	oldSrc := oldSyntax(b, "machine19.ad")
+	for _, tc := range []struct {
+		name  string
+		parse func() (*ClassAd, error)
+	}{
+		{"new", func() (*ClassAd, error) { return Parse(strings.Clone(newSrc)) }},
+		{"old", func() (*ClassAd, error) { return ParseOld(strings.Clone(oldSrc)) }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			const n = 2000
+			ads := make([]*ClassAd, n)
+			var perAd float64
+			for b.Loop() {
+				clear(ads)
+				runtime.GC()
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				for i := range ads {
+					ad, err := tc.parse()
+					if err != nil {
+						b.Fatal(err)
+					}
+					ads[i] = ad
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				perAd = float64(after.HeapAlloc-before.HeapAlloc) / n
+			}
+			runtime.KeepAlive(ads)
+			b.ReportMetric(perAd, "B/ad")
+		})
 	}
 }

@@ -62,6 +62,31 @@ func strictArgs(c *evalCtx, s *adRef, args []node, lo, hi int, buf []Value) (vs 
 	return vs, Value{}, true
 }
 
+// undefFirst wraps f like strict, but an undefined argument wins over an
+// error one, as in some of libclassad's string builtins.
+func undefFirst(lo, hi int, f func(c *evalCtx, args []Value) Value) builtin {
+	return func(c *evalCtx, s *adRef, args []node) Value {
+		if len(args) < lo || hi >= 0 && len(args) > hi {
+			return Value{kind: ErrorKind}
+		}
+		var buf [4]Value
+		vs := evalArgs(c, s, args, buf[:0])
+		bad := Value{}
+		for _, v := range vs {
+			switch v.kind {
+			case UndefinedKind:
+				return v
+			case ErrorKind:
+				bad = v
+			}
+		}
+		if bad.kind == ErrorKind {
+			return bad
+		}
+		return f(c, vs)
+	}
+}
+
 // lazy wraps f, which takes between lo and hi evaluated arguments and
 // handles undefined and error itself.
 func lazy(lo, hi int, f func(c *evalCtx, args []Value) Value) builtin {

@@ -2,19 +2,19 @@ package classad
 
 import (
 	"math"
+	"math/big"
 	"math/rand/v2"
 )
 
 func registerLists(m map[string]builtin) {
-	m["member"] = strict(2, 2, func(_ *evalCtx, a []Value) Value { return member(a, opEq) })
+	m["member"] = undefFirst(2, 2, func(_ *evalCtx, a []Value) Value { return member(a, opEq) })
 	m["identicalmember"] = lazy(2, 2, func(_ *evalCtx, a []Value) Value { return member(a, opMetaEq) })
-	m["ismember"] = m["identicalmember"] // the thesis' name
 	m["sum"] = strict(1, 1, func(_ *evalCtx, a []Value) Value { return listFold(a[0], "sum") })
 	m["avg"] = strict(1, 1, func(_ *evalCtx, a []Value) Value { return listFold(a[0], "avg") })
 	m["min"] = strict(1, 1, func(_ *evalCtx, a []Value) Value { return listFold(a[0], "min") })
 	m["max"] = strict(1, 1, func(_ *evalCtx, a []Value) Value { return listFold(a[0], "max") })
-	m["anycompare"] = strict(3, 3, func(_ *evalCtx, a []Value) Value { return listCompare(a, true) })
-	m["allcompare"] = strict(3, 3, func(_ *evalCtx, a []Value) Value { return listCompare(a, false) })
+	m["anycompare"] = lazy(3, 3, func(_ *evalCtx, a []Value) Value { return listCompare(a, true) })
+	m["allcompare"] = lazy(3, 3, func(_ *evalCtx, a []Value) Value { return listCompare(a, false) })
 }
 
 // member reports whether the scalar a[0] equals (by o) an element of the
@@ -38,41 +38,45 @@ func member(a []Value, o op) Value {
 	return Bool(false)
 }
 
-// listFold computes sum, avg, min or max of a list of numbers. An empty
-// list sums to 0 and has undefined min and max; a non-number is error and
-// an undefined element makes the result undefined.
+// listFold computes sum, avg, min or max of a list of numbers (booleans
+// count as integers). Undefined elements are skipped; any other
+// non-number makes the result error. With nothing left, sum and avg are 0
+// and min and max undefined.
 func listFold(l Value, how string) Value {
 	if l.kind != ListKind {
 		return Value{kind: ErrorKind}
 	}
-	elems := l.elems()
-	if len(elems) == 0 {
-		switch how {
-		case "sum":
-			return Int(0)
-		case "avg":
-			return Real(0)
-		}
-		return Value{}
-	}
 	acc := Value{}
-	for _, e := range elems {
+	n := 0
+	widest := BoolKind // of the elements, for min and max
+	for _, e := range l.elems() {
+		if (e.kind == IntKind || e.kind == RealKind) && e.kind > widest {
+			widest = e.kind
+		}
 		switch e.kind {
 		case UndefinedKind:
-			return Value{}
+			continue
 		case IntKind, RealKind:
 		case BoolKind:
-			e = Value{kind: IntKind, bits: e.bits}
+			// A lone boolean sums to itself, as in libclassad; with
+			// others it counts as an integer.
+			if acc.kind != UndefinedKind {
+				e = Value{kind: IntKind, bits: e.bits}
+			}
 		default:
 			return Value{kind: ErrorKind}
 		}
+		n++
 		if acc.kind == UndefinedKind {
 			acc = e
 			continue
 		}
 		switch how {
 		case "sum", "avg":
-			acc = arith(opAdd, acc, e)
+			acc, _ = numeric(acc)
+			if acc = arith(opAdd, acc, e); acc.kind == ErrorKind {
+				return acc // the sum passed the largest real
+			}
 		case "min":
 			if compareOp(opLt, e, acc).IsTrue() {
 				acc = e
@@ -83,36 +87,63 @@ func listFold(l Value, how string) Value {
 			}
 		}
 	}
+	if n == 0 && (how == "sum" || how == "avg") {
+		return Int(0)
+	}
 	if how == "avg" {
 		f, _ := toFloat(acc)
-		return Real(f / float64(len(elems)))
+		return arith(opDiv, Real(f), Real(float64(n))) // +Inf is error, as in arithmetic
+	}
+	if how == "min" || how == "max" {
+		// libclassad gives the kind of the widest element.
+		switch {
+		case widest == RealKind:
+			return toReal(acc)
+		case (widest == IntKind || n > 1) && acc.kind == BoolKind:
+			return Value{kind: IntKind, bits: acc.bits}
+		}
 	}
 	return acc
 }
 
 var compareOps = map[string]op{
 	"<": opLt, "<=": opLe, "==": opEq, "!=": opNe, ">": opGt, ">=": opGe,
-	"=?=": opMetaEq, "=!=": opMetaNe, "is": opIs, "isnt": opIsnt,
+	"is": opIs, "isnt": opIsnt, // libclassad has no =?= or =!= here
 }
 
-// listCompare implements anyCompare(op, list, v) and allCompare.
+// listCompare implements anyCompare(op, list, v) and allCompare. The
+// operator must be a string naming a comparison; an undefined list makes
+// the result undefined and any other non-list error. Elements are compared
+// in order: an error comparison makes the result error, an undefined one
+// false.
 func listCompare(a []Value, any bool) Value {
-	if a[0].kind != StringKind || a[1].kind != ListKind {
+	switch a[0].kind {
+	case StringKind:
+	case UndefinedKind:
+		return Value{}
+	default:
 		return Value{kind: ErrorKind}
 	}
-	o, ok := compareOps[a[0].s()]
+	o, ok := compareOps[a[0].s()] // names as written: "IS" is error
 	if !ok {
-		for k, v := range compareOps {
-			if equalFold(k, a[0].s()) {
-				o, ok = v, true
-			}
-		}
-		if !ok {
-			return Value{kind: ErrorKind}
-		}
+		return Value{kind: ErrorKind}
+	}
+	switch a[1].kind {
+	case ListKind:
+	case UndefinedKind:
+		return Value{}
+	default:
+		return Value{kind: ErrorKind}
 	}
 	for _, e := range a[1].elems() {
-		if binaryOp(o, e, a[2]).IsTrue() == any {
+		r := binaryOp(o, e, a[2])
+		switch r.kind {
+		case ErrorKind:
+			return r
+		case UndefinedKind:
+			return Bool(false) // an undefined comparison ends the walk, as in libclassad
+		}
+		if r.IsTrue() == any {
 			return Bool(any)
 		}
 	}
@@ -120,72 +151,152 @@ func listCompare(a []Value, any bool) Value {
 }
 
 func registerMath(m map[string]builtin) {
-	m["floor"] = strict(1, 1, func(_ *evalCtx, a []Value) Value { return rounding(a[0], math.Floor) })
-	m["ceiling"] = strict(1, 1, func(_ *evalCtx, a []Value) Value { return rounding(a[0], math.Ceil) })
+	m["floor"] = numeric1(func(_ *evalCtx, a []Value) Value { return rounding(a[0], math.Floor) })
+	m["ceiling"] = numeric1(func(_ *evalCtx, a []Value) Value { return rounding(a[0], math.Ceil) })
 	m["ceil"] = m["ceiling"]
-	m["round"] = strict(1, 1, func(_ *evalCtx, a []Value) Value { return rounding(a[0], math.RoundToEven) })
-	m["pow"] = strict(2, 2, pow)
-	m["quantize"] = strict(2, 2, quantize)
-	m["random"] = strict(0, 1, random)
+	m["round"] = numeric1(func(_ *evalCtx, a []Value) Value { return rounding(a[0], math.RoundToEven) })
+	m["pow"] = errorStrict(2, 2, pow)
+	m["quantize"] = errorStrict(2, 2, quantize)
+	m["random"] = errorStrict(0, 1, random)
 }
 
-// rounding applies f to a number and returns an integer; strings are
-// converted first, as HTCondor does.
+// numeric1 is errorStrict for the one-argument rounding functions.
+func numeric1(f func(c *evalCtx, a []Value) Value) builtin { return errorStrict(1, 1, f) }
+
+// errorStrict wraps f like strict, except that an undefined argument
+// makes the result error: libclassad's math functions do not pass
+// undefined through.
+func errorStrict(lo, hi int, f func(c *evalCtx, args []Value) Value) builtin {
+	return func(c *evalCtx, s *adRef, args []node) Value {
+		if len(args) < lo || hi >= 0 && len(args) > hi {
+			return Value{kind: ErrorKind}
+		}
+		var buf [4]Value
+		vs := evalArgs(c, s, args, buf[:0])
+		for _, v := range vs {
+			if v.kind == ErrorKind || v.kind == UndefinedKind {
+				return Value{kind: ErrorKind}
+			}
+		}
+		return f(c, vs)
+	}
+}
+
+// rounding applies f to a number and returns an integer. Strings are read
+// with strtod, booleans and times count as numbers, as in libclassad.
 func rounding(v Value, f func(float64) float64) Value {
 	switch v.kind {
 	case IntKind:
 		return v
-	case StringKind, BoolKind:
-		v = toReal(v)
-		if v.kind != RealKind {
-			return v
-		}
-	case RealKind:
-	default:
+	case AbsTimeKind:
+		return Int(v.i())
+	case RelTimeKind:
+		return Int(cInt32(v.f()))
+	}
+	x, ok := mathArg(v)
+	if !ok {
 		return Value{kind: ErrorKind}
 	}
-	return toInt(Real(f(v.f())))
+	if v.kind == BoolKind {
+		return Int(int64(x))
+	}
+	return Int(cInt64(f(x)))
 }
 
-// pow: an integer to a non-negative integer power is an integer; otherwise real.
-func pow(_ *evalCtx, a []Value) Value {
-	b, e := a[0], a[1]
-	if b.kind == IntKind && e.kind == IntKind && e.i() >= 0 {
-		r, x, n := int64(1), b.i(), e.i()
-		for n > 0 {
-			if n&1 == 1 {
-				r *= x
-			}
-			x *= x
-			n >>= 1
-		}
-		return Int(r)
+// mathArg converts an argument of the math builtins to a real: numbers,
+// booleans, times and strings that strtod reads.
+func mathArg(v Value) (float64, bool) {
+	switch v.kind {
+	case IntKind, AbsTimeKind:
+		return float64(v.i()), true
+	case BoolKind:
+		return float64(v.bits), true
+	case RealKind:
+		return v.f(), true
+	case RelTimeKind:
+		return float64(cInt32(v.f())), true
+	case StringKind:
+		return strtod(v.s())
 	}
-	x, ok1 := toFloat(b)
-	y, ok2 := toFloat(e)
-	if !ok1 || !ok2 || b.kind == BoolKind || e.kind == BoolKind {
+	return 0, false
+}
+
+// pow: an integer to a non-negative integer power is an integer (computed
+// in floating point and converted, as libclassad does); anything else
+// convertible is real.
+func pow(_ *evalCtx, a []Value) Value {
+	x, ok1 := mathArg(a[0])
+	y, ok2 := mathArg(a[1])
+	if !ok1 || !ok2 {
 		return Value{kind: ErrorKind}
 	}
-	return Real(math.Pow(x, y))
+	if a[0].kind == IntKind && a[1].kind == IntKind && a[1].i() >= 0 {
+		// libclassad rounds by adding a half and truncating, so that
+		// pow(-2, 3) is -7.
+		return Int(cInt64(powRounded(x, y) + 0.5))
+	}
+	return Real(powRounded(x, y))
+}
+
+// powRounded is math.Pow, correctly rounded for whole exponents up to
+// 4096 as the C library's pow is; Go's Pow can be a unit in the last
+// place off there.
+func powRounded(x, y float64) float64 {
+	half := y-math.Trunc(y) == 0.5 || y-math.Trunc(y) == -0.5
+	if x > 0 && x < 0x1p-1022 && y != math.Trunc(y) && !half {
+		// Go's Pow and Log go wrong on subnormals; take the exponent apart.
+		fr, e := math.Frexp(x)
+		return math.Pow(fr, y) * math.Exp2(float64(e)*y)
+	}
+	if y != math.Trunc(y) && !(half && x > 0) || math.Abs(y) > 4096 || x == 0 || math.IsInf(x, 0) || math.IsNaN(x) {
+		if r := math.Pow(x, y); !math.IsNaN(r) || math.IsNaN(x) || math.IsNaN(y) {
+			return r
+		}
+		return math.Copysign(math.NaN(), -1) // an invalid power: the C library's NaN has its sign set
+	}
+	n := int(math.Abs(y))
+	acc := new(big.Float).SetPrec(256).SetInt64(1)
+	if half {
+		// x^(n+1/2) is x^n times the correctly rounded square root.
+		acc.SetFloat64(math.Sqrt(x))
+	}
+	base := new(big.Float).SetPrec(256).SetFloat64(x)
+	for ; n > 0; n >>= 1 {
+		if n&1 == 1 {
+			acc.Mul(acc, base)
+		}
+		base.Mul(base, base)
+	}
+	if y < 0 {
+		acc.Quo(new(big.Float).SetPrec(256).SetInt64(1), acc)
+	}
+	f, _ := acc.Float64()
+	return f
 }
 
 // quantize(a, b): a rounded up to a multiple of b; with a list b, the first
 // element at least a, or if none, a rounded up to a multiple of the last.
 func quantize(_ *evalCtx, a []Value) Value {
 	x, q := a[0], a[1]
-	if x.kind != IntKind && x.kind != RealKind {
-		return Value{kind: ErrorKind}
+	if x.kind != IntKind {
+		f, ok := mathArg(x)
+		if !ok {
+			return Value{kind: ErrorKind}
+		}
+		x = Real(f)
 	}
 	if q.kind == ListKind {
 		elems := q.elems()
 		if len(elems) == 0 {
-			return Value{kind: ErrorKind}
+			return a[0] // unchanged, as libclassad gives it
 		}
+		xf, _ := toFloat(x)
 		for _, e := range elems {
-			if e.kind != IntKind && e.kind != RealKind {
+			ef, ok := mathArg(e)
+			if !ok {
 				return Value{kind: ErrorKind}
 			}
-			if compareOp(opGe, e, x).IsTrue() {
+			if ef >= xf {
 				return e
 			}
 		}
@@ -194,27 +305,22 @@ func quantize(_ *evalCtx, a []Value) Value {
 	switch {
 	case x.kind == IntKind && q.kind == IntKind:
 		if q.i() == 0 {
+			return a[0]
+		}
+		// libclassad's (a + q - 1) / q * q, in wrapping C integers.
+		n, d := x.i(), q.i()
+		return Int((n + d - 1) / d * d)
+	default:
+		qf, ok := mathArg(q)
+		if !ok {
 			return Value{kind: ErrorKind}
 		}
-		return Int(quantizeInt(x.i(), q.i()))
-	case q.kind == IntKind || q.kind == RealKind:
 		xf, _ := toFloat(x)
-		qf, _ := toFloat(q)
-		if qf == 0 {
-			return Value{kind: ErrorKind}
+		if math.Abs(qf) <= 1e-8 {
+			return a[0] // libclassad gives its argument back for so small a quantum
 		}
 		return Real(math.Ceil(xf/qf) * qf)
 	}
-	return Value{kind: ErrorKind}
-}
-
-// quantizeInt is ceil(n/d)*d in integers.
-func quantizeInt(n, d int64) int64 {
-	q := n / d
-	if n%d != 0 && (n < 0) == (d < 0) {
-		q++
-	}
-	return q * d
 }
 
 // random() is a real in [0,1); random(n) an integer in [0,n) or a real in

@@ -60,18 +60,16 @@ func evalFn(c *evalCtx, s *adRef, args []node) Value {
 	if len(args) != 1 {
 		return Value{kind: ErrorKind}
 	}
-	v := args[0].eval(c, s)
-	if v.kind != StringKind {
-		if v.kind == UndefinedKind {
-			return v
-		}
+	// Like libclassad, eval parses the string form of any other value.
+	src, ok := stringOf(args[0].eval(c, s))
+	if !ok {
 		return Value{kind: ErrorKind}
 	}
 	c.steps++
 	if c.steps > maxSteps || len(c.stack) >= maxEvalDepth {
 		return Value{kind: ErrorKind}
 	}
-	e, err := ParseExpr(v.s())
+	e, err := ParseExpr(src)
 	if err != nil {
 		return Value{kind: ErrorKind}
 	}
@@ -82,41 +80,28 @@ func evalFn(c *evalCtx, s *adRef, args []node) Value {
 	return r
 }
 
-// unparse(attr) returns the text of the expression bound to attr (found
-// as a bare name would be); for any other argument, the argument's text.
+// unparse(attr) returns the text of the expression bound to attr in the
+// ad the call is in (not its enclosing ads), "" if there is none or the
+// argument is another reference (a.b, parent); any other argument is
+// error, as in libclassad.
 func unparse(c *evalCtx, s *adRef, args []node) Value {
 	if len(args) != 1 {
 		return Value{kind: ErrorKind}
 	}
-	var p printer
+	p := printer{pretty: true}
+	if *args[0].parens() > 0 {
+		return Value{kind: ErrorKind}
+	}
 	switch n := args[0].(type) {
 	case *attrNode:
-		for sc := s; sc != nil && !n.abs; sc = sc.parent {
-			if i := sc.ad.find(n.name, n.hash); i >= 0 {
-				p.expr(sc.ad.attrs[i].expr)
-				return String(p.String())
-			}
+		// Only the ad the expression is in, as libclassad looks.
+		if i := s.ad.find(n.name, n.hash); i >= 0 && !n.abs {
+			p.expr(s.ad.attrs[i].expr)
+			return String(p.String())
 		}
-		if t := c.targetOf(s); t != nil && !n.abs {
-			if i := t.find(n.name, n.hash); i >= 0 {
-				p.expr(t.attrs[i].expr)
-				return String(p.String())
-			}
-		}
-		return Value{}
-	case *selectNode:
-		base := n.x.eval(c, s)
-		if base.kind != AdKind {
-			return Value{kind: ErrorKind}
-		}
-		for sc := base.scope(); sc != nil; sc = sc.parent {
-			if i := sc.ad.find(n.name, n.hash); i >= 0 {
-				p.expr(sc.ad.attrs[i].expr)
-				return String(p.String())
-			}
-		}
-		return Value{}
+		return String("")
+	case *selectNode, *scopeNode:
+		return String("") // libclassad unparses bare names only
 	}
-	p.node(args[0])
-	return String(p.String())
+	return Value{kind: ErrorKind}
 }

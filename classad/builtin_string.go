@@ -11,28 +11,27 @@ import (
 func registerStrings(m map[string]builtin) {
 	m["strcat"] = lazy(0, -1, strcat)
 	m["join"] = lazy(1, -1, join)
-	m["substr"] = strict(2, 3, substr)
-	m["strcmp"] = lazy(2, 2, func(_ *evalCtx, a []Value) Value { return strcmpFn(a, false) })
-	m["stricmp"] = lazy(2, 2, func(_ *evalCtx, a []Value) Value { return strcmpFn(a, true) })
+	m["substr"] = undefFirst(2, 3, substr)
+	m["strcmp"] = undefFirst(2, 2, func(_ *evalCtx, a []Value) Value { return strcmpFn(a, false) })
+	m["stricmp"] = undefFirst(2, 2, func(_ *evalCtx, a []Value) Value { return strcmpFn(a, true) })
 	m["toupper"] = strict(1, 1, func(c *evalCtx, a []Value) Value { return charged(c, mapString(a[0], strings.ToUpper)) })
 	m["tolower"] = strict(1, 1, func(c *evalCtx, a []Value) Value { return charged(c, mapString(a[0], strings.ToLower)) })
 	m["size"] = strict(1, 1, size)
-	m["length"] = m["size"]
 	m["split"] = strict(1, 2, split)
 	m["splitusername"] = strict(1, 1, func(_ *evalCtx, a []Value) Value { return splitAt(a[0], false) })
 	m["splitslotname"] = strict(1, 1, func(_ *evalCtx, a []Value) Value { return splitAt(a[0], true) })
 	m["sprintf"] = strict(1, -1, sprintf)
-	m["regexp"] = withPattern(2, 3, 2, regexpFn)
-	m["regexps"] = withPattern(3, 4, 3, func(c *evalCtx, re *regexp.Regexp, a []Value) Value {
+	m["regexp"] = withPattern(2, 3, 2, false, regexpFn)
+	m["regexps"] = withPattern(3, 4, 3, false, func(c *evalCtx, re *regexp.Regexp, a []Value) Value {
 		return charged(c, regexpSubst(re, a, substMatch))
 	})
-	m["replace"] = withPattern(3, 4, 3, func(c *evalCtx, re *regexp.Regexp, a []Value) Value {
+	m["replace"] = withPattern(3, 4, 3, false, func(c *evalCtx, re *regexp.Regexp, a []Value) Value {
 		return charged(c, regexpSubst(re, a, substFirst))
 	})
-	m["replaceall"] = withPattern(3, 4, 3, func(c *evalCtx, re *regexp.Regexp, a []Value) Value {
+	m["replaceall"] = withPattern(3, 4, 3, false, func(c *evalCtx, re *regexp.Regexp, a []Value) Value {
 		return charged(c, regexpSubst(re, a, substAll))
 	})
-	m["regexpmember"] = withPattern(2, 3, 2, regexpMember)
+	m["regexpmember"] = withPattern(2, 3, 2, true, regexpMember)
 	m["stringlistsize"] = strict(1, 2, func(_ *evalCtx, a []Value) Value {
 		items, ok := stringListArg(a, 1)
 		if !ok {
@@ -49,14 +48,8 @@ func registerStrings(m map[string]builtin) {
 	m["stringlistsintersect"] = strict(2, 3, func(_ *evalCtx, a []Value) Value { return stringListsIntersect(a, false) })
 	m["stringlistsubsetmatch"] = strict(2, 3, func(_ *evalCtx, a []Value) Value { return stringListSubset(a, false) })
 	m["stringlistisubsetmatch"] = strict(2, 3, func(_ *evalCtx, a []Value) Value { return stringListSubset(a, true) })
-	m["stringlistregexpmember"] = withPattern(2, 4, 3, stringListRegexpMember)
-	m["versioncmp"] = strict(2, 2, func(_ *evalCtx, a []Value) Value {
-		x, y, ok := twoStrings(a)
-		if !ok {
-			return Value{kind: ErrorKind}
-		}
-		return Int(int64(versionCompare(x, y)))
-	})
+	m["stringlistregexpmember"] = withPattern(2, 4, 3, false, stringListRegexpMember)
+	m["versioncmp"] = versionFn(2, func(v []string) Value { return Int(int64(versionCompare(v[0], v[1]))) })
 	for name, test := range map[string]func(int) bool{
 		"versiongt": func(c int) bool { return c > 0 },
 		"versionge": func(c int) bool { return c >= 0 },
@@ -64,15 +57,9 @@ func registerStrings(m map[string]builtin) {
 		"versionle": func(c int) bool { return c <= 0 },
 		"versioneq": func(c int) bool { return c == 0 },
 	} {
-		m[name] = strict(2, 2, func(_ *evalCtx, a []Value) Value {
-			x, y, ok := twoStrings(a)
-			if !ok {
-				return Value{kind: ErrorKind}
-			}
-			return Bool(test(versionCompare(x, y)))
-		})
+		m[name] = versionFn(2, func(v []string) Value { return Bool(test(versionCompare(v[0], v[1]))) })
 	}
-	m["version_in_range"] = strict(3, 3, versionInRange)
+	m["version_in_range"] = lazy(3, 3, versionInRange)
 	m["versioninrange"] = m["version_in_range"]
 }
 
@@ -84,20 +71,18 @@ func charged(c *evalCtx, v Value) Value {
 	return v
 }
 
-func twoStrings(a []Value) (string, string, bool) {
-	if a[0].kind != StringKind || a[1].kind != StringKind {
-		return "", "", false
-	}
-	return a[0].s(), a[1].s(), true
-}
-
-// strcat converts each argument with string(); undefined or error in any
-// argument makes the result error, as HTCondor documents.
+// strcat converts each argument with string(); the first argument that
+// is undefined or error makes the result so.
 func strcat(c *evalCtx, a []Value) Value {
+	for _, v := range a {
+		if v.kind == ErrorKind || v.kind == UndefinedKind {
+			return v // the first of them decides, as in libclassad
+		}
+	}
 	var b strings.Builder
 	for _, v := range a {
-		s, ok := stringOf(v)
-		if !ok || b.Len()+len(s) > maxString {
+		s, _ := stringOf(v)
+		if b.Len()+len(s) > maxString {
 			return Value{kind: ErrorKind}
 		}
 		b.WriteString(s)
@@ -109,50 +94,54 @@ func strcat(c *evalCtx, a []Value) Value {
 }
 
 // join(sep, list), join(sep, a, b, ...) or join(list): the string forms of
-// the items separated by sep; undefined items are skipped.
+// the items separated by sep; undefined items are skipped, an undefined
+// separator is empty, and join of a single non-list is "".
 func join(c *evalCtx, a []Value) Value {
-	for _, v := range a {
-		if v.kind == ErrorKind {
-			return v
-		}
-	}
 	var sep string
 	var items []Value
+	if a[0].kind == ErrorKind {
+		return a[0]
+	}
 	switch {
-	case len(a) == 1 && a[0].kind == ListKind:
-		items = a[0].elems()
 	case len(a) == 1:
-		return Value{kind: ErrorKind}
-	default:
-		if a[0].kind == UndefinedKind {
+		switch a[0].kind {
+		case ListKind:
+			items = a[0].elems()
+		case UndefinedKind:
 			return Value{}
+		default:
+			return String("")
 		}
-		s, ok := stringOf(a[0])
-		if !ok {
-			return Value{kind: ErrorKind}
-		}
-		sep = s
-		if len(a) == 2 && a[1].kind == ListKind {
+	default:
+		sep, _ = stringOf(a[0])
+		switch {
+		case len(a) == 2 && a[1].kind == ListKind:
 			items = a[1].elems()
-		} else {
+		case len(a) == 2 && a[1].kind == UndefinedKind:
+			return Value{}
+		default:
 			items = a[1:]
 		}
 	}
 	var b strings.Builder
-	n := 0
+	n, skipped := 0, 0
 	for _, v := range items {
 		if v.kind == UndefinedKind {
+			skipped++
 			continue
 		}
 		s, ok := stringOf(v)
-		if !ok || v.kind == ListKind || v.kind == AdKind || b.Len()+len(s)+len(sep) > maxString {
+		if !ok || b.Len()+len(s)+len(sep) > maxString {
 			return Value{kind: ErrorKind}
 		}
-		if n > 0 {
+		if b.Len() > 0 { // as libclassad: empty leading items bring no separator
 			b.WriteString(sep)
 		}
 		b.WriteString(s)
 		n++
+	}
+	if n == 0 && (skipped > 0 || a[0].kind == UndefinedKind) {
+		return Value{} // nothing but undefined
 	}
 	if !c.charge(b.Len()) {
 		return Value{kind: ErrorKind}
@@ -169,7 +158,7 @@ func substr(_ *evalCtx, a []Value) Value {
 	}
 	s := a[0].s()
 	n := int64(len(s))
-	off := a[1].i()
+	off := int64(int32(a[1].i())) // C ints, as in libclassad
 	if off < 0 {
 		off += n
 	}
@@ -179,7 +168,7 @@ func substr(_ *evalCtx, a []Value) Value {
 		if a[2].kind != IntKind {
 			return Value{kind: ErrorKind}
 		}
-		l := a[2].i()
+		l := int64(int32(a[2].i()))
 		if l < 0 {
 			end = n + l
 		} else if l < n-off {
@@ -192,6 +181,8 @@ func substr(_ *evalCtx, a []Value) Value {
 	return String(s[off:end])
 }
 
+// strcmpFn compares the string forms of its arguments; as in libclassad
+// an undefined argument makes it undefined even beside an error.
 func strcmpFn(a []Value, fold bool) Value {
 	x, ok1 := stringOf(a[0])
 	y, ok2 := stringOf(a[1])
@@ -368,12 +359,12 @@ func compileRegexp(pattern Value, opts []Value) (*regexp.Regexp, bool) {
 			return nil, false
 		}
 		for _, c := range opts[0].s() {
-			switch c {
-			case 'i', 'I':
+			switch c { // lower case only, as libclassad reads them
+			case 'i':
 				flags += "i"
-			case 'm', 'M':
+			case 'm':
 				flags += "m"
-			case 's', 'S':
+			case 's':
 				flags += "s"
 			}
 		}
@@ -427,7 +418,10 @@ func precompile(c *callNode) {
 // withPattern wraps a strict function whose first argument is a regular
 // expression with options at optIdx, compiling the pattern unless it was
 // compiled at parse time.
-func withPattern(lo, hi, optIdx int, f func(c *evalCtx, re *regexp.Regexp, a []Value) Value) builtin {
+// withPattern wraps f, whose first argument is a regular expression and
+// argument optIdx its options. With lazy, f is called with a nil pattern
+// when it does not compile, to decide itself.
+func withPattern(lo, hi, optIdx int, lazy bool, f func(c *evalCtx, re *regexp.Regexp, a []Value) Value) builtin {
 	return func(c *evalCtx, s *adRef, args []node) Value {
 		var buf [4]Value
 		a, instead, ok := strictArgs(c, s, args, lo, hi, buf[:0])
@@ -442,7 +436,7 @@ func withPattern(lo, hi, optIdx int, f func(c *evalCtx, re *regexp.Regexp, a []V
 			if len(a) > optIdx {
 				opts = a[optIdx : optIdx+1]
 			}
-			if re, ok = compileRegexp(a[0], opts); !ok {
+			if re, ok = compileRegexp(a[0], opts); !ok && !(lazy && a[0].kind == StringKind && (opts == nil || opts[0].kind == StringKind)) {
 				return Value{kind: ErrorKind}
 			}
 		}
@@ -472,6 +466,20 @@ func regexpSubst(re *regexp.Regexp, a []Value, mode substMode) Value {
 		return Value{kind: ErrorKind}
 	}
 	target, sub := a[1].s(), a[2].s()
+	badGroup := false
+	for i := 0; i+1 < len(sub); i++ {
+		if sub[i] == '\\' && isDigit(sub[i+1]) && int(sub[i+1]-'0') > re.NumSubexp() {
+			badGroup = true // an error once something matches, as in libclassad
+		}
+	}
+	opts := ""
+	if len(a) > 3 && a[3].kind == StringKind {
+		opts = a[3].s()
+	}
+	global := strings.Contains(opts, "g")
+	if mode == substMatch && strings.Contains(opts, "f") {
+		mode = substFirst // regexps with f: the whole target, substituted
+	}
 	expand := func(m []int) string {
 		var b strings.Builder
 		for i := 0; i < len(sub); i++ {
@@ -487,19 +495,38 @@ func regexpSubst(re *regexp.Regexp, a []Value, mode substMode) Value {
 		}
 		return b.String()
 	}
-	switch mode {
-	case substMatch:
+	if badGroup && re.MatchString(target) {
+		return Value{kind: ErrorKind}
+	}
+	switch {
+	case mode == substMatch && global:
+		// regexps with option g: the substitutions of every match.
+		if re.MatchString("") {
+			return Value{kind: ErrorKind}
+		}
+		var b strings.Builder
+		for _, m := range re.FindAllStringSubmatchIndex(target, -1) {
+			b.WriteString(expand(m))
+			if b.Len() > maxString {
+				return Value{kind: ErrorKind}
+			}
+		}
+		return String(b.String())
+	case mode == substMatch:
 		m := re.FindStringSubmatchIndex(target)
 		if m == nil {
 			return String("")
 		}
 		return String(expand(m))
-	case substFirst:
+	case mode == substFirst && !global:
 		m := re.FindStringSubmatchIndex(target)
 		if m == nil {
 			return String(target)
 		}
 		return String(target[:m[0]] + expand(m) + target[m[1]:])
+	}
+	if re.MatchString("") {
+		return Value{kind: ErrorKind} // libclassad refuses patterns that match nothing here
 	}
 	var b strings.Builder
 	last := 0
@@ -521,11 +548,13 @@ func regexpMember(_ *evalCtx, re *regexp.Regexp, a []Value) Value {
 	if a[1].kind != ListKind {
 		return Value{kind: ErrorKind}
 	}
+	// A pattern that does not compile (re == nil) matches nothing, as in
+	// libclassad.
 	undef := false
 	for _, e := range a[1].elems() {
 		switch e.kind {
 		case StringKind:
-			if re.MatchString(e.s()) {
+			if re != nil && re.MatchString(e.s()) {
 				return Bool(true)
 			}
 		case UndefinedKind:
@@ -550,7 +579,9 @@ func stringListArg(a []Value, di int) ([]string, bool) {
 		if a[di].kind != StringKind {
 			return nil, false
 		}
-		delims = a[di].s()
+		if a[di].s() != "" {
+			delims = a[di].s()
+		}
 	}
 	return fields(a[0].s(), delims), true
 }
@@ -616,8 +647,12 @@ func stringListMember(a []Value, fold bool) Value {
 }
 
 func twoLists(a []Value) ([]string, []string, bool) {
-	l1, ok1 := stringListArg([]Value{a[0]}, 1)
-	l2, ok2 := stringListArg(a[1:], 1)
+	var delims []Value
+	if len(a) > 2 {
+		delims = a[2:3]
+	}
+	l1, ok1 := stringListArg(append([]Value{a[0]}, delims...), 1)
+	l2, ok2 := stringListArg(append([]Value{a[1]}, delims...), 1)
 	return l1, l2, ok1 && ok2
 }
 
@@ -630,11 +665,21 @@ func contains(items []string, s string, fold bool) bool {
 	return false
 }
 
+// stringListsIntersect is libclassad's: its items are split at the
+// delimiters and, unlike the stringList functions of HTCondor's daemons,
+// not trimmed of white space.
 func stringListsIntersect(a []Value, fold bool) Value {
-	l1, l2, ok := twoLists(a)
-	if !ok {
+	if a[0].kind != StringKind || a[1].kind != StringKind || len(a) > 2 && a[2].kind != StringKind {
 		return Value{kind: ErrorKind}
 	}
+	delims := defaultDelims
+	if len(a) > 2 && a[2].s() != "" {
+		delims = a[2].s()
+	}
+	split := func(s string) []string {
+		return strings.FieldsFunc(s, func(r rune) bool { return strings.ContainsRune(delims, r) })
+	}
+	l1, l2 := split(a[0].s()), split(a[1].s())
 	for _, s := range l1 {
 		if contains(l2, s, fold) {
 			return Bool(true)
@@ -673,38 +718,119 @@ func stringListRegexpMember(_ *evalCtx, re *regexp.Regexp, a []Value) Value {
 // versionCompare orders strings like strverscmp: runs of digits compare as
 // numbers, everything else byte by byte. It returns -1, 0 or 1.
 func versionCompare(a, b string) int {
+	// libclassad compares byte by byte, giving the difference of the first
+	// bytes that differ, except where both hold a run of digits (see
+	// compareRuns).
 	i, j := 0, 0
 	for i < len(a) && j < len(b) {
 		if isDigit(a[i]) && isDigit(b[j]) {
-			si, sj := i, j
-			for i < len(a) && isDigit(a[i]) {
-				i++
-			}
-			for j < len(b) && isDigit(b[j]) {
-				j++
-			}
-			x := strings.TrimLeft(a[si:i], "0")
-			y := strings.TrimLeft(b[sj:j], "0")
-			if len(x) != len(y) {
-				return cmpInt(int64(len(x)), int64(len(y)))
-			}
-			if c := strings.Compare(x, y); c != 0 {
+			if c := compareRuns(digitRun(a, &i), digitRun(b, &j)); c != 0 {
 				return c
 			}
 			continue
 		}
 		if a[i] != b[j] {
-			return cmpInt(int64(a[i]), int64(b[j]))
+			return int(a[i]) - int(b[j])
 		}
 		i++
 		j++
 	}
-	return cmpInt(int64(len(a)-i), int64(len(b)-j))
+	var x, y int
+	if i < len(a) {
+		x = int(a[i])
+	}
+	if j < len(b) {
+		y = int(b[j])
+	}
+	return x - y
 }
 
+// digitRun returns the run of digits of s from *i on and moves *i past it.
+func digitRun(s string, i *int) string {
+	start := *i
+	for *i < len(s) && isDigit(s[*i]) {
+		*i++
+	}
+	return s[start:*i]
+}
+
+// compareRuns compares two runs of digits as libclassad's versioncmp does.
+// A run that starts with 0 but is not all zeros is a fraction, below any
+// other run; fractions compare by their digits, giving -1 or 1. Other runs
+// are numbers: without leading zeros they compare by length, giving the
+// difference, then by their first differing digit, giving the difference;
+// equal numbers with fewer leading zeros are greater, by 1.
+func compareRuns(x, y string) int {
+	fx := x[0] == '0' && strings.Trim(x, "0") != ""
+	fy := y[0] == '0' && strings.Trim(y, "0") != ""
+	switch {
+	case fx && fy:
+		return strings.Compare(x, y)
+	case fx:
+		return -1
+	case fy:
+		return 1
+	}
+	nx, ny := strings.TrimLeft(x, "0"), strings.TrimLeft(y, "0")
+	if nx == "" {
+		nx = "0"
+	}
+	if ny == "" {
+		ny = "0"
+	}
+	if len(nx) != len(ny) {
+		return len(nx) - len(ny)
+	}
+	for k := range len(nx) {
+		if d := int(nx[k]) - int(ny[k]); d != 0 {
+			return d
+		}
+	}
+	return cmpInt(int64(len(y)), int64(len(x)))
+}
+
+// versionInRange(v, lo, hi) tells whether lo <= v <= hi as versions. As in
+// libclassad it looks at lo and then hi first (undefined makes the result
+// undefined), and a v that is undefined or error is error; lists and ads
+// compare by their text.
 func versionInRange(_ *evalCtx, a []Value) Value {
-	if a[0].kind != StringKind || a[1].kind != StringKind || a[2].kind != StringKind {
+	for _, bound := range a[1:] {
+		if bound.kind == UndefinedKind || bound.kind == ErrorKind {
+			return bound
+		}
+	}
+	if a[0].kind == UndefinedKind || a[0].kind == ErrorKind {
 		return Value{kind: ErrorKind}
 	}
-	return Bool(versionCompare(a[0].s(), a[1].s()) >= 0 && versionCompare(a[0].s(), a[2].s()) <= 0)
+	v, _ := stringOf(a[0])
+	lo, _ := stringOf(a[1])
+	hi, _ := stringOf(a[2])
+	return Bool(versionCompare(lo, v) <= 0 && versionCompare(v, hi) <= 0)
+}
+
+// versionFn wraps a version comparison of n arguments, each converted with
+// string(). As in libclassad an undefined argument makes the result
+// undefined even beside an error.
+func versionFn(n int, f func([]string) Value) builtin {
+	return func(c *evalCtx, s *adRef, args []node) Value {
+		if len(args) != n {
+			return Value{kind: ErrorKind}
+		}
+		var buf [4]Value
+		vs := evalArgs(c, s, args, buf[:0])
+		for _, v := range vs {
+			if v.kind == UndefinedKind {
+				return v
+			}
+		}
+		strs := make([]string, n)
+		for i, v := range vs {
+			str, ok := stringOf(v)
+			if !ok {
+				return Value{kind: ErrorKind}
+			}
+			strs[i] = str
+		}
+		return f(strs)
+	}
 }

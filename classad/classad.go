@@ -7,16 +7,25 @@ package classad
 // Update) must not happen concurrently with any other use.
 type ClassAd struct {
 	attrs []attr
-	// table is an open-addressing index into attrs. A slot holds the name's
-	// hash in its high half and i+1 in its low half; 0 is empty. Its length
-	// is a power of two at least twice len(attrs).
-	table []uint64
+	// table is an open-addressing index into attrs. A slot holds the top
+	// eight bits of the name's hash above i+1 in the low 24 bits; 0 is
+	// empty. Its length is a power of two at least 3/2 len(attrs). Four
+	// bytes a slot and no hash kept beside each name keep a big pool's
+	// ads small.
+	table []uint32
 	self  adRef
+	// scoped is set once an attribute is named like a scope word (self,
+	// my, target, other, parent, root), which then shadows the scope; it
+	// spares MY.x and TARGET.x a lookup in the usual ads that have none.
+	scoped bool
 }
+
+// MaxAttributes is the most attributes a ClassAd holds; the parsers refuse
+// ads with more, and Set panics.
+const MaxAttributes = 1<<24 - 1
 
 type attr struct {
 	name string
-	hash uint32
 	expr Expr
 }
 
@@ -104,18 +113,28 @@ func (ad *ClassAd) find(name string, h uint32) int {
 		return -1
 	}
 	mask := uint32(len(ad.table) - 1)
+	tag := h >> 24
 	for i := h & mask; ; i = (i + 1) & mask {
 		slot := ad.table[i]
 		if slot == 0 {
 			return -1
 		}
-		if uint32(slot>>32) == h {
-			j := int(uint32(slot)) - 1
+		if slot>>24 == tag {
+			j := int(slot&MaxAttributes) - 1
 			if equalFold(ad.attrs[j].name, name) {
 				return j
 			}
 		}
 	}
+}
+
+// tableSize is the index length for n attributes.
+func tableSize(n int) int {
+	size := 8
+	for 2*size < 3*n {
+		size *= 2
+	}
+	return size
 }
 
 // reserve makes room for n attributes in an empty ad.
@@ -124,33 +143,27 @@ func (ad *ClassAd) reserve(n int) {
 		return
 	}
 	ad.attrs = make([]attr, 0, n)
-	size := 8
-	for size < 2*n {
-		size *= 2
-	}
-	ad.table = make([]uint64, size)
+	ad.table = make([]uint32, tableSize(n))
 }
 
 func (ad *ClassAd) reindex() {
-	n := 8
-	for n < 2*len(ad.attrs) {
-		n *= 2
-	}
+	n := tableSize(len(ad.attrs))
 	if len(ad.table) != n {
-		ad.table = make([]uint64, n)
+		ad.table = make([]uint32, n)
 	} else {
 		clear(ad.table)
 	}
 	for i := range ad.attrs {
-		ad.insertSlot(i)
+		ad.insertSlot(i, hashName(ad.attrs[i].name))
 	}
 }
 
-func (ad *ClassAd) insertSlot(i int) {
+// insertSlot indexes attribute i, whose name hashes to h.
+func (ad *ClassAd) insertSlot(i int, h uint32) {
 	mask := uint32(len(ad.table) - 1)
-	for j := ad.attrs[i].hash & mask; ; j = (j + 1) & mask {
+	for j := h & mask; ; j = (j + 1) & mask {
 		if ad.table[j] == 0 {
-			ad.table[j] = uint64(ad.attrs[i].hash)<<32 | uint64(i+1)
+			ad.table[j] = h>>24<<24 | uint32(i+1)
 			return
 		}
 	}
@@ -158,6 +171,7 @@ func (ad *ClassAd) insertSlot(i int) {
 
 // Set binds name to e, replacing any attribute of the same name (ignoring
 // case). A replaced attribute keeps its position and its original spelling.
+// It panics if ad would hold more than MaxAttributes.
 func (ad *ClassAd) Set(name string, e Expr) {
 	if ad.self.ad == nil {
 		ad.self.ad = ad
@@ -167,11 +181,17 @@ func (ad *ClassAd) Set(name string, e Expr) {
 		ad.attrs[i].expr = e
 		return
 	}
-	ad.attrs = append(ad.attrs, attr{name: name, hash: h, expr: e})
-	if 2*len(ad.attrs) > len(ad.table) {
+	if len(ad.attrs) >= MaxAttributes {
+		panic("classad: more than MaxAttributes attributes")
+	}
+	ad.attrs = append(ad.attrs, attr{name: name, expr: e})
+	if _, ok := scopeWord(name); ok {
+		ad.scoped = true
+	}
+	if 2*len(ad.table) < 3*len(ad.attrs) {
 		ad.reindex()
 	} else {
-		ad.insertSlot(len(ad.attrs) - 1)
+		ad.insertSlot(len(ad.attrs)-1, h)
 	}
 }
 
@@ -240,8 +260,9 @@ func (ad *ClassAd) Names() []string {
 // deleting attributes of either ad does not affect the other.
 func (ad *ClassAd) Copy() *ClassAd {
 	c := &ClassAd{
-		attrs: append([]attr(nil), ad.attrs...),
-		table: append([]uint64(nil), ad.table...),
+		attrs:  append([]attr(nil), ad.attrs...),
+		table:  append([]uint32(nil), ad.table...),
+		scoped: ad.scoped,
 	}
 	c.self.ad = c
 	return c

@@ -2,6 +2,7 @@ package classad
 
 import (
 	"sync"
+	"unsafe"
 )
 
 // Limits that keep evaluation of hostile ads finite.
@@ -29,10 +30,19 @@ type frame struct {
 // detect circular references.
 type evalCtx struct {
 	my, target *ClassAd
-	stack      []frame
-	steps      int
-	bytes      int
-	buf        [16]frame
+	// matchAd encloses MY and TARGET during a match, as libclassad's
+	// match ad does: root, .name and the parent of either ad mean it. It
+	// holds nothing.
+	matchAd    ClassAd
+	matchScope adRef
+	// aborted is set by what makes libclassad's whole evaluation fail
+	// rather than give an error value; the evaluation then ends in error
+	// however the value was used.
+	aborted bool
+	stack   []frame
+	steps   int
+	bytes   int
+	buf     [16]frame
 }
 
 var ctxPool = sync.Pool{New: func() any { return new(evalCtx) }}
@@ -50,6 +60,8 @@ func putCtx(c *evalCtx) {
 
 func (c *evalCtx) reset(my, target *ClassAd) {
 	c.my, c.target = my, target
+	c.aborted = false
+	c.matchScope.ad = &c.matchAd
 	c.stack = c.buf[:0]
 	c.steps = 0
 	c.bytes = 0
@@ -62,12 +74,38 @@ func (c *evalCtx) charge(n int) bool {
 	return c.bytes <= maxBytes
 }
 
+// result is v, or error if the evaluation was aborted.
+func (c *evalCtx) result(v Value) Value {
+	if c.aborted {
+		return Value{kind: ErrorKind}
+	}
+	return v
+}
+
 // top returns the outermost scope of s.
 func top(s *adRef) *adRef {
 	for s.parent != nil {
 		s = s.parent
 	}
 	return s
+}
+
+// root returns what root means in scope s: the outermost ad, or during a
+// match the match ad around both.
+func (c *evalCtx) root(s *adRef) *adRef {
+	if c.target != nil && c.targetOf(s) != nil {
+		return &c.matchScope
+	}
+	return top(s)
+}
+
+// parent returns the enclosing scope of s, the match ad for MY and TARGET
+// during a match.
+func (c *evalCtx) parent(s *adRef) *adRef {
+	if s.parent == nil && c.target != nil && (s.ad == c.my || s.ad == c.target) {
+		return &c.matchScope
+	}
+	return s.parent
 }
 
 // targetOf returns the ad that TARGET means for an expression in scope s.
@@ -82,7 +120,7 @@ func (c *evalCtx) targetOf(s *adRef) *ClassAd {
 }
 
 // evalAttr evaluates attribute i of scope sc, in that scope. A circular
-// reference evaluates to error, as in libclassad.
+// reference evaluates to undefined, as in libclassad.
 func (c *evalCtx) evalAttr(sc *adRef, i int) Value {
 	n := sc.ad.attrs[i].expr.n
 	switch n := n.(type) {
@@ -99,13 +137,24 @@ func (c *evalCtx) evalAttr(sc *adRef, i int) Value {
 	}
 	for _, f := range c.stack {
 		if f.i == i && f.ad == sc.ad {
-			return Value{kind: ErrorKind}
+			return Value{} // a circular reference is undefined, as in libclassad
 		}
 	}
 	c.stack = append(c.stack, frame{sc.ad, i})
 	v := n.eval(c, sc)
 	c.stack = c.stack[:len(c.stack)-1]
 	return v
+}
+
+// shadowed reports whether the scope word name is an attribute of s or
+// its parents.
+func shadowed(s *adRef, name string, h uint32) bool {
+	for sc := s; sc != nil; sc = sc.parent {
+		if sc.ad.scoped && sc.ad.find(name, h) >= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // lookupChain finds name in s or its lexical parents.
@@ -130,7 +179,7 @@ func (ad *ClassAd) EvalAttrAgainst(name string, target *ClassAd) Value {
 		return Value{}
 	}
 	c := getCtx(ad, target)
-	v := c.evalAttr(ad.root(), i)
+	v := c.result(c.evalAttr(ad.root(), i))
 	putCtx(c)
 	return v
 }
@@ -144,7 +193,7 @@ func (ad *ClassAd) EvalExpr(e Expr, target *ClassAd) Value {
 		ad = New()
 	}
 	c := getCtx(ad, target)
-	v := e.n.eval(c, ad.root())
+	v := c.result(e.n.eval(c, ad.root()))
 	putCtx(c)
 	return v
 }
@@ -196,7 +245,7 @@ func (n *litNode) eval(*evalCtx, *adRef) Value { return n.v }
 
 func (n *attrNode) eval(c *evalCtx, s *adRef) Value {
 	if n.abs {
-		r := top(s)
+		r := c.root(s)
 		if i := r.ad.find(n.name, n.hash); i >= 0 {
 			return c.evalAttr(r, i)
 		}
@@ -225,14 +274,18 @@ func (n *scopeNode) scope(c *evalCtx, s *adRef) *adRef {
 			return t.root()
 		}
 	case scopeParent:
-		return s.parent
+		return c.parent(s)
 	case scopeRoot:
-		return top(s)
+		return c.root(s)
 	}
 	return nil
 }
 
 func (n *scopeNode) eval(c *evalCtx, s *adRef) Value {
+	if shadowed(s, n.word, n.hash) {
+		v, _ := c.lookupChain(s, n.word, n.hash)
+		return v
+	}
 	r := n.scope(c, s)
 	if r == nil {
 		return Value{}
@@ -241,7 +294,7 @@ func (n *scopeNode) eval(c *evalCtx, s *adRef) Value {
 }
 
 func (n *selectNode) eval(c *evalCtx, s *adRef) Value {
-	if sn, ok := n.x.(*scopeNode); ok {
+	if sn, ok := n.x.(*scopeNode); ok && !shadowed(s, sn.word, sn.hash) {
 		// MY.x, TARGET.x: skip building the intermediate value.
 		r := sn.scope(c, s)
 		if r == nil {
@@ -250,7 +303,17 @@ func (n *selectNode) eval(c *evalCtx, s *adRef) Value {
 		v, _ := c.lookupChain(r, n.name, n.hash)
 		return v
 	}
-	return c.selectValue(n.x.eval(c, s), n.name, n.hash)
+	// A base whose evaluation fails outright selects undefined, as in
+	// libclassad (see evalCtx.aborted).
+	aborted := c.aborted
+	c.aborted = false
+	base := n.x.eval(c, s)
+	if c.aborted {
+		c.aborted = aborted
+		return Value{}
+	}
+	c.aborted = aborted
+	return c.selectValue(base, n.name, n.hash)
 }
 
 // selectValue evaluates base.name. Selecting from a list selects from each
@@ -261,10 +324,17 @@ func (c *evalCtx) selectValue(base Value, name string, h uint32) Value {
 		v, _ := c.lookupChain(base.scope(), name, h)
 		return v
 	case ListKind:
+		if (*listValue)(base.ptr).failed {
+			return Value{}
+		}
 		elems := base.elems()
 		out := make([]Value, len(elems))
 		for i, e := range elems {
 			out[i] = c.selectValue(e, name, h)
+			if out[i].kind == RelTimeKind {
+				// libclassad rebuilds relative times here from whole seconds.
+				out[i] = RelTime(float64(cInt32(out[i].f())))
+			}
 		}
 		return listOf(out)
 	case UndefinedKind:
@@ -285,12 +355,16 @@ func (n *indexNode) eval(c *evalCtx, s *adRef) Value {
 	switch {
 	case x.kind == ListKind && i.kind == IntKind:
 		elems := x.elems()
-		if k := i.i(); k >= 0 && k < int64(len(elems)) {
+		if k := int64(int32(i.i())); k >= 0 && k < int64(len(elems)) { // a C int, as in libclassad
 			return elems[k]
 		}
 	case x.kind == AdKind && i.kind == StringKind:
-		v, _ := c.lookupChain(x.scope(), i.s(), hashName(i.s()))
-		return v
+		// Only the ad itself, not its enclosing ads, as in libclassad.
+		sc := x.scope()
+		if j := sc.ad.find(i.s(), hashName(i.s())); j >= 0 {
+			return c.evalAttr(sc, j)
+		}
+		return Value{}
 	}
 	return Value{kind: ErrorKind}
 }
@@ -373,11 +447,24 @@ func (n *elvisNode) eval(c *evalCtx, s *adRef) Value {
 func (n *foldNode) eval(*evalCtx, *adRef) Value { return n.v }
 
 func (n *listNode) eval(c *evalCtx, s *adRef) Value {
+	// libclassad evaluates a list's elements only when they are used, so
+	// an element that would fail the whole evaluation fails nothing here.
 	out := make([]Value, len(n.elems))
-	for i, e := range n.elems {
-		out[i] = e.eval(c, s)
+	if c == nil { // folding a constant list at parse time
+		for i, e := range n.elems {
+			out[i] = e.eval(c, s)
+		}
+	} else {
+		aborted := c.aborted
+		c.aborted = false
+		for i, e := range n.elems {
+			out[i] = e.eval(c, s)
+		}
+		failed := c.aborted
+		c.aborted = aborted
+		return Value{kind: ListKind, ptr: unsafe.Pointer(&listValue{elems: out, src: n.elems, failed: failed})}
 	}
-	return listOf(out)
+	return Value{kind: ListKind, ptr: unsafe.Pointer(&listValue{elems: out, src: n.elems})}
 }
 
 func (n *adNode) eval(_ *evalCtx, s *adRef) Value {

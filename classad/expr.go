@@ -79,7 +79,7 @@ const (
 
 var opText = [...]string{
 	opOr: "||", opAnd: "&&", opBitOr: "|", opBitXor: "^", opBitAnd: "&",
-	opEq: "==", opNe: "!=", opMetaEq: "=?=", opMetaNe: "=!=", opIs: "is", opIsnt: "isnt",
+	opEq: "==", opNe: "!=", opMetaEq: "is", opMetaNe: "isnt", opIs: "is", opIsnt: "isnt",
 	opLt: "<", opLe: "<=", opGt: ">", opGe: ">=",
 	opShl: "<<", opShr: ">>", opUshr: ">>>",
 	opAdd: "+", opSub: "-", opMul: "*", opDiv: "/", opMod: "%",
@@ -110,11 +110,13 @@ const (
 	scopeRoot
 )
 
-// scopeNode is one of self, my, target, other, parent, root.
+// scopeNode is one of self, my, target, other, parent, root. As in
+// libclassad, an attribute of that name in scope takes precedence.
 type scopeNode struct {
 	wrap
 	kind scopeKind
 	word string // spelling, for printing
+	hash uint32
 }
 
 // selectNode is x.name.

@@ -215,6 +215,17 @@ func (lx *lexer) next() token {
 		}
 		return token{kind: tName, pos: int32(start), text: s}
 	}
+	if c == '?' {
+		// ?: is one token even with white space inside, as in libclassad.
+		lx.pos++
+		lx.skip()
+		if lx.pos < len(lx.src) && lx.src[lx.pos] == ':' {
+			lx.pos++
+			return token{kind: tPunct, pos: int32(start), text: "?:"}
+		}
+		lx.pos = start + 1
+		return token{kind: tPunct, pos: int32(start), text: "?"}
+	}
 	if n := punctLen(lx.src[start:]); n > 0 {
 		lx.pos += n
 		return token{kind: tPunct, pos: int32(start), text: lx.src[start:lx.pos]}
@@ -224,119 +235,92 @@ func (lx *lexer) next() token {
 	return token{kind: tEOF, pos: int32(start)}
 }
 
-// number scans an integer (decimal, 0x hex, 0 octal) or a real, with an
-// optional B, K, M, G or T factor that makes it a real, as libclassad does.
+// number scans a number as libclassad's lexer does. An integer token is
+// spelled as in C (decimal, 0x hexadecimal, 0-prefixed octal) but its
+// value is read as decimal, so 010 is 10 and 0x10 is 0; a decimal integer
+// past the int64 range is 0. A real needs digits after its decimal point
+// and in its exponent. No letter may follow a number.
 func (lx *lexer) number() token {
 	start := lx.pos
 	src := lx.src
+	digits := func(ok func(byte) bool) int {
+		n := 0
+		for lx.pos < len(src) && ok(src[lx.pos]) {
+			lx.pos++
+			n++
+		}
+		return n
+	}
+	bad := func() token {
+		end := min(lx.pos+1, len(src))
+		lx.errorf(start, "malformed number %q", src[start:end])
+		return token{kind: tEOF, pos: int32(start)}
+	}
 	isReal := false
 	if strings.HasPrefix(src[start:], "0x") || strings.HasPrefix(src[start:], "0X") {
 		lx.pos += 2
-		for lx.pos < len(src) && strings.IndexByte("0123456789abcdefABCDEF", src[lx.pos]) >= 0 {
-			lx.pos++
+		if digits(isHexDigit) == 0 {
+			return bad()
 		}
 	} else {
-		for lx.pos < len(src) && isDigit(src[lx.pos]) {
-			lx.pos++
-		}
+		digits(isDigit)
 		if lx.pos < len(src) && src[lx.pos] == '.' {
 			isReal = true
 			lx.pos++
-			for lx.pos < len(src) && isDigit(src[lx.pos]) {
-				lx.pos++
+			if digits(isDigit) == 0 {
+				return bad()
 			}
 		}
 		if lx.pos < len(src) && (src[lx.pos] == 'e' || src[lx.pos] == 'E') {
-			p := lx.pos + 1
-			if p < len(src) && (src[p] == '+' || src[p] == '-') {
-				p++
+			isReal = true
+			lx.pos++
+			if lx.pos < len(src) && (src[lx.pos] == '+' || src[lx.pos] == '-') {
+				lx.pos++
 			}
-			if p < len(src) && isDigit(src[p]) {
-				isReal = true
-				for p < len(src) && isDigit(src[p]) {
-					p++
-				}
-				lx.pos = p
+			if digits(isDigit) == 0 {
+				return bad()
 			}
 		}
 	}
 	text := src[start:lx.pos]
-	factor := 0.0
-	if lx.pos < len(src) && (lx.pos+1 >= len(src) || !isIdentChar(src[lx.pos+1])) {
-		switch src[lx.pos] {
-		case 'B', 'b':
-			factor = 1
-		case 'K', 'k':
-			factor = 1024
-		case 'M', 'm':
-			factor = 1024 * 1024
-		case 'G', 'g':
-			factor = 1024 * 1024 * 1024
-		case 'T', 't':
-			factor = 1024 * 1024 * 1024 * 1024
-		}
-		if factor != 0 {
-			lx.pos++
-		}
+	if lx.pos < len(src) && (isIdentChar(src[lx.pos]) || src[lx.pos] == '.' && !isReal) {
+		return bad()
 	}
-	if lx.pos < len(src) && isIdentChar(src[lx.pos]) {
-		lx.errorf(lx.pos, "malformed number %q", src[start:lx.pos+1])
-		return token{kind: tEOF, pos: int32(start)}
-	}
-	if isReal || factor != 0 {
-		var f float64
-		if isReal {
-			var err error
-			f, err = strconv.ParseFloat(text, 64)
-			if err != nil && !math.IsInf(f, 0) {
-				lx.errorf(start, "malformed real %q", text)
-				return token{kind: tEOF, pos: int32(start)}
-			}
-		} else {
-			i, ok := parseInt(text)
-			if !ok {
-				lx.errorf(start, "integer %q out of range", text)
-				return token{kind: tEOF, pos: int32(start)}
-			}
-			f = float64(i)
+	if isReal {
+		f, err := strconv.ParseFloat(text, 64)
+		if err != nil && !math.IsInf(f, 0) && f != 0 {
+			return bad()
 		}
-		if factor != 0 {
-			f *= factor
-		}
-		return token{kind: tReal, pos: int32(start), num: math.Float64bits(f), text: src[start:lx.pos]}
+		return token{kind: tReal, pos: int32(start), num: math.Float64bits(f), text: text}
 	}
-	i, ok := parseInt(text)
-	if !ok {
-		lx.errorf(start, "integer %q out of range", text)
-		return token{kind: tEOF, pos: int32(start)}
+	if len(text) > 1 && text[0] == '0' && text[1] != 'x' && text[1] != 'X' && strings.Trim(text, "01234567") != "" {
+		return bad() // 08 is two tokens to libclassad, so never an expression
 	}
-	return token{kind: tInt, pos: int32(start), num: uint64(i), text: text}
+	return token{kind: tInt, pos: int32(start), num: uint64(decimalValue(text, false)), text: text}
 }
 
-// parseInt reads decimal, 0x hexadecimal and 0-prefixed octal.
-func parseInt(text string) (int64, bool) {
-	if len(text) < 19 && text[0] != '0' {
-		// Fewer than 19 decimal digits cannot overflow.
-		var n int64
-		for i := 0; i < len(text); i++ {
-			n = n*10 + int64(text[i]-'0')
+func isHexDigit(c byte) bool {
+	return isDigit(c) || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// decimalValue reads the leading decimal digits of text, negated if neg,
+// as strtoll does; a value out of range is 0.
+func decimalValue(text string, neg bool) int64 {
+	var u uint64
+	for i := 0; i < len(text) && isDigit(text[i]); i++ {
+		d := uint64(text[i] - '0')
+		if u > (math.MaxUint64-d)/10 {
+			return 0
 		}
-		return n, true
+		u = u*10 + d
 	}
-	base := 10
 	switch {
-	case len(text) > 2 && (text[1] == 'x' || text[1] == 'X'):
-		base, text = 16, text[2:]
-	case len(text) > 1 && text[0] == '0':
-		base, text = 8, text[1:]
+	case neg && u <= 1<<63:
+		return int64(-u)
+	case !neg && u < 1<<63:
+		return int64(u)
 	}
-	u, err := strconv.ParseUint(text, base, 64)
-	if err != nil || base == 10 && u > 1<<63 {
-		return 0, false
-	}
-	// Hex and octal may spell negative numbers; decimal 1<<63 is only
-	// accepted by the parser after a unary minus.
-	return int64(u), true
+	return 0
 }
 
 // quoted scans a string delimited by q, handling C escapes (or, in old mode,

@@ -33,14 +33,21 @@ func (c *evalCtx) evalAgainst(a, b *ClassAd, name string, h uint32) Value {
 		return Value{}
 	}
 	c.reset(a, b)
-	v := c.evalAttr(a.root(), i)
+	v := c.result(c.evalAttr(a.root(), i))
 	c.my, c.target = nil, nil
 	return v
 }
 
+// match requires both Requirements to be true; as in libclassad a
+// non-zero number counts as true.
 func (c *evalCtx) match(a, b *ClassAd) bool {
-	return c.evalAgainst(a, b, "Requirements", requirementsHash).IsTrue() &&
-		c.evalAgainst(b, a, "Requirements", requirementsHash).IsTrue()
+	return holds(c.evalAgainst(a, b, "Requirements", requirementsHash)) &&
+		holds(c.evalAgainst(b, a, "Requirements", requirementsHash))
+}
+
+func holds(v Value) bool {
+	b, st := truth(v)
+	return b && st == truthBool
 }
 
 func (c *evalCtx) rank(a, b *ClassAd) float64 {

@@ -111,9 +111,9 @@ func unaryOp(o op, v Value) Value {
 func binaryOp(o op, l, r Value) Value {
 	switch o {
 	case opMetaEq, opIs:
-		return Bool(identical(l, r))
+		return metaEq(l, r, false)
 	case opMetaNe, opIsnt:
-		return Bool(!identical(l, r))
+		return metaEq(l, r, true)
 	}
 	if l.kind == ErrorKind || r.kind == ErrorKind {
 		return Value{kind: ErrorKind}
@@ -160,10 +160,15 @@ func arith(o op, l, r Value) Value {
 		case opMul:
 			return Int(a * b)
 		case opDiv:
-			if b == 0 {
+			switch b {
+			case 0:
 				return Value{kind: ErrorKind}
+			case -1:
+				if a == math.MinInt64 {
+					return Int(math.MaxInt64) // as libclassad, which avoids the trap
+				}
 			}
-			return Int(a / b) // truncates toward zero; MinInt64 / -1 wraps
+			return Int(a / b) // truncates toward zero
 		case opMod:
 			if b == 0 {
 				return Value{kind: ErrorKind}
@@ -174,25 +179,25 @@ func arith(o op, l, r Value) Value {
 	}
 	a, _ := toFloat(l)
 	b, _ := toFloat(r)
+	var f float64
 	switch o {
 	case opAdd:
-		return Real(a + b)
+		f = a + b
 	case opSub:
-		return Real(a - b)
+		f = a - b
 	case opMul:
-		return Real(a * b)
+		f = a * b
 	case opDiv:
-		if b == 0 {
-			return Value{kind: ErrorKind}
-		}
-		return Real(a / b)
-	case opMod:
-		if b == 0 {
-			return Value{kind: ErrorKind}
-		}
-		return Real(math.Mod(a, b))
+		f = a / b
+	default: // % is for integers only
+		return Value{kind: ErrorKind}
 	}
-	return Value{kind: ErrorKind}
+	// libclassad lets -Inf and NaN through (-1/0.0, 0/0.0) but makes +Inf
+	// error (1/0.0, 1e300*1e300).
+	if math.IsInf(f, 1) {
+		return Value{kind: ErrorKind}
+	}
+	return Real(f)
 }
 
 // timeArith: abs ± rel is abs, abs - abs is rel, rel ± rel is rel, and a
@@ -201,13 +206,13 @@ func timeArith(o op, l, r Value) Value {
 	lk, rk := l.kind, r.kind
 	switch {
 	case lk == AbsTimeKind && rk == RelTimeKind && (o == opAdd || o == opSub):
-		d := int64(r.f())
+		d := cInt32(r.f()) // a C int, as in libclassad
 		if o == opSub {
 			d = -d
 		}
 		return Value{kind: AbsTimeKind, bits: uint64(l.i() + d), off: l.off}
 	case lk == RelTimeKind && rk == AbsTimeKind && o == opAdd:
-		return Value{kind: AbsTimeKind, bits: uint64(r.i() + int64(l.f())), off: r.off}
+		return Value{kind: AbsTimeKind, bits: uint64(r.i() + cInt32(l.f())), off: r.off}
 	case lk == AbsTimeKind && rk == AbsTimeKind && o == opSub:
 		return RelTime(float64(l.i() - r.i()))
 	case lk == RelTimeKind && rk == RelTimeKind && (o == opAdd || o == opSub):
@@ -217,7 +222,7 @@ func timeArith(o op, l, r Value) Value {
 		return RelTime(l.f() - r.f())
 	case lk == RelTimeKind && (o == opMul || o == opDiv):
 		n, ok := toFloat(r)
-		if !ok || r.kind == BoolKind || o == opDiv && n == 0 {
+		if !ok || r.kind == BoolKind {
 			return Value{kind: ErrorKind}
 		}
 		if o == opMul {
@@ -249,9 +254,26 @@ func bitOp(o op, l, r Value) Value {
 	case opShl:
 		return Int(a << (uint64(b) & 63))
 	case opShr:
-		return Int(a >> (uint64(b) & 63))
+		// What libclassad's shift comes to on x86: the count is taken
+		// modulo 64, but a negative number is left alone by a negative
+		// count and goes to -1 past 63.
+		switch {
+		case a >= 0:
+			return Int(a >> (uint64(b) & 63))
+		case b < 0:
+			return Int(a)
+		case b > 63:
+			return Int(-1)
+		}
+		return Int(a >> uint64(b))
 	case opUshr:
-		return Int(int64(uint64(a) >> (uint64(b) & 63)))
+		if a >= 0 {
+			return Int(a >> (uint64(b) & 63))
+		}
+		// libclassad shifts arithmetically and masks off the sign copies
+		// with -1 << (64 - b), both counts taken modulo 64 as x86 does; a
+		// count that is a multiple of 64 so masks off everything.
+		return Int(a >> (uint64(b) & 63) &^ (-1 << (uint64(64-b) & 63)))
 	}
 	return Value{kind: ErrorKind}
 }
@@ -355,10 +377,19 @@ func cmpFloatOp(o op, a, b float64) Value {
 }
 
 // identical implements =?= and is: same kind and same value, strings
-// compared case-sensitively; never undefined.
+// compared case-sensitively; never undefined. libclassad does not compare
+// two lists, or two ads, this way: there the operators give error.
 func identical(l, r Value) bool {
 	budget := maxSteps
 	return identicalWithin(l, r, &budget)
+}
+
+// metaEq applies =?= (or =!= when ne) as libclassad does.
+func metaEq(l, r Value, ne bool) Value {
+	if l.kind == r.kind && (l.kind == ListKind || l.kind == AdKind) {
+		return Value{kind: ErrorKind}
+	}
+	return Bool(identical(l, r) != ne)
 }
 
 // identicalWithin compares at most *budget list elements: lists that share
@@ -375,8 +406,7 @@ func identicalWithin(l, r Value, budget *int) bool {
 	case BoolKind, IntKind:
 		return l.bits == r.bits
 	case RealKind, RelTimeKind:
-		a, b := l.f(), r.f()
-		return a == b || a != a && b != b
+		return l.f() == r.f() // NaN is not identical to itself
 	case StringKind:
 		return l.s() == r.s()
 	case AbsTimeKind:
@@ -410,7 +440,7 @@ func sameAd(a, b *ClassAd) bool {
 		return false
 	}
 	for _, at := range a.attrs {
-		i := b.find(at.name, at.hash)
+		i := b.find(at.name, hashName(at.name))
 		if i < 0 || at.expr.String() != b.attrs[i].expr.String() {
 			return false
 		}

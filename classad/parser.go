@@ -20,6 +20,9 @@ type parser struct {
 	tok   token
 	depth int // nesting of parentheses, lists, ads and unary operators
 	tree  int // depth of the tree being built
+	// base is the offset of lx.src in the whole input, total the input's
+	// length: old syntax is lexed a line at a time.
+	base, total int
 	// Nodes of the commonest kinds come from slabs: fewer allocations.
 	lits  slab[litNode]
 	attrs slab[attrNode]
@@ -29,32 +32,47 @@ type parser struct {
 	scps  slab[scopeNode]
 }
 
-// slab hands out pointers into chunks of Ts, each chunk twice the last
-// (from 4, or twice a preset size, to 256), so small expressions waste
-// little and big ads allocate rarely.
+// slab hands out pointers into chunks of Ts. The nodes of a parsed ad
+// live as long as the ad, and so does whatever a chunk leaves unused; so
+// each chunk is sized by how many nodes of its kind the input read so far
+// holds, scaled to the input left (see parser.chunk), rather than doubled.
 type slab[T any] struct {
 	free []T
-	size int
+	n    int // handed out so far
 }
 
-func (s *slab[T]) alloc() *T {
+// take returns a fresh node from s, adding a chunk sized by p if s is used
+// up.
+func take[T any](p *parser, s *slab[T]) *T {
 	if len(s.free) == 0 {
-		s.size = min(max(2*s.size, 4), 256)
-		s.free = make([]T, s.size)
+		s.free = make([]T, p.chunk(s.n))
 	}
+	s.n++
 	x := &s.free[0]
 	s.free = s.free[1:]
 	return x
 }
 
+// chunk returns the size of the next chunk for a slab that has handed out
+// n nodes: those the rest of the input should need at the density seen so
+// far, with an eighth to spare, between 2 and 256; the first chunk is 4.
+func (p *parser) chunk(n int) int {
+	done := p.base + p.lx.pos
+	if n == 0 || done == 0 {
+		return 4
+	}
+	rest := n * (p.total - done) / done
+	return min(max(rest+rest/8+1, 2), 256)
+}
+
 func (p *parser) lit(v Value) node {
-	n := p.lits.alloc()
+	n := take(p, &p.lits)
 	n.v = v
 	return n
 }
 
 func (p *parser) attr(name string, abs bool) node {
-	n := p.attrs.alloc()
+	n := take(p, &p.attrs)
 	*n = attrNode{name: name, hash: hashName(name), abs: abs}
 	return n
 }
@@ -63,7 +81,7 @@ func (p *parser) attr(name string, abs bool) node {
 // can live on the caller's stack.
 func (p *parser) init(src string, old bool) {
 	p.lx = lexer{src: src, old: old}
-	p.lits.size = 8 // literals are the commonest nodes: start at 16
+	p.total = len(src)
 	if len(src) > math.MaxInt32 {
 		p.lx.err = &SyntaxError{Line: 1, Column: 1, Msg: "input longer than 2 GiB"}
 		return
@@ -173,7 +191,13 @@ func Parse(src string) (*ClassAd, error) {
 // lines and lines starting with # are ignored. In strings a backslash escapes
 // only a double quote.
 func ParseOld(src string) (*ClassAd, error) {
+	// One parser serves every line, so that nodes come from shared slabs,
+	// and the ad is sized once: old syntax then costs what new syntax does.
+	lines := strings.Count(src, "\n") + 1
 	ad := New()
+	ad.reserve(min(lines, 1<<12))
+	var p parser
+	p.total = len(src)
 	lineNo, off := 0, 0
 	for off < len(src) {
 		lineNo++
@@ -190,8 +214,9 @@ func ParseOld(src string) (*ClassAd, error) {
 		if trimmed == "" || trimmed[0] == '#' {
 			continue
 		}
-		var p parser
-		p.init(line, true)
+		p.lx = lexer{src: line, old: true}
+		p.base = start
+		p.advance()
 		name, ok := p.attrName()
 		if ok {
 			p.expect("=", "after attribute name")
@@ -206,6 +231,9 @@ func ParseOld(src string) (*ClassAd, error) {
 		if p.failed() {
 			e := p.lx.err
 			return nil, &SyntaxError{Offset: start + e.Offset, Line: lineNo, Column: e.Column, Msg: e.Msg}
+		}
+		if ad.Len() >= MaxAttributes {
+			return nil, &SyntaxError{Offset: start, Line: lineNo, Column: 1, Msg: "more than 16777215 attributes"}
 		}
 		ad.Set(name, Expr{n})
 	}
@@ -268,6 +296,10 @@ func (p *parser) classad(hint int) *ClassAd {
 		if p.failed() {
 			break
 		}
+		if ad.Len() >= MaxAttributes {
+			p.errorf("more than %d attributes", MaxAttributes)
+			break
+		}
 		ad.Set(name, Expr{n})
 		switch {
 		case p.isPunct(";"):
@@ -292,10 +324,6 @@ func (p *parser) expr() node {
 		return c
 	}
 	p.advance()
-	if p.isPunct(":") {
-		p.advance()
-		return &elvisNode{a: c, b: p.expr()}
-	}
 	a := p.expr()
 	p.expect(":", "in conditional expression")
 	if p.failed() {
@@ -377,13 +405,13 @@ func (p *parser) binary(minPrec int) node {
 		}
 		p.advance()
 		r := p.binary(prec + 1)
-		b := p.bins.alloc()
+		b := take(p, &p.bins)
 		*b = binaryNode{op: o, l: l, r: r}
 		switch {
 		case isConst(b.l) && isConst(r):
 			l = fold(b)
 		case isConst(r) && o != opAnd && o != opOr:
-			cr := p.crs.alloc()
+			cr := take(p, &p.crs)
 			*cr = constRNode{op: o, l: b.l, k: r.eval(nil, nil), src: b}
 			l = cr
 		default:
@@ -409,28 +437,24 @@ func (p *parser) unary() node {
 		}
 	}
 	if o == opNone {
-		return p.postfix(p.primary())
+		return p.elvis(p.postfix(p.primary()))
 	}
 	if !p.enter() {
 		return errNode()
 	}
 	defer p.leave()
+	at := p.tok.pos
 	p.advance()
-	if o == opNeg && (p.tok.kind == tInt || p.tok.kind == tReal) {
-		// Fold a negative number literal, so that the most negative
-		// integer can be written and every printed number reads back.
+	if o == opNeg && (p.tok.kind == tInt || p.tok.kind == tReal) && p.tok.pos == at+1 {
+		// libclassad reads a minus sign written against a number as part
+		// of the number: -1 is a literal and prints so, - 1 is a negation.
+		// The most negative integer can only be written this way.
 		t := p.tok
 		p.advance()
-		if !p.isPunct(".") && !p.isPunct("[") {
-			if t.kind == tInt && t.i() == 0 {
-				return fold(&unaryNode{op: o, x: &litNode{v: Int(0)}}) // keep "-0"
-			}
-			if t.kind == tInt {
-				return p.lit(Int(-t.i()))
-			}
-			return p.lit(Real(-t.f()))
+		if t.kind == tInt {
+			return p.elvis(p.postfix(p.lit(Int(decimalValue(t.text, true)))))
 		}
-		return &unaryNode{op: o, x: p.postfix(p.number(t))}
+		return p.elvis(p.postfix(p.lit(Real(-t.f()))))
 	}
 	x := p.unary()
 	if isConst(x) {
@@ -439,11 +463,35 @@ func (p *parser) unary() node {
 	return &unaryNode{op: o, x: x}
 }
 
+// elvis parses x ?: y ?: ... after the postfix expression x. In
+// libclassad ?: binds tighter than any other operator, and its right
+// operand is a postfix expression too: 1 + a ?: 2 is 1 + (a ?: 2), and a
+// unary operator there is a syntax error (a negative number is not).
+func (p *parser) elvis(x node) node {
+	for !p.failed() && p.isPunct("?:") {
+		p.advance()
+		var y node
+		switch {
+		case p.isPunct("-"):
+			at := int(p.tok.pos)
+			if rest := p.lx.src[at+1:]; rest != "" && (isDigit(rest[0]) || len(rest) > 1 && rest[0] == '.' && isDigit(rest[1])) {
+				y = p.unary() // a negative number, which ends its own ?: chain
+				return &elvisNode{a: x, b: y}
+			}
+			fallthrough
+		case p.isPunct("+") || p.isPunct("!") || p.isPunct("~"):
+			p.errorf("expected an operand after '?:', found %s", p.tok.describe())
+			return errNode()
+		default:
+			y = p.postfix(p.primary())
+		}
+		x = &elvisNode{a: x, b: y}
+	}
+	return x
+}
+
 func (p *parser) number(t token) node {
 	if t.kind == tInt {
-		if t.i() < 0 && t.text[0] != '0' {
-			p.lx.errorf(int(t.pos), "integer %q out of range", t.text)
-		}
 		return p.lit(Int(t.i()))
 	}
 	return p.lit(Real(t.f()))
@@ -459,7 +507,7 @@ func (p *parser) postfix(x node) node {
 			if !ok {
 				return errNode()
 			}
-			sel := p.sels.alloc()
+			sel := take(p, &p.sels)
 			*sel = selectNode{x: x, name: name, hash: hashName(name)}
 			x = sel
 		case p.isPunct("["):
@@ -519,6 +567,9 @@ func (p *parser) primary() node {
 		return p.lit(String(t.text))
 	case tName:
 		p.advance()
+		if k, ok := scopeWord(t.text); ok {
+			return p.scopeRef(k, t.text)
+		}
 		return p.attr(t.text, false)
 	case tIdent:
 		p.advance()
@@ -540,9 +591,7 @@ func (p *parser) primary() node {
 			return p.call(t.text)
 		}
 		if k, ok := scopeWord(t.text); ok {
-			n := p.scps.alloc()
-			*n = scopeNode{kind: k, word: t.text}
-			return n
+			return p.scopeRef(k, t.text)
 		}
 		return p.attr(t.text, false)
 	case tPunct:
@@ -572,6 +621,12 @@ func (p *parser) primary() node {
 	}
 	p.errorf("expected expression, found %s", t.describe())
 	return errNode()
+}
+
+func (p *parser) scopeRef(k scopeKind, word string) node {
+	n := take(p, &p.scps)
+	*n = scopeNode{kind: k, word: word, hash: hashName(word)}
+	return n
 }
 
 func (p *parser) list() node {
@@ -612,6 +667,21 @@ func (p *parser) call(name string) node {
 		p.advance()
 	}
 	p.expect(")", "to close argument list of "+name)
+	if len(c.args) == 1 && (equalFold(name, "absTime") || equalFold(name, "relTime")) {
+		if l, ok := c.args[0].(*litNode); ok && l.v.kind == StringKind && *l.parens() == 0 {
+			v, ok := timeLiteral(name, l.v.s())
+			if !ok {
+				p.errorf("%s(%q) is not a time", name, l.v.s())
+				return errNode()
+			}
+			if v.kind == RealKind {
+				// A relative time literal prints as one but, as in
+				// libclassad, evaluates to its seconds as a real.
+				return &foldNode{v: v, src: p.lit(RelTime(v.f()))}
+			}
+			return p.lit(v)
+		}
+	}
 	precompile(c)
 	return c
 }

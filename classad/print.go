@@ -1,6 +1,7 @@
 package classad
 
 import (
+	"math"
 	"strconv"
 	"strings"
 )
@@ -13,6 +14,40 @@ type printer struct {
 	// limit, if positive, stops printing once the output is longer, so
 	// that values sharing sublists cannot print exponentially long.
 	limit int
+	// pretty lays lists and ads out over lines as libclassad's unparse()
+	// does, indented from column indent.
+	pretty bool
+	indent int
+}
+
+// open starts a pretty list or ad at the indent for its kind (3 or 4
+// columns in) and returns the indent to restore.
+func (p *printer) open(step int, bracket byte) int {
+	saved := p.indent
+	p.indent += step
+	p.newline()
+	p.WriteByte(bracket)
+	return saved
+}
+
+// item starts a pretty element one step further in.
+func (p *printer) item(step int) {
+	p.indent += step
+	p.newline()
+}
+
+func (p *printer) close(step int, bracket byte, saved int) {
+	p.indent -= step
+	p.newline()
+	p.WriteByte(bracket)
+	p.indent = saved
+}
+
+func (p *printer) newline() {
+	p.WriteByte('\n')
+	for range p.indent {
+		p.WriteByte(' ')
+	}
 }
 
 // over reports whether the output has passed the limit.
@@ -59,16 +94,29 @@ func (p *printer) value(v Value) {
 	case IntKind:
 		p.WriteString(strconv.FormatInt(v.i(), 10))
 	case RealKind:
-		p.WriteString(formatReal(v.f()))
+		if p.old {
+			p.WriteString(formatReal(v.f()))
+		} else {
+			p.WriteString(formatRealLib(v.f()))
+		}
 	case StringKind:
 		p.quote(v.s())
 	case ListKind:
 		p.WriteString("{ ")
-		for i, e := range v.elems() {
-			if i > 0 {
-				p.WriteByte(',')
+		if src := (*listValue)(v.ptr).src; src != nil {
+			for i, n := range src {
+				if i > 0 {
+					p.WriteByte(',')
+				}
+				p.node(n)
 			}
-			p.value(e)
+		} else {
+			for i, e := range v.elems() {
+				if i > 0 {
+					p.WriteByte(',')
+				}
+				p.value(e)
+			}
 		}
 		p.WriteString(" }")
 	case AdKind:
@@ -79,12 +127,27 @@ func (p *printer) value(v Value) {
 		p.WriteByte(')')
 	case RelTimeKind:
 		p.WriteString(`relTime(`)
-		p.quote(formatRelTime(v.f()))
+		p.quote(formatRelTime(v.f(), true))
 		p.WriteByte(')')
 	}
 }
 
 func (p *printer) classad(ad *ClassAd) {
+	if p.pretty {
+		saved := p.open(4, '[')
+		for i, a := range ad.attrs {
+			if i > 0 {
+				p.WriteString("; ")
+			}
+			p.item(4)
+			p.name(a.name)
+			p.WriteString(" = ")
+			p.expr(a.expr)
+			p.indent -= 4
+		}
+		p.close(0, ']', saved)
+		return
+	}
 	p.WriteString("[ ")
 	for i, a := range ad.attrs {
 		if i > 0 {
@@ -108,6 +171,9 @@ func (p *printer) quote(s string) {
 	p.WriteByte('"')
 }
 
+// escape writes s with q escaped, as libclassad does: C escapes for the
+// usual control characters and three octal digits for the other bytes
+// outside printable ASCII.
 func (p *printer) escape(s string, q byte) {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -130,7 +196,7 @@ func (p *printer) escape(s string, q byte) {
 		case '\a':
 			p.WriteString(`\a`)
 		default:
-			if c < ' ' || c == 0x7f {
+			if c < ' ' || c >= 0x7f {
 				p.WriteByte('\\')
 				p.WriteString(strconv.FormatInt(int64(c)+01000, 8)[1:])
 			} else {
@@ -140,20 +206,22 @@ func (p *printer) escape(s string, q byte) {
 	}
 }
 
-// name writes an attribute name where it is defined, quoting it if it is
-// not a plain identifier.
+// name writes an attribute name where it is defined or referenced,
+// quoting it if it is not a plain identifier or is a word libclassad
+// reserves (parent among them, though it also names a scope).
 func (p *printer) name(s string) {
-	if isPlainName(s) && !isKeyword(s) {
+	if isPlainName(s) && !isKeyword(s) && !equalFold(s, "parent") {
 		p.WriteString(s)
 		return
 	}
 	p.quoteName(s)
 }
 
-// ref writes an attribute name where it is referenced; scope words such as
-// root must be quoted there too, or they would mean the scope.
-func (p *printer) ref(s string) {
-	if _, scope := scopeWord(s); isPlainName(s) && !isKeyword(s) && !scope {
+// selected writes the name after a '.'; libclassad leaves words such as
+// true unquoted there. Names that are not identifiers are still quoted, so
+// that what is printed reads back.
+func (p *printer) selected(s string) {
+	if isPlainName(s) {
 		p.WriteString(s)
 		return
 	}
@@ -184,10 +252,16 @@ func (n *attrNode) print(p *printer) {
 	if n.abs {
 		p.WriteByte('.')
 	}
-	p.ref(n.name)
+	p.name(n.name)
 }
 
-func (n *scopeNode) print(p *printer) { p.WriteString(n.word) }
+func (n *scopeNode) print(p *printer) {
+	if n.kind == scopeParent {
+		p.quoteName(n.word)
+		return
+	}
+	p.WriteString(n.word)
+}
 
 func (n *selectNode) print(p *printer) {
 	if isNumber(n.x) {
@@ -199,7 +273,7 @@ func (n *selectNode) print(p *printer) {
 		p.node(n.x)
 	}
 	p.WriteByte('.')
-	p.name(n.name)
+	p.selected(n.name)
 }
 
 func (n *indexNode) print(p *printer) {
@@ -209,8 +283,15 @@ func (n *indexNode) print(p *printer) {
 	p.WriteByte(']')
 }
 
+// A unary operator prints with a space before it, as in libclassad. A
+// minus before a number also gets one after it, or it would read back as
+// a negative number.
 func (n *unaryNode) print(p *printer) {
+	p.WriteByte(' ')
 	p.WriteString(opText[n.op])
+	if n.op == opNeg && isNumber(n.x) && !printsNegative(n.x) {
+		p.WriteByte(' ')
+	}
 	p.node(n.x)
 }
 
@@ -241,6 +322,19 @@ func (n *foldNode) print(p *printer) { p.node(n.src) }
 func (n *constRNode) print(p *printer) { n.src.print(p) }
 
 func (n *listNode) print(p *printer) {
+	if p.pretty {
+		saved := p.open(3, '{')
+		for i, e := range n.elems {
+			if i > 0 {
+				p.WriteByte(',')
+			}
+			p.item(3)
+			p.node(e)
+			p.indent -= 3
+		}
+		p.close(0, '}', saved)
+		return
+	}
 	p.WriteString("{ ")
 	for i, e := range n.elems {
 		if i > 0 {
@@ -285,6 +379,17 @@ func (ad *ClassAd) MarshalOld() string {
 		p.WriteByte('\n')
 	}
 	return p.String()
+}
+
+// printsNegative reports whether the number n prints with a minus sign.
+func printsNegative(n node) bool {
+	switch n := n.(type) {
+	case *litNode:
+		return n.v.kind == IntKind && n.v.i() < 0 || n.v.kind == RealKind && math.Signbit(n.v.f())
+	case *foldNode:
+		return printsNegative(n.src)
+	}
+	return false
 }
 
 // isNumber reports whether n prints as a bare number.

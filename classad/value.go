@@ -47,9 +47,15 @@ type Value struct {
 	ptr  unsafe.Pointer // String: first byte; List: *listValue; Ad: *adRef
 }
 
-// listValue is the payload of a list Value.
+// listValue is the payload of a list Value. A list written in an
+// expression keeps its element expressions in src: libclassad's list
+// values hold expressions, and print as them ({ a + 1 }, not { 2 }).
 type listValue struct {
 	elems []Value
+	src   []node
+	// failed records that an element's evaluation failed outright (see
+	// evalCtx.aborted); selecting from the list then gives undefined.
+	failed bool
 }
 
 // Undefined returns the undefined value.
@@ -213,7 +219,23 @@ func (v Value) String() string {
 	return p.String()
 }
 
-// formatReal writes f so that it reads back as the same real.
+// formatRealLib writes f as libclassad unparses reals in new syntax: with
+// sixteen significant digits in exponent form, 1.500000000000000E+00, and
+// zero as 0.0 or -0.0.
+func formatRealLib(f float64) string {
+	switch {
+	case math.IsInf(f, 0) || math.IsNaN(f):
+		return formatReal(f)
+	case f == 0 && math.Signbit(f):
+		return "-0.0"
+	case f == 0:
+		return "0.0"
+	}
+	return strconv.FormatFloat(f, 'E', 15, 64)
+}
+
+// formatReal writes f so that it reads back as the same real, in the
+// shortest form.
 func formatReal(f float64) string {
 	switch {
 	case math.IsInf(f, 1):

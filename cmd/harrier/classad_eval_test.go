@@ -19,7 +19,7 @@ func TestClassadEval(t *testing.T) {
 		want  string
 	}{
 		{[]string{"1 + 2", "7 / 2.0", `strcat("a", "b")`, "2 > 1", "x", "1/0", "{1, 2}", "{[a = 1]}[0]", "10.0"},
-			"", "3\n3.5\n\"ab\"\ntrue\nundefined\nerror\n{ 1,2 }\n[ a = 1 ]\n10.0\n"},
+			"", "3\n3.500000000000000E+00\n\"ab\"\ntrue\nundefined\nerror\n{ 1,2 }\n[ a = 1 ]\n1.000000000000000E+01\n"},
 		{[]string{"x = 1", "y = x + 1", "y * 10", "x == 1"}, "", "20\ntrue\n"},
 		{[]string{"[ a = 2; b = a * a ]", "b"}, "", "4\n"},
 		{[]string{"-ad", oldAd, "Memory * 2", "owner == \"JO\""}, "", "4096\ntrue\n"},
