@@ -394,3 +394,23 @@ func TestConcurrentMatch(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// OldString prints values as old ClassAds and HTCondor's tools do.
+func TestValueOldString(t *testing.T) {
+	for src, want := range map[string]string{
+		"0.25":       "0.25",
+		"1.5 * 2":    "3.0",
+		`"a\"b"`:     `"a\"b"`,
+		"{ 1, 2.5 }": "{ 1,2.5 }",
+		"7":          "7",
+		"undefined":  "undefined",
+	} {
+		e, err := ParseExpr(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := New().EvalExpr(e, nil).OldString(); got != want {
+			t.Errorf("%s: OldString %q, want %q", src, got, want)
+		}
+	}
+}

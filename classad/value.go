@@ -219,6 +219,15 @@ func (v Value) String() string {
 	return p.String()
 }
 
+// OldString returns v as old-ClassAd syntax writes it, as HTCondor's
+// tools print values (condor_q -af, condor_status -af): reals in their
+// shortest exact form, 0.25 rather than 2.500000000000000E-01.
+func (v Value) OldString() string {
+	p := printer{old: true}
+	p.value(v)
+	return p.String()
+}
+
 // formatRealLib writes f as libclassad unparses reals in new syntax: with
 // sixteen significant digits in exponent form, 1.500000000000000E+00, and
 // zero as 0.0 or -0.0.

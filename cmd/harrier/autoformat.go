@@ -182,7 +182,7 @@ func (a *autoformatter) add(text string) error {
 		if s, ok := v.StringValue(); ok && !a.quoted {
 			field(a.names[i], s)
 		} else {
-			field(a.names[i], v.String())
+			field(a.names[i], v.OldString())
 		}
 	}
 	return a.line(fields)
