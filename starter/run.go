@@ -16,9 +16,9 @@ import (
 	"harrier.dev/harrier/wire"
 )
 
-// run sets up where the job works, starts or restores it, and sees it to
+// executeJob sets up where the job works, starts or restores it, and sees it to
 // its end.
-func (s *Starter) run(ctx context.Context, conn grpc.ClientConnInterface, client wire.ShadowClient, job *classad.ClassAd,
+func (s *Starter) executeJob(ctx context.Context, conn grpc.ClientConnInterface, client wire.ShadowClient, job *classad.ClassAd,
 	task *Task, killSig unix.Signal, send *sender, kills <-chan string, logger *slog.Logger) (*wire.Exited, error) {
 	ck := &checkpoints{client: client, secret: s.spec.Secret, scratch: s.spec.ScratchDir, logger: logger}
 	// In a container the job works in its submit-side directory itself,

@@ -105,7 +105,7 @@ func (s *Starter) Run(ctx context.Context) error {
 	kills := make(chan string, 1)
 	ended := make(chan struct{})
 	go s.listen(stream, kills, ended)
-	exited, err := s.run(ctx, s.conn, client, job, task, killSig, send, kills, logger)
+	exited, err := s.executeJob(ctx, s.conn, client, job, task, killSig, send, kills, logger)
 	if err != nil {
 		exited = &wire.Exited{HoldReason: err.Error(), HoldCode: holdCodeExec}
 	}
