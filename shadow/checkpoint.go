@@ -31,25 +31,34 @@ func (s *Shadow) imageStore() (*checkpoint.Store, error) {
 }
 
 // chunkReader turns the upload stream into the packed image's bytes.
+// Every chunk after the first is received into msg's one buffer (see
+// wire's codec), which is reused once its bytes are read.
 type chunkReader struct {
 	stream wire.Shadow_PutCheckpointServer
+	msg    wire.CheckpointChunk
 	buf    []byte
 	n      int64
 }
 
 func (r *chunkReader) Read(p []byte) (int, error) {
 	for len(r.buf) == 0 {
-		c, err := r.stream.Recv()
-		if err != nil {
+		if cap(r.msg.Data) == 0 {
+			r.msg.Data = make([]byte, 0, chunkSize)
+		}
+		if err := r.stream.RecvMsg(&r.msg); err != nil {
 			return 0, err // io.EOF at the end of the upload
 		}
-		r.buf = c.Data
+		r.buf = r.msg.Data
 	}
 	n := copy(p, r.buf)
 	r.buf = r.buf[n:]
 	r.n += int64(n)
 	return n, nil
 }
+
+// chunkSize is the size of the messages the shadow serves an image in,
+// and the buffer it receives an upload's into: the starter's.
+const chunkSize = 1 << 20
 
 func (v *service) PutCheckpoint(stream wire.Shadow_PutCheckpointServer) error {
 	s := v.s
@@ -112,7 +121,7 @@ func (v *service) GetCheckpoint(req *wire.GetCheckpointRequest, stream wire.Shad
 		return status.Error(codes.Internal, err.Error())
 	}
 	defer f.Close()
-	buf := make([]byte, 1<<20)
+	buf := make([]byte, chunkSize)
 	var sent int64
 	for {
 		n, err := f.Read(buf)

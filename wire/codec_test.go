@@ -32,6 +32,9 @@ func TestCodecIsProtobuf(t *testing.T) {
 		&WriteRequest{Secret: "s3cret", Handle: 7, Offset: -1},
 		&WriteRequest{Secret: "s3cret", Handle: 7, Data: data[:300], Extents: []int64{1 << 40, 100, 0, 200}, Sync: Sync_SYNC_ALL},
 		&WriteRequest{Handle: 7, Sync: Sync_SYNC_DATA},
+		&CheckpointChunk{Secret: "s3cret", Info: &CheckpointInfo{FrozenSeconds: 0.25, ImageBytes: 1 << 30, Vacate: true}, Data: data},
+		&CheckpointChunk{Data: data},
+		&CheckpointChunk{},
 	} {
 		enc, err := c.Marshal(m)
 		if err != nil {
@@ -46,7 +49,10 @@ func TestCodecIsProtobuf(t *testing.T) {
 		}
 		for _, buf := range [][]byte{make([]byte, 0, len(data)), make([]byte, 0, 10)} {
 			got := m.ProtoReflect().New().Interface()
-			if r, ok := got.(*ReadReply); ok {
+			switch r := got.(type) {
+			case *ReadReply:
+				r.Data = buf
+			case *CheckpointChunk:
 				r.Data = buf
 			}
 			if err := c.Unmarshal(split(std, 16384), got); err != nil {
@@ -64,6 +70,15 @@ func TestCodecIsProtobuf(t *testing.T) {
 	if err := c.Unmarshal(split(std, 1000), r); err != nil || &r.Data[0] != &buf[:1][0] {
 		t.Errorf("ReadReply not decoded into the caller's buffer (err %v)", err)
 	}
+	chunk := &CheckpointChunk{Data: buf}
+	std, _ = proto.Marshal(&CheckpointChunk{Data: data})
+	if err := c.Unmarshal(split(std, 1000), chunk); err != nil || &chunk.Data[0] != &buf[:1][0] || !bytes.Equal(chunk.Data, data) {
+		t.Errorf("CheckpointChunk not decoded into the caller's buffer (err %v)", err)
+	}
+	if err := c.Unmarshal(split(std[:len(std)-1], 100), &CheckpointChunk{Data: make([]byte, 0, 10)}); err == nil {
+		t.Error("a truncated CheckpointChunk decoded")
+	}
+	std, _ = proto.Marshal(&ReadReply{Data: data})
 	// Unknown fields are skipped; truncated messages fail.
 	withUnknown := append(append([]byte{}, std...), 0x78, 0x05, 0x82, 0x01, 0x02, 'h', 'i')
 	if err := c.Unmarshal(split(withUnknown, 100), &ReadReply{Data: make([]byte, 0, 10)}); err != nil {
