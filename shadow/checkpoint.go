@@ -121,15 +121,21 @@ func (v *service) GetCheckpoint(req *wire.GetCheckpointRequest, stream wire.Shad
 		return status.Error(codes.Internal, err.Error())
 	}
 	defer f.Close()
-	buf := make([]byte, chunkSize)
 	var sent int64
 	for {
+		// Read into a buffer the server's codec lent, a chunk is sent
+		// from there without a copy (see wire's Buffers). Send hands
+		// the buffer to the codec, which gives it back once gRPC is
+		// done with it, sent or not; one never sent goes back here.
+		buf := s.link.buffers.Get(chunkSize)
 		n, err := f.Read(buf)
 		if n > 0 {
 			if serr := stream.Send(&wire.CheckpointChunk{Data: buf[:n]}); serr != nil {
 				return serr
 			}
 			sent += int64(n)
+		} else {
+			s.link.buffers.Put(buf)
 		}
 		if errors.Is(err, io.EOF) {
 			s.logger.Info("checkpoint served", "stored_bytes", sent, "took", time.Since(began), "cpu", processCPU()-cpu)

@@ -17,7 +17,8 @@ import (
 // side:
 //
 //   - a ReadReply's and a WriteRequest's data are sent from the message's
-//     own slice, not copied into a marshalling buffer first;
+//     own slice, and a CheckpointChunk's from a lent buffer (see
+//     Buffers), not copied into a marshalling buffer first;
 //   - a ReadReply or a CheckpointChunk whose Data has capacity when the
 //     call is made is decoded straight into that buffer, and a
 //     WriteRequest's data is copied once, without assembling the message
@@ -59,6 +60,16 @@ func (c *codec) Marshal(v any) (mem.BufferSlice, error) {
 			}
 		}
 		return withData(head, 2, m.Data), nil
+	case *CheckpointChunk:
+		// A chunk of an image the shadow serves from a lent buffer goes
+		// out from it, and the buffer comes back once sent; any other
+		// is copied, as its sender may reuse its buffer.
+		if c.buffers != nil && m.Secret == "" && m.Info == nil && len(m.Data) > 0 {
+			if p := c.buffers.take(m.Data); p != nil {
+				*p = m.Data
+				return mem.BufferSlice{bytesHead(3, len(m.Data)), mem.NewBuffer(p, returned{c.buffers})}, nil
+			}
+		}
 	case *WriteRequest:
 		var head []byte
 		if m.Secret != "" {

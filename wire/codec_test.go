@@ -115,6 +115,28 @@ func TestBuffersReturn(t *testing.T) {
 			t.Errorf("%d bytes: %d buffers still lent after the reply was freed", n, len(b.lent))
 		}
 	}
+	// A checkpoint chunk from a lent buffer goes out from it, and the
+	// buffer comes back; one from any other buffer is copied.
+	buf := b.Get(4096)
+	copy(buf, bytes.Repeat([]byte{5}, 4096))
+	for _, m := range []*CheckpointChunk{{Data: buf[:3000]}, {Data: bytes.Repeat([]byte{6}, 3000)}} {
+		std, _ := proto.Marshal(m)
+		enc, err := c.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(enc.Materialize(), std) {
+			t.Error("checkpoint chunk: encoding differs from protobuf's")
+		}
+		last := enc[len(enc)-1].ReadOnlyData()
+		if shared := &last[0] == &buf[0]; shared != (&m.Data[0] == &buf[0]) {
+			t.Errorf("checkpoint chunk sent from the lent buffer: %v, want %v", shared, !shared)
+		}
+		enc.Free()
+	}
+	if len(b.lent) != 0 {
+		t.Errorf("%d buffers still lent after the chunk was freed", len(b.lent))
+	}
 	w := &WriteRequest{Secret: "s3cret", Handle: 1, Data: bytes.Repeat([]byte{9}, 70000)}
 	std, _ := proto.Marshal(w)
 	got := &WriteRequest{}
@@ -127,7 +149,7 @@ func TestBuffersReturn(t *testing.T) {
 	b.Put(got.Data)
 	// A buffer no reply carried is given back with Put; one that is not
 	// lent is ignored.
-	buf := b.Get(10)
+	buf = b.Get(10)
 	b.Put(buf)
 	b.Put(make([]byte, 10))
 	if len(b.lent) != 0 {
