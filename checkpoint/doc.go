@@ -73,7 +73,7 @@
 //     Only Unpack recomputes the sums (and checks the seal): the shadow's
 //     Verify, which has no key to check a seal with, checks that the
 //     stream is whole (structure, sizes, zstd's own checksum) for a
-//     third of the CPU, which is what a large image's hop is bound by.
+//     fraction of the CPU, which is what a large image's hop is bound by.
 //     Subdirectories and links travel too, but only links that stay
 //     inside the image: the stream is untrusted.
 //   - Pre-copy (iterative pre-dumps that shorten the frozen time) needs

@@ -56,8 +56,9 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// chunkSize is the size of the messages the shadow serves an image in,
-// and the buffer it receives an upload's into: the starter's.
+// chunkSize is the size of the chunks the shadow serves an image in and
+// of the buffer it receives an upload in (the starter's chunks are as
+// large).
 const chunkSize = 1 << 20
 
 func (v *service) PutCheckpoint(stream wire.Shadow_PutCheckpointServer) error {
@@ -123,10 +124,10 @@ func (v *service) GetCheckpoint(req *wire.GetCheckpointRequest, stream wire.Shad
 	defer f.Close()
 	var sent int64
 	for {
-		// Read into a buffer the server's codec lent, a chunk is sent
-		// from there without a copy (see wire's Buffers). Send hands
-		// the buffer to the codec, which gives it back once gRPC is
-		// done with it, sent or not; one never sent goes back here.
+		// Each chunk is read into a buffer the server's codec lends and
+		// sent from it without a copy (see wire's Buffers): Send hands
+		// the buffer to the codec, which takes it back once gRPC is
+		// done with it, sent or not. A buffer never sent goes back here.
 		buf := s.link.buffers.Get(chunkSize)
 		n, err := f.Read(buf)
 		if n > 0 {
