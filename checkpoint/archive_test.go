@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -181,7 +182,7 @@ func manifestOf(t testing.TB, files ...[2]string) string {
 func TestBadManifest(t *testing.T) {
 	a, b := [2]string{"a.img", "aaaa"}, [2]string{"b.img", "bbbb"}
 	cases := map[string][][2]string{
-		"wrong sum":         {a, {ManifestName, manifestOf(t, [2]string{"a.img", "aaab"})}},
+		"wrong size":        {a, {ManifestName, manifestOf(t, [2]string{"a.img", "aaaaa"})}},
 		"missing file":      {a, {ManifestName, manifestOf(t, a, b)}},
 		"unlisted file":     {a, b, {ManifestName, manifestOf(t, a)}},
 		"after manifest":    {a, {ManifestName, manifestOf(t, a)}, b},
@@ -205,6 +206,52 @@ func TestBadManifest(t *testing.T) {
 	if _, err := Verify(bytes.NewReader(good)); err != nil {
 		t.Errorf("hand-made good image: %v", err)
 	}
+
+	// A file that disagrees with its sum in the manifest only: the
+	// shadow, which does not recompute the sums, stores it; the machine
+	// that would restore it refuses it.
+	wrongSum := rawImage(t, [][2]string{a, {ManifestName, manifestOf(t, [2]string{"a.img", "aaab"})}})
+	if _, err := Verify(bytes.NewReader(wrongSum)); err != nil {
+		t.Errorf("Verify of a wrong sum: %v, want it stored", err)
+	}
+	if _, err := Unpack(bytes.NewReader(wrongSum), filepath.Join(t.TempDir(), "out"), testSeal); !errors.Is(err, ErrBadImage) || errors.Is(err, ErrForged) {
+		t.Errorf("Unpack of a wrong sum: %v, want ErrBadImage for the sum", err)
+	}
+}
+
+// TestVerifyWantsChecksum checks that the shadow refuses a stream without
+// zstd's content checksum, which is what stands in for the files' sums
+// on its side.
+func TestVerifyWantsChecksum(t *testing.T) {
+	zr, err := zstd.NewReader(bytes.NewReader(packed(t, fakeImage(t))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zr.Close()
+	plain, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, crc := range []bool{true, false} {
+		var buf bytes.Buffer
+		zw, err := zstd.NewWriter(&buf, zstd.WithEncoderCRC(crc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := zw.Write(plain); err != nil {
+			t.Fatal(err)
+		}
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		_, err = Verify(bytes.NewReader(buf.Bytes()))
+		if crc && err != nil {
+			t.Errorf("with a checksum: %v", err)
+		}
+		if !crc && !errors.Is(err, ErrBadImage) {
+			t.Errorf("without a checksum: %v, want ErrBadImage", err)
+		}
+	}
 }
 
 func FuzzVerify(f *testing.F) {
@@ -227,14 +274,17 @@ func FuzzVerify(f *testing.F) {
 			}
 			return
 		}
-		// A good image unpacks to exactly its manifest.
+		// A whole image unpacks to exactly its manifest, or Unpack
+		// refuses it as bad: Verify checks neither the seal nor the
+		// sums, which zstd's checksum makes all but impossible to get
+		// wrong by chance.
 		out := filepath.Join(t.TempDir(), "out")
 		um, err := Unpack(bytes.NewReader(b), out, testSeal)
-		if errors.Is(err, ErrForged) {
-			return // Verify holds no key
+		if errors.Is(err, ErrBadImage) {
+			return
 		}
 		if err != nil {
-			t.Fatalf("Verify accepts what Unpack refuses: %v", err)
+			t.Fatalf("Verify accepts what Unpack fails on: %v", err)
 		}
 		if len(um.Files) != len(m.Files) {
 			t.Fatalf("Unpack %d files, Verify %d", len(um.Files), len(m.Files))

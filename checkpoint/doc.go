@@ -70,6 +70,10 @@
 //   - An image travels as a zstd-compressed tar stream ending in a
 //     manifest of per-file SHA-256 sums; Unpack and Verify reject a
 //     corrupted, truncated or padded stream before anything is restored.
+//     Only Unpack recomputes the sums (and checks the seal): the shadow's
+//     Verify, which has no key to check a seal with, checks that the
+//     stream is whole (structure, sizes, zstd's own checksum) for a
+//     fraction of the CPU, which is what a large image's hop is bound by.
 //     Subdirectories and links travel too, but only links that stay
 //     inside the image: the stream is untrusted.
 //   - Pre-copy (iterative pre-dumps that shorten the frozen time) needs

@@ -11,9 +11,10 @@ import (
 
 // Store keeps the latest good packed image of each job, on the submit
 // side. A new image replaces the old one only once it has been received
-// completely, verified against its manifest and synced to disk, and the
-// replacement is an atomic rename: a crash or a bad upload at any point
-// leaves the previous good image in place. Images are owner-only.
+// completely, checked whole against its manifest (Verify) and synced to
+// disk, and the replacement is an atomic rename: a crash or a bad upload
+// at any point leaves the previous good image in place. Images are
+// owner-only.
 //
 // A Store is safe for concurrent use by jobs with different names; the
 // images of one job must be put by one caller at a time.

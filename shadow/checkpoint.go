@@ -31,25 +31,35 @@ func (s *Shadow) imageStore() (*checkpoint.Store, error) {
 }
 
 // chunkReader turns the upload stream into the packed image's bytes.
+// Every chunk after the first is received into msg's one buffer (see
+// wire's codec), which is reused once its bytes are read.
 type chunkReader struct {
 	stream wire.Shadow_PutCheckpointServer
+	msg    wire.CheckpointChunk
 	buf    []byte
 	n      int64
 }
 
 func (r *chunkReader) Read(p []byte) (int, error) {
 	for len(r.buf) == 0 {
-		c, err := r.stream.Recv()
-		if err != nil {
+		if cap(r.msg.Data) == 0 {
+			r.msg.Data = make([]byte, 0, chunkSize)
+		}
+		if err := r.stream.RecvMsg(&r.msg); err != nil {
 			return 0, err // io.EOF at the end of the upload
 		}
-		r.buf = c.Data
+		r.buf = r.msg.Data
 	}
 	n := copy(p, r.buf)
 	r.buf = r.buf[n:]
 	r.n += int64(n)
 	return n, nil
 }
+
+// chunkSize is the size of the chunks the shadow serves an image in and
+// of the buffer it receives an upload in (the starter's chunks are as
+// large).
+const chunkSize = 1 << 20
 
 func (v *service) PutCheckpoint(stream wire.Shadow_PutCheckpointServer) error {
 	s := v.s
@@ -112,15 +122,21 @@ func (v *service) GetCheckpoint(req *wire.GetCheckpointRequest, stream wire.Shad
 		return status.Error(codes.Internal, err.Error())
 	}
 	defer f.Close()
-	buf := make([]byte, 1<<20)
 	var sent int64
 	for {
+		// Each chunk is read into a buffer the server's codec lends and
+		// sent from it without a copy (see wire's Buffers): Send hands
+		// the buffer to the codec, which takes it back once gRPC is
+		// done with it, sent or not. A buffer never sent goes back here.
+		buf := s.link.buffers.Get(chunkSize)
 		n, err := f.Read(buf)
 		if n > 0 {
 			if serr := stream.Send(&wire.CheckpointChunk{Data: buf[:n]}); serr != nil {
 				return serr
 			}
 			sent += int64(n)
+		} else {
+			s.link.buffers.Put(buf)
 		}
 		if errors.Is(err, io.EOF) {
 			s.logger.Info("checkpoint served", "stored_bytes", sent, "took", time.Since(began), "cpu", processCPU()-cpu)

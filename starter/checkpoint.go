@@ -179,19 +179,24 @@ func (w *chunkSender) flush() error {
 	return err
 }
 
-// chunkReceiver is the download stream as a reader.
+// chunkReceiver is the download stream as a reader. Every chunk is
+// received into msg's one buffer (see wire's codec), which is reused once
+// its bytes are read.
 type chunkReceiver struct {
 	stream wire.Shadow_GetCheckpointClient
+	msg    wire.CheckpointChunk
 	buf    []byte
 }
 
 func (r *chunkReceiver) Read(p []byte) (int, error) {
 	for len(r.buf) == 0 {
-		c, err := r.stream.Recv()
-		if err != nil {
+		if cap(r.msg.Data) == 0 {
+			r.msg.Data = make([]byte, 0, chunkSize)
+		}
+		if err := r.stream.RecvMsg(&r.msg); err != nil {
 			return 0, err // io.EOF at the end of the image
 		}
-		r.buf = c.Data
+		r.buf = r.msg.Data
 	}
 	n := copy(p, r.buf)
 	r.buf = r.buf[n:]

@@ -9,10 +9,11 @@ import (
 )
 
 // Buffers lends a server the buffers of its bulk file data, so that
-// serving reads and writes allocates nothing per call: the buffers it reads
-// file data into for ReadReply.Data, taken back once gRPC has sent the
-// reply that carries them, and those the codec decodes WriteRequest.Data
-// into, which the server gives back with Put once it has written them. A
+// serving reads and writes allocates nothing per call: the buffers it
+// reads file data into for ReadReply.Data (or a served
+// CheckpointChunk.Data), taken back once gRPC has sent the reply that
+// carries them, and those the codec decodes WriteRequest.Data into,
+// which the server gives back with Put once it has written them. A
 // server using them is built with the option its ServerOption returns.
 type Buffers struct {
 	pool sync.Pool // of *[]byte

@@ -9,19 +9,23 @@ import (
 	grpcproto "google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 )
 
 // codec is gRPC's protobuf codec with shortcuts for the bulk of remote
-// I/O, which is otherwise copied twice on each side:
+// I/O and of checkpoint images, which is otherwise copied twice on each
+// side:
 //
 //   - a ReadReply's and a WriteRequest's data are sent from the message's
-//     own slice, not copied into a marshalling buffer first;
-//   - a ReadReply whose Data has capacity when the call is made is
-//     decoded straight into that buffer, and a WriteRequest's data is
-//     copied once, without assembling the message in one piece first.
+//     own slice, and a CheckpointChunk's from a lent buffer (see
+//     Buffers), not copied into a marshalling buffer first;
+//   - a ReadReply or a CheckpointChunk whose Data has capacity when the
+//     call is made is decoded straight into that buffer, and a
+//     WriteRequest's data is copied once, without assembling the message
+//     in one piece first.
 //
 // The encoding is the standard one; every other message, and a ReadReply
-// without a buffer, goes through gRPC's own codec.
+// or CheckpointChunk without a buffer, goes through gRPC's own codec.
 type codec struct {
 	proto encoding.CodecV2
 	// buffers, if set, lent the buffers of the ReadReplies this server
@@ -56,6 +60,16 @@ func (c *codec) Marshal(v any) (mem.BufferSlice, error) {
 			}
 		}
 		return withData(head, 2, m.Data), nil
+	case *CheckpointChunk:
+		// A chunk of an image the shadow serves from a lent buffer goes
+		// out from it, and the buffer comes back once sent; any other
+		// is copied, as its sender may reuse its buffer.
+		if c.buffers != nil && m.Secret == "" && m.Info == nil && len(m.Data) > 0 {
+			if p := c.buffers.take(m.Data); p != nil {
+				*p = m.Data
+				return mem.BufferSlice{bytesHead(3, len(m.Data)), mem.NewBuffer(p, returned{c.buffers})}, nil
+			}
+		}
 	case *WriteRequest:
 		var head []byte
 		if m.Secret != "" {
@@ -124,8 +138,58 @@ func (c *codec) Unmarshal(data mem.BufferSlice, v any) error {
 		}
 	case *WriteRequest:
 		return decodeWriteRequest(data.Reader(), m, c.buffers)
+	case *CheckpointChunk:
+		if cap(m.Data) > 0 {
+			return decodeCheckpointChunk(data.Reader(), m)
+		}
 	}
 	return c.proto.Unmarshal(data, v)
+}
+
+// decodeCheckpointChunk decodes a CheckpointChunk from r, reading its
+// data into m.Data's buffer if it fits: a checkpoint image's receiver
+// reuses one buffer for every chunk rather than having each assembled
+// and copied into a new one.
+func decodeCheckpointChunk(r *mem.Reader, m *CheckpointChunk) error {
+	defer r.Close()
+	buf := m.Data[:0]
+	m.Reset()
+	for r.Remaining() > 0 {
+		tag, err := readVarint(r)
+		if err != nil {
+			return err
+		}
+		num, typ := protowire.DecodeTag(tag)
+		switch {
+		case num == 1 && typ == protowire.BytesType:
+			b, err := readBytes(r, nil)
+			if err != nil {
+				return fmt.Errorf("decode CheckpointChunk: %w", err)
+			}
+			m.Secret = string(b)
+		case num == 2 && typ == protowire.BytesType:
+			b, err := readBytes(r, nil)
+			if err != nil {
+				return fmt.Errorf("decode CheckpointChunk: %w", err)
+			}
+			if m.Info == nil {
+				m.Info = &CheckpointInfo{}
+			}
+			// Merged, as protobuf merges a repeated message field.
+			if err := (proto.UnmarshalOptions{Merge: true}).Unmarshal(b, m.Info); err != nil {
+				return fmt.Errorf("decode CheckpointChunk: %w", err)
+			}
+		case num == 3 && typ == protowire.BytesType:
+			if m.Data, err = readBytes(r, buf); err != nil {
+				return fmt.Errorf("decode CheckpointChunk: %w", err)
+			}
+		default:
+			if err := skipField(r, typ); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // decodeWriteRequest decodes a WriteRequest from r, copying its data once

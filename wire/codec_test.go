@@ -32,6 +32,9 @@ func TestCodecIsProtobuf(t *testing.T) {
 		&WriteRequest{Secret: "s3cret", Handle: 7, Offset: -1},
 		&WriteRequest{Secret: "s3cret", Handle: 7, Data: data[:300], Extents: []int64{1 << 40, 100, 0, 200}, Sync: Sync_SYNC_ALL},
 		&WriteRequest{Handle: 7, Sync: Sync_SYNC_DATA},
+		&CheckpointChunk{Secret: "s3cret", Info: &CheckpointInfo{FrozenSeconds: 0.25, ImageBytes: 1 << 30, Vacate: true}, Data: data},
+		&CheckpointChunk{Data: data},
+		&CheckpointChunk{},
 	} {
 		enc, err := c.Marshal(m)
 		if err != nil {
@@ -46,7 +49,10 @@ func TestCodecIsProtobuf(t *testing.T) {
 		}
 		for _, buf := range [][]byte{make([]byte, 0, len(data)), make([]byte, 0, 10)} {
 			got := m.ProtoReflect().New().Interface()
-			if r, ok := got.(*ReadReply); ok {
+			switch r := got.(type) {
+			case *ReadReply:
+				r.Data = buf
+			case *CheckpointChunk:
 				r.Data = buf
 			}
 			if err := c.Unmarshal(split(std, 16384), got); err != nil {
@@ -64,6 +70,15 @@ func TestCodecIsProtobuf(t *testing.T) {
 	if err := c.Unmarshal(split(std, 1000), r); err != nil || &r.Data[0] != &buf[:1][0] {
 		t.Errorf("ReadReply not decoded into the caller's buffer (err %v)", err)
 	}
+	chunk := &CheckpointChunk{Data: buf}
+	std, _ = proto.Marshal(&CheckpointChunk{Data: data})
+	if err := c.Unmarshal(split(std, 1000), chunk); err != nil || &chunk.Data[0] != &buf[:1][0] || !bytes.Equal(chunk.Data, data) {
+		t.Errorf("CheckpointChunk not decoded into the caller's buffer (err %v)", err)
+	}
+	if err := c.Unmarshal(split(std[:len(std)-1], 100), &CheckpointChunk{Data: make([]byte, 0, 10)}); err == nil {
+		t.Error("a truncated CheckpointChunk decoded")
+	}
+	std, _ = proto.Marshal(&ReadReply{Data: data})
 	// Unknown fields are skipped; truncated messages fail.
 	withUnknown := append(append([]byte{}, std...), 0x78, 0x05, 0x82, 0x01, 0x02, 'h', 'i')
 	if err := c.Unmarshal(split(withUnknown, 100), &ReadReply{Data: make([]byte, 0, 10)}); err != nil {
@@ -100,6 +115,28 @@ func TestBuffersReturn(t *testing.T) {
 			t.Errorf("%d bytes: %d buffers still lent after the reply was freed", n, len(b.lent))
 		}
 	}
+	// A checkpoint chunk from a lent buffer goes out from it, and the
+	// buffer comes back; one from any other buffer is copied.
+	buf := b.Get(4096)
+	copy(buf, bytes.Repeat([]byte{5}, 4096))
+	for _, m := range []*CheckpointChunk{{Data: buf[:3000]}, {Data: bytes.Repeat([]byte{6}, 3000)}} {
+		std, _ := proto.Marshal(m)
+		enc, err := c.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(enc.Materialize(), std) {
+			t.Error("checkpoint chunk: encoding differs from protobuf's")
+		}
+		last := enc[len(enc)-1].ReadOnlyData()
+		if shared := &last[0] == &buf[0]; shared != (&m.Data[0] == &buf[0]) {
+			t.Errorf("checkpoint chunk sent from the lent buffer: %v, want %v", shared, !shared)
+		}
+		enc.Free()
+	}
+	if len(b.lent) != 0 {
+		t.Errorf("%d buffers still lent after the chunk was freed", len(b.lent))
+	}
 	w := &WriteRequest{Secret: "s3cret", Handle: 1, Data: bytes.Repeat([]byte{9}, 70000)}
 	std, _ := proto.Marshal(w)
 	got := &WriteRequest{}
@@ -112,7 +149,7 @@ func TestBuffersReturn(t *testing.T) {
 	b.Put(got.Data)
 	// A buffer no reply carried is given back with Put; one that is not
 	// lent is ignored.
-	buf := b.Get(10)
+	buf = b.Get(10)
 	b.Put(buf)
 	b.Put(make([]byte, 10))
 	if len(b.lent) != 0 {
