@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -49,7 +50,12 @@ func TestOffOnRestart(t *testing.T) {
 	m, stop := runMaster(t, trappingConfig(t, dir, "agent", "startd"))
 	defer stop()
 	ctx := context.Background()
-	starts := func() string { return strings.Join(lines(t, filepath.Join(dir, "starts")), " ") }
+	// Daemons started together write their lines in any order.
+	starts := func() string {
+		l := lines(t, filepath.Join(dir, "starts"))
+		slices.Sort(l)
+		return strings.Join(l, " ")
+	}
 	waitFor(t, "two starts", func() bool { return len(lines(t, filepath.Join(dir, "starts"))) == 2 })
 
 	names, err := m.Off(ctx, "startd")

@@ -40,6 +40,9 @@ type Daemon struct {
 
 // Config is what a master runs and how.
 type Config struct {
+	// Host is the name of the host the master keeps, for the
+	// administrator's tools.
+	Host string
 	// Daemons are started in this order and stopped in the reverse.
 	Daemons []Daemon
 	// Executable is watched every CheckExecInterval: when it changes

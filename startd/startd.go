@@ -36,6 +36,8 @@ type Startd struct {
 
 	mu    sync.Mutex
 	slots []*slot // guarded by mu, as is everything in each slot
+	// mu also guards the settings of cfg that Reconfigure changes: the
+	// policy texts, PollingInterval, ClaimLease and ScratchLimitKB.
 	// adc is what the ads take from the configuration; Serve sets its
 	// addr before any ad is built.
 	adc adConfig

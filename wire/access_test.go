@@ -14,8 +14,9 @@ import (
 )
 
 // Every method of every service served over the pool's TLS has a line in
-// Access; the local Schedd service, served on a Unix socket to users,
-// has none (a TLS server must not serve it).
+// Access; the local Schedd service, served on a Unix socket to users, and
+// the master's, served on a Unix socket to root, have none (a TLS server
+// must not serve them).
 func TestAccessCoversEveryMethod(t *testing.T) {
 	for _, sd := range []grpc.ServiceDesc{Collector_ServiceDesc, Agent_ServiceDesc, Startd_ServiceDesc, Shadow_ServiceDesc, ShadowIO_ServiceDesc, MatchmakerAdmin_ServiceDesc} {
 		var names []string
@@ -32,9 +33,12 @@ func TestAccessCoversEveryMethod(t *testing.T) {
 			}
 		}
 	}
-	for _, m := range Schedd_ServiceDesc.Methods {
-		if _, ok := rolesFor("/" + Schedd_ServiceDesc.ServiceName + "/" + m.MethodName); ok {
-			t.Errorf("Schedd.%s is open over TLS", m.MethodName)
+	// Nor has the master's, served on a socket only root may open.
+	for _, sd := range []grpc.ServiceDesc{Schedd_ServiceDesc, MasterAdmin_ServiceDesc} {
+		for _, m := range sd.Methods {
+			if _, ok := rolesFor("/" + sd.ServiceName + "/" + m.MethodName); ok {
+				t.Errorf("%s.%s is open over TLS", sd.ServiceName, m.MethodName)
+			}
 		}
 	}
 }

@@ -158,6 +158,314 @@ func (*AdminReply) Descriptor() ([]byte, []int) {
 	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{2}
 }
 
+type ReconfigRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReconfigRequest) Reset() {
+	*x = ReconfigRequest{}
+	mi := &file_harrier_v1_admin_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReconfigRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReconfigRequest) ProtoMessage() {}
+
+func (x *ReconfigRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_admin_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReconfigRequest.ProtoReflect.Descriptor instead.
+func (*ReconfigRequest) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{3}
+}
+
+type DaemonControlRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// daemon names one daemon ("agent", or a startd's name); empty: all.
+	Daemon        string `protobuf:"bytes,1,opt,name=daemon,proto3" json:"daemon,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DaemonControlRequest) Reset() {
+	*x = DaemonControlRequest{}
+	mi := &file_harrier_v1_admin_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DaemonControlRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DaemonControlRequest) ProtoMessage() {}
+
+func (x *DaemonControlRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_admin_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DaemonControlRequest.ProtoReflect.Descriptor instead.
+func (*DaemonControlRequest) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *DaemonControlRequest) GetDaemon() string {
+	if x != nil {
+		return x.Daemon
+	}
+	return ""
+}
+
+type DaemonControlReply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// daemons are the names of the daemons acted on.
+	Daemons       []string `protobuf:"bytes,1,rep,name=daemons,proto3" json:"daemons,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DaemonControlReply) Reset() {
+	*x = DaemonControlReply{}
+	mi := &file_harrier_v1_admin_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DaemonControlReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DaemonControlReply) ProtoMessage() {}
+
+func (x *DaemonControlReply) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_admin_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DaemonControlReply.ProtoReflect.Descriptor instead.
+func (*DaemonControlReply) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *DaemonControlReply) GetDaemons() []string {
+	if x != nil {
+		return x.Daemons
+	}
+	return nil
+}
+
+type DaemonsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DaemonsRequest) Reset() {
+	*x = DaemonsRequest{}
+	mi := &file_harrier_v1_admin_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DaemonsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DaemonsRequest) ProtoMessage() {}
+
+func (x *DaemonsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_admin_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DaemonsRequest.ProtoReflect.Descriptor instead.
+func (*DaemonsRequest) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{6}
+}
+
+type DaemonsReply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// host is the name the master was started with.
+	Host            string        `protobuf:"bytes,1,opt,name=host,proto3" json:"host,omitempty"`
+	MasterPid       int32         `protobuf:"varint,2,opt,name=master_pid,json=masterPid,proto3" json:"master_pid,omitempty"`
+	MasterStartUnix int64         `protobuf:"varint,3,opt,name=master_start_unix,json=masterStartUnix,proto3" json:"master_start_unix,omitempty"`
+	Daemons         []*DaemonInfo `protobuf:"bytes,4,rep,name=daemons,proto3" json:"daemons,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *DaemonsReply) Reset() {
+	*x = DaemonsReply{}
+	mi := &file_harrier_v1_admin_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DaemonsReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DaemonsReply) ProtoMessage() {}
+
+func (x *DaemonsReply) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_admin_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DaemonsReply.ProtoReflect.Descriptor instead.
+func (*DaemonsReply) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *DaemonsReply) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+func (x *DaemonsReply) GetMasterPid() int32 {
+	if x != nil {
+		return x.MasterPid
+	}
+	return 0
+}
+
+func (x *DaemonsReply) GetMasterStartUnix() int64 {
+	if x != nil {
+		return x.MasterStartUnix
+	}
+	return 0
+}
+
+func (x *DaemonsReply) GetDaemons() []*DaemonInfo {
+	if x != nil {
+		return x.Daemons
+	}
+	return nil
+}
+
+type DaemonInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// pid is 0 while the daemon is not running.
+	Pid           int32 `protobuf:"varint,2,opt,name=pid,proto3" json:"pid,omitempty"`
+	StartUnix     int64 `protobuf:"varint,3,opt,name=start_unix,json=startUnix,proto3" json:"start_unix,omitempty"`
+	Restarts      int32 `protobuf:"varint,4,opt,name=restarts,proto3" json:"restarts,omitempty"`
+	Off           bool  `protobuf:"varint,5,opt,name=off,proto3" json:"off,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DaemonInfo) Reset() {
+	*x = DaemonInfo{}
+	mi := &file_harrier_v1_admin_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DaemonInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DaemonInfo) ProtoMessage() {}
+
+func (x *DaemonInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_admin_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DaemonInfo.ProtoReflect.Descriptor instead.
+func (*DaemonInfo) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *DaemonInfo) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *DaemonInfo) GetPid() int32 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+func (x *DaemonInfo) GetStartUnix() int64 {
+	if x != nil {
+		return x.StartUnix
+	}
+	return 0
+}
+
+func (x *DaemonInfo) GetRestarts() int32 {
+	if x != nil {
+		return x.Restarts
+	}
+	return 0
+}
+
+func (x *DaemonInfo) GetOff() bool {
+	if x != nil {
+		return x.Off
+	}
+	return false
+}
+
 var File_harrier_v1_admin_proto protoreflect.FileDescriptor
 
 const file_harrier_v1_admin_proto_rawDesc = "" +
@@ -170,11 +478,37 @@ const file_harrier_v1_admin_proto_rawDesc = "" +
 	"\x11ResetUsageRequest\x12\x12\n" +
 	"\x04user\x18\x01 \x01(\tR\x04user\"\f\n" +
 	"\n" +
-	"AdminReply2\xa9\x01\n" +
+	"AdminReply\"\x11\n" +
+	"\x0fReconfigRequest\".\n" +
+	"\x14DaemonControlRequest\x12\x16\n" +
+	"\x06daemon\x18\x01 \x01(\tR\x06daemon\".\n" +
+	"\x12DaemonControlReply\x12\x18\n" +
+	"\adaemons\x18\x01 \x03(\tR\adaemons\"\x10\n" +
+	"\x0eDaemonsRequest\"\x9f\x01\n" +
+	"\fDaemonsReply\x12\x12\n" +
+	"\x04host\x18\x01 \x01(\tR\x04host\x12\x1d\n" +
+	"\n" +
+	"master_pid\x18\x02 \x01(\x05R\tmasterPid\x12*\n" +
+	"\x11master_start_unix\x18\x03 \x01(\x03R\x0fmasterStartUnix\x120\n" +
+	"\adaemons\x18\x04 \x03(\v2\x16.harrier.v1.DaemonInfoR\adaemons\"\x7f\n" +
+	"\n" +
+	"DaemonInfo\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
+	"\x03pid\x18\x02 \x01(\x05R\x03pid\x12\x1d\n" +
+	"\n" +
+	"start_unix\x18\x03 \x01(\x03R\tstartUnix\x12\x1a\n" +
+	"\brestarts\x18\x04 \x01(\x05R\brestarts\x12\x10\n" +
+	"\x03off\x18\x05 \x01(\bR\x03off2\xa9\x01\n" +
 	"\x0fMatchmakerAdmin\x12Q\n" +
 	"\x11SetPriorityFactor\x12$.harrier.v1.SetPriorityFactorRequest\x1a\x16.harrier.v1.AdminReply\x12C\n" +
 	"\n" +
-	"ResetUsage\x12\x1d.harrier.v1.ResetUsageRequest\x1a\x16.harrier.v1.AdminReplyB\x1aZ\x18harrier.dev/harrier/wireb\x06proto3"
+	"ResetUsage\x12\x1d.harrier.v1.ResetUsageRequest\x1a\x16.harrier.v1.AdminReply2\xed\x02\n" +
+	"\vMasterAdmin\x12?\n" +
+	"\bReconfig\x12\x1b.harrier.v1.ReconfigRequest\x1a\x16.harrier.v1.AdminReply\x12G\n" +
+	"\x03Off\x12 .harrier.v1.DaemonControlRequest\x1a\x1e.harrier.v1.DaemonControlReply\x12F\n" +
+	"\x02On\x12 .harrier.v1.DaemonControlRequest\x1a\x1e.harrier.v1.DaemonControlReply\x12K\n" +
+	"\aRestart\x12 .harrier.v1.DaemonControlRequest\x1a\x1e.harrier.v1.DaemonControlReply\x12?\n" +
+	"\aDaemons\x12\x1a.harrier.v1.DaemonsRequest\x1a\x18.harrier.v1.DaemonsReplyB\x1aZ\x18harrier.dev/harrier/wireb\x06proto3"
 
 var (
 	file_harrier_v1_admin_proto_rawDescOnce sync.Once
@@ -188,22 +522,39 @@ func file_harrier_v1_admin_proto_rawDescGZIP() []byte {
 	return file_harrier_v1_admin_proto_rawDescData
 }
 
-var file_harrier_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_harrier_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_harrier_v1_admin_proto_goTypes = []any{
 	(*SetPriorityFactorRequest)(nil), // 0: harrier.v1.SetPriorityFactorRequest
 	(*ResetUsageRequest)(nil),        // 1: harrier.v1.ResetUsageRequest
 	(*AdminReply)(nil),               // 2: harrier.v1.AdminReply
+	(*ReconfigRequest)(nil),          // 3: harrier.v1.ReconfigRequest
+	(*DaemonControlRequest)(nil),     // 4: harrier.v1.DaemonControlRequest
+	(*DaemonControlReply)(nil),       // 5: harrier.v1.DaemonControlReply
+	(*DaemonsRequest)(nil),           // 6: harrier.v1.DaemonsRequest
+	(*DaemonsReply)(nil),             // 7: harrier.v1.DaemonsReply
+	(*DaemonInfo)(nil),               // 8: harrier.v1.DaemonInfo
 }
 var file_harrier_v1_admin_proto_depIdxs = []int32{
-	0, // 0: harrier.v1.MatchmakerAdmin.SetPriorityFactor:input_type -> harrier.v1.SetPriorityFactorRequest
-	1, // 1: harrier.v1.MatchmakerAdmin.ResetUsage:input_type -> harrier.v1.ResetUsageRequest
-	2, // 2: harrier.v1.MatchmakerAdmin.SetPriorityFactor:output_type -> harrier.v1.AdminReply
-	2, // 3: harrier.v1.MatchmakerAdmin.ResetUsage:output_type -> harrier.v1.AdminReply
-	2, // [2:4] is the sub-list for method output_type
-	0, // [0:2] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	8, // 0: harrier.v1.DaemonsReply.daemons:type_name -> harrier.v1.DaemonInfo
+	0, // 1: harrier.v1.MatchmakerAdmin.SetPriorityFactor:input_type -> harrier.v1.SetPriorityFactorRequest
+	1, // 2: harrier.v1.MatchmakerAdmin.ResetUsage:input_type -> harrier.v1.ResetUsageRequest
+	3, // 3: harrier.v1.MasterAdmin.Reconfig:input_type -> harrier.v1.ReconfigRequest
+	4, // 4: harrier.v1.MasterAdmin.Off:input_type -> harrier.v1.DaemonControlRequest
+	4, // 5: harrier.v1.MasterAdmin.On:input_type -> harrier.v1.DaemonControlRequest
+	4, // 6: harrier.v1.MasterAdmin.Restart:input_type -> harrier.v1.DaemonControlRequest
+	6, // 7: harrier.v1.MasterAdmin.Daemons:input_type -> harrier.v1.DaemonsRequest
+	2, // 8: harrier.v1.MatchmakerAdmin.SetPriorityFactor:output_type -> harrier.v1.AdminReply
+	2, // 9: harrier.v1.MatchmakerAdmin.ResetUsage:output_type -> harrier.v1.AdminReply
+	2, // 10: harrier.v1.MasterAdmin.Reconfig:output_type -> harrier.v1.AdminReply
+	5, // 11: harrier.v1.MasterAdmin.Off:output_type -> harrier.v1.DaemonControlReply
+	5, // 12: harrier.v1.MasterAdmin.On:output_type -> harrier.v1.DaemonControlReply
+	5, // 13: harrier.v1.MasterAdmin.Restart:output_type -> harrier.v1.DaemonControlReply
+	7, // 14: harrier.v1.MasterAdmin.Daemons:output_type -> harrier.v1.DaemonsReply
+	8, // [8:15] is the sub-list for method output_type
+	1, // [1:8] is the sub-list for method input_type
+	1, // [1:1] is the sub-list for extension type_name
+	1, // [1:1] is the sub-list for extension extendee
+	0, // [0:1] is the sub-list for field type_name
 }
 
 func init() { file_harrier_v1_admin_proto_init() }
@@ -217,9 +568,9 @@ func file_harrier_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harrier_v1_admin_proto_rawDesc), len(file_harrier_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   3,
+			NumMessages:   9,
 			NumExtensions: 0,
-			NumServices:   1,
+			NumServices:   2,
 		},
 		GoTypes:           file_harrier_v1_admin_proto_goTypes,
 		DependencyIndexes: file_harrier_v1_admin_proto_depIdxs,

@@ -11,14 +11,17 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"harrier.dev/harrier/agent"
 	"harrier.dev/harrier/agent/jobqueue"
 	"harrier.dev/harrier/checkpoint"
+	"harrier.dev/harrier/config"
 	"harrier.dev/harrier/matchmaker"
 	"harrier.dev/harrier/peercred"
 	"harrier.dev/harrier/startd"
@@ -47,15 +50,29 @@ func runDaemon(args []string, _ io.Reader, _ io.Writer) error {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel(pc)})).With("daemon", role)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	// SIGHUP (from the master, on harrier reconfig) re-reads the
+	// configuration; its default would end the daemon.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	reconfigs := make(chan *poolConfig)
+	var wg sync.WaitGroup
+	wg.Go(func() { rereadOnHangup(ctx, hup, pc, role == "startd", reconfigs, logger) })
 	switch role {
 	case "matchmaker":
 		err = serveMatchmaker(ctx, pc, logger)
 	case "agent":
 		err = serveAgent(ctx, pc, *name, logger)
 	case "startd":
-		err = serveStartd(ctx, pc, *name, logger)
+		err = serveStartd(ctx, pc, *name, reconfigs, logger)
 	default:
-		return usagef("unknown daemon %q", role)
+		err = usagef("unknown daemon %q", role)
+	}
+	stop()
+	wg.Wait()
+	var ue usageError
+	if errors.As(err, &ue) {
+		return err
 	}
 	if err != nil {
 		logger.Error("daemon failed", "err", err)
@@ -63,6 +80,63 @@ func runDaemon(args []string, _ io.Reader, _ io.Writer) error {
 	}
 	logger.Info("daemon stopped")
 	return nil
+}
+
+// rereadOnHangup re-reads the configuration file on each SIGHUP until
+// ctx is done and logs which settings changed. A startd (live) takes the
+// new configuration from reconfigs and applies what it can at once; the
+// matchmaker and the agent apply changes when they restart, which is
+// logged. A file that does not load is logged and ignored.
+func rereadOnHangup(ctx context.Context, hup <-chan os.Signal, pc *poolConfig, live bool, reconfigs chan<- *poolConfig, logger *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+		}
+		next, err := loadPoolConfig(pc.path)
+		if err != nil {
+			logger.Error("reconfig refused; running on the configuration read before", "err", err)
+			continue
+		}
+		changed := changedKeys(pc.c, next.c)
+		pc = next
+		if !live {
+			if len(changed) > 0 {
+				logger.Warn("configuration re-read; this daemon applies changes when it restarts", "changed", changed)
+			} else {
+				logger.Info("configuration re-read; nothing changed")
+			}
+			continue
+		}
+		logger.Info("configuration re-read", "changed", changed)
+		select {
+		case reconfigs <- next:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// changedKeys lists the keys whose expanded value differs between two
+// configurations, or that only one defines.
+func changedKeys(old, next *config.Config) []string {
+	var changed []string
+	seen := map[string]bool{}
+	for _, k := range append(old.Keys(), next.Keys()...) {
+		lk := strings.ToLower(k)
+		if seen[lk] {
+			continue
+		}
+		seen[lk] = true
+		a, aok := old.Lookup(k)
+		b, bok := next.Lookup(k)
+		if a != b || aok != bok {
+			changed = append(changed, k)
+		}
+	}
+	slices.Sort(changed)
+	return changed
 }
 
 func logLevel(pc *poolConfig) slog.Level {
@@ -238,53 +312,90 @@ func openQueue(ctx context.Context, dir string, logger *slog.Logger) (*jobqueue.
 	}
 }
 
-func serveStartd(ctx context.Context, pc *poolConfig, name string, logger *slog.Logger) error {
-	mmAddr, err := pc.require("MATCHMAKER_ADDR")
+func serveStartd(ctx context.Context, pc *poolConfig, name string, reconfigs <-chan *poolConfig, logger *slog.Logger) error {
+	cfg, err := startdConfig(pc, name, logger)
 	if err != nil {
 		return err
 	}
-	execute, err := pc.require("EXECUTE")
-	if err != nil {
-		return err
-	}
-	if name == "" {
-		name = pc.c.String("STARTD_NAME", hostName())
-	}
-	execute = filepath.Join(execute, name)
-	if err := os.MkdirAll(execute, 0o755); err != nil {
+	if err := os.MkdirAll(cfg.ExecuteDir, 0o755); err != nil {
 		return fmt.Errorf("startd: execute directory: %w", err)
 	}
-	if err := writeSandboxPolicy(pc, execute); err != nil {
+	if err := writeSandboxPolicy(pc, cfg.ExecuteDir); err != nil {
 		return fmt.Errorf("startd: %w", err)
-	}
-	serverTLS, clientTLS, err := pc.tlsConfigs("startd")
-	if err != nil {
-		return err
-	}
-	caPath, certPath, keyPath, err := pc.pkiPaths("startd")
-	if err != nil {
-		return err
-	}
-	interval, err := pc.c.Duration("UPDATE_INTERVAL", 10*time.Second)
-	if err != nil {
-		return err
-	}
-	slots, err := pc.c.Int("NUM_SLOTS", 1)
-	if err != nil {
-		return err
 	}
 	lis, err := net.Listen("tcp", net.JoinHostPort(pc.c.String("BIND_HOST", "127.0.0.1"), "0"))
 	if err != nil {
 		return fmt.Errorf("startd: listen: %w", err)
 	}
-	exe, err := os.Executable()
+	cfg.AdvertiseAddr = lis.Addr().String()
+	s, err := startd.New(cfg)
 	if err != nil {
+		lis.Close()
 		return err
 	}
-	cfg := startd.Config{
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wg.Go(func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case next := <-reconfigs:
+				cfg, err := startdConfig(next, name, logger)
+				if err == nil {
+					cfg.AdvertiseAddr = lis.Addr().String()
+					err = s.Reconfigure(cfg)
+				}
+				if err != nil {
+					logger.Error("reconfig refused; running on the configuration read before", "err", err)
+				}
+			}
+		}
+	})
+	logger.Info("startd listening", "addr", lis.Addr().String(), "name", cfg.Name)
+	return s.Serve(ctx, lis)
+}
+
+// startdConfig reads a startd's configuration from the pool's.
+func startdConfig(pc *poolConfig, name string, logger *slog.Logger) (startd.Config, error) {
+	var cfg startd.Config
+	mmAddr, err := pc.require("MATCHMAKER_ADDR")
+	if err != nil {
+		return cfg, err
+	}
+	execute, err := pc.require("EXECUTE")
+	if err != nil {
+		return cfg, err
+	}
+	if name == "" {
+		name = pc.c.String("STARTD_NAME", hostName())
+	}
+	serverTLS, clientTLS, err := pc.tlsConfigs("startd")
+	if err != nil {
+		return cfg, err
+	}
+	caPath, certPath, keyPath, err := pc.pkiPaths("startd")
+	if err != nil {
+		return cfg, err
+	}
+	interval, err := pc.c.Duration("UPDATE_INTERVAL", 10*time.Second)
+	if err != nil {
+		return cfg, err
+	}
+	slots, err := pc.c.Int("NUM_SLOTS", 1)
+	if err != nil {
+		return cfg, err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return cfg, err
+	}
+	cfg = startd.Config{
 		Name: name, Logger: logger, TLS: serverTLS, ClientTLS: clientTLS,
-		MatchmakerAddr: mmAddr, AdvertiseAddr: lis.Addr().String(),
-		NumSlots: int(slots), ExecuteDir: execute, AdvertiseInterval: interval,
+		MatchmakerAddr: mmAddr,
+		NumSlots:       int(slots), ExecuteDir: filepath.Join(execute, name), AdvertiseInterval: interval,
 		StarterCommand: []string{exe, "starter"},
 		CertFile:       certPath, KeyFile: keyPath, CAFile: caPath,
 		Sandbox: pc.c.String("SANDBOX", ""),
@@ -299,14 +410,7 @@ func serveStartd(ctx context.Context, pc *poolConfig, name string, logger *slog.
 		cfg.CheckpointKeyFile = ""
 	}
 	if err := startdPolicy(pc, &cfg); err != nil {
-		lis.Close()
-		return err
+		return cfg, err
 	}
-	s, err := startd.New(cfg)
-	if err != nil {
-		lis.Close()
-		return err
-	}
-	logger.Info("startd listening", "addr", lis.Addr().String(), "name", name)
-	return s.Serve(ctx, lis)
+	return cfg, nil
 }

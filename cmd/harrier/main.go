@@ -10,6 +10,7 @@
 //	harrier tail [-follow] ID                             a running job's output
 //	harrier classad eval ...                              evaluate ClassAd expressions
 //	harrier userprio                                      show user priorities
+//	harrier reconfig | off | on | restart [-daemon NAME] [HOST]  administer the daemons
 //	harrier bench negotiate --machines M --jobs J ...     time one negotiation cycle
 //	harrier daemon matchmaker|agent|startd --config FILE  run one daemon
 //
@@ -77,6 +78,10 @@ func commands() []command {
 		{"bench", "bench negotiate [--machines M] [--jobs J] [--users U] [--autoclusters A] [--runs N] [--baseline JOBS] | bench throughput [--jobs N] [--startds S] [--slots K] [--queue Q] [--sandbox process|container]", runBench},
 		{"pki", "pki init --dir DIR [--pool NAME] | pki issue --dir DIR [--hosts ADDR,...] [--out DIR] ROLE@HOST", runPKI},
 		{"master", "master --config FILE [--name HOST] [--daemons LIST]", runMaster},
+		{"reconfig", "reconfig [--pool DIR] [HOST]", runReconfig},
+		{"off", "off [--pool DIR] [-daemon NAME] [HOST]", daemonControl("off")},
+		{"on", "on [--pool DIR] [-daemon NAME] [HOST]", daemonControl("on")},
+		{"restart", "restart [--pool DIR] [-daemon NAME] [HOST]", daemonControl("restart")},
 		{"daemon", "daemon matchmaker|agent|startd --config FILE [--name NAME]", runDaemon},
 		{"shadow", "shadow (started by the agent)", runShadow},
 		{"starter", "starter (started by a startd)", runStarter},

@@ -13,10 +13,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"harrier.dev/harrier/master"
+	"harrier.dev/harrier/peercred"
 )
 
 // runMaster runs a host's master (see package master) in the foreground
@@ -53,12 +55,68 @@ func runMaster(args []string, _ io.Reader, _ io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	// Caught from here on: SIGHUP's default would end the master.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	// The administrator's channel: a socket only root may open.
+	sock := masterSocket(runDirOf(pc), cfg.Host)
+	lis, err := peercred.Listen(sock, 0o600)
+	if err != nil {
+		return fmt.Errorf("master: %w", err)
+	}
+	reload := func() (master.Config, error) {
+		pc, err := loadPoolConfig(configAbs)
+		if err != nil {
+			return master.Config{}, err
+		}
+		return masterConfig(pc, configAbs, *name, *list, logger)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := m.ServeAdmin(ctx, lis, reload); err != nil {
+			logger.Error("administrator's socket failed", "err", err)
+		}
+	})
+	wg.Go(func() { reconfigOnHangup(ctx, hup, m, reload, logger) })
 	notifySystemd("READY=1")
-	logger.Info("master started", "daemons", len(cfg.Daemons))
+	logger.Info("master started", "daemons", len(cfg.Daemons), "socket", sock)
 	err = m.Run(ctx)
 	notifySystemd("STOPPING=1")
+	stop()
+	wg.Wait()
 	logger.Info("master stopped")
 	return err
+}
+
+// reconfigOnHangup re-reads the configuration on each SIGHUP, as
+// condor_master does, until ctx is done.
+func reconfigOnHangup(ctx context.Context, hup <-chan os.Signal, m *master.Master, reload func() (master.Config, error), logger *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+		}
+		cfg, err := reload()
+		if err == nil {
+			err = m.Reconfigure(ctx, cfg)
+		}
+		if err != nil {
+			logger.Error("reconfig refused; running on", "err", err)
+		}
+	}
+}
+
+// masterSocket is where the master of host serves the administrator.
+func masterSocket(runDir, host string) string {
+	return filepath.Join(runDir, "master."+host+".sock")
+}
+
+// runDirOf is the pool's RUN directory (default $(POOL_DIR)/run), where
+// masters keep their pid files and sockets.
+func runDirOf(pc *poolConfig) string {
+	return pc.c.String("RUN", filepath.Join(pc.c.String("POOL_DIR", filepath.Dir(pc.path)), "run"))
 }
 
 // daemonRoles are the daemons a master can run, by their DAEMON_LIST names.
@@ -77,7 +135,11 @@ func masterConfig(pc *poolConfig, configPath, host, list string, logger *slog.Lo
 	}
 	poolDir := pc.c.String("POOL_DIR", filepath.Dir(configPath))
 	logDir := pc.c.String("LOG", filepath.Join(poolDir, "log"))
-	runDir := pc.c.String("RUN", filepath.Join(poolDir, "run"))
+	runDir := runDirOf(pc)
+	cfg.Host = host
+	if cfg.Host == "" {
+		cfg.Host = hostName()
+	}
 	for _, dir := range []string{logDir, runDir} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return cfg, fmt.Errorf("master: %w", err)

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// appendConfig adds lines to the pool's configuration file; later
+// definitions override earlier ones.
+func (p *testPool) appendConfig(t *testing.T, lines string) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(p.dir, poolConfigName), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString("\n" + lines + "\n"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// slotStates returns each slot's State, by slot name.
+func (p *testPool) slotStates(t *testing.T) map[string]string {
+	t.Helper()
+	states := map[string]string{}
+	for _, ad := range p.jobs(t, "status") {
+		name, _ := ad["Name"].(string)
+		states[name], _ = ad["State"].(string)
+	}
+	return states
+}
+
+// A reconfig that turns START false takes effect on the idle slot (it
+// goes to the owner) without evicting the running job; turned true again,
+// the waiting job runs. Both jobs complete exactly once. Only the
+// administrator may reconfigure.
+func TestReconfigChangesStartWithoutEviction(t *testing.T) {
+	bin := publicBinary(t)
+	p := startPoolFrom(t, bin, 1, "NUM_SLOTS = 2\nNEGOTIATOR_INTERVAL = 2")
+	dir := t.TempDir()
+	os.Chmod(dir, 0o777)
+	first := p.submit(t, dir, "first.sub", "executable = /bin/sleep\narguments = 20\nlog = jobs.log\nqueue\n")
+	eventually(t, time.Minute, "the first job to run", func() bool { return p.jobStatus(t, fmt.Sprint(first)+".0") == 2 })
+
+	alice := newUser(t)
+	env := append([]string{asHarrier + "=1"}, p.env...)
+	if out, code := asUser(t, bin, alice.Username, env, "reconfig"); code == 0 || !strings.Contains(out, "only the pool administrator") {
+		t.Errorf("a user reconfigured the pool: exit %d: %s", code, out)
+	}
+
+	p.appendConfig(t, "START = FALSE")
+	if out := p.must(t, "reconfig"); !strings.Contains(out, "re-read the configuration") {
+		t.Errorf("reconfig said %q", out)
+	}
+	eventually(t, time.Minute, "the idle slot to go to its owner", func() bool {
+		n := 0
+		for _, st := range p.slotStates(t) {
+			if st == "Owner" {
+				n++
+			}
+		}
+		return n == 1
+	})
+	second := p.submit(t, dir, "second.sub", "executable = /bin/true\nlog = jobs.log\nqueue\n")
+	if st := p.jobStatus(t, fmt.Sprint(first)+".0"); st != 2 {
+		t.Errorf("the running job's status after the reconfig: %d, want 2 (running)", st)
+	}
+
+	p.appendConfig(t, "START = TRUE")
+	p.must(t, "reconfig")
+	eventually(t, 2*time.Minute, "both jobs to complete", func() bool {
+		out, code := p.harrier(t, "q", "-nobatch", "-af", "ClusterId")
+		return code == 0 && strings.TrimSpace(out) == ""
+	})
+	log, err := os.ReadFile(filepath.Join(dir, "jobs.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []int{first, second} {
+		if n := strings.Count(string(log), fmt.Sprintf("005 (%03d.000.000)", c)); n != 1 {
+			t.Errorf("cluster %d: %d completion events, want 1\n%s", c, n, log)
+		}
+	}
+	if strings.Contains(string(log), "004 (") {
+		t.Errorf("a job was evicted:\n%s", log)
+	}
+	startdLog, _ := os.ReadFile(filepath.Join(p.dir, "log", hostName()+".log"))
+	if !strings.Contains(string(startdLog), "reconfigured") {
+		t.Errorf("the startd's log does not say it reconfigured:\n%s", startdLog)
+	}
+}
+
+// off stops one daemon and the master leaves it off; on starts it again;
+// restart gives it a new process. A user may do none of it.
+func TestOffOnRestart(t *testing.T) {
+	bin := publicBinary(t)
+	p := startPoolFrom(t, bin, 1, "")
+	host := hostName()
+	pidFile := filepath.Join(p.dir, "run", host+".pid")
+	startd := readPid(pidFile)
+
+	alice := newUser(t)
+	env := append([]string{asHarrier + "=1"}, p.env...)
+	for _, verb := range []string{"off", "on", "restart"} {
+		if out, code := asUser(t, bin, alice.Username, env, verb, "-daemon", "agent"); code == 0 || !strings.Contains(out, "only the pool administrator") {
+			t.Errorf("a user ran %s: exit %d: %s", verb, code, out)
+		}
+	}
+
+	if out := p.must(t, "off", "-daemon", host); !strings.Contains(out, "turned off "+host) {
+		t.Errorf("off said %q", out)
+	}
+	if alive(startd) || readPid(pidFile) != 0 {
+		t.Fatalf("the startd runs after off")
+	}
+	// The master's back-off starts a dead daemon after about 2 s; a
+	// daemon turned off is not dead. Restart the agent meanwhile, and
+	// look again once that is done.
+	agentPid := readPid(filepath.Join(p.dir, "run", "agent.pid"))
+	if out := p.must(t, "restart", "-daemon", "agent"); !strings.Contains(out, "restarted agent") {
+		t.Errorf("restart said %q", out)
+	}
+	if now := readPid(filepath.Join(p.dir, "run", "agent.pid")); now == agentPid || !alive(now) {
+		t.Errorf("the agent was not restarted: pid %d, then %d", agentPid, now)
+	}
+	eventually(t, 30*time.Second, "the agent to answer", func() bool {
+		_, code := p.harrier(t, "q")
+		return code == 0
+	})
+	if readPid(pidFile) != 0 {
+		t.Errorf("the startd was started again while off")
+	}
+	p.must(t, "on", "-daemon", host)
+	if pid := readPid(pidFile); pid == 0 || !alive(pid) {
+		t.Errorf("the startd does not run after on")
+	}
+	if _, code := p.harrier(t, "off", "-daemon", "nosuch"); code == 0 {
+		t.Errorf("off of an unknown daemon succeeded")
+	}
+}
