@@ -21,7 +21,7 @@ import (
 // the kernel's peer credentials say who connected. reload reads the
 // configuration afresh for Reconfig.
 func (m *Master) ServeAdmin(ctx context.Context, lis net.Listener, reload func() (Config, error)) error {
-	srv := grpc.NewServer(grpc.Creds(peercred.Credentials()), grpc.UnaryInterceptor(onlyAdministrator))
+	srv := grpc.NewServer(grpc.Creds(peercred.Credentials()), grpc.UnaryInterceptor(peercred.AdministratorOnly))
 	wire.RegisterMasterAdminServer(srv, &adminEndpoint{m: m, reload: reload, started: time.Now()})
 	go func() {
 		<-ctx.Done()
@@ -31,20 +31,6 @@ func (m *Master) ServeAdmin(ctx context.Context, lis net.Listener, reload func()
 		return fmt.Errorf("master: serve the administrator: %w", err)
 	}
 	return nil
-}
-
-// onlyAdministrator refuses every caller but root and the master's own
-// user. The socket's mode already keeps others out; this holds even if
-// the mode is changed.
-func onlyAdministrator(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	cred, ok := peercred.FromContext(ctx)
-	if !ok {
-		return nil, status.Error(codes.Unauthenticated, "no peer credentials")
-	}
-	if cred.UID != 0 && int(cred.UID) != os.Geteuid() {
-		return nil, status.Errorf(codes.PermissionDenied, "%s: uid %d is not the pool administrator", info.FullMethod, cred.UID)
-	}
-	return handler(ctx, req)
 }
 
 // adminEndpoint serves the administrator on the master's socket.

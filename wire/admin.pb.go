@@ -466,6 +466,192 @@ func (x *DaemonInfo) GetOff() bool {
 	return false
 }
 
+type ConfigRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// keys to describe, whether the daemon uses them or not; empty: every
+	// key the daemon has looked up.
+	Keys          []string `protobuf:"bytes,1,rep,name=keys,proto3" json:"keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConfigRequest) Reset() {
+	*x = ConfigRequest{}
+	mi := &file_harrier_v1_admin_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConfigRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConfigRequest) ProtoMessage() {}
+
+func (x *ConfigRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_admin_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConfigRequest.ProtoReflect.Descriptor instead.
+func (*ConfigRequest) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ConfigRequest) GetKeys() []string {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+type ConfigReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Settings      []*ConfigSetting       `protobuf:"bytes,1,rep,name=settings,proto3" json:"settings,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConfigReply) Reset() {
+	*x = ConfigReply{}
+	mi := &file_harrier_v1_admin_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConfigReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConfigReply) ProtoMessage() {}
+
+func (x *ConfigReply) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_admin_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConfigReply.ProtoReflect.Descriptor instead.
+func (*ConfigReply) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ConfigReply) GetSettings() []*ConfigSetting {
+	if x != nil {
+		return x.Settings
+	}
+	return nil
+}
+
+// ConfigSetting is one key as the daemon sees it (config.Setting).
+type ConfigSetting struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Key     string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Value   string                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	Defined bool                   `protobuf:"varint,3,opt,name=defined,proto3" json:"defined,omitempty"`
+	// origin is "FILE:LINE" (with the template after a use line); empty
+	// if not defined.
+	Origin     string `protobuf:"bytes,4,opt,name=origin,proto3" json:"origin,omitempty"`
+	HasDefault bool   `protobuf:"varint,5,opt,name=has_default,json=hasDefault,proto3" json:"has_default,omitempty"`
+	Default    string `protobuf:"bytes,6,opt,name=default,proto3" json:"default,omitempty"`
+	// error says why the value does not expand.
+	Error         string `protobuf:"bytes,7,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConfigSetting) Reset() {
+	*x = ConfigSetting{}
+	mi := &file_harrier_v1_admin_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConfigSetting) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConfigSetting) ProtoMessage() {}
+
+func (x *ConfigSetting) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_admin_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConfigSetting.ProtoReflect.Descriptor instead.
+func (*ConfigSetting) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ConfigSetting) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *ConfigSetting) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
+func (x *ConfigSetting) GetDefined() bool {
+	if x != nil {
+		return x.Defined
+	}
+	return false
+}
+
+func (x *ConfigSetting) GetOrigin() string {
+	if x != nil {
+		return x.Origin
+	}
+	return ""
+}
+
+func (x *ConfigSetting) GetHasDefault() bool {
+	if x != nil {
+		return x.HasDefault
+	}
+	return false
+}
+
+func (x *ConfigSetting) GetDefault() string {
+	if x != nil {
+		return x.Default
+	}
+	return ""
+}
+
+func (x *ConfigSetting) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 var File_harrier_v1_admin_proto protoreflect.FileDescriptor
 
 const file_harrier_v1_admin_proto_rawDesc = "" +
@@ -498,7 +684,20 @@ const file_harrier_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"start_unix\x18\x03 \x01(\x03R\tstartUnix\x12\x1a\n" +
 	"\brestarts\x18\x04 \x01(\x05R\brestarts\x12\x10\n" +
-	"\x03off\x18\x05 \x01(\bR\x03off2\xa9\x01\n" +
+	"\x03off\x18\x05 \x01(\bR\x03off\"#\n" +
+	"\rConfigRequest\x12\x12\n" +
+	"\x04keys\x18\x01 \x03(\tR\x04keys\"D\n" +
+	"\vConfigReply\x125\n" +
+	"\bsettings\x18\x01 \x03(\v2\x19.harrier.v1.ConfigSettingR\bsettings\"\xba\x01\n" +
+	"\rConfigSetting\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\x12\x18\n" +
+	"\adefined\x18\x03 \x01(\bR\adefined\x12\x16\n" +
+	"\x06origin\x18\x04 \x01(\tR\x06origin\x12\x1f\n" +
+	"\vhas_default\x18\x05 \x01(\bR\n" +
+	"hasDefault\x12\x18\n" +
+	"\adefault\x18\x06 \x01(\tR\adefault\x12\x14\n" +
+	"\x05error\x18\a \x01(\tR\x05error2\xa9\x01\n" +
 	"\x0fMatchmakerAdmin\x12Q\n" +
 	"\x11SetPriorityFactor\x12$.harrier.v1.SetPriorityFactorRequest\x1a\x16.harrier.v1.AdminReply\x12C\n" +
 	"\n" +
@@ -508,7 +707,9 @@ const file_harrier_v1_admin_proto_rawDesc = "" +
 	"\x03Off\x12 .harrier.v1.DaemonControlRequest\x1a\x1e.harrier.v1.DaemonControlReply\x12F\n" +
 	"\x02On\x12 .harrier.v1.DaemonControlRequest\x1a\x1e.harrier.v1.DaemonControlReply\x12K\n" +
 	"\aRestart\x12 .harrier.v1.DaemonControlRequest\x1a\x1e.harrier.v1.DaemonControlReply\x12?\n" +
-	"\aDaemons\x12\x1a.harrier.v1.DaemonsRequest\x1a\x18.harrier.v1.DaemonsReplyB\x1aZ\x18harrier.dev/harrier/wireb\x06proto3"
+	"\aDaemons\x12\x1a.harrier.v1.DaemonsRequest\x1a\x18.harrier.v1.DaemonsReply2K\n" +
+	"\vDaemonAdmin\x12<\n" +
+	"\x06Config\x12\x19.harrier.v1.ConfigRequest\x1a\x17.harrier.v1.ConfigReplyB\x1aZ\x18harrier.dev/harrier/wireb\x06proto3"
 
 var (
 	file_harrier_v1_admin_proto_rawDescOnce sync.Once
@@ -522,7 +723,7 @@ func file_harrier_v1_admin_proto_rawDescGZIP() []byte {
 	return file_harrier_v1_admin_proto_rawDescData
 }
 
-var file_harrier_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_harrier_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_harrier_v1_admin_proto_goTypes = []any{
 	(*SetPriorityFactorRequest)(nil), // 0: harrier.v1.SetPriorityFactorRequest
 	(*ResetUsageRequest)(nil),        // 1: harrier.v1.ResetUsageRequest
@@ -533,28 +734,34 @@ var file_harrier_v1_admin_proto_goTypes = []any{
 	(*DaemonsRequest)(nil),           // 6: harrier.v1.DaemonsRequest
 	(*DaemonsReply)(nil),             // 7: harrier.v1.DaemonsReply
 	(*DaemonInfo)(nil),               // 8: harrier.v1.DaemonInfo
+	(*ConfigRequest)(nil),            // 9: harrier.v1.ConfigRequest
+	(*ConfigReply)(nil),              // 10: harrier.v1.ConfigReply
+	(*ConfigSetting)(nil),            // 11: harrier.v1.ConfigSetting
 }
 var file_harrier_v1_admin_proto_depIdxs = []int32{
-	8, // 0: harrier.v1.DaemonsReply.daemons:type_name -> harrier.v1.DaemonInfo
-	0, // 1: harrier.v1.MatchmakerAdmin.SetPriorityFactor:input_type -> harrier.v1.SetPriorityFactorRequest
-	1, // 2: harrier.v1.MatchmakerAdmin.ResetUsage:input_type -> harrier.v1.ResetUsageRequest
-	3, // 3: harrier.v1.MasterAdmin.Reconfig:input_type -> harrier.v1.ReconfigRequest
-	4, // 4: harrier.v1.MasterAdmin.Off:input_type -> harrier.v1.DaemonControlRequest
-	4, // 5: harrier.v1.MasterAdmin.On:input_type -> harrier.v1.DaemonControlRequest
-	4, // 6: harrier.v1.MasterAdmin.Restart:input_type -> harrier.v1.DaemonControlRequest
-	6, // 7: harrier.v1.MasterAdmin.Daemons:input_type -> harrier.v1.DaemonsRequest
-	2, // 8: harrier.v1.MatchmakerAdmin.SetPriorityFactor:output_type -> harrier.v1.AdminReply
-	2, // 9: harrier.v1.MatchmakerAdmin.ResetUsage:output_type -> harrier.v1.AdminReply
-	2, // 10: harrier.v1.MasterAdmin.Reconfig:output_type -> harrier.v1.AdminReply
-	5, // 11: harrier.v1.MasterAdmin.Off:output_type -> harrier.v1.DaemonControlReply
-	5, // 12: harrier.v1.MasterAdmin.On:output_type -> harrier.v1.DaemonControlReply
-	5, // 13: harrier.v1.MasterAdmin.Restart:output_type -> harrier.v1.DaemonControlReply
-	7, // 14: harrier.v1.MasterAdmin.Daemons:output_type -> harrier.v1.DaemonsReply
-	8, // [8:15] is the sub-list for method output_type
-	1, // [1:8] is the sub-list for method input_type
-	1, // [1:1] is the sub-list for extension type_name
-	1, // [1:1] is the sub-list for extension extendee
-	0, // [0:1] is the sub-list for field type_name
+	8,  // 0: harrier.v1.DaemonsReply.daemons:type_name -> harrier.v1.DaemonInfo
+	11, // 1: harrier.v1.ConfigReply.settings:type_name -> harrier.v1.ConfigSetting
+	0,  // 2: harrier.v1.MatchmakerAdmin.SetPriorityFactor:input_type -> harrier.v1.SetPriorityFactorRequest
+	1,  // 3: harrier.v1.MatchmakerAdmin.ResetUsage:input_type -> harrier.v1.ResetUsageRequest
+	3,  // 4: harrier.v1.MasterAdmin.Reconfig:input_type -> harrier.v1.ReconfigRequest
+	4,  // 5: harrier.v1.MasterAdmin.Off:input_type -> harrier.v1.DaemonControlRequest
+	4,  // 6: harrier.v1.MasterAdmin.On:input_type -> harrier.v1.DaemonControlRequest
+	4,  // 7: harrier.v1.MasterAdmin.Restart:input_type -> harrier.v1.DaemonControlRequest
+	6,  // 8: harrier.v1.MasterAdmin.Daemons:input_type -> harrier.v1.DaemonsRequest
+	9,  // 9: harrier.v1.DaemonAdmin.Config:input_type -> harrier.v1.ConfigRequest
+	2,  // 10: harrier.v1.MatchmakerAdmin.SetPriorityFactor:output_type -> harrier.v1.AdminReply
+	2,  // 11: harrier.v1.MatchmakerAdmin.ResetUsage:output_type -> harrier.v1.AdminReply
+	2,  // 12: harrier.v1.MasterAdmin.Reconfig:output_type -> harrier.v1.AdminReply
+	5,  // 13: harrier.v1.MasterAdmin.Off:output_type -> harrier.v1.DaemonControlReply
+	5,  // 14: harrier.v1.MasterAdmin.On:output_type -> harrier.v1.DaemonControlReply
+	5,  // 15: harrier.v1.MasterAdmin.Restart:output_type -> harrier.v1.DaemonControlReply
+	7,  // 16: harrier.v1.MasterAdmin.Daemons:output_type -> harrier.v1.DaemonsReply
+	10, // 17: harrier.v1.DaemonAdmin.Config:output_type -> harrier.v1.ConfigReply
+	10, // [10:18] is the sub-list for method output_type
+	2,  // [2:10] is the sub-list for method input_type
+	2,  // [2:2] is the sub-list for extension type_name
+	2,  // [2:2] is the sub-list for extension extendee
+	0,  // [0:2] is the sub-list for field type_name
 }
 
 func init() { file_harrier_v1_admin_proto_init() }
@@ -568,9 +775,9 @@ func file_harrier_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harrier_v1_admin_proto_rawDesc), len(file_harrier_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   12,
 			NumExtensions: 0,
-			NumServices:   2,
+			NumServices:   3,
 		},
 		GoTypes:           file_harrier_v1_admin_proto_goTypes,
 		DependencyIndexes: file_harrier_v1_admin_proto_depIdxs,

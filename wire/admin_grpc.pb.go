@@ -444,3 +444,117 @@ var MasterAdmin_ServiceDesc = grpc.ServiceDesc{
 	Streams:  []grpc.StreamDesc{},
 	Metadata: "harrier/v1/admin.proto",
 }
+
+const (
+	DaemonAdmin_Config_FullMethodName = "/harrier.v1.DaemonAdmin/Config"
+)
+
+// DaemonAdminClient is the client API for DaemonAdmin service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// DaemonAdmin is a daemon at the administrator's service, as
+// condor_config_val -daemon asks a daemon. Each daemon serves it on a Unix
+// socket in the RUN directory, NAME.admin.sock, that only root may open
+// (checked again by SO_PEERCRED), never over the network.
+type DaemonAdminClient interface {
+	// Config describes the configuration the daemon uses.
+	Config(ctx context.Context, in *ConfigRequest, opts ...grpc.CallOption) (*ConfigReply, error)
+}
+
+type daemonAdminClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewDaemonAdminClient(cc grpc.ClientConnInterface) DaemonAdminClient {
+	return &daemonAdminClient{cc}
+}
+
+func (c *daemonAdminClient) Config(ctx context.Context, in *ConfigRequest, opts ...grpc.CallOption) (*ConfigReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ConfigReply)
+	err := c.cc.Invoke(ctx, DaemonAdmin_Config_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// DaemonAdminServer is the server API for DaemonAdmin service.
+// All implementations must embed UnimplementedDaemonAdminServer
+// for forward compatibility.
+//
+// DaemonAdmin is a daemon at the administrator's service, as
+// condor_config_val -daemon asks a daemon. Each daemon serves it on a Unix
+// socket in the RUN directory, NAME.admin.sock, that only root may open
+// (checked again by SO_PEERCRED), never over the network.
+type DaemonAdminServer interface {
+	// Config describes the configuration the daemon uses.
+	Config(context.Context, *ConfigRequest) (*ConfigReply, error)
+	mustEmbedUnimplementedDaemonAdminServer()
+}
+
+// UnimplementedDaemonAdminServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedDaemonAdminServer struct{}
+
+func (UnimplementedDaemonAdminServer) Config(context.Context, *ConfigRequest) (*ConfigReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method Config not implemented")
+}
+func (UnimplementedDaemonAdminServer) mustEmbedUnimplementedDaemonAdminServer() {}
+func (UnimplementedDaemonAdminServer) testEmbeddedByValue()                     {}
+
+// UnsafeDaemonAdminServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to DaemonAdminServer will
+// result in compilation errors.
+type UnsafeDaemonAdminServer interface {
+	mustEmbedUnimplementedDaemonAdminServer()
+}
+
+func RegisterDaemonAdminServer(s grpc.ServiceRegistrar, srv DaemonAdminServer) {
+	// If the following call panics, it indicates UnimplementedDaemonAdminServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&DaemonAdmin_ServiceDesc, srv)
+}
+
+func _DaemonAdmin_Config_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ConfigRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DaemonAdminServer).Config(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: DaemonAdmin_Config_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DaemonAdminServer).Config(ctx, req.(*ConfigRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// DaemonAdmin_ServiceDesc is the grpc.ServiceDesc for DaemonAdmin service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var DaemonAdmin_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "harrier.v1.DaemonAdmin",
+	HandlerType: (*DaemonAdminServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Config",
+			Handler:    _DaemonAdmin_Config_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "harrier/v1/admin.proto",
+}

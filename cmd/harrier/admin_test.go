@@ -142,3 +142,70 @@ func TestOffOnRestart(t *testing.T) {
 		t.Errorf("off of an unknown daemon succeeded")
 	}
 }
+
+// lineOf returns the number of the first line of path that is text.
+func lineOf(t *testing.T, path, text string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range strings.Split(string(b), "\n") {
+		if strings.TrimSpace(l) == text {
+			return i + 1
+		}
+	}
+	t.Fatalf("%s has no line %q", path, text)
+	return 0
+}
+
+// config-val shows a value and the file and line it comes from, or that
+// it is a daemon's default; -dump lists what a daemon uses; a daemon
+// answers with what it re-read on reconfig. Only the administrator may
+// ask a daemon.
+func TestConfigVal(t *testing.T) {
+	bin := publicBinary(t)
+	p := startPoolFrom(t, bin, 1, "NUM_SLOTS = 2")
+	conf := filepath.Join(p.dir, poolConfigName)
+	host := hostName()
+
+	want := fmt.Sprintf("START = TRUE\n # at %s:%d\n", conf, lineOf(t, conf, "START = TRUE"))
+	if out := p.must(t, "config-val", "-verbose", "START"); out != want {
+		t.Errorf("config-val -verbose START: %q, want %q", out, want)
+	}
+	if out := p.must(t, "config-val", "-daemon", host, "-verbose", "START"); out != want {
+		t.Errorf("config-val -daemon %s -verbose START: %q, want %q", host, out, want)
+	}
+	if out := p.must(t, "config-val", "-daemon", host, "-verbose", "POLLING_INTERVAL"); out != "POLLING_INTERVAL = 1\n # not defined: the daemon's default\n" {
+		t.Errorf("the startd's default polling interval: %q", out)
+	}
+	if out, code := p.harrier(t, "config-val", "NO_SUCH_KEY"); code != 1 || !strings.Contains(out, "Not defined: NO_SUCH_KEY") {
+		t.Errorf("an undefined key: exit %d: %s", code, out)
+	}
+	startd := p.must(t, "config-val", "-daemon", host, "-dump")
+	mm := p.must(t, "config-val", "-daemon", "matchmaker", "-dump")
+	for _, c := range []struct {
+		out, line string
+		want      bool
+	}{
+		{startd, "NUM_SLOTS = 2", true}, {startd, "CLAIM_LEASE = 60", true}, {startd, "NEGOTIATOR_INTERVAL = 20", false},
+		{mm, "NEGOTIATOR_INTERVAL = 20", true}, {mm, "NUM_SLOTS = 2", false},
+	} {
+		if strings.Contains(c.out, c.line+"\n") != c.want {
+			t.Errorf("%q in a -dump: %v, want %v\n%s", c.line, !c.want, c.want, c.out)
+		}
+	}
+
+	p.appendConfig(t, "START = FALSE")
+	p.must(t, "reconfig")
+	want = fmt.Sprintf("START = FALSE\n # at %s:%d\n", conf, lineOf(t, conf, "START = FALSE"))
+	eventually(t, 30*time.Second, "the startd to re-read its configuration", func() bool {
+		return p.must(t, "config-val", "-daemon", host, "-verbose", "START") == want
+	})
+
+	alice := newUser(t)
+	env := append([]string{asHarrier + "=1"}, p.env...)
+	if out, code := asUser(t, bin, alice.Username, env, "config-val", "-daemon", "agent", "-dump"); code == 0 || !strings.Contains(out, "only the pool administrator") {
+		t.Errorf("a user asked the agent: exit %d: %s", code, out)
+	}
+}

@@ -137,19 +137,9 @@ func eachMaster(pc *poolConfig, host string, f func(ctx context.Context, host st
 
 // callMaster connects to the master's socket at sock and calls f.
 func callMaster(sock, host string, f func(ctx context.Context, host string, c wire.MasterAdminClient) error) error {
-	// Dial once first: a refusal by the socket's permissions is said in
-	// words, not as an unavailable server.
-	probe, err := net.Dial("unix", sock)
-	switch {
-	case errors.Is(err, syscall.EACCES):
-		return errNotAdministrator
-	case err != nil:
-		return fmt.Errorf("%s: no master answers at %s: %w", host, sock, err)
-	}
-	probe.Close()
-	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := dialAdmin(sock, "master of "+host)
 	if err != nil {
-		return fmt.Errorf("%s: connect to the master: %w", host, err)
+		return err
 	}
 	defer conn.Close()
 	// Stopping a daemon may take its whole grace time.
@@ -162,4 +152,24 @@ func callMaster(sock, host string, f func(ctx context.Context, host string, c wi
 		return rpcError(host, err)
 	}
 	return nil
+}
+
+// dialAdmin connects to the administrator's socket of a master or a
+// daemon (what, for errors).
+func dialAdmin(sock, what string) (*grpc.ClientConn, error) {
+	// Dial once first: a refusal by the socket's permissions is said in
+	// words, not as an unavailable server.
+	probe, err := net.Dial("unix", sock)
+	switch {
+	case errors.Is(err, syscall.EACCES):
+		return nil, errNotAdministrator
+	case err != nil:
+		return nil, fmt.Errorf("the %s does not answer at %s: %w", what, sock, err)
+	}
+	probe.Close()
+	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, fmt.Errorf("connect to the %s: %w", what, err)
+	}
+	return conn, nil
 }

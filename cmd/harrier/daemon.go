@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -56,8 +57,28 @@ func runDaemon(args []string, _ io.Reader, _ io.Writer) error {
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	reconfigs := make(chan *poolConfig)
+	// The configuration the daemon runs on, for the administrator.
+	var current atomic.Pointer[poolConfig]
+	current.Store(pc)
+	adminName := role
+	if role == "startd" && *name != "" {
+		adminName = *name // as its master names it
+	}
+	runDir := runDirOf(pc)
+	if err := os.MkdirAll(runDir, 0o755); err != nil {
+		return fmt.Errorf("%s: %w", role, err)
+	}
+	adminLis, err := peercred.Listen(daemonAdminSocket(runDir, adminName), 0o600)
+	if err != nil {
+		return fmt.Errorf("%s: administrator's socket: %w", role, err)
+	}
 	var wg sync.WaitGroup
-	wg.Go(func() { rereadOnHangup(ctx, hup, pc, role == "startd", reconfigs, logger) })
+	wg.Go(func() {
+		if err := serveDaemonAdmin(ctx, adminLis, &current); err != nil {
+			logger.Error("administrator's socket failed", "err", err)
+		}
+	})
+	wg.Go(func() { rereadOnHangup(ctx, hup, pc, role == "startd", reconfigs, &current, logger) })
 	switch role {
 	case "matchmaker":
 		err = serveMatchmaker(ctx, pc, logger)
@@ -87,7 +108,7 @@ func runDaemon(args []string, _ io.Reader, _ io.Writer) error {
 // new configuration from reconfigs and applies what it can at once; the
 // matchmaker and the agent apply changes when they restart, which is
 // logged. A file that does not load is logged and ignored.
-func rereadOnHangup(ctx context.Context, hup <-chan os.Signal, pc *poolConfig, live bool, reconfigs chan<- *poolConfig, logger *slog.Logger) {
+func rereadOnHangup(ctx context.Context, hup <-chan os.Signal, pc *poolConfig, live bool, reconfigs chan<- *poolConfig, current *atomic.Pointer[poolConfig], logger *slog.Logger) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -110,6 +131,7 @@ func rereadOnHangup(ctx context.Context, hup <-chan os.Signal, pc *poolConfig, l
 			continue
 		}
 		logger.Info("configuration re-read", "changed", changed)
+		current.Store(next)
 		select {
 		case reconfigs <- next:
 		case <-ctx.Done():
@@ -119,19 +141,25 @@ func rereadOnHangup(ctx context.Context, hup <-chan os.Signal, pc *poolConfig, l
 }
 
 // changedKeys lists the keys whose expanded value differs between two
-// configurations, or that only one defines.
+// configurations, or that only one defines. (Values, unlike Lookup, does
+// not count as the daemon using a key.)
 func changedKeys(old, next *config.Config) []string {
-	var changed []string
-	seen := map[string]bool{}
-	for _, k := range append(old.Keys(), next.Keys()...) {
-		lk := strings.ToLower(k)
-		if seen[lk] {
-			continue
+	lower := func(values map[string]string) map[string]string {
+		m := make(map[string]string, len(values))
+		for k, v := range values {
+			m[strings.ToLower(k)] = v
 		}
-		seen[lk] = true
-		a, aok := old.Lookup(k)
-		b, bok := next.Lookup(k)
-		if a != b || aok != bok {
+		return m
+	}
+	a, b := lower(old.Values()), lower(next.Values())
+	var changed []string
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			changed = append(changed, k)
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
 			changed = append(changed, k)
 		}
 	}

@@ -11,6 +11,7 @@
 //	harrier classad eval ...                              evaluate ClassAd expressions
 //	harrier userprio                                      show user priorities
 //	harrier reconfig | off | on | restart [-daemon NAME] [HOST]  administer the daemons
+//	harrier config-val [-daemon NAME] [-verbose] KEY... | -dump  show the configuration
 //	harrier bench negotiate --machines M --jobs J ...     time one negotiation cycle
 //	harrier daemon matchmaker|agent|startd --config FILE  run one daemon
 //
@@ -82,6 +83,7 @@ func commands() []command {
 		{"off", "off [--pool DIR] [-daemon NAME] [HOST]", daemonControl("off")},
 		{"on", "on [--pool DIR] [-daemon NAME] [HOST]", daemonControl("on")},
 		{"restart", "restart [--pool DIR] [-daemon NAME] [HOST]", daemonControl("restart")},
+		{"config-val", "config-val [--pool DIR] [-daemon NAME] [-verbose] {KEY... | -dump}", runConfigVal},
 		{"daemon", "daemon matchmaker|agent|startd --config FILE [--name NAME]", runDaemon},
 		{"shadow", "shadow (started by the agent)", runShadow},
 		{"starter", "starter (started by a startd)", runStarter},
