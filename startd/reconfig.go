@@ -27,6 +27,10 @@ func (s *Startd) Reconfigure(cfg Config) error {
 	}
 	s.mu.Lock()
 	restart := needRestart(s.cfg, next)
+	if s.adc.draining {
+		// Draining holds START false until cancelled.
+		s.configuredStart, pol.start = pol.start, drainStart
+	}
 	s.adc.policy = pol
 	s.cfg.Start, s.cfg.Rank = next.Start, next.Rank
 	s.cfg.Suspend, s.cfg.Continue, s.cfg.Preempt, s.cfg.Kill = next.Suspend, next.Continue, next.Preempt, next.Kill

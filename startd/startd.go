@@ -12,6 +12,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/pki"
 	"harrier.dev/harrier/wire"
 )
@@ -41,6 +42,9 @@ type Startd struct {
 	// adc is what the ads take from the configuration; Serve sets its
 	// addr before any ad is built.
 	adc adConfig
+	// configuredStart is the configuration's START while the machine
+	// drains (adc.policy.start is then false).
+	configuredStart classad.Expr
 }
 
 // New checks cfg, prepares the execute directory (removing scratch
