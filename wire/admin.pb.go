@@ -466,6 +466,105 @@ func (x *DaemonInfo) GetOff() bool {
 	return false
 }
 
+type DrainRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// quick also vacates the running jobs; without it they finish.
+	Quick bool `protobuf:"varint,1,opt,name=quick,proto3" json:"quick,omitempty"`
+	// cancel puts the machine back in service.
+	Cancel        bool `protobuf:"varint,2,opt,name=cancel,proto3" json:"cancel,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DrainRequest) Reset() {
+	*x = DrainRequest{}
+	mi := &file_harrier_v1_admin_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DrainRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DrainRequest) ProtoMessage() {}
+
+func (x *DrainRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_admin_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DrainRequest.ProtoReflect.Descriptor instead.
+func (*DrainRequest) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *DrainRequest) GetQuick() bool {
+	if x != nil {
+		return x.Quick
+	}
+	return false
+}
+
+func (x *DrainRequest) GetCancel() bool {
+	if x != nil {
+		return x.Cancel
+	}
+	return false
+}
+
+type DrainReply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// vacated names the slots whose jobs were vacated.
+	Vacated       []string `protobuf:"bytes,1,rep,name=vacated,proto3" json:"vacated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DrainReply) Reset() {
+	*x = DrainReply{}
+	mi := &file_harrier_v1_admin_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DrainReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DrainReply) ProtoMessage() {}
+
+func (x *DrainReply) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_admin_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DrainReply.ProtoReflect.Descriptor instead.
+func (*DrainReply) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *DrainReply) GetVacated() []string {
+	if x != nil {
+		return x.Vacated
+	}
+	return nil
+}
+
 type ConfigRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// keys to describe, whether the daemon uses them or not; empty: every
@@ -477,7 +576,7 @@ type ConfigRequest struct {
 
 func (x *ConfigRequest) Reset() {
 	*x = ConfigRequest{}
-	mi := &file_harrier_v1_admin_proto_msgTypes[9]
+	mi := &file_harrier_v1_admin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -489,7 +588,7 @@ func (x *ConfigRequest) String() string {
 func (*ConfigRequest) ProtoMessage() {}
 
 func (x *ConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_admin_proto_msgTypes[9]
+	mi := &file_harrier_v1_admin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -502,7 +601,7 @@ func (x *ConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigRequest.ProtoReflect.Descriptor instead.
 func (*ConfigRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{9}
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ConfigRequest) GetKeys() []string {
@@ -521,7 +620,7 @@ type ConfigReply struct {
 
 func (x *ConfigReply) Reset() {
 	*x = ConfigReply{}
-	mi := &file_harrier_v1_admin_proto_msgTypes[10]
+	mi := &file_harrier_v1_admin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -533,7 +632,7 @@ func (x *ConfigReply) String() string {
 func (*ConfigReply) ProtoMessage() {}
 
 func (x *ConfigReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_admin_proto_msgTypes[10]
+	mi := &file_harrier_v1_admin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -546,7 +645,7 @@ func (x *ConfigReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigReply.ProtoReflect.Descriptor instead.
 func (*ConfigReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{10}
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ConfigReply) GetSettings() []*ConfigSetting {
@@ -575,7 +674,7 @@ type ConfigSetting struct {
 
 func (x *ConfigSetting) Reset() {
 	*x = ConfigSetting{}
-	mi := &file_harrier_v1_admin_proto_msgTypes[11]
+	mi := &file_harrier_v1_admin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -587,7 +686,7 @@ func (x *ConfigSetting) String() string {
 func (*ConfigSetting) ProtoMessage() {}
 
 func (x *ConfigSetting) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_admin_proto_msgTypes[11]
+	mi := &file_harrier_v1_admin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -600,7 +699,7 @@ func (x *ConfigSetting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigSetting.ProtoReflect.Descriptor instead.
 func (*ConfigSetting) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{11}
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ConfigSetting) GetKey() string {
@@ -684,7 +783,13 @@ const file_harrier_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"start_unix\x18\x03 \x01(\x03R\tstartUnix\x12\x1a\n" +
 	"\brestarts\x18\x04 \x01(\x05R\brestarts\x12\x10\n" +
-	"\x03off\x18\x05 \x01(\bR\x03off\"#\n" +
+	"\x03off\x18\x05 \x01(\bR\x03off\"<\n" +
+	"\fDrainRequest\x12\x14\n" +
+	"\x05quick\x18\x01 \x01(\bR\x05quick\x12\x16\n" +
+	"\x06cancel\x18\x02 \x01(\bR\x06cancel\"&\n" +
+	"\n" +
+	"DrainReply\x12\x18\n" +
+	"\avacated\x18\x01 \x03(\tR\avacated\"#\n" +
 	"\rConfigRequest\x12\x12\n" +
 	"\x04keys\x18\x01 \x03(\tR\x04keys\"D\n" +
 	"\vConfigReply\x125\n" +
@@ -707,9 +812,10 @@ const file_harrier_v1_admin_proto_rawDesc = "" +
 	"\x03Off\x12 .harrier.v1.DaemonControlRequest\x1a\x1e.harrier.v1.DaemonControlReply\x12F\n" +
 	"\x02On\x12 .harrier.v1.DaemonControlRequest\x1a\x1e.harrier.v1.DaemonControlReply\x12K\n" +
 	"\aRestart\x12 .harrier.v1.DaemonControlRequest\x1a\x1e.harrier.v1.DaemonControlReply\x12?\n" +
-	"\aDaemons\x12\x1a.harrier.v1.DaemonsRequest\x1a\x18.harrier.v1.DaemonsReply2K\n" +
+	"\aDaemons\x12\x1a.harrier.v1.DaemonsRequest\x1a\x18.harrier.v1.DaemonsReply2\x86\x01\n" +
 	"\vDaemonAdmin\x12<\n" +
-	"\x06Config\x12\x19.harrier.v1.ConfigRequest\x1a\x17.harrier.v1.ConfigReplyB\x1aZ\x18harrier.dev/harrier/wireb\x06proto3"
+	"\x06Config\x12\x19.harrier.v1.ConfigRequest\x1a\x17.harrier.v1.ConfigReply\x129\n" +
+	"\x05Drain\x12\x18.harrier.v1.DrainRequest\x1a\x16.harrier.v1.DrainReplyB\x1aZ\x18harrier.dev/harrier/wireb\x06proto3"
 
 var (
 	file_harrier_v1_admin_proto_rawDescOnce sync.Once
@@ -723,7 +829,7 @@ func file_harrier_v1_admin_proto_rawDescGZIP() []byte {
 	return file_harrier_v1_admin_proto_rawDescData
 }
 
-var file_harrier_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_harrier_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_harrier_v1_admin_proto_goTypes = []any{
 	(*SetPriorityFactorRequest)(nil), // 0: harrier.v1.SetPriorityFactorRequest
 	(*ResetUsageRequest)(nil),        // 1: harrier.v1.ResetUsageRequest
@@ -734,13 +840,15 @@ var file_harrier_v1_admin_proto_goTypes = []any{
 	(*DaemonsRequest)(nil),           // 6: harrier.v1.DaemonsRequest
 	(*DaemonsReply)(nil),             // 7: harrier.v1.DaemonsReply
 	(*DaemonInfo)(nil),               // 8: harrier.v1.DaemonInfo
-	(*ConfigRequest)(nil),            // 9: harrier.v1.ConfigRequest
-	(*ConfigReply)(nil),              // 10: harrier.v1.ConfigReply
-	(*ConfigSetting)(nil),            // 11: harrier.v1.ConfigSetting
+	(*DrainRequest)(nil),             // 9: harrier.v1.DrainRequest
+	(*DrainReply)(nil),               // 10: harrier.v1.DrainReply
+	(*ConfigRequest)(nil),            // 11: harrier.v1.ConfigRequest
+	(*ConfigReply)(nil),              // 12: harrier.v1.ConfigReply
+	(*ConfigSetting)(nil),            // 13: harrier.v1.ConfigSetting
 }
 var file_harrier_v1_admin_proto_depIdxs = []int32{
 	8,  // 0: harrier.v1.DaemonsReply.daemons:type_name -> harrier.v1.DaemonInfo
-	11, // 1: harrier.v1.ConfigReply.settings:type_name -> harrier.v1.ConfigSetting
+	13, // 1: harrier.v1.ConfigReply.settings:type_name -> harrier.v1.ConfigSetting
 	0,  // 2: harrier.v1.MatchmakerAdmin.SetPriorityFactor:input_type -> harrier.v1.SetPriorityFactorRequest
 	1,  // 3: harrier.v1.MatchmakerAdmin.ResetUsage:input_type -> harrier.v1.ResetUsageRequest
 	3,  // 4: harrier.v1.MasterAdmin.Reconfig:input_type -> harrier.v1.ReconfigRequest
@@ -748,17 +856,19 @@ var file_harrier_v1_admin_proto_depIdxs = []int32{
 	4,  // 6: harrier.v1.MasterAdmin.On:input_type -> harrier.v1.DaemonControlRequest
 	4,  // 7: harrier.v1.MasterAdmin.Restart:input_type -> harrier.v1.DaemonControlRequest
 	6,  // 8: harrier.v1.MasterAdmin.Daemons:input_type -> harrier.v1.DaemonsRequest
-	9,  // 9: harrier.v1.DaemonAdmin.Config:input_type -> harrier.v1.ConfigRequest
-	2,  // 10: harrier.v1.MatchmakerAdmin.SetPriorityFactor:output_type -> harrier.v1.AdminReply
-	2,  // 11: harrier.v1.MatchmakerAdmin.ResetUsage:output_type -> harrier.v1.AdminReply
-	2,  // 12: harrier.v1.MasterAdmin.Reconfig:output_type -> harrier.v1.AdminReply
-	5,  // 13: harrier.v1.MasterAdmin.Off:output_type -> harrier.v1.DaemonControlReply
-	5,  // 14: harrier.v1.MasterAdmin.On:output_type -> harrier.v1.DaemonControlReply
-	5,  // 15: harrier.v1.MasterAdmin.Restart:output_type -> harrier.v1.DaemonControlReply
-	7,  // 16: harrier.v1.MasterAdmin.Daemons:output_type -> harrier.v1.DaemonsReply
-	10, // 17: harrier.v1.DaemonAdmin.Config:output_type -> harrier.v1.ConfigReply
-	10, // [10:18] is the sub-list for method output_type
-	2,  // [2:10] is the sub-list for method input_type
+	11, // 9: harrier.v1.DaemonAdmin.Config:input_type -> harrier.v1.ConfigRequest
+	9,  // 10: harrier.v1.DaemonAdmin.Drain:input_type -> harrier.v1.DrainRequest
+	2,  // 11: harrier.v1.MatchmakerAdmin.SetPriorityFactor:output_type -> harrier.v1.AdminReply
+	2,  // 12: harrier.v1.MatchmakerAdmin.ResetUsage:output_type -> harrier.v1.AdminReply
+	2,  // 13: harrier.v1.MasterAdmin.Reconfig:output_type -> harrier.v1.AdminReply
+	5,  // 14: harrier.v1.MasterAdmin.Off:output_type -> harrier.v1.DaemonControlReply
+	5,  // 15: harrier.v1.MasterAdmin.On:output_type -> harrier.v1.DaemonControlReply
+	5,  // 16: harrier.v1.MasterAdmin.Restart:output_type -> harrier.v1.DaemonControlReply
+	7,  // 17: harrier.v1.MasterAdmin.Daemons:output_type -> harrier.v1.DaemonsReply
+	12, // 18: harrier.v1.DaemonAdmin.Config:output_type -> harrier.v1.ConfigReply
+	10, // 19: harrier.v1.DaemonAdmin.Drain:output_type -> harrier.v1.DrainReply
+	11, // [11:20] is the sub-list for method output_type
+	2,  // [2:11] is the sub-list for method input_type
 	2,  // [2:2] is the sub-list for extension type_name
 	2,  // [2:2] is the sub-list for extension extendee
 	0,  // [0:2] is the sub-list for field type_name
@@ -775,7 +885,7 @@ func file_harrier_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harrier_v1_admin_proto_rawDesc), len(file_harrier_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

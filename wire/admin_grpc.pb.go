@@ -447,6 +447,7 @@ var MasterAdmin_ServiceDesc = grpc.ServiceDesc{
 
 const (
 	DaemonAdmin_Config_FullMethodName = "/harrier.v1.DaemonAdmin/Config"
+	DaemonAdmin_Drain_FullMethodName  = "/harrier.v1.DaemonAdmin/Drain"
 )
 
 // DaemonAdminClient is the client API for DaemonAdmin service.
@@ -460,6 +461,9 @@ const (
 type DaemonAdminClient interface {
 	// Config describes the configuration the daemon uses.
 	Config(ctx context.Context, in *ConfigRequest, opts ...grpc.CallOption) (*ConfigReply, error)
+	// Drain takes a startd's machine out of service, as condor_drain
+	// does; other daemons answer Unimplemented.
+	Drain(ctx context.Context, in *DrainRequest, opts ...grpc.CallOption) (*DrainReply, error)
 }
 
 type daemonAdminClient struct {
@@ -480,6 +484,16 @@ func (c *daemonAdminClient) Config(ctx context.Context, in *ConfigRequest, opts 
 	return out, nil
 }
 
+func (c *daemonAdminClient) Drain(ctx context.Context, in *DrainRequest, opts ...grpc.CallOption) (*DrainReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DrainReply)
+	err := c.cc.Invoke(ctx, DaemonAdmin_Drain_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // DaemonAdminServer is the server API for DaemonAdmin service.
 // All implementations must embed UnimplementedDaemonAdminServer
 // for forward compatibility.
@@ -491,6 +505,9 @@ func (c *daemonAdminClient) Config(ctx context.Context, in *ConfigRequest, opts 
 type DaemonAdminServer interface {
 	// Config describes the configuration the daemon uses.
 	Config(context.Context, *ConfigRequest) (*ConfigReply, error)
+	// Drain takes a startd's machine out of service, as condor_drain
+	// does; other daemons answer Unimplemented.
+	Drain(context.Context, *DrainRequest) (*DrainReply, error)
 	mustEmbedUnimplementedDaemonAdminServer()
 }
 
@@ -503,6 +520,9 @@ type UnimplementedDaemonAdminServer struct{}
 
 func (UnimplementedDaemonAdminServer) Config(context.Context, *ConfigRequest) (*ConfigReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method Config not implemented")
+}
+func (UnimplementedDaemonAdminServer) Drain(context.Context, *DrainRequest) (*DrainReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method Drain not implemented")
 }
 func (UnimplementedDaemonAdminServer) mustEmbedUnimplementedDaemonAdminServer() {}
 func (UnimplementedDaemonAdminServer) testEmbeddedByValue()                     {}
@@ -543,6 +563,24 @@ func _DaemonAdmin_Config_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _DaemonAdmin_Drain_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DrainRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DaemonAdminServer).Drain(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: DaemonAdmin_Drain_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DaemonAdminServer).Drain(ctx, req.(*DrainRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // DaemonAdmin_ServiceDesc is the grpc.ServiceDesc for DaemonAdmin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -553,6 +591,10 @@ var DaemonAdmin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Config",
 			Handler:    _DaemonAdmin_Config_Handler,
+		},
+		{
+			MethodName: "Drain",
+			Handler:    _DaemonAdmin_Drain_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -209,3 +209,60 @@ func TestConfigVal(t *testing.T) {
 		t.Errorf("a user asked the agent: exit %d: %s", code, out)
 	}
 }
+
+// A graceful drain takes the machine out of service without touching
+// the running job; a quick one vacates it; cancelled, the machine runs
+// both jobs to completion. Only the administrator may drain.
+func TestDrain(t *testing.T) {
+	bin := publicBinary(t)
+	p := startPoolFrom(t, bin, 1, "NUM_SLOTS = 2\nNEGOTIATOR_INTERVAL = 2")
+	host := hostName()
+	dir := t.TempDir()
+	os.Chmod(dir, 0o777)
+	first := p.submit(t, dir, "first.sub", "executable = /bin/sleep\narguments = 20\nlog = jobs.log\nqueue\n")
+	id := fmt.Sprint(first) + ".0"
+	eventually(t, time.Minute, "the first job to run", func() bool { return p.jobStatus(t, id) == 2 })
+
+	alice := newUser(t)
+	env := append([]string{asHarrier + "=1"}, p.env...)
+	if out, code := asUser(t, bin, alice.Username, env, "drain", host); code == 0 || !strings.Contains(out, "only the pool administrator") {
+		t.Errorf("a user drained a machine: exit %d: %s", code, out)
+	}
+
+	if out := p.must(t, "drain", "-graceful", host); !strings.Contains(out, "draining") {
+		t.Errorf("drain said %q", out)
+	}
+	eventually(t, time.Minute, "the idle slot to leave service", func() bool {
+		st := p.slotStates(t)
+		return st["slot1@"+host] == "Owner" || st["slot2@"+host] == "Owner"
+	})
+	second := p.submit(t, dir, "second.sub", "executable = /bin/true\nlog = jobs.log\nqueue\n")
+	if st := p.jobStatus(t, id); st != 2 {
+		t.Errorf("the running job's status after a graceful drain: %d, want 2", st)
+	}
+	if out := p.must(t, "drain", "-quick", host); !strings.Contains(out, "vacated") {
+		t.Errorf("drain -quick said %q", out)
+	}
+	eventually(t, time.Minute, "the vacated job to wait again", func() bool { return p.jobStatus(t, id) == 1 })
+	if st := p.jobStatus(t, fmt.Sprint(second)+".0"); st != 1 {
+		t.Errorf("the second job's status on a drained pool: %d, want 1 (idle)", st)
+	}
+
+	p.must(t, "drain", "-cancel", host)
+	eventually(t, 2*time.Minute, "both jobs to complete", func() bool {
+		out, code := p.harrier(t, "q", "-nobatch", "-af", "ClusterId")
+		return code == 0 && strings.TrimSpace(out) == ""
+	})
+	log, err := os.ReadFile(filepath.Join(dir, "jobs.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(log), fmt.Sprintf("004 (%03d.000.000)", first)); n != 1 {
+		t.Errorf("%d eviction events for the first job, want 1\n%s", n, log)
+	}
+	for _, c := range []int{first, second} {
+		if n := strings.Count(string(log), fmt.Sprintf("005 (%03d.000.000)", c)); n != 1 {
+			t.Errorf("cluster %d: %d completion events, want 1\n%s", c, n, log)
+		}
+	}
+}

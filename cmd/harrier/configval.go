@@ -8,6 +8,7 @@ import (
 	"net"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -28,9 +29,9 @@ func daemonAdminSocket(runDir, name string) string {
 // serveDaemonAdmin serves the DaemonAdmin service on lis until ctx is
 // done, describing the configuration current holds: the one the daemon
 // runs on.
-func serveDaemonAdmin(ctx context.Context, lis net.Listener, current *atomic.Pointer[poolConfig]) error {
+func serveDaemonAdmin(ctx context.Context, lis net.Listener, e *daemonAdminEndpoint) error {
 	srv := grpc.NewServer(grpc.Creds(peercred.Credentials()), grpc.UnaryInterceptor(peercred.AdministratorOnly))
-	wire.RegisterDaemonAdminServer(srv, &daemonAdminEndpoint{current: current})
+	wire.RegisterDaemonAdminServer(srv, e)
 	go func() {
 		<-ctx.Done()
 		srv.Stop()
@@ -45,6 +46,37 @@ func serveDaemonAdmin(ctx context.Context, lis net.Listener, current *atomic.Poi
 type daemonAdminEndpoint struct {
 	wire.UnimplementedDaemonAdminServer
 	current *atomic.Pointer[poolConfig]
+
+	mu      sync.Mutex
+	drainer drainer // guarded by mu; nil until a startd serves
+}
+
+// drainer is a daemon that can take its machine out of service: the
+// startd.
+type drainer interface {
+	Drain(quick bool) []string
+	CancelDrain()
+}
+
+// setDrainer makes Drain requests reach d.
+func (e *daemonAdminEndpoint) setDrainer(d drainer) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.drainer = d
+}
+
+func (e *daemonAdminEndpoint) Drain(_ context.Context, req *wire.DrainRequest) (*wire.DrainReply, error) {
+	e.mu.Lock()
+	d := e.drainer
+	e.mu.Unlock()
+	if d == nil {
+		return nil, status.Error(codes.Unimplemented, "drain: only a startd drains")
+	}
+	if req.Cancel {
+		d.CancelDrain()
+		return &wire.DrainReply{}, nil
+	}
+	return &wire.DrainReply{Vacated: d.Drain(req.Quick)}, nil
 }
 
 func (e *daemonAdminEndpoint) Config(_ context.Context, req *wire.ConfigRequest) (*wire.ConfigReply, error) {

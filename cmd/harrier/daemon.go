@@ -72,9 +72,10 @@ func runDaemon(args []string, _ io.Reader, _ io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%s: administrator's socket: %w", role, err)
 	}
+	admin := &daemonAdminEndpoint{current: &current}
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		if err := serveDaemonAdmin(ctx, adminLis, &current); err != nil {
+		if err := serveDaemonAdmin(ctx, adminLis, admin); err != nil {
 			logger.Error("administrator's socket failed", "err", err)
 		}
 	})
@@ -85,7 +86,7 @@ func runDaemon(args []string, _ io.Reader, _ io.Writer) error {
 	case "agent":
 		err = serveAgent(ctx, pc, *name, logger)
 	case "startd":
-		err = serveStartd(ctx, pc, *name, reconfigs, logger)
+		err = serveStartd(ctx, pc, *name, reconfigs, admin, logger)
 	default:
 		err = usagef("unknown daemon %q", role)
 	}
@@ -340,7 +341,7 @@ func openQueue(ctx context.Context, dir string, logger *slog.Logger) (*jobqueue.
 	}
 }
 
-func serveStartd(ctx context.Context, pc *poolConfig, name string, reconfigs <-chan *poolConfig, logger *slog.Logger) error {
+func serveStartd(ctx context.Context, pc *poolConfig, name string, reconfigs <-chan *poolConfig, admin *daemonAdminEndpoint, logger *slog.Logger) error {
 	cfg, err := startdConfig(pc, name, logger)
 	if err != nil {
 		return err
@@ -361,6 +362,7 @@ func serveStartd(ctx context.Context, pc *poolConfig, name string, reconfigs <-c
 		lis.Close()
 		return err
 	}
+	admin.setDrainer(s)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)

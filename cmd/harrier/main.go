@@ -12,6 +12,7 @@
 //	harrier userprio                                      show user priorities
 //	harrier reconfig | off | on | restart [-daemon NAME] [HOST]  administer the daemons
 //	harrier config-val [-daemon NAME] [-verbose] KEY... | -dump  show the configuration
+//	harrier drain [-graceful | -quick | -cancel] HOST      take a machine out of service
 //	harrier bench negotiate --machines M --jobs J ...     time one negotiation cycle
 //	harrier daemon matchmaker|agent|startd --config FILE  run one daemon
 //
@@ -84,6 +85,7 @@ func commands() []command {
 		{"on", "on [--pool DIR] [-daemon NAME] [HOST]", daemonControl("on")},
 		{"restart", "restart [--pool DIR] [-daemon NAME] [HOST]", daemonControl("restart")},
 		{"config-val", "config-val [--pool DIR] [-daemon NAME] [-verbose] {KEY... | -dump}", runConfigVal},
+		{"drain", "drain [--pool DIR] [-graceful | -quick | -cancel] HOST", runDrain},
 		{"daemon", "daemon matchmaker|agent|startd --config FILE [--name NAME]", runDaemon},
 		{"shadow", "shadow (started by the agent)", runShadow},
 		{"starter", "starter (started by a startd)", runStarter},
