@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -133,6 +134,16 @@ func TestOffOnRestart(t *testing.T) {
 	})
 	if readPid(pidFile) != 0 {
 		t.Errorf("the startd was started again while off")
+	}
+	who := p.must(t, "who")
+	for _, want := range []string{
+		fmt.Sprintf(`(?m)^%s +master +%d `, host, readPid(masterPidFile(p.dir, host))),
+		fmt.Sprintf(`(?m)^%s +agent +%d +\S+ \S+ +1 +running$`, host, readPid(filepath.Join(p.dir, "run", "agent.pid"))),
+		fmt.Sprintf(`(?m)^%s +%s +- +\S+ \S+ +0 +off$`, host, host),
+	} {
+		if !regexp.MustCompile(want).MatchString(who) {
+			t.Errorf("who does not match %s:\n%s", want, who)
+		}
 	}
 	p.must(t, "on", "-daemon", host)
 	if pid := readPid(pidFile); pid == 0 || !alive(pid) {

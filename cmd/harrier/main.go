@@ -13,6 +13,7 @@
 //	harrier reconfig | off | on | restart [-daemon NAME] [HOST]  administer the daemons
 //	harrier config-val [-daemon NAME] [-verbose] KEY... | -dump  show the configuration
 //	harrier drain [-graceful | -quick | -cancel] HOST      take a machine out of service
+//	harrier who [HOST]                                    the daemons this host's masters run
 //	harrier bench negotiate --machines M --jobs J ...     time one negotiation cycle
 //	harrier daemon matchmaker|agent|startd --config FILE  run one daemon
 //
@@ -86,6 +87,7 @@ func commands() []command {
 		{"restart", "restart [--pool DIR] [-daemon NAME] [HOST]", daemonControl("restart")},
 		{"config-val", "config-val [--pool DIR] [-daemon NAME] [-verbose] {KEY... | -dump}", runConfigVal},
 		{"drain", "drain [--pool DIR] [-graceful | -quick | -cancel] HOST", runDrain},
+		{"who", "who [--pool DIR] [HOST]", runWho},
 		{"daemon", "daemon matchmaker|agent|startd --config FILE [--name NAME]", runDaemon},
 		{"shadow", "shadow (started by the agent)", runShadow},
 		{"starter", "starter (started by a startd)", runStarter},
