@@ -20,6 +20,7 @@ type driver struct {
 	notifier   Notifier
 	clock      Clock
 	name       string        // of the Negotiator ad
+	started    time.Time     // DaemonStartTime in the Negotiator ad
 	interval   time.Duration // between periodic cycles
 	debounce   time.Duration // from the first kick to its cycle
 
@@ -103,6 +104,7 @@ func (d *driver) cycle(ctx context.Context) CycleStats {
 		SignificantAttributes: res.SignificantAttributes,
 	}
 	ad := s.ad(d.name)
+	ad.SetInt("DaemonStartTime", d.started.Unix())
 	d.collector.Advertise(TypeNegotiator, d.name, ad, 3*d.interval)
 	level := slog.LevelDebug
 	if s.Matches > 0 {

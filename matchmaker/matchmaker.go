@@ -179,6 +179,7 @@ func New(cfg Config) (*Matchmaker, error) {
 			notifier:   cfg.Notifier,
 			clock:      cfg.Clock,
 			name:       cfg.Name,
+			started:    cfg.Clock.Now(),
 			interval:   cfg.Interval,
 			debounce:   cfg.Debounce,
 			kick:       make(chan struct{}, 1),

@@ -277,3 +277,52 @@ func TestDrain(t *testing.T) {
 		}
 	}
 }
+
+// Each host's master publishes its DaemonMaster ad, the negotiator and
+// the agent theirs; status -daemons lists them, and a daemon's restart
+// shows in its master's ad.
+func TestStatusDaemons(t *testing.T) {
+	p := startPool(t, 2)
+	host := hostName()
+	byName := func() map[string]map[string]any {
+		ads := map[string]map[string]any{}
+		for _, ad := range p.jobs(t, "status", "-daemons") {
+			typ, _ := ad["MyType"].(string)
+			name, _ := ad["Name"].(string)
+			ads[typ+"/"+name] = ad
+		}
+		return ads
+	}
+	var ads map[string]map[string]any
+	eventually(t, time.Minute, "every daemon's ad", func() bool {
+		ads = byName()
+		return ads["DaemonMaster/"+host+"-1"] != nil && ads["DaemonMaster/"+host+"-2"] != nil &&
+			ads["Scheduler/agent@personal"] != nil && len(ads) == 4
+	})
+	m1 := ads["DaemonMaster/"+host+"-1"]
+	if m1["DaemonList"] != "matchmaker, agent, "+host+"-1" || m1["agent_Pid"] != float64(readPid(filepath.Join(p.dir, "run", "agent.pid"))) {
+		t.Errorf("the first host's master ad: %v", m1)
+	}
+	for key, ad := range ads {
+		if start, _ := ad["DaemonStartTime"].(float64); start <= 0 {
+			t.Errorf("%s has no DaemonStartTime: %v", key, ad)
+		}
+	}
+
+	second := attrName(host + "-2")
+	p.killDaemon(t, host+"-2")
+	eventually(t, time.Minute, "the master's ad to show the restart", func() bool {
+		ad := byName()["DaemonMaster/"+host+"-2"]
+		return ad != nil && ad[second+"_Restarts"] == float64(1) && ad[second+"_Pid"] == float64(readPid(filepath.Join(p.dir, "run", host+"-2.pid")))
+	})
+	out := p.must(t, "status", "-daemons")
+	for _, want := range []string{
+		`(?m)^` + host + `-2 +DaemonMaster +\S+ \S+ +daemons ` + host + `-2; 1 restarts$`,
+		`(?m)^agent@personal +Scheduler +\S+ \S+ +0 idle, 0 running, 0 held$`,
+		`(?m)^\S+ +Negotiator +\S+ \S+ +last cycle `,
+	} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("status -daemons does not match %s:\n%s", want, out)
+		}
+	}
+}

@@ -79,6 +79,8 @@ func runMaster(args []string, _ io.Reader, _ io.Writer) error {
 		}
 	})
 	wg.Go(func() { reconfigOnHangup(ctx, hup, m, reload, logger) })
+	started := time.Now()
+	wg.Go(func() { advertiseMaster(ctx, m, pc, cfg.Host, started, logger) })
 	notifySystemd("READY=1")
 	logger.Info("master started", "daemons", len(cfg.Daemons), "socket", sock)
 	err = m.Run(ctx)

@@ -34,6 +34,7 @@ func runStatus(args []string, _ io.Reader, stdout io.Writer) error {
 	running := tf.fs.Bool("run", false, "slots running jobs, with whose job they run")
 	state := tf.fs.Bool("state", false, "the slots' states, activities and keyboard idle times")
 	schedd := tf.fs.Bool("schedd", false, "the agents' ads (HTCondor's schedds), with their job counts")
+	daemons := tf.fs.Bool("daemons", false, "the daemons' own ads: each host's master, the negotiator, the agents")
 	limit := tf.fs.Int("limit", 0, "print at most this many slots")
 	tf.refuse("not yet: harrier status shows the slots, and with -schedd the agents", "absent", "any", "cod", "collector", "defrag", "grid", "java", "license",
 		"master", "negotiator", "server", "broken", "lvm", "storage", "submitters", "vm", "offline", "subsystem=")
@@ -67,6 +68,11 @@ func runStatus(args []string, _ io.Reader, stdout io.Writer) error {
 	}
 	if *claimed || *running {
 		cons = joinConstraints(`State == "Claimed"`, cons)
+	}
+	if *daemons {
+		ctx, cancel := context.WithTimeout(context.Background(), daemonsQueryTimeout)
+		defer cancel()
+		return statusDaemons(ctx, client, o, *constraint, stdout)
 	}
 	typ := "Machine"
 	if *schedd {
