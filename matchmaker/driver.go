@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/wire"
 )
 
@@ -27,6 +28,32 @@ type driver struct {
 	kick chan struct{} // capacity 1: a pending kick absorbs later ones
 	sem  chan struct{} // bounds notifications in flight
 	wg   sync.WaitGroup
+
+	// mu guards interval and negotiator.PreemptionRequirements, which
+	// reconfigure changes; retime (capacity 1) tells run the interval
+	// changed.
+	mu     sync.Mutex
+	retime chan struct{}
+}
+
+// reconfigure sets the interval between periodic cycles and the
+// preemption requirements; the next cycle uses them.
+func (d *driver) reconfigure(interval time.Duration, preempt classad.Expr) {
+	d.mu.Lock()
+	d.interval, d.negotiator.PreemptionRequirements = interval, preempt
+	d.mu.Unlock()
+	select {
+	case d.retime <- struct{}{}:
+	default:
+	}
+}
+
+// settings returns the interval and the negotiator as reconfigure last
+// set them.
+func (d *driver) settings() (time.Duration, Negotiator) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.interval, d.negotiator
 }
 
 // Kick asks for a cycle soon. It never blocks.
@@ -41,7 +68,8 @@ func (d *driver) Kick() {
 // flight.
 func (d *driver) run(ctx context.Context) {
 	defer d.wg.Wait()
-	tick := time.NewTicker(d.interval)
+	interval, _ := d.settings()
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	var debounce <-chan time.Time
 	for {
@@ -58,6 +86,9 @@ func (d *driver) run(ctx context.Context) {
 		case <-tick.C:
 			debounce = nil
 			d.cycle(ctx)
+		case <-d.retime:
+			interval, _ := d.settings()
+			tick.Reset(interval)
 		}
 	}
 }
@@ -66,6 +97,7 @@ func (d *driver) run(ctx context.Context) {
 // decide, record the matches in the collector, and hand the notifications
 // to background senders so that a slow peer delays only its own match.
 func (d *driver) cycle(ctx context.Context) CycleStats {
+	interval, negotiator := d.settings()
 	start := time.Now()
 	reqs, machines := d.collector.Snapshot()
 	snap := time.Since(start)
@@ -75,10 +107,10 @@ func (d *driver) cycle(ctx context.Context) CycleStats {
 			d.log.Error("save user priorities", "err", err)
 		}
 		for _, u := range d.accountant.Users() {
-			d.collector.Advertise(TypeAccounting, u.Name, u.Ad(), 3*d.interval)
+			d.collector.Advertise(TypeAccounting, u.Name, u.Ad(), 3*interval)
 		}
 	}
-	res := d.negotiator.Negotiate(reqs, machines)
+	res := negotiator.Negotiate(reqs, machines)
 	for _, m := range res.Matches {
 		d.collector.Claim(m)
 		d.wg.Add(1)
@@ -105,7 +137,7 @@ func (d *driver) cycle(ctx context.Context) CycleStats {
 	}
 	ad := s.ad(d.name)
 	ad.SetInt("DaemonStartTime", d.started.Unix())
-	d.collector.Advertise(TypeNegotiator, d.name, ad, 3*d.interval)
+	d.collector.Advertise(TypeNegotiator, d.name, ad, 3*interval)
 	level := slog.LevelDebug
 	if s.Matches > 0 {
 		level = slog.LevelInfo

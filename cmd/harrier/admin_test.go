@@ -207,12 +207,21 @@ func TestConfigVal(t *testing.T) {
 		}
 	}
 
-	p.appendConfig(t, "START = FALSE")
+	p.appendConfig(t, "START = FALSE\nNEGOTIATOR_INTERVAL = 7")
 	p.must(t, "reconfig")
 	want = fmt.Sprintf("START = FALSE\n # at %s:%d\n", conf, lineOf(t, conf, "START = FALSE"))
-	eventually(t, 30*time.Second, "the startd to re-read its configuration", func() bool {
-		return p.must(t, "config-val", "-daemon", host, "-verbose", "START") == want
+	eventually(t, 30*time.Second, "the startd and the matchmaker to re-read their configuration", func() bool {
+		return p.must(t, "config-val", "-daemon", host, "-verbose", "START") == want &&
+			p.must(t, "config-val", "-daemon", "matchmaker", "NEGOTIATOR_INTERVAL") == "7\n"
 	})
+	mmLog, _ := os.ReadFile(filepath.Join(p.dir, "log", "matchmaker.log"))
+	if !regexp.MustCompile(`msg=reconfigured .*interval=7s`).Match(mmLog) {
+		t.Errorf("the matchmaker's log does not say it reconfigured:\n%s", mmLog)
+	}
+	agentLog, _ := os.ReadFile(filepath.Join(p.dir, "log", "agent.log"))
+	if !strings.Contains(string(agentLog), "applies changes when it restarts") {
+		t.Errorf("the agent's log does not say it applies changes when it restarts:\n%s", agentLog)
+	}
 
 	alice := newUser(t)
 	env := append([]string{asHarrier + "=1"}, p.env...)

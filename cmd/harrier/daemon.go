@@ -79,10 +79,11 @@ func runDaemon(args []string, _ io.Reader, _ io.Writer) error {
 			logger.Error("administrator's socket failed", "err", err)
 		}
 	})
-	wg.Go(func() { rereadOnHangup(ctx, hup, pc, role == "startd", reconfigs, &current, logger) })
+	live := role == "startd" || role == "matchmaker"
+	wg.Go(func() { rereadOnHangup(ctx, hup, pc, live, reconfigs, &current, logger) })
 	switch role {
 	case "matchmaker":
-		err = serveMatchmaker(ctx, pc, logger)
+		err = serveMatchmaker(ctx, pc, reconfigs, logger)
 	case "agent":
 		err = serveAgent(ctx, pc, *name, logger)
 	case "startd":
@@ -105,10 +106,11 @@ func runDaemon(args []string, _ io.Reader, _ io.Writer) error {
 }
 
 // rereadOnHangup re-reads the configuration file on each SIGHUP until
-// ctx is done and logs which settings changed. A startd (live) takes the
-// new configuration from reconfigs and applies what it can at once; the
-// matchmaker and the agent apply changes when they restart, which is
-// logged. A file that does not load is logged and ignored.
+// ctx is done and logs which settings changed. A startd or the
+// matchmaker (live) takes the new configuration from reconfigs and
+// applies what it can at once; the agent applies changes when it
+// restarts, which is logged. A file that does not load is logged and
+// ignored.
 func rereadOnHangup(ctx context.Context, hup <-chan os.Signal, pc *poolConfig, live bool, reconfigs chan<- *poolConfig, current *atomic.Pointer[poolConfig], logger *slog.Logger) {
 	for {
 		select {
@@ -176,41 +178,17 @@ func logLevel(pc *poolConfig) slog.Level {
 	return slog.LevelInfo
 }
 
-func serveMatchmaker(ctx context.Context, pc *poolConfig, logger *slog.Logger) error {
+func serveMatchmaker(ctx context.Context, pc *poolConfig, reconfigs <-chan *poolConfig, logger *slog.Logger) error {
 	addr, err := pc.require("MATCHMAKER_ADDR")
 	if err != nil {
 		return err
 	}
 	listen := pc.c.String("MATCHMAKER_LISTEN", addr)
-	serverTLS, clientTLS, err := pc.tlsConfigs("matchmaker")
+	cfg, err := matchmakerConfig(pc, logger)
 	if err != nil {
 		return err
 	}
-	interval, err := pc.c.Duration("NEGOTIATOR_INTERVAL", 20*time.Second)
-	if err != nil {
-		return err
-	}
-	halfLife, err := pc.c.Duration("PRIORITY_HALFLIFE", matchmaker.DefaultHalfLife)
-	if err != nil {
-		return err
-	}
-	factor := 1.0
-	if v := pc.c.String("DEFAULT_PRIO_FACTOR", ""); v != "" {
-		if factor, err = strconv.ParseFloat(v, 64); err != nil || factor <= 0 {
-			return fmt.Errorf("DEFAULT_PRIO_FACTOR %q: want a positive number", v)
-		}
-	}
-	factors, err := priorityFactors(pc.c.String("PRIORITY_FACTORS", ""))
-	if err != nil {
-		return err
-	}
-	accountantFile, err := pc.accountantFile()
-	if err != nil {
-		return err
-	}
-	mm, err := matchmaker.New(matchmaker.Config{Logger: logger, TLS: serverTLS, ClientTLS: clientTLS, Interval: interval,
-		HalfLife: halfLife, DefaultPriorityFactor: factor, PriorityFactors: factors, AccountantFile: accountantFile,
-		PreemptionRequirements: pc.c.String("PREEMPTION_REQUIREMENTS", "")})
+	mm, err := matchmaker.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -218,8 +196,62 @@ func serveMatchmaker(ctx context.Context, pc *poolConfig, logger *slog.Logger) e
 	if err != nil {
 		return fmt.Errorf("matchmaker: listen on %s: %w", listen, err)
 	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wg.Go(func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case next := <-reconfigs:
+				cfg, err := matchmakerConfig(next, logger)
+				if err == nil {
+					err = mm.Reconfigure(cfg)
+				}
+				if err != nil {
+					logger.Error("reconfig refused; running on the configuration read before", "err", err)
+				}
+			}
+		}
+	})
 	logger.Info("matchmaker listening", "addr", lis.Addr().String())
 	return mm.Serve(ctx, lis)
+}
+
+// matchmakerConfig reads the matchmaker's configuration from the pool's.
+func matchmakerConfig(pc *poolConfig, logger *slog.Logger) (matchmaker.Config, error) {
+	var cfg matchmaker.Config
+	serverTLS, clientTLS, err := pc.tlsConfigs("matchmaker")
+	if err != nil {
+		return cfg, err
+	}
+	interval, err := pc.c.Duration("NEGOTIATOR_INTERVAL", 20*time.Second)
+	if err != nil {
+		return cfg, err
+	}
+	halfLife, err := pc.c.Duration("PRIORITY_HALFLIFE", matchmaker.DefaultHalfLife)
+	if err != nil {
+		return cfg, err
+	}
+	factor := 1.0
+	if v := pc.c.String("DEFAULT_PRIO_FACTOR", ""); v != "" {
+		if factor, err = strconv.ParseFloat(v, 64); err != nil || factor <= 0 {
+			return cfg, fmt.Errorf("DEFAULT_PRIO_FACTOR %q: want a positive number", v)
+		}
+	}
+	factors, err := priorityFactors(pc.c.String("PRIORITY_FACTORS", ""))
+	if err != nil {
+		return cfg, err
+	}
+	accountantFile, err := pc.accountantFile()
+	if err != nil {
+		return cfg, err
+	}
+	return matchmaker.Config{Logger: logger, TLS: serverTLS, ClientTLS: clientTLS, Interval: interval,
+		HalfLife: halfLife, DefaultPriorityFactor: factor, PriorityFactors: factors, AccountantFile: accountantFile,
+		PreemptionRequirements: pc.c.String("PREEMPTION_REQUIREMENTS", "")}, nil
 }
 
 // priorityFactors parses PRIORITY_FACTORS, a list of USER=FACTOR separated
