@@ -3,37 +3,25 @@ package master
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net"
 	"os"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"harrier.dev/harrier/peercred"
 	"harrier.dev/harrier/wire"
 )
 
-// ServeAdmin serves the MasterAdmin service on lis, a Unix socket, until
-// ctx is done. Only root, or the user the master runs as, may call it:
-// the kernel's peer credentials say who connected. reload reads the
-// configuration afresh for Reconfig.
-func (m *Master) ServeAdmin(ctx context.Context, lis net.Listener, reload func() (Config, error)) error {
-	srv := grpc.NewServer(grpc.Creds(peercred.Credentials()), grpc.UnaryInterceptor(peercred.AdministratorOnly))
-	wire.RegisterMasterAdminServer(srv, &adminEndpoint{m: m, reload: reload, started: time.Now()})
-	go func() {
-		<-ctx.Done()
-		srv.Stop()
-	}()
-	if err := srv.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
-		return fmt.Errorf("master: serve the administrator: %w", err)
-	}
-	return nil
+// AdminEndpoint returns the MasterAdmin service of m, for a gRPC server
+// that admits only the pool administrator: a Unix socket only root may
+// open (with peercred.AdministratorOnly), or the pool's TLS, where
+// wire.Access admits only the admin role. reload reads the configuration
+// afresh for Reconfig.
+func (m *Master) AdminEndpoint(reload func() (Config, error)) wire.MasterAdminServer {
+	return &adminEndpoint{m: m, reload: reload, started: time.Now()}
 }
 
-// adminEndpoint serves the administrator on the master's socket.
+// adminEndpoint serves the administrator.
 type adminEndpoint struct {
 	wire.UnimplementedMasterAdminServer
 	m       *Master

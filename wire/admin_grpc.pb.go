@@ -184,8 +184,9 @@ const (
 // MasterAdmin is a host's master at the administrator's orders, as
 // condor_off, condor_on, condor_restart and condor_reconfig reach
 // condor_master. The master serves it on a Unix socket in its RUN
-// directory that only root may open (and checks the caller's uid, SO_PEERCRED),
-// never over the network: the administrator runs the command on the host.
+// directory that only root may open (and checks the caller's uid by
+// SO_PEERCRED), and over the pool's TLS at the MasterAddr of its
+// DaemonMaster ad, where wire.Access admits the admin role only.
 type MasterAdminClient interface {
 	// Reconfig makes the master re-read the configuration (DAEMON_LIST
 	// and its own settings) and send SIGHUP to its daemons, which re-read
@@ -264,8 +265,9 @@ func (c *masterAdminClient) Daemons(ctx context.Context, in *DaemonsRequest, opt
 // MasterAdmin is a host's master at the administrator's orders, as
 // condor_off, condor_on, condor_restart and condor_reconfig reach
 // condor_master. The master serves it on a Unix socket in its RUN
-// directory that only root may open (and checks the caller's uid, SO_PEERCRED),
-// never over the network: the administrator runs the command on the host.
+// directory that only root may open (and checks the caller's uid by
+// SO_PEERCRED), and over the pool's TLS at the MasterAddr of its
+// DaemonMaster ad, where wire.Access admits the admin role only.
 type MasterAdminServer interface {
 	// Reconfig makes the master re-read the configuration (DAEMON_LIST
 	// and its own settings) and send SIGHUP to its daemons, which re-read

@@ -335,3 +335,49 @@ func TestStatusDaemons(t *testing.T) {
 		}
 	}
 }
+
+// An administrator on a host without the master's socket reaches the
+// master over the pool's TLS with the admin certificate, at the address
+// its DaemonMaster ad gives; a user without the certificate cannot.
+func TestAdminFromAnotherHost(t *testing.T) {
+	bin := publicBinary(t)
+	p := startPoolFrom(t, bin, 2, "")
+	host := hostName() + "-2"
+	// Another host's view of the pool: the same configuration, but a run
+	// directory without this host's sockets.
+	other := filepath.Join(t.TempDir(), "elsewhere")
+	for _, d := range []string{other, filepath.Join(other, "run")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, filepath.Join(other, poolConfigName),
+		"include : "+filepath.Join(p.dir, poolConfigName)+"\nRUN = "+filepath.Join(other, "run")+"\n", 0o644)
+	env := []string{"HARRIER_POOL=" + other}
+	eventually(t, time.Minute, "the master's ad", func() bool {
+		out, code := harrier(t, env, "status", "-daemons", "-af", "Name", "MasterAddr", host)
+		return code == 0 && strings.HasPrefix(out, host+" 127.0.0.1:")
+	})
+
+	alice := newUser(t)
+	for d := other; d != "/" && d != "/tmp"; d = filepath.Dir(d) {
+		_ = os.Chmod(d, 0o755)
+	}
+	if out, code := asUser(t, bin, alice.Username, append([]string{asHarrier + "=1"}, env...), "off", "-daemon", host, host); code == 0 || !strings.Contains(out, "only the pool administrator") {
+		t.Errorf("a user turned a daemon off: exit %d: %s", code, out)
+	}
+	pidFile := filepath.Join(p.dir, "run", host+".pid")
+	if out := mustHarrier(t, env, "off", "-daemon", host, host); !strings.Contains(out, host+": turned off "+host) {
+		t.Errorf("off over TLS said %q", out)
+	}
+	if pid := readPid(pidFile); pid != 0 {
+		t.Errorf("the startd runs after off: pid %d", pid)
+	}
+	if out := mustHarrier(t, env, "who", host); !regexp.MustCompile(`(?m)^` + host + ` +` + host + ` +- .* off$`).MatchString(out) {
+		t.Errorf("who over TLS:\n%s", out)
+	}
+	mustHarrier(t, env, "on", "-daemon", host, host)
+	if pid := readPid(pidFile); pid == 0 || !alive(pid) {
+		t.Errorf("the startd does not run after on")
+	}
+}

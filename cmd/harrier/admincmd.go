@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,6 +19,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/pki"
 	"harrier.dev/harrier/wire"
 )
 
@@ -107,11 +111,16 @@ func first(args []string) string {
 // eachMaster calls f with a client of the master of host, or of every
 // master of this host (one per simulated host in a personal pool) if
 // host is empty. Masters serve the administrator on a Unix socket in the
-// pool's RUN directory that only root may open.
+// pool's RUN directory that only root may open; the master of a host
+// without one here is reached over the pool's TLS with the admin
+// certificate, at the address its DaemonMaster ad gives.
 func eachMaster(pc *poolConfig, host string, f func(ctx context.Context, host string, c wire.MasterAdminClient) error) error {
 	runDir := runDirOf(pc)
 	var hosts []string
 	if host != "" {
+		if _, err := os.Stat(masterSocket(runDir, host)); err != nil {
+			return callRemoteMaster(pc, host, f)
+		}
 		hosts = []string{host}
 	} else {
 		socks, _ := filepath.Glob(masterSocket(runDir, "*"))
@@ -172,4 +181,51 @@ func dialAdmin(sock, what string) (*grpc.ClientConn, error) {
 		return nil, fmt.Errorf("connect to the %s: %w", what, err)
 	}
 	return conn, nil
+}
+
+// callRemoteMaster finds the master of host in the collector and calls f
+// with a client of it over the pool's TLS, as the administrator.
+func callRemoteMaster(pc *poolConfig, host string, f func(ctx context.Context, host string, c wire.MasterAdminClient) error) error {
+	_, adminTLS, err := pc.tlsConfigs(string(pki.RoleAdmin))
+	if err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			return fmt.Errorf("%w (%w)", errNotAdministrator, err)
+		}
+		return err
+	}
+	agent, closeAgent, err := agentClient(pc)
+	if err != nil {
+		return err
+	}
+	defer closeAgent()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	reply, err := agent.QueryPool(ctx, &wire.QueryRequest{Type: typeDaemonMaster, Constraint: "Name == " + classad.String(host).String()})
+	if err != nil {
+		return rpcError("find the master of "+host, err)
+	}
+	if len(reply.Ads) == 0 {
+		return fmt.Errorf("no master of %s is known to the collector", host)
+	}
+	ad, err := classad.Parse(reply.Ads[0])
+	if err != nil {
+		return fmt.Errorf("the master ad of %s: %w", host, err)
+	}
+	addr, _ := ad.EvalString("MasterAddr")
+	if addr == "" {
+		return fmt.Errorf("the master of %s takes no orders over the network", host)
+	}
+	// A master answers with its host's startd or agent certificate.
+	conn, err := wire.Dial(addr, pki.ExpectRole(adminTLS, pki.RoleStartd, pki.RoleAgent))
+	if err != nil {
+		return fmt.Errorf("connect to the master of %s: %w", host, err)
+	}
+	defer conn.Close()
+	if err := f(ctx, host, wire.NewMasterAdminClient(conn)); err != nil {
+		if status.Code(err) == codes.PermissionDenied {
+			return errNotAdministrator
+		}
+		return rpcError(host, err)
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -17,8 +18,12 @@ import (
 	"syscall"
 	"time"
 
+	"google.golang.org/grpc"
+
 	"harrier.dev/harrier/master"
 	"harrier.dev/harrier/peercred"
+	"harrier.dev/harrier/pki"
+	"harrier.dev/harrier/wire"
 )
 
 // runMaster runs a host's master (see package master) in the foreground
@@ -59,12 +64,6 @@ func runMaster(args []string, _ io.Reader, _ io.Writer) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	// The administrator's channel: a socket only root may open.
-	sock := masterSocket(runDirOf(pc), cfg.Host)
-	lis, err := peercred.Listen(sock, 0o600)
-	if err != nil {
-		return fmt.Errorf("master: %w", err)
-	}
 	reload := func() (master.Config, error) {
 		pc, err := loadPoolConfig(configAbs)
 		if err != nil {
@@ -73,22 +72,70 @@ func runMaster(args []string, _ io.Reader, _ io.Writer) error {
 		return masterConfig(pc, configAbs, *name, *list, logger)
 	}
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := m.ServeAdmin(ctx, lis, reload); err != nil {
-			logger.Error("administrator's socket failed", "err", err)
+	defer wg.Wait()
+	defer stop()
+	// The administrator's channels: a socket only root may open, and the
+	// pool's TLS (admin certificate only) for administrators elsewhere.
+	endpoint := m.AdminEndpoint(reload)
+	sock := masterSocket(runDirOf(pc), cfg.Host)
+	lis, err := peercred.Listen(sock, 0o600)
+	if err != nil {
+		return fmt.Errorf("master: %w", err)
+	}
+	local := grpc.NewServer(grpc.Creds(peercred.Credentials()), grpc.UnaryInterceptor(peercred.AdministratorOnly))
+	wire.RegisterMasterAdminServer(local, endpoint)
+	wg.Go(func() { serveUntil(ctx, local, lis, "administrator's socket", logger) })
+	var adminAddr string
+	serverTLS, clientTLS, err := hostTLS(pc)
+	if err != nil {
+		logger.Info("no administration over the network, and no master ad: no startd or agent certificate on this host", "err", err)
+	} else {
+		tcp, err := net.Listen("tcp", net.JoinHostPort(pc.c.String("BIND_HOST", "127.0.0.1"), pc.c.String("MASTER_ADMIN_PORT", "0")))
+		if err != nil {
+			return fmt.Errorf("master: listen: %w", err)
 		}
-	})
+		adminAddr = tcp.Addr().String()
+		remote := grpc.NewServer(wire.ServerOptions(serverTLS)...)
+		wire.RegisterMasterAdminServer(remote, endpoint)
+		wg.Go(func() { serveUntil(ctx, remote, tcp, "administration over TLS", logger) })
+		started := time.Now()
+		wg.Go(func() { advertiseMaster(ctx, m, pc, cfg.Host, started, adminAddr, clientTLS, logger) })
+	}
 	wg.Go(func() { reconfigOnHangup(ctx, hup, m, reload, logger) })
-	started := time.Now()
-	wg.Go(func() { advertiseMaster(ctx, m, pc, cfg.Host, started, logger) })
 	notifySystemd("READY=1")
-	logger.Info("master started", "daemons", len(cfg.Daemons), "socket", sock)
+	logger.Info("master started", "daemons", len(cfg.Daemons), "socket", sock, "admin_addr", adminAddr)
 	err = m.Run(ctx)
 	notifySystemd("STOPPING=1")
 	stop()
 	wg.Wait()
 	logger.Info("master stopped")
 	return err
+}
+
+// serveUntil serves srv on lis until ctx is done.
+func serveUntil(ctx context.Context, srv *grpc.Server, lis net.Listener, what string, logger *slog.Logger) {
+	go func() {
+		<-ctx.Done()
+		srv.Stop()
+	}()
+	if err := srv.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+		logger.Error(what+" failed", "err", err)
+	}
+}
+
+// hostTLS returns the TLS configurations a master uses in the pool. A
+// master has no certificate of its own: it uses its host's startd's, else
+// its agent's.
+func hostTLS(pc *poolConfig) (server, client *tls.Config, err error) {
+	var errs []error
+	for _, role := range []pki.Role{pki.RoleStartd, pki.RoleAgent} {
+		server, client, err := pc.tlsConfigs(string(role))
+		if err == nil {
+			return server, client, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, nil, errors.Join(errs...)
 }
 
 // reconfigOnHangup re-reads the configuration on each SIGHUP, as

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"log/slog"
 	"os"
 	"strings"
@@ -17,11 +18,11 @@ import (
 const typeDaemonMaster = "DaemonMaster"
 
 // advertiseMaster publishes the master's DaemonMaster ad every
-// UPDATE_INTERVAL until ctx is done, then withdraws it. A master has no
-// certificate of its own: it advertises with that of a daemon of its host
-// (a startd's, else an agent's), which the collector allows for this type
-// of ad only; a host with neither does not advertise its master.
-func advertiseMaster(ctx context.Context, m *master.Master, pc *poolConfig, host string, started time.Time, logger *slog.Logger) {
+// UPDATE_INTERVAL until ctx is done, then withdraws it. The master
+// advertises with clientTLS, its host's startd or agent certificate (see
+// hostTLS), which the collector allows for this type of ad only. adminAddr
+// is where it serves the administrator over TLS.
+func advertiseMaster(ctx context.Context, m *master.Master, pc *poolConfig, host string, started time.Time, adminAddr string, clientTLS *tls.Config, logger *slog.Logger) {
 	addr, err := pc.require("MATCHMAKER_ADDR")
 	if err != nil {
 		logger.Warn("master ad not advertised", "err", err)
@@ -32,31 +33,20 @@ func advertiseMaster(ctx context.Context, m *master.Master, pc *poolConfig, host
 		logger.Warn("master ad not advertised", "err", err)
 		return
 	}
-	var conn interface{ Close() error }
-	var collector wire.CollectorClient
-	for _, role := range []pki.Role{pki.RoleStartd, pki.RoleAgent} {
-		_, client, err := pc.tlsConfigs(string(role))
-		if err != nil {
-			continue
-		}
-		c, err := wire.Dial(addr, pki.ExpectRole(client, pki.RoleMatchmaker))
-		if err != nil {
-			continue
-		}
-		conn, collector = c, wire.NewCollectorClient(c)
-		break
-	}
-	if collector == nil {
-		logger.Info("master ad not advertised: no startd or agent certificate on this host")
+	conn, err := wire.Dial(addr, pki.ExpectRole(clientTLS, pki.RoleMatchmaker))
+	if err != nil {
+		logger.Warn("master ad not advertised", "err", err)
 		return
 	}
 	defer conn.Close()
+	collector := wire.NewCollectorClient(conn)
 	lease := int32(3 * interval / time.Second)
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		if st, err := m.Status(ctx); err == nil {
 			ad := masterAd(host, os.Getpid(), started, st)
+			ad.SetString("MasterAddr", adminAddr)
 			cctx, cancel := wire.WithTimeout(ctx)
 			_, err := collector.Advertise(cctx, &wire.AdvertiseRequest{Type: typeDaemonMaster, Name: host, Ad: ad.String(), LeaseSeconds: lease})
 			cancel()

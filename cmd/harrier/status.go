@@ -69,18 +69,18 @@ func runStatus(args []string, _ io.Reader, stdout io.Writer) error {
 	if *claimed || *running {
 		cons = joinConstraints(`State == "Claimed"`, cons)
 	}
-	if *daemons {
-		ctx, cancel := context.WithTimeout(context.Background(), daemonsQueryTimeout)
-		defer cancel()
-		return statusDaemons(ctx, client, o, *constraint, stdout)
-	}
 	typ := "Machine"
 	if *schedd {
 		typ = "Scheduler"
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	reply, err := client.QueryPool(ctx, &wire.QueryRequest{Type: typ, Constraint: cons})
+	reply := &wire.QueryReply{}
+	if *daemons {
+		reply.Ads, err = daemonAds(ctx, client, cons)
+	} else {
+		reply, err = client.QueryPool(ctx, &wire.QueryRequest{Type: typ, Constraint: cons})
+	}
 	if err != nil {
 		return rpcError("status", err)
 	}
@@ -102,6 +102,8 @@ func runStatus(args []string, _ io.Reader, stdout io.Writer) error {
 	}
 	newTable := func(w io.Writer) table { return newMachineTable(w) }
 	switch {
+	case *daemons:
+		newTable = newDaemonsTable
 	case *schedd:
 		newTable = func(w io.Writer) table { return newScheddTable(w) }
 	case *total:

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
-	"time"
 
 	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/wire"
@@ -15,23 +14,23 @@ import (
 // prints them.
 var daemonAdTypes = []string{typeDaemonMaster, "Negotiator", "Scheduler"}
 
-// statusDaemons prints the daemons' own ads from the collector: each
-// host's master (its daemons and their restarts), the negotiator (its
-// latest cycle) and each agent (its queue).
-func statusDaemons(ctx context.Context, client wire.ScheddClient, o output, cons string, stdout io.Writer) error {
-	p := o.printer(stdout, func(w io.Writer) table { return &daemonsTable{tw: tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)} })
+// daemonAds returns the daemons' own ads from the collector that satisfy
+// cons: each host's master (its daemons and their restarts), the
+// negotiator (its latest cycle) and each agent (its queue).
+func daemonAds(ctx context.Context, client wire.ScheddClient, cons string) ([]string, error) {
+	var ads []string
 	for _, typ := range daemonAdTypes {
 		reply, err := client.QueryPool(ctx, &wire.QueryRequest{Type: typ, Constraint: cons})
 		if err != nil {
-			return rpcError("status", err)
+			return nil, err
 		}
-		for _, text := range reply.Ads {
-			if err := p.add(text); err != nil {
-				return err
-			}
-		}
+		ads = append(ads, reply.Ads...)
 	}
-	return p.finish()
+	return ads, nil
+}
+
+func newDaemonsTable(w io.Writer) table {
+	return &daemonsTable{tw: tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)}
 }
 
 // daemonsTable prints one line per daemon ad.
@@ -69,6 +68,3 @@ func (t *daemonsTable) row(ad *classad.ClassAd) {
 }
 
 func (t *daemonsTable) flush() { t.tw.Flush() }
-
-// daemonsQueryTimeout bounds status -daemons' three queries.
-const daemonsQueryTimeout = time.Minute
