@@ -46,3 +46,29 @@ func TestSettingOrigins(t *testing.T) {
 		t.Errorf("UNUSED: %+v", s)
 	}
 }
+
+// BenchmarkUseTracking measures what recording each lookup costs: String
+// (which records the key and its default) against the expansion alone,
+// on a value with one macro reference.
+func BenchmarkUseTracking(b *testing.B) {
+	c, err := Parse(strings.NewReader("POOL_DIR = /var/lib/harrier\nSPOOL = $(POOL_DIR)/spool\n"), "pool.conf", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("expand", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := c.expand("SPOOL"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("String", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if c.String("SPOOL", "") == "" {
+				b.Fatal("no SPOOL")
+			}
+		}
+	})
+}
