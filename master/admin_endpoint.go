@@ -6,7 +6,9 @@ import (
 	"os"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"harrier.dev/harrier/wire"
@@ -78,6 +80,66 @@ func (e *adminEndpoint) Daemons(ctx context.Context, _ *wire.DaemonsRequest) (*w
 		reply.Daemons = append(reply.Daemons, info)
 	}
 	return reply, nil
+}
+
+func (e *adminEndpoint) DaemonConfig(ctx context.Context, req *wire.DaemonConfigRequest) (*wire.ConfigReply, error) {
+	if req.Daemon == "" {
+		return nil, status.Error(codes.InvalidArgument, "daemon config: which daemon?")
+	}
+	ds, err := e.m.configured(ctx, req.Daemon)
+	if err != nil {
+		return nil, controlError("daemon config", err)
+	}
+	var reply *wire.ConfigReply
+	err = callDaemon(ctx, ds[0], func(ctx context.Context, c wire.DaemonAdminClient) error {
+		var err error
+		reply, err = c.Config(ctx, req.Request)
+		return err
+	})
+	return reply, err
+}
+
+func (e *adminEndpoint) Drain(ctx context.Context, req *wire.DaemonDrainRequest) (*wire.DaemonDrainReply, error) {
+	ds, err := e.m.configured(ctx, req.Daemon)
+	if err != nil {
+		return nil, controlError("drain", err)
+	}
+	reply := &wire.DaemonDrainReply{}
+	for _, d := range ds {
+		err := callDaemon(ctx, d, func(ctx context.Context, c wire.DaemonAdminClient) error {
+			r, err := c.Drain(ctx, req.Request)
+			if err == nil {
+				reply.Daemons = append(reply.Daemons, d.Name)
+				reply.Vacated = append(reply.Vacated, r.Vacated...)
+			}
+			return err
+		})
+		// Asked for every daemon: those that do not drain are skipped.
+		if req.Daemon == "" && status.Code(err) == codes.Unimplemented {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(reply.Daemons) == 0 {
+		return nil, status.Error(codes.NotFound, "drain: no daemon of this master drains")
+	}
+	return reply, nil
+}
+
+// callDaemon calls f with a client of d's administrator socket; its
+// errors come back as they are, with their codes.
+func callDaemon(ctx context.Context, d Daemon, f func(context.Context, wire.DaemonAdminClient) error) error {
+	if d.AdminSocket == "" {
+		return status.Errorf(codes.Unimplemented, "%s serves no administrator", d.Name)
+	}
+	conn, err := grpc.NewClient("unix://"+d.AdminSocket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return status.Errorf(codes.Unavailable, "connect to %s: %v", d.Name, err)
+	}
+	defer conn.Close()
+	return f(ctx, wire.NewDaemonAdminClient(conn))
 }
 
 // controlError gives a request's failure its gRPC code.

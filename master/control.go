@@ -194,3 +194,22 @@ func (m *Master) Reconfigure(ctx context.Context, cfg Config) error {
 		m.cfg.Logger.Info("reconfigured", "daemons", len(m.procs))
 	})
 }
+
+// configured returns the daemons named name (every daemon if name is
+// empty) as configured.
+func (m *Master) configured(ctx context.Context, name string) ([]Daemon, error) {
+	var ds []Daemon
+	var err error
+	if derr := m.do(ctx, func() {
+		var ps []*proc
+		if ps, err = m.selected(name); err != nil {
+			return
+		}
+		for _, p := range ps {
+			ds = append(ds, p.d)
+		}
+	}); derr != nil {
+		return nil, derr
+	}
+	return ds, err
+}

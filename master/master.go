@@ -36,6 +36,10 @@ type Daemon struct {
 	Log string
 	// PidFile, if set, holds the pid of the daemon's current process.
 	PidFile string
+	// AdminSocket, if set, is the Unix socket where the daemon serves
+	// the administrator (DaemonAdmin); the master passes requests on to
+	// it.
+	AdminSocket string
 }
 
 // Config is what a master runs and how.

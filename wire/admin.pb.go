@@ -158,6 +158,166 @@ func (*AdminReply) Descriptor() ([]byte, []int) {
 	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{2}
 }
 
+type DaemonConfigRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// daemon names the daemon, as the master does.
+	Daemon        string         `protobuf:"bytes,1,opt,name=daemon,proto3" json:"daemon,omitempty"`
+	Request       *ConfigRequest `protobuf:"bytes,2,opt,name=request,proto3" json:"request,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DaemonConfigRequest) Reset() {
+	*x = DaemonConfigRequest{}
+	mi := &file_harrier_v1_admin_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DaemonConfigRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DaemonConfigRequest) ProtoMessage() {}
+
+func (x *DaemonConfigRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_admin_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DaemonConfigRequest.ProtoReflect.Descriptor instead.
+func (*DaemonConfigRequest) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *DaemonConfigRequest) GetDaemon() string {
+	if x != nil {
+		return x.Daemon
+	}
+	return ""
+}
+
+func (x *DaemonConfigRequest) GetRequest() *ConfigRequest {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+type DaemonDrainRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// daemon names the startd; empty: every daemon of the master that
+	// drains (its startds).
+	Daemon        string        `protobuf:"bytes,1,opt,name=daemon,proto3" json:"daemon,omitempty"`
+	Request       *DrainRequest `protobuf:"bytes,2,opt,name=request,proto3" json:"request,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DaemonDrainRequest) Reset() {
+	*x = DaemonDrainRequest{}
+	mi := &file_harrier_v1_admin_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DaemonDrainRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DaemonDrainRequest) ProtoMessage() {}
+
+func (x *DaemonDrainRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_admin_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DaemonDrainRequest.ProtoReflect.Descriptor instead.
+func (*DaemonDrainRequest) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *DaemonDrainRequest) GetDaemon() string {
+	if x != nil {
+		return x.Daemon
+	}
+	return ""
+}
+
+func (x *DaemonDrainRequest) GetRequest() *DrainRequest {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+type DaemonDrainReply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// daemons names the daemons that drained (or were put back).
+	Daemons       []string `protobuf:"bytes,1,rep,name=daemons,proto3" json:"daemons,omitempty"`
+	Vacated       []string `protobuf:"bytes,2,rep,name=vacated,proto3" json:"vacated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DaemonDrainReply) Reset() {
+	*x = DaemonDrainReply{}
+	mi := &file_harrier_v1_admin_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DaemonDrainReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DaemonDrainReply) ProtoMessage() {}
+
+func (x *DaemonDrainReply) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_admin_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DaemonDrainReply.ProtoReflect.Descriptor instead.
+func (*DaemonDrainReply) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *DaemonDrainReply) GetDaemons() []string {
+	if x != nil {
+		return x.Daemons
+	}
+	return nil
+}
+
+func (x *DaemonDrainReply) GetVacated() []string {
+	if x != nil {
+		return x.Vacated
+	}
+	return nil
+}
+
 type ReconfigRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -166,7 +326,7 @@ type ReconfigRequest struct {
 
 func (x *ReconfigRequest) Reset() {
 	*x = ReconfigRequest{}
-	mi := &file_harrier_v1_admin_proto_msgTypes[3]
+	mi := &file_harrier_v1_admin_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -178,7 +338,7 @@ func (x *ReconfigRequest) String() string {
 func (*ReconfigRequest) ProtoMessage() {}
 
 func (x *ReconfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_admin_proto_msgTypes[3]
+	mi := &file_harrier_v1_admin_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -191,7 +351,7 @@ func (x *ReconfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconfigRequest.ProtoReflect.Descriptor instead.
 func (*ReconfigRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{3}
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{6}
 }
 
 type DaemonControlRequest struct {
@@ -204,7 +364,7 @@ type DaemonControlRequest struct {
 
 func (x *DaemonControlRequest) Reset() {
 	*x = DaemonControlRequest{}
-	mi := &file_harrier_v1_admin_proto_msgTypes[4]
+	mi := &file_harrier_v1_admin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -216,7 +376,7 @@ func (x *DaemonControlRequest) String() string {
 func (*DaemonControlRequest) ProtoMessage() {}
 
 func (x *DaemonControlRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_admin_proto_msgTypes[4]
+	mi := &file_harrier_v1_admin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -229,7 +389,7 @@ func (x *DaemonControlRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DaemonControlRequest.ProtoReflect.Descriptor instead.
 func (*DaemonControlRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{4}
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *DaemonControlRequest) GetDaemon() string {
@@ -249,7 +409,7 @@ type DaemonControlReply struct {
 
 func (x *DaemonControlReply) Reset() {
 	*x = DaemonControlReply{}
-	mi := &file_harrier_v1_admin_proto_msgTypes[5]
+	mi := &file_harrier_v1_admin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -261,7 +421,7 @@ func (x *DaemonControlReply) String() string {
 func (*DaemonControlReply) ProtoMessage() {}
 
 func (x *DaemonControlReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_admin_proto_msgTypes[5]
+	mi := &file_harrier_v1_admin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -274,7 +434,7 @@ func (x *DaemonControlReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DaemonControlReply.ProtoReflect.Descriptor instead.
 func (*DaemonControlReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{5}
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *DaemonControlReply) GetDaemons() []string {
@@ -292,7 +452,7 @@ type DaemonsRequest struct {
 
 func (x *DaemonsRequest) Reset() {
 	*x = DaemonsRequest{}
-	mi := &file_harrier_v1_admin_proto_msgTypes[6]
+	mi := &file_harrier_v1_admin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -304,7 +464,7 @@ func (x *DaemonsRequest) String() string {
 func (*DaemonsRequest) ProtoMessage() {}
 
 func (x *DaemonsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_admin_proto_msgTypes[6]
+	mi := &file_harrier_v1_admin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -317,7 +477,7 @@ func (x *DaemonsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DaemonsRequest.ProtoReflect.Descriptor instead.
 func (*DaemonsRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{6}
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{9}
 }
 
 type DaemonsReply struct {
@@ -333,7 +493,7 @@ type DaemonsReply struct {
 
 func (x *DaemonsReply) Reset() {
 	*x = DaemonsReply{}
-	mi := &file_harrier_v1_admin_proto_msgTypes[7]
+	mi := &file_harrier_v1_admin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -345,7 +505,7 @@ func (x *DaemonsReply) String() string {
 func (*DaemonsReply) ProtoMessage() {}
 
 func (x *DaemonsReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_admin_proto_msgTypes[7]
+	mi := &file_harrier_v1_admin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -358,7 +518,7 @@ func (x *DaemonsReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DaemonsReply.ProtoReflect.Descriptor instead.
 func (*DaemonsReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{7}
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *DaemonsReply) GetHost() string {
@@ -403,7 +563,7 @@ type DaemonInfo struct {
 
 func (x *DaemonInfo) Reset() {
 	*x = DaemonInfo{}
-	mi := &file_harrier_v1_admin_proto_msgTypes[8]
+	mi := &file_harrier_v1_admin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -415,7 +575,7 @@ func (x *DaemonInfo) String() string {
 func (*DaemonInfo) ProtoMessage() {}
 
 func (x *DaemonInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_admin_proto_msgTypes[8]
+	mi := &file_harrier_v1_admin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -428,7 +588,7 @@ func (x *DaemonInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DaemonInfo.ProtoReflect.Descriptor instead.
 func (*DaemonInfo) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{8}
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *DaemonInfo) GetName() string {
@@ -478,7 +638,7 @@ type DrainRequest struct {
 
 func (x *DrainRequest) Reset() {
 	*x = DrainRequest{}
-	mi := &file_harrier_v1_admin_proto_msgTypes[9]
+	mi := &file_harrier_v1_admin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -490,7 +650,7 @@ func (x *DrainRequest) String() string {
 func (*DrainRequest) ProtoMessage() {}
 
 func (x *DrainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_admin_proto_msgTypes[9]
+	mi := &file_harrier_v1_admin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -503,7 +663,7 @@ func (x *DrainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainRequest.ProtoReflect.Descriptor instead.
 func (*DrainRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{9}
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DrainRequest) GetQuick() bool {
@@ -530,7 +690,7 @@ type DrainReply struct {
 
 func (x *DrainReply) Reset() {
 	*x = DrainReply{}
-	mi := &file_harrier_v1_admin_proto_msgTypes[10]
+	mi := &file_harrier_v1_admin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -542,7 +702,7 @@ func (x *DrainReply) String() string {
 func (*DrainReply) ProtoMessage() {}
 
 func (x *DrainReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_admin_proto_msgTypes[10]
+	mi := &file_harrier_v1_admin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -555,7 +715,7 @@ func (x *DrainReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainReply.ProtoReflect.Descriptor instead.
 func (*DrainReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{10}
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *DrainReply) GetVacated() []string {
@@ -576,7 +736,7 @@ type ConfigRequest struct {
 
 func (x *ConfigRequest) Reset() {
 	*x = ConfigRequest{}
-	mi := &file_harrier_v1_admin_proto_msgTypes[11]
+	mi := &file_harrier_v1_admin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -588,7 +748,7 @@ func (x *ConfigRequest) String() string {
 func (*ConfigRequest) ProtoMessage() {}
 
 func (x *ConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_admin_proto_msgTypes[11]
+	mi := &file_harrier_v1_admin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -601,7 +761,7 @@ func (x *ConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigRequest.ProtoReflect.Descriptor instead.
 func (*ConfigRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{11}
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ConfigRequest) GetKeys() []string {
@@ -620,7 +780,7 @@ type ConfigReply struct {
 
 func (x *ConfigReply) Reset() {
 	*x = ConfigReply{}
-	mi := &file_harrier_v1_admin_proto_msgTypes[12]
+	mi := &file_harrier_v1_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -632,7 +792,7 @@ func (x *ConfigReply) String() string {
 func (*ConfigReply) ProtoMessage() {}
 
 func (x *ConfigReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_admin_proto_msgTypes[12]
+	mi := &file_harrier_v1_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -645,7 +805,7 @@ func (x *ConfigReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigReply.ProtoReflect.Descriptor instead.
 func (*ConfigReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{12}
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ConfigReply) GetSettings() []*ConfigSetting {
@@ -674,7 +834,7 @@ type ConfigSetting struct {
 
 func (x *ConfigSetting) Reset() {
 	*x = ConfigSetting{}
-	mi := &file_harrier_v1_admin_proto_msgTypes[13]
+	mi := &file_harrier_v1_admin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -686,7 +846,7 @@ func (x *ConfigSetting) String() string {
 func (*ConfigSetting) ProtoMessage() {}
 
 func (x *ConfigSetting) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_admin_proto_msgTypes[13]
+	mi := &file_harrier_v1_admin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -699,7 +859,7 @@ func (x *ConfigSetting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigSetting.ProtoReflect.Descriptor instead.
 func (*ConfigSetting) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{13}
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ConfigSetting) GetKey() string {
@@ -763,7 +923,16 @@ const file_harrier_v1_admin_proto_rawDesc = "" +
 	"\x11ResetUsageRequest\x12\x12\n" +
 	"\x04user\x18\x01 \x01(\tR\x04user\"\f\n" +
 	"\n" +
-	"AdminReply\"\x11\n" +
+	"AdminReply\"b\n" +
+	"\x13DaemonConfigRequest\x12\x16\n" +
+	"\x06daemon\x18\x01 \x01(\tR\x06daemon\x123\n" +
+	"\arequest\x18\x02 \x01(\v2\x19.harrier.v1.ConfigRequestR\arequest\"`\n" +
+	"\x12DaemonDrainRequest\x12\x16\n" +
+	"\x06daemon\x18\x01 \x01(\tR\x06daemon\x122\n" +
+	"\arequest\x18\x02 \x01(\v2\x18.harrier.v1.DrainRequestR\arequest\"F\n" +
+	"\x10DaemonDrainReply\x12\x18\n" +
+	"\adaemons\x18\x01 \x03(\tR\adaemons\x12\x18\n" +
+	"\avacated\x18\x02 \x03(\tR\avacated\"\x11\n" +
 	"\x0fReconfigRequest\".\n" +
 	"\x14DaemonControlRequest\x12\x16\n" +
 	"\x06daemon\x18\x01 \x01(\tR\x06daemon\".\n" +
@@ -806,13 +975,15 @@ const file_harrier_v1_admin_proto_rawDesc = "" +
 	"\x0fMatchmakerAdmin\x12Q\n" +
 	"\x11SetPriorityFactor\x12$.harrier.v1.SetPriorityFactorRequest\x1a\x16.harrier.v1.AdminReply\x12C\n" +
 	"\n" +
-	"ResetUsage\x12\x1d.harrier.v1.ResetUsageRequest\x1a\x16.harrier.v1.AdminReply2\xed\x02\n" +
+	"ResetUsage\x12\x1d.harrier.v1.ResetUsageRequest\x1a\x16.harrier.v1.AdminReply2\xfe\x03\n" +
 	"\vMasterAdmin\x12?\n" +
 	"\bReconfig\x12\x1b.harrier.v1.ReconfigRequest\x1a\x16.harrier.v1.AdminReply\x12G\n" +
 	"\x03Off\x12 .harrier.v1.DaemonControlRequest\x1a\x1e.harrier.v1.DaemonControlReply\x12F\n" +
 	"\x02On\x12 .harrier.v1.DaemonControlRequest\x1a\x1e.harrier.v1.DaemonControlReply\x12K\n" +
 	"\aRestart\x12 .harrier.v1.DaemonControlRequest\x1a\x1e.harrier.v1.DaemonControlReply\x12?\n" +
-	"\aDaemons\x12\x1a.harrier.v1.DaemonsRequest\x1a\x18.harrier.v1.DaemonsReply2\x86\x01\n" +
+	"\aDaemons\x12\x1a.harrier.v1.DaemonsRequest\x1a\x18.harrier.v1.DaemonsReply\x12H\n" +
+	"\fDaemonConfig\x12\x1f.harrier.v1.DaemonConfigRequest\x1a\x17.harrier.v1.ConfigReply\x12E\n" +
+	"\x05Drain\x12\x1e.harrier.v1.DaemonDrainRequest\x1a\x1c.harrier.v1.DaemonDrainReply2\x86\x01\n" +
 	"\vDaemonAdmin\x12<\n" +
 	"\x06Config\x12\x19.harrier.v1.ConfigRequest\x1a\x17.harrier.v1.ConfigReply\x129\n" +
 	"\x05Drain\x12\x18.harrier.v1.DrainRequest\x1a\x16.harrier.v1.DrainReplyB\x1aZ\x18harrier.dev/harrier/wireb\x06proto3"
@@ -829,49 +1000,58 @@ func file_harrier_v1_admin_proto_rawDescGZIP() []byte {
 	return file_harrier_v1_admin_proto_rawDescData
 }
 
-var file_harrier_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_harrier_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_harrier_v1_admin_proto_goTypes = []any{
 	(*SetPriorityFactorRequest)(nil), // 0: harrier.v1.SetPriorityFactorRequest
 	(*ResetUsageRequest)(nil),        // 1: harrier.v1.ResetUsageRequest
 	(*AdminReply)(nil),               // 2: harrier.v1.AdminReply
-	(*ReconfigRequest)(nil),          // 3: harrier.v1.ReconfigRequest
-	(*DaemonControlRequest)(nil),     // 4: harrier.v1.DaemonControlRequest
-	(*DaemonControlReply)(nil),       // 5: harrier.v1.DaemonControlReply
-	(*DaemonsRequest)(nil),           // 6: harrier.v1.DaemonsRequest
-	(*DaemonsReply)(nil),             // 7: harrier.v1.DaemonsReply
-	(*DaemonInfo)(nil),               // 8: harrier.v1.DaemonInfo
-	(*DrainRequest)(nil),             // 9: harrier.v1.DrainRequest
-	(*DrainReply)(nil),               // 10: harrier.v1.DrainReply
-	(*ConfigRequest)(nil),            // 11: harrier.v1.ConfigRequest
-	(*ConfigReply)(nil),              // 12: harrier.v1.ConfigReply
-	(*ConfigSetting)(nil),            // 13: harrier.v1.ConfigSetting
+	(*DaemonConfigRequest)(nil),      // 3: harrier.v1.DaemonConfigRequest
+	(*DaemonDrainRequest)(nil),       // 4: harrier.v1.DaemonDrainRequest
+	(*DaemonDrainReply)(nil),         // 5: harrier.v1.DaemonDrainReply
+	(*ReconfigRequest)(nil),          // 6: harrier.v1.ReconfigRequest
+	(*DaemonControlRequest)(nil),     // 7: harrier.v1.DaemonControlRequest
+	(*DaemonControlReply)(nil),       // 8: harrier.v1.DaemonControlReply
+	(*DaemonsRequest)(nil),           // 9: harrier.v1.DaemonsRequest
+	(*DaemonsReply)(nil),             // 10: harrier.v1.DaemonsReply
+	(*DaemonInfo)(nil),               // 11: harrier.v1.DaemonInfo
+	(*DrainRequest)(nil),             // 12: harrier.v1.DrainRequest
+	(*DrainReply)(nil),               // 13: harrier.v1.DrainReply
+	(*ConfigRequest)(nil),            // 14: harrier.v1.ConfigRequest
+	(*ConfigReply)(nil),              // 15: harrier.v1.ConfigReply
+	(*ConfigSetting)(nil),            // 16: harrier.v1.ConfigSetting
 }
 var file_harrier_v1_admin_proto_depIdxs = []int32{
-	8,  // 0: harrier.v1.DaemonsReply.daemons:type_name -> harrier.v1.DaemonInfo
-	13, // 1: harrier.v1.ConfigReply.settings:type_name -> harrier.v1.ConfigSetting
-	0,  // 2: harrier.v1.MatchmakerAdmin.SetPriorityFactor:input_type -> harrier.v1.SetPriorityFactorRequest
-	1,  // 3: harrier.v1.MatchmakerAdmin.ResetUsage:input_type -> harrier.v1.ResetUsageRequest
-	3,  // 4: harrier.v1.MasterAdmin.Reconfig:input_type -> harrier.v1.ReconfigRequest
-	4,  // 5: harrier.v1.MasterAdmin.Off:input_type -> harrier.v1.DaemonControlRequest
-	4,  // 6: harrier.v1.MasterAdmin.On:input_type -> harrier.v1.DaemonControlRequest
-	4,  // 7: harrier.v1.MasterAdmin.Restart:input_type -> harrier.v1.DaemonControlRequest
-	6,  // 8: harrier.v1.MasterAdmin.Daemons:input_type -> harrier.v1.DaemonsRequest
-	11, // 9: harrier.v1.DaemonAdmin.Config:input_type -> harrier.v1.ConfigRequest
-	9,  // 10: harrier.v1.DaemonAdmin.Drain:input_type -> harrier.v1.DrainRequest
-	2,  // 11: harrier.v1.MatchmakerAdmin.SetPriorityFactor:output_type -> harrier.v1.AdminReply
-	2,  // 12: harrier.v1.MatchmakerAdmin.ResetUsage:output_type -> harrier.v1.AdminReply
-	2,  // 13: harrier.v1.MasterAdmin.Reconfig:output_type -> harrier.v1.AdminReply
-	5,  // 14: harrier.v1.MasterAdmin.Off:output_type -> harrier.v1.DaemonControlReply
-	5,  // 15: harrier.v1.MasterAdmin.On:output_type -> harrier.v1.DaemonControlReply
-	5,  // 16: harrier.v1.MasterAdmin.Restart:output_type -> harrier.v1.DaemonControlReply
-	7,  // 17: harrier.v1.MasterAdmin.Daemons:output_type -> harrier.v1.DaemonsReply
-	12, // 18: harrier.v1.DaemonAdmin.Config:output_type -> harrier.v1.ConfigReply
-	10, // 19: harrier.v1.DaemonAdmin.Drain:output_type -> harrier.v1.DrainReply
-	11, // [11:20] is the sub-list for method output_type
-	2,  // [2:11] is the sub-list for method input_type
-	2,  // [2:2] is the sub-list for extension type_name
-	2,  // [2:2] is the sub-list for extension extendee
-	0,  // [0:2] is the sub-list for field type_name
+	14, // 0: harrier.v1.DaemonConfigRequest.request:type_name -> harrier.v1.ConfigRequest
+	12, // 1: harrier.v1.DaemonDrainRequest.request:type_name -> harrier.v1.DrainRequest
+	11, // 2: harrier.v1.DaemonsReply.daemons:type_name -> harrier.v1.DaemonInfo
+	16, // 3: harrier.v1.ConfigReply.settings:type_name -> harrier.v1.ConfigSetting
+	0,  // 4: harrier.v1.MatchmakerAdmin.SetPriorityFactor:input_type -> harrier.v1.SetPriorityFactorRequest
+	1,  // 5: harrier.v1.MatchmakerAdmin.ResetUsage:input_type -> harrier.v1.ResetUsageRequest
+	6,  // 6: harrier.v1.MasterAdmin.Reconfig:input_type -> harrier.v1.ReconfigRequest
+	7,  // 7: harrier.v1.MasterAdmin.Off:input_type -> harrier.v1.DaemonControlRequest
+	7,  // 8: harrier.v1.MasterAdmin.On:input_type -> harrier.v1.DaemonControlRequest
+	7,  // 9: harrier.v1.MasterAdmin.Restart:input_type -> harrier.v1.DaemonControlRequest
+	9,  // 10: harrier.v1.MasterAdmin.Daemons:input_type -> harrier.v1.DaemonsRequest
+	3,  // 11: harrier.v1.MasterAdmin.DaemonConfig:input_type -> harrier.v1.DaemonConfigRequest
+	4,  // 12: harrier.v1.MasterAdmin.Drain:input_type -> harrier.v1.DaemonDrainRequest
+	14, // 13: harrier.v1.DaemonAdmin.Config:input_type -> harrier.v1.ConfigRequest
+	12, // 14: harrier.v1.DaemonAdmin.Drain:input_type -> harrier.v1.DrainRequest
+	2,  // 15: harrier.v1.MatchmakerAdmin.SetPriorityFactor:output_type -> harrier.v1.AdminReply
+	2,  // 16: harrier.v1.MatchmakerAdmin.ResetUsage:output_type -> harrier.v1.AdminReply
+	2,  // 17: harrier.v1.MasterAdmin.Reconfig:output_type -> harrier.v1.AdminReply
+	8,  // 18: harrier.v1.MasterAdmin.Off:output_type -> harrier.v1.DaemonControlReply
+	8,  // 19: harrier.v1.MasterAdmin.On:output_type -> harrier.v1.DaemonControlReply
+	8,  // 20: harrier.v1.MasterAdmin.Restart:output_type -> harrier.v1.DaemonControlReply
+	10, // 21: harrier.v1.MasterAdmin.Daemons:output_type -> harrier.v1.DaemonsReply
+	15, // 22: harrier.v1.MasterAdmin.DaemonConfig:output_type -> harrier.v1.ConfigReply
+	5,  // 23: harrier.v1.MasterAdmin.Drain:output_type -> harrier.v1.DaemonDrainReply
+	15, // 24: harrier.v1.DaemonAdmin.Config:output_type -> harrier.v1.ConfigReply
+	13, // 25: harrier.v1.DaemonAdmin.Drain:output_type -> harrier.v1.DrainReply
+	15, // [15:26] is the sub-list for method output_type
+	4,  // [4:15] is the sub-list for method input_type
+	4,  // [4:4] is the sub-list for extension type_name
+	4,  // [4:4] is the sub-list for extension extendee
+	0,  // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_harrier_v1_admin_proto_init() }
@@ -885,7 +1065,7 @@ func file_harrier_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harrier_v1_admin_proto_rawDesc), len(file_harrier_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

@@ -170,11 +170,13 @@ var MatchmakerAdmin_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	MasterAdmin_Reconfig_FullMethodName = "/harrier.v1.MasterAdmin/Reconfig"
-	MasterAdmin_Off_FullMethodName      = "/harrier.v1.MasterAdmin/Off"
-	MasterAdmin_On_FullMethodName       = "/harrier.v1.MasterAdmin/On"
-	MasterAdmin_Restart_FullMethodName  = "/harrier.v1.MasterAdmin/Restart"
-	MasterAdmin_Daemons_FullMethodName  = "/harrier.v1.MasterAdmin/Daemons"
+	MasterAdmin_Reconfig_FullMethodName     = "/harrier.v1.MasterAdmin/Reconfig"
+	MasterAdmin_Off_FullMethodName          = "/harrier.v1.MasterAdmin/Off"
+	MasterAdmin_On_FullMethodName           = "/harrier.v1.MasterAdmin/On"
+	MasterAdmin_Restart_FullMethodName      = "/harrier.v1.MasterAdmin/Restart"
+	MasterAdmin_Daemons_FullMethodName      = "/harrier.v1.MasterAdmin/Daemons"
+	MasterAdmin_DaemonConfig_FullMethodName = "/harrier.v1.MasterAdmin/DaemonConfig"
+	MasterAdmin_Drain_FullMethodName        = "/harrier.v1.MasterAdmin/Drain"
 )
 
 // MasterAdminClient is the client API for MasterAdmin service.
@@ -198,6 +200,11 @@ type MasterAdminClient interface {
 	Restart(ctx context.Context, in *DaemonControlRequest, opts ...grpc.CallOption) (*DaemonControlReply, error)
 	// Daemons lists the master's daemons.
 	Daemons(ctx context.Context, in *DaemonsRequest, opts ...grpc.CallOption) (*DaemonsReply, error)
+	// DaemonConfig and Drain are passed on to the daemon's DaemonAdmin
+	// socket, so that an administrator elsewhere reaches the daemons
+	// through their master.
+	DaemonConfig(ctx context.Context, in *DaemonConfigRequest, opts ...grpc.CallOption) (*ConfigReply, error)
+	Drain(ctx context.Context, in *DaemonDrainRequest, opts ...grpc.CallOption) (*DaemonDrainReply, error)
 }
 
 type masterAdminClient struct {
@@ -258,6 +265,26 @@ func (c *masterAdminClient) Daemons(ctx context.Context, in *DaemonsRequest, opt
 	return out, nil
 }
 
+func (c *masterAdminClient) DaemonConfig(ctx context.Context, in *DaemonConfigRequest, opts ...grpc.CallOption) (*ConfigReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ConfigReply)
+	err := c.cc.Invoke(ctx, MasterAdmin_DaemonConfig_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *masterAdminClient) Drain(ctx context.Context, in *DaemonDrainRequest, opts ...grpc.CallOption) (*DaemonDrainReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DaemonDrainReply)
+	err := c.cc.Invoke(ctx, MasterAdmin_Drain_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MasterAdminServer is the server API for MasterAdmin service.
 // All implementations must embed UnimplementedMasterAdminServer
 // for forward compatibility.
@@ -279,6 +306,11 @@ type MasterAdminServer interface {
 	Restart(context.Context, *DaemonControlRequest) (*DaemonControlReply, error)
 	// Daemons lists the master's daemons.
 	Daemons(context.Context, *DaemonsRequest) (*DaemonsReply, error)
+	// DaemonConfig and Drain are passed on to the daemon's DaemonAdmin
+	// socket, so that an administrator elsewhere reaches the daemons
+	// through their master.
+	DaemonConfig(context.Context, *DaemonConfigRequest) (*ConfigReply, error)
+	Drain(context.Context, *DaemonDrainRequest) (*DaemonDrainReply, error)
 	mustEmbedUnimplementedMasterAdminServer()
 }
 
@@ -303,6 +335,12 @@ func (UnimplementedMasterAdminServer) Restart(context.Context, *DaemonControlReq
 }
 func (UnimplementedMasterAdminServer) Daemons(context.Context, *DaemonsRequest) (*DaemonsReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method Daemons not implemented")
+}
+func (UnimplementedMasterAdminServer) DaemonConfig(context.Context, *DaemonConfigRequest) (*ConfigReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method DaemonConfig not implemented")
+}
+func (UnimplementedMasterAdminServer) Drain(context.Context, *DaemonDrainRequest) (*DaemonDrainReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method Drain not implemented")
 }
 func (UnimplementedMasterAdminServer) mustEmbedUnimplementedMasterAdminServer() {}
 func (UnimplementedMasterAdminServer) testEmbeddedByValue()                     {}
@@ -415,6 +453,42 @@ func _MasterAdmin_Daemons_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _MasterAdmin_DaemonConfig_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DaemonConfigRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterAdminServer).DaemonConfig(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MasterAdmin_DaemonConfig_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterAdminServer).DaemonConfig(ctx, req.(*DaemonConfigRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _MasterAdmin_Drain_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DaemonDrainRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterAdminServer).Drain(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MasterAdmin_Drain_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterAdminServer).Drain(ctx, req.(*DaemonDrainRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // MasterAdmin_ServiceDesc is the grpc.ServiceDesc for MasterAdmin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -441,6 +515,14 @@ var MasterAdmin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Daemons",
 			Handler:    _MasterAdmin_Daemons_Handler,
+		},
+		{
+			MethodName: "DaemonConfig",
+			Handler:    _MasterAdmin_DaemonConfig_Handler,
+		},
+		{
+			MethodName: "Drain",
+			Handler:    _MasterAdmin_Drain_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

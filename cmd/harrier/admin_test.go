@@ -380,4 +380,15 @@ func TestAdminFromAnotherHost(t *testing.T) {
 	if pid := readPid(pidFile); pid == 0 || !alive(pid) {
 		t.Errorf("the startd does not run after on")
 	}
+	// The master passes requests on to its daemons.
+	if out := mustHarrier(t, env, "config-val", "-daemon", host, "-host", host, "-verbose", "START"); !strings.HasPrefix(out, "START = TRUE\n # at "+filepath.Join(p.dir, poolConfigName)+":") {
+		t.Errorf("config-val over TLS: %q", out)
+	}
+	if out := mustHarrier(t, env, "drain", host); !strings.Contains(out, "draining") {
+		t.Errorf("drain over TLS said %q", out)
+	}
+	eventually(t, time.Minute, "the drained machine's ads", func() bool {
+		out, _ := harrier(t, env, "status", "-af", "Draining", "-constraint", fmt.Sprintf("Machine == %q", host))
+		return strings.TrimSpace(out) == "true"
+	})
 }

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -105,12 +104,14 @@ func settingToWire(s config.Setting) *wire.ConfigSetting {
 
 // runConfigVal prints configuration values, as condor_config_val does:
 // those of the pool's configuration file, or with -daemon NAME those the
-// daemon runs on (including its defaults). -verbose adds where each value
+// daemon runs on (including its defaults), asked through its master (of
+// -host HOST, or of this host). -verbose adds where each value
 // comes from; -dump prints every key (with -daemon: every key the daemon
 // has looked up).
 func runConfigVal(args []string, _ io.Reader, stdout io.Writer) error {
 	tf := newToolFlags("config-val")
 	daemon := tf.fs.String("daemon", "", "ask the daemon NAME (matchmaker, agent, or a startd's name) what it uses")
+	host := tf.fs.String("host", "", "with -daemon: the host whose master runs it (default: this host)")
 	verbose := tf.fs.Bool("verbose", false, "say where each value comes from")
 	dump := tf.fs.Bool("dump", false, "print every key")
 	if err := tf.parse(args); err != nil {
@@ -132,7 +133,7 @@ func runConfigVal(args []string, _ io.Reader, stdout io.Writer) error {
 		for _, k := range keys {
 			settings = append(settings, settingToWire(pc.c.Setting(k)))
 		}
-	} else if settings, err = daemonConfig(runDirOf(pc), *daemon, keys); err != nil {
+	} else if settings, err = daemonConfig(pc, *host, *daemon, keys); err != nil {
 		return err
 	}
 	missing := 0
@@ -170,22 +171,25 @@ func runConfigVal(args []string, _ io.Reader, stdout io.Writer) error {
 	return nil
 }
 
-// daemonConfig asks daemon name, on its socket in runDir, to describe
-// keys (every key it uses if none).
-func daemonConfig(runDir, name string, keys []string) ([]*wire.ConfigSetting, error) {
-	conn, err := dialAdmin(daemonAdminSocket(runDir, name), "daemon "+name)
-	if err != nil {
-		return nil, err
+// daemonConfig asks daemon name, through its master (that of host, or
+// whichever of this host's masters runs it), to describe keys (every key
+// it uses if none).
+func daemonConfig(pc *poolConfig, host, name string, keys []string) ([]*wire.ConfigSetting, error) {
+	var settings []*wire.ConfigSetting
+	found := false
+	err := eachMaster(pc, host, func(ctx context.Context, _ string, c wire.MasterAdminClient) error {
+		reply, err := c.DaemonConfig(ctx, &wire.DaemonConfigRequest{Daemon: name, Request: &wire.ConfigRequest{Keys: keys}})
+		if status.Code(err) == codes.NotFound && host == "" {
+			return nil // another master's daemon
+		}
+		if err != nil {
+			return err
+		}
+		settings, found = reply.Settings, true
+		return nil
+	})
+	if err == nil && !found {
+		err = fmt.Errorf("no master of this host runs %q", name)
 	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	reply, err := wire.NewDaemonAdminClient(conn).Config(ctx, &wire.ConfigRequest{Keys: keys})
-	if status.Code(err) == codes.PermissionDenied {
-		return nil, errNotAdministrator
-	}
-	if err != nil {
-		return nil, rpcError(name, err)
-	}
-	return reply.Settings, nil
+	return settings, err
 }

@@ -5,18 +5,15 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
-
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"harrier.dev/harrier/wire"
 )
 
-// runDrain takes the machine HOST (a startd of this host) out of service,
-// as condor_drain does: it takes no new jobs (START is false); -graceful
-// (the default) lets running jobs finish, -quick vacates them to run
-// elsewhere; -cancel puts it back in service.
+// runDrain takes the machine HOST out of service, as condor_drain does,
+// through HOST's master (its socket on this host, or over TLS): it takes
+// no new jobs (START is false); -graceful (the default) lets running jobs
+// finish, -quick vacates them to run elsewhere; -cancel puts it back in
+// service.
 func runDrain(args []string, _ io.Reader, stdout io.Writer) error {
 	tf := newToolFlags("drain")
 	tf.fs.Bool("graceful", false, "let running jobs finish (the default)")
@@ -33,19 +30,13 @@ func runDrain(args []string, _ io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	conn, err := dialAdmin(daemonAdminSocket(runDirOf(pc), host), "startd "+host)
+	var reply *wire.DaemonDrainReply
+	err = eachMaster(pc, host, func(ctx context.Context, _ string, c wire.MasterAdminClient) error {
+		reply, err = c.Drain(ctx, &wire.DaemonDrainRequest{Request: &wire.DrainRequest{Quick: *quick, Cancel: *cancel}})
+		return err
+	})
 	if err != nil {
 		return err
-	}
-	defer conn.Close()
-	ctx, stop := context.WithTimeout(context.Background(), 30*time.Second)
-	defer stop()
-	reply, err := wire.NewDaemonAdminClient(conn).Drain(ctx, &wire.DrainRequest{Quick: *quick, Cancel: *cancel})
-	if status.Code(err) == codes.PermissionDenied {
-		return errNotAdministrator
-	}
-	if err != nil {
-		return rpcError("drain", err)
 	}
 	switch {
 	case *cancel:

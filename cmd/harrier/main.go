@@ -85,7 +85,7 @@ func commands() []command {
 		{"off", "off [--pool DIR] [-daemon NAME] [HOST]", daemonControl("off")},
 		{"on", "on [--pool DIR] [-daemon NAME] [HOST]", daemonControl("on")},
 		{"restart", "restart [--pool DIR] [-daemon NAME] [HOST]", daemonControl("restart")},
-		{"config-val", "config-val [--pool DIR] [-daemon NAME] [-verbose] {KEY... | -dump}", runConfigVal},
+		{"config-val", "config-val [--pool DIR] [-daemon NAME [-host HOST]] [-verbose] {KEY... | -dump}", runConfigVal},
 		{"drain", "drain [--pool DIR] [-graceful | -quick | -cancel] HOST", runDrain},
 		{"who", "who [--pool DIR] [HOST]", runWho},
 		{"daemon", "daemon matchmaker|agent|startd --config FILE [--name NAME]", runDaemon},

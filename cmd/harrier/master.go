@@ -215,7 +215,8 @@ func masterConfig(pc *poolConfig, configPath, host, list string, logger *slog.Lo
 			name = host
 		}
 		cfg.Daemons = append(cfg.Daemons, master.Daemon{Name: name, Argv: argv,
-			Log: filepath.Join(logDir, name+".log"), PidFile: master.PidFile(runDir, name)})
+			Log: filepath.Join(logDir, name+".log"), PidFile: master.PidFile(runDir, name),
+			AdminSocket: daemonAdminSocket(runDir, name)})
 	}
 	var errs []error
 	dur := func(key string, d *time.Duration) {
