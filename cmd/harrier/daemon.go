@@ -26,6 +26,7 @@ import (
 	"harrier.dev/harrier/matchmaker"
 	"harrier.dev/harrier/peercred"
 	"harrier.dev/harrier/startd"
+	"harrier.dev/harrier/wire"
 )
 
 // runDaemon runs one of the pool's daemons in the foreground until SIGTERM
@@ -74,11 +75,9 @@ func runDaemon(args []string, _ io.Reader, _ io.Writer) error {
 	}
 	admin := &daemonAdminEndpoint{current: &current}
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := serveDaemonAdmin(ctx, adminLis, admin); err != nil {
-			logger.Error("administrator's socket failed", "err", err)
-		}
-	})
+	adminSrv := localAdminServer()
+	wire.RegisterDaemonAdminServer(adminSrv, admin)
+	wg.Go(func() { serveUntil(ctx, adminSrv, adminLis, "administrator's socket", logger) })
 	live := role == "startd" || role == "matchmaker"
 	wg.Go(func() { rereadOnHangup(ctx, hup, pc, live, reconfigs, &current, logger) })
 	switch role {

@@ -82,7 +82,7 @@ func runMaster(args []string, _ io.Reader, _ io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("master: %w", err)
 	}
-	local := grpc.NewServer(grpc.Creds(peercred.Credentials()), grpc.UnaryInterceptor(peercred.AdministratorOnly))
+	local := localAdminServer()
 	wire.RegisterMasterAdminServer(local, endpoint)
 	wg.Go(func() { serveUntil(ctx, local, lis, "administrator's socket", logger) })
 	var adminAddr string
