@@ -354,8 +354,15 @@ func TestAdminFromAnotherHost(t *testing.T) {
 	writeFile(t, filepath.Join(other, poolConfigName),
 		"include : "+filepath.Join(p.dir, poolConfigName)+"\nRUN = "+filepath.Join(other, "run")+"\n", 0o644)
 	env := []string{"HARRIER_POOL=" + other}
+	var last string
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("status -daemons said last:\n%s", last)
+		}
+	})
 	eventually(t, time.Minute, "the master's ad", func() bool {
-		out, code := harrier(t, env, "status", "-daemons", "-af", "Name", "MasterAddr", host)
+		out, code := harrier(t, env, "status", "-daemons", "-af", "Name", "MasterAddr", "-constraint", fmt.Sprintf("Name == %q", host))
+		last = out
 		return code == 0 && strings.HasPrefix(out, host+" 127.0.0.1:")
 	})
 
