@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -71,8 +72,11 @@ func TestReconfigChangesStartWithoutEviction(t *testing.T) {
 		t.Errorf("the running job's status after the reconfig: %d, want 2 (running)", st)
 	}
 
+	// SIGHUP to the master (systemctl reload) does what reconfig does.
 	p.appendConfig(t, "START = TRUE")
-	p.must(t, "reconfig")
+	if err := syscall.Kill(readPid(masterPidFile(p.dir, hostName())), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
 	eventually(t, 2*time.Minute, "both jobs to complete", func() bool {
 		out, code := p.harrier(t, "q", "-nobatch", "-af", "ClusterId")
 		return code == 0 && strings.TrimSpace(out) == ""
@@ -221,6 +225,18 @@ func TestConfigVal(t *testing.T) {
 	agentLog, _ := os.ReadFile(filepath.Join(p.dir, "log", "agent.log"))
 	if !strings.Contains(string(agentLog), "applies changes when it restarts") {
 		t.Errorf("the agent's log does not say it applies changes when it restarts:\n%s", agentLog)
+	}
+
+	// A START that does not parse is refused whole: the startd runs on,
+	// and says so, with the configuration it had.
+	p.appendConfig(t, "START = (((")
+	p.must(t, "reconfig")
+	eventually(t, 30*time.Second, "the startd to refuse the reconfig", func() bool {
+		b, _ := os.ReadFile(filepath.Join(p.dir, "log", host+".log"))
+		return strings.Contains(string(b), "reconfig refused")
+	})
+	if out := p.must(t, "config-val", "-daemon", host, "-verbose", "START"); out != want {
+		t.Errorf("after a refused reconfig the startd says %q, want %q", out, want)
 	}
 
 	alice := newUser(t)

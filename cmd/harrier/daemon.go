@@ -57,7 +57,7 @@ func runDaemon(args []string, _ io.Reader, _ io.Writer) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	reconfigs := make(chan *poolConfig)
+	reconfigs := make(chan reconfig)
 	// The configuration the daemon runs on, for the administrator.
 	var current atomic.Pointer[poolConfig]
 	current.Store(pc)
@@ -107,10 +107,11 @@ func runDaemon(args []string, _ io.Reader, _ io.Writer) error {
 // rereadOnHangup re-reads the configuration file on each SIGHUP until
 // ctx is done and logs which settings changed. A startd or the
 // matchmaker (live) takes the new configuration from reconfigs and
-// applies what it can at once; the agent applies changes when it
+// applies what it can at once, or refuses all of it (current then stays
+// the configuration it runs on); the agent applies changes when it
 // restarts, which is logged. A file that does not load is logged and
 // ignored.
-func rereadOnHangup(ctx context.Context, hup <-chan os.Signal, pc *poolConfig, live bool, reconfigs chan<- *poolConfig, current *atomic.Pointer[poolConfig], logger *slog.Logger) {
+func rereadOnHangup(ctx context.Context, hup <-chan os.Signal, pc *poolConfig, live bool, reconfigs chan<- reconfig, current *atomic.Pointer[poolConfig], logger *slog.Logger) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -123,8 +124,8 @@ func rereadOnHangup(ctx context.Context, hup <-chan os.Signal, pc *poolConfig, l
 			continue
 		}
 		changed := changedKeys(pc.c, next.c)
-		pc = next
 		if !live {
+			pc = next
 			if len(changed) > 0 {
 				logger.Warn("configuration re-read; this daemon applies changes when it restarts", "changed", changed)
 			} else {
@@ -133,13 +134,32 @@ func rereadOnHangup(ctx context.Context, hup <-chan os.Signal, pc *poolConfig, l
 			continue
 		}
 		logger.Info("configuration re-read", "changed", changed)
-		current.Store(next)
+		rc := reconfig{pc: next, result: make(chan error, 1)}
 		select {
-		case reconfigs <- next:
+		case reconfigs <- rc:
 		case <-ctx.Done():
 			return
 		}
+		select {
+		case err := <-rc.result:
+			if err != nil {
+				logger.Error("reconfig refused; running on the configuration read before", "err", err)
+				continue
+			}
+		case <-ctx.Done():
+			return
+		}
+		// What the daemon now runs on, for the administrator.
+		pc = next
+		current.Store(next)
 	}
+}
+
+// reconfig is a re-read configuration handed to a daemon, which answers
+// on result whether it applied it.
+type reconfig struct {
+	pc     *poolConfig
+	result chan error // capacity 1
 }
 
 // changedKeys lists the keys whose expanded value differs between two
@@ -177,7 +197,7 @@ func logLevel(pc *poolConfig) slog.Level {
 	return slog.LevelInfo
 }
 
-func serveMatchmaker(ctx context.Context, pc *poolConfig, reconfigs <-chan *poolConfig, logger *slog.Logger) error {
+func serveMatchmaker(ctx context.Context, pc *poolConfig, reconfigs <-chan reconfig, logger *slog.Logger) error {
 	addr, err := pc.require("MATCHMAKER_ADDR")
 	if err != nil {
 		return err
@@ -204,14 +224,12 @@ func serveMatchmaker(ctx context.Context, pc *poolConfig, reconfigs <-chan *pool
 			select {
 			case <-ctx.Done():
 				return
-			case next := <-reconfigs:
-				cfg, err := matchmakerConfig(next, logger)
+			case rc := <-reconfigs:
+				cfg, err := matchmakerConfig(rc.pc, logger)
 				if err == nil {
 					err = mm.Reconfigure(cfg)
 				}
-				if err != nil {
-					logger.Error("reconfig refused; running on the configuration read before", "err", err)
-				}
+				rc.result <- err
 			}
 		}
 	})
@@ -372,7 +390,7 @@ func openQueue(ctx context.Context, dir string, logger *slog.Logger) (*jobqueue.
 	}
 }
 
-func serveStartd(ctx context.Context, pc *poolConfig, name string, reconfigs <-chan *poolConfig, admin *daemonAdminEndpoint, logger *slog.Logger) error {
+func serveStartd(ctx context.Context, pc *poolConfig, name string, reconfigs <-chan reconfig, admin *daemonAdminEndpoint, logger *slog.Logger) error {
 	cfg, err := startdConfig(pc, name, logger)
 	if err != nil {
 		return err
@@ -403,15 +421,13 @@ func serveStartd(ctx context.Context, pc *poolConfig, name string, reconfigs <-c
 			select {
 			case <-ctx.Done():
 				return
-			case next := <-reconfigs:
-				cfg, err := startdConfig(next, name, logger)
+			case rc := <-reconfigs:
+				cfg, err := startdConfig(rc.pc, name, logger)
 				if err == nil {
 					cfg.AdvertiseAddr = lis.Addr().String()
 					err = s.Reconfigure(cfg)
 				}
-				if err != nil {
-					logger.Error("reconfig refused; running on the configuration read before", "err", err)
-				}
+				rc.result <- err
 			}
 		}
 	})
