@@ -340,6 +340,12 @@ func TestStatusDaemons(t *testing.T) {
 		ad := byName()["DaemonMaster/"+host+"-2"]
 		return ad != nil && ad[second+"_Restarts"] == float64(1) && ad[second+"_Pid"] == float64(readPid(filepath.Join(p.dir, "run", host+"-2.pid")))
 	})
+	if out := p.must(t, "status", "-master", "-af", "Name"); strings.Join(strings.Fields(out), " ") != host+"-1 "+host+"-2" && strings.Join(strings.Fields(out), " ") != host+"-2 "+host+"-1" {
+		t.Errorf("status -master: %q", out)
+	}
+	if out := p.must(t, "status", "-negotiator", "-af", "MyType"); out != "Negotiator\n" {
+		t.Errorf("status -negotiator: %q", out)
+	}
 	out := p.must(t, "status", "-daemons")
 	for _, want := range []string{
 		`(?m)^` + host + `-2 +DaemonMaster +\S+ \S+ +daemons ` + host + `-2; 1 restarts$`,

@@ -66,7 +66,7 @@ func commands() []command {
 		{"submit", "submit [--pool DIR] [-dry-run FILE] [-terse | -verbose] [-append LINE]... [-batch-name NAME] [-maxjobs N] [NAME=VALUE]... [FILE | -] [-queue ARGS]", runSubmit},
 		{"q", "q [--pool DIR] [-nobatch | -hold | -hold-codes | -run | -idle | -totals | -json | -long | -af[:jht,lngVr] EXPR... | -better-analyze] [-currentrun | -cputime] [-attributes A,...] [-allusers] [-constraint EXPR] [ID | OWNER]...", runQ},
 		{"history", "history [--pool DIR] [-json] [-long] [-af[:jht,lngVr] EXPR...] [-limit N] [ID...]", runHistory},
-		{"status", "status [--pool DIR] [-compact | -totals | -run | -state | -schedd | -daemons | -json | -long | -af[:ht,lngVr] EXPR...] [-avail | -claimed] [-constraint EXPR] [-sort EXPR]... [-attributes A,...] [-limit N] [NAME...]", runStatus},
+		{"status", "status [--pool DIR] [-compact | -totals | -run | -state | -schedd | -daemons | -master | -negotiator | -json | -long | -af[:ht,lngVr] EXPR...] [-avail | -claimed] [-constraint EXPR] [-sort EXPR]... [-attributes A,...] [-limit N] [NAME...]", runStatus},
 		{"rm", "rm [--pool DIR] [-reason TEXT] [-constraint EXPR] [-all] [ID | OWNER]...", actCommand("rm")},
 		{"hold", "hold [--pool DIR] [-reason TEXT] [-constraint EXPR] [-all] [ID | OWNER]...", actCommand("hold")},
 		{"release", "release [--pool DIR] [-reason TEXT] [-constraint EXPR] [-all] [ID | OWNER]...", actCommand("release")},
