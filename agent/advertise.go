@@ -82,6 +82,7 @@ func (a *Agent) advertise(ctx context.Context) {
 	sched.SetInt("TotalRunningJobs", counts[Running])
 	sched.SetInt("TotalHeldJobs", counts[Held])
 	sched.SetInt("MyCurrentTime", time.Now().Unix())
+	sched.SetInt("DaemonStartTime", a.started.Unix())
 	for _, addr := range append([]string{a.cfg.MatchmakerAddr}, a.cfg.FlockTo...) {
 		if err := a.advertiseTo(ctx, addr, idle, sched, reschedule); err != nil {
 			a.log.Warn("advertise", "matchmaker", addr, "err", err)

@@ -91,6 +91,7 @@ type Agent struct {
 	// matchmaker, which would otherwise wait for its next periodic cycle.
 	reschedule atomic.Bool
 	client     *clients
+	started    time.Time // DaemonStartTime in the Scheduler ad
 
 	// work tracks the goroutines that outlive the request that started
 	// them: those working claims (useClaim) and turning matches down.
@@ -143,12 +144,13 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	a := &Agent{
-		cfg:    cfg,
-		log:    cfg.Logger,
-		queue:  cfg.Queue,
-		wake:   make(chan struct{}, 1),
-		client: newClients(cfg.ClientTLS),
-		runs:   make(map[jobqueue.JobID]*run),
+		started: time.Now(),
+		cfg:     cfg,
+		log:     cfg.Logger,
+		queue:   cfg.Queue,
+		wake:    make(chan struct{}, 1),
+		client:  newClients(cfg.ClientTLS),
+		runs:    make(map[jobqueue.JobID]*run),
 	}
 	a.submitRate.rate = float64(cfg.Limits.SubmitRate)
 	a.jobs = &jobTable{a: a}

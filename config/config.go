@@ -24,6 +24,12 @@
 // package does not parse them, it only hands back their text. References
 // written $$(NAME) are left for match-time substitution and are not expanded.
 //
+// Every definition remembers where it was read ("pool.conf:12", or the
+// use line and the template's line), and the Config remembers which keys
+// the program looked up and with what default, so that a daemon can say
+// what configuration it uses and where each value comes from (Setting,
+// Used).
+//
 // Not supported: HTCondor's if/else/endif blocks, "@=" multi-line values,
 // "include command" and the $INT(), $REAL(), $RANDOM_CHOICE() family of
 // macro functions (they are returned literally).
@@ -52,6 +58,10 @@ type Config struct {
 
 	mu   sync.RWMutex
 	defs map[string]def // keyed by lower-case key
+
+	// used records the keys the program looked up (see Used).
+	usedMu sync.Mutex
+	used   map[string]use // keyed by lower-case key
 }
 
 // def is one definition: the key as last spelled, its raw value and where it
@@ -72,7 +82,7 @@ func newConfig(env func(string) (string, bool)) *Config {
 	if env == nil {
 		env = os.LookupEnv
 	}
-	return &Config{env: env, defs: make(map[string]def)}
+	return &Config{env: env, defs: make(map[string]def), used: make(map[string]use)}
 }
 
 // Set defines key with the raw, unexpanded value, replacing any earlier
@@ -97,7 +107,8 @@ func (c *Config) set(key, value, pos string) {
 // A value whose expansion fails (a reference cycle, an unterminated
 // reference) is reported as undefined; use Expand to see the error.
 func (c *Config) Lookup(key string) (string, bool) {
-	v, err := c.Expand(key)
+	v, err := c.expand(key)
+	c.noteUse(key, "", false)
 	if err != nil {
 		return "", false
 	}
@@ -111,6 +122,11 @@ var ErrNotDefined = errors.New("not defined")
 // ErrNotDefined if key has no definition and ErrCycle if its expansion
 // refers back to itself.
 func (c *Config) Expand(key string) (string, error) {
+	c.noteUse(key, "", false)
+	return c.expand(key)
+}
+
+func (c *Config) expand(key string) (string, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	d, ok := c.defs[strings.ToLower(key)]
@@ -161,7 +177,9 @@ func mapKeys(m map[string]def) func(func(string) bool) {
 // String returns the expanded value of key, or def if key is undefined,
 // empty or fails to expand.
 func (c *Config) String(key, def string) string {
-	v, ok := c.Lookup(key)
+	v, err := c.expand(key)
+	ok := err == nil
+	c.noteUse(key, def, true)
 	if !ok || v == "" {
 		return def
 	}
@@ -170,8 +188,9 @@ func (c *Config) String(key, def string) string {
 
 // value is the common front half of the typed getters: it returns the
 // expanded value, whether it is usable, and the definition for errors.
-func (c *Config) value(key string) (string, bool, error) {
-	v, err := c.Expand(key)
+func (c *Config) value(key, def string) (string, bool, error) {
+	v, err := c.expand(key)
+	c.noteUse(key, def, true)
 	if errors.Is(err, ErrNotDefined) {
 		return "", false, nil
 	}
@@ -193,7 +212,7 @@ func (c *Config) badValue(key, kind, v string) error {
 // Int returns the expanded value of key as a decimal integer, or def if key
 // is undefined or empty.
 func (c *Config) Int(key string, def int64) (int64, error) {
-	v, ok, err := c.value(key)
+	v, ok, err := c.value(key, strconv.FormatInt(def, 10))
 	if err != nil || !ok {
 		return def, err
 	}
@@ -207,7 +226,7 @@ func (c *Config) Int(key string, def int64) (int64, error) {
 // Bool returns the expanded value of key as a boolean, or def if key is
 // undefined or empty. It accepts true/false, yes/no and 1/0 in any case.
 func (c *Config) Bool(key string, def bool) (bool, error) {
-	v, ok, err := c.value(key)
+	v, ok, err := c.value(key, strconv.FormatBool(def))
 	if err != nil || !ok {
 		return def, err
 	}
@@ -225,7 +244,7 @@ func (c *Config) Bool(key string, def bool) (bool, error) {
 // convention, fractions allowed); otherwise the value is parsed by
 // time.ParseDuration, e.g. "90s" or "5m".
 func (c *Config) Duration(key string, def time.Duration) (time.Duration, error) {
-	v, ok, err := c.value(key)
+	v, ok, err := c.value(key, strconv.FormatFloat(def.Seconds(), 'f', -1, 64))
 	if err != nil || !ok {
 		return def, err
 	}

@@ -4,7 +4,9 @@
 // their executable changes, and stops them in reverse order.
 //
 // The master runs one event loop; each daemon's process is watched by a
-// goroutine that only reports its exit. Daemons get SIGTERM when the master
+// goroutine that only reports its exit. The administrator's requests (Off,
+// On, Restart, Reconfigure, Status) are carried out by that loop too, so
+// they never race with a restart. Daemons get SIGTERM when the master
 // dies (Pdeathsig), so none outlives it unsupervised: a master killed with
 // SIGKILL takes its daemons down cleanly, and the next master starts them
 // afresh.
@@ -34,10 +36,17 @@ type Daemon struct {
 	Log string
 	// PidFile, if set, holds the pid of the daemon's current process.
 	PidFile string
+	// AdminSocket, if set, is the Unix socket where the daemon serves
+	// the administrator (DaemonAdmin); the master passes requests on to
+	// it.
+	AdminSocket string
 }
 
 // Config is what a master runs and how.
 type Config struct {
+	// Host is the name of the host the master keeps, for the
+	// administrator's tools.
+	Host string
 	// Daemons are started in this order and stopped in the reverse.
 	Daemons []Daemon
 	// Executable is watched every CheckExecInterval: when it changes
@@ -78,8 +87,12 @@ type Master struct {
 	procs []*proc
 	// exits receives each process's end from its watcher.
 	exits chan exit
-	// restarts receives the index of a daemon whose back-off is over.
-	restarts chan int
+	// restarts receives a daemon whose back-off is over.
+	restarts chan *proc
+	// requests carries the administrator's requests into the loop.
+	requests chan func()
+	// done is closed when Run returns; requests after that fail.
+	done chan struct{}
 }
 
 // proc is one daemon and its current process, if any.
@@ -89,46 +102,71 @@ type proc struct {
 	done     chan struct{}
 	started  time.Time
 	failures int  // restarts since it last ran RecoverAfter
+	restarts int  // starts after the first, for the administrator
 	pending  bool // a restart is scheduled
+	// off: the administrator turned it off; it is not started again
+	// until turned on.
+	off bool
+	// removed: a reconfiguration took it out of the daemon list.
+	removed bool
 }
 
 type exit struct {
-	i   int
+	p   *proc
 	cmd *exec.Cmd
 	err error
 }
 
 // New checks cfg and returns a master for it.
 func New(cfg Config) (*Master, error) {
-	if len(cfg.Daemons) == 0 {
-		return nil, errors.New("master: no daemons to run")
-	}
-	seen := map[string]bool{}
-	for _, d := range cfg.Daemons {
-		if d.Name == "" || len(d.Argv) == 0 {
-			return nil, fmt.Errorf("master: daemon %q has no name or command", d.Name)
-		}
-		if seen[d.Name] {
-			return nil, fmt.Errorf("master: daemon %q listed twice", d.Name)
-		}
-		seen[d.Name] = true
+	if err := checkDaemons(cfg.Daemons); err != nil {
+		return nil, err
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	m := &Master{cfg: cfg, exits: make(chan exit, len(cfg.Daemons)), restarts: make(chan int, len(cfg.Daemons))}
+	// The channels are buffered for the most daemons a reconfiguration
+	// may bring, so that a watcher never blocks the loop.
+	m := &Master{cfg: cfg, exits: make(chan exit, maxDaemons), restarts: make(chan *proc, maxDaemons),
+		requests: make(chan func()), done: make(chan struct{})}
 	for _, d := range cfg.Daemons {
 		m.procs = append(m.procs, &proc{d: d})
 	}
 	return m, nil
 }
 
+// maxDaemons bounds the daemons one master runs, over its lifetime's
+// reconfigurations.
+const maxDaemons = 64
+
+// checkDaemons checks the daemon list of a configuration.
+func checkDaemons(ds []Daemon) error {
+	if len(ds) == 0 {
+		return errors.New("master: no daemons to run")
+	}
+	if len(ds) > maxDaemons {
+		return fmt.Errorf("master: %d daemons; at most %d", len(ds), maxDaemons)
+	}
+	seen := map[string]bool{}
+	for _, d := range ds {
+		if d.Name == "" || len(d.Argv) == 0 {
+			return fmt.Errorf("master: daemon %q has no name or command", d.Name)
+		}
+		if seen[d.Name] {
+			return fmt.Errorf("master: daemon %q listed twice", d.Name)
+		}
+		seen[d.Name] = true
+	}
+	return nil
+}
+
 // Run starts the daemons and keeps them running until ctx is done, then
 // stops them in reverse order and returns.
 func (m *Master) Run(ctx context.Context) error {
+	defer close(m.done)
 	log := m.cfg.Logger
-	for i := range m.procs {
-		m.start(i)
+	for _, p := range m.procs {
+		m.start(p)
 	}
 	var exe, changed execState
 	var check <-chan time.Time
@@ -145,17 +183,22 @@ func (m *Master) Run(ctx context.Context) error {
 			m.stopAll()
 			return nil
 		case e := <-m.exits:
-			p := m.procs[e.i]
+			p := e.p
 			if p.cmd != e.cmd {
 				continue // an old process, stopped on purpose
 			}
 			p.cmd = nil
-			m.scheduleRestart(e.i, e.err)
-		case i := <-m.restarts:
-			m.procs[i].pending = false
-			if m.procs[i].cmd == nil {
-				m.start(i)
+			if p.off {
+				continue // it was stopping, and stays off
 			}
+			m.scheduleRestart(p, e.err)
+		case p := <-m.restarts:
+			p.pending = false
+			if p.cmd == nil && !p.off && !p.removed {
+				m.start(p)
+			}
+		case f := <-m.requests:
+			f()
 		case <-check:
 			now := statExec(m.cfg.Executable)
 			switch {
@@ -167,9 +210,11 @@ func (m *Master) Run(ctx context.Context) error {
 				log.Info("executable changed; restarting daemons", "path", m.cfg.Executable)
 				exe, changed = now, execState{}
 				m.stopAll()
-				for i := range m.procs {
-					m.procs[i].failures = 0
-					m.start(i)
+				for _, p := range m.procs {
+					p.failures = 0
+					if !p.off {
+						m.start(p)
+					}
 				}
 			}
 		}
@@ -178,10 +223,12 @@ func (m *Master) Run(ctx context.Context) error {
 
 // start starts daemon i; a daemon that cannot be started is retried
 // after its back-off.
-func (m *Master) start(i int) {
-	p := m.procs[i]
+func (m *Master) start(p *proc) {
+	if !p.started.IsZero() {
+		p.restarts++
+	}
 	if err := p.start(); err != nil {
-		m.scheduleRestart(i, err)
+		m.scheduleRestart(p, err)
 		return
 	}
 	m.cfg.Logger.Info("daemon started", "name", p.d.Name, "pid", p.cmd.Process.Pid)
@@ -189,7 +236,7 @@ func (m *Master) start(i int) {
 	go func() {
 		err := cmd.Wait()
 		close(done)
-		m.exits <- exit{i: i, cmd: cmd, err: err}
+		m.exits <- exit{p: p, cmd: cmd, err: err}
 	}()
 }
 
@@ -217,10 +264,9 @@ func (p *proc) start() error {
 	return nil
 }
 
-// scheduleRestart logs why daemon i is not running and starts it again
-// after its back-off.
-func (m *Master) scheduleRestart(i int, why error) {
-	p := m.procs[i]
+// scheduleRestart logs why p is not running and starts it again after
+// its back-off.
+func (m *Master) scheduleRestart(p *proc, why error) {
 	if !p.started.IsZero() && time.Since(p.started) >= m.cfg.RecoverAfter {
 		p.failures = 0
 	}
@@ -232,7 +278,12 @@ func (m *Master) scheduleRestart(i int, why error) {
 		return
 	}
 	p.pending = true
-	time.AfterFunc(delay, func() { m.restarts <- i })
+	time.AfterFunc(delay, func() {
+		select {
+		case m.restarts <- p:
+		case <-m.done:
+		}
+	})
 }
 
 // backoff is the wait before a daemon's restart after n earlier ones.
@@ -247,24 +298,29 @@ func (m *Master) backoff(n int) time.Duration {
 // stopAll stops every running daemon, the last started first.
 func (m *Master) stopAll() {
 	for i := len(m.procs) - 1; i >= 0; i-- {
-		p := m.procs[i]
-		if p.cmd == nil {
-			continue
-		}
-		cmd := p.cmd
-		p.cmd = nil // its exit is no reason to restart it
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(m.cfg.StopGrace):
-			m.cfg.Logger.Warn("daemon did not stop in time; killing it", "name", p.d.Name, "grace", m.cfg.StopGrace)
-			_ = cmd.Process.Kill()
-			<-p.done
-		}
-		m.cfg.Logger.Info("daemon stopped", "name", p.d.Name)
-		if p.d.PidFile != "" {
-			os.Remove(p.d.PidFile)
-		}
+		m.stop(m.procs[i])
+	}
+}
+
+// stop stops p's process, if it runs: SIGTERM, and SIGKILL after
+// StopGrace.
+func (m *Master) stop(p *proc) {
+	if p.cmd == nil {
+		return
+	}
+	cmd := p.cmd
+	p.cmd = nil // its exit is no reason to restart it
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(m.cfg.StopGrace):
+		m.cfg.Logger.Warn("daemon did not stop in time; killing it", "name", p.d.Name, "grace", m.cfg.StopGrace)
+		_ = cmd.Process.Kill()
+		<-p.done
+	}
+	m.cfg.Logger.Info("daemon stopped", "name", p.d.Name)
+	if p.d.PidFile != "" {
+		os.Remove(p.d.PidFile)
 	}
 }
 

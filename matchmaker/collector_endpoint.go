@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,14 +32,17 @@ func (e *collectorEndpoint) lease(seconds int32) time.Duration {
 	return time.Duration(seconds) * time.Second
 }
 
-// advertisers says which role may advertise each type of ad (lower-case),
-// as HTCondor's ADVERTISE_STARTD and ADVERTISE_SCHEDD permissions do: a
-// startd cannot pass itself off as a submitter, nor an agent as a
-// machine. A type not named here is refused.
-var advertisers = map[string]pki.Role{
-	"machine":   pki.RoleStartd,
-	"scheduler": pki.RoleAgent,
-	"submitter": pki.RoleAgent,
+// advertisers says which roles may advertise each type of ad
+// (lower-case), as HTCondor's ADVERTISE_STARTD, ADVERTISE_SCHEDD and
+// ADVERTISE_MASTER permissions do: a startd cannot pass itself off as a
+// submitter, nor an agent as a machine. A host's master, which has no
+// certificate of its own, advertises its DaemonMaster ad with the
+// certificate of a daemon of its host. A type not named here is refused.
+var advertisers = map[string][]pki.Role{
+	"machine":      {pki.RoleStartd},
+	"scheduler":    {pki.RoleAgent},
+	"submitter":    {pki.RoleAgent},
+	"daemonmaster": {pki.RoleStartd, pki.RoleAgent},
 }
 
 // mayAdvertise checks the caller's role against the ad type and returns
@@ -48,7 +52,7 @@ func mayAdvertise(ctx context.Context, what, typ string) (string, error) {
 	if !ok {
 		return "", status.Errorf(codes.Unauthenticated, "%s: unknown caller", what)
 	}
-	if role, ok := advertisers[strings.ToLower(typ)]; !ok || role != p.Role {
+	if !slices.Contains(advertisers[strings.ToLower(typ)], p.Role) {
 		return "", status.Errorf(codes.PermissionDenied, "%s: %s may not advertise %s ads", what, p.Identity, typ)
 	}
 	return p.Identity, nil

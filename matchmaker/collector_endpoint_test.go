@@ -138,6 +138,14 @@ func TestEndpointAdsBelongToTheirAdvertiser(t *testing.T) {
 	if _, err := e.Advertise(asStartd, &wire.AdvertiseRequest{Type: "License", Name: "x", Ad: "[ a = 1 ]"}); status.Code(err) != codes.PermissionDenied {
 		t.Errorf("an ad type nobody may advertise: %v, want PermissionDenied", err)
 	}
+	// A master advertises with a daemon's certificate of its host.
+	for _, ctx := range []context.Context{asStartd, asAgent} {
+		p, _ := wire.PeerOf(ctx)
+		name := "host-" + string(p.Role)
+		if _, err := e.Advertise(ctx, &wire.AdvertiseRequest{Type: "DaemonMaster", Name: name, Ad: "[ a = 1 ]"}); err != nil {
+			t.Errorf("a master's ad with a %s certificate: %v", p.Role, err)
+		}
+	}
 	if _, err := e.Advertise(asStartd, machine); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/wire"
 )
 
@@ -20,6 +21,7 @@ type driver struct {
 	notifier   Notifier
 	clock      Clock
 	name       string        // of the Negotiator ad
+	started    time.Time     // DaemonStartTime in the Negotiator ad
 	interval   time.Duration // between periodic cycles
 	debounce   time.Duration // from the first kick to its cycle
 
@@ -28,6 +30,32 @@ type driver struct {
 	wg   sync.WaitGroup
 
 	saved time.Time // when the accountant was last saved
+
+	// mu guards interval and negotiator.PreemptionRequirements, which
+	// reconfigure changes; retime (capacity 1) tells run the interval
+	// changed.
+	mu     sync.Mutex
+	retime chan struct{}
+}
+
+// reconfigure sets the interval between periodic cycles and the
+// preemption requirements; the next cycle uses them.
+func (d *driver) reconfigure(interval time.Duration, preempt classad.Expr) {
+	d.mu.Lock()
+	d.interval, d.negotiator.PreemptionRequirements = interval, preempt
+	d.mu.Unlock()
+	select {
+	case d.retime <- struct{}{}:
+	default:
+	}
+}
+
+// settings returns the interval and the negotiator as reconfigure last
+// set them.
+func (d *driver) settings() (time.Duration, Negotiator) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.interval, d.negotiator
 }
 
 // accountantSaveInterval bounds how often a cycle saves the accountant:
@@ -48,7 +76,8 @@ func (d *driver) Kick() {
 // flight.
 func (d *driver) run(ctx context.Context) {
 	defer d.wg.Wait()
-	tick := time.NewTicker(d.interval)
+	interval, _ := d.settings()
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	var debounce <-chan time.Time
 	defer d.saveAccountant()
@@ -66,6 +95,9 @@ func (d *driver) run(ctx context.Context) {
 		case <-tick.C:
 			debounce = nil
 			d.cycle(ctx)
+		case <-d.retime:
+			interval, _ := d.settings()
+			tick.Reset(interval)
 		}
 	}
 }
@@ -85,6 +117,7 @@ func (d *driver) saveAccountant() {
 // decide, record the matches in the collector, and hand the notifications
 // to background senders so that a slow peer delays only its own match.
 func (d *driver) cycle(ctx context.Context) CycleStats {
+	interval, negotiator := d.settings()
 	start := time.Now()
 	reqs, machines := d.collector.Snapshot()
 	snap := time.Since(start)
@@ -94,10 +127,10 @@ func (d *driver) cycle(ctx context.Context) CycleStats {
 			d.saveAccountant()
 		}
 		for _, u := range d.accountant.Users() {
-			d.collector.Advertise(TypeAccounting, u.Name, u.Ad(), 3*d.interval)
+			d.collector.Advertise(TypeAccounting, u.Name, u.Ad(), 3*interval)
 		}
 	}
-	res := d.negotiator.Negotiate(reqs, machines)
+	res := negotiator.Negotiate(reqs, machines)
 	for _, m := range res.Matches {
 		d.collector.Claim(m)
 		d.wg.Add(1)
@@ -123,7 +156,8 @@ func (d *driver) cycle(ctx context.Context) CycleStats {
 		SignificantAttributes: res.SignificantAttributes,
 	}
 	ad := s.ad(d.name)
-	d.collector.Advertise(TypeNegotiator, d.name, ad, 3*d.interval)
+	ad.SetInt("DaemonStartTime", d.started.Unix())
+	d.collector.Advertise(TypeNegotiator, d.name, ad, 3*interval)
 	level := slog.LevelDebug
 	if s.Matches > 0 {
 		level = slog.LevelInfo

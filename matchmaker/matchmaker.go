@@ -179,12 +179,37 @@ func New(cfg Config) (*Matchmaker, error) {
 			notifier:   cfg.Notifier,
 			clock:      cfg.Clock,
 			name:       cfg.Name,
+			started:    cfg.Clock.Now(),
 			interval:   cfg.Interval,
 			debounce:   cfg.Debounce,
 			kick:       make(chan struct{}, 1),
 			sem:        make(chan struct{}, cfg.MaxNotify),
+			retime:     make(chan struct{}, 1),
 		},
 	}, nil
+}
+
+// Reconfigure applies a re-read configuration to the running matchmaker
+// without losing its ads, matches or priorities: the interval between
+// periodic cycles (NEGOTIATOR_INTERVAL) and PREEMPTION_REQUIREMENTS take
+// effect from the next cycle. The rest of cfg is ignored; it takes effect
+// when the matchmaker restarts. A PREEMPTION_REQUIREMENTS that does not
+// parse is refused and nothing changes.
+func (m *Matchmaker) Reconfigure(cfg Config) error {
+	interval := cfg.Interval
+	if interval <= 0 {
+		interval = DefaultInterval
+	}
+	var preempt classad.Expr
+	if cfg.PreemptionRequirements != "" {
+		var err error
+		if preempt, err = classad.ParseExpr(cfg.PreemptionRequirements); err != nil {
+			return fmt.Errorf("matchmaker: PREEMPTION_REQUIREMENTS: %w", err)
+		}
+	}
+	m.driver.reconfigure(interval, preempt)
+	m.log.Info("reconfigured", "interval", interval, "preemption_requirements", cfg.PreemptionRequirements)
+	return nil
 }
 
 // ErrServed is returned by a second call to [Matchmaker.Serve].

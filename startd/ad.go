@@ -15,6 +15,9 @@ type adConfig struct {
 	numSlots int
 	version  string
 	sandbox  string // HarrierSandbox: "container" or "process"
+	// draining: the administrator drained the machine (see Drain);
+	// policy.start is then false.
+	draining bool
 }
 
 // machineAd builds the ad of one slot from a measurement of the whole
@@ -35,6 +38,7 @@ func machineAd(c adConfig, m machine, v view, now time.Time) *classad.ClassAd {
 	ad.Set("Requirements", c.policy.start)
 	ad.Set("Start", c.policy.start)
 	ad.Set("Rank", c.policy.rank)
+	ad.SetBool("Draining", c.draining)
 	ad.SetString("Arch", m.arch)
 	ad.SetString("OpSys", "LINUX")
 	ad.SetString("OpSysAndVer", m.opSysAndVer)

@@ -10,15 +10,17 @@ import (
 // policyLoop evaluates the owner policy of every slot now and every
 // PollingInterval until ctx is done.
 func (s *Startd) policyLoop(ctx context.Context) {
-	t := time.NewTicker(s.cfg.PollingInterval)
+	// A timer, not a ticker: Reconfigure may change the interval.
+	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
-		s.evaluate()
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
+		s.evaluate()
+		t.Reset(s.pollingInterval())
 	}
 }
 

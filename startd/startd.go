@@ -12,6 +12,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/pki"
 	"harrier.dev/harrier/wire"
 )
@@ -36,9 +37,14 @@ type Startd struct {
 
 	mu    sync.Mutex
 	slots []*slot // guarded by mu, as is everything in each slot
+	// mu also guards the settings of cfg that Reconfigure changes: the
+	// policy texts, PollingInterval, ClaimLease and ScratchLimitKB.
 	// adc is what the ads take from the configuration; Serve sets its
 	// addr before any ad is built.
 	adc adConfig
+	// configuredStart is the configuration's START while the machine
+	// drains (adc.policy.start is then false).
+	configuredStart classad.Expr
 }
 
 // New checks cfg, prepares the execute directory (removing scratch

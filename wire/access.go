@@ -44,6 +44,9 @@ var Access = map[string][]pki.Role{
 	"/harrier.v1.ShadowIO/*": {pki.RoleStartd},
 	// The administrator's services are the administrator's alone.
 	"/harrier.v1.MatchmakerAdmin/*": {pki.RoleAdmin},
+	// A master serves the administrator here too (and on a root-only
+	// Unix socket), for administrators on other hosts.
+	"/harrier.v1.MasterAdmin/*": {pki.RoleAdmin},
 }
 
 // A Peer is the verified caller of an RPC.

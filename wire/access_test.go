@@ -14,10 +14,11 @@ import (
 )
 
 // Every method of every service served over the pool's TLS has a line in
-// Access; the local Schedd service, served on a Unix socket to users,
-// has none (a TLS server must not serve it).
+// Access; the local Schedd service, served on a Unix socket to users, and
+// DaemonAdmin, served on a Unix socket to root, have none (a TLS server
+// must not serve them).
 func TestAccessCoversEveryMethod(t *testing.T) {
-	for _, sd := range []grpc.ServiceDesc{Collector_ServiceDesc, Agent_ServiceDesc, Startd_ServiceDesc, Shadow_ServiceDesc, ShadowIO_ServiceDesc, MatchmakerAdmin_ServiceDesc} {
+	for _, sd := range []grpc.ServiceDesc{Collector_ServiceDesc, Agent_ServiceDesc, Startd_ServiceDesc, Shadow_ServiceDesc, ShadowIO_ServiceDesc, MatchmakerAdmin_ServiceDesc, MasterAdmin_ServiceDesc} {
 		var names []string
 		for _, m := range sd.Methods {
 			names = append(names, m.MethodName)
@@ -32,9 +33,12 @@ func TestAccessCoversEveryMethod(t *testing.T) {
 			}
 		}
 	}
-	for _, m := range Schedd_ServiceDesc.Methods {
-		if _, ok := rolesFor("/" + Schedd_ServiceDesc.ServiceName + "/" + m.MethodName); ok {
-			t.Errorf("Schedd.%s is open over TLS", m.MethodName)
+	// Nor has a daemon's, served on a socket only root may open.
+	for _, sd := range []grpc.ServiceDesc{Schedd_ServiceDesc, DaemonAdmin_ServiceDesc} {
+		for _, m := range sd.Methods {
+			if _, ok := rolesFor("/" + sd.ServiceName + "/" + m.MethodName); ok {
+				t.Errorf("%s.%s is open over TLS", sd.ServiceName, m.MethodName)
+			}
 		}
 	}
 }

@@ -158,6 +158,759 @@ func (*AdminReply) Descriptor() ([]byte, []int) {
 	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{2}
 }
 
+type DaemonConfigRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// daemon names the daemon, as the master does.
+	Daemon        string         `protobuf:"bytes,1,opt,name=daemon,proto3" json:"daemon,omitempty"`
+	Request       *ConfigRequest `protobuf:"bytes,2,opt,name=request,proto3" json:"request,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DaemonConfigRequest) Reset() {
+	*x = DaemonConfigRequest{}
+	mi := &file_harrier_v1_admin_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DaemonConfigRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DaemonConfigRequest) ProtoMessage() {}
+
+func (x *DaemonConfigRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_admin_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DaemonConfigRequest.ProtoReflect.Descriptor instead.
+func (*DaemonConfigRequest) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *DaemonConfigRequest) GetDaemon() string {
+	if x != nil {
+		return x.Daemon
+	}
+	return ""
+}
+
+func (x *DaemonConfigRequest) GetRequest() *ConfigRequest {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+type DaemonDrainRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// daemon names the startd; empty: every daemon of the master that
+	// drains (its startds).
+	Daemon        string        `protobuf:"bytes,1,opt,name=daemon,proto3" json:"daemon,omitempty"`
+	Request       *DrainRequest `protobuf:"bytes,2,opt,name=request,proto3" json:"request,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DaemonDrainRequest) Reset() {
+	*x = DaemonDrainRequest{}
+	mi := &file_harrier_v1_admin_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DaemonDrainRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DaemonDrainRequest) ProtoMessage() {}
+
+func (x *DaemonDrainRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_admin_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DaemonDrainRequest.ProtoReflect.Descriptor instead.
+func (*DaemonDrainRequest) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *DaemonDrainRequest) GetDaemon() string {
+	if x != nil {
+		return x.Daemon
+	}
+	return ""
+}
+
+func (x *DaemonDrainRequest) GetRequest() *DrainRequest {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+type DaemonDrainReply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// daemons names the daemons that drained (or were put back).
+	Daemons       []string `protobuf:"bytes,1,rep,name=daemons,proto3" json:"daemons,omitempty"`
+	Vacated       []string `protobuf:"bytes,2,rep,name=vacated,proto3" json:"vacated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DaemonDrainReply) Reset() {
+	*x = DaemonDrainReply{}
+	mi := &file_harrier_v1_admin_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DaemonDrainReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DaemonDrainReply) ProtoMessage() {}
+
+func (x *DaemonDrainReply) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_admin_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DaemonDrainReply.ProtoReflect.Descriptor instead.
+func (*DaemonDrainReply) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *DaemonDrainReply) GetDaemons() []string {
+	if x != nil {
+		return x.Daemons
+	}
+	return nil
+}
+
+func (x *DaemonDrainReply) GetVacated() []string {
+	if x != nil {
+		return x.Vacated
+	}
+	return nil
+}
+
+type ReconfigRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReconfigRequest) Reset() {
+	*x = ReconfigRequest{}
+	mi := &file_harrier_v1_admin_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReconfigRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReconfigRequest) ProtoMessage() {}
+
+func (x *ReconfigRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_admin_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReconfigRequest.ProtoReflect.Descriptor instead.
+func (*ReconfigRequest) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{6}
+}
+
+type DaemonControlRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// daemon names one daemon ("agent", or a startd's name); empty: all.
+	Daemon        string `protobuf:"bytes,1,opt,name=daemon,proto3" json:"daemon,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DaemonControlRequest) Reset() {
+	*x = DaemonControlRequest{}
+	mi := &file_harrier_v1_admin_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DaemonControlRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DaemonControlRequest) ProtoMessage() {}
+
+func (x *DaemonControlRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_admin_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DaemonControlRequest.ProtoReflect.Descriptor instead.
+func (*DaemonControlRequest) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *DaemonControlRequest) GetDaemon() string {
+	if x != nil {
+		return x.Daemon
+	}
+	return ""
+}
+
+type DaemonControlReply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// daemons are the names of the daemons acted on.
+	Daemons       []string `protobuf:"bytes,1,rep,name=daemons,proto3" json:"daemons,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DaemonControlReply) Reset() {
+	*x = DaemonControlReply{}
+	mi := &file_harrier_v1_admin_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DaemonControlReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DaemonControlReply) ProtoMessage() {}
+
+func (x *DaemonControlReply) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_admin_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DaemonControlReply.ProtoReflect.Descriptor instead.
+func (*DaemonControlReply) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *DaemonControlReply) GetDaemons() []string {
+	if x != nil {
+		return x.Daemons
+	}
+	return nil
+}
+
+type DaemonsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DaemonsRequest) Reset() {
+	*x = DaemonsRequest{}
+	mi := &file_harrier_v1_admin_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DaemonsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DaemonsRequest) ProtoMessage() {}
+
+func (x *DaemonsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_admin_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DaemonsRequest.ProtoReflect.Descriptor instead.
+func (*DaemonsRequest) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{9}
+}
+
+type DaemonsReply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// host is the name the master was started with.
+	Host            string        `protobuf:"bytes,1,opt,name=host,proto3" json:"host,omitempty"`
+	MasterPid       int32         `protobuf:"varint,2,opt,name=master_pid,json=masterPid,proto3" json:"master_pid,omitempty"`
+	MasterStartUnix int64         `protobuf:"varint,3,opt,name=master_start_unix,json=masterStartUnix,proto3" json:"master_start_unix,omitempty"`
+	Daemons         []*DaemonInfo `protobuf:"bytes,4,rep,name=daemons,proto3" json:"daemons,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *DaemonsReply) Reset() {
+	*x = DaemonsReply{}
+	mi := &file_harrier_v1_admin_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DaemonsReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DaemonsReply) ProtoMessage() {}
+
+func (x *DaemonsReply) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_admin_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DaemonsReply.ProtoReflect.Descriptor instead.
+func (*DaemonsReply) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *DaemonsReply) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+func (x *DaemonsReply) GetMasterPid() int32 {
+	if x != nil {
+		return x.MasterPid
+	}
+	return 0
+}
+
+func (x *DaemonsReply) GetMasterStartUnix() int64 {
+	if x != nil {
+		return x.MasterStartUnix
+	}
+	return 0
+}
+
+func (x *DaemonsReply) GetDaemons() []*DaemonInfo {
+	if x != nil {
+		return x.Daemons
+	}
+	return nil
+}
+
+type DaemonInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// pid is 0 while the daemon is not running.
+	Pid           int32 `protobuf:"varint,2,opt,name=pid,proto3" json:"pid,omitempty"`
+	StartUnix     int64 `protobuf:"varint,3,opt,name=start_unix,json=startUnix,proto3" json:"start_unix,omitempty"`
+	Restarts      int32 `protobuf:"varint,4,opt,name=restarts,proto3" json:"restarts,omitempty"`
+	Off           bool  `protobuf:"varint,5,opt,name=off,proto3" json:"off,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DaemonInfo) Reset() {
+	*x = DaemonInfo{}
+	mi := &file_harrier_v1_admin_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DaemonInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DaemonInfo) ProtoMessage() {}
+
+func (x *DaemonInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_admin_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DaemonInfo.ProtoReflect.Descriptor instead.
+func (*DaemonInfo) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *DaemonInfo) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *DaemonInfo) GetPid() int32 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+func (x *DaemonInfo) GetStartUnix() int64 {
+	if x != nil {
+		return x.StartUnix
+	}
+	return 0
+}
+
+func (x *DaemonInfo) GetRestarts() int32 {
+	if x != nil {
+		return x.Restarts
+	}
+	return 0
+}
+
+func (x *DaemonInfo) GetOff() bool {
+	if x != nil {
+		return x.Off
+	}
+	return false
+}
+
+type DrainRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// quick also vacates the running jobs; without it they finish.
+	Quick bool `protobuf:"varint,1,opt,name=quick,proto3" json:"quick,omitempty"`
+	// cancel puts the machine back in service.
+	Cancel        bool `protobuf:"varint,2,opt,name=cancel,proto3" json:"cancel,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DrainRequest) Reset() {
+	*x = DrainRequest{}
+	mi := &file_harrier_v1_admin_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DrainRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DrainRequest) ProtoMessage() {}
+
+func (x *DrainRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_admin_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DrainRequest.ProtoReflect.Descriptor instead.
+func (*DrainRequest) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *DrainRequest) GetQuick() bool {
+	if x != nil {
+		return x.Quick
+	}
+	return false
+}
+
+func (x *DrainRequest) GetCancel() bool {
+	if x != nil {
+		return x.Cancel
+	}
+	return false
+}
+
+type DrainReply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// vacated names the slots whose jobs were vacated.
+	Vacated       []string `protobuf:"bytes,1,rep,name=vacated,proto3" json:"vacated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DrainReply) Reset() {
+	*x = DrainReply{}
+	mi := &file_harrier_v1_admin_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DrainReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DrainReply) ProtoMessage() {}
+
+func (x *DrainReply) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_admin_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DrainReply.ProtoReflect.Descriptor instead.
+func (*DrainReply) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *DrainReply) GetVacated() []string {
+	if x != nil {
+		return x.Vacated
+	}
+	return nil
+}
+
+type ConfigRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// keys to describe, whether the daemon uses them or not; empty: every
+	// key the daemon has looked up.
+	Keys          []string `protobuf:"bytes,1,rep,name=keys,proto3" json:"keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConfigRequest) Reset() {
+	*x = ConfigRequest{}
+	mi := &file_harrier_v1_admin_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConfigRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConfigRequest) ProtoMessage() {}
+
+func (x *ConfigRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_admin_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConfigRequest.ProtoReflect.Descriptor instead.
+func (*ConfigRequest) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ConfigRequest) GetKeys() []string {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+type ConfigReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Settings      []*ConfigSetting       `protobuf:"bytes,1,rep,name=settings,proto3" json:"settings,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConfigReply) Reset() {
+	*x = ConfigReply{}
+	mi := &file_harrier_v1_admin_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConfigReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConfigReply) ProtoMessage() {}
+
+func (x *ConfigReply) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_admin_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConfigReply.ProtoReflect.Descriptor instead.
+func (*ConfigReply) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ConfigReply) GetSettings() []*ConfigSetting {
+	if x != nil {
+		return x.Settings
+	}
+	return nil
+}
+
+// ConfigSetting is one key as the daemon sees it (config.Setting).
+type ConfigSetting struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Key     string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Value   string                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	Defined bool                   `protobuf:"varint,3,opt,name=defined,proto3" json:"defined,omitempty"`
+	// origin is "FILE:LINE" (with the template after a use line); empty
+	// if not defined.
+	Origin     string `protobuf:"bytes,4,opt,name=origin,proto3" json:"origin,omitempty"`
+	HasDefault bool   `protobuf:"varint,5,opt,name=has_default,json=hasDefault,proto3" json:"has_default,omitempty"`
+	Default    string `protobuf:"bytes,6,opt,name=default,proto3" json:"default,omitempty"`
+	// error says why the value does not expand.
+	Error         string `protobuf:"bytes,7,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConfigSetting) Reset() {
+	*x = ConfigSetting{}
+	mi := &file_harrier_v1_admin_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConfigSetting) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConfigSetting) ProtoMessage() {}
+
+func (x *ConfigSetting) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_admin_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConfigSetting.ProtoReflect.Descriptor instead.
+func (*ConfigSetting) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ConfigSetting) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *ConfigSetting) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
+func (x *ConfigSetting) GetDefined() bool {
+	if x != nil {
+		return x.Defined
+	}
+	return false
+}
+
+func (x *ConfigSetting) GetOrigin() string {
+	if x != nil {
+		return x.Origin
+	}
+	return ""
+}
+
+func (x *ConfigSetting) GetHasDefault() bool {
+	if x != nil {
+		return x.HasDefault
+	}
+	return false
+}
+
+func (x *ConfigSetting) GetDefault() string {
+	if x != nil {
+		return x.Default
+	}
+	return ""
+}
+
+func (x *ConfigSetting) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 var File_harrier_v1_admin_proto protoreflect.FileDescriptor
 
 const file_harrier_v1_admin_proto_rawDesc = "" +
@@ -170,11 +923,70 @@ const file_harrier_v1_admin_proto_rawDesc = "" +
 	"\x11ResetUsageRequest\x12\x12\n" +
 	"\x04user\x18\x01 \x01(\tR\x04user\"\f\n" +
 	"\n" +
-	"AdminReply2\xa9\x01\n" +
+	"AdminReply\"b\n" +
+	"\x13DaemonConfigRequest\x12\x16\n" +
+	"\x06daemon\x18\x01 \x01(\tR\x06daemon\x123\n" +
+	"\arequest\x18\x02 \x01(\v2\x19.harrier.v1.ConfigRequestR\arequest\"`\n" +
+	"\x12DaemonDrainRequest\x12\x16\n" +
+	"\x06daemon\x18\x01 \x01(\tR\x06daemon\x122\n" +
+	"\arequest\x18\x02 \x01(\v2\x18.harrier.v1.DrainRequestR\arequest\"F\n" +
+	"\x10DaemonDrainReply\x12\x18\n" +
+	"\adaemons\x18\x01 \x03(\tR\adaemons\x12\x18\n" +
+	"\avacated\x18\x02 \x03(\tR\avacated\"\x11\n" +
+	"\x0fReconfigRequest\".\n" +
+	"\x14DaemonControlRequest\x12\x16\n" +
+	"\x06daemon\x18\x01 \x01(\tR\x06daemon\".\n" +
+	"\x12DaemonControlReply\x12\x18\n" +
+	"\adaemons\x18\x01 \x03(\tR\adaemons\"\x10\n" +
+	"\x0eDaemonsRequest\"\x9f\x01\n" +
+	"\fDaemonsReply\x12\x12\n" +
+	"\x04host\x18\x01 \x01(\tR\x04host\x12\x1d\n" +
+	"\n" +
+	"master_pid\x18\x02 \x01(\x05R\tmasterPid\x12*\n" +
+	"\x11master_start_unix\x18\x03 \x01(\x03R\x0fmasterStartUnix\x120\n" +
+	"\adaemons\x18\x04 \x03(\v2\x16.harrier.v1.DaemonInfoR\adaemons\"\x7f\n" +
+	"\n" +
+	"DaemonInfo\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
+	"\x03pid\x18\x02 \x01(\x05R\x03pid\x12\x1d\n" +
+	"\n" +
+	"start_unix\x18\x03 \x01(\x03R\tstartUnix\x12\x1a\n" +
+	"\brestarts\x18\x04 \x01(\x05R\brestarts\x12\x10\n" +
+	"\x03off\x18\x05 \x01(\bR\x03off\"<\n" +
+	"\fDrainRequest\x12\x14\n" +
+	"\x05quick\x18\x01 \x01(\bR\x05quick\x12\x16\n" +
+	"\x06cancel\x18\x02 \x01(\bR\x06cancel\"&\n" +
+	"\n" +
+	"DrainReply\x12\x18\n" +
+	"\avacated\x18\x01 \x03(\tR\avacated\"#\n" +
+	"\rConfigRequest\x12\x12\n" +
+	"\x04keys\x18\x01 \x03(\tR\x04keys\"D\n" +
+	"\vConfigReply\x125\n" +
+	"\bsettings\x18\x01 \x03(\v2\x19.harrier.v1.ConfigSettingR\bsettings\"\xba\x01\n" +
+	"\rConfigSetting\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\x12\x18\n" +
+	"\adefined\x18\x03 \x01(\bR\adefined\x12\x16\n" +
+	"\x06origin\x18\x04 \x01(\tR\x06origin\x12\x1f\n" +
+	"\vhas_default\x18\x05 \x01(\bR\n" +
+	"hasDefault\x12\x18\n" +
+	"\adefault\x18\x06 \x01(\tR\adefault\x12\x14\n" +
+	"\x05error\x18\a \x01(\tR\x05error2\xa9\x01\n" +
 	"\x0fMatchmakerAdmin\x12Q\n" +
 	"\x11SetPriorityFactor\x12$.harrier.v1.SetPriorityFactorRequest\x1a\x16.harrier.v1.AdminReply\x12C\n" +
 	"\n" +
-	"ResetUsage\x12\x1d.harrier.v1.ResetUsageRequest\x1a\x16.harrier.v1.AdminReplyB\x1aZ\x18harrier.dev/harrier/wireb\x06proto3"
+	"ResetUsage\x12\x1d.harrier.v1.ResetUsageRequest\x1a\x16.harrier.v1.AdminReply2\xfe\x03\n" +
+	"\vMasterAdmin\x12?\n" +
+	"\bReconfig\x12\x1b.harrier.v1.ReconfigRequest\x1a\x16.harrier.v1.AdminReply\x12G\n" +
+	"\x03Off\x12 .harrier.v1.DaemonControlRequest\x1a\x1e.harrier.v1.DaemonControlReply\x12F\n" +
+	"\x02On\x12 .harrier.v1.DaemonControlRequest\x1a\x1e.harrier.v1.DaemonControlReply\x12K\n" +
+	"\aRestart\x12 .harrier.v1.DaemonControlRequest\x1a\x1e.harrier.v1.DaemonControlReply\x12?\n" +
+	"\aDaemons\x12\x1a.harrier.v1.DaemonsRequest\x1a\x18.harrier.v1.DaemonsReply\x12H\n" +
+	"\fDaemonConfig\x12\x1f.harrier.v1.DaemonConfigRequest\x1a\x17.harrier.v1.ConfigReply\x12E\n" +
+	"\x05Drain\x12\x1e.harrier.v1.DaemonDrainRequest\x1a\x1c.harrier.v1.DaemonDrainReply2\x86\x01\n" +
+	"\vDaemonAdmin\x12<\n" +
+	"\x06Config\x12\x19.harrier.v1.ConfigRequest\x1a\x17.harrier.v1.ConfigReply\x129\n" +
+	"\x05Drain\x12\x18.harrier.v1.DrainRequest\x1a\x16.harrier.v1.DrainReplyB\x1aZ\x18harrier.dev/harrier/wireb\x06proto3"
 
 var (
 	file_harrier_v1_admin_proto_rawDescOnce sync.Once
@@ -188,22 +1000,58 @@ func file_harrier_v1_admin_proto_rawDescGZIP() []byte {
 	return file_harrier_v1_admin_proto_rawDescData
 }
 
-var file_harrier_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_harrier_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_harrier_v1_admin_proto_goTypes = []any{
 	(*SetPriorityFactorRequest)(nil), // 0: harrier.v1.SetPriorityFactorRequest
 	(*ResetUsageRequest)(nil),        // 1: harrier.v1.ResetUsageRequest
 	(*AdminReply)(nil),               // 2: harrier.v1.AdminReply
+	(*DaemonConfigRequest)(nil),      // 3: harrier.v1.DaemonConfigRequest
+	(*DaemonDrainRequest)(nil),       // 4: harrier.v1.DaemonDrainRequest
+	(*DaemonDrainReply)(nil),         // 5: harrier.v1.DaemonDrainReply
+	(*ReconfigRequest)(nil),          // 6: harrier.v1.ReconfigRequest
+	(*DaemonControlRequest)(nil),     // 7: harrier.v1.DaemonControlRequest
+	(*DaemonControlReply)(nil),       // 8: harrier.v1.DaemonControlReply
+	(*DaemonsRequest)(nil),           // 9: harrier.v1.DaemonsRequest
+	(*DaemonsReply)(nil),             // 10: harrier.v1.DaemonsReply
+	(*DaemonInfo)(nil),               // 11: harrier.v1.DaemonInfo
+	(*DrainRequest)(nil),             // 12: harrier.v1.DrainRequest
+	(*DrainReply)(nil),               // 13: harrier.v1.DrainReply
+	(*ConfigRequest)(nil),            // 14: harrier.v1.ConfigRequest
+	(*ConfigReply)(nil),              // 15: harrier.v1.ConfigReply
+	(*ConfigSetting)(nil),            // 16: harrier.v1.ConfigSetting
 }
 var file_harrier_v1_admin_proto_depIdxs = []int32{
-	0, // 0: harrier.v1.MatchmakerAdmin.SetPriorityFactor:input_type -> harrier.v1.SetPriorityFactorRequest
-	1, // 1: harrier.v1.MatchmakerAdmin.ResetUsage:input_type -> harrier.v1.ResetUsageRequest
-	2, // 2: harrier.v1.MatchmakerAdmin.SetPriorityFactor:output_type -> harrier.v1.AdminReply
-	2, // 3: harrier.v1.MatchmakerAdmin.ResetUsage:output_type -> harrier.v1.AdminReply
-	2, // [2:4] is the sub-list for method output_type
-	0, // [0:2] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	14, // 0: harrier.v1.DaemonConfigRequest.request:type_name -> harrier.v1.ConfigRequest
+	12, // 1: harrier.v1.DaemonDrainRequest.request:type_name -> harrier.v1.DrainRequest
+	11, // 2: harrier.v1.DaemonsReply.daemons:type_name -> harrier.v1.DaemonInfo
+	16, // 3: harrier.v1.ConfigReply.settings:type_name -> harrier.v1.ConfigSetting
+	0,  // 4: harrier.v1.MatchmakerAdmin.SetPriorityFactor:input_type -> harrier.v1.SetPriorityFactorRequest
+	1,  // 5: harrier.v1.MatchmakerAdmin.ResetUsage:input_type -> harrier.v1.ResetUsageRequest
+	6,  // 6: harrier.v1.MasterAdmin.Reconfig:input_type -> harrier.v1.ReconfigRequest
+	7,  // 7: harrier.v1.MasterAdmin.Off:input_type -> harrier.v1.DaemonControlRequest
+	7,  // 8: harrier.v1.MasterAdmin.On:input_type -> harrier.v1.DaemonControlRequest
+	7,  // 9: harrier.v1.MasterAdmin.Restart:input_type -> harrier.v1.DaemonControlRequest
+	9,  // 10: harrier.v1.MasterAdmin.Daemons:input_type -> harrier.v1.DaemonsRequest
+	3,  // 11: harrier.v1.MasterAdmin.DaemonConfig:input_type -> harrier.v1.DaemonConfigRequest
+	4,  // 12: harrier.v1.MasterAdmin.Drain:input_type -> harrier.v1.DaemonDrainRequest
+	14, // 13: harrier.v1.DaemonAdmin.Config:input_type -> harrier.v1.ConfigRequest
+	12, // 14: harrier.v1.DaemonAdmin.Drain:input_type -> harrier.v1.DrainRequest
+	2,  // 15: harrier.v1.MatchmakerAdmin.SetPriorityFactor:output_type -> harrier.v1.AdminReply
+	2,  // 16: harrier.v1.MatchmakerAdmin.ResetUsage:output_type -> harrier.v1.AdminReply
+	2,  // 17: harrier.v1.MasterAdmin.Reconfig:output_type -> harrier.v1.AdminReply
+	8,  // 18: harrier.v1.MasterAdmin.Off:output_type -> harrier.v1.DaemonControlReply
+	8,  // 19: harrier.v1.MasterAdmin.On:output_type -> harrier.v1.DaemonControlReply
+	8,  // 20: harrier.v1.MasterAdmin.Restart:output_type -> harrier.v1.DaemonControlReply
+	10, // 21: harrier.v1.MasterAdmin.Daemons:output_type -> harrier.v1.DaemonsReply
+	15, // 22: harrier.v1.MasterAdmin.DaemonConfig:output_type -> harrier.v1.ConfigReply
+	5,  // 23: harrier.v1.MasterAdmin.Drain:output_type -> harrier.v1.DaemonDrainReply
+	15, // 24: harrier.v1.DaemonAdmin.Config:output_type -> harrier.v1.ConfigReply
+	13, // 25: harrier.v1.DaemonAdmin.Drain:output_type -> harrier.v1.DrainReply
+	15, // [15:26] is the sub-list for method output_type
+	4,  // [4:15] is the sub-list for method input_type
+	4,  // [4:4] is the sub-list for extension type_name
+	4,  // [4:4] is the sub-list for extension extendee
+	0,  // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_harrier_v1_admin_proto_init() }
@@ -217,9 +1065,9 @@ func file_harrier_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harrier_v1_admin_proto_rawDesc), len(file_harrier_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   3,
+			NumMessages:   17,
 			NumExtensions: 0,
-			NumServices:   1,
+			NumServices:   3,
 		},
 		GoTypes:           file_harrier_v1_admin_proto_goTypes,
 		DependencyIndexes: file_harrier_v1_admin_proto_depIdxs,

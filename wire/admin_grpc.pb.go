@@ -168,3 +168,519 @@ var MatchmakerAdmin_ServiceDesc = grpc.ServiceDesc{
 	Streams:  []grpc.StreamDesc{},
 	Metadata: "harrier/v1/admin.proto",
 }
+
+const (
+	MasterAdmin_Reconfig_FullMethodName     = "/harrier.v1.MasterAdmin/Reconfig"
+	MasterAdmin_Off_FullMethodName          = "/harrier.v1.MasterAdmin/Off"
+	MasterAdmin_On_FullMethodName           = "/harrier.v1.MasterAdmin/On"
+	MasterAdmin_Restart_FullMethodName      = "/harrier.v1.MasterAdmin/Restart"
+	MasterAdmin_Daemons_FullMethodName      = "/harrier.v1.MasterAdmin/Daemons"
+	MasterAdmin_DaemonConfig_FullMethodName = "/harrier.v1.MasterAdmin/DaemonConfig"
+	MasterAdmin_Drain_FullMethodName        = "/harrier.v1.MasterAdmin/Drain"
+)
+
+// MasterAdminClient is the client API for MasterAdmin service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// MasterAdmin is a host's master at the administrator's orders, as
+// condor_off, condor_on, condor_restart and condor_reconfig reach
+// condor_master. The master serves it on a Unix socket in its RUN
+// directory that only root may open (and checks the caller's uid by
+// SO_PEERCRED), and over the pool's TLS at the MasterAddr of its
+// DaemonMaster ad, where wire.Access admits the admin role only.
+type MasterAdminClient interface {
+	// Reconfig makes the master re-read the configuration (DAEMON_LIST
+	// and its own settings) and send SIGHUP to its daemons, which re-read
+	// what they can without losing claims or jobs.
+	Reconfig(ctx context.Context, in *ReconfigRequest, opts ...grpc.CallOption) (*AdminReply, error)
+	// Off stops a daemon (or all) and keeps it stopped until On.
+	Off(ctx context.Context, in *DaemonControlRequest, opts ...grpc.CallOption) (*DaemonControlReply, error)
+	On(ctx context.Context, in *DaemonControlRequest, opts ...grpc.CallOption) (*DaemonControlReply, error)
+	Restart(ctx context.Context, in *DaemonControlRequest, opts ...grpc.CallOption) (*DaemonControlReply, error)
+	// Daemons lists the master's daemons.
+	Daemons(ctx context.Context, in *DaemonsRequest, opts ...grpc.CallOption) (*DaemonsReply, error)
+	// DaemonConfig and Drain are passed on to the daemon's DaemonAdmin
+	// socket, so that an administrator elsewhere reaches the daemons
+	// through their master.
+	DaemonConfig(ctx context.Context, in *DaemonConfigRequest, opts ...grpc.CallOption) (*ConfigReply, error)
+	Drain(ctx context.Context, in *DaemonDrainRequest, opts ...grpc.CallOption) (*DaemonDrainReply, error)
+}
+
+type masterAdminClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewMasterAdminClient(cc grpc.ClientConnInterface) MasterAdminClient {
+	return &masterAdminClient{cc}
+}
+
+func (c *masterAdminClient) Reconfig(ctx context.Context, in *ReconfigRequest, opts ...grpc.CallOption) (*AdminReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AdminReply)
+	err := c.cc.Invoke(ctx, MasterAdmin_Reconfig_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *masterAdminClient) Off(ctx context.Context, in *DaemonControlRequest, opts ...grpc.CallOption) (*DaemonControlReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DaemonControlReply)
+	err := c.cc.Invoke(ctx, MasterAdmin_Off_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *masterAdminClient) On(ctx context.Context, in *DaemonControlRequest, opts ...grpc.CallOption) (*DaemonControlReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DaemonControlReply)
+	err := c.cc.Invoke(ctx, MasterAdmin_On_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *masterAdminClient) Restart(ctx context.Context, in *DaemonControlRequest, opts ...grpc.CallOption) (*DaemonControlReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DaemonControlReply)
+	err := c.cc.Invoke(ctx, MasterAdmin_Restart_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *masterAdminClient) Daemons(ctx context.Context, in *DaemonsRequest, opts ...grpc.CallOption) (*DaemonsReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DaemonsReply)
+	err := c.cc.Invoke(ctx, MasterAdmin_Daemons_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *masterAdminClient) DaemonConfig(ctx context.Context, in *DaemonConfigRequest, opts ...grpc.CallOption) (*ConfigReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ConfigReply)
+	err := c.cc.Invoke(ctx, MasterAdmin_DaemonConfig_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *masterAdminClient) Drain(ctx context.Context, in *DaemonDrainRequest, opts ...grpc.CallOption) (*DaemonDrainReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DaemonDrainReply)
+	err := c.cc.Invoke(ctx, MasterAdmin_Drain_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// MasterAdminServer is the server API for MasterAdmin service.
+// All implementations must embed UnimplementedMasterAdminServer
+// for forward compatibility.
+//
+// MasterAdmin is a host's master at the administrator's orders, as
+// condor_off, condor_on, condor_restart and condor_reconfig reach
+// condor_master. The master serves it on a Unix socket in its RUN
+// directory that only root may open (and checks the caller's uid by
+// SO_PEERCRED), and over the pool's TLS at the MasterAddr of its
+// DaemonMaster ad, where wire.Access admits the admin role only.
+type MasterAdminServer interface {
+	// Reconfig makes the master re-read the configuration (DAEMON_LIST
+	// and its own settings) and send SIGHUP to its daemons, which re-read
+	// what they can without losing claims or jobs.
+	Reconfig(context.Context, *ReconfigRequest) (*AdminReply, error)
+	// Off stops a daemon (or all) and keeps it stopped until On.
+	Off(context.Context, *DaemonControlRequest) (*DaemonControlReply, error)
+	On(context.Context, *DaemonControlRequest) (*DaemonControlReply, error)
+	Restart(context.Context, *DaemonControlRequest) (*DaemonControlReply, error)
+	// Daemons lists the master's daemons.
+	Daemons(context.Context, *DaemonsRequest) (*DaemonsReply, error)
+	// DaemonConfig and Drain are passed on to the daemon's DaemonAdmin
+	// socket, so that an administrator elsewhere reaches the daemons
+	// through their master.
+	DaemonConfig(context.Context, *DaemonConfigRequest) (*ConfigReply, error)
+	Drain(context.Context, *DaemonDrainRequest) (*DaemonDrainReply, error)
+	mustEmbedUnimplementedMasterAdminServer()
+}
+
+// UnimplementedMasterAdminServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedMasterAdminServer struct{}
+
+func (UnimplementedMasterAdminServer) Reconfig(context.Context, *ReconfigRequest) (*AdminReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method Reconfig not implemented")
+}
+func (UnimplementedMasterAdminServer) Off(context.Context, *DaemonControlRequest) (*DaemonControlReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method Off not implemented")
+}
+func (UnimplementedMasterAdminServer) On(context.Context, *DaemonControlRequest) (*DaemonControlReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method On not implemented")
+}
+func (UnimplementedMasterAdminServer) Restart(context.Context, *DaemonControlRequest) (*DaemonControlReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method Restart not implemented")
+}
+func (UnimplementedMasterAdminServer) Daemons(context.Context, *DaemonsRequest) (*DaemonsReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method Daemons not implemented")
+}
+func (UnimplementedMasterAdminServer) DaemonConfig(context.Context, *DaemonConfigRequest) (*ConfigReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method DaemonConfig not implemented")
+}
+func (UnimplementedMasterAdminServer) Drain(context.Context, *DaemonDrainRequest) (*DaemonDrainReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method Drain not implemented")
+}
+func (UnimplementedMasterAdminServer) mustEmbedUnimplementedMasterAdminServer() {}
+func (UnimplementedMasterAdminServer) testEmbeddedByValue()                     {}
+
+// UnsafeMasterAdminServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to MasterAdminServer will
+// result in compilation errors.
+type UnsafeMasterAdminServer interface {
+	mustEmbedUnimplementedMasterAdminServer()
+}
+
+func RegisterMasterAdminServer(s grpc.ServiceRegistrar, srv MasterAdminServer) {
+	// If the following call panics, it indicates UnimplementedMasterAdminServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&MasterAdmin_ServiceDesc, srv)
+}
+
+func _MasterAdmin_Reconfig_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReconfigRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterAdminServer).Reconfig(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MasterAdmin_Reconfig_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterAdminServer).Reconfig(ctx, req.(*ReconfigRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _MasterAdmin_Off_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DaemonControlRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterAdminServer).Off(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MasterAdmin_Off_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterAdminServer).Off(ctx, req.(*DaemonControlRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _MasterAdmin_On_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DaemonControlRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterAdminServer).On(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MasterAdmin_On_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterAdminServer).On(ctx, req.(*DaemonControlRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _MasterAdmin_Restart_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DaemonControlRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterAdminServer).Restart(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MasterAdmin_Restart_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterAdminServer).Restart(ctx, req.(*DaemonControlRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _MasterAdmin_Daemons_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DaemonsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterAdminServer).Daemons(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MasterAdmin_Daemons_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterAdminServer).Daemons(ctx, req.(*DaemonsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _MasterAdmin_DaemonConfig_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DaemonConfigRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterAdminServer).DaemonConfig(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MasterAdmin_DaemonConfig_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterAdminServer).DaemonConfig(ctx, req.(*DaemonConfigRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _MasterAdmin_Drain_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DaemonDrainRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterAdminServer).Drain(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MasterAdmin_Drain_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterAdminServer).Drain(ctx, req.(*DaemonDrainRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// MasterAdmin_ServiceDesc is the grpc.ServiceDesc for MasterAdmin service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var MasterAdmin_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "harrier.v1.MasterAdmin",
+	HandlerType: (*MasterAdminServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Reconfig",
+			Handler:    _MasterAdmin_Reconfig_Handler,
+		},
+		{
+			MethodName: "Off",
+			Handler:    _MasterAdmin_Off_Handler,
+		},
+		{
+			MethodName: "On",
+			Handler:    _MasterAdmin_On_Handler,
+		},
+		{
+			MethodName: "Restart",
+			Handler:    _MasterAdmin_Restart_Handler,
+		},
+		{
+			MethodName: "Daemons",
+			Handler:    _MasterAdmin_Daemons_Handler,
+		},
+		{
+			MethodName: "DaemonConfig",
+			Handler:    _MasterAdmin_DaemonConfig_Handler,
+		},
+		{
+			MethodName: "Drain",
+			Handler:    _MasterAdmin_Drain_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "harrier/v1/admin.proto",
+}
+
+const (
+	DaemonAdmin_Config_FullMethodName = "/harrier.v1.DaemonAdmin/Config"
+	DaemonAdmin_Drain_FullMethodName  = "/harrier.v1.DaemonAdmin/Drain"
+)
+
+// DaemonAdminClient is the client API for DaemonAdmin service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// DaemonAdmin is a daemon at the administrator's service, as
+// condor_config_val -daemon asks a daemon. Each daemon serves it on a Unix
+// socket in the RUN directory, NAME.admin.sock, that only root may open
+// (checked again by SO_PEERCRED), never over the network.
+type DaemonAdminClient interface {
+	// Config describes the configuration the daemon uses.
+	Config(ctx context.Context, in *ConfigRequest, opts ...grpc.CallOption) (*ConfigReply, error)
+	// Drain takes a startd's machine out of service, as condor_drain
+	// does; other daemons answer Unimplemented.
+	Drain(ctx context.Context, in *DrainRequest, opts ...grpc.CallOption) (*DrainReply, error)
+}
+
+type daemonAdminClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewDaemonAdminClient(cc grpc.ClientConnInterface) DaemonAdminClient {
+	return &daemonAdminClient{cc}
+}
+
+func (c *daemonAdminClient) Config(ctx context.Context, in *ConfigRequest, opts ...grpc.CallOption) (*ConfigReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ConfigReply)
+	err := c.cc.Invoke(ctx, DaemonAdmin_Config_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *daemonAdminClient) Drain(ctx context.Context, in *DrainRequest, opts ...grpc.CallOption) (*DrainReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DrainReply)
+	err := c.cc.Invoke(ctx, DaemonAdmin_Drain_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// DaemonAdminServer is the server API for DaemonAdmin service.
+// All implementations must embed UnimplementedDaemonAdminServer
+// for forward compatibility.
+//
+// DaemonAdmin is a daemon at the administrator's service, as
+// condor_config_val -daemon asks a daemon. Each daemon serves it on a Unix
+// socket in the RUN directory, NAME.admin.sock, that only root may open
+// (checked again by SO_PEERCRED), never over the network.
+type DaemonAdminServer interface {
+	// Config describes the configuration the daemon uses.
+	Config(context.Context, *ConfigRequest) (*ConfigReply, error)
+	// Drain takes a startd's machine out of service, as condor_drain
+	// does; other daemons answer Unimplemented.
+	Drain(context.Context, *DrainRequest) (*DrainReply, error)
+	mustEmbedUnimplementedDaemonAdminServer()
+}
+
+// UnimplementedDaemonAdminServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedDaemonAdminServer struct{}
+
+func (UnimplementedDaemonAdminServer) Config(context.Context, *ConfigRequest) (*ConfigReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method Config not implemented")
+}
+func (UnimplementedDaemonAdminServer) Drain(context.Context, *DrainRequest) (*DrainReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method Drain not implemented")
+}
+func (UnimplementedDaemonAdminServer) mustEmbedUnimplementedDaemonAdminServer() {}
+func (UnimplementedDaemonAdminServer) testEmbeddedByValue()                     {}
+
+// UnsafeDaemonAdminServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to DaemonAdminServer will
+// result in compilation errors.
+type UnsafeDaemonAdminServer interface {
+	mustEmbedUnimplementedDaemonAdminServer()
+}
+
+func RegisterDaemonAdminServer(s grpc.ServiceRegistrar, srv DaemonAdminServer) {
+	// If the following call panics, it indicates UnimplementedDaemonAdminServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&DaemonAdmin_ServiceDesc, srv)
+}
+
+func _DaemonAdmin_Config_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ConfigRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DaemonAdminServer).Config(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: DaemonAdmin_Config_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DaemonAdminServer).Config(ctx, req.(*ConfigRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _DaemonAdmin_Drain_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DrainRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DaemonAdminServer).Drain(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: DaemonAdmin_Drain_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DaemonAdminServer).Drain(ctx, req.(*DrainRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// DaemonAdmin_ServiceDesc is the grpc.ServiceDesc for DaemonAdmin service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var DaemonAdmin_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "harrier.v1.DaemonAdmin",
+	HandlerType: (*DaemonAdminServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Config",
+			Handler:    _DaemonAdmin_Config_Handler,
+		},
+		{
+			MethodName: "Drain",
+			Handler:    _DaemonAdmin_Drain_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "harrier/v1/admin.proto",
+}

@@ -11,17 +11,22 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"harrier.dev/harrier/agent"
 	"harrier.dev/harrier/agent/jobqueue"
 	"harrier.dev/harrier/checkpoint"
+	"harrier.dev/harrier/config"
 	"harrier.dev/harrier/matchmaker"
 	"harrier.dev/harrier/peercred"
 	"harrier.dev/harrier/startd"
+	"harrier.dev/harrier/wire"
 )
 
 // runDaemon runs one of the pool's daemons in the foreground until SIGTERM
@@ -47,15 +52,49 @@ func runDaemon(args []string, _ io.Reader, _ io.Writer) error {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel(pc)})).With("daemon", role)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	// SIGHUP (from the master, on harrier reconfig) re-reads the
+	// configuration; its default would end the daemon.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	reconfigs := make(chan reconfig)
+	// The configuration the daemon runs on, for the administrator.
+	var current atomic.Pointer[poolConfig]
+	current.Store(pc)
+	adminName := role
+	if role == "startd" && *name != "" {
+		adminName = *name // as its master names it
+	}
+	runDir := runDirOf(pc)
+	if err := os.MkdirAll(runDir, 0o755); err != nil {
+		return fmt.Errorf("%s: %w", role, err)
+	}
+	adminLis, err := peercred.Listen(daemonAdminSocket(runDir, adminName), 0o600)
+	if err != nil {
+		return fmt.Errorf("%s: administrator's socket: %w", role, err)
+	}
+	admin := &daemonAdminEndpoint{current: &current}
+	var wg sync.WaitGroup
+	adminSrv := localAdminServer()
+	wire.RegisterDaemonAdminServer(adminSrv, admin)
+	wg.Go(func() { serveUntil(ctx, adminSrv, adminLis, "administrator's socket", logger) })
+	live := role == "startd" || role == "matchmaker"
+	wg.Go(func() { rereadOnHangup(ctx, hup, pc, live, reconfigs, &current, logger) })
 	switch role {
 	case "matchmaker":
-		err = serveMatchmaker(ctx, pc, logger)
+		err = serveMatchmaker(ctx, pc, reconfigs, logger)
 	case "agent":
 		err = serveAgent(ctx, pc, *name, logger)
 	case "startd":
-		err = serveStartd(ctx, pc, *name, logger)
+		err = serveStartd(ctx, pc, *name, reconfigs, admin, logger)
 	default:
-		return usagef("unknown daemon %q", role)
+		err = usagef("unknown daemon %q", role)
+	}
+	stop()
+	wg.Wait()
+	var ue usageError
+	if errors.As(err, &ue) {
+		return err
 	}
 	if err != nil {
 		logger.Error("daemon failed", "err", err)
@@ -63,6 +102,91 @@ func runDaemon(args []string, _ io.Reader, _ io.Writer) error {
 	}
 	logger.Info("daemon stopped")
 	return nil
+}
+
+// rereadOnHangup re-reads the configuration file on each SIGHUP until
+// ctx is done and logs which settings changed. A startd or the
+// matchmaker (live) takes the new configuration from reconfigs and
+// applies what it can at once, or refuses all of it (current then stays
+// the configuration it runs on); the agent applies changes when it
+// restarts, which is logged. A file that does not load is logged and
+// ignored.
+func rereadOnHangup(ctx context.Context, hup <-chan os.Signal, pc *poolConfig, live bool, reconfigs chan<- reconfig, current *atomic.Pointer[poolConfig], logger *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+		}
+		next, err := loadPoolConfig(pc.path)
+		if err != nil {
+			logger.Error("reconfig refused; running on the configuration read before", "err", err)
+			continue
+		}
+		changed := changedKeys(pc.c, next.c)
+		if !live {
+			pc = next
+			if len(changed) > 0 {
+				logger.Warn("configuration re-read; this daemon applies changes when it restarts", "changed", changed)
+			} else {
+				logger.Info("configuration re-read; nothing changed")
+			}
+			continue
+		}
+		logger.Info("configuration re-read", "changed", changed)
+		rc := reconfig{pc: next, result: make(chan error, 1)}
+		select {
+		case reconfigs <- rc:
+		case <-ctx.Done():
+			return
+		}
+		select {
+		case err := <-rc.result:
+			if err != nil {
+				logger.Error("reconfig refused; running on the configuration read before", "err", err)
+				continue
+			}
+		case <-ctx.Done():
+			return
+		}
+		// What the daemon now runs on, for the administrator.
+		pc = next
+		current.Store(next)
+	}
+}
+
+// reconfig is a re-read configuration handed to a daemon, which answers
+// on result whether it applied it.
+type reconfig struct {
+	pc     *poolConfig
+	result chan error // capacity 1
+}
+
+// changedKeys lists the keys whose expanded value differs between two
+// configurations, or that only one defines. (Values, unlike Lookup, does
+// not count as the daemon using a key.)
+func changedKeys(old, next *config.Config) []string {
+	lower := func(values map[string]string) map[string]string {
+		m := make(map[string]string, len(values))
+		for k, v := range values {
+			m[strings.ToLower(k)] = v
+		}
+		return m
+	}
+	a, b := lower(old.Values()), lower(next.Values())
+	var changed []string
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			changed = append(changed, k)
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			changed = append(changed, k)
+		}
+	}
+	slices.Sort(changed)
+	return changed
 }
 
 func logLevel(pc *poolConfig) slog.Level {
@@ -73,41 +197,17 @@ func logLevel(pc *poolConfig) slog.Level {
 	return slog.LevelInfo
 }
 
-func serveMatchmaker(ctx context.Context, pc *poolConfig, logger *slog.Logger) error {
+func serveMatchmaker(ctx context.Context, pc *poolConfig, reconfigs <-chan reconfig, logger *slog.Logger) error {
 	addr, err := pc.require("MATCHMAKER_ADDR")
 	if err != nil {
 		return err
 	}
 	listen := pc.c.String("MATCHMAKER_LISTEN", addr)
-	serverTLS, clientTLS, err := pc.tlsConfigs("matchmaker")
+	cfg, err := matchmakerConfig(pc, logger)
 	if err != nil {
 		return err
 	}
-	interval, err := pc.c.Duration("NEGOTIATOR_INTERVAL", 20*time.Second)
-	if err != nil {
-		return err
-	}
-	halfLife, err := pc.c.Duration("PRIORITY_HALFLIFE", matchmaker.DefaultHalfLife)
-	if err != nil {
-		return err
-	}
-	factor := 1.0
-	if v := pc.c.String("DEFAULT_PRIO_FACTOR", ""); v != "" {
-		if factor, err = strconv.ParseFloat(v, 64); err != nil || factor <= 0 {
-			return fmt.Errorf("DEFAULT_PRIO_FACTOR %q: want a positive number", v)
-		}
-	}
-	factors, err := priorityFactors(pc.c.String("PRIORITY_FACTORS", ""))
-	if err != nil {
-		return err
-	}
-	accountantFile, err := pc.accountantFile()
-	if err != nil {
-		return err
-	}
-	mm, err := matchmaker.New(matchmaker.Config{Logger: logger, TLS: serverTLS, ClientTLS: clientTLS, Interval: interval,
-		HalfLife: halfLife, DefaultPriorityFactor: factor, PriorityFactors: factors, AccountantFile: accountantFile,
-		PreemptionRequirements: pc.c.String("PREEMPTION_REQUIREMENTS", "")})
+	mm, err := matchmaker.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -115,8 +215,60 @@ func serveMatchmaker(ctx context.Context, pc *poolConfig, logger *slog.Logger) e
 	if err != nil {
 		return fmt.Errorf("matchmaker: listen on %s: %w", listen, err)
 	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wg.Go(func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case rc := <-reconfigs:
+				cfg, err := matchmakerConfig(rc.pc, logger)
+				if err == nil {
+					err = mm.Reconfigure(cfg)
+				}
+				rc.result <- err
+			}
+		}
+	})
 	logger.Info("matchmaker listening", "addr", lis.Addr().String())
 	return mm.Serve(ctx, lis)
+}
+
+// matchmakerConfig reads the matchmaker's configuration from the pool's.
+func matchmakerConfig(pc *poolConfig, logger *slog.Logger) (matchmaker.Config, error) {
+	var cfg matchmaker.Config
+	serverTLS, clientTLS, err := pc.tlsConfigs("matchmaker")
+	if err != nil {
+		return cfg, err
+	}
+	interval, err := pc.c.Duration("NEGOTIATOR_INTERVAL", 20*time.Second)
+	if err != nil {
+		return cfg, err
+	}
+	halfLife, err := pc.c.Duration("PRIORITY_HALFLIFE", matchmaker.DefaultHalfLife)
+	if err != nil {
+		return cfg, err
+	}
+	factor := 1.0
+	if v := pc.c.String("DEFAULT_PRIO_FACTOR", ""); v != "" {
+		if factor, err = strconv.ParseFloat(v, 64); err != nil || factor <= 0 {
+			return cfg, fmt.Errorf("DEFAULT_PRIO_FACTOR %q: want a positive number", v)
+		}
+	}
+	factors, err := priorityFactors(pc.c.String("PRIORITY_FACTORS", ""))
+	if err != nil {
+		return cfg, err
+	}
+	accountantFile, err := pc.accountantFile()
+	if err != nil {
+		return cfg, err
+	}
+	return matchmaker.Config{Logger: logger, TLS: serverTLS, ClientTLS: clientTLS, Interval: interval,
+		HalfLife: halfLife, DefaultPriorityFactor: factor, PriorityFactors: factors, AccountantFile: accountantFile,
+		PreemptionRequirements: pc.c.String("PREEMPTION_REQUIREMENTS", "")}, nil
 }
 
 // priorityFactors parses PRIORITY_FACTORS, a list of USER=FACTOR separated
@@ -238,53 +390,89 @@ func openQueue(ctx context.Context, dir string, logger *slog.Logger) (*jobqueue.
 	}
 }
 
-func serveStartd(ctx context.Context, pc *poolConfig, name string, logger *slog.Logger) error {
-	mmAddr, err := pc.require("MATCHMAKER_ADDR")
+func serveStartd(ctx context.Context, pc *poolConfig, name string, reconfigs <-chan reconfig, admin *daemonAdminEndpoint, logger *slog.Logger) error {
+	cfg, err := startdConfig(pc, name, logger)
 	if err != nil {
 		return err
 	}
-	execute, err := pc.require("EXECUTE")
-	if err != nil {
-		return err
-	}
-	if name == "" {
-		name = pc.c.String("STARTD_NAME", hostName())
-	}
-	execute = filepath.Join(execute, name)
-	if err := os.MkdirAll(execute, 0o755); err != nil {
+	if err := os.MkdirAll(cfg.ExecuteDir, 0o755); err != nil {
 		return fmt.Errorf("startd: execute directory: %w", err)
 	}
-	if err := writeSandboxPolicy(pc, execute); err != nil {
+	if err := writeSandboxPolicy(pc, cfg.ExecuteDir); err != nil {
 		return fmt.Errorf("startd: %w", err)
-	}
-	serverTLS, clientTLS, err := pc.tlsConfigs("startd")
-	if err != nil {
-		return err
-	}
-	caPath, certPath, keyPath, err := pc.pkiPaths("startd")
-	if err != nil {
-		return err
-	}
-	interval, err := pc.c.Duration("UPDATE_INTERVAL", 10*time.Second)
-	if err != nil {
-		return err
-	}
-	slots, err := pc.c.Int("NUM_SLOTS", 1)
-	if err != nil {
-		return err
 	}
 	lis, err := net.Listen("tcp", net.JoinHostPort(pc.c.String("BIND_HOST", "127.0.0.1"), "0"))
 	if err != nil {
 		return fmt.Errorf("startd: listen: %w", err)
 	}
-	exe, err := os.Executable()
+	cfg.AdvertiseAddr = lis.Addr().String()
+	s, err := startd.New(cfg)
 	if err != nil {
+		lis.Close()
 		return err
 	}
-	cfg := startd.Config{
+	admin.setDrainer(s)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wg.Go(func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case rc := <-reconfigs:
+				cfg, err := startdConfig(rc.pc, name, logger)
+				if err == nil {
+					cfg.AdvertiseAddr = lis.Addr().String()
+					err = s.Reconfigure(cfg)
+				}
+				rc.result <- err
+			}
+		}
+	})
+	logger.Info("startd listening", "addr", lis.Addr().String(), "name", cfg.Name)
+	return s.Serve(ctx, lis)
+}
+
+// startdConfig reads a startd's configuration from the pool's.
+func startdConfig(pc *poolConfig, name string, logger *slog.Logger) (startd.Config, error) {
+	var cfg startd.Config
+	mmAddr, err := pc.require("MATCHMAKER_ADDR")
+	if err != nil {
+		return cfg, err
+	}
+	execute, err := pc.require("EXECUTE")
+	if err != nil {
+		return cfg, err
+	}
+	if name == "" {
+		name = pc.c.String("STARTD_NAME", hostName())
+	}
+	serverTLS, clientTLS, err := pc.tlsConfigs("startd")
+	if err != nil {
+		return cfg, err
+	}
+	caPath, certPath, keyPath, err := pc.pkiPaths("startd")
+	if err != nil {
+		return cfg, err
+	}
+	interval, err := pc.c.Duration("UPDATE_INTERVAL", 10*time.Second)
+	if err != nil {
+		return cfg, err
+	}
+	slots, err := pc.c.Int("NUM_SLOTS", 1)
+	if err != nil {
+		return cfg, err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return cfg, err
+	}
+	cfg = startd.Config{
 		Name: name, Logger: logger, TLS: serverTLS, ClientTLS: clientTLS,
-		MatchmakerAddr: mmAddr, AdvertiseAddr: lis.Addr().String(),
-		NumSlots: int(slots), ExecuteDir: execute, AdvertiseInterval: interval,
+		MatchmakerAddr: mmAddr,
+		NumSlots:       int(slots), ExecuteDir: filepath.Join(execute, name), AdvertiseInterval: interval,
 		StarterCommand: []string{exe, "starter"},
 		CertFile:       certPath, KeyFile: keyPath, CAFile: caPath,
 		Sandbox: pc.c.String("SANDBOX", ""),
@@ -299,14 +487,7 @@ func serveStartd(ctx context.Context, pc *poolConfig, name string, logger *slog.
 		cfg.CheckpointKeyFile = ""
 	}
 	if err := startdPolicy(pc, &cfg); err != nil {
-		lis.Close()
-		return err
+		return cfg, err
 	}
-	s, err := startd.New(cfg)
-	if err != nil {
-		lis.Close()
-		return err
-	}
-	logger.Info("startd listening", "addr", lis.Addr().String(), "name", name)
-	return s.Serve(ctx, lis)
+	return cfg, nil
 }

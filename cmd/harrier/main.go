@@ -10,6 +10,10 @@
 //	harrier tail [-follow] ID                             a running job's output
 //	harrier classad eval ...                              evaluate ClassAd expressions
 //	harrier userprio                                      show user priorities
+//	harrier reconfig | off | on | restart [-daemon NAME] [HOST]  administer the daemons
+//	harrier config-val [-daemon NAME] [-verbose] KEY... | -dump  show the configuration
+//	harrier drain [-graceful | -quick | -cancel] HOST      take a machine out of service
+//	harrier who [HOST]                                    the daemons this host's masters run
 //	harrier bench negotiate --machines M --jobs J ...     time one negotiation cycle
 //	harrier daemon matchmaker|agent|startd --config FILE  run one daemon
 //
@@ -62,7 +66,7 @@ func commands() []command {
 		{"submit", "submit [--pool DIR] [-dry-run FILE] [-terse | -verbose] [-append LINE]... [-batch-name NAME] [-maxjobs N] [NAME=VALUE]... [FILE | -] [-queue ARGS]", runSubmit},
 		{"q", "q [--pool DIR] [-nobatch | -hold | -hold-codes | -run | -idle | -totals | -json | -long | -af[:jht,lngVr] EXPR... | -better-analyze] [-currentrun | -cputime] [-attributes A,...] [-allusers] [-constraint EXPR] [ID | OWNER]...", runQ},
 		{"history", "history [--pool DIR] [-json] [-long] [-af[:jht,lngVr] EXPR...] [-limit N] [ID...]", runHistory},
-		{"status", "status [--pool DIR] [-compact | -totals | -run | -state | -schedd | -json | -long | -af[:ht,lngVr] EXPR...] [-avail | -claimed] [-constraint EXPR] [-sort EXPR]... [-attributes A,...] [-limit N] [NAME...]", runStatus},
+		{"status", "status [--pool DIR] [-compact | -totals | -run | -state | -schedd | -daemons | -master | -negotiator | -json | -long | -af[:ht,lngVr] EXPR...] [-avail | -claimed] [-constraint EXPR] [-sort EXPR]... [-attributes A,...] [-limit N] [NAME...]", runStatus},
 		{"rm", "rm [--pool DIR] [-reason TEXT] [-constraint EXPR] [-all] [ID | OWNER]...", actCommand("rm")},
 		{"hold", "hold [--pool DIR] [-reason TEXT] [-constraint EXPR] [-all] [ID | OWNER]...", actCommand("hold")},
 		{"release", "release [--pool DIR] [-reason TEXT] [-constraint EXPR] [-all] [ID | OWNER]...", actCommand("release")},
@@ -77,6 +81,13 @@ func commands() []command {
 		{"bench", "bench negotiate [--machines M] [--jobs J] [--users U] [--autoclusters A] [--runs N] [--baseline JOBS] | bench throughput [--jobs N] [--startds S] [--slots K] [--queue Q] [--sandbox process|container]", runBench},
 		{"pki", "pki init --dir DIR [--pool NAME] | pki issue --dir DIR [--hosts ADDR,...] [--out DIR] ROLE@HOST", runPKI},
 		{"master", "master --config FILE [--name HOST] [--daemons LIST]", runMaster},
+		{"reconfig", "reconfig [--pool DIR] [HOST]", runReconfig},
+		{"off", "off [--pool DIR] [-daemon NAME] [HOST]", daemonControl("off")},
+		{"on", "on [--pool DIR] [-daemon NAME] [HOST]", daemonControl("on")},
+		{"restart", "restart [--pool DIR] [-daemon NAME] [HOST]", daemonControl("restart")},
+		{"config-val", "config-val [--pool DIR] [-daemon NAME [-host HOST]] [-verbose] {KEY... | -dump}", runConfigVal},
+		{"drain", "drain [--pool DIR] [-graceful | -quick | -cancel] HOST", runDrain},
+		{"who", "who [--pool DIR] [HOST]", runWho},
 		{"daemon", "daemon matchmaker|agent|startd --config FILE [--name NAME]", runDaemon},
 		{"shadow", "shadow (started by the agent)", runShadowProcess},
 		{"starter", "starter (started by a startd)", runStarterProcess},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,10 +14,16 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
+	"google.golang.org/grpc"
+
 	"harrier.dev/harrier/master"
+	"harrier.dev/harrier/peercred"
+	"harrier.dev/harrier/pki"
+	"harrier.dev/harrier/wire"
 )
 
 // runMaster runs a host's master (see package master) in the foreground
@@ -53,12 +60,112 @@ func runMaster(args []string, _ io.Reader, _ io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	// Caught from here on: SIGHUP's default would end the master.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	reload := func() (master.Config, error) {
+		pc, err := loadPoolConfig(configAbs)
+		if err != nil {
+			return master.Config{}, err
+		}
+		return masterConfig(pc, configAbs, *name, *list, logger)
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer stop()
+	// The administrator's channels: a socket only root may open, and the
+	// pool's TLS (admin certificate only) for administrators elsewhere.
+	endpoint := m.AdminEndpoint(reload)
+	sock := masterSocket(runDirOf(pc), cfg.Host)
+	lis, err := peercred.Listen(sock, 0o600)
+	if err != nil {
+		return fmt.Errorf("master: %w", err)
+	}
+	local := localAdminServer()
+	wire.RegisterMasterAdminServer(local, endpoint)
+	wg.Go(func() { serveUntil(ctx, local, lis, "administrator's socket", logger) })
+	var adminAddr string
+	serverTLS, clientTLS, err := hostTLS(pc)
+	if err != nil {
+		logger.Info("no administration over the network, and no master ad: no startd or agent certificate on this host", "err", err)
+	} else {
+		tcp, err := net.Listen("tcp", net.JoinHostPort(pc.c.String("BIND_HOST", "127.0.0.1"), pc.c.String("MASTER_ADMIN_PORT", "0")))
+		if err != nil {
+			return fmt.Errorf("master: listen: %w", err)
+		}
+		adminAddr = tcp.Addr().String()
+		remote := grpc.NewServer(wire.ServerOptions(serverTLS)...)
+		wire.RegisterMasterAdminServer(remote, endpoint)
+		wg.Go(func() { serveUntil(ctx, remote, tcp, "administration over TLS", logger) })
+		started := time.Now()
+		wg.Go(func() { advertiseMaster(ctx, m, pc, cfg.Host, started, adminAddr, clientTLS, logger) })
+	}
+	wg.Go(func() { reconfigOnHangup(ctx, hup, m, reload, logger) })
 	notifySystemd("READY=1")
-	logger.Info("master started", "daemons", len(cfg.Daemons))
+	logger.Info("master started", "daemons", len(cfg.Daemons), "socket", sock, "admin_addr", adminAddr)
 	err = m.Run(ctx)
 	notifySystemd("STOPPING=1")
+	stop()
+	wg.Wait()
 	logger.Info("master stopped")
 	return err
+}
+
+// serveUntil serves srv on lis until ctx is done.
+func serveUntil(ctx context.Context, srv *grpc.Server, lis net.Listener, what string, logger *slog.Logger) {
+	go func() {
+		<-ctx.Done()
+		srv.Stop()
+	}()
+	if err := srv.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+		logger.Error(what+" failed", "err", err)
+	}
+}
+
+// hostTLS returns the TLS configurations a master uses in the pool. A
+// master has no certificate of its own: it uses its host's startd's, else
+// its agent's.
+func hostTLS(pc *poolConfig) (server, client *tls.Config, err error) {
+	var errs []error
+	for _, role := range []pki.Role{pki.RoleStartd, pki.RoleAgent} {
+		server, client, err := pc.tlsConfigs(string(role))
+		if err == nil {
+			return server, client, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, nil, errors.Join(errs...)
+}
+
+// reconfigOnHangup re-reads the configuration on each SIGHUP, as
+// condor_master does, until ctx is done.
+func reconfigOnHangup(ctx context.Context, hup <-chan os.Signal, m *master.Master, reload func() (master.Config, error), logger *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+		}
+		cfg, err := reload()
+		if err == nil {
+			err = m.Reconfigure(ctx, cfg)
+		}
+		if err != nil {
+			logger.Error("reconfig refused; running on", "err", err)
+		}
+	}
+}
+
+// masterSocket is where the master of host serves the administrator.
+func masterSocket(runDir, host string) string {
+	return filepath.Join(runDir, "master."+host+".sock")
+}
+
+// runDirOf is the pool's RUN directory (default $(POOL_DIR)/run), where
+// masters keep their pid files and sockets.
+func runDirOf(pc *poolConfig) string {
+	return pc.c.String("RUN", filepath.Join(pc.c.String("POOL_DIR", filepath.Dir(pc.path)), "run"))
 }
 
 // daemonRoles are the daemons a master can run, by their DAEMON_LIST names.
@@ -77,7 +184,11 @@ func masterConfig(pc *poolConfig, configPath, host, list string, logger *slog.Lo
 	}
 	poolDir := pc.c.String("POOL_DIR", filepath.Dir(configPath))
 	logDir := pc.c.String("LOG", filepath.Join(poolDir, "log"))
-	runDir := pc.c.String("RUN", filepath.Join(poolDir, "run"))
+	runDir := runDirOf(pc)
+	cfg.Host = host
+	if cfg.Host == "" {
+		cfg.Host = hostName()
+	}
 	for _, dir := range []string{logDir, runDir} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return cfg, fmt.Errorf("master: %w", err)
@@ -104,7 +215,8 @@ func masterConfig(pc *poolConfig, configPath, host, list string, logger *slog.Lo
 			name = host
 		}
 		cfg.Daemons = append(cfg.Daemons, master.Daemon{Name: name, Argv: argv,
-			Log: filepath.Join(logDir, name+".log"), PidFile: master.PidFile(runDir, name)})
+			Log: filepath.Join(logDir, name+".log"), PidFile: master.PidFile(runDir, name),
+			AdminSocket: daemonAdminSocket(runDir, name)})
 	}
 	var errs []error
 	dur := func(key string, d *time.Duration) {

@@ -34,9 +34,12 @@ func runStatus(args []string, _ io.Reader, stdout io.Writer) error {
 	running := tf.fs.Bool("run", false, "slots running jobs, with whose job they run")
 	state := tf.fs.Bool("state", false, "the slots' states, activities and keyboard idle times")
 	schedd := tf.fs.Bool("schedd", false, "the agents' ads (HTCondor's schedds), with their job counts")
+	daemons := tf.fs.Bool("daemons", false, "the daemons' own ads: each host's master, the negotiator, the agents")
+	masters := tf.fs.Bool("master", false, "the masters' ads (DaemonMaster)")
+	negotiator := tf.fs.Bool("negotiator", false, "the negotiator's ad")
 	limit := tf.fs.Int("limit", 0, "print at most this many slots")
-	tf.refuse("not yet: harrier status shows the slots, and with -schedd the agents", "absent", "any", "cod", "collector", "defrag", "grid", "java", "license",
-		"master", "negotiator", "server", "broken", "lvm", "storage", "submitters", "vm", "offline", "subsystem=")
+	tf.refuse("not yet: harrier status shows the slots, and with -schedd, -master, -negotiator or -daemons the daemons", "absent", "any", "cod", "collector", "defrag", "grid", "java", "license",
+		"server", "broken", "lvm", "storage", "submitters", "vm", "offline", "subsystem=")
 	tf.refuse("not yet: use -json or -long", "xml")
 	tf.refuse("not yet: use -af", "format=", "print-format=")
 	tf.refuse("refused: "+localAgent, "direct=", "snapshot", "statistics=")
@@ -69,12 +72,22 @@ func runStatus(args []string, _ io.Reader, stdout io.Writer) error {
 		cons = joinConstraints(`State == "Claimed"`, cons)
 	}
 	typ := "Machine"
-	if *schedd {
+	switch {
+	case *schedd:
 		typ = "Scheduler"
+	case *masters:
+		typ = typeDaemonMaster
+	case *negotiator:
+		typ = "Negotiator"
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	reply, err := client.QueryPool(ctx, &wire.QueryRequest{Type: typ, Constraint: cons})
+	reply := &wire.QueryReply{}
+	if *daemons {
+		reply.Ads, err = daemonAds(ctx, client, cons)
+	} else {
+		reply, err = client.QueryPool(ctx, &wire.QueryRequest{Type: typ, Constraint: cons})
+	}
 	if err != nil {
 		return rpcError("status", err)
 	}
@@ -96,6 +109,8 @@ func runStatus(args []string, _ io.Reader, stdout io.Writer) error {
 	}
 	newTable := func(w io.Writer) table { return newMachineTable(w) }
 	switch {
+	case *daemons || *masters || *negotiator:
+		newTable = newDaemonsTable
 	case *schedd:
 		newTable = func(w io.Writer) table { return newScheddTable(w) }
 	case *total:

@@ -1,0 +1,215 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"syscall"
+	"time"
+)
+
+// ErrStopped is returned by a request made after Run has returned.
+var ErrStopped = errors.New("master: stopped")
+
+// ErrNoDaemon is returned for a request naming a daemon the master does
+// not run.
+var ErrNoDaemon = errors.New("master: no such daemon")
+
+// DaemonStatus is what the master knows of one of its daemons.
+type DaemonStatus struct {
+	Name string
+	// Pid is its current process, 0 if it is not running.
+	Pid int
+	// Started is when its current (or last) process started.
+	Started time.Time
+	// Restarts counts its starts after the first.
+	Restarts int
+	// Off: the administrator turned it off.
+	Off bool
+}
+
+// do runs f in the master's loop and waits for it.
+func (m *Master) do(ctx context.Context, f func()) error {
+	done := make(chan struct{})
+	select {
+	case m.requests <- func() { f(); close(done) }:
+	case <-m.done:
+		return ErrStopped
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	// Once taken, the request runs to its end: stopping a daemon is not
+	// abandoned half way.
+	<-done
+	return nil
+}
+
+// selected returns the daemons named name, or all of them if name is
+// empty, in start order.
+func (m *Master) selected(name string) ([]*proc, error) {
+	if name == "" {
+		return m.procs, nil
+	}
+	for _, p := range m.procs {
+		if p.d.Name == name {
+			return []*proc{p}, nil
+		}
+	}
+	return nil, fmt.Errorf("%w %q", ErrNoDaemon, name)
+}
+
+// Off stops the daemon named name (every daemon if name is empty, the
+// last started first) and keeps it stopped until On. It returns the names
+// of the daemons it turned off.
+func (m *Master) Off(ctx context.Context, name string) ([]string, error) {
+	var names []string
+	var err error
+	if derr := m.do(ctx, func() {
+		var ps []*proc
+		if ps, err = m.selected(name); err != nil {
+			return
+		}
+		for _, p := range slices.Backward(ps) {
+			p.off = true
+			m.stop(p)
+			names = append(names, p.d.Name)
+			m.cfg.Logger.Info("daemon turned off", "daemon", p.d.Name)
+		}
+	}); derr != nil {
+		return nil, derr
+	}
+	return names, err
+}
+
+// On starts the daemon named name (every daemon if name is empty) if it
+// is not running, and lets the master restart it again when it dies.
+func (m *Master) On(ctx context.Context, name string) ([]string, error) {
+	var names []string
+	var err error
+	if derr := m.do(ctx, func() {
+		var ps []*proc
+		if ps, err = m.selected(name); err != nil {
+			return
+		}
+		for _, p := range ps {
+			p.off = false
+			p.failures = 0
+			if p.cmd == nil {
+				m.start(p)
+			}
+			names = append(names, p.d.Name)
+		}
+	}); derr != nil {
+		return nil, derr
+	}
+	return names, err
+}
+
+// Restart stops the daemon named name (every daemon if name is empty)
+// and starts it again at once, whether or not it was off.
+func (m *Master) Restart(ctx context.Context, name string) ([]string, error) {
+	var names []string
+	var err error
+	if derr := m.do(ctx, func() {
+		var ps []*proc
+		if ps, err = m.selected(name); err != nil {
+			return
+		}
+		for _, p := range slices.Backward(ps) {
+			m.stop(p)
+		}
+		for _, p := range ps {
+			p.off = false
+			p.failures = 0
+			m.start(p)
+			names = append(names, p.d.Name)
+		}
+	}); derr != nil {
+		return nil, derr
+	}
+	return names, err
+}
+
+// Status reports every daemon, in start order.
+func (m *Master) Status(ctx context.Context) ([]DaemonStatus, error) {
+	var st []DaemonStatus
+	err := m.do(ctx, func() {
+		for _, p := range m.procs {
+			s := DaemonStatus{Name: p.d.Name, Started: p.started, Restarts: p.restarts, Off: p.off}
+			if p.cmd != nil {
+				s.Pid = p.cmd.Process.Pid
+			}
+			st = append(st, s)
+		}
+	})
+	return st, err
+}
+
+// Reconfigure takes a new configuration, as from a re-read configuration
+// file: the new timings apply from now on; daemons no longer listed are
+// stopped; newly listed ones are started; a listed daemon whose command
+// changed gets it at its next start. Every daemon still running is then
+// sent SIGHUP, so that it re-reads the configuration itself. The
+// executable watched is not changed.
+func (m *Master) Reconfigure(ctx context.Context, cfg Config) error {
+	if err := checkDaemons(cfg.Daemons); err != nil {
+		return err
+	}
+	return m.do(ctx, func() {
+		old := map[string]*proc{}
+		for _, p := range m.procs {
+			old[p.d.Name] = p
+		}
+		var procs, fresh []*proc
+		for _, d := range cfg.Daemons {
+			p, ok := old[d.Name]
+			if !ok {
+				p = &proc{d: d}
+				fresh = append(fresh, p)
+			}
+			p.d = d
+			delete(old, d.Name)
+			procs = append(procs, p)
+		}
+		for _, p := range slices.Backward(m.procs) {
+			if _, gone := old[p.d.Name]; gone {
+				p.removed = true
+				m.stop(p)
+				m.cfg.Logger.Info("daemon no longer configured; stopped", "daemon", p.d.Name)
+			}
+		}
+		m.procs = procs
+		m.cfg.BackoffConstant, m.cfg.BackoffFactor = cfg.BackoffConstant, cfg.BackoffFactor
+		m.cfg.BackoffCeiling, m.cfg.RecoverAfter = cfg.BackoffCeiling, cfg.RecoverAfter
+		m.cfg.StopGrace = cfg.StopGrace
+		for _, p := range m.procs {
+			if p.cmd != nil {
+				_ = p.cmd.Process.Signal(syscall.SIGHUP)
+			}
+		}
+		for _, p := range fresh {
+			m.start(p)
+		}
+		m.cfg.Logger.Info("reconfigured", "daemons", len(m.procs))
+	})
+}
+
+// configured returns the daemons named name (every daemon if name is
+// empty) as configured.
+func (m *Master) configured(ctx context.Context, name string) ([]Daemon, error) {
+	var ds []Daemon
+	var err error
+	if derr := m.do(ctx, func() {
+		var ps []*proc
+		if ps, err = m.selected(name); err != nil {
+			return
+		}
+		for _, p := range ps {
+			ds = append(ds, p.d)
+		}
+	}); derr != nil {
+		return nil, derr
+	}
+	return ds, err
+}
