@@ -172,3 +172,55 @@ func TestMatchmakerRestartKeepsPriorities(t *testing.T) {
 		}
 	}
 }
+
+// Across hosts, a master per host: each daemon kind is killed with
+// SIGKILL in turn while jobs run, its master starts it again, and every
+// job completes exactly once.
+func TestMastersAcrossHosts(t *testing.T) {
+	n := newNetnsPool(t, "cm", "submit", "exec1", "exec2")
+	roles := map[string]string{"cm": "matchmaker", "submit": "agent", "exec1": "startd", "exec2": "startd"}
+	n.configure("cm", roles)
+	for _, h := range []string{"cm", "submit", "exec1", "exec2"} {
+		n.master(h, roles[h])
+	}
+	n.waitForSlots("submit", "slot1@exec1", "slot1@exec2")
+
+	work := filepath.Join(n.hosts["submit"].dir, "work")
+	writeFile(t, filepath.Join(work, "sleep.sub"), "executable = /bin/sleep\narguments = 15\nlog = sleep.log\nqueue 4\n", 0o644)
+	if out, code := n.tool("submit", "submit", filepath.Join(work, "sleep.sub")); code != 0 {
+		t.Fatalf("submit: exit %d: %s", code, out)
+	}
+	eventually(t, time.Minute, "two jobs to run", func() bool {
+		out, _ := n.tool("submit", "q", "-nobatch", "-af", "JobStatus")
+		return strings.Count(out, "2") == 2
+	})
+	for _, kill := range []struct{ host, daemon string }{{"cm", "matchmaker"}, {"submit", "agent"}, {"exec1", "exec1"}} {
+		pidFile := filepath.Join(n.hosts[kill.host].dir, "run", kill.daemon+".pid")
+		pid := readPid(pidFile)
+		if pid <= 0 || !alive(pid) {
+			t.Fatalf("%s on %s is not running", kill.daemon, kill.host)
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		killed := time.Now()
+		eventually(t, 30*time.Second, "the master to restart "+kill.daemon, func() bool {
+			now := readPid(pidFile)
+			return now > 0 && now != pid && alive(now)
+		})
+		t.Logf("%s on %s restarted %.1f s after SIGKILL", kill.daemon, kill.host, time.Since(killed).Seconds())
+	}
+	eventually(t, 5*time.Minute, "every job to complete", func() bool {
+		out, code := n.tool("submit", "q", "-nobatch", "-af", "ClusterId")
+		return code == 0 && strings.TrimSpace(out) == ""
+	})
+	log, err := os.ReadFile(filepath.Join(work, "sleep.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for proc := range 4 {
+		if c := strings.Count(string(log), fmt.Sprintf("005 (001.%03d.000)", proc)); c != 1 {
+			t.Errorf("job 1.%d: %d completion events, want 1\n%s", proc, c, log)
+		}
+	}
+}

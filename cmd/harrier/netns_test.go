@@ -111,8 +111,9 @@ func (n *netnsPool) teardown() {
 	if n.t.Failed() {
 		for _, h := range n.hosts {
 			logs, _ := filepath.Glob(filepath.Join(h.dir, "*.log"))
+			daemons, _ := filepath.Glob(filepath.Join(h.dir, "log", "*.log"))
 			starters, _ := filepath.Glob(filepath.Join(h.dir, "execute", "*", "*.log"))
-			logs = append(logs, starters...)
+			logs = append(append(logs, daemons...), starters...)
 			for _, l := range logs {
 				b, _ := os.ReadFile(l)
 				n.t.Logf("---- %s\n%s", l, b)
@@ -203,6 +204,27 @@ func (n *netnsPool) daemon(host, role string) {
 	// would also remount /sys and hide the cgroups containers need.
 	cmd := exec.Command("nsenter", "--net=/var/run/netns/"+h.ns, harrierBin(t), "daemon", role,
 		"--config", filepath.Join(h.dir, poolConfigName), "--name", host)
+	cmd.Env = append(os.Environ(), asHarrier+"=1")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	n.procs = append(n.procs, cmd)
+}
+
+// master starts a host's master inside its namespace, running the daemons
+// of roles ("matchmaker,agent"); they log in the host's log/ directory and
+// keep their pid files in its run/.
+func (n *netnsPool) master(host, roles string) {
+	t := n.t
+	h := n.hosts[host]
+	logf, err := os.Create(filepath.Join(h.dir, "master.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	cmd := exec.Command("nsenter", "--net=/var/run/netns/"+h.ns, harrierBin(t), "master",
+		"--config", filepath.Join(h.dir, poolConfigName), "--name", host, "--daemons", strings.ToUpper(roles))
 	cmd.Env = append(os.Environ(), asHarrier+"=1")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
