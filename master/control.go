@@ -63,59 +63,33 @@ func (m *Master) selected(name string) ([]*proc, error) {
 // last started first) and keeps it stopped until On. It returns the names
 // of the daemons it turned off.
 func (m *Master) Off(ctx context.Context, name string) ([]string, error) {
-	var names []string
-	var err error
-	if derr := m.do(ctx, func() {
-		var ps []*proc
-		if ps, err = m.selected(name); err != nil {
-			return
-		}
+	return m.each(ctx, name, func(ps []*proc) {
 		for _, p := range slices.Backward(ps) {
 			p.off = true
 			m.stop(p)
-			names = append(names, p.d.Name)
-			m.cfg.Logger.Info("daemon turned off", "daemon", p.d.Name)
+			m.cfg.Logger.Info("daemon turned off", "name", p.d.Name)
 		}
-	}); derr != nil {
-		return nil, derr
-	}
-	return names, err
+	})
 }
 
 // On starts the daemon named name (every daemon if name is empty) if it
 // is not running, and lets the master restart it again when it dies.
 func (m *Master) On(ctx context.Context, name string) ([]string, error) {
-	var names []string
-	var err error
-	if derr := m.do(ctx, func() {
-		var ps []*proc
-		if ps, err = m.selected(name); err != nil {
-			return
-		}
+	return m.each(ctx, name, func(ps []*proc) {
 		for _, p := range ps {
 			p.off = false
 			p.failures = 0
 			if p.cmd == nil {
 				m.start(p)
 			}
-			names = append(names, p.d.Name)
 		}
-	}); derr != nil {
-		return nil, derr
-	}
-	return names, err
+	})
 }
 
 // Restart stops the daemon named name (every daemon if name is empty)
 // and starts it again at once, whether or not it was off.
 func (m *Master) Restart(ctx context.Context, name string) ([]string, error) {
-	var names []string
-	var err error
-	if derr := m.do(ctx, func() {
-		var ps []*proc
-		if ps, err = m.selected(name); err != nil {
-			return
-		}
+	return m.each(ctx, name, func(ps []*proc) {
 		for _, p := range slices.Backward(ps) {
 			m.stop(p)
 		}
@@ -123,6 +97,22 @@ func (m *Master) Restart(ctx context.Context, name string) ([]string, error) {
 			p.off = false
 			p.failures = 0
 			m.start(p)
+		}
+	})
+}
+
+// each runs fn in the master's loop on the daemons named name (every
+// daemon if name is empty, in start order) and returns their names.
+func (m *Master) each(ctx context.Context, name string, fn func([]*proc)) ([]string, error) {
+	var names []string
+	var err error
+	if derr := m.do(ctx, func() {
+		var ps []*proc
+		if ps, err = m.selected(name); err != nil {
+			return
+		}
+		fn(ps)
+		for _, p := range ps {
 			names = append(names, p.d.Name)
 		}
 	}); derr != nil {
@@ -176,7 +166,7 @@ func (m *Master) Reconfigure(ctx context.Context, cfg Config) error {
 			if _, gone := old[p.d.Name]; gone {
 				p.removed = true
 				m.stop(p)
-				m.cfg.Logger.Info("daemon no longer configured; stopped", "daemon", p.d.Name)
+				m.cfg.Logger.Info("daemon no longer configured; stopped", "name", p.d.Name)
 			}
 		}
 		m.procs = procs
