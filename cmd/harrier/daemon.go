@@ -162,6 +162,24 @@ type reconfig struct {
 	result chan error // capacity 1
 }
 
+// applyReconfigs has apply take each configuration that arrives on
+// reconfigs, answering with its error, until ctx is done. It returns a
+// function that waits for that: defer it before the cancellation of ctx.
+func applyReconfigs(ctx context.Context, reconfigs <-chan reconfig, apply func(*poolConfig) error) (wait func()) {
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case rc := <-reconfigs:
+				rc.result <- apply(rc.pc)
+			}
+		}
+	})
+	return wg.Wait
+}
+
 // changedKeys lists the keys whose expanded value differs between two
 // configurations, or that only one defines. (Values, unlike Lookup, does
 // not count as the daemon using a key.)
@@ -215,24 +233,15 @@ func serveMatchmaker(ctx context.Context, pc *poolConfig, reconfigs <-chan recon
 	if err != nil {
 		return fmt.Errorf("matchmaker: listen on %s: %w", listen, err)
 	}
-	var wg sync.WaitGroup
-	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	wg.Go(func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case rc := <-reconfigs:
-				cfg, err := matchmakerConfig(rc.pc, logger)
-				if err == nil {
-					err = mm.Reconfigure(cfg)
-				}
-				rc.result <- err
-			}
+	defer applyReconfigs(ctx, reconfigs, func(pc *poolConfig) error {
+		cfg, err := matchmakerConfig(pc, logger)
+		if err != nil {
+			return err
 		}
-	})
+		return mm.Reconfigure(cfg)
+	})()
+	defer cancel()
 	logger.Info("matchmaker listening", "addr", lis.Addr().String())
 	return mm.Serve(ctx, lis)
 }
@@ -412,25 +421,16 @@ func serveStartd(ctx context.Context, pc *poolConfig, name string, reconfigs <-c
 		return err
 	}
 	admin.setDrainer(s)
-	var wg sync.WaitGroup
-	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	wg.Go(func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case rc := <-reconfigs:
-				cfg, err := startdConfig(rc.pc, name, logger)
-				if err == nil {
-					cfg.AdvertiseAddr = lis.Addr().String()
-					err = s.Reconfigure(cfg)
-				}
-				rc.result <- err
-			}
+	defer applyReconfigs(ctx, reconfigs, func(pc *poolConfig) error {
+		cfg, err := startdConfig(pc, name, logger)
+		if err != nil {
+			return err
 		}
-	})
+		cfg.AdvertiseAddr = lis.Addr().String()
+		return s.Reconfigure(cfg)
+	})()
+	defer cancel()
 	logger.Info("startd listening", "addr", lis.Addr().String(), "name", cfg.Name)
 	return s.Serve(ctx, lis)
 }
