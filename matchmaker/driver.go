@@ -29,7 +29,11 @@ type driver struct {
 	sem  chan struct{} // bounds notifications in flight
 	wg   sync.WaitGroup
 
-	saved time.Time // when the accountant was last saved
+	saved time.Time // when the accountant and cycles were last saved
+	// cycles are the recent cycles' statistics, latest first, kept in
+	// statsFile ("" for nowhere) across restarts.
+	cycles    []CycleStats
+	statsFile string
 
 	// mu guards interval and negotiator.PreemptionRequirements, which
 	// reconfigure changes; retime (capacity 1) tells run the interval
@@ -58,11 +62,12 @@ func (d *driver) settings() (time.Duration, Negotiator) {
 	return d.interval, d.negotiator
 }
 
-// accountantSaveInterval bounds how often a cycle saves the accountant:
-// a save syncs a file, and cycles follow every job's end on a busy pool.
-// A matchmaker that crashes forgets at most this much usage; changes the
-// administrator makes are saved at once, and a stopping matchmaker saves.
-const accountantSaveInterval = 10 * time.Second
+// stateSaveInterval bounds how often a cycle saves the accountant and the
+// cycles' statistics: a save syncs files, and cycles follow every job's
+// end on a busy pool. A matchmaker that crashes forgets at most this much;
+// changes the administrator makes are saved at once, and a stopping
+// matchmaker saves.
+const stateSaveInterval = 10 * time.Second
 
 // Kick asks for a cycle soon. It never blocks.
 func (d *driver) Kick() {
@@ -80,7 +85,7 @@ func (d *driver) run(ctx context.Context) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	var debounce <-chan time.Time
-	defer d.saveAccountant()
+	defer d.saveState()
 	for {
 		select {
 		case <-ctx.Done():
@@ -102,14 +107,19 @@ func (d *driver) run(ctx context.Context) {
 	}
 }
 
-// saveAccountant writes the accountant's state to its file, if it has one.
-func (d *driver) saveAccountant() {
-	if d.accountant == nil {
-		return
-	}
+// saveState writes the accountant's state and the recent cycles'
+// statistics to their files, where they have them.
+func (d *driver) saveState() {
 	d.saved = time.Now()
-	if err := d.accountant.Save(); err != nil {
-		d.log.Error("save user priorities", "err", err)
+	if d.accountant != nil {
+		if err := d.accountant.Save(); err != nil {
+			d.log.Error("save user priorities", "err", err)
+		}
+	}
+	if d.statsFile != "" {
+		if err := saveCycleStats(d.statsFile, d.cycles); err != nil {
+			d.log.Error("save negotiator statistics", "err", err)
+		}
 	}
 }
 
@@ -123,9 +133,6 @@ func (d *driver) cycle(ctx context.Context) CycleStats {
 	snap := time.Since(start)
 	if d.accountant != nil {
 		d.accountant.Update(d.clock.Now(), usageOf(machines))
-		if time.Since(d.saved) >= accountantSaveInterval {
-			d.saveAccountant()
-		}
 		for _, u := range d.accountant.Users() {
 			d.collector.Advertise(TypeAccounting, u.Name, u.Ad(), 3*interval)
 		}
@@ -155,7 +162,11 @@ func (d *driver) cycle(ctx context.Context) CycleStats {
 		Submitters:            len(submitters),
 		SignificantAttributes: res.SignificantAttributes,
 	}
-	ad := s.ad(d.name)
+	d.cycles = append([]CycleStats{s}, d.cycles[:min(len(d.cycles), cycleStatsKept-1)]...)
+	if time.Since(d.saved) >= stateSaveInterval {
+		d.saveState()
+	}
+	ad := negotiatorAd(d.name, d.cycles)
 	ad.SetInt("DaemonStartTime", d.started.Unix())
 	d.collector.Advertise(TypeNegotiator, d.name, ad, 3*interval)
 	level := slog.LevelDebug

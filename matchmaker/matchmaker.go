@@ -68,6 +68,10 @@ type Config struct {
 	// AccountantFile keeps the accountant's state (priorities, usage,
 	// factors set at run time) across restarts; "" keeps it in memory.
 	AccountantFile string
+	// StatsFile keeps the statistics of the recent negotiation cycles,
+	// which the Negotiator ad publishes, across restarts; "" keeps them in
+	// memory.
+	StatsFile string
 	// PreemptionRequirements is PREEMPTION_REQUIREMENTS: when it holds, a
 	// user with better priority may preempt another's job. Empty means
 	// never; rank preemption does not depend on it.
@@ -164,6 +168,13 @@ func New(cfg Config) (*Matchmaker, error) {
 		}
 		cfg.Priorities = accountant
 	}
+	var cycles []CycleStats
+	if cfg.StatsFile != "" {
+		var err error
+		if cycles, err = loadCycleStats(cfg.StatsFile); err != nil {
+			return nil, fmt.Errorf("matchmaker: %w", err)
+		}
+	}
 	c := NewCollector(cfg.Clock)
 	return &Matchmaker{
 		log:       log,
@@ -185,6 +196,8 @@ func New(cfg Config) (*Matchmaker, error) {
 			kick:       make(chan struct{}, 1),
 			sem:        make(chan struct{}, cfg.MaxNotify),
 			retime:     make(chan struct{}, 1),
+			cycles:     cycles,
+			statsFile:  cfg.StatsFile,
 		},
 	}, nil
 }

@@ -2,6 +2,7 @@ package matchmaker
 
 import (
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,28 +27,34 @@ type CycleStats struct {
 	SignificantAttributes []string
 }
 
-// ad returns the Negotiator ad that publishes s, with the attribute names
-// HTCondor's negotiator uses for its latest cycle (suffix 0).
-func (s CycleStats) ad(name string) *classad.ClassAd {
+// negotiatorAd returns the Negotiator ad that publishes cycles, the
+// latest first, with the attribute names HTCondor's negotiator uses: suffix
+// 0 for the latest cycle, 1 for the one before, and so on.
+func negotiatorAd(name string, cycles []CycleStats) *classad.ClassAd {
 	ad := classad.New()
 	ad.SetString("MyType", TypeNegotiator)
 	ad.SetString("Name", name)
-	ad.SetInt("LastNegotiationCycleTime0", s.Start.Unix())
-	ad.SetInt("LastNegotiationCycleEnd0", s.Start.Add(s.Duration).Unix())
-	ad.SetReal("LastNegotiationCycleDuration0", s.Duration.Seconds())
-	ad.SetReal("LastNegotiationCyclePhase1Duration0", s.Snapshot.Seconds())
-	ad.SetReal("LastNegotiationCyclePhase2Duration0", (s.Phases.Requests + s.Phases.Classify + s.Phases.Index).Seconds())
-	ad.SetReal("LastNegotiationCyclePhase3Duration0", s.Phases.MatchLists.Seconds())
-	ad.SetReal("LastNegotiationCyclePhase4Duration0", (s.Phases.Allocate + s.Phases.Preempt).Seconds())
-	ad.SetInt("LastNegotiationCycleMatches0", int64(s.Matches))
-	ad.SetInt("LastNegotiationCycleRejections0", int64(s.Rejections))
-	ad.SetInt("LastNegotiationCycleNumIdleJobs0", int64(s.IdleJobs))
-	ad.SetInt("LastNegotiationCycleNumSchedulers0", int64(s.Submitters))
-	ad.SetInt("LastNegotiationCycleCandidateSlots0", int64(s.CandidateSlots))
-	ad.SetInt("LastNegotiationCycleResourceRequests0", int64(s.Requests))
-	ad.SetInt("LastNegotiationCycleMachineClasses0", int64(s.MachineClasses))
-	ad.SetInt("LastNegotiationCyclePreemptions0", int64(s.Preemptions))
-	ad.SetString(AttrSignificantAttributes, strings.Join(s.SignificantAttributes, ","))
+	for i, s := range cycles {
+		n := strconv.Itoa(i)
+		ad.SetInt("LastNegotiationCycleTime"+n, s.Start.Unix())
+		ad.SetInt("LastNegotiationCycleEnd"+n, s.Start.Add(s.Duration).Unix())
+		ad.SetReal("LastNegotiationCycleDuration"+n, s.Duration.Seconds())
+		ad.SetReal("LastNegotiationCyclePhase1Duration"+n, s.Snapshot.Seconds())
+		ad.SetReal("LastNegotiationCyclePhase2Duration"+n, (s.Phases.Requests + s.Phases.Classify + s.Phases.Index).Seconds())
+		ad.SetReal("LastNegotiationCyclePhase3Duration"+n, s.Phases.MatchLists.Seconds())
+		ad.SetReal("LastNegotiationCyclePhase4Duration"+n, (s.Phases.Allocate + s.Phases.Preempt).Seconds())
+		ad.SetInt("LastNegotiationCycleMatches"+n, int64(s.Matches))
+		ad.SetInt("LastNegotiationCycleRejections"+n, int64(s.Rejections))
+		ad.SetInt("LastNegotiationCycleNumIdleJobs"+n, int64(s.IdleJobs))
+		ad.SetInt("LastNegotiationCycleNumSchedulers"+n, int64(s.Submitters))
+		ad.SetInt("LastNegotiationCycleCandidateSlots"+n, int64(s.CandidateSlots))
+		ad.SetInt("LastNegotiationCycleResourceRequests"+n, int64(s.Requests))
+		ad.SetInt("LastNegotiationCycleMachineClasses"+n, int64(s.MachineClasses))
+		ad.SetInt("LastNegotiationCyclePreemptions"+n, int64(s.Preemptions))
+	}
+	if len(cycles) > 0 {
+		ad.SetString(AttrSignificantAttributes, strings.Join(cycles[0].SignificantAttributes, ","))
+	}
 	return ad
 }
 

@@ -271,12 +271,16 @@ func matchmakerConfig(pc *poolConfig, logger *slog.Logger) (matchmaker.Config, e
 	if err != nil {
 		return cfg, err
 	}
-	accountantFile, err := pc.accountantFile()
+	accountantFile, err := pc.matchmakerStateFile("ACCOUNTANT_FILE", "accountant.json")
+	if err != nil {
+		return cfg, err
+	}
+	statsFile, err := pc.matchmakerStateFile("NEGOTIATOR_STATS_FILE", "negotiator.json")
 	if err != nil {
 		return cfg, err
 	}
 	return matchmaker.Config{Logger: logger, TLS: serverTLS, ClientTLS: clientTLS, Interval: interval,
-		HalfLife: halfLife, DefaultPriorityFactor: factor, PriorityFactors: factors, AccountantFile: accountantFile,
+		HalfLife: halfLife, DefaultPriorityFactor: factor, PriorityFactors: factors, AccountantFile: accountantFile, StatsFile: statsFile,
 		PreemptionRequirements: pc.c.String("PREEMPTION_REQUIREMENTS", "")}, nil
 }
 

@@ -164,6 +164,11 @@ func TestMatchmakerRestartKeepsPriorities(t *testing.T) {
 		after = users()
 		return len(after) == 2
 	})
+	// The Negotiator ad goes on from the cycles before the restart: the
+	// restarted matchmaker's first cycle is 0, its predecessor's last 1.
+	if out := p.must(t, "status", "-negotiator", "-af", "LastNegotiationCycleTime1"); strings.TrimSpace(out) == "" || strings.Contains(out, "undefined") {
+		t.Errorf("after the restart the Negotiator ad has no earlier cycle: %q", out)
+	}
 	for i := range before {
 		// Usage only grows; a real priority only decays while nothing runs.
 		if after[i].Name != before[i].Name || after[i].PriorityFactor != before[i].PriorityFactor ||

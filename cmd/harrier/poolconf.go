@@ -100,20 +100,22 @@ func hostName() string {
 	return h
 }
 
-// accountantFile is where the matchmaker keeps user priorities across
-// restarts: ACCOUNTANT_FILE, by default accountant.json in SPOOL (or in
-// $(POOL_DIR)/spool). Its directory is made if missing.
-func (p *poolConfig) accountantFile() (string, error) {
-	path := p.c.String("ACCOUNTANT_FILE", "")
+// matchmakerStateFile is where the matchmaker keeps state across restarts:
+// the file key names, by default name in SPOOL (or in $(POOL_DIR)/spool).
+// Its directory is made if missing. The matchmaker keeps its accountant
+// in ACCOUNTANT_FILE (accountant.json) and its recent cycles' statistics
+// in NEGOTIATOR_STATS_FILE (negotiator.json).
+func (p *poolConfig) matchmakerStateFile(key, name string) (string, error) {
+	path := p.c.String(key, "")
 	if path == "" {
 		spool := p.c.String("SPOOL", "")
 		if spool == "" {
 			spool = filepath.Join(p.c.String("POOL_DIR", filepath.Dir(p.path)), "spool")
 		}
-		path = filepath.Join(spool, "accountant.json")
+		path = filepath.Join(spool, name)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return "", fmt.Errorf("accountant file: %w", err)
+		return "", fmt.Errorf("%s: %w", key, err)
 	}
 	return path, nil
 }
