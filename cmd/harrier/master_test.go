@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -126,10 +127,16 @@ func TestMatchmakerRestartKeepsPriorities(t *testing.T) {
 		Name                                          string
 		Priority, RealPriority, PriorityFactor, Usage float64
 	}
-	// users returns alice's and bob's records, best priority first.
+	// users returns alice's and bob's records, best priority first; none
+	// while the matchmaker cannot be asked (it is restarting).
 	users := func() []prio {
+		out, code := p.harrier(t, "userprio", "-json")
+		var ads []map[string]any
+		if code != 0 || json.Unmarshal([]byte(out), &ads) != nil {
+			return nil
+		}
 		var got []prio
-		for _, ad := range p.jobs(t, "userprio") {
+		for _, ad := range ads {
 			name, _ := ad["Name"].(string)
 			eff, _ := ad["Priority"].(float64)
 			real, _ := ad["RealPriority"].(float64)
