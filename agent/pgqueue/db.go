@@ -111,12 +111,10 @@ func write(ctx context.Context, conn *pgx.Conn, g *group) error {
 			madeC, madeO = append(madeC, c), append(madeO, o)
 		}
 	}
-	retired := make([]row, len(g.history))
-	for i, ad := range g.history {
-		c, _ := ad.EvalInt("ClusterId")
-		p, _ := ad.EvalInt("ProcId")
+	history := make([]row, len(g.history))
+	for i, h := range g.history {
 		var err error
-		if retired[i], err = newRow(jobqueue.JobID{Cluster: int(c), Proc: int(p)}, ad); err != nil {
+		if history[i], err = newRow(h.id, h.ad); err != nil {
 			return err
 		}
 	}
@@ -161,7 +159,7 @@ func write(ctx context.Context, conn *pgx.Conn, g *group) error {
 		}
 	}
 	cols := []string{"cluster", "proc", "owner", "status", "ad"}
-	for table, rows := range map[string][]row{"jobs": added, "job_history": retired} {
+	for table, rows := range map[string][]row{"jobs": added, "job_history": history} {
 		if len(rows) == 0 {
 			continue
 		}

@@ -31,13 +31,13 @@ type group struct {
 	jobs    map[jobqueue.JobID]*classad.ClassAd // final ads of the jobs it changes; nil: left the queue
 	resv    map[int]string                      // reservations it made (the owner) or ended ("")
 	next    int
-	history []*classad.ClassAd // final ads of retirements, in order
+	history []retired // retirements, in order
 
 	// The transaction being checked.
 	tjobs map[jobqueue.JobID]*classad.ClassAd
 	tresv map[int]string
 	tnext int
-	thist []*classad.ClassAd
+	thist []retired
 	owned map[*classad.ClassAd]bool // ads it made, changed in place
 }
 
@@ -71,6 +71,12 @@ func (g *group) reservedTo(cluster int) string {
 		return o
 	}
 	return g.base.reserved[cluster]
+}
+
+// retired is a job that left the queue, and its final ad.
+type retired struct {
+	id jobqueue.JobID
+	ad *classad.ClassAd
 }
 
 var errNoAd = errors.New("no ad")
@@ -138,7 +144,7 @@ func (g *group) op(op jobqueue.Op) error {
 			if op.Ad() == nil {
 				return errNoAd
 			}
-			g.thist = append(g.thist, op.Ad())
+			g.thist = append(g.thist, retired{id, op.Ad()})
 		}
 		g.tjobs[id] = nil
 	case jobqueue.OpUseCluster:

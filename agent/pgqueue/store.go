@@ -382,9 +382,13 @@ func (s *Store) ready(ctx context.Context) error {
 // failed sorts out an error of the database: one that refused the work
 // (the connection stays, the transaction rolled back) from a lost or
 // broken connection, after which the database may or may not have
-// committed, so the mirror is read again before the next group.
+// committed ([jobqueue.ErrUnavailable]). Either way the mirror is read
+// again before the next group.
 func (s *Store) failed(err error) error {
 	if _, ok := errors.AsType[*pgconn.PgError](err); ok && !errors.Is(err, errDiverged) && s.conn != nil && !s.conn.IsClosed() {
+		// Checked against the copy, the transaction should have applied:
+		// the database may hold what the copy does not.
+		s.stale = true
 		return fmt.Errorf("job queue database refused the commit: %w", err)
 	}
 	if errors.Is(err, errDiverged) {
