@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -241,6 +242,18 @@ func (a *Agent) finished(ctx context.Context, r *run, ev shadow.Event) {
 		what, decide = "requeue job", func(ad *classad.ClassAd) (step, error) { return requeue(ad, ev, e), nil }
 	}
 	ad, err := a.jobs.apply(ctx, r.id, decide)
+	// The outcome is known only here: it waits for a queue whose database
+	// is away, rather than be lost.
+	for wait := time.Second; errors.Is(err, jobqueue.ErrUnavailable); wait = min(2*wait, 10*time.Second) {
+		a.log.Warn(what+": job queue unavailable; trying again", "job", r.id, "in", wait, "err", err)
+		select {
+		case <-ctx.Done():
+			a.log.Error(what, "job", r.id, "err", err)
+			return
+		case <-time.After(wait):
+		}
+		ad, err = a.jobs.apply(ctx, r.id, decide)
+	}
 	if err != nil {
 		a.log.Error(what, "job", r.id, "err", err)
 		return

@@ -70,9 +70,18 @@ func (s *scheddService) NewCluster(ctx context.Context, _ *wire.NewClusterReques
 	}
 	n, err := s.a.queue.NextCluster(ctx, who.name)
 	if err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
+		return nil, queueError("reserve a cluster", err)
 	}
 	return &wire.NewClusterReply{Cluster: int32(n)}, nil
+}
+
+// queueError is the status of a change the queue did not take: Unavailable
+// while the queue's database is, so that the user knows to try again.
+func queueError(what string, err error) error {
+	if errors.Is(err, jobqueue.ErrUnavailable) {
+		return status.Errorf(codes.Unavailable, "%s: the job queue's database is unavailable: the agent takes no new jobs or changes until it is back (running jobs go on): %v", what, err)
+	}
+	return status.Errorf(codes.Internal, "%s: %v", what, err)
 }
 
 // Submit queues a whole cluster in one durable transaction. The reply is
@@ -161,7 +170,7 @@ func (s *scheddService) Submit(ctx context.Context, req *wire.SubmitRequest) (*w
 		if errors.Is(err, jobqueue.ErrNotReserved) {
 			return nil, status.Errorf(codes.PermissionDenied, "cluster %d is not yours to submit into: it was not given to you by NewCluster, or has been submitted into already", req.Cluster)
 		}
-		return nil, status.Errorf(codes.Internal, "queue cluster %d: %v", req.Cluster, err)
+		return nil, queueError(fmt.Sprintf("queue cluster %d", req.Cluster), err)
 	}
 	if factory {
 		s.a.factories.Add(1)

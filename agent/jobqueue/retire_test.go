@@ -2,13 +2,10 @@ package jobqueue
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
-
-	"harrier.dev/harrier/classad"
 )
 
 // retireT retires jobs in one transaction, each with its queue ad as
@@ -133,33 +130,5 @@ func TestRetireOnOldHistory(t *testing.T) {
 	want := []JobID{{9, 0}, {9, 1}, {1, 0}, {1, 1}}
 	if got := historyOf(t, l); !slices.Equal(got, want) {
 		t.Errorf("history = %v, want %v", got, want)
-	}
-}
-
-func TestRetireChecks(t *testing.T) {
-	l := openT(t, t.TempDir(), Options{NoSync: true})
-	defer l.Close()
-	var txn Txn
-	txn.NewJob(JobID{1, 0}, jobAd(1, 0))
-	commitT(t, l, &txn)
-	for name, build := range map[string]func(*Txn){
-		"missing job":     func(t *Txn) { t.Retire(JobID{2, 0}, jobAd(2, 0)) },
-		"retired twice":   func(t *Txn) { t.Retire(JobID{1, 0}, jobAd(1, 0)); t.Retire(JobID{1, 0}, jobAd(1, 0)) },
-		"set after":       func(t *Txn) { t.Retire(JobID{1, 0}, jobAd(1, 0)); t.SetValue(JobID{1, 0}, "A", classad.Int(1)) },
-		"destroy, retire": func(t *Txn) { t.Destroy(JobID{1, 0}); t.Retire(JobID{1, 0}, jobAd(1, 0)) },
-	} {
-		var txn Txn
-		build(&txn)
-		if err := l.Commit(context.Background(), &txn); !errors.Is(err, ErrNotFound) {
-			t.Errorf("%s: Commit = %v, want ErrNotFound", name, err)
-		}
-	}
-	txn = Txn{}
-	txn.Retire(JobID{1, 0}, nil)
-	if err := l.Commit(context.Background(), &txn); err == nil {
-		t.Error("a retirement without an ad committed")
-	}
-	if _, ok := l.Get(JobID{1, 0}); !ok || len(historyOf(t, l)) != 0 {
-		t.Error("a refused retirement changed the queue or the history")
 	}
 }

@@ -1,7 +1,6 @@
 package jobqueue
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 
@@ -34,7 +33,7 @@ func (q *queue) apply(op Op, owned map[*classad.ClassAd]bool) error {
 		q.nextCluster = max(q.nextCluster, op.id.Cluster)
 	case opReserve:
 		if op.id.Cluster < 1 || op.name == "" {
-			return fmt.Errorf("%s of cluster %d for %q: %w", op.kind, op.id.Cluster, op.name, errBadID)
+			return fmt.Errorf("%s of cluster %d for %q: %w", op.kind, op.id.Cluster, op.name, ErrBadID)
 		}
 		q.reserve(op.id.Cluster)
 		q.reserved[op.id.Cluster] = op.name
@@ -85,11 +84,6 @@ func (q *queue) reserve(c int) {
 		q.nextCluster = c + 1
 	}
 }
-
-// errBadID refuses ids no job can have. Proc -1 is allowed: it is where
-// HTCondor keeps a cluster's own ad (the agent stores late-materialization
-// factories there).
-var errBadID = errors.New("cluster must be positive and proc at least -1")
 
 // checker decides whether transactions apply, before they are written,
 // against the queue plus the transactions accepted ahead of them in the
@@ -145,7 +139,7 @@ func (c *checker) check(t *Txn) error {
 		switch op.kind {
 		case OpNewJob:
 			if op.id.Cluster < 1 || op.id.Proc < -1 {
-				return opError(i, op, errBadID)
+				return opError(i, op, ErrBadID)
 			}
 			if c.exists(op.id) {
 				return opError(i, op, ErrExists)

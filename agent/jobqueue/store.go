@@ -9,8 +9,9 @@ import (
 	"harrier.dev/harrier/classad"
 )
 
-// Store is a durable job queue. [Log] is the embedded implementation; a
-// server database can stand behind the same interface.
+// Store is a durable job queue. [Log] is the embedded implementation;
+// package pgqueue keeps the queue in PostgreSQL. Package storetest is the
+// suite of tests of this contract that both pass.
 type Store interface {
 	// Commit applies txn atomically and returns once it is durable. It
 	// fails, applying nothing, with ErrNotFound or ErrExists if an
@@ -108,9 +109,19 @@ var (
 	// reserved for the owner it names: never reserved, reserved for
 	// someone else, or used already.
 	ErrNotReserved = errors.New("cluster not reserved for this owner")
-	// ErrLocked means another Log, in this process or another, has the
-	// directory open.
-	ErrLocked = errors.New("job queue directory in use")
+	// ErrBadID refuses job ids no job can have. Proc -1 is allowed: it is
+	// where HTCondor keeps a cluster's own ad (the agent stores
+	// late-materialization factories there).
+	ErrBadID = errors.New("cluster must be positive and proc at least -1")
+	// ErrUnavailable means a store kept in a database server cannot reach
+	// it: the Commit or NextCluster was not applied (unless the connection
+	// was lost while the database committed it), and the store takes
+	// further ones, which succeed once the database is back. Get, Scan and
+	// Len go on answering from the store's copy of the queue meanwhile.
+	ErrUnavailable = errors.New("job queue database unavailable")
+	// ErrLocked means another store, in this process or another, has the
+	// directory (or database) open.
+	ErrLocked = errors.New("job queue in use by another store")
 	// ErrClosed means the store has been closed.
 	ErrClosed = errors.New("job queue closed")
 	// ErrTooLarge means a transaction does not fit in one log frame.

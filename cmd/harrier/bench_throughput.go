@@ -53,7 +53,7 @@ func runBenchThroughput(args []string, stdout io.Writer) error {
 	if err := appendFile(filepath.Join(poolDir, poolConfigName), extra); err != nil {
 		return err
 	}
-	if err := poolUp(poolDir, *startds, true, io.Discard); err != nil {
+	if err := poolUp(poolDir, *startds, true, "", io.Discard); err != nil {
 		return err
 	}
 	defer poolDown(poolDir, io.Discard)

@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"harrier.dev/harrier/agent"
-	"harrier.dev/harrier/agent/jobqueue"
 	"harrier.dev/harrier/checkpoint"
 	"harrier.dev/harrier/config"
 	"harrier.dev/harrier/matchmaker"
@@ -348,7 +347,7 @@ func serveAgent(ctx context.Context, pc *poolConfig, name string, logger *slog.L
 	if err := os.MkdirAll(spool, 0o700); err != nil {
 		return fmt.Errorf("agent: spool: %w", err)
 	}
-	queue, err := openQueue(ctx, filepath.Join(spool, "queue"), logger)
+	queue, err := openStore(ctx, pc, spool, logger)
 	if err != nil {
 		return fmt.Errorf("agent: open job queue: %w", err)
 	}
@@ -384,23 +383,6 @@ func serveAgent(ctx context.Context, pc *poolConfig, name string, logger *slog.L
 	}
 	logger.Info("agent listening", "addr", tcp.Addr().String(), "socket", sock)
 	return a.Serve(ctx, tcp, local)
-}
-
-// openQueue opens the job queue, waiting a little while another process
-// still holds it: a killed agent's threads may take a moment to let go.
-func openQueue(ctx context.Context, dir string, logger *slog.Logger) (*jobqueue.Log, error) {
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		q, err := jobqueue.Open(dir, jobqueue.Options{Logger: logger})
-		if !errors.Is(err, jobqueue.ErrLocked) || time.Now().After(deadline) {
-			return q, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, err
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }
 
 func serveStartd(ctx context.Context, pc *poolConfig, name string, reconfigs <-chan reconfig, admin *daemonAdminEndpoint, logger *slog.Logger) error {

@@ -62,7 +62,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"pool", "pool up --dir DIR [--startds N] [--detach] | pool down --dir DIR", runPool},
+		{"pool", "pool up --dir DIR [--startds N] [--store embedded|postgres://...] [--detach] | pool down --dir DIR", runPool},
 		{"submit", "submit [--pool DIR] [-dry-run FILE] [-terse | -verbose] [-append LINE]... [-batch-name NAME] [-maxjobs N] [NAME=VALUE]... [FILE | -] [-queue ARGS]", runSubmit},
 		{"q", "q [--pool DIR] [-nobatch | -hold | -hold-codes | -run | -idle | -totals | -json | -long | -af[:jht,lngVr] EXPR... | -better-analyze] [-currentrun | -cputime] [-attributes A,...] [-allusers] [-constraint EXPR] [ID | OWNER]...", runQ},
 		{"history", "history [--pool DIR] [-json] [-long] [-af[:jht,lngVr] EXPR...] [-limit N] [ID...]", runHistory},

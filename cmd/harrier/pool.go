@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"harrier.dev/harrier/checkpoint"
 	"harrier.dev/harrier/pki"
 	"harrier.dev/harrier/wire"
@@ -32,6 +34,7 @@ func runPool(args []string, stdin io.Reader, stdout io.Writer) error {
 	dir := fs.String("dir", "", "the pool directory")
 	startds := fs.Int("startds", 1, "number of startds")
 	detach := fs.Bool("detach", false, "return once the pool accepts jobs")
+	store := fs.String("store", "", "where a new pool's agent keeps its job queue: embedded (the default), or a postgres:// URL of a database")
 	if err := fs.Parse(args[1:]); err != nil {
 		return usagef("%v", err)
 	}
@@ -47,25 +50,73 @@ func runPool(args []string, stdin io.Reader, stdout io.Writer) error {
 		if *startds < 1 {
 			return usagef("--startds must be at least 1")
 		}
-		return poolUp(abs, *startds, *detach, stdout)
+		return poolUp(abs, *startds, *detach, *store, stdout)
 	case "down":
 		return poolDown(abs, stdout)
 	}
 	return usagef("unknown pool command %q", args[0])
 }
 
+// queueStoreConf checks pool up's --store and returns the configuration
+// lines that say it.
+func queueStoreConf(store string) (string, error) {
+	switch {
+	case store == "" || store == storeEmbedded:
+		return "", nil
+	case strings.HasPrefix(store, "postgres://") || strings.HasPrefix(store, "postgresql://"):
+		if _, err := pgx.ParseConfig(store); err != nil {
+			return "", usagef("--store: %v", err)
+		}
+		// pool.conf is every user's to read.
+		if dsnHasPassword(store) {
+			return "", usagef("--store: keep the password out of the URL, in the agent's ~/.pgpass or PGPASSFILE: pool.conf is readable by every user")
+		}
+		return fmt.Sprintf("\n# The agent keeps its job queue in this PostgreSQL database.\nQUEUE_STORE = %s\nQUEUE_DSN = %s\n", storePostgres, store), nil
+	}
+	return "", usagef("--store %q: want embedded or a postgres:// URL", store)
+}
+
+// sameStore refuses a --store that differs from the store an existing
+// pool was made with: its jobs are in that one.
+func sameStore(pc *poolConfig, store string) error {
+	if store == "" {
+		return nil
+	}
+	have := pc.c.String("QUEUE_STORE", storeEmbedded)
+	if strings.EqualFold(have, storePostgres) {
+		have = pc.c.String("QUEUE_DSN", "")
+	}
+	if have != store {
+		return fmt.Errorf("the pool in %s keeps its job queue in %s, not %s: change QUEUE_STORE and QUEUE_DSN in %s to move it",
+			filepath.Dir(pc.path), redactDSN(have), redactDSN(store), pc.path)
+	}
+	return nil
+}
+
 // How long pool up waits for the pool to accept jobs.
 const poolUpTimeout = 60 * time.Second
 
-func poolUp(dir string, startds int, detach bool, stdout io.Writer) error {
+func poolUp(dir string, startds int, detach bool, store string, stdout io.Writer) error {
+	storeConf, err := queueStoreConf(store)
+	if err != nil {
+		return err
+	}
 	confPath := filepath.Join(dir, poolConfigName)
 	if _, err := os.Stat(confPath); errors.Is(err, os.ErrNotExist) {
 		if err := createPool(dir); err != nil {
 			return err
 		}
+		if storeConf != "" {
+			if err := appendFile(confPath, storeConf); err != nil {
+				return err
+			}
+		}
 	}
 	pc, err := loadPoolConfig(confPath)
 	if err != nil {
+		return err
+	}
+	if err := sameStore(pc, store); err != nil {
 		return err
 	}
 	// A pool made before checkpoints were sealed gets its key now.

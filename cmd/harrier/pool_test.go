@@ -33,8 +33,8 @@ func startPoolWith(t *testing.T, startds int, extra string) *testPool {
 }
 
 // startPoolFrom is startPoolWith with the binary bin as harrier: its
-// daemons, shadows and starters run bin.
-func startPoolFrom(t *testing.T, bin string, startds int, extra string) *testPool {
+// daemons, shadows and starters run bin. upArgs are added to pool up's.
+func startPoolFrom(t *testing.T, bin string, startds int, extra string, upArgs ...string) *testPool {
 	t.Helper()
 	needPool(t)
 	base := t.TempDir()
@@ -57,7 +57,7 @@ func startPoolFrom(t *testing.T, bin string, startds int, extra string) *testPoo
 		}
 		f.Close()
 	}
-	out, code := harrierFrom(t, bin, nil, "pool", "up", "--dir", p.dir, "--startds", strconv.Itoa(startds), "--detach")
+	out, code := harrierFrom(t, bin, nil, append([]string{"pool", "up", "--dir", p.dir, "--startds", strconv.Itoa(startds), "--detach"}, upArgs...)...)
 	if code != 0 || !strings.Contains(out, "Pool up") {
 		t.Fatalf("pool up: exit %d: %s", code, out)
 	}

@@ -1,0 +1,197 @@
+package pgqueue
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"harrier.dev/harrier/agent/jobqueue"
+	"harrier.dev/harrier/classad"
+)
+
+// load reads the whole queue, as of one moment.
+func load(ctx context.Context, conn *pgx.Conn) (*mirror, error) {
+	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback(ctx)
+	m := &mirror{jobs: make(map[jobqueue.JobID]*classad.ClassAd), reserved: make(map[int]string)}
+	if err := tx.QueryRow(ctx, "SELECT next_cluster FROM queue_counters").Scan(&m.next); err != nil {
+		return nil, fmt.Errorf("read the cluster counter: %w", err)
+	}
+	rows, _ := tx.Query(ctx, "SELECT cluster, owner FROM cluster_reservations")
+	var c int
+	var owner string
+	if _, err := pgx.ForEachRow(rows, []any{&c, &owner}, func() error {
+		m.reserved[c] = owner
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("read the reservations: %w", err)
+	}
+	rows, _ = tx.Query(ctx, "SELECT cluster, proc, ad FROM jobs")
+	var id jobqueue.JobID
+	var js []byte
+	if _, err := pgx.ForEachRow(rows, []any{&id.Cluster, &id.Proc, &js}, func() error {
+		ad, err := decodeAd(js)
+		if err != nil {
+			return fmt.Errorf("job %s: %w", id, err)
+		}
+		m.jobs[id] = ad
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("read the jobs: %w", err)
+	}
+	return m, tx.Commit(ctx)
+}
+
+func decodeAd(js []byte) (*classad.ClassAd, error) {
+	ad := classad.New()
+	if err := ad.UnmarshalJSON(js); err != nil {
+		return nil, err
+	}
+	return ad, nil
+}
+
+// row is a job's row, or its history record's.
+type row struct {
+	id     jobqueue.JobID
+	owner  pgtype.Text
+	status pgtype.Int4
+	ad     []byte
+}
+
+func newRow(id jobqueue.JobID, ad *classad.ClassAd) (row, error) {
+	js, err := ad.MarshalJSON()
+	if err != nil {
+		return row{}, fmt.Errorf("job %s: %w", id, err)
+	}
+	r := row{id: id, ad: js}
+	if s, ok := ad.EvalString("Owner"); ok {
+		r.owner = pgtype.Text{String: s, Valid: true}
+	}
+	if s, ok := ad.EvalInt("JobStatus"); ok && int64(int32(s)) == s {
+		r.status = pgtype.Int4{Int32: int32(s), Valid: true}
+	}
+	return r, nil
+}
+
+// write makes the group's changes in the database, in one transaction,
+// and checks that they find the rows the mirror says are there.
+func write(ctx context.Context, conn *pgx.Conn, g *group) error {
+	var gone []jobqueue.JobID
+	var changed, added []row
+	for id, ad := range g.jobs {
+		_, had := g.base.jobs[id]
+		switch {
+		case ad == nil && had:
+			gone = append(gone, id)
+		case ad == nil:
+		default:
+			r, err := newRow(id, ad)
+			if err != nil {
+				return err
+			}
+			if had {
+				changed = append(changed, r)
+			} else {
+				added = append(added, r)
+			}
+		}
+	}
+	var ended, madeC []int
+	var madeO []string
+	for c, o := range g.resv {
+		if o == "" {
+			ended = append(ended, c)
+		} else {
+			madeC, madeO = append(madeC, c), append(madeO, o)
+		}
+	}
+	history := make([]row, len(g.history))
+	for i, h := range g.history {
+		var err error
+		if history[i], err = newRow(h.id, h.ad); err != nil {
+			return err
+		}
+	}
+
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx)
+	var b pgx.Batch
+	want := func(n int) func(ct pgconn.CommandTag) error {
+		return func(ct pgconn.CommandTag) error {
+			if int(ct.RowsAffected()) != n {
+				return fmt.Errorf("%s touched %d rows, the queue expected %d: %w", ct, ct.RowsAffected(), n, errDiverged)
+			}
+			return nil
+		}
+	}
+	if len(gone) > 0 {
+		cs, ps := ids(gone)
+		b.Queue(`DELETE FROM jobs WHERE (cluster, proc) IN (SELECT * FROM unnest($1::integer[], $2::integer[]))`,
+			cs, ps).Exec(want(len(gone)))
+	}
+	if len(changed) > 0 {
+		cs, ps, os, ss, ads := columns(changed)
+		b.Queue(`UPDATE jobs AS j SET owner = u.owner, status = u.status, ad = u.ad::jsonb
+			FROM unnest($1::integer[], $2::integer[], $3::text[], $4::integer[], $5::text[]) AS u(cluster, proc, owner, status, ad)
+			WHERE j.cluster = u.cluster AND j.proc = u.proc`, cs, ps, os, ss, ads).Exec(want(len(changed)))
+	}
+	if len(ended) > 0 {
+		b.Queue(`DELETE FROM cluster_reservations WHERE cluster = ANY($1::integer[])`, ended)
+	}
+	if len(madeC) > 0 {
+		b.Queue(`INSERT INTO cluster_reservations (cluster, owner) SELECT * FROM unnest($1::integer[], $2::text[])`, madeC, madeO)
+	}
+	if g.next != g.base.next {
+		b.Queue(`UPDATE queue_counters SET next_cluster = $1`, g.next).Exec(want(1))
+	}
+	if b.Len() > 0 {
+		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+			return err
+		}
+	}
+	cols := []string{"cluster", "proc", "owner", "status", "ad"}
+	for table, rows := range map[string][]row{"jobs": added, "job_history": history} {
+		if len(rows) == 0 {
+			continue
+		}
+		n, err := tx.CopyFrom(ctx, pgx.Identifier{table}, cols, pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
+			r := &rows[i]
+			return []any{r.id.Cluster, r.id.Proc, r.owner, r.status, r.ad}, nil
+		}))
+		if err != nil {
+			return fmt.Errorf("copy into %s: %w", table, err)
+		}
+		if int(n) != len(rows) {
+			return fmt.Errorf("copy into %s: %d rows of %d: %w", table, n, len(rows), errDiverged)
+		}
+	}
+	return tx.Commit(ctx)
+}
+
+func ids(all []jobqueue.JobID) (cs, ps []int32) {
+	cs, ps = make([]int32, len(all)), make([]int32, len(all))
+	for i, id := range all {
+		cs[i], ps[i] = int32(id.Cluster), int32(id.Proc)
+	}
+	return cs, ps
+}
+
+func columns(rows []row) (cs, ps []int32, owners []pgtype.Text, statuses []pgtype.Int4, ads []string) {
+	for _, r := range rows {
+		cs = append(cs, int32(r.id.Cluster))
+		ps = append(ps, int32(r.id.Proc))
+		owners = append(owners, r.owner)
+		statuses = append(statuses, r.status)
+		ads = append(ads, string(r.ad))
+	}
+	return cs, ps, owners, statuses, ads
+}
