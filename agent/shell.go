@@ -283,6 +283,8 @@ func (t *runShells) deliver(ev *shadow.ShellEvent) {
 func (t *runShells) close(sh *agentShell) {
 	t.forget(sh)
 	t.send(shadow.ShellCommand{Session: sh.id, Close: true})
+	// The caller's input, waiting for the window, gives up.
+	sh.end(&shadow.ShellExit{Signal: 9, Reason: "the caller went away"})
 }
 
 // forget drops sh from the run's processes.
