@@ -111,6 +111,8 @@ type Agent struct {
 	// user's submissions.
 	quota      quota
 	submitRate rateLimiter
+	// shellSeq numbers the processes started in jobs for their owners.
+	shellSeq atomic.Uint64
 }
 
 // New checks cfg and returns an agent ready to Serve.

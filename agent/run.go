@@ -49,6 +49,9 @@ type run struct {
 	commands chan shadow.Command // to the shadow, once it runs
 	executed bool                // the job's process started
 	vacated  bool                // a checkpoint came with the job's vacate
+
+	// shells are the processes started in the job for its owner.
+	shells runShells
 }
 
 func (r *run) stopAction() (stopAction, string) {
@@ -436,6 +439,10 @@ func (a *Agent) serveOnShadow(ctx context.Context, p *shadowProc, c *claim, r *r
 	if action, reason := r.stopAction(); action != actionNone {
 		_ = p.send.Send(shadow.Command{Kill: true, Reason: reason})
 	}
+	r.shells.attach(p.send)
+	// The shadow ends the job's processes before its final event; this
+	// ends them here too when it fails.
+	defer r.shells.detach("lost the job's shadow")
 	// The relay ends before the next job is sent, so that a command for
 	// this job never reaches the next.
 	done := make(chan struct{})
@@ -479,9 +486,14 @@ func (a *Agent) serveOnShadow(ctx context.Context, p *shadowProc, c *claim, r *r
 			}
 			continue
 		}
+		if ev.Type == shadow.EventShell {
+			r.shells.deliver(ev.Shell)
+			continue
+		}
 		if a.progress(ctx, r, ev) {
 			continue
 		}
+		r.shells.detach(shadow.ShellEndReason(ev))
 		if activateErr != nil && ev.Type == shadow.EventFailed {
 			ev.Reason = activateErr.Error()
 		}

@@ -37,6 +37,11 @@
 // leaves no process behind; it then removes the container's cgroups and
 // state (its mounts went with its mount namespace).
 //
+// Job.Exec starts another process in a running job's container for the
+// job's owner (harrier ssh-to-job): in its namespaces and cgroup, as its
+// user, with a terminal made inside the container when asked. It dies
+// with the job's pid namespace at the latest.
+//
 // A job is checkpointed with CRIU (Job.Checkpoint) and restored into a
 // container made exactly as for a fresh start of the job on this machine
 // (Runner.Restore): the image brings the job's processes, never their

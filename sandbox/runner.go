@@ -175,14 +175,10 @@ func inContainer(t *Task, p string) (string, bool) {
 
 // process is the job's first process in the container s.
 func (r *Runner) process(t *Task, s spec) *libcontainer.Process {
-	env := t.Env
-	if !hasVar(env, "PATH") {
-		env = append(env[:len(env):len(env)], "PATH=/usr/local/bin:/usr/bin:/bin")
-	}
 	path, _ := inContainer(t, t.Path)
 	p := &libcontainer.Process{
 		Args:   append([]string{path}, t.Args...),
-		Env:    env,
+		Env:    processEnv(t),
 		Cwd:    s.dir,
 		UID:    r.user.uid,
 		GID:    r.user.gid,
@@ -194,6 +190,15 @@ func (r *Runner) process(t *Task, s spec) *libcontainer.Process {
 		p.Stdin = t.Stdin
 	}
 	return p
+}
+
+// processEnv is the environment of the job's processes.
+func processEnv(t *Task) []string {
+	env := t.Env
+	if !hasVar(env, "PATH") {
+		env = append(env[:len(env):len(env)], "PATH=/usr/local/bin:/usr/bin:/bin")
+	}
+	return env
 }
 
 // hasVar reports whether env sets name.

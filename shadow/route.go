@@ -65,6 +65,14 @@ func (r shadowRouter) GetCheckpoint(req *wire.GetCheckpointRequest, stream wire.
 	return j.shadow.GetCheckpoint(req, stream)
 }
 
+func (r shadowRouter) Shell(stream wire.Shadow_ShellServer) error {
+	j, err := r.l.job()
+	if err != nil {
+		return err
+	}
+	return j.shadow.Shell(stream)
+}
+
 // ioRouter passes each call of the ShadowIO service to the I/O server of
 // the job being served, which checks the caller's secret.
 type ioRouter struct {

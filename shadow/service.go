@@ -94,7 +94,8 @@ type session struct {
 }
 
 // relay passes the agent's commands to the starter until stop closes:
-// a kill (after which nothing more is passed) or a checkpoint.
+// a kill (after which nothing more is passed), a checkpoint, or a process
+// to start in the job.
 func (x *session) relay(stream wire.Shadow_AttachServer, stop <-chan struct{}) {
 	for {
 		select {
@@ -104,6 +105,8 @@ func (x *session) relay(stream wire.Shadow_AttachServer, stop <-chan struct{}) {
 			return
 		case vacate := <-x.s.ckpt:
 			_ = stream.Send(&wire.ShadowMessage{Body: &wire.ShadowMessage_Checkpoint{Checkpoint: &wire.CheckpointNow{Vacate: vacate}}})
+		case open := <-x.s.shellOpens:
+			_ = stream.Send(&wire.ShadowMessage{Body: &wire.ShadowMessage_Shell{Shell: open}})
 		case <-stop:
 			return
 		}

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/wire"
 )
 
 // How long the shadow waits for its starter to connect after activating the
@@ -49,6 +50,11 @@ type Shadow struct {
 	abandon  chan string // a Kill before any starter attached; buffered 1
 	ckpt     chan bool   // a checkpoint request (true: vacate); buffered 1
 	done     chan Event  // the final event of the run
+
+	// shells are the processes started in the job for its owner;
+	// shellOpens carries the requests for new ones to the starter.
+	shells     shells
+	shellOpens chan *wire.ShellOpen
 }
 
 // newShadow prepares a shadow for the job in spec, reaching its startd
@@ -78,6 +84,8 @@ func newShadow(link *claimLink, spec *Spec, logger *slog.Logger, events func(Eve
 		abandon: make(chan string, 1),
 		ckpt:    make(chan bool, 1),
 		done:    make(chan Event, 1),
+		// A few opens wait for the starter; more are refused.
+		shellOpens: make(chan *wire.ShellOpen, 4),
 	}, nil
 }
 
@@ -125,6 +133,9 @@ func (s *Shadow) Run(ctx context.Context) {
 		io.CloseFiles()
 	}()
 	final := func(ev Event) {
+		// The job's processes end with it, and say why before the job's
+		// end is reported.
+		s.shells.closeAll(ShellEndReason(ev))
 		ev.Files = io.Stats()
 		s.events(ev)
 	}
@@ -142,12 +153,12 @@ func (s *Shadow) Run(ctx context.Context) {
 			return
 		case <-timer.C:
 			if !s.isAttached() {
-				s.events(Event{Type: EventFailed, Reason: "starter did not connect within " + attachTimeout.String()})
+				final(Event{Type: EventFailed, Reason: "starter did not connect within " + attachTimeout.String()})
 				return
 			}
 			// The starter is working; wait for the end without a deadline.
 		case <-ctx.Done():
-			s.events(Event{Type: EventFailed, Reason: "shadow stopped"})
+			final(Event{Type: EventFailed, Reason: "shadow stopped"})
 			return
 		}
 	}

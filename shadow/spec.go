@@ -46,6 +46,75 @@ type Command struct {
 	// job stops after it, to run again elsewhere.
 	Checkpoint bool `json:"checkpoint,omitempty"`
 	Vacate     bool `json:"vacate,omitempty"`
+	// Shell concerns a process started in the job for its owner
+	// (harrier ssh-to-job).
+	Shell *ShellCommand `json:"shell,omitempty"`
+}
+
+// ShellWindow is how many messages of one process in the job (its input
+// to the shadow, its output to the agent) may be on their way at once:
+// each side acknowledges those it has passed on, and the other sends no
+// more until it has. Neither buffers more, and a process whose reader
+// is slow is held up alone, never the job's own commands and events.
+const ShellWindow = 8
+
+// ShellChunk bounds the data of one message of a process in the job.
+const ShellChunk = 32 << 10
+
+// ShellCommand is the agent's side of a process in the job; Session
+// names it, and one of the other fields is set.
+type ShellCommand struct {
+	Session uint64 `json:"session"`
+	// Open starts the process. A shadow that cannot start it answers
+	// with ShellExit.Refused.
+	Open *ShellOpen `json:"open,omitempty"`
+	// Input, EOF and Resize go to the process, each counting against
+	// ShellWindow.
+	Input  []byte     `json:"input,omitempty"`
+	EOF    bool       `json:"eof,omitempty"`
+	Resize *ShellSize `json:"resize,omitempty"`
+	// Acked is how many output messages the agent has passed on since
+	// its last acknowledgement.
+	Acked int `json:"acked,omitempty"`
+	// Close ends the process: the one who asked for it went away.
+	Close bool `json:"close,omitempty"`
+}
+
+// ShellOpen is a process to start in the job: Args (none: a shell), with
+// a terminal when TTY.
+type ShellOpen struct {
+	Args []string  `json:"args,omitempty"`
+	TTY  bool      `json:"tty,omitempty"`
+	Size ShellSize `json:"size"`
+	Term string    `json:"term,omitempty"`
+}
+
+// ShellSize is the size of a process's terminal.
+type ShellSize struct {
+	Rows uint16 `json:"rows"`
+	Cols uint16 `json:"cols"`
+}
+
+// ShellEvent is the shadow's side of a process in the job (EventShell):
+// its start, its output on Fd, an acknowledgement of Acked input
+// messages, or its end.
+type ShellEvent struct {
+	Session uint64     `json:"session"`
+	Fd      int        `json:"fd,omitempty"`
+	Data    []byte     `json:"data,omitempty"`
+	Acked   int        `json:"acked,omitempty"`
+	Started bool       `json:"started,omitempty"`
+	Exited  *ShellExit `json:"exited,omitempty"`
+}
+
+// ShellExit is how a process in the job ended: its exit code or the
+// signal that killed it, or, with Refused, why it never started. Reason
+// says why it was ended from outside (the job ended, was vacated).
+type ShellExit struct {
+	Code    int    `json:"code,omitempty"`
+	Signal  int    `json:"signal,omitempty"`
+	Refused bool   `json:"refused,omitempty"`
+	Reason  string `json:"reason,omitempty"`
 }
 
 // Event is what a shadow reports to its agent on its standard output (see
@@ -82,6 +151,9 @@ type Event struct {
 	// EventCheckpointFailed.
 	Reason string `json:"reason,omitempty"`
 	Code   int    `json:"code,omitempty"`
+	// Shell is about a process started in the job for its owner
+	// (EventShell).
+	Shell *ShellEvent `json:"shell,omitempty"`
 	// Files is what the job's remote I/O did to each submit-side file
 	// during the run; it comes with the run's final event.
 	Files []FileStats `json:"files,omitempty"`
@@ -119,6 +191,9 @@ const (
 	EventCheckpointFailed EventType = "checkpoint_failed"
 	// EventUsage: the job's resource use so far.
 	EventUsage EventType = "usage"
+	// EventShell: output, an acknowledgement or the end of a process
+	// started in the job for its owner (Shell).
+	EventShell EventType = "shell"
 	// EventFailed: the run failed for reasons not the job's own (claim
 	// refused, starter lost); the job should be run again.
 	EventFailed EventType = "failed"

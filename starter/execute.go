@@ -53,12 +53,17 @@ type execution struct {
 	kills    <-chan string // a reason stops the job
 	controls <-chan control
 	ck       checkpointing
-	logger   *slog.Logger
+	// shellOpens are processes its owner asks for in the job, shells
+	// those started.
+	shellOpens <-chan *wire.ShellOpen
+	shells     *shells
+	logger     *slog.Logger
 
-	job       Job
-	hardKill  <-chan time.Time // set once the job was told to stop
-	evict     string           // why the execute machine took the job back
-	suspended bool
+	job        Job
+	hardKill   <-chan time.Time // set once the job was told to stop
+	stopReason string           // why
+	evict      string           // why the execute machine took the job back
+	suspended  bool
 }
 
 // waited is how the job's Wait returned.
@@ -88,9 +93,41 @@ func (e *execution) run(ctx context.Context) (*wire.Exited, error) {
 		done <- waited{x, err}
 	}()
 	w := e.supervise(ctx, done)
+	e.shells.end(e.shellEndReason(w))
 	<-copied
 	<-copied
 	return e.exited(w)
+}
+
+// shellEndReason tells the processes started in the job why it ended.
+func (e *execution) shellEndReason(w waited) string {
+	switch {
+	case e.evict != "":
+		return "the job was evicted: " + e.evict
+	case e.stopReason != "":
+		return "the job was stopped: " + e.stopReason
+	case w.exit.HoldReason != "":
+		return "the job was held: " + w.exit.HoldReason
+	default:
+		return "the job exited"
+	}
+}
+
+// openShell starts the process o asks for in the job, or refuses it.
+func (e *execution) openShell(ctx context.Context, o *wire.ShellOpen) {
+	x, ok := e.job.(Execer)
+	refused := ""
+	switch {
+	case !ok:
+		refused = errNoExec.Error()
+	case e.hardKill != nil:
+		refused = "the job is being stopped"
+	case e.suspended:
+		// As HTCondor says: better refused with a reason than let in
+		// and frozen at once without one.
+		refused = "the job is suspended (the execute machine's owner policy); try again when it runs"
+	}
+	e.shells.start(ctx, o, x, refused)
 }
 
 // startJob starts the job with output pipes of the starter's own: the
@@ -153,6 +190,8 @@ func (e *execution) supervise(ctx context.Context, done <-chan waited) waited {
 			kills = nil
 		case c := <-e.controls:
 			e.control(ctx, c)
+		case o := <-e.shellOpens:
+			e.openShell(ctx, o)
 		case <-periodic:
 			if !e.suspended && e.hardKill == nil {
 				e.checkpoint(ctx, "periodic checkpoint")
@@ -178,6 +217,7 @@ func (e *execution) stop(reason string) {
 		return
 	}
 	e.logger.Info("stopping job", "reason", reason)
+	e.stopReason = reason
 	if e.suspended {
 		_ = e.job.Continue() // a stopped job cannot handle its kill signal
 	}
@@ -220,6 +260,9 @@ func (e *execution) vacate(ctx context.Context) {
 			_ = e.job.Continue()
 			e.suspended = false
 		}
+		// CRIU takes the job's own processes, not those of its owner's
+		// sessions, which hold terminals and pipes outside the job.
+		e.shells.stop("the job is being vacated")
 		err := e.ck.take(ctx, e.job, true)
 		if err == nil {
 			e.evict = "the execute machine vacated the job, which was checkpointed"
@@ -235,6 +278,7 @@ func (e *execution) vacate(ctx context.Context) {
 
 // checkpoint takes a checkpoint, the job running on.
 func (e *execution) checkpoint(ctx context.Context, what string) {
+	e.shells.stop("the job is being checkpointed")
 	if err := e.ck.take(ctx, e.job, false); err != nil {
 		e.checkpointFailed(what, err, false)
 	}

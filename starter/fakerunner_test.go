@@ -321,3 +321,77 @@ type failingCheckpoints struct {
 func (f failingCheckpoints) Checkpoint(context.Context, string, bool) (starter.CheckpointStats, error) {
 	return starter.CheckpointStats{}, f.err
 }
+
+var _ starter.Execer = (*fakeJob)(nil)
+
+// Exec starts a process in the fake job, itself a little program named
+// by its first argument:
+//
+//	cat        copies its input to its output, then exits 0
+//	echo ARGS  writes ARGS and a newline to its output
+//	exit N     ends with exit code N
+//	wait       blocks until killed, or until the job ends
+//
+// Only pipes: the fake has no terminals.
+func (j *fakeJob) Exec(_ context.Context, e *starter.ExecTask) (starter.Process, error) {
+	if e.TTY {
+		return nil, errors.New("fake job: no terminals")
+	}
+	var files [3]*os.File
+	for i, f := range []*os.File{e.Stdin, e.Stdout, e.Stderr} {
+		d, err := dup(f)
+		if err != nil {
+			return nil, err
+		}
+		files[i] = d
+	}
+	p := &fakeProcess{killed: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		defer func() {
+			for _, f := range files {
+				f.Close()
+			}
+		}()
+		switch e.Args[0] {
+		case "cat":
+			_, _ = io.Copy(files[1], files[0])
+		case "echo":
+			fmt.Fprintln(files[1], strings.Join(e.Args[1:], " "))
+		case "exit":
+			p.exit.Code, _ = strconv.Atoi(e.Args[1])
+		case "wait":
+			select {
+			case <-p.killed:
+				p.exit.Signal = int(unix.SIGKILL)
+			case <-j.ended:
+				p.exit = starter.ProcessExit{Signal: int(unix.SIGKILL), JobEnding: true}
+			}
+		default:
+			fmt.Fprintf(files[2], "%s: not found\n", e.Args[0])
+			p.exit.Code = 127
+		}
+	}()
+	return p, nil
+}
+
+// fakeProcess is a process started in a fakeJob.
+type fakeProcess struct {
+	killOnce sync.Once
+	killed   chan struct{}
+	done     chan struct{}
+	exit     starter.ProcessExit
+}
+
+func (p *fakeProcess) Console() *os.File           { return nil }
+func (p *fakeProcess) Resize(uint16, uint16) error { return nil }
+
+func (p *fakeProcess) Kill() error {
+	p.killOnce.Do(func() { close(p.killed) })
+	return nil
+}
+
+func (p *fakeProcess) Wait() (starter.ProcessExit, error) {
+	<-p.done
+	return p.exit, nil
+}

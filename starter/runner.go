@@ -127,3 +127,43 @@ type Restorer interface {
 type Restored interface {
 	RestoreTime() time.Duration
 }
+
+// Execer is a Job that can start another process inside itself, for the
+// job's owner (harrier ssh-to-job): as the job's user, in its working
+// directory, with its environment, its use counted as the job's.
+type Execer interface {
+	Exec(ctx context.Context, e *ExecTask) (Process, error)
+}
+
+// ExecTask is a process to start in a running job.
+type ExecTask struct {
+	Args []string
+	// Env is added to the job's environment.
+	Env []string
+	// With TTY the process gets a terminal of Rows x Cols as its standard
+	// input, output and error (Process.Console); without, Stdin, Stdout
+	// and Stderr, which the starter closes after Exec.
+	TTY                   bool
+	Rows, Cols            uint16
+	Stdin, Stdout, Stderr *os.File
+}
+
+// Process is a process started in a job by Execer.
+type Process interface {
+	// Console is the master of the process's terminal (nil without
+	// one), for the starter to read, write and close.
+	Console() *os.File
+	Resize(rows, cols uint16) error
+	// Kill kills the process (not what it started).
+	Kill() error
+	// Wait blocks until the process has ended.
+	Wait() (ProcessExit, error)
+}
+
+// ProcessExit says how a process in a job ended.
+type ProcessExit struct {
+	Code, Signal int
+	// JobEnding is set when the process was killed because the job was
+	// ending: the job's end took it along.
+	JobEnding bool
+}

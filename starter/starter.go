@@ -104,8 +104,9 @@ func (s *Starter) Run(ctx context.Context) error {
 	}
 	kills := make(chan string, 1)
 	ended := make(chan struct{})
-	go s.listen(stream, kills, ended)
-	exited, err := s.executeJob(ctx, s.conn, client, job, task, killSig, send, kills, logger)
+	shellOpens := make(chan *wire.ShellOpen, maxShellOpens)
+	go s.listen(stream, kills, ended, shellOpens, logger)
+	exited, err := s.executeJob(ctx, s.conn, client, job, task, killSig, send, kills, shellOpens, logger)
 	if err != nil {
 		exited = &wire.Exited{HoldReason: err.Error(), HoldCode: holdCodeExec}
 	}
@@ -149,10 +150,15 @@ func (s *Starter) attach(ctx context.Context, client wire.ShadowClient, jobID st
 	return stream, job, nil
 }
 
+// maxShellOpens is how many processes asked for in the job may wait for
+// the job to have started; the shadow gives up on any more.
+const maxShellOpens = 8
+
 // listen passes the shadow's commands on while the job runs: a kill (or a
 // lost session, which kills the job) to kills, checkpoints to the job's
-// controls. It closes ended when the session ends.
-func (s *Starter) listen(stream wire.Shadow_AttachClient, kills chan<- string, ended chan<- struct{}) {
+// controls, processes to start in the job to shellOpens. It closes ended
+// when the session ends.
+func (s *Starter) listen(stream wire.Shadow_AttachClient, kills chan<- string, ended chan<- struct{}, shellOpens chan<- *wire.ShellOpen, logger *slog.Logger) {
 	defer close(ended)
 	for {
 		msg, err := stream.Recv()
@@ -167,6 +173,13 @@ func (s *Starter) listen(stream wire.Shadow_AttachClient, kills chan<- string, e
 			select {
 			case kills <- k.Reason:
 			default:
+			}
+		}
+		if o := msg.GetShell(); o != nil {
+			select {
+			case shellOpens <- o:
+			default:
+				logger.Warn("too many processes asked for in the job at once; dropping one", "session", o.Session)
 			}
 		}
 		if c := msg.GetCheckpoint(); c != nil {

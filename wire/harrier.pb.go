@@ -1938,6 +1938,7 @@ type ShadowMessage struct {
 	//	*ShadowMessage_Job
 	//	*ShadowMessage_Kill
 	//	*ShadowMessage_Checkpoint
+	//	*ShadowMessage_Shell
 	Body          isShadowMessage_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2007,6 +2008,15 @@ func (x *ShadowMessage) GetCheckpoint() *CheckpointNow {
 	return nil
 }
 
+func (x *ShadowMessage) GetShell() *ShellOpen {
+	if x != nil {
+		if x, ok := x.Body.(*ShadowMessage_Shell); ok {
+			return x.Shell
+		}
+	}
+	return nil
+}
+
 type isShadowMessage_Body interface {
 	isShadowMessage_Body()
 }
@@ -2023,11 +2033,17 @@ type ShadowMessage_Checkpoint struct {
 	Checkpoint *CheckpointNow `protobuf:"bytes,3,opt,name=checkpoint,proto3,oneof"`
 }
 
+type ShadowMessage_Shell struct {
+	Shell *ShellOpen `protobuf:"bytes,4,opt,name=shell,proto3,oneof"`
+}
+
 func (*ShadowMessage_Job) isShadowMessage_Body() {}
 
 func (*ShadowMessage_Kill) isShadowMessage_Body() {}
 
 func (*ShadowMessage_Checkpoint) isShadowMessage_Body() {}
+
+func (*ShadowMessage_Shell) isShadowMessage_Body() {}
 
 // CheckpointNow asks the starter for a checkpoint of the job now; with
 // vacate the job stops after it and runs again elsewhere.
@@ -2269,6 +2285,586 @@ func (x *FileChunk) GetMode() uint32 {
 	return 0
 }
 
+// ShellOpen asks for a process in the running job, as the job's user, in
+// its working directory, with its environment (harrier ssh-to-job).
+type ShellOpen struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The job ("cluster.proc"), from the tool to its agent.
+	JobId string `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// Names the process between the shadow and the starter.
+	Session uint64 `protobuf:"varint,2,opt,name=session,proto3" json:"session,omitempty"`
+	// The command and its arguments; none means the user's shell.
+	Args []string `protobuf:"bytes,3,rep,name=args,proto3" json:"args,omitempty"`
+	// With tty the process gets a terminal of rows x cols, and TERM.
+	Tty           bool   `protobuf:"varint,4,opt,name=tty,proto3" json:"tty,omitempty"`
+	Rows          uint32 `protobuf:"varint,5,opt,name=rows,proto3" json:"rows,omitempty"`
+	Cols          uint32 `protobuf:"varint,6,opt,name=cols,proto3" json:"cols,omitempty"`
+	Term          string `protobuf:"bytes,7,opt,name=term,proto3" json:"term,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShellOpen) Reset() {
+	*x = ShellOpen{}
+	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShellOpen) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShellOpen) ProtoMessage() {}
+
+func (x *ShellOpen) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShellOpen.ProtoReflect.Descriptor instead.
+func (*ShellOpen) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *ShellOpen) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *ShellOpen) GetSession() uint64 {
+	if x != nil {
+		return x.Session
+	}
+	return 0
+}
+
+func (x *ShellOpen) GetArgs() []string {
+	if x != nil {
+		return x.Args
+	}
+	return nil
+}
+
+func (x *ShellOpen) GetTty() bool {
+	if x != nil {
+		return x.Tty
+	}
+	return false
+}
+
+func (x *ShellOpen) GetRows() uint32 {
+	if x != nil {
+		return x.Rows
+	}
+	return 0
+}
+
+func (x *ShellOpen) GetCols() uint32 {
+	if x != nil {
+		return x.Cols
+	}
+	return 0
+}
+
+func (x *ShellOpen) GetTerm() string {
+	if x != nil {
+		return x.Term
+	}
+	return ""
+}
+
+// ShellRequest goes towards the process: the tool's first one opens it.
+type ShellRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Body:
+	//
+	//	*ShellRequest_Open
+	//	*ShellRequest_Input
+	//	*ShellRequest_Resize
+	Body          isShellRequest_Body `protobuf_oneof:"body"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShellRequest) Reset() {
+	*x = ShellRequest{}
+	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShellRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShellRequest) ProtoMessage() {}
+
+func (x *ShellRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShellRequest.ProtoReflect.Descriptor instead.
+func (*ShellRequest) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *ShellRequest) GetBody() isShellRequest_Body {
+	if x != nil {
+		return x.Body
+	}
+	return nil
+}
+
+func (x *ShellRequest) GetOpen() *ShellOpen {
+	if x != nil {
+		if x, ok := x.Body.(*ShellRequest_Open); ok {
+			return x.Open
+		}
+	}
+	return nil
+}
+
+func (x *ShellRequest) GetInput() *ShellInput {
+	if x != nil {
+		if x, ok := x.Body.(*ShellRequest_Input); ok {
+			return x.Input
+		}
+	}
+	return nil
+}
+
+func (x *ShellRequest) GetResize() *ShellResize {
+	if x != nil {
+		if x, ok := x.Body.(*ShellRequest_Resize); ok {
+			return x.Resize
+		}
+	}
+	return nil
+}
+
+type isShellRequest_Body interface {
+	isShellRequest_Body()
+}
+
+type ShellRequest_Open struct {
+	Open *ShellOpen `protobuf:"bytes,1,opt,name=open,proto3,oneof"`
+}
+
+type ShellRequest_Input struct {
+	Input *ShellInput `protobuf:"bytes,2,opt,name=input,proto3,oneof"`
+}
+
+type ShellRequest_Resize struct {
+	Resize *ShellResize `protobuf:"bytes,3,opt,name=resize,proto3,oneof"`
+}
+
+func (*ShellRequest_Open) isShellRequest_Body() {}
+
+func (*ShellRequest_Input) isShellRequest_Body() {}
+
+func (*ShellRequest_Resize) isShellRequest_Body() {}
+
+// ShellInput is the process's standard input; eof closes it.
+type ShellInput struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Data          []byte                 `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	Eof           bool                   `protobuf:"varint,2,opt,name=eof,proto3" json:"eof,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShellInput) Reset() {
+	*x = ShellInput{}
+	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShellInput) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShellInput) ProtoMessage() {}
+
+func (x *ShellInput) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShellInput.ProtoReflect.Descriptor instead.
+func (*ShellInput) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *ShellInput) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *ShellInput) GetEof() bool {
+	if x != nil {
+		return x.Eof
+	}
+	return false
+}
+
+// ShellResize is a new size of the process's terminal.
+type ShellResize struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Rows          uint32                 `protobuf:"varint,1,opt,name=rows,proto3" json:"rows,omitempty"`
+	Cols          uint32                 `protobuf:"varint,2,opt,name=cols,proto3" json:"cols,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShellResize) Reset() {
+	*x = ShellResize{}
+	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShellResize) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShellResize) ProtoMessage() {}
+
+func (x *ShellResize) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShellResize.ProtoReflect.Descriptor instead.
+func (*ShellResize) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *ShellResize) GetRows() uint32 {
+	if x != nil {
+		return x.Rows
+	}
+	return 0
+}
+
+func (x *ShellResize) GetCols() uint32 {
+	if x != nil {
+		return x.Cols
+	}
+	return 0
+}
+
+// ShellReply comes from the process: its start, its output, then its
+// exit (alone, if it was refused).
+type ShellReply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Body:
+	//
+	//	*ShellReply_Hello
+	//	*ShellReply_Output
+	//	*ShellReply_Exited
+	//	*ShellReply_Started
+	Body          isShellReply_Body `protobuf_oneof:"body"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShellReply) Reset() {
+	*x = ShellReply{}
+	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShellReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShellReply) ProtoMessage() {}
+
+func (x *ShellReply) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShellReply.ProtoReflect.Descriptor instead.
+func (*ShellReply) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *ShellReply) GetBody() isShellReply_Body {
+	if x != nil {
+		return x.Body
+	}
+	return nil
+}
+
+func (x *ShellReply) GetHello() *ShellHello {
+	if x != nil {
+		if x, ok := x.Body.(*ShellReply_Hello); ok {
+			return x.Hello
+		}
+	}
+	return nil
+}
+
+func (x *ShellReply) GetOutput() *Output {
+	if x != nil {
+		if x, ok := x.Body.(*ShellReply_Output); ok {
+			return x.Output
+		}
+	}
+	return nil
+}
+
+func (x *ShellReply) GetExited() *ShellExited {
+	if x != nil {
+		if x, ok := x.Body.(*ShellReply_Exited); ok {
+			return x.Exited
+		}
+	}
+	return nil
+}
+
+func (x *ShellReply) GetStarted() *ShellStarted {
+	if x != nil {
+		if x, ok := x.Body.(*ShellReply_Started); ok {
+			return x.Started
+		}
+	}
+	return nil
+}
+
+type isShellReply_Body interface {
+	isShellReply_Body()
+}
+
+type ShellReply_Hello struct {
+	// Only from the starter, first: which session the stream carries.
+	Hello *ShellHello `protobuf:"bytes,1,opt,name=hello,proto3,oneof"`
+}
+
+type ShellReply_Output struct {
+	Output *Output `protobuf:"bytes,2,opt,name=output,proto3,oneof"`
+}
+
+type ShellReply_Exited struct {
+	Exited *ShellExited `protobuf:"bytes,3,opt,name=exited,proto3,oneof"`
+}
+
+type ShellReply_Started struct {
+	// The process started: output and the exit follow.
+	Started *ShellStarted `protobuf:"bytes,4,opt,name=started,proto3,oneof"`
+}
+
+func (*ShellReply_Hello) isShellReply_Body() {}
+
+func (*ShellReply_Output) isShellReply_Body() {}
+
+func (*ShellReply_Exited) isShellReply_Body() {}
+
+func (*ShellReply_Started) isShellReply_Body() {}
+
+type ShellStarted struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShellStarted) Reset() {
+	*x = ShellStarted{}
+	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShellStarted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShellStarted) ProtoMessage() {}
+
+func (x *ShellStarted) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShellStarted.ProtoReflect.Descriptor instead.
+func (*ShellStarted) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{43}
+}
+
+type ShellHello struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Secret        string                 `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
+	Session       uint64                 `protobuf:"varint,2,opt,name=session,proto3" json:"session,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShellHello) Reset() {
+	*x = ShellHello{}
+	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShellHello) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShellHello) ProtoMessage() {}
+
+func (x *ShellHello) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShellHello.ProtoReflect.Descriptor instead.
+func (*ShellHello) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *ShellHello) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
+func (x *ShellHello) GetSession() uint64 {
+	if x != nil {
+		return x.Session
+	}
+	return 0
+}
+
+// ShellExited ends a process: its exit code or signal, or, with refused,
+// why it was never started (the job is suspended, ...). Reason also says
+// why a process was ended from outside (the job ended, was vacated).
+type ShellExited struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ExitCode      int32                  `protobuf:"varint,1,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
+	Signal        int32                  `protobuf:"varint,2,opt,name=signal,proto3" json:"signal,omitempty"`
+	Refused       bool                   `protobuf:"varint,3,opt,name=refused,proto3" json:"refused,omitempty"`
+	Reason        string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShellExited) Reset() {
+	*x = ShellExited{}
+	mi := &file_harrier_v1_harrier_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShellExited) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShellExited) ProtoMessage() {}
+
+func (x *ShellExited) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_harrier_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShellExited.ProtoReflect.Descriptor instead.
+func (*ShellExited) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *ShellExited) GetExitCode() int32 {
+	if x != nil {
+		return x.ExitCode
+	}
+	return 0
+}
+
+func (x *ShellExited) GetSignal() int32 {
+	if x != nil {
+		return x.Signal
+	}
+	return 0
+}
+
+func (x *ShellExited) GetRefused() bool {
+	if x != nil {
+		return x.Refused
+	}
+	return false
+}
+
+func (x *ShellExited) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 var File_harrier_v1_harrier_proto protoreflect.FileDescriptor
 
 const file_harrier_v1_harrier_proto_rawDesc = "" +
@@ -2398,13 +2994,14 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"holdReason\x12\x1b\n" +
 	"\thold_code\x18\x06 \x01(\x05R\bholdCode\x12\x18\n" +
 	"\aevicted\x18\a \x01(\bR\aevicted\x12!\n" +
-	"\fevict_reason\x18\b \x01(\tR\vevictReason\"\xa5\x01\n" +
+	"\fevict_reason\x18\b \x01(\tR\vevictReason\"\xd4\x01\n" +
 	"\rShadowMessage\x12'\n" +
 	"\x03job\x18\x01 \x01(\v2\x13.harrier.v1.JobSpecH\x00R\x03job\x12&\n" +
 	"\x04kill\x18\x02 \x01(\v2\x10.harrier.v1.KillH\x00R\x04kill\x12;\n" +
 	"\n" +
 	"checkpoint\x18\x03 \x01(\v2\x19.harrier.v1.CheckpointNowH\x00R\n" +
-	"checkpointB\x06\n" +
+	"checkpoint\x12-\n" +
+	"\x05shell\x18\x04 \x01(\v2\x15.harrier.v1.ShellOpenH\x00R\x05shellB\x06\n" +
 	"\x04body\"'\n" +
 	"\rCheckpointNow\x12\x16\n" +
 	"\x06vacate\x18\x01 \x01(\bR\x06vacate\" \n" +
@@ -2417,7 +3014,44 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\x04name\x18\x02 \x01(\tR\x04name\"3\n" +
 	"\tFileChunk\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\x12\x12\n" +
-	"\x04mode\x18\x02 \x01(\rR\x04mode2\xa6\x02\n" +
+	"\x04mode\x18\x02 \x01(\rR\x04mode\"\x9e\x01\n" +
+	"\tShellOpen\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
+	"\asession\x18\x02 \x01(\x04R\asession\x12\x12\n" +
+	"\x04args\x18\x03 \x03(\tR\x04args\x12\x10\n" +
+	"\x03tty\x18\x04 \x01(\bR\x03tty\x12\x12\n" +
+	"\x04rows\x18\x05 \x01(\rR\x04rows\x12\x12\n" +
+	"\x04cols\x18\x06 \x01(\rR\x04cols\x12\x12\n" +
+	"\x04term\x18\a \x01(\tR\x04term\"\xa6\x01\n" +
+	"\fShellRequest\x12+\n" +
+	"\x04open\x18\x01 \x01(\v2\x15.harrier.v1.ShellOpenH\x00R\x04open\x12.\n" +
+	"\x05input\x18\x02 \x01(\v2\x16.harrier.v1.ShellInputH\x00R\x05input\x121\n" +
+	"\x06resize\x18\x03 \x01(\v2\x17.harrier.v1.ShellResizeH\x00R\x06resizeB\x06\n" +
+	"\x04body\"2\n" +
+	"\n" +
+	"ShellInput\x12\x12\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\x12\x10\n" +
+	"\x03eof\x18\x02 \x01(\bR\x03eof\"5\n" +
+	"\vShellResize\x12\x12\n" +
+	"\x04rows\x18\x01 \x01(\rR\x04rows\x12\x12\n" +
+	"\x04cols\x18\x02 \x01(\rR\x04cols\"\xdb\x01\n" +
+	"\n" +
+	"ShellReply\x12.\n" +
+	"\x05hello\x18\x01 \x01(\v2\x16.harrier.v1.ShellHelloH\x00R\x05hello\x12,\n" +
+	"\x06output\x18\x02 \x01(\v2\x12.harrier.v1.OutputH\x00R\x06output\x121\n" +
+	"\x06exited\x18\x03 \x01(\v2\x17.harrier.v1.ShellExitedH\x00R\x06exited\x124\n" +
+	"\astarted\x18\x04 \x01(\v2\x18.harrier.v1.ShellStartedH\x00R\astartedB\x06\n" +
+	"\x04body\"\x0e\n" +
+	"\fShellStarted\">\n" +
+	"\n" +
+	"ShellHello\x12\x16\n" +
+	"\x06secret\x18\x01 \x01(\tR\x06secret\x12\x18\n" +
+	"\asession\x18\x02 \x01(\x04R\asession\"t\n" +
+	"\vShellExited\x12\x1b\n" +
+	"\texit_code\x18\x01 \x01(\x05R\bexitCode\x12\x16\n" +
+	"\x06signal\x18\x02 \x01(\x05R\x06signal\x12\x18\n" +
+	"\arefused\x18\x03 \x01(\bR\arefused\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason2\xa6\x02\n" +
 	"\tCollector\x12E\n" +
 	"\tAdvertise\x12\x1c.harrier.v1.AdvertiseRequest\x1a\x1a.harrier.v1.AdvertiseReply\x12M\n" +
 	"\rAdvertiseJobs\x12 .harrier.v1.AdvertiseJobsRequest\x1a\x1a.harrier.v1.AdvertiseReply\x12H\n" +
@@ -2431,12 +3065,13 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\fRequestClaim\x12\x1f.harrier.v1.RequestClaimRequest\x1a\x1d.harrier.v1.RequestClaimReply\x12Q\n" +
 	"\rActivateClaim\x12 .harrier.v1.ActivateClaimRequest\x1a\x1e.harrier.v1.ActivateClaimReply\x12N\n" +
 	"\fReleaseClaim\x12\x1f.harrier.v1.ReleaseClaimRequest\x1a\x1d.harrier.v1.ReleaseClaimReply\x12E\n" +
-	"\tKeepAlive\x12\x1c.harrier.v1.KeepAliveRequest\x1a\x1a.harrier.v1.KeepAliveReply2\xb1\x02\n" +
+	"\tKeepAlive\x12\x1c.harrier.v1.KeepAliveRequest\x1a\x1a.harrier.v1.KeepAliveReply2\xf0\x02\n" +
 	"\x06Shadow\x12C\n" +
 	"\x06Attach\x12\x1a.harrier.v1.StarterMessage\x1a\x19.harrier.v1.ShadowMessage(\x010\x01\x12@\n" +
 	"\bReadFile\x12\x1b.harrier.v1.ReadFileRequest\x1a\x15.harrier.v1.FileChunk0\x01\x12N\n" +
 	"\rPutCheckpoint\x12\x1b.harrier.v1.CheckpointChunk\x1a\x1e.harrier.v1.PutCheckpointReply(\x01\x12P\n" +
-	"\rGetCheckpoint\x12 .harrier.v1.GetCheckpointRequest\x1a\x1b.harrier.v1.CheckpointChunk0\x01B\x1aZ\x18harrier.dev/harrier/wireb\x06proto3"
+	"\rGetCheckpoint\x12 .harrier.v1.GetCheckpointRequest\x1a\x1b.harrier.v1.CheckpointChunk0\x01\x12=\n" +
+	"\x05Shell\x12\x16.harrier.v1.ShellReply\x1a\x18.harrier.v1.ShellRequest(\x010\x01B\x1aZ\x18harrier.dev/harrier/wireb\x06proto3"
 
 var (
 	file_harrier_v1_harrier_proto_rawDescOnce sync.Once
@@ -2450,7 +3085,7 @@ func file_harrier_v1_harrier_proto_rawDescGZIP() []byte {
 	return file_harrier_v1_harrier_proto_rawDescData
 }
 
-var file_harrier_v1_harrier_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
+var file_harrier_v1_harrier_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
 var file_harrier_v1_harrier_proto_goTypes = []any{
 	(*AdvertiseRequest)(nil),     // 0: harrier.v1.AdvertiseRequest
 	(*AdvertiseJobsRequest)(nil), // 1: harrier.v1.AdvertiseJobsRequest
@@ -2490,6 +3125,14 @@ var file_harrier_v1_harrier_proto_goTypes = []any{
 	(*Kill)(nil),                 // 35: harrier.v1.Kill
 	(*ReadFileRequest)(nil),      // 36: harrier.v1.ReadFileRequest
 	(*FileChunk)(nil),            // 37: harrier.v1.FileChunk
+	(*ShellOpen)(nil),            // 38: harrier.v1.ShellOpen
+	(*ShellRequest)(nil),         // 39: harrier.v1.ShellRequest
+	(*ShellInput)(nil),           // 40: harrier.v1.ShellInput
+	(*ShellResize)(nil),          // 41: harrier.v1.ShellResize
+	(*ShellReply)(nil),           // 42: harrier.v1.ShellReply
+	(*ShellStarted)(nil),         // 43: harrier.v1.ShellStarted
+	(*ShellHello)(nil),           // 44: harrier.v1.ShellHello
+	(*ShellExited)(nil),          // 45: harrier.v1.ShellExited
 }
 var file_harrier_v1_harrier_proto_depIdxs = []int32{
 	20, // 0: harrier.v1.CheckpointChunk.info:type_name -> harrier.v1.CheckpointInfo
@@ -2505,39 +3148,49 @@ var file_harrier_v1_harrier_proto_depIdxs = []int32{
 	34, // 10: harrier.v1.ShadowMessage.job:type_name -> harrier.v1.JobSpec
 	35, // 11: harrier.v1.ShadowMessage.kill:type_name -> harrier.v1.Kill
 	33, // 12: harrier.v1.ShadowMessage.checkpoint:type_name -> harrier.v1.CheckpointNow
-	0,  // 13: harrier.v1.Collector.Advertise:input_type -> harrier.v1.AdvertiseRequest
-	1,  // 14: harrier.v1.Collector.AdvertiseJobs:input_type -> harrier.v1.AdvertiseJobsRequest
-	3,  // 15: harrier.v1.Collector.Invalidate:input_type -> harrier.v1.InvalidateRequest
-	5,  // 16: harrier.v1.Collector.Query:input_type -> harrier.v1.QueryRequest
-	7,  // 17: harrier.v1.Agent.Matched:input_type -> harrier.v1.MatchedRequest
-	11, // 18: harrier.v1.Startd.Matched:input_type -> harrier.v1.StartdMatchedRequest
-	13, // 19: harrier.v1.Startd.RequestClaim:input_type -> harrier.v1.RequestClaimRequest
-	15, // 20: harrier.v1.Startd.ActivateClaim:input_type -> harrier.v1.ActivateClaimRequest
-	17, // 21: harrier.v1.Startd.ReleaseClaim:input_type -> harrier.v1.ReleaseClaimRequest
-	9,  // 22: harrier.v1.Startd.KeepAlive:input_type -> harrier.v1.KeepAliveRequest
-	23, // 23: harrier.v1.Shadow.Attach:input_type -> harrier.v1.StarterMessage
-	36, // 24: harrier.v1.Shadow.ReadFile:input_type -> harrier.v1.ReadFileRequest
-	19, // 25: harrier.v1.Shadow.PutCheckpoint:input_type -> harrier.v1.CheckpointChunk
-	22, // 26: harrier.v1.Shadow.GetCheckpoint:input_type -> harrier.v1.GetCheckpointRequest
-	2,  // 27: harrier.v1.Collector.Advertise:output_type -> harrier.v1.AdvertiseReply
-	2,  // 28: harrier.v1.Collector.AdvertiseJobs:output_type -> harrier.v1.AdvertiseReply
-	4,  // 29: harrier.v1.Collector.Invalidate:output_type -> harrier.v1.InvalidateReply
-	6,  // 30: harrier.v1.Collector.Query:output_type -> harrier.v1.QueryReply
-	8,  // 31: harrier.v1.Agent.Matched:output_type -> harrier.v1.MatchedReply
-	12, // 32: harrier.v1.Startd.Matched:output_type -> harrier.v1.StartdMatchedReply
-	14, // 33: harrier.v1.Startd.RequestClaim:output_type -> harrier.v1.RequestClaimReply
-	16, // 34: harrier.v1.Startd.ActivateClaim:output_type -> harrier.v1.ActivateClaimReply
-	18, // 35: harrier.v1.Startd.ReleaseClaim:output_type -> harrier.v1.ReleaseClaimReply
-	10, // 36: harrier.v1.Startd.KeepAlive:output_type -> harrier.v1.KeepAliveReply
-	32, // 37: harrier.v1.Shadow.Attach:output_type -> harrier.v1.ShadowMessage
-	37, // 38: harrier.v1.Shadow.ReadFile:output_type -> harrier.v1.FileChunk
-	21, // 39: harrier.v1.Shadow.PutCheckpoint:output_type -> harrier.v1.PutCheckpointReply
-	19, // 40: harrier.v1.Shadow.GetCheckpoint:output_type -> harrier.v1.CheckpointChunk
-	27, // [27:41] is the sub-list for method output_type
-	13, // [13:27] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	38, // 13: harrier.v1.ShadowMessage.shell:type_name -> harrier.v1.ShellOpen
+	38, // 14: harrier.v1.ShellRequest.open:type_name -> harrier.v1.ShellOpen
+	40, // 15: harrier.v1.ShellRequest.input:type_name -> harrier.v1.ShellInput
+	41, // 16: harrier.v1.ShellRequest.resize:type_name -> harrier.v1.ShellResize
+	44, // 17: harrier.v1.ShellReply.hello:type_name -> harrier.v1.ShellHello
+	28, // 18: harrier.v1.ShellReply.output:type_name -> harrier.v1.Output
+	45, // 19: harrier.v1.ShellReply.exited:type_name -> harrier.v1.ShellExited
+	43, // 20: harrier.v1.ShellReply.started:type_name -> harrier.v1.ShellStarted
+	0,  // 21: harrier.v1.Collector.Advertise:input_type -> harrier.v1.AdvertiseRequest
+	1,  // 22: harrier.v1.Collector.AdvertiseJobs:input_type -> harrier.v1.AdvertiseJobsRequest
+	3,  // 23: harrier.v1.Collector.Invalidate:input_type -> harrier.v1.InvalidateRequest
+	5,  // 24: harrier.v1.Collector.Query:input_type -> harrier.v1.QueryRequest
+	7,  // 25: harrier.v1.Agent.Matched:input_type -> harrier.v1.MatchedRequest
+	11, // 26: harrier.v1.Startd.Matched:input_type -> harrier.v1.StartdMatchedRequest
+	13, // 27: harrier.v1.Startd.RequestClaim:input_type -> harrier.v1.RequestClaimRequest
+	15, // 28: harrier.v1.Startd.ActivateClaim:input_type -> harrier.v1.ActivateClaimRequest
+	17, // 29: harrier.v1.Startd.ReleaseClaim:input_type -> harrier.v1.ReleaseClaimRequest
+	9,  // 30: harrier.v1.Startd.KeepAlive:input_type -> harrier.v1.KeepAliveRequest
+	23, // 31: harrier.v1.Shadow.Attach:input_type -> harrier.v1.StarterMessage
+	36, // 32: harrier.v1.Shadow.ReadFile:input_type -> harrier.v1.ReadFileRequest
+	19, // 33: harrier.v1.Shadow.PutCheckpoint:input_type -> harrier.v1.CheckpointChunk
+	22, // 34: harrier.v1.Shadow.GetCheckpoint:input_type -> harrier.v1.GetCheckpointRequest
+	42, // 35: harrier.v1.Shadow.Shell:input_type -> harrier.v1.ShellReply
+	2,  // 36: harrier.v1.Collector.Advertise:output_type -> harrier.v1.AdvertiseReply
+	2,  // 37: harrier.v1.Collector.AdvertiseJobs:output_type -> harrier.v1.AdvertiseReply
+	4,  // 38: harrier.v1.Collector.Invalidate:output_type -> harrier.v1.InvalidateReply
+	6,  // 39: harrier.v1.Collector.Query:output_type -> harrier.v1.QueryReply
+	8,  // 40: harrier.v1.Agent.Matched:output_type -> harrier.v1.MatchedReply
+	12, // 41: harrier.v1.Startd.Matched:output_type -> harrier.v1.StartdMatchedReply
+	14, // 42: harrier.v1.Startd.RequestClaim:output_type -> harrier.v1.RequestClaimReply
+	16, // 43: harrier.v1.Startd.ActivateClaim:output_type -> harrier.v1.ActivateClaimReply
+	18, // 44: harrier.v1.Startd.ReleaseClaim:output_type -> harrier.v1.ReleaseClaimReply
+	10, // 45: harrier.v1.Startd.KeepAlive:output_type -> harrier.v1.KeepAliveReply
+	32, // 46: harrier.v1.Shadow.Attach:output_type -> harrier.v1.ShadowMessage
+	37, // 47: harrier.v1.Shadow.ReadFile:output_type -> harrier.v1.FileChunk
+	21, // 48: harrier.v1.Shadow.PutCheckpoint:output_type -> harrier.v1.PutCheckpointReply
+	19, // 49: harrier.v1.Shadow.GetCheckpoint:output_type -> harrier.v1.CheckpointChunk
+	39, // 50: harrier.v1.Shadow.Shell:output_type -> harrier.v1.ShellRequest
+	36, // [36:51] is the sub-list for method output_type
+	21, // [21:36] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_harrier_v1_harrier_proto_init() }
@@ -2559,6 +3212,18 @@ func file_harrier_v1_harrier_proto_init() {
 		(*ShadowMessage_Job)(nil),
 		(*ShadowMessage_Kill)(nil),
 		(*ShadowMessage_Checkpoint)(nil),
+		(*ShadowMessage_Shell)(nil),
+	}
+	file_harrier_v1_harrier_proto_msgTypes[39].OneofWrappers = []any{
+		(*ShellRequest_Open)(nil),
+		(*ShellRequest_Input)(nil),
+		(*ShellRequest_Resize)(nil),
+	}
+	file_harrier_v1_harrier_proto_msgTypes[42].OneofWrappers = []any{
+		(*ShellReply_Hello)(nil),
+		(*ShellReply_Output)(nil),
+		(*ShellReply_Exited)(nil),
+		(*ShellReply_Started)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2566,7 +3231,7 @@ func file_harrier_v1_harrier_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harrier_v1_harrier_proto_rawDesc), len(file_harrier_v1_harrier_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   38,
+			NumMessages:   46,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

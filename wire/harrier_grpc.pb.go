@@ -653,6 +653,7 @@ const (
 	Shadow_ReadFile_FullMethodName      = "/harrier.v1.Shadow/ReadFile"
 	Shadow_PutCheckpoint_FullMethodName = "/harrier.v1.Shadow/PutCheckpoint"
 	Shadow_GetCheckpoint_FullMethodName = "/harrier.v1.Shadow/GetCheckpoint"
+	Shadow_Shell_FullMethodName         = "/harrier.v1.Shadow/Shell"
 )
 
 // ShadowClient is the client API for Shadow service.
@@ -674,6 +675,13 @@ type ShadowClient interface {
 	PutCheckpoint(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[CheckpointChunk, PutCheckpointReply], error)
 	// GetCheckpoint downloads the job's latest good image.
 	GetCheckpoint(ctx context.Context, in *GetCheckpointRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CheckpointChunk], error)
+	// Shell carries one process the job's owner started in the running job
+	// (harrier ssh-to-job). The shadow asks for it on the job's session
+	// (ShellOpen); the starter then opens this stream, sends a ShellHello,
+	// starts the process in the job's container and streams its output and
+	// exit, while the shadow sends its input and terminal size. Each stream
+	// has its own flow control, so a slow reader holds up no one else.
+	Shell(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ShellReply, ShellRequest], error)
 }
 
 type shadowClient struct {
@@ -748,6 +756,19 @@ func (c *shadowClient) GetCheckpoint(ctx context.Context, in *GetCheckpointReque
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Shadow_GetCheckpointClient = grpc.ServerStreamingClient[CheckpointChunk]
 
+func (c *shadowClient) Shell(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ShellReply, ShellRequest], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Shadow_ServiceDesc.Streams[4], Shadow_Shell_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ShellReply, ShellRequest]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Shadow_ShellClient = grpc.BidiStreamingClient[ShellReply, ShellRequest]
+
 // ShadowServer is the server API for Shadow service.
 // All implementations must embed UnimplementedShadowServer
 // for forward compatibility.
@@ -767,6 +788,13 @@ type ShadowServer interface {
 	PutCheckpoint(grpc.ClientStreamingServer[CheckpointChunk, PutCheckpointReply]) error
 	// GetCheckpoint downloads the job's latest good image.
 	GetCheckpoint(*GetCheckpointRequest, grpc.ServerStreamingServer[CheckpointChunk]) error
+	// Shell carries one process the job's owner started in the running job
+	// (harrier ssh-to-job). The shadow asks for it on the job's session
+	// (ShellOpen); the starter then opens this stream, sends a ShellHello,
+	// starts the process in the job's container and streams its output and
+	// exit, while the shadow sends its input and terminal size. Each stream
+	// has its own flow control, so a slow reader holds up no one else.
+	Shell(grpc.BidiStreamingServer[ShellReply, ShellRequest]) error
 	mustEmbedUnimplementedShadowServer()
 }
 
@@ -788,6 +816,9 @@ func (UnimplementedShadowServer) PutCheckpoint(grpc.ClientStreamingServer[Checkp
 }
 func (UnimplementedShadowServer) GetCheckpoint(*GetCheckpointRequest, grpc.ServerStreamingServer[CheckpointChunk]) error {
 	return status.Error(codes.Unimplemented, "method GetCheckpoint not implemented")
+}
+func (UnimplementedShadowServer) Shell(grpc.BidiStreamingServer[ShellReply, ShellRequest]) error {
+	return status.Error(codes.Unimplemented, "method Shell not implemented")
 }
 func (UnimplementedShadowServer) mustEmbedUnimplementedShadowServer() {}
 func (UnimplementedShadowServer) testEmbeddedByValue()                {}
@@ -846,6 +877,13 @@ func _Shadow_GetCheckpoint_Handler(srv interface{}, stream grpc.ServerStream) er
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Shadow_GetCheckpointServer = grpc.ServerStreamingServer[CheckpointChunk]
 
+func _Shadow_Shell_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(ShadowServer).Shell(&grpc.GenericServerStream[ShellReply, ShellRequest]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Shadow_ShellServer = grpc.BidiStreamingServer[ShellReply, ShellRequest]
+
 // Shadow_ServiceDesc is the grpc.ServiceDesc for Shadow service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -874,6 +912,12 @@ var Shadow_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "GetCheckpoint",
 			Handler:       _Shadow_GetCheckpoint_Handler,
 			ServerStreams: true,
+		},
+		{
+			StreamName:    "Shell",
+			Handler:       _Shadow_Shell_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
 		},
 	},
 	Metadata: "harrier/v1/harrier.proto",

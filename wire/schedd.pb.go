@@ -734,7 +734,7 @@ const file_harrier_v1_schedd_proto_rawDesc = "" +
 	"\x05attrs\x18\x03 \x03(\v2\x19.harrier.v1.EditAttributeR\x05attrs\"7\n" +
 	"\rEditAttribute\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
-	"\x04expr\x18\x02 \x01(\tR\x04expr2\xc3\x03\n" +
+	"\x04expr\x18\x02 \x01(\tR\x04expr2\x85\x04\n" +
 	"\x06Schedd\x12H\n" +
 	"\n" +
 	"NewCluster\x12\x1d.harrier.v1.NewClusterRequest\x1a\x1b.harrier.v1.NewClusterReply\x12<\n" +
@@ -743,7 +743,8 @@ const file_harrier_v1_schedd_proto_rawDesc = "" +
 	"\aHistory\x12\x1b.harrier.v1.JobQueryRequest\x1a\x19.harrier.v1.JobQueryReply0\x01\x123\n" +
 	"\x03Act\x12\x16.harrier.v1.ActRequest\x1a\x14.harrier.v1.ActReply\x125\n" +
 	"\x04Edit\x12\x17.harrier.v1.EditRequest\x1a\x14.harrier.v1.ActReply\x12=\n" +
-	"\tQueryPool\x12\x18.harrier.v1.QueryRequest\x1a\x16.harrier.v1.QueryReplyB\x1aZ\x18harrier.dev/harrier/wireb\x06proto3"
+	"\tQueryPool\x12\x18.harrier.v1.QueryRequest\x1a\x16.harrier.v1.QueryReply\x12@\n" +
+	"\bSshToJob\x12\x18.harrier.v1.ShellRequest\x1a\x16.harrier.v1.ShellReply(\x010\x01B\x1aZ\x18harrier.dev/harrier/wireb\x06proto3"
 
 var (
 	file_harrier_v1_schedd_proto_rawDescOnce sync.Once
@@ -773,7 +774,9 @@ var file_harrier_v1_schedd_proto_goTypes = []any{
 	(*EditRequest)(nil),       // 10: harrier.v1.EditRequest
 	(*EditAttribute)(nil),     // 11: harrier.v1.EditAttribute
 	(*QueryRequest)(nil),      // 12: harrier.v1.QueryRequest
-	(*QueryReply)(nil),        // 13: harrier.v1.QueryReply
+	(*ShellRequest)(nil),      // 13: harrier.v1.ShellRequest
+	(*QueryReply)(nil),        // 14: harrier.v1.QueryReply
+	(*ShellReply)(nil),        // 15: harrier.v1.ShellReply
 }
 var file_harrier_v1_schedd_proto_depIdxs = []int32{
 	0,  // 0: harrier.v1.ActRequest.action:type_name -> harrier.v1.ActRequest.Action
@@ -786,15 +789,17 @@ var file_harrier_v1_schedd_proto_depIdxs = []int32{
 	7,  // 7: harrier.v1.Schedd.Act:input_type -> harrier.v1.ActRequest
 	10, // 8: harrier.v1.Schedd.Edit:input_type -> harrier.v1.EditRequest
 	12, // 9: harrier.v1.Schedd.QueryPool:input_type -> harrier.v1.QueryRequest
-	2,  // 10: harrier.v1.Schedd.NewCluster:output_type -> harrier.v1.NewClusterReply
-	4,  // 11: harrier.v1.Schedd.Submit:output_type -> harrier.v1.SubmitReply
-	6,  // 12: harrier.v1.Schedd.Query:output_type -> harrier.v1.JobQueryReply
-	6,  // 13: harrier.v1.Schedd.History:output_type -> harrier.v1.JobQueryReply
-	8,  // 14: harrier.v1.Schedd.Act:output_type -> harrier.v1.ActReply
-	8,  // 15: harrier.v1.Schedd.Edit:output_type -> harrier.v1.ActReply
-	13, // 16: harrier.v1.Schedd.QueryPool:output_type -> harrier.v1.QueryReply
-	10, // [10:17] is the sub-list for method output_type
-	3,  // [3:10] is the sub-list for method input_type
+	13, // 10: harrier.v1.Schedd.SshToJob:input_type -> harrier.v1.ShellRequest
+	2,  // 11: harrier.v1.Schedd.NewCluster:output_type -> harrier.v1.NewClusterReply
+	4,  // 12: harrier.v1.Schedd.Submit:output_type -> harrier.v1.SubmitReply
+	6,  // 13: harrier.v1.Schedd.Query:output_type -> harrier.v1.JobQueryReply
+	6,  // 14: harrier.v1.Schedd.History:output_type -> harrier.v1.JobQueryReply
+	8,  // 15: harrier.v1.Schedd.Act:output_type -> harrier.v1.ActReply
+	8,  // 16: harrier.v1.Schedd.Edit:output_type -> harrier.v1.ActReply
+	14, // 17: harrier.v1.Schedd.QueryPool:output_type -> harrier.v1.QueryReply
+	15, // 18: harrier.v1.Schedd.SshToJob:output_type -> harrier.v1.ShellReply
+	11, // [11:19] is the sub-list for method output_type
+	3,  // [3:11] is the sub-list for method input_type
 	3,  // [3:3] is the sub-list for extension type_name
 	3,  // [3:3] is the sub-list for extension extendee
 	0,  // [0:3] is the sub-list for field type_name

@@ -37,6 +37,7 @@ const (
 	Schedd_Act_FullMethodName        = "/harrier.v1.Schedd/Act"
 	Schedd_Edit_FullMethodName       = "/harrier.v1.Schedd/Edit"
 	Schedd_QueryPool_FullMethodName  = "/harrier.v1.Schedd/QueryPool"
+	Schedd_SshToJob_FullMethodName   = "/harrier.v1.Schedd/SshToJob"
 )
 
 // ScheddClient is the client API for Schedd service.
@@ -61,6 +62,11 @@ type ScheddClient interface {
 	// QueryPool asks the matchmaker on the caller's behalf, so that local
 	// users need no pool certificate to see the pool.
 	QueryPool(ctx context.Context, in *QueryRequest, opts ...grpc.CallOption) (*QueryReply, error)
+	// SshToJob starts a process in a running job of the caller's (any job's
+	// for root), as condor_ssh_to_job does: the first request opens it, the
+	// rest carry its input; the replies carry its output and its exit. It
+	// goes through the job's shadow and starter, on their session.
+	SshToJob(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ShellRequest, ShellReply], error)
 }
 
 type scheddClient struct {
@@ -159,6 +165,19 @@ func (c *scheddClient) QueryPool(ctx context.Context, in *QueryRequest, opts ...
 	return out, nil
 }
 
+func (c *scheddClient) SshToJob(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ShellRequest, ShellReply], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Schedd_ServiceDesc.Streams[2], Schedd_SshToJob_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ShellRequest, ShellReply]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Schedd_SshToJobClient = grpc.BidiStreamingClient[ShellRequest, ShellReply]
+
 // ScheddServer is the server API for Schedd service.
 // All implementations must embed UnimplementedScheddServer
 // for forward compatibility.
@@ -181,6 +200,11 @@ type ScheddServer interface {
 	// QueryPool asks the matchmaker on the caller's behalf, so that local
 	// users need no pool certificate to see the pool.
 	QueryPool(context.Context, *QueryRequest) (*QueryReply, error)
+	// SshToJob starts a process in a running job of the caller's (any job's
+	// for root), as condor_ssh_to_job does: the first request opens it, the
+	// rest carry its input; the replies carry its output and its exit. It
+	// goes through the job's shadow and starter, on their session.
+	SshToJob(grpc.BidiStreamingServer[ShellRequest, ShellReply]) error
 	mustEmbedUnimplementedScheddServer()
 }
 
@@ -211,6 +235,9 @@ func (UnimplementedScheddServer) Edit(context.Context, *EditRequest) (*ActReply,
 }
 func (UnimplementedScheddServer) QueryPool(context.Context, *QueryRequest) (*QueryReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method QueryPool not implemented")
+}
+func (UnimplementedScheddServer) SshToJob(grpc.BidiStreamingServer[ShellRequest, ShellReply]) error {
+	return status.Error(codes.Unimplemented, "method SshToJob not implemented")
 }
 func (UnimplementedScheddServer) mustEmbedUnimplementedScheddServer() {}
 func (UnimplementedScheddServer) testEmbeddedByValue()                {}
@@ -345,6 +372,13 @@ func _Schedd_QueryPool_Handler(srv interface{}, ctx context.Context, dec func(in
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Schedd_SshToJob_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(ScheddServer).SshToJob(&grpc.GenericServerStream[ShellRequest, ShellReply]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Schedd_SshToJobServer = grpc.BidiStreamingServer[ShellRequest, ShellReply]
+
 // Schedd_ServiceDesc is the grpc.ServiceDesc for Schedd service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -383,6 +417,12 @@ var Schedd_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "History",
 			Handler:       _Schedd_History_Handler,
 			ServerStreams: true,
+		},
+		{
+			StreamName:    "SshToJob",
+			Handler:       _Schedd_SshToJob_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
 		},
 	},
 	Metadata: "harrier/v1/schedd.proto",

@@ -8,6 +8,7 @@
 //	harrier rm | hold | release | wait ID...              act on jobs
 //	harrier qedit ID ATTR VALUE                           change a queued job
 //	harrier tail [-follow] ID                             a running job's output
+//	harrier ssh-to-job ID [-- COMMAND...]                 a shell or command in a running job
 //	harrier classad eval ...                              evaluate ClassAd expressions
 //	harrier userprio                                      show user priorities
 //	harrier reconfig | off | on | restart [-daemon NAME] [HOST]  administer the daemons
@@ -74,6 +75,7 @@ func commands() []command {
 		{"checkpoint", "checkpoint [--pool DIR] [-constraint EXPR] [-all] [ID | OWNER]...", actCommand("checkpoint")},
 		{"qedit", "qedit [--pool DIR] {ID | OWNER | -constraint EXPR} ATTR VALUE [ATTR VALUE | ATTR=VALUE]...", runQedit},
 		{"watch-q", "watch-q [--pool DIR] [-users U,...] [-clusters C,...] [-batches NAME,...] [-exit all|any|none,active|done|idle|held[,CODE]]... [-interval SECONDS] [-refresh | -no-refresh]", runWatchQ},
+		{"ssh-to-job", "ssh-to-job [--pool DIR] [-auto-retry] ID [-- COMMAND ARGS...]", runSshToJob},
 		{"tail", "tail [--pool DIR] [-follow] [-maxbytes N] [-stderr] [-no-stdout] ID [FILE...]", runTail},
 		{"wait", "wait [--pool DIR] [-wait SECONDS] [-num N] [-echo] [-status] LOGFILE [ID] | wait [--pool DIR] [-wait SECONDS] ID", runWait},
 		{"classad", "classad eval [-ad FILE|-] [AD-ATTRS...] EXPR...", runClassad},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -178,4 +179,26 @@ func writeSandboxPolicy(pc *poolConfig, executeDir string) error {
 		User: pc.c.String("SLOT_USER", ""), AllowRoot: allowRoot, PidsLimit: pids,
 		CPUQuota: quota, DiskFactor: factor, DiskInterval: diskInterval,
 	})
+}
+
+// Exec starts a process in the job's container for its owner.
+func (c containerJob) Exec(_ context.Context, e *starter.ExecTask) (starter.Process, error) {
+	p, err := c.j.Exec(&sandbox.Exec{Args: e.Args, Env: e.Env, TTY: e.TTY, Rows: e.Rows, Cols: e.Cols,
+		Stdin: e.Stdin, Stdout: e.Stdout, Stderr: e.Stderr})
+	if err != nil {
+		return nil, err
+	}
+	return containerProcess{p}, nil
+}
+
+// containerProcess adapts *sandbox.Process to starter.Process.
+type containerProcess struct{ p *sandbox.Process }
+
+func (c containerProcess) Console() *os.File              { return c.p.Console() }
+func (c containerProcess) Resize(rows, cols uint16) error { return c.p.Resize(rows, cols) }
+func (c containerProcess) Kill() error                    { return c.p.Kill() }
+
+func (c containerProcess) Wait() (starter.ProcessExit, error) {
+	code, sig, ending, err := c.p.Wait()
+	return starter.ProcessExit{Code: code, Signal: sig, JobEnding: ending}, err
 }
