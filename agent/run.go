@@ -372,7 +372,9 @@ func (a *Agent) keepAlive(ctx context.Context, c *claim) func() {
 type shadowProc struct {
 	owner string
 	cmd   *exec.Cmd
-	stdin io.Closer
+	// ckptDir is the owner's image store as the shadow names it, or "".
+	ckptDir string
+	stdin   io.Closer
 	// send and events are the shadow's command and event streams.
 	send   *childproc.Sender[shadow.Command]
 	events *childproc.Receiver[shadow.Event]
@@ -390,6 +392,21 @@ func (a *Agent) startShadow(owner string) (*shadowProc, error) {
 	} else if cred != nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	}
+	// The shadow reaches its owner's image store through a descriptor: the
+	// spool above it is the agent's alone, and the owner gets no way into
+	// it beyond that one directory.
+	var ckptDir string
+	if dir, err := a.checkpointStore(owner); err != nil {
+		return nil, err
+	} else if dir != "" {
+		f, err := os.Open(dir)
+		if err != nil {
+			return nil, fmt.Errorf("image store of %s: %w", owner, err)
+		}
+		defer f.Close()
+		cmd.ExtraFiles = []*os.File{f}
+		ckptDir = fmt.Sprintf("/proc/self/fd/%d", 3+len(cmd.ExtraFiles)-1)
+	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -401,7 +418,7 @@ func (a *Agent) startShadow(owner string) (*shadowProc, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start shadow: %w", err)
 	}
-	return &shadowProc{owner: owner, cmd: cmd, stdin: stdin, send: childproc.NewSender[shadow.Command](stdin),
+	return &shadowProc{owner: owner, cmd: cmd, ckptDir: ckptDir, stdin: stdin, send: childproc.NewSender[shadow.Command](stdin),
 		events: childproc.NewReceiver[shadow.Event](stdout)}, nil
 }
 
@@ -421,16 +438,12 @@ func (a *Agent) serveOnShadow(ctx context.Context, p *shadowProc, c *claim, r *r
 	if err != nil {
 		return shadow.Event{}, fmt.Errorf("agent address %q: %w", a.cfg.AdvertiseAddr, err)
 	}
-	ckptDir, err := a.checkpointStore(p.owner)
-	if err != nil {
-		return shadow.Event{}, err
-	}
 	secret, err := newSecret()
 	if err != nil {
 		return shadow.Event{}, err
 	}
 	spec := &shadow.Spec{JobAd: ad.String(), Secret: secret, ListenHost: host, CAPEM: a.cfg.CAPEM,
-		CheckpointDir: ckptDir, CheckpointKey: r.id.String()}
+		CheckpointDir: p.ckptDir, CheckpointKey: r.id.String()}
 	if err := p.send.Send(shadow.Command{Job: spec}); err != nil {
 		p.broken = true
 		return shadow.Event{}, fmt.Errorf("send job to shadow: %w", err)

@@ -24,8 +24,10 @@ type Spec struct {
 	// CAPEM is the pool CA's certificate, by which the shadow knows a
 	// starter: only a startd's certificate is accepted.
 	CAPEM []byte `json:"ca_pem"`
-	// CheckpointDir is the agent's image store for this job's owner, and
-	// CheckpointKey the job's name in it; empty when the job keeps none.
+	// CheckpointDir is the agent's image store for this job's owner (a
+	// descriptor the agent passed, /proc/self/fd/N: the spool above it is
+	// closed to the owner), and CheckpointKey the job's name in it; empty
+	// when the job keeps none.
 	CheckpointDir string `json:"checkpoint_dir,omitempty"`
 	CheckpointKey string `json:"checkpoint_key,omitempty"`
 }

@@ -32,31 +32,59 @@ func counts(t *testing.T, dir string) []int {
 	return out
 }
 
-// TestMigration vacates a counting job from one startd of a pool with
-// two; it is checkpointed, restored by the other startd and finishes with
-// its count unbroken: no number lost or repeated, in the file it appends
-// to through iofs and in its output.
+// TestMigration vacates a counting job of an ordinary user from one
+// startd of a pool with two; it is checkpointed, its image stored where
+// only its owner can read it, restored by the other startd, and it finishes
+// with its count unbroken: no number lost or repeated, in the file it
+// appends to through iofs and in its output.
 func TestMigration(t *testing.T) {
-	p := startPoolWith(t, 2, "")
+	bin := publicBinary(t)
+	h := &hostile{testPool: startPoolFrom(t, bin, 2, ""), bin: bin}
+	alice, bob := newUser(t), newUser(t)
 	work := copyExample(t, "migration")
 	for d := work; d != "/" && d != "/tmp"; d = filepath.Dir(d) {
 		_ = os.Chmod(d, 0o755)
 	}
-	p.must(t, "submit", filepath.Join(work, "count.sub"))
+	uid, _ := strconv.Atoi(alice.Uid)
+	gid, _ := strconv.Atoi(alice.Gid)
+	if err := filepath.Walk(work, func(path string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Chown(path, uid, gid)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	tool := func(user string, args ...string) string {
+		t.Helper()
+		out, code := h.tool(t, user, args...)
+		if code != 0 {
+			t.Fatalf("%s as %s: exit %d: %s", strings.Join(args, " "), user, code, out)
+		}
+		return out
+	}
+	tool(alice.Username, "submit", filepath.Join(work, "count.sub"))
 	eventually(t, 60*time.Second, "the job to count past 8", func() bool { return len(counts(t, work)) >= 8 })
-	first := strings.TrimSpace(p.must(t, "q", "-af", "RemoteHost"))
+	first := strings.TrimSpace(tool(alice.Username, "q", "-af", "RemoteHost"))
 	start := time.Now()
-	p.must(t, "vacate", "1.0")
+	tool(alice.Username, "vacate", "1.0")
+	img := filepath.Join(h.testPool.dir, "spool", "checkpoints", alice.Username, "1.0.ckpt")
 	eventually(t, 60*time.Second, "the job to run elsewhere", func() bool {
-		host := strings.TrimSpace(p.must(t, "q", "-af", "RemoteHost"))
+		host := strings.TrimSpace(tool(alice.Username, "q", "-af", "RemoteHost"))
 		return host != "" && host != "undefined" && host != first
 	})
 	t.Logf("vacate to running elsewhere: %s", time.Since(start).Round(time.Millisecond))
-	if out, code := p.harrier(t, "wait", "--timeout", "120", "1.0"); code != 0 {
+	// The image is its owner's alone: another user cannot read it.
+	if _, err := os.Stat(img); err != nil {
+		t.Errorf("no image where the agent keeps alice's: %v", err)
+	} else if out, code := asUser(t, "/bin/cat", bob.Username, nil, img); code == 0 {
+		t.Errorf("bob read alice's checkpoint image (%d bytes)", len(out))
+	}
+	if out, code := h.tool(t, alice.Username, "wait", "--timeout", "120", "1.0"); code != 0 {
 		t.Fatalf("wait: exit %d: %s", code, out)
 	}
 	checkCounted(t, work, 40)
-	hist := p.jobs(t, "history", "1.0")[0]
+	hist := h.jobs(t, "history", "1.0")[0]
 	if n, _ := hist["NumCkpts"].(float64); n < 1 || hist["LastRemoteHost"] == first {
 		t.Errorf("history: NumCkpts %v, LastRemoteHost %v (started on %s)", hist["NumCkpts"], hist["LastRemoteHost"], first)
 	}
@@ -67,10 +95,10 @@ func TestMigration(t *testing.T) {
 			t.Errorf("event log lacks %q:\n%s", want, log)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(p.dir, "spool", "checkpoints", "root", "1.0.ckpt")); !os.IsNotExist(err) {
+	if _, err := os.Stat(img); !os.IsNotExist(err) {
 		t.Errorf("the image outlived the job: %v", err)
 	}
-	checkPreCopy(t, p.dir)
+	checkPreCopy(t, h.testPool.dir)
 }
 
 // checkPreCopy checks that the starters' checkpoints made pre-dumps just
