@@ -67,8 +67,6 @@ const (
 const (
 	AttrOnExitHold         = "OnExitHold"
 	AttrOnExitRemove       = "OnExitRemove"
-	AttrMaxRetries         = "MaxRetries"
-	AttrSuccessExitCode    = "SuccessExitCode"
 	AttrPeriodicHold       = "PeriodicHold"
 	AttrPeriodicHoldReason = "PeriodicHoldReason"
 	AttrPeriodicRelease    = "PeriodicRelease"

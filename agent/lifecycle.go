@@ -351,7 +351,7 @@ func exited(ad *classad.ClassAd, ev shadow.Event) step {
 	switch {
 	case ad.Eval(AttrOnExitHold).IsTrue():
 		return holding("The job attribute OnExitHold expression evaluated to TRUE", holdByJobPolicy, 0, final, term)
-	case onExitRemove(ad) && !retry(ad):
+	case onExitRemove(ad):
 		return step{to: Completed, set: final, log: logs(term)}
 	case from == Idle:
 		return step{set: final, log: logs(term)}
@@ -360,31 +360,10 @@ func exited(ad *classad.ClassAd, ev shadow.Event) step {
 	}
 }
 
-// retry reports whether a job that failed should run again under its
-// max_retries: HTCondor's rule is that a job with MaxRetries leaves the
-// queue when it succeeds (exit code 0, or SuccessExitCode) or has run more
-// than MaxRetries times.
-func retry(ad *classad.ClassAd) bool {
-	max, ok := ad.EvalInt(AttrMaxRetries)
-	if !ok {
-		return false
-	}
-	if sig, _ := ad.EvalBool(AttrExitBySignal); !sig {
-		code, _ := ad.EvalInt(AttrExitCode)
-		success, ok := ad.EvalInt(AttrSuccessExitCode)
-		if !ok {
-			success = 0
-		}
-		if code == success {
-			return false
-		}
-	}
-	completions, _ := ad.EvalInt(AttrNumJobCompletions)
-	return completions <= max
-}
-
 // onExitRemove evaluates the job's OnExitRemove; HTCondor's default, and
-// the safe reading of undefined, is true.
+// the safe reading of undefined, is true. Retries are part of it: submit
+// makes max_retries, success_exit_code and retry_until into an
+// OnExitRemove that is false while the job should run again.
 func onExitRemove(ad *classad.ClassAd) bool {
 	v := ad.Eval(AttrOnExitRemove)
 	if b, ok := v.BoolValue(); ok {

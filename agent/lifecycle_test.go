@@ -90,7 +90,7 @@ var lifeScenarios = []lifeScenario{
 		logError(a, a.releaseBy(ctx, lifeJob, "test"))
 		runEvents(ctx, a, executing, exit0)
 	}},
-	{name: "exit retries", attrs: "MaxRetries = 2", requeues: true, drive: func(ctx context.Context, a *Agent) {
+	{name: "exit retries", attrs: "JobMaxRetries = 2; OnExitRemove = NumJobCompletions > JobMaxRetries || ExitCode is 0", requeues: true, drive: func(ctx context.Context, a *Agent) {
 		runEvents(ctx, a, executing, exit1)
 		runEvents(ctx, a, executing, exit0)
 	}},
@@ -108,7 +108,7 @@ var lifeScenarios = []lifeScenario{
 		logError(a, a.releaseBy(ctx, lifeJob, "test"))
 		runEvents(ctx, a, executing, exit0)
 	}},
-	{name: "exit without a recorded start", attrs: "MaxRetries = 1", requeues: true, drive: func(ctx context.Context, a *Agent) {
+	{name: "exit without a recorded start", attrs: "JobMaxRetries = 1; OnExitRemove = NumJobCompletions > JobMaxRetries || ExitCode is 0", requeues: true, drive: func(ctx context.Context, a *Agent) {
 		runEvents(ctx, a, exit1)
 		runEvents(ctx, a, exit0)
 	}},

@@ -94,7 +94,6 @@ var refusals = map[string]refusal{
 	// policy
 	"allowed_execute_duration": always(noDuration),
 	"allowed_job_duration":     always(noDuration),
-	"retry_until":              always("the agent does not read it yet; use max_retries with success_exit_code, or on_exit_remove"),
 	"checkpoint_exit_code":     always(noCheckExit),
 	"keep_claim_idle":          always("the agent releases a claim when it has no job for it"),
 	"next_job_start_delay":     always("jobs start as soon as they are matched"),

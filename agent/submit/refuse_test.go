@@ -98,8 +98,15 @@ func TestAcceptedCommandsTakeEffect(t *testing.T) {
 		name, src string
 		want      map[string]string
 	}{
-		{"success_exit_code implies retries", "success_exit_code = 2", map[string]string{"SuccessExitCode": "2", "MaxRetries": "2"}},
-		{"max_retries wins", "max_retries = 5\nsuccess_exit_code = 2", map[string]string{"MaxRetries": "5"}},
+		{"success_exit_code implies retries", "success_exit_code = 2", map[string]string{"JobSuccessExitCode": "2", "JobMaxRetries": "2",
+			"OnExitRemove": "NumJobCompletions > JobMaxRetries || ExitCode is 2"}},
+		{"max_retries wins", "max_retries = 5\nsuccess_exit_code = 2", map[string]string{"JobMaxRetries": "5"}},
+		{"retry_until an exit code", "retry_until = 3", map[string]string{"JobMaxRetries": "2",
+			"OnExitRemove": "NumJobCompletions > JobMaxRetries || ExitCode is 0 || ExitCode is 3"}},
+		{"retry_until an expression, or'ed with on_exit_remove", "max_retries = 4\nretry_until = ExitCode == 7 || ExitCode == 8\non_exit_remove = ExitBySignal",
+			map[string]string{"JobMaxRetries": "4",
+				"OnExitRemove": "NumJobCompletions > JobMaxRetries || ExitCode is 0 || (ExitCode == 7 || ExitCode == 8) || (ExitBySignal)"}},
+		{"on_exit_remove alone", "on_exit_remove = ExitCode == 0", map[string]string{"OnExitRemove": "ExitCode == 0", "JobMaxRetries": absent}},
 		{"getenv match list", "getenv = path*, *cuda*",
 			map[string]string{"Environment": `"PATH=/bin Path2=x CUDA_HOME=/opt/cuda"`}},
 		{"getenv rejections", "getenv = !PATH; !include",
