@@ -71,6 +71,9 @@ const (
 	AttrPeriodicHoldReason = "PeriodicHoldReason"
 	AttrPeriodicRelease    = "PeriodicRelease"
 	AttrPeriodicRemove     = "PeriodicRemove"
+	// AttrWantGracefulRemoval (want_graceful_removal) false stops a
+	// removed job at once rather than with its kill signal.
+	AttrWantGracefulRemoval = "WantGracefulRemoval"
 )
 
 // Checkpoints and restores.

@@ -13,10 +13,11 @@ import (
 	"harrier.dev/harrier/shadow"
 )
 
-// remove takes a job out of the queue. A job with a run is stopped first;
-// its run then finishes the removal when the shadow reports.
+// remove takes a job out of the queue. A job with a run is stopped first
+// (see gracefulRemoval); its run then finishes the removal when the shadow
+// reports.
 func (a *Agent) remove(ctx context.Context, id jobqueue.JobID, reason string) error {
-	if a.stopRun(id, actionRemove, reason) {
+	if a.stopRun(id, actionRemove, reason, !a.gracefulRemoval(id)) {
 		return nil
 	}
 	_, err := a.jobs.apply(ctx, id, func(ad *classad.ClassAd) (step, error) {
@@ -30,6 +31,21 @@ func (a *Agent) remove(ctx context.Context, id jobqueue.JobID, reason string) er
 	}
 	a.kick()
 	return nil
+}
+
+// gracefulRemoval reports whether a running job that is removed gets its
+// kill signal and grace time before SIGKILL: yes, as with HTCondor's
+// GRACEFULLY_REMOVE_JOBS default, unless the job's WantGracefulRemoval
+// (want_graceful_removal) says no.
+func (a *Agent) gracefulRemoval(id jobqueue.JobID) bool {
+	ad, ok := a.queue.Get(id)
+	if !ok {
+		return true
+	}
+	if b, ok := ad.EvalBool(AttrWantGracefulRemoval); ok {
+		return b
+	}
+	return true
 }
 
 // removal is the step that takes a job out of the queue at a user's or
@@ -66,7 +82,7 @@ func (a *Agent) hold(ctx context.Context, id jobqueue.JobID, reason string, code
 	if err != nil {
 		return err
 	}
-	a.stopRun(id, actionHold, reason)
+	a.stopRun(id, actionHold, reason, false)
 	a.kick()
 	return nil
 }

@@ -68,9 +68,10 @@ func (r *run) markStopped(action stopAction, reason string) {
 	}
 }
 
-// stopRun asks a job's run, if there is one, to stop the job. It reports
-// whether the job had a run.
-func (a *Agent) stopRun(id jobqueue.JobID, action stopAction, reason string) bool {
+// stopRun asks a job's run, if there is one, to stop the job: with its
+// kill signal and grace time, or at once if fast. It reports whether the
+// job had a run.
+func (a *Agent) stopRun(id jobqueue.JobID, action stopAction, reason string, fast bool) bool {
 	a.mu.Lock()
 	r := a.runs[id]
 	a.mu.Unlock()
@@ -79,7 +80,7 @@ func (a *Agent) stopRun(id jobqueue.JobID, action stopAction, reason string) boo
 	}
 	r.markStopped(action, reason)
 	select {
-	case r.commands <- shadow.Command{Kill: true, Reason: reason}:
+	case r.commands <- shadow.Command{Kill: true, Reason: reason, Fast: fast}:
 	default:
 	}
 	return true
@@ -114,7 +115,7 @@ func (a *Agent) stopRuns() {
 	}
 	a.mu.Unlock()
 	for _, id := range ids {
-		a.stopRun(id, actionShutdown, "agent shutting down")
+		a.stopRun(id, actionShutdown, "agent shutting down", false)
 	}
 	done := make(chan struct{})
 	go func() {

@@ -98,9 +98,9 @@ type session struct {
 func (x *session) relay(stream wire.Shadow_AttachServer, stop <-chan struct{}) {
 	for {
 		select {
-		case reason := <-x.s.kill:
-			x.killed <- reason
-			_ = stream.Send(&wire.ShadowMessage{Body: &wire.ShadowMessage_Kill{Kill: &wire.Kill{Reason: reason}}})
+		case k := <-x.s.kill:
+			x.killed <- k.reason
+			_ = stream.Send(&wire.ShadowMessage{Body: &wire.ShadowMessage_Kill{Kill: &wire.Kill{Reason: k.reason, Fast: k.fast}}})
 			return
 		case vacate := <-x.s.ckpt:
 			_ = stream.Send(&wire.ShadowMessage{Body: &wire.ShadowMessage_Checkpoint{Checkpoint: &wire.CheckpointNow{Vacate: vacate}}})

@@ -39,9 +39,11 @@ type Command struct {
 	// Job is the next job to serve.
 	Job *Spec `json:"job,omitempty"`
 	// Kill asks the shadow to stop the job (removal, hold); Reason is
-	// recorded with it.
+	// recorded with it. The job gets its kill signal and its grace time
+	// before SIGKILL, unless Fast: then SIGKILL at once.
 	Kill   bool   `json:"kill,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	Fast   bool   `json:"fast,omitempty"`
 	// Checkpoint asks for a checkpoint of the job now; with Vacate the
 	// job stops after it, to run again elsewhere.
 	Checkpoint bool `json:"checkpoint,omitempty"`

@@ -12,11 +12,36 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/wire"
 )
 
-// How long a job has between its soft kill signal and SIGKILL.
+// How long a job has between its soft kill signal and SIGKILL, unless it
+// asks for another time (job_max_vacate_time).
 const killGrace = 5 * time.Second
+
+// stopping is how a job is stopped: its kill signal (kill_sig), then
+// SIGKILL after its grace time.
+type stopping struct {
+	sig   unix.Signal
+	grace time.Duration
+}
+
+// stoppingFor reads a job's kill_sig and job_max_vacate_time.
+func stoppingFor(job *classad.ClassAd) stopping {
+	st := stopping{sig: signalNumber(stringAttr(job, "KillSig")), grace: killGrace}
+	if secs, ok := job.EvalReal("JobMaxVacateTime"); ok && secs >= 0 {
+		st.grace = time.Duration(secs * float64(time.Second))
+	}
+	return st
+}
+
+// stopRequest asks for the job to stop, saying why; fast stops it at
+// once (SIGKILL), as a removal the job did not want graceful.
+type stopRequest struct {
+	reason string
+	fast   bool
+}
 
 // How often a running job's usage goes to the shadow.
 const usageInterval = 10 * time.Second
@@ -48,9 +73,9 @@ type checkpointing struct {
 type execution struct {
 	start    func(context.Context, *Task) (Job, error)
 	task     *Task
-	killSig  unix.Signal
+	stopping stopping
 	send     *sender
-	kills    <-chan string // a reason stops the job
+	kills    <-chan stopRequest
 	controls <-chan control
 	ck       checkpointing
 	logger   *slog.Logger
@@ -68,8 +93,8 @@ type waited struct {
 }
 
 // run starts the job and sees it to its end, streaming its output
-// through send. A reason on kills stops it (the kill signal first,
-// SIGKILL after the grace time); controls suspend, continue, vacate or
+// through send. A request on kills stops it (the kill signal first,
+// SIGKILL after the grace time, or SIGKILL at once if fast); controls suspend, continue, vacate or
 // checkpoint it. It returns an error only when the job could not start.
 func (e *execution) run(ctx context.Context) (*wire.Exited, error) {
 	stdoutR, stderrR, err := e.startJob(ctx)
@@ -148,8 +173,13 @@ func (e *execution) supervise(ctx context.Context, done <-chan waited) waited {
 	kills := e.kills
 	for {
 		select {
-		case reason := <-kills:
-			e.stop(reason)
+		case r := <-kills:
+			if r.fast {
+				e.logger.Info("killing job", "reason", r.reason)
+				_ = e.job.Signal(unix.SIGKILL)
+			} else {
+				e.stop(r.reason)
+			}
 			kills = nil
 		case c := <-e.controls:
 			e.control(ctx, c)
@@ -177,12 +207,12 @@ func (e *execution) stop(reason string) {
 	if e.hardKill != nil {
 		return
 	}
-	e.logger.Info("stopping job", "reason", reason)
+	e.logger.Info("stopping job", "reason", reason, "grace", e.stopping.grace)
 	if e.suspended {
 		_ = e.job.Continue() // a stopped job cannot handle its kill signal
 	}
-	_ = e.job.Signal(e.killSig)
-	e.hardKill = time.After(killGrace)
+	_ = e.job.Signal(e.stopping.sig)
+	e.hardKill = time.After(e.stopping.grace)
 }
 
 // control carries out what the execute machine asks.

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 
 	"harrier.dev/harrier/checkpoint"
@@ -19,7 +18,7 @@ import (
 // executeJob sets up where the job works, starts or restores it, and sees it to
 // its end.
 func (s *Starter) executeJob(ctx context.Context, conn grpc.ClientConnInterface, client wire.ShadowClient, job *classad.ClassAd,
-	task *Task, killSig unix.Signal, send *sender, kills <-chan string, logger *slog.Logger) (*wire.Exited, error) {
+	task *Task, stop stopping, send *sender, kills <-chan stopRequest, logger *slog.Logger) (*wire.Exited, error) {
 	ck := &checkpoints{client: client, secret: s.spec.Secret, scratch: s.spec.ScratchDir, logger: logger}
 	// In a container the job works in its submit-side directory itself,
 	// through iofs; without one it works in its scratch directory.
@@ -42,7 +41,7 @@ func (s *Starter) executeJob(ctx context.Context, conn grpc.ClientConnInterface,
 	if n, _ := job.EvalInt("NumCkpts"); n > 0 {
 		start = s.restoreOrStart(ck, job, logger)
 	}
-	e := &execution{start: start, task: task, killSig: killSig, send: send, kills: kills, controls: s.controls, ck: policy, logger: logger}
+	e := &execution{start: start, task: task, stopping: stop, send: send, kills: kills, controls: s.controls, ck: policy, logger: logger}
 	return e.run(ctx)
 }
 

@@ -2119,9 +2119,13 @@ func (x *JobSpec) GetJobAd() string {
 	return ""
 }
 
+// Kill stops the job: its kill signal, then SIGKILL after its grace
+// time; with fast, SIGKILL at once (a removal the job did not want
+// graceful).
 type Kill struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Reason        string                 `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	Fast          bool                   `protobuf:"varint,2,opt,name=fast,proto3" json:"fast,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2161,6 +2165,13 @@ func (x *Kill) GetReason() string {
 		return x.Reason
 	}
 	return ""
+}
+
+func (x *Kill) GetFast() bool {
+	if x != nil {
+		return x.Fast
+	}
+	return false
 }
 
 type ReadFileRequest struct {
@@ -2409,9 +2420,10 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\rCheckpointNow\x12\x16\n" +
 	"\x06vacate\x18\x01 \x01(\bR\x06vacate\" \n" +
 	"\aJobSpec\x12\x15\n" +
-	"\x06job_ad\x18\x01 \x01(\tR\x05jobAd\"\x1e\n" +
+	"\x06job_ad\x18\x01 \x01(\tR\x05jobAd\"2\n" +
 	"\x04Kill\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"=\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x12\n" +
+	"\x04fast\x18\x02 \x01(\bR\x04fast\"=\n" +
 	"\x0fReadFileRequest\x12\x16\n" +
 	"\x06secret\x18\x01 \x01(\tR\x06secret\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\"3\n" +

@@ -74,6 +74,7 @@ var commandTable = []commandEntry{
 	{"max_idle", intAttr("JobMaterializeMaxIdle")},
 	{"job_max_vacate_time", exprAttr("JobMaxVacateTime")},
 	{"kill_sig", signalAttr("KillSig")},
+	{"want_graceful_removal", boolAttr("WantGracefulRemoval")},
 	{"job_lease_duration", setJobLease},
 	{"want_checkpoint", boolAttr("WantCheckpoint")},
 	{"checkpoint_interval", intAttr("CheckpointInterval")},

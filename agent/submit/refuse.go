@@ -175,7 +175,6 @@ var refusals = map[string]refusal{
 	"job_machine_attrs":                always(noMatchLog),
 	"job_machine_attrs_history_length": always(noMatchLog),
 	"match_list_length":                always(noMatchLog),
-	"want_graceful_removal":            unlessFalse("a stopped job always gets its kill_sig, then SIGKILL after a grace time"),
 	"kill_sig_timeout":                 always("use job_max_vacate_time, as HTCondor has asked since 7.7.3"),
 	"load_profile":                     unlessFalse("jobs do not run a login profile"),
 	"run_as_owner":                     unlessFalse("jobs run as a slot user of the execute machine, never as their owner"),
