@@ -95,6 +95,15 @@ const (
 	AttrLastRestoreFailureTime    = "LastRestoreFailureTime"
 )
 
+// Self-checkpointing jobs (checkpoint_exit_code): the checkpoint files
+// saved each time the job exits with its checkpoint code. These are
+// Harrier's own names.
+const (
+	AttrNumSelfCheckpoints     = "NumSelfCheckpoints"
+	AttrLastSelfCheckpointTime = "LastSelfCheckpointTime"
+	AttrLastSelfCheckpointSize = "LastSelfCheckpointSize"
+)
+
 // Remote I/O totals (see runIO).
 const (
 	AttrFileReadCount  = "FileReadCount"

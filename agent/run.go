@@ -506,6 +506,8 @@ func (a *Agent) progress(ctx context.Context, r *run, ev shadow.Event) bool {
 		r.vacated = r.vacated || ev.Vacate
 	case shadow.EventCheckpointFailed:
 		a.checkpointFailed(ctx, r, ev)
+	case shadow.EventSelfCheckpointed:
+		a.selfCheckpointed(ctx, r, ev)
 	default:
 		return false
 	}

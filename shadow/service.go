@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -77,7 +78,7 @@ func (v *service) admit(stream wire.Shadow_AttachServer) (*wire.Hello, error) {
 	if s.attached {
 		return nil, status.Error(codes.AlreadyExists, "a starter is already attached")
 	}
-	s.attached = true
+	s.attached, s.attachedAt = true, time.Now()
 	return hello, nil
 }
 

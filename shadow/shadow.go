@@ -42,13 +42,14 @@ type Shadow struct {
 
 	files *jobFiles
 
-	mu       sync.Mutex
-	attached bool
-	gone     bool        // killed before a starter attached
-	kill     chan kill   // buffered 1
-	abandon  chan string // a Kill before any starter attached; buffered 1
-	ckpt     chan bool   // a checkpoint request (true: vacate); buffered 1
-	done     chan Event  // the final event of the run
+	mu         sync.Mutex
+	attached   bool
+	attachedAt time.Time   // when the starter attached
+	gone       bool        // killed before a starter attached
+	kill       chan kill   // buffered 1
+	abandon    chan string // a Kill before any starter attached; buffered 1
+	ckpt       chan bool   // a checkpoint request (true: vacate); buffered 1
+	done       chan Event  // the final event of the run
 }
 
 // newShadow prepares a shadow for the job in spec, reaching its startd
@@ -162,6 +163,13 @@ func (s *Shadow) Run(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// attachTime is when the job's starter attached: the job's run began.
+func (s *Shadow) attachTime() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.attachedAt
 }
 
 func (s *Shadow) isAttached() bool {

@@ -65,19 +65,37 @@ type checkpointing struct {
 	interval time.Duration
 }
 
+// selfCheckpointing is how a job that checkpoints itself is handled
+// (checkpoint_exit_code, SuccessCheckpointExitCode): when it exits with
+// code of its own accord, save (if not nil) keeps its checkpoint files,
+// and the job starts again at once, here.
+type selfCheckpointing struct {
+	on   bool
+	code int64
+	save func(context.Context) error
+}
+
+func selfCheckpointingFor(job *classad.ClassAd) selfCheckpointing {
+	code, ok := job.EvalInt("SuccessCheckpointExitCode")
+	return selfCheckpointing{on: ok, code: code}
+}
+
 // execution is one job from its start to its end: how it starts, what
 // reaches it (the shadow's kills, the startd's controls, checkpoint
 // times), and what it has been through. run takes it through its phases:
 // start (with the starter's own output pipes), report, then supervise until
-// the job's first process exits.
+// the job's first process exits; a job that exits to checkpoint itself
+// goes through them again, started with restart.
 type execution struct {
 	start    func(context.Context, *Task) (Job, error)
+	restart  func(context.Context, *Task) (Job, error)
 	task     *Task
 	stopping stopping
 	send     *sender
 	kills    <-chan stopRequest
 	controls <-chan control
 	ck       checkpointing
+	self     selfCheckpointing
 	logger   *slog.Logger
 
 	job       Job
@@ -94,16 +112,44 @@ type waited struct {
 
 // run starts the job and sees it to its end, streaming its output
 // through send. A request on kills stops it (the kill signal first,
-// SIGKILL after the grace time, or SIGKILL at once if fast); controls suspend, continue, vacate or
-// checkpoint it. It returns an error only when the job could not start.
+// SIGKILL after the grace time, or SIGKILL at once if fast); controls
+// suspend, continue, vacate or checkpoint it. A job that exits with its
+// checkpoint code has its files saved and runs again. It returns an error
+// only when the job could not start.
 func (e *execution) run(ctx context.Context) (*wire.Exited, error) {
+	for first := true; ; first = false {
+		w, err := e.runOnce(ctx, first)
+		if err != nil {
+			return nil, err
+		}
+		if !e.checkpointExit(w) {
+			return e.exited(w)
+		}
+		e.saveCheckpoint(ctx)
+		e.start = e.restart
+		if e.task.Stdin != nil {
+			// The job reads its input again from the start, as it did.
+			if _, err := e.task.Stdin.Seek(0, io.SeekStart); err != nil {
+				e.logger.Warn("rewind the job's input", "err", err)
+			}
+		}
+	}
+}
+
+// runOnce starts the job (the first time, reporting its start) and
+// supervises it until its first process exits.
+func (e *execution) runOnce(ctx context.Context, first bool) (waited, error) {
 	stdoutR, stderrR, err := e.startJob(ctx)
 	if err != nil {
-		return nil, err
+		return waited{}, err
 	}
 	defer stdoutR.Close()
 	defer stderrR.Close()
-	e.reportStarted()
+	if first {
+		e.reportStarted()
+	} else {
+		e.logger.Info("job started again after its checkpoint")
+	}
 	copied := make(chan struct{}, 2)
 	go pump(stdoutR, 1, e.send, copied)
 	go pump(stderrR, 2, e.send, copied)
@@ -115,7 +161,27 @@ func (e *execution) run(ctx context.Context) (*wire.Exited, error) {
 	w := e.supervise(ctx, done)
 	<-copied
 	<-copied
-	return e.exited(w)
+	return w, nil
+}
+
+// checkpointExit reports whether the job exited with its checkpoint code
+// of its own accord: not stopped, vacated or over a limit.
+func (e *execution) checkpointExit(w waited) bool {
+	return e.self.on && w.err == nil && w.exit.Signal == 0 && w.exit.HoldReason == "" &&
+		int64(w.exit.Code) == e.self.code && e.hardKill == nil && e.evict == ""
+}
+
+// saveCheckpoint keeps the checkpoint files of a job that exited to
+// checkpoint itself. A job whose files cannot be saved runs on from them
+// all the same; its record says why its checkpoint failed.
+func (e *execution) saveCheckpoint(ctx context.Context) {
+	if e.self.save == nil {
+		e.logger.Info("job exited to checkpoint; it works in its scratch directory, whose files stay here")
+		return
+	}
+	if err := e.self.save(ctx); err != nil {
+		e.checkpointFailed("save checkpoint files", err, false)
+	}
 }
 
 // startJob starts the job with output pipes of the starter's own: the

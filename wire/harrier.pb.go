@@ -1033,6 +1033,102 @@ func (*ReleaseClaimReply) Descriptor() ([]byte, []int) {
 	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{18}
 }
 
+type CheckpointFilesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Secret        string                 `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckpointFilesRequest) Reset() {
+	*x = CheckpointFilesRequest{}
+	mi := &file_harrier_v1_harrier_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointFilesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointFilesRequest) ProtoMessage() {}
+
+func (x *CheckpointFilesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_harrier_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointFilesRequest.ProtoReflect.Descriptor instead.
+func (*CheckpointFilesRequest) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *CheckpointFilesRequest) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
+type CheckpointFilesReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Files         int32                  `protobuf:"varint,1,opt,name=files,proto3" json:"files,omitempty"`
+	Bytes         int64                  `protobuf:"varint,2,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckpointFilesReply) Reset() {
+	*x = CheckpointFilesReply{}
+	mi := &file_harrier_v1_harrier_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointFilesReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointFilesReply) ProtoMessage() {}
+
+func (x *CheckpointFilesReply) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_harrier_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointFilesReply.ProtoReflect.Descriptor instead.
+func (*CheckpointFilesReply) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *CheckpointFilesReply) GetFiles() int32 {
+	if x != nil {
+		return x.Files
+	}
+	return 0
+}
+
+func (x *CheckpointFilesReply) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
 type CheckpointChunk struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The job's secret and the dump's statistics come with the first chunk.
@@ -1045,7 +1141,7 @@ type CheckpointChunk struct {
 
 func (x *CheckpointChunk) Reset() {
 	*x = CheckpointChunk{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[19]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1057,7 +1153,7 @@ func (x *CheckpointChunk) String() string {
 func (*CheckpointChunk) ProtoMessage() {}
 
 func (x *CheckpointChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[19]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1070,7 +1166,7 @@ func (x *CheckpointChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointChunk.ProtoReflect.Descriptor instead.
 func (*CheckpointChunk) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{19}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CheckpointChunk) GetSecret() string {
@@ -1109,7 +1205,7 @@ type CheckpointInfo struct {
 
 func (x *CheckpointInfo) Reset() {
 	*x = CheckpointInfo{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[20]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1121,7 +1217,7 @@ func (x *CheckpointInfo) String() string {
 func (*CheckpointInfo) ProtoMessage() {}
 
 func (x *CheckpointInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[20]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1134,7 +1230,7 @@ func (x *CheckpointInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointInfo.ProtoReflect.Descriptor instead.
 func (*CheckpointInfo) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{20}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CheckpointInfo) GetFrozenSeconds() float64 {
@@ -1174,7 +1270,7 @@ type PutCheckpointReply struct {
 
 func (x *PutCheckpointReply) Reset() {
 	*x = PutCheckpointReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[21]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1186,7 +1282,7 @@ func (x *PutCheckpointReply) String() string {
 func (*PutCheckpointReply) ProtoMessage() {}
 
 func (x *PutCheckpointReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[21]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1199,7 +1295,7 @@ func (x *PutCheckpointReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutCheckpointReply.ProtoReflect.Descriptor instead.
 func (*PutCheckpointReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{21}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PutCheckpointReply) GetStoredBytes() int64 {
@@ -1218,7 +1314,7 @@ type GetCheckpointRequest struct {
 
 func (x *GetCheckpointRequest) Reset() {
 	*x = GetCheckpointRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[22]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1230,7 +1326,7 @@ func (x *GetCheckpointRequest) String() string {
 func (*GetCheckpointRequest) ProtoMessage() {}
 
 func (x *GetCheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[22]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1243,7 +1339,7 @@ func (x *GetCheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCheckpointRequest.ProtoReflect.Descriptor instead.
 func (*GetCheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{22}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetCheckpointRequest) GetSecret() string {
@@ -1272,7 +1368,7 @@ type StarterMessage struct {
 
 func (x *StarterMessage) Reset() {
 	*x = StarterMessage{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[23]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1284,7 +1380,7 @@ func (x *StarterMessage) String() string {
 func (*StarterMessage) ProtoMessage() {}
 
 func (x *StarterMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[23]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1297,7 +1393,7 @@ func (x *StarterMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StarterMessage.ProtoReflect.Descriptor instead.
 func (*StarterMessage) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{23}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *StarterMessage) GetBody() isStarterMessage_Body {
@@ -1444,7 +1540,7 @@ type CheckpointFailed struct {
 
 func (x *CheckpointFailed) Reset() {
 	*x = CheckpointFailed{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[24]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1456,7 +1552,7 @@ func (x *CheckpointFailed) String() string {
 func (*CheckpointFailed) ProtoMessage() {}
 
 func (x *CheckpointFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[24]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1469,7 +1565,7 @@ func (x *CheckpointFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointFailed.ProtoReflect.Descriptor instead.
 func (*CheckpointFailed) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{24}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CheckpointFailed) GetReason() string {
@@ -1496,7 +1592,7 @@ type Suspended struct {
 
 func (x *Suspended) Reset() {
 	*x = Suspended{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[25]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1508,7 +1604,7 @@ func (x *Suspended) String() string {
 func (*Suspended) ProtoMessage() {}
 
 func (x *Suspended) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[25]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1521,7 +1617,7 @@ func (x *Suspended) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Suspended.ProtoReflect.Descriptor instead.
 func (*Suspended) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{25}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Suspended) GetReason() string {
@@ -1540,7 +1636,7 @@ type Resumed struct {
 
 func (x *Resumed) Reset() {
 	*x = Resumed{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[26]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1552,7 +1648,7 @@ func (x *Resumed) String() string {
 func (*Resumed) ProtoMessage() {}
 
 func (x *Resumed) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[26]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1565,7 +1661,7 @@ func (x *Resumed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resumed.ProtoReflect.Descriptor instead.
 func (*Resumed) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{26}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{28}
 }
 
 type Hello struct {
@@ -1580,7 +1676,7 @@ type Hello struct {
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[27]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1592,7 +1688,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[27]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1605,7 +1701,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{27}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Hello) GetJobId() string {
@@ -1640,7 +1736,7 @@ type Output struct {
 
 func (x *Output) Reset() {
 	*x = Output{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1652,7 +1748,7 @@ func (x *Output) String() string {
 func (*Output) ProtoMessage() {}
 
 func (x *Output) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1665,7 +1761,7 @@ func (x *Output) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Output.ProtoReflect.Descriptor instead.
 func (*Output) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{28}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Output) GetFd() int32 {
@@ -1702,7 +1798,7 @@ type Started struct {
 
 func (x *Started) Reset() {
 	*x = Started{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1714,7 +1810,7 @@ func (x *Started) String() string {
 func (*Started) ProtoMessage() {}
 
 func (x *Started) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1727,7 +1823,7 @@ func (x *Started) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Started.ProtoReflect.Descriptor instead.
 func (*Started) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{29}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Started) GetPid() int32 {
@@ -1770,7 +1866,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1782,7 +1878,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1795,7 +1891,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{30}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Usage) GetUserCpuSeconds() float64 {
@@ -1847,7 +1943,7 @@ type Exited struct {
 
 func (x *Exited) Reset() {
 	*x = Exited{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1859,7 +1955,7 @@ func (x *Exited) String() string {
 func (*Exited) ProtoMessage() {}
 
 func (x *Exited) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1872,7 +1968,7 @@ func (x *Exited) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Exited.ProtoReflect.Descriptor instead.
 func (*Exited) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{31}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Exited) GetBySignal() bool {
@@ -1945,7 +2041,7 @@ type ShadowMessage struct {
 
 func (x *ShadowMessage) Reset() {
 	*x = ShadowMessage{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1957,7 +2053,7 @@ func (x *ShadowMessage) String() string {
 func (*ShadowMessage) ProtoMessage() {}
 
 func (x *ShadowMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1970,7 +2066,7 @@ func (x *ShadowMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShadowMessage.ProtoReflect.Descriptor instead.
 func (*ShadowMessage) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{32}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ShadowMessage) GetBody() isShadowMessage_Body {
@@ -2040,7 +2136,7 @@ type CheckpointNow struct {
 
 func (x *CheckpointNow) Reset() {
 	*x = CheckpointNow{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2052,7 +2148,7 @@ func (x *CheckpointNow) String() string {
 func (*CheckpointNow) ProtoMessage() {}
 
 func (x *CheckpointNow) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2065,7 +2161,7 @@ func (x *CheckpointNow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointNow.ProtoReflect.Descriptor instead.
 func (*CheckpointNow) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{33}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CheckpointNow) GetVacate() bool {
@@ -2084,7 +2180,7 @@ type JobSpec struct {
 
 func (x *JobSpec) Reset() {
 	*x = JobSpec{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2096,7 +2192,7 @@ func (x *JobSpec) String() string {
 func (*JobSpec) ProtoMessage() {}
 
 func (x *JobSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2109,7 +2205,7 @@ func (x *JobSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobSpec.ProtoReflect.Descriptor instead.
 func (*JobSpec) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{34}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *JobSpec) GetJobAd() string {
@@ -2132,7 +2228,7 @@ type Kill struct {
 
 func (x *Kill) Reset() {
 	*x = Kill{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2144,7 +2240,7 @@ func (x *Kill) String() string {
 func (*Kill) ProtoMessage() {}
 
 func (x *Kill) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2157,7 +2253,7 @@ func (x *Kill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Kill.ProtoReflect.Descriptor instead.
 func (*Kill) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{35}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Kill) GetReason() string {
@@ -2185,7 +2281,7 @@ type ReadFileRequest struct {
 
 func (x *ReadFileRequest) Reset() {
 	*x = ReadFileRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2197,7 +2293,7 @@ func (x *ReadFileRequest) String() string {
 func (*ReadFileRequest) ProtoMessage() {}
 
 func (x *ReadFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2210,7 +2306,7 @@ func (x *ReadFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadFileRequest.ProtoReflect.Descriptor instead.
 func (*ReadFileRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{36}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ReadFileRequest) GetSecret() string {
@@ -2238,7 +2334,7 @@ type FileChunk struct {
 
 func (x *FileChunk) Reset() {
 	*x = FileChunk{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2250,7 +2346,7 @@ func (x *FileChunk) String() string {
 func (*FileChunk) ProtoMessage() {}
 
 func (x *FileChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2263,7 +2359,7 @@ func (x *FileChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileChunk.ProtoReflect.Descriptor instead.
 func (*FileChunk) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{37}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *FileChunk) GetData() []byte {
@@ -2352,7 +2448,12 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\x12ActivateClaimReply\"0\n" +
 	"\x13ReleaseClaimRequest\x12\x19\n" +
 	"\bclaim_id\x18\x01 \x01(\tR\aclaimId\"\x13\n" +
-	"\x11ReleaseClaimReply\"m\n" +
+	"\x11ReleaseClaimReply\"0\n" +
+	"\x16CheckpointFilesRequest\x12\x16\n" +
+	"\x06secret\x18\x01 \x01(\tR\x06secret\"B\n" +
+	"\x14CheckpointFilesReply\x12\x14\n" +
+	"\x05files\x18\x01 \x01(\x05R\x05files\x12\x14\n" +
+	"\x05bytes\x18\x02 \x01(\x03R\x05bytes\"m\n" +
 	"\x0fCheckpointChunk\x12\x16\n" +
 	"\x06secret\x18\x01 \x01(\tR\x06secret\x12.\n" +
 	"\x04info\x18\x02 \x01(\v2\x1a.harrier.v1.CheckpointInfoR\x04info\x12\x12\n" +
@@ -2443,12 +2544,14 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\fRequestClaim\x12\x1f.harrier.v1.RequestClaimRequest\x1a\x1d.harrier.v1.RequestClaimReply\x12Q\n" +
 	"\rActivateClaim\x12 .harrier.v1.ActivateClaimRequest\x1a\x1e.harrier.v1.ActivateClaimReply\x12N\n" +
 	"\fReleaseClaim\x12\x1f.harrier.v1.ReleaseClaimRequest\x1a\x1d.harrier.v1.ReleaseClaimReply\x12E\n" +
-	"\tKeepAlive\x12\x1c.harrier.v1.KeepAliveRequest\x1a\x1a.harrier.v1.KeepAliveReply2\xb1\x02\n" +
+	"\tKeepAlive\x12\x1c.harrier.v1.KeepAliveRequest\x1a\x1a.harrier.v1.KeepAliveReply2\xee\x03\n" +
 	"\x06Shadow\x12C\n" +
 	"\x06Attach\x12\x1a.harrier.v1.StarterMessage\x1a\x19.harrier.v1.ShadowMessage(\x010\x01\x12@\n" +
 	"\bReadFile\x12\x1b.harrier.v1.ReadFileRequest\x1a\x15.harrier.v1.FileChunk0\x01\x12N\n" +
 	"\rPutCheckpoint\x12\x1b.harrier.v1.CheckpointChunk\x1a\x1e.harrier.v1.PutCheckpointReply(\x01\x12P\n" +
-	"\rGetCheckpoint\x12 .harrier.v1.GetCheckpointRequest\x1a\x1b.harrier.v1.CheckpointChunk0\x01B\x1aZ\x18harrier.dev/harrier/wireb\x06proto3"
+	"\rGetCheckpoint\x12 .harrier.v1.GetCheckpointRequest\x1a\x1b.harrier.v1.CheckpointChunk0\x01\x12[\n" +
+	"\x13SaveCheckpointFiles\x12\".harrier.v1.CheckpointFilesRequest\x1a .harrier.v1.CheckpointFilesReply\x12^\n" +
+	"\x16RestoreCheckpointFiles\x12\".harrier.v1.CheckpointFilesRequest\x1a .harrier.v1.CheckpointFilesReplyB\x1aZ\x18harrier.dev/harrier/wireb\x06proto3"
 
 var (
 	file_harrier_v1_harrier_proto_rawDescOnce sync.Once
@@ -2462,61 +2565,63 @@ func file_harrier_v1_harrier_proto_rawDescGZIP() []byte {
 	return file_harrier_v1_harrier_proto_rawDescData
 }
 
-var file_harrier_v1_harrier_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
+var file_harrier_v1_harrier_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
 var file_harrier_v1_harrier_proto_goTypes = []any{
-	(*AdvertiseRequest)(nil),     // 0: harrier.v1.AdvertiseRequest
-	(*AdvertiseJobsRequest)(nil), // 1: harrier.v1.AdvertiseJobsRequest
-	(*AdvertiseReply)(nil),       // 2: harrier.v1.AdvertiseReply
-	(*InvalidateRequest)(nil),    // 3: harrier.v1.InvalidateRequest
-	(*InvalidateReply)(nil),      // 4: harrier.v1.InvalidateReply
-	(*QueryRequest)(nil),         // 5: harrier.v1.QueryRequest
-	(*QueryReply)(nil),           // 6: harrier.v1.QueryReply
-	(*MatchedRequest)(nil),       // 7: harrier.v1.MatchedRequest
-	(*MatchedReply)(nil),         // 8: harrier.v1.MatchedReply
-	(*KeepAliveRequest)(nil),     // 9: harrier.v1.KeepAliveRequest
-	(*KeepAliveReply)(nil),       // 10: harrier.v1.KeepAliveReply
-	(*StartdMatchedRequest)(nil), // 11: harrier.v1.StartdMatchedRequest
-	(*StartdMatchedReply)(nil),   // 12: harrier.v1.StartdMatchedReply
-	(*RequestClaimRequest)(nil),  // 13: harrier.v1.RequestClaimRequest
-	(*RequestClaimReply)(nil),    // 14: harrier.v1.RequestClaimReply
-	(*ActivateClaimRequest)(nil), // 15: harrier.v1.ActivateClaimRequest
-	(*ActivateClaimReply)(nil),   // 16: harrier.v1.ActivateClaimReply
-	(*ReleaseClaimRequest)(nil),  // 17: harrier.v1.ReleaseClaimRequest
-	(*ReleaseClaimReply)(nil),    // 18: harrier.v1.ReleaseClaimReply
-	(*CheckpointChunk)(nil),      // 19: harrier.v1.CheckpointChunk
-	(*CheckpointInfo)(nil),       // 20: harrier.v1.CheckpointInfo
-	(*PutCheckpointReply)(nil),   // 21: harrier.v1.PutCheckpointReply
-	(*GetCheckpointRequest)(nil), // 22: harrier.v1.GetCheckpointRequest
-	(*StarterMessage)(nil),       // 23: harrier.v1.StarterMessage
-	(*CheckpointFailed)(nil),     // 24: harrier.v1.CheckpointFailed
-	(*Suspended)(nil),            // 25: harrier.v1.Suspended
-	(*Resumed)(nil),              // 26: harrier.v1.Resumed
-	(*Hello)(nil),                // 27: harrier.v1.Hello
-	(*Output)(nil),               // 28: harrier.v1.Output
-	(*Started)(nil),              // 29: harrier.v1.Started
-	(*Usage)(nil),                // 30: harrier.v1.Usage
-	(*Exited)(nil),               // 31: harrier.v1.Exited
-	(*ShadowMessage)(nil),        // 32: harrier.v1.ShadowMessage
-	(*CheckpointNow)(nil),        // 33: harrier.v1.CheckpointNow
-	(*JobSpec)(nil),              // 34: harrier.v1.JobSpec
-	(*Kill)(nil),                 // 35: harrier.v1.Kill
-	(*ReadFileRequest)(nil),      // 36: harrier.v1.ReadFileRequest
-	(*FileChunk)(nil),            // 37: harrier.v1.FileChunk
+	(*AdvertiseRequest)(nil),       // 0: harrier.v1.AdvertiseRequest
+	(*AdvertiseJobsRequest)(nil),   // 1: harrier.v1.AdvertiseJobsRequest
+	(*AdvertiseReply)(nil),         // 2: harrier.v1.AdvertiseReply
+	(*InvalidateRequest)(nil),      // 3: harrier.v1.InvalidateRequest
+	(*InvalidateReply)(nil),        // 4: harrier.v1.InvalidateReply
+	(*QueryRequest)(nil),           // 5: harrier.v1.QueryRequest
+	(*QueryReply)(nil),             // 6: harrier.v1.QueryReply
+	(*MatchedRequest)(nil),         // 7: harrier.v1.MatchedRequest
+	(*MatchedReply)(nil),           // 8: harrier.v1.MatchedReply
+	(*KeepAliveRequest)(nil),       // 9: harrier.v1.KeepAliveRequest
+	(*KeepAliveReply)(nil),         // 10: harrier.v1.KeepAliveReply
+	(*StartdMatchedRequest)(nil),   // 11: harrier.v1.StartdMatchedRequest
+	(*StartdMatchedReply)(nil),     // 12: harrier.v1.StartdMatchedReply
+	(*RequestClaimRequest)(nil),    // 13: harrier.v1.RequestClaimRequest
+	(*RequestClaimReply)(nil),      // 14: harrier.v1.RequestClaimReply
+	(*ActivateClaimRequest)(nil),   // 15: harrier.v1.ActivateClaimRequest
+	(*ActivateClaimReply)(nil),     // 16: harrier.v1.ActivateClaimReply
+	(*ReleaseClaimRequest)(nil),    // 17: harrier.v1.ReleaseClaimRequest
+	(*ReleaseClaimReply)(nil),      // 18: harrier.v1.ReleaseClaimReply
+	(*CheckpointFilesRequest)(nil), // 19: harrier.v1.CheckpointFilesRequest
+	(*CheckpointFilesReply)(nil),   // 20: harrier.v1.CheckpointFilesReply
+	(*CheckpointChunk)(nil),        // 21: harrier.v1.CheckpointChunk
+	(*CheckpointInfo)(nil),         // 22: harrier.v1.CheckpointInfo
+	(*PutCheckpointReply)(nil),     // 23: harrier.v1.PutCheckpointReply
+	(*GetCheckpointRequest)(nil),   // 24: harrier.v1.GetCheckpointRequest
+	(*StarterMessage)(nil),         // 25: harrier.v1.StarterMessage
+	(*CheckpointFailed)(nil),       // 26: harrier.v1.CheckpointFailed
+	(*Suspended)(nil),              // 27: harrier.v1.Suspended
+	(*Resumed)(nil),                // 28: harrier.v1.Resumed
+	(*Hello)(nil),                  // 29: harrier.v1.Hello
+	(*Output)(nil),                 // 30: harrier.v1.Output
+	(*Started)(nil),                // 31: harrier.v1.Started
+	(*Usage)(nil),                  // 32: harrier.v1.Usage
+	(*Exited)(nil),                 // 33: harrier.v1.Exited
+	(*ShadowMessage)(nil),          // 34: harrier.v1.ShadowMessage
+	(*CheckpointNow)(nil),          // 35: harrier.v1.CheckpointNow
+	(*JobSpec)(nil),                // 36: harrier.v1.JobSpec
+	(*Kill)(nil),                   // 37: harrier.v1.Kill
+	(*ReadFileRequest)(nil),        // 38: harrier.v1.ReadFileRequest
+	(*FileChunk)(nil),              // 39: harrier.v1.FileChunk
 }
 var file_harrier_v1_harrier_proto_depIdxs = []int32{
-	20, // 0: harrier.v1.CheckpointChunk.info:type_name -> harrier.v1.CheckpointInfo
-	27, // 1: harrier.v1.StarterMessage.hello:type_name -> harrier.v1.Hello
-	28, // 2: harrier.v1.StarterMessage.output:type_name -> harrier.v1.Output
-	29, // 3: harrier.v1.StarterMessage.started:type_name -> harrier.v1.Started
-	30, // 4: harrier.v1.StarterMessage.usage:type_name -> harrier.v1.Usage
-	31, // 5: harrier.v1.StarterMessage.exited:type_name -> harrier.v1.Exited
-	25, // 6: harrier.v1.StarterMessage.suspended:type_name -> harrier.v1.Suspended
-	26, // 7: harrier.v1.StarterMessage.resumed:type_name -> harrier.v1.Resumed
-	24, // 8: harrier.v1.StarterMessage.checkpoint_failed:type_name -> harrier.v1.CheckpointFailed
-	30, // 9: harrier.v1.Exited.usage:type_name -> harrier.v1.Usage
-	34, // 10: harrier.v1.ShadowMessage.job:type_name -> harrier.v1.JobSpec
-	35, // 11: harrier.v1.ShadowMessage.kill:type_name -> harrier.v1.Kill
-	33, // 12: harrier.v1.ShadowMessage.checkpoint:type_name -> harrier.v1.CheckpointNow
+	22, // 0: harrier.v1.CheckpointChunk.info:type_name -> harrier.v1.CheckpointInfo
+	29, // 1: harrier.v1.StarterMessage.hello:type_name -> harrier.v1.Hello
+	30, // 2: harrier.v1.StarterMessage.output:type_name -> harrier.v1.Output
+	31, // 3: harrier.v1.StarterMessage.started:type_name -> harrier.v1.Started
+	32, // 4: harrier.v1.StarterMessage.usage:type_name -> harrier.v1.Usage
+	33, // 5: harrier.v1.StarterMessage.exited:type_name -> harrier.v1.Exited
+	27, // 6: harrier.v1.StarterMessage.suspended:type_name -> harrier.v1.Suspended
+	28, // 7: harrier.v1.StarterMessage.resumed:type_name -> harrier.v1.Resumed
+	26, // 8: harrier.v1.StarterMessage.checkpoint_failed:type_name -> harrier.v1.CheckpointFailed
+	32, // 9: harrier.v1.Exited.usage:type_name -> harrier.v1.Usage
+	36, // 10: harrier.v1.ShadowMessage.job:type_name -> harrier.v1.JobSpec
+	37, // 11: harrier.v1.ShadowMessage.kill:type_name -> harrier.v1.Kill
+	35, // 12: harrier.v1.ShadowMessage.checkpoint:type_name -> harrier.v1.CheckpointNow
 	0,  // 13: harrier.v1.Collector.Advertise:input_type -> harrier.v1.AdvertiseRequest
 	1,  // 14: harrier.v1.Collector.AdvertiseJobs:input_type -> harrier.v1.AdvertiseJobsRequest
 	3,  // 15: harrier.v1.Collector.Invalidate:input_type -> harrier.v1.InvalidateRequest
@@ -2527,26 +2632,30 @@ var file_harrier_v1_harrier_proto_depIdxs = []int32{
 	15, // 20: harrier.v1.Startd.ActivateClaim:input_type -> harrier.v1.ActivateClaimRequest
 	17, // 21: harrier.v1.Startd.ReleaseClaim:input_type -> harrier.v1.ReleaseClaimRequest
 	9,  // 22: harrier.v1.Startd.KeepAlive:input_type -> harrier.v1.KeepAliveRequest
-	23, // 23: harrier.v1.Shadow.Attach:input_type -> harrier.v1.StarterMessage
-	36, // 24: harrier.v1.Shadow.ReadFile:input_type -> harrier.v1.ReadFileRequest
-	19, // 25: harrier.v1.Shadow.PutCheckpoint:input_type -> harrier.v1.CheckpointChunk
-	22, // 26: harrier.v1.Shadow.GetCheckpoint:input_type -> harrier.v1.GetCheckpointRequest
-	2,  // 27: harrier.v1.Collector.Advertise:output_type -> harrier.v1.AdvertiseReply
-	2,  // 28: harrier.v1.Collector.AdvertiseJobs:output_type -> harrier.v1.AdvertiseReply
-	4,  // 29: harrier.v1.Collector.Invalidate:output_type -> harrier.v1.InvalidateReply
-	6,  // 30: harrier.v1.Collector.Query:output_type -> harrier.v1.QueryReply
-	8,  // 31: harrier.v1.Agent.Matched:output_type -> harrier.v1.MatchedReply
-	12, // 32: harrier.v1.Startd.Matched:output_type -> harrier.v1.StartdMatchedReply
-	14, // 33: harrier.v1.Startd.RequestClaim:output_type -> harrier.v1.RequestClaimReply
-	16, // 34: harrier.v1.Startd.ActivateClaim:output_type -> harrier.v1.ActivateClaimReply
-	18, // 35: harrier.v1.Startd.ReleaseClaim:output_type -> harrier.v1.ReleaseClaimReply
-	10, // 36: harrier.v1.Startd.KeepAlive:output_type -> harrier.v1.KeepAliveReply
-	32, // 37: harrier.v1.Shadow.Attach:output_type -> harrier.v1.ShadowMessage
-	37, // 38: harrier.v1.Shadow.ReadFile:output_type -> harrier.v1.FileChunk
-	21, // 39: harrier.v1.Shadow.PutCheckpoint:output_type -> harrier.v1.PutCheckpointReply
-	19, // 40: harrier.v1.Shadow.GetCheckpoint:output_type -> harrier.v1.CheckpointChunk
-	27, // [27:41] is the sub-list for method output_type
-	13, // [13:27] is the sub-list for method input_type
+	25, // 23: harrier.v1.Shadow.Attach:input_type -> harrier.v1.StarterMessage
+	38, // 24: harrier.v1.Shadow.ReadFile:input_type -> harrier.v1.ReadFileRequest
+	21, // 25: harrier.v1.Shadow.PutCheckpoint:input_type -> harrier.v1.CheckpointChunk
+	24, // 26: harrier.v1.Shadow.GetCheckpoint:input_type -> harrier.v1.GetCheckpointRequest
+	19, // 27: harrier.v1.Shadow.SaveCheckpointFiles:input_type -> harrier.v1.CheckpointFilesRequest
+	19, // 28: harrier.v1.Shadow.RestoreCheckpointFiles:input_type -> harrier.v1.CheckpointFilesRequest
+	2,  // 29: harrier.v1.Collector.Advertise:output_type -> harrier.v1.AdvertiseReply
+	2,  // 30: harrier.v1.Collector.AdvertiseJobs:output_type -> harrier.v1.AdvertiseReply
+	4,  // 31: harrier.v1.Collector.Invalidate:output_type -> harrier.v1.InvalidateReply
+	6,  // 32: harrier.v1.Collector.Query:output_type -> harrier.v1.QueryReply
+	8,  // 33: harrier.v1.Agent.Matched:output_type -> harrier.v1.MatchedReply
+	12, // 34: harrier.v1.Startd.Matched:output_type -> harrier.v1.StartdMatchedReply
+	14, // 35: harrier.v1.Startd.RequestClaim:output_type -> harrier.v1.RequestClaimReply
+	16, // 36: harrier.v1.Startd.ActivateClaim:output_type -> harrier.v1.ActivateClaimReply
+	18, // 37: harrier.v1.Startd.ReleaseClaim:output_type -> harrier.v1.ReleaseClaimReply
+	10, // 38: harrier.v1.Startd.KeepAlive:output_type -> harrier.v1.KeepAliveReply
+	34, // 39: harrier.v1.Shadow.Attach:output_type -> harrier.v1.ShadowMessage
+	39, // 40: harrier.v1.Shadow.ReadFile:output_type -> harrier.v1.FileChunk
+	23, // 41: harrier.v1.Shadow.PutCheckpoint:output_type -> harrier.v1.PutCheckpointReply
+	21, // 42: harrier.v1.Shadow.GetCheckpoint:output_type -> harrier.v1.CheckpointChunk
+	20, // 43: harrier.v1.Shadow.SaveCheckpointFiles:output_type -> harrier.v1.CheckpointFilesReply
+	20, // 44: harrier.v1.Shadow.RestoreCheckpointFiles:output_type -> harrier.v1.CheckpointFilesReply
+	29, // [29:45] is the sub-list for method output_type
+	13, // [13:29] is the sub-list for method input_type
 	13, // [13:13] is the sub-list for extension type_name
 	13, // [13:13] is the sub-list for extension extendee
 	0,  // [0:13] is the sub-list for field type_name
@@ -2557,7 +2666,7 @@ func file_harrier_v1_harrier_proto_init() {
 	if File_harrier_v1_harrier_proto != nil {
 		return
 	}
-	file_harrier_v1_harrier_proto_msgTypes[23].OneofWrappers = []any{
+	file_harrier_v1_harrier_proto_msgTypes[25].OneofWrappers = []any{
 		(*StarterMessage_Hello)(nil),
 		(*StarterMessage_Output)(nil),
 		(*StarterMessage_Started)(nil),
@@ -2567,7 +2676,7 @@ func file_harrier_v1_harrier_proto_init() {
 		(*StarterMessage_Resumed)(nil),
 		(*StarterMessage_CheckpointFailed)(nil),
 	}
-	file_harrier_v1_harrier_proto_msgTypes[32].OneofWrappers = []any{
+	file_harrier_v1_harrier_proto_msgTypes[34].OneofWrappers = []any{
 		(*ShadowMessage_Job)(nil),
 		(*ShadowMessage_Kill)(nil),
 		(*ShadowMessage_Checkpoint)(nil),
@@ -2578,7 +2687,7 @@ func file_harrier_v1_harrier_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harrier_v1_harrier_proto_rawDesc), len(file_harrier_v1_harrier_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   38,
+			NumMessages:   40,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

@@ -3,6 +3,7 @@ package submit
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -78,6 +79,8 @@ var commandTable = []commandEntry{
 	{"job_lease_duration", setJobLease},
 	{"want_checkpoint", boolAttr("WantCheckpoint")},
 	{"checkpoint_interval", intAttr("CheckpointInterval")},
+	{"checkpoint_exit_code", intAttr("SuccessCheckpointExitCode")},
+	{"transfer_checkpoint_files", setCheckpointFiles},
 	{"file_remaps", quotedAttr("FileRemaps")},
 	{"local_files", listAttr("LocalFiles")},
 	{"compress_files", listAttr("CompressFiles")},
@@ -304,6 +307,21 @@ func setOnExitRemove(j *job, name, v string) error {
 	}
 	j.onExitRemove = e
 	j.ad.Set("OnExitRemove", e)
+	return nil
+}
+
+// setCheckpointFiles reads transfer_checkpoint_files: names of files or
+// directories within the job's initial directory, which make up the
+// checkpoint of a job that checkpoints itself (checkpoint_exit_code).
+func setCheckpointFiles(j *job, name, v string) error {
+	names := splitList(v)
+	for _, n := range names {
+		if !filepath.IsLocal(filepath.Clean(strings.TrimSuffix(n, "/"))) {
+			return valueNotSupported(name, v, "checkpoint files are named within the job's initial directory, "+
+				"where the job writes them through the shadow")
+		}
+	}
+	j.ad.SetString("TransferCheckpoint", strings.Join(names, ","))
 	return nil
 }
 

@@ -31,7 +31,6 @@ const (
 	noHoldText  = "the agent does not read it yet: a job held by on_exit_hold gets Harrier's own hold reason"
 	noDAGMan    = "DAGMan is not available"
 	noEventLog  = "the job event log records only Harrier's own events"
-	noCheckExit = "self-checkpointing by exit code is not supported: Harrier checkpoints running jobs with CRIU (see checkpoint_interval)"
 	noMatchLog  = "the agent does not record machine attributes in the job ad"
 	noGPUs      = "this pool has no GPU support yet; remove it (request_gpus = 0 is accepted)"
 )
@@ -57,7 +56,6 @@ var refusals = map[string]refusal{
 	"transfer_input_files":              always(noTransfer),
 	"transfer_output_files":             always(noTransfer),
 	"transfer_output_remaps":            always(noTransfer + "; file_remaps renames files as the job opens them"),
-	"transfer_checkpoint_files":         always(noTransfer),
 	"transfer_input_manifest_sha256":    always(noTransfer),
 	"transfer_plugins":                  always(noTransfer),
 	"output_destination":                always(noTransfer),
@@ -94,7 +92,6 @@ var refusals = map[string]refusal{
 	// policy
 	"allowed_execute_duration": always(noDuration),
 	"allowed_job_duration":     always(noDuration),
-	"checkpoint_exit_code":     always(noCheckExit),
 	"keep_claim_idle":          always("the agent releases a claim when it has no job for it"),
 	"next_job_start_delay":     always("jobs start as soon as they are matched"),
 	"periodic_vacate":          always("the agent does not read it yet; use harrier vacate"),

@@ -345,7 +345,12 @@ func serveAgent(ctx context.Context, pc *poolConfig, name string, logger *slog.L
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(spool, 0o700); err != nil {
+	// Owners' shadows pass through the spool to their checkpoint stores
+	// (see agent.Config.CheckpointDir); what else it holds is root's.
+	if err := os.MkdirAll(spool, 0o711); err != nil {
+		return fmt.Errorf("agent: spool: %w", err)
+	}
+	if err := os.Chmod(spool, 0o711); err != nil {
 		return fmt.Errorf("agent: spool: %w", err)
 	}
 	queue, err := openQueue(ctx, filepath.Join(spool, "queue"), logger)
