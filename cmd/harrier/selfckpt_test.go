@@ -139,3 +139,73 @@ queue
 		t.Errorf("event log has %d checkpoints, want at least 3:\n%s", n, log)
 	}
 }
+
+// TestSelfCheckpointingWithCRIU: a job that checkpoints itself is still
+// checkpointed and migrated with CRIU, and goes on where it was. When its
+// CRIU image, newer than its checkpoint files, cannot be restored, it
+// starts from those files rather than from scratch.
+func TestSelfCheckpointingWithCRIU(t *testing.T) {
+	p := startPool(t, 2)
+	submit := func() (string, func() []int) {
+		dir := t.TempDir()
+		_ = os.Chmod(dir, 0o755)
+		writeFile(t, filepath.Join(dir, "count.sh"), selfCountScript, 0o755)
+		c := p.submit(t, dir, "count.sub", "executable = count.sh\ncheckpoint_exit_code = 85\ntransfer_checkpoint_files = progress.txt\n"+
+			"requirements = TARGET.Name =!= MY.LastRemoteHost\nqueue\n")
+		return strconv.Itoa(c) + ".0", func() []int {
+			b, _ := os.ReadFile(filepath.Join(dir, "steps.txt"))
+			var n []int
+			for _, f := range strings.Fields(string(b)) {
+				i, _ := strconv.Atoi(f)
+				n = append(n, i)
+			}
+			return n
+		}
+	}
+	between := func(steps func() []int) func() bool {
+		return func() bool {
+			s := steps()
+			return len(s) >= 7 && s[len(s)-1]%5 == 2
+		}
+	}
+
+	id, steps := submit()
+	eventually(t, 90*time.Second, "the job to pass its first checkpoint", between(steps))
+	p.must(t, "vacate", id)
+	if out, code := p.harrier(t, "wait", "--timeout", "120", id); code != 0 {
+		t.Fatalf("wait: exit %d: %s", code, out)
+	}
+	s := steps()
+	for i := range s {
+		if s[i] != i+1 || len(s) != 20 {
+			t.Fatalf("steps %v: restored by CRIU, the job should have counted on, 1 to 20, none again", s)
+		}
+	}
+	h := p.jobs(t, "history", id)[0]
+	if n, _ := h["NumRestores"].(float64); n < 1 || h["NumJobStarts"] != 2.0 {
+		t.Errorf("history: NumRestores %v, NumJobStarts %v; want a CRIU restore in a second run", h["NumRestores"], h["NumJobStarts"])
+	}
+
+	id, steps = submit()
+	eventually(t, 90*time.Second, "the job to pass its first checkpoint", between(steps))
+	p.must(t, "checkpoint", id)
+	eventually(t, 30*time.Second, "a CRIU checkpoint", func() bool {
+		n, _ := p.jobs(t, "q", id)[0]["NumCkpts"].(float64)
+		return n >= 1
+	})
+	holdAndCorrupt(t, p, id)
+	before := steps()
+	last := before[len(before)-1]
+	p.must(t, "release", id)
+	if out, code := p.harrier(t, "wait", "--timeout", "120", id); code != 0 {
+		t.Fatalf("wait: exit %d: %s", code, out)
+	}
+	s = steps()
+	if resumed := s[len(before)]; resumed != last/5*5+1 || last%5 == 0 {
+		t.Errorf("steps %v: held at %d, the job should have started again from its checkpoint files, at %d", s, last, last/5*5+1)
+	}
+	h = p.jobs(t, "history", id)[0]
+	if r, _ := h["LastRestoreFailure"].(string); r == "" || s[len(s)-1] != 20 {
+		t.Errorf("history: LastRestoreFailure %q, last step %d", r, s[len(s)-1])
+	}
+}
