@@ -117,6 +117,10 @@ var lifeScenarios = []lifeScenario{
 			shadow.Event{Type: shadow.EventEvicted, Reason: "owner came back", Files: exit0.Files})
 		runEvents(ctx, a, shadow.Event{Type: shadow.EventExecuting, Restored: true}, exit0)
 	}},
+	{name: "self-checkpoints", attrs: "SuccessCheckpointExitCode = 85", drive: func(ctx context.Context, a *Agent) {
+		saved := shadow.Event{Type: shadow.EventSelfCheckpointed, CheckpointFiles: 1, StoredBytes: 3}
+		runEvents(ctx, a, executing, saved, saved, exit0)
+	}},
 	{name: "suspended", drive: func(ctx context.Context, a *Agent) {
 		runEvents(ctx, a, executing, shadow.Event{Type: shadow.EventSuspended, Reason: "owner"},
 			shadow.Event{Type: shadow.EventResumed}, shadow.Event{Type: shadow.EventCheckpointFailed, Reason: "no"}, exit0)
