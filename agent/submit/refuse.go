@@ -128,8 +128,8 @@ var refusals = map[string]refusal{
 	"use_scitokens": unlessFalse(noCreds), "scitokens_file": always(noCreds), "use_oauth_services": always(noCreds),
 
 	// parallel, java and scheduler universes
-	"hold_kill_sig":   always(noScheduler + "; kill_sig is sent whenever a job is stopped"),
-	"remove_kill_sig": always(noScheduler + "; kill_sig is sent whenever a job is stopped"),
+	"hold_kill_sig":   always(noScheduler + "; kill_sig is sent whenever a job is stopped gracefully"),
+	"remove_kill_sig": always(noScheduler + "; kill_sig is sent whenever a job is stopped gracefully"),
 	"jar_files":       always(noJava),
 	"java_vm_args":    always(noJava),
 	"machine_count":   always(noParallel),
