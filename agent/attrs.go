@@ -67,12 +67,13 @@ const (
 const (
 	AttrOnExitHold         = "OnExitHold"
 	AttrOnExitRemove       = "OnExitRemove"
-	AttrMaxRetries         = "MaxRetries"
-	AttrSuccessExitCode    = "SuccessExitCode"
 	AttrPeriodicHold       = "PeriodicHold"
 	AttrPeriodicHoldReason = "PeriodicHoldReason"
 	AttrPeriodicRelease    = "PeriodicRelease"
 	AttrPeriodicRemove     = "PeriodicRemove"
+	// AttrWantGracefulRemoval (want_graceful_removal) false stops a
+	// removed job at once rather than with its kill signal.
+	AttrWantGracefulRemoval = "WantGracefulRemoval"
 )
 
 // Checkpoints and restores.
@@ -92,6 +93,15 @@ const (
 	AttrNumRestoreFailures        = "NumRestoreFailures"
 	AttrLastRestoreFailure        = "LastRestoreFailure"
 	AttrLastRestoreFailureTime    = "LastRestoreFailureTime"
+)
+
+// Self-checkpointing jobs (checkpoint_exit_code): the checkpoint files
+// saved each time the job exits with its checkpoint code. These are
+// Harrier's own names.
+const (
+	AttrNumSelfCheckpoints     = "NumSelfCheckpoints"
+	AttrLastSelfCheckpointTime = "LastSelfCheckpointTime"
+	AttrLastSelfCheckpointSize = "LastSelfCheckpointSize"
 )
 
 // Remote I/O totals (see runIO).

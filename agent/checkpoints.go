@@ -2,7 +2,9 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -22,6 +24,14 @@ import (
 func (a *Agent) checkpointStore(owner string) (string, error) {
 	if a.cfg.CheckpointDir == "" || owner == "" {
 		return "", nil
+	}
+	// Owners' shadows get their own store as a descriptor (startShadow):
+	// nobody but the agent passes through the stores' directory.
+	if err := os.MkdirAll(a.cfg.CheckpointDir, 0o700); err != nil {
+		return "", fmt.Errorf("image stores: %w", err)
+	}
+	if err := os.Chmod(a.cfg.CheckpointDir, 0o700); err != nil {
+		return "", fmt.Errorf("image stores: %w", err)
 	}
 	dir := filepath.Join(a.cfg.CheckpointDir, owner)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -55,21 +65,48 @@ func (a *Agent) checkpointed(ctx context.Context, r *run, ev shadow.Event) {
 	}
 }
 
-// dropCheckpoint removes the image of a job that left the queue.
+// selfCheckpointed records that the job exited with its
+// checkpoint_exit_code and its shadow saved its checkpoint files; the job
+// runs on, started again by its starter. It is not a completion: the
+// job's exit policy does not see it.
+func (a *Agent) selfCheckpointed(ctx context.Context, r *run, ev shadow.Event) {
+	_, err := a.jobs.apply(ctx, r.id, func(ad *classad.ClassAd) (step, error) {
+		n, _ := ad.EvalInt(AttrNumSelfCheckpoints)
+		return step{set: change{
+			AttrNumSelfCheckpoints:     classad.Int(n + 1),
+			AttrLastSelfCheckpointTime: classad.Int(time.Now().Unix()),
+			AttrLastSelfCheckpointSize: classad.Int(ev.StoredBytes),
+		}, log: logs(joblog.Event{Type: joblog.Checkpointed})}, nil
+	})
+	if err != nil {
+		a.log.Error("record checkpoint files", "job", r.id, "err", err)
+	}
+}
+
+// dropCheckpoint removes the image and checkpoint files of a job that
+// left the queue.
 func (a *Agent) dropCheckpoint(ad *classad.ClassAd) {
 	owner, _ := ad.EvalString(AttrOwner)
 	if a.cfg.CheckpointDir == "" || owner == "" {
 		return
 	}
-	n, _ := ad.EvalInt(AttrNumCkpts)
-	if n == 0 {
+	dir, key := filepath.Join(a.cfg.CheckpointDir, owner), jobID(ad).String()
+	if n, _ := ad.EvalInt(AttrNumSelfCheckpoints); n > 0 {
+		files := shadow.CheckpointFilesDir(dir, key)
+		for _, d := range []string{files, files + ".old"} {
+			if err := os.RemoveAll(d); err != nil {
+				a.log.Warn("remove checkpoint files", "job", key, "err", err)
+			}
+		}
+	}
+	if n, _ := ad.EvalInt(AttrNumCkpts); n == 0 {
 		return
 	}
-	store, err := checkpoint.OpenStore(filepath.Join(a.cfg.CheckpointDir, owner))
+	store, err := checkpoint.OpenStore(dir)
 	if err == nil {
-		err = store.Remove(jobID(ad).String())
+		err = store.Remove(key)
 	}
-	if err != nil {
-		a.log.Warn("remove checkpoint image", "job", jobID(ad), "err", err)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		a.log.Warn("remove checkpoint image", "job", key, "err", err)
 	}
 }

@@ -14,10 +14,11 @@ import (
 	"harrier.dev/harrier/shadow"
 )
 
-// remove takes a job out of the queue. A job with a run is stopped first;
-// its run then finishes the removal when the shadow reports.
+// remove takes a job out of the queue. A job with a run is stopped first
+// (see gracefulRemoval); its run then finishes the removal when the shadow
+// reports.
 func (a *Agent) remove(ctx context.Context, id jobqueue.JobID, reason string) error {
-	if a.stopRun(id, actionRemove, reason) {
+	if a.stopRun(id, actionRemove, reason, !a.gracefulRemoval(id)) {
 		return nil
 	}
 	_, err := a.jobs.apply(ctx, id, func(ad *classad.ClassAd) (step, error) {
@@ -31,6 +32,21 @@ func (a *Agent) remove(ctx context.Context, id jobqueue.JobID, reason string) er
 	}
 	a.kick()
 	return nil
+}
+
+// gracefulRemoval reports whether a running job that is removed gets its
+// kill signal and grace time before SIGKILL: yes, as with HTCondor's
+// GRACEFULLY_REMOVE_JOBS default, unless the job's WantGracefulRemoval
+// (want_graceful_removal) says no.
+func (a *Agent) gracefulRemoval(id jobqueue.JobID) bool {
+	ad, ok := a.queue.Get(id)
+	if !ok {
+		return true
+	}
+	if b, ok := ad.EvalBool(AttrWantGracefulRemoval); ok {
+		return b
+	}
+	return true
 }
 
 // removal is the step that takes a job out of the queue at a user's or
@@ -67,7 +83,7 @@ func (a *Agent) hold(ctx context.Context, id jobqueue.JobID, reason string, code
 	if err != nil {
 		return err
 	}
-	a.stopRun(id, actionHold, reason)
+	a.stopRun(id, actionHold, reason, false)
 	a.kick()
 	return nil
 }
@@ -364,7 +380,7 @@ func exited(ad *classad.ClassAd, ev shadow.Event) step {
 	switch {
 	case ad.Eval(AttrOnExitHold).IsTrue():
 		return holding("The job attribute OnExitHold expression evaluated to TRUE", holdByJobPolicy, 0, final, term)
-	case onExitRemove(ad) && !retry(ad):
+	case onExitRemove(ad):
 		return step{to: Completed, set: final, log: logs(term)}
 	case from == Idle:
 		return step{set: final, log: logs(term)}
@@ -373,31 +389,10 @@ func exited(ad *classad.ClassAd, ev shadow.Event) step {
 	}
 }
 
-// retry reports whether a job that failed should run again under its
-// max_retries: HTCondor's rule is that a job with MaxRetries leaves the
-// queue when it succeeds (exit code 0, or SuccessExitCode) or has run more
-// than MaxRetries times.
-func retry(ad *classad.ClassAd) bool {
-	max, ok := ad.EvalInt(AttrMaxRetries)
-	if !ok {
-		return false
-	}
-	if sig, _ := ad.EvalBool(AttrExitBySignal); !sig {
-		code, _ := ad.EvalInt(AttrExitCode)
-		success, ok := ad.EvalInt(AttrSuccessExitCode)
-		if !ok {
-			success = 0
-		}
-		if code == success {
-			return false
-		}
-	}
-	completions, _ := ad.EvalInt(AttrNumJobCompletions)
-	return completions <= max
-}
-
 // onExitRemove evaluates the job's OnExitRemove; HTCondor's default, and
-// the safe reading of undefined, is true.
+// the safe reading of undefined, is true. Retries are part of it: submit
+// makes max_retries, success_exit_code and retry_until into an
+// OnExitRemove that is false while the job should run again.
 func onExitRemove(ad *classad.ClassAd) bool {
 	v := ad.Eval(AttrOnExitRemove)
 	if b, ok := v.BoolValue(); ok {

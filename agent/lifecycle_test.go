@@ -90,7 +90,7 @@ var lifeScenarios = []lifeScenario{
 		logError(a, a.releaseBy(ctx, lifeJob, "test"))
 		runEvents(ctx, a, executing, exit0)
 	}},
-	{name: "exit retries", attrs: "MaxRetries = 2", requeues: true, drive: func(ctx context.Context, a *Agent) {
+	{name: "exit retries", attrs: "JobMaxRetries = 2; OnExitRemove = NumJobCompletions > JobMaxRetries || ExitCode is 0", requeues: true, drive: func(ctx context.Context, a *Agent) {
 		runEvents(ctx, a, executing, exit1)
 		runEvents(ctx, a, executing, exit0)
 	}},
@@ -108,7 +108,7 @@ var lifeScenarios = []lifeScenario{
 		logError(a, a.releaseBy(ctx, lifeJob, "test"))
 		runEvents(ctx, a, executing, exit0)
 	}},
-	{name: "exit without a recorded start", attrs: "MaxRetries = 1", requeues: true, drive: func(ctx context.Context, a *Agent) {
+	{name: "exit without a recorded start", attrs: "JobMaxRetries = 1; OnExitRemove = NumJobCompletions > JobMaxRetries || ExitCode is 0", requeues: true, drive: func(ctx context.Context, a *Agent) {
 		runEvents(ctx, a, exit1)
 		runEvents(ctx, a, exit0)
 	}},
@@ -116,6 +116,10 @@ var lifeScenarios = []lifeScenario{
 		runEvents(ctx, a, executing, shadow.Event{Type: shadow.EventCheckpointed, Vacate: true},
 			shadow.Event{Type: shadow.EventEvicted, Reason: "owner came back", Files: exit0.Files})
 		runEvents(ctx, a, shadow.Event{Type: shadow.EventExecuting, Restored: true}, exit0)
+	}},
+	{name: "self-checkpoints", attrs: "SuccessCheckpointExitCode = 85", drive: func(ctx context.Context, a *Agent) {
+		saved := shadow.Event{Type: shadow.EventSelfCheckpointed, CheckpointFiles: 1, StoredBytes: 3}
+		runEvents(ctx, a, executing, saved, saved, exit0)
 	}},
 	{name: "suspended", drive: func(ctx context.Context, a *Agent) {
 		runEvents(ctx, a, executing, shadow.Event{Type: shadow.EventSuspended, Reason: "owner"},

@@ -47,21 +47,32 @@ func TestPeriodicDecision(t *testing.T) {
 	}
 }
 
-func TestRetry(t *testing.T) {
+// TestRetryPolicy evaluates the OnExitRemove that submit makes of
+// max_retries = 2, success_exit_code = 3 and retry_until = ExitCode == 7,
+// after each exit as the agent does.
+func TestRetryPolicy(t *testing.T) {
+	const policy = `JobMaxRetries = 2; OnExitRemove = NumJobCompletions > JobMaxRetries || ExitCode is 3 || (ExitCode == 7)`
 	for _, tc := range []struct {
-		ad   string
+		exit string
 		want bool
 	}{
-		{`[ ExitCode = 1; NumJobCompletions = 1 ]`, false}, // no MaxRetries
-		{`[ MaxRetries = 2; ExitCode = 1; NumJobCompletions = 1 ]`, true},
-		{`[ MaxRetries = 2; ExitCode = 1; NumJobCompletions = 3 ]`, false},
-		{`[ MaxRetries = 2; ExitCode = 0; NumJobCompletions = 1 ]`, false},
-		{`[ MaxRetries = 2; ExitCode = 3; SuccessExitCode = 3; NumJobCompletions = 1 ]`, false},
-		{`[ MaxRetries = 2; ExitBySignal = true; ExitSignal = 9; NumJobCompletions = 1 ]`, true},
+		{`ExitCode = 1; NumJobCompletions = 1`, false},
+		{`ExitCode = 1; NumJobCompletions = 3`, true}, // retries used up
+		{`ExitCode = 3; NumJobCompletions = 1`, true}, // success
+		{`ExitCode = 7; NumJobCompletions = 1`, true}, // retry_until
+		// Killed by a signal, the job has no ExitCode: ExitCode == 7 is
+		// undefined, and so is the policy, which HTCondor and Harrier
+		// read as leaving the queue.
+		{`ExitBySignal = true; ExitSignal = 9; NumJobCompletions = 1`, true},
 	} {
-		if got := retry(ad(t, tc.ad)); got != tc.want {
-			t.Errorf("retry(%s) = %v, want %v", tc.ad, got, tc.want)
+		if got := onExitRemove(ad(t, "[ "+policy+"; "+tc.exit+" ]")); got != tc.want {
+			t.Errorf("after %s: leaves the queue %v, want %v", tc.exit, got, tc.want)
 		}
+	}
+	// Without the expression, is keeps the policy defined: the signal
+	// is a failure, retried.
+	if onExitRemove(ad(t, `[ JobMaxRetries = 2; OnExitRemove = NumJobCompletions > JobMaxRetries || ExitCode is 0; ExitBySignal = true; NumJobCompletions = 1 ]`)) {
+		t.Error("a job killed by a signal was not retried")
 	}
 }
 

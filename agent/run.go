@@ -71,9 +71,10 @@ func (r *run) markStopped(action stopAction, reason string) {
 	}
 }
 
-// stopRun asks a job's run, if there is one, to stop the job. It reports
-// whether the job had a run.
-func (a *Agent) stopRun(id jobqueue.JobID, action stopAction, reason string) bool {
+// stopRun asks a job's run, if there is one, to stop the job: with its
+// kill signal and grace time, or at once if fast. It reports whether the
+// job had a run.
+func (a *Agent) stopRun(id jobqueue.JobID, action stopAction, reason string, fast bool) bool {
 	a.mu.Lock()
 	r := a.runs[id]
 	a.mu.Unlock()
@@ -82,7 +83,7 @@ func (a *Agent) stopRun(id jobqueue.JobID, action stopAction, reason string) boo
 	}
 	r.markStopped(action, reason)
 	select {
-	case r.commands <- shadow.Command{Kill: true, Reason: reason}:
+	case r.commands <- shadow.Command{Kill: true, Reason: reason, Fast: fast}:
 	default:
 	}
 	return true
@@ -117,7 +118,7 @@ func (a *Agent) stopRuns() {
 	}
 	a.mu.Unlock()
 	for _, id := range ids {
-		a.stopRun(id, actionShutdown, "agent shutting down")
+		a.stopRun(id, actionShutdown, "agent shutting down", false)
 	}
 	done := make(chan struct{})
 	go func() {
@@ -530,6 +531,8 @@ func (a *Agent) progress(ctx context.Context, r *run, ev shadow.Event) bool {
 		r.vacated = r.vacated || ev.Vacate
 	case shadow.EventCheckpointFailed:
 		a.checkpointFailed(ctx, r, ev)
+	case shadow.EventSelfCheckpointed:
+		a.selfCheckpointed(ctx, r, ev)
 	default:
 		return false
 	}

@@ -73,6 +73,22 @@ func (r shadowRouter) Shell(stream wire.Shadow_ShellServer) error {
 	return j.shadow.Shell(stream)
 }
 
+func (r shadowRouter) SaveCheckpointFiles(ctx context.Context, req *wire.CheckpointFilesRequest) (*wire.CheckpointFilesReply, error) {
+	j, err := r.l.job()
+	if err != nil {
+		return nil, err
+	}
+	return j.shadow.SaveCheckpointFiles(ctx, req)
+}
+
+func (r shadowRouter) RestoreCheckpointFiles(ctx context.Context, req *wire.CheckpointFilesRequest) (*wire.CheckpointFilesReply, error) {
+	j, err := r.l.job()
+	if err != nil {
+		return nil, err
+	}
+	return j.shadow.RestoreCheckpointFiles(ctx, req)
+}
+
 // ioRouter passes each call of the ShadowIO service to the I/O server of
 // the job being served, which checks the caller's secret.
 type ioRouter struct {

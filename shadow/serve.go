@@ -93,7 +93,7 @@ func ServeClaim(ctx context.Context, in io.Reader, out io.Writer, logger *slog.L
 			c, err := commands.Receive()
 			if err != nil {
 				if s := current.Load(); s != nil {
-					s.Kill("the agent went away")
+					s.Kill("the agent went away", false)
 				}
 				return
 			}
@@ -102,7 +102,7 @@ func ServeClaim(ctx context.Context, in io.Reader, out io.Writer, logger *slog.L
 				// the next job becomes current only when its spec is read.
 				if s := current.Load(); s != nil {
 					if c.Kill {
-						s.Kill(c.Reason)
+						s.Kill(c.Reason, c.Fast)
 					}
 					if c.Checkpoint {
 						s.Checkpoint(c.Vacate)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -77,7 +78,7 @@ func (v *service) admit(stream wire.Shadow_AttachServer) (*wire.Hello, error) {
 	if s.attached {
 		return nil, status.Error(codes.AlreadyExists, "a starter is already attached")
 	}
-	s.attached = true
+	s.attached, s.attachedAt = true, time.Now()
 	return hello, nil
 }
 
@@ -99,9 +100,9 @@ type session struct {
 func (x *session) relay(stream wire.Shadow_AttachServer, stop <-chan struct{}) {
 	for {
 		select {
-		case reason := <-x.s.kill:
-			x.killed <- reason
-			_ = stream.Send(&wire.ShadowMessage{Body: &wire.ShadowMessage_Kill{Kill: &wire.Kill{Reason: reason}}})
+		case k := <-x.s.kill:
+			x.killed <- k.reason
+			_ = stream.Send(&wire.ShadowMessage{Body: &wire.ShadowMessage_Kill{Kill: &wire.Kill{Reason: k.reason, Fast: k.fast}}})
 			return
 		case vacate := <-x.s.ckpt:
 			_ = stream.Send(&wire.ShadowMessage{Body: &wire.ShadowMessage_Checkpoint{Checkpoint: &wire.CheckpointNow{Vacate: vacate}}})

@@ -564,3 +564,134 @@ func TestCheckpointStore(t *testing.T) {
 		t.Error("a bad upload was stored")
 	}
 }
+
+// TestCheckpointFiles: a self-checkpointing job's files are saved as a
+// set that replaces the previous one, only from within its directory,
+// and restored into it; without transfer_checkpoint_files, the set is
+// what the job wrote in its run, but for its executable and output.
+func TestCheckpointFiles(t *testing.T) {
+	a := newAgent(t)
+	write := func(name, data string) {
+		t.Helper()
+		writeIwd(t, a.iwd, name, data)
+	}
+	write("old-input", "written before the run")
+	past := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(filepath.Join(a.iwd, "old-input"), past, past); err != nil {
+		t.Fatal(err)
+	}
+	ready := a.submit(a.ad(0, `TransferCheckpoint = "progress,state"`))
+	client := wire.NewShadowClient(a.dial(ready))
+	stream, err := attach(t, a.dial(ready), "1.0", secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	save := func(secret string) (*wire.CheckpointFilesReply, error) {
+		return client.SaveCheckpointFiles(ctx, &wire.CheckpointFilesRequest{Secret: secret})
+	}
+	restore := func() (*wire.CheckpointFilesReply, error) {
+		return client.RestoreCheckpointFiles(ctx, &wire.CheckpointFilesRequest{Secret: secret})
+	}
+	if _, err := restore(); status.Code(err) != codes.NotFound {
+		t.Errorf("restore with no files saved: %v", err)
+	}
+	if _, err := save("guess"); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("save with a wrong secret: %v", err)
+	}
+	if _, err := save(secret); status.Code(err) != codes.FailedPrecondition {
+		t.Errorf("save with the named files missing: %v", err)
+	}
+	write("progress", "5\n")
+	write("state/a", "alpha")
+	r, err := save(secret)
+	if err != nil || r.Files != 2 || r.Bytes != 7 {
+		t.Fatalf("save: %v, %v", r, err)
+	}
+	if ev := a.expect(shadow.EventSelfCheckpointed); ev.CheckpointFiles != 2 || ev.StoredBytes != 7 {
+		t.Errorf("event %+v", ev)
+	}
+	saved := shadow.CheckpointFilesDir(a.ckptDir, "1.0")
+	if b, _ := os.ReadFile(filepath.Join(saved, "state", "a")); string(b) != "alpha" {
+		t.Errorf("saved state/a = %q", b)
+	}
+	// The job goes on, and is then started again from its checkpoint.
+	write("progress", "7\n")
+	if err := os.Remove(filepath.Join(a.iwd, "state", "a")); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := restore(); err != nil || r.Files != 2 {
+		t.Fatalf("restore: %v, %v", r, err)
+	}
+	for name, want := range map[string]string{"progress": "5\n", "state/a": "alpha"} {
+		if b, _ := os.ReadFile(filepath.Join(a.iwd, name)); string(b) != want {
+			t.Errorf("restored %s = %q, want %q", name, b, want)
+		}
+	}
+	// A link out of the job's directory is not followed, to save or
+	// restore.
+	outside := filepath.Join(t.TempDir(), "secret")
+	writeIwd(t, filepath.Dir(outside), "secret", "not the job's")
+	if err := os.Remove(filepath.Join(a.iwd, "progress")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(a.iwd, "progress")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := save(secret); err == nil {
+		t.Error("saved a checkpoint through a link out of the job's directory")
+	}
+	if _, err := restore(); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(outside); string(b) != "not the job's" {
+		t.Errorf("restore wrote through a link: %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(a.iwd, "progress")); string(b) != "5\n" {
+		t.Errorf("progress after a restore over a link = %q", b)
+	}
+	mustSend(t, stream, exited(0))
+	a.expect(shadow.EventExited)
+
+	// Without transfer_checkpoint_files: what the job wrote in its run
+	// (the test's agent gives every job the key 1.0).
+	if err := os.Chtimes(filepath.Join(a.iwd, "progress"), past, past); err != nil {
+		t.Fatal(err)
+	}
+	ready = a.submit(a.ad(1))
+	client = wire.NewShadowClient(a.dial(ready))
+	if stream, err = attach(t, a.dial(ready), "1.1", secret); err != nil {
+		t.Fatal(err)
+	}
+	write("result", "42")
+	write("out", "the job's output")
+	r, err = client.SaveCheckpointFiles(ctx, &wire.CheckpointFilesRequest{Secret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.expect(shadow.EventSelfCheckpointed)
+	entries, _ := os.ReadDir(shadow.CheckpointFilesDir(a.ckptDir, "1.0"))
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	// progress and old-input were written before the run, state/ is a
+	// directory, prog and out are the job's executable and output.
+	if strings.Join(names, " ") != "result" || r.Files != 1 {
+		t.Errorf("default checkpoint files %v (%d), want [result]", names, r.Files)
+	}
+	mustSend(t, stream, exited(0))
+	a.expect(shadow.EventExited)
+}
+
+// writeIwd writes name under dir, making its directory.
+func writeIwd(t *testing.T, dir, name, data string) {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -43,13 +43,14 @@ type Shadow struct {
 
 	files *jobFiles
 
-	mu       sync.Mutex
-	attached bool
-	gone     bool        // killed before a starter attached
-	kill     chan string // a reason; buffered 1
-	abandon  chan string // a Kill before any starter attached; buffered 1
-	ckpt     chan bool   // a checkpoint request (true: vacate); buffered 1
-	done     chan Event  // the final event of the run
+	mu         sync.Mutex
+	attached   bool
+	attachedAt time.Time   // when the starter attached
+	gone       bool        // killed before a starter attached
+	kill       chan kill   // buffered 1
+	abandon    chan string // a Kill before any starter attached; buffered 1
+	ckpt       chan bool   // a checkpoint request (true: vacate); buffered 1
+	done       chan Event  // the final event of the run
 
 	// shells are the processes started in the job for its owner;
 	// shellOpens carries the requests for new ones to the starter.
@@ -80,7 +81,7 @@ func newShadow(link *claimLink, spec *Spec, logger *slog.Logger, events func(Eve
 		logger:  logger.With("job", fmt.Sprintf("%d.%d", cluster, proc)),
 		events:  events,
 		files:   files,
-		kill:    make(chan string, 1),
+		kill:    make(chan kill, 1),
 		abandon: make(chan string, 1),
 		ckpt:    make(chan bool, 1),
 		done:    make(chan Event, 1),
@@ -89,22 +90,33 @@ func newShadow(link *claimLink, spec *Spec, logger *slog.Logger, events func(Eve
 	}, nil
 }
 
-// Kill asks the running job to stop; Run then reports EventKilled. Before
-// a starter has attached there is no job to stop: Run ends with
-// EventFailed and reason, and a starter that comes later is turned away.
-func (s *Shadow) Kill(reason string) {
+// kill is a request to stop the job: why, and whether at once (SIGKILL)
+// rather than with its kill signal and grace time.
+type kill struct {
+	reason string
+	fast   bool
+}
+
+// Kill asks the running job to stop, with its kill signal and grace time,
+// or at once if fast; Run then reports EventKilled. Before a starter has
+// attached there is no job to stop: Run ends with EventFailed and reason,
+// and a starter that comes later is turned away.
+func (s *Shadow) Kill(reason string, fast bool) {
 	s.mu.Lock()
 	attached := s.attached
 	if !attached {
 		s.gone = true
 	}
 	s.mu.Unlock()
-	ch := s.kill
 	if !attached {
-		ch = s.abandon
+		select {
+		case s.abandon <- reason:
+		default:
+		}
+		return
 	}
 	select {
-	case ch <- reason:
+	case s.kill <- kill{reason: reason, fast: fast}:
 	default:
 	}
 }
@@ -162,6 +174,13 @@ func (s *Shadow) Run(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// attachTime is when the job's starter attached: the job's run began.
+func (s *Shadow) attachTime() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.attachedAt
 }
 
 func (s *Shadow) isAttached() bool {

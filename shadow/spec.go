@@ -41,9 +41,11 @@ type Command struct {
 	// Job is the next job to serve.
 	Job *Spec `json:"job,omitempty"`
 	// Kill asks the shadow to stop the job (removal, hold); Reason is
-	// recorded with it.
+	// recorded with it. The job gets its kill signal and its grace time
+	// before SIGKILL, unless Fast: then SIGKILL at once.
 	Kill   bool   `json:"kill,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	Fast   bool   `json:"fast,omitempty"`
 	// Checkpoint asks for a checkpoint of the job now; with Vacate the
 	// job stops after it, to run again elsewhere.
 	Checkpoint bool `json:"checkpoint,omitempty"`
@@ -137,12 +139,14 @@ type Event struct {
 	SysCPU   float64 `json:"sys_cpu,omitempty"`
 	MaxRSS   int64   `json:"max_rss,omitempty"`
 	Memory   int64   `json:"memory,omitempty"`
-	// A checkpoint's figures (EventCheckpointed).
-	ImageBytes    int64   `json:"image_bytes,omitempty"`
-	StoredBytes   int64   `json:"stored_bytes,omitempty"`
-	FrozenSeconds float64 `json:"frozen_seconds,omitempty"`
-	DumpSeconds   float64 `json:"dump_seconds,omitempty"`
-	Vacate        bool    `json:"vacate,omitempty"`
+	// A checkpoint's figures (EventCheckpointed; StoredBytes and
+	// CheckpointFiles for EventSelfCheckpointed).
+	CheckpointFiles int     `json:"checkpoint_files,omitempty"`
+	ImageBytes      int64   `json:"image_bytes,omitempty"`
+	StoredBytes     int64   `json:"stored_bytes,omitempty"`
+	FrozenSeconds   float64 `json:"frozen_seconds,omitempty"`
+	DumpSeconds     float64 `json:"dump_seconds,omitempty"`
+	Vacate          bool    `json:"vacate,omitempty"`
 	// RestoreSeconds is CRIU's restore time of a job restored from its
 	// checkpoint (EventExecuting, with Restored set); RestoreFailure says
 	// why a job that had a checkpoint started from the beginning instead.
@@ -188,6 +192,10 @@ const (
 	// EventCheckpointed: a checkpoint image of the job arrived whole and is
 	// now its latest.
 	EventCheckpointed EventType = "checkpointed"
+	// EventSelfCheckpointed: the job exited with its checkpoint_exit_code
+	// and its checkpoint files were saved (CheckpointFiles, StoredBytes);
+	// its starter starts it again at once.
+	EventSelfCheckpointed EventType = "self_checkpointed"
 	// EventCheckpointFailed: a checkpoint could not be taken or sent home
 	// (Reason); with Vacate the job was stopped without one.
 	EventCheckpointFailed EventType = "checkpoint_failed"

@@ -12,11 +12,36 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/wire"
 )
 
-// How long a job has between its soft kill signal and SIGKILL.
+// How long a job has between its soft kill signal and SIGKILL, unless it
+// asks for another time (job_max_vacate_time).
 const killGrace = 5 * time.Second
+
+// stopping is how a job is stopped: its kill signal (kill_sig), then
+// SIGKILL after its grace time.
+type stopping struct {
+	sig   unix.Signal
+	grace time.Duration
+}
+
+// stoppingFor reads a job's kill_sig and job_max_vacate_time.
+func stoppingFor(job *classad.ClassAd) stopping {
+	st := stopping{sig: signalNumber(stringAttr(job, "KillSig")), grace: killGrace}
+	if secs, ok := job.EvalReal("JobMaxVacateTime"); ok && secs >= 0 {
+		st.grace = time.Duration(secs * float64(time.Second))
+	}
+	return st
+}
+
+// stopRequest asks for the job to stop, saying why; fast stops it at
+// once (SIGKILL), as a removal the job did not want graceful.
+type stopRequest struct {
+	reason string
+	fast   bool
+}
 
 // How often a running job's usage goes to the shadow.
 const usageInterval = 10 * time.Second
@@ -40,19 +65,37 @@ type checkpointing struct {
 	interval time.Duration
 }
 
+// selfCheckpointing is how a job that checkpoints itself is handled
+// (checkpoint_exit_code, SuccessCheckpointExitCode): when it exits with
+// code of its own accord, save (if not nil) keeps its checkpoint files,
+// and the job starts again at once, here.
+type selfCheckpointing struct {
+	on   bool
+	code int64
+	save func(context.Context) error
+}
+
+func selfCheckpointingFor(job *classad.ClassAd) selfCheckpointing {
+	code, ok := job.EvalInt("SuccessCheckpointExitCode")
+	return selfCheckpointing{on: ok, code: code}
+}
+
 // execution is one job from its start to its end: how it starts, what
 // reaches it (the shadow's kills, the startd's controls, checkpoint
 // times), and what it has been through. run takes it through its phases:
 // start (with the starter's own output pipes), report, then supervise until
-// the job's first process exits.
+// the job's first process exits; a job that exits to checkpoint itself
+// goes through them again, started with restart.
 type execution struct {
 	start    func(context.Context, *Task) (Job, error)
+	restart  func(context.Context, *Task) (Job, error)
 	task     *Task
-	killSig  unix.Signal
+	stopping stopping
 	send     *sender
-	kills    <-chan string // a reason stops the job
+	kills    <-chan stopRequest
 	controls <-chan control
 	ck       checkpointing
+	self     selfCheckpointing
 	// shellOpens are processes its owner asks for in the job, shells
 	// those started.
 	shellOpens <-chan *wire.ShellOpen
@@ -73,17 +116,45 @@ type waited struct {
 }
 
 // run starts the job and sees it to its end, streaming its output
-// through send. A reason on kills stops it (the kill signal first,
-// SIGKILL after the grace time); controls suspend, continue, vacate or
-// checkpoint it. It returns an error only when the job could not start.
+// through send. A request on kills stops it (the kill signal first,
+// SIGKILL after the grace time, or SIGKILL at once if fast); controls
+// suspend, continue, vacate or checkpoint it. A job that exits with its
+// checkpoint code has its files saved and runs again. It returns an error
+// only when the job could not start.
 func (e *execution) run(ctx context.Context) (*wire.Exited, error) {
+	for first := true; ; first = false {
+		w, err := e.runOnce(ctx, first)
+		if err != nil {
+			return nil, err
+		}
+		if !e.checkpointExit(w) {
+			return e.exited(w)
+		}
+		e.saveCheckpoint(ctx)
+		e.start = e.restart
+		if e.task.Stdin != nil {
+			// The job reads its input again from the start, as it did.
+			if _, err := e.task.Stdin.Seek(0, io.SeekStart); err != nil {
+				e.logger.Warn("rewind the job's input", "err", err)
+			}
+		}
+	}
+}
+
+// runOnce starts the job (the first time, reporting its start) and
+// supervises it until its first process exits.
+func (e *execution) runOnce(ctx context.Context, first bool) (waited, error) {
 	stdoutR, stderrR, err := e.startJob(ctx)
 	if err != nil {
-		return nil, err
+		return waited{}, err
 	}
 	defer stdoutR.Close()
 	defer stderrR.Close()
-	e.reportStarted()
+	if first {
+		e.reportStarted()
+	} else {
+		e.logger.Info("job started again after its checkpoint")
+	}
 	copied := make(chan struct{}, 2)
 	go pump(stdoutR, 1, e.send, copied)
 	go pump(stderrR, 2, e.send, copied)
@@ -93,10 +164,36 @@ func (e *execution) run(ctx context.Context) (*wire.Exited, error) {
 		done <- waited{x, err}
 	}()
 	w := e.supervise(ctx, done)
-	e.shells.end(e.shellEndReason(w))
+	if e.checkpointExit(w) {
+		// The job starts again: processes started in this run end with
+		// it, and new ones may come.
+		e.shells.stop("the job exited to checkpoint itself and starts again")
+	} else {
+		e.shells.end(e.shellEndReason(w))
+	}
 	<-copied
 	<-copied
-	return e.exited(w)
+	return w, nil
+}
+
+// checkpointExit reports whether the job exited with its checkpoint code
+// of its own accord: not stopped, vacated or over a limit.
+func (e *execution) checkpointExit(w waited) bool {
+	return e.self.on && w.err == nil && w.exit.Signal == 0 && w.exit.HoldReason == "" &&
+		int64(w.exit.Code) == e.self.code && e.hardKill == nil && e.evict == ""
+}
+
+// saveCheckpoint keeps the checkpoint files of a job that exited to
+// checkpoint itself. A job whose files cannot be saved runs on from them
+// all the same; its record says why its checkpoint failed.
+func (e *execution) saveCheckpoint(ctx context.Context) {
+	if e.self.save == nil {
+		e.logger.Info("job exited to checkpoint; it works in its scratch directory, whose files stay here")
+		return
+	}
+	if err := e.self.save(ctx); err != nil {
+		e.checkpointFailed("save checkpoint files", err, false)
+	}
 }
 
 // shellEndReason tells the processes started in the job why it ended.
@@ -185,8 +282,13 @@ func (e *execution) supervise(ctx context.Context, done <-chan waited) waited {
 	kills := e.kills
 	for {
 		select {
-		case reason := <-kills:
-			e.stop(reason)
+		case r := <-kills:
+			if r.fast {
+				e.logger.Info("killing job", "reason", r.reason)
+				_ = e.job.Signal(unix.SIGKILL)
+			} else {
+				e.stop(r.reason)
+			}
 			kills = nil
 		case c := <-e.controls:
 			e.control(ctx, c)
@@ -216,13 +318,13 @@ func (e *execution) stop(reason string) {
 	if e.hardKill != nil {
 		return
 	}
-	e.logger.Info("stopping job", "reason", reason)
+	e.logger.Info("stopping job", "reason", reason, "grace", e.stopping.grace)
 	e.stopReason = reason
 	if e.suspended {
 		_ = e.job.Continue() // a stopped job cannot handle its kill signal
 	}
-	_ = e.job.Signal(e.killSig)
-	e.hardKill = time.After(killGrace)
+	_ = e.job.Signal(e.stopping.sig)
+	e.hardKill = time.After(e.stopping.grace)
 }
 
 // control carries out what the execute machine asks.

@@ -8,8 +8,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"harrier.dev/harrier/checkpoint"
 	"harrier.dev/harrier/classad"
@@ -19,8 +20,9 @@ import (
 // executeJob sets up where the job works, starts or restores it, and sees it to
 // its end.
 func (s *Starter) executeJob(ctx context.Context, conn grpc.ClientConnInterface, client wire.ShadowClient, job *classad.ClassAd,
-	task *Task, killSig unix.Signal, send *sender, kills <-chan string, shellOpens <-chan *wire.ShellOpen, logger *slog.Logger) (*wire.Exited, error) {
+	task *Task, stop stopping, send *sender, kills <-chan stopRequest, shellOpens <-chan *wire.ShellOpen, logger *slog.Logger) (*wire.Exited, error) {
 	ck := &checkpoints{client: client, secret: s.spec.Secret, scratch: s.spec.ScratchDir, logger: logger}
+	var files *checkpointFiles
 	// In a container the job works in its submit-side directory itself,
 	// through iofs; without one it works in its scratch directory.
 	if iwd := stringAttr(job, "Iwd"); s.spec.Sandbox == "container" && filepath.IsAbs(iwd) {
@@ -31,6 +33,7 @@ func (s *Starter) executeJob(ctx context.Context, conn grpc.ClientConnInterface,
 		defer dir.unmount(context.WithoutCancel(ctx), logger)
 		task.Dir, task.DirSource = iwd, dir.mountpoint
 		ck.syncFiles = dir.sync
+		files = &checkpointFiles{client: client, secret: s.spec.Secret, logger: logger, sync: dir.sync}
 	}
 	ck.lastImage, _ = job.EvalInt("LastCkptImageSize")
 	ck.seal, ck.noSeal = sealFor(s.spec)
@@ -38,12 +41,24 @@ func (s *Starter) executeJob(ctx context.Context, conn grpc.ClientConnInterface,
 	if secs, ok := job.EvalInt("CheckpointInterval"); ok && secs > 0 {
 		policy.interval = time.Duration(secs) * time.Second
 	}
-	start := s.runner.Start
-	if n, _ := job.EvalInt("NumCkpts"); n > 0 {
-		start = s.restoreOrStart(ck, job, logger)
+	self := selfCheckpointingFor(job)
+	// A job that checkpointed itself starts from its last checkpoint
+	// files, unless a newer CRIU image restores it.
+	fresh := s.runner.Start
+	hasFiles := false
+	if n, _ := job.EvalInt("NumSelfCheckpoints"); n > 0 && files != nil {
+		fresh, hasFiles = files.restoreThen(s.runner.Start), true
 	}
-	e := &execution{start: start, task: task, killSig: killSig, send: send, kills: kills, controls: s.controls, ck: policy,
-		shellOpens: shellOpens, shells: newShells(client, s.spec.Secret, logger), logger: logger}
+	if files != nil {
+		self.save = files.save
+	}
+	start := fresh
+	if n, _ := job.EvalInt("NumCkpts"); n > 0 {
+		start = s.restoreOrStart(ck, job, fresh, hasFiles, logger)
+	}
+	e := &execution{start: start, restart: s.runner.Start, task: task, stopping: stop, send: send, kills: kills,
+		controls: s.controls, ck: policy, self: self, shellOpens: shellOpens, shells: newShells(client, s.spec.Secret, logger),
+		logger: logger}
 	return e.run(ctx)
 }
 
@@ -57,9 +72,13 @@ func wantCheckpoint(job *classad.ClassAd) bool {
 }
 
 // restoreOrStart returns how to start a job that has a checkpoint: restore
-// it, and if that fails, start it afresh or (OnRestoreFailure = "hold")
-// put it on hold, as its submit file says.
-func (s *Starter) restoreOrStart(ck *checkpoints, job *classad.ClassAd, logger *slog.Logger) func(context.Context, *Task) (Job, error) {
+// it, and if that fails, start it with fresh (afresh, or from its
+// checkpoint files) or (OnRestoreFailure = "hold") put it on hold, as its
+// submit file says. A job with checkpoint files whose image is gone had
+// it dropped when they were saved: they are newer, and its start from
+// them is no failure.
+func (s *Starter) restoreOrStart(ck *checkpoints, job *classad.ClassAd, fresh func(context.Context, *Task) (Job, error),
+	hasFiles bool, logger *slog.Logger) func(context.Context, *Task) (Job, error) {
 	return func(ctx context.Context, t *Task) (Job, error) {
 		rst, ok := s.runner.(Restorer)
 		var err error
@@ -76,6 +95,10 @@ func (s *Starter) restoreOrStart(ck *checkpoints, job *classad.ClassAd, logger *
 				}
 			}
 		}
+		if hasFiles && status.Code(err) == codes.NotFound {
+			logger.Info("the job's checkpoint files are newer than any image; starting it from them")
+			return fresh(ctx, t)
+		}
 		if errors.Is(err, checkpoint.ErrForged) || errors.Is(err, checkpoint.ErrPrivilege) {
 			// Not made by this pool's starters for this job, or made to
 			// ask for more than the job has: someone changed it.
@@ -86,7 +109,7 @@ func (s *Starter) restoreOrStart(ck *checkpoints, job *classad.ClassAd, logger *
 			return nil, fmt.Errorf("Cannot restore the job from its checkpoint: %v", err)
 		}
 		logger.Warn("cannot restore the job from its checkpoint; starting it afresh", "err", err)
-		j, serr := s.runner.Start(ctx, t)
+		j, serr := fresh(ctx, t)
 		if serr != nil {
 			return nil, serr
 		}

@@ -22,7 +22,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 
 	"harrier.dev/harrier/classad"
@@ -92,7 +91,7 @@ func (s *Starter) Run(ctx context.Context) error {
 		return err
 	}
 	send := &sender{stream: stream}
-	task, killSig, hold := s.prepare(ctx, client, job, jobID)
+	task, stopping, hold := s.prepare(ctx, client, job, jobID)
 	if hold != nil {
 		err := send.msg(&wire.StarterMessage{Body: &wire.StarterMessage_Exited{Exited: hold}})
 		_ = stream.CloseSend()
@@ -102,11 +101,11 @@ func (s *Starter) Run(ctx context.Context) error {
 	if task.Stdin != nil {
 		defer task.Stdin.Close()
 	}
-	kills := make(chan string, 1)
+	kills := make(chan stopRequest, 1)
 	ended := make(chan struct{})
 	shellOpens := make(chan *wire.ShellOpen, maxShellOpens)
 	go s.listen(stream, kills, ended, shellOpens, logger)
-	exited, err := s.executeJob(ctx, s.conn, client, job, task, killSig, send, kills, shellOpens, logger)
+	exited, err := s.executeJob(ctx, s.conn, client, job, task, stopping, send, kills, shellOpens, logger)
 	if err != nil {
 		exited = &wire.Exited{HoldReason: err.Error(), HoldCode: holdCodeExec}
 	}
@@ -158,20 +157,20 @@ const maxShellOpens = 8
 // lost session, which kills the job) to kills, checkpoints to the job's
 // controls, processes to start in the job to shellOpens. It closes ended
 // when the session ends.
-func (s *Starter) listen(stream wire.Shadow_AttachClient, kills chan<- string, ended chan<- struct{}, shellOpens chan<- *wire.ShellOpen, logger *slog.Logger) {
+func (s *Starter) listen(stream wire.Shadow_AttachClient, kills chan<- stopRequest, ended chan<- struct{}, shellOpens chan<- *wire.ShellOpen, logger *slog.Logger) {
 	defer close(ended)
 	for {
 		msg, err := stream.Recv()
 		if err != nil {
 			select {
-			case kills <- "lost the shadow: " + err.Error():
+			case kills <- stopRequest{reason: "lost the shadow: " + err.Error()}:
 			default:
 			}
 			return
 		}
 		if k := msg.GetKill(); k != nil {
 			select {
-			case kills <- k.Reason:
+			case kills <- stopRequest{reason: k.Reason, fast: k.Fast}:
 			default:
 			}
 		}
@@ -194,22 +193,22 @@ func (s *Starter) listen(stream wire.Shadow_AttachClient, kills chan<- string, e
 
 // prepare fetches the executable and input into the scratch directory and
 // builds the task. A job that cannot be prepared gets a hold reason.
-func (s *Starter) prepare(ctx context.Context, client wire.ShadowClient, job *classad.ClassAd, jobID string) (*Task, unix.Signal, *wire.Exited) {
+func (s *Starter) prepare(ctx context.Context, client wire.ShadowClient, job *classad.ClassAd, jobID string) (*Task, stopping, *wire.Exited) {
 	cmd, _ := job.EvalString("Cmd")
 	exe := filepath.Join(s.spec.ScratchDir, "condor_exec.exe")
 	if cmd != "" {
 		exe = filepath.Join(s.spec.ScratchDir, filepath.Base(cmd))
 	}
 	if err := s.fetch(ctx, client, "executable", exe, true); err != nil {
-		return nil, 0, &wire.Exited{HoldReason: fmt.Sprintf("Cannot fetch executable %s: %v", cmd, err), HoldCode: holdCodeExec}
+		return nil, stopping{}, &wire.Exited{HoldReason: fmt.Sprintf("Cannot fetch executable %s: %v", cmd, err), HoldCode: holdCodeExec}
 	}
 	args, err := jobargs.Split(stringAttr(job, "Arguments"))
 	if err != nil {
-		return nil, 0, &wire.Exited{HoldReason: "Bad Arguments: " + err.Error(), HoldCode: holdCodeExec}
+		return nil, stopping{}, &wire.Exited{HoldReason: "Bad Arguments: " + err.Error(), HoldCode: holdCodeExec}
 	}
 	env, err := jobargs.SplitEnv(stringAttr(job, "Environment"))
 	if err != nil {
-		return nil, 0, &wire.Exited{HoldReason: "Bad Environment: " + err.Error(), HoldCode: holdCodeExec}
+		return nil, stopping{}, &wire.Exited{HoldReason: "Bad Environment: " + err.Error(), HoldCode: holdCodeExec}
 	}
 	scratch := s.spec.ScratchDir
 	if r, ok := s.runner.(ScratchRelocator); ok {
@@ -232,17 +231,17 @@ func (s *Starter) prepare(ctx context.Context, client wire.ShadowClient, job *cl
 	if in := stringAttr(job, "In"); in != "" && in != os.DevNull {
 		path := filepath.Join(s.spec.ScratchDir, ".harrier_stdin")
 		if err := s.fetch(ctx, client, "input", path, false); err != nil {
-			return nil, 0, &wire.Exited{HoldReason: fmt.Sprintf("Cannot fetch input %s: %v", in, err), HoldCode: holdCodeInput}
+			return nil, stopping{}, &wire.Exited{HoldReason: fmt.Sprintf("Cannot fetch input %s: %v", in, err), HoldCode: holdCodeInput}
 		}
 		f, err := os.Open(path)
 		if err != nil {
-			return nil, 0, &wire.Exited{HoldReason: fmt.Sprintf("Cannot open input %s: %v", in, err), HoldCode: holdCodeInput}
+			return nil, stopping{}, &wire.Exited{HoldReason: fmt.Sprintf("Cannot open input %s: %v", in, err), HoldCode: holdCodeInput}
 		}
 		// The job reads its input from the open file; the name can go.
 		_ = os.Remove(path)
 		t.Stdin = f
 	}
-	return t, signalNumber(stringAttr(job, "KillSig")), nil
+	return t, stoppingFor(job), nil
 }
 
 // fetch copies one of the job's files from the shadow to path.

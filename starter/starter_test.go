@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -22,6 +23,26 @@ func TestSignalNumber(t *testing.T) {
 	} {
 		if got := signalNumber(in); got != want {
 			t.Errorf("signalNumber(%q) = %v, want %v", in, got, want)
+		}
+	}
+}
+
+// TestStoppingFor reads how a job is stopped: its kill_sig, and
+// job_max_vacate_time as its grace time before SIGKILL.
+func TestStoppingFor(t *testing.T) {
+	for src, want := range map[string]stopping{
+		`[ A = 1 ]`: {unix.SIGTERM, killGrace},
+		`[ KillSig = "SIGINT"; JobMaxVacateTime = 60 ]`: {unix.SIGINT, time.Minute},
+		`[ JobMaxVacateTime = 0 ]`:                      {unix.SIGTERM, 0},
+		`[ JobMaxVacateTime = -1 ]`:                     {unix.SIGTERM, killGrace},
+		`[ JobMaxVacateTime = "soon" ]`:                 {unix.SIGTERM, killGrace},
+	} {
+		ad, err := classad.Parse(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := stoppingFor(ad); got != want {
+			t.Errorf("stoppingFor(%s) = %+v, want %+v", src, got, want)
 		}
 	}
 }

@@ -1033,6 +1033,102 @@ func (*ReleaseClaimReply) Descriptor() ([]byte, []int) {
 	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{18}
 }
 
+type CheckpointFilesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Secret        string                 `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckpointFilesRequest) Reset() {
+	*x = CheckpointFilesRequest{}
+	mi := &file_harrier_v1_harrier_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointFilesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointFilesRequest) ProtoMessage() {}
+
+func (x *CheckpointFilesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_harrier_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointFilesRequest.ProtoReflect.Descriptor instead.
+func (*CheckpointFilesRequest) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *CheckpointFilesRequest) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
+type CheckpointFilesReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Files         int32                  `protobuf:"varint,1,opt,name=files,proto3" json:"files,omitempty"`
+	Bytes         int64                  `protobuf:"varint,2,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckpointFilesReply) Reset() {
+	*x = CheckpointFilesReply{}
+	mi := &file_harrier_v1_harrier_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointFilesReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointFilesReply) ProtoMessage() {}
+
+func (x *CheckpointFilesReply) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_harrier_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointFilesReply.ProtoReflect.Descriptor instead.
+func (*CheckpointFilesReply) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *CheckpointFilesReply) GetFiles() int32 {
+	if x != nil {
+		return x.Files
+	}
+	return 0
+}
+
+func (x *CheckpointFilesReply) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
 type CheckpointChunk struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The job's secret and the dump's statistics come with the first chunk.
@@ -1045,7 +1141,7 @@ type CheckpointChunk struct {
 
 func (x *CheckpointChunk) Reset() {
 	*x = CheckpointChunk{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[19]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1057,7 +1153,7 @@ func (x *CheckpointChunk) String() string {
 func (*CheckpointChunk) ProtoMessage() {}
 
 func (x *CheckpointChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[19]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1070,7 +1166,7 @@ func (x *CheckpointChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointChunk.ProtoReflect.Descriptor instead.
 func (*CheckpointChunk) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{19}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CheckpointChunk) GetSecret() string {
@@ -1109,7 +1205,7 @@ type CheckpointInfo struct {
 
 func (x *CheckpointInfo) Reset() {
 	*x = CheckpointInfo{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[20]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1121,7 +1217,7 @@ func (x *CheckpointInfo) String() string {
 func (*CheckpointInfo) ProtoMessage() {}
 
 func (x *CheckpointInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[20]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1134,7 +1230,7 @@ func (x *CheckpointInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointInfo.ProtoReflect.Descriptor instead.
 func (*CheckpointInfo) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{20}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CheckpointInfo) GetFrozenSeconds() float64 {
@@ -1174,7 +1270,7 @@ type PutCheckpointReply struct {
 
 func (x *PutCheckpointReply) Reset() {
 	*x = PutCheckpointReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[21]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1186,7 +1282,7 @@ func (x *PutCheckpointReply) String() string {
 func (*PutCheckpointReply) ProtoMessage() {}
 
 func (x *PutCheckpointReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[21]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1199,7 +1295,7 @@ func (x *PutCheckpointReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutCheckpointReply.ProtoReflect.Descriptor instead.
 func (*PutCheckpointReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{21}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PutCheckpointReply) GetStoredBytes() int64 {
@@ -1218,7 +1314,7 @@ type GetCheckpointRequest struct {
 
 func (x *GetCheckpointRequest) Reset() {
 	*x = GetCheckpointRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[22]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1230,7 +1326,7 @@ func (x *GetCheckpointRequest) String() string {
 func (*GetCheckpointRequest) ProtoMessage() {}
 
 func (x *GetCheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[22]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1243,7 +1339,7 @@ func (x *GetCheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCheckpointRequest.ProtoReflect.Descriptor instead.
 func (*GetCheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{22}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetCheckpointRequest) GetSecret() string {
@@ -1272,7 +1368,7 @@ type StarterMessage struct {
 
 func (x *StarterMessage) Reset() {
 	*x = StarterMessage{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[23]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1284,7 +1380,7 @@ func (x *StarterMessage) String() string {
 func (*StarterMessage) ProtoMessage() {}
 
 func (x *StarterMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[23]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1297,7 +1393,7 @@ func (x *StarterMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StarterMessage.ProtoReflect.Descriptor instead.
 func (*StarterMessage) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{23}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *StarterMessage) GetBody() isStarterMessage_Body {
@@ -1444,7 +1540,7 @@ type CheckpointFailed struct {
 
 func (x *CheckpointFailed) Reset() {
 	*x = CheckpointFailed{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[24]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1456,7 +1552,7 @@ func (x *CheckpointFailed) String() string {
 func (*CheckpointFailed) ProtoMessage() {}
 
 func (x *CheckpointFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[24]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1469,7 +1565,7 @@ func (x *CheckpointFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointFailed.ProtoReflect.Descriptor instead.
 func (*CheckpointFailed) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{24}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CheckpointFailed) GetReason() string {
@@ -1496,7 +1592,7 @@ type Suspended struct {
 
 func (x *Suspended) Reset() {
 	*x = Suspended{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[25]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1508,7 +1604,7 @@ func (x *Suspended) String() string {
 func (*Suspended) ProtoMessage() {}
 
 func (x *Suspended) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[25]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1521,7 +1617,7 @@ func (x *Suspended) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Suspended.ProtoReflect.Descriptor instead.
 func (*Suspended) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{25}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Suspended) GetReason() string {
@@ -1540,7 +1636,7 @@ type Resumed struct {
 
 func (x *Resumed) Reset() {
 	*x = Resumed{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[26]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1552,7 +1648,7 @@ func (x *Resumed) String() string {
 func (*Resumed) ProtoMessage() {}
 
 func (x *Resumed) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[26]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1565,7 +1661,7 @@ func (x *Resumed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resumed.ProtoReflect.Descriptor instead.
 func (*Resumed) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{26}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{28}
 }
 
 type Hello struct {
@@ -1580,7 +1676,7 @@ type Hello struct {
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[27]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1592,7 +1688,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[27]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1605,7 +1701,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{27}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Hello) GetJobId() string {
@@ -1640,7 +1736,7 @@ type Output struct {
 
 func (x *Output) Reset() {
 	*x = Output{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1652,7 +1748,7 @@ func (x *Output) String() string {
 func (*Output) ProtoMessage() {}
 
 func (x *Output) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1665,7 +1761,7 @@ func (x *Output) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Output.ProtoReflect.Descriptor instead.
 func (*Output) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{28}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Output) GetFd() int32 {
@@ -1702,7 +1798,7 @@ type Started struct {
 
 func (x *Started) Reset() {
 	*x = Started{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1714,7 +1810,7 @@ func (x *Started) String() string {
 func (*Started) ProtoMessage() {}
 
 func (x *Started) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1727,7 +1823,7 @@ func (x *Started) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Started.ProtoReflect.Descriptor instead.
 func (*Started) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{29}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Started) GetPid() int32 {
@@ -1770,7 +1866,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1782,7 +1878,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1795,7 +1891,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{30}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Usage) GetUserCpuSeconds() float64 {
@@ -1847,7 +1943,7 @@ type Exited struct {
 
 func (x *Exited) Reset() {
 	*x = Exited{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1859,7 +1955,7 @@ func (x *Exited) String() string {
 func (*Exited) ProtoMessage() {}
 
 func (x *Exited) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1872,7 +1968,7 @@ func (x *Exited) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Exited.ProtoReflect.Descriptor instead.
 func (*Exited) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{31}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Exited) GetBySignal() bool {
@@ -1946,7 +2042,7 @@ type ShadowMessage struct {
 
 func (x *ShadowMessage) Reset() {
 	*x = ShadowMessage{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1958,7 +2054,7 @@ func (x *ShadowMessage) String() string {
 func (*ShadowMessage) ProtoMessage() {}
 
 func (x *ShadowMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1971,7 +2067,7 @@ func (x *ShadowMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShadowMessage.ProtoReflect.Descriptor instead.
 func (*ShadowMessage) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{32}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ShadowMessage) GetBody() isShadowMessage_Body {
@@ -2056,7 +2152,7 @@ type CheckpointNow struct {
 
 func (x *CheckpointNow) Reset() {
 	*x = CheckpointNow{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2068,7 +2164,7 @@ func (x *CheckpointNow) String() string {
 func (*CheckpointNow) ProtoMessage() {}
 
 func (x *CheckpointNow) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2081,7 +2177,7 @@ func (x *CheckpointNow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointNow.ProtoReflect.Descriptor instead.
 func (*CheckpointNow) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{33}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CheckpointNow) GetVacate() bool {
@@ -2100,7 +2196,7 @@ type JobSpec struct {
 
 func (x *JobSpec) Reset() {
 	*x = JobSpec{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2112,7 +2208,7 @@ func (x *JobSpec) String() string {
 func (*JobSpec) ProtoMessage() {}
 
 func (x *JobSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2125,7 +2221,7 @@ func (x *JobSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobSpec.ProtoReflect.Descriptor instead.
 func (*JobSpec) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{34}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *JobSpec) GetJobAd() string {
@@ -2135,16 +2231,20 @@ func (x *JobSpec) GetJobAd() string {
 	return ""
 }
 
+// Kill stops the job: its kill signal, then SIGKILL after its grace
+// time; with fast, SIGKILL at once (a removal the job did not want
+// graceful).
 type Kill struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Reason        string                 `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	Fast          bool                   `protobuf:"varint,2,opt,name=fast,proto3" json:"fast,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Kill) Reset() {
 	*x = Kill{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2156,7 +2256,7 @@ func (x *Kill) String() string {
 func (*Kill) ProtoMessage() {}
 
 func (x *Kill) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2169,7 +2269,7 @@ func (x *Kill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Kill.ProtoReflect.Descriptor instead.
 func (*Kill) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{35}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Kill) GetReason() string {
@@ -2177,6 +2277,13 @@ func (x *Kill) GetReason() string {
 		return x.Reason
 	}
 	return ""
+}
+
+func (x *Kill) GetFast() bool {
+	if x != nil {
+		return x.Fast
+	}
+	return false
 }
 
 type ReadFileRequest struct {
@@ -2190,7 +2297,7 @@ type ReadFileRequest struct {
 
 func (x *ReadFileRequest) Reset() {
 	*x = ReadFileRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2202,7 +2309,7 @@ func (x *ReadFileRequest) String() string {
 func (*ReadFileRequest) ProtoMessage() {}
 
 func (x *ReadFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2215,7 +2322,7 @@ func (x *ReadFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadFileRequest.ProtoReflect.Descriptor instead.
 func (*ReadFileRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{36}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ReadFileRequest) GetSecret() string {
@@ -2243,7 +2350,7 @@ type FileChunk struct {
 
 func (x *FileChunk) Reset() {
 	*x = FileChunk{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2255,7 +2362,7 @@ func (x *FileChunk) String() string {
 func (*FileChunk) ProtoMessage() {}
 
 func (x *FileChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2268,7 +2375,7 @@ func (x *FileChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileChunk.ProtoReflect.Descriptor instead.
 func (*FileChunk) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{37}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *FileChunk) GetData() []byte {
@@ -2306,7 +2413,7 @@ type ShellOpen struct {
 
 func (x *ShellOpen) Reset() {
 	*x = ShellOpen{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2318,7 +2425,7 @@ func (x *ShellOpen) String() string {
 func (*ShellOpen) ProtoMessage() {}
 
 func (x *ShellOpen) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2331,7 +2438,7 @@ func (x *ShellOpen) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellOpen.ProtoReflect.Descriptor instead.
 func (*ShellOpen) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{38}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ShellOpen) GetJobId() string {
@@ -2398,7 +2505,7 @@ type ShellRequest struct {
 
 func (x *ShellRequest) Reset() {
 	*x = ShellRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2410,7 +2517,7 @@ func (x *ShellRequest) String() string {
 func (*ShellRequest) ProtoMessage() {}
 
 func (x *ShellRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2423,7 +2530,7 @@ func (x *ShellRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellRequest.ProtoReflect.Descriptor instead.
 func (*ShellRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{39}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ShellRequest) GetBody() isShellRequest_Body {
@@ -2493,7 +2600,7 @@ type ShellInput struct {
 
 func (x *ShellInput) Reset() {
 	*x = ShellInput{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2505,7 +2612,7 @@ func (x *ShellInput) String() string {
 func (*ShellInput) ProtoMessage() {}
 
 func (x *ShellInput) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2518,7 +2625,7 @@ func (x *ShellInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellInput.ProtoReflect.Descriptor instead.
 func (*ShellInput) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{40}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ShellInput) GetData() []byte {
@@ -2546,7 +2653,7 @@ type ShellResize struct {
 
 func (x *ShellResize) Reset() {
 	*x = ShellResize{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2558,7 +2665,7 @@ func (x *ShellResize) String() string {
 func (*ShellResize) ProtoMessage() {}
 
 func (x *ShellResize) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2571,7 +2678,7 @@ func (x *ShellResize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellResize.ProtoReflect.Descriptor instead.
 func (*ShellResize) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{41}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ShellResize) GetRows() uint32 {
@@ -2605,7 +2712,7 @@ type ShellReply struct {
 
 func (x *ShellReply) Reset() {
 	*x = ShellReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2617,7 +2724,7 @@ func (x *ShellReply) String() string {
 func (*ShellReply) ProtoMessage() {}
 
 func (x *ShellReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2630,7 +2737,7 @@ func (x *ShellReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellReply.ProtoReflect.Descriptor instead.
 func (*ShellReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{42}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ShellReply) GetBody() isShellReply_Body {
@@ -2714,7 +2821,7 @@ type ShellStarted struct {
 
 func (x *ShellStarted) Reset() {
 	*x = ShellStarted{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2726,7 +2833,7 @@ func (x *ShellStarted) String() string {
 func (*ShellStarted) ProtoMessage() {}
 
 func (x *ShellStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2739,7 +2846,7 @@ func (x *ShellStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellStarted.ProtoReflect.Descriptor instead.
 func (*ShellStarted) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{43}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{45}
 }
 
 type ShellHello struct {
@@ -2752,7 +2859,7 @@ type ShellHello struct {
 
 func (x *ShellHello) Reset() {
 	*x = ShellHello{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2764,7 +2871,7 @@ func (x *ShellHello) String() string {
 func (*ShellHello) ProtoMessage() {}
 
 func (x *ShellHello) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2777,7 +2884,7 @@ func (x *ShellHello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellHello.ProtoReflect.Descriptor instead.
 func (*ShellHello) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{44}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ShellHello) GetSecret() string {
@@ -2809,7 +2916,7 @@ type ShellExited struct {
 
 func (x *ShellExited) Reset() {
 	*x = ShellExited{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[45]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2821,7 +2928,7 @@ func (x *ShellExited) String() string {
 func (*ShellExited) ProtoMessage() {}
 
 func (x *ShellExited) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[45]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2834,7 +2941,7 @@ func (x *ShellExited) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellExited.ProtoReflect.Descriptor instead.
 func (*ShellExited) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{45}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ShellExited) GetExitCode() int32 {
@@ -2937,7 +3044,12 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\x12ActivateClaimReply\"0\n" +
 	"\x13ReleaseClaimRequest\x12\x19\n" +
 	"\bclaim_id\x18\x01 \x01(\tR\aclaimId\"\x13\n" +
-	"\x11ReleaseClaimReply\"m\n" +
+	"\x11ReleaseClaimReply\"0\n" +
+	"\x16CheckpointFilesRequest\x12\x16\n" +
+	"\x06secret\x18\x01 \x01(\tR\x06secret\"B\n" +
+	"\x14CheckpointFilesReply\x12\x14\n" +
+	"\x05files\x18\x01 \x01(\x05R\x05files\x12\x14\n" +
+	"\x05bytes\x18\x02 \x01(\x03R\x05bytes\"m\n" +
 	"\x0fCheckpointChunk\x12\x16\n" +
 	"\x06secret\x18\x01 \x01(\tR\x06secret\x12.\n" +
 	"\x04info\x18\x02 \x01(\v2\x1a.harrier.v1.CheckpointInfoR\x04info\x12\x12\n" +
@@ -3006,9 +3118,10 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\rCheckpointNow\x12\x16\n" +
 	"\x06vacate\x18\x01 \x01(\bR\x06vacate\" \n" +
 	"\aJobSpec\x12\x15\n" +
-	"\x06job_ad\x18\x01 \x01(\tR\x05jobAd\"\x1e\n" +
+	"\x06job_ad\x18\x01 \x01(\tR\x05jobAd\"2\n" +
 	"\x04Kill\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"=\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x12\n" +
+	"\x04fast\x18\x02 \x01(\bR\x04fast\"=\n" +
 	"\x0fReadFileRequest\x12\x16\n" +
 	"\x06secret\x18\x01 \x01(\tR\x06secret\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\"3\n" +
@@ -3065,13 +3178,15 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\fRequestClaim\x12\x1f.harrier.v1.RequestClaimRequest\x1a\x1d.harrier.v1.RequestClaimReply\x12Q\n" +
 	"\rActivateClaim\x12 .harrier.v1.ActivateClaimRequest\x1a\x1e.harrier.v1.ActivateClaimReply\x12N\n" +
 	"\fReleaseClaim\x12\x1f.harrier.v1.ReleaseClaimRequest\x1a\x1d.harrier.v1.ReleaseClaimReply\x12E\n" +
-	"\tKeepAlive\x12\x1c.harrier.v1.KeepAliveRequest\x1a\x1a.harrier.v1.KeepAliveReply2\xf0\x02\n" +
+	"\tKeepAlive\x12\x1c.harrier.v1.KeepAliveRequest\x1a\x1a.harrier.v1.KeepAliveReply2\xad\x04\n" +
 	"\x06Shadow\x12C\n" +
 	"\x06Attach\x12\x1a.harrier.v1.StarterMessage\x1a\x19.harrier.v1.ShadowMessage(\x010\x01\x12@\n" +
 	"\bReadFile\x12\x1b.harrier.v1.ReadFileRequest\x1a\x15.harrier.v1.FileChunk0\x01\x12N\n" +
 	"\rPutCheckpoint\x12\x1b.harrier.v1.CheckpointChunk\x1a\x1e.harrier.v1.PutCheckpointReply(\x01\x12P\n" +
 	"\rGetCheckpoint\x12 .harrier.v1.GetCheckpointRequest\x1a\x1b.harrier.v1.CheckpointChunk0\x01\x12=\n" +
-	"\x05Shell\x12\x16.harrier.v1.ShellReply\x1a\x18.harrier.v1.ShellRequest(\x010\x01B\x1aZ\x18harrier.dev/harrier/wireb\x06proto3"
+	"\x05Shell\x12\x16.harrier.v1.ShellReply\x1a\x18.harrier.v1.ShellRequest(\x010\x01\x12[\n" +
+	"\x13SaveCheckpointFiles\x12\".harrier.v1.CheckpointFilesRequest\x1a .harrier.v1.CheckpointFilesReply\x12^\n" +
+	"\x16RestoreCheckpointFiles\x12\".harrier.v1.CheckpointFilesRequest\x1a .harrier.v1.CheckpointFilesReplyB\x1aZ\x18harrier.dev/harrier/wireb\x06proto3"
 
 var (
 	file_harrier_v1_harrier_proto_rawDescOnce sync.Once
@@ -3085,77 +3200,79 @@ func file_harrier_v1_harrier_proto_rawDescGZIP() []byte {
 	return file_harrier_v1_harrier_proto_rawDescData
 }
 
-var file_harrier_v1_harrier_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
+var file_harrier_v1_harrier_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
 var file_harrier_v1_harrier_proto_goTypes = []any{
-	(*AdvertiseRequest)(nil),     // 0: harrier.v1.AdvertiseRequest
-	(*AdvertiseJobsRequest)(nil), // 1: harrier.v1.AdvertiseJobsRequest
-	(*AdvertiseReply)(nil),       // 2: harrier.v1.AdvertiseReply
-	(*InvalidateRequest)(nil),    // 3: harrier.v1.InvalidateRequest
-	(*InvalidateReply)(nil),      // 4: harrier.v1.InvalidateReply
-	(*QueryRequest)(nil),         // 5: harrier.v1.QueryRequest
-	(*QueryReply)(nil),           // 6: harrier.v1.QueryReply
-	(*MatchedRequest)(nil),       // 7: harrier.v1.MatchedRequest
-	(*MatchedReply)(nil),         // 8: harrier.v1.MatchedReply
-	(*KeepAliveRequest)(nil),     // 9: harrier.v1.KeepAliveRequest
-	(*KeepAliveReply)(nil),       // 10: harrier.v1.KeepAliveReply
-	(*StartdMatchedRequest)(nil), // 11: harrier.v1.StartdMatchedRequest
-	(*StartdMatchedReply)(nil),   // 12: harrier.v1.StartdMatchedReply
-	(*RequestClaimRequest)(nil),  // 13: harrier.v1.RequestClaimRequest
-	(*RequestClaimReply)(nil),    // 14: harrier.v1.RequestClaimReply
-	(*ActivateClaimRequest)(nil), // 15: harrier.v1.ActivateClaimRequest
-	(*ActivateClaimReply)(nil),   // 16: harrier.v1.ActivateClaimReply
-	(*ReleaseClaimRequest)(nil),  // 17: harrier.v1.ReleaseClaimRequest
-	(*ReleaseClaimReply)(nil),    // 18: harrier.v1.ReleaseClaimReply
-	(*CheckpointChunk)(nil),      // 19: harrier.v1.CheckpointChunk
-	(*CheckpointInfo)(nil),       // 20: harrier.v1.CheckpointInfo
-	(*PutCheckpointReply)(nil),   // 21: harrier.v1.PutCheckpointReply
-	(*GetCheckpointRequest)(nil), // 22: harrier.v1.GetCheckpointRequest
-	(*StarterMessage)(nil),       // 23: harrier.v1.StarterMessage
-	(*CheckpointFailed)(nil),     // 24: harrier.v1.CheckpointFailed
-	(*Suspended)(nil),            // 25: harrier.v1.Suspended
-	(*Resumed)(nil),              // 26: harrier.v1.Resumed
-	(*Hello)(nil),                // 27: harrier.v1.Hello
-	(*Output)(nil),               // 28: harrier.v1.Output
-	(*Started)(nil),              // 29: harrier.v1.Started
-	(*Usage)(nil),                // 30: harrier.v1.Usage
-	(*Exited)(nil),               // 31: harrier.v1.Exited
-	(*ShadowMessage)(nil),        // 32: harrier.v1.ShadowMessage
-	(*CheckpointNow)(nil),        // 33: harrier.v1.CheckpointNow
-	(*JobSpec)(nil),              // 34: harrier.v1.JobSpec
-	(*Kill)(nil),                 // 35: harrier.v1.Kill
-	(*ReadFileRequest)(nil),      // 36: harrier.v1.ReadFileRequest
-	(*FileChunk)(nil),            // 37: harrier.v1.FileChunk
-	(*ShellOpen)(nil),            // 38: harrier.v1.ShellOpen
-	(*ShellRequest)(nil),         // 39: harrier.v1.ShellRequest
-	(*ShellInput)(nil),           // 40: harrier.v1.ShellInput
-	(*ShellResize)(nil),          // 41: harrier.v1.ShellResize
-	(*ShellReply)(nil),           // 42: harrier.v1.ShellReply
-	(*ShellStarted)(nil),         // 43: harrier.v1.ShellStarted
-	(*ShellHello)(nil),           // 44: harrier.v1.ShellHello
-	(*ShellExited)(nil),          // 45: harrier.v1.ShellExited
+	(*AdvertiseRequest)(nil),       // 0: harrier.v1.AdvertiseRequest
+	(*AdvertiseJobsRequest)(nil),   // 1: harrier.v1.AdvertiseJobsRequest
+	(*AdvertiseReply)(nil),         // 2: harrier.v1.AdvertiseReply
+	(*InvalidateRequest)(nil),      // 3: harrier.v1.InvalidateRequest
+	(*InvalidateReply)(nil),        // 4: harrier.v1.InvalidateReply
+	(*QueryRequest)(nil),           // 5: harrier.v1.QueryRequest
+	(*QueryReply)(nil),             // 6: harrier.v1.QueryReply
+	(*MatchedRequest)(nil),         // 7: harrier.v1.MatchedRequest
+	(*MatchedReply)(nil),           // 8: harrier.v1.MatchedReply
+	(*KeepAliveRequest)(nil),       // 9: harrier.v1.KeepAliveRequest
+	(*KeepAliveReply)(nil),         // 10: harrier.v1.KeepAliveReply
+	(*StartdMatchedRequest)(nil),   // 11: harrier.v1.StartdMatchedRequest
+	(*StartdMatchedReply)(nil),     // 12: harrier.v1.StartdMatchedReply
+	(*RequestClaimRequest)(nil),    // 13: harrier.v1.RequestClaimRequest
+	(*RequestClaimReply)(nil),      // 14: harrier.v1.RequestClaimReply
+	(*ActivateClaimRequest)(nil),   // 15: harrier.v1.ActivateClaimRequest
+	(*ActivateClaimReply)(nil),     // 16: harrier.v1.ActivateClaimReply
+	(*ReleaseClaimRequest)(nil),    // 17: harrier.v1.ReleaseClaimRequest
+	(*ReleaseClaimReply)(nil),      // 18: harrier.v1.ReleaseClaimReply
+	(*CheckpointFilesRequest)(nil), // 19: harrier.v1.CheckpointFilesRequest
+	(*CheckpointFilesReply)(nil),   // 20: harrier.v1.CheckpointFilesReply
+	(*CheckpointChunk)(nil),        // 21: harrier.v1.CheckpointChunk
+	(*CheckpointInfo)(nil),         // 22: harrier.v1.CheckpointInfo
+	(*PutCheckpointReply)(nil),     // 23: harrier.v1.PutCheckpointReply
+	(*GetCheckpointRequest)(nil),   // 24: harrier.v1.GetCheckpointRequest
+	(*StarterMessage)(nil),         // 25: harrier.v1.StarterMessage
+	(*CheckpointFailed)(nil),       // 26: harrier.v1.CheckpointFailed
+	(*Suspended)(nil),              // 27: harrier.v1.Suspended
+	(*Resumed)(nil),                // 28: harrier.v1.Resumed
+	(*Hello)(nil),                  // 29: harrier.v1.Hello
+	(*Output)(nil),                 // 30: harrier.v1.Output
+	(*Started)(nil),                // 31: harrier.v1.Started
+	(*Usage)(nil),                  // 32: harrier.v1.Usage
+	(*Exited)(nil),                 // 33: harrier.v1.Exited
+	(*ShadowMessage)(nil),          // 34: harrier.v1.ShadowMessage
+	(*CheckpointNow)(nil),          // 35: harrier.v1.CheckpointNow
+	(*JobSpec)(nil),                // 36: harrier.v1.JobSpec
+	(*Kill)(nil),                   // 37: harrier.v1.Kill
+	(*ReadFileRequest)(nil),        // 38: harrier.v1.ReadFileRequest
+	(*FileChunk)(nil),              // 39: harrier.v1.FileChunk
+	(*ShellOpen)(nil),              // 40: harrier.v1.ShellOpen
+	(*ShellRequest)(nil),           // 41: harrier.v1.ShellRequest
+	(*ShellInput)(nil),             // 42: harrier.v1.ShellInput
+	(*ShellResize)(nil),            // 43: harrier.v1.ShellResize
+	(*ShellReply)(nil),             // 44: harrier.v1.ShellReply
+	(*ShellStarted)(nil),           // 45: harrier.v1.ShellStarted
+	(*ShellHello)(nil),             // 46: harrier.v1.ShellHello
+	(*ShellExited)(nil),            // 47: harrier.v1.ShellExited
 }
 var file_harrier_v1_harrier_proto_depIdxs = []int32{
-	20, // 0: harrier.v1.CheckpointChunk.info:type_name -> harrier.v1.CheckpointInfo
-	27, // 1: harrier.v1.StarterMessage.hello:type_name -> harrier.v1.Hello
-	28, // 2: harrier.v1.StarterMessage.output:type_name -> harrier.v1.Output
-	29, // 3: harrier.v1.StarterMessage.started:type_name -> harrier.v1.Started
-	30, // 4: harrier.v1.StarterMessage.usage:type_name -> harrier.v1.Usage
-	31, // 5: harrier.v1.StarterMessage.exited:type_name -> harrier.v1.Exited
-	25, // 6: harrier.v1.StarterMessage.suspended:type_name -> harrier.v1.Suspended
-	26, // 7: harrier.v1.StarterMessage.resumed:type_name -> harrier.v1.Resumed
-	24, // 8: harrier.v1.StarterMessage.checkpoint_failed:type_name -> harrier.v1.CheckpointFailed
-	30, // 9: harrier.v1.Exited.usage:type_name -> harrier.v1.Usage
-	34, // 10: harrier.v1.ShadowMessage.job:type_name -> harrier.v1.JobSpec
-	35, // 11: harrier.v1.ShadowMessage.kill:type_name -> harrier.v1.Kill
-	33, // 12: harrier.v1.ShadowMessage.checkpoint:type_name -> harrier.v1.CheckpointNow
-	38, // 13: harrier.v1.ShadowMessage.shell:type_name -> harrier.v1.ShellOpen
-	38, // 14: harrier.v1.ShellRequest.open:type_name -> harrier.v1.ShellOpen
-	40, // 15: harrier.v1.ShellRequest.input:type_name -> harrier.v1.ShellInput
-	41, // 16: harrier.v1.ShellRequest.resize:type_name -> harrier.v1.ShellResize
-	44, // 17: harrier.v1.ShellReply.hello:type_name -> harrier.v1.ShellHello
-	28, // 18: harrier.v1.ShellReply.output:type_name -> harrier.v1.Output
-	45, // 19: harrier.v1.ShellReply.exited:type_name -> harrier.v1.ShellExited
-	43, // 20: harrier.v1.ShellReply.started:type_name -> harrier.v1.ShellStarted
+	22, // 0: harrier.v1.CheckpointChunk.info:type_name -> harrier.v1.CheckpointInfo
+	29, // 1: harrier.v1.StarterMessage.hello:type_name -> harrier.v1.Hello
+	30, // 2: harrier.v1.StarterMessage.output:type_name -> harrier.v1.Output
+	31, // 3: harrier.v1.StarterMessage.started:type_name -> harrier.v1.Started
+	32, // 4: harrier.v1.StarterMessage.usage:type_name -> harrier.v1.Usage
+	33, // 5: harrier.v1.StarterMessage.exited:type_name -> harrier.v1.Exited
+	27, // 6: harrier.v1.StarterMessage.suspended:type_name -> harrier.v1.Suspended
+	28, // 7: harrier.v1.StarterMessage.resumed:type_name -> harrier.v1.Resumed
+	26, // 8: harrier.v1.StarterMessage.checkpoint_failed:type_name -> harrier.v1.CheckpointFailed
+	32, // 9: harrier.v1.Exited.usage:type_name -> harrier.v1.Usage
+	36, // 10: harrier.v1.ShadowMessage.job:type_name -> harrier.v1.JobSpec
+	37, // 11: harrier.v1.ShadowMessage.kill:type_name -> harrier.v1.Kill
+	35, // 12: harrier.v1.ShadowMessage.checkpoint:type_name -> harrier.v1.CheckpointNow
+	40, // 13: harrier.v1.ShadowMessage.shell:type_name -> harrier.v1.ShellOpen
+	40, // 14: harrier.v1.ShellRequest.open:type_name -> harrier.v1.ShellOpen
+	42, // 15: harrier.v1.ShellRequest.input:type_name -> harrier.v1.ShellInput
+	43, // 16: harrier.v1.ShellRequest.resize:type_name -> harrier.v1.ShellResize
+	46, // 17: harrier.v1.ShellReply.hello:type_name -> harrier.v1.ShellHello
+	30, // 18: harrier.v1.ShellReply.output:type_name -> harrier.v1.Output
+	47, // 19: harrier.v1.ShellReply.exited:type_name -> harrier.v1.ShellExited
+	45, // 20: harrier.v1.ShellReply.started:type_name -> harrier.v1.ShellStarted
 	0,  // 21: harrier.v1.Collector.Advertise:input_type -> harrier.v1.AdvertiseRequest
 	1,  // 22: harrier.v1.Collector.AdvertiseJobs:input_type -> harrier.v1.AdvertiseJobsRequest
 	3,  // 23: harrier.v1.Collector.Invalidate:input_type -> harrier.v1.InvalidateRequest
@@ -3166,28 +3283,32 @@ var file_harrier_v1_harrier_proto_depIdxs = []int32{
 	15, // 28: harrier.v1.Startd.ActivateClaim:input_type -> harrier.v1.ActivateClaimRequest
 	17, // 29: harrier.v1.Startd.ReleaseClaim:input_type -> harrier.v1.ReleaseClaimRequest
 	9,  // 30: harrier.v1.Startd.KeepAlive:input_type -> harrier.v1.KeepAliveRequest
-	23, // 31: harrier.v1.Shadow.Attach:input_type -> harrier.v1.StarterMessage
-	36, // 32: harrier.v1.Shadow.ReadFile:input_type -> harrier.v1.ReadFileRequest
-	19, // 33: harrier.v1.Shadow.PutCheckpoint:input_type -> harrier.v1.CheckpointChunk
-	22, // 34: harrier.v1.Shadow.GetCheckpoint:input_type -> harrier.v1.GetCheckpointRequest
-	42, // 35: harrier.v1.Shadow.Shell:input_type -> harrier.v1.ShellReply
-	2,  // 36: harrier.v1.Collector.Advertise:output_type -> harrier.v1.AdvertiseReply
-	2,  // 37: harrier.v1.Collector.AdvertiseJobs:output_type -> harrier.v1.AdvertiseReply
-	4,  // 38: harrier.v1.Collector.Invalidate:output_type -> harrier.v1.InvalidateReply
-	6,  // 39: harrier.v1.Collector.Query:output_type -> harrier.v1.QueryReply
-	8,  // 40: harrier.v1.Agent.Matched:output_type -> harrier.v1.MatchedReply
-	12, // 41: harrier.v1.Startd.Matched:output_type -> harrier.v1.StartdMatchedReply
-	14, // 42: harrier.v1.Startd.RequestClaim:output_type -> harrier.v1.RequestClaimReply
-	16, // 43: harrier.v1.Startd.ActivateClaim:output_type -> harrier.v1.ActivateClaimReply
-	18, // 44: harrier.v1.Startd.ReleaseClaim:output_type -> harrier.v1.ReleaseClaimReply
-	10, // 45: harrier.v1.Startd.KeepAlive:output_type -> harrier.v1.KeepAliveReply
-	32, // 46: harrier.v1.Shadow.Attach:output_type -> harrier.v1.ShadowMessage
-	37, // 47: harrier.v1.Shadow.ReadFile:output_type -> harrier.v1.FileChunk
-	21, // 48: harrier.v1.Shadow.PutCheckpoint:output_type -> harrier.v1.PutCheckpointReply
-	19, // 49: harrier.v1.Shadow.GetCheckpoint:output_type -> harrier.v1.CheckpointChunk
-	39, // 50: harrier.v1.Shadow.Shell:output_type -> harrier.v1.ShellRequest
-	36, // [36:51] is the sub-list for method output_type
-	21, // [21:36] is the sub-list for method input_type
+	25, // 31: harrier.v1.Shadow.Attach:input_type -> harrier.v1.StarterMessage
+	38, // 32: harrier.v1.Shadow.ReadFile:input_type -> harrier.v1.ReadFileRequest
+	21, // 33: harrier.v1.Shadow.PutCheckpoint:input_type -> harrier.v1.CheckpointChunk
+	24, // 34: harrier.v1.Shadow.GetCheckpoint:input_type -> harrier.v1.GetCheckpointRequest
+	44, // 35: harrier.v1.Shadow.Shell:input_type -> harrier.v1.ShellReply
+	19, // 36: harrier.v1.Shadow.SaveCheckpointFiles:input_type -> harrier.v1.CheckpointFilesRequest
+	19, // 37: harrier.v1.Shadow.RestoreCheckpointFiles:input_type -> harrier.v1.CheckpointFilesRequest
+	2,  // 38: harrier.v1.Collector.Advertise:output_type -> harrier.v1.AdvertiseReply
+	2,  // 39: harrier.v1.Collector.AdvertiseJobs:output_type -> harrier.v1.AdvertiseReply
+	4,  // 40: harrier.v1.Collector.Invalidate:output_type -> harrier.v1.InvalidateReply
+	6,  // 41: harrier.v1.Collector.Query:output_type -> harrier.v1.QueryReply
+	8,  // 42: harrier.v1.Agent.Matched:output_type -> harrier.v1.MatchedReply
+	12, // 43: harrier.v1.Startd.Matched:output_type -> harrier.v1.StartdMatchedReply
+	14, // 44: harrier.v1.Startd.RequestClaim:output_type -> harrier.v1.RequestClaimReply
+	16, // 45: harrier.v1.Startd.ActivateClaim:output_type -> harrier.v1.ActivateClaimReply
+	18, // 46: harrier.v1.Startd.ReleaseClaim:output_type -> harrier.v1.ReleaseClaimReply
+	10, // 47: harrier.v1.Startd.KeepAlive:output_type -> harrier.v1.KeepAliveReply
+	34, // 48: harrier.v1.Shadow.Attach:output_type -> harrier.v1.ShadowMessage
+	39, // 49: harrier.v1.Shadow.ReadFile:output_type -> harrier.v1.FileChunk
+	23, // 50: harrier.v1.Shadow.PutCheckpoint:output_type -> harrier.v1.PutCheckpointReply
+	21, // 51: harrier.v1.Shadow.GetCheckpoint:output_type -> harrier.v1.CheckpointChunk
+	41, // 52: harrier.v1.Shadow.Shell:output_type -> harrier.v1.ShellRequest
+	20, // 53: harrier.v1.Shadow.SaveCheckpointFiles:output_type -> harrier.v1.CheckpointFilesReply
+	20, // 54: harrier.v1.Shadow.RestoreCheckpointFiles:output_type -> harrier.v1.CheckpointFilesReply
+	38, // [38:55] is the sub-list for method output_type
+	21, // [21:38] is the sub-list for method input_type
 	21, // [21:21] is the sub-list for extension type_name
 	21, // [21:21] is the sub-list for extension extendee
 	0,  // [0:21] is the sub-list for field type_name
@@ -3198,7 +3319,7 @@ func file_harrier_v1_harrier_proto_init() {
 	if File_harrier_v1_harrier_proto != nil {
 		return
 	}
-	file_harrier_v1_harrier_proto_msgTypes[23].OneofWrappers = []any{
+	file_harrier_v1_harrier_proto_msgTypes[25].OneofWrappers = []any{
 		(*StarterMessage_Hello)(nil),
 		(*StarterMessage_Output)(nil),
 		(*StarterMessage_Started)(nil),
@@ -3208,18 +3329,18 @@ func file_harrier_v1_harrier_proto_init() {
 		(*StarterMessage_Resumed)(nil),
 		(*StarterMessage_CheckpointFailed)(nil),
 	}
-	file_harrier_v1_harrier_proto_msgTypes[32].OneofWrappers = []any{
+	file_harrier_v1_harrier_proto_msgTypes[34].OneofWrappers = []any{
 		(*ShadowMessage_Job)(nil),
 		(*ShadowMessage_Kill)(nil),
 		(*ShadowMessage_Checkpoint)(nil),
 		(*ShadowMessage_Shell)(nil),
 	}
-	file_harrier_v1_harrier_proto_msgTypes[39].OneofWrappers = []any{
+	file_harrier_v1_harrier_proto_msgTypes[41].OneofWrappers = []any{
 		(*ShellRequest_Open)(nil),
 		(*ShellRequest_Input)(nil),
 		(*ShellRequest_Resize)(nil),
 	}
-	file_harrier_v1_harrier_proto_msgTypes[42].OneofWrappers = []any{
+	file_harrier_v1_harrier_proto_msgTypes[44].OneofWrappers = []any{
 		(*ShellReply_Hello)(nil),
 		(*ShellReply_Output)(nil),
 		(*ShellReply_Exited)(nil),
@@ -3231,7 +3352,7 @@ func file_harrier_v1_harrier_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harrier_v1_harrier_proto_rawDesc), len(file_harrier_v1_harrier_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   46,
+			NumMessages:   48,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

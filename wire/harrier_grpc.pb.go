@@ -649,11 +649,13 @@ var Startd_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	Shadow_Attach_FullMethodName        = "/harrier.v1.Shadow/Attach"
-	Shadow_ReadFile_FullMethodName      = "/harrier.v1.Shadow/ReadFile"
-	Shadow_PutCheckpoint_FullMethodName = "/harrier.v1.Shadow/PutCheckpoint"
-	Shadow_GetCheckpoint_FullMethodName = "/harrier.v1.Shadow/GetCheckpoint"
-	Shadow_Shell_FullMethodName         = "/harrier.v1.Shadow/Shell"
+	Shadow_Attach_FullMethodName                 = "/harrier.v1.Shadow/Attach"
+	Shadow_ReadFile_FullMethodName               = "/harrier.v1.Shadow/ReadFile"
+	Shadow_PutCheckpoint_FullMethodName          = "/harrier.v1.Shadow/PutCheckpoint"
+	Shadow_GetCheckpoint_FullMethodName          = "/harrier.v1.Shadow/GetCheckpoint"
+	Shadow_Shell_FullMethodName                  = "/harrier.v1.Shadow/Shell"
+	Shadow_SaveCheckpointFiles_FullMethodName    = "/harrier.v1.Shadow/SaveCheckpointFiles"
+	Shadow_RestoreCheckpointFiles_FullMethodName = "/harrier.v1.Shadow/RestoreCheckpointFiles"
 )
 
 // ShadowClient is the client API for Shadow service.
@@ -682,6 +684,15 @@ type ShadowClient interface {
 	// exit, while the shadow sends its input and terminal size. Each stream
 	// has its own flow control, so a slow reader holds up no one else.
 	Shell(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ShellReply, ShellRequest], error)
+	// SaveCheckpointFiles keeps the job's checkpoint files (its
+	// transfer_checkpoint_files, or what it wrote) as they are in its
+	// submit-side directory now, when it has exited with its
+	// checkpoint_exit_code: they become its latest checkpoint, whole or not
+	// at all.
+	SaveCheckpointFiles(ctx context.Context, in *CheckpointFilesRequest, opts ...grpc.CallOption) (*CheckpointFilesReply, error)
+	// RestoreCheckpointFiles puts the job's latest saved checkpoint files
+	// back into its submit-side directory, before it starts again.
+	RestoreCheckpointFiles(ctx context.Context, in *CheckpointFilesRequest, opts ...grpc.CallOption) (*CheckpointFilesReply, error)
 }
 
 type shadowClient struct {
@@ -769,6 +780,26 @@ func (c *shadowClient) Shell(ctx context.Context, opts ...grpc.CallOption) (grpc
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Shadow_ShellClient = grpc.BidiStreamingClient[ShellReply, ShellRequest]
 
+func (c *shadowClient) SaveCheckpointFiles(ctx context.Context, in *CheckpointFilesRequest, opts ...grpc.CallOption) (*CheckpointFilesReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CheckpointFilesReply)
+	err := c.cc.Invoke(ctx, Shadow_SaveCheckpointFiles_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *shadowClient) RestoreCheckpointFiles(ctx context.Context, in *CheckpointFilesRequest, opts ...grpc.CallOption) (*CheckpointFilesReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CheckpointFilesReply)
+	err := c.cc.Invoke(ctx, Shadow_RestoreCheckpointFiles_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ShadowServer is the server API for Shadow service.
 // All implementations must embed UnimplementedShadowServer
 // for forward compatibility.
@@ -795,6 +826,15 @@ type ShadowServer interface {
 	// exit, while the shadow sends its input and terminal size. Each stream
 	// has its own flow control, so a slow reader holds up no one else.
 	Shell(grpc.BidiStreamingServer[ShellReply, ShellRequest]) error
+	// SaveCheckpointFiles keeps the job's checkpoint files (its
+	// transfer_checkpoint_files, or what it wrote) as they are in its
+	// submit-side directory now, when it has exited with its
+	// checkpoint_exit_code: they become its latest checkpoint, whole or not
+	// at all.
+	SaveCheckpointFiles(context.Context, *CheckpointFilesRequest) (*CheckpointFilesReply, error)
+	// RestoreCheckpointFiles puts the job's latest saved checkpoint files
+	// back into its submit-side directory, before it starts again.
+	RestoreCheckpointFiles(context.Context, *CheckpointFilesRequest) (*CheckpointFilesReply, error)
 	mustEmbedUnimplementedShadowServer()
 }
 
@@ -819,6 +859,12 @@ func (UnimplementedShadowServer) GetCheckpoint(*GetCheckpointRequest, grpc.Serve
 }
 func (UnimplementedShadowServer) Shell(grpc.BidiStreamingServer[ShellReply, ShellRequest]) error {
 	return status.Error(codes.Unimplemented, "method Shell not implemented")
+}
+func (UnimplementedShadowServer) SaveCheckpointFiles(context.Context, *CheckpointFilesRequest) (*CheckpointFilesReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method SaveCheckpointFiles not implemented")
+}
+func (UnimplementedShadowServer) RestoreCheckpointFiles(context.Context, *CheckpointFilesRequest) (*CheckpointFilesReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method RestoreCheckpointFiles not implemented")
 }
 func (UnimplementedShadowServer) mustEmbedUnimplementedShadowServer() {}
 func (UnimplementedShadowServer) testEmbeddedByValue()                {}
@@ -884,13 +930,58 @@ func _Shadow_Shell_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Shadow_ShellServer = grpc.BidiStreamingServer[ShellReply, ShellRequest]
 
+func _Shadow_SaveCheckpointFiles_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CheckpointFilesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ShadowServer).SaveCheckpointFiles(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Shadow_SaveCheckpointFiles_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ShadowServer).SaveCheckpointFiles(ctx, req.(*CheckpointFilesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Shadow_RestoreCheckpointFiles_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CheckpointFilesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ShadowServer).RestoreCheckpointFiles(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Shadow_RestoreCheckpointFiles_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ShadowServer).RestoreCheckpointFiles(ctx, req.(*CheckpointFilesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Shadow_ServiceDesc is the grpc.ServiceDesc for Shadow service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
 var Shadow_ServiceDesc = grpc.ServiceDesc{
 	ServiceName: "harrier.v1.Shadow",
 	HandlerType: (*ShadowServer)(nil),
-	Methods:     []grpc.MethodDesc{},
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "SaveCheckpointFiles",
+			Handler:    _Shadow_SaveCheckpointFiles_Handler,
+		},
+		{
+			MethodName: "RestoreCheckpointFiles",
+			Handler:    _Shadow_RestoreCheckpointFiles_Handler,
+		},
+	},
 	Streams: []grpc.StreamDesc{
 		{
 			StreamName:    "Attach",

@@ -3,11 +3,13 @@ package submit
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode"
 
+	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/jobargs"
 )
 
@@ -65,16 +67,20 @@ var commandTable = []commandEntry{
 	{"on_exit_hold", exprAttr("OnExitHold")},
 	{"on_exit_hold_reason", refuseCommand(noHoldText)},
 	{"on_exit_hold_subcode", refuseCommand(noHoldCode)},
-	{"on_exit_remove", exprAttr("OnExitRemove")},
+	{"on_exit_remove", setOnExitRemove},
 	{"leave_in_queue", onlyFalse("the agent does not keep completed jobs in the queue; harrier history shows them")},
-	{"max_retries", intAttr("MaxRetries")},
+	{"max_retries", setMaxRetries},
 	{"success_exit_code", setSuccessExitCode},
+	{"retry_until", setRetryUntil},
 	{"max_idle", intAttr("JobMaterializeMaxIdle")},
 	{"job_max_vacate_time", exprAttr("JobMaxVacateTime")},
 	{"kill_sig", signalAttr("KillSig")},
+	{"want_graceful_removal", boolAttr("WantGracefulRemoval")},
 	{"job_lease_duration", setJobLease},
 	{"want_checkpoint", boolAttr("WantCheckpoint")},
 	{"checkpoint_interval", intAttr("CheckpointInterval")},
+	{"checkpoint_exit_code", intAttr("SuccessCheckpointExitCode")},
+	{"transfer_checkpoint_files", setCheckpointFiles},
 	{"file_remaps", quotedAttr("FileRemaps")},
 	{"local_files", listAttr("LocalFiles")},
 	{"compress_files", listAttr("CompressFiles")},
@@ -253,14 +259,69 @@ func setRequestGPUs(j *job, name, v string) error {
 }
 
 // defaultMaxRetries is condor_submit's DEFAULT_JOB_MAX_RETRIES, the
-// retries a job with success_exit_code and no max_retries gets.
+// retries a job with success_exit_code or retry_until and no max_retries
+// gets.
 const defaultMaxRetries = 2
 
+func setMaxRetries(j *job, name, v string) error {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return fmt.Errorf("bad %s: %q is not a non-negative integer", name, v)
+	}
+	j.ad.SetInt("JobMaxRetries", n)
+	j.retries = true
+	return nil
+}
+
 func setSuccessExitCode(j *job, name, v string) error {
-	if err := intAttr("SuccessExitCode")(j, name, v); err != nil {
+	if err := intAttr("JobSuccessExitCode")(j, name, v); err != nil {
 		return err
 	}
-	j.successExit = true
+	j.successCode, _ = j.ad.EvalInt("JobSuccessExitCode")
+	j.retries = true
+	return nil
+}
+
+// setRetryUntil reads retry_until: an exit code, or an expression, that
+// ends the retries. It has no attribute of its own: finish puts it into
+// OnExitRemove, as condor_submit does.
+func setRetryUntil(j *job, name, v string) error {
+	e, err := j.expr(name, v)
+	if lit, ok := e.AsLiteral(); err == nil && ok {
+		if _, isBool := lit.BoolValue(); !isBool && lit.Kind() != classad.IntKind {
+			err = errors.New("a literal that is neither")
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%s = %s is invalid: it must be an integer or a boolean expression (%w)", name, v, err)
+	}
+	j.retryUntil = e
+	j.retries = true
+	return nil
+}
+
+func setOnExitRemove(j *job, name, v string) error {
+	e, err := j.expr(name, v)
+	if err != nil {
+		return err
+	}
+	j.onExitRemove = e
+	j.ad.Set("OnExitRemove", e)
+	return nil
+}
+
+// setCheckpointFiles reads transfer_checkpoint_files: names of files or
+// directories within the job's initial directory, which make up the
+// checkpoint of a job that checkpoints itself (checkpoint_exit_code).
+func setCheckpointFiles(j *job, name, v string) error {
+	names := splitList(v)
+	for _, n := range names {
+		if !filepath.IsLocal(filepath.Clean(strings.TrimSuffix(n, "/"))) {
+			return valueNotSupported(name, v, "checkpoint files are named within the job's initial directory, "+
+				"where the job writes them through the shadow")
+		}
+	}
+	j.ad.SetString("TransferCheckpoint", strings.Join(names, ","))
 	return nil
 }
 

@@ -133,9 +133,14 @@
 // (0.0), JobPrio (0), the policy expressions PeriodicHold, PeriodicRelease,
 // PeriodicRemove, OnExitHold (false) and OnExitRemove (true), NumJobStarts
 // (0), ShouldTransferFiles ("NO"), and one attribute per other command given
-// (MaxRetries, SuccessExitCode, KillSig, JobMaxVacateTime,
-// CheckpointInterval, FileRemaps, BufferSize, ...). success_exit_code
-// without max_retries sets MaxRetries to condor_submit's default of 2.
+// (JobMaxRetries, JobSuccessExitCode, KillSig, JobMaxVacateTime,
+// CheckpointInterval, FileRemaps, BufferSize, ...). The retry commands
+// become OnExitRemove as condor_submit makes it: "NumJobCompletions >
+// JobMaxRetries || ExitCode is <success_exit_code, 0 by default>", then
+// "|| ExitCode is N" for retry_until = N or "|| (expr)" for an expression,
+// then "|| (on_exit_remove)" if one was given; success_exit_code or
+// retry_until without max_retries sets JobMaxRetries to condor_submit's
+// default of 2.
 // ExitCode is left undefined. getenv takes true, false or a match list
 // (names and * patterns, ! to reject, case-insensitive). Sizes accept K, M,
 // G and T suffixes (with or without B or iB), all powers of 1024, and a

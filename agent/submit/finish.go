@@ -58,11 +58,46 @@ func (b *builder) finish(j *job, p *plan) error {
 		ad.Set("DiskUsage", usage)
 		ad.Set("RequestDisk", request)
 	}
-	if j.successExit {
-		if _, ok := ad.Lookup("MaxRetries"); !ok {
-			ad.SetInt("MaxRetries", defaultMaxRetries)
+	return b.retryPolicy(j)
+}
+
+// retryPolicy turns the retry commands into the OnExitRemove expression
+// condor_submit makes of them: the job leaves the queue once it has run
+// more than JobMaxRetries times, exits with its success code, or meets
+// retry_until (an exit code, or an expression); the job's own
+// on_exit_remove, if any, is or'ed in. The expression is built from the
+// commands, not from the ad, which for a job of a queue statement is a
+// copy of one finished already.
+func (b *builder) retryPolicy(j *job) error {
+	if !j.retries {
+		return nil
+	}
+	ad := j.ad
+	if _, ok := ad.Lookup("JobMaxRetries"); !ok {
+		ad.SetInt("JobMaxRetries", defaultMaxRetries)
+	}
+	src := fmt.Sprintf("NumJobCompletions > JobMaxRetries || ExitCode is %d", j.successCode)
+	if !j.retryUntil.IsZero() {
+		// setRetryUntil let only an integer or a boolean literal through.
+		v, literal := j.retryUntil.AsLiteral()
+		switch {
+		case literal && v.Kind() == classad.IntKind:
+			code, _ := v.IntValue()
+			src += fmt.Sprintf(" || ExitCode is %d", code)
+		case literal:
+			src += " || " + j.retryUntil.String()
+		default:
+			src += " || (" + j.retryUntil.String() + ")"
 		}
 	}
+	if !j.onExitRemove.IsZero() {
+		src += " || (" + j.onExitRemove.String() + ")"
+	}
+	e, err := j.expr("on_exit_remove", src)
+	if err != nil {
+		return err
+	}
+	ad.Set("OnExitRemove", e)
 	return nil
 }
 

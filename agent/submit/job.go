@@ -54,9 +54,14 @@ type job struct {
 	env                                   []string // NAME=value from environment
 	getenv                                []string // patterns of variables to import
 	skipChecks                            bool
-	successExit                           bool // success_exit_code was given
 	hold                                  bool
 	requestDisk                           bool // request_disk was given
+	// The retry commands (max_retries, success_exit_code, retry_until)
+	// and on_exit_remove, from which finish builds OnExitRemove.
+	retries      bool // any retry command was given
+	successCode  int64
+	retryUntil   classad.Expr
+	onExitRemove classad.Expr
 }
 
 // newJob returns a job holding HTCondor's defaults, in the attribute order

@@ -137,13 +137,14 @@ queue`,
 		want: []map[string]string{{
 			"PeriodicHold": "(time() - EnteredCurrentStatus) > 3600", "PeriodicHoldReason": `"ran too long"`,
 			"PeriodicRelease": "NumJobStarts < 3", "PeriodicRemove": "JobStatus == 5 && HoldReasonCode == 15",
-			"OnExitHold": "ExitCode != 0", "OnExitRemove": "ExitBySignal == false",
-			"MaxRetries": "5", "JobMaterializeMaxIdle": "100", "JobMaxVacateTime": "120",
-			"KillSig": `"SIGTERM"`, "LeaveJobInQueue": "false", "SuccessExitCode": "3",
+			"OnExitHold":    "ExitCode != 0",
+			"OnExitRemove":  "NumJobCompletions > JobMaxRetries || ExitCode is 3 || (ExitBySignal == false)",
+			"JobMaxRetries": "5", "JobMaterializeMaxIdle": "100", "JobMaxVacateTime": "120",
+			"KillSig": `"SIGTERM"`, "LeaveJobInQueue": "false", "JobSuccessExitCode": "3",
 		}, {
 			// success_exit_code without max_retries gets condor_submit's
 			// DEFAULT_JOB_MAX_RETRIES; the first job had max_retries.
-			"MaxRetries": "0", "SuccessExitCode": "3",
+			"JobMaxRetries": "0", "JobSuccessExitCode": "3",
 		}},
 	}, {
 		name: "hold, priority, notification, labels",

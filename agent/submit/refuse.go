@@ -31,7 +31,6 @@ const (
 	noHoldText  = "the agent does not read it yet: a job held by on_exit_hold gets Harrier's own hold reason"
 	noDAGMan    = "DAGMan is not available"
 	noEventLog  = "the job event log records only Harrier's own events"
-	noCheckExit = "self-checkpointing by exit code is not supported: Harrier checkpoints running jobs with CRIU (see checkpoint_interval)"
 	noMatchLog  = "the agent does not record machine attributes in the job ad"
 	noGPUs      = "this pool has no GPU support yet; remove it (request_gpus = 0 is accepted)"
 )
@@ -57,7 +56,6 @@ var refusals = map[string]refusal{
 	"transfer_input_files":              always(noTransfer),
 	"transfer_output_files":             always(noTransfer),
 	"transfer_output_remaps":            always(noTransfer + "; file_remaps renames files as the job opens them"),
-	"transfer_checkpoint_files":         always(noTransfer),
 	"transfer_input_manifest_sha256":    always(noTransfer),
 	"transfer_plugins":                  always(noTransfer),
 	"output_destination":                always(noTransfer),
@@ -94,8 +92,6 @@ var refusals = map[string]refusal{
 	// policy
 	"allowed_execute_duration": always(noDuration),
 	"allowed_job_duration":     always(noDuration),
-	"retry_until":              always("the agent does not read it yet; use max_retries with success_exit_code, or on_exit_remove"),
-	"checkpoint_exit_code":     always(noCheckExit),
 	"keep_claim_idle":          always("the agent releases a claim when it has no job for it"),
 	"next_job_start_delay":     always("jobs start as soon as they are matched"),
 	"periodic_vacate":          always("the agent does not read it yet; use harrier vacate"),
@@ -132,8 +128,8 @@ var refusals = map[string]refusal{
 	"use_scitokens": unlessFalse(noCreds), "scitokens_file": always(noCreds), "use_oauth_services": always(noCreds),
 
 	// parallel, java and scheduler universes
-	"hold_kill_sig":   always(noScheduler + "; kill_sig is sent whenever a job is stopped"),
-	"remove_kill_sig": always(noScheduler + "; kill_sig is sent whenever a job is stopped"),
+	"hold_kill_sig":   always(noScheduler + "; kill_sig is sent whenever a job is stopped gracefully"),
+	"remove_kill_sig": always(noScheduler + "; kill_sig is sent whenever a job is stopped gracefully"),
 	"jar_files":       always(noJava),
 	"java_vm_args":    always(noJava),
 	"machine_count":   always(noParallel),
@@ -176,7 +172,6 @@ var refusals = map[string]refusal{
 	"job_machine_attrs":                always(noMatchLog),
 	"job_machine_attrs_history_length": always(noMatchLog),
 	"match_list_length":                always(noMatchLog),
-	"want_graceful_removal":            unlessFalse("a stopped job always gets its kill_sig, then SIGKILL after a grace time"),
 	"kill_sig_timeout":                 always("use job_max_vacate_time, as HTCondor has asked since 7.7.3"),
 	"load_profile":                     unlessFalse("jobs do not run a login profile"),
 	"run_as_owner":                     unlessFalse("jobs run as a slot user of the execute machine, never as their owner"),

@@ -344,7 +344,12 @@ func serveAgent(ctx context.Context, pc *poolConfig, name string, logger *slog.L
 	if err != nil {
 		return err
 	}
+	// The spool is the agent's alone: owners' shadows reach their
+	// checkpoint stores through descriptors (see agent.Config.CheckpointDir).
 	if err := os.MkdirAll(spool, 0o700); err != nil {
+		return fmt.Errorf("agent: spool: %w", err)
+	}
+	if err := os.Chmod(spool, 0o700); err != nil {
 		return fmt.Errorf("agent: spool: %w", err)
 	}
 	queue, err := openStore(ctx, pc, spool, logger)
