@@ -208,3 +208,43 @@ func TestAlgorithmsAgree(t *testing.T) {
 	}
 	t.Logf("%d gangs formed", formed)
 }
+
+// TestBilateralProperty: for ads without Ports, a one-candidate Matcher
+// forms a gang exactly when classad.Match matches the pair.
+func TestBilateralProperty(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	pick := func(xs ...string) string { return xs[r.IntN(len(xs))] }
+	conj := func() string {
+		return pick("TARGET.Memory >= RequestMemory", "other.Arch == \"X86_64\"", "Memory > 100", "MY.RequestMemory < 600",
+			"Owner == \"alice\"", "TARGET.Owner != \"bob\"", "Disk", "KFlops > 2", "isUndefined(TARGET.Foo)",
+			"TARGET.RequestMemory <= Memory", "Cpus + 1", "(Memory > 1 || Owner == \"x\")", "Helper", "TARGET.Helper")
+	}
+	req := func() string {
+		s := conj()
+		for range r.IntN(3) {
+			s += " && " + conj()
+		}
+		return s
+	}
+	matched := 0
+	for range 2000 {
+		job := mustParse(t, fmt.Sprintf(`[ Owner = %q; RequestMemory = %d; Helper = Memory > 200; Requirements = %s ]`,
+			pick("alice", "bob"), r.IntN(1000), req()))
+		machine := mustParse(t, fmt.Sprintf(`[ Arch = %q; Memory = %d; Cpus = %d; KFlops = %d; Requirements = %s ]`,
+			pick("X86_64", "ARM"), r.IntN(1000), r.IntN(3)-1, r.IntN(5), req()))
+		want := classad.Match(job, machine)
+		if want {
+			matched++
+		}
+		for _, alg := range algorithms {
+			g, err := NewMatcher([]*classad.ClassAd{machine}, Options{Algorithm: alg}).Marshal(job)
+			if err != nil || (g != nil) != want {
+				t.Fatalf("%v: gang %v (%v), classad.Match %v\n%s\n%s", alg, g != nil, err, want, job, machine)
+			}
+		}
+	}
+	if matched < 100 {
+		t.Fatalf("only %d of 2000 pairs match: the test says little", matched)
+	}
+	t.Logf("%d of 2000 pairs match", matched)
+}
