@@ -60,6 +60,14 @@ func TestFigure32Gang(t *testing.T) {
 					t.Errorf("member %d = %+v, want %+v", i, g.Members[i], want[i])
 				}
 			}
+			// Consumed, the members join no later gang; machine 10 still can.
+			m.Consume(g)
+			if m.Live(0) || m.Live(2) || !m.Live(1) {
+				t.Errorf("after Consume: Live = %v %v %v, want false true false", m.Live(0), m.Live(1), m.Live(2))
+			}
+			if g, _ := m.Marshal(job); g != nil {
+				t.Errorf("a second gang formed from consumed members: %+v", g.Members)
+			}
 		})
 	}
 }

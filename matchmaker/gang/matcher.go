@@ -100,6 +100,7 @@ func NewMatcher(candidates []*classad.ClassAd, opts Options) *Matcher {
 			continue
 		}
 		mb := newMember(ad, ports, i)
+		mb.rid0 = len(m.rids)
 		m.members[i] = mb
 		m.byAd[ad] = i
 		for j := range ports {
@@ -174,25 +175,16 @@ func (m *Matcher) Consume(g *Gang) {
 }
 
 func (m *Matcher) consume(cand int) {
-	for r, rd := range m.rids {
-		if rd.mb.cand == cand {
-			m.live.clear(r)
-		}
+	mb := m.members[cand]
+	for j := range mb.ports {
+		m.live.clear(mb.rid0 + j)
 	}
 }
 
 // Live reports whether candidate i can still join a gang.
 func (m *Matcher) Live(i int) bool {
 	mb := m.members[i]
-	if mb == nil {
-		return false
-	}
-	for r, rd := range m.rids {
-		if rd.mb == mb {
-			return m.live.has(r)
-		}
-	}
-	return false
+	return mb != nil && m.live.has(mb.rid0)
 }
 
 // holds reports whether a constraint's value lets a port dock: exactly

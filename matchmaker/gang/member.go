@@ -12,6 +12,7 @@ type member struct {
 	ad    *classad.ClassAd
 	ports []Port
 	cand  int // the candidate's number, -1 for a request
+	rid0  int // the number of its port 0 among the candidate ports
 	ctx   []*classad.Context
 	adIn  []classad.Scope // the ad in ctx[k]
 	port  []classad.Scope // port k in adIn[k]; the ad itself for the implicit port
