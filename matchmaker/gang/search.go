@@ -142,10 +142,14 @@ func (s *search) next(h *hole) int {
 		set = s.m.live
 	}
 	r := set.next(h.pos)
-	h.pos = r + 1
-	if r >= 0 && !s.m.live.has(r) {
-		return s.next(h)
+	for r >= 0 && !s.m.live.has(r) {
+		r = set.next(r + 1)
 	}
+	if r < 0 {
+		h.pos = len(set) * 64 // exhausted until reset
+		return -1
+	}
+	h.pos = r + 1
 	return r
 }
 
