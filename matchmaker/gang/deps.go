@@ -295,8 +295,21 @@ func (v portView) boundOf(text string, ts []tok) (bound, bool) {
 }
 
 // partnerAttr reports whether ts is exactly X.name with X the port's own
-// label (or TARGET, other), not shadowed by an attribute, and returns name.
+// label (or TARGET, other), not shadowed by an attribute, or a bare name
+// found nowhere in the port's scopes, which is looked up in the partner;
+// and returns the partner's attribute name.
 func (v portView) partnerAttr(ts []tok) (string, bool) {
+	if len(ts) == 1 && ts[0].kind == tokIdent {
+		name := ts[0].text
+		if _, own := v.lookup(name); own || keywords[strings.ToLower(name)] || v.label(name) >= 0 {
+			return "", false
+		}
+		switch strings.ToLower(name) {
+		case "self", "my", "target", "other", "parent", "root":
+			return "", false
+		}
+		return name, true
+	}
 	if len(ts) != 3 || ts[0].kind != tokIdent || !isPunct(ts[1], ".") || ts[2].kind != tokIdent {
 		return "", false
 	}
