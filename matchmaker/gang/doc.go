@@ -63,7 +63,8 @@
 //     before it.
 //   - LR does the same, but a port's candidates are those of an index
 //     probe specialised against the partial gang: the port's constraint's
-//     conjuncts Label.attr op value, with the value computed from the port
+//     conjuncts Label.attr op value (or TARGET.attr, or a bare name the
+//     port does not define), with the value computed from the port
 //     and the partners already docked, window the candidates' attribute
 //     values; the port's own values (MemoryReqs, HostId once the Cpu is
 //     docked) are tested against the bounds the candidates' constraints

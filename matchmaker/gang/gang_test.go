@@ -192,10 +192,19 @@ func TestParsePortsErrors(t *testing.T) {
 		`[ Ports = { [ Label = Cpu ] } ]`,
 		`[ Ports = { [ Label = Cpu; Constraint = true ], [ Label = cpu; Constraint = true ] } ]`,
 	} {
-		_, err := ParsePorts(mustParse(t, src))
+		ad := mustParse(t, src)
+		_, err := ParsePorts(ad)
 		var pe *PortsError
 		if !errors.Is(err, ErrPorts) || !errors.As(err, &pe) {
 			t.Errorf("%s: error %v, want a PortsError", src, err)
+		}
+		// As a request it is refused; as a candidate it takes no part.
+		m := NewMatcher([]*classad.ClassAd{mustParse(t, `[ Requirements = true ]`), ad}, Options{})
+		if _, err := m.Marshal(ad); !errors.Is(err, ErrPorts) {
+			t.Errorf("%s: Marshal error %v", src, err)
+		}
+		if bad := m.Invalid(); len(bad) != 1 || bad[1] == nil || m.Live(1) {
+			t.Errorf("%s: Invalid = %v, Live(1) = %v", src, bad, m.Live(1))
 		}
 	}
 }
