@@ -18,6 +18,9 @@ type ClassAd struct {
 	// my, target, other, parent, root), which then shadows the scope; it
 	// spares MY.x and TARGET.x a lookup in the usual ads that have none.
 	scoped bool
+	// context is set on the ad of a Context, whose target TARGET and
+	// unresolved names fall back to (see scope.go).
+	context bool
 }
 
 // MaxAttributes is the most attributes a ClassAd holds; the parsers refuse

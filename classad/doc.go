@@ -8,7 +8,10 @@
 // Requirements with the other ad as TARGET; Rank orders the matches. A
 // Matcher does the same without touching shared state, for a negotiator
 // that matches many pairs per second: matching the Figure 12 ads of "Condor
-// and the Grid" allocates nothing.
+// and the Grid" allocates nothing. Scope and Context place ads in an
+// environment their caller builds, for matching more than two ads at once:
+// the gangmatcher (matchmaker/gang) binds each port's labels there to the
+// partners' ports, as the thesis's Figure 32 does.
 //
 // # Syntax
 //

@@ -108,13 +108,20 @@ func (c *evalCtx) parent(s *adRef) *adRef {
 	return s.parent
 }
 
-// targetOf returns the ad that TARGET means for an expression in scope s.
-func (c *evalCtx) targetOf(s *adRef) *ClassAd {
-	switch top(s).ad {
-	case c.my:
-		return c.target
-	case c.target:
-		return c.my
+// targetOf returns the scope that TARGET means for an expression in scope
+// s: the other ad of a match, or the target of the Context that s is
+// placed in.
+func (c *evalCtx) targetOf(s *adRef) *adRef {
+	t := top(s).ad
+	switch {
+	case c.target == nil:
+	case t == c.my:
+		return c.target.root()
+	case t == c.target:
+		return c.my.root()
+	}
+	if t.context {
+		return (*Context)(unsafe.Pointer(t)).target
 	}
 	return nil
 }
@@ -255,10 +262,11 @@ func (n *attrNode) eval(c *evalCtx, s *adRef) Value {
 		return v
 	}
 	// Not in lexical scope: fall back to the target, as libclassad's
-	// alternate scope does during matching.
-	if t := c.targetOf(s); t != nil {
-		if i := t.find(n.name, n.hash); i >= 0 {
-			return c.evalAttr(t.root(), i)
+	// alternate scope does during matching; a target placed in a Context
+	// is searched up to its context, not into it.
+	for t := c.targetOf(s); t != nil && !t.ad.context; t = t.parent {
+		if i := t.ad.find(n.name, n.hash); i >= 0 {
+			return c.evalAttr(t, i)
 		}
 	}
 	return Value{}
@@ -270,9 +278,7 @@ func (n *scopeNode) scope(c *evalCtx, s *adRef) *adRef {
 	case scopeSelf:
 		return s
 	case scopeTarget:
-		if t := c.targetOf(s); t != nil {
-			return t.root()
-		}
+		return c.targetOf(s)
 	case scopeParent:
 		return c.parent(s)
 	case scopeRoot:

@@ -63,4 +63,7 @@
 // also periodically (NEGOTIATOR_INTERVAL) to pick up everything else. Each
 // cycle publishes its statistics, by phase, in the Negotiator ad, and the
 // user priorities as Accounting ads.
+//
+// Gangmatching, matching a request with several ads at once through their
+// Ports, is the subpackage gang; the negotiator does not use it yet.
 package matchmaker
