@@ -222,10 +222,8 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 // ends the session, saying why, and is still checkpointed: the session's
 // processes are not the job's, and do not go into its image.
 func TestSshToJobVacate(t *testing.T) {
-	// Root's job: the subject is the session and the checkpoint, not
-	// another user's image store.
 	h := newUsersPool(t)
-	alice := "root"
+	alice := newUser(t).Username
 	j := startSSHJob(t, h, alice)
 	defer writeFile(t, filepath.Join(h.dir, "stop"), "", 0o644)
 
