@@ -48,7 +48,8 @@ type Startd struct {
 }
 
 // New checks cfg, prepares the execute directory (removing scratch
-// directories a crashed startd left behind) and returns a Startd. Errors
+// directories a crashed startd left behind), drains on if it was draining
+// when it stopped (see Drain), and returns a Startd. Errors
 // in the policy expressions name the key and the position.
 func New(cfg Config) (*Startd, error) {
 	cfg, pol, err := cfg.withDefaults()
@@ -75,6 +76,9 @@ func New(cfg Config) (*Startd, error) {
 	now := time.Now()
 	for i := range cfg.NumSlots {
 		s.slots = append(s.slots, newSlot(i+1, cfg.Name, now))
+	}
+	if err := s.recoverDrain(); err != nil {
+		return nil, err
 	}
 	return s, nil
 }

@@ -827,7 +827,11 @@ type ConfigSetting struct {
 	HasDefault bool   `protobuf:"varint,5,opt,name=has_default,json=hasDefault,proto3" json:"has_default,omitempty"`
 	Default    string `protobuf:"bytes,6,opt,name=default,proto3" json:"default,omitempty"`
 	// error says why the value does not expand.
-	Error         string `protobuf:"bytes,7,opt,name=error,proto3" json:"error,omitempty"`
+	Error string `protobuf:"bytes,7,opt,name=error,proto3" json:"error,omitempty"`
+	// next, for a daemon's setting that changed in the configuration file
+	// but takes effect only when the daemon restarts, is the setting as
+	// the file now has it; the fields above are what the daemon runs on.
+	Next          *ConfigSetting `protobuf:"bytes,8,opt,name=next,proto3" json:"next,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -911,6 +915,13 @@ func (x *ConfigSetting) GetError() string {
 	return ""
 }
 
+func (x *ConfigSetting) GetNext() *ConfigSetting {
+	if x != nil {
+		return x.Next
+	}
+	return nil
+}
+
 var File_harrier_v1_admin_proto protoreflect.FileDescriptor
 
 const file_harrier_v1_admin_proto_rawDesc = "" +
@@ -962,7 +973,7 @@ const file_harrier_v1_admin_proto_rawDesc = "" +
 	"\rConfigRequest\x12\x12\n" +
 	"\x04keys\x18\x01 \x03(\tR\x04keys\"D\n" +
 	"\vConfigReply\x125\n" +
-	"\bsettings\x18\x01 \x03(\v2\x19.harrier.v1.ConfigSettingR\bsettings\"\xba\x01\n" +
+	"\bsettings\x18\x01 \x03(\v2\x19.harrier.v1.ConfigSettingR\bsettings\"\xe9\x01\n" +
 	"\rConfigSetting\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value\x12\x18\n" +
@@ -971,7 +982,8 @@ const file_harrier_v1_admin_proto_rawDesc = "" +
 	"\vhas_default\x18\x05 \x01(\bR\n" +
 	"hasDefault\x12\x18\n" +
 	"\adefault\x18\x06 \x01(\tR\adefault\x12\x14\n" +
-	"\x05error\x18\a \x01(\tR\x05error2\xa9\x01\n" +
+	"\x05error\x18\a \x01(\tR\x05error\x12-\n" +
+	"\x04next\x18\b \x01(\v2\x19.harrier.v1.ConfigSettingR\x04next2\xa9\x01\n" +
 	"\x0fMatchmakerAdmin\x12Q\n" +
 	"\x11SetPriorityFactor\x12$.harrier.v1.SetPriorityFactorRequest\x1a\x16.harrier.v1.AdminReply\x12C\n" +
 	"\n" +
@@ -1025,33 +1037,34 @@ var file_harrier_v1_admin_proto_depIdxs = []int32{
 	12, // 1: harrier.v1.DaemonDrainRequest.request:type_name -> harrier.v1.DrainRequest
 	11, // 2: harrier.v1.DaemonsReply.daemons:type_name -> harrier.v1.DaemonInfo
 	16, // 3: harrier.v1.ConfigReply.settings:type_name -> harrier.v1.ConfigSetting
-	0,  // 4: harrier.v1.MatchmakerAdmin.SetPriorityFactor:input_type -> harrier.v1.SetPriorityFactorRequest
-	1,  // 5: harrier.v1.MatchmakerAdmin.ResetUsage:input_type -> harrier.v1.ResetUsageRequest
-	6,  // 6: harrier.v1.MasterAdmin.Reconfig:input_type -> harrier.v1.ReconfigRequest
-	7,  // 7: harrier.v1.MasterAdmin.Off:input_type -> harrier.v1.DaemonControlRequest
-	7,  // 8: harrier.v1.MasterAdmin.On:input_type -> harrier.v1.DaemonControlRequest
-	7,  // 9: harrier.v1.MasterAdmin.Restart:input_type -> harrier.v1.DaemonControlRequest
-	9,  // 10: harrier.v1.MasterAdmin.Daemons:input_type -> harrier.v1.DaemonsRequest
-	3,  // 11: harrier.v1.MasterAdmin.DaemonConfig:input_type -> harrier.v1.DaemonConfigRequest
-	4,  // 12: harrier.v1.MasterAdmin.Drain:input_type -> harrier.v1.DaemonDrainRequest
-	14, // 13: harrier.v1.DaemonAdmin.Config:input_type -> harrier.v1.ConfigRequest
-	12, // 14: harrier.v1.DaemonAdmin.Drain:input_type -> harrier.v1.DrainRequest
-	2,  // 15: harrier.v1.MatchmakerAdmin.SetPriorityFactor:output_type -> harrier.v1.AdminReply
-	2,  // 16: harrier.v1.MatchmakerAdmin.ResetUsage:output_type -> harrier.v1.AdminReply
-	2,  // 17: harrier.v1.MasterAdmin.Reconfig:output_type -> harrier.v1.AdminReply
-	8,  // 18: harrier.v1.MasterAdmin.Off:output_type -> harrier.v1.DaemonControlReply
-	8,  // 19: harrier.v1.MasterAdmin.On:output_type -> harrier.v1.DaemonControlReply
-	8,  // 20: harrier.v1.MasterAdmin.Restart:output_type -> harrier.v1.DaemonControlReply
-	10, // 21: harrier.v1.MasterAdmin.Daemons:output_type -> harrier.v1.DaemonsReply
-	15, // 22: harrier.v1.MasterAdmin.DaemonConfig:output_type -> harrier.v1.ConfigReply
-	5,  // 23: harrier.v1.MasterAdmin.Drain:output_type -> harrier.v1.DaemonDrainReply
-	15, // 24: harrier.v1.DaemonAdmin.Config:output_type -> harrier.v1.ConfigReply
-	13, // 25: harrier.v1.DaemonAdmin.Drain:output_type -> harrier.v1.DrainReply
-	15, // [15:26] is the sub-list for method output_type
-	4,  // [4:15] is the sub-list for method input_type
-	4,  // [4:4] is the sub-list for extension type_name
-	4,  // [4:4] is the sub-list for extension extendee
-	0,  // [0:4] is the sub-list for field type_name
+	16, // 4: harrier.v1.ConfigSetting.next:type_name -> harrier.v1.ConfigSetting
+	0,  // 5: harrier.v1.MatchmakerAdmin.SetPriorityFactor:input_type -> harrier.v1.SetPriorityFactorRequest
+	1,  // 6: harrier.v1.MatchmakerAdmin.ResetUsage:input_type -> harrier.v1.ResetUsageRequest
+	6,  // 7: harrier.v1.MasterAdmin.Reconfig:input_type -> harrier.v1.ReconfigRequest
+	7,  // 8: harrier.v1.MasterAdmin.Off:input_type -> harrier.v1.DaemonControlRequest
+	7,  // 9: harrier.v1.MasterAdmin.On:input_type -> harrier.v1.DaemonControlRequest
+	7,  // 10: harrier.v1.MasterAdmin.Restart:input_type -> harrier.v1.DaemonControlRequest
+	9,  // 11: harrier.v1.MasterAdmin.Daemons:input_type -> harrier.v1.DaemonsRequest
+	3,  // 12: harrier.v1.MasterAdmin.DaemonConfig:input_type -> harrier.v1.DaemonConfigRequest
+	4,  // 13: harrier.v1.MasterAdmin.Drain:input_type -> harrier.v1.DaemonDrainRequest
+	14, // 14: harrier.v1.DaemonAdmin.Config:input_type -> harrier.v1.ConfigRequest
+	12, // 15: harrier.v1.DaemonAdmin.Drain:input_type -> harrier.v1.DrainRequest
+	2,  // 16: harrier.v1.MatchmakerAdmin.SetPriorityFactor:output_type -> harrier.v1.AdminReply
+	2,  // 17: harrier.v1.MatchmakerAdmin.ResetUsage:output_type -> harrier.v1.AdminReply
+	2,  // 18: harrier.v1.MasterAdmin.Reconfig:output_type -> harrier.v1.AdminReply
+	8,  // 19: harrier.v1.MasterAdmin.Off:output_type -> harrier.v1.DaemonControlReply
+	8,  // 20: harrier.v1.MasterAdmin.On:output_type -> harrier.v1.DaemonControlReply
+	8,  // 21: harrier.v1.MasterAdmin.Restart:output_type -> harrier.v1.DaemonControlReply
+	10, // 22: harrier.v1.MasterAdmin.Daemons:output_type -> harrier.v1.DaemonsReply
+	15, // 23: harrier.v1.MasterAdmin.DaemonConfig:output_type -> harrier.v1.ConfigReply
+	5,  // 24: harrier.v1.MasterAdmin.Drain:output_type -> harrier.v1.DaemonDrainReply
+	15, // 25: harrier.v1.DaemonAdmin.Config:output_type -> harrier.v1.ConfigReply
+	13, // 26: harrier.v1.DaemonAdmin.Drain:output_type -> harrier.v1.DrainReply
+	16, // [16:27] is the sub-list for method output_type
+	5,  // [5:16] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_harrier_v1_admin_proto_init() }
