@@ -80,7 +80,7 @@ func (s *Startd) recoverDrain() error {
 }
 
 // CancelDrain puts a draining machine back in service: START is the
-// configuration's again. If the drain's record cannot be removed, the
+// configuration's again (unless it stops peacefully). If the drain's record cannot be removed, the
 // machine drains on and CancelDrain says why.
 func (s *Startd) CancelDrain() error {
 	s.mu.Lock()
@@ -90,6 +90,9 @@ func (s *Startd) CancelDrain() error {
 	}
 	if err := os.Remove(filepath.Join(s.cfg.ExecuteDir, drainFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("cancel drain: %w", err)
+	}
+	if s.peaceful.asked {
+		return nil // stopping peacefully, it stays out of service
 	}
 	s.adc.draining = false
 	s.adc.policy.start = s.configuredStart

@@ -1,6 +1,8 @@
 package startd
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -132,4 +134,49 @@ func restartedDraining(t *testing.T, cfg Config) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.adc.draining && s.adc.policy.start == drainStart && s.configuredStart.String() == "KeyboardIdle > 60"
+}
+
+// StopPeacefully lets the running job finish and starts no new one; Serve
+// returns once the job has ended, leaving no drain recorded.
+func TestStopPeacefully(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := t.Context()
+	const slot = "slot1@exec1"
+	h.collector.waitStatus(t, slot, Status{Unclaimed, Idle})
+	if _, err := h.client.Matched(ctx, &wire.StartdMatchedRequest{Slot: slot, ClaimId: "c1", JobAd: jobAd}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := h.client.RequestClaim(ctx, &wire.RequestClaimRequest{Slot: slot, ClaimId: "c1", JobAd: jobAd}); err != nil || !r.Accepted {
+		t.Fatalf("claim: %+v, %v", r, err)
+	}
+	if _, err := h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: "c1", JobAd: jobAd, ShadowAddr: "10.0.0.1:9", ShadowFingerprint: "f1", Secret: "s3cret"}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFile(t, "cwd")
+
+	h.s.StopPeacefully()
+	h.collector.waitFor(t, "the ad to show the machine out of service", func() bool {
+		ad := h.collector.latest[slot]
+		return strings.Contains(ad, "Draining = true") && strings.Contains(ad, "Start = false")
+	})
+	// The job cannot end before it is told to go.
+	select {
+	case err := <-h.served:
+		t.Fatalf("Serve returned while the job ran: %v", err)
+	default:
+	}
+	if st := h.s.slotState(slot); st != (Status{Claimed, Busy}) {
+		t.Errorf("stopping peacefully, the running job's slot is %v", st)
+	}
+	if err := os.WriteFile(filepath.Join(h.outDir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-h.served; err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+	h.cancel()
+	h.cancel = nil
+	if _, err := os.Stat(filepath.Join(h.execDir, drainFile)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a peaceful stop left a drain recorded: %v", err)
+	}
 }

@@ -396,14 +396,8 @@ func TestDrainSurvivesStartdRestart(t *testing.T) {
 
 	dir := t.TempDir()
 	id := fmt.Sprint(p.submit(t, dir, "job.sub", "executable = /bin/true\nlog = job.log\nqueue\n")) + ".0"
-	after := time.Now().Unix()
-	var cycle []string
-	eventually(t, time.Minute, "a negotiation cycle that sees the idle job", func() bool {
-		cycle = strings.Fields(p.must(t, "status", "-negotiator", "-af", "LastNegotiationCycleTime0", "LastNegotiationCycleNumIdleJobs0", "LastNegotiationCycleMatches0"))
-		return len(cycle) == 3 && atoi(cycle[0]) > int(after) && atoi(cycle[1]) >= 1
-	})
-	if cycle[2] != "0" {
-		t.Errorf("a cycle on the drained pool made %s matches", cycle[2])
+	if n := p.nextCycleMatches(t); n != 0 {
+		t.Errorf("a cycle on the drained pool made %d matches", n)
 	}
 	if st := p.jobStatus(t, id); st != 1 {
 		t.Errorf("the job's status on the drained pool: %d, want 1 (idle)", st)
@@ -422,6 +416,19 @@ func TestDrainSurvivesStartdRestart(t *testing.T) {
 	if h := p.historyAd(t, id); h["LastRemoteHost"] != "slot1@"+host {
 		t.Errorf("the job ran on %v, want slot1@%s", h["LastRemoteHost"], host)
 	}
+}
+
+// nextCycleMatches waits for a negotiation cycle that begins from now on
+// and sees an idle job, and returns how many matches it made.
+func (p *testPool) nextCycleMatches(t *testing.T) int {
+	t.Helper()
+	after := time.Now().Unix()
+	var cycle []string
+	eventually(t, time.Minute, "a negotiation cycle that sees an idle job", func() bool {
+		cycle = strings.Fields(p.must(t, "status", "-negotiator", "-af", "LastNegotiationCycleTime0", "LastNegotiationCycleNumIdleJobs0", "LastNegotiationCycleMatches0"))
+		return len(cycle) == 3 && atoi(cycle[0]) > int(after) && atoi(cycle[1]) >= 1
+	})
+	return atoi(cycle[2])
 }
 
 // Each host's master publishes its DaemonMaster ad, the negotiator and

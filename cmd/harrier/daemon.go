@@ -50,7 +50,15 @@ func runDaemon(args []string, _ io.Reader, _ io.Writer) error {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel(pc)})).With("daemon", role)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	// SIGQUIT (from the master, on harrier off -fast) stops the daemon
+	// at once: a startd kills its jobs where SIGTERM has it vacate them.
+	// Its default would dump the goroutines.
+	base, stopFast := context.WithCancelCause(context.Background())
+	defer stopFast(nil)
+	quit := make(chan os.Signal, 1)
+	signal.Notify(quit, syscall.SIGQUIT)
+	defer signal.Stop(quit)
+	ctx, stop := signal.NotifyContext(base, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	// SIGHUP (from the master, on harrier reconfig) re-reads the
 	// configuration; its default would end the daemon.
@@ -78,6 +86,14 @@ func runDaemon(args []string, _ io.Reader, _ io.Writer) error {
 	adminSrv := localAdminServer()
 	wire.RegisterDaemonAdminServer(adminSrv, admin)
 	wg.Go(func() { serveUntil(ctx, adminSrv, adminLis, "administrator's socket", logger) })
+	wg.Go(func() {
+		select {
+		case <-quit:
+			logger.Info("stopping fast")
+			stopFast(startd.ErrStopFast)
+		case <-ctx.Done():
+		}
+	})
 	wg.Go(func() { rereadOnHangup(ctx, hup, &running, reconfigs, logger) })
 	switch role {
 	case "matchmaker":

@@ -43,6 +43,7 @@ type daemonAdminEndpoint struct {
 type drainer interface {
 	Drain(quick bool) ([]string, error)
 	CancelDrain() error
+	StopPeacefully()
 }
 
 // setDrainer makes Drain requests reach d.
@@ -52,12 +53,30 @@ func (e *daemonAdminEndpoint) setDrainer(d drainer) {
 	e.drainer = d
 }
 
-func (e *daemonAdminEndpoint) Drain(_ context.Context, req *wire.DrainRequest) (*wire.DrainReply, error) {
+// drainerOf returns the startd, or the error for a daemon that is none
+// (what, for the error).
+func (e *daemonAdminEndpoint) drainerOf(what string) (drainer, error) {
 	e.mu.Lock()
-	d := e.drainer
-	e.mu.Unlock()
-	if d == nil {
-		return nil, status.Error(codes.Unimplemented, "drain: only a startd drains")
+	defer e.mu.Unlock()
+	if e.drainer == nil {
+		return nil, status.Errorf(codes.Unimplemented, "%s: only a startd does this", what)
+	}
+	return e.drainer, nil
+}
+
+func (e *daemonAdminEndpoint) StopPeacefully(context.Context, *wire.StopPeacefullyRequest) (*wire.StopPeacefullyReply, error) {
+	d, err := e.drainerOf("stop peacefully")
+	if err != nil {
+		return nil, err
+	}
+	d.StopPeacefully()
+	return &wire.StopPeacefullyReply{}, nil
+}
+
+func (e *daemonAdminEndpoint) Drain(_ context.Context, req *wire.DrainRequest) (*wire.DrainReply, error) {
+	d, err := e.drainerOf("drain")
+	if err != nil {
+		return nil, err
 	}
 	if req.Cancel {
 		if err := d.CancelDrain(); err != nil {
