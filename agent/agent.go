@@ -109,7 +109,10 @@ type Agent struct {
 	stopping bool
 	// factories counts clusters with jobs still to be made (max_idle).
 	factories atomic.Int64
-	// quota counts jobs by owner for cfg.Limits; submitRate paces each
+	// limits are the limits in force: cfg.Limits until a Reconfigure
+	// swaps in others. A request loads them once and keeps to them.
+	limits atomic.Pointer[Limits]
+	// quota counts jobs by owner for limits; submitRate paces each
 	// user's submissions.
 	quota      quota
 	submitRate rateLimiter
@@ -128,23 +131,8 @@ func New(cfg Config) (*Agent, error) {
 	if len(cfg.ShadowCommand) == 0 {
 		return nil, errors.New("agent: no shadow command")
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.AdvertiseInterval <= 0 {
-		cfg.AdvertiseInterval = 10 * time.Second
-	}
-	if cfg.KeepAliveInterval <= 0 {
-		cfg.KeepAliveInterval = 20 * time.Second
-	}
-	if cfg.PeriodicInterval <= 0 {
-		cfg.PeriodicInterval = 60 * time.Second
-	}
-	if cfg.StopGrace <= 0 {
-		cfg.StopGrace = 10 * time.Second
-	}
-	var err error
-	if cfg.Limits, err = cfg.Limits.withDefaults(); err != nil {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
 		return nil, err
 	}
 	a := &Agent{
@@ -156,10 +144,34 @@ func New(cfg Config) (*Agent, error) {
 		client:  newClients(cfg.ClientTLS),
 		runs:    make(map[jobqueue.JobID]*run),
 	}
-	a.submitRate.rate = float64(cfg.Limits.SubmitRate)
+	limits := cfg.Limits
+	a.limits.Store(&limits)
+	a.submitRate.setRate(cfg.Limits.SubmitRate)
 	a.jobs = &jobTable{a: a}
 	a.runCtx, a.endRuns = context.WithCancel(context.Background())
 	return a, nil
+}
+
+// withDefaults fills in the optional fields of c.
+func (c Config) withDefaults() (Config, error) {
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.AdvertiseInterval <= 0 {
+		c.AdvertiseInterval = 10 * time.Second
+	}
+	if c.KeepAliveInterval <= 0 {
+		c.KeepAliveInterval = 20 * time.Second
+	}
+	if c.PeriodicInterval <= 0 {
+		c.PeriodicInterval = 60 * time.Second
+	}
+	if c.StopGrace <= 0 {
+		c.StopGrace = 10 * time.Second
+	}
+	var err error
+	c.Limits, err = c.Limits.withDefaults()
+	return c, err
 }
 
 // Serve runs the agent: the Agent service on tcp, the Schedd service on

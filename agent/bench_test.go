@@ -32,6 +32,7 @@ func benchAgent(tb testing.TB, dir string) wire.ScheddClient {
 
 // testAgent is a real agent serving its local API on a Unix socket.
 type testAgent struct {
+	a      *Agent
 	client wire.ScheddClient
 	sock   string
 	stop   func() // stops the agent and closes its queue; idempotent
@@ -95,7 +96,7 @@ func startAgent(tb testing.TB, dir string, limits Limits) *testAgent {
 		tb.Fatal(err)
 	}
 	var once sync.Once
-	return &testAgent{client: wire.NewScheddClient(conn), sock: sock, stop: func() {
+	return &testAgent{a: a, client: wire.NewScheddClient(conn), sock: sock, stop: func() {
 		once.Do(func() {
 			conn.Close()
 			cancel()

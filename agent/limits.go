@@ -89,7 +89,7 @@ func limitError(key string, limit int, format string, args ...any) error {
 }
 
 // checkSubmission applies the limits that a submission's own size decides.
-func (l Limits) checkSubmission(req *wire.SubmitRequest, size int) error {
+func (l *Limits) checkSubmission(req *wire.SubmitRequest, size int) error {
 	if size > l.MaxSubmissionBytes {
 		return limitError("MAX_SUBMISSION_BYTES", l.MaxSubmissionBytes, "submission of %d bytes", size)
 	}
@@ -137,7 +137,7 @@ func (q *quota) count(id jobqueue.JobID, ad *classad.ClassAd) {
 }
 
 // take reserves room for n jobs of owner, or says which limit forbids it.
-func (q *quota) take(l Limits, owner string, n int) error {
+func (q *quota) take(l *Limits, owner string, n int) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if have := q.owners[owner]; have+n > l.MaxJobsPerOwner {
@@ -167,9 +167,16 @@ func (q *quota) give(owner string, n int) {
 // rateLimiter is a token bucket per user and method: rate tokens a second,
 // as many at most.
 type rateLimiter struct {
-	rate    float64
 	mu      sync.Mutex
-	buckets map[rateKey]*bucket // one per local uid and method: bounded
+	rate    float64             // guarded by mu
+	buckets map[rateKey]*bucket // guarded by mu; one per local uid and method: bounded
+}
+
+// setRate makes the buckets fill at rate tokens a second from now on.
+func (r *rateLimiter) setRate(rate int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rate = float64(rate)
 }
 
 type rateKey struct {
@@ -215,7 +222,7 @@ func (a *Agent) limitRate(ctx context.Context, info *tap.Info) (context.Context,
 		return ctx, nil // the handler refuses a caller without credentials
 	}
 	if !a.submitRate.allow(rateKey{cred.UID, info.FullMethodName}, time.Now()) {
-		return nil, limitError("MAX_SUBMISSIONS_PER_SECOND", a.cfg.Limits.SubmitRate, "too many submissions per second from uid %d", cred.UID)
+		return nil, limitError("MAX_SUBMISSIONS_PER_SECOND", a.limits.Load().SubmitRate, "too many submissions per second from uid %d", cred.UID)
 	}
 	return ctx, nil
 }

@@ -29,6 +29,8 @@ type scheddService struct {
 // credentials identify the callers, and the limits bound what each asks.
 func (a *Agent) scheddServer() *grpc.Server {
 	srv := grpc.NewServer(grpc.Creds(peercred.Credentials()),
+		// Fixed while the socket is open: MAX_SUBMISSION_BYTES changes
+		// when the agent restarts (see Reconfigure).
 		grpc.MaxRecvMsgSize(a.cfg.Limits.recvLimit()),
 		// Answers stream a few ads per message; one ad queued before
 		// the limits were set may still be large.
@@ -91,7 +93,7 @@ func (s *scheddService) Submit(ctx context.Context, req *wire.SubmitRequest) (*w
 	if err != nil {
 		return nil, err
 	}
-	limits := s.a.cfg.Limits
+	limits := s.a.limits.Load()
 	if err := limits.checkSubmission(req, proto.Size(req)); err != nil {
 		return nil, err
 	}
@@ -366,7 +368,7 @@ func (s *scheddService) Edit(ctx context.Context, req *wire.EditRequest) (*wire.
 	if err != nil {
 		return nil, err
 	}
-	limit := s.a.cfg.Limits.MaxAdBytes
+	limit := s.a.limits.Load().MaxAdBytes
 	return eachJob(ids, func(id jobqueue.JobID) error {
 		_, err := s.a.jobs.transitionTxn(ctx, id, func(ad *classad.ClassAd, txn *jobqueue.Txn) error {
 			owner, _ := ad.EvalString("Owner")

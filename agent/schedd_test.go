@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -240,5 +242,63 @@ func TestRateLimiter(t *testing.T) {
 	}
 	if n != 2 {
 		t.Errorf("after an hour's pause %d calls went through at once, want the burst of 2", n)
+	}
+}
+
+// TestReconfigureLimits: re-read limits hold from the next submission on,
+// while submissions run, and leave queued jobs queued; the submission size
+// the socket takes waits for a restart, and says so.
+func TestReconfigureLimits(t *testing.T) {
+	ta := startAgent(t, t.TempDir(), Limits{MaxJobsPerOwner: 50, MaxSubmissionBytes: 64 << 10, SubmitRate: 1000})
+	defer ta.stop()
+	if _, err := submitJobs(ta.client, 20, 10); err != nil {
+		t.Fatal(err)
+	}
+	// Submissions go on while the limits change under them.
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				submitJobs(ta.client, 1, 10)
+			}
+		}
+	})
+	cfg := ta.a.cfg
+	for i := range 20 {
+		cfg.Limits = Limits{MaxJobsPerOwner: 1000 + i, MaxSubmissionBytes: 64 << 10, SubmitRate: 1000}
+		if restart, err := ta.a.Reconfigure(cfg); err != nil || len(restart) != 0 {
+			t.Fatalf("Reconfigure: %v, %v", restart, err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	have := queued(t, ta.client)
+
+	cfg.Limits = Limits{MaxJobsPerOwner: 20, MaxSubmissionBytes: 1 << 20, SubmitRate: 1000}
+	restart, err := ta.a.Reconfigure(cfg)
+	if err != nil || !slices.Equal(restart, []string{"MAX_SUBMISSION_BYTES"}) {
+		t.Errorf("Reconfigure with a larger MAX_SUBMISSION_BYTES: %v, %v; want it named for a restart", restart, err)
+	}
+	_, err = submitJobs(ta.client, 1, 10)
+	refused(t, "a job past the lowered MAX_JOBS_PER_OWNER", err, "MAX_JOBS_PER_OWNER")
+	if n := queued(t, ta.client); n != have {
+		t.Errorf("%d jobs queued after the limit was lowered, want the %d queued before", n, have)
+	}
+	_, err = submitJobs(ta.client, 1, 100<<10)
+	refused(t, "a submission of 100 KB", err, "MAX_SUBMISSION_BYTES")
+	cfg.Limits.MaxJobsPerOwner = -1
+	if _, err := ta.a.Reconfigure(cfg); err == nil {
+		t.Error("a negative limit was taken")
+	}
+	cfg.Limits = Limits{MaxJobsPerOwner: 1000, MaxSubmissionBytes: 64 << 10, SubmitRate: 1000}
+	if _, err := ta.a.Reconfigure(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := submitJobs(ta.client, 1, 10); err != nil {
+		t.Errorf("a job under the raised limit: %v", err)
 	}
 }

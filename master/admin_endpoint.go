@@ -43,11 +43,17 @@ func (e *adminEndpoint) Reconfig(ctx context.Context, _ *wire.ReconfigRequest) (
 }
 
 func (e *adminEndpoint) Off(ctx context.Context, req *wire.DaemonControlRequest) (*wire.DaemonControlReply, error) {
-	names, err := e.m.Off(ctx, req.Daemon)
+	mode, ok := map[wire.StopMode]StopMode{
+		wire.StopMode_STOP_MODE_GRACEFUL: Graceful, wire.StopMode_STOP_MODE_PEACEFUL: Peaceful, wire.StopMode_STOP_MODE_FAST: Fast,
+	}[req.Mode]
+	if !ok {
+		return nil, status.Errorf(codes.InvalidArgument, "off: unknown mode %v", req.Mode)
+	}
+	names, stopping, err := e.m.Off(ctx, req.Daemon, mode)
 	if err != nil {
 		return nil, controlError("off", err)
 	}
-	return &wire.DaemonControlReply{Daemons: names}, nil
+	return &wire.DaemonControlReply{Daemons: names, Stopping: stopping}, nil
 }
 
 func (e *adminEndpoint) On(ctx context.Context, req *wire.DaemonControlRequest) (*wire.DaemonControlReply, error) {

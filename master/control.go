@@ -7,6 +7,11 @@ import (
 	"slices"
 	"syscall"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"harrier.dev/harrier/wire"
 )
 
 // ErrStopped is returned by a request made after Run has returned.
@@ -59,17 +64,94 @@ func (m *Master) selected(name string) ([]*proc, error) {
 	return nil, fmt.Errorf("%w %q", ErrNoDaemon, name)
 }
 
+// StopMode is how Off stops daemons, as condor_off's -graceful, -peaceful
+// and -fast say.
+type StopMode int
+
+const (
+	// Graceful sends SIGTERM (SIGKILL after StopGrace): a startd
+	// vacates its jobs, checkpointed where they can be, to run again
+	// elsewhere.
+	Graceful StopMode = iota
+	// Peaceful asks each daemon that can (a startd, on its
+	// administrator's socket) to stop once its running jobs have
+	// finished, starting none, and does not wait for it; the daemons
+	// named that cannot are stopped gracefully after those have gone,
+	// in the usual order. A master that stops meanwhile stops them all
+	// as it always does.
+	Peaceful
+	// Fast sends SIGQUIT (SIGKILL after StopGrace): a startd kills its
+	// jobs at once, and they run again from their last checkpoint or
+	// from the start.
+	Fast
+)
+
 // Off stops the daemon named name (every daemon if name is empty, the
-// last started first) and keeps it stopped until On. It returns the names
-// of the daemons it turned off.
-func (m *Master) Off(ctx context.Context, name string) ([]string, error) {
-	return m.each(ctx, name, func(ps []*proc) {
+// last started first) in mode and keeps it stopped until On. It returns
+// the names of the daemons it turned off, and of those that still run:
+// turned off peacefully, they stop when their jobs have finished.
+func (m *Master) Off(ctx context.Context, name string, mode StopMode) (off, stopping []string, err error) {
+	off, err = m.each(ctx, name, func(ps []*proc) {
 		for _, p := range slices.Backward(ps) {
 			p.off = true
-			m.stop(p)
-			m.cfg.Logger.Info("daemon turned off", "name", p.d.Name)
+			switch mode {
+			case Peaceful:
+				m.peaceful = append(m.peaceful, p)
+			case Fast:
+				m.stopWith(p, syscall.SIGQUIT)
+				m.cfg.Logger.Info("daemon turned off", "name", p.d.Name, "mode", "fast")
+			default:
+				m.stop(p)
+				m.cfg.Logger.Info("daemon turned off", "name", p.d.Name)
+			}
+		}
+		m.advancePeaceful()
+		for _, p := range ps {
+			if p.cmd != nil {
+				stopping = append(stopping, p.d.Name)
+			}
 		}
 	})
+	return off, stopping, err
+}
+
+// advancePeaceful carries peaceful stops forward, in order: it asks the
+// first daemon still to stop to do so once its jobs have finished, and
+// waits for its exit (Run calls it again then); a daemon that cannot is
+// stopped gracefully now. It runs in the master's loop.
+func (m *Master) advancePeaceful() {
+	for len(m.peaceful) > 0 {
+		p := m.peaceful[0]
+		switch {
+		case !p.off || p.cmd == nil: // turned on again, or gone
+			p.asked = false
+			m.peaceful = m.peaceful[1:]
+		case p.asked:
+			return
+		case m.askPeaceful(p):
+			p.asked = true
+			m.cfg.Logger.Info("daemon turned off; it stops once its jobs have finished", "name", p.d.Name, "mode", "peaceful")
+			return
+		default:
+			m.stop(p)
+			m.cfg.Logger.Info("daemon turned off", "name", p.d.Name, "mode", "peaceful")
+		}
+	}
+}
+
+// askPeaceful asks p, on its administrator's socket, to stop once its
+// jobs have finished; it reports whether p will.
+func (m *Master) askPeaceful(p *proc) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := callDaemon(ctx, p.d, func(ctx context.Context, c wire.DaemonAdminClient) error {
+		_, err := c.StopPeacefully(ctx, &wire.StopPeacefullyRequest{})
+		return err
+	})
+	if err != nil && status.Code(err) != codes.Unimplemented {
+		m.cfg.Logger.Warn("daemon does not answer a peaceful stop; stopping it gracefully", "name", p.d.Name, "err", err)
+	}
+	return err == nil
 }
 
 // On starts the daemon named name (every daemon if name is empty) if it

@@ -12,8 +12,9 @@ import (
 
 // trappingScript is daemonScript with its traps set before it says it
 // started, so that a stop right after the start is recorded; SIGHUP is
-// recorded in $1/hups.
+// recorded in $1/hups, and SIGQUIT (a fast stop) in $1/stops as NAME:fast.
 const trappingScript = `trap 'echo "$2" >> "$1/stops"; exit 0' TERM
+trap 'echo "$2:fast" >> "$1/stops"; exit 0' QUIT
 trap 'echo "$2" >> "$1/hups"' HUP
 echo "$2" >> "$1/starts"
 while :; do sleep 0.05; done`
@@ -58,9 +59,9 @@ func TestOffOnRestart(t *testing.T) {
 	}
 	waitFor(t, "two starts", func() bool { return len(lines(t, filepath.Join(dir, "starts"))) == 2 })
 
-	names, err := m.Off(ctx, "startd")
-	if err != nil || strings.Join(names, " ") != "startd" {
-		t.Fatalf("Off: %v %v", names, err)
+	names, stopping, err := m.Off(ctx, "startd", Graceful)
+	if err != nil || strings.Join(names, " ") != "startd" || len(stopping) != 0 {
+		t.Fatalf("Off: %v %v %v", names, stopping, err)
 	}
 	if got := strings.Join(lines(t, filepath.Join(dir, "stops")), " "); got != "startd" {
 		t.Errorf("stopped %q, want startd", got)
@@ -95,7 +96,7 @@ func TestOffOnRestart(t *testing.T) {
 	if st[0].Restarts != 1 || st[1].Restarts != 2 {
 		t.Errorf("restarts: %+v", st)
 	}
-	if _, err := m.Off(ctx, "nosuch"); !errors.Is(err, ErrNoDaemon) {
+	if _, _, err := m.Off(ctx, "nosuch", Graceful); !errors.Is(err, ErrNoDaemon) {
 		t.Errorf("Off of an unknown daemon: %v", err)
 	}
 }
@@ -120,5 +121,39 @@ func TestReconfigure(t *testing.T) {
 	st, _ := m.Status(context.Background())
 	if len(st) != 2 || st[0].Name != "agent" || st[1].Name != "matchmaker" {
 		t.Errorf("after Reconfigure: %+v", st)
+	}
+}
+
+// Off -fast sends SIGQUIT; Off -peaceful stops at once, gracefully and in
+// order, the daemons that cannot stop peacefully (these have no
+// administrator's socket), and says none is still stopping.
+func TestOffModes(t *testing.T) {
+	dir := t.TempDir()
+	m, stop := runMaster(t, trappingConfig(t, dir, "matchmaker", "agent", "startd"))
+	defer stop()
+	ctx := context.Background()
+	waitFor(t, "three starts", func() bool { return len(lines(t, filepath.Join(dir, "starts"))) == 3 })
+
+	if names, stopping, err := m.Off(ctx, "startd", Fast); err != nil || strings.Join(names, " ") != "startd" || len(stopping) != 0 {
+		t.Fatalf("Off fast: %v %v %v", names, stopping, err)
+	}
+	if got := strings.Join(lines(t, filepath.Join(dir, "stops")), ","); got != "startd:fast" {
+		t.Errorf("a fast Off stopped %q, want startd:fast", got)
+	}
+	names, stopping, err := m.Off(ctx, "", Peaceful)
+	if err != nil || strings.Join(names, " ") != "matchmaker agent startd" || len(stopping) != 0 {
+		t.Fatalf("Off peaceful: %v %v %v", names, stopping, err)
+	}
+	if got := strings.Join(lines(t, filepath.Join(dir, "stops")), ","); got != "startd:fast,agent,matchmaker" {
+		t.Errorf("stops: %q, want the agent, then the matchmaker", got)
+	}
+	st, err := m.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range st {
+		if !d.Off || d.Pid != 0 {
+			t.Errorf("after a peaceful Off of all: %+v", d)
+		}
 	}
 }

@@ -93,6 +93,9 @@ type Master struct {
 	requests chan func()
 	// done is closed when Run returns; requests after that fail.
 	done chan struct{}
+	// peaceful lists the daemons that peaceful Offs have yet to see
+	// stopped, in the order they stop (see advancePeaceful).
+	peaceful []*proc
 }
 
 // proc is one daemon and its current process, if any.
@@ -109,6 +112,9 @@ type proc struct {
 	off bool
 	// removed: a reconfiguration took it out of the daemon list.
 	removed bool
+	// asked: turned off peacefully, it stops when its jobs have
+	// finished.
+	asked bool
 }
 
 type exit struct {
@@ -189,7 +195,14 @@ func (m *Master) Run(ctx context.Context) error {
 			}
 			p.cmd = nil
 			if p.off {
-				continue // it was stopping, and stays off
+				// Turned off, it stopped by itself (peacefully, or it failed); it
+				// stays off, and the peaceful Off goes on.
+				m.cfg.Logger.Info("daemon stopped", "name", p.d.Name, "how", describeExit(e.err))
+				if p.d.PidFile != "" {
+					os.Remove(p.d.PidFile)
+				}
+				m.advancePeaceful()
+				continue
 			}
 			m.scheduleRestart(p, e.err)
 		case p := <-m.restarts:
@@ -227,6 +240,7 @@ func (m *Master) start(p *proc) {
 	if !p.started.IsZero() {
 		p.restarts++
 	}
+	p.asked = false // a new process has not been asked to stop
 	if err := p.start(); err != nil {
 		m.scheduleRestart(p, err)
 		return
@@ -304,13 +318,16 @@ func (m *Master) stopAll() {
 
 // stop stops p's process, if it runs: SIGTERM, and SIGKILL after
 // StopGrace.
-func (m *Master) stop(p *proc) {
+func (m *Master) stop(p *proc) { m.stopWith(p, syscall.SIGTERM) }
+
+// stopWith is stop with sig in place of SIGTERM.
+func (m *Master) stopWith(p *proc, sig syscall.Signal) {
 	if p.cmd == nil {
 		return
 	}
 	cmd := p.cmd
 	p.cmd = nil // its exit is no reason to restart it
-	_ = cmd.Process.Signal(syscall.SIGTERM)
+	_ = cmd.Process.Signal(sig)
 	select {
 	case <-p.done:
 	case <-time.After(m.cfg.StopGrace):

@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
+
+	"harrier.dev/harrier/atomicfile"
 )
 
 // accountantFormat is the version of the file an Accountant keeps; a file
@@ -83,43 +84,10 @@ func (a *Accountant) saveLocked() error {
 	if err != nil {
 		return fmt.Errorf("accountant state: %w", err)
 	}
-	if err := writeFileAtomic(a.path, b); err != nil {
+	if err := atomicfile.Write(a.path, b, 0o600); err != nil {
 		return fmt.Errorf("accountant state: %w", err)
 	}
 	return nil
-}
-
-// writeFileAtomic replaces path with data: written to a temporary file,
-// synced, renamed over path, and the directory synced, so that a crash
-// leaves the old file or the new one, never a mixture.
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // after a successful rename, there is nothing there
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // SetFactor sets user's priority factor, as `harrier userprio -setfactor`

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	"harrier.dev/harrier/atomicfile"
 )
 
 // cycleStatsKept is how many recent cycles the Negotiator ad publishes
@@ -49,7 +51,7 @@ func saveCycleStats(path string, cycles []CycleStats) error {
 	if err != nil {
 		return fmt.Errorf("negotiator statistics: %w", err)
 	}
-	if err := writeFileAtomic(path, b); err != nil {
+	if err := atomicfile.Write(path, b, 0o600); err != nil {
 		return fmt.Errorf("negotiator statistics: %w", err)
 	}
 	return nil

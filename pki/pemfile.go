@@ -7,7 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
+
+	"harrier.dev/harrier/atomicfile"
 )
 
 // writeKey writes key in PKCS #8 PEM form with mode 0600. With exclusive set
@@ -26,42 +27,13 @@ func writeCert(path string, der []byte) error {
 }
 
 // writeFile writes data to path atomically: readers see the old file or the
-// complete new one, never a torn key. The temporary file is created with
-// mode 0600, so a key is never readable by others even for an instant.
-func writeFile(path string, data []byte, mode os.FileMode, exclusive bool) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			os.Remove(tmp)
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
+// complete new one, never a torn key. With exclusive set it fails if path
+// exists.
+func writeFile(path string, data []byte, mode os.FileMode, exclusive bool) error {
 	if exclusive {
-		// A hard link fails if path exists, where rename would replace it.
-		if err := os.Link(tmp, path); err != nil {
-			return err
-		}
-		return os.Remove(tmp)
+		return atomicfile.Create(path, data, mode)
 	}
-	return os.Rename(tmp, path)
+	return atomicfile.Write(path, data, mode)
 }
 
 // readCerts reads the PEM certificates in path; there must be at least one.

@@ -58,6 +58,7 @@ func (s *Startd) evaluate() {
 			s.apply(sl, st, why)
 		}
 	}
+	s.checkPeaceful()
 }
 
 // apply carries out a step decide chose for sl's current phase. It must be

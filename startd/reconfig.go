@@ -14,19 +14,19 @@ import (
 // scratch limit take effect at the next evaluation; a running job is
 // judged by the new policy from then on as any job would be (a START that
 // turns false stops new jobs, it does not evict running ones; PREEMPT
-// does). The other settings need a restart: Reconfigure logs those that
-// changed and keeps their old values. A configuration that does not check
-// (an expression that does not parse) is refused whole, and the startd
-// runs on as it was.
-func (s *Startd) Reconfigure(cfg Config) error {
+// does). The other settings need a restart: Reconfigure names those that
+// changed (by their configuration keys) and keeps their old values. A
+// configuration that does not check (an expression that does not parse)
+// is refused whole, and the startd runs on as it was.
+func (s *Startd) Reconfigure(cfg Config) (restart []string, err error) {
 	// withDefaults needs what New needed; the settings it checks that
 	// cannot change are taken from the running startd's.
 	next, pol, err := cfg.withDefaults()
 	if err != nil {
-		return fmt.Errorf("reconfigure: %w", err)
+		return nil, fmt.Errorf("reconfigure: %w", err)
 	}
 	s.mu.Lock()
-	restart := needRestart(s.cfg, next)
+	restart = needRestart(s.cfg, next)
 	if s.adc.draining {
 		// Draining holds START false until cancelled.
 		s.configuredStart, pol.start = pol.start, drainStart
@@ -40,12 +40,9 @@ func (s *Startd) Reconfigure(cfg Config) error {
 	s.cfg.ClaimLease = next.ClaimLease
 	s.cfg.ScratchLimitKB = next.ScratchLimitKB
 	s.mu.Unlock()
-	if len(restart) > 0 {
-		s.log.Warn("reconfigure: these settings changed but take effect only when the startd restarts", "settings", restart)
-	}
 	s.log.Info("reconfigured", "start", next.Start, "polling_interval", next.PollingInterval, "claim_lease", next.ClaimLease)
 	s.notify() // the ads show the new policy
-	return nil
+	return restart, nil
 }
 
 // needRestart names the settings that differ between a running startd's

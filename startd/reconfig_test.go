@@ -1,6 +1,11 @@
 package startd
 
 import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -30,13 +35,15 @@ func TestReconfigureKeepsTheRunningJob(t *testing.T) {
 	h.s.mu.Unlock()
 	bad := cfg
 	bad.Start = "KeyboardIdle >"
-	if err := h.s.Reconfigure(bad); err == nil || !strings.Contains(err.Error(), "START") {
+	if _, err := h.s.Reconfigure(bad); err == nil || !strings.Contains(err.Error(), "START") {
 		t.Errorf("a START that does not parse: %v", err)
 	}
 	cfg.Start = "false"
-	cfg.NumSlots = 4 // needs a restart: logged, not applied
-	if err := h.s.Reconfigure(cfg); err != nil {
+	cfg.NumSlots = 4 // needs a restart: named, not applied
+	if restart, err := h.s.Reconfigure(cfg); err != nil {
 		t.Fatal(err)
+	} else if !slices.Equal(restart, []string{"NUM_SLOTS"}) {
+		t.Errorf("Reconfigure names %v for a restart, want NUM_SLOTS", restart)
 	}
 	for range 3 {
 		h.s.evaluate()
@@ -53,8 +60,8 @@ func TestReconfigureKeepsTheRunningJob(t *testing.T) {
 }
 
 // A graceful drain leaves the running job alone and keeps START false
-// through a reconfiguration; a quick one vacates the job; cancelled, START
-// is the configuration's again.
+// through a reconfiguration and a restart; a quick one vacates the job;
+// cancelled, START is the configuration's again, after a restart too.
 func TestDrain(t *testing.T) {
 	h := newHarness(t, nil)
 	ctx := t.Context()
@@ -71,13 +78,16 @@ func TestDrain(t *testing.T) {
 	}
 	h.waitFile(t, "cwd")
 
-	if v := h.s.Drain(false); len(v) != 0 {
-		t.Errorf("a graceful drain vacated %v", v)
+	if v, err := h.s.Drain(false); err != nil || len(v) != 0 {
+		t.Errorf("a graceful drain vacated %v: %v", v, err)
 	}
 	h.s.mu.Lock()
 	cfg := h.s.cfg
 	h.s.mu.Unlock()
-	if err := h.s.Reconfigure(cfg); err != nil {
+	if !restartedDraining(t, cfg) {
+		t.Error("a startd restarted on the execute directory of a drained one does not drain")
+	}
+	if _, err := h.s.Reconfigure(cfg); err != nil {
 		t.Fatal(err)
 	}
 	h.s.evaluate()
@@ -88,15 +98,85 @@ func TestDrain(t *testing.T) {
 		ad := h.collector.latest[slot]
 		return strings.Contains(ad, "Draining = true") && strings.Contains(ad, "Start = false")
 	})
-	if v := h.s.Drain(true); len(v) != 1 || v[0] != slot {
-		t.Errorf("a quick drain vacated %v, want %s", v, slot)
+	if v, err := h.s.Drain(true); err != nil || len(v) != 1 || v[0] != slot {
+		t.Errorf("a quick drain vacated %v, want %s: %v", v, slot, err)
 	}
 	if st := h.s.slotState(slot); st != (Status{Preempting, Vacating}) {
 		t.Errorf("after a quick drain the slot is %v", st)
 	}
-	h.s.CancelDrain()
+	if err := h.s.CancelDrain(); err != nil {
+		t.Fatal(err)
+	}
 	h.collector.waitFor(t, "the ad to show the configured START", func() bool {
 		ad := h.collector.latest[slot]
 		return strings.Contains(ad, "Draining = false") && strings.Contains(ad, "Start = KeyboardIdle > 60")
 	})
+	if restartedDraining(t, cfg) {
+		t.Error("a startd restarted after a cancelled drain drains")
+	}
+}
+
+// restartedDraining reports whether a startd of cfg, made anew on a copy
+// of its execute directory's drain state, drains.
+func restartedDraining(t *testing.T, cfg Config) bool {
+	t.Helper()
+	dir := t.TempDir()
+	if b, err := os.ReadFile(filepath.Join(cfg.ExecuteDir, drainFile)); err == nil {
+		if err := os.WriteFile(filepath.Join(dir, drainFile), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg.ExecuteDir = dir
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.adc.draining && s.adc.policy.start == drainStart && s.configuredStart.String() == "KeyboardIdle > 60"
+}
+
+// StopPeacefully lets the running job finish and starts no new one; Serve
+// returns once the job has ended, leaving no drain recorded.
+func TestStopPeacefully(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := t.Context()
+	const slot = "slot1@exec1"
+	h.collector.waitStatus(t, slot, Status{Unclaimed, Idle})
+	if _, err := h.client.Matched(ctx, &wire.StartdMatchedRequest{Slot: slot, ClaimId: "c1", JobAd: jobAd}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := h.client.RequestClaim(ctx, &wire.RequestClaimRequest{Slot: slot, ClaimId: "c1", JobAd: jobAd}); err != nil || !r.Accepted {
+		t.Fatalf("claim: %+v, %v", r, err)
+	}
+	if _, err := h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: "c1", JobAd: jobAd, ShadowAddr: "10.0.0.1:9", ShadowFingerprint: "f1", Secret: "s3cret"}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFile(t, "cwd")
+
+	h.s.StopPeacefully()
+	h.collector.waitFor(t, "the ad to show the machine out of service", func() bool {
+		ad := h.collector.latest[slot]
+		return strings.Contains(ad, "Draining = true") && strings.Contains(ad, "Start = false")
+	})
+	// The job cannot end before it is told to go.
+	select {
+	case err := <-h.served:
+		t.Fatalf("Serve returned while the job ran: %v", err)
+	default:
+	}
+	if st := h.s.slotState(slot); st != (Status{Claimed, Busy}) {
+		t.Errorf("stopping peacefully, the running job's slot is %v", st)
+	}
+	if err := os.WriteFile(filepath.Join(h.outDir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-h.served; err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+	h.cancel()
+	h.cancel = nil
+	if _, err := os.Stat(filepath.Join(h.execDir, drainFile)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a peaceful stop left a drain recorded: %v", err)
+	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/pki"
+	"harrier.dev/harrier/starter"
 	"harrier.dev/harrier/wire"
 )
 
@@ -45,10 +46,13 @@ type Startd struct {
 	// configuredStart is the configuration's START while the machine
 	// drains (adc.policy.start is then false).
 	configuredStart classad.Expr
+	// peaceful is a peaceful stop's progress (see StopPeacefully).
+	peaceful peaceful
 }
 
 // New checks cfg, prepares the execute directory (removing scratch
-// directories a crashed startd left behind) and returns a Startd. Errors
+// directories a crashed startd left behind), drains on if it was draining
+// when it stopped (see Drain), and returns a Startd. Errors
 // in the policy expressions name the key and the position.
 func New(cfg Config) (*Startd, error) {
 	cfg, pol, err := cfg.withDefaults()
@@ -70,18 +74,24 @@ func New(cfg Config) (*Startd, error) {
 		killGrace:        killGrace,
 		claimIdleTimeout: claimIdleTimeout,
 		changed:          make(chan struct{}, 1),
+		peaceful:         peaceful{done: make(chan struct{})},
 		adc:              adConfig{host: cfg.Name, policy: pol, numSlots: cfg.NumSlots, version: version(), sandbox: chooseSandbox(cfg.Sandbox, cfg.Logger)},
 	}
 	now := time.Now()
 	for i := range cfg.NumSlots {
 		s.slots = append(s.slots, newSlot(i+1, cfg.Name, now))
 	}
+	if err := s.recoverDrain(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
 // Serve serves the Startd service on lis, enforces the owner policy and
-// keeps the machine ads advertised until ctx is done. Then it stops serving, kills the starters
-// still running, withdraws its ads and returns nil. It returns an error
+// keeps the machine ads advertised until ctx is done, or after
+// StopPeacefully until no job runs. Then it stops serving, vacates the
+// jobs still running (kills them at once if ctx was cancelled with cause
+// ErrStopFast), stops the starters, withdraws its ads and returns nil. It returns an error
 // only if serving failed. Serve must be called once.
 func (s *Startd) Serve(ctx context.Context, lis net.Listener) error {
 	s.mu.Lock()
@@ -124,15 +134,18 @@ func (s *Startd) Serve(ctx context.Context, lis net.Listener) error {
 	var failed error
 	select {
 	case <-ctx.Done():
+	case <-s.peaceful.done:
+		s.log.Info("stopping peacefully: no job runs")
 	case err := <-serveErr:
 		if !errors.Is(err, grpc.ErrServerStopped) {
 			failed = fmt.Errorf("startd: serve: %w", err)
 		}
 	}
+	fast := errors.Is(context.Cause(ctx), ErrStopFast)
 	cancel()
 	srv.Stop()
 	<-policyDone
-	s.killAll()
+	s.killAll(fast)
 	s.runs.Wait()
 	<-advDone
 	s.invalidate(context.WithoutCancel(ctx), collector)
@@ -140,13 +153,18 @@ func (s *Startd) Serve(ctx context.Context, lis net.Listener) error {
 	return failed
 }
 
-// killAll kills every running starter, stops every idle one, and waits
-// until they are gone.
-func (s *Startd) killAll() {
+// killAll stops every running starter, vacating its job (fast: killing
+// it at once), stops every idle one, and waits until they are gone.
+func (s *Startd) killAll(fast bool) {
 	var wg sync.WaitGroup
 	s.mu.Lock()
 	for _, sl := range s.slots {
-		if r := runOf(sl.phase); r != nil {
+		r := runOf(sl.phase)
+		switch {
+		case r != nil && fast:
+			r.command(starter.Command{Kill: true})
+			wg.Go(func() { r.killAfter(s.killGrace) })
+		case r != nil:
 			wg.Go(func() { r.kill(s.killGrace) })
 		}
 		if idle, ok := sl.phase.(claimedIdle); ok && idle.starter != nil {

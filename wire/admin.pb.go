@@ -26,6 +26,63 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// StopMode is how a daemon is turned off, as condor_off's options say.
+type StopMode int32
+
+const (
+	// GRACEFUL: SIGTERM; a startd vacates its jobs (checkpointed where
+	// they can be) to run again elsewhere.
+	StopMode_STOP_MODE_GRACEFUL StopMode = 0
+	// PEACEFUL: a startd takes no new job and stops once its running jobs
+	// have finished; Off does not wait for that. The master's other
+	// daemons named stop gracefully after its startds have gone.
+	StopMode_STOP_MODE_PEACEFUL StopMode = 1
+	// FAST: SIGQUIT; a startd kills its jobs at once, and they go back
+	// to Idle.
+	StopMode_STOP_MODE_FAST StopMode = 2
+)
+
+// Enum value maps for StopMode.
+var (
+	StopMode_name = map[int32]string{
+		0: "STOP_MODE_GRACEFUL",
+		1: "STOP_MODE_PEACEFUL",
+		2: "STOP_MODE_FAST",
+	}
+	StopMode_value = map[string]int32{
+		"STOP_MODE_GRACEFUL": 0,
+		"STOP_MODE_PEACEFUL": 1,
+		"STOP_MODE_FAST":     2,
+	}
+)
+
+func (x StopMode) Enum() *StopMode {
+	p := new(StopMode)
+	*p = x
+	return p
+}
+
+func (x StopMode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (StopMode) Descriptor() protoreflect.EnumDescriptor {
+	return file_harrier_v1_admin_proto_enumTypes[0].Descriptor()
+}
+
+func (StopMode) Type() protoreflect.EnumType {
+	return &file_harrier_v1_admin_proto_enumTypes[0]
+}
+
+func (x StopMode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use StopMode.Descriptor instead.
+func (StopMode) EnumDescriptor() ([]byte, []int) {
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{0}
+}
+
 type SetPriorityFactorRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	User          string                 `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
@@ -357,7 +414,9 @@ func (*ReconfigRequest) Descriptor() ([]byte, []int) {
 type DaemonControlRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// daemon names one daemon ("agent", or a startd's name); empty: all.
-	Daemon        string `protobuf:"bytes,1,opt,name=daemon,proto3" json:"daemon,omitempty"`
+	Daemon string `protobuf:"bytes,1,opt,name=daemon,proto3" json:"daemon,omitempty"`
+	// mode is how Off stops daemons; On and Restart ignore it.
+	Mode          StopMode `protobuf:"varint,2,opt,name=mode,proto3,enum=harrier.v1.StopMode" json:"mode,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -399,10 +458,20 @@ func (x *DaemonControlRequest) GetDaemon() string {
 	return ""
 }
 
+func (x *DaemonControlRequest) GetMode() StopMode {
+	if x != nil {
+		return x.Mode
+	}
+	return StopMode_STOP_MODE_GRACEFUL
+}
+
 type DaemonControlReply struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// daemons are the names of the daemons acted on.
-	Daemons       []string `protobuf:"bytes,1,rep,name=daemons,proto3" json:"daemons,omitempty"`
+	Daemons []string `protobuf:"bytes,1,rep,name=daemons,proto3" json:"daemons,omitempty"`
+	// stopping names those of them still running: turned off peacefully,
+	// they stop when their jobs have finished.
+	Stopping      []string `protobuf:"bytes,2,rep,name=stopping,proto3" json:"stopping,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -440,6 +509,13 @@ func (*DaemonControlReply) Descriptor() ([]byte, []int) {
 func (x *DaemonControlReply) GetDaemons() []string {
 	if x != nil {
 		return x.Daemons
+	}
+	return nil
+}
+
+func (x *DaemonControlReply) GetStopping() []string {
+	if x != nil {
+		return x.Stopping
 	}
 	return nil
 }
@@ -626,6 +702,78 @@ func (x *DaemonInfo) GetOff() bool {
 	return false
 }
 
+type StopPeacefullyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StopPeacefullyRequest) Reset() {
+	*x = StopPeacefullyRequest{}
+	mi := &file_harrier_v1_admin_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StopPeacefullyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StopPeacefullyRequest) ProtoMessage() {}
+
+func (x *StopPeacefullyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_admin_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StopPeacefullyRequest.ProtoReflect.Descriptor instead.
+func (*StopPeacefullyRequest) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{12}
+}
+
+type StopPeacefullyReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StopPeacefullyReply) Reset() {
+	*x = StopPeacefullyReply{}
+	mi := &file_harrier_v1_admin_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StopPeacefullyReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StopPeacefullyReply) ProtoMessage() {}
+
+func (x *StopPeacefullyReply) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_admin_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StopPeacefullyReply.ProtoReflect.Descriptor instead.
+func (*StopPeacefullyReply) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{13}
+}
+
 type DrainRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// quick also vacates the running jobs; without it they finish.
@@ -638,7 +786,7 @@ type DrainRequest struct {
 
 func (x *DrainRequest) Reset() {
 	*x = DrainRequest{}
-	mi := &file_harrier_v1_admin_proto_msgTypes[12]
+	mi := &file_harrier_v1_admin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -650,7 +798,7 @@ func (x *DrainRequest) String() string {
 func (*DrainRequest) ProtoMessage() {}
 
 func (x *DrainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_admin_proto_msgTypes[12]
+	mi := &file_harrier_v1_admin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -663,7 +811,7 @@ func (x *DrainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainRequest.ProtoReflect.Descriptor instead.
 func (*DrainRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{12}
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DrainRequest) GetQuick() bool {
@@ -690,7 +838,7 @@ type DrainReply struct {
 
 func (x *DrainReply) Reset() {
 	*x = DrainReply{}
-	mi := &file_harrier_v1_admin_proto_msgTypes[13]
+	mi := &file_harrier_v1_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -702,7 +850,7 @@ func (x *DrainReply) String() string {
 func (*DrainReply) ProtoMessage() {}
 
 func (x *DrainReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_admin_proto_msgTypes[13]
+	mi := &file_harrier_v1_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -715,7 +863,7 @@ func (x *DrainReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainReply.ProtoReflect.Descriptor instead.
 func (*DrainReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{13}
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *DrainReply) GetVacated() []string {
@@ -736,7 +884,7 @@ type ConfigRequest struct {
 
 func (x *ConfigRequest) Reset() {
 	*x = ConfigRequest{}
-	mi := &file_harrier_v1_admin_proto_msgTypes[14]
+	mi := &file_harrier_v1_admin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -748,7 +896,7 @@ func (x *ConfigRequest) String() string {
 func (*ConfigRequest) ProtoMessage() {}
 
 func (x *ConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_admin_proto_msgTypes[14]
+	mi := &file_harrier_v1_admin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -761,7 +909,7 @@ func (x *ConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigRequest.ProtoReflect.Descriptor instead.
 func (*ConfigRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{14}
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ConfigRequest) GetKeys() []string {
@@ -780,7 +928,7 @@ type ConfigReply struct {
 
 func (x *ConfigReply) Reset() {
 	*x = ConfigReply{}
-	mi := &file_harrier_v1_admin_proto_msgTypes[15]
+	mi := &file_harrier_v1_admin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -792,7 +940,7 @@ func (x *ConfigReply) String() string {
 func (*ConfigReply) ProtoMessage() {}
 
 func (x *ConfigReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_admin_proto_msgTypes[15]
+	mi := &file_harrier_v1_admin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -805,7 +953,7 @@ func (x *ConfigReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigReply.ProtoReflect.Descriptor instead.
 func (*ConfigReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{15}
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ConfigReply) GetSettings() []*ConfigSetting {
@@ -827,14 +975,18 @@ type ConfigSetting struct {
 	HasDefault bool   `protobuf:"varint,5,opt,name=has_default,json=hasDefault,proto3" json:"has_default,omitempty"`
 	Default    string `protobuf:"bytes,6,opt,name=default,proto3" json:"default,omitempty"`
 	// error says why the value does not expand.
-	Error         string `protobuf:"bytes,7,opt,name=error,proto3" json:"error,omitempty"`
+	Error string `protobuf:"bytes,7,opt,name=error,proto3" json:"error,omitempty"`
+	// next, for a daemon's setting that changed in the configuration file
+	// but takes effect only when the daemon restarts, is the setting as
+	// the file now has it; the fields above are what the daemon runs on.
+	Next          *ConfigSetting `protobuf:"bytes,8,opt,name=next,proto3" json:"next,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ConfigSetting) Reset() {
 	*x = ConfigSetting{}
-	mi := &file_harrier_v1_admin_proto_msgTypes[16]
+	mi := &file_harrier_v1_admin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -846,7 +998,7 @@ func (x *ConfigSetting) String() string {
 func (*ConfigSetting) ProtoMessage() {}
 
 func (x *ConfigSetting) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_admin_proto_msgTypes[16]
+	mi := &file_harrier_v1_admin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -859,7 +1011,7 @@ func (x *ConfigSetting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigSetting.ProtoReflect.Descriptor instead.
 func (*ConfigSetting) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{16}
+	return file_harrier_v1_admin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ConfigSetting) GetKey() string {
@@ -911,6 +1063,13 @@ func (x *ConfigSetting) GetError() string {
 	return ""
 }
 
+func (x *ConfigSetting) GetNext() *ConfigSetting {
+	if x != nil {
+		return x.Next
+	}
+	return nil
+}
+
 var File_harrier_v1_admin_proto protoreflect.FileDescriptor
 
 const file_harrier_v1_admin_proto_rawDesc = "" +
@@ -933,11 +1092,13 @@ const file_harrier_v1_admin_proto_rawDesc = "" +
 	"\x10DaemonDrainReply\x12\x18\n" +
 	"\adaemons\x18\x01 \x03(\tR\adaemons\x12\x18\n" +
 	"\avacated\x18\x02 \x03(\tR\avacated\"\x11\n" +
-	"\x0fReconfigRequest\".\n" +
+	"\x0fReconfigRequest\"X\n" +
 	"\x14DaemonControlRequest\x12\x16\n" +
-	"\x06daemon\x18\x01 \x01(\tR\x06daemon\".\n" +
+	"\x06daemon\x18\x01 \x01(\tR\x06daemon\x12(\n" +
+	"\x04mode\x18\x02 \x01(\x0e2\x14.harrier.v1.StopModeR\x04mode\"J\n" +
 	"\x12DaemonControlReply\x12\x18\n" +
-	"\adaemons\x18\x01 \x03(\tR\adaemons\"\x10\n" +
+	"\adaemons\x18\x01 \x03(\tR\adaemons\x12\x1a\n" +
+	"\bstopping\x18\x02 \x03(\tR\bstopping\"\x10\n" +
 	"\x0eDaemonsRequest\"\x9f\x01\n" +
 	"\fDaemonsReply\x12\x12\n" +
 	"\x04host\x18\x01 \x01(\tR\x04host\x12\x1d\n" +
@@ -952,7 +1113,9 @@ const file_harrier_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"start_unix\x18\x03 \x01(\x03R\tstartUnix\x12\x1a\n" +
 	"\brestarts\x18\x04 \x01(\x05R\brestarts\x12\x10\n" +
-	"\x03off\x18\x05 \x01(\bR\x03off\"<\n" +
+	"\x03off\x18\x05 \x01(\bR\x03off\"\x17\n" +
+	"\x15StopPeacefullyRequest\"\x15\n" +
+	"\x13StopPeacefullyReply\"<\n" +
 	"\fDrainRequest\x12\x14\n" +
 	"\x05quick\x18\x01 \x01(\bR\x05quick\x12\x16\n" +
 	"\x06cancel\x18\x02 \x01(\bR\x06cancel\"&\n" +
@@ -962,7 +1125,7 @@ const file_harrier_v1_admin_proto_rawDesc = "" +
 	"\rConfigRequest\x12\x12\n" +
 	"\x04keys\x18\x01 \x03(\tR\x04keys\"D\n" +
 	"\vConfigReply\x125\n" +
-	"\bsettings\x18\x01 \x03(\v2\x19.harrier.v1.ConfigSettingR\bsettings\"\xba\x01\n" +
+	"\bsettings\x18\x01 \x03(\v2\x19.harrier.v1.ConfigSettingR\bsettings\"\xe9\x01\n" +
 	"\rConfigSetting\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value\x12\x18\n" +
@@ -971,7 +1134,12 @@ const file_harrier_v1_admin_proto_rawDesc = "" +
 	"\vhas_default\x18\x05 \x01(\bR\n" +
 	"hasDefault\x12\x18\n" +
 	"\adefault\x18\x06 \x01(\tR\adefault\x12\x14\n" +
-	"\x05error\x18\a \x01(\tR\x05error2\xa9\x01\n" +
+	"\x05error\x18\a \x01(\tR\x05error\x12-\n" +
+	"\x04next\x18\b \x01(\v2\x19.harrier.v1.ConfigSettingR\x04next*N\n" +
+	"\bStopMode\x12\x16\n" +
+	"\x12STOP_MODE_GRACEFUL\x10\x00\x12\x16\n" +
+	"\x12STOP_MODE_PEACEFUL\x10\x01\x12\x12\n" +
+	"\x0eSTOP_MODE_FAST\x10\x022\xa9\x01\n" +
 	"\x0fMatchmakerAdmin\x12Q\n" +
 	"\x11SetPriorityFactor\x12$.harrier.v1.SetPriorityFactorRequest\x1a\x16.harrier.v1.AdminReply\x12C\n" +
 	"\n" +
@@ -983,10 +1151,11 @@ const file_harrier_v1_admin_proto_rawDesc = "" +
 	"\aRestart\x12 .harrier.v1.DaemonControlRequest\x1a\x1e.harrier.v1.DaemonControlReply\x12?\n" +
 	"\aDaemons\x12\x1a.harrier.v1.DaemonsRequest\x1a\x18.harrier.v1.DaemonsReply\x12H\n" +
 	"\fDaemonConfig\x12\x1f.harrier.v1.DaemonConfigRequest\x1a\x17.harrier.v1.ConfigReply\x12E\n" +
-	"\x05Drain\x12\x1e.harrier.v1.DaemonDrainRequest\x1a\x1c.harrier.v1.DaemonDrainReply2\x86\x01\n" +
+	"\x05Drain\x12\x1e.harrier.v1.DaemonDrainRequest\x1a\x1c.harrier.v1.DaemonDrainReply2\xdc\x01\n" +
 	"\vDaemonAdmin\x12<\n" +
 	"\x06Config\x12\x19.harrier.v1.ConfigRequest\x1a\x17.harrier.v1.ConfigReply\x129\n" +
-	"\x05Drain\x12\x18.harrier.v1.DrainRequest\x1a\x16.harrier.v1.DrainReplyB\x1aZ\x18harrier.dev/harrier/wireb\x06proto3"
+	"\x05Drain\x12\x18.harrier.v1.DrainRequest\x1a\x16.harrier.v1.DrainReply\x12T\n" +
+	"\x0eStopPeacefully\x12!.harrier.v1.StopPeacefullyRequest\x1a\x1f.harrier.v1.StopPeacefullyReplyB\x1aZ\x18harrier.dev/harrier/wireb\x06proto3"
 
 var (
 	file_harrier_v1_admin_proto_rawDescOnce sync.Once
@@ -1000,58 +1169,66 @@ func file_harrier_v1_admin_proto_rawDescGZIP() []byte {
 	return file_harrier_v1_admin_proto_rawDescData
 }
 
-var file_harrier_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_harrier_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_harrier_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_harrier_v1_admin_proto_goTypes = []any{
-	(*SetPriorityFactorRequest)(nil), // 0: harrier.v1.SetPriorityFactorRequest
-	(*ResetUsageRequest)(nil),        // 1: harrier.v1.ResetUsageRequest
-	(*AdminReply)(nil),               // 2: harrier.v1.AdminReply
-	(*DaemonConfigRequest)(nil),      // 3: harrier.v1.DaemonConfigRequest
-	(*DaemonDrainRequest)(nil),       // 4: harrier.v1.DaemonDrainRequest
-	(*DaemonDrainReply)(nil),         // 5: harrier.v1.DaemonDrainReply
-	(*ReconfigRequest)(nil),          // 6: harrier.v1.ReconfigRequest
-	(*DaemonControlRequest)(nil),     // 7: harrier.v1.DaemonControlRequest
-	(*DaemonControlReply)(nil),       // 8: harrier.v1.DaemonControlReply
-	(*DaemonsRequest)(nil),           // 9: harrier.v1.DaemonsRequest
-	(*DaemonsReply)(nil),             // 10: harrier.v1.DaemonsReply
-	(*DaemonInfo)(nil),               // 11: harrier.v1.DaemonInfo
-	(*DrainRequest)(nil),             // 12: harrier.v1.DrainRequest
-	(*DrainReply)(nil),               // 13: harrier.v1.DrainReply
-	(*ConfigRequest)(nil),            // 14: harrier.v1.ConfigRequest
-	(*ConfigReply)(nil),              // 15: harrier.v1.ConfigReply
-	(*ConfigSetting)(nil),            // 16: harrier.v1.ConfigSetting
+	(StopMode)(0),                    // 0: harrier.v1.StopMode
+	(*SetPriorityFactorRequest)(nil), // 1: harrier.v1.SetPriorityFactorRequest
+	(*ResetUsageRequest)(nil),        // 2: harrier.v1.ResetUsageRequest
+	(*AdminReply)(nil),               // 3: harrier.v1.AdminReply
+	(*DaemonConfigRequest)(nil),      // 4: harrier.v1.DaemonConfigRequest
+	(*DaemonDrainRequest)(nil),       // 5: harrier.v1.DaemonDrainRequest
+	(*DaemonDrainReply)(nil),         // 6: harrier.v1.DaemonDrainReply
+	(*ReconfigRequest)(nil),          // 7: harrier.v1.ReconfigRequest
+	(*DaemonControlRequest)(nil),     // 8: harrier.v1.DaemonControlRequest
+	(*DaemonControlReply)(nil),       // 9: harrier.v1.DaemonControlReply
+	(*DaemonsRequest)(nil),           // 10: harrier.v1.DaemonsRequest
+	(*DaemonsReply)(nil),             // 11: harrier.v1.DaemonsReply
+	(*DaemonInfo)(nil),               // 12: harrier.v1.DaemonInfo
+	(*StopPeacefullyRequest)(nil),    // 13: harrier.v1.StopPeacefullyRequest
+	(*StopPeacefullyReply)(nil),      // 14: harrier.v1.StopPeacefullyReply
+	(*DrainRequest)(nil),             // 15: harrier.v1.DrainRequest
+	(*DrainReply)(nil),               // 16: harrier.v1.DrainReply
+	(*ConfigRequest)(nil),            // 17: harrier.v1.ConfigRequest
+	(*ConfigReply)(nil),              // 18: harrier.v1.ConfigReply
+	(*ConfigSetting)(nil),            // 19: harrier.v1.ConfigSetting
 }
 var file_harrier_v1_admin_proto_depIdxs = []int32{
-	14, // 0: harrier.v1.DaemonConfigRequest.request:type_name -> harrier.v1.ConfigRequest
-	12, // 1: harrier.v1.DaemonDrainRequest.request:type_name -> harrier.v1.DrainRequest
-	11, // 2: harrier.v1.DaemonsReply.daemons:type_name -> harrier.v1.DaemonInfo
-	16, // 3: harrier.v1.ConfigReply.settings:type_name -> harrier.v1.ConfigSetting
-	0,  // 4: harrier.v1.MatchmakerAdmin.SetPriorityFactor:input_type -> harrier.v1.SetPriorityFactorRequest
-	1,  // 5: harrier.v1.MatchmakerAdmin.ResetUsage:input_type -> harrier.v1.ResetUsageRequest
-	6,  // 6: harrier.v1.MasterAdmin.Reconfig:input_type -> harrier.v1.ReconfigRequest
-	7,  // 7: harrier.v1.MasterAdmin.Off:input_type -> harrier.v1.DaemonControlRequest
-	7,  // 8: harrier.v1.MasterAdmin.On:input_type -> harrier.v1.DaemonControlRequest
-	7,  // 9: harrier.v1.MasterAdmin.Restart:input_type -> harrier.v1.DaemonControlRequest
-	9,  // 10: harrier.v1.MasterAdmin.Daemons:input_type -> harrier.v1.DaemonsRequest
-	3,  // 11: harrier.v1.MasterAdmin.DaemonConfig:input_type -> harrier.v1.DaemonConfigRequest
-	4,  // 12: harrier.v1.MasterAdmin.Drain:input_type -> harrier.v1.DaemonDrainRequest
-	14, // 13: harrier.v1.DaemonAdmin.Config:input_type -> harrier.v1.ConfigRequest
-	12, // 14: harrier.v1.DaemonAdmin.Drain:input_type -> harrier.v1.DrainRequest
-	2,  // 15: harrier.v1.MatchmakerAdmin.SetPriorityFactor:output_type -> harrier.v1.AdminReply
-	2,  // 16: harrier.v1.MatchmakerAdmin.ResetUsage:output_type -> harrier.v1.AdminReply
-	2,  // 17: harrier.v1.MasterAdmin.Reconfig:output_type -> harrier.v1.AdminReply
-	8,  // 18: harrier.v1.MasterAdmin.Off:output_type -> harrier.v1.DaemonControlReply
-	8,  // 19: harrier.v1.MasterAdmin.On:output_type -> harrier.v1.DaemonControlReply
-	8,  // 20: harrier.v1.MasterAdmin.Restart:output_type -> harrier.v1.DaemonControlReply
-	10, // 21: harrier.v1.MasterAdmin.Daemons:output_type -> harrier.v1.DaemonsReply
-	15, // 22: harrier.v1.MasterAdmin.DaemonConfig:output_type -> harrier.v1.ConfigReply
-	5,  // 23: harrier.v1.MasterAdmin.Drain:output_type -> harrier.v1.DaemonDrainReply
-	15, // 24: harrier.v1.DaemonAdmin.Config:output_type -> harrier.v1.ConfigReply
-	13, // 25: harrier.v1.DaemonAdmin.Drain:output_type -> harrier.v1.DrainReply
-	15, // [15:26] is the sub-list for method output_type
-	4,  // [4:15] is the sub-list for method input_type
-	4,  // [4:4] is the sub-list for extension type_name
-	4,  // [4:4] is the sub-list for extension extendee
-	0,  // [0:4] is the sub-list for field type_name
+	17, // 0: harrier.v1.DaemonConfigRequest.request:type_name -> harrier.v1.ConfigRequest
+	15, // 1: harrier.v1.DaemonDrainRequest.request:type_name -> harrier.v1.DrainRequest
+	0,  // 2: harrier.v1.DaemonControlRequest.mode:type_name -> harrier.v1.StopMode
+	12, // 3: harrier.v1.DaemonsReply.daemons:type_name -> harrier.v1.DaemonInfo
+	19, // 4: harrier.v1.ConfigReply.settings:type_name -> harrier.v1.ConfigSetting
+	19, // 5: harrier.v1.ConfigSetting.next:type_name -> harrier.v1.ConfigSetting
+	1,  // 6: harrier.v1.MatchmakerAdmin.SetPriorityFactor:input_type -> harrier.v1.SetPriorityFactorRequest
+	2,  // 7: harrier.v1.MatchmakerAdmin.ResetUsage:input_type -> harrier.v1.ResetUsageRequest
+	7,  // 8: harrier.v1.MasterAdmin.Reconfig:input_type -> harrier.v1.ReconfigRequest
+	8,  // 9: harrier.v1.MasterAdmin.Off:input_type -> harrier.v1.DaemonControlRequest
+	8,  // 10: harrier.v1.MasterAdmin.On:input_type -> harrier.v1.DaemonControlRequest
+	8,  // 11: harrier.v1.MasterAdmin.Restart:input_type -> harrier.v1.DaemonControlRequest
+	10, // 12: harrier.v1.MasterAdmin.Daemons:input_type -> harrier.v1.DaemonsRequest
+	4,  // 13: harrier.v1.MasterAdmin.DaemonConfig:input_type -> harrier.v1.DaemonConfigRequest
+	5,  // 14: harrier.v1.MasterAdmin.Drain:input_type -> harrier.v1.DaemonDrainRequest
+	17, // 15: harrier.v1.DaemonAdmin.Config:input_type -> harrier.v1.ConfigRequest
+	15, // 16: harrier.v1.DaemonAdmin.Drain:input_type -> harrier.v1.DrainRequest
+	13, // 17: harrier.v1.DaemonAdmin.StopPeacefully:input_type -> harrier.v1.StopPeacefullyRequest
+	3,  // 18: harrier.v1.MatchmakerAdmin.SetPriorityFactor:output_type -> harrier.v1.AdminReply
+	3,  // 19: harrier.v1.MatchmakerAdmin.ResetUsage:output_type -> harrier.v1.AdminReply
+	3,  // 20: harrier.v1.MasterAdmin.Reconfig:output_type -> harrier.v1.AdminReply
+	9,  // 21: harrier.v1.MasterAdmin.Off:output_type -> harrier.v1.DaemonControlReply
+	9,  // 22: harrier.v1.MasterAdmin.On:output_type -> harrier.v1.DaemonControlReply
+	9,  // 23: harrier.v1.MasterAdmin.Restart:output_type -> harrier.v1.DaemonControlReply
+	11, // 24: harrier.v1.MasterAdmin.Daemons:output_type -> harrier.v1.DaemonsReply
+	18, // 25: harrier.v1.MasterAdmin.DaemonConfig:output_type -> harrier.v1.ConfigReply
+	6,  // 26: harrier.v1.MasterAdmin.Drain:output_type -> harrier.v1.DaemonDrainReply
+	18, // 27: harrier.v1.DaemonAdmin.Config:output_type -> harrier.v1.ConfigReply
+	16, // 28: harrier.v1.DaemonAdmin.Drain:output_type -> harrier.v1.DrainReply
+	14, // 29: harrier.v1.DaemonAdmin.StopPeacefully:output_type -> harrier.v1.StopPeacefullyReply
+	18, // [18:30] is the sub-list for method output_type
+	6,  // [6:18] is the sub-list for method input_type
+	6,  // [6:6] is the sub-list for extension type_name
+	6,  // [6:6] is the sub-list for extension extendee
+	0,  // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_harrier_v1_admin_proto_init() }
@@ -1064,13 +1241,14 @@ func file_harrier_v1_admin_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harrier_v1_admin_proto_rawDesc), len(file_harrier_v1_admin_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   17,
+			NumEnums:      1,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   3,
 		},
 		GoTypes:           file_harrier_v1_admin_proto_goTypes,
 		DependencyIndexes: file_harrier_v1_admin_proto_depIdxs,
+		EnumInfos:         file_harrier_v1_admin_proto_enumTypes,
 		MessageInfos:      file_harrier_v1_admin_proto_msgTypes,
 	}.Build()
 	File_harrier_v1_admin_proto = out.File

@@ -194,7 +194,8 @@ type MasterAdminClient interface {
 	// and its own settings) and send SIGHUP to its daemons, which re-read
 	// what they can without losing claims or jobs.
 	Reconfig(ctx context.Context, in *ReconfigRequest, opts ...grpc.CallOption) (*AdminReply, error)
-	// Off stops a daemon (or all) and keeps it stopped until On.
+	// Off stops a daemon (or all) and keeps it stopped until On, in the
+	// request's mode.
 	Off(ctx context.Context, in *DaemonControlRequest, opts ...grpc.CallOption) (*DaemonControlReply, error)
 	On(ctx context.Context, in *DaemonControlRequest, opts ...grpc.CallOption) (*DaemonControlReply, error)
 	Restart(ctx context.Context, in *DaemonControlRequest, opts ...grpc.CallOption) (*DaemonControlReply, error)
@@ -300,7 +301,8 @@ type MasterAdminServer interface {
 	// and its own settings) and send SIGHUP to its daemons, which re-read
 	// what they can without losing claims or jobs.
 	Reconfig(context.Context, *ReconfigRequest) (*AdminReply, error)
-	// Off stops a daemon (or all) and keeps it stopped until On.
+	// Off stops a daemon (or all) and keeps it stopped until On, in the
+	// request's mode.
 	Off(context.Context, *DaemonControlRequest) (*DaemonControlReply, error)
 	On(context.Context, *DaemonControlRequest) (*DaemonControlReply, error)
 	Restart(context.Context, *DaemonControlRequest) (*DaemonControlReply, error)
@@ -530,8 +532,9 @@ var MasterAdmin_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	DaemonAdmin_Config_FullMethodName = "/harrier.v1.DaemonAdmin/Config"
-	DaemonAdmin_Drain_FullMethodName  = "/harrier.v1.DaemonAdmin/Drain"
+	DaemonAdmin_Config_FullMethodName         = "/harrier.v1.DaemonAdmin/Config"
+	DaemonAdmin_Drain_FullMethodName          = "/harrier.v1.DaemonAdmin/Drain"
+	DaemonAdmin_StopPeacefully_FullMethodName = "/harrier.v1.DaemonAdmin/StopPeacefully"
 )
 
 // DaemonAdminClient is the client API for DaemonAdmin service.
@@ -548,6 +551,10 @@ type DaemonAdminClient interface {
 	// Drain takes a startd's machine out of service, as condor_drain
 	// does; other daemons answer Unimplemented.
 	Drain(ctx context.Context, in *DrainRequest, opts ...grpc.CallOption) (*DrainReply, error)
+	// StopPeacefully makes a startd take no new job and exit once its
+	// running jobs have finished (condor_off -peaceful); other daemons
+	// answer Unimplemented.
+	StopPeacefully(ctx context.Context, in *StopPeacefullyRequest, opts ...grpc.CallOption) (*StopPeacefullyReply, error)
 }
 
 type daemonAdminClient struct {
@@ -578,6 +585,16 @@ func (c *daemonAdminClient) Drain(ctx context.Context, in *DrainRequest, opts ..
 	return out, nil
 }
 
+func (c *daemonAdminClient) StopPeacefully(ctx context.Context, in *StopPeacefullyRequest, opts ...grpc.CallOption) (*StopPeacefullyReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(StopPeacefullyReply)
+	err := c.cc.Invoke(ctx, DaemonAdmin_StopPeacefully_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // DaemonAdminServer is the server API for DaemonAdmin service.
 // All implementations must embed UnimplementedDaemonAdminServer
 // for forward compatibility.
@@ -592,6 +609,10 @@ type DaemonAdminServer interface {
 	// Drain takes a startd's machine out of service, as condor_drain
 	// does; other daemons answer Unimplemented.
 	Drain(context.Context, *DrainRequest) (*DrainReply, error)
+	// StopPeacefully makes a startd take no new job and exit once its
+	// running jobs have finished (condor_off -peaceful); other daemons
+	// answer Unimplemented.
+	StopPeacefully(context.Context, *StopPeacefullyRequest) (*StopPeacefullyReply, error)
 	mustEmbedUnimplementedDaemonAdminServer()
 }
 
@@ -607,6 +628,9 @@ func (UnimplementedDaemonAdminServer) Config(context.Context, *ConfigRequest) (*
 }
 func (UnimplementedDaemonAdminServer) Drain(context.Context, *DrainRequest) (*DrainReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method Drain not implemented")
+}
+func (UnimplementedDaemonAdminServer) StopPeacefully(context.Context, *StopPeacefullyRequest) (*StopPeacefullyReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method StopPeacefully not implemented")
 }
 func (UnimplementedDaemonAdminServer) mustEmbedUnimplementedDaemonAdminServer() {}
 func (UnimplementedDaemonAdminServer) testEmbeddedByValue()                     {}
@@ -665,6 +689,24 @@ func _DaemonAdmin_Drain_Handler(srv interface{}, ctx context.Context, dec func(i
 	return interceptor(ctx, in, info, handler)
 }
 
+func _DaemonAdmin_StopPeacefully_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StopPeacefullyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DaemonAdminServer).StopPeacefully(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: DaemonAdmin_StopPeacefully_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DaemonAdminServer).StopPeacefully(ctx, req.(*StopPeacefullyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // DaemonAdmin_ServiceDesc is the grpc.ServiceDesc for DaemonAdmin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -679,6 +721,10 @@ var DaemonAdmin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Drain",
 			Handler:    _DaemonAdmin_Drain_Handler,
+		},
+		{
+			MethodName: "StopPeacefully",
+			Handler:    _DaemonAdmin_StopPeacefully_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

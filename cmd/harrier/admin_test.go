@@ -223,8 +223,8 @@ func TestConfigVal(t *testing.T) {
 		t.Errorf("the matchmaker's log does not say it reconfigured:\n%s", mmLog)
 	}
 	agentLog, _ := os.ReadFile(filepath.Join(p.dir, "log", "agent.log"))
-	if !strings.Contains(string(agentLog), "applies changes when it restarts") {
-		t.Errorf("the agent's log does not say it applies changes when it restarts:\n%s", agentLog)
+	if !regexp.MustCompile(`msg="configuration re-read" .*negotiator_interval`).Match(agentLog) {
+		t.Errorf("the agent's log does not say it re-read the configuration:\n%s", agentLog)
 	}
 
 	// A START that does not parse is refused whole: the startd runs on,
@@ -243,6 +243,65 @@ func TestConfigVal(t *testing.T) {
 	env := append([]string{asHarrier + "=1"}, p.env...)
 	if out, code := asUser(t, bin, alice.Username, env, "config-val", "-daemon", "agent", "-dump"); code == 0 || !strings.Contains(out, "only the pool administrator") {
 		t.Errorf("a user asked the agent: exit %d: %s", code, out)
+	}
+}
+
+// The agent re-reads its limits on reconfig, without a restart: a lowered
+// MAX_JOBS_PER_OWNER refuses the owner's next job, not another owner's,
+// and the running job runs on to complete once. A changed setting that
+// needs a restart (MAX_SUBMISSION_BYTES: the socket's largest message) is
+// said not to be applied, in the log and by config-val -verbose, which
+// shows the value the agent runs on.
+func TestReconfigAgentLimits(t *testing.T) {
+	bin := publicBinary(t)
+	p := startPoolFrom(t, bin, 1, "NUM_SLOTS = 2\nNEGOTIATOR_INTERVAL = 2")
+	conf := filepath.Join(p.dir, poolConfigName)
+	dir := t.TempDir()
+	os.Chmod(dir, 0o777)
+	first := p.submit(t, dir, "first.sub", "executable = /bin/sleep\narguments = 10\nlog = jobs.log\nqueue\n")
+	id := fmt.Sprint(first) + ".0"
+	eventually(t, time.Minute, "the job to run", func() bool { return p.jobStatus(t, id) == 2 })
+	agentPid := readPid(filepath.Join(p.dir, "run", "agent.pid"))
+	sent := p.must(t, "config-val", "-daemon", "agent", "MAX_SUBMISSION_BYTES")
+
+	p.appendConfig(t, "MAX_JOBS_PER_OWNER = 1\nMAX_SUBMISSION_BYTES = 1000000")
+	p.must(t, "reconfig")
+	eventually(t, 30*time.Second, "the agent to re-read its configuration", func() bool {
+		return p.must(t, "config-val", "-daemon", "agent", "MAX_JOBS_PER_OWNER") == "1\n"
+	})
+	path := filepath.Join(dir, "second.sub")
+	writeFile(t, path, "executable = /bin/true\nqueue\n", 0o644)
+	if out, code := p.harrier(t, "submit", path); code == 0 || !strings.Contains(out, "MAX_JOBS_PER_OWNER") {
+		t.Errorf("a second job of the owner under MAX_JOBS_PER_OWNER = 1: exit %d: %s", code, out)
+	}
+	alice := newUser(t)
+	p.submitAs(t, alice.Username, dir, "alice.sub", "executable = /bin/true\nqueue\n")
+
+	if out := p.must(t, "config-val", "-daemon", "agent", "MAX_SUBMISSION_BYTES"); out != sent {
+		t.Errorf("the agent says it runs on MAX_SUBMISSION_BYTES %q, want %q as it started", out, sent)
+	}
+	want := fmt.Sprintf(" # not applied: changed to 1000000 at %s:%d; takes effect when the daemon restarts\n", conf, lineOf(t, conf, "MAX_SUBMISSION_BYTES = 1000000"))
+	if out := p.must(t, "config-val", "-daemon", "agent", "-verbose", "MAX_SUBMISSION_BYTES"); !strings.HasSuffix(out, want) {
+		t.Errorf("config-val -verbose of a setting waiting for a restart: %q, want it to end %q", out, want)
+	}
+	agentLog, _ := os.ReadFile(filepath.Join(p.dir, "log", "agent.log"))
+	if !regexp.MustCompile(`not_applied=\[MAX_SUBMISSION_BYTES\]`).Match(agentLog) || !strings.Contains(string(agentLog), "max_jobs_per_owner=1") {
+		t.Errorf("the agent's log does not say what it applied and what it did not:\n%s", agentLog)
+	}
+
+	eventually(t, 2*time.Minute, "the first job to complete", func() bool { return p.jobStatus(t, id) == 0 })
+	if now := readPid(filepath.Join(p.dir, "run", "agent.pid")); now != agentPid {
+		t.Errorf("the agent was restarted: pid %d, then %d", agentPid, now)
+	}
+	log, err := os.ReadFile(filepath.Join(dir, "jobs.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(log), fmt.Sprintf("005 (%03d.000.000)", first)); n != 1 || strings.Contains(string(log), "004 (") {
+		t.Errorf("the running job: %d completion events, want 1 and no eviction\n%s", n, log)
+	}
+	if starts := p.historyAd(t, id)["NumJobStarts"]; starts != float64(1) {
+		t.Errorf("the job started %v times, want 1", starts)
 	}
 }
 
@@ -301,6 +360,75 @@ func TestDrain(t *testing.T) {
 			t.Errorf("cluster %d: %d completion events, want 1\n%s", c, n, log)
 		}
 	}
+}
+
+// A drained machine stays drained when its startd is killed and its
+// master starts it again: a negotiation cycle that sees an idle job
+// matches nothing there. Once the drain is cancelled, the job runs there.
+// Only the administrator may cancel a drain.
+func TestDrainSurvivesStartdRestart(t *testing.T) {
+	bin := publicBinary(t)
+	p := startPoolFrom(t, bin, 1, "NEGOTIATOR_INTERVAL = 2")
+	host := hostName()
+	machine := func() map[string]any {
+		if ads := p.jobs(t, "status"); len(ads) == 1 {
+			return ads[0]
+		}
+		return map[string]any{}
+	}
+	p.must(t, "drain", host)
+	var addr string
+	eventually(t, time.Minute, "the drained machine's ad", func() bool {
+		ad := machine()
+		addr, _ = ad["StartdAddr"].(string)
+		return ad["Draining"] == true
+	})
+	p.killDaemon(t, host)
+	var ad map[string]any
+	eventually(t, time.Minute, "the restarted startd's ad", func() bool {
+		ad = machine()
+		now, _ := ad["StartdAddr"].(string)
+		return now != "" && now != addr
+	})
+	if ad["Draining"] != true || ad["Start"] != false {
+		t.Errorf("the restarted startd forgot the drain: Draining %v, Start %v", ad["Draining"], ad["Start"])
+	}
+
+	dir := t.TempDir()
+	id := fmt.Sprint(p.submit(t, dir, "job.sub", "executable = /bin/true\nlog = job.log\nqueue\n")) + ".0"
+	if n := p.nextCycleMatches(t); n != 0 {
+		t.Errorf("a cycle on the drained pool made %d matches", n)
+	}
+	if st := p.jobStatus(t, id); st != 1 {
+		t.Errorf("the job's status on the drained pool: %d, want 1 (idle)", st)
+	}
+
+	alice := newUser(t)
+	if out, code := asUser(t, bin, alice.Username, append([]string{asHarrier + "=1"}, p.env...), "drain", "-cancel", host); code == 0 || !strings.Contains(out, "only the pool administrator") {
+		t.Errorf("a user cancelled a drain: exit %d: %s", code, out)
+	}
+	if out := p.must(t, "drain", "-cancel", host); !strings.Contains(out, "back in service") {
+		t.Errorf("drain -cancel said %q", out)
+	}
+	if out, code := p.harrier(t, "wait", "--timeout", "120", id); code != 0 {
+		t.Fatalf("the job did not complete once the drain was cancelled: exit %d: %s", code, out)
+	}
+	if h := p.historyAd(t, id); h["LastRemoteHost"] != "slot1@"+host {
+		t.Errorf("the job ran on %v, want slot1@%s", h["LastRemoteHost"], host)
+	}
+}
+
+// nextCycleMatches waits for a negotiation cycle that begins from now on
+// and sees an idle job, and returns how many matches it made.
+func (p *testPool) nextCycleMatches(t *testing.T) int {
+	t.Helper()
+	after := time.Now().Unix()
+	var cycle []string
+	eventually(t, time.Minute, "a negotiation cycle that sees an idle job", func() bool {
+		cycle = strings.Fields(p.must(t, "status", "-negotiator", "-af", "LastNegotiationCycleTime0", "LastNegotiationCycleNumIdleJobs0", "LastNegotiationCycleMatches0"))
+		return len(cycle) == 3 && atoi(cycle[0]) > int(after) && atoi(cycle[1]) >= 1
+	})
+	return atoi(cycle[2])
 }
 
 // Each host's master publishes its DaemonMaster ad, the negotiator and

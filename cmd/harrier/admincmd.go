@@ -53,16 +53,38 @@ func runReconfig(args []string, _ io.Reader, stdout io.Writer) error {
 }
 
 // daemonControl returns the command that turns daemons off, on, or
-// restarts them, as condor_off, condor_on and condor_restart do.
+// restarts them, as condor_off, condor_on and condor_restart do. Off
+// takes condor_off's modes: -graceful (the default: a startd vacates its
+// jobs, checkpointed where they can be, to run again elsewhere),
+// -peaceful (a startd takes no new job and stops once its jobs have
+// finished; off does not wait for that) and -fast (a startd kills its
+// jobs at once; they go back to Idle).
 func daemonControl(verb string) func([]string, io.Reader, io.Writer) error {
 	return func(args []string, _ io.Reader, stdout io.Writer) error {
 		tf := newToolFlags(verb)
 		daemon := tf.fs.String("daemon", "", "the daemon (matchmaker, agent, or a startd's name); default: every daemon")
+		var graceful, peaceful, fast *bool
+		if verb == "off" {
+			graceful = tf.fs.Bool("graceful", false, "vacate running jobs, checkpointed where they can be, then stop (the default)")
+			peaceful = tf.fs.Bool("peaceful", false, "start no new job; stop once the running jobs have finished")
+			fast = tf.fs.Bool("fast", false, "kill running jobs at once, then stop")
+		}
 		if err := tf.parse(args); err != nil {
 			return err
 		}
 		if len(tf.fs.Args()) > 1 {
 			return usagef("at most one HOST")
+		}
+		mode := wire.StopMode_STOP_MODE_GRACEFUL
+		if verb == "off" {
+			switch {
+			case *graceful && *peaceful, *graceful && *fast, *peaceful && *fast:
+				return usagef("at most one of -graceful, -peaceful and -fast")
+			case *peaceful:
+				mode = wire.StopMode_STOP_MODE_PEACEFUL
+			case *fast:
+				mode = wire.StopMode_STOP_MODE_FAST
+			}
 		}
 		pc, err := findPool(*tf.pool)
 		if err != nil {
@@ -70,7 +92,7 @@ func daemonControl(verb string) func([]string, io.Reader, io.Writer) error {
 		}
 		acted := 0
 		err = eachMaster(pc, first(tf.fs.Args()), func(ctx context.Context, host string, c wire.MasterAdminClient) error {
-			req := &wire.DaemonControlRequest{Daemon: *daemon}
+			req := &wire.DaemonControlRequest{Daemon: *daemon, Mode: mode}
 			var reply *wire.DaemonControlReply
 			var err error
 			switch verb {
@@ -90,8 +112,19 @@ func daemonControl(verb string) func([]string, io.Reader, io.Writer) error {
 				return err
 			}
 			acted++
-			fmt.Fprintf(stdout, "%s: %s %s\n", host, map[string]string{"off": "turned off", "on": "turned on", "restart": "restarted"}[verb],
-				strings.Join(reply.Daemons, ", "))
+			var done []string
+			for _, d := range reply.Daemons {
+				if !slices.Contains(reply.Stopping, d) {
+					done = append(done, d)
+				}
+			}
+			if len(done) > 0 {
+				fmt.Fprintf(stdout, "%s: %s %s\n", host, map[string]string{"off": "turned off", "on": "turned on", "restart": "restarted"}[verb],
+					strings.Join(done, ", "))
+			}
+			if len(reply.Stopping) > 0 {
+				fmt.Fprintf(stdout, "%s: turned off %s; stopping once the running jobs have finished\n", host, strings.Join(reply.Stopping, ", "))
+			}
 			return nil
 		})
 		if err == nil && acted == 0 {

@@ -73,6 +73,13 @@ func runConfigVal(args []string, _ io.Reader, stdout io.Writer) error {
 			default:
 				fmt.Fprintf(stdout, " # not defined\n")
 			}
+			switch n := s.Next; {
+			case n == nil:
+			case n.Defined:
+				fmt.Fprintf(stdout, " # not applied: changed to %s at %s; takes effect when the daemon restarts\n", n.Value, n.Origin)
+			default:
+				fmt.Fprintf(stdout, " # not applied: no longer defined; its default takes effect when the daemon restarts\n")
+			}
 		}
 	}
 	if missing > 0 {

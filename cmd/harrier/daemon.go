@@ -49,7 +49,15 @@ func runDaemon(args []string, _ io.Reader, _ io.Writer) error {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel(pc)})).With("daemon", role)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	// SIGQUIT (from the master, on harrier off -fast) stops the daemon
+	// at once: a startd kills its jobs where SIGTERM has it vacate them.
+	// Its default would dump the goroutines.
+	base, stopFast := context.WithCancelCause(context.Background())
+	defer stopFast(nil)
+	quit := make(chan os.Signal, 1)
+	signal.Notify(quit, syscall.SIGQUIT)
+	defer signal.Stop(quit)
+	ctx, stop := signal.NotifyContext(base, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	// SIGHUP (from the master, on harrier reconfig) re-reads the
 	// configuration; its default would end the daemon.
@@ -58,8 +66,8 @@ func runDaemon(args []string, _ io.Reader, _ io.Writer) error {
 	defer signal.Stop(hup)
 	reconfigs := make(chan reconfig)
 	// The configuration the daemon runs on, for the administrator.
-	var current atomic.Pointer[poolConfig]
-	current.Store(pc)
+	var running atomic.Pointer[runningConfig]
+	running.Store(&runningConfig{pc: pc, started: pc})
 	adminName := role
 	if role == "startd" && *name != "" {
 		adminName = *name // as its master names it
@@ -72,18 +80,25 @@ func runDaemon(args []string, _ io.Reader, _ io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%s: administrator's socket: %w", role, err)
 	}
-	admin := &daemonAdminEndpoint{current: &current}
+	admin := &daemonAdminEndpoint{running: &running}
 	var wg sync.WaitGroup
 	adminSrv := localAdminServer()
 	wire.RegisterDaemonAdminServer(adminSrv, admin)
 	wg.Go(func() { serveUntil(ctx, adminSrv, adminLis, "administrator's socket", logger) })
-	live := role == "startd" || role == "matchmaker"
-	wg.Go(func() { rereadOnHangup(ctx, hup, pc, live, reconfigs, &current, logger) })
+	wg.Go(func() {
+		select {
+		case <-quit:
+			logger.Info("stopping fast")
+			stopFast(startd.ErrStopFast)
+		case <-ctx.Done():
+		}
+	})
+	wg.Go(func() { rereadOnHangup(ctx, hup, &running, reconfigs, logger) })
 	switch role {
 	case "matchmaker":
 		err = serveMatchmaker(ctx, pc, reconfigs, logger)
 	case "agent":
-		err = serveAgent(ctx, pc, *name, logger)
+		err = serveAgent(ctx, pc, *name, reconfigs, logger)
 	case "startd":
 		err = serveStartd(ctx, pc, *name, reconfigs, admin, logger)
 	default:
@@ -103,54 +118,68 @@ func runDaemon(args []string, _ io.Reader, _ io.Writer) error {
 	return nil
 }
 
+// runningConfig is the configuration a daemon runs on: the one it last
+// applied, but for the settings named in restart, which changed in that
+// configuration and take effect only when the daemon restarts; those it
+// runs on as the configuration it started with has them.
+type runningConfig struct {
+	pc, started *poolConfig
+	restart     []string // configuration keys, sorted
+}
+
+// restarting reports whether key waits for a restart.
+func (r *runningConfig) restarting(key string) bool {
+	return slices.ContainsFunc(r.restart, func(k string) bool { return strings.EqualFold(k, key) })
+}
+
 // rereadOnHangup re-reads the configuration file on each SIGHUP until
-// ctx is done and logs which settings changed. A startd or the
-// matchmaker (live) takes the new configuration from reconfigs and
-// applies what it can at once, or refuses all of it (current then stays
-// the configuration it runs on); the agent applies changes when it
-// restarts, which is logged. A file that does not load is logged and
-// ignored.
-func rereadOnHangup(ctx context.Context, hup <-chan os.Signal, pc *poolConfig, live bool, reconfigs chan<- reconfig, current *atomic.Pointer[poolConfig], logger *slog.Logger) {
+// ctx is done and hands it to the daemon on reconfigs, which applies what
+// it can at once and names the settings that need a restart, or refuses
+// all of it. It logs which settings changed and which of them are not
+// applied, as HTCondor's daemons do, and keeps running up to date. A
+// file that does not load, or that the daemon refuses, is logged and
+// changes nothing.
+func rereadOnHangup(ctx context.Context, hup <-chan os.Signal, running *atomic.Pointer[runningConfig], reconfigs chan<- reconfig, logger *slog.Logger) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-hup:
 		}
-		next, err := loadPoolConfig(pc.path)
+		cur := running.Load()
+		next, err := loadPoolConfig(cur.pc.path)
 		if err != nil {
 			logger.Error("reconfig refused; running on the configuration read before", "err", err)
 			continue
 		}
-		changed := changedKeys(pc.c, next.c)
-		if !live {
-			pc = next
-			if len(changed) > 0 {
-				logger.Warn("configuration re-read; this daemon applies changes when it restarts", "changed", changed)
-			} else {
-				logger.Info("configuration re-read; nothing changed")
-			}
-			continue
-		}
-		logger.Info("configuration re-read", "changed", changed)
-		rc := reconfig{pc: next, result: make(chan error, 1)}
+		rc := reconfig{pc: next, result: make(chan applied, 1)}
 		select {
 		case reconfigs <- rc:
 		case <-ctx.Done():
 			return
 		}
+		var res applied
 		select {
-		case err := <-rc.result:
-			if err != nil {
-				logger.Error("reconfig refused; running on the configuration read before", "err", err)
-				continue
-			}
+		case res = <-rc.result:
 		case <-ctx.Done():
 			return
 		}
-		// What the daemon now runs on, for the administrator.
-		pc = next
-		current.Store(next)
+		if res.err != nil {
+			logger.Error("reconfig refused; running on the configuration read before", "err", res.err)
+			continue
+		}
+		// Every daemon sets its log level when it starts.
+		restart := append(res.restart, restartKeys(cur.started, next, "LOG_LEVEL")...)
+		slices.Sort(restart)
+		restart = slices.Compact(restart)
+		running.Store(&runningConfig{pc: next, started: cur.started, restart: restart})
+		changed := changedKeys(cur.pc.c, next.c)
+		if len(restart) > 0 {
+			logger.Warn("configuration re-read; settings marked not_applied take effect only when the daemon restarts",
+				"changed", changed, "not_applied", restart)
+		} else {
+			logger.Info("configuration re-read", "changed", changed)
+		}
 	}
 }
 
@@ -158,13 +187,21 @@ func rereadOnHangup(ctx context.Context, hup <-chan os.Signal, pc *poolConfig, l
 // on result whether it applied it.
 type reconfig struct {
 	pc     *poolConfig
-	result chan error // capacity 1
+	result chan applied // capacity 1
+}
+
+// applied is a daemon's answer to a reconfig: err if it refused the
+// configuration, else the keys of the settings that differ from those it
+// runs on and that it applies only when it restarts.
+type applied struct {
+	restart []string
+	err     error
 }
 
 // applyReconfigs has apply take each configuration that arrives on
-// reconfigs, answering with its error, until ctx is done. It returns a
+// reconfigs, answering with what it did, until ctx is done. It returns a
 // function that waits for that: defer it before the cancellation of ctx.
-func applyReconfigs(ctx context.Context, reconfigs <-chan reconfig, apply func(*poolConfig) error) (wait func()) {
+func applyReconfigs(ctx context.Context, reconfigs <-chan reconfig, apply func(*poolConfig) (restart []string, err error)) (wait func()) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for {
@@ -172,11 +209,26 @@ func applyReconfigs(ctx context.Context, reconfigs <-chan reconfig, apply func(*
 			case <-ctx.Done():
 				return
 			case rc := <-reconfigs:
-				rc.result <- apply(rc.pc)
+				restart, err := apply(rc.pc)
+				rc.result <- applied{restart: restart, err: err}
 			}
 		}
 	})
 	return wg.Wait
+}
+
+// restartKeys names those of keys whose expanded values differ between
+// the configuration a daemon started with and next: the settings of a
+// daemon that it reads only when it starts.
+func restartKeys(started, next *poolConfig, keys ...string) []string {
+	changed := changedKeys(started.c, next.c)
+	var names []string
+	for _, k := range keys {
+		if slices.Contains(changed, strings.ToLower(k)) {
+			names = append(names, k)
+		}
+	}
+	return names
 }
 
 // changedKeys lists the keys whose expanded value differs between two
@@ -233,12 +285,19 @@ func serveMatchmaker(ctx context.Context, pc *poolConfig, reconfigs <-chan recon
 		return fmt.Errorf("matchmaker: listen on %s: %w", listen, err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	defer applyReconfigs(ctx, reconfigs, func(pc *poolConfig) error {
+	started := pc
+	defer applyReconfigs(ctx, reconfigs, func(pc *poolConfig) ([]string, error) {
 		cfg, err := matchmakerConfig(pc, logger)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		return mm.Reconfigure(cfg)
+		if err := mm.Reconfigure(cfg); err != nil {
+			return nil, err
+		}
+		// The negotiation interval and PREEMPTION_REQUIREMENTS change
+		// live; the accountant and the listener are made at start.
+		return restartKeys(started, pc, "MATCHMAKER_ADDR", "MATCHMAKER_LISTEN", "PRIORITY_HALFLIFE",
+			"DEFAULT_PRIO_FACTOR", "PRIORITY_FACTORS", "ACCOUNTANT_FILE", "NEGOTIATOR_STATS_FILE"), nil
 	})()
 	defer cancel()
 	logger.Info("matchmaker listening", "addr", lis.Addr().String())
@@ -300,8 +359,8 @@ func priorityFactors(v string) (map[string]float64, error) {
 	return factors, nil
 }
 
-func serveAgent(ctx context.Context, pc *poolConfig, name string, logger *slog.Logger) error {
-	mmAddr, err := pc.require("MATCHMAKER_ADDR")
+func serveAgent(ctx context.Context, pc *poolConfig, name string, reconfigs <-chan reconfig, logger *slog.Logger) error {
+	cfg, err := agentConfig(pc, name, logger)
 	if err != nil {
 		return err
 	}
@@ -310,37 +369,6 @@ func serveAgent(ctx context.Context, pc *poolConfig, name string, logger *slog.L
 		return err
 	}
 	sock, err := pc.require("AGENT_SOCKET")
-	if err != nil {
-		return err
-	}
-	if name == "" {
-		name = pc.c.String("AGENT_NAME", "agent@"+hostName())
-	}
-	serverTLS, clientTLS, err := pc.tlsConfigs("agent")
-	if err != nil {
-		return err
-	}
-	caPath, _, _, err := pc.pkiPaths("agent")
-	if err != nil {
-		return err
-	}
-	caPEM, err := os.ReadFile(caPath)
-	if err != nil {
-		return fmt.Errorf("agent: read the pool CA: %w", err)
-	}
-	interval, err := pc.c.Duration("UPDATE_INTERVAL", 10*time.Second)
-	if err != nil {
-		return err
-	}
-	workLife, err := pc.c.Duration("CLAIM_WORKLIFE", 1200*time.Second)
-	if err != nil {
-		return err
-	}
-	periodic, err := pc.c.Duration("PERIODIC_EXPR_INTERVAL", 60*time.Second)
-	if err != nil {
-		return err
-	}
-	limits, err := agentLimits(pc)
 	if err != nil {
 		return err
 	}
@@ -366,15 +394,82 @@ func serveAgent(ctx context.Context, pc *poolConfig, name string, logger *slog.L
 	if err != nil {
 		return fmt.Errorf("agent: listen on %s: %w", sock, err)
 	}
-	exe, err := os.Executable()
+	cfg.Queue, cfg.AdvertiseAddr = queue, tcp.Addr().String()
+	a, err := agent.New(cfg)
 	if err != nil {
 		return err
 	}
-	a, err := agent.New(agent.Config{
-		Name: name, Logger: logger, Queue: queue,
+	started := pc
+	ctx, cancel := context.WithCancel(ctx)
+	defer applyReconfigs(ctx, reconfigs, func(pc *poolConfig) ([]string, error) {
+		cfg, err := agentConfig(pc, name, logger)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Queue, cfg.AdvertiseAddr = queue, tcp.Addr().String()
+		restart, err := a.Reconfigure(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return append(restart, restartKeys(started, pc, "AGENT_SOCKET", "BIND_HOST", "AGENT_PORT", "QUEUE_STORE", "QUEUE_DSN")...), nil
+	})()
+	defer cancel()
+	logger.Info("agent listening", "addr", tcp.Addr().String(), "socket", sock)
+	return a.Serve(ctx, tcp, local)
+}
+
+// agentConfig reads the agent's configuration from the pool's, but for
+// its queue and address.
+func agentConfig(pc *poolConfig, name string, logger *slog.Logger) (agent.Config, error) {
+	var cfg agent.Config
+	mmAddr, err := pc.require("MATCHMAKER_ADDR")
+	if err != nil {
+		return cfg, err
+	}
+	spool, err := pc.require("SPOOL")
+	if err != nil {
+		return cfg, err
+	}
+	if name == "" {
+		name = pc.c.String("AGENT_NAME", "agent@"+hostName())
+	}
+	serverTLS, clientTLS, err := pc.tlsConfigs("agent")
+	if err != nil {
+		return cfg, err
+	}
+	caPath, _, _, err := pc.pkiPaths("agent")
+	if err != nil {
+		return cfg, err
+	}
+	caPEM, err := os.ReadFile(caPath)
+	if err != nil {
+		return cfg, fmt.Errorf("agent: read the pool CA: %w", err)
+	}
+	interval, err := pc.c.Duration("UPDATE_INTERVAL", 10*time.Second)
+	if err != nil {
+		return cfg, err
+	}
+	workLife, err := pc.c.Duration("CLAIM_WORKLIFE", 1200*time.Second)
+	if err != nil {
+		return cfg, err
+	}
+	periodic, err := pc.c.Duration("PERIODIC_EXPR_INTERVAL", 60*time.Second)
+	if err != nil {
+		return cfg, err
+	}
+	limits, err := agentLimits(pc)
+	if err != nil {
+		return cfg, err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return cfg, err
+	}
+	return agent.Config{
+		Name: name, Logger: logger,
 		TLS: serverTLS, ClientTLS: clientTLS,
-		CAPEM:          caPEM,
-		MatchmakerAddr: mmAddr, AdvertiseAddr: tcp.Addr().String(),
+		CAPEM:             caPEM,
+		MatchmakerAddr:    mmAddr,
 		FlockTo:           strings.Fields(strings.ReplaceAll(pc.c.String("FLOCK_TO", ""), ",", " ")),
 		AdvertiseInterval: interval,
 		ShadowCommand:     []string{exe, "shadow"},
@@ -382,12 +477,7 @@ func serveAgent(ctx context.Context, pc *poolConfig, name string, logger *slog.L
 		CheckpointDir:     filepath.Join(spool, "checkpoints"),
 		PeriodicInterval:  periodic,
 		Limits:            limits,
-	})
-	if err != nil {
-		return err
-	}
-	logger.Info("agent listening", "addr", tcp.Addr().String(), "socket", sock)
-	return a.Serve(ctx, tcp, local)
+	}, nil
 }
 
 func serveStartd(ctx context.Context, pc *poolConfig, name string, reconfigs <-chan reconfig, admin *daemonAdminEndpoint, logger *slog.Logger) error {
@@ -413,10 +503,10 @@ func serveStartd(ctx context.Context, pc *poolConfig, name string, reconfigs <-c
 	}
 	admin.setDrainer(s)
 	ctx, cancel := context.WithCancel(ctx)
-	defer applyReconfigs(ctx, reconfigs, func(pc *poolConfig) error {
+	defer applyReconfigs(ctx, reconfigs, func(pc *poolConfig) ([]string, error) {
 		cfg, err := startdConfig(pc, name, logger)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		cfg.AdvertiseAddr = lis.Addr().String()
 		return s.Reconfigure(cfg)

@@ -30,10 +30,10 @@ func localAdminServer() *grpc.Server {
 
 // daemonAdminEndpoint answers the administrator (in practice, the
 // daemon's master) on a daemon's socket, describing the configuration
-// current holds: the one the daemon runs on.
+// the daemon runs on.
 type daemonAdminEndpoint struct {
 	wire.UnimplementedDaemonAdminServer
-	current *atomic.Pointer[poolConfig]
+	running *atomic.Pointer[runningConfig]
 
 	mu      sync.Mutex
 	drainer drainer // guarded by mu; nil until a startd serves
@@ -42,8 +42,9 @@ type daemonAdminEndpoint struct {
 // drainer is a daemon that can take its machine out of service: the
 // startd.
 type drainer interface {
-	Drain(quick bool) []string
-	CancelDrain()
+	Drain(quick bool) ([]string, error)
+	CancelDrain() error
+	StopPeacefully()
 }
 
 // setDrainer makes Drain requests reach d.
@@ -53,32 +54,64 @@ func (e *daemonAdminEndpoint) setDrainer(d drainer) {
 	e.drainer = d
 }
 
-func (e *daemonAdminEndpoint) Drain(_ context.Context, req *wire.DrainRequest) (*wire.DrainReply, error) {
+// drainerOf returns the startd, or the error for a daemon that is none
+// (what, for the error).
+func (e *daemonAdminEndpoint) drainerOf(what string) (drainer, error) {
 	e.mu.Lock()
-	d := e.drainer
-	e.mu.Unlock()
-	if d == nil {
-		return nil, status.Error(codes.Unimplemented, "drain: only a startd drains")
+	defer e.mu.Unlock()
+	if e.drainer == nil {
+		return nil, status.Errorf(codes.Unimplemented, "%s: only a startd does this", what)
 	}
-	if req.Cancel {
-		d.CancelDrain()
-		return &wire.DrainReply{}, nil
-	}
-	return &wire.DrainReply{Vacated: d.Drain(req.Quick)}, nil
+	return e.drainer, nil
 }
 
+func (e *daemonAdminEndpoint) StopPeacefully(context.Context, *wire.StopPeacefullyRequest) (*wire.StopPeacefullyReply, error) {
+	d, err := e.drainerOf("stop peacefully")
+	if err != nil {
+		return nil, err
+	}
+	d.StopPeacefully()
+	return &wire.StopPeacefullyReply{}, nil
+}
+
+func (e *daemonAdminEndpoint) Drain(_ context.Context, req *wire.DrainRequest) (*wire.DrainReply, error) {
+	d, err := e.drainerOf("drain")
+	if err != nil {
+		return nil, err
+	}
+	if req.Cancel {
+		if err := d.CancelDrain(); err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+		return &wire.DrainReply{}, nil
+	}
+	vacated, err := d.Drain(req.Quick)
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	return &wire.DrainReply{Vacated: vacated}, nil
+}
+
+// Config describes the settings the daemon runs on; one that changed in
+// the file but waits for a restart is described as the daemon started
+// with it, and as the file has it now (Next).
 func (e *daemonAdminEndpoint) Config(_ context.Context, req *wire.ConfigRequest) (*wire.ConfigReply, error) {
-	c := e.current.Load().c
+	r := e.running.Load()
 	var settings []config.Setting
 	if len(req.Keys) == 0 {
-		settings = c.Used()
+		settings = r.pc.c.Used()
 	}
 	for _, k := range req.Keys {
-		settings = append(settings, c.Setting(k))
+		settings = append(settings, r.pc.c.Setting(k))
 	}
 	reply := &wire.ConfigReply{}
 	for _, s := range settings {
-		reply.Settings = append(reply.Settings, settingToWire(s))
+		w := settingToWire(s)
+		if r.restarting(s.Key) {
+			w = settingToWire(r.started.c.Setting(s.Key))
+			w.Next = settingToWire(s)
+		}
+		reply.Settings = append(reply.Settings, w)
 	}
 	return reply, nil
 }

@@ -84,7 +84,7 @@ func commands() []command {
 		{"pki", "pki init --dir DIR [--pool NAME] | pki issue --dir DIR [--hosts ADDR,...] [--out DIR] ROLE@HOST", runPKI},
 		{"master", "master --config FILE [--name HOST] [--daemons LIST]", runMaster},
 		{"reconfig", "reconfig [--pool DIR] [HOST]", runReconfig},
-		{"off", "off [--pool DIR] [-daemon NAME] [HOST]", daemonControl("off")},
+		{"off", "off [--pool DIR] [-graceful | -peaceful | -fast] [-daemon NAME] [HOST]", daemonControl("off")},
 		{"on", "on [--pool DIR] [-daemon NAME] [HOST]", daemonControl("on")},
 		{"restart", "restart [--pool DIR] [-daemon NAME] [HOST]", daemonControl("restart")},
 		{"config-val", "config-val [--pool DIR] [-daemon NAME [-host HOST]] [-verbose] {KEY... | -dump}", runConfigVal},

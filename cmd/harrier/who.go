@@ -13,7 +13,7 @@ import (
 // runWho lists the daemons of this host's masters (one per simulated
 // host in a personal pool, or that of HOST): which run, since when, how
 // often their master restarted them, and which the administrator turned
-// off. Like the other administrator's commands it asks the masters on
+// off (stopping: turned off peacefully, still running jobs). Like the other administrator's commands it asks the masters on
 // their root-only sockets.
 func runWho(args []string, _ io.Reader, stdout io.Writer) error {
 	tf := newToolFlags("who")
@@ -38,6 +38,8 @@ func runWho(args []string, _ io.Reader, stdout io.Writer) error {
 		for _, d := range reply.Daemons {
 			state := "running"
 			switch {
+			case d.Off && d.Pid != 0:
+				state = "stopping" // peacefully: once its jobs have finished
 			case d.Off:
 				state = "off"
 			case d.Pid == 0:
