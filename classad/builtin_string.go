@@ -715,25 +715,51 @@ func stringListRegexpMember(_ *evalCtx, re *regexp.Regexp, a []Value) Value {
 	return Bool(false)
 }
 
-// versionCompare orders strings like strverscmp: runs of digits compare as
-// numbers, everything else byte by byte. It returns -1, 0 or 1.
+// versionCompare orders strings as libclassad's versioncmp does, giving
+// a negative number, 0 or a positive one. Bytes compare one by one, the
+// difference of the first that differ deciding, except where both strings
+// hold a run of digits: then the run with fewer leading zeros is greater
+// (by the difference of their counts; a run of zeros alone keeps its last
+// zero as its number), runs led by zeros compare byte by byte as
+// fractions, and other runs compare as numbers, by length first.
 func versionCompare(a, b string) int {
-	// libclassad compares byte by byte, giving the difference of the first
-	// bytes that differ, except where both hold a run of digits (see
-	// compareRuns).
 	i, j := 0, 0
 	for i < len(a) && j < len(b) {
-		if isDigit(a[i]) && isDigit(b[j]) {
-			if c := compareRuns(digitRun(a, &i), digitRun(b, &j)); c != 0 {
-				return c
+		if !isDigit(a[i]) || !isDigit(b[j]) {
+			if a[i] != b[j] {
+				return int(a[i]) - int(b[j])
+			}
+			i++
+			j++
+			continue
+		}
+		za, zb := leadingZeros(a[i:]), leadingZeros(b[j:])
+		if za != zb {
+			return zb - za
+		}
+		i += za
+		j += zb
+		if za > 0 {
+			for i < len(a) && j < len(b) && isDigit(a[i]) && isDigit(b[j]) {
+				if a[i] != b[j] {
+					return int(a[i]) - int(b[j])
+				}
+				i++
+				j++
 			}
 			continue
 		}
-		if a[i] != b[j] {
-			return int(a[i]) - int(b[j])
+		la, lb := digitsAt(a[i:]), digitsAt(b[j:])
+		if la != lb {
+			return la - lb
 		}
-		i++
-		j++
+		for k := range la {
+			if a[i+k] != b[j+k] {
+				return int(a[i+k]) - int(b[j+k])
+			}
+		}
+		i += la
+		j += lb
 	}
 	var x, y int
 	if i < len(a) {
@@ -745,62 +771,37 @@ func versionCompare(a, b string) int {
 	return x - y
 }
 
-// digitRun returns the run of digits of s from *i on and moves *i past it.
-func digitRun(s string, i *int) string {
-	start := *i
-	for *i < len(s) && isDigit(s[*i]) {
-		*i++
+// leadingZeros counts the zeros that lead the run of digits s starts
+// with, but for the run's last digit.
+func leadingZeros(s string) int {
+	n := 0
+	for n+1 < len(s) && s[n] == '0' && isDigit(s[n+1]) {
+		n++
 	}
-	return s[start:*i]
+	return n
 }
 
-// compareRuns compares two runs of digits as libclassad's versioncmp does.
-// A run that starts with 0 but is not all zeros is a fraction, below any
-// other run; fractions compare by their digits, giving -1 or 1. Other runs
-// are numbers: without leading zeros they compare by length, giving the
-// difference, then by their first differing digit, giving the difference;
-// equal numbers with fewer leading zeros are greater, by 1.
-func compareRuns(x, y string) int {
-	fx := x[0] == '0' && strings.Trim(x, "0") != ""
-	fy := y[0] == '0' && strings.Trim(y, "0") != ""
-	switch {
-	case fx && fy:
-		return strings.Compare(x, y)
-	case fx:
-		return -1
-	case fy:
-		return 1
+// digitsAt counts the digits s starts with.
+func digitsAt(s string) int {
+	n := 0
+	for n < len(s) && isDigit(s[n]) {
+		n++
 	}
-	nx, ny := strings.TrimLeft(x, "0"), strings.TrimLeft(y, "0")
-	if nx == "" {
-		nx = "0"
-	}
-	if ny == "" {
-		ny = "0"
-	}
-	if len(nx) != len(ny) {
-		return len(nx) - len(ny)
-	}
-	for k := range len(nx) {
-		if d := int(nx[k]) - int(ny[k]); d != 0 {
-			return d
-		}
-	}
-	return cmpInt(int64(len(y)), int64(len(x)))
+	return n
 }
 
 // versionInRange(v, lo, hi) tells whether lo <= v <= hi as versions. As in
-// libclassad it looks at lo and then hi first (undefined makes the result
-// undefined), and a v that is undefined or error is error; lists and ads
-// compare by their text.
+// libclassad it looks at the bounds first: an undefined one makes the
+// result undefined, else an error one error; then a v that is undefined or
+// error is error. Lists and ads compare by their text.
 func versionInRange(_ *evalCtx, a []Value) Value {
-	for _, bound := range a[1:] {
-		if bound.kind == UndefinedKind || bound.kind == ErrorKind {
-			return bound
-		}
+	if a[1].kind == UndefinedKind || a[2].kind == UndefinedKind {
+		return Value{kind: UndefinedKind}
 	}
-	if a[0].kind == UndefinedKind || a[0].kind == ErrorKind {
-		return Value{kind: ErrorKind}
+	for _, x := range a {
+		if x.kind == UndefinedKind || x.kind == ErrorKind {
+			return Value{kind: ErrorKind}
+		}
 	}
 	v, _ := stringOf(a[0])
 	lo, _ := stringOf(a[1])

@@ -149,9 +149,6 @@
 //     prints them in its hash table's order. Comparisons ignore the order
 //     of attributes, but strings made from ads (strcat, strcmp, versioncmp
 //     of an ad) keep it.
-//   - versioncmp of digit runs with leading zeros, as in the string forms
-//     of reals and times ("3.000000000000000E+00" against "...E+09"): the
-//     rule for runs like 00 and 09 is approximated.
 //   - formatTime with a field width such as %5.2f; splitTime and
 //     formatTime of times past 32-bit seconds, which libclassad's C
 //     library prints as garbage, and splitTime of relative times past a C
