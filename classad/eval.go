@@ -479,6 +479,9 @@ func (n *adNode) eval(_ *evalCtx, s *adRef) Value {
 
 func (n *callNode) eval(c *evalCtx, s *adRef) Value {
 	if n.fn == nil {
+		if f := contextFunc(s, n.name); f != nil {
+			return f(Call{c: c, s: s, args: n.args})
+		}
 		return Value{kind: ErrorKind}
 	}
 	return n.fn(c, s, n.args)

@@ -57,6 +57,7 @@ type Context struct {
 	ad     ClassAd // first, so that evalCtx.targetOf can find the Context from it
 	scope  Scope
 	target *adRef
+	funcs  []namedFunc // see SetFunc
 }
 
 // NewContext returns a context with no names and no target.
