@@ -384,11 +384,21 @@ func (n *binaryNode) eval(c *evalCtx, s *adRef) Value {
 	case opOr:
 		return evalOr(c, s, n.l, n.r)
 	}
-	return applyBinary(n.op, n.l.eval(c, s), n.r.eval(c, s))
+	l, r := n.l.eval(c, s), n.r.eval(c, s)
+	v := applyBinary(n.op, l, r)
+	if v.kind == ErrorKind {
+		return relTimesAsNumbers(c, s, n.op, l, r, v)
+	}
+	return v
 }
 
 func (n *constRNode) eval(c *evalCtx, s *adRef) Value {
-	return applyBinary(n.op, n.l.eval(c, s), n.k)
+	l := n.l.eval(c, s)
+	v := applyBinary(n.op, l, n.k)
+	if v.kind == ErrorKind {
+		return relTimesAsNumbers(c, s, n.op, l, n.k, v)
+	}
+	return v
 }
 
 // applyBinary is binaryOp with fast paths for the comparisons and integer

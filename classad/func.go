@@ -98,3 +98,43 @@ func (x *Context) SetFunc(name string, fn Func) {
 // must not change vs[:len(vs)] afterwards (appending past it is fine), so
 // that growing lists can be shared between evaluations.
 func ListOf(vs []Value) Value { return listOf(vs) }
+
+// SetRelTimesAsNumbers lets, in the expressions evaluated in x, relative
+// times and numbers mix where an operator would otherwise find it an
+// error: a relative time beside a number stands for its seconds, and a
+// number beside an absolute time for that many seconds. relTime("0:30:00")
+// is the real 1800 (as in libclassad) while the difference of two
+// absolute times is a relative time, and PluS's policies compare the two
+// (prev <= MaxPeriod) and add the one to an absolute time
+// (job.startTime + defaultWalltime).
+func (x *Context) SetRelTimesAsNumbers(on bool) { x.relNumbers = on }
+
+// relTimesAsNumbers is the result of o on l and r, which gave bad (an
+// error), when the Context around s lets times and numbers mix.
+func relTimesAsNumbers(c *evalCtx, s *adRef, o op, l, r, bad Value) Value {
+	if c == nil || s == nil {
+		return bad
+	}
+	lt, rt := l.kind == AbsTimeKind || l.kind == RelTimeKind, r.kind == AbsTimeKind || r.kind == RelTimeKind
+	ln, rn := l.kind == IntKind || l.kind == RealKind, r.kind == IntKind || r.kind == RealKind
+	if !(lt && rn || ln && rt) {
+		return bad
+	}
+	t := top(s).ad
+	if !t.context || !(*Context)(unsafe.Pointer(t)).relNumbers {
+		return bad
+	}
+	switch {
+	case l.kind == AbsTimeKind:
+		f, _ := r.RealValue()
+		r = RelTime(f)
+	case r.kind == AbsTimeKind:
+		f, _ := l.RealValue()
+		l = RelTime(f)
+	case l.kind == RelTimeKind:
+		l = Real(l.f())
+	default:
+		r = Real(r.f())
+	}
+	return applyBinary(o, l, r)
+}

@@ -55,3 +55,28 @@ func TestListOf(t *testing.T) {
 		t.Errorf("lists %s and %s", one, two)
 	}
 }
+
+// A context may let relative times and numbers mix, as PluS's policies
+// need; elsewhere the mix stays an error.
+func TestRelTimesAsNumbers(t *testing.T) {
+	ad := mustParse(t, `[ Start = absTime(1000); Prev = absTime(5000) - Start; Lt = Prev <= relTime("2:00:00"); Later = Start + relTime("1:00:00"); Diff = Prev - 1000 ]`)
+	x := NewContext()
+	var in Scope
+	in.PlaceIn(ad, x)
+	var m Matcher
+	for _, attr := range []string{"Lt", "Later", "Diff"} {
+		if v := m.EvalIn(&in, attr); !v.IsError() {
+			t.Errorf("by default %s = %v, want error", attr, v)
+		}
+	}
+	x.SetRelTimesAsNumbers(true)
+	for attr, want := range map[string]string{
+		"Lt":    "true",
+		"Later": `absTime("1970-01-01T01:16:40-00:00")`,
+		"Diff":  "3.000000000000000E+03",
+	} {
+		if got := m.EvalIn(&in, attr).String(); got != want {
+			t.Errorf("%s = %s, want %s", attr, got, want)
+		}
+	}
+}

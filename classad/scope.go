@@ -58,6 +58,8 @@ type Context struct {
 	scope  Scope
 	target *adRef
 	funcs  []namedFunc // see SetFunc
+	// relNumbers: see SetRelTimesAsNumbers.
+	relNumbers bool
 }
 
 // NewContext returns a context with no names and no target.
