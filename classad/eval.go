@@ -384,11 +384,21 @@ func (n *binaryNode) eval(c *evalCtx, s *adRef) Value {
 	case opOr:
 		return evalOr(c, s, n.l, n.r)
 	}
-	return applyBinary(n.op, n.l.eval(c, s), n.r.eval(c, s))
+	l, r := n.l.eval(c, s), n.r.eval(c, s)
+	v := applyBinary(n.op, l, r)
+	if v.kind == ErrorKind {
+		return relTimesAsNumbers(c, s, n.op, l, r, v)
+	}
+	return v
 }
 
 func (n *constRNode) eval(c *evalCtx, s *adRef) Value {
-	return applyBinary(n.op, n.l.eval(c, s), n.k)
+	l := n.l.eval(c, s)
+	v := applyBinary(n.op, l, n.k)
+	if v.kind == ErrorKind {
+		return relTimesAsNumbers(c, s, n.op, l, n.k, v)
+	}
+	return v
 }
 
 // applyBinary is binaryOp with fast paths for the comparisons and integer
@@ -479,6 +489,9 @@ func (n *adNode) eval(_ *evalCtx, s *adRef) Value {
 
 func (n *callNode) eval(c *evalCtx, s *adRef) Value {
 	if n.fn == nil {
+		if f := contextFunc(s, n.name); f != nil {
+			return f(Call{c: c, s: s, args: n.args})
+		}
 		return Value{kind: ErrorKind}
 	}
 	return n.fn(c, s, n.args)

@@ -57,6 +57,9 @@ type Context struct {
 	ad     ClassAd // first, so that evalCtx.targetOf can find the Context from it
 	scope  Scope
 	target *adRef
+	funcs  []namedFunc // see SetFunc
+	// relNumbers: see SetRelTimesAsNumbers.
+	relNumbers bool
 }
 
 // NewContext returns a context with no names and no target.

@@ -64,6 +64,11 @@
 // cycle publishes its statistics, by phase, in the Negotiator ad, and the
 // user priorities as Accounting ads.
 //
+// Advance reservations (package reservation) are kept and decided here:
+// the Reservations service grants them by the administrator's policy, and
+// each cycle narrows requests and machines to what the reservations allow
+// and vacates what a window keeps off a slot (reservations.go).
+//
 // Gangmatching, matching a request with several ads at once through their
 // Ports, is the subpackage gang; the negotiator does not use it yet.
 package matchmaker

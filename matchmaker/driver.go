@@ -34,6 +34,9 @@ type driver struct {
 	// statsFile ("" for nowhere) across restarts.
 	cycles    []CycleStats
 	statsFile string
+	// reservations narrows negotiation to what advance reservations
+	// allow and vacates what their windows keep off slots.
+	reservations *reservations
 
 	// mu guards interval and negotiator.PreemptionRequirements, which
 	// reconfigure changes; retime (capacity 1) tells run the interval
@@ -130,6 +133,8 @@ func (d *driver) cycle(ctx context.Context) CycleStats {
 	interval, negotiator := d.settings()
 	start := time.Now()
 	reqs, machines := d.collector.Snapshot()
+	d.reservations.enforce(ctx, d.clock.Now(), machines, &d.wg)
+	reqs, machines = d.reservations.apply(d.clock.Now(), reqs, machines)
 	snap := time.Since(start)
 	if d.accountant != nil {
 		d.accountant.Update(d.clock.Now(), usageOf(machines))
@@ -138,6 +143,7 @@ func (d *driver) cycle(ctx context.Context) CycleStats {
 		}
 	}
 	res := negotiator.Negotiate(reqs, machines)
+	res.SignificantAttributes = d.reservations.significant(res.SignificantAttributes)
 	for _, m := range res.Matches {
 		d.collector.Claim(m)
 		d.wg.Add(1)

@@ -72,6 +72,13 @@ type Config struct {
 	// which the Negotiator ad publishes, across restarts; "" keeps them in
 	// memory.
 	StatsFile string
+	// ReservationFile keeps the advance reservations across restarts;
+	// "" keeps them in memory.
+	ReservationFile string
+	// ReservationPolicyFile is RESERVATION_POLICY_FILE: the
+	// administrator's ClassAd policy that decides reservations, read at
+	// each request; "" or a missing file grants whatever is free.
+	ReservationPolicyFile string
 	// PreemptionRequirements is PREEMPTION_REQUIREMENTS: when it holds, a
 	// user with better priority may preempt another's job. Empty means
 	// never; rank preemption does not depend on it.
@@ -176,30 +183,37 @@ func New(cfg Config) (*Matchmaker, error) {
 		}
 	}
 	c := NewCollector(cfg.Clock)
-	return &Matchmaker{
+	rsv, err := newReservations(log, cfg.ReservationFile, cfg.ReservationPolicyFile, c, cfg.Notifier, cfg.Clock)
+	if err != nil {
+		return nil, fmt.Errorf("matchmaker: %w", err)
+	}
+	m := &Matchmaker{
 		log:       log,
 		tls:       cfg.TLS,
 		collector: c,
 		lease:     cfg.DefaultLease,
 		closer:    closer,
 		driver: &driver{
-			log:        log,
-			collector:  c,
-			negotiator: Negotiator{Priorities: cfg.Priorities, PreemptionRequirements: preempt},
-			accountant: accountant,
-			notifier:   cfg.Notifier,
-			clock:      cfg.Clock,
-			name:       cfg.Name,
-			started:    cfg.Clock.Now(),
-			interval:   cfg.Interval,
-			debounce:   cfg.Debounce,
-			kick:       make(chan struct{}, 1),
-			sem:        make(chan struct{}, cfg.MaxNotify),
-			retime:     make(chan struct{}, 1),
-			cycles:     cycles,
-			statsFile:  cfg.StatsFile,
+			log:          log,
+			collector:    c,
+			negotiator:   Negotiator{Priorities: cfg.Priorities, PreemptionRequirements: preempt},
+			accountant:   accountant,
+			notifier:     cfg.Notifier,
+			clock:        cfg.Clock,
+			name:         cfg.Name,
+			started:      cfg.Clock.Now(),
+			interval:     cfg.Interval,
+			debounce:     cfg.Debounce,
+			kick:         make(chan struct{}, 1),
+			sem:          make(chan struct{}, cfg.MaxNotify),
+			retime:       make(chan struct{}, 1),
+			cycles:       cycles,
+			statsFile:    cfg.StatsFile,
+			reservations: rsv,
 		},
-	}, nil
+	}
+	rsv.kick = m.driver.Kick
+	return m, nil
 }
 
 // Reconfigure applies a re-read configuration to the running matchmaker
@@ -244,6 +258,7 @@ func (m *Matchmaker) Serve(ctx context.Context, lis net.Listener) error {
 	srv := grpc.NewServer(wire.ServerOptions(m.tls)...)
 	wire.RegisterCollectorServer(srv, &collectorEndpoint{collector: m.collector, kick: m.driver.Kick, defaultLease: m.lease})
 	wire.RegisterMatchmakerAdminServer(srv, &adminEndpoint{accountant: m.driver.accountant, kick: m.driver.Kick})
+	wire.RegisterReservationsServer(srv, &reservationsEndpoint{r: m.driver.reservations})
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -251,6 +266,8 @@ func (m *Matchmaker) Serve(ctx context.Context, lis net.Listener) error {
 	go func() { served <- srv.Serve(lis) }()
 	driven := make(chan struct{})
 	go func() { m.driver.run(ctx); close(driven) }()
+	watched := make(chan struct{})
+	go func() { m.driver.reservations.watch(ctx); close(watched) }()
 	m.log.Info("serving", "addr", lis.Addr().String())
 
 	var err error
@@ -264,6 +281,7 @@ func (m *Matchmaker) Serve(ctx context.Context, lis net.Listener) error {
 		cancel()
 	}
 	<-driven
+	<-watched
 	m.log.Info("stopped")
 	return err
 }

@@ -74,12 +74,29 @@ func machineAd(c adConfig, m machine, v view, now time.Time) *classad.ClassAd {
 		if cl.jobID != "" {
 			ad.SetString("JobId", cl.jobID)
 		}
+		if v.status.Activity == Busy {
+			ad.SetInt("JobStart", v.enteredActivity.Unix())
+		}
+		// What the matchmaker's reservations read of the job: the
+		// reservation it runs in, its declared run time, its priority.
+		if v.job != nil {
+			for _, name := range reservationJobAttrs {
+				if e, ok := v.job.Lookup(name); ok {
+					ad.Set(name, classad.Literal(v.job.EvalExpr(e, nil)))
+				}
+			}
+		}
 		// How much the machine's RANK likes the job it has: the
 		// negotiator lets only a job it ranks higher preempt this one.
 		ad.SetReal("CurrentRank", classad.Rank(ad, v.job))
 	}
 	return ad
 }
+
+// reservationJobAttrs are the job's attributes a claimed slot's ad
+// carries for the matchmaker's reservations (reservation.AttrReservationID
+// and AttrEstimatedRunTime, and JobPrio for the policy's job records).
+var reservationJobAttrs = []string{"ReservationId", "EstimatedRunTime", "JobPrio"}
 
 // version is the Harrier module version this binary was built from.
 func version() string {

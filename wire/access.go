@@ -38,6 +38,10 @@ var Access = map[string][]pki.Role{
 	Startd_ActivateClaim_FullMethodName: {pki.RoleAgent},
 	Startd_ReleaseClaim_FullMethodName:  {pki.RoleAgent},
 	Startd_KeepAlive_FullMethodName:     {pki.RoleAgent},
+	// The matchmaker vacates what a reservation's window keeps off a slot.
+	Startd_Vacate_FullMethodName: {pki.RoleMatchmaker},
+	// Agents reserve on behalf of their users; the administrator for anyone.
+	"/harrier.v1.Reservations/*": {pki.RoleAgent, pki.RoleAdmin},
 	// A shadow is reached by starters only, each proving with its job's
 	// secret which job it runs.
 	"/harrier.v1.Shadow/*":   {pki.RoleStartd},

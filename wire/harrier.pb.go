@@ -513,6 +513,104 @@ func (*MatchedReply) Descriptor() ([]byte, []int) {
 	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{8}
 }
 
+type StartdVacateRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Slot  string                 `protobuf:"bytes,1,opt,name=slot,proto3" json:"slot,omitempty"`
+	// The job the matchmaker saw running there ("" for none): a job that
+	// took the slot since stays.
+	JobId         string `protobuf:"bytes,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartdVacateRequest) Reset() {
+	*x = StartdVacateRequest{}
+	mi := &file_harrier_v1_harrier_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartdVacateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartdVacateRequest) ProtoMessage() {}
+
+func (x *StartdVacateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_harrier_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartdVacateRequest.ProtoReflect.Descriptor instead.
+func (*StartdVacateRequest) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *StartdVacateRequest) GetSlot() string {
+	if x != nil {
+		return x.Slot
+	}
+	return ""
+}
+
+func (x *StartdVacateRequest) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *StartdVacateRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type StartdVacateReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartdVacateReply) Reset() {
+	*x = StartdVacateReply{}
+	mi := &file_harrier_v1_harrier_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartdVacateReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartdVacateReply) ProtoMessage() {}
+
+func (x *StartdVacateReply) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_harrier_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartdVacateReply.ProtoReflect.Descriptor instead.
+func (*StartdVacateReply) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{10}
+}
+
 type KeepAliveRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ClaimId       string                 `protobuf:"bytes,1,opt,name=claim_id,json=claimId,proto3" json:"claim_id,omitempty"`
@@ -522,7 +620,7 @@ type KeepAliveRequest struct {
 
 func (x *KeepAliveRequest) Reset() {
 	*x = KeepAliveRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[9]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -534,7 +632,7 @@ func (x *KeepAliveRequest) String() string {
 func (*KeepAliveRequest) ProtoMessage() {}
 
 func (x *KeepAliveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[9]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -547,7 +645,7 @@ func (x *KeepAliveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeepAliveRequest.ProtoReflect.Descriptor instead.
 func (*KeepAliveRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{9}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *KeepAliveRequest) GetClaimId() string {
@@ -567,7 +665,7 @@ type KeepAliveReply struct {
 
 func (x *KeepAliveReply) Reset() {
 	*x = KeepAliveReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[10]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -579,7 +677,7 @@ func (x *KeepAliveReply) String() string {
 func (*KeepAliveReply) ProtoMessage() {}
 
 func (x *KeepAliveReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[10]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -592,7 +690,7 @@ func (x *KeepAliveReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeepAliveReply.ProtoReflect.Descriptor instead.
 func (*KeepAliveReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{10}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *KeepAliveReply) GetLeaseSeconds() int32 {
@@ -613,7 +711,7 @@ type StartdMatchedRequest struct {
 
 func (x *StartdMatchedRequest) Reset() {
 	*x = StartdMatchedRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[11]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -625,7 +723,7 @@ func (x *StartdMatchedRequest) String() string {
 func (*StartdMatchedRequest) ProtoMessage() {}
 
 func (x *StartdMatchedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[11]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -638,7 +736,7 @@ func (x *StartdMatchedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartdMatchedRequest.ProtoReflect.Descriptor instead.
 func (*StartdMatchedRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{11}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *StartdMatchedRequest) GetSlot() string {
@@ -670,7 +768,7 @@ type StartdMatchedReply struct {
 
 func (x *StartdMatchedReply) Reset() {
 	*x = StartdMatchedReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[12]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -682,7 +780,7 @@ func (x *StartdMatchedReply) String() string {
 func (*StartdMatchedReply) ProtoMessage() {}
 
 func (x *StartdMatchedReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[12]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -695,7 +793,7 @@ func (x *StartdMatchedReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartdMatchedReply.ProtoReflect.Descriptor instead.
 func (*StartdMatchedReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{12}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{14}
 }
 
 type RequestClaimRequest struct {
@@ -710,7 +808,7 @@ type RequestClaimRequest struct {
 
 func (x *RequestClaimRequest) Reset() {
 	*x = RequestClaimRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[13]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -722,7 +820,7 @@ func (x *RequestClaimRequest) String() string {
 func (*RequestClaimRequest) ProtoMessage() {}
 
 func (x *RequestClaimRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[13]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -735,7 +833,7 @@ func (x *RequestClaimRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestClaimRequest.ProtoReflect.Descriptor instead.
 func (*RequestClaimRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{13}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RequestClaimRequest) GetSlot() string {
@@ -781,7 +879,7 @@ type RequestClaimReply struct {
 
 func (x *RequestClaimReply) Reset() {
 	*x = RequestClaimReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[14]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -793,7 +891,7 @@ func (x *RequestClaimReply) String() string {
 func (*RequestClaimReply) ProtoMessage() {}
 
 func (x *RequestClaimReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[14]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -806,7 +904,7 @@ func (x *RequestClaimReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestClaimReply.ProtoReflect.Descriptor instead.
 func (*RequestClaimReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{14}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RequestClaimReply) GetAccepted() bool {
@@ -854,7 +952,7 @@ type ActivateClaimRequest struct {
 
 func (x *ActivateClaimRequest) Reset() {
 	*x = ActivateClaimRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[15]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -866,7 +964,7 @@ func (x *ActivateClaimRequest) String() string {
 func (*ActivateClaimRequest) ProtoMessage() {}
 
 func (x *ActivateClaimRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[15]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -879,7 +977,7 @@ func (x *ActivateClaimRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivateClaimRequest.ProtoReflect.Descriptor instead.
 func (*ActivateClaimRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{15}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ActivateClaimRequest) GetClaimId() string {
@@ -925,7 +1023,7 @@ type ActivateClaimReply struct {
 
 func (x *ActivateClaimReply) Reset() {
 	*x = ActivateClaimReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[16]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -937,7 +1035,7 @@ func (x *ActivateClaimReply) String() string {
 func (*ActivateClaimReply) ProtoMessage() {}
 
 func (x *ActivateClaimReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[16]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -950,7 +1048,7 @@ func (x *ActivateClaimReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivateClaimReply.ProtoReflect.Descriptor instead.
 func (*ActivateClaimReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{16}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{18}
 }
 
 type ReleaseClaimRequest struct {
@@ -962,7 +1060,7 @@ type ReleaseClaimRequest struct {
 
 func (x *ReleaseClaimRequest) Reset() {
 	*x = ReleaseClaimRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[17]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -974,7 +1072,7 @@ func (x *ReleaseClaimRequest) String() string {
 func (*ReleaseClaimRequest) ProtoMessage() {}
 
 func (x *ReleaseClaimRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[17]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -987,7 +1085,7 @@ func (x *ReleaseClaimRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseClaimRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseClaimRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{17}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ReleaseClaimRequest) GetClaimId() string {
@@ -1005,7 +1103,7 @@ type ReleaseClaimReply struct {
 
 func (x *ReleaseClaimReply) Reset() {
 	*x = ReleaseClaimReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[18]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1017,7 +1115,7 @@ func (x *ReleaseClaimReply) String() string {
 func (*ReleaseClaimReply) ProtoMessage() {}
 
 func (x *ReleaseClaimReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[18]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1030,7 +1128,7 @@ func (x *ReleaseClaimReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseClaimReply.ProtoReflect.Descriptor instead.
 func (*ReleaseClaimReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{18}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{20}
 }
 
 type CheckpointFilesRequest struct {
@@ -1042,7 +1140,7 @@ type CheckpointFilesRequest struct {
 
 func (x *CheckpointFilesRequest) Reset() {
 	*x = CheckpointFilesRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[19]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1054,7 +1152,7 @@ func (x *CheckpointFilesRequest) String() string {
 func (*CheckpointFilesRequest) ProtoMessage() {}
 
 func (x *CheckpointFilesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[19]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1067,7 +1165,7 @@ func (x *CheckpointFilesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointFilesRequest.ProtoReflect.Descriptor instead.
 func (*CheckpointFilesRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{19}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CheckpointFilesRequest) GetSecret() string {
@@ -1087,7 +1185,7 @@ type CheckpointFilesReply struct {
 
 func (x *CheckpointFilesReply) Reset() {
 	*x = CheckpointFilesReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[20]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1099,7 +1197,7 @@ func (x *CheckpointFilesReply) String() string {
 func (*CheckpointFilesReply) ProtoMessage() {}
 
 func (x *CheckpointFilesReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[20]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1112,7 +1210,7 @@ func (x *CheckpointFilesReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointFilesReply.ProtoReflect.Descriptor instead.
 func (*CheckpointFilesReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{20}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CheckpointFilesReply) GetFiles() int32 {
@@ -1141,7 +1239,7 @@ type CheckpointChunk struct {
 
 func (x *CheckpointChunk) Reset() {
 	*x = CheckpointChunk{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[21]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1153,7 +1251,7 @@ func (x *CheckpointChunk) String() string {
 func (*CheckpointChunk) ProtoMessage() {}
 
 func (x *CheckpointChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[21]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1166,7 +1264,7 @@ func (x *CheckpointChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointChunk.ProtoReflect.Descriptor instead.
 func (*CheckpointChunk) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{21}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CheckpointChunk) GetSecret() string {
@@ -1205,7 +1303,7 @@ type CheckpointInfo struct {
 
 func (x *CheckpointInfo) Reset() {
 	*x = CheckpointInfo{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[22]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1217,7 +1315,7 @@ func (x *CheckpointInfo) String() string {
 func (*CheckpointInfo) ProtoMessage() {}
 
 func (x *CheckpointInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[22]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1230,7 +1328,7 @@ func (x *CheckpointInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointInfo.ProtoReflect.Descriptor instead.
 func (*CheckpointInfo) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{22}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *CheckpointInfo) GetFrozenSeconds() float64 {
@@ -1270,7 +1368,7 @@ type PutCheckpointReply struct {
 
 func (x *PutCheckpointReply) Reset() {
 	*x = PutCheckpointReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[23]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1282,7 +1380,7 @@ func (x *PutCheckpointReply) String() string {
 func (*PutCheckpointReply) ProtoMessage() {}
 
 func (x *PutCheckpointReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[23]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1295,7 +1393,7 @@ func (x *PutCheckpointReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutCheckpointReply.ProtoReflect.Descriptor instead.
 func (*PutCheckpointReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{23}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *PutCheckpointReply) GetStoredBytes() int64 {
@@ -1314,7 +1412,7 @@ type GetCheckpointRequest struct {
 
 func (x *GetCheckpointRequest) Reset() {
 	*x = GetCheckpointRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[24]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1326,7 +1424,7 @@ func (x *GetCheckpointRequest) String() string {
 func (*GetCheckpointRequest) ProtoMessage() {}
 
 func (x *GetCheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[24]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1339,7 +1437,7 @@ func (x *GetCheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCheckpointRequest.ProtoReflect.Descriptor instead.
 func (*GetCheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{24}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetCheckpointRequest) GetSecret() string {
@@ -1368,7 +1466,7 @@ type StarterMessage struct {
 
 func (x *StarterMessage) Reset() {
 	*x = StarterMessage{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[25]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1380,7 +1478,7 @@ func (x *StarterMessage) String() string {
 func (*StarterMessage) ProtoMessage() {}
 
 func (x *StarterMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[25]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1393,7 +1491,7 @@ func (x *StarterMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StarterMessage.ProtoReflect.Descriptor instead.
 func (*StarterMessage) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{25}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *StarterMessage) GetBody() isStarterMessage_Body {
@@ -1540,7 +1638,7 @@ type CheckpointFailed struct {
 
 func (x *CheckpointFailed) Reset() {
 	*x = CheckpointFailed{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[26]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1552,7 +1650,7 @@ func (x *CheckpointFailed) String() string {
 func (*CheckpointFailed) ProtoMessage() {}
 
 func (x *CheckpointFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[26]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1565,7 +1663,7 @@ func (x *CheckpointFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointFailed.ProtoReflect.Descriptor instead.
 func (*CheckpointFailed) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{26}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CheckpointFailed) GetReason() string {
@@ -1592,7 +1690,7 @@ type Suspended struct {
 
 func (x *Suspended) Reset() {
 	*x = Suspended{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[27]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1604,7 +1702,7 @@ func (x *Suspended) String() string {
 func (*Suspended) ProtoMessage() {}
 
 func (x *Suspended) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[27]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1617,7 +1715,7 @@ func (x *Suspended) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Suspended.ProtoReflect.Descriptor instead.
 func (*Suspended) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{27}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Suspended) GetReason() string {
@@ -1636,7 +1734,7 @@ type Resumed struct {
 
 func (x *Resumed) Reset() {
 	*x = Resumed{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1648,7 +1746,7 @@ func (x *Resumed) String() string {
 func (*Resumed) ProtoMessage() {}
 
 func (x *Resumed) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1661,7 +1759,7 @@ func (x *Resumed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resumed.ProtoReflect.Descriptor instead.
 func (*Resumed) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{28}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{30}
 }
 
 type Hello struct {
@@ -1676,7 +1774,7 @@ type Hello struct {
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1688,7 +1786,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1701,7 +1799,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{29}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Hello) GetJobId() string {
@@ -1736,7 +1834,7 @@ type Output struct {
 
 func (x *Output) Reset() {
 	*x = Output{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1748,7 +1846,7 @@ func (x *Output) String() string {
 func (*Output) ProtoMessage() {}
 
 func (x *Output) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1761,7 +1859,7 @@ func (x *Output) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Output.ProtoReflect.Descriptor instead.
 func (*Output) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{30}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Output) GetFd() int32 {
@@ -1798,7 +1896,7 @@ type Started struct {
 
 func (x *Started) Reset() {
 	*x = Started{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1810,7 +1908,7 @@ func (x *Started) String() string {
 func (*Started) ProtoMessage() {}
 
 func (x *Started) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1823,7 +1921,7 @@ func (x *Started) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Started.ProtoReflect.Descriptor instead.
 func (*Started) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{31}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Started) GetPid() int32 {
@@ -1866,7 +1964,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1878,7 +1976,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1891,7 +1989,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{32}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Usage) GetUserCpuSeconds() float64 {
@@ -1943,7 +2041,7 @@ type Exited struct {
 
 func (x *Exited) Reset() {
 	*x = Exited{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1955,7 +2053,7 @@ func (x *Exited) String() string {
 func (*Exited) ProtoMessage() {}
 
 func (x *Exited) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1968,7 +2066,7 @@ func (x *Exited) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Exited.ProtoReflect.Descriptor instead.
 func (*Exited) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{33}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Exited) GetBySignal() bool {
@@ -2042,7 +2140,7 @@ type ShadowMessage struct {
 
 func (x *ShadowMessage) Reset() {
 	*x = ShadowMessage{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2054,7 +2152,7 @@ func (x *ShadowMessage) String() string {
 func (*ShadowMessage) ProtoMessage() {}
 
 func (x *ShadowMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2067,7 +2165,7 @@ func (x *ShadowMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShadowMessage.ProtoReflect.Descriptor instead.
 func (*ShadowMessage) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{34}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ShadowMessage) GetBody() isShadowMessage_Body {
@@ -2152,7 +2250,7 @@ type CheckpointNow struct {
 
 func (x *CheckpointNow) Reset() {
 	*x = CheckpointNow{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2164,7 +2262,7 @@ func (x *CheckpointNow) String() string {
 func (*CheckpointNow) ProtoMessage() {}
 
 func (x *CheckpointNow) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2177,7 +2275,7 @@ func (x *CheckpointNow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointNow.ProtoReflect.Descriptor instead.
 func (*CheckpointNow) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{35}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *CheckpointNow) GetVacate() bool {
@@ -2196,7 +2294,7 @@ type JobSpec struct {
 
 func (x *JobSpec) Reset() {
 	*x = JobSpec{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2208,7 +2306,7 @@ func (x *JobSpec) String() string {
 func (*JobSpec) ProtoMessage() {}
 
 func (x *JobSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2221,7 +2319,7 @@ func (x *JobSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobSpec.ProtoReflect.Descriptor instead.
 func (*JobSpec) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{36}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *JobSpec) GetJobAd() string {
@@ -2244,7 +2342,7 @@ type Kill struct {
 
 func (x *Kill) Reset() {
 	*x = Kill{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2256,7 +2354,7 @@ func (x *Kill) String() string {
 func (*Kill) ProtoMessage() {}
 
 func (x *Kill) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2269,7 +2367,7 @@ func (x *Kill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Kill.ProtoReflect.Descriptor instead.
 func (*Kill) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{37}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Kill) GetReason() string {
@@ -2297,7 +2395,7 @@ type ReadFileRequest struct {
 
 func (x *ReadFileRequest) Reset() {
 	*x = ReadFileRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2309,7 +2407,7 @@ func (x *ReadFileRequest) String() string {
 func (*ReadFileRequest) ProtoMessage() {}
 
 func (x *ReadFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2322,7 +2420,7 @@ func (x *ReadFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadFileRequest.ProtoReflect.Descriptor instead.
 func (*ReadFileRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{38}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ReadFileRequest) GetSecret() string {
@@ -2350,7 +2448,7 @@ type FileChunk struct {
 
 func (x *FileChunk) Reset() {
 	*x = FileChunk{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2362,7 +2460,7 @@ func (x *FileChunk) String() string {
 func (*FileChunk) ProtoMessage() {}
 
 func (x *FileChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2375,7 +2473,7 @@ func (x *FileChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileChunk.ProtoReflect.Descriptor instead.
 func (*FileChunk) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{39}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *FileChunk) GetData() []byte {
@@ -2413,7 +2511,7 @@ type ShellOpen struct {
 
 func (x *ShellOpen) Reset() {
 	*x = ShellOpen{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2425,7 +2523,7 @@ func (x *ShellOpen) String() string {
 func (*ShellOpen) ProtoMessage() {}
 
 func (x *ShellOpen) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2438,7 +2536,7 @@ func (x *ShellOpen) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellOpen.ProtoReflect.Descriptor instead.
 func (*ShellOpen) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{40}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ShellOpen) GetJobId() string {
@@ -2505,7 +2603,7 @@ type ShellRequest struct {
 
 func (x *ShellRequest) Reset() {
 	*x = ShellRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2517,7 +2615,7 @@ func (x *ShellRequest) String() string {
 func (*ShellRequest) ProtoMessage() {}
 
 func (x *ShellRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2530,7 +2628,7 @@ func (x *ShellRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellRequest.ProtoReflect.Descriptor instead.
 func (*ShellRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{41}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ShellRequest) GetBody() isShellRequest_Body {
@@ -2600,7 +2698,7 @@ type ShellInput struct {
 
 func (x *ShellInput) Reset() {
 	*x = ShellInput{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2612,7 +2710,7 @@ func (x *ShellInput) String() string {
 func (*ShellInput) ProtoMessage() {}
 
 func (x *ShellInput) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2625,7 +2723,7 @@ func (x *ShellInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellInput.ProtoReflect.Descriptor instead.
 func (*ShellInput) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{42}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ShellInput) GetData() []byte {
@@ -2653,7 +2751,7 @@ type ShellResize struct {
 
 func (x *ShellResize) Reset() {
 	*x = ShellResize{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2665,7 +2763,7 @@ func (x *ShellResize) String() string {
 func (*ShellResize) ProtoMessage() {}
 
 func (x *ShellResize) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2678,7 +2776,7 @@ func (x *ShellResize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellResize.ProtoReflect.Descriptor instead.
 func (*ShellResize) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{43}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ShellResize) GetRows() uint32 {
@@ -2712,7 +2810,7 @@ type ShellReply struct {
 
 func (x *ShellReply) Reset() {
 	*x = ShellReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2724,7 +2822,7 @@ func (x *ShellReply) String() string {
 func (*ShellReply) ProtoMessage() {}
 
 func (x *ShellReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2737,7 +2835,7 @@ func (x *ShellReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellReply.ProtoReflect.Descriptor instead.
 func (*ShellReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{44}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ShellReply) GetBody() isShellReply_Body {
@@ -2821,7 +2919,7 @@ type ShellStarted struct {
 
 func (x *ShellStarted) Reset() {
 	*x = ShellStarted{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[45]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2833,7 +2931,7 @@ func (x *ShellStarted) String() string {
 func (*ShellStarted) ProtoMessage() {}
 
 func (x *ShellStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[45]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2846,7 +2944,7 @@ func (x *ShellStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellStarted.ProtoReflect.Descriptor instead.
 func (*ShellStarted) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{45}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{47}
 }
 
 type ShellHello struct {
@@ -2859,7 +2957,7 @@ type ShellHello struct {
 
 func (x *ShellHello) Reset() {
 	*x = ShellHello{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[46]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2871,7 +2969,7 @@ func (x *ShellHello) String() string {
 func (*ShellHello) ProtoMessage() {}
 
 func (x *ShellHello) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[46]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2884,7 +2982,7 @@ func (x *ShellHello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellHello.ProtoReflect.Descriptor instead.
 func (*ShellHello) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{46}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ShellHello) GetSecret() string {
@@ -2916,7 +3014,7 @@ type ShellExited struct {
 
 func (x *ShellExited) Reset() {
 	*x = ShellExited{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[47]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2928,7 +3026,7 @@ func (x *ShellExited) String() string {
 func (*ShellExited) ProtoMessage() {}
 
 func (x *ShellExited) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[47]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2941,7 +3039,7 @@ func (x *ShellExited) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellExited.ProtoReflect.Descriptor instead.
 func (*ShellExited) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{47}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ShellExited) GetExitCode() int32 {
@@ -3013,7 +3111,12 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\vstartd_addr\x18\x04 \x01(\tR\n" +
 	"startdAddr\x12\x12\n" +
 	"\x04slot\x18\x05 \x01(\tR\x04slot\"\x0e\n" +
-	"\fMatchedReply\"-\n" +
+	"\fMatchedReply\"X\n" +
+	"\x13StartdVacateRequest\x12\x12\n" +
+	"\x04slot\x18\x01 \x01(\tR\x04slot\x12\x15\n" +
+	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"\x13\n" +
+	"\x11StartdVacateReply\"-\n" +
 	"\x10KeepAliveRequest\x12\x19\n" +
 	"\bclaim_id\x18\x01 \x01(\tR\aclaimId\"5\n" +
 	"\x0eKeepAliveReply\x12#\n" +
@@ -3172,13 +3275,14 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"Invalidate\x12\x1d.harrier.v1.InvalidateRequest\x1a\x1b.harrier.v1.InvalidateReply\x129\n" +
 	"\x05Query\x12\x18.harrier.v1.QueryRequest\x1a\x16.harrier.v1.QueryReply2H\n" +
 	"\x05Agent\x12?\n" +
-	"\aMatched\x12\x1a.harrier.v1.MatchedRequest\x1a\x18.harrier.v1.MatchedReply2\x8f\x03\n" +
+	"\aMatched\x12\x1a.harrier.v1.MatchedRequest\x1a\x18.harrier.v1.MatchedReply2\xd9\x03\n" +
 	"\x06Startd\x12K\n" +
 	"\aMatched\x12 .harrier.v1.StartdMatchedRequest\x1a\x1e.harrier.v1.StartdMatchedReply\x12N\n" +
 	"\fRequestClaim\x12\x1f.harrier.v1.RequestClaimRequest\x1a\x1d.harrier.v1.RequestClaimReply\x12Q\n" +
 	"\rActivateClaim\x12 .harrier.v1.ActivateClaimRequest\x1a\x1e.harrier.v1.ActivateClaimReply\x12N\n" +
 	"\fReleaseClaim\x12\x1f.harrier.v1.ReleaseClaimRequest\x1a\x1d.harrier.v1.ReleaseClaimReply\x12E\n" +
-	"\tKeepAlive\x12\x1c.harrier.v1.KeepAliveRequest\x1a\x1a.harrier.v1.KeepAliveReply2\xad\x04\n" +
+	"\tKeepAlive\x12\x1c.harrier.v1.KeepAliveRequest\x1a\x1a.harrier.v1.KeepAliveReply\x12H\n" +
+	"\x06Vacate\x12\x1f.harrier.v1.StartdVacateRequest\x1a\x1d.harrier.v1.StartdVacateReply2\xad\x04\n" +
 	"\x06Shadow\x12C\n" +
 	"\x06Attach\x12\x1a.harrier.v1.StarterMessage\x1a\x19.harrier.v1.ShadowMessage(\x010\x01\x12@\n" +
 	"\bReadFile\x12\x1b.harrier.v1.ReadFileRequest\x1a\x15.harrier.v1.FileChunk0\x01\x12N\n" +
@@ -3200,7 +3304,7 @@ func file_harrier_v1_harrier_proto_rawDescGZIP() []byte {
 	return file_harrier_v1_harrier_proto_rawDescData
 }
 
-var file_harrier_v1_harrier_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
+var file_harrier_v1_harrier_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
 var file_harrier_v1_harrier_proto_goTypes = []any{
 	(*AdvertiseRequest)(nil),       // 0: harrier.v1.AdvertiseRequest
 	(*AdvertiseJobsRequest)(nil),   // 1: harrier.v1.AdvertiseJobsRequest
@@ -3211,104 +3315,108 @@ var file_harrier_v1_harrier_proto_goTypes = []any{
 	(*QueryReply)(nil),             // 6: harrier.v1.QueryReply
 	(*MatchedRequest)(nil),         // 7: harrier.v1.MatchedRequest
 	(*MatchedReply)(nil),           // 8: harrier.v1.MatchedReply
-	(*KeepAliveRequest)(nil),       // 9: harrier.v1.KeepAliveRequest
-	(*KeepAliveReply)(nil),         // 10: harrier.v1.KeepAliveReply
-	(*StartdMatchedRequest)(nil),   // 11: harrier.v1.StartdMatchedRequest
-	(*StartdMatchedReply)(nil),     // 12: harrier.v1.StartdMatchedReply
-	(*RequestClaimRequest)(nil),    // 13: harrier.v1.RequestClaimRequest
-	(*RequestClaimReply)(nil),      // 14: harrier.v1.RequestClaimReply
-	(*ActivateClaimRequest)(nil),   // 15: harrier.v1.ActivateClaimRequest
-	(*ActivateClaimReply)(nil),     // 16: harrier.v1.ActivateClaimReply
-	(*ReleaseClaimRequest)(nil),    // 17: harrier.v1.ReleaseClaimRequest
-	(*ReleaseClaimReply)(nil),      // 18: harrier.v1.ReleaseClaimReply
-	(*CheckpointFilesRequest)(nil), // 19: harrier.v1.CheckpointFilesRequest
-	(*CheckpointFilesReply)(nil),   // 20: harrier.v1.CheckpointFilesReply
-	(*CheckpointChunk)(nil),        // 21: harrier.v1.CheckpointChunk
-	(*CheckpointInfo)(nil),         // 22: harrier.v1.CheckpointInfo
-	(*PutCheckpointReply)(nil),     // 23: harrier.v1.PutCheckpointReply
-	(*GetCheckpointRequest)(nil),   // 24: harrier.v1.GetCheckpointRequest
-	(*StarterMessage)(nil),         // 25: harrier.v1.StarterMessage
-	(*CheckpointFailed)(nil),       // 26: harrier.v1.CheckpointFailed
-	(*Suspended)(nil),              // 27: harrier.v1.Suspended
-	(*Resumed)(nil),                // 28: harrier.v1.Resumed
-	(*Hello)(nil),                  // 29: harrier.v1.Hello
-	(*Output)(nil),                 // 30: harrier.v1.Output
-	(*Started)(nil),                // 31: harrier.v1.Started
-	(*Usage)(nil),                  // 32: harrier.v1.Usage
-	(*Exited)(nil),                 // 33: harrier.v1.Exited
-	(*ShadowMessage)(nil),          // 34: harrier.v1.ShadowMessage
-	(*CheckpointNow)(nil),          // 35: harrier.v1.CheckpointNow
-	(*JobSpec)(nil),                // 36: harrier.v1.JobSpec
-	(*Kill)(nil),                   // 37: harrier.v1.Kill
-	(*ReadFileRequest)(nil),        // 38: harrier.v1.ReadFileRequest
-	(*FileChunk)(nil),              // 39: harrier.v1.FileChunk
-	(*ShellOpen)(nil),              // 40: harrier.v1.ShellOpen
-	(*ShellRequest)(nil),           // 41: harrier.v1.ShellRequest
-	(*ShellInput)(nil),             // 42: harrier.v1.ShellInput
-	(*ShellResize)(nil),            // 43: harrier.v1.ShellResize
-	(*ShellReply)(nil),             // 44: harrier.v1.ShellReply
-	(*ShellStarted)(nil),           // 45: harrier.v1.ShellStarted
-	(*ShellHello)(nil),             // 46: harrier.v1.ShellHello
-	(*ShellExited)(nil),            // 47: harrier.v1.ShellExited
+	(*StartdVacateRequest)(nil),    // 9: harrier.v1.StartdVacateRequest
+	(*StartdVacateReply)(nil),      // 10: harrier.v1.StartdVacateReply
+	(*KeepAliveRequest)(nil),       // 11: harrier.v1.KeepAliveRequest
+	(*KeepAliveReply)(nil),         // 12: harrier.v1.KeepAliveReply
+	(*StartdMatchedRequest)(nil),   // 13: harrier.v1.StartdMatchedRequest
+	(*StartdMatchedReply)(nil),     // 14: harrier.v1.StartdMatchedReply
+	(*RequestClaimRequest)(nil),    // 15: harrier.v1.RequestClaimRequest
+	(*RequestClaimReply)(nil),      // 16: harrier.v1.RequestClaimReply
+	(*ActivateClaimRequest)(nil),   // 17: harrier.v1.ActivateClaimRequest
+	(*ActivateClaimReply)(nil),     // 18: harrier.v1.ActivateClaimReply
+	(*ReleaseClaimRequest)(nil),    // 19: harrier.v1.ReleaseClaimRequest
+	(*ReleaseClaimReply)(nil),      // 20: harrier.v1.ReleaseClaimReply
+	(*CheckpointFilesRequest)(nil), // 21: harrier.v1.CheckpointFilesRequest
+	(*CheckpointFilesReply)(nil),   // 22: harrier.v1.CheckpointFilesReply
+	(*CheckpointChunk)(nil),        // 23: harrier.v1.CheckpointChunk
+	(*CheckpointInfo)(nil),         // 24: harrier.v1.CheckpointInfo
+	(*PutCheckpointReply)(nil),     // 25: harrier.v1.PutCheckpointReply
+	(*GetCheckpointRequest)(nil),   // 26: harrier.v1.GetCheckpointRequest
+	(*StarterMessage)(nil),         // 27: harrier.v1.StarterMessage
+	(*CheckpointFailed)(nil),       // 28: harrier.v1.CheckpointFailed
+	(*Suspended)(nil),              // 29: harrier.v1.Suspended
+	(*Resumed)(nil),                // 30: harrier.v1.Resumed
+	(*Hello)(nil),                  // 31: harrier.v1.Hello
+	(*Output)(nil),                 // 32: harrier.v1.Output
+	(*Started)(nil),                // 33: harrier.v1.Started
+	(*Usage)(nil),                  // 34: harrier.v1.Usage
+	(*Exited)(nil),                 // 35: harrier.v1.Exited
+	(*ShadowMessage)(nil),          // 36: harrier.v1.ShadowMessage
+	(*CheckpointNow)(nil),          // 37: harrier.v1.CheckpointNow
+	(*JobSpec)(nil),                // 38: harrier.v1.JobSpec
+	(*Kill)(nil),                   // 39: harrier.v1.Kill
+	(*ReadFileRequest)(nil),        // 40: harrier.v1.ReadFileRequest
+	(*FileChunk)(nil),              // 41: harrier.v1.FileChunk
+	(*ShellOpen)(nil),              // 42: harrier.v1.ShellOpen
+	(*ShellRequest)(nil),           // 43: harrier.v1.ShellRequest
+	(*ShellInput)(nil),             // 44: harrier.v1.ShellInput
+	(*ShellResize)(nil),            // 45: harrier.v1.ShellResize
+	(*ShellReply)(nil),             // 46: harrier.v1.ShellReply
+	(*ShellStarted)(nil),           // 47: harrier.v1.ShellStarted
+	(*ShellHello)(nil),             // 48: harrier.v1.ShellHello
+	(*ShellExited)(nil),            // 49: harrier.v1.ShellExited
 }
 var file_harrier_v1_harrier_proto_depIdxs = []int32{
-	22, // 0: harrier.v1.CheckpointChunk.info:type_name -> harrier.v1.CheckpointInfo
-	29, // 1: harrier.v1.StarterMessage.hello:type_name -> harrier.v1.Hello
-	30, // 2: harrier.v1.StarterMessage.output:type_name -> harrier.v1.Output
-	31, // 3: harrier.v1.StarterMessage.started:type_name -> harrier.v1.Started
-	32, // 4: harrier.v1.StarterMessage.usage:type_name -> harrier.v1.Usage
-	33, // 5: harrier.v1.StarterMessage.exited:type_name -> harrier.v1.Exited
-	27, // 6: harrier.v1.StarterMessage.suspended:type_name -> harrier.v1.Suspended
-	28, // 7: harrier.v1.StarterMessage.resumed:type_name -> harrier.v1.Resumed
-	26, // 8: harrier.v1.StarterMessage.checkpoint_failed:type_name -> harrier.v1.CheckpointFailed
-	32, // 9: harrier.v1.Exited.usage:type_name -> harrier.v1.Usage
-	36, // 10: harrier.v1.ShadowMessage.job:type_name -> harrier.v1.JobSpec
-	37, // 11: harrier.v1.ShadowMessage.kill:type_name -> harrier.v1.Kill
-	35, // 12: harrier.v1.ShadowMessage.checkpoint:type_name -> harrier.v1.CheckpointNow
-	40, // 13: harrier.v1.ShadowMessage.shell:type_name -> harrier.v1.ShellOpen
-	40, // 14: harrier.v1.ShellRequest.open:type_name -> harrier.v1.ShellOpen
-	42, // 15: harrier.v1.ShellRequest.input:type_name -> harrier.v1.ShellInput
-	43, // 16: harrier.v1.ShellRequest.resize:type_name -> harrier.v1.ShellResize
-	46, // 17: harrier.v1.ShellReply.hello:type_name -> harrier.v1.ShellHello
-	30, // 18: harrier.v1.ShellReply.output:type_name -> harrier.v1.Output
-	47, // 19: harrier.v1.ShellReply.exited:type_name -> harrier.v1.ShellExited
-	45, // 20: harrier.v1.ShellReply.started:type_name -> harrier.v1.ShellStarted
+	24, // 0: harrier.v1.CheckpointChunk.info:type_name -> harrier.v1.CheckpointInfo
+	31, // 1: harrier.v1.StarterMessage.hello:type_name -> harrier.v1.Hello
+	32, // 2: harrier.v1.StarterMessage.output:type_name -> harrier.v1.Output
+	33, // 3: harrier.v1.StarterMessage.started:type_name -> harrier.v1.Started
+	34, // 4: harrier.v1.StarterMessage.usage:type_name -> harrier.v1.Usage
+	35, // 5: harrier.v1.StarterMessage.exited:type_name -> harrier.v1.Exited
+	29, // 6: harrier.v1.StarterMessage.suspended:type_name -> harrier.v1.Suspended
+	30, // 7: harrier.v1.StarterMessage.resumed:type_name -> harrier.v1.Resumed
+	28, // 8: harrier.v1.StarterMessage.checkpoint_failed:type_name -> harrier.v1.CheckpointFailed
+	34, // 9: harrier.v1.Exited.usage:type_name -> harrier.v1.Usage
+	38, // 10: harrier.v1.ShadowMessage.job:type_name -> harrier.v1.JobSpec
+	39, // 11: harrier.v1.ShadowMessage.kill:type_name -> harrier.v1.Kill
+	37, // 12: harrier.v1.ShadowMessage.checkpoint:type_name -> harrier.v1.CheckpointNow
+	42, // 13: harrier.v1.ShadowMessage.shell:type_name -> harrier.v1.ShellOpen
+	42, // 14: harrier.v1.ShellRequest.open:type_name -> harrier.v1.ShellOpen
+	44, // 15: harrier.v1.ShellRequest.input:type_name -> harrier.v1.ShellInput
+	45, // 16: harrier.v1.ShellRequest.resize:type_name -> harrier.v1.ShellResize
+	48, // 17: harrier.v1.ShellReply.hello:type_name -> harrier.v1.ShellHello
+	32, // 18: harrier.v1.ShellReply.output:type_name -> harrier.v1.Output
+	49, // 19: harrier.v1.ShellReply.exited:type_name -> harrier.v1.ShellExited
+	47, // 20: harrier.v1.ShellReply.started:type_name -> harrier.v1.ShellStarted
 	0,  // 21: harrier.v1.Collector.Advertise:input_type -> harrier.v1.AdvertiseRequest
 	1,  // 22: harrier.v1.Collector.AdvertiseJobs:input_type -> harrier.v1.AdvertiseJobsRequest
 	3,  // 23: harrier.v1.Collector.Invalidate:input_type -> harrier.v1.InvalidateRequest
 	5,  // 24: harrier.v1.Collector.Query:input_type -> harrier.v1.QueryRequest
 	7,  // 25: harrier.v1.Agent.Matched:input_type -> harrier.v1.MatchedRequest
-	11, // 26: harrier.v1.Startd.Matched:input_type -> harrier.v1.StartdMatchedRequest
-	13, // 27: harrier.v1.Startd.RequestClaim:input_type -> harrier.v1.RequestClaimRequest
-	15, // 28: harrier.v1.Startd.ActivateClaim:input_type -> harrier.v1.ActivateClaimRequest
-	17, // 29: harrier.v1.Startd.ReleaseClaim:input_type -> harrier.v1.ReleaseClaimRequest
-	9,  // 30: harrier.v1.Startd.KeepAlive:input_type -> harrier.v1.KeepAliveRequest
-	25, // 31: harrier.v1.Shadow.Attach:input_type -> harrier.v1.StarterMessage
-	38, // 32: harrier.v1.Shadow.ReadFile:input_type -> harrier.v1.ReadFileRequest
-	21, // 33: harrier.v1.Shadow.PutCheckpoint:input_type -> harrier.v1.CheckpointChunk
-	24, // 34: harrier.v1.Shadow.GetCheckpoint:input_type -> harrier.v1.GetCheckpointRequest
-	44, // 35: harrier.v1.Shadow.Shell:input_type -> harrier.v1.ShellReply
-	19, // 36: harrier.v1.Shadow.SaveCheckpointFiles:input_type -> harrier.v1.CheckpointFilesRequest
-	19, // 37: harrier.v1.Shadow.RestoreCheckpointFiles:input_type -> harrier.v1.CheckpointFilesRequest
-	2,  // 38: harrier.v1.Collector.Advertise:output_type -> harrier.v1.AdvertiseReply
-	2,  // 39: harrier.v1.Collector.AdvertiseJobs:output_type -> harrier.v1.AdvertiseReply
-	4,  // 40: harrier.v1.Collector.Invalidate:output_type -> harrier.v1.InvalidateReply
-	6,  // 41: harrier.v1.Collector.Query:output_type -> harrier.v1.QueryReply
-	8,  // 42: harrier.v1.Agent.Matched:output_type -> harrier.v1.MatchedReply
-	12, // 43: harrier.v1.Startd.Matched:output_type -> harrier.v1.StartdMatchedReply
-	14, // 44: harrier.v1.Startd.RequestClaim:output_type -> harrier.v1.RequestClaimReply
-	16, // 45: harrier.v1.Startd.ActivateClaim:output_type -> harrier.v1.ActivateClaimReply
-	18, // 46: harrier.v1.Startd.ReleaseClaim:output_type -> harrier.v1.ReleaseClaimReply
-	10, // 47: harrier.v1.Startd.KeepAlive:output_type -> harrier.v1.KeepAliveReply
-	34, // 48: harrier.v1.Shadow.Attach:output_type -> harrier.v1.ShadowMessage
-	39, // 49: harrier.v1.Shadow.ReadFile:output_type -> harrier.v1.FileChunk
-	23, // 50: harrier.v1.Shadow.PutCheckpoint:output_type -> harrier.v1.PutCheckpointReply
-	21, // 51: harrier.v1.Shadow.GetCheckpoint:output_type -> harrier.v1.CheckpointChunk
-	41, // 52: harrier.v1.Shadow.Shell:output_type -> harrier.v1.ShellRequest
-	20, // 53: harrier.v1.Shadow.SaveCheckpointFiles:output_type -> harrier.v1.CheckpointFilesReply
-	20, // 54: harrier.v1.Shadow.RestoreCheckpointFiles:output_type -> harrier.v1.CheckpointFilesReply
-	38, // [38:55] is the sub-list for method output_type
-	21, // [21:38] is the sub-list for method input_type
+	13, // 26: harrier.v1.Startd.Matched:input_type -> harrier.v1.StartdMatchedRequest
+	15, // 27: harrier.v1.Startd.RequestClaim:input_type -> harrier.v1.RequestClaimRequest
+	17, // 28: harrier.v1.Startd.ActivateClaim:input_type -> harrier.v1.ActivateClaimRequest
+	19, // 29: harrier.v1.Startd.ReleaseClaim:input_type -> harrier.v1.ReleaseClaimRequest
+	11, // 30: harrier.v1.Startd.KeepAlive:input_type -> harrier.v1.KeepAliveRequest
+	9,  // 31: harrier.v1.Startd.Vacate:input_type -> harrier.v1.StartdVacateRequest
+	27, // 32: harrier.v1.Shadow.Attach:input_type -> harrier.v1.StarterMessage
+	40, // 33: harrier.v1.Shadow.ReadFile:input_type -> harrier.v1.ReadFileRequest
+	23, // 34: harrier.v1.Shadow.PutCheckpoint:input_type -> harrier.v1.CheckpointChunk
+	26, // 35: harrier.v1.Shadow.GetCheckpoint:input_type -> harrier.v1.GetCheckpointRequest
+	46, // 36: harrier.v1.Shadow.Shell:input_type -> harrier.v1.ShellReply
+	21, // 37: harrier.v1.Shadow.SaveCheckpointFiles:input_type -> harrier.v1.CheckpointFilesRequest
+	21, // 38: harrier.v1.Shadow.RestoreCheckpointFiles:input_type -> harrier.v1.CheckpointFilesRequest
+	2,  // 39: harrier.v1.Collector.Advertise:output_type -> harrier.v1.AdvertiseReply
+	2,  // 40: harrier.v1.Collector.AdvertiseJobs:output_type -> harrier.v1.AdvertiseReply
+	4,  // 41: harrier.v1.Collector.Invalidate:output_type -> harrier.v1.InvalidateReply
+	6,  // 42: harrier.v1.Collector.Query:output_type -> harrier.v1.QueryReply
+	8,  // 43: harrier.v1.Agent.Matched:output_type -> harrier.v1.MatchedReply
+	14, // 44: harrier.v1.Startd.Matched:output_type -> harrier.v1.StartdMatchedReply
+	16, // 45: harrier.v1.Startd.RequestClaim:output_type -> harrier.v1.RequestClaimReply
+	18, // 46: harrier.v1.Startd.ActivateClaim:output_type -> harrier.v1.ActivateClaimReply
+	20, // 47: harrier.v1.Startd.ReleaseClaim:output_type -> harrier.v1.ReleaseClaimReply
+	12, // 48: harrier.v1.Startd.KeepAlive:output_type -> harrier.v1.KeepAliveReply
+	10, // 49: harrier.v1.Startd.Vacate:output_type -> harrier.v1.StartdVacateReply
+	36, // 50: harrier.v1.Shadow.Attach:output_type -> harrier.v1.ShadowMessage
+	41, // 51: harrier.v1.Shadow.ReadFile:output_type -> harrier.v1.FileChunk
+	25, // 52: harrier.v1.Shadow.PutCheckpoint:output_type -> harrier.v1.PutCheckpointReply
+	23, // 53: harrier.v1.Shadow.GetCheckpoint:output_type -> harrier.v1.CheckpointChunk
+	43, // 54: harrier.v1.Shadow.Shell:output_type -> harrier.v1.ShellRequest
+	22, // 55: harrier.v1.Shadow.SaveCheckpointFiles:output_type -> harrier.v1.CheckpointFilesReply
+	22, // 56: harrier.v1.Shadow.RestoreCheckpointFiles:output_type -> harrier.v1.CheckpointFilesReply
+	39, // [39:57] is the sub-list for method output_type
+	21, // [21:39] is the sub-list for method input_type
 	21, // [21:21] is the sub-list for extension type_name
 	21, // [21:21] is the sub-list for extension extendee
 	0,  // [0:21] is the sub-list for field type_name
@@ -3319,7 +3427,7 @@ func file_harrier_v1_harrier_proto_init() {
 	if File_harrier_v1_harrier_proto != nil {
 		return
 	}
-	file_harrier_v1_harrier_proto_msgTypes[25].OneofWrappers = []any{
+	file_harrier_v1_harrier_proto_msgTypes[27].OneofWrappers = []any{
 		(*StarterMessage_Hello)(nil),
 		(*StarterMessage_Output)(nil),
 		(*StarterMessage_Started)(nil),
@@ -3329,18 +3437,18 @@ func file_harrier_v1_harrier_proto_init() {
 		(*StarterMessage_Resumed)(nil),
 		(*StarterMessage_CheckpointFailed)(nil),
 	}
-	file_harrier_v1_harrier_proto_msgTypes[34].OneofWrappers = []any{
+	file_harrier_v1_harrier_proto_msgTypes[36].OneofWrappers = []any{
 		(*ShadowMessage_Job)(nil),
 		(*ShadowMessage_Kill)(nil),
 		(*ShadowMessage_Checkpoint)(nil),
 		(*ShadowMessage_Shell)(nil),
 	}
-	file_harrier_v1_harrier_proto_msgTypes[41].OneofWrappers = []any{
+	file_harrier_v1_harrier_proto_msgTypes[43].OneofWrappers = []any{
 		(*ShellRequest_Open)(nil),
 		(*ShellRequest_Input)(nil),
 		(*ShellRequest_Resize)(nil),
 	}
-	file_harrier_v1_harrier_proto_msgTypes[44].OneofWrappers = []any{
+	file_harrier_v1_harrier_proto_msgTypes[46].OneofWrappers = []any{
 		(*ShellReply_Hello)(nil),
 		(*ShellReply_Output)(nil),
 		(*ShellReply_Exited)(nil),
@@ -3352,7 +3460,7 @@ func file_harrier_v1_harrier_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harrier_v1_harrier_proto_rawDesc), len(file_harrier_v1_harrier_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   48,
+			NumMessages:   50,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

@@ -374,6 +374,7 @@ const (
 	Startd_ActivateClaim_FullMethodName = "/harrier.v1.Startd/ActivateClaim"
 	Startd_ReleaseClaim_FullMethodName  = "/harrier.v1.Startd/ReleaseClaim"
 	Startd_KeepAlive_FullMethodName     = "/harrier.v1.Startd/KeepAlive"
+	Startd_Vacate_FullMethodName        = "/harrier.v1.Startd/Vacate"
 )
 
 // StartdClient is the client API for Startd service.
@@ -398,6 +399,10 @@ type StartdClient interface {
 	// KeepAlive renews the lease of a claim. A startd that hears nothing
 	// from the claiming agent for the lease time releases the claim.
 	KeepAlive(ctx context.Context, in *KeepAliveRequest, opts ...grpc.CallOption) (*KeepAliveReply, error)
+	// Vacate takes a job off a slot (checkpointed where it can be), or drops
+	// a claim with no job running, at the matchmaker's word: a reservation's
+	// window starts or ends there.
+	Vacate(ctx context.Context, in *StartdVacateRequest, opts ...grpc.CallOption) (*StartdVacateReply, error)
 }
 
 type startdClient struct {
@@ -458,6 +463,16 @@ func (c *startdClient) KeepAlive(ctx context.Context, in *KeepAliveRequest, opts
 	return out, nil
 }
 
+func (c *startdClient) Vacate(ctx context.Context, in *StartdVacateRequest, opts ...grpc.CallOption) (*StartdVacateReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(StartdVacateReply)
+	err := c.cc.Invoke(ctx, Startd_Vacate_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // StartdServer is the server API for Startd service.
 // All implementations must embed UnimplementedStartdServer
 // for forward compatibility.
@@ -480,6 +495,10 @@ type StartdServer interface {
 	// KeepAlive renews the lease of a claim. A startd that hears nothing
 	// from the claiming agent for the lease time releases the claim.
 	KeepAlive(context.Context, *KeepAliveRequest) (*KeepAliveReply, error)
+	// Vacate takes a job off a slot (checkpointed where it can be), or drops
+	// a claim with no job running, at the matchmaker's word: a reservation's
+	// window starts or ends there.
+	Vacate(context.Context, *StartdVacateRequest) (*StartdVacateReply, error)
 	mustEmbedUnimplementedStartdServer()
 }
 
@@ -504,6 +523,9 @@ func (UnimplementedStartdServer) ReleaseClaim(context.Context, *ReleaseClaimRequ
 }
 func (UnimplementedStartdServer) KeepAlive(context.Context, *KeepAliveRequest) (*KeepAliveReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method KeepAlive not implemented")
+}
+func (UnimplementedStartdServer) Vacate(context.Context, *StartdVacateRequest) (*StartdVacateReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method Vacate not implemented")
 }
 func (UnimplementedStartdServer) mustEmbedUnimplementedStartdServer() {}
 func (UnimplementedStartdServer) testEmbeddedByValue()                {}
@@ -616,6 +638,24 @@ func _Startd_KeepAlive_Handler(srv interface{}, ctx context.Context, dec func(in
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Startd_Vacate_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StartdVacateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StartdServer).Vacate(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Startd_Vacate_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StartdServer).Vacate(ctx, req.(*StartdVacateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Startd_ServiceDesc is the grpc.ServiceDesc for Startd service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -642,6 +682,10 @@ var Startd_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "KeepAlive",
 			Handler:    _Startd_KeepAlive_Handler,
+		},
+		{
+			MethodName: "Vacate",
+			Handler:    _Startd_Vacate_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

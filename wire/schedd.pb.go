@@ -683,7 +683,7 @@ var File_harrier_v1_schedd_proto protoreflect.FileDescriptor
 const file_harrier_v1_schedd_proto_rawDesc = "" +
 	"\n" +
 	"\x17harrier/v1/schedd.proto\x12\n" +
-	"harrier.v1\x1a\x18harrier/v1/harrier.proto\"\x13\n" +
+	"harrier.v1\x1a\x18harrier/v1/harrier.proto\x1a\x1charrier/v1/reservation.proto\"\x13\n" +
 	"\x11NewClusterRequest\"+\n" +
 	"\x0fNewClusterReply\x12\x18\n" +
 	"\acluster\x18\x01 \x01(\x05R\acluster\"Z\n" +
@@ -734,7 +734,7 @@ const file_harrier_v1_schedd_proto_rawDesc = "" +
 	"\x05attrs\x18\x03 \x03(\v2\x19.harrier.v1.EditAttributeR\x05attrs\"7\n" +
 	"\rEditAttribute\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
-	"\x04expr\x18\x02 \x01(\tR\x04expr2\x85\x04\n" +
+	"\x04expr\x18\x02 \x01(\tR\x04expr2\x81\x06\n" +
 	"\x06Schedd\x12H\n" +
 	"\n" +
 	"NewCluster\x12\x1d.harrier.v1.NewClusterRequest\x1a\x1b.harrier.v1.NewClusterReply\x12<\n" +
@@ -744,7 +744,10 @@ const file_harrier_v1_schedd_proto_rawDesc = "" +
 	"\x03Act\x12\x16.harrier.v1.ActRequest\x1a\x14.harrier.v1.ActReply\x125\n" +
 	"\x04Edit\x12\x17.harrier.v1.EditRequest\x1a\x14.harrier.v1.ActReply\x12=\n" +
 	"\tQueryPool\x12\x18.harrier.v1.QueryRequest\x1a\x16.harrier.v1.QueryReply\x12@\n" +
-	"\bSshToJob\x12\x18.harrier.v1.ShellRequest\x1a\x16.harrier.v1.ShellReply(\x010\x01B\x1aZ\x18harrier.dev/harrier/wireb\x06proto3"
+	"\bSshToJob\x12\x18.harrier.v1.ShellRequest\x1a\x16.harrier.v1.ShellReply(\x010\x01\x12?\n" +
+	"\aReserve\x12\x1a.harrier.v1.ReserveRequest\x1a\x18.harrier.v1.ReserveReply\x12Z\n" +
+	"\x10ListReservations\x12#.harrier.v1.ListReservationsRequest\x1a!.harrier.v1.ListReservationsReply\x12]\n" +
+	"\x11CancelReservation\x12$.harrier.v1.CancelReservationRequest\x1a\".harrier.v1.CancelReservationReplyB\x1aZ\x18harrier.dev/harrier/wireb\x06proto3"
 
 var (
 	file_harrier_v1_schedd_proto_rawDescOnce sync.Once
@@ -761,22 +764,28 @@ func file_harrier_v1_schedd_proto_rawDescGZIP() []byte {
 var file_harrier_v1_schedd_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
 var file_harrier_v1_schedd_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_harrier_v1_schedd_proto_goTypes = []any{
-	(ActRequest_Action)(0),    // 0: harrier.v1.ActRequest.Action
-	(*NewClusterRequest)(nil), // 1: harrier.v1.NewClusterRequest
-	(*NewClusterReply)(nil),   // 2: harrier.v1.NewClusterReply
-	(*SubmitRequest)(nil),     // 3: harrier.v1.SubmitRequest
-	(*SubmitReply)(nil),       // 4: harrier.v1.SubmitReply
-	(*JobQueryRequest)(nil),   // 5: harrier.v1.JobQueryRequest
-	(*JobQueryReply)(nil),     // 6: harrier.v1.JobQueryReply
-	(*ActRequest)(nil),        // 7: harrier.v1.ActRequest
-	(*ActReply)(nil),          // 8: harrier.v1.ActReply
-	(*ActResult)(nil),         // 9: harrier.v1.ActResult
-	(*EditRequest)(nil),       // 10: harrier.v1.EditRequest
-	(*EditAttribute)(nil),     // 11: harrier.v1.EditAttribute
-	(*QueryRequest)(nil),      // 12: harrier.v1.QueryRequest
-	(*ShellRequest)(nil),      // 13: harrier.v1.ShellRequest
-	(*QueryReply)(nil),        // 14: harrier.v1.QueryReply
-	(*ShellReply)(nil),        // 15: harrier.v1.ShellReply
+	(ActRequest_Action)(0),           // 0: harrier.v1.ActRequest.Action
+	(*NewClusterRequest)(nil),        // 1: harrier.v1.NewClusterRequest
+	(*NewClusterReply)(nil),          // 2: harrier.v1.NewClusterReply
+	(*SubmitRequest)(nil),            // 3: harrier.v1.SubmitRequest
+	(*SubmitReply)(nil),              // 4: harrier.v1.SubmitReply
+	(*JobQueryRequest)(nil),          // 5: harrier.v1.JobQueryRequest
+	(*JobQueryReply)(nil),            // 6: harrier.v1.JobQueryReply
+	(*ActRequest)(nil),               // 7: harrier.v1.ActRequest
+	(*ActReply)(nil),                 // 8: harrier.v1.ActReply
+	(*ActResult)(nil),                // 9: harrier.v1.ActResult
+	(*EditRequest)(nil),              // 10: harrier.v1.EditRequest
+	(*EditAttribute)(nil),            // 11: harrier.v1.EditAttribute
+	(*QueryRequest)(nil),             // 12: harrier.v1.QueryRequest
+	(*ShellRequest)(nil),             // 13: harrier.v1.ShellRequest
+	(*ReserveRequest)(nil),           // 14: harrier.v1.ReserveRequest
+	(*ListReservationsRequest)(nil),  // 15: harrier.v1.ListReservationsRequest
+	(*CancelReservationRequest)(nil), // 16: harrier.v1.CancelReservationRequest
+	(*QueryReply)(nil),               // 17: harrier.v1.QueryReply
+	(*ShellReply)(nil),               // 18: harrier.v1.ShellReply
+	(*ReserveReply)(nil),             // 19: harrier.v1.ReserveReply
+	(*ListReservationsReply)(nil),    // 20: harrier.v1.ListReservationsReply
+	(*CancelReservationReply)(nil),   // 21: harrier.v1.CancelReservationReply
 }
 var file_harrier_v1_schedd_proto_depIdxs = []int32{
 	0,  // 0: harrier.v1.ActRequest.action:type_name -> harrier.v1.ActRequest.Action
@@ -790,16 +799,22 @@ var file_harrier_v1_schedd_proto_depIdxs = []int32{
 	10, // 8: harrier.v1.Schedd.Edit:input_type -> harrier.v1.EditRequest
 	12, // 9: harrier.v1.Schedd.QueryPool:input_type -> harrier.v1.QueryRequest
 	13, // 10: harrier.v1.Schedd.SshToJob:input_type -> harrier.v1.ShellRequest
-	2,  // 11: harrier.v1.Schedd.NewCluster:output_type -> harrier.v1.NewClusterReply
-	4,  // 12: harrier.v1.Schedd.Submit:output_type -> harrier.v1.SubmitReply
-	6,  // 13: harrier.v1.Schedd.Query:output_type -> harrier.v1.JobQueryReply
-	6,  // 14: harrier.v1.Schedd.History:output_type -> harrier.v1.JobQueryReply
-	8,  // 15: harrier.v1.Schedd.Act:output_type -> harrier.v1.ActReply
-	8,  // 16: harrier.v1.Schedd.Edit:output_type -> harrier.v1.ActReply
-	14, // 17: harrier.v1.Schedd.QueryPool:output_type -> harrier.v1.QueryReply
-	15, // 18: harrier.v1.Schedd.SshToJob:output_type -> harrier.v1.ShellReply
-	11, // [11:19] is the sub-list for method output_type
-	3,  // [3:11] is the sub-list for method input_type
+	14, // 11: harrier.v1.Schedd.Reserve:input_type -> harrier.v1.ReserveRequest
+	15, // 12: harrier.v1.Schedd.ListReservations:input_type -> harrier.v1.ListReservationsRequest
+	16, // 13: harrier.v1.Schedd.CancelReservation:input_type -> harrier.v1.CancelReservationRequest
+	2,  // 14: harrier.v1.Schedd.NewCluster:output_type -> harrier.v1.NewClusterReply
+	4,  // 15: harrier.v1.Schedd.Submit:output_type -> harrier.v1.SubmitReply
+	6,  // 16: harrier.v1.Schedd.Query:output_type -> harrier.v1.JobQueryReply
+	6,  // 17: harrier.v1.Schedd.History:output_type -> harrier.v1.JobQueryReply
+	8,  // 18: harrier.v1.Schedd.Act:output_type -> harrier.v1.ActReply
+	8,  // 19: harrier.v1.Schedd.Edit:output_type -> harrier.v1.ActReply
+	17, // 20: harrier.v1.Schedd.QueryPool:output_type -> harrier.v1.QueryReply
+	18, // 21: harrier.v1.Schedd.SshToJob:output_type -> harrier.v1.ShellReply
+	19, // 22: harrier.v1.Schedd.Reserve:output_type -> harrier.v1.ReserveReply
+	20, // 23: harrier.v1.Schedd.ListReservations:output_type -> harrier.v1.ListReservationsReply
+	21, // 24: harrier.v1.Schedd.CancelReservation:output_type -> harrier.v1.CancelReservationReply
+	14, // [14:25] is the sub-list for method output_type
+	3,  // [3:14] is the sub-list for method input_type
 	3,  // [3:3] is the sub-list for extension type_name
 	3,  // [3:3] is the sub-list for extension extendee
 	0,  // [0:3] is the sub-list for field type_name
@@ -811,6 +826,7 @@ func file_harrier_v1_schedd_proto_init() {
 		return
 	}
 	file_harrier_v1_harrier_proto_init()
+	file_harrier_v1_reservation_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

@@ -30,14 +30,17 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Schedd_NewCluster_FullMethodName = "/harrier.v1.Schedd/NewCluster"
-	Schedd_Submit_FullMethodName     = "/harrier.v1.Schedd/Submit"
-	Schedd_Query_FullMethodName      = "/harrier.v1.Schedd/Query"
-	Schedd_History_FullMethodName    = "/harrier.v1.Schedd/History"
-	Schedd_Act_FullMethodName        = "/harrier.v1.Schedd/Act"
-	Schedd_Edit_FullMethodName       = "/harrier.v1.Schedd/Edit"
-	Schedd_QueryPool_FullMethodName  = "/harrier.v1.Schedd/QueryPool"
-	Schedd_SshToJob_FullMethodName   = "/harrier.v1.Schedd/SshToJob"
+	Schedd_NewCluster_FullMethodName        = "/harrier.v1.Schedd/NewCluster"
+	Schedd_Submit_FullMethodName            = "/harrier.v1.Schedd/Submit"
+	Schedd_Query_FullMethodName             = "/harrier.v1.Schedd/Query"
+	Schedd_History_FullMethodName           = "/harrier.v1.Schedd/History"
+	Schedd_Act_FullMethodName               = "/harrier.v1.Schedd/Act"
+	Schedd_Edit_FullMethodName              = "/harrier.v1.Schedd/Edit"
+	Schedd_QueryPool_FullMethodName         = "/harrier.v1.Schedd/QueryPool"
+	Schedd_SshToJob_FullMethodName          = "/harrier.v1.Schedd/SshToJob"
+	Schedd_Reserve_FullMethodName           = "/harrier.v1.Schedd/Reserve"
+	Schedd_ListReservations_FullMethodName  = "/harrier.v1.Schedd/ListReservations"
+	Schedd_CancelReservation_FullMethodName = "/harrier.v1.Schedd/CancelReservation"
 )
 
 // ScheddClient is the client API for Schedd service.
@@ -67,6 +70,12 @@ type ScheddClient interface {
 	// rest carry its input; the replies carry its output and its exit. It
 	// goes through the job's shadow and starter, on their session.
 	SshToJob(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ShellRequest, ShellReply], error)
+	// Reserve, ListReservations and CancelReservation ask the matchmaker's
+	// Reservations service as the caller (requester is set by the agent):
+	// a user reserves for and cancels only their own.
+	Reserve(ctx context.Context, in *ReserveRequest, opts ...grpc.CallOption) (*ReserveReply, error)
+	ListReservations(ctx context.Context, in *ListReservationsRequest, opts ...grpc.CallOption) (*ListReservationsReply, error)
+	CancelReservation(ctx context.Context, in *CancelReservationRequest, opts ...grpc.CallOption) (*CancelReservationReply, error)
 }
 
 type scheddClient struct {
@@ -178,6 +187,36 @@ func (c *scheddClient) SshToJob(ctx context.Context, opts ...grpc.CallOption) (g
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Schedd_SshToJobClient = grpc.BidiStreamingClient[ShellRequest, ShellReply]
 
+func (c *scheddClient) Reserve(ctx context.Context, in *ReserveRequest, opts ...grpc.CallOption) (*ReserveReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReserveReply)
+	err := c.cc.Invoke(ctx, Schedd_Reserve_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *scheddClient) ListReservations(ctx context.Context, in *ListReservationsRequest, opts ...grpc.CallOption) (*ListReservationsReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListReservationsReply)
+	err := c.cc.Invoke(ctx, Schedd_ListReservations_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *scheddClient) CancelReservation(ctx context.Context, in *CancelReservationRequest, opts ...grpc.CallOption) (*CancelReservationReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CancelReservationReply)
+	err := c.cc.Invoke(ctx, Schedd_CancelReservation_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ScheddServer is the server API for Schedd service.
 // All implementations must embed UnimplementedScheddServer
 // for forward compatibility.
@@ -205,6 +244,12 @@ type ScheddServer interface {
 	// rest carry its input; the replies carry its output and its exit. It
 	// goes through the job's shadow and starter, on their session.
 	SshToJob(grpc.BidiStreamingServer[ShellRequest, ShellReply]) error
+	// Reserve, ListReservations and CancelReservation ask the matchmaker's
+	// Reservations service as the caller (requester is set by the agent):
+	// a user reserves for and cancels only their own.
+	Reserve(context.Context, *ReserveRequest) (*ReserveReply, error)
+	ListReservations(context.Context, *ListReservationsRequest) (*ListReservationsReply, error)
+	CancelReservation(context.Context, *CancelReservationRequest) (*CancelReservationReply, error)
 	mustEmbedUnimplementedScheddServer()
 }
 
@@ -238,6 +283,15 @@ func (UnimplementedScheddServer) QueryPool(context.Context, *QueryRequest) (*Que
 }
 func (UnimplementedScheddServer) SshToJob(grpc.BidiStreamingServer[ShellRequest, ShellReply]) error {
 	return status.Error(codes.Unimplemented, "method SshToJob not implemented")
+}
+func (UnimplementedScheddServer) Reserve(context.Context, *ReserveRequest) (*ReserveReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method Reserve not implemented")
+}
+func (UnimplementedScheddServer) ListReservations(context.Context, *ListReservationsRequest) (*ListReservationsReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListReservations not implemented")
+}
+func (UnimplementedScheddServer) CancelReservation(context.Context, *CancelReservationRequest) (*CancelReservationReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method CancelReservation not implemented")
 }
 func (UnimplementedScheddServer) mustEmbedUnimplementedScheddServer() {}
 func (UnimplementedScheddServer) testEmbeddedByValue()                {}
@@ -379,6 +433,60 @@ func _Schedd_SshToJob_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Schedd_SshToJobServer = grpc.BidiStreamingServer[ShellRequest, ShellReply]
 
+func _Schedd_Reserve_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReserveRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ScheddServer).Reserve(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Schedd_Reserve_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ScheddServer).Reserve(ctx, req.(*ReserveRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Schedd_ListReservations_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListReservationsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ScheddServer).ListReservations(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Schedd_ListReservations_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ScheddServer).ListReservations(ctx, req.(*ListReservationsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Schedd_CancelReservation_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CancelReservationRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ScheddServer).CancelReservation(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Schedd_CancelReservation_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ScheddServer).CancelReservation(ctx, req.(*CancelReservationRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Schedd_ServiceDesc is the grpc.ServiceDesc for Schedd service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -405,6 +513,18 @@ var Schedd_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "QueryPool",
 			Handler:    _Schedd_QueryPool_Handler,
+		},
+		{
+			MethodName: "Reserve",
+			Handler:    _Schedd_Reserve_Handler,
+		},
+		{
+			MethodName: "ListReservations",
+			Handler:    _Schedd_ListReservations_Handler,
+		},
+		{
+			MethodName: "CancelReservation",
+			Handler:    _Schedd_CancelReservation_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -337,8 +337,13 @@ func matchmakerConfig(pc *poolConfig, logger *slog.Logger) (matchmaker.Config, e
 	if err != nil {
 		return cfg, err
 	}
+	reservationFile, err := pc.matchmakerStateFile("RESERVATION_FILE", "reservations.json")
+	if err != nil {
+		return cfg, err
+	}
 	return matchmaker.Config{Logger: logger, TLS: serverTLS, ClientTLS: clientTLS, Interval: interval,
 		HalfLife: halfLife, DefaultPriorityFactor: factor, PriorityFactors: factors, AccountantFile: accountantFile, StatsFile: statsFile,
+		ReservationFile: reservationFile, ReservationPolicyFile: pc.c.String("RESERVATION_POLICY_FILE", ""),
 		PreemptionRequirements: pc.c.String("PREEMPTION_REQUIREMENTS", "")}, nil
 }
 
