@@ -5,7 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
+
+	"harrier.dev/harrier/atomicfile"
 )
 
 // format is the version of a book's file; a file of another version is
@@ -46,33 +47,8 @@ func save(path string, st state) error {
 	if err != nil {
 		return fmt.Errorf("reservations: %w", err)
 	}
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("reservations: %w", err)
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // after a successful rename, there is nothing there
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		return fmt.Errorf("reservations: save %s: %w", path, err)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("reservations: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("reservations: sync %s: %w", dir, err)
+	if err := atomicfile.Write(path, data, 0o600); err != nil {
+		return fmt.Errorf("reservations: save: %w", err)
 	}
 	return nil
 }
