@@ -29,6 +29,55 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type TransferEntry_Kind int32
+
+const (
+	TransferEntry_FILE    TransferEntry_Kind = 0
+	TransferEntry_DIR     TransferEntry_Kind = 1
+	TransferEntry_SYMLINK TransferEntry_Kind = 2
+)
+
+// Enum value maps for TransferEntry_Kind.
+var (
+	TransferEntry_Kind_name = map[int32]string{
+		0: "FILE",
+		1: "DIR",
+		2: "SYMLINK",
+	}
+	TransferEntry_Kind_value = map[string]int32{
+		"FILE":    0,
+		"DIR":     1,
+		"SYMLINK": 2,
+	}
+)
+
+func (x TransferEntry_Kind) Enum() *TransferEntry_Kind {
+	p := new(TransferEntry_Kind)
+	*p = x
+	return p
+}
+
+func (x TransferEntry_Kind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (TransferEntry_Kind) Descriptor() protoreflect.EnumDescriptor {
+	return file_harrier_v1_harrier_proto_enumTypes[0].Descriptor()
+}
+
+func (TransferEntry_Kind) Type() protoreflect.EnumType {
+	return &file_harrier_v1_harrier_proto_enumTypes[0]
+}
+
+func (x TransferEntry_Kind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use TransferEntry_Kind.Descriptor instead.
+func (TransferEntry_Kind) EnumDescriptor() ([]byte, []int) {
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{20, 0}
+}
+
 type AdvertiseRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Ad type as HTCondor names them: "Machine", "Submitter", "Scheduler".
@@ -1033,6 +1082,270 @@ func (*ReleaseClaimReply) Descriptor() ([]byte, []int) {
 	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{18}
 }
 
+type TransferInputRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Secret        string                 `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TransferInputRequest) Reset() {
+	*x = TransferInputRequest{}
+	mi := &file_harrier_v1_harrier_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TransferInputRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TransferInputRequest) ProtoMessage() {}
+
+func (x *TransferInputRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_harrier_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TransferInputRequest.ProtoReflect.Descriptor instead.
+func (*TransferInputRequest) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *TransferInputRequest) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
+// TransferEntry is one file, directory or symbolic link of a transfer.
+type TransferEntry struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name is slash-separated and relative to the job's directory, without
+	// "." or ".." elements.
+	Name          string             `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Kind          TransferEntry_Kind `protobuf:"varint,2,opt,name=kind,proto3,enum=harrier.v1.TransferEntry_Kind" json:"kind,omitempty"`
+	Mode          uint32             `protobuf:"varint,3,opt,name=mode,proto3" json:"mode,omitempty"` // permission bits
+	MtimeUnixNano int64              `protobuf:"varint,4,opt,name=mtime_unix_nano,json=mtimeUnixNano,proto3" json:"mtime_unix_nano,omitempty"`
+	Size          int64              `protobuf:"varint,5,opt,name=size,proto3" json:"size,omitempty"` // of a file
+	Link          string             `protobuf:"bytes,6,opt,name=link,proto3" json:"link,omitempty"`  // a link's target, relative and inside the tree
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TransferEntry) Reset() {
+	*x = TransferEntry{}
+	mi := &file_harrier_v1_harrier_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TransferEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TransferEntry) ProtoMessage() {}
+
+func (x *TransferEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_harrier_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TransferEntry.ProtoReflect.Descriptor instead.
+func (*TransferEntry) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *TransferEntry) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *TransferEntry) GetKind() TransferEntry_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return TransferEntry_FILE
+}
+
+func (x *TransferEntry) GetMode() uint32 {
+	if x != nil {
+		return x.Mode
+	}
+	return 0
+}
+
+func (x *TransferEntry) GetMtimeUnixNano() int64 {
+	if x != nil {
+		return x.MtimeUnixNano
+	}
+	return 0
+}
+
+func (x *TransferEntry) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *TransferEntry) GetLink() string {
+	if x != nil {
+		return x.Link
+	}
+	return ""
+}
+
+// TransferChunk is a piece of a transfer stream: an entry starts with a
+// chunk carrying it; a file's data follows in that chunk and the next
+// ones, and its SHA-256 ends it (an empty file: all in one chunk).
+type TransferChunk struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// With the first chunk of TransferOutput: the job's secret, and whether
+	// the files are an evicted job's intermediate files.
+	Secret        string         `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
+	Intermediate  bool           `protobuf:"varint,2,opt,name=intermediate,proto3" json:"intermediate,omitempty"`
+	Entry         *TransferEntry `protobuf:"bytes,3,opt,name=entry,proto3" json:"entry,omitempty"`
+	Data          []byte         `protobuf:"bytes,4,opt,name=data,proto3" json:"data,omitempty"`
+	Sha256        []byte         `protobuf:"bytes,5,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TransferChunk) Reset() {
+	*x = TransferChunk{}
+	mi := &file_harrier_v1_harrier_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TransferChunk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TransferChunk) ProtoMessage() {}
+
+func (x *TransferChunk) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_harrier_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TransferChunk.ProtoReflect.Descriptor instead.
+func (*TransferChunk) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *TransferChunk) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
+func (x *TransferChunk) GetIntermediate() bool {
+	if x != nil {
+		return x.Intermediate
+	}
+	return false
+}
+
+func (x *TransferChunk) GetEntry() *TransferEntry {
+	if x != nil {
+		return x.Entry
+	}
+	return nil
+}
+
+func (x *TransferChunk) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *TransferChunk) GetSha256() []byte {
+	if x != nil {
+		return x.Sha256
+	}
+	return nil
+}
+
+type TransferOutputReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Files         int32                  `protobuf:"varint,1,opt,name=files,proto3" json:"files,omitempty"`
+	Bytes         int64                  `protobuf:"varint,2,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TransferOutputReply) Reset() {
+	*x = TransferOutputReply{}
+	mi := &file_harrier_v1_harrier_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TransferOutputReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TransferOutputReply) ProtoMessage() {}
+
+func (x *TransferOutputReply) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_harrier_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TransferOutputReply.ProtoReflect.Descriptor instead.
+func (*TransferOutputReply) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *TransferOutputReply) GetFiles() int32 {
+	if x != nil {
+		return x.Files
+	}
+	return 0
+}
+
+func (x *TransferOutputReply) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
 type CheckpointFilesRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Secret        string                 `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
@@ -1042,7 +1355,7 @@ type CheckpointFilesRequest struct {
 
 func (x *CheckpointFilesRequest) Reset() {
 	*x = CheckpointFilesRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[19]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1054,7 +1367,7 @@ func (x *CheckpointFilesRequest) String() string {
 func (*CheckpointFilesRequest) ProtoMessage() {}
 
 func (x *CheckpointFilesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[19]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1067,7 +1380,7 @@ func (x *CheckpointFilesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointFilesRequest.ProtoReflect.Descriptor instead.
 func (*CheckpointFilesRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{19}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CheckpointFilesRequest) GetSecret() string {
@@ -1087,7 +1400,7 @@ type CheckpointFilesReply struct {
 
 func (x *CheckpointFilesReply) Reset() {
 	*x = CheckpointFilesReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[20]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1099,7 +1412,7 @@ func (x *CheckpointFilesReply) String() string {
 func (*CheckpointFilesReply) ProtoMessage() {}
 
 func (x *CheckpointFilesReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[20]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1112,7 +1425,7 @@ func (x *CheckpointFilesReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointFilesReply.ProtoReflect.Descriptor instead.
 func (*CheckpointFilesReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{20}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *CheckpointFilesReply) GetFiles() int32 {
@@ -1141,7 +1454,7 @@ type CheckpointChunk struct {
 
 func (x *CheckpointChunk) Reset() {
 	*x = CheckpointChunk{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[21]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1153,7 +1466,7 @@ func (x *CheckpointChunk) String() string {
 func (*CheckpointChunk) ProtoMessage() {}
 
 func (x *CheckpointChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[21]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1166,7 +1479,7 @@ func (x *CheckpointChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointChunk.ProtoReflect.Descriptor instead.
 func (*CheckpointChunk) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{21}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CheckpointChunk) GetSecret() string {
@@ -1205,7 +1518,7 @@ type CheckpointInfo struct {
 
 func (x *CheckpointInfo) Reset() {
 	*x = CheckpointInfo{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[22]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1217,7 +1530,7 @@ func (x *CheckpointInfo) String() string {
 func (*CheckpointInfo) ProtoMessage() {}
 
 func (x *CheckpointInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[22]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1230,7 +1543,7 @@ func (x *CheckpointInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointInfo.ProtoReflect.Descriptor instead.
 func (*CheckpointInfo) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{22}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CheckpointInfo) GetFrozenSeconds() float64 {
@@ -1270,7 +1583,7 @@ type PutCheckpointReply struct {
 
 func (x *PutCheckpointReply) Reset() {
 	*x = PutCheckpointReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[23]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1282,7 +1595,7 @@ func (x *PutCheckpointReply) String() string {
 func (*PutCheckpointReply) ProtoMessage() {}
 
 func (x *PutCheckpointReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[23]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1295,7 +1608,7 @@ func (x *PutCheckpointReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutCheckpointReply.ProtoReflect.Descriptor instead.
 func (*PutCheckpointReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{23}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *PutCheckpointReply) GetStoredBytes() int64 {
@@ -1314,7 +1627,7 @@ type GetCheckpointRequest struct {
 
 func (x *GetCheckpointRequest) Reset() {
 	*x = GetCheckpointRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[24]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1326,7 +1639,7 @@ func (x *GetCheckpointRequest) String() string {
 func (*GetCheckpointRequest) ProtoMessage() {}
 
 func (x *GetCheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[24]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1339,7 +1652,7 @@ func (x *GetCheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCheckpointRequest.ProtoReflect.Descriptor instead.
 func (*GetCheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{24}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetCheckpointRequest) GetSecret() string {
@@ -1368,7 +1681,7 @@ type StarterMessage struct {
 
 func (x *StarterMessage) Reset() {
 	*x = StarterMessage{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[25]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1380,7 +1693,7 @@ func (x *StarterMessage) String() string {
 func (*StarterMessage) ProtoMessage() {}
 
 func (x *StarterMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[25]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1393,7 +1706,7 @@ func (x *StarterMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StarterMessage.ProtoReflect.Descriptor instead.
 func (*StarterMessage) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{25}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *StarterMessage) GetBody() isStarterMessage_Body {
@@ -1540,7 +1853,7 @@ type CheckpointFailed struct {
 
 func (x *CheckpointFailed) Reset() {
 	*x = CheckpointFailed{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[26]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1552,7 +1865,7 @@ func (x *CheckpointFailed) String() string {
 func (*CheckpointFailed) ProtoMessage() {}
 
 func (x *CheckpointFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[26]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1565,7 +1878,7 @@ func (x *CheckpointFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointFailed.ProtoReflect.Descriptor instead.
 func (*CheckpointFailed) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{26}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *CheckpointFailed) GetReason() string {
@@ -1592,7 +1905,7 @@ type Suspended struct {
 
 func (x *Suspended) Reset() {
 	*x = Suspended{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[27]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1604,7 +1917,7 @@ func (x *Suspended) String() string {
 func (*Suspended) ProtoMessage() {}
 
 func (x *Suspended) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[27]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1617,7 +1930,7 @@ func (x *Suspended) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Suspended.ProtoReflect.Descriptor instead.
 func (*Suspended) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{27}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Suspended) GetReason() string {
@@ -1636,7 +1949,7 @@ type Resumed struct {
 
 func (x *Resumed) Reset() {
 	*x = Resumed{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1648,7 +1961,7 @@ func (x *Resumed) String() string {
 func (*Resumed) ProtoMessage() {}
 
 func (x *Resumed) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1661,7 +1974,7 @@ func (x *Resumed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resumed.ProtoReflect.Descriptor instead.
 func (*Resumed) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{28}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{32}
 }
 
 type Hello struct {
@@ -1676,7 +1989,7 @@ type Hello struct {
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1688,7 +2001,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1701,7 +2014,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{29}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Hello) GetJobId() string {
@@ -1736,7 +2049,7 @@ type Output struct {
 
 func (x *Output) Reset() {
 	*x = Output{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1748,7 +2061,7 @@ func (x *Output) String() string {
 func (*Output) ProtoMessage() {}
 
 func (x *Output) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1761,7 +2074,7 @@ func (x *Output) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Output.ProtoReflect.Descriptor instead.
 func (*Output) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{30}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Output) GetFd() int32 {
@@ -1798,7 +2111,7 @@ type Started struct {
 
 func (x *Started) Reset() {
 	*x = Started{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1810,7 +2123,7 @@ func (x *Started) String() string {
 func (*Started) ProtoMessage() {}
 
 func (x *Started) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1823,7 +2136,7 @@ func (x *Started) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Started.ProtoReflect.Descriptor instead.
 func (*Started) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{31}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Started) GetPid() int32 {
@@ -1866,7 +2179,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1878,7 +2191,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1891,7 +2204,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{32}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Usage) GetUserCpuSeconds() float64 {
@@ -1943,7 +2256,7 @@ type Exited struct {
 
 func (x *Exited) Reset() {
 	*x = Exited{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1955,7 +2268,7 @@ func (x *Exited) String() string {
 func (*Exited) ProtoMessage() {}
 
 func (x *Exited) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1968,7 +2281,7 @@ func (x *Exited) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Exited.ProtoReflect.Descriptor instead.
 func (*Exited) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{33}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Exited) GetBySignal() bool {
@@ -2042,7 +2355,7 @@ type ShadowMessage struct {
 
 func (x *ShadowMessage) Reset() {
 	*x = ShadowMessage{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2054,7 +2367,7 @@ func (x *ShadowMessage) String() string {
 func (*ShadowMessage) ProtoMessage() {}
 
 func (x *ShadowMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2067,7 +2380,7 @@ func (x *ShadowMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShadowMessage.ProtoReflect.Descriptor instead.
 func (*ShadowMessage) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{34}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ShadowMessage) GetBody() isShadowMessage_Body {
@@ -2152,7 +2465,7 @@ type CheckpointNow struct {
 
 func (x *CheckpointNow) Reset() {
 	*x = CheckpointNow{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2164,7 +2477,7 @@ func (x *CheckpointNow) String() string {
 func (*CheckpointNow) ProtoMessage() {}
 
 func (x *CheckpointNow) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2177,7 +2490,7 @@ func (x *CheckpointNow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointNow.ProtoReflect.Descriptor instead.
 func (*CheckpointNow) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{35}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *CheckpointNow) GetVacate() bool {
@@ -2196,7 +2509,7 @@ type JobSpec struct {
 
 func (x *JobSpec) Reset() {
 	*x = JobSpec{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2208,7 +2521,7 @@ func (x *JobSpec) String() string {
 func (*JobSpec) ProtoMessage() {}
 
 func (x *JobSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2221,7 +2534,7 @@ func (x *JobSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobSpec.ProtoReflect.Descriptor instead.
 func (*JobSpec) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{36}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *JobSpec) GetJobAd() string {
@@ -2244,7 +2557,7 @@ type Kill struct {
 
 func (x *Kill) Reset() {
 	*x = Kill{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2256,7 +2569,7 @@ func (x *Kill) String() string {
 func (*Kill) ProtoMessage() {}
 
 func (x *Kill) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2269,7 +2582,7 @@ func (x *Kill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Kill.ProtoReflect.Descriptor instead.
 func (*Kill) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{37}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Kill) GetReason() string {
@@ -2297,7 +2610,7 @@ type ReadFileRequest struct {
 
 func (x *ReadFileRequest) Reset() {
 	*x = ReadFileRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2309,7 +2622,7 @@ func (x *ReadFileRequest) String() string {
 func (*ReadFileRequest) ProtoMessage() {}
 
 func (x *ReadFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2322,7 +2635,7 @@ func (x *ReadFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadFileRequest.ProtoReflect.Descriptor instead.
 func (*ReadFileRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{38}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ReadFileRequest) GetSecret() string {
@@ -2350,7 +2663,7 @@ type FileChunk struct {
 
 func (x *FileChunk) Reset() {
 	*x = FileChunk{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2362,7 +2675,7 @@ func (x *FileChunk) String() string {
 func (*FileChunk) ProtoMessage() {}
 
 func (x *FileChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2375,7 +2688,7 @@ func (x *FileChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileChunk.ProtoReflect.Descriptor instead.
 func (*FileChunk) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{39}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *FileChunk) GetData() []byte {
@@ -2413,7 +2726,7 @@ type ShellOpen struct {
 
 func (x *ShellOpen) Reset() {
 	*x = ShellOpen{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2425,7 +2738,7 @@ func (x *ShellOpen) String() string {
 func (*ShellOpen) ProtoMessage() {}
 
 func (x *ShellOpen) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2438,7 +2751,7 @@ func (x *ShellOpen) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellOpen.ProtoReflect.Descriptor instead.
 func (*ShellOpen) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{40}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ShellOpen) GetJobId() string {
@@ -2505,7 +2818,7 @@ type ShellRequest struct {
 
 func (x *ShellRequest) Reset() {
 	*x = ShellRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2517,7 +2830,7 @@ func (x *ShellRequest) String() string {
 func (*ShellRequest) ProtoMessage() {}
 
 func (x *ShellRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2530,7 +2843,7 @@ func (x *ShellRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellRequest.ProtoReflect.Descriptor instead.
 func (*ShellRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{41}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ShellRequest) GetBody() isShellRequest_Body {
@@ -2600,7 +2913,7 @@ type ShellInput struct {
 
 func (x *ShellInput) Reset() {
 	*x = ShellInput{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2612,7 +2925,7 @@ func (x *ShellInput) String() string {
 func (*ShellInput) ProtoMessage() {}
 
 func (x *ShellInput) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2625,7 +2938,7 @@ func (x *ShellInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellInput.ProtoReflect.Descriptor instead.
 func (*ShellInput) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{42}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ShellInput) GetData() []byte {
@@ -2653,7 +2966,7 @@ type ShellResize struct {
 
 func (x *ShellResize) Reset() {
 	*x = ShellResize{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2665,7 +2978,7 @@ func (x *ShellResize) String() string {
 func (*ShellResize) ProtoMessage() {}
 
 func (x *ShellResize) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2678,7 +2991,7 @@ func (x *ShellResize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellResize.ProtoReflect.Descriptor instead.
 func (*ShellResize) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{43}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ShellResize) GetRows() uint32 {
@@ -2712,7 +3025,7 @@ type ShellReply struct {
 
 func (x *ShellReply) Reset() {
 	*x = ShellReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2724,7 +3037,7 @@ func (x *ShellReply) String() string {
 func (*ShellReply) ProtoMessage() {}
 
 func (x *ShellReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2737,7 +3050,7 @@ func (x *ShellReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellReply.ProtoReflect.Descriptor instead.
 func (*ShellReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{44}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ShellReply) GetBody() isShellReply_Body {
@@ -2821,7 +3134,7 @@ type ShellStarted struct {
 
 func (x *ShellStarted) Reset() {
 	*x = ShellStarted{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[45]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2833,7 +3146,7 @@ func (x *ShellStarted) String() string {
 func (*ShellStarted) ProtoMessage() {}
 
 func (x *ShellStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[45]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2846,7 +3159,7 @@ func (x *ShellStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellStarted.ProtoReflect.Descriptor instead.
 func (*ShellStarted) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{45}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{49}
 }
 
 type ShellHello struct {
@@ -2859,7 +3172,7 @@ type ShellHello struct {
 
 func (x *ShellHello) Reset() {
 	*x = ShellHello{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[46]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2871,7 +3184,7 @@ func (x *ShellHello) String() string {
 func (*ShellHello) ProtoMessage() {}
 
 func (x *ShellHello) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[46]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2884,7 +3197,7 @@ func (x *ShellHello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellHello.ProtoReflect.Descriptor instead.
 func (*ShellHello) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{46}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ShellHello) GetSecret() string {
@@ -2916,7 +3229,7 @@ type ShellExited struct {
 
 func (x *ShellExited) Reset() {
 	*x = ShellExited{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[47]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2928,7 +3241,7 @@ func (x *ShellExited) String() string {
 func (*ShellExited) ProtoMessage() {}
 
 func (x *ShellExited) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[47]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2941,7 +3254,7 @@ func (x *ShellExited) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellExited.ProtoReflect.Descriptor instead.
 func (*ShellExited) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{47}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ShellExited) GetExitCode() int32 {
@@ -3044,7 +3357,29 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\x12ActivateClaimReply\"0\n" +
 	"\x13ReleaseClaimRequest\x12\x19\n" +
 	"\bclaim_id\x18\x01 \x01(\tR\aclaimId\"\x13\n" +
-	"\x11ReleaseClaimReply\"0\n" +
+	"\x11ReleaseClaimReply\".\n" +
+	"\x14TransferInputRequest\x12\x16\n" +
+	"\x06secret\x18\x01 \x01(\tR\x06secret\"\xe3\x01\n" +
+	"\rTransferEntry\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x122\n" +
+	"\x04kind\x18\x02 \x01(\x0e2\x1e.harrier.v1.TransferEntry.KindR\x04kind\x12\x12\n" +
+	"\x04mode\x18\x03 \x01(\rR\x04mode\x12&\n" +
+	"\x0fmtime_unix_nano\x18\x04 \x01(\x03R\rmtimeUnixNano\x12\x12\n" +
+	"\x04size\x18\x05 \x01(\x03R\x04size\x12\x12\n" +
+	"\x04link\x18\x06 \x01(\tR\x04link\"&\n" +
+	"\x04Kind\x12\b\n" +
+	"\x04FILE\x10\x00\x12\a\n" +
+	"\x03DIR\x10\x01\x12\v\n" +
+	"\aSYMLINK\x10\x02\"\xa8\x01\n" +
+	"\rTransferChunk\x12\x16\n" +
+	"\x06secret\x18\x01 \x01(\tR\x06secret\x12\"\n" +
+	"\fintermediate\x18\x02 \x01(\bR\fintermediate\x12/\n" +
+	"\x05entry\x18\x03 \x01(\v2\x19.harrier.v1.TransferEntryR\x05entry\x12\x12\n" +
+	"\x04data\x18\x04 \x01(\fR\x04data\x12\x16\n" +
+	"\x06sha256\x18\x05 \x01(\fR\x06sha256\"A\n" +
+	"\x13TransferOutputReply\x12\x14\n" +
+	"\x05files\x18\x01 \x01(\x05R\x05files\x12\x14\n" +
+	"\x05bytes\x18\x02 \x01(\x03R\x05bytes\"0\n" +
 	"\x16CheckpointFilesRequest\x12\x16\n" +
 	"\x06secret\x18\x01 \x01(\tR\x06secret\"B\n" +
 	"\x14CheckpointFilesReply\x12\x14\n" +
@@ -3178,7 +3513,7 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\fRequestClaim\x12\x1f.harrier.v1.RequestClaimRequest\x1a\x1d.harrier.v1.RequestClaimReply\x12Q\n" +
 	"\rActivateClaim\x12 .harrier.v1.ActivateClaimRequest\x1a\x1e.harrier.v1.ActivateClaimReply\x12N\n" +
 	"\fReleaseClaim\x12\x1f.harrier.v1.ReleaseClaimRequest\x1a\x1d.harrier.v1.ReleaseClaimReply\x12E\n" +
-	"\tKeepAlive\x12\x1c.harrier.v1.KeepAliveRequest\x1a\x1a.harrier.v1.KeepAliveReply2\xad\x04\n" +
+	"\tKeepAlive\x12\x1c.harrier.v1.KeepAliveRequest\x1a\x1a.harrier.v1.KeepAliveReply2\xcd\x05\n" +
 	"\x06Shadow\x12C\n" +
 	"\x06Attach\x12\x1a.harrier.v1.StarterMessage\x1a\x19.harrier.v1.ShadowMessage(\x010\x01\x12@\n" +
 	"\bReadFile\x12\x1b.harrier.v1.ReadFileRequest\x1a\x15.harrier.v1.FileChunk0\x01\x12N\n" +
@@ -3186,7 +3521,9 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\rGetCheckpoint\x12 .harrier.v1.GetCheckpointRequest\x1a\x1b.harrier.v1.CheckpointChunk0\x01\x12=\n" +
 	"\x05Shell\x12\x16.harrier.v1.ShellReply\x1a\x18.harrier.v1.ShellRequest(\x010\x01\x12[\n" +
 	"\x13SaveCheckpointFiles\x12\".harrier.v1.CheckpointFilesRequest\x1a .harrier.v1.CheckpointFilesReply\x12^\n" +
-	"\x16RestoreCheckpointFiles\x12\".harrier.v1.CheckpointFilesRequest\x1a .harrier.v1.CheckpointFilesReplyB\x1aZ\x18harrier.dev/harrier/wireb\x06proto3"
+	"\x16RestoreCheckpointFiles\x12\".harrier.v1.CheckpointFilesRequest\x1a .harrier.v1.CheckpointFilesReply\x12N\n" +
+	"\rTransferInput\x12 .harrier.v1.TransferInputRequest\x1a\x19.harrier.v1.TransferChunk0\x01\x12N\n" +
+	"\x0eTransferOutput\x12\x19.harrier.v1.TransferChunk\x1a\x1f.harrier.v1.TransferOutputReply(\x01B\x1aZ\x18harrier.dev/harrier/wireb\x06proto3"
 
 var (
 	file_harrier_v1_harrier_proto_rawDescOnce sync.Once
@@ -3200,118 +3537,130 @@ func file_harrier_v1_harrier_proto_rawDescGZIP() []byte {
 	return file_harrier_v1_harrier_proto_rawDescData
 }
 
-var file_harrier_v1_harrier_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
+var file_harrier_v1_harrier_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_harrier_v1_harrier_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
 var file_harrier_v1_harrier_proto_goTypes = []any{
-	(*AdvertiseRequest)(nil),       // 0: harrier.v1.AdvertiseRequest
-	(*AdvertiseJobsRequest)(nil),   // 1: harrier.v1.AdvertiseJobsRequest
-	(*AdvertiseReply)(nil),         // 2: harrier.v1.AdvertiseReply
-	(*InvalidateRequest)(nil),      // 3: harrier.v1.InvalidateRequest
-	(*InvalidateReply)(nil),        // 4: harrier.v1.InvalidateReply
-	(*QueryRequest)(nil),           // 5: harrier.v1.QueryRequest
-	(*QueryReply)(nil),             // 6: harrier.v1.QueryReply
-	(*MatchedRequest)(nil),         // 7: harrier.v1.MatchedRequest
-	(*MatchedReply)(nil),           // 8: harrier.v1.MatchedReply
-	(*KeepAliveRequest)(nil),       // 9: harrier.v1.KeepAliveRequest
-	(*KeepAliveReply)(nil),         // 10: harrier.v1.KeepAliveReply
-	(*StartdMatchedRequest)(nil),   // 11: harrier.v1.StartdMatchedRequest
-	(*StartdMatchedReply)(nil),     // 12: harrier.v1.StartdMatchedReply
-	(*RequestClaimRequest)(nil),    // 13: harrier.v1.RequestClaimRequest
-	(*RequestClaimReply)(nil),      // 14: harrier.v1.RequestClaimReply
-	(*ActivateClaimRequest)(nil),   // 15: harrier.v1.ActivateClaimRequest
-	(*ActivateClaimReply)(nil),     // 16: harrier.v1.ActivateClaimReply
-	(*ReleaseClaimRequest)(nil),    // 17: harrier.v1.ReleaseClaimRequest
-	(*ReleaseClaimReply)(nil),      // 18: harrier.v1.ReleaseClaimReply
-	(*CheckpointFilesRequest)(nil), // 19: harrier.v1.CheckpointFilesRequest
-	(*CheckpointFilesReply)(nil),   // 20: harrier.v1.CheckpointFilesReply
-	(*CheckpointChunk)(nil),        // 21: harrier.v1.CheckpointChunk
-	(*CheckpointInfo)(nil),         // 22: harrier.v1.CheckpointInfo
-	(*PutCheckpointReply)(nil),     // 23: harrier.v1.PutCheckpointReply
-	(*GetCheckpointRequest)(nil),   // 24: harrier.v1.GetCheckpointRequest
-	(*StarterMessage)(nil),         // 25: harrier.v1.StarterMessage
-	(*CheckpointFailed)(nil),       // 26: harrier.v1.CheckpointFailed
-	(*Suspended)(nil),              // 27: harrier.v1.Suspended
-	(*Resumed)(nil),                // 28: harrier.v1.Resumed
-	(*Hello)(nil),                  // 29: harrier.v1.Hello
-	(*Output)(nil),                 // 30: harrier.v1.Output
-	(*Started)(nil),                // 31: harrier.v1.Started
-	(*Usage)(nil),                  // 32: harrier.v1.Usage
-	(*Exited)(nil),                 // 33: harrier.v1.Exited
-	(*ShadowMessage)(nil),          // 34: harrier.v1.ShadowMessage
-	(*CheckpointNow)(nil),          // 35: harrier.v1.CheckpointNow
-	(*JobSpec)(nil),                // 36: harrier.v1.JobSpec
-	(*Kill)(nil),                   // 37: harrier.v1.Kill
-	(*ReadFileRequest)(nil),        // 38: harrier.v1.ReadFileRequest
-	(*FileChunk)(nil),              // 39: harrier.v1.FileChunk
-	(*ShellOpen)(nil),              // 40: harrier.v1.ShellOpen
-	(*ShellRequest)(nil),           // 41: harrier.v1.ShellRequest
-	(*ShellInput)(nil),             // 42: harrier.v1.ShellInput
-	(*ShellResize)(nil),            // 43: harrier.v1.ShellResize
-	(*ShellReply)(nil),             // 44: harrier.v1.ShellReply
-	(*ShellStarted)(nil),           // 45: harrier.v1.ShellStarted
-	(*ShellHello)(nil),             // 46: harrier.v1.ShellHello
-	(*ShellExited)(nil),            // 47: harrier.v1.ShellExited
+	(TransferEntry_Kind)(0),        // 0: harrier.v1.TransferEntry.Kind
+	(*AdvertiseRequest)(nil),       // 1: harrier.v1.AdvertiseRequest
+	(*AdvertiseJobsRequest)(nil),   // 2: harrier.v1.AdvertiseJobsRequest
+	(*AdvertiseReply)(nil),         // 3: harrier.v1.AdvertiseReply
+	(*InvalidateRequest)(nil),      // 4: harrier.v1.InvalidateRequest
+	(*InvalidateReply)(nil),        // 5: harrier.v1.InvalidateReply
+	(*QueryRequest)(nil),           // 6: harrier.v1.QueryRequest
+	(*QueryReply)(nil),             // 7: harrier.v1.QueryReply
+	(*MatchedRequest)(nil),         // 8: harrier.v1.MatchedRequest
+	(*MatchedReply)(nil),           // 9: harrier.v1.MatchedReply
+	(*KeepAliveRequest)(nil),       // 10: harrier.v1.KeepAliveRequest
+	(*KeepAliveReply)(nil),         // 11: harrier.v1.KeepAliveReply
+	(*StartdMatchedRequest)(nil),   // 12: harrier.v1.StartdMatchedRequest
+	(*StartdMatchedReply)(nil),     // 13: harrier.v1.StartdMatchedReply
+	(*RequestClaimRequest)(nil),    // 14: harrier.v1.RequestClaimRequest
+	(*RequestClaimReply)(nil),      // 15: harrier.v1.RequestClaimReply
+	(*ActivateClaimRequest)(nil),   // 16: harrier.v1.ActivateClaimRequest
+	(*ActivateClaimReply)(nil),     // 17: harrier.v1.ActivateClaimReply
+	(*ReleaseClaimRequest)(nil),    // 18: harrier.v1.ReleaseClaimRequest
+	(*ReleaseClaimReply)(nil),      // 19: harrier.v1.ReleaseClaimReply
+	(*TransferInputRequest)(nil),   // 20: harrier.v1.TransferInputRequest
+	(*TransferEntry)(nil),          // 21: harrier.v1.TransferEntry
+	(*TransferChunk)(nil),          // 22: harrier.v1.TransferChunk
+	(*TransferOutputReply)(nil),    // 23: harrier.v1.TransferOutputReply
+	(*CheckpointFilesRequest)(nil), // 24: harrier.v1.CheckpointFilesRequest
+	(*CheckpointFilesReply)(nil),   // 25: harrier.v1.CheckpointFilesReply
+	(*CheckpointChunk)(nil),        // 26: harrier.v1.CheckpointChunk
+	(*CheckpointInfo)(nil),         // 27: harrier.v1.CheckpointInfo
+	(*PutCheckpointReply)(nil),     // 28: harrier.v1.PutCheckpointReply
+	(*GetCheckpointRequest)(nil),   // 29: harrier.v1.GetCheckpointRequest
+	(*StarterMessage)(nil),         // 30: harrier.v1.StarterMessage
+	(*CheckpointFailed)(nil),       // 31: harrier.v1.CheckpointFailed
+	(*Suspended)(nil),              // 32: harrier.v1.Suspended
+	(*Resumed)(nil),                // 33: harrier.v1.Resumed
+	(*Hello)(nil),                  // 34: harrier.v1.Hello
+	(*Output)(nil),                 // 35: harrier.v1.Output
+	(*Started)(nil),                // 36: harrier.v1.Started
+	(*Usage)(nil),                  // 37: harrier.v1.Usage
+	(*Exited)(nil),                 // 38: harrier.v1.Exited
+	(*ShadowMessage)(nil),          // 39: harrier.v1.ShadowMessage
+	(*CheckpointNow)(nil),          // 40: harrier.v1.CheckpointNow
+	(*JobSpec)(nil),                // 41: harrier.v1.JobSpec
+	(*Kill)(nil),                   // 42: harrier.v1.Kill
+	(*ReadFileRequest)(nil),        // 43: harrier.v1.ReadFileRequest
+	(*FileChunk)(nil),              // 44: harrier.v1.FileChunk
+	(*ShellOpen)(nil),              // 45: harrier.v1.ShellOpen
+	(*ShellRequest)(nil),           // 46: harrier.v1.ShellRequest
+	(*ShellInput)(nil),             // 47: harrier.v1.ShellInput
+	(*ShellResize)(nil),            // 48: harrier.v1.ShellResize
+	(*ShellReply)(nil),             // 49: harrier.v1.ShellReply
+	(*ShellStarted)(nil),           // 50: harrier.v1.ShellStarted
+	(*ShellHello)(nil),             // 51: harrier.v1.ShellHello
+	(*ShellExited)(nil),            // 52: harrier.v1.ShellExited
 }
 var file_harrier_v1_harrier_proto_depIdxs = []int32{
-	22, // 0: harrier.v1.CheckpointChunk.info:type_name -> harrier.v1.CheckpointInfo
-	29, // 1: harrier.v1.StarterMessage.hello:type_name -> harrier.v1.Hello
-	30, // 2: harrier.v1.StarterMessage.output:type_name -> harrier.v1.Output
-	31, // 3: harrier.v1.StarterMessage.started:type_name -> harrier.v1.Started
-	32, // 4: harrier.v1.StarterMessage.usage:type_name -> harrier.v1.Usage
-	33, // 5: harrier.v1.StarterMessage.exited:type_name -> harrier.v1.Exited
-	27, // 6: harrier.v1.StarterMessage.suspended:type_name -> harrier.v1.Suspended
-	28, // 7: harrier.v1.StarterMessage.resumed:type_name -> harrier.v1.Resumed
-	26, // 8: harrier.v1.StarterMessage.checkpoint_failed:type_name -> harrier.v1.CheckpointFailed
-	32, // 9: harrier.v1.Exited.usage:type_name -> harrier.v1.Usage
-	36, // 10: harrier.v1.ShadowMessage.job:type_name -> harrier.v1.JobSpec
-	37, // 11: harrier.v1.ShadowMessage.kill:type_name -> harrier.v1.Kill
-	35, // 12: harrier.v1.ShadowMessage.checkpoint:type_name -> harrier.v1.CheckpointNow
-	40, // 13: harrier.v1.ShadowMessage.shell:type_name -> harrier.v1.ShellOpen
-	40, // 14: harrier.v1.ShellRequest.open:type_name -> harrier.v1.ShellOpen
-	42, // 15: harrier.v1.ShellRequest.input:type_name -> harrier.v1.ShellInput
-	43, // 16: harrier.v1.ShellRequest.resize:type_name -> harrier.v1.ShellResize
-	46, // 17: harrier.v1.ShellReply.hello:type_name -> harrier.v1.ShellHello
-	30, // 18: harrier.v1.ShellReply.output:type_name -> harrier.v1.Output
-	47, // 19: harrier.v1.ShellReply.exited:type_name -> harrier.v1.ShellExited
-	45, // 20: harrier.v1.ShellReply.started:type_name -> harrier.v1.ShellStarted
-	0,  // 21: harrier.v1.Collector.Advertise:input_type -> harrier.v1.AdvertiseRequest
-	1,  // 22: harrier.v1.Collector.AdvertiseJobs:input_type -> harrier.v1.AdvertiseJobsRequest
-	3,  // 23: harrier.v1.Collector.Invalidate:input_type -> harrier.v1.InvalidateRequest
-	5,  // 24: harrier.v1.Collector.Query:input_type -> harrier.v1.QueryRequest
-	7,  // 25: harrier.v1.Agent.Matched:input_type -> harrier.v1.MatchedRequest
-	11, // 26: harrier.v1.Startd.Matched:input_type -> harrier.v1.StartdMatchedRequest
-	13, // 27: harrier.v1.Startd.RequestClaim:input_type -> harrier.v1.RequestClaimRequest
-	15, // 28: harrier.v1.Startd.ActivateClaim:input_type -> harrier.v1.ActivateClaimRequest
-	17, // 29: harrier.v1.Startd.ReleaseClaim:input_type -> harrier.v1.ReleaseClaimRequest
-	9,  // 30: harrier.v1.Startd.KeepAlive:input_type -> harrier.v1.KeepAliveRequest
-	25, // 31: harrier.v1.Shadow.Attach:input_type -> harrier.v1.StarterMessage
-	38, // 32: harrier.v1.Shadow.ReadFile:input_type -> harrier.v1.ReadFileRequest
-	21, // 33: harrier.v1.Shadow.PutCheckpoint:input_type -> harrier.v1.CheckpointChunk
-	24, // 34: harrier.v1.Shadow.GetCheckpoint:input_type -> harrier.v1.GetCheckpointRequest
-	44, // 35: harrier.v1.Shadow.Shell:input_type -> harrier.v1.ShellReply
-	19, // 36: harrier.v1.Shadow.SaveCheckpointFiles:input_type -> harrier.v1.CheckpointFilesRequest
-	19, // 37: harrier.v1.Shadow.RestoreCheckpointFiles:input_type -> harrier.v1.CheckpointFilesRequest
-	2,  // 38: harrier.v1.Collector.Advertise:output_type -> harrier.v1.AdvertiseReply
-	2,  // 39: harrier.v1.Collector.AdvertiseJobs:output_type -> harrier.v1.AdvertiseReply
-	4,  // 40: harrier.v1.Collector.Invalidate:output_type -> harrier.v1.InvalidateReply
-	6,  // 41: harrier.v1.Collector.Query:output_type -> harrier.v1.QueryReply
-	8,  // 42: harrier.v1.Agent.Matched:output_type -> harrier.v1.MatchedReply
-	12, // 43: harrier.v1.Startd.Matched:output_type -> harrier.v1.StartdMatchedReply
-	14, // 44: harrier.v1.Startd.RequestClaim:output_type -> harrier.v1.RequestClaimReply
-	16, // 45: harrier.v1.Startd.ActivateClaim:output_type -> harrier.v1.ActivateClaimReply
-	18, // 46: harrier.v1.Startd.ReleaseClaim:output_type -> harrier.v1.ReleaseClaimReply
-	10, // 47: harrier.v1.Startd.KeepAlive:output_type -> harrier.v1.KeepAliveReply
-	34, // 48: harrier.v1.Shadow.Attach:output_type -> harrier.v1.ShadowMessage
-	39, // 49: harrier.v1.Shadow.ReadFile:output_type -> harrier.v1.FileChunk
-	23, // 50: harrier.v1.Shadow.PutCheckpoint:output_type -> harrier.v1.PutCheckpointReply
-	21, // 51: harrier.v1.Shadow.GetCheckpoint:output_type -> harrier.v1.CheckpointChunk
-	41, // 52: harrier.v1.Shadow.Shell:output_type -> harrier.v1.ShellRequest
-	20, // 53: harrier.v1.Shadow.SaveCheckpointFiles:output_type -> harrier.v1.CheckpointFilesReply
-	20, // 54: harrier.v1.Shadow.RestoreCheckpointFiles:output_type -> harrier.v1.CheckpointFilesReply
-	38, // [38:55] is the sub-list for method output_type
-	21, // [21:38] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	0,  // 0: harrier.v1.TransferEntry.kind:type_name -> harrier.v1.TransferEntry.Kind
+	21, // 1: harrier.v1.TransferChunk.entry:type_name -> harrier.v1.TransferEntry
+	27, // 2: harrier.v1.CheckpointChunk.info:type_name -> harrier.v1.CheckpointInfo
+	34, // 3: harrier.v1.StarterMessage.hello:type_name -> harrier.v1.Hello
+	35, // 4: harrier.v1.StarterMessage.output:type_name -> harrier.v1.Output
+	36, // 5: harrier.v1.StarterMessage.started:type_name -> harrier.v1.Started
+	37, // 6: harrier.v1.StarterMessage.usage:type_name -> harrier.v1.Usage
+	38, // 7: harrier.v1.StarterMessage.exited:type_name -> harrier.v1.Exited
+	32, // 8: harrier.v1.StarterMessage.suspended:type_name -> harrier.v1.Suspended
+	33, // 9: harrier.v1.StarterMessage.resumed:type_name -> harrier.v1.Resumed
+	31, // 10: harrier.v1.StarterMessage.checkpoint_failed:type_name -> harrier.v1.CheckpointFailed
+	37, // 11: harrier.v1.Exited.usage:type_name -> harrier.v1.Usage
+	41, // 12: harrier.v1.ShadowMessage.job:type_name -> harrier.v1.JobSpec
+	42, // 13: harrier.v1.ShadowMessage.kill:type_name -> harrier.v1.Kill
+	40, // 14: harrier.v1.ShadowMessage.checkpoint:type_name -> harrier.v1.CheckpointNow
+	45, // 15: harrier.v1.ShadowMessage.shell:type_name -> harrier.v1.ShellOpen
+	45, // 16: harrier.v1.ShellRequest.open:type_name -> harrier.v1.ShellOpen
+	47, // 17: harrier.v1.ShellRequest.input:type_name -> harrier.v1.ShellInput
+	48, // 18: harrier.v1.ShellRequest.resize:type_name -> harrier.v1.ShellResize
+	51, // 19: harrier.v1.ShellReply.hello:type_name -> harrier.v1.ShellHello
+	35, // 20: harrier.v1.ShellReply.output:type_name -> harrier.v1.Output
+	52, // 21: harrier.v1.ShellReply.exited:type_name -> harrier.v1.ShellExited
+	50, // 22: harrier.v1.ShellReply.started:type_name -> harrier.v1.ShellStarted
+	1,  // 23: harrier.v1.Collector.Advertise:input_type -> harrier.v1.AdvertiseRequest
+	2,  // 24: harrier.v1.Collector.AdvertiseJobs:input_type -> harrier.v1.AdvertiseJobsRequest
+	4,  // 25: harrier.v1.Collector.Invalidate:input_type -> harrier.v1.InvalidateRequest
+	6,  // 26: harrier.v1.Collector.Query:input_type -> harrier.v1.QueryRequest
+	8,  // 27: harrier.v1.Agent.Matched:input_type -> harrier.v1.MatchedRequest
+	12, // 28: harrier.v1.Startd.Matched:input_type -> harrier.v1.StartdMatchedRequest
+	14, // 29: harrier.v1.Startd.RequestClaim:input_type -> harrier.v1.RequestClaimRequest
+	16, // 30: harrier.v1.Startd.ActivateClaim:input_type -> harrier.v1.ActivateClaimRequest
+	18, // 31: harrier.v1.Startd.ReleaseClaim:input_type -> harrier.v1.ReleaseClaimRequest
+	10, // 32: harrier.v1.Startd.KeepAlive:input_type -> harrier.v1.KeepAliveRequest
+	30, // 33: harrier.v1.Shadow.Attach:input_type -> harrier.v1.StarterMessage
+	43, // 34: harrier.v1.Shadow.ReadFile:input_type -> harrier.v1.ReadFileRequest
+	26, // 35: harrier.v1.Shadow.PutCheckpoint:input_type -> harrier.v1.CheckpointChunk
+	29, // 36: harrier.v1.Shadow.GetCheckpoint:input_type -> harrier.v1.GetCheckpointRequest
+	49, // 37: harrier.v1.Shadow.Shell:input_type -> harrier.v1.ShellReply
+	24, // 38: harrier.v1.Shadow.SaveCheckpointFiles:input_type -> harrier.v1.CheckpointFilesRequest
+	24, // 39: harrier.v1.Shadow.RestoreCheckpointFiles:input_type -> harrier.v1.CheckpointFilesRequest
+	20, // 40: harrier.v1.Shadow.TransferInput:input_type -> harrier.v1.TransferInputRequest
+	22, // 41: harrier.v1.Shadow.TransferOutput:input_type -> harrier.v1.TransferChunk
+	3,  // 42: harrier.v1.Collector.Advertise:output_type -> harrier.v1.AdvertiseReply
+	3,  // 43: harrier.v1.Collector.AdvertiseJobs:output_type -> harrier.v1.AdvertiseReply
+	5,  // 44: harrier.v1.Collector.Invalidate:output_type -> harrier.v1.InvalidateReply
+	7,  // 45: harrier.v1.Collector.Query:output_type -> harrier.v1.QueryReply
+	9,  // 46: harrier.v1.Agent.Matched:output_type -> harrier.v1.MatchedReply
+	13, // 47: harrier.v1.Startd.Matched:output_type -> harrier.v1.StartdMatchedReply
+	15, // 48: harrier.v1.Startd.RequestClaim:output_type -> harrier.v1.RequestClaimReply
+	17, // 49: harrier.v1.Startd.ActivateClaim:output_type -> harrier.v1.ActivateClaimReply
+	19, // 50: harrier.v1.Startd.ReleaseClaim:output_type -> harrier.v1.ReleaseClaimReply
+	11, // 51: harrier.v1.Startd.KeepAlive:output_type -> harrier.v1.KeepAliveReply
+	39, // 52: harrier.v1.Shadow.Attach:output_type -> harrier.v1.ShadowMessage
+	44, // 53: harrier.v1.Shadow.ReadFile:output_type -> harrier.v1.FileChunk
+	28, // 54: harrier.v1.Shadow.PutCheckpoint:output_type -> harrier.v1.PutCheckpointReply
+	26, // 55: harrier.v1.Shadow.GetCheckpoint:output_type -> harrier.v1.CheckpointChunk
+	46, // 56: harrier.v1.Shadow.Shell:output_type -> harrier.v1.ShellRequest
+	25, // 57: harrier.v1.Shadow.SaveCheckpointFiles:output_type -> harrier.v1.CheckpointFilesReply
+	25, // 58: harrier.v1.Shadow.RestoreCheckpointFiles:output_type -> harrier.v1.CheckpointFilesReply
+	22, // 59: harrier.v1.Shadow.TransferInput:output_type -> harrier.v1.TransferChunk
+	23, // 60: harrier.v1.Shadow.TransferOutput:output_type -> harrier.v1.TransferOutputReply
+	42, // [42:61] is the sub-list for method output_type
+	23, // [23:42] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_harrier_v1_harrier_proto_init() }
@@ -3319,7 +3668,7 @@ func file_harrier_v1_harrier_proto_init() {
 	if File_harrier_v1_harrier_proto != nil {
 		return
 	}
-	file_harrier_v1_harrier_proto_msgTypes[25].OneofWrappers = []any{
+	file_harrier_v1_harrier_proto_msgTypes[29].OneofWrappers = []any{
 		(*StarterMessage_Hello)(nil),
 		(*StarterMessage_Output)(nil),
 		(*StarterMessage_Started)(nil),
@@ -3329,18 +3678,18 @@ func file_harrier_v1_harrier_proto_init() {
 		(*StarterMessage_Resumed)(nil),
 		(*StarterMessage_CheckpointFailed)(nil),
 	}
-	file_harrier_v1_harrier_proto_msgTypes[34].OneofWrappers = []any{
+	file_harrier_v1_harrier_proto_msgTypes[38].OneofWrappers = []any{
 		(*ShadowMessage_Job)(nil),
 		(*ShadowMessage_Kill)(nil),
 		(*ShadowMessage_Checkpoint)(nil),
 		(*ShadowMessage_Shell)(nil),
 	}
-	file_harrier_v1_harrier_proto_msgTypes[41].OneofWrappers = []any{
+	file_harrier_v1_harrier_proto_msgTypes[45].OneofWrappers = []any{
 		(*ShellRequest_Open)(nil),
 		(*ShellRequest_Input)(nil),
 		(*ShellRequest_Resize)(nil),
 	}
-	file_harrier_v1_harrier_proto_msgTypes[44].OneofWrappers = []any{
+	file_harrier_v1_harrier_proto_msgTypes[48].OneofWrappers = []any{
 		(*ShellReply_Hello)(nil),
 		(*ShellReply_Output)(nil),
 		(*ShellReply_Exited)(nil),
@@ -3351,13 +3700,14 @@ func file_harrier_v1_harrier_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harrier_v1_harrier_proto_rawDesc), len(file_harrier_v1_harrier_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   48,
+			NumEnums:      1,
+			NumMessages:   52,
 			NumExtensions: 0,
 			NumServices:   4,
 		},
 		GoTypes:           file_harrier_v1_harrier_proto_goTypes,
 		DependencyIndexes: file_harrier_v1_harrier_proto_depIdxs,
+		EnumInfos:         file_harrier_v1_harrier_proto_enumTypes,
 		MessageInfos:      file_harrier_v1_harrier_proto_msgTypes,
 	}.Build()
 	File_harrier_v1_harrier_proto = out.File
