@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -38,7 +39,13 @@ type Receiver struct {
 	h       hash.Hash
 	n       int64
 	// dirs get their mode and time once their contents are written.
-	dirs []*wire.TransferEntry
+	dirs []dirEntry
+}
+
+type dirEntry struct {
+	name  string
+	mode  fs.FileMode
+	mtime time.Time
 }
 
 // Chunk takes the next chunk of the stream. It does not retain c.
@@ -86,13 +93,12 @@ func (r *Receiver) Close() error {
 	}
 	// Deepest first: setting a directory's time after its children's.
 	for i := len(r.dirs) - 1; i >= 0; i-- {
-		e := r.dirs[i]
-		if err := r.To.Chmod(e.Name, fs.FileMode(e.Mode).Perm()); err != nil {
-			return &FileError{Name: e.Name, Err: unwrapPath(err)}
+		d := r.dirs[i]
+		if err := r.To.Chmod(d.name, d.mode); err != nil {
+			return &FileError{Name: d.name, Err: unwrapPath(err)}
 		}
-		t := time.Unix(0, e.MtimeUnixNano)
-		if err := r.To.Chtimes(e.Name, t, t); err != nil {
-			return &FileError{Name: e.Name, Err: unwrapPath(err)}
+		if err := r.To.Chtimes(d.name, d.mtime, d.mtime); err != nil {
+			return &FileError{Name: d.name, Err: unwrapPath(err)}
 		}
 	}
 	r.dirs = nil
@@ -135,9 +141,7 @@ func (r *Receiver) begin(e *wire.TransferEntry) error {
 		if err := r.To.MkdirAll(name, 0o700); err != nil {
 			return &FileError{Name: name, Err: unwrapPath(err)}
 		}
-		d := *e
-		d.Name = name
-		r.dirs = append(r.dirs, &d)
+		r.dirs = append(r.dirs, dirEntry{name: name, mode: fs.FileMode(e.Mode).Perm(), mtime: time.Unix(0, e.MtimeUnixNano)})
 		return nil
 	case wire.TransferEntry_SYMLINK:
 		if !validLink(name, e.Link) {
@@ -154,9 +158,7 @@ func (r *Receiver) begin(e *wire.TransferEntry) error {
 		if e.Size < 0 {
 			return &FileError{Name: name, Err: ErrCorrupt}
 		}
-		var rnd [6]byte
-		_, _ = rand.Read(rnd[:])
-		r.tmp = path.Join(path.Dir(name), ".harrier-transfer-"+hex.EncodeToString(rnd[:]))
+		r.tmp = tempName(name)
 		f, err := r.To.OpenFile(r.tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if err != nil {
 			return &FileError{Name: name, Err: unwrapPath(err)}
@@ -257,4 +259,38 @@ func Copy(from, to *os.Root, name string, leaveOutLinks bool) (files int, n int6
 		return 0, 0, err
 	}
 	return r.Files, r.Bytes, nil
+}
+
+// WriteFile writes what r holds to name beneath to, under a temporary
+// name renamed once whole, and returns its size.
+func WriteFile(to *os.Root, name string, r io.Reader, perm fs.FileMode) (int64, error) {
+	if !validName(name) {
+		return 0, &FileError{Name: name, Err: ErrEscape}
+	}
+	tmp := tempName(name)
+	f, err := to.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return 0, &FileError{Name: name, Err: unwrapPath(err)}
+	}
+	n, err := io.Copy(f, r)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = to.Rename(tmp, name)
+	}
+	if err != nil {
+		_ = to.Remove(tmp)
+		return 0, &FileError{Name: name, Err: unwrapPath(err)}
+	}
+	return n, nil
+}
+
+// tempName is a new name beside name for its data on the way: hidden,
+// and marked as the transfer's (the starter leaves such names out of a
+// job's outputs).
+func tempName(name string) string {
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	return path.Join(path.Dir(name), ".harrier-transfer-"+hex.EncodeToString(rnd[:]))
 }
