@@ -99,6 +99,9 @@ func (a *Agent) dropCheckpoint(ad *classad.ClassAd) {
 			}
 		}
 	}
+	if err := os.RemoveAll(shadow.IntermediateFilesDir(dir, key)); err != nil {
+		a.log.Warn("remove intermediate files", "job", key, "err", err)
+	}
 	if n, _ := ad.EvalInt(AttrNumCkpts); n == 0 {
 		return
 	}

@@ -533,6 +533,8 @@ func (a *Agent) progress(ctx context.Context, r *run, ev shadow.Event) bool {
 		a.checkpointFailed(ctx, r, ev)
 	case shadow.EventSelfCheckpointed:
 		a.selfCheckpointed(ctx, r, ev)
+	case shadow.EventTransfer:
+		a.transferred(ctx, r, ev)
 	default:
 		return false
 	}

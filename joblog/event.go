@@ -36,6 +36,9 @@ const (
 	Released        Type = 13
 	// JobAdInformation records selected job attributes (Ad).
 	JobAdInformation Type = 28
+	// FileTransfer is the start or end of a job's input or output
+	// transfer (Transfer).
+	FileTransfer Type = 40
 )
 
 // Kinds of ExecutableError, HTCondor's numbers.
@@ -86,10 +89,21 @@ type Event struct {
 	WasCheckpointed bool
 	// ErrorKind is NotExecutable or BadLink (ExecutableError).
 	ErrorKind int
+	// Transfer describes a FileTransfer event.
+	Transfer TransferInfo
 	// Ad holds a JobAdInformation event's attributes, one "Name = value"
 	// line each (value is ClassAd expression text). It is a string rather
 	// than a map so that Events stay comparable.
 	Ad string
+}
+
+// TransferInfo is which transfer a FileTransfer event is about, and, at
+// its end, what it moved.
+type TransferInfo struct {
+	Output   bool // the job's outputs, else its inputs
+	Finished bool // its end, else its start
+	Files    int
+	Bytes    int64
 }
 
 // timeLayout is HTCondor's ISO date form of event times.
@@ -170,6 +184,17 @@ func (e Event) Format() string {
 	case Released:
 		b.WriteString("Job was released.\n")
 		writeReason(&b, e.Reason)
+	case FileTransfer:
+		what := "input"
+		if e.Transfer.Output {
+			what = "output"
+		}
+		if !e.Transfer.Finished {
+			fmt.Fprintf(&b, "Started transferring %s files\n", what)
+			break
+		}
+		fmt.Fprintf(&b, "Finished transferring %s files\n", what)
+		fmt.Fprintf(&b, "\t%d  -  %s\n\t%d  -  %s\n", e.Transfer.Bytes, bytesTransferred, e.Transfer.Files, filesTransferred)
 	case JobAdInformation:
 		b.WriteString("Job ad information event triggered.\n")
 		for line := range strings.Lines(e.Ad) {
@@ -195,6 +220,12 @@ func writeReason(b *strings.Builder, reason string) {
 	reason = strings.ReplaceAll(strings.ReplaceAll(reason, "\r", " "), "\n", " ")
 	fmt.Fprintf(b, "\t%s\n", reason)
 }
+
+// Labels of a finished transfer's figures.
+const (
+	bytesTransferred = "Bytes Transferred"
+	filesTransferred = "Files Transferred"
+)
 
 // filesLabel introduces the per-file summary of a run's remote I/O.
 const filesLabel = "Run Remote I/O Files"

@@ -38,6 +38,10 @@ func TestRoundTrip(t *testing.T) {
 		{Type: Terminated, Cluster: 12, Proc: 3, Time: when, Normal: true, ReturnValue: 42},
 		{Type: Terminated, Cluster: 12, Proc: 4, Time: when, Signal: 9},
 		{Type: Aborted, Cluster: 1234, Proc: 56, Time: when, Reason: "via harrier rm"},
+		{Type: FileTransfer, Cluster: 12, Proc: 3, Time: when},
+		{Type: FileTransfer, Cluster: 12, Proc: 3, Time: when, Transfer: TransferInfo{Finished: true, Files: 3, Bytes: 12345}},
+		{Type: FileTransfer, Cluster: 12, Proc: 3, Time: when, Transfer: TransferInfo{Output: true}},
+		{Type: FileTransfer, Cluster: 12, Proc: 3, Time: when, Transfer: TransferInfo{Output: true, Finished: true, Files: 1, Bytes: 7}},
 	}
 	path := filepath.Join(t.TempDir(), "job.log")
 	for _, e := range events {

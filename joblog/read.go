@@ -128,6 +128,9 @@ func fillBody(e *Event, body []string) {
 		}
 	case ExecutableError:
 		fmt.Sscanf(head, "(%d)", &e.ErrorKind)
+	case FileTransfer:
+		e.Transfer.Output = strings.Contains(head, "output")
+		e.Transfer.Finished = strings.HasPrefix(strings.TrimSpace(head), "Finished")
 	case ImageSize:
 		e.ImageSizeKB, _ = strconv.ParseInt(strings.TrimSpace(strings.TrimPrefix(head, "Image size of job updated:")), 10, 64)
 	case JobAdInformation:
@@ -191,6 +194,10 @@ func fillCounter(e *Event, value, label string) {
 		e.TotalBytesSent = n
 	case "Total Bytes Received By Job":
 		e.TotalBytesReceived = n
+	case bytesTransferred:
+		e.Transfer.Bytes = n
+	case filesTransferred:
+		e.Transfer.Files = int(n)
 	case "MemoryUsage of job (MB)":
 		e.MemoryUsageMB = n
 	case "ResidentSetSize of job (KB)":

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"harrier.dev/harrier/transfer"
 	"harrier.dev/harrier/wire"
 )
 
@@ -98,11 +98,14 @@ func (s *Shadow) saveCheckpointFiles() (int, int64, error) {
 		return 0, 0, err
 	}
 	defer to.Close()
-	var c copier
+	var files int
+	var size int64
 	for _, name := range names {
-		if err := c.tree(iwd, to, name); err != nil {
-			return 0, 0, err
+		n, b, err := transfer.Copy(iwd, to, name, true)
+		if err != nil {
+			return 0, 0, fmt.Errorf("checkpoint file %w", err)
 		}
+		files, size = files+n, size+b
 	}
 	// The new set replaces the old one; a crash between the two renames
 	// leaves the old one as .old, which restore falls back to.
@@ -126,7 +129,7 @@ func (s *Shadow) saveCheckpointFiles() (int, int64, error) {
 	if err := store.Remove(s.spec.CheckpointKey); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		s.logger.Warn("remove the job's CRIU image, older than its checkpoint files", "err", err)
 	}
-	return c.files, c.bytes, nil
+	return files, size, nil
 }
 
 // restoreCheckpointFiles copies the job's latest checkpoint files into its
@@ -150,11 +153,11 @@ func (s *Shadow) restoreCheckpointFiles() (int, int64, error) {
 		return 0, 0, err
 	}
 	defer iwd.Close()
-	var c copier
-	if err := c.tree(from, iwd, "."); err != nil {
-		return 0, 0, err
+	files, size, err := transfer.Copy(from, iwd, ".", true)
+	if err != nil {
+		return 0, 0, fmt.Errorf("checkpoint file %w", err)
 	}
-	return c.files, c.bytes, nil
+	return files, size, nil
 }
 
 // openIwd opens the job's directory: the files are read and written
@@ -207,73 +210,6 @@ func (s *Shadow) checkpointNames(iwd *os.Root) ([]string, error) {
 		names = append(names, e.Name())
 	}
 	return names, nil
-}
-
-// copier copies files and directories between two roots, counting them.
-type copier struct {
-	files int
-	bytes int64
-}
-
-// tree copies name, a regular file or a directory with what it holds,
-// from one root to the same name in the other, keeping permissions.
-// Other kinds of files (links, devices) are left out.
-func (c *copier) tree(from, to *os.Root, name string) error {
-	return fs.WalkDir(from.FS(), name, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		switch {
-		case d.IsDir():
-			if p == "." {
-				return nil
-			}
-			if err := to.MkdirAll(p, info.Mode().Perm()|0o700); err != nil {
-				return err
-			}
-		case d.Type().IsRegular():
-			if err := c.file(from, to, p, info.Mode().Perm()); err != nil {
-				return fmt.Errorf("checkpoint file %s: %w", p, err)
-			}
-		}
-		return nil
-	})
-}
-
-// file copies one regular file, replacing the one in to: removed first,
-// so that the copy is written to a new file and not through a link.
-func (c *copier) file(from, to *os.Root, name string, perm fs.FileMode) error {
-	if dir := filepath.Dir(name); dir != "." {
-		if err := to.MkdirAll(dir, 0o700); err != nil {
-			return err
-		}
-	}
-	in, err := from.Open(name)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	if err := to.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	out, err := to.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return err
-	}
-	n, err := io.Copy(out, in)
-	if err == nil {
-		err = out.Sync()
-	}
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	c.files++
-	c.bytes += n
-	return err
 }
 
 // syncDir makes the renames in dir durable.

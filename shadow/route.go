@@ -213,3 +213,19 @@ func (r ioRouter) Account(ctx context.Context, req *wire.AccountRequest) (*wire.
 func (r ioRouter) Fallocate(ctx context.Context, req *wire.FallocateRequest) (*wire.ErrnoReply, error) {
 	return routeIO(r.l, ctx, req, (*IOServer).Fallocate)
 }
+
+func (r shadowRouter) TransferInput(req *wire.TransferInputRequest, stream wire.Shadow_TransferInputServer) error {
+	j, err := r.l.job()
+	if err != nil {
+		return err
+	}
+	return j.shadow.TransferInput(req, stream)
+}
+
+func (r shadowRouter) TransferOutput(stream wire.Shadow_TransferOutputServer) error {
+	j, err := r.l.job()
+	if err != nil {
+		return err
+	}
+	return j.shadow.TransferOutput(stream)
+}

@@ -39,7 +39,7 @@ const secret = "s3cret-of-the-job"
 
 // agent plays a shadow's agent and the starters of its jobs.
 type agent struct {
-	t         *testing.T
+	t         testing.TB
 	caPEM     []byte
 	cert, key string // a startd's
 	iwd       string
@@ -49,7 +49,7 @@ type agent struct {
 	events    chan shadow.Event
 }
 
-func newAgent(t *testing.T) *agent {
+func newAgent(t testing.TB) *agent {
 	t.Helper()
 	dir := t.TempDir()
 	ca, err := pki.CreateCA(dir, "test")

@@ -160,9 +160,23 @@ type Event struct {
 	// Shell is about a process started in the job for its owner
 	// (EventShell).
 	Shell *ShellEvent `json:"shell,omitempty"`
+	// Transfer is a file transfer's start or end (EventTransfer).
+	Transfer *TransferStats `json:"transfer,omitempty"`
 	// Files is what the job's remote I/O did to each submit-side file
 	// during the run; it comes with the run's final event.
 	Files []FileStats `json:"files,omitempty"`
+}
+
+// TransferStats is a file transfer's start, or (Finished) its end with
+// what it moved: inputs to the execute machine, or (Output) outputs home,
+// which are an evicted job's intermediate files if Intermediate.
+type TransferStats struct {
+	Output       bool    `json:"output,omitempty"`
+	Intermediate bool    `json:"intermediate,omitempty"`
+	Finished     bool    `json:"finished,omitempty"`
+	Files        int     `json:"files,omitempty"`
+	Bytes        int64   `json:"bytes,omitempty"`
+	Seconds      float64 `json:"seconds,omitempty"`
 }
 
 // EventType names what happened to the job.
@@ -204,6 +218,9 @@ const (
 	// EventShell: output, an acknowledgement or the end of a process
 	// started in the job for its owner (Shell).
 	EventShell EventType = "shell"
+	// EventTransfer: the job's input or output files began or finished
+	// their transfer (Transfer).
+	EventTransfer EventType = "transfer"
 	// EventFailed: the run failed for reasons not the job's own (claim
 	// refused, starter lost); the job should be run again.
 	EventFailed EventType = "failed"

@@ -20,12 +20,14 @@ import (
 // executeJob sets up where the job works, starts or restores it, and sees it to
 // its end.
 func (s *Starter) executeJob(ctx context.Context, conn grpc.ClientConnInterface, client wire.ShadowClient, job *classad.ClassAd,
-	task *Task, stop stopping, send *sender, kills <-chan stopRequest, shellOpens <-chan *wire.ShellOpen, logger *slog.Logger) (*wire.Exited, error) {
+	task *Task, stop stopping, send *sender, kills <-chan stopRequest, shellOpens <-chan *wire.ShellOpen, xfer *fileTransfer,
+	logger *slog.Logger) (*wire.Exited, error) {
 	ck := &checkpoints{client: client, secret: s.spec.Secret, scratch: s.spec.ScratchDir, logger: logger}
 	var files *checkpointFiles
 	// In a container the job works in its submit-side directory itself,
-	// through iofs; without one it works in its scratch directory.
-	if iwd := stringAttr(job, "Iwd"); s.spec.Sandbox == "container" && filepath.IsAbs(iwd) {
+	// through iofs; without one, or with its files transferred, it works
+	// in its scratch directory.
+	if iwd := stringAttr(job, "Iwd"); s.spec.Sandbox == "container" && filepath.IsAbs(iwd) && xfer == nil {
 		dir, err := mountJobDir(ctx, conn, s.spec.Secret, s.spec.ScratchDir, logger)
 		if err != nil {
 			return &wire.Exited{HoldReason: fmt.Sprintf("Cannot reach the job's directory %s: %v", iwd, err), HoldCode: holdCodeInput}, nil
@@ -59,7 +61,12 @@ func (s *Starter) executeJob(ctx context.Context, conn grpc.ClientConnInterface,
 	e := &execution{start: start, restart: s.runner.Start, task: task, stopping: stop, send: send, kills: kills,
 		controls: s.controls, ck: policy, self: self, shellOpens: shellOpens, shells: newShells(client, s.spec.Secret, logger),
 		logger: logger}
-	return e.run(ctx)
+	x, err := e.run(ctx)
+	if err == nil && xfer != nil {
+		// A job stopped for its removal or hold sends nothing home.
+		x = xfer.outputs(ctx, x, e.stopReason != "" && e.evict == "")
+	}
+	return x, err
 }
 
 // wantCheckpoint reads the job's want_checkpoint: jobs that run where they

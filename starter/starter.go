@@ -92,6 +92,12 @@ func (s *Starter) Run(ctx context.Context) error {
 	}
 	send := &sender{stream: stream}
 	task, stopping, hold := s.prepare(ctx, client, job, jobID)
+	var xfer *fileTransfer
+	if hold == nil {
+		if xfer = transferFor(job, client, s.spec.Secret, s.spec.ScratchDir, task.Path, logger); xfer != nil {
+			hold = xfer.inputs(ctx)
+		}
+	}
 	if hold != nil {
 		err := send.msg(&wire.StarterMessage{Body: &wire.StarterMessage_Exited{Exited: hold}})
 		_ = stream.CloseSend()
@@ -105,7 +111,7 @@ func (s *Starter) Run(ctx context.Context) error {
 	ended := make(chan struct{})
 	shellOpens := make(chan *wire.ShellOpen, maxShellOpens)
 	go s.listen(stream, kills, ended, shellOpens, logger)
-	exited, err := s.executeJob(ctx, s.conn, client, job, task, stopping, send, kills, shellOpens, logger)
+	exited, err := s.executeJob(ctx, s.conn, client, job, task, stopping, send, kills, shellOpens, xfer, logger)
 	if err != nil {
 		exited = &wire.Exited{HoldReason: err.Error(), HoldCode: holdCodeExec}
 	}
@@ -199,7 +205,10 @@ func (s *Starter) prepare(ctx context.Context, client wire.ShadowClient, job *cl
 	if cmd != "" {
 		exe = filepath.Join(s.spec.ScratchDir, filepath.Base(cmd))
 	}
-	if err := s.fetch(ctx, client, "executable", exe, true); err != nil {
+	// transfer_executable = false names a program of this machine.
+	if b, ok := job.EvalBool("TransferExecutable"); ok && !b {
+		exe = cmd
+	} else if err := s.fetch(ctx, client, "executable", exe, true); err != nil {
 		return nil, stopping{}, &wire.Exited{HoldReason: fmt.Sprintf("Cannot fetch executable %s: %v", cmd, err), HoldCode: holdCodeExec}
 	}
 	args, err := jobargs.Split(stringAttr(job, "Arguments"))

@@ -29,6 +29,55 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type TransferEntry_Kind int32
+
+const (
+	TransferEntry_FILE    TransferEntry_Kind = 0
+	TransferEntry_DIR     TransferEntry_Kind = 1
+	TransferEntry_SYMLINK TransferEntry_Kind = 2
+)
+
+// Enum value maps for TransferEntry_Kind.
+var (
+	TransferEntry_Kind_name = map[int32]string{
+		0: "FILE",
+		1: "DIR",
+		2: "SYMLINK",
+	}
+	TransferEntry_Kind_value = map[string]int32{
+		"FILE":    0,
+		"DIR":     1,
+		"SYMLINK": 2,
+	}
+)
+
+func (x TransferEntry_Kind) Enum() *TransferEntry_Kind {
+	p := new(TransferEntry_Kind)
+	*p = x
+	return p
+}
+
+func (x TransferEntry_Kind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (TransferEntry_Kind) Descriptor() protoreflect.EnumDescriptor {
+	return file_harrier_v1_harrier_proto_enumTypes[0].Descriptor()
+}
+
+func (TransferEntry_Kind) Type() protoreflect.EnumType {
+	return &file_harrier_v1_harrier_proto_enumTypes[0]
+}
+
+func (x TransferEntry_Kind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use TransferEntry_Kind.Descriptor instead.
+func (TransferEntry_Kind) EnumDescriptor() ([]byte, []int) {
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{22, 0}
+}
+
 type AdvertiseRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Ad type as HTCondor names them: "Machine", "Submitter", "Scheduler".
@@ -1131,6 +1180,270 @@ func (*ReleaseClaimReply) Descriptor() ([]byte, []int) {
 	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{20}
 }
 
+type TransferInputRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Secret        string                 `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TransferInputRequest) Reset() {
+	*x = TransferInputRequest{}
+	mi := &file_harrier_v1_harrier_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TransferInputRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TransferInputRequest) ProtoMessage() {}
+
+func (x *TransferInputRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_harrier_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TransferInputRequest.ProtoReflect.Descriptor instead.
+func (*TransferInputRequest) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *TransferInputRequest) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
+// TransferEntry is one file, directory or symbolic link of a transfer.
+type TransferEntry struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name is slash-separated and relative to the job's directory, without
+	// "." or ".." elements.
+	Name          string             `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Kind          TransferEntry_Kind `protobuf:"varint,2,opt,name=kind,proto3,enum=harrier.v1.TransferEntry_Kind" json:"kind,omitempty"`
+	Mode          uint32             `protobuf:"varint,3,opt,name=mode,proto3" json:"mode,omitempty"` // permission bits
+	MtimeUnixNano int64              `protobuf:"varint,4,opt,name=mtime_unix_nano,json=mtimeUnixNano,proto3" json:"mtime_unix_nano,omitempty"`
+	Size          int64              `protobuf:"varint,5,opt,name=size,proto3" json:"size,omitempty"` // of a file
+	Link          string             `protobuf:"bytes,6,opt,name=link,proto3" json:"link,omitempty"`  // a link's target, relative and inside the tree
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TransferEntry) Reset() {
+	*x = TransferEntry{}
+	mi := &file_harrier_v1_harrier_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TransferEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TransferEntry) ProtoMessage() {}
+
+func (x *TransferEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_harrier_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TransferEntry.ProtoReflect.Descriptor instead.
+func (*TransferEntry) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *TransferEntry) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *TransferEntry) GetKind() TransferEntry_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return TransferEntry_FILE
+}
+
+func (x *TransferEntry) GetMode() uint32 {
+	if x != nil {
+		return x.Mode
+	}
+	return 0
+}
+
+func (x *TransferEntry) GetMtimeUnixNano() int64 {
+	if x != nil {
+		return x.MtimeUnixNano
+	}
+	return 0
+}
+
+func (x *TransferEntry) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *TransferEntry) GetLink() string {
+	if x != nil {
+		return x.Link
+	}
+	return ""
+}
+
+// TransferChunk is a piece of a transfer stream: an entry starts with a
+// chunk carrying it; a file's data follows in that chunk and the next
+// ones, and its SHA-256 ends it (an empty file: all in one chunk).
+type TransferChunk struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// With the first chunk of TransferOutput: the job's secret, and whether
+	// the files are an evicted job's intermediate files.
+	Secret        string         `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
+	Intermediate  bool           `protobuf:"varint,2,opt,name=intermediate,proto3" json:"intermediate,omitempty"`
+	Entry         *TransferEntry `protobuf:"bytes,3,opt,name=entry,proto3" json:"entry,omitempty"`
+	Data          []byte         `protobuf:"bytes,4,opt,name=data,proto3" json:"data,omitempty"`
+	Sha256        []byte         `protobuf:"bytes,5,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TransferChunk) Reset() {
+	*x = TransferChunk{}
+	mi := &file_harrier_v1_harrier_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TransferChunk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TransferChunk) ProtoMessage() {}
+
+func (x *TransferChunk) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_harrier_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TransferChunk.ProtoReflect.Descriptor instead.
+func (*TransferChunk) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *TransferChunk) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
+func (x *TransferChunk) GetIntermediate() bool {
+	if x != nil {
+		return x.Intermediate
+	}
+	return false
+}
+
+func (x *TransferChunk) GetEntry() *TransferEntry {
+	if x != nil {
+		return x.Entry
+	}
+	return nil
+}
+
+func (x *TransferChunk) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *TransferChunk) GetSha256() []byte {
+	if x != nil {
+		return x.Sha256
+	}
+	return nil
+}
+
+type TransferOutputReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Files         int32                  `protobuf:"varint,1,opt,name=files,proto3" json:"files,omitempty"`
+	Bytes         int64                  `protobuf:"varint,2,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TransferOutputReply) Reset() {
+	*x = TransferOutputReply{}
+	mi := &file_harrier_v1_harrier_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TransferOutputReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TransferOutputReply) ProtoMessage() {}
+
+func (x *TransferOutputReply) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_harrier_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TransferOutputReply.ProtoReflect.Descriptor instead.
+func (*TransferOutputReply) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *TransferOutputReply) GetFiles() int32 {
+	if x != nil {
+		return x.Files
+	}
+	return 0
+}
+
+func (x *TransferOutputReply) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
 type CheckpointFilesRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Secret        string                 `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
@@ -1140,7 +1453,7 @@ type CheckpointFilesRequest struct {
 
 func (x *CheckpointFilesRequest) Reset() {
 	*x = CheckpointFilesRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[21]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1152,7 +1465,7 @@ func (x *CheckpointFilesRequest) String() string {
 func (*CheckpointFilesRequest) ProtoMessage() {}
 
 func (x *CheckpointFilesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[21]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1165,7 +1478,7 @@ func (x *CheckpointFilesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointFilesRequest.ProtoReflect.Descriptor instead.
 func (*CheckpointFilesRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{21}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CheckpointFilesRequest) GetSecret() string {
@@ -1185,7 +1498,7 @@ type CheckpointFilesReply struct {
 
 func (x *CheckpointFilesReply) Reset() {
 	*x = CheckpointFilesReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[22]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1197,7 +1510,7 @@ func (x *CheckpointFilesReply) String() string {
 func (*CheckpointFilesReply) ProtoMessage() {}
 
 func (x *CheckpointFilesReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[22]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1210,7 +1523,7 @@ func (x *CheckpointFilesReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointFilesReply.ProtoReflect.Descriptor instead.
 func (*CheckpointFilesReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{22}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CheckpointFilesReply) GetFiles() int32 {
@@ -1239,7 +1552,7 @@ type CheckpointChunk struct {
 
 func (x *CheckpointChunk) Reset() {
 	*x = CheckpointChunk{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[23]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1251,7 +1564,7 @@ func (x *CheckpointChunk) String() string {
 func (*CheckpointChunk) ProtoMessage() {}
 
 func (x *CheckpointChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[23]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1264,7 +1577,7 @@ func (x *CheckpointChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointChunk.ProtoReflect.Descriptor instead.
 func (*CheckpointChunk) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{23}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CheckpointChunk) GetSecret() string {
@@ -1303,7 +1616,7 @@ type CheckpointInfo struct {
 
 func (x *CheckpointInfo) Reset() {
 	*x = CheckpointInfo{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[24]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1315,7 +1628,7 @@ func (x *CheckpointInfo) String() string {
 func (*CheckpointInfo) ProtoMessage() {}
 
 func (x *CheckpointInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[24]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1328,7 +1641,7 @@ func (x *CheckpointInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointInfo.ProtoReflect.Descriptor instead.
 func (*CheckpointInfo) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{24}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CheckpointInfo) GetFrozenSeconds() float64 {
@@ -1368,7 +1681,7 @@ type PutCheckpointReply struct {
 
 func (x *PutCheckpointReply) Reset() {
 	*x = PutCheckpointReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[25]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1380,7 +1693,7 @@ func (x *PutCheckpointReply) String() string {
 func (*PutCheckpointReply) ProtoMessage() {}
 
 func (x *PutCheckpointReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[25]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1393,7 +1706,7 @@ func (x *PutCheckpointReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutCheckpointReply.ProtoReflect.Descriptor instead.
 func (*PutCheckpointReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{25}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *PutCheckpointReply) GetStoredBytes() int64 {
@@ -1412,7 +1725,7 @@ type GetCheckpointRequest struct {
 
 func (x *GetCheckpointRequest) Reset() {
 	*x = GetCheckpointRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[26]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1424,7 +1737,7 @@ func (x *GetCheckpointRequest) String() string {
 func (*GetCheckpointRequest) ProtoMessage() {}
 
 func (x *GetCheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[26]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1437,7 +1750,7 @@ func (x *GetCheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCheckpointRequest.ProtoReflect.Descriptor instead.
 func (*GetCheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{26}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *GetCheckpointRequest) GetSecret() string {
@@ -1466,7 +1779,7 @@ type StarterMessage struct {
 
 func (x *StarterMessage) Reset() {
 	*x = StarterMessage{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[27]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1478,7 +1791,7 @@ func (x *StarterMessage) String() string {
 func (*StarterMessage) ProtoMessage() {}
 
 func (x *StarterMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[27]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1491,7 +1804,7 @@ func (x *StarterMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StarterMessage.ProtoReflect.Descriptor instead.
 func (*StarterMessage) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{27}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *StarterMessage) GetBody() isStarterMessage_Body {
@@ -1638,7 +1951,7 @@ type CheckpointFailed struct {
 
 func (x *CheckpointFailed) Reset() {
 	*x = CheckpointFailed{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1650,7 +1963,7 @@ func (x *CheckpointFailed) String() string {
 func (*CheckpointFailed) ProtoMessage() {}
 
 func (x *CheckpointFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1663,7 +1976,7 @@ func (x *CheckpointFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointFailed.ProtoReflect.Descriptor instead.
 func (*CheckpointFailed) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{28}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *CheckpointFailed) GetReason() string {
@@ -1690,7 +2003,7 @@ type Suspended struct {
 
 func (x *Suspended) Reset() {
 	*x = Suspended{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1702,7 +2015,7 @@ func (x *Suspended) String() string {
 func (*Suspended) ProtoMessage() {}
 
 func (x *Suspended) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1715,7 +2028,7 @@ func (x *Suspended) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Suspended.ProtoReflect.Descriptor instead.
 func (*Suspended) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{29}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Suspended) GetReason() string {
@@ -1734,7 +2047,7 @@ type Resumed struct {
 
 func (x *Resumed) Reset() {
 	*x = Resumed{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1746,7 +2059,7 @@ func (x *Resumed) String() string {
 func (*Resumed) ProtoMessage() {}
 
 func (x *Resumed) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1759,7 +2072,7 @@ func (x *Resumed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resumed.ProtoReflect.Descriptor instead.
 func (*Resumed) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{30}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{34}
 }
 
 type Hello struct {
@@ -1774,7 +2087,7 @@ type Hello struct {
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1786,7 +2099,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1799,7 +2112,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{31}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Hello) GetJobId() string {
@@ -1834,7 +2147,7 @@ type Output struct {
 
 func (x *Output) Reset() {
 	*x = Output{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1846,7 +2159,7 @@ func (x *Output) String() string {
 func (*Output) ProtoMessage() {}
 
 func (x *Output) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1859,7 +2172,7 @@ func (x *Output) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Output.ProtoReflect.Descriptor instead.
 func (*Output) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{32}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Output) GetFd() int32 {
@@ -1896,7 +2209,7 @@ type Started struct {
 
 func (x *Started) Reset() {
 	*x = Started{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1908,7 +2221,7 @@ func (x *Started) String() string {
 func (*Started) ProtoMessage() {}
 
 func (x *Started) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1921,7 +2234,7 @@ func (x *Started) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Started.ProtoReflect.Descriptor instead.
 func (*Started) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{33}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Started) GetPid() int32 {
@@ -1964,7 +2277,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1976,7 +2289,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1989,7 +2302,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{34}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Usage) GetUserCpuSeconds() float64 {
@@ -2041,7 +2354,7 @@ type Exited struct {
 
 func (x *Exited) Reset() {
 	*x = Exited{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2053,7 +2366,7 @@ func (x *Exited) String() string {
 func (*Exited) ProtoMessage() {}
 
 func (x *Exited) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2066,7 +2379,7 @@ func (x *Exited) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Exited.ProtoReflect.Descriptor instead.
 func (*Exited) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{35}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Exited) GetBySignal() bool {
@@ -2140,7 +2453,7 @@ type ShadowMessage struct {
 
 func (x *ShadowMessage) Reset() {
 	*x = ShadowMessage{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2152,7 +2465,7 @@ func (x *ShadowMessage) String() string {
 func (*ShadowMessage) ProtoMessage() {}
 
 func (x *ShadowMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2165,7 +2478,7 @@ func (x *ShadowMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShadowMessage.ProtoReflect.Descriptor instead.
 func (*ShadowMessage) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{36}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ShadowMessage) GetBody() isShadowMessage_Body {
@@ -2250,7 +2563,7 @@ type CheckpointNow struct {
 
 func (x *CheckpointNow) Reset() {
 	*x = CheckpointNow{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2262,7 +2575,7 @@ func (x *CheckpointNow) String() string {
 func (*CheckpointNow) ProtoMessage() {}
 
 func (x *CheckpointNow) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2275,7 +2588,7 @@ func (x *CheckpointNow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointNow.ProtoReflect.Descriptor instead.
 func (*CheckpointNow) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{37}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *CheckpointNow) GetVacate() bool {
@@ -2294,7 +2607,7 @@ type JobSpec struct {
 
 func (x *JobSpec) Reset() {
 	*x = JobSpec{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2306,7 +2619,7 @@ func (x *JobSpec) String() string {
 func (*JobSpec) ProtoMessage() {}
 
 func (x *JobSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2319,7 +2632,7 @@ func (x *JobSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobSpec.ProtoReflect.Descriptor instead.
 func (*JobSpec) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{38}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *JobSpec) GetJobAd() string {
@@ -2342,7 +2655,7 @@ type Kill struct {
 
 func (x *Kill) Reset() {
 	*x = Kill{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2354,7 +2667,7 @@ func (x *Kill) String() string {
 func (*Kill) ProtoMessage() {}
 
 func (x *Kill) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2367,7 +2680,7 @@ func (x *Kill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Kill.ProtoReflect.Descriptor instead.
 func (*Kill) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{39}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *Kill) GetReason() string {
@@ -2395,7 +2708,7 @@ type ReadFileRequest struct {
 
 func (x *ReadFileRequest) Reset() {
 	*x = ReadFileRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2407,7 +2720,7 @@ func (x *ReadFileRequest) String() string {
 func (*ReadFileRequest) ProtoMessage() {}
 
 func (x *ReadFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2420,7 +2733,7 @@ func (x *ReadFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadFileRequest.ProtoReflect.Descriptor instead.
 func (*ReadFileRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{40}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ReadFileRequest) GetSecret() string {
@@ -2448,7 +2761,7 @@ type FileChunk struct {
 
 func (x *FileChunk) Reset() {
 	*x = FileChunk{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2460,7 +2773,7 @@ func (x *FileChunk) String() string {
 func (*FileChunk) ProtoMessage() {}
 
 func (x *FileChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2473,7 +2786,7 @@ func (x *FileChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileChunk.ProtoReflect.Descriptor instead.
 func (*FileChunk) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{41}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *FileChunk) GetData() []byte {
@@ -2511,7 +2824,7 @@ type ShellOpen struct {
 
 func (x *ShellOpen) Reset() {
 	*x = ShellOpen{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2523,7 +2836,7 @@ func (x *ShellOpen) String() string {
 func (*ShellOpen) ProtoMessage() {}
 
 func (x *ShellOpen) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2536,7 +2849,7 @@ func (x *ShellOpen) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellOpen.ProtoReflect.Descriptor instead.
 func (*ShellOpen) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{42}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ShellOpen) GetJobId() string {
@@ -2603,7 +2916,7 @@ type ShellRequest struct {
 
 func (x *ShellRequest) Reset() {
 	*x = ShellRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2615,7 +2928,7 @@ func (x *ShellRequest) String() string {
 func (*ShellRequest) ProtoMessage() {}
 
 func (x *ShellRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2628,7 +2941,7 @@ func (x *ShellRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellRequest.ProtoReflect.Descriptor instead.
 func (*ShellRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{43}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ShellRequest) GetBody() isShellRequest_Body {
@@ -2698,7 +3011,7 @@ type ShellInput struct {
 
 func (x *ShellInput) Reset() {
 	*x = ShellInput{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2710,7 +3023,7 @@ func (x *ShellInput) String() string {
 func (*ShellInput) ProtoMessage() {}
 
 func (x *ShellInput) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2723,7 +3036,7 @@ func (x *ShellInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellInput.ProtoReflect.Descriptor instead.
 func (*ShellInput) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{44}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ShellInput) GetData() []byte {
@@ -2751,7 +3064,7 @@ type ShellResize struct {
 
 func (x *ShellResize) Reset() {
 	*x = ShellResize{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[45]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2763,7 +3076,7 @@ func (x *ShellResize) String() string {
 func (*ShellResize) ProtoMessage() {}
 
 func (x *ShellResize) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[45]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2776,7 +3089,7 @@ func (x *ShellResize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellResize.ProtoReflect.Descriptor instead.
 func (*ShellResize) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{45}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ShellResize) GetRows() uint32 {
@@ -2810,7 +3123,7 @@ type ShellReply struct {
 
 func (x *ShellReply) Reset() {
 	*x = ShellReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[46]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2822,7 +3135,7 @@ func (x *ShellReply) String() string {
 func (*ShellReply) ProtoMessage() {}
 
 func (x *ShellReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[46]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2835,7 +3148,7 @@ func (x *ShellReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellReply.ProtoReflect.Descriptor instead.
 func (*ShellReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{46}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ShellReply) GetBody() isShellReply_Body {
@@ -2919,7 +3232,7 @@ type ShellStarted struct {
 
 func (x *ShellStarted) Reset() {
 	*x = ShellStarted{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[47]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2931,7 +3244,7 @@ func (x *ShellStarted) String() string {
 func (*ShellStarted) ProtoMessage() {}
 
 func (x *ShellStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[47]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2944,7 +3257,7 @@ func (x *ShellStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellStarted.ProtoReflect.Descriptor instead.
 func (*ShellStarted) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{47}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{51}
 }
 
 type ShellHello struct {
@@ -2957,7 +3270,7 @@ type ShellHello struct {
 
 func (x *ShellHello) Reset() {
 	*x = ShellHello{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[48]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2969,7 +3282,7 @@ func (x *ShellHello) String() string {
 func (*ShellHello) ProtoMessage() {}
 
 func (x *ShellHello) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[48]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2982,7 +3295,7 @@ func (x *ShellHello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellHello.ProtoReflect.Descriptor instead.
 func (*ShellHello) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{48}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ShellHello) GetSecret() string {
@@ -3014,7 +3327,7 @@ type ShellExited struct {
 
 func (x *ShellExited) Reset() {
 	*x = ShellExited{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[49]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3026,7 +3339,7 @@ func (x *ShellExited) String() string {
 func (*ShellExited) ProtoMessage() {}
 
 func (x *ShellExited) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[49]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3039,7 +3352,7 @@ func (x *ShellExited) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellExited.ProtoReflect.Descriptor instead.
 func (*ShellExited) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{49}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ShellExited) GetExitCode() int32 {
@@ -3147,7 +3460,29 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\x12ActivateClaimReply\"0\n" +
 	"\x13ReleaseClaimRequest\x12\x19\n" +
 	"\bclaim_id\x18\x01 \x01(\tR\aclaimId\"\x13\n" +
-	"\x11ReleaseClaimReply\"0\n" +
+	"\x11ReleaseClaimReply\".\n" +
+	"\x14TransferInputRequest\x12\x16\n" +
+	"\x06secret\x18\x01 \x01(\tR\x06secret\"\xe3\x01\n" +
+	"\rTransferEntry\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x122\n" +
+	"\x04kind\x18\x02 \x01(\x0e2\x1e.harrier.v1.TransferEntry.KindR\x04kind\x12\x12\n" +
+	"\x04mode\x18\x03 \x01(\rR\x04mode\x12&\n" +
+	"\x0fmtime_unix_nano\x18\x04 \x01(\x03R\rmtimeUnixNano\x12\x12\n" +
+	"\x04size\x18\x05 \x01(\x03R\x04size\x12\x12\n" +
+	"\x04link\x18\x06 \x01(\tR\x04link\"&\n" +
+	"\x04Kind\x12\b\n" +
+	"\x04FILE\x10\x00\x12\a\n" +
+	"\x03DIR\x10\x01\x12\v\n" +
+	"\aSYMLINK\x10\x02\"\xa8\x01\n" +
+	"\rTransferChunk\x12\x16\n" +
+	"\x06secret\x18\x01 \x01(\tR\x06secret\x12\"\n" +
+	"\fintermediate\x18\x02 \x01(\bR\fintermediate\x12/\n" +
+	"\x05entry\x18\x03 \x01(\v2\x19.harrier.v1.TransferEntryR\x05entry\x12\x12\n" +
+	"\x04data\x18\x04 \x01(\fR\x04data\x12\x16\n" +
+	"\x06sha256\x18\x05 \x01(\fR\x06sha256\"A\n" +
+	"\x13TransferOutputReply\x12\x14\n" +
+	"\x05files\x18\x01 \x01(\x05R\x05files\x12\x14\n" +
+	"\x05bytes\x18\x02 \x01(\x03R\x05bytes\"0\n" +
 	"\x16CheckpointFilesRequest\x12\x16\n" +
 	"\x06secret\x18\x01 \x01(\tR\x06secret\"B\n" +
 	"\x14CheckpointFilesReply\x12\x14\n" +
@@ -3282,7 +3617,7 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\rActivateClaim\x12 .harrier.v1.ActivateClaimRequest\x1a\x1e.harrier.v1.ActivateClaimReply\x12N\n" +
 	"\fReleaseClaim\x12\x1f.harrier.v1.ReleaseClaimRequest\x1a\x1d.harrier.v1.ReleaseClaimReply\x12E\n" +
 	"\tKeepAlive\x12\x1c.harrier.v1.KeepAliveRequest\x1a\x1a.harrier.v1.KeepAliveReply\x12H\n" +
-	"\x06Vacate\x12\x1f.harrier.v1.StartdVacateRequest\x1a\x1d.harrier.v1.StartdVacateReply2\xad\x04\n" +
+	"\x06Vacate\x12\x1f.harrier.v1.StartdVacateRequest\x1a\x1d.harrier.v1.StartdVacateReply2\xcd\x05\n" +
 	"\x06Shadow\x12C\n" +
 	"\x06Attach\x12\x1a.harrier.v1.StarterMessage\x1a\x19.harrier.v1.ShadowMessage(\x010\x01\x12@\n" +
 	"\bReadFile\x12\x1b.harrier.v1.ReadFileRequest\x1a\x15.harrier.v1.FileChunk0\x01\x12N\n" +
@@ -3290,7 +3625,9 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\rGetCheckpoint\x12 .harrier.v1.GetCheckpointRequest\x1a\x1b.harrier.v1.CheckpointChunk0\x01\x12=\n" +
 	"\x05Shell\x12\x16.harrier.v1.ShellReply\x1a\x18.harrier.v1.ShellRequest(\x010\x01\x12[\n" +
 	"\x13SaveCheckpointFiles\x12\".harrier.v1.CheckpointFilesRequest\x1a .harrier.v1.CheckpointFilesReply\x12^\n" +
-	"\x16RestoreCheckpointFiles\x12\".harrier.v1.CheckpointFilesRequest\x1a .harrier.v1.CheckpointFilesReplyB\x1aZ\x18harrier.dev/harrier/wireb\x06proto3"
+	"\x16RestoreCheckpointFiles\x12\".harrier.v1.CheckpointFilesRequest\x1a .harrier.v1.CheckpointFilesReply\x12N\n" +
+	"\rTransferInput\x12 .harrier.v1.TransferInputRequest\x1a\x19.harrier.v1.TransferChunk0\x01\x12N\n" +
+	"\x0eTransferOutput\x12\x19.harrier.v1.TransferChunk\x1a\x1f.harrier.v1.TransferOutputReply(\x01B\x1aZ\x18harrier.dev/harrier/wireb\x06proto3"
 
 var (
 	file_harrier_v1_harrier_proto_rawDescOnce sync.Once
@@ -3304,122 +3641,134 @@ func file_harrier_v1_harrier_proto_rawDescGZIP() []byte {
 	return file_harrier_v1_harrier_proto_rawDescData
 }
 
-var file_harrier_v1_harrier_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
+var file_harrier_v1_harrier_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_harrier_v1_harrier_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
 var file_harrier_v1_harrier_proto_goTypes = []any{
-	(*AdvertiseRequest)(nil),       // 0: harrier.v1.AdvertiseRequest
-	(*AdvertiseJobsRequest)(nil),   // 1: harrier.v1.AdvertiseJobsRequest
-	(*AdvertiseReply)(nil),         // 2: harrier.v1.AdvertiseReply
-	(*InvalidateRequest)(nil),      // 3: harrier.v1.InvalidateRequest
-	(*InvalidateReply)(nil),        // 4: harrier.v1.InvalidateReply
-	(*QueryRequest)(nil),           // 5: harrier.v1.QueryRequest
-	(*QueryReply)(nil),             // 6: harrier.v1.QueryReply
-	(*MatchedRequest)(nil),         // 7: harrier.v1.MatchedRequest
-	(*MatchedReply)(nil),           // 8: harrier.v1.MatchedReply
-	(*StartdVacateRequest)(nil),    // 9: harrier.v1.StartdVacateRequest
-	(*StartdVacateReply)(nil),      // 10: harrier.v1.StartdVacateReply
-	(*KeepAliveRequest)(nil),       // 11: harrier.v1.KeepAliveRequest
-	(*KeepAliveReply)(nil),         // 12: harrier.v1.KeepAliveReply
-	(*StartdMatchedRequest)(nil),   // 13: harrier.v1.StartdMatchedRequest
-	(*StartdMatchedReply)(nil),     // 14: harrier.v1.StartdMatchedReply
-	(*RequestClaimRequest)(nil),    // 15: harrier.v1.RequestClaimRequest
-	(*RequestClaimReply)(nil),      // 16: harrier.v1.RequestClaimReply
-	(*ActivateClaimRequest)(nil),   // 17: harrier.v1.ActivateClaimRequest
-	(*ActivateClaimReply)(nil),     // 18: harrier.v1.ActivateClaimReply
-	(*ReleaseClaimRequest)(nil),    // 19: harrier.v1.ReleaseClaimRequest
-	(*ReleaseClaimReply)(nil),      // 20: harrier.v1.ReleaseClaimReply
-	(*CheckpointFilesRequest)(nil), // 21: harrier.v1.CheckpointFilesRequest
-	(*CheckpointFilesReply)(nil),   // 22: harrier.v1.CheckpointFilesReply
-	(*CheckpointChunk)(nil),        // 23: harrier.v1.CheckpointChunk
-	(*CheckpointInfo)(nil),         // 24: harrier.v1.CheckpointInfo
-	(*PutCheckpointReply)(nil),     // 25: harrier.v1.PutCheckpointReply
-	(*GetCheckpointRequest)(nil),   // 26: harrier.v1.GetCheckpointRequest
-	(*StarterMessage)(nil),         // 27: harrier.v1.StarterMessage
-	(*CheckpointFailed)(nil),       // 28: harrier.v1.CheckpointFailed
-	(*Suspended)(nil),              // 29: harrier.v1.Suspended
-	(*Resumed)(nil),                // 30: harrier.v1.Resumed
-	(*Hello)(nil),                  // 31: harrier.v1.Hello
-	(*Output)(nil),                 // 32: harrier.v1.Output
-	(*Started)(nil),                // 33: harrier.v1.Started
-	(*Usage)(nil),                  // 34: harrier.v1.Usage
-	(*Exited)(nil),                 // 35: harrier.v1.Exited
-	(*ShadowMessage)(nil),          // 36: harrier.v1.ShadowMessage
-	(*CheckpointNow)(nil),          // 37: harrier.v1.CheckpointNow
-	(*JobSpec)(nil),                // 38: harrier.v1.JobSpec
-	(*Kill)(nil),                   // 39: harrier.v1.Kill
-	(*ReadFileRequest)(nil),        // 40: harrier.v1.ReadFileRequest
-	(*FileChunk)(nil),              // 41: harrier.v1.FileChunk
-	(*ShellOpen)(nil),              // 42: harrier.v1.ShellOpen
-	(*ShellRequest)(nil),           // 43: harrier.v1.ShellRequest
-	(*ShellInput)(nil),             // 44: harrier.v1.ShellInput
-	(*ShellResize)(nil),            // 45: harrier.v1.ShellResize
-	(*ShellReply)(nil),             // 46: harrier.v1.ShellReply
-	(*ShellStarted)(nil),           // 47: harrier.v1.ShellStarted
-	(*ShellHello)(nil),             // 48: harrier.v1.ShellHello
-	(*ShellExited)(nil),            // 49: harrier.v1.ShellExited
+	(TransferEntry_Kind)(0),        // 0: harrier.v1.TransferEntry.Kind
+	(*AdvertiseRequest)(nil),       // 1: harrier.v1.AdvertiseRequest
+	(*AdvertiseJobsRequest)(nil),   // 2: harrier.v1.AdvertiseJobsRequest
+	(*AdvertiseReply)(nil),         // 3: harrier.v1.AdvertiseReply
+	(*InvalidateRequest)(nil),      // 4: harrier.v1.InvalidateRequest
+	(*InvalidateReply)(nil),        // 5: harrier.v1.InvalidateReply
+	(*QueryRequest)(nil),           // 6: harrier.v1.QueryRequest
+	(*QueryReply)(nil),             // 7: harrier.v1.QueryReply
+	(*MatchedRequest)(nil),         // 8: harrier.v1.MatchedRequest
+	(*MatchedReply)(nil),           // 9: harrier.v1.MatchedReply
+	(*StartdVacateRequest)(nil),    // 10: harrier.v1.StartdVacateRequest
+	(*StartdVacateReply)(nil),      // 11: harrier.v1.StartdVacateReply
+	(*KeepAliveRequest)(nil),       // 12: harrier.v1.KeepAliveRequest
+	(*KeepAliveReply)(nil),         // 13: harrier.v1.KeepAliveReply
+	(*StartdMatchedRequest)(nil),   // 14: harrier.v1.StartdMatchedRequest
+	(*StartdMatchedReply)(nil),     // 15: harrier.v1.StartdMatchedReply
+	(*RequestClaimRequest)(nil),    // 16: harrier.v1.RequestClaimRequest
+	(*RequestClaimReply)(nil),      // 17: harrier.v1.RequestClaimReply
+	(*ActivateClaimRequest)(nil),   // 18: harrier.v1.ActivateClaimRequest
+	(*ActivateClaimReply)(nil),     // 19: harrier.v1.ActivateClaimReply
+	(*ReleaseClaimRequest)(nil),    // 20: harrier.v1.ReleaseClaimRequest
+	(*ReleaseClaimReply)(nil),      // 21: harrier.v1.ReleaseClaimReply
+	(*TransferInputRequest)(nil),   // 22: harrier.v1.TransferInputRequest
+	(*TransferEntry)(nil),          // 23: harrier.v1.TransferEntry
+	(*TransferChunk)(nil),          // 24: harrier.v1.TransferChunk
+	(*TransferOutputReply)(nil),    // 25: harrier.v1.TransferOutputReply
+	(*CheckpointFilesRequest)(nil), // 26: harrier.v1.CheckpointFilesRequest
+	(*CheckpointFilesReply)(nil),   // 27: harrier.v1.CheckpointFilesReply
+	(*CheckpointChunk)(nil),        // 28: harrier.v1.CheckpointChunk
+	(*CheckpointInfo)(nil),         // 29: harrier.v1.CheckpointInfo
+	(*PutCheckpointReply)(nil),     // 30: harrier.v1.PutCheckpointReply
+	(*GetCheckpointRequest)(nil),   // 31: harrier.v1.GetCheckpointRequest
+	(*StarterMessage)(nil),         // 32: harrier.v1.StarterMessage
+	(*CheckpointFailed)(nil),       // 33: harrier.v1.CheckpointFailed
+	(*Suspended)(nil),              // 34: harrier.v1.Suspended
+	(*Resumed)(nil),                // 35: harrier.v1.Resumed
+	(*Hello)(nil),                  // 36: harrier.v1.Hello
+	(*Output)(nil),                 // 37: harrier.v1.Output
+	(*Started)(nil),                // 38: harrier.v1.Started
+	(*Usage)(nil),                  // 39: harrier.v1.Usage
+	(*Exited)(nil),                 // 40: harrier.v1.Exited
+	(*ShadowMessage)(nil),          // 41: harrier.v1.ShadowMessage
+	(*CheckpointNow)(nil),          // 42: harrier.v1.CheckpointNow
+	(*JobSpec)(nil),                // 43: harrier.v1.JobSpec
+	(*Kill)(nil),                   // 44: harrier.v1.Kill
+	(*ReadFileRequest)(nil),        // 45: harrier.v1.ReadFileRequest
+	(*FileChunk)(nil),              // 46: harrier.v1.FileChunk
+	(*ShellOpen)(nil),              // 47: harrier.v1.ShellOpen
+	(*ShellRequest)(nil),           // 48: harrier.v1.ShellRequest
+	(*ShellInput)(nil),             // 49: harrier.v1.ShellInput
+	(*ShellResize)(nil),            // 50: harrier.v1.ShellResize
+	(*ShellReply)(nil),             // 51: harrier.v1.ShellReply
+	(*ShellStarted)(nil),           // 52: harrier.v1.ShellStarted
+	(*ShellHello)(nil),             // 53: harrier.v1.ShellHello
+	(*ShellExited)(nil),            // 54: harrier.v1.ShellExited
 }
 var file_harrier_v1_harrier_proto_depIdxs = []int32{
-	24, // 0: harrier.v1.CheckpointChunk.info:type_name -> harrier.v1.CheckpointInfo
-	31, // 1: harrier.v1.StarterMessage.hello:type_name -> harrier.v1.Hello
-	32, // 2: harrier.v1.StarterMessage.output:type_name -> harrier.v1.Output
-	33, // 3: harrier.v1.StarterMessage.started:type_name -> harrier.v1.Started
-	34, // 4: harrier.v1.StarterMessage.usage:type_name -> harrier.v1.Usage
-	35, // 5: harrier.v1.StarterMessage.exited:type_name -> harrier.v1.Exited
-	29, // 6: harrier.v1.StarterMessage.suspended:type_name -> harrier.v1.Suspended
-	30, // 7: harrier.v1.StarterMessage.resumed:type_name -> harrier.v1.Resumed
-	28, // 8: harrier.v1.StarterMessage.checkpoint_failed:type_name -> harrier.v1.CheckpointFailed
-	34, // 9: harrier.v1.Exited.usage:type_name -> harrier.v1.Usage
-	38, // 10: harrier.v1.ShadowMessage.job:type_name -> harrier.v1.JobSpec
-	39, // 11: harrier.v1.ShadowMessage.kill:type_name -> harrier.v1.Kill
-	37, // 12: harrier.v1.ShadowMessage.checkpoint:type_name -> harrier.v1.CheckpointNow
-	42, // 13: harrier.v1.ShadowMessage.shell:type_name -> harrier.v1.ShellOpen
-	42, // 14: harrier.v1.ShellRequest.open:type_name -> harrier.v1.ShellOpen
-	44, // 15: harrier.v1.ShellRequest.input:type_name -> harrier.v1.ShellInput
-	45, // 16: harrier.v1.ShellRequest.resize:type_name -> harrier.v1.ShellResize
-	48, // 17: harrier.v1.ShellReply.hello:type_name -> harrier.v1.ShellHello
-	32, // 18: harrier.v1.ShellReply.output:type_name -> harrier.v1.Output
-	49, // 19: harrier.v1.ShellReply.exited:type_name -> harrier.v1.ShellExited
-	47, // 20: harrier.v1.ShellReply.started:type_name -> harrier.v1.ShellStarted
-	0,  // 21: harrier.v1.Collector.Advertise:input_type -> harrier.v1.AdvertiseRequest
-	1,  // 22: harrier.v1.Collector.AdvertiseJobs:input_type -> harrier.v1.AdvertiseJobsRequest
-	3,  // 23: harrier.v1.Collector.Invalidate:input_type -> harrier.v1.InvalidateRequest
-	5,  // 24: harrier.v1.Collector.Query:input_type -> harrier.v1.QueryRequest
-	7,  // 25: harrier.v1.Agent.Matched:input_type -> harrier.v1.MatchedRequest
-	13, // 26: harrier.v1.Startd.Matched:input_type -> harrier.v1.StartdMatchedRequest
-	15, // 27: harrier.v1.Startd.RequestClaim:input_type -> harrier.v1.RequestClaimRequest
-	17, // 28: harrier.v1.Startd.ActivateClaim:input_type -> harrier.v1.ActivateClaimRequest
-	19, // 29: harrier.v1.Startd.ReleaseClaim:input_type -> harrier.v1.ReleaseClaimRequest
-	11, // 30: harrier.v1.Startd.KeepAlive:input_type -> harrier.v1.KeepAliveRequest
-	9,  // 31: harrier.v1.Startd.Vacate:input_type -> harrier.v1.StartdVacateRequest
-	27, // 32: harrier.v1.Shadow.Attach:input_type -> harrier.v1.StarterMessage
-	40, // 33: harrier.v1.Shadow.ReadFile:input_type -> harrier.v1.ReadFileRequest
-	23, // 34: harrier.v1.Shadow.PutCheckpoint:input_type -> harrier.v1.CheckpointChunk
-	26, // 35: harrier.v1.Shadow.GetCheckpoint:input_type -> harrier.v1.GetCheckpointRequest
-	46, // 36: harrier.v1.Shadow.Shell:input_type -> harrier.v1.ShellReply
-	21, // 37: harrier.v1.Shadow.SaveCheckpointFiles:input_type -> harrier.v1.CheckpointFilesRequest
-	21, // 38: harrier.v1.Shadow.RestoreCheckpointFiles:input_type -> harrier.v1.CheckpointFilesRequest
-	2,  // 39: harrier.v1.Collector.Advertise:output_type -> harrier.v1.AdvertiseReply
-	2,  // 40: harrier.v1.Collector.AdvertiseJobs:output_type -> harrier.v1.AdvertiseReply
-	4,  // 41: harrier.v1.Collector.Invalidate:output_type -> harrier.v1.InvalidateReply
-	6,  // 42: harrier.v1.Collector.Query:output_type -> harrier.v1.QueryReply
-	8,  // 43: harrier.v1.Agent.Matched:output_type -> harrier.v1.MatchedReply
-	14, // 44: harrier.v1.Startd.Matched:output_type -> harrier.v1.StartdMatchedReply
-	16, // 45: harrier.v1.Startd.RequestClaim:output_type -> harrier.v1.RequestClaimReply
-	18, // 46: harrier.v1.Startd.ActivateClaim:output_type -> harrier.v1.ActivateClaimReply
-	20, // 47: harrier.v1.Startd.ReleaseClaim:output_type -> harrier.v1.ReleaseClaimReply
-	12, // 48: harrier.v1.Startd.KeepAlive:output_type -> harrier.v1.KeepAliveReply
-	10, // 49: harrier.v1.Startd.Vacate:output_type -> harrier.v1.StartdVacateReply
-	36, // 50: harrier.v1.Shadow.Attach:output_type -> harrier.v1.ShadowMessage
-	41, // 51: harrier.v1.Shadow.ReadFile:output_type -> harrier.v1.FileChunk
-	25, // 52: harrier.v1.Shadow.PutCheckpoint:output_type -> harrier.v1.PutCheckpointReply
-	23, // 53: harrier.v1.Shadow.GetCheckpoint:output_type -> harrier.v1.CheckpointChunk
-	43, // 54: harrier.v1.Shadow.Shell:output_type -> harrier.v1.ShellRequest
-	22, // 55: harrier.v1.Shadow.SaveCheckpointFiles:output_type -> harrier.v1.CheckpointFilesReply
-	22, // 56: harrier.v1.Shadow.RestoreCheckpointFiles:output_type -> harrier.v1.CheckpointFilesReply
-	39, // [39:57] is the sub-list for method output_type
-	21, // [21:39] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	0,  // 0: harrier.v1.TransferEntry.kind:type_name -> harrier.v1.TransferEntry.Kind
+	23, // 1: harrier.v1.TransferChunk.entry:type_name -> harrier.v1.TransferEntry
+	29, // 2: harrier.v1.CheckpointChunk.info:type_name -> harrier.v1.CheckpointInfo
+	36, // 3: harrier.v1.StarterMessage.hello:type_name -> harrier.v1.Hello
+	37, // 4: harrier.v1.StarterMessage.output:type_name -> harrier.v1.Output
+	38, // 5: harrier.v1.StarterMessage.started:type_name -> harrier.v1.Started
+	39, // 6: harrier.v1.StarterMessage.usage:type_name -> harrier.v1.Usage
+	40, // 7: harrier.v1.StarterMessage.exited:type_name -> harrier.v1.Exited
+	34, // 8: harrier.v1.StarterMessage.suspended:type_name -> harrier.v1.Suspended
+	35, // 9: harrier.v1.StarterMessage.resumed:type_name -> harrier.v1.Resumed
+	33, // 10: harrier.v1.StarterMessage.checkpoint_failed:type_name -> harrier.v1.CheckpointFailed
+	39, // 11: harrier.v1.Exited.usage:type_name -> harrier.v1.Usage
+	43, // 12: harrier.v1.ShadowMessage.job:type_name -> harrier.v1.JobSpec
+	44, // 13: harrier.v1.ShadowMessage.kill:type_name -> harrier.v1.Kill
+	42, // 14: harrier.v1.ShadowMessage.checkpoint:type_name -> harrier.v1.CheckpointNow
+	47, // 15: harrier.v1.ShadowMessage.shell:type_name -> harrier.v1.ShellOpen
+	47, // 16: harrier.v1.ShellRequest.open:type_name -> harrier.v1.ShellOpen
+	49, // 17: harrier.v1.ShellRequest.input:type_name -> harrier.v1.ShellInput
+	50, // 18: harrier.v1.ShellRequest.resize:type_name -> harrier.v1.ShellResize
+	53, // 19: harrier.v1.ShellReply.hello:type_name -> harrier.v1.ShellHello
+	37, // 20: harrier.v1.ShellReply.output:type_name -> harrier.v1.Output
+	54, // 21: harrier.v1.ShellReply.exited:type_name -> harrier.v1.ShellExited
+	52, // 22: harrier.v1.ShellReply.started:type_name -> harrier.v1.ShellStarted
+	1,  // 23: harrier.v1.Collector.Advertise:input_type -> harrier.v1.AdvertiseRequest
+	2,  // 24: harrier.v1.Collector.AdvertiseJobs:input_type -> harrier.v1.AdvertiseJobsRequest
+	4,  // 25: harrier.v1.Collector.Invalidate:input_type -> harrier.v1.InvalidateRequest
+	6,  // 26: harrier.v1.Collector.Query:input_type -> harrier.v1.QueryRequest
+	8,  // 27: harrier.v1.Agent.Matched:input_type -> harrier.v1.MatchedRequest
+	14, // 28: harrier.v1.Startd.Matched:input_type -> harrier.v1.StartdMatchedRequest
+	16, // 29: harrier.v1.Startd.RequestClaim:input_type -> harrier.v1.RequestClaimRequest
+	18, // 30: harrier.v1.Startd.ActivateClaim:input_type -> harrier.v1.ActivateClaimRequest
+	20, // 31: harrier.v1.Startd.ReleaseClaim:input_type -> harrier.v1.ReleaseClaimRequest
+	12, // 32: harrier.v1.Startd.KeepAlive:input_type -> harrier.v1.KeepAliveRequest
+	10, // 33: harrier.v1.Startd.Vacate:input_type -> harrier.v1.StartdVacateRequest
+	32, // 34: harrier.v1.Shadow.Attach:input_type -> harrier.v1.StarterMessage
+	45, // 35: harrier.v1.Shadow.ReadFile:input_type -> harrier.v1.ReadFileRequest
+	28, // 36: harrier.v1.Shadow.PutCheckpoint:input_type -> harrier.v1.CheckpointChunk
+	31, // 37: harrier.v1.Shadow.GetCheckpoint:input_type -> harrier.v1.GetCheckpointRequest
+	51, // 38: harrier.v1.Shadow.Shell:input_type -> harrier.v1.ShellReply
+	26, // 39: harrier.v1.Shadow.SaveCheckpointFiles:input_type -> harrier.v1.CheckpointFilesRequest
+	26, // 40: harrier.v1.Shadow.RestoreCheckpointFiles:input_type -> harrier.v1.CheckpointFilesRequest
+	22, // 41: harrier.v1.Shadow.TransferInput:input_type -> harrier.v1.TransferInputRequest
+	24, // 42: harrier.v1.Shadow.TransferOutput:input_type -> harrier.v1.TransferChunk
+	3,  // 43: harrier.v1.Collector.Advertise:output_type -> harrier.v1.AdvertiseReply
+	3,  // 44: harrier.v1.Collector.AdvertiseJobs:output_type -> harrier.v1.AdvertiseReply
+	5,  // 45: harrier.v1.Collector.Invalidate:output_type -> harrier.v1.InvalidateReply
+	7,  // 46: harrier.v1.Collector.Query:output_type -> harrier.v1.QueryReply
+	9,  // 47: harrier.v1.Agent.Matched:output_type -> harrier.v1.MatchedReply
+	15, // 48: harrier.v1.Startd.Matched:output_type -> harrier.v1.StartdMatchedReply
+	17, // 49: harrier.v1.Startd.RequestClaim:output_type -> harrier.v1.RequestClaimReply
+	19, // 50: harrier.v1.Startd.ActivateClaim:output_type -> harrier.v1.ActivateClaimReply
+	21, // 51: harrier.v1.Startd.ReleaseClaim:output_type -> harrier.v1.ReleaseClaimReply
+	13, // 52: harrier.v1.Startd.KeepAlive:output_type -> harrier.v1.KeepAliveReply
+	11, // 53: harrier.v1.Startd.Vacate:output_type -> harrier.v1.StartdVacateReply
+	41, // 54: harrier.v1.Shadow.Attach:output_type -> harrier.v1.ShadowMessage
+	46, // 55: harrier.v1.Shadow.ReadFile:output_type -> harrier.v1.FileChunk
+	30, // 56: harrier.v1.Shadow.PutCheckpoint:output_type -> harrier.v1.PutCheckpointReply
+	28, // 57: harrier.v1.Shadow.GetCheckpoint:output_type -> harrier.v1.CheckpointChunk
+	48, // 58: harrier.v1.Shadow.Shell:output_type -> harrier.v1.ShellRequest
+	27, // 59: harrier.v1.Shadow.SaveCheckpointFiles:output_type -> harrier.v1.CheckpointFilesReply
+	27, // 60: harrier.v1.Shadow.RestoreCheckpointFiles:output_type -> harrier.v1.CheckpointFilesReply
+	24, // 61: harrier.v1.Shadow.TransferInput:output_type -> harrier.v1.TransferChunk
+	25, // 62: harrier.v1.Shadow.TransferOutput:output_type -> harrier.v1.TransferOutputReply
+	43, // [43:63] is the sub-list for method output_type
+	23, // [23:43] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_harrier_v1_harrier_proto_init() }
@@ -3427,7 +3776,7 @@ func file_harrier_v1_harrier_proto_init() {
 	if File_harrier_v1_harrier_proto != nil {
 		return
 	}
-	file_harrier_v1_harrier_proto_msgTypes[27].OneofWrappers = []any{
+	file_harrier_v1_harrier_proto_msgTypes[31].OneofWrappers = []any{
 		(*StarterMessage_Hello)(nil),
 		(*StarterMessage_Output)(nil),
 		(*StarterMessage_Started)(nil),
@@ -3437,18 +3786,18 @@ func file_harrier_v1_harrier_proto_init() {
 		(*StarterMessage_Resumed)(nil),
 		(*StarterMessage_CheckpointFailed)(nil),
 	}
-	file_harrier_v1_harrier_proto_msgTypes[36].OneofWrappers = []any{
+	file_harrier_v1_harrier_proto_msgTypes[40].OneofWrappers = []any{
 		(*ShadowMessage_Job)(nil),
 		(*ShadowMessage_Kill)(nil),
 		(*ShadowMessage_Checkpoint)(nil),
 		(*ShadowMessage_Shell)(nil),
 	}
-	file_harrier_v1_harrier_proto_msgTypes[43].OneofWrappers = []any{
+	file_harrier_v1_harrier_proto_msgTypes[47].OneofWrappers = []any{
 		(*ShellRequest_Open)(nil),
 		(*ShellRequest_Input)(nil),
 		(*ShellRequest_Resize)(nil),
 	}
-	file_harrier_v1_harrier_proto_msgTypes[46].OneofWrappers = []any{
+	file_harrier_v1_harrier_proto_msgTypes[50].OneofWrappers = []any{
 		(*ShellReply_Hello)(nil),
 		(*ShellReply_Output)(nil),
 		(*ShellReply_Exited)(nil),
@@ -3459,13 +3808,14 @@ func file_harrier_v1_harrier_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harrier_v1_harrier_proto_rawDesc), len(file_harrier_v1_harrier_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   50,
+			NumEnums:      1,
+			NumMessages:   54,
 			NumExtensions: 0,
 			NumServices:   4,
 		},
 		GoTypes:           file_harrier_v1_harrier_proto_goTypes,
 		DependencyIndexes: file_harrier_v1_harrier_proto_depIdxs,
+		EnumInfos:         file_harrier_v1_harrier_proto_enumTypes,
 		MessageInfos:      file_harrier_v1_harrier_proto_msgTypes,
 	}.Build()
 	File_harrier_v1_harrier_proto = out.File

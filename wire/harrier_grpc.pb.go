@@ -700,6 +700,8 @@ const (
 	Shadow_Shell_FullMethodName                  = "/harrier.v1.Shadow/Shell"
 	Shadow_SaveCheckpointFiles_FullMethodName    = "/harrier.v1.Shadow/SaveCheckpointFiles"
 	Shadow_RestoreCheckpointFiles_FullMethodName = "/harrier.v1.Shadow/RestoreCheckpointFiles"
+	Shadow_TransferInput_FullMethodName          = "/harrier.v1.Shadow/TransferInput"
+	Shadow_TransferOutput_FullMethodName         = "/harrier.v1.Shadow/TransferOutput"
 )
 
 // ShadowClient is the client API for Shadow service.
@@ -737,6 +739,19 @@ type ShadowClient interface {
 	// RestoreCheckpointFiles puts the job's latest saved checkpoint files
 	// back into its submit-side directory, before it starts again.
 	RestoreCheckpointFiles(ctx context.Context, in *CheckpointFilesRequest, opts ...grpc.CallOption) (*CheckpointFilesReply, error)
+	// TransferInput streams the input files of a job that has its files
+	// transferred (should_transfer_files = YES): its transfer_input_files,
+	// then the intermediate files an earlier run left when it was evicted
+	// (when_to_transfer_output = ON_EXIT_OR_EVICT), as one stream of
+	// entries (see TransferChunk). A missing or unreadable file fails the
+	// call before any entry is sent, naming the file (FailedPrecondition;
+	// ResourceExhausted when over max_transfer_input_mb).
+	TransferInput(ctx context.Context, in *TransferInputRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[TransferChunk], error)
+	// TransferOutput sends the job's output files home, into its
+	// submit-side directory (or, intermediate, into its owner's store for
+	// its next start). Each file appears under its final name whole or not
+	// at all.
+	TransferOutput(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[TransferChunk, TransferOutputReply], error)
 }
 
 type shadowClient struct {
@@ -844,6 +859,38 @@ func (c *shadowClient) RestoreCheckpointFiles(ctx context.Context, in *Checkpoin
 	return out, nil
 }
 
+func (c *shadowClient) TransferInput(ctx context.Context, in *TransferInputRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[TransferChunk], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Shadow_ServiceDesc.Streams[5], Shadow_TransferInput_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[TransferInputRequest, TransferChunk]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Shadow_TransferInputClient = grpc.ServerStreamingClient[TransferChunk]
+
+func (c *shadowClient) TransferOutput(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[TransferChunk, TransferOutputReply], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Shadow_ServiceDesc.Streams[6], Shadow_TransferOutput_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[TransferChunk, TransferOutputReply]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Shadow_TransferOutputClient = grpc.ClientStreamingClient[TransferChunk, TransferOutputReply]
+
 // ShadowServer is the server API for Shadow service.
 // All implementations must embed UnimplementedShadowServer
 // for forward compatibility.
@@ -879,6 +926,19 @@ type ShadowServer interface {
 	// RestoreCheckpointFiles puts the job's latest saved checkpoint files
 	// back into its submit-side directory, before it starts again.
 	RestoreCheckpointFiles(context.Context, *CheckpointFilesRequest) (*CheckpointFilesReply, error)
+	// TransferInput streams the input files of a job that has its files
+	// transferred (should_transfer_files = YES): its transfer_input_files,
+	// then the intermediate files an earlier run left when it was evicted
+	// (when_to_transfer_output = ON_EXIT_OR_EVICT), as one stream of
+	// entries (see TransferChunk). A missing or unreadable file fails the
+	// call before any entry is sent, naming the file (FailedPrecondition;
+	// ResourceExhausted when over max_transfer_input_mb).
+	TransferInput(*TransferInputRequest, grpc.ServerStreamingServer[TransferChunk]) error
+	// TransferOutput sends the job's output files home, into its
+	// submit-side directory (or, intermediate, into its owner's store for
+	// its next start). Each file appears under its final name whole or not
+	// at all.
+	TransferOutput(grpc.ClientStreamingServer[TransferChunk, TransferOutputReply]) error
 	mustEmbedUnimplementedShadowServer()
 }
 
@@ -909,6 +969,12 @@ func (UnimplementedShadowServer) SaveCheckpointFiles(context.Context, *Checkpoin
 }
 func (UnimplementedShadowServer) RestoreCheckpointFiles(context.Context, *CheckpointFilesRequest) (*CheckpointFilesReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method RestoreCheckpointFiles not implemented")
+}
+func (UnimplementedShadowServer) TransferInput(*TransferInputRequest, grpc.ServerStreamingServer[TransferChunk]) error {
+	return status.Error(codes.Unimplemented, "method TransferInput not implemented")
+}
+func (UnimplementedShadowServer) TransferOutput(grpc.ClientStreamingServer[TransferChunk, TransferOutputReply]) error {
+	return status.Error(codes.Unimplemented, "method TransferOutput not implemented")
 }
 func (UnimplementedShadowServer) mustEmbedUnimplementedShadowServer() {}
 func (UnimplementedShadowServer) testEmbeddedByValue()                {}
@@ -1010,6 +1076,24 @@ func _Shadow_RestoreCheckpointFiles_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Shadow_TransferInput_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(TransferInputRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(ShadowServer).TransferInput(m, &grpc.GenericServerStream[TransferInputRequest, TransferChunk]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Shadow_TransferInputServer = grpc.ServerStreamingServer[TransferChunk]
+
+func _Shadow_TransferOutput_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(ShadowServer).TransferOutput(&grpc.GenericServerStream[TransferChunk, TransferOutputReply]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Shadow_TransferOutputServer = grpc.ClientStreamingServer[TransferChunk, TransferOutputReply]
+
 // Shadow_ServiceDesc is the grpc.ServiceDesc for Shadow service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1052,6 +1136,16 @@ var Shadow_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "Shell",
 			Handler:       _Shadow_Shell_Handler,
 			ServerStreams: true,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "TransferInput",
+			Handler:       _Shadow_TransferInput_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "TransferOutput",
+			Handler:       _Shadow_TransferOutput_Handler,
 			ClientStreams: true,
 		},
 	},

@@ -51,11 +51,15 @@ var commandTable = []commandEntry{
 	{"hold", func(j *job, name, v string) (err error) { j.hold, err = parseBool(name, v); return err }},
 	{"notification", setNotification},
 	{"notify_user", stringAttr("NotifyUser")},
-	{"should_transfer_files", only("ShouldTransferFiles", "NO", noTransfer, "YES", "IF_NEEDED")},
-	{"when_to_transfer_output", only("WhenToTransferOutput", "ON_EXIT",
-		"output is written in place, through the shadow, as the job writes it; ON_EXIT is accepted",
-		"ON_EXIT_OR_EVICT", "ON_SUCCESS")},
+	{"should_transfer_files", oneOf("ShouldTransferFiles", "YES", "NO", "IF_NEEDED")},
+	{"when_to_transfer_output", oneOf("WhenToTransferOutput", "ON_EXIT", "ON_EXIT_OR_EVICT", "ON_SUCCESS")},
 	{"transfer_executable", setTransferExecutable},
+	{"transfer_input_files", setTransferInput},
+	{"transfer_output_files", setTransferOutput},
+	{"transfer_output_remaps", setTransferRemaps},
+	{"max_transfer_input_mb", intAttr("MaxTransferInputMB")},
+	{"max_transfer_output_mb", intAttr("MaxTransferOutputMB")},
+	{"preserve_relative_paths", boolAttr("PreserveRelativePaths")},
 	{"stream_input", onlyFalse("the starter copies the job's input to the execute machine before the job starts")},
 	{"stream_output", boolAttr("StreamOut")},
 	{"stream_error", boolAttr("StreamErr")},
@@ -235,21 +239,6 @@ func setNotification(j *job, name, v string) error {
 	return fmt.Errorf("bad %s %q (want never, always, complete or error)", name, v)
 }
 
-// setTransferExecutable accepts true, the default: the starter always
-// fetches the executable from the submit machine through the shadow.
-func setTransferExecutable(j *job, name, v string) error {
-	b, err := parseBool(name, v)
-	if err != nil {
-		return err
-	}
-	if !b {
-		return valueNotSupported(name, v, "the executable always comes from the submit machine, through the shadow; "+
-			"name a program of the submit machine, or start one installed on the execute machines from a script")
-	}
-	j.ad.SetBool("TransferExecutable", true)
-	return nil
-}
-
 // setRequestGPUs accepts a request for no GPU.
 func setRequestGPUs(j *job, name, v string) error {
 	if n, err := strconv.ParseInt(v, 10, 64); err == nil && n == 0 {
@@ -346,19 +335,16 @@ func onlyFalse(reason string) command {
 	}
 }
 
-// only accepts the one value of an enumeration that is what Harrier does,
-// and records it in attr.
-func only(attr, accepted, reason string, others ...string) command {
+// oneOf accepts the values of an enumeration, in any case, and records
+// the value in attr as HTCondor spells it.
+func oneOf(attr string, values ...string) command {
 	return func(j *job, name, v string) error {
-		u := strings.ToUpper(v)
-		if u == accepted {
-			j.ad.SetString(attr, accepted)
-			return nil
+		u := strings.ToUpper(strings.TrimSpace(v))
+		if !slices.Contains(values, u) {
+			return fmt.Errorf("bad %s %q (want %s)", name, v, strings.Join(values, ", "))
 		}
-		if !slices.Contains(others, u) {
-			return fmt.Errorf("bad %s %q (want %s)", name, v, strings.Join(append([]string{accepted}, others...), ", "))
-		}
-		return valueNotSupported(name, v, reason)
+		j.ad.SetString(attr, u)
+		return nil
 	}
 }
 

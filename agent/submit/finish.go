@@ -25,7 +25,9 @@ func (b *builder) finish(j *job, p *plan) error {
 		return errorf(p.queue.file, p.queue.line, "no executable given")
 	}
 	cmd, e := b.cmd.resolve(b.dir, j.exe)
-	if !j.skipChecks {
+	// An executable that is not transferred is a program of the execute
+	// machine: nothing to check here.
+	if transferExe, _ := ad.EvalBool("TransferExecutable"); !j.skipChecks && transferExe {
 		if err := b.checkExecutable(cmd); err != nil {
 			return errorf(p.exe.file, p.exe.line, "%w", err)
 		}

@@ -8,15 +8,15 @@ import (
 // Harrier refuses what it would otherwise accept and ignore: a documented
 // condor_submit command that no Harrier daemon acts on is an error that
 // names it and says what to do instead. A command whose value is what
-// Harrier does anyway (should_transfer_files = NO) is accepted. This file
+// Harrier does anyway (stream_input = false) is accepted. This file
 // holds the commands refused whatever their value; commands.go refuses
 // the values it cannot honour of the commands it implements.
 
 // Reasons shared by several commands.
 const (
-	noTransfer = "Harrier does not transfer files: a job opens the files of its initial directory in place, " +
-		"through its shadow (remote I/O); remove it and give paths relative to initialdir " +
-		"(fetch_files copies a file to the execute machine when the job opens it)"
+	noTransfer = "Harrier's file transfer (should_transfer_files = YES) does not do this yet: " +
+		"inputs are files, directories and file://, http:// or https:// URLs (transfer_input_files), outputs come back " +
+		"into the initial directory (transfer_output_files, transfer_output_remaps)"
 	noGrid      = "the grid universe is not available: Harrier runs jobs on its own pool only"
 	noVM        = "the vm universe is not available"
 	noContainer = "the docker and container universes are not available: every Harrier job already runs in its own container of the execute machine's system"
@@ -53,20 +53,14 @@ func unlessFalse(reason string) refusal {
 // other than those handled in commands.go.
 var refusals = map[string]refusal{
 	// file transfer
-	"transfer_input_files":              always(noTransfer),
-	"transfer_output_files":             always(noTransfer),
-	"transfer_output_remaps":            always(noTransfer + "; file_remaps renames files as the job opens them"),
 	"transfer_input_manifest_sha256":    always(noTransfer),
-	"transfer_plugins":                  always(noTransfer),
+	"transfer_plugins":                  always("external transfer plugins are not run yet: the starter fetches file://, http:// and https:// URLs itself"),
 	"output_destination":                always(noTransfer),
-	"max_transfer_input_mb":             always(noTransfer),
-	"max_transfer_output_mb":            always(noTransfer),
 	"encrypt_input_files":               always(noTransfer + "; the shadow's connections are always encrypted"),
 	"encrypt_output_files":              always(noTransfer + "; the shadow's connections are always encrypted"),
 	"dont_encrypt_input_files":          always(noTransfer + "; the shadow's connections are always encrypted"),
 	"dont_encrypt_output_files":         always(noTransfer + "; the shadow's connections are always encrypted"),
 	"erase_output_and_error_on_restart": always("Harrier truncates output and error when a job starts afresh and appends to them when it resumes from a checkpoint"),
-	"preserve_relative_paths":           unlessFalse(noTransfer),
 	"aws_access_key_id_file":            always(noTransfer),
 	"aws_secret_access_key_file":        always(noTransfer),
 	"aws_region":                        always(noTransfer),

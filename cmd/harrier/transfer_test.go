@@ -1,0 +1,288 @@
+package main
+
+import (
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// transferTree writes the tree a job's inputs round-trip: nested
+// directories, empty files and directories, links inside the tree, odd
+// names.
+func transferTree(t *testing.T, dir string) {
+	t.Helper()
+	for name, data := range map[string]string{
+		"top.txt":                 "top\n",
+		"empty":                   "",
+		"a/b/c/deep.dat":          strings.Repeat("deep", 10000),
+		"a/with space.txt":        "spaces\n",
+		"ünïcode dir/naïve ☃.txt": "snow\n",
+		"ünïcode dir/empty too":   "",
+		"a/b/script.sh":           "#!/bin/sh\n",
+	} {
+		writeFile(t, filepath.Join(dir, name), data, 0o644)
+	}
+	if err := os.Chmod(filepath.Join(dir, "a/b/script.sh"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "empty dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, target := range map[string]string{"link": "top.txt", "a/b/up": "../with space.txt"} {
+		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// treeListing describes a tree: each name with its kind, permissions and
+// contents or link target.
+func treeListing(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		info, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		switch {
+		case rel == ".":
+		case d.Type()&fs.ModeSymlink != 0:
+			target, _ := os.Readlink(p)
+			out[rel] = "link to " + target
+		case d.IsDir():
+			out[rel] = "dir " + info.Mode().Perm().String()
+		default:
+			b, _ := os.ReadFile(p)
+			out[rel] = fmt.Sprintf("%s %d bytes %q", info.Mode().Perm(), len(b), b[:min(len(b), 20)])
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// chownAll gives the tree to uid:gid, links too.
+func chownAll(t *testing.T, dir string, uid, gid uint32) {
+	t.Helper()
+	err := filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, int(uid), int(gid))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFileTransfer runs jobs with should_transfer_files = YES as a real
+// user: a tree of inputs round-trips exactly through a job that works in
+// its scratch directory and copies it to its outputs; a URL input comes
+// from a loopback HTTP server, and only the files the job made come back
+// by default; a missing input, another user's file named by its path and
+// an output link pointing out of the job's directory hold their jobs
+// with HTCondor's codes and the file's name; a name climbing out of the
+// job's directory is refused at submit. The transfers are in the job's
+// event log (040) and ad.
+func TestFileTransfer(t *testing.T) {
+	bin := publicBinary(t)
+	p := startPoolFrom(t, bin, 1, "")
+	owner, other := newUser(t), newUser(t)
+	uid, gid := lookupIDs(t, owner.Username)
+	dir := filepath.Join(owner.HomeDir, "xfer")
+	transferTree(t, filepath.Join(dir, "tree"))
+	writeFile(t, filepath.Join(dir, "flat", "inner.dat"), "inner\n", 0o644)
+	writeFile(t, filepath.Join(dir, "copy.sh"), `#!/bin/sh
+pwd > where.txt
+{ test -f inner.dat && echo "flat contents at the top"; test -d flat || echo "no flat directory"; } > report.txt
+cp -a tree out_tree
+`, 0o755)
+	writeFile(t, filepath.Join(dir, "url.sh"), "#!/bin/sh\ncat data.bin > got.txt\n", 0o755)
+	writeFile(t, filepath.Join(dir, "leak.sh"), "#!/bin/sh\nln -s /etc/passwd leak\n", 0o755)
+	chownAll(t, dir, uid, gid)
+	secret := filepath.Join(other.HomeDir, "secret.txt")
+	writeFile(t, secret, "the other user's\n", 0o600)
+	ou, og := lookupIDs(t, other.Username)
+	chownAll(t, secret, ou, og)
+
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/files/data.bin" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprint(w, "served over http\n")
+	})}
+	go srv.Serve(lis)
+	t.Cleanup(func() { srv.Close() })
+
+	round := p.submitAs(t, owner.Username, dir, "round.sub", `executable = copy.sh
+should_transfer_files = YES
+transfer_input_files = tree, flat/
+transfer_output_files = out_tree, report.txt, where.txt
+log = round.log
+queue
+`)
+	url := p.submitAs(t, owner.Username, dir, "url.sub", fmt.Sprintf(`executable = url.sh
+should_transfer_files = YES
+transfer_input_files = http://%s/files/data.bin
+output = url.out
+queue
+`, lis.Addr()))
+	missing := p.submitAs(t, owner.Username, dir, "missing.sub", `executable = copy.sh
+should_transfer_files = YES
+transfer_input_files = tree, missing.dat
+queue
+`)
+	stolen := p.submitAs(t, owner.Username, dir, "stolen.sub", `executable = url.sh
+should_transfer_files = YES
+transfer_input_files = `+secret+`
+queue
+`)
+	leak := p.submitAs(t, owner.Username, dir, "leak.sub", `executable = leak.sh
+should_transfer_files = YES
+transfer_output_files = leak
+queue
+`)
+	writeFile(t, filepath.Join(dir, "climb.sub"), "executable = copy.sh\nshould_transfer_files = YES\ntransfer_input_files = ../x\nqueue\n", 0o644)
+	if out, code := harrierAs(t, p.env, owner.Username, "submit", filepath.Join(dir, "climb.sub")); code == 0 || !strings.Contains(out, "..") {
+		t.Errorf("submit with transfer_input_files = ../x: exit %d: %s; want it refused", code, out)
+	}
+
+	id := func(c int) string { return fmt.Sprintf("%d.0", c) }
+	for _, c := range []int{round, url} {
+		if out, code := p.harrier(t, "wait", "--timeout", "60", id(c)); code != 0 {
+			t.Fatalf("wait %s: exit %d: %s", id(c), code, out)
+		}
+	}
+	want, got := treeListing(t, filepath.Join(dir, "tree")), treeListing(t, filepath.Join(dir, "out_tree"))
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("out_tree/%s: %s, want %s", name, got[name], w)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("out_tree has %d entries, tree %d", len(got), len(want))
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "report.txt")); string(b) != "flat contents at the top\nno flat directory\n" {
+		t.Errorf("report.txt: %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "where.txt")); strings.TrimSpace(string(b)) == dir || len(b) == 0 {
+		t.Errorf("the job worked in %q, not in its scratch directory", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "got.txt")); string(b) != "served over http\n" {
+		t.Errorf("got.txt: %q, want the URL's contents", b)
+	}
+	// An input the job did not change is not one of its outputs.
+	if _, err := os.Stat(filepath.Join(dir, "data.bin")); !os.IsNotExist(err) {
+		t.Errorf("the unchanged URL input came back as an output: %v", err)
+	}
+	h := p.historyAd(t, id(round))
+	if n, _ := h["BytesRecvd"].(float64); n < 40000 {
+		t.Errorf("BytesRecvd %v: want the inputs' bytes counted", h["BytesRecvd"])
+	}
+	if n, _ := h["TransferInputFiles"].(float64); n != 8 {
+		t.Errorf("TransferInputFiles %v, want the 7 files of tree and flat/'s one", h["TransferInputFiles"])
+	}
+	if n, _ := h["BytesSent"].(float64); n < 40000 {
+		t.Errorf("BytesSent %v: want the outputs' bytes counted", h["BytesSent"])
+	}
+	log, _ := os.ReadFile(filepath.Join(dir, "round.log"))
+	for _, s := range []string{"Started transferring input files", "Finished transferring input files",
+		"Started transferring output files", "Finished transferring output files", "8  -  Files Transferred"} {
+		if !strings.Contains(string(log), s) {
+			t.Errorf("the event log lacks %q:\n%s", s, log)
+		}
+	}
+
+	held := func(c int, code float64, names ...string) {
+		t.Helper()
+		eventually(t, 120*time.Second, "job "+id(c)+" held", func() bool { return p.jobStatus(t, id(c)) == 5 })
+		q := p.jobs(t, "q", id(c))[0]
+		reason, _ := q["HoldReason"].(string)
+		if q["HoldReasonCode"] != code {
+			t.Errorf("job %s: HoldReasonCode %v, want %v (%s)", id(c), q["HoldReasonCode"], code, reason)
+		}
+		for _, n := range names {
+			if !strings.Contains(reason, n) {
+				t.Errorf("job %s: hold reason %q does not say %q", id(c), reason, n)
+			}
+		}
+	}
+	held(missing, 13, "missing.dat")
+	held(stolen, 13, secret, "permission denied")
+	held(leak, 12, "leak")
+	if _, err := os.Lstat(filepath.Join(dir, "leak")); !os.IsNotExist(err) {
+		t.Errorf("the link out of the job's directory came home: %v", err)
+	}
+}
+
+// TestTransferOnExitOrEvict: an evicted job with when_to_transfer_output
+// = ON_EXIT_OR_EVICT sends its intermediate files home, and they come
+// back with its next start, on another machine: it goes on from them.
+func TestTransferOnExitOrEvict(t *testing.T) {
+	bin := publicBinary(t)
+	p := startPoolFrom(t, bin, 2, "")
+	owner := newUser(t)
+	uid, gid := lookupIDs(t, owner.Username)
+	dir := filepath.Join(owner.HomeDir, "evict")
+	writeFile(t, filepath.Join(dir, "count.sh"), `#!/bin/sh
+n=$(cat progress.txt 2>/dev/null || echo 0)
+echo "start at $n"
+while [ "$n" -lt 12 ]; do
+	n=$((n + 1))
+	echo "$n" > progress.txt
+	echo "step $n"
+	sleep 1
+done
+`, 0o755)
+	chownAll(t, dir, uid, gid)
+	c := p.submitAs(t, owner.Username, dir, "count.sub", `executable = count.sh
+should_transfer_files = YES
+when_to_transfer_output = ON_EXIT_OR_EVICT
+want_checkpoint = false
+requirements = TARGET.Name =!= MY.LastRemoteHost
+output = count.out
+log = count.log
+queue
+`)
+	id := fmt.Sprintf("%d.0", c)
+	out := func() string { b, _ := os.ReadFile(filepath.Join(dir, "count.out")); return string(b) }
+	eventually(t, 90*time.Second, "the job to count to 4", func() bool { return strings.Contains(out(), "step 4\n") })
+	p.must(t, "vacate", id)
+	if o, code := p.harrier(t, "wait", "--timeout", "120", id); code != 0 {
+		t.Fatalf("wait: exit %d: %s", code, o)
+	}
+	// The second run's output replaces the first's: it started where the
+	// first left its progress, not at 0.
+	o := out()
+	if strings.Contains(o, "start at 0") || !strings.Contains(o, "step 12") {
+		t.Errorf("the run after the eviction did not go on from its intermediate files:\n%s", o)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "progress.txt")); strings.TrimSpace(string(b)) != "12" {
+		t.Errorf("progress.txt: %q, want the final output", b)
+	}
+	h := p.historyAd(t, id)
+	if h["NumJobStarts"] != 2.0 {
+		t.Errorf("NumJobStarts %v, want 2", h["NumJobStarts"])
+	}
+	if _, err := os.Stat(filepath.Join(p.dir, "spool", "checkpoints", owner.Username, id+".xfer")); !os.IsNotExist(err) {
+		t.Errorf("the intermediate files outlived the job: %v", err)
+	}
+}

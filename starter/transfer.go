@@ -1,0 +1,369 @@
+package starter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/transfer"
+	"harrier.dev/harrier/wire"
+)
+
+// Hold codes of file transfer, as HTCondor numbers them.
+const (
+	holdCodeOutput         = 12 // an output file could not be transferred
+	holdCodeInputTooLarge  = 32 // max_transfer_input_mb
+	holdCodeOutputTooLarge = 33 // max_transfer_output_mb
+)
+
+// urlTimeout bounds the fetch of one URL input.
+const urlTimeout = 10 * time.Minute
+
+// fileTransfer is HTCondor's file transfer for a job with
+// should_transfer_files = YES: it runs in its scratch directory, where
+// its inputs are put before it starts (transfer_input_files, through the
+// shadow, and URLs fetched here), and from where its outputs go home
+// when it ends (transfer_output_files, or every file it made or changed
+// at the top of the directory), or, ON_EXIT_OR_EVICT, when it is evicted.
+// IF_NEEDED means remote I/O: every execute machine reaches the shadow.
+type fileTransfer struct {
+	client  wire.ShadowClient
+	secret  string
+	scratch string
+	job     *classad.ClassAd
+	exe     string // the executable's name in the scratch directory
+	logger  *slog.Logger
+	// before is the top of the scratch directory as the job found it: a
+	// file not there, or changed since, is an output.
+	before map[string]stamp
+}
+
+type stamp struct {
+	size  int64
+	mtime time.Time
+}
+
+// transferFor returns the file transfer of job, or nil if it has none.
+func transferFor(job *classad.ClassAd, client wire.ShadowClient, secret, scratch, exe string, logger *slog.Logger) *fileTransfer {
+	if v, _ := job.EvalString("ShouldTransferFiles"); strings.ToUpper(v) != "YES" {
+		return nil
+	}
+	return &fileTransfer{client: client, secret: secret, scratch: scratch, job: job, exe: filepath.Base(exe), logger: logger}
+}
+
+// inputs puts the job's inputs into its scratch directory; a failure
+// gives the hold that names the file.
+func (x *fileTransfer) inputs(ctx context.Context) *wire.Exited {
+	root, err := os.OpenRoot(x.scratch)
+	if err != nil {
+		return &wire.Exited{HoldReason: "Cannot open the scratch directory: " + err.Error(), HoldCode: holdCodeInput}
+	}
+	defer root.Close()
+	began := time.Now()
+	n, size, err := x.fromShadow(ctx, root)
+	if err != nil {
+		code := holdCodeInput
+		if status.Code(err) == codes.ResourceExhausted {
+			code = holdCodeInputTooLarge
+		}
+		return &wire.Exited{HoldReason: "Failed to transfer input files: " + grpcMessage(err), HoldCode: int32(code)}
+	}
+	list, _ := x.job.EvalString("TransferInput")
+	for entry := range strings.SplitSeq(list, ",") {
+		if entry = strings.TrimSpace(entry); !strings.Contains(entry, "://") {
+			continue
+		}
+		b, err := fetchURL(ctx, root, entry)
+		if err != nil {
+			return &wire.Exited{HoldReason: fmt.Sprintf("Failed to transfer input file %s: %v", entry, err), HoldCode: holdCodeInput}
+		}
+		n, size = n+1, size+b
+	}
+	x.logger.Info("inputs in place", "files", n, "bytes", size, "took", time.Since(began))
+	x.before, err = topLevel(root)
+	if err != nil {
+		return &wire.Exited{HoldReason: "Cannot list the scratch directory: " + err.Error(), HoldCode: holdCodeInput}
+	}
+	return nil
+}
+
+// fromShadow receives the stream of the shadow's TransferInput.
+func (x *fileTransfer) fromShadow(ctx context.Context, root *os.Root) (int, int64, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := x.client.TransferInput(ctx, &wire.TransferInputRequest{Secret: x.secret})
+	if err != nil {
+		return 0, 0, err
+	}
+	r := &transfer.Receiver{To: root}
+	var c wire.TransferChunk
+	for {
+		c.Reset()
+		err := stream.RecvMsg(&c)
+		if errors.Is(err, io.EOF) {
+			return r.Files, r.Bytes, r.Close()
+		}
+		if err != nil {
+			r.Abort()
+			return 0, 0, err
+		}
+		if err := r.Chunk(&c); err != nil {
+			return 0, 0, err
+		}
+	}
+}
+
+// fetchURL fetches a URL input (HTCondor's built-in file and http(s)
+// plugins) into the top of the scratch directory under its last path
+// element. A file:// URL names a file of this machine, which is read only
+// if anyone may read it: the starter reads as root.
+func fetchURL(ctx context.Context, root *os.Root, raw string) (int64, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return 0, err
+	}
+	name := path.Base(u.Path)
+	if name == "/" || name == "." || name == "" {
+		return 0, errors.New("the URL names no file")
+	}
+	var body io.Reader
+	switch strings.ToLower(u.Scheme) {
+	case "http", "https":
+		ctx, cancel := context.WithTimeout(ctx, urlTimeout)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, raw, nil)
+		if err != nil {
+			return 0, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return 0, fmt.Errorf("%s", resp.Status)
+		}
+		body = resp.Body
+	case "file":
+		f, err := openForAnyone(u.Path)
+		if err != nil {
+			return 0, err
+		}
+		defer f.Close()
+		body = f
+	default:
+		return 0, fmt.Errorf("no plugin for %s:// URLs", u.Scheme)
+	}
+	return transfer.WriteFile(root, name, body, 0o644)
+}
+
+// openForAnyone opens path if every user of the machine may read it.
+func openForAnyone(p string) (*os.File, error) {
+	p = filepath.Clean(p)
+	for d := filepath.Dir(p); ; d = filepath.Dir(d) {
+		st, err := os.Stat(d)
+		if err != nil {
+			return nil, err
+		}
+		if st.Mode().Perm()&0o001 == 0 {
+			return nil, fmt.Errorf("%s: %w (not open to every user)", d, fs.ErrPermission)
+		}
+		if d == "/" {
+			break
+		}
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err == nil && (!st.Mode().IsRegular() || st.Mode().Perm()&0o004 == 0) {
+		err = fmt.Errorf("%s: %w (not a regular file every user may read)", p, fs.ErrPermission)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// topLevel lists the regular files at the top of the directory.
+func topLevel(root *os.Root) (map[string]stamp, error) {
+	entries, err := fs.ReadDir(root.FS(), ".")
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[string]stamp, len(entries))
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		m[e.Name()] = stamp{info.Size(), info.ModTime()}
+	}
+	return m, nil
+}
+
+// outputs sends the job's outputs home when its end calls for it, and
+// returns how the job ended as the shadow must hear it: held, with the
+// file's name, if they could not be sent.
+func (x *fileTransfer) outputs(ctx context.Context, ex *wire.Exited, killed bool) *wire.Exited {
+	when, _ := x.job.EvalString("WhenToTransferOutput")
+	when = strings.ToUpper(when)
+	intermediate := false
+	switch {
+	case killed || ex.HoldReason != "" || x.before == nil:
+		return ex // removed, held, or never started
+	case ex.Evicted:
+		if when != "ON_EXIT_OR_EVICT" {
+			return ex
+		}
+		intermediate = true
+	case when == "ON_SUCCESS" && (ex.BySignal || ex.ExitCode != 0):
+		x.logger.Info("the job did not succeed; its outputs stay here (when_to_transfer_output = ON_SUCCESS)")
+		return ex
+	}
+	root, err := os.OpenRoot(x.scratch)
+	if err == nil {
+		defer root.Close()
+		err = x.send(ctx, root, intermediate)
+	}
+	if err == nil {
+		return ex
+	}
+	if intermediate {
+		// The job runs again all the same, from its inputs.
+		x.logger.Warn("the evicted job's intermediate files were not sent home", "err", err)
+		return ex
+	}
+	code := holdCodeOutput
+	if status.Code(err) == codes.ResourceExhausted {
+		code = holdCodeOutputTooLarge
+	}
+	return &wire.Exited{HoldReason: "Failed to transfer output files: " + grpcMessage(err), HoldCode: int32(code)}
+}
+
+// send streams the job's outputs to the shadow.
+func (x *fileTransfer) send(ctx context.Context, root *os.Root, intermediate bool) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	items, err := x.outputItems(root)
+	if err != nil {
+		return err
+	}
+	stream, err := x.client.TransferOutput(ctx)
+	if err != nil {
+		return err
+	}
+	s := &transfer.Sender{Out: stream.Send}
+	s.SendFirst(&wire.TransferChunk{Secret: x.secret, Intermediate: intermediate})
+	// A failure here cancels the call (see above): the shadow keeps no
+	// part of a transfer that did not end.
+	for _, it := range items {
+		if err := s.Send(root, it[0], it[1]); err != nil {
+			return shadowReason(stream, err)
+		}
+	}
+	if err := s.Flush(); err != nil {
+		return shadowReason(stream, err)
+	}
+	reply, err := stream.CloseAndRecv()
+	if err != nil {
+		return err
+	}
+	x.logger.Info("outputs sent", "intermediate", intermediate, "files", reply.Files, "bytes", reply.Bytes)
+	return nil
+}
+
+// shadowReason is the shadow's reason for ending a transfer that failed
+// to send with err: io.EOF says it ended the call.
+func shadowReason(stream wire.Shadow_TransferOutputClient, err error) error {
+	if !errors.Is(err, io.EOF) {
+		return err
+	}
+	_, err = stream.CloseAndRecv()
+	return err
+}
+
+// outputItems lists what to send, as pairs of a name in the scratch
+// directory and its name home: transfer_output_files ("dir/" its
+// contents; a name lands under its last element unless
+// preserve_relative_paths), or by default every regular file at the top
+// that the job made or changed, but its executable and the starter's own.
+// An evicted job's files go whole, to be put back as they were.
+func (x *fileTransfer) outputItems(root *os.Root) ([][2]string, error) {
+	list, given := x.job.EvalString("TransferOutput")
+	preserve, _ := x.job.EvalBool("PreserveRelativePaths")
+	var items [][2]string
+	if given {
+		for entry := range strings.SplitSeq(list, ",") {
+			if entry = strings.TrimSpace(entry); entry == "" {
+				continue
+			}
+			p := filepath.Clean(entry)
+			if !filepath.IsLocal(p) {
+				return nil, &transfer.FileError{Name: entry, Err: transfer.ErrEscape}
+			}
+			if _, err := root.Lstat(p); err != nil {
+				return nil, &transfer.FileError{Name: entry, Err: unwrapErrno(err)}
+			}
+			as := filepath.Base(p)
+			switch {
+			case strings.HasSuffix(entry, "/") && !preserve:
+				as = ""
+			case preserve:
+				as = filepath.ToSlash(p)
+			}
+			items = append(items, [2]string{p, as})
+		}
+		return items, nil
+	}
+	now, err := topLevel(root)
+	if err != nil {
+		return nil, err
+	}
+	for name, st := range now {
+		if name == x.exe || strings.HasPrefix(name, ".harrier") {
+			continue
+		}
+		if old, ok := x.before[name]; ok && old.size == st.size && old.mtime.Equal(st.mtime) {
+			continue
+		}
+		items = append(items, [2]string{name, name})
+	}
+	return items, nil
+}
+
+func unwrapErrno(err error) error {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno
+	}
+	return err
+}
+
+// grpcMessage is the shadow's reason in a call's error, or the error.
+func grpcMessage(err error) string {
+	if st, ok := status.FromError(err); ok {
+		return st.Message()
+	}
+	return err.Error()
+}

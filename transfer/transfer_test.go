@@ -1,0 +1,241 @@
+package transfer
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"harrier.dev/harrier/wire"
+)
+
+// makeTree writes a tree with nested directories, empty files, links
+// inside it and odd names into dir.
+func makeTree(t *testing.T, dir string) {
+	t.Helper()
+	files := map[string]string{
+		"a.txt":                      "hello\n",
+		"empty":                      "",
+		"with space/név ünïcode.dat": "ünïcode\n",
+		"deep/er/still/leaf":         string(bytes.Repeat([]byte("x"), 3*ChunkSize+17)),
+		"deep/empty-too":             "",
+	}
+	for name, data := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(filepath.Join(dir, "a.txt"), 0o751); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "empty dir"), 0o705); err != nil {
+		t.Fatal(err)
+	}
+	for name, target := range map[string]string{"link": "a.txt", "deep/er/up": "../empty-too", "dangling": "nowhere"} {
+		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Date(2020, 1, 2, 3, 4, 5, 600, time.UTC)
+	if err := os.Chtimes(filepath.Join(dir, "a.txt"), old, old); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// snapshot lists a tree: each name with its kind, mode, data or target.
+func snapshot(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		info, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			target, _ := os.Readlink(p)
+			out[rel] = "link " + target
+		case d.IsDir():
+			if rel != "." {
+				out[rel] = "dir " + info.Mode().Perm().String()
+			}
+		default:
+			data, _ := os.ReadFile(p)
+			out[rel] = info.Mode().Perm().String() + " " + info.ModTime().UTC().String() + " " + string(data)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func openRoot(t *testing.T, dir string) *os.Root {
+	t.Helper()
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+func TestCopyRoundTrip(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	makeTree(t, src)
+	files, n, err := Copy(openRoot(t, src), openRoot(t, dst), ".", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files != 5 || n != int64(3*ChunkSize+17+6+len("ünïcode\n")) {
+		t.Errorf("copied %d files, %d bytes", files, n)
+	}
+	want, got := snapshot(t, src), snapshot(t, dst)
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("%s: got %.80q, want %.80q", name, got[name], w)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("got %d entries, want %d", len(got), len(want))
+	}
+}
+
+// TestDirectoryAndContents: "dir" lands as dir, "dir/" (as "") as its
+// contents at the top.
+func TestDirectoryAndContents(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	makeTree(t, src)
+	r := &Receiver{To: openRoot(t, dst)}
+	s := &Sender{Out: r.Chunk}
+	from := openRoot(t, src)
+	if err := s.Send(from, "deep", "deep"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Send(from, "with space", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"deep/er/still/leaf", "név ünïcode.dat"} {
+		if _, err := os.Stat(filepath.Join(dst, name)); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func TestLinkOutOfTreeRefused(t *testing.T) {
+	for _, target := range []string{"/etc/passwd", "../outside", "sub/../../x"} {
+		src, dst := t.TempDir(), t.TempDir()
+		if err := os.Symlink(target, filepath.Join(src, "l")); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := Copy(openRoot(t, src), openRoot(t, dst), ".", false)
+		var fe *FileError
+		if !errors.Is(err, ErrEscape) || !errors.As(err, &fe) || fe.Name != "l" {
+			t.Errorf("link to %s: %v, want ErrEscape naming l", target, err)
+		}
+	}
+}
+
+// TestReceiverRefusesEscapes: a stream that names a file outside, or a
+// link out, is refused by the receiver whatever the sender did.
+func TestReceiverRefusesEscapes(t *testing.T) {
+	dst := t.TempDir()
+	for _, e := range []*wire.TransferEntry{
+		{Name: "../x"}, {Name: "/etc/x"}, {Name: "a/./b"}, {Name: ""},
+		{Name: "l", Kind: wire.TransferEntry_SYMLINK, Link: "/etc"},
+		{Name: "d/l", Kind: wire.TransferEntry_SYMLINK, Link: "../../etc"},
+	} {
+		r := &Receiver{To: openRoot(t, dst)}
+		if err := r.Chunk(&wire.TransferChunk{Entry: e, Sha256: make([]byte, 32)}); !errors.Is(err, ErrEscape) {
+			t.Errorf("%+v: %v, want ErrEscape", e, err)
+		}
+	}
+	// Through a link planted in the receiving tree, the root holds.
+	if err := os.Symlink("/tmp", filepath.Join(dst, "planted")); err != nil {
+		t.Fatal(err)
+	}
+	r := &Receiver{To: openRoot(t, dst)}
+	err := r.Chunk(&wire.TransferChunk{Entry: &wire.TransferEntry{Name: "planted/x"}, Sha256: sum(nil)})
+	if err == nil {
+		t.Error("a file written through a link out of the tree")
+	}
+}
+
+func sum(b []byte) []byte {
+	h := sha256.Sum256(b)
+	return h[:]
+}
+
+func TestCorruptFileNeverAppears(t *testing.T) {
+	dst := t.TempDir()
+	r := &Receiver{To: openRoot(t, dst)}
+	err := r.Chunk(&wire.TransferChunk{Entry: &wire.TransferEntry{Name: "f", Size: 3}, Data: []byte("abc"), Sha256: sum([]byte("abd"))})
+	if !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("got %v, want ErrCorrupt", err)
+	}
+	// Cut short: the stream ends before the file's sum.
+	r = &Receiver{To: openRoot(t, dst)}
+	if err := r.Chunk(&wire.TransferChunk{Entry: &wire.TransferEntry{Name: "g", Size: 6}, Data: []byte("abc")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err == nil {
+		t.Error("a stream cut in the middle of a file closed without error")
+	}
+	entries, _ := os.ReadDir(dst)
+	if len(entries) != 0 {
+		t.Errorf("left %v", entries)
+	}
+}
+
+func TestLimit(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "big"), make([]byte, 2<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := &Receiver{To: openRoot(t, dst), Limit: 1 << 20}
+	s := &Sender{Out: r.Chunk}
+	err := s.Send(openRoot(t, src), "big", "big")
+	var fe *FileError
+	if !errors.Is(err, ErrTooLarge) || !errors.As(err, &fe) || fe.Name != "big" {
+		t.Fatalf("got %v, want ErrTooLarge naming big", err)
+	}
+}
+
+func TestRename(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "out"), []byte("o"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, to := range []string{"results/o.txt", "../o.txt"} {
+		r := &Receiver{To: openRoot(t, dst), Rename: func(string) string { return to }}
+		err := (&Sender{Out: r.Chunk}).Send(openRoot(t, src), "out", "out")
+		if to == "../o.txt" {
+			if !errors.Is(err, ErrEscape) {
+				t.Errorf("rename to %s: %v, want ErrEscape", to, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := os.ReadFile(filepath.Join(dst, to)); string(b) != "o" {
+			t.Errorf("%s holds %q", to, b)
+		}
+	}
+}
