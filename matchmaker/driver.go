@@ -18,6 +18,7 @@ type driver struct {
 	collector  *Collector
 	negotiator Negotiator
 	accountant *Accountant // nil: no fair share
+	licenses   *licensePool
 	notifier   Notifier
 	clock      Clock
 	name       string        // of the Negotiator ad
@@ -137,7 +138,15 @@ func (d *driver) cycle(ctx context.Context) CycleStats {
 			d.collector.Advertise(TypeAccounting, u.Name, u.Ad(), 3*interval)
 		}
 	}
-	res := negotiator.Negotiate(reqs, machines)
+	seats, licenseAds := d.licenses.offers(machines, d.clock.Now())
+	for _, ad := range licenseAds {
+		d.collector.Advertise(TypeLicense, licenseName(ad), ad, 3*interval)
+	}
+	gangs := negotiator.MarshalGangs(reqs, machines, seats)
+	for _, g := range gangs.Matches {
+		d.startGang(ctx, g)
+	}
+	res := negotiator.Negotiate(gangs.Requests, gangs.Machines)
 	for _, m := range res.Matches {
 		d.collector.Claim(m)
 		d.wg.Add(1)
@@ -152,10 +161,10 @@ func (d *driver) cycle(ctx context.Context) CycleStats {
 		Duration:              time.Since(start),
 		Snapshot:              snap,
 		Phases:                res.Phases,
-		Matches:               len(res.Matches),
-		Rejections:            res.Rejections,
-		IdleJobs:              res.IdleJobs,
-		Requests:              res.Requests,
+		Matches:               len(res.Matches) + len(gangs.Matches),
+		Rejections:            res.Rejections + gangs.GangJobs - len(gangs.Matches),
+		IdleJobs:              res.IdleJobs + gangs.GangJobs,
+		Requests:              res.Requests + gangs.GangRequests,
 		CandidateSlots:        res.CandidateSlots,
 		MachineClasses:        res.MachineClasses,
 		Preemptions:           res.Preemptions,

@@ -74,6 +74,13 @@ func machineAd(c adConfig, m machine, v view, now time.Time) *classad.ClassAd {
 		if cl.jobID != "" {
 			ad.SetString("JobId", cl.jobID)
 		}
+		// The licenses a gang's claim holds, for as long as it lasts: the
+		// matchmaker counts license seats in use from these.
+		if cl.job != nil {
+			if l, ok := cl.job.Lookup(attrGangLicenses); ok {
+				ad.Set(attrGangLicenses, l)
+			}
+		}
 		// How much the machine's RANK likes the job it has: the
 		// negotiator lets only a job it ranks higher preempt this one.
 		ad.SetReal("CurrentRank", classad.Rank(ad, v.job))

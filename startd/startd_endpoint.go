@@ -25,6 +25,9 @@ type endpoint struct {
 const (
 	attrPreemptReason = "PreemptReason"
 	attrPreemptsJob   = "PreemptsJob"
+	// attrGangLicenses (matchmaker.AttrGangLicenses) lists the licenses
+	// the job claiming a gang's first machine holds.
+	attrGangLicenses = "GangLicenses"
 )
 
 // Matched puts an Unclaimed slot into Matched, where it waits for a claim

@@ -402,12 +402,18 @@ func (x *QueryReply) GetAds() []string {
 }
 
 type MatchedRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	ClaimId       string                 `protobuf:"bytes,2,opt,name=claim_id,json=claimId,proto3" json:"claim_id,omitempty"`
-	MachineAd     string                 `protobuf:"bytes,3,opt,name=machine_ad,json=machineAd,proto3" json:"machine_ad,omitempty"`
-	StartdAddr    string                 `protobuf:"bytes,4,opt,name=startd_addr,json=startdAddr,proto3" json:"startd_addr,omitempty"`
-	Slot          string                 `protobuf:"bytes,5,opt,name=slot,proto3" json:"slot,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	JobId      string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	ClaimId    string                 `protobuf:"bytes,2,opt,name=claim_id,json=claimId,proto3" json:"claim_id,omitempty"`
+	MachineAd  string                 `protobuf:"bytes,3,opt,name=machine_ad,json=machineAd,proto3" json:"machine_ad,omitempty"`
+	StartdAddr string                 `protobuf:"bytes,4,opt,name=startd_addr,json=startdAddr,proto3" json:"startd_addr,omitempty"`
+	Slot       string                 `protobuf:"bytes,5,opt,name=slot,proto3" json:"slot,omitempty"`
+	// For a job matched as a gang (its ad has Ports), every machine of the
+	// gang, the one above (where the job runs) first; the agent claims them
+	// all or none. Empty for an ordinary match.
+	Gang []*GangMember `protobuf:"bytes,6,rep,name=gang,proto3" json:"gang,omitempty"`
+	// The licenses the gang holds while the job runs, by name.
+	Licenses      []string `protobuf:"bytes,7,rep,name=licenses,proto3" json:"licenses,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -477,6 +483,108 @@ func (x *MatchedRequest) GetSlot() string {
 	return ""
 }
 
+func (x *MatchedRequest) GetGang() []*GangMember {
+	if x != nil {
+		return x.Gang
+	}
+	return nil
+}
+
+func (x *MatchedRequest) GetLicenses() []string {
+	if x != nil {
+		return x.Licenses
+	}
+	return nil
+}
+
+// GangMember is one machine of a gang: its slot, the claim id the startd
+// was told, and the job ad the startd was told of (the job as the port
+// the machine docked at describes it).
+type GangMember struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Slot       string                 `protobuf:"bytes,1,opt,name=slot,proto3" json:"slot,omitempty"`
+	StartdAddr string                 `protobuf:"bytes,2,opt,name=startd_addr,json=startdAddr,proto3" json:"startd_addr,omitempty"`
+	ClaimId    string                 `protobuf:"bytes,3,opt,name=claim_id,json=claimId,proto3" json:"claim_id,omitempty"`
+	MachineAd  string                 `protobuf:"bytes,4,opt,name=machine_ad,json=machineAd,proto3" json:"machine_ad,omitempty"`
+	JobAd      string                 `protobuf:"bytes,5,opt,name=job_ad,json=jobAd,proto3" json:"job_ad,omitempty"`
+	// The label of the job's port the machine docked at.
+	Label         string `protobuf:"bytes,6,opt,name=label,proto3" json:"label,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GangMember) Reset() {
+	*x = GangMember{}
+	mi := &file_harrier_v1_harrier_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GangMember) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GangMember) ProtoMessage() {}
+
+func (x *GangMember) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_harrier_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GangMember.ProtoReflect.Descriptor instead.
+func (*GangMember) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *GangMember) GetSlot() string {
+	if x != nil {
+		return x.Slot
+	}
+	return ""
+}
+
+func (x *GangMember) GetStartdAddr() string {
+	if x != nil {
+		return x.StartdAddr
+	}
+	return ""
+}
+
+func (x *GangMember) GetClaimId() string {
+	if x != nil {
+		return x.ClaimId
+	}
+	return ""
+}
+
+func (x *GangMember) GetMachineAd() string {
+	if x != nil {
+		return x.MachineAd
+	}
+	return ""
+}
+
+func (x *GangMember) GetJobAd() string {
+	if x != nil {
+		return x.JobAd
+	}
+	return ""
+}
+
+func (x *GangMember) GetLabel() string {
+	if x != nil {
+		return x.Label
+	}
+	return ""
+}
+
 type MatchedReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -485,7 +593,7 @@ type MatchedReply struct {
 
 func (x *MatchedReply) Reset() {
 	*x = MatchedReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[8]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -497,7 +605,7 @@ func (x *MatchedReply) String() string {
 func (*MatchedReply) ProtoMessage() {}
 
 func (x *MatchedReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[8]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -510,7 +618,7 @@ func (x *MatchedReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MatchedReply.ProtoReflect.Descriptor instead.
 func (*MatchedReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{8}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{9}
 }
 
 type KeepAliveRequest struct {
@@ -522,7 +630,7 @@ type KeepAliveRequest struct {
 
 func (x *KeepAliveRequest) Reset() {
 	*x = KeepAliveRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[9]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -534,7 +642,7 @@ func (x *KeepAliveRequest) String() string {
 func (*KeepAliveRequest) ProtoMessage() {}
 
 func (x *KeepAliveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[9]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -547,7 +655,7 @@ func (x *KeepAliveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeepAliveRequest.ProtoReflect.Descriptor instead.
 func (*KeepAliveRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{9}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *KeepAliveRequest) GetClaimId() string {
@@ -567,7 +675,7 @@ type KeepAliveReply struct {
 
 func (x *KeepAliveReply) Reset() {
 	*x = KeepAliveReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[10]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -579,7 +687,7 @@ func (x *KeepAliveReply) String() string {
 func (*KeepAliveReply) ProtoMessage() {}
 
 func (x *KeepAliveReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[10]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -592,7 +700,7 @@ func (x *KeepAliveReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeepAliveReply.ProtoReflect.Descriptor instead.
 func (*KeepAliveReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{10}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *KeepAliveReply) GetLeaseSeconds() int32 {
@@ -613,7 +721,7 @@ type StartdMatchedRequest struct {
 
 func (x *StartdMatchedRequest) Reset() {
 	*x = StartdMatchedRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[11]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -625,7 +733,7 @@ func (x *StartdMatchedRequest) String() string {
 func (*StartdMatchedRequest) ProtoMessage() {}
 
 func (x *StartdMatchedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[11]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -638,7 +746,7 @@ func (x *StartdMatchedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartdMatchedRequest.ProtoReflect.Descriptor instead.
 func (*StartdMatchedRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{11}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *StartdMatchedRequest) GetSlot() string {
@@ -670,7 +778,7 @@ type StartdMatchedReply struct {
 
 func (x *StartdMatchedReply) Reset() {
 	*x = StartdMatchedReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[12]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -682,7 +790,7 @@ func (x *StartdMatchedReply) String() string {
 func (*StartdMatchedReply) ProtoMessage() {}
 
 func (x *StartdMatchedReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[12]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -695,7 +803,7 @@ func (x *StartdMatchedReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartdMatchedReply.ProtoReflect.Descriptor instead.
 func (*StartdMatchedReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{12}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{13}
 }
 
 type RequestClaimRequest struct {
@@ -710,7 +818,7 @@ type RequestClaimRequest struct {
 
 func (x *RequestClaimRequest) Reset() {
 	*x = RequestClaimRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[13]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -722,7 +830,7 @@ func (x *RequestClaimRequest) String() string {
 func (*RequestClaimRequest) ProtoMessage() {}
 
 func (x *RequestClaimRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[13]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -735,7 +843,7 @@ func (x *RequestClaimRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestClaimRequest.ProtoReflect.Descriptor instead.
 func (*RequestClaimRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{13}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RequestClaimRequest) GetSlot() string {
@@ -781,7 +889,7 @@ type RequestClaimReply struct {
 
 func (x *RequestClaimReply) Reset() {
 	*x = RequestClaimReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[14]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -793,7 +901,7 @@ func (x *RequestClaimReply) String() string {
 func (*RequestClaimReply) ProtoMessage() {}
 
 func (x *RequestClaimReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[14]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -806,7 +914,7 @@ func (x *RequestClaimReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestClaimReply.ProtoReflect.Descriptor instead.
 func (*RequestClaimReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{14}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RequestClaimReply) GetAccepted() bool {
@@ -854,7 +962,7 @@ type ActivateClaimRequest struct {
 
 func (x *ActivateClaimRequest) Reset() {
 	*x = ActivateClaimRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[15]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -866,7 +974,7 @@ func (x *ActivateClaimRequest) String() string {
 func (*ActivateClaimRequest) ProtoMessage() {}
 
 func (x *ActivateClaimRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[15]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -879,7 +987,7 @@ func (x *ActivateClaimRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivateClaimRequest.ProtoReflect.Descriptor instead.
 func (*ActivateClaimRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{15}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ActivateClaimRequest) GetClaimId() string {
@@ -925,7 +1033,7 @@ type ActivateClaimReply struct {
 
 func (x *ActivateClaimReply) Reset() {
 	*x = ActivateClaimReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[16]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -937,7 +1045,7 @@ func (x *ActivateClaimReply) String() string {
 func (*ActivateClaimReply) ProtoMessage() {}
 
 func (x *ActivateClaimReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[16]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -950,7 +1058,7 @@ func (x *ActivateClaimReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivateClaimReply.ProtoReflect.Descriptor instead.
 func (*ActivateClaimReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{16}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{17}
 }
 
 type ReleaseClaimRequest struct {
@@ -962,7 +1070,7 @@ type ReleaseClaimRequest struct {
 
 func (x *ReleaseClaimRequest) Reset() {
 	*x = ReleaseClaimRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[17]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -974,7 +1082,7 @@ func (x *ReleaseClaimRequest) String() string {
 func (*ReleaseClaimRequest) ProtoMessage() {}
 
 func (x *ReleaseClaimRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[17]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -987,7 +1095,7 @@ func (x *ReleaseClaimRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseClaimRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseClaimRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{17}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ReleaseClaimRequest) GetClaimId() string {
@@ -1005,7 +1113,7 @@ type ReleaseClaimReply struct {
 
 func (x *ReleaseClaimReply) Reset() {
 	*x = ReleaseClaimReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[18]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1017,7 +1125,7 @@ func (x *ReleaseClaimReply) String() string {
 func (*ReleaseClaimReply) ProtoMessage() {}
 
 func (x *ReleaseClaimReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[18]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1030,7 +1138,7 @@ func (x *ReleaseClaimReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseClaimReply.ProtoReflect.Descriptor instead.
 func (*ReleaseClaimReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{18}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{19}
 }
 
 type CheckpointFilesRequest struct {
@@ -1042,7 +1150,7 @@ type CheckpointFilesRequest struct {
 
 func (x *CheckpointFilesRequest) Reset() {
 	*x = CheckpointFilesRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[19]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1054,7 +1162,7 @@ func (x *CheckpointFilesRequest) String() string {
 func (*CheckpointFilesRequest) ProtoMessage() {}
 
 func (x *CheckpointFilesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[19]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1067,7 +1175,7 @@ func (x *CheckpointFilesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointFilesRequest.ProtoReflect.Descriptor instead.
 func (*CheckpointFilesRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{19}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CheckpointFilesRequest) GetSecret() string {
@@ -1087,7 +1195,7 @@ type CheckpointFilesReply struct {
 
 func (x *CheckpointFilesReply) Reset() {
 	*x = CheckpointFilesReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[20]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1099,7 +1207,7 @@ func (x *CheckpointFilesReply) String() string {
 func (*CheckpointFilesReply) ProtoMessage() {}
 
 func (x *CheckpointFilesReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[20]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1112,7 +1220,7 @@ func (x *CheckpointFilesReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointFilesReply.ProtoReflect.Descriptor instead.
 func (*CheckpointFilesReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{20}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CheckpointFilesReply) GetFiles() int32 {
@@ -1141,7 +1249,7 @@ type CheckpointChunk struct {
 
 func (x *CheckpointChunk) Reset() {
 	*x = CheckpointChunk{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[21]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1153,7 +1261,7 @@ func (x *CheckpointChunk) String() string {
 func (*CheckpointChunk) ProtoMessage() {}
 
 func (x *CheckpointChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[21]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1166,7 +1274,7 @@ func (x *CheckpointChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointChunk.ProtoReflect.Descriptor instead.
 func (*CheckpointChunk) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{21}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CheckpointChunk) GetSecret() string {
@@ -1205,7 +1313,7 @@ type CheckpointInfo struct {
 
 func (x *CheckpointInfo) Reset() {
 	*x = CheckpointInfo{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[22]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1217,7 +1325,7 @@ func (x *CheckpointInfo) String() string {
 func (*CheckpointInfo) ProtoMessage() {}
 
 func (x *CheckpointInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[22]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1230,7 +1338,7 @@ func (x *CheckpointInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointInfo.ProtoReflect.Descriptor instead.
 func (*CheckpointInfo) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{22}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CheckpointInfo) GetFrozenSeconds() float64 {
@@ -1270,7 +1378,7 @@ type PutCheckpointReply struct {
 
 func (x *PutCheckpointReply) Reset() {
 	*x = PutCheckpointReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[23]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1282,7 +1390,7 @@ func (x *PutCheckpointReply) String() string {
 func (*PutCheckpointReply) ProtoMessage() {}
 
 func (x *PutCheckpointReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[23]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1295,7 +1403,7 @@ func (x *PutCheckpointReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutCheckpointReply.ProtoReflect.Descriptor instead.
 func (*PutCheckpointReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{23}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PutCheckpointReply) GetStoredBytes() int64 {
@@ -1314,7 +1422,7 @@ type GetCheckpointRequest struct {
 
 func (x *GetCheckpointRequest) Reset() {
 	*x = GetCheckpointRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[24]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1326,7 +1434,7 @@ func (x *GetCheckpointRequest) String() string {
 func (*GetCheckpointRequest) ProtoMessage() {}
 
 func (x *GetCheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[24]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1339,7 +1447,7 @@ func (x *GetCheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCheckpointRequest.ProtoReflect.Descriptor instead.
 func (*GetCheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{24}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GetCheckpointRequest) GetSecret() string {
@@ -1368,7 +1476,7 @@ type StarterMessage struct {
 
 func (x *StarterMessage) Reset() {
 	*x = StarterMessage{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[25]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1380,7 +1488,7 @@ func (x *StarterMessage) String() string {
 func (*StarterMessage) ProtoMessage() {}
 
 func (x *StarterMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[25]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1393,7 +1501,7 @@ func (x *StarterMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StarterMessage.ProtoReflect.Descriptor instead.
 func (*StarterMessage) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{25}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *StarterMessage) GetBody() isStarterMessage_Body {
@@ -1540,7 +1648,7 @@ type CheckpointFailed struct {
 
 func (x *CheckpointFailed) Reset() {
 	*x = CheckpointFailed{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[26]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1552,7 +1660,7 @@ func (x *CheckpointFailed) String() string {
 func (*CheckpointFailed) ProtoMessage() {}
 
 func (x *CheckpointFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[26]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1565,7 +1673,7 @@ func (x *CheckpointFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointFailed.ProtoReflect.Descriptor instead.
 func (*CheckpointFailed) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{26}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CheckpointFailed) GetReason() string {
@@ -1592,7 +1700,7 @@ type Suspended struct {
 
 func (x *Suspended) Reset() {
 	*x = Suspended{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[27]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1604,7 +1712,7 @@ func (x *Suspended) String() string {
 func (*Suspended) ProtoMessage() {}
 
 func (x *Suspended) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[27]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1617,7 +1725,7 @@ func (x *Suspended) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Suspended.ProtoReflect.Descriptor instead.
 func (*Suspended) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{27}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Suspended) GetReason() string {
@@ -1636,7 +1744,7 @@ type Resumed struct {
 
 func (x *Resumed) Reset() {
 	*x = Resumed{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1648,7 +1756,7 @@ func (x *Resumed) String() string {
 func (*Resumed) ProtoMessage() {}
 
 func (x *Resumed) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1661,7 +1769,7 @@ func (x *Resumed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resumed.ProtoReflect.Descriptor instead.
 func (*Resumed) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{28}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{29}
 }
 
 type Hello struct {
@@ -1676,7 +1784,7 @@ type Hello struct {
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1688,7 +1796,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1701,7 +1809,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{29}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Hello) GetJobId() string {
@@ -1736,7 +1844,7 @@ type Output struct {
 
 func (x *Output) Reset() {
 	*x = Output{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1748,7 +1856,7 @@ func (x *Output) String() string {
 func (*Output) ProtoMessage() {}
 
 func (x *Output) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1761,7 +1869,7 @@ func (x *Output) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Output.ProtoReflect.Descriptor instead.
 func (*Output) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{30}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Output) GetFd() int32 {
@@ -1798,7 +1906,7 @@ type Started struct {
 
 func (x *Started) Reset() {
 	*x = Started{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1810,7 +1918,7 @@ func (x *Started) String() string {
 func (*Started) ProtoMessage() {}
 
 func (x *Started) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1823,7 +1931,7 @@ func (x *Started) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Started.ProtoReflect.Descriptor instead.
 func (*Started) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{31}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Started) GetPid() int32 {
@@ -1866,7 +1974,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1878,7 +1986,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1891,7 +1999,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{32}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Usage) GetUserCpuSeconds() float64 {
@@ -1943,7 +2051,7 @@ type Exited struct {
 
 func (x *Exited) Reset() {
 	*x = Exited{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1955,7 +2063,7 @@ func (x *Exited) String() string {
 func (*Exited) ProtoMessage() {}
 
 func (x *Exited) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1968,7 +2076,7 @@ func (x *Exited) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Exited.ProtoReflect.Descriptor instead.
 func (*Exited) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{33}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Exited) GetBySignal() bool {
@@ -2042,7 +2150,7 @@ type ShadowMessage struct {
 
 func (x *ShadowMessage) Reset() {
 	*x = ShadowMessage{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2054,7 +2162,7 @@ func (x *ShadowMessage) String() string {
 func (*ShadowMessage) ProtoMessage() {}
 
 func (x *ShadowMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2067,7 +2175,7 @@ func (x *ShadowMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShadowMessage.ProtoReflect.Descriptor instead.
 func (*ShadowMessage) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{34}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ShadowMessage) GetBody() isShadowMessage_Body {
@@ -2152,7 +2260,7 @@ type CheckpointNow struct {
 
 func (x *CheckpointNow) Reset() {
 	*x = CheckpointNow{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2164,7 +2272,7 @@ func (x *CheckpointNow) String() string {
 func (*CheckpointNow) ProtoMessage() {}
 
 func (x *CheckpointNow) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2177,7 +2285,7 @@ func (x *CheckpointNow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointNow.ProtoReflect.Descriptor instead.
 func (*CheckpointNow) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{35}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *CheckpointNow) GetVacate() bool {
@@ -2196,7 +2304,7 @@ type JobSpec struct {
 
 func (x *JobSpec) Reset() {
 	*x = JobSpec{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2208,7 +2316,7 @@ func (x *JobSpec) String() string {
 func (*JobSpec) ProtoMessage() {}
 
 func (x *JobSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2221,7 +2329,7 @@ func (x *JobSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobSpec.ProtoReflect.Descriptor instead.
 func (*JobSpec) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{36}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *JobSpec) GetJobAd() string {
@@ -2244,7 +2352,7 @@ type Kill struct {
 
 func (x *Kill) Reset() {
 	*x = Kill{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2256,7 +2364,7 @@ func (x *Kill) String() string {
 func (*Kill) ProtoMessage() {}
 
 func (x *Kill) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2269,7 +2377,7 @@ func (x *Kill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Kill.ProtoReflect.Descriptor instead.
 func (*Kill) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{37}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Kill) GetReason() string {
@@ -2297,7 +2405,7 @@ type ReadFileRequest struct {
 
 func (x *ReadFileRequest) Reset() {
 	*x = ReadFileRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2309,7 +2417,7 @@ func (x *ReadFileRequest) String() string {
 func (*ReadFileRequest) ProtoMessage() {}
 
 func (x *ReadFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2322,7 +2430,7 @@ func (x *ReadFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadFileRequest.ProtoReflect.Descriptor instead.
 func (*ReadFileRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{38}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ReadFileRequest) GetSecret() string {
@@ -2350,7 +2458,7 @@ type FileChunk struct {
 
 func (x *FileChunk) Reset() {
 	*x = FileChunk{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2362,7 +2470,7 @@ func (x *FileChunk) String() string {
 func (*FileChunk) ProtoMessage() {}
 
 func (x *FileChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2375,7 +2483,7 @@ func (x *FileChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileChunk.ProtoReflect.Descriptor instead.
 func (*FileChunk) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{39}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *FileChunk) GetData() []byte {
@@ -2413,7 +2521,7 @@ type ShellOpen struct {
 
 func (x *ShellOpen) Reset() {
 	*x = ShellOpen{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2425,7 +2533,7 @@ func (x *ShellOpen) String() string {
 func (*ShellOpen) ProtoMessage() {}
 
 func (x *ShellOpen) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2438,7 +2546,7 @@ func (x *ShellOpen) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellOpen.ProtoReflect.Descriptor instead.
 func (*ShellOpen) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{40}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ShellOpen) GetJobId() string {
@@ -2505,7 +2613,7 @@ type ShellRequest struct {
 
 func (x *ShellRequest) Reset() {
 	*x = ShellRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2517,7 +2625,7 @@ func (x *ShellRequest) String() string {
 func (*ShellRequest) ProtoMessage() {}
 
 func (x *ShellRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2530,7 +2638,7 @@ func (x *ShellRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellRequest.ProtoReflect.Descriptor instead.
 func (*ShellRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{41}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ShellRequest) GetBody() isShellRequest_Body {
@@ -2600,7 +2708,7 @@ type ShellInput struct {
 
 func (x *ShellInput) Reset() {
 	*x = ShellInput{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2612,7 +2720,7 @@ func (x *ShellInput) String() string {
 func (*ShellInput) ProtoMessage() {}
 
 func (x *ShellInput) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2625,7 +2733,7 @@ func (x *ShellInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellInput.ProtoReflect.Descriptor instead.
 func (*ShellInput) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{42}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ShellInput) GetData() []byte {
@@ -2653,7 +2761,7 @@ type ShellResize struct {
 
 func (x *ShellResize) Reset() {
 	*x = ShellResize{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2665,7 +2773,7 @@ func (x *ShellResize) String() string {
 func (*ShellResize) ProtoMessage() {}
 
 func (x *ShellResize) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2678,7 +2786,7 @@ func (x *ShellResize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellResize.ProtoReflect.Descriptor instead.
 func (*ShellResize) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{43}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ShellResize) GetRows() uint32 {
@@ -2712,7 +2820,7 @@ type ShellReply struct {
 
 func (x *ShellReply) Reset() {
 	*x = ShellReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2724,7 +2832,7 @@ func (x *ShellReply) String() string {
 func (*ShellReply) ProtoMessage() {}
 
 func (x *ShellReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2737,7 +2845,7 @@ func (x *ShellReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellReply.ProtoReflect.Descriptor instead.
 func (*ShellReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{44}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ShellReply) GetBody() isShellReply_Body {
@@ -2821,7 +2929,7 @@ type ShellStarted struct {
 
 func (x *ShellStarted) Reset() {
 	*x = ShellStarted{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[45]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2833,7 +2941,7 @@ func (x *ShellStarted) String() string {
 func (*ShellStarted) ProtoMessage() {}
 
 func (x *ShellStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[45]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2846,7 +2954,7 @@ func (x *ShellStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellStarted.ProtoReflect.Descriptor instead.
 func (*ShellStarted) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{45}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{46}
 }
 
 type ShellHello struct {
@@ -2859,7 +2967,7 @@ type ShellHello struct {
 
 func (x *ShellHello) Reset() {
 	*x = ShellHello{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[46]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2871,7 +2979,7 @@ func (x *ShellHello) String() string {
 func (*ShellHello) ProtoMessage() {}
 
 func (x *ShellHello) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[46]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2884,7 +2992,7 @@ func (x *ShellHello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellHello.ProtoReflect.Descriptor instead.
 func (*ShellHello) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{46}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ShellHello) GetSecret() string {
@@ -2916,7 +3024,7 @@ type ShellExited struct {
 
 func (x *ShellExited) Reset() {
 	*x = ShellExited{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[47]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2928,7 +3036,7 @@ func (x *ShellExited) String() string {
 func (*ShellExited) ProtoMessage() {}
 
 func (x *ShellExited) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[47]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2941,7 +3049,7 @@ func (x *ShellExited) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellExited.ProtoReflect.Descriptor instead.
 func (*ShellExited) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{47}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ShellExited) GetExitCode() int32 {
@@ -3004,7 +3112,7 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"constraint\"\x1e\n" +
 	"\n" +
 	"QueryReply\x12\x10\n" +
-	"\x03ads\x18\x01 \x03(\tR\x03ads\"\x96\x01\n" +
+	"\x03ads\x18\x01 \x03(\tR\x03ads\"\xde\x01\n" +
 	"\x0eMatchedRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x19\n" +
 	"\bclaim_id\x18\x02 \x01(\tR\aclaimId\x12\x1d\n" +
@@ -3012,7 +3120,19 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"machine_ad\x18\x03 \x01(\tR\tmachineAd\x12\x1f\n" +
 	"\vstartd_addr\x18\x04 \x01(\tR\n" +
 	"startdAddr\x12\x12\n" +
-	"\x04slot\x18\x05 \x01(\tR\x04slot\"\x0e\n" +
+	"\x04slot\x18\x05 \x01(\tR\x04slot\x12*\n" +
+	"\x04gang\x18\x06 \x03(\v2\x16.harrier.v1.GangMemberR\x04gang\x12\x1a\n" +
+	"\blicenses\x18\a \x03(\tR\blicenses\"\xa8\x01\n" +
+	"\n" +
+	"GangMember\x12\x12\n" +
+	"\x04slot\x18\x01 \x01(\tR\x04slot\x12\x1f\n" +
+	"\vstartd_addr\x18\x02 \x01(\tR\n" +
+	"startdAddr\x12\x19\n" +
+	"\bclaim_id\x18\x03 \x01(\tR\aclaimId\x12\x1d\n" +
+	"\n" +
+	"machine_ad\x18\x04 \x01(\tR\tmachineAd\x12\x15\n" +
+	"\x06job_ad\x18\x05 \x01(\tR\x05jobAd\x12\x14\n" +
+	"\x05label\x18\x06 \x01(\tR\x05label\"\x0e\n" +
 	"\fMatchedReply\"-\n" +
 	"\x10KeepAliveRequest\x12\x19\n" +
 	"\bclaim_id\x18\x01 \x01(\tR\aclaimId\"5\n" +
@@ -3200,7 +3320,7 @@ func file_harrier_v1_harrier_proto_rawDescGZIP() []byte {
 	return file_harrier_v1_harrier_proto_rawDescData
 }
 
-var file_harrier_v1_harrier_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
+var file_harrier_v1_harrier_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
 var file_harrier_v1_harrier_proto_goTypes = []any{
 	(*AdvertiseRequest)(nil),       // 0: harrier.v1.AdvertiseRequest
 	(*AdvertiseJobsRequest)(nil),   // 1: harrier.v1.AdvertiseJobsRequest
@@ -3210,108 +3330,110 @@ var file_harrier_v1_harrier_proto_goTypes = []any{
 	(*QueryRequest)(nil),           // 5: harrier.v1.QueryRequest
 	(*QueryReply)(nil),             // 6: harrier.v1.QueryReply
 	(*MatchedRequest)(nil),         // 7: harrier.v1.MatchedRequest
-	(*MatchedReply)(nil),           // 8: harrier.v1.MatchedReply
-	(*KeepAliveRequest)(nil),       // 9: harrier.v1.KeepAliveRequest
-	(*KeepAliveReply)(nil),         // 10: harrier.v1.KeepAliveReply
-	(*StartdMatchedRequest)(nil),   // 11: harrier.v1.StartdMatchedRequest
-	(*StartdMatchedReply)(nil),     // 12: harrier.v1.StartdMatchedReply
-	(*RequestClaimRequest)(nil),    // 13: harrier.v1.RequestClaimRequest
-	(*RequestClaimReply)(nil),      // 14: harrier.v1.RequestClaimReply
-	(*ActivateClaimRequest)(nil),   // 15: harrier.v1.ActivateClaimRequest
-	(*ActivateClaimReply)(nil),     // 16: harrier.v1.ActivateClaimReply
-	(*ReleaseClaimRequest)(nil),    // 17: harrier.v1.ReleaseClaimRequest
-	(*ReleaseClaimReply)(nil),      // 18: harrier.v1.ReleaseClaimReply
-	(*CheckpointFilesRequest)(nil), // 19: harrier.v1.CheckpointFilesRequest
-	(*CheckpointFilesReply)(nil),   // 20: harrier.v1.CheckpointFilesReply
-	(*CheckpointChunk)(nil),        // 21: harrier.v1.CheckpointChunk
-	(*CheckpointInfo)(nil),         // 22: harrier.v1.CheckpointInfo
-	(*PutCheckpointReply)(nil),     // 23: harrier.v1.PutCheckpointReply
-	(*GetCheckpointRequest)(nil),   // 24: harrier.v1.GetCheckpointRequest
-	(*StarterMessage)(nil),         // 25: harrier.v1.StarterMessage
-	(*CheckpointFailed)(nil),       // 26: harrier.v1.CheckpointFailed
-	(*Suspended)(nil),              // 27: harrier.v1.Suspended
-	(*Resumed)(nil),                // 28: harrier.v1.Resumed
-	(*Hello)(nil),                  // 29: harrier.v1.Hello
-	(*Output)(nil),                 // 30: harrier.v1.Output
-	(*Started)(nil),                // 31: harrier.v1.Started
-	(*Usage)(nil),                  // 32: harrier.v1.Usage
-	(*Exited)(nil),                 // 33: harrier.v1.Exited
-	(*ShadowMessage)(nil),          // 34: harrier.v1.ShadowMessage
-	(*CheckpointNow)(nil),          // 35: harrier.v1.CheckpointNow
-	(*JobSpec)(nil),                // 36: harrier.v1.JobSpec
-	(*Kill)(nil),                   // 37: harrier.v1.Kill
-	(*ReadFileRequest)(nil),        // 38: harrier.v1.ReadFileRequest
-	(*FileChunk)(nil),              // 39: harrier.v1.FileChunk
-	(*ShellOpen)(nil),              // 40: harrier.v1.ShellOpen
-	(*ShellRequest)(nil),           // 41: harrier.v1.ShellRequest
-	(*ShellInput)(nil),             // 42: harrier.v1.ShellInput
-	(*ShellResize)(nil),            // 43: harrier.v1.ShellResize
-	(*ShellReply)(nil),             // 44: harrier.v1.ShellReply
-	(*ShellStarted)(nil),           // 45: harrier.v1.ShellStarted
-	(*ShellHello)(nil),             // 46: harrier.v1.ShellHello
-	(*ShellExited)(nil),            // 47: harrier.v1.ShellExited
+	(*GangMember)(nil),             // 8: harrier.v1.GangMember
+	(*MatchedReply)(nil),           // 9: harrier.v1.MatchedReply
+	(*KeepAliveRequest)(nil),       // 10: harrier.v1.KeepAliveRequest
+	(*KeepAliveReply)(nil),         // 11: harrier.v1.KeepAliveReply
+	(*StartdMatchedRequest)(nil),   // 12: harrier.v1.StartdMatchedRequest
+	(*StartdMatchedReply)(nil),     // 13: harrier.v1.StartdMatchedReply
+	(*RequestClaimRequest)(nil),    // 14: harrier.v1.RequestClaimRequest
+	(*RequestClaimReply)(nil),      // 15: harrier.v1.RequestClaimReply
+	(*ActivateClaimRequest)(nil),   // 16: harrier.v1.ActivateClaimRequest
+	(*ActivateClaimReply)(nil),     // 17: harrier.v1.ActivateClaimReply
+	(*ReleaseClaimRequest)(nil),    // 18: harrier.v1.ReleaseClaimRequest
+	(*ReleaseClaimReply)(nil),      // 19: harrier.v1.ReleaseClaimReply
+	(*CheckpointFilesRequest)(nil), // 20: harrier.v1.CheckpointFilesRequest
+	(*CheckpointFilesReply)(nil),   // 21: harrier.v1.CheckpointFilesReply
+	(*CheckpointChunk)(nil),        // 22: harrier.v1.CheckpointChunk
+	(*CheckpointInfo)(nil),         // 23: harrier.v1.CheckpointInfo
+	(*PutCheckpointReply)(nil),     // 24: harrier.v1.PutCheckpointReply
+	(*GetCheckpointRequest)(nil),   // 25: harrier.v1.GetCheckpointRequest
+	(*StarterMessage)(nil),         // 26: harrier.v1.StarterMessage
+	(*CheckpointFailed)(nil),       // 27: harrier.v1.CheckpointFailed
+	(*Suspended)(nil),              // 28: harrier.v1.Suspended
+	(*Resumed)(nil),                // 29: harrier.v1.Resumed
+	(*Hello)(nil),                  // 30: harrier.v1.Hello
+	(*Output)(nil),                 // 31: harrier.v1.Output
+	(*Started)(nil),                // 32: harrier.v1.Started
+	(*Usage)(nil),                  // 33: harrier.v1.Usage
+	(*Exited)(nil),                 // 34: harrier.v1.Exited
+	(*ShadowMessage)(nil),          // 35: harrier.v1.ShadowMessage
+	(*CheckpointNow)(nil),          // 36: harrier.v1.CheckpointNow
+	(*JobSpec)(nil),                // 37: harrier.v1.JobSpec
+	(*Kill)(nil),                   // 38: harrier.v1.Kill
+	(*ReadFileRequest)(nil),        // 39: harrier.v1.ReadFileRequest
+	(*FileChunk)(nil),              // 40: harrier.v1.FileChunk
+	(*ShellOpen)(nil),              // 41: harrier.v1.ShellOpen
+	(*ShellRequest)(nil),           // 42: harrier.v1.ShellRequest
+	(*ShellInput)(nil),             // 43: harrier.v1.ShellInput
+	(*ShellResize)(nil),            // 44: harrier.v1.ShellResize
+	(*ShellReply)(nil),             // 45: harrier.v1.ShellReply
+	(*ShellStarted)(nil),           // 46: harrier.v1.ShellStarted
+	(*ShellHello)(nil),             // 47: harrier.v1.ShellHello
+	(*ShellExited)(nil),            // 48: harrier.v1.ShellExited
 }
 var file_harrier_v1_harrier_proto_depIdxs = []int32{
-	22, // 0: harrier.v1.CheckpointChunk.info:type_name -> harrier.v1.CheckpointInfo
-	29, // 1: harrier.v1.StarterMessage.hello:type_name -> harrier.v1.Hello
-	30, // 2: harrier.v1.StarterMessage.output:type_name -> harrier.v1.Output
-	31, // 3: harrier.v1.StarterMessage.started:type_name -> harrier.v1.Started
-	32, // 4: harrier.v1.StarterMessage.usage:type_name -> harrier.v1.Usage
-	33, // 5: harrier.v1.StarterMessage.exited:type_name -> harrier.v1.Exited
-	27, // 6: harrier.v1.StarterMessage.suspended:type_name -> harrier.v1.Suspended
-	28, // 7: harrier.v1.StarterMessage.resumed:type_name -> harrier.v1.Resumed
-	26, // 8: harrier.v1.StarterMessage.checkpoint_failed:type_name -> harrier.v1.CheckpointFailed
-	32, // 9: harrier.v1.Exited.usage:type_name -> harrier.v1.Usage
-	36, // 10: harrier.v1.ShadowMessage.job:type_name -> harrier.v1.JobSpec
-	37, // 11: harrier.v1.ShadowMessage.kill:type_name -> harrier.v1.Kill
-	35, // 12: harrier.v1.ShadowMessage.checkpoint:type_name -> harrier.v1.CheckpointNow
-	40, // 13: harrier.v1.ShadowMessage.shell:type_name -> harrier.v1.ShellOpen
-	40, // 14: harrier.v1.ShellRequest.open:type_name -> harrier.v1.ShellOpen
-	42, // 15: harrier.v1.ShellRequest.input:type_name -> harrier.v1.ShellInput
-	43, // 16: harrier.v1.ShellRequest.resize:type_name -> harrier.v1.ShellResize
-	46, // 17: harrier.v1.ShellReply.hello:type_name -> harrier.v1.ShellHello
-	30, // 18: harrier.v1.ShellReply.output:type_name -> harrier.v1.Output
-	47, // 19: harrier.v1.ShellReply.exited:type_name -> harrier.v1.ShellExited
-	45, // 20: harrier.v1.ShellReply.started:type_name -> harrier.v1.ShellStarted
-	0,  // 21: harrier.v1.Collector.Advertise:input_type -> harrier.v1.AdvertiseRequest
-	1,  // 22: harrier.v1.Collector.AdvertiseJobs:input_type -> harrier.v1.AdvertiseJobsRequest
-	3,  // 23: harrier.v1.Collector.Invalidate:input_type -> harrier.v1.InvalidateRequest
-	5,  // 24: harrier.v1.Collector.Query:input_type -> harrier.v1.QueryRequest
-	7,  // 25: harrier.v1.Agent.Matched:input_type -> harrier.v1.MatchedRequest
-	11, // 26: harrier.v1.Startd.Matched:input_type -> harrier.v1.StartdMatchedRequest
-	13, // 27: harrier.v1.Startd.RequestClaim:input_type -> harrier.v1.RequestClaimRequest
-	15, // 28: harrier.v1.Startd.ActivateClaim:input_type -> harrier.v1.ActivateClaimRequest
-	17, // 29: harrier.v1.Startd.ReleaseClaim:input_type -> harrier.v1.ReleaseClaimRequest
-	9,  // 30: harrier.v1.Startd.KeepAlive:input_type -> harrier.v1.KeepAliveRequest
-	25, // 31: harrier.v1.Shadow.Attach:input_type -> harrier.v1.StarterMessage
-	38, // 32: harrier.v1.Shadow.ReadFile:input_type -> harrier.v1.ReadFileRequest
-	21, // 33: harrier.v1.Shadow.PutCheckpoint:input_type -> harrier.v1.CheckpointChunk
-	24, // 34: harrier.v1.Shadow.GetCheckpoint:input_type -> harrier.v1.GetCheckpointRequest
-	44, // 35: harrier.v1.Shadow.Shell:input_type -> harrier.v1.ShellReply
-	19, // 36: harrier.v1.Shadow.SaveCheckpointFiles:input_type -> harrier.v1.CheckpointFilesRequest
-	19, // 37: harrier.v1.Shadow.RestoreCheckpointFiles:input_type -> harrier.v1.CheckpointFilesRequest
-	2,  // 38: harrier.v1.Collector.Advertise:output_type -> harrier.v1.AdvertiseReply
-	2,  // 39: harrier.v1.Collector.AdvertiseJobs:output_type -> harrier.v1.AdvertiseReply
-	4,  // 40: harrier.v1.Collector.Invalidate:output_type -> harrier.v1.InvalidateReply
-	6,  // 41: harrier.v1.Collector.Query:output_type -> harrier.v1.QueryReply
-	8,  // 42: harrier.v1.Agent.Matched:output_type -> harrier.v1.MatchedReply
-	12, // 43: harrier.v1.Startd.Matched:output_type -> harrier.v1.StartdMatchedReply
-	14, // 44: harrier.v1.Startd.RequestClaim:output_type -> harrier.v1.RequestClaimReply
-	16, // 45: harrier.v1.Startd.ActivateClaim:output_type -> harrier.v1.ActivateClaimReply
-	18, // 46: harrier.v1.Startd.ReleaseClaim:output_type -> harrier.v1.ReleaseClaimReply
-	10, // 47: harrier.v1.Startd.KeepAlive:output_type -> harrier.v1.KeepAliveReply
-	34, // 48: harrier.v1.Shadow.Attach:output_type -> harrier.v1.ShadowMessage
-	39, // 49: harrier.v1.Shadow.ReadFile:output_type -> harrier.v1.FileChunk
-	23, // 50: harrier.v1.Shadow.PutCheckpoint:output_type -> harrier.v1.PutCheckpointReply
-	21, // 51: harrier.v1.Shadow.GetCheckpoint:output_type -> harrier.v1.CheckpointChunk
-	41, // 52: harrier.v1.Shadow.Shell:output_type -> harrier.v1.ShellRequest
-	20, // 53: harrier.v1.Shadow.SaveCheckpointFiles:output_type -> harrier.v1.CheckpointFilesReply
-	20, // 54: harrier.v1.Shadow.RestoreCheckpointFiles:output_type -> harrier.v1.CheckpointFilesReply
-	38, // [38:55] is the sub-list for method output_type
-	21, // [21:38] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	8,  // 0: harrier.v1.MatchedRequest.gang:type_name -> harrier.v1.GangMember
+	23, // 1: harrier.v1.CheckpointChunk.info:type_name -> harrier.v1.CheckpointInfo
+	30, // 2: harrier.v1.StarterMessage.hello:type_name -> harrier.v1.Hello
+	31, // 3: harrier.v1.StarterMessage.output:type_name -> harrier.v1.Output
+	32, // 4: harrier.v1.StarterMessage.started:type_name -> harrier.v1.Started
+	33, // 5: harrier.v1.StarterMessage.usage:type_name -> harrier.v1.Usage
+	34, // 6: harrier.v1.StarterMessage.exited:type_name -> harrier.v1.Exited
+	28, // 7: harrier.v1.StarterMessage.suspended:type_name -> harrier.v1.Suspended
+	29, // 8: harrier.v1.StarterMessage.resumed:type_name -> harrier.v1.Resumed
+	27, // 9: harrier.v1.StarterMessage.checkpoint_failed:type_name -> harrier.v1.CheckpointFailed
+	33, // 10: harrier.v1.Exited.usage:type_name -> harrier.v1.Usage
+	37, // 11: harrier.v1.ShadowMessage.job:type_name -> harrier.v1.JobSpec
+	38, // 12: harrier.v1.ShadowMessage.kill:type_name -> harrier.v1.Kill
+	36, // 13: harrier.v1.ShadowMessage.checkpoint:type_name -> harrier.v1.CheckpointNow
+	41, // 14: harrier.v1.ShadowMessage.shell:type_name -> harrier.v1.ShellOpen
+	41, // 15: harrier.v1.ShellRequest.open:type_name -> harrier.v1.ShellOpen
+	43, // 16: harrier.v1.ShellRequest.input:type_name -> harrier.v1.ShellInput
+	44, // 17: harrier.v1.ShellRequest.resize:type_name -> harrier.v1.ShellResize
+	47, // 18: harrier.v1.ShellReply.hello:type_name -> harrier.v1.ShellHello
+	31, // 19: harrier.v1.ShellReply.output:type_name -> harrier.v1.Output
+	48, // 20: harrier.v1.ShellReply.exited:type_name -> harrier.v1.ShellExited
+	46, // 21: harrier.v1.ShellReply.started:type_name -> harrier.v1.ShellStarted
+	0,  // 22: harrier.v1.Collector.Advertise:input_type -> harrier.v1.AdvertiseRequest
+	1,  // 23: harrier.v1.Collector.AdvertiseJobs:input_type -> harrier.v1.AdvertiseJobsRequest
+	3,  // 24: harrier.v1.Collector.Invalidate:input_type -> harrier.v1.InvalidateRequest
+	5,  // 25: harrier.v1.Collector.Query:input_type -> harrier.v1.QueryRequest
+	7,  // 26: harrier.v1.Agent.Matched:input_type -> harrier.v1.MatchedRequest
+	12, // 27: harrier.v1.Startd.Matched:input_type -> harrier.v1.StartdMatchedRequest
+	14, // 28: harrier.v1.Startd.RequestClaim:input_type -> harrier.v1.RequestClaimRequest
+	16, // 29: harrier.v1.Startd.ActivateClaim:input_type -> harrier.v1.ActivateClaimRequest
+	18, // 30: harrier.v1.Startd.ReleaseClaim:input_type -> harrier.v1.ReleaseClaimRequest
+	10, // 31: harrier.v1.Startd.KeepAlive:input_type -> harrier.v1.KeepAliveRequest
+	26, // 32: harrier.v1.Shadow.Attach:input_type -> harrier.v1.StarterMessage
+	39, // 33: harrier.v1.Shadow.ReadFile:input_type -> harrier.v1.ReadFileRequest
+	22, // 34: harrier.v1.Shadow.PutCheckpoint:input_type -> harrier.v1.CheckpointChunk
+	25, // 35: harrier.v1.Shadow.GetCheckpoint:input_type -> harrier.v1.GetCheckpointRequest
+	45, // 36: harrier.v1.Shadow.Shell:input_type -> harrier.v1.ShellReply
+	20, // 37: harrier.v1.Shadow.SaveCheckpointFiles:input_type -> harrier.v1.CheckpointFilesRequest
+	20, // 38: harrier.v1.Shadow.RestoreCheckpointFiles:input_type -> harrier.v1.CheckpointFilesRequest
+	2,  // 39: harrier.v1.Collector.Advertise:output_type -> harrier.v1.AdvertiseReply
+	2,  // 40: harrier.v1.Collector.AdvertiseJobs:output_type -> harrier.v1.AdvertiseReply
+	4,  // 41: harrier.v1.Collector.Invalidate:output_type -> harrier.v1.InvalidateReply
+	6,  // 42: harrier.v1.Collector.Query:output_type -> harrier.v1.QueryReply
+	9,  // 43: harrier.v1.Agent.Matched:output_type -> harrier.v1.MatchedReply
+	13, // 44: harrier.v1.Startd.Matched:output_type -> harrier.v1.StartdMatchedReply
+	15, // 45: harrier.v1.Startd.RequestClaim:output_type -> harrier.v1.RequestClaimReply
+	17, // 46: harrier.v1.Startd.ActivateClaim:output_type -> harrier.v1.ActivateClaimReply
+	19, // 47: harrier.v1.Startd.ReleaseClaim:output_type -> harrier.v1.ReleaseClaimReply
+	11, // 48: harrier.v1.Startd.KeepAlive:output_type -> harrier.v1.KeepAliveReply
+	35, // 49: harrier.v1.Shadow.Attach:output_type -> harrier.v1.ShadowMessage
+	40, // 50: harrier.v1.Shadow.ReadFile:output_type -> harrier.v1.FileChunk
+	24, // 51: harrier.v1.Shadow.PutCheckpoint:output_type -> harrier.v1.PutCheckpointReply
+	22, // 52: harrier.v1.Shadow.GetCheckpoint:output_type -> harrier.v1.CheckpointChunk
+	42, // 53: harrier.v1.Shadow.Shell:output_type -> harrier.v1.ShellRequest
+	21, // 54: harrier.v1.Shadow.SaveCheckpointFiles:output_type -> harrier.v1.CheckpointFilesReply
+	21, // 55: harrier.v1.Shadow.RestoreCheckpointFiles:output_type -> harrier.v1.CheckpointFilesReply
+	39, // [39:56] is the sub-list for method output_type
+	22, // [22:39] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_harrier_v1_harrier_proto_init() }
@@ -3319,7 +3441,7 @@ func file_harrier_v1_harrier_proto_init() {
 	if File_harrier_v1_harrier_proto != nil {
 		return
 	}
-	file_harrier_v1_harrier_proto_msgTypes[25].OneofWrappers = []any{
+	file_harrier_v1_harrier_proto_msgTypes[26].OneofWrappers = []any{
 		(*StarterMessage_Hello)(nil),
 		(*StarterMessage_Output)(nil),
 		(*StarterMessage_Started)(nil),
@@ -3329,18 +3451,18 @@ func file_harrier_v1_harrier_proto_init() {
 		(*StarterMessage_Resumed)(nil),
 		(*StarterMessage_CheckpointFailed)(nil),
 	}
-	file_harrier_v1_harrier_proto_msgTypes[34].OneofWrappers = []any{
+	file_harrier_v1_harrier_proto_msgTypes[35].OneofWrappers = []any{
 		(*ShadowMessage_Job)(nil),
 		(*ShadowMessage_Kill)(nil),
 		(*ShadowMessage_Checkpoint)(nil),
 		(*ShadowMessage_Shell)(nil),
 	}
-	file_harrier_v1_harrier_proto_msgTypes[41].OneofWrappers = []any{
+	file_harrier_v1_harrier_proto_msgTypes[42].OneofWrappers = []any{
 		(*ShellRequest_Open)(nil),
 		(*ShellRequest_Input)(nil),
 		(*ShellRequest_Resize)(nil),
 	}
-	file_harrier_v1_harrier_proto_msgTypes[44].OneofWrappers = []any{
+	file_harrier_v1_harrier_proto_msgTypes[45].OneofWrappers = []any{
 		(*ShellReply_Hello)(nil),
 		(*ShellReply_Output)(nil),
 		(*ShellReply_Exited)(nil),
@@ -3352,7 +3474,7 @@ func file_harrier_v1_harrier_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harrier_v1_harrier_proto_rawDesc), len(file_harrier_v1_harrier_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   48,
+			NumMessages:   49,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

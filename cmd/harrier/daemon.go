@@ -278,9 +278,17 @@ func matchmakerConfig(pc *poolConfig, logger *slog.Logger) (matchmaker.Config, e
 	if err != nil {
 		return cfg, err
 	}
+	// The startds advertise every UPDATE_INTERVAL: after that long a
+	// restarted matchmaker knows every license seat their claims hold.
+	update, err := pc.c.Duration("UPDATE_INTERVAL", 10*time.Second)
+	if err != nil {
+		return cfg, err
+	}
 	return matchmaker.Config{Logger: logger, TLS: serverTLS, ClientTLS: clientTLS, Interval: interval,
 		HalfLife: halfLife, DefaultPriorityFactor: factor, PriorityFactors: factors, AccountantFile: accountantFile, StatsFile: statsFile,
-		PreemptionRequirements: pc.c.String("PREEMPTION_REQUIREMENTS", "")}, nil
+		PreemptionRequirements: pc.c.String("PREEMPTION_REQUIREMENTS", ""),
+		LicenseFile:            pc.c.String("LICENSE_FILE", ""), LicenseHold: update + update/2,
+		GangAlgorithm: pc.c.String("GANG_ALGORITHM", "")}, nil
 }
 
 // priorityFactors parses PRIORITY_FACTORS, a list of USER=FACTOR separated
