@@ -9,6 +9,7 @@ import (
 
 	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/jobargs"
+	"harrier.dev/harrier/matchmaker"
 	"harrier.dev/harrier/wire"
 )
 
@@ -38,12 +39,11 @@ type gangClaims struct {
 	licenses []string
 }
 
-// gangMember is one machine of a gang: its claim and the job ad its
-// startd was told of, which it is claimed with.
+// gangMember is one machine of a gang: its claim and the label of the
+// job's port it docked at.
 type gangMember struct {
 	claim *claim
 	label string
-	jobAd *classad.ClassAd
 }
 
 // newGangClaims reads the gang of a match; c is the claim of its first
@@ -51,10 +51,6 @@ type gangMember struct {
 func newGangClaims(c *claim, req *wire.MatchedRequest) (*gangClaims, error) {
 	g := &gangClaims{licenses: req.Licenses}
 	for i, m := range req.Gang {
-		job, err := classad.Parse(m.JobAd)
-		if err != nil {
-			return nil, fmt.Errorf("gang member %s: bad job ad: %w", m.Slot, err)
-		}
 		mc := c
 		if i > 0 {
 			machine, err := classad.Parse(m.MachineAd)
@@ -63,7 +59,7 @@ func newGangClaims(c *claim, req *wire.MatchedRequest) (*gangClaims, error) {
 			}
 			mc = &claim{id: m.ClaimId, slot: m.Slot, startdAddr: m.StartdAddr, machine: machine}
 		}
-		g.members = append(g.members, gangMember{claim: mc, label: m.Label, jobAd: job})
+		g.members = append(g.members, gangMember{claim: mc, label: m.Label})
 	}
 	if len(g.members) == 0 || g.members[0].claim.id != c.id {
 		return nil, fmt.Errorf("gang match whose first machine is not the match's")
@@ -71,17 +67,22 @@ func newGangClaims(c *claim, req *wire.MatchedRequest) (*gangClaims, error) {
 	return g, nil
 }
 
-// claimGang claims every machine of c's gang for r's job, in the order of
-// their slot names, and returns the first machine's ad as its startd sent
-// it. On any refusal it releases the claims it got and reports false.
-// The machines beyond the first are kept alive until releaseGang.
-func (a *Agent) claimGang(ctx context.Context, c *claim, r *run) (machineAd string, ok bool) {
+// claimGang claims every machine of c's gang for r's job (ad), in the
+// order of their slot names, each with the job as the port it docked at
+// describes it (matchmaker.GangJobAd, as the negotiator told its startd),
+// and returns the first machine's ad as its startd sent it. On any
+// refusal it releases the claims it got and reports false.
+func (a *Agent) claimGang(ctx context.Context, c *claim, r *run, ad *classad.ClassAd) (machineAd string, ok bool) {
 	g := c.gang
 	order := slices.Clone(g.members)
 	slices.SortFunc(order, func(x, y gangMember) int { return cmp.Compare(x.claim.slot, y.claim.slot) })
 	var held []*claim
 	for _, m := range order {
-		ad, ok := a.requestClaim(ctx, m.claim, r, m.jobAd)
+		var licenses []string
+		if m.claim == c {
+			licenses = g.licenses
+		}
+		sent, ok := a.requestClaim(ctx, m.claim, r, matchmaker.GangJobAd(ad, r.id.String(), m.label, m.claim == c, licenses))
 		if !ok {
 			a.log.Info("gang claim refused; releasing the gang's other machines", "job", r.id, "slot", m.claim.slot, "held", len(held))
 			for _, h := range held {
@@ -90,8 +91,8 @@ func (a *Agent) claimGang(ctx context.Context, c *claim, r *run) (machineAd stri
 			return "", false
 		}
 		if m.claim == c {
-			machineAd = ad
-		} else if parsed, err := classad.Parse(ad); err == nil && ad != "" {
+			machineAd = sent
+		} else if parsed, err := classad.Parse(sent); err == nil && sent != "" {
 			m.claim.machine = parsed
 		}
 		held = append(held, m.claim)

@@ -219,7 +219,7 @@ func (a *Agent) useClaim(ctx context.Context, c *claim, r *run) {
 	}
 	var machineAd string
 	if c.gang != nil {
-		machineAd, ok = a.claimGang(ctx, c, r)
+		machineAd, ok = a.claimGang(ctx, c, r, ad)
 	} else {
 		machineAd, ok = a.requestClaim(ctx, c, r, ad)
 	}

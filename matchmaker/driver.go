@@ -138,13 +138,16 @@ func (d *driver) cycle(ctx context.Context) CycleStats {
 			d.collector.Advertise(TypeAccounting, u.Name, u.Ad(), 3*interval)
 		}
 	}
-	seats, licenseAds := d.licenses.offers(machines, d.clock.Now())
-	for _, ad := range licenseAds {
-		d.collector.Advertise(TypeLicense, licenseName(ad), ad, 3*interval)
-	}
+	seats, used := d.licenses.offers(machines, d.clock.Now())
 	gangs := negotiator.MarshalGangs(reqs, machines, seats)
 	for _, g := range gangs.Matches {
 		d.startGang(ctx, g)
+		for _, l := range g.Licenses {
+			used[l]++
+		}
+	}
+	for _, ad := range d.licenses.ads(used) {
+		d.collector.Advertise(TypeLicense, licenseName(ad), ad, 3*interval)
 	}
 	res := negotiator.Negotiate(gangs.Requests, gangs.Machines)
 	for _, m := range res.Matches {

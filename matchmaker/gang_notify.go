@@ -5,12 +5,18 @@ import (
 	"strings"
 
 	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/matchmaker/gang"
 	"harrier.dev/harrier/wire"
 )
 
-// AttrGangLabel names, in the job ad a gang's machine is told of, the
-// label of the port it docked at.
-const AttrGangLabel = "GangLabel"
+// Attributes of the job ad a gang's machine is told of and claimed with.
+const (
+	// AttrGangLabel is the label of the job's port the machine docked at.
+	AttrGangLabel = "GangLabel"
+	// AttrGangHeld marks a machine held for a job that runs on another
+	// machine of its gang: its claim stays idle as long as the job runs.
+	AttrGangHeld = "GangHeld"
+)
 
 // startGang records gang g in the collector as Claim records a match
 // (every machine Matched, the job out of its request), holds its license
@@ -37,9 +43,16 @@ func (d *driver) notifyGang(ctx context.Context, g GangMatch) {
 	log := d.log.With("job", g.Job.ID, "agent", g.Job.Agent, "gang", gangNames(g))
 	req := &wire.MatchedRequest{JobId: g.Job.ID, Licenses: g.Licenses}
 	for i, m := range g.Machines {
-		job := memberJobAd(g.Job, m, i == 0, g.Licenses)
+		label, licenses := "", g.Licenses
+		if m.Port != nil {
+			label = m.Label
+		}
+		if i > 0 {
+			licenses = nil
+		}
+		job := GangJobAd(g.Job.Ad, g.Job.ID, label, i == 0, licenses)
 		addr, _ := m.Ad.EvalString("StartdAddr")
-		mb := &wire.GangMember{Slot: m.Name, StartdAddr: addr, ClaimId: newClaimID(), MachineAd: m.Ad.String(), JobAd: job.String(), Label: m.Label}
+		mb := &wire.GangMember{Slot: m.Name, StartdAddr: addr, ClaimId: newClaimID(), MachineAd: m.Ad.String(), JobAd: job.String(), Label: label}
 		sctx, cancel := wire.WithTimeout(ctx)
 		err := d.notifier.StartdMatched(sctx, addr, &wire.StartdMatchedRequest{Slot: m.Name, ClaimId: mb.ClaimId, JobAd: mb.JobAd})
 		cancel()
@@ -64,29 +77,40 @@ func (d *driver) notifyGang(ctx context.Context, g GangMatch) {
 	log.Info("gang matched", "licenses", strings.Join(g.Licenses, " "))
 }
 
-// memberJobAd is the job as machine m of its gang is told of it and
-// claimed with: the job's ad with the attributes of the port m docked at
-// (what a machine's START reads of the job there), and Requirements true,
-// since the gang's constraints were checked as a whole and a port's
-// labels mean nothing to a lone startd. The first machine's ad lists the
-// licenses, so that its claim publishes them while it lasts.
-func memberJobAd(j Job, m GangMachine, first bool, licenses []string) *classad.ClassAd {
-	ad := j.Ad.Copy()
-	ad.Delete("Ports")
-	ad.SetString("JobId", j.ID)
-	if m.Port != nil {
-		for _, name := range m.Port.Names() {
-			switch strings.ToLower(name) {
-			case "label", "requirements", "constraint", "rank":
+// GangJobAd is a gang's job as one of its machines is told of it and
+// claimed with: the job's ad without its Ports, with the attributes of
+// its port labelled label, where the machine docked (what the machine's
+// START reads of the job there; "" if the machine docked at a port of
+// another member of the gang), and Requirements true, since the gang's
+// constraints were checked as a whole and a port's labels mean nothing
+// to a lone startd. The gang's first machine, where the job runs, is
+// given the licenses, so that its claim publishes them while it lasts;
+// the others are marked held (AttrGangHeld).
+func GangJobAd(job *classad.ClassAd, jobID, label string, first bool, licenses []string) *classad.ClassAd {
+	ad := job.Copy()
+	if ports, err := gang.ParsePorts(job); err == nil && label != "" {
+		for _, p := range ports {
+			if p.Ad == nil || !strings.EqualFold(p.Label, label) {
 				continue
 			}
-			e, _ := m.Port.Lookup(name)
-			ad.Set(name, e)
+			for _, name := range p.Ad.Names() {
+				switch strings.ToLower(name) {
+				case "label", "requirements", "constraint", "rank":
+					continue
+				}
+				e, _ := p.Ad.Lookup(name)
+				ad.Set(name, e)
+			}
 		}
 	}
+	ad.Delete("Ports")
+	ad.SetString("JobId", jobID)
 	ad.SetBool("Requirements", true)
-	ad.SetString(AttrGangLabel, m.Label)
-	if first && len(licenses) > 0 {
+	ad.SetString(AttrGangLabel, label)
+	if !first {
+		ad.SetBool(AttrGangHeld, true)
+	}
+	if len(licenses) > 0 {
 		names := make([]classad.Value, len(licenses))
 		for i, l := range licenses {
 			names[i] = classad.String(l)

@@ -132,15 +132,15 @@ func TestLicenseSeats(t *testing.T) {
 	claimed.Ad.SetValue(AttrGangLicenses, classad.List(classad.String("sim")))
 	free := gangMachine(t, "exec3", StateUnclaimed, "a")
 	machines := []Machine{claimed, free}
-	if seats, ads := p.offers(machines, now); len(seats) != 0 || len(ads) != 1 {
-		t.Fatalf("during the hold: %d seats offered, %d ads", len(seats), len(ads))
+	if seats, used := p.offers(machines, now); len(seats) != 0 || used["sim"] != 1 {
+		t.Fatalf("during the hold: %d seats offered, %v used", len(seats), used)
 	}
 	now = now.Add(time.Minute)
-	seats, ads := p.offers(machines, now)
+	seats, used := p.offers(machines, now)
 	if len(seats) != 1 {
 		t.Fatalf("one of two seats held by a claim: %d offered", len(seats))
 	}
-	if n, _ := ads[0].EvalInt(AttrSeatsInUse); n != 1 {
+	if n, _ := p.ads(used)[0].EvalInt(AttrSeatsInUse); n != 1 {
 		t.Errorf("SeatsInUse = %d", n)
 	}
 	// The free machine is matched with the other seat: the collector's

@@ -187,28 +187,38 @@ func heldLicenses(ad *classad.ClassAd) []string {
 	return names
 }
 
-// offers returns an ad per free seat, to be gangmatched, and the license
-// ads as they are to be advertised, with the seats in use.
-func (p *licensePool) offers(machines []Machine, now time.Time) (seats, ads []*classad.ClassAd) {
+// offers returns an ad per free seat, to be gangmatched, and the seats
+// of each license in use.
+func (p *licensePool) offers(machines []Machine, now time.Time) (seats []*classad.ClassAd, used map[string]int) {
 	if p == nil || len(p.defs) == 0 {
 		return nil, nil
 	}
-	used := p.inUse(machines)
+	used = p.inUse(machines)
+	if now.Before(p.holdUntil) {
+		return nil, used
+	}
 	for _, def := range p.defs {
-		name, _ := def.EvalString("Name")
 		total, _ := seatsOf(def)
-		ad := def.Copy()
-		ad.SetInt(AttrSeatsInUse, int64(used[name]))
-		ads = append(ads, ad)
-		if now.Before(p.holdUntil) {
-			continue
-		}
 		// A seat each, distinct ads: a gang takes one seat, not all.
-		for range max(total-int64(used[name]), 0) {
-			seats = append(seats, ad.Copy())
+		for range max(total-int64(used[licenseName(def)]), 0) {
+			seats = append(seats, def.Copy())
 		}
 	}
-	return seats, ads
+	return seats, used
+}
+
+// ads returns the license ads as the collector shows them, with the
+// seats in use.
+func (p *licensePool) ads(used map[string]int) []*classad.ClassAd {
+	if p == nil {
+		return nil
+	}
+	ads := make([]*classad.ClassAd, len(p.defs))
+	for i, def := range p.defs {
+		ads[i] = def.Copy()
+		ads[i].SetInt(AttrSeatsInUse, int64(used[licenseName(def)]))
+	}
+	return ads
 }
 
 // hold records the seats a gang took, pending until the startd of its

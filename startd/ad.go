@@ -25,6 +25,10 @@ type adConfig struct {
 func machineAd(c adConfig, m machine, v view, now time.Time) *classad.ClassAd {
 	n := int64(max(c.numSlots, 1))
 	ad := classad.New()
+	// First, so that what the startd sets itself wins.
+	for name, e := range c.policy.attrs {
+		ad.Set(name, e)
+	}
 	ad.SetString("MyType", "Machine")
 	ad.SetString("TargetType", "Job")
 	ad.SetString("Name", v.name)

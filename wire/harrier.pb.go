@@ -497,17 +497,20 @@ func (x *MatchedRequest) GetLicenses() []string {
 	return nil
 }
 
-// GangMember is one machine of a gang: its slot, the claim id the startd
-// was told, and the job ad the startd was told of (the job as the port
-// the machine docked at describes it).
+// GangMember is one machine of a gang: its slot, and the claim id the
+// startd was told.
 type GangMember struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Slot       string                 `protobuf:"bytes,1,opt,name=slot,proto3" json:"slot,omitempty"`
 	StartdAddr string                 `protobuf:"bytes,2,opt,name=startd_addr,json=startdAddr,proto3" json:"startd_addr,omitempty"`
 	ClaimId    string                 `protobuf:"bytes,3,opt,name=claim_id,json=claimId,proto3" json:"claim_id,omitempty"`
 	MachineAd  string                 `protobuf:"bytes,4,opt,name=machine_ad,json=machineAd,proto3" json:"machine_ad,omitempty"`
-	JobAd      string                 `protobuf:"bytes,5,opt,name=job_ad,json=jobAd,proto3" json:"job_ad,omitempty"`
-	// The label of the job's port the machine docked at.
+	// The job ad the startd was told of, as matchmaker.GangJobAd makes it;
+	// the agent claims the machine with its own ad of the job made the same
+	// way.
+	JobAd string `protobuf:"bytes,5,opt,name=job_ad,json=jobAd,proto3" json:"job_ad,omitempty"`
+	// The label of the job's port the machine docked at; empty if it docked
+	// at a port of another member of the gang.
 	Label         string `protobuf:"bytes,6,opt,name=label,proto3" json:"label,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -476,6 +476,18 @@ func startdConfig(pc *poolConfig, name string, logger *slog.Logger) (startd.Conf
 		CertFile:       certPath, KeyFile: keyPath, CAFile: caPath,
 		Sandbox: pc.c.String("SANDBOX", ""),
 	}
+	// STARTD_ATTRS names configuration macros whose values, ClassAd
+	// expressions, join every slot's ad under the macro's name.
+	for _, name := range strings.FieldsFunc(pc.c.String("STARTD_ATTRS", ""), func(r rune) bool { return r == ',' || r == ' ' || r == '\t' }) {
+		v := pc.c.String(name, "")
+		if v == "" {
+			return cfg, fmt.Errorf("STARTD_ATTRS names %s, which is not configured", name)
+		}
+		if cfg.Attrs == nil {
+			cfg.Attrs = map[string]string{}
+		}
+		cfg.Attrs[name] = v
+	}
 	// Without the pool's checkpoint key, jobs run here but are neither
 	// checkpointed nor restored (a vacated job's event log says why).
 	if cfg.CheckpointKeyFile, err = pc.checkpointKeyPath(); err == nil {
