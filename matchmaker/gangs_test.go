@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/matchmaker/gang"
 	"harrier.dev/harrier/wire"
 )
 
@@ -235,5 +236,56 @@ func TestDriverNotifiesGang(t *testing.T) {
 	defer n.mu.Unlock()
 	if len(n.startd) != 1 || n.startd[0].ClaimId != req.ClaimId {
 		t.Errorf("startds told %v", n.startd)
+	}
+}
+
+// BenchmarkMarshalGangs measures a cycle's gangmatching (DYN): Ordinary
+// is the cost MarshalGangs adds to a cycle without gangs (the scan for
+// Ports); the others are cycles of the thesis's job-and-license gangs
+// with a seat per machine (100%) or per two machines (50%), each valid
+// on a quarter of the machines (by Key, read through the job's port).
+func BenchmarkMarshalGangs(b *testing.B) {
+	const machines, jobs = 1000, 2000
+	ms := make([]Machine, machines)
+	for i := range ms {
+		name := fmt.Sprintf("slot1@exec%d", i)
+		ms[i] = Machine{Name: name, Ad: mustParse(b, fmt.Sprintf(`[ Name = %q; Key = %d; State = "Unclaimed"; OpSys = "LINUX";
+			Memory = %d; Requirements = TARGET.RequestMemory <= MY.Memory ]`, name, i, 512<<(i%3)))}
+	}
+	n := Negotiator{GangAlgorithm: gang.DYN}
+	b.Run("Ordinary", func(b *testing.B) {
+		reqs := make([]Request, jobs)
+		for i := range reqs {
+			reqs[i] = job(b, "ag", i/100, i%100, fmt.Sprintf("u%d", i%10), fmt.Sprintf("QDate = %d", i))
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			n.MarshalGangs(reqs, ms, nil)
+		}
+	})
+	for _, share := range []int{1, 2} {
+		b.Run(fmt.Sprintf("Licenses=%d%%", 100/share), func(b *testing.B) {
+			reqs := make([]Request, jobs)
+			for i := range reqs {
+				reqs[i] = job(b, "ag", i, 0, fmt.Sprintf("u%d", i%10), `Ports = {
+					[ Label = Cpu; Requirements = Cpu.OpSys == "LINUX" && Cpu.Memory >= RequestMemory ],
+					[ Label = License; HostId = Cpu.Key; Requirements = License.App == "sim" ] }`)
+			}
+			seats := make([]*classad.ClassAd, machines/share)
+			for i := range seats {
+				lo := i % 4 * machines / 4
+				seats[i] = mustParse(b, fmt.Sprintf(`[ Name = "sim"; Type = "License"; App = "sim";
+					Ports = { [ Label = Job; Requirements = Job.HostId >= %d && Job.HostId < %d ] } ]`, lo, lo+machines/4))
+			}
+			b.ReportAllocs()
+			var gs Gangs
+			for b.Loop() {
+				gs = n.MarshalGangs(reqs, ms, seats)
+			}
+			b.ReportMetric(float64(len(gs.Matches)), "gangs")
+			b.ReportMetric(float64(len(gs.Matches))*float64(b.N)/b.Elapsed().Seconds(), "gangs/s")
+			b.ReportMetric(float64(gs.Stats.Probes)/float64(len(gs.Matches)), "probes/gang")
+			b.ReportMetric(float64(gs.Stats.Evaluations)/float64(len(gs.Matches)), "evals/gang")
+		})
 	}
 }

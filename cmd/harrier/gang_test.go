@@ -256,6 +256,34 @@ func TestGangsInAPool(t *testing.T) {
 		eventually(t, 60*time.Second, "the cad seat to come back", func() bool { return p.licenseInUse("cad") == 0 })
 	})
 
+	t.Run("SeatReturnsOnRemoval", func(t *testing.T) {
+		a := p.submit(t, alice, "long", cadPorts, "600")
+		eventually(t, 90*time.Second, "alice's gang to run", func() bool { return p.status(a) == 2 })
+		b := p.submit(t, bob, "short", cadPorts, "0")
+		eventually(t, 60*time.Second, "a negotiation cycle to turn bob's gang down", func() bool {
+			out, _ := p.tool("submit", "status", "-negotiator", "-af", "LastNegotiationCycleRejections0")
+			n, _ := strconv.Atoi(strings.TrimSpace(out))
+			return n == 1 && p.status(b) == 1
+		})
+		out, _ := p.as(bob, "q", "-better-analyze", b)
+		for _, want := range []string{"a gang forms from the pool's machines and licenses, but not from those free now",
+			"license seats free: cad 0 of 1, sim 1 of 1", "Port 1 (License): nothing docks here"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("-better-analyze of the waiting gang lacks %q:\n%s", want, out)
+			}
+		}
+		removed := float64(time.Now().UnixNano()) / 1e9
+		if out, code := p.as(alice, "rm", a); code != 0 {
+			t.Fatalf("rm: %s", out)
+		}
+		if out, code := p.tool("submit", "wait", "--timeout", "90", b); code != 0 {
+			t.Fatalf("wait %s: %s", b, out)
+		}
+		if start := between(t, p.output(t, bob, "short"), "start"); start < removed {
+			t.Errorf("bob's gang started at %f, before alice's gang gave the seat back at %f", start, removed)
+		}
+	})
+
 	t.Run("TwoMachinesOneSubnet", func(t *testing.T) {
 		id := p.submit(t, bob, "pair", pairPorts, "3")
 		eventually(t, 90*time.Second, "the pair to run", func() bool { return p.status(id) == 2 })
