@@ -71,22 +71,25 @@ func newGangClaims(c *claim, req *wire.MatchedRequest) (*gangClaims, error) {
 // order of their slot names, each with the job as the port it docked at
 // describes it (matchmaker.GangJobAd, as the negotiator told its startd),
 // and returns the first machine's ad as its startd sent it. On any
-// refusal it releases the claims it got and reports false.
+// refusal it releases the claims it got, and the matches it did not ask
+// for yet, so that every machine is free at once, and reports false.
 func (a *Agent) claimGang(ctx context.Context, c *claim, r *run, ad *classad.ClassAd) (machineAd string, ok bool) {
 	g := c.gang
 	order := slices.Clone(g.members)
 	slices.SortFunc(order, func(x, y gangMember) int { return cmp.Compare(x.claim.slot, y.claim.slot) })
-	var held []*claim
-	for _, m := range order {
+	var held int
+	for i, m := range order {
 		var licenses []string
 		if m.claim == c {
 			licenses = g.licenses
 		}
 		sent, ok := a.requestClaim(ctx, m.claim, r, matchmaker.GangJobAd(ad, r.id.String(), m.label, m.claim == c, licenses))
 		if !ok {
-			a.log.Info("gang claim refused; releasing the gang's other machines", "job", r.id, "slot", m.claim.slot, "held", len(held))
-			for _, h := range held {
-				a.client.releaseClaim(ctx, h.startdAddr, h.id)
+			a.log.Info("gang claim refused; releasing the gang's other machines", "job", r.id, "slot", m.claim.slot, "held", held)
+			for j, o := range order {
+				if j != i {
+					a.client.releaseClaim(ctx, o.claim.startdAddr, o.claim.id)
+				}
 			}
 			return "", false
 		}
@@ -95,7 +98,7 @@ func (a *Agent) claimGang(ctx context.Context, c *claim, r *run, ad *classad.Cla
 		} else if parsed, err := classad.Parse(sent); err == nil && sent != "" {
 			m.claim.machine = parsed
 		}
-		held = append(held, m.claim)
+		held++
 	}
 	return machineAd, true
 }
