@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -137,6 +138,21 @@ func (p *gangPool) licenseInUse(name string) int {
 	return 0
 }
 
+// restartMatchmaker kills the matchmaker and starts it again, returning
+// when.
+func (p *gangPool) restartMatchmaker(t *testing.T) time.Time {
+	t.Helper()
+	for _, c := range p.procs {
+		if slices.Contains(c.Args, "matchmaker") && c.ProcessState == nil {
+			_ = c.Process.Kill()
+			_ = c.Wait()
+		}
+	}
+	at := time.Now()
+	p.daemon("cm", "matchmaker")
+	return at
+}
+
 // output reads a job's output file in u's directory.
 func (p *gangPool) output(t *testing.T, u *user.User, name string) string {
 	b, err := os.ReadFile(filepath.Join(p.hosts["submit"].dir, "work-"+u.Username, name+".out"))
@@ -211,7 +227,7 @@ func TestGangsInAPool(t *testing.T) {
 	})
 
 	t.Run("LicenseValidOnOneMachine", func(t *testing.T) {
-		id := p.submit(t, alice, "sim", simPorts, "3")
+		id := p.submit(t, alice, "sim", simPorts, "25")
 		eventually(t, 90*time.Second, "the sim gang to run", func() bool { return p.status(id) == 2 })
 		// While it runs, its machine's claim holds the seat.
 		if n := p.licenseInUse("sim"); n != 1 {
@@ -221,8 +237,23 @@ func TestGangsInAPool(t *testing.T) {
 		if strings.TrimSpace(out) != "slot1@exec2 true" {
 			t.Errorf("claimed machine ad: %q", out)
 		}
+		// A restarted matchmaker learns the held seat from exec2's claim and
+		// does not hand it to another gang: bob's waits.
+		restarted := p.restartMatchmaker(t)
+		other := p.submit(t, bob, "sim", simPorts, "0")
+		eventually(t, 60*time.Second, "a cycle of the restarted matchmaker, past its license hold", func() bool {
+			out, _ := p.tool("submit", "status", "-negotiator", "-af", "LastNegotiationCycleEnd0")
+			end, _ := strconv.ParseInt(strings.TrimSpace(out), 10, 64)
+			return end > restarted.Unix()+4
+		})
+		if st, n := p.status(other), p.licenseInUse("sim"); st != 1 || n != 1 || p.status(id) != 2 {
+			t.Errorf("after the matchmaker's restart, with alice's gang running: bob's JobStatus %d, sim seats in use %d", st, n)
+		}
 		if out, code := p.tool("submit", "wait", "--timeout", "60", id); code != 0 {
 			t.Fatalf("wait: %s", out)
+		}
+		if out, code := p.tool("submit", "wait", "--timeout", "60", other); code != 0 {
+			t.Fatalf("wait for bob's gang: %s", out)
 		}
 		got := p.output(t, alice, "sim")
 		for _, want := range []string{"slots=slot1@exec2\n", "hosts=exec2\n", "licenses=sim\n", "end "} {
