@@ -28,7 +28,7 @@ import (
 //
 // Claiming is the thesis's two-phase claim: every machine is asked in the
 // order of its slot name, one order across the pool, and one refusal
-// releases every claim already granted, so that two gangs wanting the
+// releases every other member, claimed or not yet, so that two gangs wanting the
 // same machines never wait for each other. A startd refuses a claim it
 // was not matched with at once; it never makes a claimant wait.
 
