@@ -18,6 +18,10 @@ const (
 	AttrJobPrio      = "JobPrio"
 	AttrRequirements = "Requirements"
 	AttrRank         = "Rank"
+	// AttrPorts makes a job a gang (package matchmaker/gang).
+	AttrPorts = "Ports"
+	// AttrEnvironment is the job's environment, HTCondor's V2 syntax.
+	AttrEnvironment = "Environment"
 )
 
 // The job's state (see JobStatus) and why it is in it.

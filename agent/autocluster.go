@@ -116,6 +116,8 @@ func significantOf(ad *classad.ClassAd, significant []string, names map[string][
 	add(AttrOwner)
 	add(AttrRequirements)
 	add(AttrRank)
+	// A gang job's Ports are its requirements.
+	add(AttrPorts)
 	for len(todo) > 0 {
 		name := todo[len(todo)-1]
 		todo = todo[:len(todo)-1]

@@ -98,17 +98,24 @@ done
 type fakeStartd struct {
 	wire.UnimplementedStartdServer
 	refuseClaim, refuseActivation bool
+	// refuseSlots are slots whose claims it refuses.
+	refuseSlots map[string]bool
 
 	mu          sync.Mutex
+	claims      []*wire.RequestClaimRequest
 	activations []*wire.ActivateClaimRequest
 	releases    []string
 }
 
 func (s *fakeStartd) RequestClaim(_ context.Context, req *wire.RequestClaimRequest) (*wire.RequestClaimReply, error) {
-	if s.refuseClaim {
+	s.mu.Lock()
+	s.claims = append(s.claims, req)
+	s.mu.Unlock()
+	if s.refuseClaim || s.refuseSlots[req.Slot] {
 		return &wire.RequestClaimReply{Reason: "the owner is back"}, nil
 	}
-	return &wire.RequestClaimReply{Accepted: true, MachineAd: `[ MyType = "Machine"; Name = "` + req.Slot + `"; Requirements = true ]`}, nil
+	_, host, _ := strings.Cut(req.Slot, "@")
+	return &wire.RequestClaimReply{Accepted: true, MachineAd: `[ MyType = "Machine"; Name = "` + req.Slot + `"; Machine = "` + host + `"; Requirements = true ]`}, nil
 }
 
 func (s *fakeStartd) ActivateClaim(_ context.Context, req *wire.ActivateClaimRequest) (*wire.ActivateClaimReply, error) {

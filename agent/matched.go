@@ -20,7 +20,8 @@ type agentService struct {
 
 // Matched starts claiming the matched slot for the job. A job that is no
 // longer idle (removed, held, running on a match from another pool)
-// refuses the match, and the startd is told to free the slot.
+// refuses the match, and the startd is told to free the slot (every slot
+// of a gang).
 func (s *agentService) Matched(ctx context.Context, req *wire.MatchedRequest) (*wire.MatchedReply, error) {
 	id, err := jobqueue.ParseJobID(req.JobId)
 	if err != nil {
@@ -52,5 +53,12 @@ func (s *agentService) Matched(ctx context.Context, req *wire.MatchedRequest) (*
 // background (the negotiator waits for the answer to Matched); a stopping
 // agent leaves the slot to its claim's lease.
 func (s *agentService) turnDown(req *wire.MatchedRequest) {
-	s.a.goTracked(func() { s.a.client.releaseClaim(s.a.runCtx, req.StartdAddr, req.ClaimId) })
+	s.a.goTracked(func() {
+		s.a.client.releaseClaim(s.a.runCtx, req.StartdAddr, req.ClaimId)
+		for _, m := range req.Gang {
+			if m.ClaimId != req.ClaimId {
+				s.a.client.releaseClaim(s.a.runCtx, m.StartdAddr, m.ClaimId)
+			}
+		}
+	})
 }

@@ -147,6 +147,9 @@ type claim struct {
 	// owner is the Owner of the job the claim was made for: the user the
 	// matchmaker charges for the slot, whose jobs alone may reuse it.
 	owner string
+	// gang, for a job matched as a gang, holds its other machines with
+	// this one (see gang.go); nil for an ordinary match.
+	gang *gangClaims
 }
 
 // startRun claims the matched slot and runs the job's shadow. It returns at
@@ -157,6 +160,11 @@ func (a *Agent) startRun(id jobqueue.JobID, req *wire.MatchedRequest) error {
 		return fmt.Errorf("match for job %s: bad machine ad: %w", id, err)
 	}
 	c := &claim{id: req.ClaimId, slot: req.Slot, startdAddr: req.StartdAddr, machine: machine}
+	if len(req.Gang) > 0 {
+		if c.gang, err = newGangClaims(c, req); err != nil {
+			return fmt.Errorf("match for job %s: %w", id, err)
+		}
+	}
 	r, err := a.newRun(id, c)
 	if err != nil {
 		return err
@@ -209,10 +217,18 @@ func (a *Agent) useClaim(ctx context.Context, c *claim, r *run) {
 		a.endRun(r)
 		return
 	}
-	machineAd, ok := a.requestClaim(ctx, c, r, ad)
+	var machineAd string
+	if c.gang != nil {
+		machineAd, ok = a.claimGang(ctx, c, r, ad)
+	} else {
+		machineAd, ok = a.requestClaim(ctx, c, r, ad)
+	}
 	if !ok {
 		a.endRun(r)
 		return
+	}
+	if c.gang != nil {
+		defer a.holdGang(ctx, c)()
 	}
 	if m, err := classad.Parse(machineAd); err == nil && machineAd != "" {
 		c.machine = m
@@ -251,7 +267,11 @@ func (a *Agent) useClaim(ctx context.Context, c *claim, r *run) {
 			sp, err = a.startShadow(c.owner)
 		}
 		if err == nil {
-			ev, err = a.serveOnShadow(ctx, sp, c, r, ad)
+			job := ad
+			if c.gang != nil {
+				job = c.gang.jobAd(ad)
+			}
+			ev, err = a.serveOnShadow(ctx, sp, c, r, job)
 		}
 		if err != nil {
 			a.log.Error("shadow", "job", r.id, "err", err)
@@ -262,6 +282,9 @@ func (a *Agent) useClaim(ctx context.Context, c *claim, r *run) {
 		action, _ := r.stopAction()
 		if action != actionNone || ev.Type == shadow.EventFailed || ev.Type == shadow.EventEvicted {
 			return // the claim may be gone or unwanted
+		}
+		if c.gang != nil {
+			return // its machines and licenses were the job's, not its owner's
 		}
 		if time.Since(c.since) >= a.cfg.ClaimWorkLife {
 			return

@@ -70,5 +70,13 @@
 // and vacates what a window keeps off a slot (reservations.go).
 //
 // Gangmatching, matching a request with several ads at once through their
-// Ports, is the subpackage gang; the negotiator does not use it yet.
+// Ports, is the subpackage gang. Each cycle, before the ordinary requests,
+// [Negotiator.MarshalGangs] matches the requests whose ads have Ports with
+// gangs of Unclaimed machines and license seats (licenses.go: License ads
+// from LICENSE_FILE, whose seats in use are counted from the claims the
+// machine ads show), submitters taking turns in priority order; the
+// ordinary requests are then negotiated over the machines left, along the
+// path above. The driver tells every startd of a gang and then the agent,
+// once, with every member's claim id (gang_notify.go); the agent claims
+// them all or none (agent/gang.go). docs/gangs.md is the user's guide.
 package matchmaker

@@ -18,6 +18,7 @@ type driver struct {
 	collector  *Collector
 	negotiator Negotiator
 	accountant *Accountant // nil: no fair share
+	licenses   *licensePool
 	notifier   Notifier
 	clock      Clock
 	name       string        // of the Negotiator ad
@@ -142,7 +143,18 @@ func (d *driver) cycle(ctx context.Context) CycleStats {
 			d.collector.Advertise(TypeAccounting, u.Name, u.Ad(), 3*interval)
 		}
 	}
-	res := negotiator.Negotiate(reqs, machines)
+	seats, used := d.licenses.offers(machines, d.clock.Now())
+	gangs := negotiator.MarshalGangs(reqs, machines, seats)
+	for _, g := range gangs.Matches {
+		d.startGang(ctx, g)
+		for _, l := range g.Licenses {
+			used[l]++
+		}
+	}
+	for _, ad := range d.licenses.ads(used) {
+		d.collector.Advertise(TypeLicense, licenseName(ad), ad, 3*interval)
+	}
+	res := negotiator.Negotiate(gangs.Requests, gangs.Machines)
 	res.SignificantAttributes = d.reservations.significant(res.SignificantAttributes)
 	for _, m := range res.Matches {
 		d.collector.Claim(m)
@@ -158,10 +170,10 @@ func (d *driver) cycle(ctx context.Context) CycleStats {
 		Duration:              time.Since(start),
 		Snapshot:              snap,
 		Phases:                res.Phases,
-		Matches:               len(res.Matches),
-		Rejections:            res.Rejections,
-		IdleJobs:              res.IdleJobs,
-		Requests:              res.Requests,
+		Matches:               len(res.Matches) + len(gangs.Matches),
+		Rejections:            res.Rejections + gangs.GangJobs - len(gangs.Matches),
+		IdleJobs:              res.IdleJobs + gangs.GangJobs,
+		Requests:              res.Requests + gangs.GangRequests,
 		CandidateSlots:        res.CandidateSlots,
 		MachineClasses:        res.MachineClasses,
 		Preemptions:           res.Preemptions,

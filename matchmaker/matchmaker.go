@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 
 	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/matchmaker/gang"
 	"harrier.dev/harrier/wire"
 )
 
@@ -83,6 +84,16 @@ type Config struct {
 	// user with better priority may preempt another's job. Empty means
 	// never; rank preemption does not depend on it.
 	PreemptionRequirements string
+	// LicenseFile holds the license ads offered to gangs (LICENSE_FILE;
+	// see ReadLicenseFile); "" for none.
+	LicenseFile string
+	// LicenseHold is how long after it starts the matchmaker offers no
+	// license seat: long enough for every startd to advertise the seats
+	// its claims hold (UPDATE_INTERVAL).
+	LicenseHold time.Duration
+	// GangAlgorithm is the gangmatching algorithm: naive, LR or DYN
+	// (GANG_ALGORITHM; default DYN).
+	GangAlgorithm string
 }
 
 // ErrNoTLS reports a configuration without a server TLS config that
@@ -165,6 +176,21 @@ func New(cfg Config) (*Matchmaker, error) {
 			return nil, fmt.Errorf("matchmaker: PREEMPTION_REQUIREMENTS: %w", err)
 		}
 	}
+	alg := gang.DYN
+	if cfg.GangAlgorithm != "" {
+		var err error
+		if alg, err = gang.ParseAlgorithm(cfg.GangAlgorithm); err != nil {
+			return nil, fmt.Errorf("matchmaker: GANG_ALGORITHM: %w", err)
+		}
+	}
+	var licenses *licensePool
+	if cfg.LicenseFile != "" {
+		defs, err := ReadLicenseFile(cfg.LicenseFile)
+		if err != nil {
+			return nil, fmt.Errorf("matchmaker: %w", err)
+		}
+		licenses = newLicensePool(defs, cfg.Clock.Now().Add(cfg.LicenseHold))
+	}
 	var accountant *Accountant
 	if cfg.Priorities == nil {
 		accountant = NewAccountant(cfg.HalfLife, cfg.DefaultPriorityFactor, cfg.PriorityFactors)
@@ -196,8 +222,9 @@ func New(cfg Config) (*Matchmaker, error) {
 		driver: &driver{
 			log:          log,
 			collector:    c,
-			negotiator:   Negotiator{Priorities: cfg.Priorities, PreemptionRequirements: preempt},
+			negotiator:   Negotiator{Priorities: cfg.Priorities, PreemptionRequirements: preempt, GangAlgorithm: alg},
 			accountant:   accountant,
+			licenses:     licenses,
 			notifier:     cfg.Notifier,
 			clock:        cfg.Clock,
 			name:         cfg.Name,

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/matchmaker/gang"
 )
 
 // A Request is a resource request: idle jobs of one agent that are alike
@@ -115,6 +116,8 @@ type Negotiator struct {
 	// Workers bounds the goroutines that read requests and build
 	// matchlists; 0 means GOMAXPROCS.
 	Workers int
+	// GangAlgorithm is how MarshalGangs searches for gangs.
+	GangAlgorithm gang.Algorithm
 }
 
 // Negotiate pairs jobs with machines.

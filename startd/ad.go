@@ -25,6 +25,10 @@ type adConfig struct {
 func machineAd(c adConfig, m machine, v view, now time.Time) *classad.ClassAd {
 	n := int64(max(c.numSlots, 1))
 	ad := classad.New()
+	// First, so that what the startd sets itself wins.
+	for name, e := range c.policy.attrs {
+		ad.Set(name, e)
+	}
 	ad.SetString("MyType", "Machine")
 	ad.SetString("TargetType", "Job")
 	ad.SetString("Name", v.name)
@@ -84,6 +88,13 @@ func machineAd(c adConfig, m machine, v view, now time.Time) *classad.ClassAd {
 				if e, ok := v.job.Lookup(name); ok {
 					ad.Set(name, classad.Literal(v.job.EvalExpr(e, nil)))
 				}
+			}
+		}
+		// The licenses a gang's claim holds, for as long as it lasts: the
+		// matchmaker counts license seats in use from these.
+		if cl.job != nil {
+			if l, ok := cl.job.Lookup(attrGangLicenses); ok {
+				ad.Set(attrGangLicenses, l)
 			}
 		}
 		// How much the machine's RANK likes the job it has: the

@@ -2,6 +2,7 @@ package startd
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,5 +106,34 @@ func BenchmarkMeasureHost(b *testing.B) {
 		if _, err := m(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// STARTD_ATTRS join the ad without replacing what the startd sets, and a
+// gang's claim publishes the licenses its job ad holds.
+func TestMachineAdAttrsAndGangLicenses(t *testing.T) {
+	p, err := parsePolicy(Config{Attrs: map[string]string{"Subnet": `"10.1"`, "Machine": `"spoof"`, "Fast": "Cpus > 4"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := classad.New()
+	job.SetValue(attrGangLicenses, classad.List(classad.String("sim")))
+	c := adConfig{host: "exec1", policy: p, numSlots: 1}
+	v := view{id: 1, name: "slot1@exec1", status: Status{Claimed, Idle}, claim: &claim{id: "c1", jobID: "3.0", job: job}}
+	ad := machineAd(c, testMachine, v, time.Unix(1200, 0))
+	if s, _ := ad.EvalString("Subnet"); s != "10.1" {
+		t.Errorf("Subnet = %q", s)
+	}
+	if s, _ := ad.EvalString("Machine"); s != "exec1" {
+		t.Errorf("Machine = %q: STARTD_ATTRS replaced the startd's own", s)
+	}
+	if fast, _ := ad.EvalBool("Fast"); !fast {
+		t.Errorf("Fast, an expression of the ad, = %v", ad.Eval("Fast"))
+	}
+	if l := ad.Eval(attrGangLicenses); l.String() != `{ "sim" }` {
+		t.Errorf("GangLicenses = %s", l)
+	}
+	if _, err := parsePolicy(Config{Attrs: map[string]string{"Bad": "1 +"}}); err == nil || !strings.Contains(err.Error(), "STARTD_ATTRS: Bad") {
+		t.Errorf("a bad STARTD_ATTRS expression: %v", err)
 	}
 }

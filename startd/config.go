@@ -80,6 +80,11 @@ type Config struct {
 	// containers where they work (see sandbox.go). Advertised as
 	// HarrierSandbox.
 	Sandbox string
+	// Attrs are attributes the administrator adds to every slot's ad
+	// (HTCondor's STARTD_ATTRS), by name, as ClassAd expressions: what
+	// jobs and gangs may ask for (Subnet = "10.1"). They do not replace
+	// the attributes the startd measures or sets.
+	Attrs map[string]string
 }
 
 const (

@@ -49,6 +49,8 @@ type policy struct {
 	start, rank, suspend, cont, preempt, kill classad.Expr
 	wantSuspend, wantVacate, isOwner          classad.Expr
 	maxVacateTime                             classad.Expr
+	// attrs are Config.Attrs, parsed, by name.
+	attrs map[string]classad.Expr
 }
 
 // policyText is the policy as configured, by configuration key.
@@ -85,6 +87,17 @@ func parsePolicy(cfg Config) (policy, error) {
 			continue
 		}
 		*e.dst = x
+	}
+	for name, text := range cfg.Attrs {
+		x, err := classad.ParseExpr(text)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("STARTD_ATTRS: %s: %w", name, err))
+			continue
+		}
+		if p.attrs == nil {
+			p.attrs = map[string]classad.Expr{}
+		}
+		p.attrs[name] = x
 	}
 	return p, errors.Join(errs...)
 }

@@ -25,6 +25,12 @@ type endpoint struct {
 const (
 	attrPreemptReason = "PreemptReason"
 	attrPreemptsJob   = "PreemptsJob"
+	// attrGangLicenses (matchmaker.AttrGangLicenses) lists the licenses
+	// the job claiming a gang's first machine holds.
+	attrGangLicenses = "GangLicenses"
+	// attrGangHeld (matchmaker.AttrGangHeld) marks a claim held for a
+	// gang's job that runs on another machine.
+	attrGangHeld = "GangHeld"
 )
 
 // Matched puts an Unclaimed slot into Matched, where it waits for a claim
@@ -188,7 +194,11 @@ func (e *endpoint) RequestClaim(ctx context.Context, req *wire.RequestClaimReque
 	c := &claim{id: req.ClaimId, agent: req.Agent, holder: caller.Identity, owner: evalString(job, "Owner"), jobID: jobID(job), job: job}
 	sl.renewed = now
 	s.move(sl, claimedIdle{claim: c})
-	s.expireIdleClaimAfter(sl, c.id)
+	// A machine held for a gang whose job runs on another stays idle
+	// while the job runs; its agent's keepalives hold it.
+	if held, _ := job.EvalBool(attrGangHeld); !held {
+		s.expireIdleClaimAfter(sl, c.id)
+	}
 	return &wire.RequestClaimReply{Accepted: true, MachineAd: machineAd(s.adc, m, sl.view(), now).String()}, nil
 }
 

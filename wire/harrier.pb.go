@@ -75,7 +75,7 @@ func (x TransferEntry_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use TransferEntry_Kind.Descriptor instead.
 func (TransferEntry_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{22, 0}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{23, 0}
 }
 
 type AdvertiseRequest struct {
@@ -451,12 +451,18 @@ func (x *QueryReply) GetAds() []string {
 }
 
 type MatchedRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	ClaimId       string                 `protobuf:"bytes,2,opt,name=claim_id,json=claimId,proto3" json:"claim_id,omitempty"`
-	MachineAd     string                 `protobuf:"bytes,3,opt,name=machine_ad,json=machineAd,proto3" json:"machine_ad,omitempty"`
-	StartdAddr    string                 `protobuf:"bytes,4,opt,name=startd_addr,json=startdAddr,proto3" json:"startd_addr,omitempty"`
-	Slot          string                 `protobuf:"bytes,5,opt,name=slot,proto3" json:"slot,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	JobId      string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	ClaimId    string                 `protobuf:"bytes,2,opt,name=claim_id,json=claimId,proto3" json:"claim_id,omitempty"`
+	MachineAd  string                 `protobuf:"bytes,3,opt,name=machine_ad,json=machineAd,proto3" json:"machine_ad,omitempty"`
+	StartdAddr string                 `protobuf:"bytes,4,opt,name=startd_addr,json=startdAddr,proto3" json:"startd_addr,omitempty"`
+	Slot       string                 `protobuf:"bytes,5,opt,name=slot,proto3" json:"slot,omitempty"`
+	// For a job matched as a gang (its ad has Ports), every machine of the
+	// gang, the one above (where the job runs) first; the agent claims them
+	// all or none. Empty for an ordinary match.
+	Gang []*GangMember `protobuf:"bytes,6,rep,name=gang,proto3" json:"gang,omitempty"`
+	// The licenses the gang holds while the job runs, by name.
+	Licenses      []string `protobuf:"bytes,7,rep,name=licenses,proto3" json:"licenses,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -526,6 +532,111 @@ func (x *MatchedRequest) GetSlot() string {
 	return ""
 }
 
+func (x *MatchedRequest) GetGang() []*GangMember {
+	if x != nil {
+		return x.Gang
+	}
+	return nil
+}
+
+func (x *MatchedRequest) GetLicenses() []string {
+	if x != nil {
+		return x.Licenses
+	}
+	return nil
+}
+
+// GangMember is one machine of a gang: its slot, and the claim id the
+// startd was told.
+type GangMember struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Slot       string                 `protobuf:"bytes,1,opt,name=slot,proto3" json:"slot,omitempty"`
+	StartdAddr string                 `protobuf:"bytes,2,opt,name=startd_addr,json=startdAddr,proto3" json:"startd_addr,omitempty"`
+	ClaimId    string                 `protobuf:"bytes,3,opt,name=claim_id,json=claimId,proto3" json:"claim_id,omitempty"`
+	MachineAd  string                 `protobuf:"bytes,4,opt,name=machine_ad,json=machineAd,proto3" json:"machine_ad,omitempty"`
+	// The job ad the startd was told of, as matchmaker.GangJobAd makes it;
+	// the agent claims the machine with its own ad of the job made the same
+	// way.
+	JobAd string `protobuf:"bytes,5,opt,name=job_ad,json=jobAd,proto3" json:"job_ad,omitempty"`
+	// The label of the job's port the machine docked at; empty if it docked
+	// at a port of another member of the gang.
+	Label         string `protobuf:"bytes,6,opt,name=label,proto3" json:"label,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GangMember) Reset() {
+	*x = GangMember{}
+	mi := &file_harrier_v1_harrier_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GangMember) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GangMember) ProtoMessage() {}
+
+func (x *GangMember) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_harrier_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GangMember.ProtoReflect.Descriptor instead.
+func (*GangMember) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *GangMember) GetSlot() string {
+	if x != nil {
+		return x.Slot
+	}
+	return ""
+}
+
+func (x *GangMember) GetStartdAddr() string {
+	if x != nil {
+		return x.StartdAddr
+	}
+	return ""
+}
+
+func (x *GangMember) GetClaimId() string {
+	if x != nil {
+		return x.ClaimId
+	}
+	return ""
+}
+
+func (x *GangMember) GetMachineAd() string {
+	if x != nil {
+		return x.MachineAd
+	}
+	return ""
+}
+
+func (x *GangMember) GetJobAd() string {
+	if x != nil {
+		return x.JobAd
+	}
+	return ""
+}
+
+func (x *GangMember) GetLabel() string {
+	if x != nil {
+		return x.Label
+	}
+	return ""
+}
+
 type MatchedReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -534,7 +645,7 @@ type MatchedReply struct {
 
 func (x *MatchedReply) Reset() {
 	*x = MatchedReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[8]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -546,7 +657,7 @@ func (x *MatchedReply) String() string {
 func (*MatchedReply) ProtoMessage() {}
 
 func (x *MatchedReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[8]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -559,7 +670,7 @@ func (x *MatchedReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MatchedReply.ProtoReflect.Descriptor instead.
 func (*MatchedReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{8}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{9}
 }
 
 type StartdVacateRequest struct {
@@ -575,7 +686,7 @@ type StartdVacateRequest struct {
 
 func (x *StartdVacateRequest) Reset() {
 	*x = StartdVacateRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[9]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -587,7 +698,7 @@ func (x *StartdVacateRequest) String() string {
 func (*StartdVacateRequest) ProtoMessage() {}
 
 func (x *StartdVacateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[9]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -600,7 +711,7 @@ func (x *StartdVacateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartdVacateRequest.ProtoReflect.Descriptor instead.
 func (*StartdVacateRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{9}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *StartdVacateRequest) GetSlot() string {
@@ -632,7 +743,7 @@ type StartdVacateReply struct {
 
 func (x *StartdVacateReply) Reset() {
 	*x = StartdVacateReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[10]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -644,7 +755,7 @@ func (x *StartdVacateReply) String() string {
 func (*StartdVacateReply) ProtoMessage() {}
 
 func (x *StartdVacateReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[10]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -657,7 +768,7 @@ func (x *StartdVacateReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartdVacateReply.ProtoReflect.Descriptor instead.
 func (*StartdVacateReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{10}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{11}
 }
 
 type KeepAliveRequest struct {
@@ -669,7 +780,7 @@ type KeepAliveRequest struct {
 
 func (x *KeepAliveRequest) Reset() {
 	*x = KeepAliveRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[11]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -681,7 +792,7 @@ func (x *KeepAliveRequest) String() string {
 func (*KeepAliveRequest) ProtoMessage() {}
 
 func (x *KeepAliveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[11]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -694,7 +805,7 @@ func (x *KeepAliveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeepAliveRequest.ProtoReflect.Descriptor instead.
 func (*KeepAliveRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{11}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *KeepAliveRequest) GetClaimId() string {
@@ -714,7 +825,7 @@ type KeepAliveReply struct {
 
 func (x *KeepAliveReply) Reset() {
 	*x = KeepAliveReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[12]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -726,7 +837,7 @@ func (x *KeepAliveReply) String() string {
 func (*KeepAliveReply) ProtoMessage() {}
 
 func (x *KeepAliveReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[12]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -739,7 +850,7 @@ func (x *KeepAliveReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeepAliveReply.ProtoReflect.Descriptor instead.
 func (*KeepAliveReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{12}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *KeepAliveReply) GetLeaseSeconds() int32 {
@@ -760,7 +871,7 @@ type StartdMatchedRequest struct {
 
 func (x *StartdMatchedRequest) Reset() {
 	*x = StartdMatchedRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[13]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -772,7 +883,7 @@ func (x *StartdMatchedRequest) String() string {
 func (*StartdMatchedRequest) ProtoMessage() {}
 
 func (x *StartdMatchedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[13]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -785,7 +896,7 @@ func (x *StartdMatchedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartdMatchedRequest.ProtoReflect.Descriptor instead.
 func (*StartdMatchedRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{13}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *StartdMatchedRequest) GetSlot() string {
@@ -817,7 +928,7 @@ type StartdMatchedReply struct {
 
 func (x *StartdMatchedReply) Reset() {
 	*x = StartdMatchedReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[14]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -829,7 +940,7 @@ func (x *StartdMatchedReply) String() string {
 func (*StartdMatchedReply) ProtoMessage() {}
 
 func (x *StartdMatchedReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[14]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -842,7 +953,7 @@ func (x *StartdMatchedReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartdMatchedReply.ProtoReflect.Descriptor instead.
 func (*StartdMatchedReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{14}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{15}
 }
 
 type RequestClaimRequest struct {
@@ -857,7 +968,7 @@ type RequestClaimRequest struct {
 
 func (x *RequestClaimRequest) Reset() {
 	*x = RequestClaimRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[15]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -869,7 +980,7 @@ func (x *RequestClaimRequest) String() string {
 func (*RequestClaimRequest) ProtoMessage() {}
 
 func (x *RequestClaimRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[15]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -882,7 +993,7 @@ func (x *RequestClaimRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestClaimRequest.ProtoReflect.Descriptor instead.
 func (*RequestClaimRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{15}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RequestClaimRequest) GetSlot() string {
@@ -928,7 +1039,7 @@ type RequestClaimReply struct {
 
 func (x *RequestClaimReply) Reset() {
 	*x = RequestClaimReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[16]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -940,7 +1051,7 @@ func (x *RequestClaimReply) String() string {
 func (*RequestClaimReply) ProtoMessage() {}
 
 func (x *RequestClaimReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[16]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -953,7 +1064,7 @@ func (x *RequestClaimReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestClaimReply.ProtoReflect.Descriptor instead.
 func (*RequestClaimReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{16}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RequestClaimReply) GetAccepted() bool {
@@ -1001,7 +1112,7 @@ type ActivateClaimRequest struct {
 
 func (x *ActivateClaimRequest) Reset() {
 	*x = ActivateClaimRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[17]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1013,7 +1124,7 @@ func (x *ActivateClaimRequest) String() string {
 func (*ActivateClaimRequest) ProtoMessage() {}
 
 func (x *ActivateClaimRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[17]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1026,7 +1137,7 @@ func (x *ActivateClaimRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivateClaimRequest.ProtoReflect.Descriptor instead.
 func (*ActivateClaimRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{17}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ActivateClaimRequest) GetClaimId() string {
@@ -1072,7 +1183,7 @@ type ActivateClaimReply struct {
 
 func (x *ActivateClaimReply) Reset() {
 	*x = ActivateClaimReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[18]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1084,7 +1195,7 @@ func (x *ActivateClaimReply) String() string {
 func (*ActivateClaimReply) ProtoMessage() {}
 
 func (x *ActivateClaimReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[18]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1097,7 +1208,7 @@ func (x *ActivateClaimReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivateClaimReply.ProtoReflect.Descriptor instead.
 func (*ActivateClaimReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{18}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{19}
 }
 
 type ReleaseClaimRequest struct {
@@ -1109,7 +1220,7 @@ type ReleaseClaimRequest struct {
 
 func (x *ReleaseClaimRequest) Reset() {
 	*x = ReleaseClaimRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[19]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1121,7 +1232,7 @@ func (x *ReleaseClaimRequest) String() string {
 func (*ReleaseClaimRequest) ProtoMessage() {}
 
 func (x *ReleaseClaimRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[19]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1134,7 +1245,7 @@ func (x *ReleaseClaimRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseClaimRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseClaimRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{19}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ReleaseClaimRequest) GetClaimId() string {
@@ -1152,7 +1263,7 @@ type ReleaseClaimReply struct {
 
 func (x *ReleaseClaimReply) Reset() {
 	*x = ReleaseClaimReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[20]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1164,7 +1275,7 @@ func (x *ReleaseClaimReply) String() string {
 func (*ReleaseClaimReply) ProtoMessage() {}
 
 func (x *ReleaseClaimReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[20]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1177,7 +1288,7 @@ func (x *ReleaseClaimReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseClaimReply.ProtoReflect.Descriptor instead.
 func (*ReleaseClaimReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{20}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{21}
 }
 
 type TransferInputRequest struct {
@@ -1189,7 +1300,7 @@ type TransferInputRequest struct {
 
 func (x *TransferInputRequest) Reset() {
 	*x = TransferInputRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[21]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1201,7 +1312,7 @@ func (x *TransferInputRequest) String() string {
 func (*TransferInputRequest) ProtoMessage() {}
 
 func (x *TransferInputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[21]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1214,7 +1325,7 @@ func (x *TransferInputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferInputRequest.ProtoReflect.Descriptor instead.
 func (*TransferInputRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{21}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *TransferInputRequest) GetSecret() string {
@@ -1241,7 +1352,7 @@ type TransferEntry struct {
 
 func (x *TransferEntry) Reset() {
 	*x = TransferEntry{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[22]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1253,7 +1364,7 @@ func (x *TransferEntry) String() string {
 func (*TransferEntry) ProtoMessage() {}
 
 func (x *TransferEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[22]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1266,7 +1377,7 @@ func (x *TransferEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferEntry.ProtoReflect.Descriptor instead.
 func (*TransferEntry) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{22}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *TransferEntry) GetName() string {
@@ -1329,7 +1440,7 @@ type TransferChunk struct {
 
 func (x *TransferChunk) Reset() {
 	*x = TransferChunk{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[23]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1341,7 +1452,7 @@ func (x *TransferChunk) String() string {
 func (*TransferChunk) ProtoMessage() {}
 
 func (x *TransferChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[23]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1354,7 +1465,7 @@ func (x *TransferChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferChunk.ProtoReflect.Descriptor instead.
 func (*TransferChunk) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{23}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *TransferChunk) GetSecret() string {
@@ -1402,7 +1513,7 @@ type TransferOutputReply struct {
 
 func (x *TransferOutputReply) Reset() {
 	*x = TransferOutputReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[24]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1414,7 +1525,7 @@ func (x *TransferOutputReply) String() string {
 func (*TransferOutputReply) ProtoMessage() {}
 
 func (x *TransferOutputReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[24]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1427,7 +1538,7 @@ func (x *TransferOutputReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferOutputReply.ProtoReflect.Descriptor instead.
 func (*TransferOutputReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{24}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *TransferOutputReply) GetFiles() int32 {
@@ -1453,7 +1564,7 @@ type CheckpointFilesRequest struct {
 
 func (x *CheckpointFilesRequest) Reset() {
 	*x = CheckpointFilesRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[25]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1465,7 +1576,7 @@ func (x *CheckpointFilesRequest) String() string {
 func (*CheckpointFilesRequest) ProtoMessage() {}
 
 func (x *CheckpointFilesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[25]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1478,7 +1589,7 @@ func (x *CheckpointFilesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointFilesRequest.ProtoReflect.Descriptor instead.
 func (*CheckpointFilesRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{25}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CheckpointFilesRequest) GetSecret() string {
@@ -1498,7 +1609,7 @@ type CheckpointFilesReply struct {
 
 func (x *CheckpointFilesReply) Reset() {
 	*x = CheckpointFilesReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[26]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1510,7 +1621,7 @@ func (x *CheckpointFilesReply) String() string {
 func (*CheckpointFilesReply) ProtoMessage() {}
 
 func (x *CheckpointFilesReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[26]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1523,7 +1634,7 @@ func (x *CheckpointFilesReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointFilesReply.ProtoReflect.Descriptor instead.
 func (*CheckpointFilesReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{26}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CheckpointFilesReply) GetFiles() int32 {
@@ -1552,7 +1663,7 @@ type CheckpointChunk struct {
 
 func (x *CheckpointChunk) Reset() {
 	*x = CheckpointChunk{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[27]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1564,7 +1675,7 @@ func (x *CheckpointChunk) String() string {
 func (*CheckpointChunk) ProtoMessage() {}
 
 func (x *CheckpointChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[27]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1577,7 +1688,7 @@ func (x *CheckpointChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointChunk.ProtoReflect.Descriptor instead.
 func (*CheckpointChunk) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{27}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CheckpointChunk) GetSecret() string {
@@ -1616,7 +1727,7 @@ type CheckpointInfo struct {
 
 func (x *CheckpointInfo) Reset() {
 	*x = CheckpointInfo{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1628,7 +1739,7 @@ func (x *CheckpointInfo) String() string {
 func (*CheckpointInfo) ProtoMessage() {}
 
 func (x *CheckpointInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1641,7 +1752,7 @@ func (x *CheckpointInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointInfo.ProtoReflect.Descriptor instead.
 func (*CheckpointInfo) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{28}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CheckpointInfo) GetFrozenSeconds() float64 {
@@ -1681,7 +1792,7 @@ type PutCheckpointReply struct {
 
 func (x *PutCheckpointReply) Reset() {
 	*x = PutCheckpointReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1693,7 +1804,7 @@ func (x *PutCheckpointReply) String() string {
 func (*PutCheckpointReply) ProtoMessage() {}
 
 func (x *PutCheckpointReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1706,7 +1817,7 @@ func (x *PutCheckpointReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutCheckpointReply.ProtoReflect.Descriptor instead.
 func (*PutCheckpointReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{29}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *PutCheckpointReply) GetStoredBytes() int64 {
@@ -1725,7 +1836,7 @@ type GetCheckpointRequest struct {
 
 func (x *GetCheckpointRequest) Reset() {
 	*x = GetCheckpointRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1737,7 +1848,7 @@ func (x *GetCheckpointRequest) String() string {
 func (*GetCheckpointRequest) ProtoMessage() {}
 
 func (x *GetCheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1750,7 +1861,7 @@ func (x *GetCheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCheckpointRequest.ProtoReflect.Descriptor instead.
 func (*GetCheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{30}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *GetCheckpointRequest) GetSecret() string {
@@ -1779,7 +1890,7 @@ type StarterMessage struct {
 
 func (x *StarterMessage) Reset() {
 	*x = StarterMessage{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1791,7 +1902,7 @@ func (x *StarterMessage) String() string {
 func (*StarterMessage) ProtoMessage() {}
 
 func (x *StarterMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1804,7 +1915,7 @@ func (x *StarterMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StarterMessage.ProtoReflect.Descriptor instead.
 func (*StarterMessage) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{31}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *StarterMessage) GetBody() isStarterMessage_Body {
@@ -1951,7 +2062,7 @@ type CheckpointFailed struct {
 
 func (x *CheckpointFailed) Reset() {
 	*x = CheckpointFailed{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1963,7 +2074,7 @@ func (x *CheckpointFailed) String() string {
 func (*CheckpointFailed) ProtoMessage() {}
 
 func (x *CheckpointFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1976,7 +2087,7 @@ func (x *CheckpointFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointFailed.ProtoReflect.Descriptor instead.
 func (*CheckpointFailed) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{32}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *CheckpointFailed) GetReason() string {
@@ -2003,7 +2114,7 @@ type Suspended struct {
 
 func (x *Suspended) Reset() {
 	*x = Suspended{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2015,7 +2126,7 @@ func (x *Suspended) String() string {
 func (*Suspended) ProtoMessage() {}
 
 func (x *Suspended) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2028,7 +2139,7 @@ func (x *Suspended) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Suspended.ProtoReflect.Descriptor instead.
 func (*Suspended) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{33}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Suspended) GetReason() string {
@@ -2047,7 +2158,7 @@ type Resumed struct {
 
 func (x *Resumed) Reset() {
 	*x = Resumed{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2059,7 +2170,7 @@ func (x *Resumed) String() string {
 func (*Resumed) ProtoMessage() {}
 
 func (x *Resumed) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2072,7 +2183,7 @@ func (x *Resumed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resumed.ProtoReflect.Descriptor instead.
 func (*Resumed) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{34}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{35}
 }
 
 type Hello struct {
@@ -2087,7 +2198,7 @@ type Hello struct {
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2099,7 +2210,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2112,7 +2223,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{35}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Hello) GetJobId() string {
@@ -2147,7 +2258,7 @@ type Output struct {
 
 func (x *Output) Reset() {
 	*x = Output{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2159,7 +2270,7 @@ func (x *Output) String() string {
 func (*Output) ProtoMessage() {}
 
 func (x *Output) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2172,7 +2283,7 @@ func (x *Output) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Output.ProtoReflect.Descriptor instead.
 func (*Output) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{36}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Output) GetFd() int32 {
@@ -2209,7 +2320,7 @@ type Started struct {
 
 func (x *Started) Reset() {
 	*x = Started{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2221,7 +2332,7 @@ func (x *Started) String() string {
 func (*Started) ProtoMessage() {}
 
 func (x *Started) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2234,7 +2345,7 @@ func (x *Started) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Started.ProtoReflect.Descriptor instead.
 func (*Started) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{37}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Started) GetPid() int32 {
@@ -2277,7 +2388,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2289,7 +2400,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2302,7 +2413,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{38}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Usage) GetUserCpuSeconds() float64 {
@@ -2354,7 +2465,7 @@ type Exited struct {
 
 func (x *Exited) Reset() {
 	*x = Exited{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2366,7 +2477,7 @@ func (x *Exited) String() string {
 func (*Exited) ProtoMessage() {}
 
 func (x *Exited) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2379,7 +2490,7 @@ func (x *Exited) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Exited.ProtoReflect.Descriptor instead.
 func (*Exited) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{39}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Exited) GetBySignal() bool {
@@ -2453,7 +2564,7 @@ type ShadowMessage struct {
 
 func (x *ShadowMessage) Reset() {
 	*x = ShadowMessage{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2465,7 +2576,7 @@ func (x *ShadowMessage) String() string {
 func (*ShadowMessage) ProtoMessage() {}
 
 func (x *ShadowMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2478,7 +2589,7 @@ func (x *ShadowMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShadowMessage.ProtoReflect.Descriptor instead.
 func (*ShadowMessage) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{40}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ShadowMessage) GetBody() isShadowMessage_Body {
@@ -2563,7 +2674,7 @@ type CheckpointNow struct {
 
 func (x *CheckpointNow) Reset() {
 	*x = CheckpointNow{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2575,7 +2686,7 @@ func (x *CheckpointNow) String() string {
 func (*CheckpointNow) ProtoMessage() {}
 
 func (x *CheckpointNow) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2588,7 +2699,7 @@ func (x *CheckpointNow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointNow.ProtoReflect.Descriptor instead.
 func (*CheckpointNow) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{41}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *CheckpointNow) GetVacate() bool {
@@ -2607,7 +2718,7 @@ type JobSpec struct {
 
 func (x *JobSpec) Reset() {
 	*x = JobSpec{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2619,7 +2730,7 @@ func (x *JobSpec) String() string {
 func (*JobSpec) ProtoMessage() {}
 
 func (x *JobSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2632,7 +2743,7 @@ func (x *JobSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobSpec.ProtoReflect.Descriptor instead.
 func (*JobSpec) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{42}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *JobSpec) GetJobAd() string {
@@ -2655,7 +2766,7 @@ type Kill struct {
 
 func (x *Kill) Reset() {
 	*x = Kill{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2667,7 +2778,7 @@ func (x *Kill) String() string {
 func (*Kill) ProtoMessage() {}
 
 func (x *Kill) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2680,7 +2791,7 @@ func (x *Kill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Kill.ProtoReflect.Descriptor instead.
 func (*Kill) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{43}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Kill) GetReason() string {
@@ -2708,7 +2819,7 @@ type ReadFileRequest struct {
 
 func (x *ReadFileRequest) Reset() {
 	*x = ReadFileRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2720,7 +2831,7 @@ func (x *ReadFileRequest) String() string {
 func (*ReadFileRequest) ProtoMessage() {}
 
 func (x *ReadFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2733,7 +2844,7 @@ func (x *ReadFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadFileRequest.ProtoReflect.Descriptor instead.
 func (*ReadFileRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{44}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ReadFileRequest) GetSecret() string {
@@ -2761,7 +2872,7 @@ type FileChunk struct {
 
 func (x *FileChunk) Reset() {
 	*x = FileChunk{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[45]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2773,7 +2884,7 @@ func (x *FileChunk) String() string {
 func (*FileChunk) ProtoMessage() {}
 
 func (x *FileChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[45]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2786,7 +2897,7 @@ func (x *FileChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileChunk.ProtoReflect.Descriptor instead.
 func (*FileChunk) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{45}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *FileChunk) GetData() []byte {
@@ -2824,7 +2935,7 @@ type ShellOpen struct {
 
 func (x *ShellOpen) Reset() {
 	*x = ShellOpen{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[46]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2836,7 +2947,7 @@ func (x *ShellOpen) String() string {
 func (*ShellOpen) ProtoMessage() {}
 
 func (x *ShellOpen) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[46]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2849,7 +2960,7 @@ func (x *ShellOpen) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellOpen.ProtoReflect.Descriptor instead.
 func (*ShellOpen) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{46}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ShellOpen) GetJobId() string {
@@ -2916,7 +3027,7 @@ type ShellRequest struct {
 
 func (x *ShellRequest) Reset() {
 	*x = ShellRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[47]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2928,7 +3039,7 @@ func (x *ShellRequest) String() string {
 func (*ShellRequest) ProtoMessage() {}
 
 func (x *ShellRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[47]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2941,7 +3052,7 @@ func (x *ShellRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellRequest.ProtoReflect.Descriptor instead.
 func (*ShellRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{47}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ShellRequest) GetBody() isShellRequest_Body {
@@ -3011,7 +3122,7 @@ type ShellInput struct {
 
 func (x *ShellInput) Reset() {
 	*x = ShellInput{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[48]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3023,7 +3134,7 @@ func (x *ShellInput) String() string {
 func (*ShellInput) ProtoMessage() {}
 
 func (x *ShellInput) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[48]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3036,7 +3147,7 @@ func (x *ShellInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellInput.ProtoReflect.Descriptor instead.
 func (*ShellInput) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{48}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ShellInput) GetData() []byte {
@@ -3064,7 +3175,7 @@ type ShellResize struct {
 
 func (x *ShellResize) Reset() {
 	*x = ShellResize{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[49]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3076,7 +3187,7 @@ func (x *ShellResize) String() string {
 func (*ShellResize) ProtoMessage() {}
 
 func (x *ShellResize) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[49]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3089,7 +3200,7 @@ func (x *ShellResize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellResize.ProtoReflect.Descriptor instead.
 func (*ShellResize) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{49}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ShellResize) GetRows() uint32 {
@@ -3123,7 +3234,7 @@ type ShellReply struct {
 
 func (x *ShellReply) Reset() {
 	*x = ShellReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[50]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3135,7 +3246,7 @@ func (x *ShellReply) String() string {
 func (*ShellReply) ProtoMessage() {}
 
 func (x *ShellReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[50]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3148,7 +3259,7 @@ func (x *ShellReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellReply.ProtoReflect.Descriptor instead.
 func (*ShellReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{50}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ShellReply) GetBody() isShellReply_Body {
@@ -3232,7 +3343,7 @@ type ShellStarted struct {
 
 func (x *ShellStarted) Reset() {
 	*x = ShellStarted{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[51]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3244,7 +3355,7 @@ func (x *ShellStarted) String() string {
 func (*ShellStarted) ProtoMessage() {}
 
 func (x *ShellStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[51]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3257,7 +3368,7 @@ func (x *ShellStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellStarted.ProtoReflect.Descriptor instead.
 func (*ShellStarted) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{51}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{52}
 }
 
 type ShellHello struct {
@@ -3270,7 +3381,7 @@ type ShellHello struct {
 
 func (x *ShellHello) Reset() {
 	*x = ShellHello{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[52]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3282,7 +3393,7 @@ func (x *ShellHello) String() string {
 func (*ShellHello) ProtoMessage() {}
 
 func (x *ShellHello) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[52]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3295,7 +3406,7 @@ func (x *ShellHello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellHello.ProtoReflect.Descriptor instead.
 func (*ShellHello) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{52}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ShellHello) GetSecret() string {
@@ -3327,7 +3438,7 @@ type ShellExited struct {
 
 func (x *ShellExited) Reset() {
 	*x = ShellExited{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[53]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3339,7 +3450,7 @@ func (x *ShellExited) String() string {
 func (*ShellExited) ProtoMessage() {}
 
 func (x *ShellExited) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[53]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3352,7 +3463,7 @@ func (x *ShellExited) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellExited.ProtoReflect.Descriptor instead.
 func (*ShellExited) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{53}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ShellExited) GetExitCode() int32 {
@@ -3415,7 +3526,7 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"constraint\"\x1e\n" +
 	"\n" +
 	"QueryReply\x12\x10\n" +
-	"\x03ads\x18\x01 \x03(\tR\x03ads\"\x96\x01\n" +
+	"\x03ads\x18\x01 \x03(\tR\x03ads\"\xde\x01\n" +
 	"\x0eMatchedRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x19\n" +
 	"\bclaim_id\x18\x02 \x01(\tR\aclaimId\x12\x1d\n" +
@@ -3423,7 +3534,19 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"machine_ad\x18\x03 \x01(\tR\tmachineAd\x12\x1f\n" +
 	"\vstartd_addr\x18\x04 \x01(\tR\n" +
 	"startdAddr\x12\x12\n" +
-	"\x04slot\x18\x05 \x01(\tR\x04slot\"\x0e\n" +
+	"\x04slot\x18\x05 \x01(\tR\x04slot\x12*\n" +
+	"\x04gang\x18\x06 \x03(\v2\x16.harrier.v1.GangMemberR\x04gang\x12\x1a\n" +
+	"\blicenses\x18\a \x03(\tR\blicenses\"\xa8\x01\n" +
+	"\n" +
+	"GangMember\x12\x12\n" +
+	"\x04slot\x18\x01 \x01(\tR\x04slot\x12\x1f\n" +
+	"\vstartd_addr\x18\x02 \x01(\tR\n" +
+	"startdAddr\x12\x19\n" +
+	"\bclaim_id\x18\x03 \x01(\tR\aclaimId\x12\x1d\n" +
+	"\n" +
+	"machine_ad\x18\x04 \x01(\tR\tmachineAd\x12\x15\n" +
+	"\x06job_ad\x18\x05 \x01(\tR\x05jobAd\x12\x14\n" +
+	"\x05label\x18\x06 \x01(\tR\x05label\"\x0e\n" +
 	"\fMatchedReply\"X\n" +
 	"\x13StartdVacateRequest\x12\x12\n" +
 	"\x04slot\x18\x01 \x01(\tR\x04slot\x12\x15\n" +
@@ -3642,7 +3765,7 @@ func file_harrier_v1_harrier_proto_rawDescGZIP() []byte {
 }
 
 var file_harrier_v1_harrier_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_harrier_v1_harrier_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
+var file_harrier_v1_harrier_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
 var file_harrier_v1_harrier_proto_goTypes = []any{
 	(TransferEntry_Kind)(0),        // 0: harrier.v1.TransferEntry.Kind
 	(*AdvertiseRequest)(nil),       // 1: harrier.v1.AdvertiseRequest
@@ -3653,122 +3776,124 @@ var file_harrier_v1_harrier_proto_goTypes = []any{
 	(*QueryRequest)(nil),           // 6: harrier.v1.QueryRequest
 	(*QueryReply)(nil),             // 7: harrier.v1.QueryReply
 	(*MatchedRequest)(nil),         // 8: harrier.v1.MatchedRequest
-	(*MatchedReply)(nil),           // 9: harrier.v1.MatchedReply
-	(*StartdVacateRequest)(nil),    // 10: harrier.v1.StartdVacateRequest
-	(*StartdVacateReply)(nil),      // 11: harrier.v1.StartdVacateReply
-	(*KeepAliveRequest)(nil),       // 12: harrier.v1.KeepAliveRequest
-	(*KeepAliveReply)(nil),         // 13: harrier.v1.KeepAliveReply
-	(*StartdMatchedRequest)(nil),   // 14: harrier.v1.StartdMatchedRequest
-	(*StartdMatchedReply)(nil),     // 15: harrier.v1.StartdMatchedReply
-	(*RequestClaimRequest)(nil),    // 16: harrier.v1.RequestClaimRequest
-	(*RequestClaimReply)(nil),      // 17: harrier.v1.RequestClaimReply
-	(*ActivateClaimRequest)(nil),   // 18: harrier.v1.ActivateClaimRequest
-	(*ActivateClaimReply)(nil),     // 19: harrier.v1.ActivateClaimReply
-	(*ReleaseClaimRequest)(nil),    // 20: harrier.v1.ReleaseClaimRequest
-	(*ReleaseClaimReply)(nil),      // 21: harrier.v1.ReleaseClaimReply
-	(*TransferInputRequest)(nil),   // 22: harrier.v1.TransferInputRequest
-	(*TransferEntry)(nil),          // 23: harrier.v1.TransferEntry
-	(*TransferChunk)(nil),          // 24: harrier.v1.TransferChunk
-	(*TransferOutputReply)(nil),    // 25: harrier.v1.TransferOutputReply
-	(*CheckpointFilesRequest)(nil), // 26: harrier.v1.CheckpointFilesRequest
-	(*CheckpointFilesReply)(nil),   // 27: harrier.v1.CheckpointFilesReply
-	(*CheckpointChunk)(nil),        // 28: harrier.v1.CheckpointChunk
-	(*CheckpointInfo)(nil),         // 29: harrier.v1.CheckpointInfo
-	(*PutCheckpointReply)(nil),     // 30: harrier.v1.PutCheckpointReply
-	(*GetCheckpointRequest)(nil),   // 31: harrier.v1.GetCheckpointRequest
-	(*StarterMessage)(nil),         // 32: harrier.v1.StarterMessage
-	(*CheckpointFailed)(nil),       // 33: harrier.v1.CheckpointFailed
-	(*Suspended)(nil),              // 34: harrier.v1.Suspended
-	(*Resumed)(nil),                // 35: harrier.v1.Resumed
-	(*Hello)(nil),                  // 36: harrier.v1.Hello
-	(*Output)(nil),                 // 37: harrier.v1.Output
-	(*Started)(nil),                // 38: harrier.v1.Started
-	(*Usage)(nil),                  // 39: harrier.v1.Usage
-	(*Exited)(nil),                 // 40: harrier.v1.Exited
-	(*ShadowMessage)(nil),          // 41: harrier.v1.ShadowMessage
-	(*CheckpointNow)(nil),          // 42: harrier.v1.CheckpointNow
-	(*JobSpec)(nil),                // 43: harrier.v1.JobSpec
-	(*Kill)(nil),                   // 44: harrier.v1.Kill
-	(*ReadFileRequest)(nil),        // 45: harrier.v1.ReadFileRequest
-	(*FileChunk)(nil),              // 46: harrier.v1.FileChunk
-	(*ShellOpen)(nil),              // 47: harrier.v1.ShellOpen
-	(*ShellRequest)(nil),           // 48: harrier.v1.ShellRequest
-	(*ShellInput)(nil),             // 49: harrier.v1.ShellInput
-	(*ShellResize)(nil),            // 50: harrier.v1.ShellResize
-	(*ShellReply)(nil),             // 51: harrier.v1.ShellReply
-	(*ShellStarted)(nil),           // 52: harrier.v1.ShellStarted
-	(*ShellHello)(nil),             // 53: harrier.v1.ShellHello
-	(*ShellExited)(nil),            // 54: harrier.v1.ShellExited
+	(*GangMember)(nil),             // 9: harrier.v1.GangMember
+	(*MatchedReply)(nil),           // 10: harrier.v1.MatchedReply
+	(*StartdVacateRequest)(nil),    // 11: harrier.v1.StartdVacateRequest
+	(*StartdVacateReply)(nil),      // 12: harrier.v1.StartdVacateReply
+	(*KeepAliveRequest)(nil),       // 13: harrier.v1.KeepAliveRequest
+	(*KeepAliveReply)(nil),         // 14: harrier.v1.KeepAliveReply
+	(*StartdMatchedRequest)(nil),   // 15: harrier.v1.StartdMatchedRequest
+	(*StartdMatchedReply)(nil),     // 16: harrier.v1.StartdMatchedReply
+	(*RequestClaimRequest)(nil),    // 17: harrier.v1.RequestClaimRequest
+	(*RequestClaimReply)(nil),      // 18: harrier.v1.RequestClaimReply
+	(*ActivateClaimRequest)(nil),   // 19: harrier.v1.ActivateClaimRequest
+	(*ActivateClaimReply)(nil),     // 20: harrier.v1.ActivateClaimReply
+	(*ReleaseClaimRequest)(nil),    // 21: harrier.v1.ReleaseClaimRequest
+	(*ReleaseClaimReply)(nil),      // 22: harrier.v1.ReleaseClaimReply
+	(*TransferInputRequest)(nil),   // 23: harrier.v1.TransferInputRequest
+	(*TransferEntry)(nil),          // 24: harrier.v1.TransferEntry
+	(*TransferChunk)(nil),          // 25: harrier.v1.TransferChunk
+	(*TransferOutputReply)(nil),    // 26: harrier.v1.TransferOutputReply
+	(*CheckpointFilesRequest)(nil), // 27: harrier.v1.CheckpointFilesRequest
+	(*CheckpointFilesReply)(nil),   // 28: harrier.v1.CheckpointFilesReply
+	(*CheckpointChunk)(nil),        // 29: harrier.v1.CheckpointChunk
+	(*CheckpointInfo)(nil),         // 30: harrier.v1.CheckpointInfo
+	(*PutCheckpointReply)(nil),     // 31: harrier.v1.PutCheckpointReply
+	(*GetCheckpointRequest)(nil),   // 32: harrier.v1.GetCheckpointRequest
+	(*StarterMessage)(nil),         // 33: harrier.v1.StarterMessage
+	(*CheckpointFailed)(nil),       // 34: harrier.v1.CheckpointFailed
+	(*Suspended)(nil),              // 35: harrier.v1.Suspended
+	(*Resumed)(nil),                // 36: harrier.v1.Resumed
+	(*Hello)(nil),                  // 37: harrier.v1.Hello
+	(*Output)(nil),                 // 38: harrier.v1.Output
+	(*Started)(nil),                // 39: harrier.v1.Started
+	(*Usage)(nil),                  // 40: harrier.v1.Usage
+	(*Exited)(nil),                 // 41: harrier.v1.Exited
+	(*ShadowMessage)(nil),          // 42: harrier.v1.ShadowMessage
+	(*CheckpointNow)(nil),          // 43: harrier.v1.CheckpointNow
+	(*JobSpec)(nil),                // 44: harrier.v1.JobSpec
+	(*Kill)(nil),                   // 45: harrier.v1.Kill
+	(*ReadFileRequest)(nil),        // 46: harrier.v1.ReadFileRequest
+	(*FileChunk)(nil),              // 47: harrier.v1.FileChunk
+	(*ShellOpen)(nil),              // 48: harrier.v1.ShellOpen
+	(*ShellRequest)(nil),           // 49: harrier.v1.ShellRequest
+	(*ShellInput)(nil),             // 50: harrier.v1.ShellInput
+	(*ShellResize)(nil),            // 51: harrier.v1.ShellResize
+	(*ShellReply)(nil),             // 52: harrier.v1.ShellReply
+	(*ShellStarted)(nil),           // 53: harrier.v1.ShellStarted
+	(*ShellHello)(nil),             // 54: harrier.v1.ShellHello
+	(*ShellExited)(nil),            // 55: harrier.v1.ShellExited
 }
 var file_harrier_v1_harrier_proto_depIdxs = []int32{
-	0,  // 0: harrier.v1.TransferEntry.kind:type_name -> harrier.v1.TransferEntry.Kind
-	23, // 1: harrier.v1.TransferChunk.entry:type_name -> harrier.v1.TransferEntry
-	29, // 2: harrier.v1.CheckpointChunk.info:type_name -> harrier.v1.CheckpointInfo
-	36, // 3: harrier.v1.StarterMessage.hello:type_name -> harrier.v1.Hello
-	37, // 4: harrier.v1.StarterMessage.output:type_name -> harrier.v1.Output
-	38, // 5: harrier.v1.StarterMessage.started:type_name -> harrier.v1.Started
-	39, // 6: harrier.v1.StarterMessage.usage:type_name -> harrier.v1.Usage
-	40, // 7: harrier.v1.StarterMessage.exited:type_name -> harrier.v1.Exited
-	34, // 8: harrier.v1.StarterMessage.suspended:type_name -> harrier.v1.Suspended
-	35, // 9: harrier.v1.StarterMessage.resumed:type_name -> harrier.v1.Resumed
-	33, // 10: harrier.v1.StarterMessage.checkpoint_failed:type_name -> harrier.v1.CheckpointFailed
-	39, // 11: harrier.v1.Exited.usage:type_name -> harrier.v1.Usage
-	43, // 12: harrier.v1.ShadowMessage.job:type_name -> harrier.v1.JobSpec
-	44, // 13: harrier.v1.ShadowMessage.kill:type_name -> harrier.v1.Kill
-	42, // 14: harrier.v1.ShadowMessage.checkpoint:type_name -> harrier.v1.CheckpointNow
-	47, // 15: harrier.v1.ShadowMessage.shell:type_name -> harrier.v1.ShellOpen
-	47, // 16: harrier.v1.ShellRequest.open:type_name -> harrier.v1.ShellOpen
-	49, // 17: harrier.v1.ShellRequest.input:type_name -> harrier.v1.ShellInput
-	50, // 18: harrier.v1.ShellRequest.resize:type_name -> harrier.v1.ShellResize
-	53, // 19: harrier.v1.ShellReply.hello:type_name -> harrier.v1.ShellHello
-	37, // 20: harrier.v1.ShellReply.output:type_name -> harrier.v1.Output
-	54, // 21: harrier.v1.ShellReply.exited:type_name -> harrier.v1.ShellExited
-	52, // 22: harrier.v1.ShellReply.started:type_name -> harrier.v1.ShellStarted
-	1,  // 23: harrier.v1.Collector.Advertise:input_type -> harrier.v1.AdvertiseRequest
-	2,  // 24: harrier.v1.Collector.AdvertiseJobs:input_type -> harrier.v1.AdvertiseJobsRequest
-	4,  // 25: harrier.v1.Collector.Invalidate:input_type -> harrier.v1.InvalidateRequest
-	6,  // 26: harrier.v1.Collector.Query:input_type -> harrier.v1.QueryRequest
-	8,  // 27: harrier.v1.Agent.Matched:input_type -> harrier.v1.MatchedRequest
-	14, // 28: harrier.v1.Startd.Matched:input_type -> harrier.v1.StartdMatchedRequest
-	16, // 29: harrier.v1.Startd.RequestClaim:input_type -> harrier.v1.RequestClaimRequest
-	18, // 30: harrier.v1.Startd.ActivateClaim:input_type -> harrier.v1.ActivateClaimRequest
-	20, // 31: harrier.v1.Startd.ReleaseClaim:input_type -> harrier.v1.ReleaseClaimRequest
-	12, // 32: harrier.v1.Startd.KeepAlive:input_type -> harrier.v1.KeepAliveRequest
-	10, // 33: harrier.v1.Startd.Vacate:input_type -> harrier.v1.StartdVacateRequest
-	32, // 34: harrier.v1.Shadow.Attach:input_type -> harrier.v1.StarterMessage
-	45, // 35: harrier.v1.Shadow.ReadFile:input_type -> harrier.v1.ReadFileRequest
-	28, // 36: harrier.v1.Shadow.PutCheckpoint:input_type -> harrier.v1.CheckpointChunk
-	31, // 37: harrier.v1.Shadow.GetCheckpoint:input_type -> harrier.v1.GetCheckpointRequest
-	51, // 38: harrier.v1.Shadow.Shell:input_type -> harrier.v1.ShellReply
-	26, // 39: harrier.v1.Shadow.SaveCheckpointFiles:input_type -> harrier.v1.CheckpointFilesRequest
-	26, // 40: harrier.v1.Shadow.RestoreCheckpointFiles:input_type -> harrier.v1.CheckpointFilesRequest
-	22, // 41: harrier.v1.Shadow.TransferInput:input_type -> harrier.v1.TransferInputRequest
-	24, // 42: harrier.v1.Shadow.TransferOutput:input_type -> harrier.v1.TransferChunk
-	3,  // 43: harrier.v1.Collector.Advertise:output_type -> harrier.v1.AdvertiseReply
-	3,  // 44: harrier.v1.Collector.AdvertiseJobs:output_type -> harrier.v1.AdvertiseReply
-	5,  // 45: harrier.v1.Collector.Invalidate:output_type -> harrier.v1.InvalidateReply
-	7,  // 46: harrier.v1.Collector.Query:output_type -> harrier.v1.QueryReply
-	9,  // 47: harrier.v1.Agent.Matched:output_type -> harrier.v1.MatchedReply
-	15, // 48: harrier.v1.Startd.Matched:output_type -> harrier.v1.StartdMatchedReply
-	17, // 49: harrier.v1.Startd.RequestClaim:output_type -> harrier.v1.RequestClaimReply
-	19, // 50: harrier.v1.Startd.ActivateClaim:output_type -> harrier.v1.ActivateClaimReply
-	21, // 51: harrier.v1.Startd.ReleaseClaim:output_type -> harrier.v1.ReleaseClaimReply
-	13, // 52: harrier.v1.Startd.KeepAlive:output_type -> harrier.v1.KeepAliveReply
-	11, // 53: harrier.v1.Startd.Vacate:output_type -> harrier.v1.StartdVacateReply
-	41, // 54: harrier.v1.Shadow.Attach:output_type -> harrier.v1.ShadowMessage
-	46, // 55: harrier.v1.Shadow.ReadFile:output_type -> harrier.v1.FileChunk
-	30, // 56: harrier.v1.Shadow.PutCheckpoint:output_type -> harrier.v1.PutCheckpointReply
-	28, // 57: harrier.v1.Shadow.GetCheckpoint:output_type -> harrier.v1.CheckpointChunk
-	48, // 58: harrier.v1.Shadow.Shell:output_type -> harrier.v1.ShellRequest
-	27, // 59: harrier.v1.Shadow.SaveCheckpointFiles:output_type -> harrier.v1.CheckpointFilesReply
-	27, // 60: harrier.v1.Shadow.RestoreCheckpointFiles:output_type -> harrier.v1.CheckpointFilesReply
-	24, // 61: harrier.v1.Shadow.TransferInput:output_type -> harrier.v1.TransferChunk
-	25, // 62: harrier.v1.Shadow.TransferOutput:output_type -> harrier.v1.TransferOutputReply
-	43, // [43:63] is the sub-list for method output_type
-	23, // [23:43] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	9,  // 0: harrier.v1.MatchedRequest.gang:type_name -> harrier.v1.GangMember
+	0,  // 1: harrier.v1.TransferEntry.kind:type_name -> harrier.v1.TransferEntry.Kind
+	24, // 2: harrier.v1.TransferChunk.entry:type_name -> harrier.v1.TransferEntry
+	30, // 3: harrier.v1.CheckpointChunk.info:type_name -> harrier.v1.CheckpointInfo
+	37, // 4: harrier.v1.StarterMessage.hello:type_name -> harrier.v1.Hello
+	38, // 5: harrier.v1.StarterMessage.output:type_name -> harrier.v1.Output
+	39, // 6: harrier.v1.StarterMessage.started:type_name -> harrier.v1.Started
+	40, // 7: harrier.v1.StarterMessage.usage:type_name -> harrier.v1.Usage
+	41, // 8: harrier.v1.StarterMessage.exited:type_name -> harrier.v1.Exited
+	35, // 9: harrier.v1.StarterMessage.suspended:type_name -> harrier.v1.Suspended
+	36, // 10: harrier.v1.StarterMessage.resumed:type_name -> harrier.v1.Resumed
+	34, // 11: harrier.v1.StarterMessage.checkpoint_failed:type_name -> harrier.v1.CheckpointFailed
+	40, // 12: harrier.v1.Exited.usage:type_name -> harrier.v1.Usage
+	44, // 13: harrier.v1.ShadowMessage.job:type_name -> harrier.v1.JobSpec
+	45, // 14: harrier.v1.ShadowMessage.kill:type_name -> harrier.v1.Kill
+	43, // 15: harrier.v1.ShadowMessage.checkpoint:type_name -> harrier.v1.CheckpointNow
+	48, // 16: harrier.v1.ShadowMessage.shell:type_name -> harrier.v1.ShellOpen
+	48, // 17: harrier.v1.ShellRequest.open:type_name -> harrier.v1.ShellOpen
+	50, // 18: harrier.v1.ShellRequest.input:type_name -> harrier.v1.ShellInput
+	51, // 19: harrier.v1.ShellRequest.resize:type_name -> harrier.v1.ShellResize
+	54, // 20: harrier.v1.ShellReply.hello:type_name -> harrier.v1.ShellHello
+	38, // 21: harrier.v1.ShellReply.output:type_name -> harrier.v1.Output
+	55, // 22: harrier.v1.ShellReply.exited:type_name -> harrier.v1.ShellExited
+	53, // 23: harrier.v1.ShellReply.started:type_name -> harrier.v1.ShellStarted
+	1,  // 24: harrier.v1.Collector.Advertise:input_type -> harrier.v1.AdvertiseRequest
+	2,  // 25: harrier.v1.Collector.AdvertiseJobs:input_type -> harrier.v1.AdvertiseJobsRequest
+	4,  // 26: harrier.v1.Collector.Invalidate:input_type -> harrier.v1.InvalidateRequest
+	6,  // 27: harrier.v1.Collector.Query:input_type -> harrier.v1.QueryRequest
+	8,  // 28: harrier.v1.Agent.Matched:input_type -> harrier.v1.MatchedRequest
+	15, // 29: harrier.v1.Startd.Matched:input_type -> harrier.v1.StartdMatchedRequest
+	17, // 30: harrier.v1.Startd.RequestClaim:input_type -> harrier.v1.RequestClaimRequest
+	19, // 31: harrier.v1.Startd.ActivateClaim:input_type -> harrier.v1.ActivateClaimRequest
+	21, // 32: harrier.v1.Startd.ReleaseClaim:input_type -> harrier.v1.ReleaseClaimRequest
+	13, // 33: harrier.v1.Startd.KeepAlive:input_type -> harrier.v1.KeepAliveRequest
+	11, // 34: harrier.v1.Startd.Vacate:input_type -> harrier.v1.StartdVacateRequest
+	33, // 35: harrier.v1.Shadow.Attach:input_type -> harrier.v1.StarterMessage
+	46, // 36: harrier.v1.Shadow.ReadFile:input_type -> harrier.v1.ReadFileRequest
+	29, // 37: harrier.v1.Shadow.PutCheckpoint:input_type -> harrier.v1.CheckpointChunk
+	32, // 38: harrier.v1.Shadow.GetCheckpoint:input_type -> harrier.v1.GetCheckpointRequest
+	52, // 39: harrier.v1.Shadow.Shell:input_type -> harrier.v1.ShellReply
+	27, // 40: harrier.v1.Shadow.SaveCheckpointFiles:input_type -> harrier.v1.CheckpointFilesRequest
+	27, // 41: harrier.v1.Shadow.RestoreCheckpointFiles:input_type -> harrier.v1.CheckpointFilesRequest
+	23, // 42: harrier.v1.Shadow.TransferInput:input_type -> harrier.v1.TransferInputRequest
+	25, // 43: harrier.v1.Shadow.TransferOutput:input_type -> harrier.v1.TransferChunk
+	3,  // 44: harrier.v1.Collector.Advertise:output_type -> harrier.v1.AdvertiseReply
+	3,  // 45: harrier.v1.Collector.AdvertiseJobs:output_type -> harrier.v1.AdvertiseReply
+	5,  // 46: harrier.v1.Collector.Invalidate:output_type -> harrier.v1.InvalidateReply
+	7,  // 47: harrier.v1.Collector.Query:output_type -> harrier.v1.QueryReply
+	10, // 48: harrier.v1.Agent.Matched:output_type -> harrier.v1.MatchedReply
+	16, // 49: harrier.v1.Startd.Matched:output_type -> harrier.v1.StartdMatchedReply
+	18, // 50: harrier.v1.Startd.RequestClaim:output_type -> harrier.v1.RequestClaimReply
+	20, // 51: harrier.v1.Startd.ActivateClaim:output_type -> harrier.v1.ActivateClaimReply
+	22, // 52: harrier.v1.Startd.ReleaseClaim:output_type -> harrier.v1.ReleaseClaimReply
+	14, // 53: harrier.v1.Startd.KeepAlive:output_type -> harrier.v1.KeepAliveReply
+	12, // 54: harrier.v1.Startd.Vacate:output_type -> harrier.v1.StartdVacateReply
+	42, // 55: harrier.v1.Shadow.Attach:output_type -> harrier.v1.ShadowMessage
+	47, // 56: harrier.v1.Shadow.ReadFile:output_type -> harrier.v1.FileChunk
+	31, // 57: harrier.v1.Shadow.PutCheckpoint:output_type -> harrier.v1.PutCheckpointReply
+	29, // 58: harrier.v1.Shadow.GetCheckpoint:output_type -> harrier.v1.CheckpointChunk
+	49, // 59: harrier.v1.Shadow.Shell:output_type -> harrier.v1.ShellRequest
+	28, // 60: harrier.v1.Shadow.SaveCheckpointFiles:output_type -> harrier.v1.CheckpointFilesReply
+	28, // 61: harrier.v1.Shadow.RestoreCheckpointFiles:output_type -> harrier.v1.CheckpointFilesReply
+	25, // 62: harrier.v1.Shadow.TransferInput:output_type -> harrier.v1.TransferChunk
+	26, // 63: harrier.v1.Shadow.TransferOutput:output_type -> harrier.v1.TransferOutputReply
+	44, // [44:64] is the sub-list for method output_type
+	24, // [24:44] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_harrier_v1_harrier_proto_init() }
@@ -3776,7 +3901,7 @@ func file_harrier_v1_harrier_proto_init() {
 	if File_harrier_v1_harrier_proto != nil {
 		return
 	}
-	file_harrier_v1_harrier_proto_msgTypes[31].OneofWrappers = []any{
+	file_harrier_v1_harrier_proto_msgTypes[32].OneofWrappers = []any{
 		(*StarterMessage_Hello)(nil),
 		(*StarterMessage_Output)(nil),
 		(*StarterMessage_Started)(nil),
@@ -3786,18 +3911,18 @@ func file_harrier_v1_harrier_proto_init() {
 		(*StarterMessage_Resumed)(nil),
 		(*StarterMessage_CheckpointFailed)(nil),
 	}
-	file_harrier_v1_harrier_proto_msgTypes[40].OneofWrappers = []any{
+	file_harrier_v1_harrier_proto_msgTypes[41].OneofWrappers = []any{
 		(*ShadowMessage_Job)(nil),
 		(*ShadowMessage_Kill)(nil),
 		(*ShadowMessage_Checkpoint)(nil),
 		(*ShadowMessage_Shell)(nil),
 	}
-	file_harrier_v1_harrier_proto_msgTypes[47].OneofWrappers = []any{
+	file_harrier_v1_harrier_proto_msgTypes[48].OneofWrappers = []any{
 		(*ShellRequest_Open)(nil),
 		(*ShellRequest_Input)(nil),
 		(*ShellRequest_Resize)(nil),
 	}
-	file_harrier_v1_harrier_proto_msgTypes[50].OneofWrappers = []any{
+	file_harrier_v1_harrier_proto_msgTypes[51].OneofWrappers = []any{
 		(*ShellReply_Hello)(nil),
 		(*ShellReply_Output)(nil),
 		(*ShellReply_Exited)(nil),
@@ -3809,7 +3934,7 @@ func file_harrier_v1_harrier_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harrier_v1_harrier_proto_rawDesc), len(file_harrier_v1_harrier_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   54,
+			NumMessages:   55,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

@@ -19,22 +19,44 @@ func betterAnalyze(ctx context.Context, w io.Writer, client wire.ScheddClient, j
 	if err != nil {
 		return rpcError("q -better-analyze", err)
 	}
-	machines := make([]*classad.ClassAd, 0, len(reply.Ads))
-	for _, t := range reply.Ads {
-		ad, err := classad.Parse(t)
-		if err != nil {
-			return fmt.Errorf("bad machine ad from the pool: %w", err)
-		}
-		machines = append(machines, ad)
+	machines, err := parsePoolAds(reply.Ads, "machine")
+	if err != nil {
+		return err
 	}
+	var licenses []*classad.ClassAd
 	for _, t := range jobs {
 		job, err := classad.Parse(t)
 		if err != nil {
 			return fmt.Errorf("bad job ad from the pool: %w", err)
 		}
-		printAnalysis(w, job, matchmaker.Analyze(job, machines))
+		if _, gang := job.Lookup("Ports"); !gang {
+			printAnalysis(w, job, matchmaker.Analyze(job, machines))
+			continue
+		}
+		if licenses == nil {
+			reply, err := client.QueryPool(ctx, &wire.QueryRequest{Type: matchmaker.TypeLicense})
+			if err != nil {
+				return rpcError("q -better-analyze", err)
+			}
+			if licenses, err = parsePoolAds(reply.Ads, "license"); err != nil {
+				return err
+			}
+		}
+		printGangAnalysis(w, job, machines, licenses)
 	}
 	return nil
+}
+
+func parsePoolAds(texts []string, what string) ([]*classad.ClassAd, error) {
+	ads := make([]*classad.ClassAd, 0, len(texts))
+	for _, t := range texts {
+		ad, err := classad.Parse(t)
+		if err != nil {
+			return nil, fmt.Errorf("bad %s ad from the pool: %w", what, err)
+		}
+		ads = append(ads, ad)
+	}
+	return ads, nil
 }
 
 // printAnalysis writes one job's analysis.

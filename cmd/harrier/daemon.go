@@ -295,9 +295,11 @@ func serveMatchmaker(ctx context.Context, pc *poolConfig, reconfigs <-chan recon
 			return nil, err
 		}
 		// The negotiation interval and PREEMPTION_REQUIREMENTS change
-		// live; the accountant and the listener are made at start.
+		// live; the accountant, the licenses, the reservation book and
+		// the listener are made at start.
 		return restartKeys(started, pc, "MATCHMAKER_ADDR", "MATCHMAKER_LISTEN", "PRIORITY_HALFLIFE",
-			"DEFAULT_PRIO_FACTOR", "PRIORITY_FACTORS", "ACCOUNTANT_FILE", "NEGOTIATOR_STATS_FILE"), nil
+			"DEFAULT_PRIO_FACTOR", "PRIORITY_FACTORS", "ACCOUNTANT_FILE", "NEGOTIATOR_STATS_FILE",
+			"LICENSE_FILE", "GANG_ALGORITHM", "RESERVATION_FILE", "RESERVATION_POLICY_FILE"), nil
 	})()
 	defer cancel()
 	logger.Info("matchmaker listening", "addr", lis.Addr().String())
@@ -341,10 +343,18 @@ func matchmakerConfig(pc *poolConfig, logger *slog.Logger) (matchmaker.Config, e
 	if err != nil {
 		return cfg, err
 	}
+	// The startds advertise every UPDATE_INTERVAL: after that long a
+	// restarted matchmaker knows every license seat their claims hold.
+	update, err := pc.c.Duration("UPDATE_INTERVAL", 10*time.Second)
+	if err != nil {
+		return cfg, err
+	}
 	return matchmaker.Config{Logger: logger, TLS: serverTLS, ClientTLS: clientTLS, Interval: interval,
 		HalfLife: halfLife, DefaultPriorityFactor: factor, PriorityFactors: factors, AccountantFile: accountantFile, StatsFile: statsFile,
 		ReservationFile: reservationFile, ReservationPolicyFile: pc.c.String("RESERVATION_POLICY_FILE", ""),
-		PreemptionRequirements: pc.c.String("PREEMPTION_REQUIREMENTS", "")}, nil
+		PreemptionRequirements: pc.c.String("PREEMPTION_REQUIREMENTS", ""),
+		LicenseFile:            pc.c.String("LICENSE_FILE", ""), LicenseHold: update + update/2,
+		GangAlgorithm: pc.c.String("GANG_ALGORITHM", "")}, nil
 }
 
 // priorityFactors parses PRIORITY_FACTORS, a list of USER=FACTOR separated
@@ -562,6 +572,18 @@ func startdConfig(pc *poolConfig, name string, logger *slog.Logger) (startd.Conf
 		StarterCommand: []string{exe, "starter"},
 		CertFile:       certPath, KeyFile: keyPath, CAFile: caPath,
 		Sandbox: pc.c.String("SANDBOX", ""),
+	}
+	// STARTD_ATTRS names configuration macros whose values, ClassAd
+	// expressions, join every slot's ad under the macro's name.
+	for _, name := range strings.FieldsFunc(pc.c.String("STARTD_ATTRS", ""), func(r rune) bool { return r == ',' || r == ' ' || r == '\t' }) {
+		v := pc.c.String(name, "")
+		if v == "" {
+			return cfg, fmt.Errorf("STARTD_ATTRS names %s, which is not configured", name)
+		}
+		if cfg.Attrs == nil {
+			cfg.Attrs = map[string]string{}
+		}
+		cfg.Attrs[name] = v
 	}
 	// Without the pool's checkpoint key, jobs run here but are neither
 	// checkpointed nor restored (a vacated job's event log says why).

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/matchmaker"
 	"harrier.dev/harrier/wire"
 )
 
@@ -37,8 +38,9 @@ func runStatus(args []string, _ io.Reader, stdout io.Writer) error {
 	daemons := tf.fs.Bool("daemons", false, "the daemons' own ads: each host's master, the negotiator, the agents")
 	masters := tf.fs.Bool("master", false, "the masters' ads (DaemonMaster)")
 	negotiator := tf.fs.Bool("negotiator", false, "the negotiator's ad")
+	license := tf.fs.Bool("license", false, "the software licenses the matchmaker offers to gangs (LICENSE_FILE), with their seats in use")
 	limit := tf.fs.Int("limit", 0, "print at most this many slots")
-	tf.refuse("not yet: harrier status shows the slots, and with -schedd, -master, -negotiator or -daemons the daemons", "absent", "any", "cod", "collector", "defrag", "grid", "java", "license",
+	tf.refuse("not yet: harrier status shows the slots, and with -schedd, -master, -negotiator or -daemons the daemons", "absent", "any", "cod", "collector", "defrag", "grid", "java",
 		"server", "broken", "lvm", "storage", "submitters", "vm", "offline", "subsystem=")
 	tf.refuse("not yet: use -json or -long", "xml")
 	tf.refuse("not yet: use -af", "format=", "print-format=")
@@ -79,6 +81,8 @@ func runStatus(args []string, _ io.Reader, stdout io.Writer) error {
 		typ = typeDaemonMaster
 	case *negotiator:
 		typ = "Negotiator"
+	case *license:
+		typ = matchmaker.TypeLicense
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -113,6 +117,8 @@ func runStatus(args []string, _ io.Reader, stdout io.Writer) error {
 		newTable = newDaemonsTable
 	case *schedd:
 		newTable = func(w io.Writer) table { return newScheddTable(w) }
+	case *license:
+		newTable = func(w io.Writer) table { return newLicenseTable(w) }
 	case *total:
 		newTable = func(w io.Writer) table { return &summaryTable{w: w} }
 	case *running:
@@ -475,6 +481,28 @@ func (t *columnsTable) flush() {
 	fmt.Fprintln(t.summary.w)
 	t.summary.flush()
 }
+
+// licenseTable prints the license ads: each license's seats and how
+// many are held by running gangs or matched to them.
+type licenseTable struct{ tw *tabwriter.Writer }
+
+func newLicenseTable(w io.Writer) *licenseTable {
+	t := &licenseTable{tw: tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)}
+	fmt.Fprintln(t.tw, "Name\tSeats\tInUse")
+	return t
+}
+
+func (t *licenseTable) row(ad *classad.ClassAd) {
+	name, _ := ad.EvalString("Name")
+	seats, ok := ad.EvalInt(matchmaker.AttrSeats)
+	if !ok {
+		seats = 1
+	}
+	used, _ := ad.EvalInt(matchmaker.AttrSeatsInUse)
+	fmt.Fprintf(t.tw, "%s\t%d\t%d\n", name, seats, used)
+}
+
+func (t *licenseTable) flush() { t.tw.Flush() }
 
 // scheddTable prints the agents' ads as condor_status -schedd prints
 // schedds: their job counts, and the totals.
