@@ -37,6 +37,9 @@ type netnsPool struct {
 	prefix string
 	// extra is added to every host's configuration.
 	extra string
+	// bin is the harrier binary the hosts run, where the shadows, which
+	// run as the jobs' owners, may run it too.
+	bin string
 }
 
 func ipCmd(t testing.TB, args ...string) {
@@ -54,7 +57,7 @@ func newNetnsPool(t testing.TB, names ...string) *netnsPool {
 	}
 	b := make([]byte, 2)
 	_, _ = rand.Read(b)
-	n := &netnsPool{t: t, hosts: map[string]*netnsHost{}, prefix: "hv" + hex.EncodeToString(b)}
+	n := &netnsPool{t: t, hosts: map[string]*netnsHost{}, prefix: "hv" + hex.EncodeToString(b), bin: publicBinary(t)}
 	bridge := n.prefix + "-br"
 	// Made before the teardown is registered, so removed after it: the
 	// daemons are gone and their logs read by then.
@@ -202,7 +205,7 @@ func (n *netnsPool) daemon(host, role string) {
 	defer logf.Close()
 	// nsenter joins only the host's network namespace: "ip netns exec"
 	// would also remount /sys and hide the cgroups containers need.
-	cmd := exec.Command("nsenter", "--net=/var/run/netns/"+h.ns, harrierBin(t), "daemon", role,
+	cmd := exec.Command("nsenter", "--net=/var/run/netns/"+h.ns, n.bin, "daemon", role,
 		"--config", filepath.Join(h.dir, poolConfigName), "--name", host)
 	cmd.Env = append(os.Environ(), asHarrier+"=1")
 	cmd.Stdout, cmd.Stderr = logf, logf
@@ -223,7 +226,7 @@ func (n *netnsPool) master(host, roles string) {
 		t.Fatal(err)
 	}
 	defer logf.Close()
-	cmd := exec.Command("nsenter", "--net=/var/run/netns/"+h.ns, harrierBin(t), "master",
+	cmd := exec.Command("nsenter", "--net=/var/run/netns/"+h.ns, n.bin, "master",
 		"--config", filepath.Join(h.dir, poolConfigName), "--name", host, "--daemons", strings.ToUpper(roles))
 	cmd.Env = append(os.Environ(), asHarrier+"=1")
 	cmd.Stdout, cmd.Stderr = logf, logf
@@ -285,7 +288,7 @@ func (n *netnsPool) waitForSlots(host string, slots ...string) {
 // tool runs a harrier tool inside a host's namespace.
 func (n *netnsPool) tool(host string, args ...string) (string, int) {
 	h := n.hosts[host]
-	cmd := exec.Command("nsenter", append([]string{"--net=/var/run/netns/" + h.ns, harrierBin(n.t)}, args...)...)
+	cmd := exec.Command("nsenter", append([]string{"--net=/var/run/netns/" + h.ns, n.bin}, args...)...)
 	cmd.Env = append(os.Environ(), asHarrier+"=1", "HARRIER_POOL="+h.dir)
 	out, err := cmd.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); ok {

@@ -250,7 +250,7 @@ func TestHoldReleaseRemove(t *testing.T) {
 
 // publicBinary returns a copy of the test binary that every user may run:
 // the test binary sits in a directory only root may enter.
-func publicBinary(t *testing.T) string {
+func publicBinary(t testing.TB) string {
 	t.Helper()
 	bin := copyBinary(t, t.TempDir())
 	for d := filepath.Dir(bin); d != "/" && d != "/tmp"; d = filepath.Dir(d) {
@@ -260,7 +260,7 @@ func publicBinary(t *testing.T) string {
 }
 
 // copyBinary copies the test binary into dir as harrier.
-func copyBinary(t *testing.T, dir string) string {
+func copyBinary(t testing.TB, dir string) string {
 	t.Helper()
 	bin := filepath.Join(dir, "harrier")
 	if out, err := exec.Command("cp", harrierBin(t), bin).CombinedOutput(); err != nil {
