@@ -36,7 +36,7 @@ func backends(b *testing.B) []struct {
 			return l
 		}},
 		{"postgres", func(b *testing.B) storetest.Store {
-			s, err := Open(context.Background(), srv.DSN(srv.NewDatabase(b)), Options{})
+			s, err := Open(context.Background(), srv.DSN(srv.NewDatabase(b)), Options{Agent: "agent@bench"})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -63,8 +63,9 @@ const migrateLock = 0x4861727269657251 // "HarrierQ"
 // migrate brings the database's schema up to the newest version, in one
 // transaction, recording each migration applied in schema_version. A database
 // already there is left alone; one at a version newer than this program
-// knows is refused.
-func migrate(ctx context.Context, conn *pgx.Conn) (applied int, err error) {
+// knows is refused. agent is the agent migrating it: a migration that
+// must say whose the rows it finds are reads it as harrier.agent.
+func migrate(ctx context.Context, conn *pgx.Conn, agent string) (applied int, err error) {
 	ms, err := migrations()
 	if err != nil {
 		return 0, err
@@ -75,6 +76,9 @@ func migrate(ctx context.Context, conn *pgx.Conn) (applied int, err error) {
 	}
 	defer tx.Rollback(ctx)
 	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(migrateLock)); err != nil {
+		return 0, err
+	}
+	if _, err := tx.Exec(ctx, "SELECT set_config('harrier.agent', $1, true)", agent); err != nil {
 		return 0, err
 	}
 	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_version (
