@@ -347,7 +347,7 @@ func serveAgent(ctx context.Context, pc *poolConfig, name string, logger *slog.L
 	if err := os.MkdirAll(spool, 0o700); err != nil {
 		return fmt.Errorf("agent: spool: %w", err)
 	}
-	queue, err := openStore(ctx, pc, spool, logger)
+	queue, err := openStore(ctx, pc, spool, name, logger)
 	if err != nil {
 		return fmt.Errorf("agent: open job queue: %w", err)
 	}
