@@ -27,6 +27,7 @@ func runBenchThroughput(args []string, stdout io.Writer) error {
 	queue := fs.Int("queue", 0, "idle jobs (matching nothing) queued first")
 	sandbox := fs.String("sandbox", "process", "how jobs run: process or container")
 	dir := fs.String("dir", "", "pool directory (default: a new temporary one, removed afterwards)")
+	store := fs.String("store", "", "where the agent keeps its job queue: embedded (the default) or a PostgreSQL database's postgres:// URL (as pool up --store)")
 	if err := fs.Parse(args); err != nil {
 		return usagef("%v", err)
 	}
@@ -53,7 +54,7 @@ func runBenchThroughput(args []string, stdout io.Writer) error {
 	if err := appendFile(filepath.Join(poolDir, poolConfigName), extra); err != nil {
 		return err
 	}
-	if err := poolUp(poolDir, *startds, true, "", io.Discard); err != nil {
+	if err := poolUp(poolDir, *startds, true, *store, io.Discard); err != nil {
 		return err
 	}
 	defer poolDown(poolDir, io.Discard)
@@ -91,8 +92,12 @@ func runBenchThroughput(args []string, stdout io.Writer) error {
 		time.Sleep(50 * time.Millisecond)
 	}
 	elapsed := time.Since(start)
-	fmt.Fprintf(stdout, "%d jobs (/bin/true, sandbox %s) on %d startds x %d slots, %d idle jobs queued: %.2f s (submit %.3f s), %.1f jobs/s\n",
-		*jobs, *sandbox, *startds, *slots, *queue, elapsed.Seconds(), submitted.Seconds(), float64(*jobs)/elapsed.Seconds())
+	storeName := storeEmbedded
+	if *store != "" && *store != storeEmbedded {
+		storeName = storePostgres
+	}
+	fmt.Fprintf(stdout, "%d jobs (/bin/true, sandbox %s) on %d startds x %d slots, %d idle jobs queued, %s store: %.2f s (submit %.3f s), %.1f jobs/s\n",
+		*jobs, *sandbox, *startds, *slots, *queue, storeName, elapsed.Seconds(), submitted.Seconds(), float64(*jobs)/elapsed.Seconds())
 	return nil
 }
 
