@@ -51,7 +51,11 @@ func runBenchThroughput(args []string, stdout io.Writer) error {
 	d := agent.DefaultLimits()
 	extra += fmt.Sprintf("MAX_JOBS_PER_OWNER = %d\nMAX_JOBS_SUBMITTED = %d\nMAX_JOBS_PER_SUBMISSION = %d\n",
 		max(d.MaxJobsPerOwner, *queue+*jobs), max(d.MaxJobsSubmitted, *queue+*jobs), max(d.MaxJobsPerSubmission, *queue, *jobs))
-	if err := appendFile(filepath.Join(poolDir, poolConfigName), extra); err != nil {
+	storeConf, err := queueStoreConf(*store)
+	if err != nil {
+		return err
+	}
+	if err := appendFile(filepath.Join(poolDir, poolConfigName), extra+storeConf); err != nil {
 		return err
 	}
 	if err := poolUp(poolDir, *startds, true, *store, io.Discard); err != nil {

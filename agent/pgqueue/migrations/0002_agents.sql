@@ -35,8 +35,12 @@ CREATE INDEX cluster_reservations_owner ON cluster_reservations (agent, owner, c
 
 ALTER TABLE jobs ADD COLUMN agent text NOT NULL DEFAULT current_setting('harrier.agent');
 ALTER TABLE jobs ALTER COLUMN agent DROP DEFAULT;
+-- The agent comes last in the key: a commit finds its rows by (cluster,
+-- proc) whatever the planner thinks of the agent's share of the table
+-- (with agent first, a plan made before the statistics know of a large
+-- submission may scan all of an agent's jobs for each row it changes).
 ALTER TABLE jobs DROP CONSTRAINT jobs_pkey;
-ALTER TABLE jobs ADD PRIMARY KEY (agent, cluster, proc);
+ALTER TABLE jobs ADD PRIMARY KEY (cluster, proc, agent);
 
 ALTER TABLE job_history ADD COLUMN agent text NOT NULL DEFAULT current_setting('harrier.agent');
 ALTER TABLE job_history ALTER COLUMN agent DROP DEFAULT;
