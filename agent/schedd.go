@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -212,6 +214,16 @@ func (s *scheddService) Query(req *wire.JobQueryRequest, stream wire.Schedd_Quer
 		})
 		if err != nil {
 			return queueError("every agent's jobs", err)
+		}
+		return out.finish()
+	}
+	if ids := f.named(); ids != nil {
+		// Only named jobs: look each up rather than scan a queue that
+		// may be large, as a tool polling a few jobs does.
+		for _, id := range ids {
+			if ad, ok := s.a.queue.Get(id); ok && isJob(id) && f.match(id, ad) && !out.add(ad.String()) {
+				break
+			}
 		}
 		return out.finish()
 	}
@@ -491,6 +503,17 @@ func newFilterFor(ids []string, constraint string) (*filter, error) {
 		f.expr = &e
 	}
 	return f, nil
+}
+
+// named returns, in ascending order, the jobs f names if it names
+// nothing but jobs (no whole clusters), or nil.
+func (f *filter) named() []jobqueue.JobID {
+	if f.jobs == nil || f.clusters != nil {
+		return nil
+	}
+	ids := slices.Collect(maps.Keys(f.jobs))
+	slices.SortFunc(ids, jobqueue.JobID.Compare)
+	return ids
 }
 
 func (f *filter) match(id jobqueue.JobID, ad *classad.ClassAd) bool {
