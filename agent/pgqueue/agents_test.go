@@ -120,14 +120,14 @@ func at0001(t *testing.T, srv *pgtest.Server, agent string) string {
 	ctx := context.Background()
 	dsn := srv.DSN(srv.NewDatabase(t))
 	conn := connect(t, dsn)
-	ms, err := migrations()
+	v1, err := schema.SQL(1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := conn.Exec(ctx, `CREATE TABLE schema_version (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := conn.Exec(ctx, ms[0].sql); err != nil {
+	if _, err := conn.Exec(ctx, v1); err != nil {
 		t.Fatal(err)
 	}
 	ad := func(c, p, status int) string {

@@ -142,7 +142,7 @@ func (s *Store) connect(ctx context.Context) (*pgx.Conn, error) {
 		}
 		return nil, fmt.Errorf("%w: %w", jobqueue.ErrUnavailable, err)
 	}
-	n, err := migrate(ctx, conn, s.opts.Agent)
+	n, err := schema.Migrate(ctx, conn, map[string]string{"harrier.agent": s.opts.Agent})
 	if err != nil {
 		conn.Close(context.Background())
 		return nil, fmt.Errorf("migrate schema: %w", err)
