@@ -23,6 +23,7 @@ import (
 	"harrier.dev/harrier/checkpoint"
 	"harrier.dev/harrier/config"
 	"harrier.dev/harrier/matchmaker"
+	"harrier.dev/harrier/matchmaker/accountdb"
 	"harrier.dev/harrier/peercred"
 	"harrier.dev/harrier/startd"
 	"harrier.dev/harrier/wire"
@@ -223,6 +224,15 @@ func serveMatchmaker(ctx context.Context, pc *poolConfig, reconfigs <-chan recon
 	cfg, err := matchmakerConfig(pc, logger)
 	if err != nil {
 		return err
+	}
+	// ACCOUNTANT_DSN keeps the accountant in a database, under the pool's
+	// name, instead of ACCOUNTANT_FILE.
+	if dsn := pc.c.String("ACCOUNTANT_DSN", ""); dsn != "" {
+		pool := pc.c.String("POOL_NAME", addr)
+		if cfg.AccountantStore, err = accountdb.Open(ctx, dsn, pool); err != nil {
+			return fmt.Errorf("matchmaker: ACCOUNTANT_DSN: %w", err)
+		}
+		logger.Info("accountant in a database", "dsn", redactDSN(dsn), "pool", pool)
 	}
 	mm, err := matchmaker.New(cfg)
 	if err != nil {
