@@ -3,7 +3,11 @@ package pgqueue
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
+	"runtime"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -35,19 +39,70 @@ func load(ctx context.Context, conn *pgx.Conn, agent string) (*mirror, error) {
 		return nil, fmt.Errorf("read the reservations: %w", err)
 	}
 	rows, _ = tx.Query(ctx, "SELECT cluster, proc, ad FROM queue_jobs WHERE agent = $1", agent)
+	d := newDecoders(runtime.GOMAXPROCS(0))
 	var id jobqueue.JobID
-	var js []byte
-	if _, err := pgx.ForEachRow(rows, []any{&id.Cluster, &id.Proc, &js}, func() error {
-		ad, err := decodeAd(js)
-		if err != nil {
-			return fmt.Errorf("job %s: %w", id, err)
-		}
-		m.jobs[id] = ad
+	var js []byte // a new slice for each row
+	_, err = pgx.ForEachRow(rows, []any{&id.Cluster, &id.Proc, &js}, func() error {
+		d.add(id, js)
 		return nil
-	}); err != nil {
+	})
+	jobs, derr := d.wait()
+	if err = errors.Join(err, derr); err != nil {
 		return nil, fmt.Errorf("read the jobs: %w", err)
 	}
+	m.jobs = jobs
 	return m, tx.Commit(ctx)
+}
+
+// decoders decode job ads on several goroutines while their rows arrive:
+// decoding is most of the work of reading a large queue.
+type decoders struct {
+	rows chan encoded
+	wg   sync.WaitGroup
+	out  []map[jobqueue.JobID]*classad.ClassAd // one per goroutine
+	errs []error                               // the first of each goroutine
+}
+
+type encoded struct {
+	id jobqueue.JobID
+	js []byte
+}
+
+func newDecoders(n int) *decoders {
+	d := &decoders{rows: make(chan encoded, 256), out: make([]map[jobqueue.JobID]*classad.ClassAd, n), errs: make([]error, n)}
+	for i := range n {
+		d.out[i] = make(map[jobqueue.JobID]*classad.ClassAd)
+		d.wg.Go(func() {
+			for r := range d.rows {
+				if d.errs[i] != nil {
+					continue
+				}
+				ad, err := decodeAd(r.js)
+				if err != nil {
+					d.errs[i] = fmt.Errorf("job %s: %w", r.id, err)
+					continue
+				}
+				d.out[i][r.id] = ad
+			}
+		})
+	}
+	return d
+}
+
+func (d *decoders) add(id jobqueue.JobID, js []byte) { d.rows <- encoded{id, js} }
+
+// wait returns every ad decoded, once all have been.
+func (d *decoders) wait() (map[jobqueue.JobID]*classad.ClassAd, error) {
+	close(d.rows)
+	d.wg.Wait()
+	if err := errors.Join(d.errs...); err != nil {
+		return nil, err
+	}
+	all := d.out[0]
+	for _, m := range d.out[1:] {
+		maps.Copy(all, m)
+	}
+	return all, nil
 }
 
 func decodeAd(js []byte) (*classad.ClassAd, error) {
