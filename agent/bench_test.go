@@ -15,19 +15,60 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"harrier.dev/harrier/agent/jobqueue"
+	"harrier.dev/harrier/agent/pgqueue"
+	"harrier.dev/harrier/internal/pgtest"
 	"harrier.dev/harrier/peercred"
 	"harrier.dev/harrier/pki"
 	"harrier.dev/harrier/wire"
 )
 
-// benchAgent runs a real agent on a durable queue in dir, serving its
-// local API on a Unix socket, and returns a client for it. A benchmark is
-// the agent's one user: its limits let it queue whatever it submits.
-func benchAgent(tb testing.TB, dir string) wire.ScheddClient {
+// benchLimits let a benchmark, the agent's one user, queue whatever it
+// submits.
+var benchLimits = Limits{MaxJobsPerOwner: 1 << 30, MaxJobsSubmitted: 1 << 30, SubmitRate: 1 << 20}
+
+// benchAgent runs a real agent on the durable queue q, serving its local
+// API on a Unix socket in dir, and returns a client for it.
+func benchAgent(tb testing.TB, dir string, q Queue) wire.ScheddClient {
 	tb.Helper()
-	a := startAgent(tb, dir, Limits{MaxJobsPerOwner: 1 << 30, MaxJobsSubmitted: 1 << 30, SubmitRate: 1 << 20})
+	a := startAgentOn(tb, dir, benchLimits, q)
 	tb.Cleanup(a.stop)
 	return a.client
+}
+
+// benchStore is a durable queue the agent's benchmarks run on.
+type benchStore struct {
+	name string
+	// queue makes a new empty queue and returns what opens it, again
+	// after it was closed.
+	queue func(tb testing.TB) (open func() Queue)
+}
+
+// benchStores are the embedded log, in a temporary directory, and a
+// PostgreSQL database of a server the benchmark starts (fsync on).
+func benchStores(b *testing.B) []benchStore {
+	srv := pgtest.Start(b, pgtest.Options{Durable: true})
+	return []benchStore{
+		{"embedded", func(tb testing.TB) func() Queue {
+			dir := filepath.Join(tb.TempDir(), "queue")
+			return func() Queue {
+				q, err := jobqueue.Open(dir, jobqueue.Options{})
+				if err != nil {
+					tb.Fatal(err)
+				}
+				return q
+			}
+		}},
+		{"postgres", func(tb testing.TB) func() Queue {
+			dsn := srv.DSN(srv.NewDatabase(tb))
+			return func() Queue {
+				q, err := pgqueue.Open(context.Background(), dsn, pgqueue.Options{Agent: "agent@bench"})
+				if err != nil {
+					tb.Fatal(err)
+				}
+				return q
+			}
+		}},
+	}
 }
 
 // testAgent is a real agent serving its local API on a Unix socket.
@@ -42,6 +83,16 @@ type testAgent struct {
 // (which may hold the queue of an earlier agent), serving its local API
 // on dir/agent.sock.
 func startAgent(tb testing.TB, dir string, limits Limits) *testAgent {
+	tb.Helper()
+	q, err := jobqueue.Open(filepath.Join(dir, "queue"), jobqueue.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return startAgentOn(tb, dir, limits, q)
+}
+
+// startAgentOn is startAgent on the queue q, which it closes when it stops.
+func startAgentOn(tb testing.TB, dir string, limits Limits, q Queue) *testAgent {
 	tb.Helper()
 	pkiDir, err := os.MkdirTemp(dir, "pki")
 	if err != nil {
@@ -61,10 +112,6 @@ func startAgent(tb testing.TB, dir string, limits Limits) *testAgent {
 		tb.Fatal(err)
 	}
 	clientTLS, err := pki.ClientConfig(cert, key, caPath)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	q, err := jobqueue.Open(filepath.Join(dir, "queue"), jobqueue.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -128,8 +175,12 @@ func submitIdle(tb testing.TB, c wire.ScheddClient, n int) int32 {
 // action, from 64 concurrent clients, with a durable (fsync) queue: the
 // figure is queue edits per second through the agent's API.
 func BenchmarkQueueEdits(b *testing.B) {
-	dir := b.TempDir()
-	client := benchAgent(b, dir)
+	for _, st := range benchStores(b) {
+		b.Run(st.name, func(b *testing.B) { benchQueueEdits(b, benchAgent(b, b.TempDir(), st.queue(b)())) })
+	}
+}
+
+func benchQueueEdits(b *testing.B, client wire.ScheddClient) {
 	const jobs = 10000
 	cluster := submitIdle(b, client, jobs)
 	const workers = 64
@@ -165,7 +216,12 @@ func BenchmarkQueueEdits(b *testing.B) {
 // cluster ad with what the jobs share (a realistic 30 attributes) and a
 // few attributes of each job's own.
 func BenchmarkSubmit100k(b *testing.B) {
-	client := benchAgent(b, b.TempDir())
+	for _, st := range benchStores(b) {
+		b.Run(st.name, func(b *testing.B) { benchSubmit100k(b, benchAgent(b, b.TempDir(), st.queue(b)())) })
+	}
+}
+
+func benchSubmit100k(b *testing.B, client wire.ScheddClient) {
 	ctx := context.Background()
 	b.StopTimer()
 	for i := 0; i < b.N; i++ {
@@ -182,5 +238,36 @@ func BenchmarkSubmit100k(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StopTimer()
+	}
+}
+
+// BenchmarkRestart1M starts an agent on a queue of 1,000,000 idle jobs,
+// as after a restart: the time from opening the store until the agent
+// answers a query, which covers the store's recovery (the log's replay,
+// or reading the database) and the agent's pass over the queue.
+func BenchmarkRestart1M(b *testing.B) {
+	for _, st := range benchStores(b) {
+		b.Run(st.name, func(b *testing.B) {
+			open := st.queue(b)
+			dir := b.TempDir()
+			a := startAgentOn(b, dir, benchLimits, open())
+			for range 10 {
+				submitIdle(b, a.client, 100000)
+			}
+			a.stop()
+			for b.Loop() {
+				a := startAgentOn(b, dir, benchLimits, open())
+				stream, err := a.client.Query(context.Background(), &wire.JobQueryRequest{Limit: 1})
+				if err == nil {
+					_, err = stream.Recv()
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				a.stop()
+				b.StartTimer()
+			}
+		})
 	}
 }

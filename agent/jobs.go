@@ -7,6 +7,7 @@ import (
 
 	"harrier.dev/harrier/agent/jobqueue"
 	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/joblog"
 )
 
 // jobTable makes the changes to queue entries: each reads the entry,
@@ -29,9 +30,9 @@ type errNoJob jobqueue.JobID
 func (e errNoJob) Error() string { return fmt.Sprintf("job %s not found", jobqueue.JobID(e)) }
 
 // transitionTxn runs build on the entry's current ad under its lock and
-// commits the transaction build fills; build may add operations on other
-// entries too (a factory making jobs).
-func (t *jobTable) transitionTxn(ctx context.Context, id jobqueue.JobID, build func(ad *classad.ClassAd, txn *jobqueue.Txn) error) (*classad.ClassAd, error) {
+// commits the transaction build fills, with the job events build returns;
+// build may add operations on other entries too (a factory making jobs).
+func (t *jobTable) transitionTxn(ctx context.Context, id jobqueue.JobID, build func(ad *classad.ClassAd, txn *jobqueue.Txn) ([]joblog.Event, error)) (*classad.ClassAd, error) {
 	mu := t.lock(id)
 	mu.Lock()
 	defer mu.Unlock()
@@ -40,10 +41,11 @@ func (t *jobTable) transitionTxn(ctx context.Context, id jobqueue.JobID, build f
 		return nil, errNoJob(id)
 	}
 	txn := &jobqueue.Txn{}
-	if err := build(ad, txn); err != nil {
+	events, err := build(ad, txn)
+	if err != nil {
 		return nil, err
 	}
-	if err := t.a.queue.Commit(ctx, txn); err != nil {
+	if err := t.a.commit(ctx, txn, events); err != nil {
 		return nil, fmt.Errorf("update %s: %w", id, err)
 	}
 	return ad, nil

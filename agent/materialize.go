@@ -7,6 +7,7 @@ import (
 
 	"harrier.dev/harrier/agent/jobqueue"
 	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/joblog"
 )
 
 // Late materialization (HTCondor's max_idle): a cluster submitted with more
@@ -94,7 +95,8 @@ func (a *Agent) makeJobs(ctx context.Context, id jobqueue.JobID, n int) error {
 		made []*classad.ClassAd
 		last bool // the factory is used up and destroyed
 	)
-	_, err := a.jobs.transitionTxn(ctx, id, func(f *classad.ClassAd, txn *jobqueue.Txn) error {
+	var events []joblog.Event
+	_, err := a.jobs.transitionTxn(ctx, id, func(f *classad.ClassAd, txn *jobqueue.Txn) ([]joblog.Event, error) {
 		next, _ := f.EvalInt(AttrJobMaterializeNextProcID)
 		items, _ := f.Eval(AttrJobMaterializeItems).ListValue()
 		common := f.Copy()
@@ -105,7 +107,7 @@ func (a *Agent) makeJobs(ctx context.Context, id jobqueue.JobID, n int) error {
 			text, _ := items[i].StringValue()
 			own, err := classad.Parse(text)
 			if err != nil {
-				return fmt.Errorf("job %d of cluster %d: %w", i, id.Cluster, err)
+				return nil, fmt.Errorf("job %d of cluster %d: %w", i, id.Cluster, err)
 			}
 			for _, name := range []string{AttrOwner, AttrUser, AttrQDate, AttrEnteredCurrentStatus, AttrClusterID} {
 				own.Delete(name)
@@ -115,13 +117,14 @@ func (a *Agent) makeJobs(ctx context.Context, id jobqueue.JobID, n int) error {
 			ad.SetString(AttrGlobalJobID, fmt.Sprintf("%s#%s#%d", a.cfg.Name, jobID(ad), time.Now().Unix()))
 			txn.NewJob(jobID(ad), ad)
 			made = append(made, ad)
+			events = append(events, a.submitEvent(ad))
 		}
 		if last = int(next)+len(made) >= len(items); last {
 			txn.Destroy(id)
 		} else {
 			txn.SetValue(id, AttrJobMaterializeNextProcID, classad.Int(next+int64(len(made))))
 		}
-		return nil
+		return events, nil
 	})
 	if err != nil {
 		return err
@@ -131,8 +134,8 @@ func (a *Agent) makeJobs(ctx context.Context, id jobqueue.JobID, n int) error {
 	if last {
 		a.factories.Add(-1)
 	}
-	for _, ad := range made {
-		a.logSubmit(ad)
+	for i, ad := range made {
+		a.logEvent(ad, events[i])
 	}
 	if len(made) > 0 {
 		a.kick()

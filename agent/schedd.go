@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +17,7 @@ import (
 
 	"harrier.dev/harrier/agent/jobqueue"
 	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/joblog"
 	"harrier.dev/harrier/peercred"
 	"harrier.dev/harrier/wire"
 )
@@ -167,7 +170,11 @@ func (s *scheddService) Submit(ctx context.Context, req *wire.SubmitRequest) (*w
 	if err := s.a.quota.take(limits, who.name, len(req.Ads)); err != nil {
 		return nil, err
 	}
-	if err := s.a.queue.Commit(ctx, txn); err != nil {
+	events := make([]joblog.Event, len(ads))
+	for i, ad := range ads {
+		events[i] = s.a.submitEvent(ad)
+	}
+	if err := s.a.commit(ctx, txn, events); err != nil {
 		s.a.quota.give(who.name, len(req.Ads))
 		if errors.Is(err, jobqueue.ErrNotReserved) {
 			return nil, status.Errorf(codes.PermissionDenied, "cluster %d is not yours to submit into: it was not given to you by NewCluster, or has been submitted into already", req.Cluster)
@@ -177,8 +184,8 @@ func (s *scheddService) Submit(ctx context.Context, req *wire.SubmitRequest) (*w
 	if factory {
 		s.a.factories.Add(1)
 	}
-	for _, ad := range ads {
-		s.a.logSubmit(ad)
+	for i, ad := range ads {
+		s.a.logEvent(ad, events[i])
 	}
 	s.a.log.Info("submitted", "cluster", req.Cluster, "jobs", len(req.Ads), "materialized", len(ads), "owner", who.name)
 	s.a.kick()
@@ -196,6 +203,32 @@ func (s *scheddService) Query(req *wire.JobQueryRequest, stream wire.Schedd_Quer
 		return status.Error(codes.InvalidArgument, err.Error())
 	}
 	out := adStream{send: stream.Send, limit: int(req.Limit)}
+	if req.Global {
+		every, ok := s.a.queue.(everyAgent)
+		if !ok {
+			return status.Error(codes.FailedPrecondition, "this agent keeps its job queue to itself (QUEUE_STORE = embedded): -global lists the agents that share a database (QUEUE_STORE = postgres)")
+		}
+		err := every.EveryAgent(func(_ string, ad *classad.ClassAd) bool {
+			if !f.match(jobID(ad), ad) {
+				return true
+			}
+			return out.add(ad.String())
+		})
+		if err != nil {
+			return queueError("every agent's jobs", err)
+		}
+		return out.finish()
+	}
+	if ids := f.named(); ids != nil {
+		// Only named jobs: look each up rather than scan a queue that
+		// may be large, as a tool polling a few jobs does.
+		for _, id := range ids {
+			if ad, ok := s.a.queue.Get(id); ok && isJob(id) && f.match(id, ad) && !out.add(ad.String()) {
+				break
+			}
+		}
+		return out.finish()
+	}
 	s.a.queue.Scan(func(id jobqueue.JobID, ad *classad.ClassAd) bool {
 		if !isJob(id) || !f.match(id, ad) {
 			return true
@@ -203,6 +236,12 @@ func (s *scheddService) Query(req *wire.JobQueryRequest, stream wire.Schedd_Quer
 		return out.add(ad.String())
 	})
 	return out.finish()
+}
+
+// everyAgent is a queue in a database that several agents share
+// (pgqueue), which can list all their jobs.
+type everyAgent interface {
+	EveryAgent(fn func(agent string, ad *classad.ClassAd) bool) error
 }
 
 // History streams the selected ads of the history, oldest first, a few
@@ -370,10 +409,10 @@ func (s *scheddService) Edit(ctx context.Context, req *wire.EditRequest) (*wire.
 	}
 	limit := s.a.limits.Load().MaxAdBytes
 	return eachJob(ids, func(id jobqueue.JobID) error {
-		_, err := s.a.jobs.transitionTxn(ctx, id, func(ad *classad.ClassAd, txn *jobqueue.Txn) error {
+		_, err := s.a.jobs.transitionTxn(ctx, id, func(ad *classad.ClassAd, txn *jobqueue.Txn) ([]joblog.Event, error) {
 			owner, _ := ad.EvalString("Owner")
 			if !who.mayEdit(owner) {
-				return fmt.Errorf("permission denied: job %s belongs to %s, not %s", id, owner, who.name)
+				return nil, fmt.Errorf("permission denied: job %s belongs to %s, not %s", id, owner, who.name)
 			}
 			edited := ad.Copy()
 			for i, a := range req.Attrs {
@@ -382,9 +421,9 @@ func (s *scheddService) Edit(ctx context.Context, req *wire.EditRequest) (*wire.
 			}
 			// The limit a submission meets holds for an edited job too.
 			if n := len(edited.String()); n > limit {
-				return fmt.Errorf("the edited ad would be %d bytes, more than MAX_JOB_AD_BYTES (%d)", n, limit)
+				return nil, fmt.Errorf("the edited ad would be %d bytes, more than MAX_JOB_AD_BYTES (%d)", n, limit)
 			}
-			return nil
+			return nil, nil
 		})
 		if err == nil {
 			s.a.log.Info("edited", "job", id, "by", who.name, "attrs", len(req.Attrs))
@@ -466,6 +505,17 @@ func newFilterFor(ids []string, constraint string) (*filter, error) {
 		f.expr = &e
 	}
 	return f, nil
+}
+
+// named returns, in ascending order, the jobs f names if it names
+// nothing but jobs (no whole clusters), or nil.
+func (f *filter) named() []jobqueue.JobID {
+	if f.jobs == nil || f.clusters != nil {
+		return nil
+	}
+	ids := slices.Collect(maps.Keys(f.jobs))
+	slices.SortFunc(ids, jobqueue.JobID.Compare)
+	return ids
 }
 
 func (f *filter) match(id jobqueue.JobID, ad *classad.ClassAd) bool {

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/wire"
 )
 
@@ -54,6 +55,47 @@ func streamed(t *testing.T) func(grpc.ServerStreamingClient[wire.JobQueryReply],
 			ads = append(ads, m.Ads...)
 			sizes = append(sizes, proto.Size(m))
 		}
+	}
+}
+
+// TestQueryNamedJobs: a query that names jobs, not clusters, answers
+// with those in the queue, in order of id, under its constraint and
+// limit, whatever order they were named in.
+func TestQueryNamedJobs(t *testing.T) {
+	a := startAgent(t, t.TempDir(), Limits{SubmitRate: 1000})
+	defer a.stop()
+	c, err := submitJobs(a.client, 5, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	query := func(req *wire.JobQueryRequest) string {
+		t.Helper()
+		ads, _ := streamed(t)(a.client.Query(ctx, req))
+		var ids []string
+		for _, text := range ads {
+			ad, err := classad.Parse(text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, jobID(ad).String())
+		}
+		return strings.Join(ids, " ")
+	}
+	named := []string{fmt.Sprintf("%d.3", c), fmt.Sprintf("%d.1", c), fmt.Sprintf("%d.9", c), "99.0", fmt.Sprintf("%d.4", c)}
+	want := fmt.Sprintf("%d.1 %d.3 %d.4", c, c, c)
+	if got := query(&wire.JobQueryRequest{Ids: named}); got != want {
+		t.Errorf("query of %v: %s, want %s", named, got, want)
+	}
+	if got, want := query(&wire.JobQueryRequest{Ids: named, Limit: 1}), fmt.Sprintf("%d.1", c); got != want {
+		t.Errorf("query of %v, limit 1: %s, want %s", named, got, want)
+	}
+	if got, want := query(&wire.JobQueryRequest{Ids: named, Constraint: "ProcId > 1"}), fmt.Sprintf("%d.3 %d.4", c, c); got != want {
+		t.Errorf("query of %v with ProcId > 1: %s, want %s", named, got, want)
+	}
+	// A cluster among the ids asks for all its jobs.
+	if got, want := query(&wire.JobQueryRequest{Ids: []string{fmt.Sprint(c), "99.0"}}), fmt.Sprintf("%d.0 %d.1 %d.2 %d.3 %d.4", c, c, c, c, c); got != want {
+		t.Errorf("query of cluster %d: %s, want %s", c, got, want)
 	}
 }
 

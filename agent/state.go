@@ -29,8 +29,10 @@ import (
 //	Held      → Idle (release), Removed
 //	Completed, Removed: the job has left the queue for the history.
 //
-// Events and the job event log: a move's events are appended to the
-// job's event log after its commit, under the job's lock, so that a log
+// Events and the job event log: a store that keeps events (pgqueue's
+// job_events) records a move's events in the move's own transaction. They
+// are appended to the job's event log after its commit, under the job's
+// lock, so that a log
 // never tells of a move the queue does not hold and one job's events are
 // in the order of its moves. A crash between the commit and the write
 // loses that move's events, and only those; the agent does not write
@@ -169,7 +171,11 @@ func (t *jobTable) apply(ctx context.Context, id jobqueue.JobID, decide func(ad 
 			txn.Set(id, name, classad.Literal(v))
 		}
 	}
-	err = t.a.queue.Commit(ctx, txn)
+	var evs []joblog.Event
+	if s.log != nil {
+		evs = stamp(ad, s.log(ad))
+	}
+	err = t.a.commit(ctx, txn, evs)
 	if s.to.leaves() {
 		if _, queued := t.a.queue.Get(id); !queued {
 			// Retired, even if ctx ended before the commit returned.
@@ -187,10 +193,8 @@ func (t *jobTable) apply(ctx context.Context, id jobqueue.JobID, decide func(ad 
 	if s.to == Idle {
 		t.a.reschedule.Store(true)
 	}
-	if s.log != nil {
-		for _, ev := range s.log(ad) {
-			t.a.logEvent(ad, ev)
-		}
+	for _, ev := range evs {
+		t.a.logEvent(ad, ev)
 	}
 	return ad, nil
 }

@@ -1,11 +1,13 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
 
+	"harrier.dev/harrier/agent/jobqueue"
 	"harrier.dev/harrier/asuser"
 	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/joblog"
@@ -14,9 +16,40 @@ import (
 // evictedOnRestart is logged for jobs that were running when the agent died.
 var evictedOnRestart = joblog.Event{Type: joblog.Evicted, Reason: "the agent restarted; the job will run again"}
 
-// logSubmit writes the job's submit event.
-func (a *Agent) logSubmit(ad *classad.ClassAd) {
-	a.logEvent(ad, joblog.Event{Type: joblog.Submit, Host: a.cfg.AdvertiseAddr})
+// submitEvent is a job's submit event.
+func (a *Agent) submitEvent(ad *classad.ClassAd) joblog.Event {
+	return stamp(ad, []joblog.Event{{Type: joblog.Submit, Host: a.cfg.AdvertiseAddr}})[0]
+}
+
+// eventStore is a queue that records job events in the transaction of the
+// move that makes them (pgqueue's job_events).
+type eventStore interface {
+	CommitEvents(ctx context.Context, txn *jobqueue.Txn, events []joblog.Event) error
+}
+
+// commit commits txn, with the events its moves make if the queue keeps
+// events.
+func (a *Agent) commit(ctx context.Context, txn *jobqueue.Txn, events []joblog.Event) error {
+	if es, ok := a.queue.(eventStore); ok && len(events) > 0 {
+		return es.CommitEvents(ctx, txn, events)
+	}
+	return a.queue.Commit(ctx, txn)
+}
+
+// stamp fills in the job and, if not set, the time of events of the job
+// ad.
+func stamp(ad *classad.ClassAd, events []joblog.Event) []joblog.Event {
+	id := jobID(ad)
+	now := time.Now()
+	out := make([]joblog.Event, len(events))
+	for i, ev := range events {
+		ev.Cluster, ev.Proc = id.Cluster, id.Proc
+		if ev.Time.IsZero() {
+			ev.Time = now
+		}
+		out[i] = ev
+	}
+	return out
 }
 
 // logEvent appends ev to the job's event log, if it has one (its UserLog
@@ -35,10 +68,7 @@ func (a *Agent) logEvent(ad *classad.ClassAd, ev joblog.Event) {
 		path = filepath.Join(iwd, path)
 	}
 	id := jobID(ad)
-	ev.Cluster, ev.Proc = id.Cluster, id.Proc
-	if ev.Time.IsZero() {
-		ev.Time = time.Now()
-	}
+	ev = stamp(ad, []joblog.Event{ev})[0]
 	owner, _ := ad.EvalString(AttrOwner)
 	if err := appendAs(owner, path, ev); err != nil {
 		a.log.Warn("write job event log", "job", id, "path", path, "err", err)

@@ -27,7 +27,7 @@ const (
 // 0.5 reaches about 5.25. The effective priority, which orders and sizes
 // shares, is the real priority times the user's priority factor; smaller
 // is better. An Accountant is safe for concurrent use. Its state lives in
-// memory, and in a file once it is told to Persist.
+// memory, and in a file or a database once it is told to Persist.
 type Accountant struct {
 	halfLife      time.Duration
 	defaultFactor float64
@@ -38,7 +38,7 @@ type Accountant struct {
 	setFactors map[string]float64
 	users      map[string]*account
 	last       time.Time
-	path       string // where Save writes; "" for nowhere
+	store      AccountantStore // where Save writes; nil for nowhere
 }
 
 type account struct {

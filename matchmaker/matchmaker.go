@@ -69,6 +69,9 @@ type Config struct {
 	// AccountantFile keeps the accountant's state (priorities, usage,
 	// factors set at run time) across restarts; "" keeps it in memory.
 	AccountantFile string
+	// AccountantStore, if not nil, keeps it instead of AccountantFile
+	// (package accountdb: in a PostgreSQL database).
+	AccountantStore AccountantStore
 	// StatsFile keeps the statistics of the recent negotiation cycles,
 	// which the Negotiator ad publishes, across restarts; "" keeps them in
 	// memory.
@@ -194,8 +197,12 @@ func New(cfg Config) (*Matchmaker, error) {
 	var accountant *Accountant
 	if cfg.Priorities == nil {
 		accountant = NewAccountant(cfg.HalfLife, cfg.DefaultPriorityFactor, cfg.PriorityFactors)
-		if cfg.AccountantFile != "" {
-			if err := accountant.Persist(cfg.AccountantFile); err != nil {
+		store := cfg.AccountantStore
+		if store == nil && cfg.AccountantFile != "" {
+			store = accountantFile(cfg.AccountantFile)
+		}
+		if store != nil {
+			if err := accountant.PersistIn(store); err != nil {
 				return nil, fmt.Errorf("matchmaker: %w", err)
 			}
 		}

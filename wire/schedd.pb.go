@@ -286,7 +286,12 @@ type JobQueryRequest struct {
 	Ids        []string `protobuf:"bytes,1,rep,name=ids,proto3" json:"ids,omitempty"`
 	Constraint string   `protobuf:"bytes,2,opt,name=constraint,proto3" json:"constraint,omitempty"`
 	// At most this many ads in all; 0 means no limit.
-	Limit         int32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
+	Limit int32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
+	// Query only: the jobs of every agent whose queue is in the database
+	// this agent keeps its own in (condor_q -global), ordered by agent; each
+	// ad's GlobalJobId names its agent. An agent with an embedded queue
+	// refuses it.
+	Global        bool `protobuf:"varint,4,opt,name=global,proto3" json:"global,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -340,6 +345,13 @@ func (x *JobQueryRequest) GetLimit() int32 {
 		return x.Limit
 	}
 	return 0
+}
+
+func (x *JobQueryRequest) GetGlobal() bool {
+	if x != nil {
+		return x.Global
+	}
+	return false
 }
 
 // JobQueryReply is one message of a Query or History stream.
@@ -693,13 +705,14 @@ const file_harrier_v1_schedd_proto_rawDesc = "" +
 	"\n" +
 	"cluster_ad\x18\x03 \x01(\tR\tclusterAd\"#\n" +
 	"\vSubmitReply\x12\x14\n" +
-	"\x05count\x18\x01 \x01(\x05R\x05count\"Y\n" +
+	"\x05count\x18\x01 \x01(\x05R\x05count\"q\n" +
 	"\x0fJobQueryRequest\x12\x10\n" +
 	"\x03ids\x18\x01 \x03(\tR\x03ids\x12\x1e\n" +
 	"\n" +
 	"constraint\x18\x02 \x01(\tR\n" +
 	"constraint\x12\x14\n" +
-	"\x05limit\x18\x03 \x01(\x05R\x05limit\"!\n" +
+	"\x05limit\x18\x03 \x01(\x05R\x05limit\x12\x16\n" +
+	"\x06global\x18\x04 \x01(\bR\x06global\"!\n" +
 	"\rJobQueryReply\x12\x10\n" +
 	"\x03ads\x18\x01 \x03(\tR\x03ads\"\xee\x01\n" +
 	"\n" +

@@ -36,7 +36,7 @@ func backends(b *testing.B) []struct {
 			return l
 		}},
 		{"postgres", func(b *testing.B) storetest.Store {
-			s, err := Open(context.Background(), srv.DSN(srv.NewDatabase(b)), Options{})
+			s, err := Open(context.Background(), srv.DSN(srv.NewDatabase(b)), Options{Agent: "agent@bench"})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -102,14 +102,14 @@ func BenchmarkCommitLatency(b *testing.B) {
 	}
 }
 
-// BenchmarkTurnover runs jobs through the queue behind 1,000 and 10,000
+// BenchmarkTurnover runs jobs through the queue behind 1,000, 10,000 and 100,000
 // idle ones: 16 workers each submit a job, start it and retire it (a
 // reservation and three commits a job), as an agent does for short jobs.
 // CondorJ2's point is that this throughput must not fall as the queue
 // grows.
 func BenchmarkTurnover(b *testing.B) {
 	for _, be := range backends(b) {
-		for _, queued := range []int{1000, 10_000} {
+		for _, queued := range []int{1000, 10_000, 100_000} {
 			b.Run(fmt.Sprintf("%s/queued=%d", be.name, queued), func(b *testing.B) {
 				s := be.open(b)
 				defer s.Close()

@@ -2,7 +2,13 @@ package pgqueue
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
+	"runtime"
+	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -12,18 +18,18 @@ import (
 	"harrier.dev/harrier/classad"
 )
 
-// load reads the whole queue, as of one moment.
-func load(ctx context.Context, conn *pgx.Conn) (*mirror, error) {
+// load reads agent's whole queue, as of one moment.
+func load(ctx context.Context, conn *pgx.Conn, agent string) (*mirror, error) {
 	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return nil, err
 	}
 	defer tx.Rollback(ctx)
 	m := &mirror{jobs: make(map[jobqueue.JobID]*classad.ClassAd), reserved: make(map[int]string)}
-	if err := tx.QueryRow(ctx, "SELECT next_cluster FROM queue_counters").Scan(&m.next); err != nil {
+	if err := tx.QueryRow(ctx, "SELECT next_cluster FROM queue_counters WHERE agent = $1", agent).Scan(&m.next); err != nil {
 		return nil, fmt.Errorf("read the cluster counter: %w", err)
 	}
-	rows, _ := tx.Query(ctx, "SELECT cluster, owner FROM cluster_reservations")
+	rows, _ := tx.Query(ctx, "SELECT cluster, owner FROM cluster_reservations WHERE agent = $1", agent)
 	var c int
 	var owner string
 	if _, err := pgx.ForEachRow(rows, []any{&c, &owner}, func() error {
@@ -32,20 +38,71 @@ func load(ctx context.Context, conn *pgx.Conn) (*mirror, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("read the reservations: %w", err)
 	}
-	rows, _ = tx.Query(ctx, "SELECT cluster, proc, ad FROM jobs")
+	rows, _ = tx.Query(ctx, "SELECT cluster, proc, ad FROM queue_jobs WHERE agent = $1", agent)
+	d := newDecoders(runtime.GOMAXPROCS(0))
 	var id jobqueue.JobID
-	var js []byte
-	if _, err := pgx.ForEachRow(rows, []any{&id.Cluster, &id.Proc, &js}, func() error {
-		ad, err := decodeAd(js)
-		if err != nil {
-			return fmt.Errorf("job %s: %w", id, err)
-		}
-		m.jobs[id] = ad
+	var js []byte // a new slice for each row
+	_, err = pgx.ForEachRow(rows, []any{&id.Cluster, &id.Proc, &js}, func() error {
+		d.add(id, js)
 		return nil
-	}); err != nil {
+	})
+	jobs, derr := d.wait()
+	if err = errors.Join(err, derr); err != nil {
 		return nil, fmt.Errorf("read the jobs: %w", err)
 	}
+	m.jobs = jobs
 	return m, tx.Commit(ctx)
+}
+
+// decoders decode job ads on several goroutines while their rows arrive:
+// decoding is most of the work of reading a large queue.
+type decoders struct {
+	rows chan encoded
+	wg   sync.WaitGroup
+	out  []map[jobqueue.JobID]*classad.ClassAd // one per goroutine
+	errs []error                               // the first of each goroutine
+}
+
+type encoded struct {
+	id jobqueue.JobID
+	js []byte
+}
+
+func newDecoders(n int) *decoders {
+	d := &decoders{rows: make(chan encoded, 256), out: make([]map[jobqueue.JobID]*classad.ClassAd, n), errs: make([]error, n)}
+	for i := range n {
+		d.out[i] = make(map[jobqueue.JobID]*classad.ClassAd)
+		d.wg.Go(func() {
+			for r := range d.rows {
+				if d.errs[i] != nil {
+					continue
+				}
+				ad, err := decodeAd(r.js)
+				if err != nil {
+					d.errs[i] = fmt.Errorf("job %s: %w", r.id, err)
+					continue
+				}
+				d.out[i][r.id] = ad
+			}
+		})
+	}
+	return d
+}
+
+func (d *decoders) add(id jobqueue.JobID, js []byte) { d.rows <- encoded{id, js} }
+
+// wait returns every ad decoded, once all have been.
+func (d *decoders) wait() (map[jobqueue.JobID]*classad.ClassAd, error) {
+	close(d.rows)
+	d.wg.Wait()
+	if err := errors.Join(d.errs...); err != nil {
+		return nil, err
+	}
+	all := d.out[0]
+	for _, m := range d.out[1:] {
+		maps.Copy(all, m)
+	}
+	return all, nil
 }
 
 func decodeAd(js []byte) (*classad.ClassAd, error) {
@@ -79,9 +136,10 @@ func newRow(id jobqueue.JobID, ad *classad.ClassAd) (row, error) {
 	return r, nil
 }
 
-// write makes the group's changes in the database, in one transaction,
-// and checks that they find the rows the mirror says are there.
-func write(ctx context.Context, conn *pgx.Conn, g *group) error {
+// write makes the group's changes to agent's queue in the database, in
+// one transaction, and checks that they find the rows the mirror says are
+// there.
+func write(ctx context.Context, conn *pgx.Conn, agent string, g *group) error {
 	var gone []jobqueue.JobID
 	var changed, added []row
 	for id, ad := range g.jobs {
@@ -118,6 +176,10 @@ func write(ctx context.Context, conn *pgx.Conn, g *group) error {
 			return err
 		}
 	}
+	events, err := eventRows(g)
+	if err != nil {
+		return err
+	}
 
 	tx, err := conn.Begin(ctx)
 	if err != nil {
@@ -135,37 +197,37 @@ func write(ctx context.Context, conn *pgx.Conn, g *group) error {
 	}
 	if len(gone) > 0 {
 		cs, ps := ids(gone)
-		b.Queue(`DELETE FROM jobs WHERE (cluster, proc) IN (SELECT * FROM unnest($1::integer[], $2::integer[]))`,
-			cs, ps).Exec(want(len(gone)))
+		b.Queue(`DELETE FROM queue_jobs WHERE agent = $1 AND (cluster, proc) IN (SELECT * FROM unnest($2::integer[], $3::integer[]))`,
+			agent, cs, ps).Exec(want(len(gone)))
 	}
 	if len(changed) > 0 {
 		cs, ps, os, ss, ads := columns(changed)
-		b.Queue(`UPDATE jobs AS j SET owner = u.owner, status = u.status, ad = u.ad::jsonb
-			FROM unnest($1::integer[], $2::integer[], $3::text[], $4::integer[], $5::text[]) AS u(cluster, proc, owner, status, ad)
-			WHERE j.cluster = u.cluster AND j.proc = u.proc`, cs, ps, os, ss, ads).Exec(want(len(changed)))
+		b.Queue(`UPDATE queue_jobs AS j SET owner = u.owner, status = u.status, ad = u.ad::jsonb
+			FROM unnest($2::integer[], $3::integer[], $4::text[], $5::integer[], $6::text[]) AS u(cluster, proc, owner, status, ad)
+			WHERE j.agent = $1 AND j.cluster = u.cluster AND j.proc = u.proc`, agent, cs, ps, os, ss, ads).Exec(want(len(changed)))
 	}
 	if len(ended) > 0 {
-		b.Queue(`DELETE FROM cluster_reservations WHERE cluster = ANY($1::integer[])`, ended)
+		b.Queue(`DELETE FROM cluster_reservations WHERE agent = $1 AND cluster = ANY($2::integer[])`, agent, ended)
 	}
 	if len(madeC) > 0 {
-		b.Queue(`INSERT INTO cluster_reservations (cluster, owner) SELECT * FROM unnest($1::integer[], $2::text[])`, madeC, madeO)
+		b.Queue(`INSERT INTO cluster_reservations (agent, cluster, owner) SELECT $1, * FROM unnest($2::integer[], $3::text[])`, agent, madeC, madeO)
 	}
 	if g.next != g.base.next {
-		b.Queue(`UPDATE queue_counters SET next_cluster = $1`, g.next).Exec(want(1))
+		b.Queue(`UPDATE queue_counters SET next_cluster = $2 WHERE agent = $1`, agent, g.next).Exec(want(1))
 	}
 	if b.Len() > 0 {
 		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 			return err
 		}
 	}
-	cols := []string{"cluster", "proc", "owner", "status", "ad"}
-	for table, rows := range map[string][]row{"jobs": added, "job_history": history} {
+	cols := []string{"agent", "cluster", "proc", "owner", "status", "ad"}
+	for table, rows := range map[string][]row{"queue_jobs": added, "queue_history": history} {
 		if len(rows) == 0 {
 			continue
 		}
 		n, err := tx.CopyFrom(ctx, pgx.Identifier{table}, cols, pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
 			r := &rows[i]
-			return []any{r.id.Cluster, r.id.Proc, r.owner, r.status, r.ad}, nil
+			return []any{agent, r.id.Cluster, r.id.Proc, r.owner, r.status, r.ad}, nil
 		}))
 		if err != nil {
 			return fmt.Errorf("copy into %s: %w", table, err)
@@ -174,7 +236,62 @@ func write(ctx context.Context, conn *pgx.Conn, g *group) error {
 			return fmt.Errorf("copy into %s: %d rows of %d: %w", table, n, len(rows), errDiverged)
 		}
 	}
+	if len(events) > 0 {
+		_, err := tx.CopyFrom(ctx, pgx.Identifier{"queue_events"}, []string{"agent", "cluster", "proc", "owner", "time", "type", "event"},
+			pgx.CopyFromSlice(len(events), func(i int) ([]any, error) {
+				e := &events[i]
+				return []any{agent, e.id.Cluster, e.id.Proc, e.owner, e.time, e.typ, e.event}, nil
+			}))
+		if err != nil {
+			return fmt.Errorf("copy into queue_events: %w", err)
+		}
+	}
 	return tx.Commit(ctx)
+}
+
+// eventRow is a job event's row.
+type eventRow struct {
+	id    jobqueue.JobID
+	owner pgtype.Text
+	time  time.Time
+	typ   int32
+	event []byte
+}
+
+// eventRows makes the rows of the group's events, each with its job's
+// owner: from the job's ad after the group, or for a job the group
+// retired, its history record.
+func eventRows(g *group) ([]eventRow, error) {
+	if len(g.events) == 0 {
+		return nil, nil
+	}
+	retired := make(map[jobqueue.JobID]*classad.ClassAd, len(g.history))
+	for _, h := range g.history {
+		retired[h.id] = h.ad
+	}
+	rows := make([]eventRow, len(g.events))
+	for i, ev := range g.events {
+		id := jobqueue.JobID{Cluster: ev.Cluster, Proc: ev.Proc}
+		js, err := json.Marshal(ev)
+		if err != nil {
+			return nil, fmt.Errorf("event of job %s: %w", id, err)
+		}
+		r := eventRow{id: id, time: ev.Time, typ: int32(ev.Type), event: js}
+		ad, ok := g.jobs[id]
+		if !ok {
+			ad = g.base.jobs[id]
+		}
+		if ad == nil {
+			ad = retired[id]
+		}
+		if ad != nil {
+			if s, ok := ad.EvalString("Owner"); ok {
+				r.owner = pgtype.Text{String: s, Valid: true}
+			}
+		}
+		rows[i] = r
+	}
+	return rows, nil
 }
 
 func ids(all []jobqueue.JobID) (cs, ps []int32) {

@@ -25,9 +25,14 @@ func connect(t *testing.T, dsn string) *pgx.Conn {
 	return conn
 }
 
-func openT(t *testing.T, dsn string) *Store {
+// openT opens agent@a's queue in dsn, or that of the agent named.
+func openT(t *testing.T, dsn string, agent ...string) *Store {
 	t.Helper()
-	s, err := Open(context.Background(), dsn, Options{Timeout: 10 * time.Second})
+	name := "agent@a"
+	if len(agent) > 0 {
+		name = agent[0]
+	}
+	s, err := Open(context.Background(), dsn, Options{Agent: name, Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +92,7 @@ func TestSchemaForQueries(t *testing.T) {
 		t.Errorf("reservations = %q, %v; want bob:2", resv, err)
 	}
 	var versions string
-	if err := conn.QueryRow(ctx, `SELECT string_agg(version || ' ' || name, ',' ORDER BY version) FROM schema_version`).Scan(&versions); err != nil || versions != "1 0001_queue.sql" {
+	if err := conn.QueryRow(ctx, `SELECT string_agg(version || ' ' || name, ',' ORDER BY version) FROM schema_version`).Scan(&versions); err != nil || versions != "1 0001_queue.sql,2 0002_agents.sql,3 0003_views.sql" {
 		t.Errorf("schema_version = %q, %v; want each migration once", versions, err)
 	}
 }
@@ -102,7 +107,7 @@ func TestNewerSchemaRefused(t *testing.T) {
 	if _, err := conn.Exec(context.Background(), `INSERT INTO schema_version (version, name) VALUES (99, '0099_future.sql')`); err != nil {
 		t.Fatal(err)
 	}
-	if s, err := Open(context.Background(), dsn, Options{}); err == nil || !strings.Contains(err.Error(), "version 99") {
+	if s, err := Open(context.Background(), dsn, Options{Agent: "agent@a"}); err == nil || !strings.Contains(err.Error(), "version 99") {
 		if err == nil {
 			s.Close()
 		}

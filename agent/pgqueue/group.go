@@ -7,6 +7,7 @@ import (
 
 	"harrier.dev/harrier/agent/jobqueue"
 	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/joblog"
 )
 
 // mirror is the store's copy of the queue, as of its last commit: what
@@ -31,7 +32,8 @@ type group struct {
 	jobs    map[jobqueue.JobID]*classad.ClassAd // final ads of the jobs it changes; nil: left the queue
 	resv    map[int]string                      // reservations it made (the owner) or ended ("")
 	next    int
-	history []retired // retirements, in order
+	history []retired      // retirements, in order
+	events  []joblog.Event // events of the accepted transactions, in order
 
 	// The transaction being checked.
 	tjobs map[jobqueue.JobID]*classad.ClassAd
@@ -186,7 +188,7 @@ func (g *group) reserve(owner string) int {
 
 // empty reports whether the group changes nothing.
 func (g *group) empty() bool {
-	return len(g.jobs) == 0 && len(g.resv) == 0 && len(g.history) == 0 && g.next == g.base.next
+	return len(g.jobs) == 0 && len(g.resv) == 0 && len(g.history) == 0 && len(g.events) == 0 && g.next == g.base.next
 }
 
 // apply makes the group's changes to m, once they are in the database.

@@ -14,10 +14,16 @@ import (
 
 	"harrier.dev/harrier/agent/jobqueue"
 	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/joblog"
 )
 
 // Options tune a [Store].
 type Options struct {
+	// Agent names the agent whose queue the store keeps (HTCondor's
+	// schedd Name, the first part of its jobs' GlobalJobId). Several
+	// agents share a database, each with its own queue, its own cluster
+	// numbers, and one store at a time. Required.
+	Agent string
 	// Logger receives connection and migration events; nil discards them.
 	Logger *slog.Logger
 	// MaxReservations bounds the open cluster reservations of one owner,
@@ -53,8 +59,9 @@ type Store struct {
 // request is one Commit or NextCluster waiting for the committer.
 type request struct {
 	txn     *jobqueue.Txn
-	owner   string // a NextCluster call: for whom
-	cluster int    // and its answer
+	events  []joblog.Event // written with txn
+	owner   string         // a NextCluster call: for whom
+	cluster int            // and its answer
 	err     error
 	done    chan struct{}
 }
@@ -64,10 +71,13 @@ type request struct {
 var errDiverged = errors.New("database differs from the agent's copy of the queue")
 
 // Open connects to the database named by dsn (a libpq connection string
-// or postgres:// URL), brings its schema up to date and reads the queue.
-// Only one Store may have a database open at a time; another fails with
-// [jobqueue.ErrLocked].
+// or postgres:// URL), brings its schema up to date and reads the queue of
+// opts.Agent. Only one Store may have an agent's queue open at a time;
+// another fails with [jobqueue.ErrLocked].
 func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
+	if opts.Agent == "" {
+		return nil, errors.New("open job queue: no agent name")
+	}
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open job queue: %w", err)
@@ -84,14 +94,14 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	s := &Store{
 		cfg:  cfg,
 		opts: opts,
-		log:  opts.Logger.With("jobqueue", Describe(cfg)),
+		log:  opts.Logger.With("jobqueue", Describe(cfg), "agent", opts.Agent),
 		wake: make(chan struct{}, 1),
 		done: make(chan struct{}),
 	}
 	if s.conn, err = s.connect(ctx); err != nil {
 		return nil, fmt.Errorf("open job queue %s: %w", Describe(cfg), err)
 	}
-	if s.m, err = load(ctx, s.conn); err != nil {
+	if s.m, err = load(ctx, s.conn, opts.Agent); err != nil {
 		s.conn.Close(context.Background())
 		return nil, fmt.Errorf("open job queue %s: %w", Describe(cfg), err)
 	}
@@ -105,11 +115,12 @@ func Describe(cfg *pgx.ConnConfig) string {
 	return fmt.Sprintf("postgres://%s@%s/%s", cfg.User, cfg.Host, cfg.Database)
 }
 
-// queueLock is the session advisory lock a Store holds on its database.
-const queueLock = 0x4861727269657253 // "HarrierS"
+// lockKey is the SQL expression of the session advisory lock a Store
+// holds on its agent's queue, for the agent's name in $1.
+const lockKey = "hashtextextended('harrier job queue of ' || $1, 0)"
 
-// connect opens a connection, takes the database for this store and
-// brings its schema up to date.
+// connect opens a connection, takes the agent's queue for this store and
+// brings the schema up to date.
 func (s *Store) connect(ctx context.Context) (*pgx.Conn, error) {
 	conn, err := pgx.ConnectConfig(ctx, s.cfg)
 	if err != nil {
@@ -119,7 +130,7 @@ func (s *Store) connect(ctx context.Context) (*pgx.Conn, error) {
 	// the server notices: wait a little for it.
 	_, err = conn.Exec(ctx, "SET lock_timeout = '2s'")
 	if err == nil {
-		_, err = conn.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(queueLock))
+		_, err = conn.Exec(ctx, "SELECT pg_advisory_lock("+lockKey+")", s.opts.Agent)
 	}
 	if err == nil {
 		_, err = conn.Exec(ctx, "RESET lock_timeout")
@@ -131,13 +142,18 @@ func (s *Store) connect(ctx context.Context) (*pgx.Conn, error) {
 		}
 		return nil, fmt.Errorf("%w: %w", jobqueue.ErrUnavailable, err)
 	}
-	n, err := migrate(ctx, conn)
+	n, err := schema.Migrate(ctx, conn, map[string]string{"harrier.agent": s.opts.Agent})
 	if err != nil {
 		conn.Close(context.Background())
 		return nil, fmt.Errorf("migrate schema: %w", err)
 	}
 	if n > 0 {
 		s.log.Info("job queue schema migrated", "migrations", n)
+	}
+	// An agent new to the database counts its clusters from 1.
+	if _, err := conn.Exec(ctx, "INSERT INTO queue_counters (agent, next_cluster) VALUES ($1, 1) ON CONFLICT (agent) DO NOTHING", s.opts.Agent); err != nil {
+		conn.Close(context.Background())
+		return nil, fmt.Errorf("%w: %w", jobqueue.ErrUnavailable, err)
 	}
 	return conn, nil
 }
@@ -149,6 +165,20 @@ func (s *Store) Commit(ctx context.Context, txn *jobqueue.Txn) error {
 		return err
 	}
 	r := &request{txn: txn, done: make(chan struct{})}
+	if err := s.submit(ctx, r); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// CommitEvents is Commit that also records events, the job events the
+// transaction's moves make, in the same database transaction: they are in
+// queue_events (the job_events view) if and only if txn is applied.
+func (s *Store) CommitEvents(ctx context.Context, txn *jobqueue.Txn, events []joblog.Event) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r := &request{txn: txn, events: events, done: make(chan struct{})}
 	if err := s.submit(ctx, r); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
@@ -233,6 +263,30 @@ func (s *Store) Len() int {
 // History implements [jobqueue.HistoryStore], reading the database on a
 // connection of its own.
 func (s *Store) History(fn func(ad *classad.ClassAd) bool) error {
+	err := s.read("SELECT ad FROM queue_history WHERE agent = $1 ORDER BY seq", []any{s.opts.Agent}, func(_ string, ad *classad.ClassAd) bool {
+		return fn(ad)
+	})
+	if err != nil {
+		return fmt.Errorf("history: %w", err)
+	}
+	return nil
+}
+
+// EveryAgent calls fn with each job in the queues of every agent that
+// keeps its queue in the database, this one's included, in order of
+// agent name and job id, until fn returns false. It reads the database
+// on a connection of its own, as of one moment.
+func (s *Store) EveryAgent(fn func(agent string, ad *classad.ClassAd) bool) error {
+	err := s.read("SELECT ad, agent FROM queue_jobs WHERE proc >= 0 ORDER BY agent, cluster, proc", nil, fn)
+	if err != nil {
+		return fmt.Errorf("every agent's jobs: %w", err)
+	}
+	return nil
+}
+
+// read runs query, whose rows are an ad and, if it has a second column,
+// the agent's name, on a connection of its own, calling fn with each.
+func (s *Store) read(query string, args []any, fn func(agent string, ad *classad.ClassAd) bool) error {
 	s.cmu.Lock()
 	closed := s.closed
 	s.cmu.Unlock()
@@ -243,28 +297,30 @@ func (s *Store) History(fn func(ad *classad.ClassAd) bool) error {
 	defer cancel()
 	conn, err := pgx.ConnectConfig(ctx, s.cfg)
 	if err != nil {
-		return fmt.Errorf("history: %w: %w", jobqueue.ErrUnavailable, err)
+		return fmt.Errorf("%w: %w", jobqueue.ErrUnavailable, err)
 	}
 	defer conn.Close(context.Background())
-	rows, _ := conn.Query(ctx, "SELECT ad FROM job_history ORDER BY seq")
+	rows, _ := conn.Query(ctx, query, args...)
 	defer rows.Close()
 	for rows.Next() {
 		var js []byte
-		if err := rows.Scan(&js); err != nil {
-			return fmt.Errorf("history: %w", err)
+		agent := s.opts.Agent
+		dest := []any{&js, &agent}
+		if len(rows.FieldDescriptions()) == 1 {
+			dest = dest[:1]
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return err
 		}
 		ad, err := decodeAd(js)
 		if err != nil {
-			return fmt.Errorf("history: %w", err)
+			return err
 		}
-		if !fn(ad) {
+		if !fn(agent, ad) {
 			return nil
 		}
 	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("history: %w", err)
-	}
-	return nil
+	return rows.Err()
 }
 
 // Close implements [jobqueue.Store]. Commits waiting when Close is called
@@ -289,7 +345,7 @@ func (s *Store) Close() error {
 	// the connection closed, and a store opened right after would wait.
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.Timeout)
 	defer cancel()
-	_, err := s.conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", int64(queueLock))
+	_, err := s.conn.Exec(ctx, "SELECT pg_advisory_unlock("+lockKey+")", s.opts.Agent)
 	return errors.Join(err, s.conn.Close(ctx))
 }
 
@@ -335,6 +391,8 @@ func (s *Store) commitGroup(batch []*request) {
 			r.err = err
 			close(r.done)
 			continue
+		} else {
+			g.events = append(g.events, r.events...)
 		}
 		accepted = append(accepted, r)
 	}
@@ -342,7 +400,7 @@ func (s *Store) commitGroup(batch []*request) {
 		return
 	}
 	if !g.empty() {
-		if err := write(ctx, s.conn, g); err != nil {
+		if err := write(ctx, s.conn, s.opts.Agent, g); err != nil {
 			finish(accepted, s.failed(err))
 			return
 		}
@@ -368,7 +426,7 @@ func (s *Store) ready(ctx context.Context) error {
 		s.conn, s.stale = conn, true
 		s.log.Info("connected to the job queue database again")
 	}
-	m, err := load(ctx, s.conn)
+	m, err := load(ctx, s.conn, s.opts.Agent)
 	if err != nil {
 		return s.failed(fmt.Errorf("read the queue again: %w", err))
 	}

@@ -15,7 +15,7 @@ func TestStore(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) storetest.Opener {
 		dsn := srv.DSN(srv.NewDatabase(t))
 		return func(cfg storetest.Config) (storetest.Store, error) {
-			return Open(context.Background(), dsn, Options{MaxReservations: cfg.MaxReservations})
+			return Open(context.Background(), dsn, Options{Agent: "agent@test", MaxReservations: cfg.MaxReservations})
 		}
 	})
 }

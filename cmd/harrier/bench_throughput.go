@@ -12,21 +12,25 @@ import (
 
 	"harrier.dev/harrier/agent"
 	"harrier.dev/harrier/agent/submit"
+	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/wire"
 )
 
 // runBenchThroughput measures jobs per second through a whole personal
 // pool: agent, matchmaker and startds with real shadows and starters, each
 // job running /bin/true. It can first fill the queue with idle jobs that
-// match nothing, to show how throughput holds up as the queue grows.
+// match nothing, or held ones, to show how throughput holds up as the
+// queue grows.
 func runBenchThroughput(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("bench throughput", flag.ContinueOnError)
 	jobs := fs.Int("jobs", 500, "jobs to run")
 	startds := fs.Int("startds", 2, "startds in the pool")
 	slots := fs.Int("slots", 4, "slots per startd")
 	queue := fs.Int("queue", 0, "idle jobs (matching nothing) queued first")
+	held := fs.Bool("held", false, "the jobs --queue queues are held rather than idle: in the queue, but neither advertised nor matched")
 	sandbox := fs.String("sandbox", "process", "how jobs run: process or container")
 	dir := fs.String("dir", "", "pool directory (default: a new temporary one, removed afterwards)")
+	store := fs.String("store", "", "where the agent keeps its job queue: embedded (the default) or a PostgreSQL database's postgres:// URL (as pool up --store)")
 	if err := fs.Parse(args); err != nil {
 		return usagef("%v", err)
 	}
@@ -50,10 +54,14 @@ func runBenchThroughput(args []string, stdout io.Writer) error {
 	d := agent.DefaultLimits()
 	extra += fmt.Sprintf("MAX_JOBS_PER_OWNER = %d\nMAX_JOBS_SUBMITTED = %d\nMAX_JOBS_PER_SUBMISSION = %d\n",
 		max(d.MaxJobsPerOwner, *queue+*jobs), max(d.MaxJobsSubmitted, *queue+*jobs), max(d.MaxJobsPerSubmission, *queue, *jobs))
-	if err := appendFile(filepath.Join(poolDir, poolConfigName), extra); err != nil {
+	storeConf, err := queueStoreConf(*store)
+	if err != nil {
 		return err
 	}
-	if err := poolUp(poolDir, *startds, true, "", io.Discard); err != nil {
+	if err := appendFile(filepath.Join(poolDir, poolConfigName), extra+storeConf); err != nil {
+		return err
+	}
+	if err := poolUp(poolDir, *startds, true, *store, io.Discard); err != nil {
 		return err
 	}
 	defer poolDown(poolDir, io.Discard)
@@ -69,7 +77,11 @@ func runBenchThroughput(args []string, stdout io.Writer) error {
 	ctx := context.Background()
 
 	if *queue > 0 {
-		if _, err := benchSubmit(ctx, client, "executable = /bin/true\nrequirements = false\nqueue "+strconv.Itoa(*queue)+"\n"); err != nil {
+		desc := "executable = /bin/true\nrequirements = false\n"
+		if *held {
+			desc += "hold = true\n"
+		}
+		if _, err := benchSubmit(ctx, client, desc+"queue "+strconv.Itoa(*queue)+"\n"); err != nil {
 			return err
 		}
 	}
@@ -79,20 +91,58 @@ func runBenchThroughput(args []string, stdout io.Writer) error {
 		return err
 	}
 	submitted := time.Since(start)
-	req := &wire.JobQueryRequest{Ids: []string{strconv.Itoa(int(cluster))}, Limit: 1}
-	for {
-		n, err := countJobs(ctx, client, req)
+	if err := waitGone(ctx, client, cluster, *jobs); err != nil {
+		return err
+	}
+	elapsed := time.Since(start)
+	storeName := storeEmbedded
+	if *store != "" && *store != storeEmbedded {
+		storeName = storePostgres
+	}
+	state := "idle"
+	if *held {
+		state = "held"
+	}
+	fmt.Fprintf(stdout, "%d jobs (/bin/true, sandbox %s) on %d startds x %d slots, %d %s jobs queued, %s store: %.2f s (submit %.3f s), %.1f jobs/s\n",
+		*jobs, *sandbox, *startds, *slots, *queue, state, storeName, elapsed.Seconds(), submitted.Seconds(), float64(*jobs)/elapsed.Seconds())
+	return nil
+}
+
+// waitGone waits until jobs 0 to n-1 of cluster have left the queue. It
+// asks for the first of them still queued, by job id, so that polling
+// costs the agent the same whatever else is in its queue.
+func waitGone(ctx context.Context, client wire.ScheddClient, cluster int32, n int) error {
+	const window = 1000 // job ids asked for at once
+	next := 0           // no job before it is queued
+	for next < n {
+		req := &wire.JobQueryRequest{Limit: 1}
+		for p := next; p < min(n, next+window); p++ {
+			req.Ids = append(req.Ids, fmt.Sprintf("%d.%d", cluster, p))
+		}
+		stream, err := client.Query(ctx, req)
 		if err != nil {
 			return rpcError("query", err)
 		}
-		if n == 0 {
-			break
+		first := -1
+		err = receive(stream, func(text string) error {
+			ad, err := classad.Parse(text)
+			if err != nil {
+				return err
+			}
+			p, _ := ad.EvalInt("ProcId")
+			first = int(p)
+			return nil
+		})
+		if err != nil {
+			return rpcError("query", err)
 		}
+		if first < 0 {
+			next += window
+			continue
+		}
+		next = first
 		time.Sleep(50 * time.Millisecond)
 	}
-	elapsed := time.Since(start)
-	fmt.Fprintf(stdout, "%d jobs (/bin/true, sandbox %s) on %d startds x %d slots, %d idle jobs queued: %.2f s (submit %.3f s), %.1f jobs/s\n",
-		*jobs, *sandbox, *startds, *slots, *queue, elapsed.Seconds(), submitted.Seconds(), float64(*jobs)/elapsed.Seconds())
 	return nil
 }
 

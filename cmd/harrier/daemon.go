@@ -23,6 +23,7 @@ import (
 	"harrier.dev/harrier/checkpoint"
 	"harrier.dev/harrier/config"
 	"harrier.dev/harrier/matchmaker"
+	"harrier.dev/harrier/matchmaker/accountdb"
 	"harrier.dev/harrier/peercred"
 	"harrier.dev/harrier/startd"
 	"harrier.dev/harrier/wire"
@@ -276,6 +277,15 @@ func serveMatchmaker(ctx context.Context, pc *poolConfig, reconfigs <-chan recon
 	if err != nil {
 		return err
 	}
+	// ACCOUNTANT_DSN keeps the accountant in a database, under the pool's
+	// name, instead of ACCOUNTANT_FILE.
+	if dsn := pc.c.String("ACCOUNTANT_DSN", ""); dsn != "" {
+		pool := pc.c.String("POOL_NAME", addr)
+		if cfg.AccountantStore, err = accountdb.Open(ctx, dsn, pool); err != nil {
+			return fmt.Errorf("matchmaker: ACCOUNTANT_DSN: %w", err)
+		}
+		logger.Info("accountant in a database", "dsn", redactDSN(dsn), "pool", pool)
+	}
 	mm, err := matchmaker.New(cfg)
 	if err != nil {
 		return err
@@ -299,7 +309,7 @@ func serveMatchmaker(ctx context.Context, pc *poolConfig, reconfigs <-chan recon
 		// the listener are made at start.
 		return restartKeys(started, pc, "MATCHMAKER_ADDR", "MATCHMAKER_LISTEN", "PRIORITY_HALFLIFE",
 			"DEFAULT_PRIO_FACTOR", "PRIORITY_FACTORS", "ACCOUNTANT_FILE", "NEGOTIATOR_STATS_FILE",
-			"LICENSE_FILE", "GANG_ALGORITHM", "RESERVATION_FILE", "RESERVATION_POLICY_FILE"), nil
+			"LICENSE_FILE", "GANG_ALGORITHM", "RESERVATION_FILE", "RESERVATION_POLICY_FILE", "ACCOUNTANT_DSN"), nil
 	})()
 	defer cancel()
 	logger.Info("matchmaker listening", "addr", lis.Addr().String())
@@ -395,7 +405,7 @@ func serveAgent(ctx context.Context, pc *poolConfig, name string, reconfigs <-ch
 	if err := os.Chmod(spool, 0o700); err != nil {
 		return fmt.Errorf("agent: spool: %w", err)
 	}
-	queue, err := openStore(ctx, pc, spool, logger)
+	queue, err := openStore(ctx, pc, spool, name, logger)
 	if err != nil {
 		return fmt.Errorf("agent: open job queue: %w", err)
 	}

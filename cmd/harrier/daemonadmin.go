@@ -118,7 +118,7 @@ func (e *daemonAdminEndpoint) Config(_ context.Context, req *wire.ConfigRequest)
 
 func settingToWire(s config.Setting) *wire.ConfigSetting {
 	w := &wire.ConfigSetting{Key: s.Key, Value: s.Value, Defined: s.Defined, Origin: s.Origin, HasDefault: s.HasDefault, Default: s.Default}
-	if strings.EqualFold(s.Key, "QUEUE_DSN") {
+	if strings.EqualFold(s.Key, "QUEUE_DSN") || strings.EqualFold(s.Key, "ACCOUNTANT_DSN") {
 		w.Value, w.Default = redactDSN(w.Value), redactDSN(w.Default)
 	}
 	if s.Err != nil {

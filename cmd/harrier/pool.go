@@ -71,7 +71,7 @@ func queueStoreConf(store string) (string, error) {
 		if dsnHasPassword(store) {
 			return "", usagef("--store: keep the password out of the URL, in the agent's ~/.pgpass or PGPASSFILE: pool.conf is readable by every user")
 		}
-		return fmt.Sprintf("\n# The agent keeps its job queue in this PostgreSQL database.\nQUEUE_STORE = %s\nQUEUE_DSN = %s\n", storePostgres, store), nil
+		return fmt.Sprintf("\n# The agent keeps its job queue in this PostgreSQL database, and the matchmaker its accountant.\nQUEUE_STORE = %s\nQUEUE_DSN = %s\nACCOUNTANT_DSN = $(QUEUE_DSN)\n", storePostgres, store), nil
 	}
 	return "", usagef("--store %q: want embedded or a postgres:// URL", store)
 }

@@ -96,6 +96,10 @@ Total for query: 3 jobs; 0 completed, 0 removed, 1 idle, 1 running, 1 held, 0 su
 	if out := h.must(t, "q"); !strings.Contains(out, bob) || !strings.Contains(out, alice) {
 		t.Errorf("root's q does not show everyone's jobs:\n%s", out)
 	}
+	// An agent with an embedded queue has no other agents' jobs to list.
+	if out, code := h.tool(t, alice, "q", "-global"); code == 0 || !strings.Contains(out, "QUEUE_STORE = postgres") {
+		t.Errorf("q -global on an agent with an embedded queue: exit %d: %s", code, out)
+	}
 
 	if rows := fields(tool(alice, "q", "-nobatch")); len(rows) != 6 || rows[0][0] != "ID" || rows[1][0] != fmt.Sprintf("%d.2", sweep) {
 		t.Errorf("q -nobatch: %v", rows)

@@ -170,7 +170,7 @@ func queryJobs(name string, args []string, stdout io.Writer, call jobQuery) erro
 	constraint := tf.fs.String("constraint", "", "a ClassAd expression the jobs must satisfy")
 	limit := tf.fs.Int("limit", 0, "print at most this many jobs")
 	tf.fs.Bool("af", false, "autoformat: print the values of the attributes named after the options, one job per line (-af:jhtlngVr, for options)")
-	var analyze, nobatch, hold, holdCodes, running, idle, totals, allUsers, currentRun, cpuTime bool
+	var analyze, nobatch, hold, holdCodes, running, idle, totals, allUsers, currentRun, cpuTime, global bool
 	if name == "q" {
 		tf.fs.BoolVar(&analyze, "better-analyze", false, "explain why the jobs do or do not match the pool's machines")
 		tf.fs.BoolVar(&nobatch, "nobatch", false, "one line per job rather than per batch")
@@ -183,8 +183,11 @@ func queryJobs(name string, args []string, stdout io.Writer, call jobQuery) erro
 		tf.fs.BoolVar(&cpuTime, "cputime", false, "CPU_TIME, the job's remote CPU seconds, for RUN_TIME (one line per job)")
 		tf.fs.BoolVar(&totals, "totals", false, "only the summary line")
 		tf.fs.BoolVar(&allUsers, "allusers", false, "the jobs of all users (default: the caller's, unless job ids or owners are given)")
+		tf.fs.BoolVar(&global, "global", false, "the jobs of every agent whose queue is in the database this pool's agent keeps its own in (QUEUE_STORE = postgres)")
+		tf.refuse("refused: "+localAgent, "submitter=", "name=")
+	} else {
+		tf.refuse("refused: "+localAgent, "global", "submitter=", "name=")
 	}
-	tf.refuse("refused: "+localAgent, "global", "submitter=", "name=")
 	tf.refuse("not yet: use -json or -long", "xml")
 	tf.refuse("not yet: use -af", "format=", "print-format=")
 	tf.refuse("not yet", "jobads=", "userlog=", "factory", "jobset", "autocluster", "dag", "grid", "io", "expert", "unmatchable", "machine=", "mconstraint=", "slotads=", "userprios=", "nouserprios", "reverse-analyze", "verbose")
@@ -212,7 +215,7 @@ func queryJobs(name string, args []string, stdout io.Writer, call jobQuery) erro
 	if len(rest) > 0 && name != "q" {
 		return usagef("bad job id %q: want cluster or cluster.proc", rest[0])
 	}
-	query := &wire.JobQueryRequest{Ids: ids, Constraint: *constraint, Limit: int32(*limit)}
+	query := &wire.JobQueryRequest{Ids: ids, Constraint: *constraint, Limit: int32(*limit), Global: global}
 	if name == "q" {
 		status := map[bool]int{true: 5}[hold]
 		switch {
@@ -260,11 +263,49 @@ func queryJobs(name string, args []string, stdout io.Writer, call jobQuery) erro
 		}
 		p := o.printer(stdout, newTable)
 		each, done = p.add, p.finish
+		if global && !o.json && !o.long {
+			each, done = perAgent(stdout, func() *printer { return o.printer(stdout, newTable) })
+		}
 	}
 	if err := receive(stream, each); err != nil {
 		return rpcError(name, err)
 	}
 	return done()
+}
+
+// perAgent prints the ads of a -global query, which come agent by agent,
+// as condor_q -global does: a table of each agent's jobs under a line
+// naming the agent (its jobs' GlobalJobId says which), and "All queues are
+// empty" if there are none.
+func perAgent(w io.Writer, newPrinter func() *printer) (each func(string) error, done func() error) {
+	var p *printer
+	var agent string
+	each = func(text string) error {
+		ad, err := classad.Parse(text)
+		if err != nil {
+			return fmt.Errorf("bad ad from the pool: %w", err)
+		}
+		gid, _ := ad.EvalString("GlobalJobId")
+		name, _, _ := strings.Cut(gid, "#")
+		if p == nil || name != agent {
+			if p != nil {
+				if err := p.finish(); err != nil {
+					return err
+				}
+			}
+			p, agent = newPrinter(), name
+			fmt.Fprintf(w, "\n-- Schedd: %s\n", name)
+		}
+		return p.add(text)
+	}
+	done = func() error {
+		if p == nil {
+			_, err := fmt.Fprintln(w, "All queues are empty")
+			return err
+		}
+		return p.finish()
+	}
+	return each, done
 }
 
 // splitIDs separates job ids ("12", "12.3") from other arguments.

@@ -26,8 +26,9 @@ const (
 	storePostgres = "postgres"
 )
 
-// openStore opens the job queue the configuration names.
-func openStore(ctx context.Context, pc *poolConfig, spool string, logger *slog.Logger) (agent.Queue, error) {
+// openStore opens the job queue the configuration names, that of the
+// agent called name: a database holds the queues of several agents.
+func openStore(ctx context.Context, pc *poolConfig, spool, name string, logger *slog.Logger) (agent.Queue, error) {
 	switch kind := strings.ToLower(pc.c.String("QUEUE_STORE", storeEmbedded)); kind {
 	case storeEmbedded:
 		dir := filepath.Join(spool, "queue")
@@ -50,7 +51,7 @@ func openStore(ctx context.Context, pc *poolConfig, spool string, logger *slog.L
 		}
 		logger.Info("job queue", "store", kind, "database", pgqueue.Describe(cfg))
 		return retryLocked(ctx, func() (agent.Queue, error) {
-			q, err := pgqueue.Open(ctx, dsn, pgqueue.Options{Logger: logger})
+			q, err := pgqueue.Open(ctx, dsn, pgqueue.Options{Agent: name, Logger: logger})
 			if err != nil {
 				return nil, err
 			}

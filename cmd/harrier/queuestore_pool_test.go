@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,8 @@ import (
 // keeps its queue in that database. When the database stops under it, a
 // submit is refused saying why, the running job goes on running, and its
 // exit waits; once the database is back the exit is recorded and submits
-// are taken again. Every acknowledged job is in the database at the end.
+// are taken again. Every acknowledged job is in the database at the end,
+// and the matchmaker's accountant is kept there too.
 func TestQueueInPostgres(t *testing.T) {
 	needPool(t)
 	srv := pgtest.Start(t, pgtest.Options{})
@@ -87,5 +89,25 @@ queue
 	}
 	if hist := p.jobs(t, "history", longID); len(hist) != 1 {
 		t.Errorf("harrier history %s: %d ads", longID, len(hist))
+	}
+	// A factor set at run time is saved at once, with every user's
+	// priority, in the database.
+	p.must(t, "userprio", "-setfactor", "carol", "7")
+	var factor float64
+	if err := conn.QueryRow(ctx, `SELECT factor FROM accountant_factors WHERE pool = 'personal' AND username = 'carol'`).Scan(&factor); err != nil || factor != 7 {
+		t.Errorf("carol's factor in the database: %v, %v; want 7", factor, err)
+	}
+	rows, _ = conn.Query(ctx, `SELECT username FROM user_priorities WHERE pool = 'personal' ORDER BY 1`)
+	saved, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shown []string
+	for _, ad := range p.jobs(t, "userprio") {
+		shown = append(shown, fmt.Sprint(ad["Name"]))
+	}
+	slices.Sort(shown)
+	if !slices.Equal(saved, shown) {
+		t.Errorf("user_priorities holds %v; harrier userprio shows %v", saved, shown)
 	}
 }

@@ -239,3 +239,18 @@ func (s *Server) NewDatabase(t testing.TB) string {
 	}
 	return name
 }
+
+// Psql runs query in database db with psql, PostgreSQL's own client, as
+// the superuser, and returns its unaligned output: a row a line, columns
+// separated by '|', without headers.
+func (s *Server) Psql(t testing.TB, db, query string) string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(s.bin, "psql"), "-X", "--no-align", "--tuples-only", "-v", "ON_ERROR_STOP=1",
+		"-d", s.DSN(db), "-c", query)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "LC_ALL=C"}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("psql -c %q: %v\n%s", query, err, out)
+	}
+	return string(out)
+}
