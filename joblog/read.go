@@ -143,6 +143,10 @@ func fillBody(e *Event, body []string) {
 	}
 	inFiles := false
 	for _, l := range body[1:] {
+		if name, ok := strings.CutPrefix(strings.TrimSpace(l), dagNodeLabel); ok {
+			e.DAGNode = name
+			continue
+		}
 		if f, ok := strings.CutPrefix(l, "\t\t"); ok && inFiles {
 			e.Files += f + "\n"
 			continue
