@@ -1,0 +1,447 @@
+package dagman
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/joblog"
+)
+
+// writeFiles creates files under dir; names ending in .sh are executable.
+func writeFiles(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
+	for name, text := range files {
+		mode := os.FileMode(0o644)
+		if strings.HasSuffix(name, ".sh") {
+			mode = 0o755
+		}
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// jobFiles are a node job that records its run in runs.txt ("NODE WORD")
+// and exits with the status in NODE.exit if there is one, and scripts
+// that record their arguments in scripts.txt.
+var jobFiles = map[string]string{
+	"job.sub": "executable = /bin/sh\narguments = \"job.sh $(JOB) '$(word)'\"\nqueue\n",
+	"job.sh": `#!/bin/sh
+echo "$1 $2" >> runs.txt
+if [ -f "$1.sleep" ]; then sleep "$(cat "$1.sleep")"; fi
+if [ -f "$1.exit" ]; then exit "$(cat "$1.exit")"; fi
+exit 0
+`,
+	"pre.sh":  "#!/bin/sh\necho \"pre $*\" >> scripts.txt\nexit 0\n",
+	"post.sh": "#!/bin/sh\necho \"post $*\" >> scripts.txt\nexit 0\n",
+}
+
+func lines(t testing.TB, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSpace(string(b)), "\n")
+}
+
+func readLog(t testing.TB, path string) []joblog.Event {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	events, err := joblog.Read(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return events
+}
+
+// runDAG parses and runs the DAG file text in dir with a procPool.
+func runDAG(t testing.TB, dir, text string, opts Options) Result {
+	t.Helper()
+	path := filepath.Join(dir, "test.dag")
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _ := os.ReadFile(path + ".dagman.out")
+			t.Logf("%s:\n%s", path+".dagman.out", out)
+		}
+	})
+	if text != "" {
+		writeFiles(t, dir, map[string]string{"test.dag": text})
+	}
+	dag, err := ParseFile(path, ParseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.PollInterval == 0 {
+		opts.PollInterval = 20 * time.Millisecond
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := Run(ctx, dag, newProcPool(t), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// order returns, per node, the index in the log of its first submit event
+// and of its job's (last proc's) end.
+func order(events []joblog.Event) (submitted, ended map[string]int) {
+	submitted, ended = map[string]int{}, map[string]int{}
+	node := map[int]string{}
+	for i, e := range events {
+		switch e.Type {
+		case joblog.Submit:
+			node[e.Cluster] = e.DAGNode
+			if _, ok := submitted[e.DAGNode]; !ok {
+				submitted[e.DAGNode] = i
+			}
+		case joblog.Terminated, joblog.Aborted:
+			ended[node[e.Cluster]] = i
+		}
+	}
+	return submitted, ended
+}
+
+// A diamond with PRE and POST scripts and VARS runs each node once, in
+// dependency order, and its scripts see their macros.
+func TestDiamond(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, jobFiles)
+	res := runDAG(t, dir, `# a diamond
+JOB A job.sub
+JOB B job.sub
+Job C job.sub
+JOB D job.sub
+VARS A word="alpha"
+VARS B word="two words"
+VARS C word="gamma" +DAGColour="\"green\""
+VARS D word="$(JOB)-delta"
+PARENT A CHILD B C
+parent B C child D
+SCRIPT PRE B pre.sh $JOB $RETRY $MAX_RETRIES
+SCRIPT POST B post.sh $JOB $RETURN $PRE_SCRIPT_RETURN
+SCRIPT POST D post.sh $JOB $RETURN $PRE_SCRIPT_RETURN $JOBID
+NODE_STATUS_FILE status.txt
+DOT dag.dot
+`, Options{})
+	if res.ExitCode != 0 || res.Status != DAGStatusOK || res.Done != 4 || res.Rescue != "" {
+		t.Fatalf("result %+v, want 4 nodes done and exit 0", res)
+	}
+	runs := lines(t, filepath.Join(dir, "runs.txt"))
+	if len(runs) != 4 || runs[0] != "A alpha" || runs[3] != "D D-delta" ||
+		!slices.Contains(runs, "B two words") || !slices.Contains(runs, "C gamma") {
+		t.Errorf("runs %q, want A alpha first, B two words and C gamma, D D-delta last", runs)
+	}
+	scripts := lines(t, filepath.Join(dir, "scripts.txt"))
+	events := readLog(t, filepath.Join(dir, "test.dag.nodes.log"))
+	_, ended := order(events)
+	var dCluster int
+	for _, e := range events {
+		if e.Type == joblog.Submit && e.DAGNode == "D" {
+			dCluster = e.Cluster
+		}
+	}
+	want := []string{"pre B 0 0", "post B 0 0", "post D 0 -1 " + strconv.Itoa(dCluster) + ".0"}
+	if !slices.Equal(scripts, want) {
+		t.Errorf("scripts ran as %q, want %q", scripts, want)
+	}
+	submitted, _ := order(events)
+	if !(ended["A"] < submitted["B"] && ended["A"] < submitted["C"] && ended["B"] < submitted["D"] && ended["C"] < submitted["D"]) {
+		t.Errorf("the log's order breaks the dependencies: submitted %v, ended %v", submitted, ended)
+	}
+	posts := 0
+	for _, e := range events {
+		if e.Type == joblog.PostScriptTerminated {
+			posts++
+		}
+	}
+	if posts != 2 {
+		t.Errorf("%d POST script events in the log, want 2", posts)
+	}
+	checkStatusFile(t, filepath.Join(dir, "status.txt"), map[string]Status{"A": StatusDone, "B": StatusDone, "C": StatusDone, "D": StatusDone})
+	dot, err := os.ReadFile(filepath.Join(dir, "dag.dot"))
+	if err != nil || !strings.Contains(string(dot), `"A" -> "B";`) || !strings.Contains(string(dot), `"C" -> "D";`) {
+		t.Errorf("DOT file %q (%v), want the diamond's edges", dot, err)
+	}
+	out, _ := os.ReadFile(filepath.Join(dir, "test.dag.dagman.out"))
+	for _, want := range []string{"Submitting HTCondor Node A job(s)...", "Node D job completed", "All jobs Completed!", "EXITING WITH STATUS 0"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("dagman.out lacks %q:\n%s", want, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "test.dag.lock")); !os.IsNotExist(err) {
+		t.Errorf("the lock file is left after a finished run (%v)", err)
+	}
+}
+
+// checkStatusFile reads the node status file as ClassAds and compares the
+// nodes' states.
+func checkStatusFile(t *testing.T, path string, want map[string]Status) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Status{}
+	types := []string{}
+	for chunk := range strings.SplitSeq(strings.TrimSuffix(string(b), "]\n"), "]\n") {
+		ad, err := classad.Parse(chunk + "]")
+		if err != nil {
+			t.Fatalf("node status file: %v in %q", err, chunk)
+		}
+		typ, _ := ad.EvalString("Type")
+		types = append(types, typ)
+		if typ == "NodeStatus" {
+			name, _ := ad.EvalString("Node")
+			st, _ := ad.EvalInt("NodeStatus")
+			got[name] = Status(st)
+		}
+	}
+	if types[0] != "DagStatus" || types[len(types)-1] != "StatusEnd" {
+		t.Errorf("node status file ads %v, want DagStatus first and StatusEnd last", types)
+	}
+	for name, st := range want {
+		if got[name] != st {
+			t.Errorf("node status file: %s is %v, want %v", name, got[name], st)
+		}
+	}
+}
+
+// A node whose job fails twice succeeds on its third try with RETRY 2;
+// UNLESS-EXIT stops retries at its value.
+func TestRetryThirdTry(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, jobFiles)
+	writeFiles(t, dir, map[string]string{
+		// Fails until its third run.
+		"flaky.sub": "executable = /bin/sh\narguments = flaky.sh $(RETRY)\nqueue\n",
+		"flaky.sh":  "#!/bin/sh\necho \"try $1\" >> flaky.txt\n[ $(wc -l < flaky.txt) -ge 3 ]\n",
+		"never.sub": "executable = /bin/sh\narguments = \"-c 'echo run >> never.txt; exit 3'\"\nqueue\n",
+		// A POST script that passes the job's result on.
+		"pass.sh": "#!/bin/sh\necho \"post $*\" >> scripts.txt\nexit $3\n",
+	})
+	res := runDAG(t, dir, `JOB F flaky.sub
+JOB N never.sub
+JOB after job.sub
+PARENT F CHILD after
+RETRY F 2
+RETRY N 5 UNLESS-EXIT 3
+SCRIPT POST F pass.sh $JOB $RETRY $RETURN
+`, Options{})
+	if got := lines(t, filepath.Join(dir, "flaky.txt")); !slices.Equal(got, []string{"try 0", "try 1", "try 2"}) {
+		t.Errorf("flaky node ran %q, want three tries numbered 0 to 2", got)
+	}
+	if got := lines(t, filepath.Join(dir, "scripts.txt")); !slices.Equal(got, []string{"post F 0 1", "post F 1 1", "post F 2 0"}) {
+		t.Errorf("POST script saw %q", got)
+	}
+	if got := lines(t, filepath.Join(dir, "never.txt")); len(got) != 1 {
+		t.Errorf("node N ran %d times, want once (UNLESS-EXIT 3)", len(got))
+	}
+	if res.Done != 2 || res.Failed != 1 || res.ExitCode != 1 {
+		t.Errorf("result %+v, want F and after done, N failed, exit 1", res)
+	}
+}
+
+// A failed node fails its descendants while an independent branch runs on;
+// the rescue DAG marks what was done, and a second run of the same DAG
+// file applies it and runs only the rest.
+func TestRescueDAG(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, jobFiles)
+	writeFiles(t, dir, map[string]string{"C.exit": "4"})
+	dagText := `JOB A job.sub
+JOB B job.sub
+JOB C job.sub
+JOB D job.sub
+JOB E job.sub
+JOB X job.sub
+JOB Y job.sub
+PARENT A CHILD B C
+PARENT C CHILD D
+PARENT D CHILD E
+PARENT X CHILD Y
+NODE_STATUS_FILE status.txt
+`
+	res := runDAG(t, dir, dagText, Options{})
+	if res.ExitCode != 1 || res.Status != DAGStatusNodeFailed || res.Done != 4 || res.Failed != 1 || res.Futile != 2 {
+		t.Fatalf("result %+v, want A B X Y done, C failed, D E futile", res)
+	}
+	rescue := filepath.Join(dir, "test.dag.rescue001")
+	if res.Rescue != rescue {
+		t.Fatalf("rescue DAG %q, want %q", res.Rescue, rescue)
+	}
+	var done []string
+	for _, l := range lines(t, rescue) {
+		if d, ok := strings.CutPrefix(l, "DONE "); ok {
+			done = append(done, d)
+		}
+	}
+	if !slices.Equal(done, []string{"A", "B", "X", "Y"}) {
+		t.Errorf("rescue DAG marks %q done, want A B X Y", done)
+	}
+	if b, _ := os.ReadFile(rescue); !strings.Contains(string(b), "#   C,<ENDLIST>") {
+		t.Errorf("rescue DAG does not list C as failed:\n%s", b)
+	}
+	checkStatusFile(t, filepath.Join(dir, "status.txt"), map[string]Status{"C": StatusError, "D": StatusFutile, "Y": StatusDone})
+
+	os.Remove(filepath.Join(dir, "C.exit"))
+	os.Remove(filepath.Join(dir, "runs.txt"))
+	res = runDAG(t, dir, "", Options{})
+	if res.ExitCode != 0 || res.Done != 7 || res.Rescue != "" {
+		t.Fatalf("rescue run: %+v, want all 7 done", res)
+	}
+	var ran []string
+	for _, l := range lines(t, filepath.Join(dir, "runs.txt")) {
+		ran = append(ran, strings.Fields(l)[0])
+	}
+	if !slices.Equal(ran, []string{"C", "D", "E"}) {
+		t.Errorf("the rescue run ran %q, want only C D E", ran)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "test.dag.rescue002")); !os.IsNotExist(err) {
+		t.Errorf("a successful rescue run wrote another rescue DAG (%v)", err)
+	}
+}
+
+// CATEGORY MAXJOBS and -maxjobs hold the number of queued node jobs down,
+// as the nodes log shows: never more jobs between their submit and their
+// end than the throttle allows, and as many as it allows.
+func TestThrottles(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, jobFiles)
+	var b strings.Builder
+	for _, n := range []string{"s1", "s2", "s3", "s4", "s5", "s6", "f1", "f2", "f3", "f4"} {
+		b.WriteString("JOB " + n + " job.sub\n")
+		writeFiles(t, dir, map[string]string{n + ".sleep": "0.3"})
+	}
+	b.WriteString("CATEGORY s1 slow\nCATEGORY s2 slow\nCATEGORY s3 slow\nCATEGORY s4 slow\nCATEGORY s5 slow\nCATEGORY s6 slow\nMAXJOBS slow 2\n")
+	res := runDAG(t, dir, b.String(), Options{})
+	if res.ExitCode != 0 || res.Done != 10 {
+		t.Fatalf("result %+v", res)
+	}
+	peak := func(events []joblog.Event, in func(string) bool) int {
+		node, cur, max := map[int]string{}, 0, 0
+		for _, e := range events {
+			switch e.Type {
+			case joblog.Submit:
+				node[e.Cluster] = e.DAGNode
+				if in(e.DAGNode) {
+					cur++
+				}
+			case joblog.Terminated:
+				if in(node[e.Cluster]) {
+					cur--
+				}
+			}
+			max = maxInt(max, cur)
+		}
+		return max
+	}
+	events := readLog(t, filepath.Join(dir, "test.dag.nodes.log"))
+	slow := func(n string) bool { return strings.HasPrefix(n, "s") }
+	if p := peak(events, slow); p != 2 {
+		t.Errorf("category slow peaked at %d queued jobs, want 2 (MAXJOBS slow 2)", p)
+	}
+	if p := peak(events, func(n string) bool { return !slow(n) }); p != 4 {
+		t.Errorf("the uncategorised nodes peaked at %d queued jobs, want all 4 at once", p)
+	}
+
+	dir = t.TempDir()
+	writeFiles(t, dir, jobFiles)
+	b.Reset()
+	for _, n := range []string{"a", "b", "c", "d", "e"} {
+		b.WriteString("JOB " + n + " job.sub\n")
+		writeFiles(t, dir, map[string]string{n + ".sleep": "0.2"})
+	}
+	runDAG(t, dir, b.String(), Options{MaxJobs: 3})
+	events = readLog(t, filepath.Join(dir, "test.dag.nodes.log"))
+	if p := peak(events, func(string) bool { return true }); p != 3 {
+		t.Errorf("-maxjobs 3: %d jobs queued at once, want 3", p)
+	}
+}
+
+func maxInt(a, b int) int {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+// ABORT-DAG-ON stops the DAG with its RETURN value; the FINAL node still
+// runs and sees the abort in $DAG_STATUS; PRE_SKIP skips a job; NOOP
+// nodes submit nothing; PRIORITY orders ready nodes.
+func TestAbortFinalPreSkipNoop(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, jobFiles)
+	writeFiles(t, dir, map[string]string{
+		"B.exit":  "3",
+		"skip.sh": "#!/bin/sh\nexit 2\n",
+	})
+	res := runDAG(t, dir, `JOB A job.sub
+JOB skipped job.sub
+JOB noop job.sub NOOP
+JOB B job.sub
+JOB C job.sub
+PARENT A CHILD B
+PARENT B CHILD C
+SCRIPT PRE skipped skip.sh
+PRE_SKIP skipped 2
+SCRIPT POST noop post.sh $JOB $RETURN
+ABORT-DAG-ON B 3 RETURN 7
+PRIORITY skipped 10
+FINAL F job.sub
+SCRIPT PRE F pre.sh $JOB $DAG_STATUS $FAILED_COUNT
+`, Options{MaxJobs: 1})
+	if res.ExitCode != 7 || res.Status != DAGStatusAbort {
+		t.Errorf("result %+v, want an abort with exit 7", res)
+	}
+	var ran []string
+	for _, l := range lines(t, filepath.Join(dir, "runs.txt")) {
+		ran = append(ran, strings.Fields(l)[0])
+	}
+	if !slices.Equal(ran, []string{"A", "B", "F"}) {
+		t.Errorf("jobs ran %q, want A B and the FINAL node F (C aborted, skipped skipped, noop a NOOP)", ran)
+	}
+	scripts := lines(t, filepath.Join(dir, "scripts.txt"))
+	if !slices.Contains(scripts, "post noop 0") || !slices.Contains(scripts, "pre F 3 1") {
+		t.Errorf("scripts ran %q, want noop's POST with $RETURN 0 and F's PRE with $DAG_STATUS 3 and one failure", scripts)
+	}
+	if res.Rescue == "" {
+		t.Error("an aborted DAG wrote no rescue DAG")
+	}
+}
+
+// A DAG another process runs is refused.
+func TestLockHeld(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, jobFiles)
+	writeFiles(t, dir, map[string]string{"test.dag": "JOB A job.sub\n", "A.sleep": "1"})
+	dag, err := ParseFile(filepath.Join(dir, "test.dag"), ParseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lk, crashed, err := lock(filepath.Join(dir, "test.dag.lock"))
+	if err != nil || crashed {
+		t.Fatalf("lock: %v (crashed %v)", err, crashed)
+	}
+	defer lk.release(true)
+	if _, err := Run(context.Background(), dag, newProcPool(t), Options{}); !errors.Is(err, ErrRunning) {
+		t.Errorf("Run while the lock is held: %v, want ErrRunning", err)
+	}
+}
