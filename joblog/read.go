@@ -14,7 +14,9 @@ import (
 // without its terminator (a log being written) is not returned.
 func Read(r io.Reader) ([]Event, error) {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	// A small first buffer: the scanner grows it for a long line, and
+	// readers that follow a growing log call Read for a few events at a time.
+	sc.Buffer(make([]byte, 0, 4<<10), 1<<20)
 	var (
 		events []Event
 		cur    *Event
