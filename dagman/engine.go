@@ -161,6 +161,7 @@ type engine struct {
 	finalStarted bool
 	replaying    bool
 	started      bool // nodes may have been submitted
+	recovered    bool
 	premarked    int  // nodes done before the run (DONE, rescue DAG)
 
 	scripts    sync.WaitGroup
@@ -217,6 +218,7 @@ func (e *engine) run(ctx context.Context, recovering bool) (Result, error) {
 		if err := e.replay(ctx); err != nil {
 			return Result{}, err
 		}
+		e.recovered = true
 	} else {
 		if rescue != "" {
 			e.out.logf("Applied rescue DAG %s", rescue)
@@ -764,7 +766,7 @@ func (e *engine) countWork() int {
 }
 
 func (e *engine) tally() Result {
-	var r Result
+	r := Result{Recovered: e.recovered}
 	for i, n := range e.dag.Nodes {
 		if n.Kind == ServiceNode {
 			continue
