@@ -162,7 +162,7 @@ type engine struct {
 	replaying    bool
 	started      bool // nodes may have been submitted
 	recovered    bool
-	premarked    int  // nodes done before the run (DONE, rescue DAG)
+	premarked    int // nodes done before the run (DONE, rescue DAG)
 
 	scripts    sync.WaitGroup
 	scriptDone chan scriptResult
@@ -802,7 +802,12 @@ func (e *engine) cancelled(ctx context.Context) (Result, error) {
 		return Result{Status: DAGStatusHalted, Stopped: true}, nil
 	}
 	e.out.logf("Removed: removing the node jobs")
-	e.removeAll(context.WithoutCancel(ctx))
+	ctx = context.WithoutCancel(ctx)
+	// Jobs that ended before the removal count as done in the rescue DAG.
+	if err := e.readLog(ctx); err != nil {
+		return Result{}, err
+	}
+	e.removeAll(ctx)
 	res := e.tally()
 	res.Status, res.ExitCode = DAGStatusRemoved, 2
 	path, err := writeRescue(e)

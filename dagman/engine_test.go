@@ -3,6 +3,7 @@ package dagman
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -55,6 +56,16 @@ func lines(t testing.TB, path string) []string {
 		t.Fatal(err)
 	}
 	return strings.Split(strings.TrimSpace(string(b)), "\n")
+}
+
+// ranNodes returns the nodes whose jobs wrote to runs.txt, in order.
+func ranNodes(t testing.TB, path string) []string {
+	t.Helper()
+	var out []string
+	for _, l := range lines(t, path) {
+		out = append(out, strings.Fields(l)[0])
+	}
+	return out
 }
 
 func readLog(t testing.TB, path string) []joblog.Event {
@@ -307,10 +318,7 @@ NODE_STATUS_FILE status.txt
 	if res.ExitCode != 0 || res.Done != 7 || res.Rescue != "" {
 		t.Fatalf("rescue run: %+v, want all 7 done", res)
 	}
-	var ran []string
-	for _, l := range lines(t, filepath.Join(dir, "runs.txt")) {
-		ran = append(ran, strings.Fields(l)[0])
-	}
+	ran := ranNodes(t, filepath.Join(dir, "runs.txt"))
 	if !slices.Equal(ran, []string{"C", "D", "E"}) {
 		t.Errorf("the rescue run ran %q, want only C D E", ran)
 	}
@@ -411,10 +419,7 @@ SCRIPT PRE F pre.sh $JOB $DAG_STATUS $FAILED_COUNT
 	if res.ExitCode != 7 || res.Status != DAGStatusAbort {
 		t.Errorf("result %+v, want an abort with exit 7", res)
 	}
-	var ran []string
-	for _, l := range lines(t, filepath.Join(dir, "runs.txt")) {
-		ran = append(ran, strings.Fields(l)[0])
-	}
+	ran := ranNodes(t, filepath.Join(dir, "runs.txt"))
 	if !slices.Equal(ran, []string{"A", "B", "F"}) {
 		t.Errorf("jobs ran %q, want A B and the FINAL node F (C aborted, skipped skipped, noop a NOOP)", ran)
 	}
@@ -443,5 +448,154 @@ func TestLockHeld(t *testing.T) {
 	defer lk.release(true)
 	if _, err := Run(context.Background(), dag, newProcPool(t), Options{}); !errors.Is(err, ErrRunning) {
 		t.Errorf("Run while the lock is held: %v, want ErrRunning", err)
+	}
+}
+
+// A SUBDAG EXTERNAL node runs its DAG as its job: the node succeeds or
+// fails with that DAG.
+func TestSubDAG(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		dir := t.TempDir()
+		writeFiles(t, dir, jobFiles)
+		for name, text := range jobFiles {
+			writeFiles(t, dir, map[string]string{"inner/" + name: text})
+		}
+		writeFiles(t, dir, map[string]string{"inner/inner.dag": "JOB X job.sub\nJOB Y job.sub\nPARENT X CHILD Y\n"})
+		if fail {
+			writeFiles(t, dir, map[string]string{"inner/Y.exit": "1"})
+		}
+		res := runDAG(t, dir, "JOB A job.sub\nSUBDAG EXTERNAL S inner.dag DIR inner\nJOB B job.sub\nPARENT A CHILD S\nPARENT S CHILD B\n", Options{})
+		inner := ranNodes(t, filepath.Join(dir, "inner", "runs.txt"))
+		if !slices.Equal(inner, []string{"X", "Y"}) {
+			t.Errorf("the sub-DAG ran %q, want X then Y", inner)
+		}
+		if fail {
+			if res.ExitCode != 1 || res.Failed != 1 || res.Futile != 1 {
+				t.Errorf("a failed sub-DAG: %+v, want S failed and B futile", res)
+			}
+			continue
+		}
+		if outer := ranNodes(t, filepath.Join(dir, "runs.txt")); res.ExitCode != 0 || !slices.Equal(outer, []string{"A", "B"}) {
+			t.Errorf("result %+v, outer jobs %q: want all done, A then B", res, outer)
+		}
+	}
+}
+
+// Removing the DAG (ErrRemoved) removes its running jobs and writes a
+// rescue DAG; the DAG exits with 2.
+func TestRemove(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, jobFiles)
+	writeFiles(t, dir, map[string]string{"test.dag": "JOB A job.sub\nJOB B job.sub\nJOB C job.sub\nPARENT A CHILD C\n", "A.sleep": "60"})
+	dag, err := ParseFile(filepath.Join(dir, "test.dag"), ParseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(dir, "test.dag.nodes.log")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	go func() {
+		// Remove once A runs and B is done.
+		for {
+			f, _ := os.Open(logPath)
+			events, _ := joblog.Read(f)
+			f.Close()
+			_, ended := order(events)
+			if _, ok := ended["B"]; ok && slices.ContainsFunc(events, func(e joblog.Event) bool { return e.Type == joblog.Execute && e.Cluster == 1 }) {
+				cancel(ErrRemoved)
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	res, err := Run(ctx, dag, newProcPool(t), Options{PollInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != DAGStatusRemoved || res.ExitCode != 2 || res.Rescue == "" {
+		t.Fatalf("result %+v, want removed, exit 2, a rescue DAG", res)
+	}
+	if b, _ := os.ReadFile(res.Rescue); !strings.Contains(string(b), "\nDONE B\n") || strings.Contains(string(b), "DONE A") {
+		t.Errorf("rescue DAG:\n%s\nwant B alone done", b)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if slices.ContainsFunc(readLog(t, logPath), func(e joblog.Event) bool { return e.Type == joblog.Aborted && e.Cluster == 1 }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("A's job was not removed")
+		}
+	}
+}
+
+// -maxpre holds the PRE scripts running at once down, -maxidle the idle
+// jobs; DEFER runs a script again later without failing its node.
+func TestScriptThrottlesAndDefer(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, jobFiles)
+	writeFiles(t, dir, map[string]string{
+		"slowpre.sh": "#!/bin/sh\necho \"start $1\" >> pres.txt\nsleep 0.2\necho \"end $1\" >> pres.txt\n",
+		"defer.sh":   "#!/bin/sh\necho \"defer $1\" >> defer.txt\nif [ ! -f deferred ]; then touch deferred; exit 4; fi\n",
+	})
+	var b strings.Builder
+	for _, n := range []string{"p1", "p2", "p3", "p4", "p5"} {
+		fmt.Fprintf(&b, "JOB %s job.sub\nSCRIPT PRE %s slowpre.sh $JOB\n", n, n)
+		writeFiles(t, dir, map[string]string{n + ".sleep": "0.2"})
+	}
+	b.WriteString("JOB D job.sub\nSCRIPT DEFER 4 1 PRE D defer.sh $JOB\n")
+	res := runDAG(t, dir, b.String(), Options{MaxPre: 2, MaxIdle: 1})
+	if res.ExitCode != 0 || res.Done != 6 {
+		t.Fatalf("result %+v", res)
+	}
+	cur, peak := 0, 0
+	for _, l := range lines(t, filepath.Join(dir, "pres.txt")) {
+		if strings.HasPrefix(l, "start") {
+			cur++
+		} else {
+			cur--
+		}
+		peak = maxInt(peak, cur)
+	}
+	if peak != 2 {
+		t.Errorf("%d PRE scripts ran at once, want 2 (-maxpre 2)", peak)
+	}
+	if got := lines(t, filepath.Join(dir, "defer.txt")); len(got) != 2 {
+		t.Errorf("the deferred PRE script ran %q, want twice", got)
+	}
+	// -maxidle 1: no job is submitted while another has not started.
+	idle := map[int]bool{}
+	for _, e := range readLog(t, filepath.Join(dir, "test.dag.nodes.log")) {
+		switch e.Type {
+		case joblog.Submit:
+			if len(idle) > 0 {
+				t.Errorf("cluster %d submitted while %v were idle (-maxidle 1)", e.Cluster, idle)
+			}
+			idle[e.Cluster] = true
+		case joblog.Execute, joblog.Terminated:
+			delete(idle, e.Cluster)
+		}
+	}
+}
+
+// Ready nodes are submitted highest PRIORITY first.
+func TestPriority(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "test.dag")
+	writeFiles(t, dir, map[string]string{"test.dag": "JOB lo x\nJOB hi x\nJOB mid x\nJOB neg x\nPRIORITY hi 5\nPRIORITY mid 2\nPRIORITY neg -1\n"})
+	dag, err := ParseFile(path, ParseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), dag, newInstantPool(), Options{MaxJobs: 1}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range readLog(t, path+".nodes.log") {
+		if e.Type == joblog.Submit {
+			got = append(got, e.DAGNode)
+		}
+	}
+	if want := []string{"hi", "mid", "lo", "neg"}; !slices.Equal(got, want) {
+		t.Errorf("submitted in the order %q, want %q", got, want)
 	}
 }

@@ -39,13 +39,11 @@ type procPool struct {
 const fakeJobEnv = "DAGMAN_TEST_FAKE_JOB"
 
 type fakeJobSpec struct {
-	Log, PidFile      string
-	Cluster, Proc     int
-	Exe, Dir          string
-	Args              []string
-	Out, Err          string
-	Environment       []string
-	Universe, DAGNode string
+	Log, PidFile  string
+	Cluster, Proc int
+	Exe, Dir      string
+	Args, Env     []string
+	Out, Err      string
 }
 
 func newProcPool(t testing.TB) *procPool {
@@ -67,7 +65,7 @@ func (p *procPool) nextCluster() (int, error) {
 
 func (p *procPool) Submit(ctx context.Context, j Job) (int, int, error) {
 	if j.SubDAG {
-		return 0, 0, errors.New("procPool runs no sub-DAGs")
+		return p.submitDAG(j)
 	}
 	env := submit.Env{Dir: j.Dir, Owner: "dagtest"}
 	for _, v := range j.Vars {
@@ -106,26 +104,57 @@ func (p *procPool) Submit(ctx context.Context, j Job) (int, int, error) {
 		}
 		specs[i] = fakeJobSpec{Log: j.Log, PidFile: filepath.Join(p.dir, fmt.Sprintf("%d.%d.pid", cluster, i)),
 			Cluster: cluster, Proc: i, Exe: str(ad, "Cmd"), Dir: str(ad, "Iwd"), Args: args,
-			Out: str(ad, "Out"), Err: str(ad, "Err"), DAGNode: j.Node}
+			Out: str(ad, "Out"), Err: str(ad, "Err")}
 		// A job's submit event is in the log before Submit returns.
 		if err := joblog.Append(j.Log, joblog.Event{Type: joblog.Submit, Cluster: cluster, Proc: i, Time: time.Now(), Host: "127.0.0.1:0", DAGNode: j.Node}); err != nil {
 			return 0, 0, err
 		}
 	}
+	if err := p.start(specs); err != nil {
+		return 0, 0, err
+	}
+	return cluster, len(ads), nil
+}
+
+// submitDAG runs a SUBDAG EXTERNAL node's DAG as its job: the test binary
+// as DAGMan (runDAGChild), with a pool directory of its own.
+func (p *procPool) submitDAG(j Job) (int, int, error) {
+	cluster, err := p.nextCluster()
+	if err != nil {
+		return 0, 0, err
+	}
+	file := j.File
+	if !filepath.IsAbs(file) {
+		file = filepath.Join(j.Dir, file)
+	}
+	sub, _ := json.Marshal(runDAGSpec{DAG: file, PoolDir: filepath.Join(p.dir, fmt.Sprintf("dag-%d", cluster))})
+	if err := os.MkdirAll(filepath.Join(p.dir, fmt.Sprintf("dag-%d", cluster)), 0o755); err != nil {
+		return 0, 0, err
+	}
+	spec := fakeJobSpec{Log: j.Log, PidFile: filepath.Join(p.dir, fmt.Sprintf("%d.0.pid", cluster)), Cluster: cluster,
+		Exe: os.Args[0], Args: []string{"-test.run=^$"}, Env: []string{runDAGEnv + "=" + string(sub)}, Dir: j.Dir}
+	if err := joblog.Append(j.Log, joblog.Event{Type: joblog.Submit, Cluster: cluster, Time: time.Now(), Host: "127.0.0.1:0", DAGNode: j.Node}); err != nil {
+		return 0, 0, err
+	}
+	return cluster, 1, p.start([]fakeJobSpec{spec})
+}
+
+// start runs the jobs, each in a session of its own.
+func (p *procPool) start(specs []fakeJobSpec) error {
 	for _, s := range specs {
 		b, _ := json.Marshal(s)
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), fakeJobEnv+"="+string(b))
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 		if err := cmd.Start(); err != nil {
-			return 0, 0, err
+			return err
 		}
 		if err := os.WriteFile(s.PidFile, []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
-			return 0, 0, err
+			return err
 		}
 		go cmd.Wait() //nolint:errcheck // reaps the job; its result is in the log
 	}
-	return cluster, len(ads), nil
+	return nil
 }
 
 func str(ad *classad.ClassAd, name string) string {
@@ -187,6 +216,13 @@ func runFakeJob(specJSON string) int {
 	write(joblog.Event{Type: joblog.Execute, Host: "127.0.0.1:1"})
 	cmd := exec.Command(s.Exe, s.Args...)
 	cmd.Dir = s.Dir
+	// The job is no fake job, nor DAGMan, unless its spec says so.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, fakeJobEnv+"=") && !strings.HasPrefix(kv, runDAGEnv+"=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, s.Env...)
 	for i, path := range []string{s.Out, s.Err} {
 		if path == "" || path == "/dev/null" {
 			continue
