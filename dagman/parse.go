@@ -39,7 +39,8 @@ func ParseFile(path string, opts ParseOptions) (*DAG, error) {
 
 // Parse reads and checks DAG file text; name names it in errors and is the
 // DAG's File. Included and spliced files are read with opts.ReadFile,
-// relative to opts.Dir ("" means ".").
+// relative to opts.Dir ("" means "."). The nodes' directories, and the
+// files DOT, NODE_STATUS_FILE and CONFIG name, are absolute.
 func Parse(src []byte, name string, opts ParseOptions) (*DAG, error) {
 	if opts.ReadFile == nil {
 		opts.ReadFile = os.ReadFile
@@ -47,6 +48,13 @@ func Parse(src []byte, name string, opts ParseOptions) (*DAG, error) {
 	if opts.Dir == "" {
 		opts.Dir = "."
 	}
+	// Scripts run, and jobs are submitted, from the nodes' directories
+	// whatever the process's own: they are absolute.
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, &ParseError{File: name, Err: err}
+	}
+	opts.Dir = dir
 	dag := &DAG{File: name, byName: make(map[string]*Node), MaxJobs: make(map[string]int)}
 	edges := make(map[uint64]pos)
 	b := newBuilder(dag, opts, "", opts.Dir, []string{name}, edges)

@@ -30,10 +30,11 @@ func TestParseLanguage(t *testing.T) {
 		t.Fatalf("nodes %q, want %q", got, want)
 	}
 	n := dag.Node
-	if a := n("A"); a.Dir != "testdata/sub" || !a.Noop || a.File != "a.sub" {
+	td, _ := filepath.Abs("testdata")
+	if a := n("A"); a.Dir != td+"/sub" || !a.Noop || a.File != "a.sub" {
 		t.Errorf("A: dir %q noop %v file %q", a.Dir, a.Noop, a.File)
 	}
-	if !n("B").Done || n("S").Kind != SubDAGNode || n("S").Dir != "testdata/subdir" || dag.Final != n("F") || n("W").Kind != ServiceNode {
+	if !n("B").Done || n("S").Kind != SubDAGNode || n("S").Dir != td+"/subdir" || dag.Final != n("F") || n("W").Kind != ServiceNode {
 		t.Error("DONE, SUBDAG EXTERNAL DIR, FINAL or SERVICE misread")
 	}
 	for node, kids := range map[string][]string{"A": {"C", "SP+X"}, "B": {"C", "SP+X"}, "SP+X": {"SP+Y"}, "SP+Y": {"SP+IN+Z"}, "SP+IN+Z": {"S"}, "C": {"M"}} {
@@ -41,7 +42,7 @@ func TestParseLanguage(t *testing.T) {
 			t.Errorf("%s's children %q, want %q", node, got, kids)
 		}
 	}
-	if x := n("SP+X"); x.Dir != "testdata/spl" || x.Retries != 2 || x.Category != "big" {
+	if x := n("SP+X"); x.Dir != td+"/spl" || x.Retries != 2 || x.Category != "big" {
 		t.Errorf("spliced X: dir %q retries %d category %q", x.Dir, x.Retries, x.Category)
 	}
 	if y, z := n("SP+Y"), n("SP+IN+Z"); y.Category != "SP+small" || z.Retries != 0 {
@@ -76,8 +77,8 @@ func TestParseLanguage(t *testing.T) {
 	if dag.MaxJobs["big"] != 2 || dag.MaxJobs["SP+small"] != 1 {
 		t.Errorf("MAXJOBS %v", dag.MaxJobs)
 	}
-	if dag.Config != "testdata/dag.config" || *dag.Dot != (DotSpec{File: "testdata/dag.dot", Update: true, Include: "testdata/extra.dot"}) ||
-		*dag.NodeStatus != (NodeStatusSpec{File: "testdata/status.txt", MinUpdate: 30 * time.Second, AlwaysUpdate: true}) {
+	if dag.Config != td+"/dag.config" || *dag.Dot != (DotSpec{File: td + "/dag.dot", Update: true, Include: td + "/extra.dot"}) ||
+		*dag.NodeStatus != (NodeStatusSpec{File: td + "/status.txt", MinUpdate: 30 * time.Second, AlwaysUpdate: true}) {
 		t.Errorf("CONFIG %q, DOT %+v, NODE_STATUS_FILE %+v", dag.Config, dag.Dot, dag.NodeStatus)
 	}
 }
