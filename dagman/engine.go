@@ -201,6 +201,7 @@ func (e *engine) run(ctx context.Context, recovering bool) (Result, error) {
 	defer func() {
 		close(e.stop)
 		e.scripts.Wait()
+		e.tail.close()
 	}()
 	e.out.logf("******************************************************")
 	e.out.logf("** condor_dagman (Harrier) STARTING UP, pid %d", os.Getpid())

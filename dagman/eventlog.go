@@ -10,9 +10,11 @@ import (
 	"harrier.dev/harrier/joblog"
 )
 
-// logTail reads a job event log as it grows, whole events only.
+// logTail reads a job event log as it grows, whole events only. It keeps
+// the log open between reads.
 type logTail struct {
 	path string
+	f    *os.File
 	off  int64  // where the next unread event starts
 	rest []byte // bytes read after the last whole event
 	buf  []byte
@@ -23,22 +25,23 @@ var terminator = []byte("\n...\n")
 
 // read calls f with each whole event appended since the last read.
 func (t *logTail) read(f func(joblog.Event)) error {
-	fh, err := os.Open(t.path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("read the nodes log: %w", err)
-	}
-	defer fh.Close()
-	if _, err := fh.Seek(t.off+int64(len(t.rest)), io.SeekStart); err != nil {
-		return fmt.Errorf("read the nodes log: %w", err)
-	}
-	if t.buf == nil {
+	if t.f == nil {
+		fh, err := os.Open(t.path)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read the nodes log: %w", err)
+		}
+		if _, err := fh.Seek(t.off+int64(len(t.rest)), io.SeekStart); err != nil {
+			fh.Close()
+			return fmt.Errorf("read the nodes log: %w", err)
+		}
+		t.f = fh
 		t.buf = make([]byte, 1<<20)
 	}
 	for {
-		n, err := fh.Read(t.buf)
+		n, err := t.f.Read(t.buf)
 		if n > 0 {
 			t.rest = append(t.rest, t.buf[:n]...)
 			if err := t.parse(f); err != nil {
@@ -54,6 +57,12 @@ func (t *logTail) read(f func(joblog.Event)) error {
 	}
 }
 
+func (t *logTail) close() {
+	if t.f != nil {
+		t.f.Close()
+	}
+}
+
 // parse hands on the whole events in rest and keeps the partial one.
 func (t *logTail) parse(f func(joblog.Event)) error {
 	end := bytes.LastIndex(t.rest, terminator)
@@ -61,7 +70,7 @@ func (t *logTail) parse(f func(joblog.Event)) error {
 		return nil
 	}
 	end += len(terminator)
-	events, err := joblog.Read(bytes.NewReader(t.rest[:end]))
+	events, err := joblog.Parse(t.rest[:end])
 	if err != nil {
 		return fmt.Errorf("the nodes log %s at byte %d: %w", t.path, t.off, err)
 	}

@@ -3,6 +3,7 @@ package joblog
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -67,6 +68,15 @@ func TestRoundTrip(t *testing.T) {
 			t.Errorf("event %d:\n got %+v\nwant %+v", i, got[i], want)
 		}
 	}
+	// Parse reads the same text to the same events.
+	text, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := Parse(text)
+	if err != nil || !slices.Equal(parsed, got) {
+		t.Errorf("Parse = %+v, %v; want what Read read", parsed, err)
+	}
 }
 
 func TestReadIgnoresUnfinishedEventAndReportsGarbage(t *testing.T) {
@@ -78,6 +88,12 @@ func TestReadIgnoresUnfinishedEventAndReportsGarbage(t *testing.T) {
 	}
 	if _, err := Read(strings.NewReader(full + "garbage line\n...\n")); err == nil || !strings.Contains(err.Error(), "line 3") {
 		t.Errorf("garbage: err = %v, want one naming line 3", err)
+	}
+	if got, err := Parse([]byte(full + partial)); err != nil || len(got) != 1 {
+		t.Errorf("Parse = %v, %v; want the one finished event", got, err)
+	}
+	if _, err := Parse([]byte(full + "garbage line\r\n...\n")); err == nil || !strings.Contains(err.Error(), "line 3") {
+		t.Errorf("Parse of garbage: err = %v, want one naming line 3", err)
 	}
 }
 
