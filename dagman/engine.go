@@ -72,7 +72,8 @@ func Run(ctx context.Context, dag *DAG, sub Submitter, opts Options) (Result, er
 	}
 	e, err := newEngine(dag, sub, opts)
 	if err != nil {
-		lk.release(false)
+		// Nothing ran: a recovery still to be done stays to be done.
+		lk.release(!recovering)
 		return Result{}, err
 	}
 	defer e.out.close()
@@ -639,7 +640,9 @@ func (e *engine) result(i int, ok bool, exit int) {
 		return
 	}
 	st.status = StatusError
-	e.failed++
+	if n.Kind != ServiceNode {
+		e.failed++ // a SERVICE node's result is not the DAG's
+	}
 	e.out.logf("Node %s failed: %s", n.Name, st.why)
 	// Descendants never run.
 	work := append([]*Node(nil), n.Children...)

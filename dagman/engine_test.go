@@ -599,3 +599,32 @@ func TestPriority(t *testing.T) {
 		t.Errorf("submitted in the order %q, want %q", got, want)
 	}
 }
+
+// A SERVICE node runs beside the DAG without holding it up or deciding its
+// result; its job is removed when the DAG ends.
+func TestService(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, jobFiles)
+	writeFiles(t, dir, map[string]string{"W.sleep": "60", "W.exit": "1"})
+	res := runDAG(t, dir, "JOB A job.sub\nJOB B job.sub\nPARENT A CHILD B\nSERVICE W job.sub\n", Options{})
+	if res.ExitCode != 0 || res.Done != 2 {
+		t.Fatalf("result %+v, want A and B done, exit 0", res)
+	}
+	logPath := filepath.Join(dir, "test.dag.nodes.log")
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var w int
+		removed := false
+		for _, e := range readLog(t, logPath) {
+			if e.Type == joblog.Submit && e.DAGNode == "W" {
+				w = e.Cluster
+			}
+			removed = removed || e.Type == joblog.Aborted && e.Cluster == w
+		}
+		if removed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the SERVICE node's job was not removed at the DAG's end")
+		}
+	}
+}
