@@ -628,3 +628,65 @@ func TestService(t *testing.T) {
 		}
 	}
 }
+
+// SPLICE with DIR, JOB DIR and INCLUDE run their nodes in their
+// directories; CONFIG's DAGMAN_MAX_JOBS_SUBMITTED throttles; DOT with
+// UPDATE, DONT-OVERWRITE and INCLUDE writes numbered files, the last with
+// every node done.
+func TestSpliceDirConfigDot(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{"", "sp/", "j/"} {
+		for name, text := range jobFiles {
+			writeFiles(t, dir, map[string]string{d + name: text})
+		}
+	}
+	writeFiles(t, dir, map[string]string{
+		"sp/part.dag": "JOB X job.sub\nJOB Y job.sub\nPARENT X CHILD Y\nSCRIPT POST Y post.sh $JOB\n",
+		"more.dag":    "JOB M job.sub DIR j\n",
+		"dag.config":  "DAGMAN_MAX_JOBS_SUBMITTED = 1\n",
+		"extra.dot":   "    // included\n",
+	})
+	res := runDAG(t, dir, `CONFIG dag.config
+JOB A job.sub
+SPLICE S part.dag DIR sp
+INCLUDE more.dag
+PARENT A CHILD S
+PARENT S CHILD M
+DOT dag.dot UPDATE DONT-OVERWRITE INCLUDE extra.dot
+`, Options{})
+	if res.ExitCode != 0 || res.Done != 4 {
+		t.Fatalf("result %+v", res)
+	}
+	if got := ranNodes(t, filepath.Join(dir, "sp", "runs.txt")); !slices.Equal(got, []string{"S+X", "S+Y"}) {
+		t.Errorf("the splice's directory saw %q, want S+X then S+Y", got)
+	}
+	if got := lines(t, filepath.Join(dir, "sp", "scripts.txt")); !slices.Equal(got, []string{"post S+Y"}) {
+		t.Errorf("the splice's POST script ran as %q", got)
+	}
+	if got := ranNodes(t, filepath.Join(dir, "j", "runs.txt")); !slices.Equal(got, []string{"M"}) {
+		t.Errorf("DIR j saw %q, want M", got)
+	}
+	if got := ranNodes(t, filepath.Join(dir, "runs.txt")); !slices.Equal(got, []string{"A"}) {
+		t.Errorf("the DAG's directory saw %q, want A", got)
+	}
+	queued := 0
+	for _, e := range readLog(t, filepath.Join(dir, "test.dag.nodes.log")) {
+		switch e.Type {
+		case joblog.Submit:
+			if queued++; queued > 1 {
+				t.Errorf("cluster %d submitted while another was queued (CONFIG's DAGMAN_MAX_JOBS_SUBMITTED = 1)", e.Cluster)
+			}
+		case joblog.Terminated:
+			queued--
+		}
+	}
+	first, err := os.ReadFile(filepath.Join(dir, "dag.dot.0"))
+	if err != nil || !strings.Contains(string(first), "// included") || !strings.Contains(string(first), `"S+Y" -> "M";`) {
+		t.Errorf("first DOT file %q (%v), want the included text and the edges", first, err)
+	}
+	dots, _ := filepath.Glob(filepath.Join(dir, "dag.dot.*"))
+	last, _ := os.ReadFile(filepath.Join(dir, fmt.Sprintf("dag.dot.%d", len(dots)-1)))
+	if len(dots) < 2 || strings.Count(string(last), "DONE") != 4 {
+		t.Errorf("%d DOT files, the last:\n%s\nwant at least 2, the last with 4 nodes DONE", len(dots), last)
+	}
+}
