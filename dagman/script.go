@@ -3,6 +3,7 @@ package dagman
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -93,6 +94,12 @@ func (e *engine) deferScript(i int, kind scriptKind, d time.Duration) {
 func (e *engine) scriptFinished(ctx context.Context, r scriptResult) {
 	n, st := e.dag.Nodes[r.node], &e.nodes[r.node]
 	if r.rerun {
+		if e.aborting {
+			// No script starts once the DAG is aborting.
+			st.why = fmt.Sprintf("%s script deferred when the DAG aborted", r.kind)
+			e.result(r.node, false, -1)
+			return
+		}
 		e.startScript(ctx, r.node, r.kind)
 		return
 	}
