@@ -12,5 +12,8 @@ func TestMain(m *testing.M) {
 	if s := os.Getenv(runDAGEnv); s != "" {
 		os.Exit(runDAGChild(s))
 	}
+	if s := os.Getenv(holdLockEnv); s != "" {
+		os.Exit(holdLock(s))
+	}
 	os.Exit(m.Run())
 }

@@ -77,6 +77,7 @@ func Run(ctx context.Context, dag *DAG, sub Submitter, opts Options) (Result, er
 		return Result{}, err
 	}
 	defer e.out.close()
+	e.lock = lk
 	res, err := e.run(ctx, recovering)
 	// The lock file stays after a stop or a failure once jobs may have
 	// been queued, so that the next run recovers.
@@ -136,6 +137,7 @@ type engine struct {
 	dag   *DAG
 	sub   Submitter
 	opts  Options
+	lock  *dagLock
 	nodes []nodeState
 	out   *outLog
 	tail  *logTail
@@ -230,6 +232,11 @@ func (e *engine) run(ctx context.Context, recovering bool) (Result, error) {
 		if err := os.WriteFile(e.nodesLog, nil, 0o644); err != nil {
 			return Result{}, fmt.Errorf("truncate the nodes log: %w", err)
 		}
+	}
+	// Only now may a crash send the next run into recovery: a fresh
+	// run's log is empty by this line, not a finished run's.
+	if err := e.lock.mark(); err != nil {
+		return Result{}, err
 	}
 	e.started = true
 	if err := writeDot(e, true); err != nil {

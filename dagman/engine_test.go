@@ -1,10 +1,13 @@
 package dagman
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -435,20 +438,48 @@ SCRIPT PRE F pre.sh $JOB $DAG_STATUS $FAILED_COUNT
 // A DAG another process runs is refused.
 func TestLockHeld(t *testing.T) {
 	dir := t.TempDir()
-	writeFiles(t, dir, jobFiles)
-	writeFiles(t, dir, map[string]string{"test.dag": "JOB A job.sub\n", "A.sleep": "1"})
+	writeFiles(t, dir, map[string]string{"test.dag": "JOB A job.sub\n"})
 	dag, err := ParseFile(filepath.Join(dir, "test.dag"), ParseOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lk, crashed, err := lock(filepath.Join(dir, "test.dag.lock"))
-	if err != nil || crashed {
-		t.Fatalf("lock: %v (crashed %v)", err, crashed)
+	holder := exec.Command(os.Args[0], "-test.run=^$")
+	holder.Env = append(os.Environ(), holdLockEnv+"="+filepath.Join(dir, "test.dag.lock"))
+	stdin, _ := holder.StdinPipe()
+	stdout, _ := holder.StdoutPipe()
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
 	}
-	defer lk.release(true)
+	defer func() {
+		stdin.Close()
+		holder.Wait()
+	}()
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "locked\n" {
+		t.Fatalf("the lock holder said %q, %v", line, err)
+	}
 	if _, err := Run(context.Background(), dag, newProcPool(t), Options{}); !errors.Is(err, ErrRunning) {
-		t.Errorf("Run while the lock is held: %v, want ErrRunning", err)
+		t.Errorf("Run while another process holds the lock: %v, want ErrRunning", err)
 	}
+}
+
+// holdLockEnv makes the test binary take a DAG's lock, say so, and hold it
+// until its standard input closes.
+const holdLockEnv = "DAGMAN_TEST_HOLD_LOCK"
+
+func holdLock(path string) int {
+	lk, _, err := lock(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := lk.mark(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Println("locked")
+	io.Copy(io.Discard, os.Stdin)
+	lk.release(true)
+	return 0
 }
 
 // A SUBDAG EXTERNAL node runs its DAG as its job: the node succeeds or

@@ -60,7 +60,8 @@ func (p *procPool) nextCluster() (int, error) {
 			return 0, err
 		}
 	}
-	return n, os.WriteFile(path, []byte(strconv.Itoa(n+1)), 0o644)
+	// Replaced whole: a DAGMan killed here must not leave it empty.
+	return n, writeFileAtomic(path, []byte(strconv.Itoa(n+1)))
 }
 
 func (p *procPool) Submit(ctx context.Context, j Job) (int, int, error) {
@@ -105,12 +106,8 @@ func (p *procPool) Submit(ctx context.Context, j Job) (int, int, error) {
 		specs[i] = fakeJobSpec{Log: j.Log, PidFile: filepath.Join(p.dir, fmt.Sprintf("%d.%d.pid", cluster, i)),
 			Cluster: cluster, Proc: i, Exe: str(ad, "Cmd"), Dir: str(ad, "Iwd"), Args: args,
 			Out: str(ad, "Out"), Err: str(ad, "Err")}
-		// A job's submit event is in the log before Submit returns.
-		if err := joblog.Append(j.Log, joblog.Event{Type: joblog.Submit, Cluster: cluster, Proc: i, Time: time.Now(), Host: "127.0.0.1:0", DAGNode: j.Node}); err != nil {
-			return 0, 0, err
-		}
 	}
-	if err := p.start(specs); err != nil {
+	if err := p.start(specs, j.Node); err != nil {
 		return 0, 0, err
 	}
 	return cluster, len(ads), nil
@@ -133,14 +130,15 @@ func (p *procPool) submitDAG(j Job) (int, int, error) {
 	}
 	spec := fakeJobSpec{Log: j.Log, PidFile: filepath.Join(p.dir, fmt.Sprintf("%d.0.pid", cluster)), Cluster: cluster,
 		Exe: os.Args[0], Args: []string{"-test.run=^$"}, Env: []string{runDAGEnv + "=" + string(sub)}, Dir: j.Dir}
-	if err := joblog.Append(j.Log, joblog.Event{Type: joblog.Submit, Cluster: cluster, Time: time.Now(), Host: "127.0.0.1:0", DAGNode: j.Node}); err != nil {
-		return 0, 0, err
-	}
-	return cluster, 1, p.start([]fakeJobSpec{spec})
+	return cluster, 1, p.start([]fakeJobSpec{spec}, j.Node)
 }
 
-// start runs the jobs, each in a session of its own.
-func (p *procPool) start(specs []fakeJobSpec) error {
+// start runs the jobs, each in a session of its own, then queues them: a
+// job runs only once its submit event is in the log, so that a DAGMan
+// killed halfway through a submission leaves every proc either queued
+// (its event written: it runs) or not (it never runs), as a scheduler's
+// queue does.
+func (p *procPool) start(specs []fakeJobSpec, node string) error {
 	for _, s := range specs {
 		b, _ := json.Marshal(s)
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
@@ -153,6 +151,11 @@ func (p *procPool) start(specs []fakeJobSpec) error {
 			return err
 		}
 		go cmd.Wait() //nolint:errcheck // reaps the job; its result is in the log
+	}
+	for _, s := range specs {
+		if err := joblog.Append(s.Log, joblog.Event{Type: joblog.Submit, Cluster: s.Cluster, Proc: s.Proc, Time: time.Now(), Host: "127.0.0.1:0", DAGNode: node}); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -205,6 +208,13 @@ func runFakeJob(specJSON string) int {
 		e.Cluster, e.Proc, e.Time = s.Cluster, s.Proc, time.Now()
 		if err := joblog.Append(s.Log, e); err != nil {
 			fmt.Fprintln(os.Stderr, err)
+		}
+	}
+	// The job is queued once its submit event is in the log; a DAGMan
+	// that died before writing it never queued the job.
+	for deadline := time.Now().Add(10 * time.Second); !submitted(s); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return 0
 		}
 	}
 	select {
@@ -272,6 +282,21 @@ func runFakeJob(specJSON string) int {
 		}
 	}
 	return 0
+}
+
+// submitted reports whether the job's submit event is in the log.
+func submitted(s fakeJobSpec) bool {
+	text, err := os.ReadFile(s.Log)
+	if err != nil {
+		return false
+	}
+	events, _ := joblog.Parse(text)
+	for _, e := range events {
+		if e.Type == joblog.Submit && e.Cluster == s.Cluster && e.Proc == s.Proc {
+			return true
+		}
+	}
+	return false
 }
 
 // instantPool is an in-process Submitter whose jobs end as they are

@@ -106,20 +106,39 @@ func TestKillRecovery(t *testing.T) {
 	}
 	for _, killAfter := range []int{2, 7} {
 		cmd := startDAGMan(t, dagPath, pool)
+		exited := make(chan struct{})
+		go func() {
+			cmd.Wait()
+			close(exited)
+		}()
 		for terminated() < killAfter {
-			time.Sleep(10 * time.Millisecond)
+			select {
+			case <-exited:
+				t.Fatalf("DAGMan exited (%v) before it was killed", cmd.ProcessState)
+			case <-time.After(10 * time.Millisecond):
+			}
 		}
 		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		cmd.Wait()
+		<-exited
 		if _, err := os.Stat(dagPath + ".lock"); err != nil {
 			t.Fatalf("the killed DAGMan left no lock file: %v", err)
 		}
 	}
 	cmd := startDAGMan(t, dagPath, pool)
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("the last DAGMan: %v", err)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the last DAGMan: %v", err)
+		}
+	case <-time.After(2 * time.Minute):
+		cmd.Process.Kill()
+		out, _ := os.ReadFile(dagPath + ".dagman.out")
+		nodesLog, _ := os.ReadFile(logPath)
+		t.Fatalf("the last DAGMan did not finish.\ndagman.out:\n%s\nnodes log:\n%s", out, nodesLog)
 	}
 
 	runs := map[string]int{}
