@@ -61,9 +61,6 @@ func startDAGMan(t *testing.T, dagPath, poolDir string) *exec.Cmd {
 // restarted process finds the lock file, rebuilds its state from the
 // nodes log and follows the jobs the dead one submitted.
 func TestKillRecovery(t *testing.T) {
-	if testing.Short() {
-		t.Skip("kills and restarts DAGMan processes whose jobs run for seconds (not in -short)")
-	}
 	dir := t.TempDir()
 	writeFiles(t, dir, jobFiles)
 	// Three chains of four, joined at the end; every job sleeps, every
