@@ -433,9 +433,14 @@ func (e *engine) submit(ctx context.Context, i int) {
 	}
 	e.out.logf("Submitting HTCondor Node %s job(s)...", n.Name)
 	j := Job{Node: n.Name, File: n.File, SubDAG: n.Kind == SubDAGNode, Dir: n.Dir, Log: e.nodesLog,
-		Priority: n.Priority, Retry: st.retry, DAGStatus: e.dagStatus(), FailedCount: e.failed}
-	// The submit file sees $(JOB) and $(RETRY), as condor_dagman sets them.
+		Priority: n.Priority, Retry: st.retry}
+	// The submit file sees $(JOB) and $(RETRY), and a FINAL node's
+	// $(DAG_STATUS) and $(FAILED_COUNT), as condor_dagman sets them.
 	j.Vars = append(j.Vars, Var{Name: "JOB", Value: n.Name}, Var{Name: "RETRY", Value: strconv.Itoa(st.retry)})
+	if n.Kind == FinalNode {
+		j.Vars = append(j.Vars, Var{Name: "DAG_STATUS", Value: strconv.Itoa(int(e.dagStatus()))},
+			Var{Name: "FAILED_COUNT", Value: strconv.Itoa(e.failed)})
+	}
 	for _, v := range n.Vars {
 		v.Value = expandVar(v.Value, n.Name, st.retry)
 		j.Vars = append(j.Vars, v)

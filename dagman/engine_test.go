@@ -403,6 +403,8 @@ func TestAbortFinalPreSkipNoop(t *testing.T) {
 	writeFiles(t, dir, map[string]string{
 		"B.exit":  "3",
 		"skip.sh": "#!/bin/sh\nexit 2\n",
+		// The FINAL node's job sees the DAG's status as macros.
+		"final.sub": "executable = /bin/sh\narguments = \"job.sh $(JOB) status=$(DAG_STATUS)/$(FAILED_COUNT)\"\nqueue\n",
 	})
 	res := runDAG(t, dir, `JOB A job.sub
 JOB skipped job.sub
@@ -416,15 +418,15 @@ PRE_SKIP skipped 2
 SCRIPT POST noop post.sh $JOB $RETURN
 ABORT-DAG-ON B 3 RETURN 7
 PRIORITY skipped 10
-FINAL F job.sub
+FINAL F final.sub
 SCRIPT PRE F pre.sh $JOB $DAG_STATUS $FAILED_COUNT
 `, Options{MaxJobs: 1})
 	if res.ExitCode != 7 || res.Status != DAGStatusAbort {
 		t.Errorf("result %+v, want an abort with exit 7", res)
 	}
-	ran := ranNodes(t, filepath.Join(dir, "runs.txt"))
-	if !slices.Equal(ran, []string{"A", "B", "F"}) {
-		t.Errorf("jobs ran %q, want A B and the FINAL node F (C aborted, skipped skipped, noop a NOOP)", ran)
+	ran := lines(t, filepath.Join(dir, "runs.txt"))
+	if !slices.Equal(ran, []string{"A ", "B ", "F status=3/1"}) {
+		t.Errorf("jobs ran %q, want A B and the FINAL node F seeing DAG_STATUS 3 and FAILED_COUNT 1 (C aborted, skipped skipped, noop a NOOP)", ran)
 	}
 	scripts := lines(t, filepath.Join(dir, "scripts.txt"))
 	if !slices.Contains(scripts, "post noop 0") || !slices.Contains(scripts, "pre F 3 1") {

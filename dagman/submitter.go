@@ -39,14 +39,11 @@ type Job struct {
 	// submit file's log command is overridden).
 	Log string
 	// Vars are the macros for the submit file: JOB (the node's name) and
-	// RETRY first, then the node's VARS with $(JOB) and $(RETRY) replaced.
+	// RETRY first (and DAG_STATUS and FAILED_COUNT for the FINAL node),
+	// then the node's VARS with $(JOB) and $(RETRY) replaced.
 	Vars []Var
 	// Priority is the node's PRIORITY, the job's priority.
 	Priority int
 	// Retry counts the node's earlier tries.
 	Retry int
-	// DAGStatus and FailedCount are the DAG's status and failed nodes so
-	// far, for a FINAL node ($(DAG_STATUS), $(FAILED_COUNT)).
-	DAGStatus   DAGStatus
-	FailedCount int
 }
