@@ -20,12 +20,12 @@ func (s Status) String() string {
 		"STATUS_POSTRUN", "STATUS_DONE", "STATUS_ERROR", "STATUS_FUTILE"}[s]
 }
 
-// DAGStatus is the DAG's state, HTCondor's $DAG_STATUS.
+// DAGStatus is the DAG's state, HTCondor's $DAG_STATUS. (HTCondor's 1,
+// DAGMan's own error, is an error from Run here.)
 type DAGStatus int
 
 const (
 	DAGStatusOK         DAGStatus = 0
-	DAGStatusError      DAGStatus = 1 // DAGMan itself failed
 	DAGStatusNodeFailed DAGStatus = 2
 	DAGStatusAbort      DAGStatus = 3 // ABORT-DAG-ON
 	DAGStatusRemoved    DAGStatus = 4
@@ -36,8 +36,6 @@ func (s DAGStatus) String() string {
 	switch s {
 	case DAGStatusOK:
 		return "DAG_STATUS_OK"
-	case DAGStatusError:
-		return "DAG_STATUS_ERROR"
 	case DAGStatusNodeFailed:
 		return "DAG_STATUS_NODE_FAILED"
 	case DAGStatusAbort:
