@@ -34,8 +34,15 @@ const (
 	Unsuspended     Type = 11
 	Held            Type = 12
 	Released        Type = 13
+	// PostScriptTerminated is written by DAGMan when a node's POST script
+	// exits (Normal, ReturnValue, Signal, DAGNode).
+	PostScriptTerminated Type = 16
 	// JobAdInformation records selected job attributes (Ad).
 	JobAdInformation Type = 28
+	// PreSkip is written by DAGMan when a node's PRE script exits with its
+	// PRE_SKIP value, so the node's job and POST script are skipped
+	// (DAGNode).
+	PreSkip Type = 35
 	// FileTransfer is the start or end of a job's input or output
 	// transfer (Transfer).
 	FileTransfer Type = 40
@@ -95,6 +102,11 @@ type Event struct {
 	// line each (value is ClassAd expression text). It is a string rather
 	// than a map so that Events stay comparable.
 	Ad string
+
+	// DAGNode names the DAG node the event belongs to (Submit,
+	// PostScriptTerminated, PreSkip): HTCondor's "DAG Node: NAME" note,
+	// which DAGMan's recovery reads.
+	DAGNode string
 }
 
 // TransferInfo is which transfer a FileTransfer event is about, and, at
@@ -121,6 +133,7 @@ func (e Event) Format() string {
 	switch e.Type {
 	case Submit:
 		fmt.Fprintf(&b, "Job submitted from host: <%s>\n", e.Host)
+		writeDAGNode(&b, e.DAGNode)
 	case Execute:
 		fmt.Fprintf(&b, "Job executing on host: <%s>\n", e.Host)
 		writeReason(&b, e.Reason)
@@ -184,6 +197,17 @@ func (e Event) Format() string {
 	case Released:
 		b.WriteString("Job was released.\n")
 		writeReason(&b, e.Reason)
+	case PostScriptTerminated:
+		b.WriteString("POST Script terminated.\n")
+		if e.Normal {
+			fmt.Fprintf(&b, "\t(1) Normal termination (return value %d)\n", e.ReturnValue)
+		} else {
+			fmt.Fprintf(&b, "\t(0) Abnormal termination (signal %d)\n", e.Signal)
+		}
+		writeDAGNode(&b, e.DAGNode)
+	case PreSkip:
+		b.WriteString("PRE script return value is PRE_SKIP value\n")
+		writeDAGNode(&b, e.DAGNode)
 	case FileTransfer:
 		what := "input"
 		if e.Transfer.Output {
@@ -210,6 +234,17 @@ func (e Event) Format() string {
 	}
 	b.WriteString("...\n")
 	return b.String()
+}
+
+// dagNodeLabel introduces the node name in the events of a DAG's nodes.
+const dagNodeLabel = "DAG Node: "
+
+// writeDAGNode writes the node's note, indented as HTCondor indents its
+// submit event notes.
+func writeDAGNode(b *strings.Builder, node string) {
+	if node = strings.TrimSpace(strings.ReplaceAll(node, "\n", " ")); node != "" {
+		fmt.Fprintf(b, "    %s%s\n", dagNodeLabel, node)
+	}
 }
 
 func writeReason(b *strings.Builder, reason string) {

@@ -3,6 +3,7 @@ package joblog
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -38,6 +39,10 @@ func TestRoundTrip(t *testing.T) {
 		{Type: Terminated, Cluster: 12, Proc: 3, Time: when, Normal: true, ReturnValue: 42},
 		{Type: Terminated, Cluster: 12, Proc: 4, Time: when, Signal: 9},
 		{Type: Aborted, Cluster: 1234, Proc: 56, Time: when, Reason: "via harrier rm"},
+		{Type: Submit, Cluster: 13, Time: when, Host: "10.0.0.1:9618", DAGNode: "splice+B"},
+		{Type: PostScriptTerminated, Cluster: 13, Time: when, Normal: true, ReturnValue: 3, DAGNode: "splice+B"},
+		{Type: PostScriptTerminated, Cluster: 13, Time: when, Signal: 15, DAGNode: "C"},
+		{Type: PreSkip, Time: when, DAGNode: "D"},
 		{Type: FileTransfer, Cluster: 12, Proc: 3, Time: when},
 		{Type: FileTransfer, Cluster: 12, Proc: 3, Time: when, Transfer: TransferInfo{Finished: true, Files: 3, Bytes: 12345}},
 		{Type: FileTransfer, Cluster: 12, Proc: 3, Time: when, Transfer: TransferInfo{Output: true}},
@@ -67,6 +72,15 @@ func TestRoundTrip(t *testing.T) {
 			t.Errorf("event %d:\n got %+v\nwant %+v", i, got[i], want)
 		}
 	}
+	// Parse reads the same text to the same events.
+	text, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := Parse(text)
+	if err != nil || !slices.Equal(parsed, got) {
+		t.Errorf("Parse = %+v, %v; want what Read read", parsed, err)
+	}
 }
 
 func TestReadIgnoresUnfinishedEventAndReportsGarbage(t *testing.T) {
@@ -78,6 +92,12 @@ func TestReadIgnoresUnfinishedEventAndReportsGarbage(t *testing.T) {
 	}
 	if _, err := Read(strings.NewReader(full + "garbage line\n...\n")); err == nil || !strings.Contains(err.Error(), "line 3") {
 		t.Errorf("garbage: err = %v, want one naming line 3", err)
+	}
+	if got, err := Parse([]byte(full + partial)); err != nil || len(got) != 1 {
+		t.Errorf("Parse = %v, %v; want the one finished event", got, err)
+	}
+	if _, err := Parse([]byte(full + "garbage line\r\n...\n")); err == nil || !strings.Contains(err.Error(), "line 3") {
+		t.Errorf("Parse of garbage: err = %v, want one naming line 3", err)
 	}
 }
 

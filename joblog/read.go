@@ -14,40 +14,69 @@ import (
 // without its terminator (a log being written) is not returned.
 func Read(r io.Reader) ([]Event, error) {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	var (
-		events []Event
-		cur    *Event
-		body   []string
-		line   int
-	)
+	sc.Buffer(make([]byte, 0, 4<<10), 1<<20)
+	var p parser
 	for sc.Scan() {
-		line++
-		text := sc.Text()
-		if cur == nil {
-			if strings.TrimSpace(text) == "" {
-				continue
-			}
-			e, err := parseHeader(text)
-			if err != nil {
-				return events, fmt.Errorf("line %d: %w", line, err)
-			}
-			cur, body = &e, nil
-			body = append(body, headerRest(text))
-			continue
+		if err := p.line(sc.Text()); err != nil {
+			return p.events, err
 		}
-		if text == "..." {
-			fillBody(cur, body)
-			events = append(events, *cur)
-			cur = nil
-			continue
-		}
-		body = append(body, text)
 	}
 	if err := sc.Err(); err != nil {
-		return events, fmt.Errorf("read job event log: %w", err)
+		return p.events, fmt.Errorf("read job event log: %w", err)
 	}
-	return events, nil
+	return p.events, nil
+}
+
+// Parse is Read of log text in memory. It copies data once rather than
+// line by line, for a reader that follows a growing log a few events at a
+// time.
+func Parse(data []byte) ([]Event, error) {
+	var p parser
+	s := string(data)
+	for s != "" {
+		line := s
+		if i := strings.IndexByte(s, '\n'); i >= 0 {
+			line, s = s[:i], s[i+1:]
+		} else {
+			s = ""
+		}
+		if err := p.line(strings.TrimSuffix(line, "\r")); err != nil {
+			return p.events, err
+		}
+	}
+	return p.events, nil
+}
+
+// parser gathers events from a log's lines.
+type parser struct {
+	events []Event
+	cur    *Event
+	body   []string
+	n      int // lines read
+}
+
+func (p *parser) line(text string) error {
+	p.n++
+	if p.cur == nil {
+		if strings.TrimSpace(text) == "" {
+			return nil
+		}
+		e, err := parseHeader(text)
+		if err != nil {
+			return fmt.Errorf("line %d: %w", p.n, err)
+		}
+		p.cur = &e
+		p.body = append(p.body[:0], headerRest(text))
+		return nil
+	}
+	if text == "..." {
+		fillBody(p.cur, p.body)
+		p.events = append(p.events, *p.cur)
+		p.cur = nil
+		return nil
+	}
+	p.body = append(p.body, text)
+	return nil
 }
 
 // parseHeader reads "TTT (CCC.PPP.SSS) YYYY-MM-DD HH:MM:SS text".
@@ -146,6 +175,10 @@ func fillBody(e *Event, body []string) {
 	}
 	inFiles := false
 	for _, l := range body[1:] {
+		if name, ok := strings.CutPrefix(strings.TrimSpace(l), dagNodeLabel); ok {
+			e.DAGNode = name
+			continue
+		}
 		if f, ok := strings.CutPrefix(l, "\t\t"); ok && inFiles {
 			e.Files += f + "\n"
 			continue
