@@ -405,7 +405,7 @@ func serveAgent(ctx context.Context, pc *poolConfig, name string, reconfigs <-ch
 	if err := os.Chmod(spool, 0o700); err != nil {
 		return fmt.Errorf("agent: spool: %w", err)
 	}
-	queue, err := openStore(ctx, pc, spool, name, logger)
+	queue, err := openStore(ctx, pc, spool, cfg.Name, logger)
 	if err != nil {
 		return fmt.Errorf("agent: open job queue: %w", err)
 	}
