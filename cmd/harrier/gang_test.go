@@ -3,10 +3,8 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"os/user"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,7 +17,6 @@ import (
 // one seat valid on exec2 and exec3.
 type gangPool struct {
 	*netnsPool
-	bin string // readable by the test's users
 }
 
 const gangLicenses = `// Licenses offered to gangs; a job's License port names the machine as Host.
@@ -44,22 +41,7 @@ func newGangPool(t *testing.T) *gangPool {
 	}
 	n.configurePools(mmOf, roles, extra)
 	n.run(roles)
-	return &gangPool{netnsPool: n, bin: publicBinary(t)}
-}
-
-// as runs a harrier tool as u on the submit host.
-func (p *gangPool) as(u *user.User, args ...string) (string, int) {
-	p.t.Helper()
-	cmd := exec.Command("nsenter", append([]string{"--net=/var/run/netns/" + p.hosts["submit"].ns,
-		"--setuid", u.Uid, "--setgid", u.Gid, p.bin}, args...)...)
-	cmd.Env = append(os.Environ(), asHarrier+"=1", "HARRIER_POOL="+p.hosts["submit"].dir, "HOME="+u.HomeDir)
-	out, err := cmd.CombinedOutput()
-	if ee, ok := err.(*exec.ExitError); ok {
-		return string(out), ee.ExitCode()
-	} else if err != nil {
-		p.t.Fatalf("harrier %s as %s: %v", strings.Join(args, " "), u.Username, err)
-	}
-	return string(out), 0
+	return &gangPool{netnsPool: n}
 }
 
 // workDir makes u's directory for submit files and output on the submit
@@ -111,16 +93,6 @@ queue
 	return fmt.Sprintf("%d.0", cluster)
 }
 
-// status returns the JobStatus of job id (0 once it left the queue).
-func (p *gangPool) status(id string) int {
-	out, code := p.tool("submit", "q", "-allusers", "-af", "JobStatus", id)
-	if code != 0 {
-		p.t.Fatalf("q %s: %s", id, out)
-	}
-	n, _ := strconv.Atoi(strings.TrimSpace(out))
-	return n
-}
-
 // licenseInUse returns the seats of a license in use, as harrier status
 // -license shows them.
 func (p *gangPool) licenseInUse(name string) int {
@@ -136,21 +108,6 @@ func (p *gangPool) licenseInUse(name string) int {
 	}
 	p.t.Fatalf("status -license lacks %s:\n%s", name, out)
 	return 0
-}
-
-// restartMatchmaker kills the matchmaker and starts it again, returning
-// when.
-func (p *gangPool) restartMatchmaker(t *testing.T) time.Time {
-	t.Helper()
-	for _, c := range p.procs {
-		if slices.Contains(c.Args, "matchmaker") && c.ProcessState == nil {
-			_ = c.Process.Kill()
-			_ = c.Wait()
-		}
-	}
-	at := time.Now()
-	p.daemon("cm", "matchmaker")
-	return at
 }
 
 // output reads a job's output file in u's directory.

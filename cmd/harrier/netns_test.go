@@ -7,8 +7,10 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -427,4 +429,44 @@ if command -v sqlite3 >/dev/null; then sqlite3 jobs.db 'create table t(x); inser
 			t.Errorf("jobs.db on the submit side: %v: %s", err, out)
 		}
 	}
+}
+
+// as runs a harrier tool as u on the submit host.
+func (p *netnsPool) as(u *user.User, args ...string) (string, int) {
+	p.t.Helper()
+	cmd := exec.Command("nsenter", append([]string{"--net=/var/run/netns/" + p.hosts["submit"].ns,
+		"--setuid", u.Uid, "--setgid", u.Gid, p.bin}, args...)...)
+	cmd.Env = append(os.Environ(), asHarrier+"=1", "HARRIER_POOL="+p.hosts["submit"].dir, "HOME="+u.HomeDir)
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return string(out), ee.ExitCode()
+	} else if err != nil {
+		p.t.Fatalf("harrier %s as %s: %v", strings.Join(args, " "), u.Username, err)
+	}
+	return string(out), 0
+}
+
+// status returns the JobStatus of job id (0 once it left the queue).
+func (p *netnsPool) status(id string) int {
+	out, code := p.tool("submit", "q", "-allusers", "-af", "JobStatus", id)
+	if code != 0 {
+		p.t.Fatalf("q %s: %s", id, out)
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(out))
+	return n
+}
+
+// restartMatchmaker kills the matchmaker and starts it again, returning
+// when.
+func (p *netnsPool) restartMatchmaker(t *testing.T) time.Time {
+	t.Helper()
+	for _, c := range p.procs {
+		if slices.Contains(c.Args, "matchmaker") && c.ProcessState == nil {
+			_ = c.Process.Kill()
+			_ = c.Wait()
+		}
+	}
+	at := time.Now()
+	p.daemon("cm", "matchmaker")
+	return at
 }
