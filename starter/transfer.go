@@ -111,21 +111,10 @@ func (x *fileTransfer) fromShadow(ctx context.Context, root *os.Root) (int, int6
 		return 0, 0, err
 	}
 	r := &transfer.Receiver{To: root}
-	var c wire.TransferChunk
-	for {
-		c.Reset()
-		err := stream.RecvMsg(&c)
-		if errors.Is(err, io.EOF) {
-			return r.Files, r.Bytes, r.Close()
-		}
-		if err != nil {
-			r.Abort()
-			return 0, 0, err
-		}
-		if err := r.Chunk(&c); err != nil {
-			return 0, 0, err
-		}
+	if err := r.Receive(func(c *wire.TransferChunk) error { return stream.RecvMsg(c) }); err != nil {
+		return 0, 0, err
 	}
+	return r.Files, r.Bytes, nil
 }
 
 // fetchURL fetches a URL input (HTCondor's built-in file and http(s)
@@ -269,11 +258,12 @@ func (x *fileTransfer) send(ctx context.Context, root *os.Root, intermediate boo
 	if err != nil {
 		return err
 	}
-	stream, err := x.client.TransferOutput(ctx)
+	bufs := wire.NewBuffers()
+	stream, err := x.client.TransferOutput(ctx, bufs.CallOption())
 	if err != nil {
 		return err
 	}
-	s := &transfer.Sender{Out: stream.Send}
+	s := &transfer.Sender{Out: stream.Send, Buffers: bufs}
 	s.SendFirst(&wire.TransferChunk{Secret: x.secret, Intermediate: intermediate})
 	// A failure here cancels the call (see above): the shadow keeps no
 	// part of a transfer that did not end.

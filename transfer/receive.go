@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"harrier.dev/harrier/wire"
 )
 
@@ -83,6 +85,29 @@ func (r *Receiver) Chunk(c *wire.TransferChunk) error {
 		}
 	}
 	return nil
+}
+
+// Receive feeds r the chunks recv decodes, each into the same buffer
+// (wire's codec decodes a chunk's data into the buffer Data brings),
+// until recv returns io.EOF, and then closes r.
+func (r *Receiver) Receive(recv func(*wire.TransferChunk) error) error {
+	buf := make([]byte, 0, ChunkSize)
+	var c wire.TransferChunk
+	for {
+		c.Reset()
+		c.Data = buf
+		err := recv(&c)
+		if errors.Is(err, io.EOF) {
+			return r.Close()
+		}
+		if err != nil {
+			r.Abort()
+			return err
+		}
+		if err := r.Chunk(&c); err != nil {
+			return err
+		}
+	}
 }
 
 // Close finishes the stream: it fails if a file was cut short, and gives
@@ -162,6 +187,15 @@ func (r *Receiver) begin(e *wire.TransferEntry) error {
 		f, err := r.To.OpenFile(r.tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if err != nil {
 			return &FileError{Name: name, Err: unwrapPath(err)}
+		}
+		if e.Size > ChunkSize {
+			// Reserved whole, a large file is laid out in few extents, and
+			// a full disk shows at once.
+			if err := unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_KEEP_SIZE, 0, e.Size); errors.Is(err, unix.ENOSPC) {
+				f.Close()
+				_ = r.To.Remove(r.tmp)
+				return &FileError{Name: name, Err: err}
+			}
 		}
 		r.cur, r.curName, r.f, r.n = e, name, f, 0
 		if r.h == nil {
