@@ -102,6 +102,19 @@ func (x *fileTransfer) inputs(ctx context.Context) *wire.Exited {
 	return nil
 }
 
+// again empties the scratch directory and puts the job's inputs there
+// anew, for a start afresh after a restore that put back another
+// directory failed.
+func (x *fileTransfer) again(ctx context.Context) error {
+	if err := emptyDir(x.scratch); err != nil {
+		return err
+	}
+	if hold := x.inputs(ctx); hold != nil {
+		return errors.New(hold.HoldReason)
+	}
+	return nil
+}
+
 // fromShadow receives the stream of the shadow's TransferInput.
 func (x *fileTransfer) fromShadow(ctx context.Context, root *os.Root) (int, int64, error) {
 	ctx, cancel := context.WithCancel(ctx)

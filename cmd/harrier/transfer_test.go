@@ -286,3 +286,66 @@ queue
 		t.Errorf("the intermediate files outlived the job: %v", err)
 	}
 }
+
+// TestTransferMigration vacates a job with should_transfer_files = YES
+// twice between the two startds of a pool, with CRIU (want_checkpoint's
+// default): a real user's counting job that appends to a file in its
+// scratch directory through a descriptor it keeps open. Each restore
+// finds that directory as the dump left it, so its count runs on
+// unbroken, in the file and in its streamed output, and the file comes
+// home at the end.
+func TestTransferMigration(t *testing.T) {
+	bin := publicBinary(t)
+	p := startPoolFrom(t, bin, 2, "")
+	owner := newUser(t)
+	uid, gid := lookupIDs(t, owner.Username)
+	dir := filepath.Join(owner.HomeDir, "hop")
+	writeFile(t, filepath.Join(dir, "count.sh"), `#!/bin/sh
+# Counts to $1, a number a quarter second, each appended to count.txt in
+# the scratch directory through one descriptor held open throughout.
+n=${1:-40}
+exec 3>>count.txt
+i=0
+while [ "$i" -lt "$n" ]; do
+	i=$((i + 1))
+	echo "$i" >&3
+	echo "count $i on $(hostname)"
+	sleep 0.25
+done
+`, 0o755)
+	chownAll(t, dir, uid, gid)
+	c := p.submitAs(t, owner.Username, dir, "count.sub", `executable = count.sh
+arguments = 60
+should_transfer_files = YES
+requirements = TARGET.Name =!= MY.LastRemoteHost
+output = count.out
+log = count.log
+queue
+`)
+	id := fmt.Sprintf("%d.0", c)
+	printed := func() int {
+		b, _ := os.ReadFile(filepath.Join(dir, "count.out"))
+		return strings.Count(string(b), "\n")
+	}
+	host := func() string { return strings.TrimSpace(p.must(t, "q", "-af", "RemoteHost", id)) }
+	for _, past := range []int{8, 24} {
+		eventually(t, 90*time.Second, fmt.Sprintf("the job to count past %d", past), func() bool { return printed() >= past })
+		from := host()
+		p.must(t, "vacate", id)
+		eventually(t, 90*time.Second, "the job to run on the other startd", func() bool {
+			h := host()
+			return h != "" && h != "undefined" && h != from
+		})
+	}
+	if o, code := p.harrier(t, "wait", "--timeout", "120", id); code != 0 {
+		t.Fatalf("wait: exit %d: %s", code, o)
+	}
+	// count.txt came home, written by the three runs through the one
+	// descriptor; count.out was appended to by each restored run.
+	checkCounted(t, dir, 60)
+	h := p.historyAd(t, id)
+	if h["NumRestores"] != 2.0 || h["NumRestoreFailures"] != nil {
+		t.Errorf("NumRestores %v, NumRestoreFailures %v (%v), want 2 restores and no failure",
+			h["NumRestores"], h["NumRestoreFailures"], h["LastRestoreFailure"])
+	}
+}
