@@ -15,8 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"harrier.dev/harrier/wire"
 )
 
@@ -187,15 +185,6 @@ func (r *Receiver) begin(e *wire.TransferEntry) error {
 		f, err := r.To.OpenFile(r.tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if err != nil {
 			return &FileError{Name: name, Err: unwrapPath(err)}
-		}
-		if e.Size > ChunkSize {
-			// Reserved whole, a large file is laid out in few extents, and
-			// a full disk shows at once.
-			if err := unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_KEEP_SIZE, 0, e.Size); errors.Is(err, unix.ENOSPC) {
-				f.Close()
-				_ = r.To.Remove(r.tmp)
-				return &FileError{Name: name, Err: err}
-			}
 		}
 		r.cur, r.curName, r.f, r.n = e, name, f, 0
 		if r.h == nil {
