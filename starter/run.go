@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path"
 	"path/filepath"
 	"time"
 
@@ -26,16 +27,28 @@ func (s *Starter) executeJob(ctx context.Context, conn grpc.ClientConnInterface,
 	var files *checkpointFiles
 	// In a container the job works in its submit-side directory itself,
 	// through iofs; without one, or with its files transferred, it works
-	// in its scratch directory.
-	if iwd := stringAttr(job, "Iwd"); s.spec.Sandbox == "container" && filepath.IsAbs(iwd) && xfer == nil {
+	// in its scratch directory, and with want_submit_dir it sees its
+	// submit-side directory there all the same, as submitDirName.
+	if iwd := stringAttr(job, "Iwd"); s.spec.Sandbox == "container" && filepath.IsAbs(iwd) && (xfer == nil || xfer.submitDir()) {
 		dir, err := mountJobDir(ctx, conn, s.spec.Secret, s.spec.ScratchDir, logger)
 		if err != nil {
 			return &wire.Exited{HoldReason: fmt.Sprintf("Cannot reach the job's directory %s: %v", iwd, err), HoldCode: holdCodeInput}, nil
 		}
 		defer dir.unmount(context.WithoutCancel(ctx), logger)
 		task.Dir, task.DirSource = iwd, dir.mountpoint
+		if xfer != nil {
+			// Within the scratch directory, which the job's user owns: an
+			// Iwd at its own path may lie below directories closed to it.
+			scratch := s.spec.ScratchDir
+			if r, ok := s.runner.(ScratchRelocator); ok {
+				scratch = r.JobScratchDir()
+			}
+			task.Dir, task.InScratch = path.Join(scratch, submitDirName), true
+		}
 		ck.syncFiles = dir.sync
-		files = &checkpointFiles{client: client, secret: s.spec.Secret, logger: logger, sync: dir.sync}
+		if xfer == nil {
+			files = &checkpointFiles{client: client, secret: s.spec.Secret, logger: logger, sync: dir.sync}
+		}
 	}
 	ck.lastImage, _ = job.EvalInt("LastCkptImageSize")
 	ck.seal, ck.noSeal = sealFor(s.spec)

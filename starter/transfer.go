@@ -66,6 +66,18 @@ func transferFor(job *classad.ClassAd, client wire.ShadowClient, secret, scratch
 	return &fileTransfer{client: client, secret: secret, scratch: scratch, job: job, exe: filepath.Base(exe), logger: logger}
 }
 
+// submitDirName is where, in its scratch directory, a job with
+// transferred files that asked for it (want_submit_dir) sees its
+// submit-side directory, through iofs.
+const submitDirName = ".submit"
+
+// submitDir reports whether the job asked to see its submit-side
+// directory too (want_submit_dir).
+func (x *fileTransfer) submitDir() bool {
+	b, _ := x.job.EvalBool("WantSubmitDir")
+	return b
+}
+
 // inputs puts the job's inputs into its scratch directory; a failure
 // gives the hold that names the file.
 func (x *fileTransfer) inputs(ctx context.Context) *wire.Exited {

@@ -349,3 +349,62 @@ queue
 			h["NumRestores"], h["NumRestoreFailures"], h["LastRestoreFailure"])
 	}
 }
+
+// TestTransferSeesSubmitDir runs jobs with should_transfer_files = YES
+// as a real user: with want_submit_dir the job, working in its scratch
+// directory, also opens files of its submit-side directory that were not
+// transferred, under $_CONDOR_SCRATCH_DIR/.submit, reading and writing
+// them as their owner (another user's file there stays closed to it);
+// without it, that directory is not there.
+func TestTransferSeesSubmitDir(t *testing.T) {
+	bin := publicBinary(t)
+	p := startPoolFrom(t, bin, 1, "")
+	owner, other := newUser(t), newUser(t)
+	uid, gid := lookupIDs(t, owner.Username)
+	dir := filepath.Join(owner.HomeDir, "both")
+	writeFile(t, filepath.Join(dir, "big-table.txt"), "left on the submit side\n", 0o644)
+	writeFile(t, filepath.Join(dir, "peek.sh"), `#!/bin/sh
+s="$_CONDOR_SCRATCH_DIR/.submit"
+{
+	pwd
+	cat "$s/big-table.txt" 2>/dev/null || echo "no big-table.txt"
+	echo "written from $(pwd)" > "$s/note.txt" || echo "cannot write note.txt"
+	cat "$s/theirs.txt" 2>/dev/null || echo "not theirs.txt"
+} > report.txt
+`, 0o755)
+	chownAll(t, dir, uid, gid)
+	theirs := filepath.Join(dir, "theirs.txt")
+	writeFile(t, theirs, "the other user's\n", 0o600)
+	ou, og := lookupIDs(t, other.Username)
+	chownAll(t, theirs, ou, og)
+	for _, tc := range []struct {
+		want bool
+		sub  string
+		out  string
+	}{
+		{true, "with.sub", "/srv\nleft on the submit side\nnot theirs.txt\n"},
+		{false, "without.sub", "/srv\nno big-table.txt\ncannot write note.txt\nnot theirs.txt\n"},
+	} {
+		c := p.submitAs(t, owner.Username, dir, tc.sub, fmt.Sprintf(`executable = peek.sh
+should_transfer_files = YES
+want_submit_dir = %v
+log = peek.log
+queue
+`, tc.want))
+		id := fmt.Sprintf("%d.0", c)
+		if o, code := p.harrier(t, "wait", "--timeout", "60", id); code != 0 {
+			t.Fatalf("wait %s: exit %d: %s", id, code, o)
+		}
+		if b, _ := os.ReadFile(filepath.Join(dir, "report.txt")); string(b) != tc.out {
+			t.Errorf("want_submit_dir = %v: report.txt %q, want %q", tc.want, b, tc.out)
+		}
+		note, err := os.ReadFile(filepath.Join(dir, "note.txt"))
+		switch {
+		case tc.want && string(note) != "written from /srv\n":
+			t.Errorf("want_submit_dir: note.txt %q, %v", note, err)
+		case !tc.want && err == nil:
+			t.Errorf("without want_submit_dir the job wrote note.txt on the submit side: %q", note)
+		}
+		os.Remove(filepath.Join(dir, "note.txt"))
+	}
+}
