@@ -293,7 +293,9 @@ queue
 // scratch directory through a descriptor it keeps open. Each restore
 // finds that directory as the dump left it, so its count runs on
 // unbroken, in the file and in its streamed output, and the file comes
-// home at the end.
+// home at the end. The job sees its submit-side directory too
+// (want_submit_dir), and keeps a second file open there, which its
+// restores reopen through iofs: the count runs on in it as well.
 func TestTransferMigration(t *testing.T) {
 	bin := publicBinary(t)
 	p := startPoolFrom(t, bin, 2, "")
@@ -302,13 +304,15 @@ func TestTransferMigration(t *testing.T) {
 	dir := filepath.Join(owner.HomeDir, "hop")
 	writeFile(t, filepath.Join(dir, "count.sh"), `#!/bin/sh
 # Counts to $1, a number a quarter second, each appended to count.txt in
-# the scratch directory through one descriptor held open throughout.
+# the scratch directory and to seen.txt in the submit-side directory,
+# through descriptors held open throughout.
 n=${1:-40}
-exec 3>>count.txt
+exec 3>>count.txt 4>>"$_CONDOR_SCRATCH_DIR/.submit/seen.txt"
 i=0
 while [ "$i" -lt "$n" ]; do
 	i=$((i + 1))
 	echo "$i" >&3
+	echo "$i" >&4
 	echo "count $i on $(hostname)"
 	sleep 0.25
 done
@@ -317,6 +321,7 @@ done
 	c := p.submitAs(t, owner.Username, dir, "count.sub", `executable = count.sh
 arguments = 60
 should_transfer_files = YES
+want_submit_dir = true
 requirements = TARGET.Name =!= MY.LastRemoteHost
 output = count.out
 log = count.log
@@ -343,6 +348,13 @@ queue
 	// count.txt came home, written by the three runs through the one
 	// descriptor; count.out was appended to by each restored run.
 	checkCounted(t, dir, 60)
+	var want strings.Builder
+	for i := 1; i <= 60; i++ {
+		fmt.Fprintf(&want, "%d\n", i)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "seen.txt")); string(b) != want.String() {
+		t.Errorf("seen.txt, written on the submit side through iofs, is not 1 to 60:\n%s", b)
+	}
 	h := p.historyAd(t, id)
 	if h["NumRestores"] != 2.0 || h["NumRestoreFailures"] != nil {
 		t.Errorf("NumRestores %v, NumRestoreFailures %v (%v), want 2 restores and no failure",
