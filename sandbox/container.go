@@ -50,6 +50,7 @@ type spec struct {
 	scratch      string   // the host directory bound at JobScratchDir
 	dir          string   // the job's working directory, in the container
 	dirSource    string   // the host directory bound at dir; none if dir is in the scratch directory
+	cwd          string   // where the job starts: dir, or JobScratchDir (Task.InScratch)
 	rootfs       string   // see prepareRootfs
 	hostDirs     []string // the host's top-level directories, bound read-only
 	memoryBytes  int64

@@ -129,12 +129,16 @@ func (r *Runner) prepare(ctx context.Context, t *Task) (spec, *configs.Config, e
 		scratch:      t.ScratchDir,
 		dir:          dir,
 		dirSource:    dirSource,
+		cwd:          dir,
 		rootfs:       rootfs,
 		hostDirs:     hostDirs,
 		memoryBytes:  t.MemoryMB << 20,
 		noSwap:       t.MemoryMB > 0 && swapAccounting(),
 		cpuShares:    uint64(max(t.Cpus, 1)) * 1024,
 		pidsLimit:    r.cfg.PidsLimit,
+	}
+	if t.InScratch && dirSource != "" {
+		s.cwd = JobScratchDir
 	}
 	s.hostname = s.id
 	if r.cfg.CPUQuota && t.Cpus > 0 {
@@ -179,7 +183,7 @@ func (r *Runner) process(t *Task, s spec) *libcontainer.Process {
 	p := &libcontainer.Process{
 		Args:   append([]string{path}, t.Args...),
 		Env:    processEnv(t),
-		Cwd:    s.dir,
+		Cwd:    s.cwd,
 		UID:    r.user.uid,
 		GID:    r.user.gid,
 		Stdout: t.Stdout,

@@ -18,6 +18,11 @@ type Task struct {
 	// lives elsewhere on this machine); otherwise Dir is bound from the
 	// same host path.
 	DirSource string
+	// InScratch, with DirSource, has the job work in its scratch
+	// directory all the same, Dir only a view in which it may open files:
+	// a job whose files are transferred that sees its submit-side
+	// directory too.
+	InScratch bool
 	// Stdin (nil: /dev/null), Stdout and Stderr are handed to the job.
 	Stdin          *os.File
 	Stdout, Stderr *os.File

@@ -154,7 +154,7 @@ func (a *agent) dial(ready shadow.Event) *grpc.ClientConn {
 }
 
 // attach opens the starter's session and reads the job the shadow sends.
-func attach(t *testing.T, conn *grpc.ClientConn, jobID, secret string) (wire.Shadow_AttachClient, error) {
+func attach(t testing.TB, conn *grpc.ClientConn, jobID, secret string) (wire.Shadow_AttachClient, error) {
 	t.Helper()
 	stream, err := wire.NewShadowClient(conn).Attach(t.Context())
 	if err != nil {

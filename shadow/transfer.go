@@ -3,7 +3,6 @@ package shadow
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -61,7 +60,7 @@ func (v *service) TransferInput(req *wire.TransferInputRequest, stream wire.Shad
 	}
 	began := time.Now()
 	s.events(Event{Type: EventTransfer, Transfer: &TransferStats{}})
-	snd := &transfer.Sender{Out: stream.Send}
+	snd := &transfer.Sender{Out: stream.Send, Buffers: s.link.buffers}
 	for _, it := range items {
 		if err := snd.Send(it.from, it.name, it.as); err != nil {
 			s.logger.Warn("input transfer failed", "entry", it.entry, "err", err)
@@ -279,19 +278,10 @@ func (s *Shadow) receiveIntermediate(stream wire.Shadow_TransferOutputServer, fi
 
 // receive feeds the stream, from first on, to r.
 func receive(stream wire.Shadow_TransferOutputServer, first *wire.TransferChunk, r *transfer.Receiver) error {
-	c := first
-	for {
-		if err := r.Chunk(c); err != nil {
-			return err
-		}
-		var err error
-		if c, err = stream.Recv(); errors.Is(err, io.EOF) {
-			return r.Close()
-		} else if err != nil {
-			r.Abort()
-			return err
-		}
+	if err := r.Chunk(first); err != nil {
+		return err
 	}
+	return r.Receive(func(c *wire.TransferChunk) error { return stream.RecvMsg(c) })
 }
 
 // outputRemaps reads transfer_output_remaps ("name = newname; ...") into

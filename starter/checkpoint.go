@@ -44,6 +44,9 @@ type checkpoints struct {
 	// syncFiles, if set, brings the job's writes to the submit side: a
 	// checkpoint counts only once the files it goes with are there.
 	syncFiles func(context.Context) error
+	// withScratch: the job works in its scratch directory with
+	// transferred files, which its images carry (see scratchArchive).
+	withScratch bool
 }
 
 // sealFor returns the seal of the job's images: the pool's key from the
@@ -100,6 +103,11 @@ func (c *checkpoints) take(ctx context.Context, job Job, vacate bool) error {
 	if c.syncFiles != nil {
 		if err := c.syncFiles(ctx); err != nil {
 			return fmt.Errorf("bring the job's writes to the submit side: %w", err)
+		}
+	}
+	if c.withScratch {
+		if err := c.archiveScratch(ctx, dir); err != nil {
+			return fmt.Errorf("checkpoint: %w", err)
 		}
 	}
 	began, cpu := time.Now(), processCPU()

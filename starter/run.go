@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path"
 	"path/filepath"
 	"time"
 
@@ -22,20 +23,32 @@ import (
 func (s *Starter) executeJob(ctx context.Context, conn grpc.ClientConnInterface, client wire.ShadowClient, job *classad.ClassAd,
 	task *Task, stop stopping, send *sender, kills <-chan stopRequest, shellOpens <-chan *wire.ShellOpen, xfer *fileTransfer,
 	logger *slog.Logger) (*wire.Exited, error) {
-	ck := &checkpoints{client: client, secret: s.spec.Secret, scratch: s.spec.ScratchDir, logger: logger}
+	ck := &checkpoints{client: client, secret: s.spec.Secret, scratch: s.spec.ScratchDir, withScratch: xfer != nil, logger: logger}
 	var files *checkpointFiles
 	// In a container the job works in its submit-side directory itself,
 	// through iofs; without one, or with its files transferred, it works
-	// in its scratch directory.
-	if iwd := stringAttr(job, "Iwd"); s.spec.Sandbox == "container" && filepath.IsAbs(iwd) && xfer == nil {
+	// in its scratch directory, and with want_submit_dir it sees its
+	// submit-side directory there all the same, as submitDirName.
+	if iwd := stringAttr(job, "Iwd"); s.spec.Sandbox == "container" && filepath.IsAbs(iwd) && (xfer == nil || xfer.submitDir()) {
 		dir, err := mountJobDir(ctx, conn, s.spec.Secret, s.spec.ScratchDir, logger)
 		if err != nil {
 			return &wire.Exited{HoldReason: fmt.Sprintf("Cannot reach the job's directory %s: %v", iwd, err), HoldCode: holdCodeInput}, nil
 		}
 		defer dir.unmount(context.WithoutCancel(ctx), logger)
 		task.Dir, task.DirSource = iwd, dir.mountpoint
+		if xfer != nil {
+			// Within the scratch directory, which the job's user owns: an
+			// Iwd at its own path may lie below directories closed to it.
+			scratch := s.spec.ScratchDir
+			if r, ok := s.runner.(ScratchRelocator); ok {
+				scratch = r.JobScratchDir()
+			}
+			task.Dir, task.InScratch = path.Join(scratch, submitDirName), true
+		}
 		ck.syncFiles = dir.sync
-		files = &checkpointFiles{client: client, secret: s.spec.Secret, logger: logger, sync: dir.sync}
+		if xfer == nil {
+			files = &checkpointFiles{client: client, secret: s.spec.Secret, logger: logger, sync: dir.sync}
+		}
 	}
 	ck.lastImage, _ = job.EvalInt("LastCkptImageSize")
 	ck.seal, ck.noSeal = sealFor(s.spec)
@@ -56,7 +69,7 @@ func (s *Starter) executeJob(ctx context.Context, conn grpc.ClientConnInterface,
 	}
 	start := fresh
 	if n, _ := job.EvalInt("NumCkpts"); n > 0 {
-		start = s.restoreOrStart(ck, job, fresh, hasFiles, logger)
+		start = s.restoreOrStart(ck, job, fresh, hasFiles, xfer, logger)
 	}
 	e := &execution{start: start, restart: s.runner.Start, task: task, stopping: stop, send: send, kills: kills,
 		controls: s.controls, ck: policy, self: self, shellOpens: shellOpens, shells: newShells(client, s.spec.Secret, logger),
@@ -81,24 +94,32 @@ func wantCheckpoint(job *classad.ClassAd) bool {
 // restoreOrStart returns how to start a job that has a checkpoint: restore
 // it, and if that fails, start it with fresh (afresh, or from its
 // checkpoint files) or (OnRestoreFailure = "hold") put it on hold, as its
-// submit file says. A job with checkpoint files whose image is gone had
+// submit file says; a job with transferred files then gets its inputs
+// anew. A job with checkpoint files whose image is gone had
 // it dropped when they were saved: they are newer, and its start from
 // them is no failure.
 func (s *Starter) restoreOrStart(ck *checkpoints, job *classad.ClassAd, fresh func(context.Context, *Task) (Job, error),
-	hasFiles bool, logger *slog.Logger) func(context.Context, *Task) (Job, error) {
+	hasFiles bool, xfer *fileTransfer, logger *slog.Logger) func(context.Context, *Task) (Job, error) {
 	return func(ctx context.Context, t *Task) (Job, error) {
 		rst, ok := s.runner.(Restorer)
 		var err error
+		scratchReplaced := false
 		if !ok {
 			err = errNoCheckpoint
 		} else {
 			var area *imageArea
 			if area, err = ck.fetch(ctx); err == nil {
 				defer area.remove(logger)
-				var j Job
-				if j, err = rst.Restore(ctx, t, area.image()); err == nil {
-					logger.Info("job restored from its checkpoint")
-					return j, nil
+				if ck.withScratch {
+					err = ck.restoreScratch(ctx, area.image())
+					scratchReplaced = true
+				}
+				if err == nil {
+					var j Job
+					if j, err = rst.Restore(ctx, t, area.image()); err == nil {
+						logger.Info("job restored from its checkpoint")
+						return j, nil
+					}
 				}
 			}
 		}
@@ -116,6 +137,12 @@ func (s *Starter) restoreOrStart(ck *checkpoints, job *classad.ClassAd, fresh fu
 			return nil, fmt.Errorf("Cannot restore the job from its checkpoint: %v", err)
 		}
 		logger.Warn("cannot restore the job from its checkpoint; starting it afresh", "err", err)
+		if scratchReplaced && xfer != nil {
+			// Afresh is from the job's inputs, not from where it was.
+			if rerr := xfer.again(ctx); rerr != nil {
+				return nil, rerr
+			}
+		}
 		j, serr := fresh(ctx, t)
 		if serr != nil {
 			return nil, serr

@@ -31,6 +31,10 @@ type Task struct {
 	// without containers ignore DirSource and need Dir to exist here.
 	Dir       string
 	DirSource string
+	// InScratch, with DirSource, has the job work in its scratch
+	// directory all the same, Dir only a view of its submit-side
+	// directory (should_transfer_files = YES with want_submit_dir).
+	InScratch bool
 	// ScratchDir is the job's private directory on the execute machine.
 	ScratchDir string
 	// Stdin is the job's standard input (nil: /dev/null). Stdout and

@@ -66,6 +66,18 @@ func transferFor(job *classad.ClassAd, client wire.ShadowClient, secret, scratch
 	return &fileTransfer{client: client, secret: secret, scratch: scratch, job: job, exe: filepath.Base(exe), logger: logger}
 }
 
+// submitDirName is where, in its scratch directory, a job with
+// transferred files that asked for it (want_submit_dir) sees its
+// submit-side directory, through iofs.
+const submitDirName = ".submit"
+
+// submitDir reports whether the job asked to see its submit-side
+// directory too (want_submit_dir).
+func (x *fileTransfer) submitDir() bool {
+	b, _ := x.job.EvalBool("WantSubmitDir")
+	return b
+}
+
 // inputs puts the job's inputs into its scratch directory; a failure
 // gives the hold that names the file.
 func (x *fileTransfer) inputs(ctx context.Context) *wire.Exited {
@@ -102,6 +114,19 @@ func (x *fileTransfer) inputs(ctx context.Context) *wire.Exited {
 	return nil
 }
 
+// again empties the scratch directory and puts the job's inputs there
+// anew, for a start afresh after a restore that put back another
+// directory failed.
+func (x *fileTransfer) again(ctx context.Context) error {
+	if err := emptyDir(x.scratch); err != nil {
+		return err
+	}
+	if hold := x.inputs(ctx); hold != nil {
+		return errors.New(hold.HoldReason)
+	}
+	return nil
+}
+
 // fromShadow receives the stream of the shadow's TransferInput.
 func (x *fileTransfer) fromShadow(ctx context.Context, root *os.Root) (int, int64, error) {
 	ctx, cancel := context.WithCancel(ctx)
@@ -111,21 +136,10 @@ func (x *fileTransfer) fromShadow(ctx context.Context, root *os.Root) (int, int6
 		return 0, 0, err
 	}
 	r := &transfer.Receiver{To: root}
-	var c wire.TransferChunk
-	for {
-		c.Reset()
-		err := stream.RecvMsg(&c)
-		if errors.Is(err, io.EOF) {
-			return r.Files, r.Bytes, r.Close()
-		}
-		if err != nil {
-			r.Abort()
-			return 0, 0, err
-		}
-		if err := r.Chunk(&c); err != nil {
-			return 0, 0, err
-		}
+	if err := r.Receive(func(c *wire.TransferChunk) error { return stream.RecvMsg(c) }); err != nil {
+		return 0, 0, err
 	}
+	return r.Files, r.Bytes, nil
 }
 
 // fetchURL fetches a URL input (HTCondor's built-in file and http(s)
@@ -269,11 +283,12 @@ func (x *fileTransfer) send(ctx context.Context, root *os.Root, intermediate boo
 	if err != nil {
 		return err
 	}
-	stream, err := x.client.TransferOutput(ctx)
+	bufs := wire.NewBuffers()
+	stream, err := x.client.TransferOutput(ctx, bufs.CallOption())
 	if err != nil {
 		return err
 	}
-	s := &transfer.Sender{Out: stream.Send}
+	s := &transfer.Sender{Out: stream.Send, Buffers: bufs}
 	s.SendFirst(&wire.TransferChunk{Secret: x.secret, Intermediate: intermediate})
 	// A failure here cancels the call (see above): the shadow keeps no
 	// part of a transfer that did not end.

@@ -1,8 +1,10 @@
 // Package transfer moves trees of files between two directories as one
 // stream of entries (wire.TransferChunk): HTCondor's file transfer, for
 // jobs that run in their scratch directory with their inputs sent ahead
-// and their outputs sent home (should_transfer_files = YES), and the
-// shadow's copies of a job's checkpoint files.
+// and their outputs sent home (should_transfer_files = YES), the
+// shadow's copies of a job's checkpoint files, and, as an archive in a
+// file (Archive, Extract), a transferred job's scratch directory in its
+// checkpoint images.
 //
 // A Sender walks names under an os.Root and emits, for each file,
 // directory and symbolic link, an entry; a file's data follows in chunks

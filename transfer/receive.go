@@ -85,6 +85,29 @@ func (r *Receiver) Chunk(c *wire.TransferChunk) error {
 	return nil
 }
 
+// Receive feeds r the chunks recv decodes, each into the same buffer
+// (wire's codec decodes a chunk's data into the buffer Data brings),
+// until recv returns io.EOF, and then closes r.
+func (r *Receiver) Receive(recv func(*wire.TransferChunk) error) error {
+	buf := make([]byte, 0, ChunkSize)
+	var c wire.TransferChunk
+	for {
+		c.Reset()
+		c.Data = buf
+		err := recv(&c)
+		if errors.Is(err, io.EOF) {
+			return r.Close()
+		}
+		if err != nil {
+			r.Abort()
+			return err
+		}
+		if err := r.Chunk(&c); err != nil {
+			return err
+		}
+	}
+}
+
 // Close finishes the stream: it fails if a file was cut short, and gives
 // the directories received their permissions and times.
 func (r *Receiver) Close() error {

@@ -37,11 +37,15 @@ type FileError struct {
 func (e *FileError) Error() string { return e.Name + ": " + e.Err.Error() }
 func (e *FileError) Unwrap() error { return e.Err }
 
-// Sender emits the entries of trees to Out, counting what it sent. It
-// reuses one buffer for the data of its chunks: Out must not retain a
-// chunk after it returns.
+// Sender emits the entries of trees to Out, counting what it sent.
+// Without Buffers it reuses one buffer for the data of its chunks: Out
+// must not retain a chunk after it returns.
 type Sender struct {
 	Out func(*wire.TransferChunk) error
+	// Buffers, if set, lends each chunk's data buffer, which Out's codec
+	// sends without a copy and takes back once sent (see wire.Buffers):
+	// Out must go through a codec with these buffers.
+	Buffers *wire.Buffers
 	// LeaveOutLinks skips symbolic links instead of sending them.
 	LeaveOutLinks bool
 	// Files and Bytes count the files sent and their data.
@@ -80,7 +84,7 @@ func (s *Sender) send(c *wire.TransferChunk) error {
 // below as; with as empty the directory's contents go at the top of the
 // stream (HTCondor's "dir/").
 func (s *Sender) Send(from *os.Root, name, as string) error {
-	if s.buf == nil {
+	if s.buf == nil && s.Buffers == nil {
 		s.buf = make([]byte, ChunkSize)
 	}
 	return fs.WalkDir(from.FS(), name, func(p string, d fs.DirEntry, err error) error {
@@ -139,16 +143,32 @@ func (s *Sender) file(from *os.Root, name string, e *wire.TransferEntry) error {
 	var n int64
 	c := &wire.TransferChunk{Entry: e}
 	for {
-		k, err := io.ReadFull(f, s.buf)
+		buf := s.buf
+		if s.Buffers != nil {
+			buf = s.Buffers.Get(ChunkSize)
+		}
+		k, err := io.ReadFull(f, buf)
+		if s.Buffers != nil && k == 0 {
+			s.Buffers.Put(buf) // no data to carry
+		}
 		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			if k > 0 && s.Buffers != nil {
+				s.Buffers.Put(buf)
+			}
 			return &FileError{Name: name, Err: unwrapPath(err)}
 		}
-		h.Write(s.buf[:k])
+		h.Write(buf[:k])
 		n += int64(k)
-		c.Data = s.buf[:k]
+		c.Data = nil
+		if k > 0 {
+			c.Data = buf[:k]
+		}
 		last := err != nil
 		if last {
 			if n != e.Size {
+				if k > 0 && s.Buffers != nil {
+					s.Buffers.Put(buf)
+				}
 				return &FileError{Name: name, Err: fmt.Errorf("changed while it was sent (%d bytes, then %d)", e.Size, n)}
 			}
 			c.Sha256 = h.Sum(nil)

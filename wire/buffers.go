@@ -78,6 +78,15 @@ func (b *Buffers) ServerOption() grpc.ServerOption {
 	return grpc.ForceServerCodecV2(c)
 }
 
+// CallOption returns the call option that lets a client's codec send
+// the data of the chunks of a call from b's buffers and take them back
+// (a TransferOutput's, say; see transfer.Sender).
+func (b *Buffers) CallOption() grpc.CallOption {
+	c := newCodec()
+	c.buffers = b
+	return grpc.ForceCodecV2(c)
+}
+
 // returned is the mem.BufferPool through which gRPC hands a sent reply's
 // buffer back.
 type returned struct{ b *Buffers }

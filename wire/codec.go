@@ -17,15 +17,17 @@ import (
 // side:
 //
 //   - a ReadReply's and a WriteRequest's data are sent from the message's
-//     own slice, and a CheckpointChunk's from a lent buffer (see
-//     Buffers), not copied into a marshalling buffer first;
-//   - a ReadReply or a CheckpointChunk whose Data has capacity when the
-//     call is made is decoded straight into that buffer, and a
+//     own slice, and a CheckpointChunk's or a TransferChunk's from a lent
+//     buffer (see Buffers), not copied into a marshalling buffer first;
+//   - a ReadReply, a CheckpointChunk or a TransferChunk whose Data has
+//     capacity when the call is made is decoded straight into that
+//     buffer, and a
 //     WriteRequest's data is copied once, without assembling the message
 //     in one piece first.
 //
-// The encoding is the standard one; every other message, and a ReadReply
-// or CheckpointChunk without a buffer, goes through gRPC's own codec.
+// The encoding is the standard one; every other message, and a ReadReply,
+// CheckpointChunk or TransferChunk without a buffer, goes through gRPC's
+// own codec.
 type codec struct {
 	proto encoding.CodecV2
 	// buffers, if set, lent the buffers of the ReadReplies this server
@@ -68,6 +70,25 @@ func (c *codec) Marshal(v any) (mem.BufferSlice, error) {
 			if p := c.buffers.take(m.Data); p != nil {
 				*p = m.Data
 				return mem.BufferSlice{bytesHead(3, len(m.Data)), mem.NewBuffer(p, returned{c.buffers})}, nil
+			}
+		}
+	case *TransferChunk:
+		// A file's data read into a lent buffer goes out from it (see
+		// transfer.Sender); the rest of the chunk is small.
+		if c.buffers != nil && len(m.Data) > 0 {
+			if p := c.buffers.take(m.Data); p != nil {
+				*p = m.Data
+				head, err := proto.Marshal(&TransferChunk{Secret: m.Secret, Intermediate: m.Intermediate, Entry: m.Entry})
+				if err != nil {
+					returned{c.buffers}.Put(p)
+					return nil, err
+				}
+				out := mem.BufferSlice{mem.SliceBuffer(head), bytesHead(4, len(m.Data)), mem.NewBuffer(p, returned{c.buffers})}
+				if len(m.Sha256) > 0 {
+					tail := protowire.AppendTag(nil, 5, protowire.BytesType)
+					out = append(out, mem.SliceBuffer(protowire.AppendBytes(tail, m.Sha256)))
+				}
+				return out, nil
 			}
 		}
 	case *WriteRequest:
@@ -142,8 +163,67 @@ func (c *codec) Unmarshal(data mem.BufferSlice, v any) error {
 		if cap(m.Data) > 0 {
 			return decodeCheckpointChunk(data.Reader(), m)
 		}
+	case *TransferChunk:
+		if cap(m.Data) > 0 {
+			return decodeTransferChunk(data.Reader(), m)
+		}
 	}
 	return c.proto.Unmarshal(data, v)
+}
+
+// decodeTransferChunk decodes a TransferChunk from r, reading its data
+// into m.Data's buffer if it fits: a transfer's receiver reuses one
+// buffer for every chunk.
+func decodeTransferChunk(r *mem.Reader, m *TransferChunk) error {
+	defer r.Close()
+	buf := m.Data[:0]
+	m.Reset()
+	for r.Remaining() > 0 {
+		tag, err := readVarint(r)
+		if err != nil {
+			return err
+		}
+		num, typ := protowire.DecodeTag(tag)
+		switch {
+		case num == 1 && typ == protowire.BytesType:
+			b, err := readBytes(r, nil)
+			if err != nil {
+				return fmt.Errorf("decode TransferChunk: %w", err)
+			}
+			m.Secret = string(b)
+		case num == 2 && typ == protowire.VarintType:
+			v, err := readVarint(r)
+			if err != nil {
+				return err
+			}
+			m.Intermediate = v != 0
+		case num == 3 && typ == protowire.BytesType:
+			b, err := readBytes(r, nil)
+			if err != nil {
+				return fmt.Errorf("decode TransferChunk: %w", err)
+			}
+			if m.Entry == nil {
+				m.Entry = &TransferEntry{}
+			}
+			// Merged, as protobuf merges a repeated message field.
+			if err := (proto.UnmarshalOptions{Merge: true}).Unmarshal(b, m.Entry); err != nil {
+				return fmt.Errorf("decode TransferChunk: %w", err)
+			}
+		case num == 4 && typ == protowire.BytesType:
+			if m.Data, err = readBytes(r, buf); err != nil {
+				return fmt.Errorf("decode TransferChunk: %w", err)
+			}
+		case num == 5 && typ == protowire.BytesType:
+			if m.Sha256, err = readBytes(r, nil); err != nil {
+				return fmt.Errorf("decode TransferChunk: %w", err)
+			}
+		default:
+			if err := skipField(r, typ); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // decodeCheckpointChunk decodes a CheckpointChunk from r, reading its

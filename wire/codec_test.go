@@ -35,6 +35,10 @@ func TestCodecIsProtobuf(t *testing.T) {
 		&CheckpointChunk{Secret: "s3cret", Info: &CheckpointInfo{FrozenSeconds: 0.25, ImageBytes: 1 << 30, Vacate: true}, Data: data},
 		&CheckpointChunk{Data: data},
 		&CheckpointChunk{},
+		&TransferChunk{Secret: "s3cret", Intermediate: true, Entry: &TransferEntry{Name: "a/b", Size: int64(len(data)), Mode: 0o644}, Data: data, Sha256: []byte("sum")},
+		&TransferChunk{Data: data, Sha256: []byte("sum")},
+		&TransferChunk{Entry: &TransferEntry{Name: "d", Kind: TransferEntry_DIR}},
+		&TransferChunk{},
 	} {
 		enc, err := c.Marshal(m)
 		if err != nil {
@@ -53,6 +57,8 @@ func TestCodecIsProtobuf(t *testing.T) {
 			case *ReadReply:
 				r.Data = buf
 			case *CheckpointChunk:
+				r.Data = buf
+			case *TransferChunk:
 				r.Data = buf
 			}
 			if err := c.Unmarshal(split(std, 16384), got); err != nil {
@@ -77,6 +83,14 @@ func TestCodecIsProtobuf(t *testing.T) {
 	}
 	if err := c.Unmarshal(split(std[:len(std)-1], 100), &CheckpointChunk{Data: make([]byte, 0, 10)}); err == nil {
 		t.Error("a truncated CheckpointChunk decoded")
+	}
+	tc := &TransferChunk{Data: buf}
+	std, _ = proto.Marshal(&TransferChunk{Entry: &TransferEntry{Name: "f"}, Data: data})
+	if err := c.Unmarshal(split(std, 1000), tc); err != nil || &tc.Data[0] != &buf[:1][0] || !bytes.Equal(tc.Data, data) {
+		t.Errorf("TransferChunk not decoded into the caller's buffer (err %v)", err)
+	}
+	if err := c.Unmarshal(split(std[:len(std)-1], 100), &TransferChunk{Data: make([]byte, 0, 10)}); err == nil {
+		t.Error("a truncated TransferChunk decoded")
 	}
 	std, _ = proto.Marshal(&ReadReply{Data: data})
 	// Unknown fields are skipped; truncated messages fail.
@@ -136,6 +150,35 @@ func TestBuffersReturn(t *testing.T) {
 	}
 	if len(b.lent) != 0 {
 		t.Errorf("%d buffers still lent after the chunk was freed", len(b.lent))
+	}
+	// So does a transfer chunk's data, the rest of the chunk around it.
+	buf = b.Get(4096)
+	copy(buf, bytes.Repeat([]byte{4}, 4096))
+	for _, m := range []*TransferChunk{
+		{Secret: "s3cret", Entry: &TransferEntry{Name: "f", Size: 3000}, Data: buf[:3000], Sha256: []byte("sum")},
+		{Data: bytes.Repeat([]byte{6}, 3000)},
+	} {
+		std, _ := proto.Marshal(m)
+		enc, err := c.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(enc.Materialize(), std) {
+			t.Error("transfer chunk: encoding differs from protobuf's")
+		}
+		shared := false
+		for _, piece := range enc {
+			if d := piece.ReadOnlyData(); len(d) > 0 && &d[0] == &buf[0] {
+				shared = true
+			}
+		}
+		if shared != (&m.Data[0] == &buf[0]) {
+			t.Errorf("transfer chunk sent from the lent buffer: %v, want %v", shared, !shared)
+		}
+		enc.Free()
+	}
+	if len(b.lent) != 0 {
+		t.Errorf("%d buffers still lent after the transfer chunk was freed", len(b.lent))
 	}
 	w := &WriteRequest{Secret: "s3cret", Handle: 1, Data: bytes.Repeat([]byte{9}, 70000)}
 	std, _ := proto.Marshal(w)

@@ -60,6 +60,7 @@ var commandTable = []commandEntry{
 	{"max_transfer_input_mb", intAttr("MaxTransferInputMB")},
 	{"max_transfer_output_mb", intAttr("MaxTransferOutputMB")},
 	{"preserve_relative_paths", boolAttr("PreserveRelativePaths")},
+	{"want_submit_dir", boolAttr("WantSubmitDir")},
 	{"stream_input", onlyFalse("the starter copies the job's input to the execute machine before the job starts")},
 	{"stream_output", boolAttr("StreamOut")},
 	{"stream_error", boolAttr("StreamErr")},

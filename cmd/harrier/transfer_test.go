@@ -286,3 +286,137 @@ queue
 		t.Errorf("the intermediate files outlived the job: %v", err)
 	}
 }
+
+// TestTransferMigration vacates a job with should_transfer_files = YES
+// twice between the two startds of a pool, with CRIU (want_checkpoint's
+// default): a real user's counting job that appends to a file in its
+// scratch directory through a descriptor it keeps open. Each restore
+// finds that directory as the dump left it, so its count runs on
+// unbroken, in the file and in its streamed output, and the file comes
+// home at the end. The job sees its submit-side directory too
+// (want_submit_dir), and keeps a second file open there, which its
+// restores reopen through iofs: the count runs on in it as well.
+func TestTransferMigration(t *testing.T) {
+	bin := publicBinary(t)
+	p := startPoolFrom(t, bin, 2, "")
+	owner := newUser(t)
+	uid, gid := lookupIDs(t, owner.Username)
+	dir := filepath.Join(owner.HomeDir, "hop")
+	writeFile(t, filepath.Join(dir, "count.sh"), `#!/bin/sh
+# Counts to $1, a number a quarter second, each appended to count.txt in
+# the scratch directory and to seen.txt in the submit-side directory,
+# through descriptors held open throughout.
+n=${1:-40}
+exec 3>>count.txt 4>>"$_CONDOR_SCRATCH_DIR/.submit/seen.txt"
+i=0
+while [ "$i" -lt "$n" ]; do
+	i=$((i + 1))
+	echo "$i" >&3
+	echo "$i" >&4
+	echo "count $i on $(hostname)"
+	sleep 0.25
+done
+`, 0o755)
+	chownAll(t, dir, uid, gid)
+	c := p.submitAs(t, owner.Username, dir, "count.sub", `executable = count.sh
+arguments = 60
+should_transfer_files = YES
+want_submit_dir = true
+requirements = TARGET.Name =!= MY.LastRemoteHost
+output = count.out
+log = count.log
+queue
+`)
+	id := fmt.Sprintf("%d.0", c)
+	printed := func() int {
+		b, _ := os.ReadFile(filepath.Join(dir, "count.out"))
+		return strings.Count(string(b), "\n")
+	}
+	host := func() string { return strings.TrimSpace(p.must(t, "q", "-af", "RemoteHost", id)) }
+	for _, past := range []int{8, 24} {
+		eventually(t, 90*time.Second, fmt.Sprintf("the job to count past %d", past), func() bool { return printed() >= past })
+		from := host()
+		p.must(t, "vacate", id)
+		eventually(t, 90*time.Second, "the job to run on the other startd", func() bool {
+			h := host()
+			return h != "" && h != "undefined" && h != from
+		})
+	}
+	if o, code := p.harrier(t, "wait", "--timeout", "120", id); code != 0 {
+		t.Fatalf("wait: exit %d: %s", code, o)
+	}
+	// count.txt came home, written by the three runs through the one
+	// descriptor; count.out was appended to by each restored run.
+	checkCounted(t, dir, 60)
+	var want strings.Builder
+	for i := 1; i <= 60; i++ {
+		fmt.Fprintf(&want, "%d\n", i)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "seen.txt")); string(b) != want.String() {
+		t.Errorf("seen.txt, written on the submit side through iofs, is not 1 to 60:\n%s", b)
+	}
+	h := p.historyAd(t, id)
+	if h["NumRestores"] != 2.0 || h["NumRestoreFailures"] != nil {
+		t.Errorf("NumRestores %v, NumRestoreFailures %v (%v), want 2 restores and no failure",
+			h["NumRestores"], h["NumRestoreFailures"], h["LastRestoreFailure"])
+	}
+}
+
+// TestTransferSeesSubmitDir runs jobs with should_transfer_files = YES
+// as a real user: with want_submit_dir the job, working in its scratch
+// directory, also opens files of its submit-side directory that were not
+// transferred, under $_CONDOR_SCRATCH_DIR/.submit, reading and writing
+// them as their owner (another user's file there stays closed to it);
+// without it, that directory is not there.
+func TestTransferSeesSubmitDir(t *testing.T) {
+	bin := publicBinary(t)
+	p := startPoolFrom(t, bin, 1, "")
+	owner, other := newUser(t), newUser(t)
+	uid, gid := lookupIDs(t, owner.Username)
+	dir := filepath.Join(owner.HomeDir, "both")
+	writeFile(t, filepath.Join(dir, "big-table.txt"), "left on the submit side\n", 0o644)
+	writeFile(t, filepath.Join(dir, "peek.sh"), `#!/bin/sh
+s="$_CONDOR_SCRATCH_DIR/.submit"
+{
+	pwd
+	cat "$s/big-table.txt" 2>/dev/null || echo "no big-table.txt"
+	echo "written from $(pwd)" > "$s/note.txt" || echo "cannot write note.txt"
+	cat "$s/theirs.txt" 2>/dev/null || echo "not theirs.txt"
+} > report.txt
+`, 0o755)
+	chownAll(t, dir, uid, gid)
+	theirs := filepath.Join(dir, "theirs.txt")
+	writeFile(t, theirs, "the other user's\n", 0o600)
+	ou, og := lookupIDs(t, other.Username)
+	chownAll(t, theirs, ou, og)
+	for _, tc := range []struct {
+		want bool
+		sub  string
+		out  string
+	}{
+		{true, "with.sub", "/srv\nleft on the submit side\nnot theirs.txt\n"},
+		{false, "without.sub", "/srv\nno big-table.txt\ncannot write note.txt\nnot theirs.txt\n"},
+	} {
+		c := p.submitAs(t, owner.Username, dir, tc.sub, fmt.Sprintf(`executable = peek.sh
+should_transfer_files = YES
+want_submit_dir = %v
+log = peek.log
+queue
+`, tc.want))
+		id := fmt.Sprintf("%d.0", c)
+		if o, code := p.harrier(t, "wait", "--timeout", "60", id); code != 0 {
+			t.Fatalf("wait %s: exit %d: %s", id, code, o)
+		}
+		if b, _ := os.ReadFile(filepath.Join(dir, "report.txt")); string(b) != tc.out {
+			t.Errorf("want_submit_dir = %v: report.txt %q, want %q", tc.want, b, tc.out)
+		}
+		note, err := os.ReadFile(filepath.Join(dir, "note.txt"))
+		switch {
+		case tc.want && string(note) != "written from /srv\n":
+			t.Errorf("want_submit_dir: note.txt %q, %v", note, err)
+		case !tc.want && err == nil:
+			t.Errorf("without want_submit_dir the job wrote note.txt on the submit side: %q", note)
+		}
+		os.Remove(filepath.Join(dir, "note.txt"))
+	}
+}

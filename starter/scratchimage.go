@@ -1,0 +1,89 @@
+package starter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"harrier.dev/harrier/transfer"
+)
+
+// A job with should_transfer_files = YES works in its scratch directory,
+// and the processes CRIU dumps hold files in it open: a restore on
+// another machine needs that directory as it was, the same files at the
+// same paths with the same contents, before CRIU starts. So such a job's
+// images carry its scratch directory, archived (transfer.Archive) in the
+// image directory as scratchArchive: sealed and checked with the image,
+// and put back, replacing whatever the directory holds, just before the
+// restore. A vacate's archive is made once the dump has ended the job,
+// so it is the directory exactly as the image left it; a periodic
+// checkpoint's just after the dump, while the job runs on.
+
+// scratchArchive is the name of the scratch directory's archive in an
+// image. CRIU reads only the files it knows.
+const scratchArchive = "harrier-scratch.xfer"
+
+// archiveScratch archives the scratch directory into the image dir.
+func (c *checkpoints) archiveScratch(ctx context.Context, dir string) error {
+	from, err := os.OpenRoot(c.scratch)
+	if err != nil {
+		return err
+	}
+	defer from.Close()
+	f, err := os.OpenFile(filepath.Join(dir, scratchArchive), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	files, n, err := transfer.Archive(f, from)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("archive the scratch directory: %w", err)
+	}
+	c.logger.InfoContext(ctx, "scratch directory archived with the image", "files", files, "bytes", n)
+	return nil
+}
+
+// restoreScratch empties the scratch directory and puts back the one
+// archived in the image dir.
+func (c *checkpoints) restoreScratch(ctx context.Context, dir string) error {
+	f, err := os.Open(filepath.Join(dir, scratchArchive))
+	if errors.Is(err, os.ErrNotExist) {
+		return errors.New("the image does not hold the job's scratch directory")
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := emptyDir(c.scratch); err != nil {
+		return err
+	}
+	to, err := os.OpenRoot(c.scratch)
+	if err != nil {
+		return err
+	}
+	defer to.Close()
+	files, n, err := transfer.Extract(f, to)
+	if err != nil {
+		return fmt.Errorf("put back the scratch directory: %w", err)
+	}
+	c.logger.InfoContext(ctx, "scratch directory put back from the image", "files", files, "bytes", n)
+	return nil
+}
+
+// emptyDir removes everything in the scratch directory dir.
+func emptyDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return fmt.Errorf("empty the scratch directory: %w", err)
+		}
+	}
+	return nil
+}
