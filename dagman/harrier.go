@@ -16,15 +16,17 @@ import (
 // DAGNodeName, and the node's VARS become macros (before the submit file)
 // or -append lines (APPEND, and +Attr).
 //
-// Recovery needs each submit event to name its node ("DAG Node:"); the
-// agent writes that note only once it reads DAGNodeName, so until then a
-// recovered DAG submits again the nodes that were queued when it died.
-// SUBDAG EXTERNAL nodes need harrier submit-dag, which does not exist yet.
+// Recovery needs each submit event to name its node ("DAG Node:"): the
+// agent writes that note from DAGNodeName. SUBDAG EXTERNAL nodes are not
+// submitted yet.
 type CommandSubmitter struct {
 	// Harrier is the harrier binary; "" means "harrier" on PATH.
 	Harrier string
 	// Pool is the pool directory (--pool); "" leaves it to $HARRIER_POOL.
 	Pool string
+	// DAGManJobID, if not 0, is the cluster of the DAG's own job, which
+	// each node job carries as DAGManJobId (harrier q -dag groups by it).
+	DAGManJobID int
 }
 
 func (c *CommandSubmitter) command(ctx context.Context, dir string, args ...string) *exec.Cmd {
@@ -40,8 +42,9 @@ func (c *CommandSubmitter) command(ctx context.Context, dir string, args ...stri
 	return cmd
 }
 
-// submitArgs are harrier submit's arguments for j.
-func submitArgs(j Job) []string {
+// submitArgs are harrier submit's arguments for j, a node of the DAG
+// whose job's cluster is dagJob (0 if none).
+func submitArgs(j Job, dagJob int) []string {
 	args := []string{"submit", "-terse"}
 	var defines []string
 	for _, v := range j.Vars {
@@ -52,6 +55,9 @@ func submitArgs(j Job) []string {
 		}
 	}
 	args = append(args, "-append", "log = "+j.Log, "-append", "+DAGNodeName = "+strconv.Quote(j.Node))
+	if dagJob != 0 {
+		args = append(args, "-append", "+DAGManJobId = "+strconv.Itoa(dagJob))
+	}
 	if j.Priority != 0 {
 		args = append(args, "-append", "priority = "+strconv.Itoa(j.Priority))
 	}
@@ -63,7 +69,7 @@ func (c *CommandSubmitter) Submit(ctx context.Context, j Job) (int, int, error) 
 	if j.SubDAG {
 		return 0, 0, fmt.Errorf("node %s: %w: SUBDAG EXTERNAL needs harrier submit-dag", j.Node, ErrNotSupported)
 	}
-	cmd := c.command(ctx, j.Dir, submitArgs(j)...)
+	cmd := c.command(ctx, j.Dir, submitArgs(j, c.DAGManJobID)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -121,10 +121,10 @@ var refusals = map[string]refusal{
 	"use_scitokens": unlessFalse(noCreds), "scitokens_file": always(noCreds), "use_oauth_services": always(noCreds),
 
 	// parallel, java and scheduler universes
-	"jar_files":       always(noJava),
-	"java_vm_args":    always(noJava),
-	"machine_count":   always(noParallel),
-	"rendezvousdir":   always(noParallel),
+	"jar_files":     always(noJava),
+	"java_vm_args":  always(noJava),
+	"machine_count": always(noParallel),
+	"rendezvousdir": always(noParallel),
 
 	// vm universe
 	"vm_disk": always(noVM), "vm_checkpoint": always(noVM), "vm_macaddr": always(noVM),
