@@ -42,24 +42,36 @@ func (c *CommandSubmitter) command(ctx context.Context, dir string, args ...stri
 	return cmd
 }
 
-// submitArgs are harrier submit's arguments for j, a node of the DAG
-// whose job's cluster is dagJob (0 if none).
-func submitArgs(j Job, dagJob int) []string {
-	args := []string{"submit", "-terse"}
-	var defines []string
+// SubmitMacros are what a node's submit file is read with: defines,
+// NAME=VALUE macros set before the file (its VARS), and appends, submit
+// commands read just before its queue statement (its APPEND VARS and
+// +Attr or My.Attr VARS, its log, DAGNodeName, DAGManJobId when dagJob,
+// the DAG's own job's cluster, is not 0, and its priority).
+func (j Job) SubmitMacros(dagJob int) (defines, appends []string) {
 	for _, v := range j.Vars {
 		if v.Append || strings.HasPrefix(v.Name, "+") || strings.HasPrefix(strings.ToLower(v.Name), "my.") {
-			args = append(args, "-append", v.Name+" = "+v.Value)
+			appends = append(appends, v.Name+" = "+v.Value)
 		} else {
 			defines = append(defines, v.Name+"="+v.Value)
 		}
 	}
-	args = append(args, "-append", "log = "+j.Log, "-append", "+DAGNodeName = "+strconv.Quote(j.Node))
+	appends = append(appends, "log = "+j.Log, "+DAGNodeName = "+strconv.Quote(j.Node))
 	if dagJob != 0 {
-		args = append(args, "-append", "+DAGManJobId = "+strconv.Itoa(dagJob))
+		appends = append(appends, "+DAGManJobId = "+strconv.Itoa(dagJob))
 	}
 	if j.Priority != 0 {
-		args = append(args, "-append", "priority = "+strconv.Itoa(j.Priority))
+		appends = append(appends, "priority = "+strconv.Itoa(j.Priority))
+	}
+	return defines, appends
+}
+
+// submitArgs are harrier submit's arguments for j, a node of the DAG
+// whose job's cluster is dagJob (0 if none).
+func submitArgs(j Job, dagJob int) []string {
+	defines, appends := j.SubmitMacros(dagJob)
+	args := []string{"submit", "-terse"}
+	for _, a := range appends {
+		args = append(args, "-append", a)
 	}
 	// After "--" nothing is an option, whatever its first character.
 	return append(append(append(args, "--"), defines...), j.File)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -20,8 +21,8 @@ import (
 // on_exit_remove keeps it in the queue.
 const dagmanRestart = 3
 
-// runDagman runs a DAG to its end, submitting its nodes' jobs to the pool,
-// as condor_dagman does; harrier submit-dag queues it as a scheduler
+// runDagman runs a DAG to its end, submitting its nodes' jobs to the
+// pool's agent over its socket, as condor_dagman does; harrier submit-dag queues it as a scheduler
 // universe job that the agent starts. SIGUSR1 (the job's remove_kill_sig)
 // removes the DAG: its node jobs are removed and a rescue DAG is written.
 // SIGTERM and SIGINT stop it leaving its jobs queued, for the next run to
@@ -45,16 +46,25 @@ func runDagman(args []string, _ io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	bin, err := os.Executable()
+	pc, err := findPool(*tf.pool)
 	if err != nil {
-		return fmt.Errorf("find the harrier binary: %w", err)
+		return err
 	}
-	sub := &dagman.CommandSubmitter{Harrier: bin, Pool: *tf.pool}
+	client, closeFn, err := agentClient(pc)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	me, err := user.Current()
+	if err != nil {
+		return fmt.Errorf("who runs the DAG: %w", err)
+	}
+	sub := &agentSubmitter{client: client, owner: me.Username}
 	// The agent names the DAG's own job (HTCondor's CONDOR_ID); its node
 	// jobs carry its cluster.
 	if id := os.Getenv("CONDOR_ID"); id != "" {
 		cluster, _, _ := strings.Cut(id, ".")
-		sub.DAGManJobID, _ = strconv.Atoi(cluster)
+		sub.dagJob, _ = strconv.Atoi(cluster)
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
