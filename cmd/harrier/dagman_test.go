@@ -206,7 +206,7 @@ func TestSubmitDagRecoversAndIsRemoved(t *testing.T) {
 		again = pidOf()
 		return again != 0 && again != pid
 	})
-	h.killDaemon(t, "agent")
+	h.restartAgent(t)
 	eventually(t, 60*time.Second, "the restarted agent to end the DAG's old process", func() bool { return !alive(again) })
 	eventually(t, 240*time.Second, "the DAG to finish", func() bool { return h.jobStatus(t, id) == 0 })
 	hist := h.jobs(t, "history", id)
