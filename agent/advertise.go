@@ -60,7 +60,10 @@ func (a *Agent) advertise(ctx context.Context) {
 		busy[id] = true
 	}
 	a.mu.Unlock()
-	var idle []idleJob
+	var (
+		idle  []idleJob
+		local []jobqueue.JobID
+	)
 	counts := map[JobStatus]int64{}
 	now := time.Now()
 	a.queue.Scan(func(id jobqueue.JobID, ad *classad.ClassAd) bool {
@@ -70,10 +73,18 @@ func (a *Agent) advertise(ctx context.Context) {
 		st := statusOf(ad)
 		counts[st]++
 		if st == Idle && !busy[id] && !waiting(ad, now) {
-			idle = append(idle, idleJob{id: id, ad: ad})
+			if isLocal(ad) {
+				local = append(local, id)
+			} else {
+				idle = append(idle, idleJob{id: id, ad: ad})
+			}
 		}
 		return true
 	})
+	// Local jobs need no match: the agent starts them itself.
+	for _, id := range local {
+		a.startLocal(id)
+	}
 	sched := classad.New()
 	sched.SetString("MyType", "Scheduler")
 	sched.SetString("Name", a.cfg.Name)

@@ -22,6 +22,30 @@ const (
 	AttrPorts = "Ports"
 	// AttrEnvironment is the job's environment, HTCondor's V2 syntax.
 	AttrEnvironment = "Environment"
+	// AttrJobUniverse says where the job runs: on the pool's execute
+	// machines, or (scheduler and local universes) on the agent's own.
+	AttrJobUniverse = "JobUniverse"
+)
+
+// What the agent needs to start a scheduler or local universe job itself,
+// and to stop it.
+const (
+	AttrCmd              = "Cmd"
+	AttrArguments        = "Arguments"
+	AttrIn               = "In"
+	AttrOut              = "Out"
+	AttrErr              = "Err"
+	AttrKillSig          = "KillSig"
+	AttrRemoveKillSig    = "RemoveKillSig"
+	AttrHoldKillSig      = "HoldKillSig"
+	AttrJobMaxVacateTime = "JobMaxVacateTime"
+)
+
+// DAGMan's marks on its node jobs: the node's name, which the submit event
+// records for DAGMan's recovery, and the DAG's own job (its cluster).
+const (
+	AttrDAGNodeName = "DAGNodeName"
+	AttrDAGManJobID = "DAGManJobId"
 )
 
 // The job's state (see JobStatus) and why it is in it.

@@ -34,6 +34,10 @@ func (s *agentService) Matched(ctx context.Context, req *wire.MatchedRequest) (*
 		s.turnDown(req)
 		return nil, status.Errorf(codes.FailedPrecondition, "job %s is not idle", id)
 	}
+	if ad, ok := s.a.queue.Get(id); ok && isLocal(ad) {
+		s.turnDown(req)
+		return nil, status.Errorf(codes.FailedPrecondition, "job %s runs on the submit machine", id)
+	}
 	if err := s.a.startRun(id, req); err != nil {
 		s.turnDown(req)
 		return nil, status.Error(codes.FailedPrecondition, err.Error())

@@ -10,7 +10,8 @@ import (
 
 // recover brings the queue back after a restart. Jobs that were running
 // lost their shadows with the old agent (a shadow stops its job when its
-// agent goes away), so they go back to idle and run again.
+// agent goes away), so they go back to idle and run again; so do local
+// jobs, whose processes an agent that died may have left running.
 func (a *Agent) recover(ctx context.Context) error {
 	var running []jobqueue.JobID
 	a.queue.Scan(func(id jobqueue.JobID, ad *classad.ClassAd) bool {
@@ -21,6 +22,11 @@ func (a *Agent) recover(ctx context.Context) error {
 		}
 		if statusOf(ad).runs() {
 			running = append(running, id)
+			if isLocal(ad) {
+				// It runs again from the start, as a remote job does:
+				// condor_dagman recovers from its logs.
+				a.endLeftover(id, ad)
+			}
 		}
 		return true
 	})

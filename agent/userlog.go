@@ -16,9 +16,11 @@ import (
 // evictedOnRestart is logged for jobs that were running when the agent died.
 var evictedOnRestart = joblog.Event{Type: joblog.Evicted, Reason: "the agent restarted; the job will run again"}
 
-// submitEvent is a job's submit event.
+// submitEvent is a job's submit event. A DAG node's names its node, as
+// HTCondor's does: DAGMan's recovery finds its nodes' jobs by it.
 func (a *Agent) submitEvent(ad *classad.ClassAd) joblog.Event {
-	return stamp(ad, []joblog.Event{{Type: joblog.Submit, Host: a.cfg.AdvertiseAddr}})[0]
+	node, _ := ad.EvalString(AttrDAGNodeName)
+	return stamp(ad, []joblog.Event{{Type: joblog.Submit, Host: a.cfg.AdvertiseAddr, DAGNode: node}})[0]
 }
 
 // eventStore is a queue that records job events in the transaction of the

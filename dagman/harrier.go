@@ -16,15 +16,17 @@ import (
 // DAGNodeName, and the node's VARS become macros (before the submit file)
 // or -append lines (APPEND, and +Attr).
 //
-// Recovery needs each submit event to name its node ("DAG Node:"); the
-// agent writes that note only once it reads DAGNodeName, so until then a
-// recovered DAG submits again the nodes that were queued when it died.
-// SUBDAG EXTERNAL nodes need harrier submit-dag, which does not exist yet.
+// Recovery needs each submit event to name its node ("DAG Node:"): the
+// agent writes that note from DAGNodeName. SUBDAG EXTERNAL nodes are not
+// submitted yet.
 type CommandSubmitter struct {
 	// Harrier is the harrier binary; "" means "harrier" on PATH.
 	Harrier string
 	// Pool is the pool directory (--pool); "" leaves it to $HARRIER_POOL.
 	Pool string
+	// DAGManJobID, if not 0, is the cluster of the DAG's own job, which
+	// each node job carries as DAGManJobId (harrier q -dag groups by it).
+	DAGManJobID int
 }
 
 func (c *CommandSubmitter) command(ctx context.Context, dir string, args ...string) *exec.Cmd {
@@ -40,20 +42,36 @@ func (c *CommandSubmitter) command(ctx context.Context, dir string, args ...stri
 	return cmd
 }
 
-// submitArgs are harrier submit's arguments for j.
-func submitArgs(j Job) []string {
-	args := []string{"submit", "-terse"}
-	var defines []string
+// SubmitMacros are what a node's submit file is read with: defines,
+// NAME=VALUE macros set before the file (its VARS), and appends, submit
+// commands read just before its queue statement (its APPEND VARS and
+// +Attr or My.Attr VARS, its log, DAGNodeName, DAGManJobId when dagJob,
+// the DAG's own job's cluster, is not 0, and its priority).
+func (j Job) SubmitMacros(dagJob int) (defines, appends []string) {
 	for _, v := range j.Vars {
 		if v.Append || strings.HasPrefix(v.Name, "+") || strings.HasPrefix(strings.ToLower(v.Name), "my.") {
-			args = append(args, "-append", v.Name+" = "+v.Value)
+			appends = append(appends, v.Name+" = "+v.Value)
 		} else {
 			defines = append(defines, v.Name+"="+v.Value)
 		}
 	}
-	args = append(args, "-append", "log = "+j.Log, "-append", "+DAGNodeName = "+strconv.Quote(j.Node))
+	appends = append(appends, "log = "+j.Log, "+DAGNodeName = "+strconv.Quote(j.Node))
+	if dagJob != 0 {
+		appends = append(appends, "+DAGManJobId = "+strconv.Itoa(dagJob))
+	}
 	if j.Priority != 0 {
-		args = append(args, "-append", "priority = "+strconv.Itoa(j.Priority))
+		appends = append(appends, "priority = "+strconv.Itoa(j.Priority))
+	}
+	return defines, appends
+}
+
+// submitArgs are harrier submit's arguments for j, a node of the DAG
+// whose job's cluster is dagJob (0 if none).
+func submitArgs(j Job, dagJob int) []string {
+	defines, appends := j.SubmitMacros(dagJob)
+	args := []string{"submit", "-terse"}
+	for _, a := range appends {
+		args = append(args, "-append", a)
 	}
 	// After "--" nothing is an option, whatever its first character.
 	return append(append(append(args, "--"), defines...), j.File)
@@ -63,7 +81,7 @@ func (c *CommandSubmitter) Submit(ctx context.Context, j Job) (int, int, error) 
 	if j.SubDAG {
 		return 0, 0, fmt.Errorf("node %s: %w: SUBDAG EXTERNAL needs harrier submit-dag", j.Node, ErrNotSupported)
 	}
-	cmd := c.command(ctx, j.Dir, submitArgs(j)...)
+	cmd := c.command(ctx, j.Dir, submitArgs(j, c.DAGManJobID)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -80,6 +80,8 @@ var commandTable = []commandEntry{
 	{"max_idle", intAttr("JobMaterializeMaxIdle")},
 	{"job_max_vacate_time", exprAttr("JobMaxVacateTime")},
 	{"kill_sig", signalAttr("KillSig")},
+	{"remove_kill_sig", signalAttr("RemoveKillSig")},
+	{"hold_kill_sig", signalAttr("HoldKillSig")},
 	{"want_graceful_removal", boolAttr("WantGracefulRemoval")},
 	{"job_lease_duration", setJobLease},
 	{"want_checkpoint", boolAttr("WantCheckpoint")},
@@ -113,13 +115,12 @@ var commands, commandOrder = func() (map[string]command, []string) {
 
 // universes are the universes Harrier runs. The standard universe's
 // promises, checkpoints and remote I/O without relinking, are what every
-// Harrier job gets, so it runs like vanilla.
-var universes = map[string]int64{"standard": 1, "vanilla": 5}
+// Harrier job gets, so it runs like vanilla. Scheduler and local universe
+// jobs run on the submit machine, started by the agent itself.
+var universes = map[string]int64{"standard": 1, "vanilla": 5, "scheduler": 7, "local": 12}
 
 // missingUniverses say why a documented universe is refused.
 var missingUniverses = map[string]string{
-	"local":     "the local universe is not available yet: every job runs on an execute machine of the pool",
-	"scheduler": "the scheduler universe is not available: every job runs on an execute machine of the pool",
 	"grid":      noGrid,
 	"java":      noJava,
 	"parallel":  noParallel,
@@ -134,7 +135,7 @@ func setUniverse(j *job, name, v string) error {
 		if why, ok := missingUniverses[strings.ToLower(v)]; ok {
 			return valueNotSupported(name, v, why)
 		}
-		return fmt.Errorf("unknown universe %q (use vanilla or standard)", v)
+		return fmt.Errorf("unknown universe %q (use vanilla, standard, scheduler or local)", v)
 	}
 	j.ad.SetInt("JobUniverse", u)
 	return nil

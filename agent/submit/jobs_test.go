@@ -117,6 +117,19 @@ queue`,
 			{"Requirements": `(TARGET.Cpus >= 2) && (TARGET.Arch == "X86_64") && (TARGET.OpSys == "LINUX") && (TARGET.Disk >= RequestDisk) && (TARGET.Memory >= RequestMemory)`},
 		},
 	}, {
+		name: "scheduler and local universes",
+		src: `executable = job.sh
+universe = scheduler
+remove_kill_sig = SIGUSR1
+hold_kill_sig = 2
+queue
+universe = local
+queue`,
+		want: []map[string]string{
+			{"JobUniverse": "7", "RemoveKillSig": `"SIGUSR1"`, "HoldKillSig": `"2"`},
+			{"JobUniverse": "12"},
+		},
+	}, {
 		name: "policy expressions",
 		src: `executable = job.sh
 periodic_hold = (time() - EnteredCurrentStatus) > 3600

@@ -22,7 +22,6 @@ const (
 	noContainer = "the docker and container universes are not available: every Harrier job already runs in its own container of the execute machine's system"
 	noParallel  = "the parallel universe is not available"
 	noJava      = "the java universe is not available; run java as the executable of a vanilla job"
-	noScheduler = "it applies only to the scheduler universe, which Harrier does not have"
 	noCron      = "deferred and cron start times are not supported: jobs start when they are matched (submit with hold = true and release the job when it should run)"
 	noDuration  = "the agent does not limit run times yet; use periodic_hold = JobStatus == 2 && time() - JobCurrentStartDate > SECONDS"
 	noGroups    = "accounting groups are not supported: fair share is by user"
@@ -122,12 +121,10 @@ var refusals = map[string]refusal{
 	"use_scitokens": unlessFalse(noCreds), "scitokens_file": always(noCreds), "use_oauth_services": always(noCreds),
 
 	// parallel, java and scheduler universes
-	"hold_kill_sig":   always(noScheduler + "; kill_sig is sent whenever a job is stopped gracefully"),
-	"remove_kill_sig": always(noScheduler + "; kill_sig is sent whenever a job is stopped gracefully"),
-	"jar_files":       always(noJava),
-	"java_vm_args":    always(noJava),
-	"machine_count":   always(noParallel),
-	"rendezvousdir":   always(noParallel),
+	"jar_files":     always(noJava),
+	"java_vm_args":  always(noJava),
+	"machine_count": always(noParallel),
+	"rendezvousdir": always(noParallel),
 
 	// vm universe
 	"vm_disk": always(noVM), "vm_checkpoint": always(noVM), "vm_macaddr": always(noVM),

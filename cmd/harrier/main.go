@@ -65,6 +65,8 @@ func commands() []command {
 	return []command{
 		{"pool", "pool up --dir DIR [--startds N] [--store embedded|postgres://...] [--detach] | pool down --dir DIR", runPool},
 		{"submit", "submit [--pool DIR] [-dry-run FILE] [-terse | -verbose] [-append LINE]... [-batch-name NAME] [-maxjobs N] [NAME=VALUE]... [FILE | -] [-queue ARGS]", runSubmit},
+		{"submit-dag", "submit-dag [--pool DIR] [-maxjobs N] [-maxidle N] [-maxpre N] [-maxpost N] [-autorescue 0|1] [-dorescuefrom N] [-AlwaysRunPost] [-batch-name NAME] [-no_submit] FILE.dag", runSubmitDag},
+		{"dagman", "dagman [--pool DIR] [-maxjobs N] [-maxidle N] [-maxpre N] [-maxpost N] [-autorescue 0|1] [-dorescuefrom N] [-AlwaysRunPost] FILE.dag (the job submit-dag queues)", runDagman},
 		{"q", "q [--pool DIR] [-nobatch | -hold | -hold-codes | -run | -idle | -totals | -json | -long | -af[:jht,lngVr] EXPR... | -better-analyze] [-currentrun | -cputime] [-attributes A,...] [-allusers] [-constraint EXPR] [ID | OWNER]...", runQ},
 		{"history", "history [--pool DIR] [-json] [-long] [-af[:jht,lngVr] EXPR...] [-limit N] [ID...]", runHistory},
 		{"status", "status [--pool DIR] [-compact | -totals | -run | -state | -schedd | -daemons | -master | -negotiator | -json | -long | -af[:ht,lngVr] EXPR...] [-avail | -claimed] [-constraint EXPR] [-sort EXPR]... [-attributes A,...] [-limit N] [NAME...]", runStatus},

@@ -287,3 +287,58 @@ func (t *holdCodesTable) flush() {
 	tw.Flush()
 	fmt.Fprintf(t.w, "\n%s\n", t.counts.String())
 }
+
+// dagTable prints one line per job, as -nobatch does, with the node jobs of
+// each DAG under the DAG's own job and named by their node (condor_q -dag):
+// a node job carries its DAG's cluster as DAGManJobId and its node's name
+// as DAGNodeName. A node whose DAG's job is not listed is printed alone.
+type dagTable struct {
+	jobs  *jobTable
+	ads   []*classad.ClassAd
+	nodes map[int64][]*classad.ClassAd // by DAGManJobId
+	dags  map[int64]bool               // clusters listed
+}
+
+func newDAGTable(w io.Writer, times runTimes) *dagTable {
+	t := &dagTable{jobs: &jobTable{w: w, tw: tabwriter.NewWriter(w, 0, 0, 1, ' ', 0), times: times, now: time.Now().Unix()},
+		nodes: map[int64][]*classad.ClassAd{}, dags: map[int64]bool{}}
+	fmt.Fprintf(t.jobs.tw, " ID\tOWNER/NODENAME\tSUBMITTED\t%s\tST\tPRI\tSIZE\tCMD\n", times.head())
+	return t
+}
+
+func (t *dagTable) row(ad *classad.ClassAd) {
+	c, _ := ad.EvalInt("ClusterId")
+	t.dags[c] = true
+	t.ads = append(t.ads, ad)
+	if dag, ok := ad.EvalInt("DAGManJobId"); ok && dag != c {
+		t.nodes[dag] = append(t.nodes[dag], ad)
+	}
+}
+
+func (t *dagTable) flush() {
+	var print func(ad *classad.ClassAd, depth int)
+	print = func(ad *classad.ClassAd, depth int) {
+		who, _ := ad.EvalString("Owner")
+		if depth > 0 {
+			node, _ := ad.EvalString("DAGNodeName")
+			who = strings.Repeat(" ", depth) + "|-" + node
+		}
+		t.jobs.rowAs(ad, who)
+		if p, _ := ad.EvalInt("ProcId"); p != 0 {
+			return // a cluster's nodes come under its first job
+		}
+		c, _ := ad.EvalInt("ClusterId")
+		for _, n := range t.nodes[c] {
+			print(n, depth+1)
+		}
+	}
+	for _, ad := range t.ads {
+		// Nodes whose DAG's job is listed come under it.
+		c, _ := ad.EvalInt("ClusterId")
+		if dag, ok := ad.EvalInt("DAGManJobId"); ok && dag != c && t.dags[dag] {
+			continue
+		}
+		print(ad, 0)
+	}
+	t.jobs.flush()
+}

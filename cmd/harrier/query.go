@@ -170,8 +170,9 @@ func queryJobs(name string, args []string, stdout io.Writer, call jobQuery) erro
 	constraint := tf.fs.String("constraint", "", "a ClassAd expression the jobs must satisfy")
 	limit := tf.fs.Int("limit", 0, "print at most this many jobs")
 	tf.fs.Bool("af", false, "autoformat: print the values of the attributes named after the options, one job per line (-af:jhtlngVr, for options)")
-	var analyze, nobatch, hold, holdCodes, running, idle, totals, allUsers, currentRun, cpuTime, global bool
+	var analyze, nobatch, hold, holdCodes, running, idle, totals, allUsers, currentRun, cpuTime, global, dag bool
 	if name == "q" {
+		tf.fs.BoolVar(&dag, "dag", false, "one line per job, DAG node jobs under their DAG's job, named by their node")
 		tf.fs.BoolVar(&analyze, "better-analyze", false, "explain why the jobs do or do not match the pool's machines")
 		tf.fs.BoolVar(&nobatch, "nobatch", false, "one line per job rather than per batch")
 		tf.fs.Bool("batch", true, "one line per batch (the default)")
@@ -190,7 +191,7 @@ func queryJobs(name string, args []string, stdout io.Writer, call jobQuery) erro
 	}
 	tf.refuse("not yet: use -json or -long", "xml")
 	tf.refuse("not yet: use -af", "format=", "print-format=")
-	tf.refuse("not yet", "jobads=", "userlog=", "factory", "jobset", "autocluster", "dag", "grid", "io", "expert", "unmatchable", "machine=", "mconstraint=", "slotads=", "userprios=", "nouserprios", "reverse-analyze", "verbose")
+	tf.refuse("not yet", "jobads=", "userlog=", "factory", "jobset", "autocluster", "grid", "io", "expert", "unmatchable", "machine=", "mconstraint=", "slotads=", "userprios=", "nouserprios", "reverse-analyze", "verbose")
 	tf.accept("Harrier streams results and never truncates columns; RUN_TIME is cumulative", "stream-results", "wide", "cumulative-time")
 	if name == "q" {
 		tf.fs.BoolVar(&analyze, "analyze", false, "same as -better-analyze")
@@ -257,6 +258,8 @@ func queryJobs(name string, args []string, stdout io.Writer, call jobQuery) erro
 			newTable = func(w io.Writer) table { return newHoldCodesTable(w) }
 		case running:
 			newTable = func(w io.Writer) table { return newRunTable(w, times) }
+		case dag:
+			newTable = func(w io.Writer) table { return newDAGTable(w, times) }
 		case nobatch:
 		default:
 			newTable = func(w io.Writer) table { return newBatchTable(w) }
@@ -341,9 +344,15 @@ func newJobTable(w io.Writer, history bool, times runTimes) *jobTable {
 }
 
 func (t *jobTable) row(ad *classad.ClassAd) {
+	owner, _ := ad.EvalString("Owner")
+	t.rowAs(ad, owner)
+}
+
+// rowAs prints ad's line with who in the OWNER column.
+func (t *jobTable) rowAs(ad *classad.ClassAd, who string) {
+	owner := who
 	c, _ := ad.EvalInt("ClusterId")
 	p, _ := ad.EvalInt("ProcId")
-	owner, _ := ad.EvalString("Owner")
 	qdate, _ := ad.EvalInt("QDate")
 	st, _ := ad.EvalInt("JobStatus")
 	t.counts.add(st)

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"harrier.dev/harrier/agent/submit"
+	"harrier.dev/harrier/dagman"
+	"harrier.dev/harrier/wire"
+)
+
+// agentSubmitter submits a DAG's node jobs to the agent over its Unix
+// socket, as condor_dagman's direct submission does: the node's submit
+// file is read here, with the submit language, and queued as harrier
+// submit would queue it, without a process per node. The agent knows the
+// caller by the socket, so the jobs are the user's who runs the DAG.
+type agentSubmitter struct {
+	client wire.ScheddClient
+	owner  string
+	// dagJob is the DAG's own job's cluster (DAGManJobId), 0 if none.
+	dagJob int
+}
+
+var _ dagman.Submitter = (*agentSubmitter)(nil)
+
+// agentPatience is how long a submission or removal waits for an agent
+// that does not answer (a master restarts one that died).
+const agentPatience = time.Minute
+
+func (s *agentSubmitter) Submit(ctx context.Context, j dagman.Job) (int, int, error) {
+	if j.SubDAG {
+		return 0, 0, fmt.Errorf("node %s: %w: SUBDAG EXTERNAL", j.Node, dagman.ErrNotSupported)
+	}
+	path := j.File
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(j.Dir, path)
+	}
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return 0, 0, fmt.Errorf("node %s: %w", j.Node, err)
+	}
+	defines, appends := j.SubmitMacros(s.dagJob)
+	env := submit.Env{Dir: filepath.Dir(path), Owner: s.owner, Getenv: os.LookupEnv, Environ: os.Environ(),
+		Now: time.Now(), Command: submit.Exec(ctx), Defines: defines, Append: appends}
+	desc, err := submit.Parse(src, j.File, env)
+	if err != nil {
+		return 0, 0, err
+	}
+	// An agent being restarted is waited for, for a while, rather than
+	// the node's try failed at once.
+	ctx, cancel := context.WithTimeout(ctx, agentPatience)
+	defer cancel()
+	nc, err := s.client.NewCluster(ctx, &wire.NewClusterRequest{}, grpc.WaitForReady(true))
+	if err != nil {
+		return 0, 0, rpcError("new cluster", err)
+	}
+	ads, err := desc.Jobs(int(nc.Cluster), env)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, ad := range ads {
+		ad.SetInt("TotalSubmitProcs", int64(len(ads)))
+	}
+	req := submitRequest(nc.Cluster, ads)
+	reply, err := s.client.Submit(ctx, req, grpc.WaitForReady(true))
+	if err != nil {
+		return 0, 0, submitError(err, req)
+	}
+	return int(nc.Cluster), int(reply.Count), nil
+}
+
+func (s *agentSubmitter) Remove(ctx context.Context, cluster int) error {
+	ctx, cancel := context.WithTimeout(ctx, agentPatience)
+	defer cancel()
+	reply, err := s.client.Act(ctx, &wire.ActRequest{Action: wire.ActRequest_REMOVE, Ids: []string{strconv.Itoa(cluster)},
+		Reason: "removed by DAGMan"}, grpc.WaitForReady(true))
+	if err != nil {
+		return rpcError(fmt.Sprintf("remove cluster %d", cluster), err)
+	}
+	for _, r := range reply.Results {
+		// A job on its way out already is as good as removed.
+		if !r.Ok && !strings.Contains(r.Error, "already leaving") {
+			return fmt.Errorf("remove job %s: %s", r.Id, r.Error)
+		}
+	}
+	return nil
+}
