@@ -74,6 +74,7 @@ func (a *Agent) advertise(ctx context.Context) {
 		}
 		return true
 	})
+	a.metrics.queue(counts)
 	sched := classad.New()
 	sched.SetString("MyType", "Scheduler")
 	sched.SetString("Name", a.cfg.Name)

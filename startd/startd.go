@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 
 	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/metrics"
 	"harrier.dev/harrier/pki"
 	"harrier.dev/harrier/starter"
 	"harrier.dev/harrier/wire"
@@ -48,6 +49,9 @@ type Startd struct {
 	configuredStart classad.Expr
 	// peaceful is a peaceful stop's progress (see StopPeacefully).
 	peaceful peaceful
+
+	metrics *startdMetrics
+	rpc     *metrics.RPC
 }
 
 // New checks cfg, prepares the execute directory (removing scratch
@@ -77,6 +81,7 @@ func New(cfg Config) (*Startd, error) {
 		peaceful:         peaceful{done: make(chan struct{})},
 		adc:              adConfig{host: cfg.Name, policy: pol, numSlots: cfg.NumSlots, version: version(), sandbox: chooseSandbox(cfg.Sandbox, cfg.Logger)},
 	}
+	s.metrics, s.rpc = newStartdMetrics(s, cfg.Metrics), metrics.NewRPC(cfg.Metrics)
 	now := time.Now()
 	for i := range cfg.NumSlots {
 		s.slots = append(s.slots, newSlot(i+1, cfg.Name, now))
@@ -112,7 +117,7 @@ func (s *Startd) Serve(ctx context.Context, lis net.Listener) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	srv := grpc.NewServer(wire.ServerOptions(s.cfg.TLS)...)
+	srv := grpc.NewServer(append(s.rpc.ServerOptions(), wire.ServerOptions(s.cfg.TLS)...)...)
 	wire.RegisterStartdServer(srv, &endpoint{s: s})
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(lis) }()
