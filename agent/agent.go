@@ -144,6 +144,10 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	reg := cfg.Metrics
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
 	a := &Agent{
 		started: time.Now(),
 		cfg:     cfg,
@@ -152,8 +156,8 @@ func New(cfg Config) (*Agent, error) {
 		wake:    make(chan struct{}, 1),
 		client:  newClients(cfg.ClientTLS),
 		runs:    make(map[jobqueue.JobID]*run),
-		metrics: newAgentMetrics(cfg.Metrics),
-		rpc:     metrics.NewRPC(cfg.Metrics),
+		metrics: newAgentMetrics(reg),
+		rpc:     metrics.NewRPC(reg),
 	}
 	limits := cfg.Limits
 	a.limits.Store(&limits)
@@ -167,9 +171,6 @@ func New(cfg Config) (*Agent, error) {
 func (c Config) withDefaults() (Config, error) {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
-	}
-	if c.Metrics == nil {
-		c.Metrics = prometheus.NewRegistry()
 	}
 	if c.AdvertiseInterval <= 0 {
 		c.AdvertiseInterval = 10 * time.Second

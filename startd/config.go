@@ -115,9 +115,6 @@ func defaultConsoleDevices() []string { return []string{"/dev/console", "/dev/in
 // expressions; a parse error names the configuration key and the position.
 func (cfg Config) withDefaults() (Config, policy, error) {
 	var errs []error
-	if cfg.Metrics == nil {
-		cfg.Metrics = prometheus.NewRegistry()
-	}
 	if cfg.Name == "" {
 		h, err := os.Hostname()
 		if err != nil {

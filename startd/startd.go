@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 
 	"harrier.dev/harrier/classad"
@@ -81,7 +82,11 @@ func New(cfg Config) (*Startd, error) {
 		peaceful:         peaceful{done: make(chan struct{})},
 		adc:              adConfig{host: cfg.Name, policy: pol, numSlots: cfg.NumSlots, version: version(), sandbox: chooseSandbox(cfg.Sandbox, cfg.Logger)},
 	}
-	s.metrics, s.rpc = newStartdMetrics(s, cfg.Metrics), metrics.NewRPC(cfg.Metrics)
+	reg := cfg.Metrics
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	s.metrics, s.rpc = newStartdMetrics(s, reg), metrics.NewRPC(reg)
 	now := time.Now()
 	for i := range cfg.NumSlots {
 		s.slots = append(s.slots, newSlot(i+1, cfg.Name, now))
