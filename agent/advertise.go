@@ -85,6 +85,7 @@ func (a *Agent) advertise(ctx context.Context) {
 	for _, id := range local {
 		a.startLocal(id)
 	}
+	a.metrics.queue(counts)
 	sched := classad.New()
 	sched.SetString("MyType", "Scheduler")
 	sched.SetString("Name", a.cfg.Name)

@@ -20,9 +20,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 
 	"harrier.dev/harrier/agent/jobqueue"
+	"harrier.dev/harrier/metrics"
 	"harrier.dev/harrier/wire"
 )
 
@@ -72,6 +74,10 @@ type Config struct {
 	// to stop and their moves to be recorded before it abandons them
 	// (their jobs are then requeued on restart). Zero means 10 seconds.
 	StopGrace time.Duration
+	// Metrics is where the agent registers its metrics (its queue, runs,
+	// shadows, transfers, checkpoints and the calls it serves); nil keeps
+	// them unregistered.
+	Metrics prometheus.Registerer
 }
 
 // Queue is what the agent keeps jobs in: the durable queue and the
@@ -118,6 +124,9 @@ type Agent struct {
 	submitRate rateLimiter
 	// shellSeq numbers the processes started in jobs for their owners.
 	shellSeq atomic.Uint64
+
+	metrics *agentMetrics
+	rpc     *metrics.RPC
 }
 
 // New checks cfg and returns an agent ready to Serve.
@@ -135,6 +144,10 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	reg := cfg.Metrics
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
 	a := &Agent{
 		started: time.Now(),
 		cfg:     cfg,
@@ -143,6 +156,8 @@ func New(cfg Config) (*Agent, error) {
 		wake:    make(chan struct{}, 1),
 		client:  newClients(cfg.ClientTLS),
 		runs:    make(map[jobqueue.JobID]*run),
+		metrics: newAgentMetrics(reg),
+		rpc:     metrics.NewRPC(reg),
 	}
 	limits := cfg.Limits
 	a.limits.Store(&limits)
@@ -187,7 +202,7 @@ func (a *Agent) Serve(ctx context.Context, tcp, local net.Listener) error {
 	if err := a.recover(ctx); err != nil {
 		return err
 	}
-	remote := grpc.NewServer(append(wire.ServerOptions(a.cfg.TLS), grpc.WaitForHandlers(true))...)
+	remote := grpc.NewServer(append(append(a.rpc.ServerOptions(), wire.ServerOptions(a.cfg.TLS)...), grpc.WaitForHandlers(true))...)
 	wire.RegisterAgentServer(remote, &agentService{a: a})
 	localSrv := a.scheddServer()
 

@@ -49,6 +49,7 @@ func (a *Agent) checkpointStore(owner string) (string, error) {
 
 // checkpointed records a checkpoint the job's shadow stored.
 func (a *Agent) checkpointed(ctx context.Context, r *run, ev shadow.Event) {
+	a.metrics.checkpointed(ev)
 	_, err := a.jobs.apply(ctx, r.id, func(ad *classad.ClassAd) (step, error) {
 		n, _ := ad.EvalInt(AttrNumCkpts)
 		return step{set: change{
@@ -70,6 +71,7 @@ func (a *Agent) checkpointed(ctx context.Context, r *run, ev shadow.Event) {
 // runs on, started again by its starter. It is not a completion: the
 // job's exit policy does not see it.
 func (a *Agent) selfCheckpointed(ctx context.Context, r *run, ev shadow.Event) {
+	a.metrics.checkpointed(ev)
 	_, err := a.jobs.apply(ctx, r.id, func(ad *classad.ClassAd) (step, error) {
 		n, _ := ad.EvalInt(AttrNumSelfCheckpoints)
 		return step{set: change{

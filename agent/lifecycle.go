@@ -114,6 +114,7 @@ func (a *Agent) releaseBy(ctx context.Context, id jobqueue.JobID, reason string)
 // while its slot was being claimed stays held: its run is being stopped.
 func (a *Agent) executing(ctx context.Context, r *run, ev shadow.Event) {
 	r.executed = true
+	a.metrics.starts.Inc()
 	_, err := a.jobs.apply(ctx, r.id, func(ad *classad.ClassAd) (step, error) {
 		if statusOf(ad) != Idle {
 			return step{}, nil
@@ -169,6 +170,7 @@ func seconds(s float64) classad.Value {
 // checkpointFailed records a checkpoint that could not be taken or sent
 // home; the job runs on, or (vacate) was stopped without one.
 func (a *Agent) checkpointFailed(ctx context.Context, r *run, ev shadow.Event) {
+	a.metrics.ckptFailed.Inc()
 	if _, err := a.jobs.apply(ctx, r.id, func(ad *classad.ClassAd) (step, error) {
 		n, _ := ad.EvalInt(AttrNumCheckpointFailures)
 		return step{set: change{
@@ -229,17 +231,23 @@ func (a *Agent) finished(ctx context.Context, r *run, ev shadow.Event) {
 		decide func(ad *classad.ClassAd) (step, error)
 		what   string
 	)
+	outcome := outcomeFailed
+	defer func() { a.metrics.ended(outcome, ev) }()
 	switch {
 	case action == actionRemove:
+		outcome = outcomeRemoved
 		what, decide = "remove job", func(*classad.ClassAd) (step, error) { return removal(reason), nil }
 	case action == actionHold:
 		// The hold was recorded when it was asked for.
+		outcome = outcomeHeld
 		return
 	case ev.Type == shadow.EventExited:
+		outcome = outcomeExited
 		what, decide = "apply job exit", func(ad *classad.ClassAd) (step, error) { return exited(ad, ev), nil }
 	case ev.Type == shadow.EventHold:
 		// The job may not have started (its program is missing, its
 		// checkpoint refused): the hold comes from Idle then.
+		outcome = outcomeHeld
 		what, decide = "hold job", func(ad *classad.ClassAd) (step, error) {
 			if statusOf(ad) == Held {
 				return step{}, nil
@@ -247,6 +255,7 @@ func (a *Agent) finished(ctx context.Context, r *run, ev shadow.Event) {
 			return holding(ev.Reason, ev.Code, 0, nil), nil
 		}
 	case ev.Type == shadow.EventEvicted:
+		outcome = outcomeEvicted
 		e := joblog.Event{Type: joblog.Evicted, Reason: ev.Reason, UserCPU: ev.UserCPU, SysCPU: ev.SysCPU, WasCheckpointed: r.vacated}
 		what, decide = "requeue evicted job", func(ad *classad.ClassAd) (step, error) { return requeue(ad, ev, e), nil }
 	case !r.executed:

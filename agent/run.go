@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -394,8 +395,9 @@ func (a *Agent) keepAlive(ctx context.Context, c *claim) func() {
 // shadowProc is a shadow process serving the jobs of one claim, all of one
 // owner, in turn.
 type shadowProc struct {
-	owner string
-	cmd   *exec.Cmd
+	shadows prometheus.Gauge // the agent's count of running shadows
+	owner   string
+	cmd     *exec.Cmd
 	// ckptDir is the owner's image store as the shadow names it, or "".
 	ckptDir string
 	stdin   io.Closer
@@ -442,7 +444,8 @@ func (a *Agent) startShadow(owner string) (*shadowProc, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start shadow: %w", err)
 	}
-	return &shadowProc{owner: owner, cmd: cmd, ckptDir: ckptDir, stdin: stdin, send: childproc.NewSender[shadow.Command](stdin),
+	a.metrics.shadows.Inc()
+	return &shadowProc{shadows: a.metrics.shadows, owner: owner, cmd: cmd, ckptDir: ckptDir, stdin: stdin, send: childproc.NewSender[shadow.Command](stdin),
 		events: childproc.NewReceiver[shadow.Event](stdout)}, nil
 }
 
@@ -451,6 +454,7 @@ func (a *Agent) startShadow(owner string) (*shadowProc, error) {
 func (p *shadowProc) close() {
 	p.stdin.Close()
 	_ = p.cmd.Wait()
+	p.shadows.Dec()
 }
 
 // serveOnShadow has the claim's shadow p serve r's job under claim c, relays

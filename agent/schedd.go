@@ -31,7 +31,7 @@ type scheddService struct {
 // scheddServer is the gRPC server of the local socket: the kernel's peer
 // credentials identify the callers, and the limits bound what each asks.
 func (a *Agent) scheddServer() *grpc.Server {
-	srv := grpc.NewServer(grpc.Creds(peercred.Credentials()),
+	srv := grpc.NewServer(append(a.rpc.ServerOptions(), grpc.Creds(peercred.Credentials()),
 		// Fixed while the socket is open: MAX_SUBMISSION_BYTES changes
 		// when the agent restarts (see Reconfigure).
 		grpc.MaxRecvMsgSize(a.cfg.Limits.recvLimit()),
@@ -39,7 +39,7 @@ func (a *Agent) scheddServer() *grpc.Server {
 		// the limits were set may still be large.
 		grpc.MaxSendMsgSize(wire.MaxMessage),
 		grpc.InTapHandle(a.limitRate),
-		grpc.WaitForHandlers(true))
+		grpc.WaitForHandlers(true))...)
 	wire.RegisterScheddServer(srv, &scheddService{a: a})
 	return srv
 }

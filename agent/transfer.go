@@ -29,6 +29,7 @@ const (
 // shadow, in the job's ad and its event log (HTCondor's 040 events).
 func (a *Agent) transferred(ctx context.Context, r *run, ev shadow.Event) {
 	t := ev.Transfer
+	a.metrics.transferred(t)
 	_, err := a.jobs.apply(ctx, r.id, func(ad *classad.ClassAd) (step, error) {
 		return transferStep(ad, t, time.Now()), nil
 	})

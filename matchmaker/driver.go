@@ -38,6 +38,7 @@ type driver struct {
 	// reservations narrows negotiation to what advance reservations
 	// allow and vacates what their windows keep off slots.
 	reservations *reservations
+	metrics      *cycleMetrics
 
 	// mu guards interval and negotiator.PreemptionRequirements, which
 	// reconfigure changes; retime (capacity 1) tells run the interval
@@ -180,6 +181,7 @@ func (d *driver) cycle(ctx context.Context) CycleStats {
 		Submitters:            len(submitters),
 		SignificantAttributes: res.SignificantAttributes,
 	}
+	d.metrics.record(&s)
 	d.cycles = append([]CycleStats{s}, d.cycles[:min(len(d.cycles), cycleStatsKept-1)]...)
 	if time.Since(d.saved) >= stateSaveInterval {
 		d.saveState()

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/wire"
 )
@@ -69,6 +71,7 @@ func startDriver(t *testing.T, n Notifier) (*driver, *collectorEndpoint) {
 	c := NewCollector(newFakeClock())
 	d := &driver{
 		log: quietLogger(), collector: c, notifier: n, clock: newFakeClock(), name: "negotiator@test",
+		metrics:  newCycleMetrics(prometheus.NewRegistry()),
 		interval: time.Hour, debounce: time.Millisecond,
 		kick: make(chan struct{}, 1), sem: make(chan struct{}, 4),
 	}
@@ -189,6 +192,7 @@ func TestPeriodicCycleMatchesWithoutEvents(t *testing.T) {
 	c := NewCollector(newFakeClock())
 	d := &driver{
 		log: quietLogger(), collector: c, notifier: n, clock: newFakeClock(), name: "negotiator@test",
+		metrics:  newCycleMetrics(prometheus.NewRegistry()),
 		interval: 10 * time.Millisecond, debounce: time.Hour,
 		kick: make(chan struct{}, 1), sem: make(chan struct{}, 1),
 	}
@@ -211,6 +215,7 @@ func TestCyclePublishesPrioritiesAndSignificantAttributes(t *testing.T) {
 	acct := NewAccountant(time.Hour, 1, nil)
 	d := &driver{
 		log: quietLogger(), collector: c, notifier: n, clock: clock, name: "negotiator@test",
+		metrics:    newCycleMetrics(prometheus.NewRegistry()),
 		negotiator: Negotiator{Priorities: acct}, accountant: acct,
 		interval: time.Hour, debounce: time.Hour,
 		kick: make(chan struct{}, 1), sem: make(chan struct{}, 1),

@@ -11,10 +11,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 
 	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/matchmaker/gang"
+	"harrier.dev/harrier/metrics"
 	"harrier.dev/harrier/wire"
 )
 
@@ -97,6 +99,10 @@ type Config struct {
 	// GangAlgorithm is the gangmatching algorithm: naive, LR or DYN
 	// (GANG_ALGORITHM; default DYN).
 	GangAlgorithm string
+	// Metrics is where the matchmaker registers its metrics (its
+	// negotiation cycles and the calls it serves); nil keeps them
+	// unregistered.
+	Metrics prometheus.Registerer
 }
 
 // ErrNoTLS reports a configuration without a server TLS config that
@@ -128,6 +134,7 @@ type Matchmaker struct {
 	driver    *driver
 	lease     time.Duration
 	closer    func() // releases the notifier's connections
+	rpc       *metrics.RPC
 
 	serving sync.Once
 }
@@ -215,6 +222,9 @@ func New(cfg Config) (*Matchmaker, error) {
 			return nil, fmt.Errorf("matchmaker: %w", err)
 		}
 	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = prometheus.NewRegistry()
+	}
 	c := NewCollector(cfg.Clock)
 	rsv, err := newReservations(log, cfg.ReservationFile, cfg.ReservationPolicyFile, c, cfg.Notifier, cfg.Clock)
 	if err != nil {
@@ -226,6 +236,7 @@ func New(cfg Config) (*Matchmaker, error) {
 		collector: c,
 		lease:     cfg.DefaultLease,
 		closer:    closer,
+		rpc:       metrics.NewRPC(cfg.Metrics),
 		driver: &driver{
 			log:          log,
 			collector:    c,
@@ -244,6 +255,7 @@ func New(cfg Config) (*Matchmaker, error) {
 			cycles:       cycles,
 			statsFile:    cfg.StatsFile,
 			reservations: rsv,
+			metrics:      newCycleMetrics(cfg.Metrics),
 		},
 	}
 	rsv.kick = m.driver.Kick
@@ -289,7 +301,7 @@ func (m *Matchmaker) Serve(ctx context.Context, lis net.Listener) error {
 	}
 	defer m.closer()
 
-	srv := grpc.NewServer(wire.ServerOptions(m.tls)...)
+	srv := grpc.NewServer(append(m.rpc.ServerOptions(), wire.ServerOptions(m.tls)...)...)
 	wire.RegisterCollectorServer(srv, &collectorEndpoint{collector: m.collector, kick: m.driver.Kick, defaultLease: m.lease})
 	wire.RegisterMatchmakerAdminServer(srv, &adminEndpoint{accountant: m.driver.accountant, kick: m.driver.Kick})
 	wire.RegisterReservationsServer(srv, &reservationsEndpoint{r: m.driver.reservations})

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"harrier.dev/harrier/classad"
 )
 
@@ -21,6 +23,7 @@ func TestCycleStatsSurviveRestart(t *testing.T) {
 		c := NewCollector(clock)
 		return &driver{
 			log: quietLogger(), collector: c, notifier: newFakeNotifier(), clock: clock, name: "negotiator@test",
+			metrics:  newCycleMetrics(prometheus.NewRegistry()),
 			interval: time.Hour, debounce: time.Hour, kick: make(chan struct{}, 1), sem: make(chan struct{}, 1),
 			cycles: cycles, statsFile: path,
 		}, c

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"os"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Config is everything a startd is told at start-up. The zero values of the
@@ -69,6 +71,10 @@ type Config struct {
 	AdvertiseInterval time.Duration
 	// StarterCommand is the argv that runs a starter (required).
 	StarterCommand []string
+	// Metrics is where the startd registers its metrics (its slots, the
+	// jobs it starts and the calls it serves); nil keeps them
+	// unregistered.
+	Metrics prometheus.Registerer
 	// CertFile, KeyFile and CAFile are handed to each starter so that it
 	// can reach its shadow over mutual TLS.
 	CertFile, KeyFile, CAFile string

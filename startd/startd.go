@@ -10,9 +10,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 
 	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/metrics"
 	"harrier.dev/harrier/pki"
 	"harrier.dev/harrier/starter"
 	"harrier.dev/harrier/wire"
@@ -48,6 +50,9 @@ type Startd struct {
 	configuredStart classad.Expr
 	// peaceful is a peaceful stop's progress (see StopPeacefully).
 	peaceful peaceful
+
+	metrics *startdMetrics
+	rpc     *metrics.RPC
 }
 
 // New checks cfg, prepares the execute directory (removing scratch
@@ -77,6 +82,11 @@ func New(cfg Config) (*Startd, error) {
 		peaceful:         peaceful{done: make(chan struct{})},
 		adc:              adConfig{host: cfg.Name, policy: pol, numSlots: cfg.NumSlots, version: version(), sandbox: chooseSandbox(cfg.Sandbox, cfg.Logger)},
 	}
+	reg := cfg.Metrics
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	s.metrics, s.rpc = newStartdMetrics(s, reg), metrics.NewRPC(reg)
 	now := time.Now()
 	for i := range cfg.NumSlots {
 		s.slots = append(s.slots, newSlot(i+1, cfg.Name, now))
@@ -112,7 +122,7 @@ func (s *Startd) Serve(ctx context.Context, lis net.Listener) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	srv := grpc.NewServer(wire.ServerOptions(s.cfg.TLS)...)
+	srv := grpc.NewServer(append(s.rpc.ServerOptions(), wire.ServerOptions(s.cfg.TLS)...)...)
 	wire.RegisterStartdServer(srv, &endpoint{s: s})
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(lis) }()

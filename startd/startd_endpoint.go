@@ -252,6 +252,7 @@ func (e *endpoint) ActivateClaim(ctx context.Context, req *wire.ActivateClaimReq
 	}
 	r.job = job
 	s.move(sl, claimedBusy{claim: c, run: r})
+	s.metrics.activations.Inc()
 	s.log.Info("starter started", "slot", sl.name, "pid", r.proc.cmd.Process.Pid, "scratch", r.scratch)
 	s.runs.Go(func() { s.reap(sl, r) })
 	return &wire.ActivateClaimReply{}, nil

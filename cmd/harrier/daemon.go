@@ -19,11 +19,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"harrier.dev/harrier/agent"
 	"harrier.dev/harrier/checkpoint"
 	"harrier.dev/harrier/config"
 	"harrier.dev/harrier/matchmaker"
 	"harrier.dev/harrier/matchmaker/accountdb"
+	"harrier.dev/harrier/metrics"
 	"harrier.dev/harrier/peercred"
 	"harrier.dev/harrier/startd"
 	"harrier.dev/harrier/wire"
@@ -94,16 +97,24 @@ func runDaemon(args []string, _ io.Reader, _ io.Writer) error {
 		case <-ctx.Done():
 		}
 	})
-	wg.Go(func() { rereadOnHangup(ctx, hup, &running, reconfigs, logger) })
-	switch role {
-	case "matchmaker":
-		err = serveMatchmaker(ctx, pc, reconfigs, logger)
-	case "agent":
-		err = serveAgent(ctx, pc, *name, reconfigs, logger)
-	case "startd":
-		err = serveStartd(ctx, pc, *name, reconfigs, admin, logger)
-	default:
+	subsys := strings.ToUpper(role)
+	wg.Go(func() { rereadOnHangup(ctx, hup, &running, reconfigs, metricsKeys(subsys), logger) })
+	// The daemon's own registry: the parts it hands it to count there.
+	reg := metrics.NewRegistry()
+	if _, known := daemonRoles[subsys]; !known {
 		err = usagef("unknown daemon %q", role)
+	} else {
+		err = serveMetrics(ctx, pc, subsys, adminName, reg, &wg, logger)
+	}
+	if err == nil {
+		switch role {
+		case "matchmaker":
+			err = serveMatchmaker(ctx, pc, reg, reconfigs, logger)
+		case "agent":
+			err = serveAgent(ctx, pc, *name, reg, reconfigs, logger)
+		case "startd":
+			err = serveStartd(ctx, pc, *name, reg, reconfigs, admin, logger)
+		}
 	}
 	stop()
 	wg.Wait()
@@ -139,8 +150,8 @@ func (r *runningConfig) restarting(key string) bool {
 // all of it. It logs which settings changed and which of them are not
 // applied, as HTCondor's daemons do, and keeps running up to date. A
 // file that does not load, or that the daemon refuses, is logged and
-// changes nothing.
-func rereadOnHangup(ctx context.Context, hup <-chan os.Signal, running *atomic.Pointer[runningConfig], reconfigs chan<- reconfig, logger *slog.Logger) {
+// changes nothing. The keys atStart are read only when the daemon starts.
+func rereadOnHangup(ctx context.Context, hup <-chan os.Signal, running *atomic.Pointer[runningConfig], reconfigs chan<- reconfig, atStart []string, logger *slog.Logger) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -169,8 +180,9 @@ func rereadOnHangup(ctx context.Context, hup <-chan os.Signal, running *atomic.P
 			logger.Error("reconfig refused; running on the configuration read before", "err", res.err)
 			continue
 		}
-		// Every daemon sets its log level when it starts.
-		restart := append(res.restart, restartKeys(cur.started, next, "LOG_LEVEL")...)
+		// Every daemon sets its log level when it starts, and the
+		// address of its metrics (atStart).
+		restart := append(res.restart, restartKeys(cur.started, next, append([]string{"LOG_LEVEL"}, atStart...)...)...)
 		slices.Sort(restart)
 		restart = slices.Compact(restart)
 		running.Store(&runningConfig{pc: next, started: cur.started, restart: restart})
@@ -267,7 +279,7 @@ func logLevel(pc *poolConfig) slog.Level {
 	return slog.LevelInfo
 }
 
-func serveMatchmaker(ctx context.Context, pc *poolConfig, reconfigs <-chan reconfig, logger *slog.Logger) error {
+func serveMatchmaker(ctx context.Context, pc *poolConfig, reg prometheus.Registerer, reconfigs <-chan reconfig, logger *slog.Logger) error {
 	addr, err := pc.require("MATCHMAKER_ADDR")
 	if err != nil {
 		return err
@@ -286,6 +298,7 @@ func serveMatchmaker(ctx context.Context, pc *poolConfig, reconfigs <-chan recon
 		}
 		logger.Info("accountant in a database", "dsn", redactDSN(dsn), "pool", pool)
 	}
+	cfg.Metrics = reg
 	mm, err := matchmaker.New(cfg)
 	if err != nil {
 		return err
@@ -384,7 +397,7 @@ func priorityFactors(v string) (map[string]float64, error) {
 	return factors, nil
 }
 
-func serveAgent(ctx context.Context, pc *poolConfig, name string, reconfigs <-chan reconfig, logger *slog.Logger) error {
+func serveAgent(ctx context.Context, pc *poolConfig, name string, reg prometheus.Registerer, reconfigs <-chan reconfig, logger *slog.Logger) error {
 	cfg, err := agentConfig(pc, name, logger)
 	if err != nil {
 		return err
@@ -419,7 +432,7 @@ func serveAgent(ctx context.Context, pc *poolConfig, name string, reconfigs <-ch
 	if err != nil {
 		return fmt.Errorf("agent: listen on %s: %w", sock, err)
 	}
-	cfg.Queue, cfg.AdvertiseAddr = queue, tcp.Addr().String()
+	cfg.Queue, cfg.AdvertiseAddr, cfg.Metrics = queue, tcp.Addr().String(), reg
 	a, err := agent.New(cfg)
 	if err != nil {
 		return err
@@ -505,7 +518,7 @@ func agentConfig(pc *poolConfig, name string, logger *slog.Logger) (agent.Config
 	}, nil
 }
 
-func serveStartd(ctx context.Context, pc *poolConfig, name string, reconfigs <-chan reconfig, admin *daemonAdminEndpoint, logger *slog.Logger) error {
+func serveStartd(ctx context.Context, pc *poolConfig, name string, reg prometheus.Registerer, reconfigs <-chan reconfig, admin *daemonAdminEndpoint, logger *slog.Logger) error {
 	cfg, err := startdConfig(pc, name, logger)
 	if err != nil {
 		return err
@@ -520,7 +533,7 @@ func serveStartd(ctx context.Context, pc *poolConfig, name string, reconfigs <-c
 	if err != nil {
 		return fmt.Errorf("startd: listen: %w", err)
 	}
-	cfg.AdvertiseAddr = lis.Addr().String()
+	cfg.AdvertiseAddr, cfg.Metrics = lis.Addr().String(), reg
 	s, err := startd.New(cfg)
 	if err != nil {
 		lis.Close()

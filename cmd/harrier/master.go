@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc"
 
 	"harrier.dev/harrier/master"
+	"harrier.dev/harrier/metrics"
 	"harrier.dev/harrier/peercred"
 	"harrier.dev/harrier/pki"
 	"harrier.dev/harrier/wire"
@@ -85,6 +86,10 @@ func runMaster(args []string, _ io.Reader, _ io.Writer) error {
 	local := localAdminServer()
 	wire.RegisterMasterAdminServer(local, endpoint)
 	wg.Go(func() { serveUntil(ctx, local, lis, "administrator's socket", logger) })
+	reg := metrics.NewRegistry()
+	if err := serveMetrics(ctx, pc, "MASTER", "master."+cfg.Host, reg, &wg, logger); err != nil {
+		return fmt.Errorf("master: %w", err)
+	}
 	var adminAddr string
 	serverTLS, clientTLS, err := hostTLS(pc)
 	if err != nil {
@@ -95,7 +100,7 @@ func runMaster(args []string, _ io.Reader, _ io.Writer) error {
 			return fmt.Errorf("master: listen: %w", err)
 		}
 		adminAddr = tcp.Addr().String()
-		remote := grpc.NewServer(wire.ServerOptions(serverTLS)...)
+		remote := grpc.NewServer(append(metrics.NewRPC(reg).ServerOptions(), wire.ServerOptions(serverTLS)...)...)
 		wire.RegisterMasterAdminServer(remote, endpoint)
 		wg.Go(func() { serveUntil(ctx, remote, tcp, "administration over TLS", logger) })
 		started := time.Now()
