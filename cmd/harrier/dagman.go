@@ -59,7 +59,11 @@ func runDagman(args []string, _ io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("who runs the DAG: %w", err)
 	}
-	sub := &agentSubmitter{client: client, owner: me.Username}
+	bin, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find the harrier binary: %w", err)
+	}
+	sub := &agentSubmitter{client: client, owner: me.Username, bin: bin, pool: filepath.Dir(pc.path)}
 	// The agent names the DAG's own job (HTCondor's CONDOR_ID); its node
 	// jobs carry its cluster.
 	if id := os.Getenv("CONDOR_ID"); id != "" {

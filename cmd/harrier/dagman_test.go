@@ -254,3 +254,35 @@ func TestSubmitDagRecoversAndIsRemoved(t *testing.T) {
 		t.Errorf("rescue DAG after the removal:\n%s", rescue)
 	}
 }
+
+// TestSubmitDagSubDAG: a DAG whose middle node is SUBDAG EXTERNAL runs
+// the inner DAG as that node's job, a harrier dagman of its own whose
+// nodes run in order; the outer DAG's next node waits for it, and both
+// DAGs end with success.
+func TestSubmitDagSubDAG(t *testing.T) {
+	h := newUsersPool(t)
+	alice := newUser(t).Username
+	dagFiles(t, h, "unused.dag", 0)
+	writeFile(t, filepath.Join(h.dir, "inner.dag"), "CONFIG dagman.config\nJOB X node.sub\nJOB Y node.sub\nVARS X part=\"x\"\nVARS Y part=\"y\"\nPARENT X CHILD Y\n", 0o644)
+	outer := filepath.Join(h.dir, "outer.dag")
+	writeFile(t, outer, "CONFIG dagman.config\nJOB A node.sub\nSUBDAG EXTERNAL S inner.dag\nJOB B node.sub\nVARS A part=\"a\"\nVARS B part=\"b\"\nPARENT A CHILD S\nPARENT S CHILD B\n", 0o644)
+	cluster := submitDag(t, h, alice, outer)
+	id := fmt.Sprintf("%d.0", cluster)
+	eventually(t, 180*time.Second, "the outer DAG to finish", func() bool { return h.jobStatus(t, id) == 0 })
+	if hist := h.jobs(t, "history", id); len(hist) != 1 || hist[0]["ExitCode"] != 0.0 {
+		t.Fatalf("the outer DAG's job in history: %v", hist)
+	}
+	_, submits, ends := nodeEvents(t, outer)
+	if want := []string{"A", "S", "B"}; !slices.Equal(submits, want) || !slices.Equal(ends, want) {
+		t.Errorf("outer DAG: submitted %v, ended %v; want %v in order", submits, ends, want)
+	}
+	_, submits, ends = nodeEvents(t, filepath.Join(h.dir, "inner.dag"))
+	if want := []string{"X", "Y"}; !slices.Equal(submits, want) || !slices.Equal(ends, want) {
+		t.Errorf("inner DAG: submitted %v, ended %v; want %v in order", submits, ends, want)
+	}
+	for n, part := range map[string]string{"A": "a", "X": "x", "Y": "y", "B": "b"} {
+		if got := mustRead(t, filepath.Join(h.dir, n+".out")); got != "node "+n+" part "+part+"\n" {
+			t.Errorf("node %s printed %q", n, got)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 
 	"harrier.dev/harrier/agent/submit"
+	"harrier.dev/harrier/atomicfile"
 	"harrier.dev/harrier/dagman"
 	"harrier.dev/harrier/wire"
 )
@@ -26,6 +27,9 @@ type agentSubmitter struct {
 	owner  string
 	// dagJob is the DAG's own job's cluster (DAGManJobId), 0 if none.
 	dagJob int
+	// bin and pool are the harrier binary and the pool directory a
+	// SUBDAG EXTERNAL node's own harrier dagman runs with.
+	bin, pool string
 }
 
 var _ dagman.Submitter = (*agentSubmitter)(nil)
@@ -35,12 +39,18 @@ var _ dagman.Submitter = (*agentSubmitter)(nil)
 const agentPatience = time.Minute
 
 func (s *agentSubmitter) Submit(ctx context.Context, j dagman.Job) (int, int, error) {
-	if j.SubDAG {
-		return 0, 0, fmt.Errorf("node %s: %w: SUBDAG EXTERNAL", j.Node, dagman.ErrNotSupported)
-	}
 	path := j.File
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(j.Dir, path)
+	}
+	if j.SubDAG {
+		// A SUBDAG EXTERNAL node's job is its DAG's own job, as harrier
+		// submit-dag makes it; its events go to this DAG's nodes log.
+		sub, err := s.writeSubDAGJob(path)
+		if err != nil {
+			return 0, 0, fmt.Errorf("node %s: %w", j.Node, err)
+		}
+		path = sub
 	}
 	src, err := os.ReadFile(path)
 	if err != nil {
@@ -74,6 +84,19 @@ func (s *agentSubmitter) Submit(ctx context.Context, j dagman.Job) (int, int, er
 		return 0, 0, submitError(err, req)
 	}
 	return int(nc.Cluster), int(reply.Count), nil
+}
+
+// writeSubDAGJob checks the DAG in path and writes its job's submit
+// description beside it, returning where.
+func (s *agentSubmitter) writeSubDAGJob(path string) (string, error) {
+	if _, err := dagman.ParseFile(path, dagman.ParseOptions{}); err != nil {
+		return "", err
+	}
+	sub := path + ".condor.sub"
+	if err := atomicfile.Write(sub, []byte(dagJobDescription(s.bin, s.pool, path, "", nil)), 0o644); err != nil {
+		return "", fmt.Errorf("write %s: %w", sub, err)
+	}
+	return sub, nil
 }
 
 func (s *agentSubmitter) Remove(ctx context.Context, cluster int) error {
