@@ -122,6 +122,9 @@ type Agent struct {
 	// user's submissions.
 	quota      quota
 	submitRate rateLimiter
+	// schedulerProcs are the running scheduler universe jobs' processes,
+	// whose submissions submitRate paces apart (see rateKey).
+	schedulerProcs pidSet
 	// shellSeq numbers the processes started in jobs for their owners.
 	shellSeq atomic.Uint64
 

@@ -182,11 +182,29 @@ func (r *rateLimiter) setRate(rate int) {
 type rateKey struct {
 	uid    uint32
 	method string
+	// scheduler marks calls from a scheduler universe job's process (a
+	// DAG's harrier dagman), which submits a DAG's nodes for its user and
+	// gets a bucket of its own, schedulerRateFactor times as large.
+	scheduler bool
 }
+
+// schedulerRateFactor is how many times the submission rate a scheduler
+// universe job's process may submit at: a DAG submits a cluster per node,
+// and at the rate meant for a person typing it would be the pool's
+// bottleneck.
+const schedulerRateFactor = 50
 
 type bucket struct {
 	tokens float64
 	last   time.Time
+}
+
+// rateFor is the rate, and burst, of k's bucket. r.mu is held.
+func (r *rateLimiter) rateFor(k rateKey) float64 {
+	if k.scheduler {
+		return r.rate * schedulerRateFactor
+	}
+	return r.rate
 }
 
 // allow takes a token from k's bucket if it has one.
@@ -198,10 +216,11 @@ func (r *rateLimiter) allow(k rateKey, now time.Time) bool {
 		if r.buckets == nil {
 			r.buckets = map[rateKey]*bucket{}
 		}
-		b = &bucket{tokens: r.rate, last: now}
+		b = &bucket{tokens: r.rateFor(k), last: now}
 		r.buckets[k] = b
 	}
-	b.tokens = min(r.rate, b.tokens+now.Sub(b.last).Seconds()*r.rate)
+	rate := r.rateFor(k)
+	b.tokens = min(rate, b.tokens+now.Sub(b.last).Seconds()*rate)
 	b.last = now
 	if b.tokens < 1 {
 		return false
@@ -221,8 +240,36 @@ func (a *Agent) limitRate(ctx context.Context, info *tap.Info) (context.Context,
 	if !ok {
 		return ctx, nil // the handler refuses a caller without credentials
 	}
-	if !a.submitRate.allow(rateKey{cred.UID, info.FullMethodName}, time.Now()) {
+	k := rateKey{uid: cred.UID, method: info.FullMethodName, scheduler: a.schedulerProcs.has(cred.PID)}
+	if !a.submitRate.allow(k, time.Now()) {
 		return nil, limitError("MAX_SUBMISSIONS_PER_SECOND", a.limits.Load().SubmitRate, "too many submissions per second from uid %d", cred.UID)
 	}
 	return ctx, nil
+}
+
+// pidSet is the processes of the scheduler universe jobs running now.
+type pidSet struct {
+	mu   sync.Mutex
+	pids map[int32]bool // guarded by mu
+}
+
+func (p *pidSet) add(pid int32) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pids == nil {
+		p.pids = map[int32]bool{}
+	}
+	p.pids[pid] = true
+}
+
+func (p *pidSet) remove(pid int32) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.pids, pid)
+}
+
+func (p *pidSet) has(pid int32) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pids[pid]
 }

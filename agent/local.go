@@ -93,6 +93,10 @@ func (a *Agent) runLocal(ctx context.Context, r *run) {
 		return
 	}
 	pid := cmd.Process.Pid
+	if u, _ := ad.EvalInt(AttrJobUniverse); u == universeScheduler {
+		a.schedulerProcs.add(int32(pid))
+		defer a.schedulerProcs.remove(int32(pid))
+	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
 	a.executing(ctx, r, shadow.Event{Type: shadow.EventExecuting})

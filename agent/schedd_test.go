@@ -264,13 +264,13 @@ func TestSubmitRate(t *testing.T) {
 func TestRateLimiter(t *testing.T) {
 	r := rateLimiter{rate: 2}
 	at := time.Unix(1000, 0)
-	alice, bob := rateKey{1000, "m"}, rateKey{1001, "m"}
+	alice, bob := rateKey{uid: 1000, method: "m"}, rateKey{uid: 1001, method: "m"}
 	for i, want := range []bool{true, true, false, false} {
 		if got := r.allow(alice, at); got != want {
 			t.Errorf("call %d at once: %v, want %v", i, got, want)
 		}
 	}
-	if !r.allow(bob, at) || !r.allow(rateKey{1000, "other"}, at) {
+	if !r.allow(bob, at) || !r.allow(rateKey{uid: 1000, method: "other"}, at) {
 		t.Error("one user's flood held up another user, or another method")
 	}
 	if !r.allow(alice, at.Add(500*time.Millisecond)) || r.allow(alice, at.Add(500*time.Millisecond)) {
@@ -284,6 +284,16 @@ func TestRateLimiter(t *testing.T) {
 	}
 	if n != 2 {
 		t.Errorf("after an hour's pause %d calls went through at once, want the burst of 2", n)
+	}
+	// A DAG's harrier dagman, a scheduler universe job's process, has a
+	// bucket of its own, schedulerRateFactor times as large.
+	dag := rateKey{uid: 1000, method: "m", scheduler: true}
+	n = 0
+	for r.allow(dag, later) {
+		n++
+	}
+	if n != 2*schedulerRateFactor {
+		t.Errorf("a scheduler universe job's process made %d calls at once, want %d", n, 2*schedulerRateFactor)
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"harrier.dev/harrier/agent"
@@ -30,6 +32,7 @@ func runBenchThroughput(args []string, stdout io.Writer) error {
 	held := fs.Bool("held", false, "the jobs --queue queues are held rather than idle: in the queue, but neither advertised nor matched")
 	sandbox := fs.String("sandbox", "process", "how jobs run: process or container")
 	dir := fs.String("dir", "", "pool directory (default: a new temporary one, removed afterwards)")
+	dag := fs.Bool("dag", false, "run the jobs as the nodes of one DAG (harrier submit-dag), to measure what DAGMan costs")
 	store := fs.String("store", "", "where the agent keeps its job queue: embedded (the default) or a PostgreSQL database's postgres:// URL (as pool up --store)")
 	if err := fs.Parse(args); err != nil {
 		return usagef("%v", err)
@@ -86,12 +89,21 @@ func runBenchThroughput(args []string, stdout io.Writer) error {
 		}
 	}
 	start := time.Now()
-	cluster, err := benchSubmit(ctx, client, "executable = /bin/true\nqueue "+strconv.Itoa(*jobs)+"\n")
+	var cluster int32
+	if *dag {
+		cluster, err = benchSubmitDag(poolDir, *jobs)
+	} else {
+		cluster, err = benchSubmit(ctx, client, "executable = /bin/true\nqueue "+strconv.Itoa(*jobs)+"\n")
+	}
 	if err != nil {
 		return err
 	}
 	submitted := time.Since(start)
-	if err := waitGone(ctx, client, cluster, *jobs); err != nil {
+	waitFor := *jobs
+	if *dag {
+		waitFor = 1 // the DAG's own job leaves the queue once every node has
+	}
+	if err := waitGone(ctx, client, cluster, waitFor); err != nil {
 		return err
 	}
 	elapsed := time.Since(start)
@@ -103,8 +115,12 @@ func runBenchThroughput(args []string, stdout io.Writer) error {
 	if *held {
 		state = "held"
 	}
-	fmt.Fprintf(stdout, "%d jobs (/bin/true, sandbox %s) on %d startds x %d slots, %d %s jobs queued, %s store: %.2f s (submit %.3f s), %.1f jobs/s\n",
-		*jobs, *sandbox, *startds, *slots, *queue, state, storeName, elapsed.Seconds(), submitted.Seconds(), float64(*jobs)/elapsed.Seconds())
+	how := "jobs"
+	if *dag {
+		how = "DAG nodes"
+	}
+	fmt.Fprintf(stdout, "%d %s (/bin/true, sandbox %s) on %d startds x %d slots, %d %s jobs queued, %s store: %.2f s (submit %.3f s), %.1f jobs/s\n",
+		*jobs, how, *sandbox, *startds, *slots, *queue, state, storeName, elapsed.Seconds(), submitted.Seconds(), float64(*jobs)/elapsed.Seconds())
 	return nil
 }
 
@@ -144,6 +160,37 @@ func waitGone(ctx context.Context, client wire.ScheddClient, cluster int32, n in
 		time.Sleep(50 * time.Millisecond)
 	}
 	return nil
+}
+
+// benchSubmitDag writes a DAG of n independent /bin/true nodes into dir,
+// reading its nodes log every second, submits it with harrier submit-dag
+// and returns the DAG job's cluster.
+func benchSubmitDag(dir string, n int) (int32, error) {
+	var b strings.Builder
+	b.WriteString("CONFIG bench.dag.config\n")
+	for i := range n {
+		fmt.Fprintf(&b, "JOB n%d node.sub\n", i)
+	}
+	files := map[string]string{"bench.dag": b.String(), "node.sub": "executable = /bin/true\nqueue\n",
+		"bench.dag.config": "DAGMAN_USER_LOG_SCAN_INTERVAL = 1\n"}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			return 0, err
+		}
+	}
+	var out bytes.Buffer
+	if err := runSubmitDag([]string{"-pool", dir, filepath.Join(dir, "bench.dag")}, nil, &out); err != nil {
+		return 0, err
+	}
+	var cluster int32
+	i := strings.Index(out.String(), "submitted to cluster ")
+	if i < 0 {
+		return 0, fmt.Errorf("submit-dag said %q", out.String())
+	}
+	if _, err := fmt.Sscanf(out.String()[i:], "submitted to cluster %d.", &cluster); err != nil {
+		return 0, fmt.Errorf("submit-dag said %q: %w", out.String(), err)
+	}
+	return cluster, nil
 }
 
 // benchSubmit queues the jobs of a submit description.

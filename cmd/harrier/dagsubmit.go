@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"harrier.dev/harrier/agent/submit"
 	"harrier.dev/harrier/atomicfile"
@@ -67,7 +69,11 @@ func (s *agentSubmitter) Submit(ctx context.Context, j dagman.Job) (int, int, er
 	// the node's try failed at once.
 	ctx, cancel := context.WithTimeout(ctx, agentPatience)
 	defer cancel()
-	nc, err := s.client.NewCluster(ctx, &wire.NewClusterRequest{}, grpc.WaitForReady(true))
+	var nc *wire.NewClusterReply
+	err = paced(ctx, func() (err error) {
+		nc, err = s.client.NewCluster(ctx, &wire.NewClusterRequest{}, grpc.WaitForReady(true))
+		return err
+	})
 	if err != nil {
 		return 0, 0, rpcError("new cluster", err)
 	}
@@ -79,7 +85,11 @@ func (s *agentSubmitter) Submit(ctx context.Context, j dagman.Job) (int, int, er
 		ad.SetInt("TotalSubmitProcs", int64(len(ads)))
 	}
 	req := submitRequest(nc.Cluster, ads)
-	reply, err := s.client.Submit(ctx, req, grpc.WaitForReady(true))
+	var reply *wire.SubmitReply
+	err = paced(ctx, func() (err error) {
+		reply, err = s.client.Submit(ctx, req, grpc.WaitForReady(true))
+		return err
+	})
 	if err != nil {
 		return 0, 0, submitError(err, req)
 	}
@@ -97,6 +107,23 @@ func (s *agentSubmitter) writeSubDAGJob(path string) (string, error) {
 		return "", fmt.Errorf("write %s: %w", sub, err)
 	}
 	return sub, nil
+}
+
+// paced calls call until the agent stops refusing it for the user's
+// submission rate (MAX_SUBMISSIONS_PER_SECOND) or ctx ends: a DAG waits
+// for its turn rather than failing the node.
+func paced(ctx context.Context, call func() error) error {
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		err := call()
+		if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "MAX_SUBMISSIONS_PER_SECOND") {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+	}
 }
 
 func (s *agentSubmitter) Remove(ctx context.Context, cluster int) error {
