@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -34,7 +35,8 @@ func NeedBusybox(t testing.TB) {
 }
 
 // Image is busybox in one layer and files (path: content) in a second,
-// for this machine's platform.
+// for this machine's platform. A path ending in "/" is a directory
+// everyone may write to, like /tmp.
 func Image(t testing.TB, files map[string]string) v1.Image {
 	t.Helper()
 	NeedBusybox(t)
@@ -57,6 +59,10 @@ func Image(t testing.TB, files map[string]string) v1.Image {
 	}
 	sort.Strings(paths)
 	for _, p := range paths {
+		if d, ok := strings.CutSuffix(p, "/"); ok {
+			top.header(t, &tar.Header{Name: d + "/", Typeflag: tar.TypeDir, Mode: 0o1777})
+			continue
+		}
 		top.file(t, p, []byte(files[p]), 0o644)
 	}
 	img, err := mutate.AppendLayers(empty.Image, base.layer(t), top.layer(t))
