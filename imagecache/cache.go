@@ -37,7 +37,8 @@ type Cache struct {
 }
 
 // New opens the cache in dir, making it if needed. maxBytes caps the
-// unpacked size of the images no job uses (0: no cap).
+// cache's unpacked size (0: no cap); images that jobs hold are never
+// evicted, so it is exceeded while they need more.
 func New(dir string, maxBytes int64, log *slog.Logger) (*Cache, error) {
 	if log == nil {
 		log = slog.Default()

@@ -87,7 +87,7 @@ func unpackEntry(rootFd int, name string, h *tar.Header, r io.Reader) (int64, er
 		}
 		defer unix.Close(fd)
 		return 0, setOwnerMode(fd, h, mode)
-	case tar.TypeReg, tar.TypeRegA:
+	case tar.TypeReg:
 		if err := clear(dirFd, base); err != nil {
 			return 0, err
 		}
