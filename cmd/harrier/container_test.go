@@ -22,7 +22,8 @@ import (
 // (a marker), not the machine's, and write their output to the submit
 // directory through iofs as usual. The machine pulls the image once for
 // all the jobs of both users; one user's writes to the image's root are
-// invisible to the other's job, and to the other user on the machine.
+// invisible to the other's job, and to the other user on the machine. A
+// vacated job in its image is not checkpointed, and says so.
 func TestContainerUniverse(t *testing.T) {
 	if err := sandbox.Available(); err != nil {
 		t.Skipf("containers not available: %v", err)
@@ -130,6 +131,17 @@ queue 2
 		t.Errorf("bob's job:\n%s\nerr:\n%s", bOut, mustRead(t, filepath.Join(bDir, "err")))
 	}
 
+	// A job in its own image is not checkpointed, and its event log says
+	// why; it runs again from its start, in the image still cached.
+	p.must(t, "vacate", fmt.Sprintf("%d.0", a))
+	var log string
+	eventually(t, 60*time.Second, "the eviction in alice's event log", func() bool {
+		log = readLog(t, filepath.Join(aDir, "job.log"))
+		return strings.Contains(log, "Job was evicted.")
+	})
+	if !strings.Contains(log, "cannot be checkpointed yet") {
+		t.Errorf("the event log does not say why the job was not checkpointed:\n%s", log)
+	}
 	writeFile(t, filepath.Join(aDir, "go"), "", 0o644)
 	if out, code := p.tool(t, alice.Username, "wait", "--timeout", "90", fmt.Sprintf("%d.0", a)); code != 0 {
 		t.Fatalf("wait for alice's first job: exit %d: %s", code, out)
@@ -138,7 +150,8 @@ queue 2
 		t.Errorf("out.0:\n%s", out0)
 	}
 
-	// Three jobs, one pull: the image's two layers were unpacked once.
+	// Four starts of three jobs, one pull: the image's two layers were
+	// unpacked once.
 	ready, unpacked := 0, 0
 	re := regexp.MustCompile(`container image ready.* unpacked=(\d+)`)
 	_ = filepath.WalkDir(filepath.Join(p.testPool.dir, "execute"), func(path string, d os.DirEntry, err error) error {
@@ -153,7 +166,7 @@ queue 2
 		}
 		return nil
 	})
-	if ready != 3 || unpacked != 2 {
-		t.Errorf("starter logs: %d jobs readied the image, unpacking %d layers; want 3 jobs, 2 layers", ready, unpacked)
+	if ready != 4 || unpacked != 2 {
+		t.Errorf("starter logs: %d starts readied the image, unpacking %d layers; want 4 starts, 2 layers", ready, unpacked)
 	}
 }
