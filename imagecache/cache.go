@@ -96,11 +96,16 @@ func (c *Cache) Acquire(ctx context.Context, img v1.Image) (*Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read image layers: %w", err)
 	}
+	// The configuration names the layers' diff IDs: asking the layers
+	// themselves would read and hash some of them (an OCI layout's) even
+	// when they are cached.
+	if len(cf.RootFS.DiffIDs) != len(layers) {
+		return nil, fmt.Errorf("image configuration names %d layers, its manifest %d", len(cf.RootFS.DiffIDs), len(layers))
+	}
 	rec := record{Config: cf.Config}
-	for _, l := range layers {
-		d, err := l.DiffID()
-		if err != nil {
-			return nil, fmt.Errorf("read image layers: %w", err)
+	for _, d := range cf.RootFS.DiffIDs {
+		if d.Algorithm != "sha256" || len(d.Hex) != 64 || strings.Trim(d.Hex, "0123456789abcdef") != "" {
+			return nil, fmt.Errorf("image configuration: bad layer digest %s", d)
 		}
 		rec.Layers = append(rec.Layers, d.Hex)
 	}

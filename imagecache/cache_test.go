@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"golang.org/x/sys/unix"
@@ -429,4 +431,89 @@ func FuzzUnpackLayer(f *testing.F) {
 		}
 		checkTame(t, root)
 	})
+}
+
+// bigImage is an image of 50 MiB of incompressible files in 5 layers.
+func bigImage(b *testing.B) v1.Image {
+	var layers []v1.Layer
+	for i := range 5 {
+		var es []entry
+		for j := range 10 {
+			body := make([]byte, 1<<20)
+			for k := range body {
+				body[k] = byte((k*7919 + j*104729 + i*1299709) >> 3)
+			}
+			es = append(es, entry{name: fmt.Sprintf("l%d/f%d", i, j), body: string(body)})
+		}
+		layers = append(layers, layer(b, layerTar(b, es...)))
+	}
+	return image(b, layers...)
+}
+
+// BenchmarkAcquire50MBCold pulls a 50 MiB image from an OCI layout
+// into an empty cache: read, verify, unpack, sync.
+func BenchmarkAcquire50MBCold(b *testing.B) {
+	needRoot(b)
+	dir := filepath.Join(b.TempDir(), "layout")
+	p, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := p.AppendImage(bigImage(b)); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(50 << 20)
+	b.ReportAllocs()
+	for b.Loop() {
+		c, err := New(b.TempDir(), 0, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		img, err := Open(context.Background(), dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		im, err := c.Acquire(context.Background(), img)
+		if err != nil {
+			b.Fatal(err)
+		}
+		im.Release()
+	}
+}
+
+// BenchmarkAcquire50MBWarm acquires the same image once it is cached.
+func BenchmarkAcquire50MBWarm(b *testing.B) {
+	needRoot(b)
+	dir := filepath.Join(b.TempDir(), "layout")
+	p, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := p.AppendImage(bigImage(b)); err != nil {
+		b.Fatal(err)
+	}
+	c, err := New(b.TempDir(), 0, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	acquire := func() *Image {
+		img, err := Open(context.Background(), dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		im, err := c.Acquire(context.Background(), img)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return im
+	}
+	acquire().Release()
+	b.ReportAllocs()
+	for b.Loop() {
+		im := acquire()
+		if im.Unpacked != 0 {
+			b.Fatalf("a cached image unpacked %d layers", im.Unpacked)
+		}
+		im.Release()
+	}
 }

@@ -88,3 +88,27 @@ func TestImageJobRefusesCheckpoint(t *testing.T) {
 	}
 	s.wait(t)
 }
+
+// BenchmarkContainerTrueInImage is BenchmarkContainerTrue in a busybox
+// image already in the cache: the warm start of a job in its own image.
+func BenchmarkContainerTrueInImage(b *testing.B) {
+	r := testRunner(b, nil)
+	cache, err := imagecache.New(b.TempDir(), 0, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	im, err := cache.Acquire(context.Background(), imagetest.Image(b, nil))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer im.Release()
+	dir := b.TempDir()
+	b.ReportAllocs()
+	for b.Loop() {
+		task := &Task{ID: "1.0", Path: "/bin/true", Dir: dir, ScratchDir: dir, ImageLayers: im.Layers}
+		res := startJob(b, r, task).wait(b)
+		if res.exit.Code != 0 {
+			b.Fatalf("exit %+v", res.exit)
+		}
+	}
+}

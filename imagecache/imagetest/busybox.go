@@ -24,7 +24,7 @@ import (
 const Busybox = "/bin/busybox"
 
 // applets get a symbolic link to busybox in /bin.
-var applets = []string{"sh", "cat", "ls", "uname", "echo", "id", "sleep", "touch", "mkdir", "rm", "test"}
+var applets = []string{"sh", "cat", "ls", "uname", "echo", "id", "sleep", "touch", "mkdir", "rm", "test", "true"}
 
 // NeedBusybox skips a test without a static busybox.
 func NeedBusybox(t testing.TB) {
