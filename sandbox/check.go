@@ -17,6 +17,11 @@ func checkTask(t *Task, id identity) error {
 	if !filepath.IsAbs(t.Path) {
 		return fmt.Errorf("Failed to execute '%s': not an absolute path", t.Path)
 	}
+	// A program of the job's own image is looked for there when the job
+	// starts, not on this machine.
+	if inImage := len(t.ImageLayers) > 0 && !under(filepath.Clean(t.Path), []string{t.ScratchDir}); inImage {
+		return checkDirs(t)
+	}
 	st, err := os.Stat(t.Path)
 	if err != nil {
 		var pe *os.PathError
@@ -31,6 +36,11 @@ func checkTask(t *Task, id identity) error {
 	if !executableBy(st, id) {
 		return fmt.Errorf("Failed to execute '%s': permission denied (not executable by %s)", t.Path, id.name)
 	}
+	return checkDirs(t)
+}
+
+// checkDirs checks the task's directories and limits.
+func checkDirs(t *Task) error {
 	dir := t.Dir
 	if t.DirSource != "" {
 		if !filepath.IsAbs(t.Dir) {

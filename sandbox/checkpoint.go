@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"harrier.dev/harrier/checkpoint"
@@ -15,6 +16,12 @@ import (
 // directories at their own places, the scratch directory at
 // JobScratchDir, the working directory at the job's own path.
 
+// ErrImageCheckpoint refuses checkpoints of jobs in their own container
+// images: a restore needs the same root, and the job's writes to it (its
+// overlay's upper directory) do not travel with the image.
+var ErrImageCheckpoint = errors.New("jobs in their own container image cannot be checkpointed yet: " +
+	"their root's writes do not travel with a checkpoint")
+
 // Checkpoint dumps the running job into opts.ImageDir with CRIU. Unless
 // opts.LeaveRunning, the job ends with the dump and Wait returns. Where
 // CRIU can track dirty memory (probed once per Runner) the dump is a
@@ -23,6 +30,9 @@ import (
 // it out unless the job holds TCP connections (see
 // checkpoint.DumpOptions.LoopbackOnly).
 func (j *Job) Checkpoint(ctx context.Context, opts checkpoint.DumpOptions) (*checkpoint.Result, error) {
+	if len(j.task.ImageLayers) > 0 {
+		return nil, ErrImageCheckpoint
+	}
 	if opts.Logger == nil {
 		opts.Logger = j.r.log
 	}
@@ -37,6 +47,9 @@ func (j *Job) Checkpoint(ctx context.Context, opts checkpoint.DumpOptions) (*che
 // mount, when set). An image whose processes would get more privilege
 // than that fresh start is refused (checkpoint.ErrPrivilege).
 func (r *Runner) Restore(ctx context.Context, t *Task, imageDir string) (*Job, *checkpoint.RestoreResult, error) {
+	if len(t.ImageLayers) > 0 {
+		return nil, nil, ErrImageCheckpoint
+	}
 	s, cfg, err := r.prepare(ctx, t)
 	if err != nil {
 		return nil, nil, err

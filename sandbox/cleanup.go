@@ -4,12 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 )
 
 // Cleanup removes everything slot's jobs left under stateRoot: it kills
-// every process in the slot cgroup, removes the containers' state and then
-// the slot's cgroups. The startd calls it after each starter exits, so
+// every process in the slot cgroup, removes the containers' state and
+// image roots, and then the slot's cgroups. The startd calls it after each starter exits, so
 // that a starter killed in the middle of a job leaves nothing behind.
 // Cleaning a slot that left nothing is cheap and not an error.
 func Cleanup(stateRoot, slot string) error {
@@ -29,6 +30,12 @@ func Cleanup(stateRoot, slot string) error {
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), slot+"-") {
 			errs = append(errs, destroyContainer(root, e.Name()))
+		}
+	}
+	roots, _ := os.ReadDir(imageRootsDir(stateRoot))
+	for _, e := range roots {
+		if strings.HasPrefix(e.Name(), slot+"-") {
+			errs = append(errs, unmountImageRoot(filepath.Join(imageRootsDir(stateRoot), e.Name())))
 		}
 	}
 	errs = append(errs, removeCgroupTree(path))

@@ -36,6 +36,10 @@ type Policy struct {
 	// DiskInterval is how often a job's scratch directory is measured
 	// (the job's DiskUsage, and the check above). Default 30 s.
 	DiskInterval time.Duration `json:"disk_interval,omitempty"`
+	// ImageCacheMB caps the machine's cache of container images (see
+	// the imagecache package) that no running job uses. Default 10240;
+	// negative: no cap. It is here so that every starter reads it.
+	ImageCacheMB int64 `json:"image_cache_mb,omitempty"`
 }
 
 // Config is how a slot runs its jobs. The zero values of the optional

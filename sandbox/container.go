@@ -51,7 +51,8 @@ type spec struct {
 	dir          string   // the job's working directory, in the container
 	dirSource    string   // the host directory bound at dir; none if dir is in the scratch directory
 	cwd          string   // where the job starts: dir, or JobScratchDir (Task.InScratch)
-	rootfs       string   // see prepareRootfs
+	rootfs       string   // see prepareRootfs, or the job's image root (mountImageRoot)
+	image        bool     // rootfs is the job's own image, writable through its overlay
 	hostDirs     []string // the host's top-level directories, bound read-only
 	memoryBytes  int64
 	noSwap       bool // the memory limit covers swap too
@@ -79,9 +80,11 @@ func containerConfig(s spec) *configs.Config {
 	}
 	cfg := &configs.Config{
 		// An empty directory holding the host's top-level directories,
-		// bound read-only: programs find their libraries.
+		// bound read-only: programs find their libraries. A job's own
+		// image may be written to, as Docker allows: the writes go to its
+		// overlay's upper directory in its scratch directory.
 		Rootfs:          s.rootfs,
-		Readonlyfs:      true,
+		Readonlyfs:      !s.image,
 		Hostname:        s.hostname,
 		NoNewPrivileges: true,
 		Capabilities:    caps,

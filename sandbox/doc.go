@@ -13,6 +13,14 @@
 //     submit side's, when iofs serves it): nothing the job sees depends on
 //     the machine, so that a checkpointed job finds everything where it
 //     left it on whichever machine restores it.
+//   - A job that names its own container image (Task.ImageLayers) gets
+//     that image as its root instead: an overlay of the image's layers,
+//     read-only and shared with other jobs, and an upper directory in the
+//     job's scratch directory (root's alone), mounted for the job and
+//     unmounted with its container. No host directory is bound then; the
+//     scratch and working directories are, as above. Such a job is not
+//     checkpointed (ErrImageCheckpoint): its root's writes would not
+//     travel with the image.
 //   - New pid, mount, ipc, uts and network namespaces (loopback only), an
 //     unprivileged slot user (root only when the administrator allows it),
 //     no new privileges, no capabilities for a non-root user, masked and

@@ -198,6 +198,9 @@ func (j *Job) destroy() error {
 	if err != nil {
 		return fmt.Errorf("remove container %s: %w", j.c.ID(), err)
 	}
+	if len(j.task.ImageLayers) > 0 {
+		return unmountImageRoot(filepath.Join(imageRootsDir(j.r.cfg.StateRoot), j.c.ID()))
+	}
 	return nil
 }
 

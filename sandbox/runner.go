@@ -72,6 +72,13 @@ func (r *Runner) Start(ctx context.Context, t *Task) (_ *Job, retErr error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.image {
+		defer func() {
+			if retErr != nil {
+				_ = unmountImageRoot(s.rootfs)
+			}
+		}()
+	}
 	root := containersDir(r.cfg.StateRoot)
 	c, err := libcontainer.Create(root, s.id, cfg)
 	if err != nil {
@@ -116,14 +123,30 @@ func (r *Runner) prepare(ctx context.Context, t *Task) (spec, *configs.Config, e
 		}
 		r.slotMade.Store(true)
 	}
-	rootfs := filepath.Join(r.cfg.StateRoot, "rootfs")
-	hostDirs, err := prepareRootfs(rootfs)
-	if err != nil {
-		return spec{}, nil, fmt.Errorf("prepare container root %s: %w", rootfs, err)
+	id := containerID(r.cfg.Slot, t.ID)
+	// A container of the same name can only be a leftover of this slot.
+	if err := destroyContainer(containersDir(r.cfg.StateRoot), id); err != nil {
+		return spec{}, nil, err
+	}
+	var (
+		rootfs   string
+		hostDirs []string
+		err      error
+	)
+	if len(t.ImageLayers) > 0 {
+		if rootfs, err = mountImageRoot(r.cfg.StateRoot, id, t); err != nil {
+			return spec{}, nil, err
+		}
+	} else {
+		rootfs = filepath.Join(r.cfg.StateRoot, "rootfs")
+		if hostDirs, err = prepareRootfs(rootfs); err != nil {
+			return spec{}, nil, fmt.Errorf("prepare container root %s: %w", rootfs, err)
+		}
 	}
 	dir, dirSource := jobDir(t)
 	s := spec{
-		id:           containerID(r.cfg.Slot, t.ID),
+		id:           id,
+		image:        len(t.ImageLayers) > 0,
 		cgroupParent: slotPath,
 		user:         r.user,
 		scratch:      t.ScratchDir,
@@ -143,10 +166,6 @@ func (r *Runner) prepare(ctx context.Context, t *Task) (spec, *configs.Config, e
 	s.hostname = s.id
 	if r.cfg.CPUQuota && t.Cpus > 0 {
 		s.cpuQuota = t.Cpus * cpuPeriod
-	}
-	// A container of the same name can only be a leftover of this slot.
-	if err := destroyContainer(containersDir(r.cfg.StateRoot), s.id); err != nil {
-		return spec{}, nil, err
 	}
 	return s, containerConfig(s), nil
 }
@@ -215,11 +234,15 @@ func hasVar(env []string, name string) bool {
 	return false
 }
 
-// chownTree gives dir and everything in it to the user.
+// chownTree gives dir and everything in it to the user, but for the
+// overlay directories of a job in its image, which stay root's.
 func chownTree(dir string, id identity) error {
 	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
+		}
+		if d.IsDir() && p == filepath.Join(dir, imageRootDir) {
+			return filepath.SkipDir
 		}
 		return os.Lchown(p, id.uid, id.gid)
 	})

@@ -35,6 +35,11 @@ type Task struct {
 	// ScratchLimitKB caps the scratch directory whatever DiskKB says:
 	// the slot's share of the machine's disk (0: no cap).
 	ScratchLimitKB int64
+	// ImageLayers, when set, are the unpacked layers of the job's own
+	// container image, bottom first (see the imagecache package): the
+	// job's root is an overlay of them, read-only, and a writable upper
+	// directory in ScratchDir, instead of the machine's root.
+	ImageLayers []string
 }
 
 // scratchLimit returns the size in bytes beyond which the job's scratch

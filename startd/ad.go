@@ -70,6 +70,12 @@ func machineAd(c adConfig, m machine, v view, now time.Time) *classad.ClassAd {
 	ad.SetInt("MyCurrentTime", now.Unix())
 	ad.SetString("HarrierVersion", c.version)
 	ad.SetString("HarrierSandbox", c.sandbox)
+	// Jobs in their own container images (universe = container or
+	// docker) need a container; submit requires these, as HTCondor's does.
+	if c.sandbox == "container" {
+		ad.SetBool("HasContainer", true)
+		ad.SetBool("HasDocker", true)
+	}
 	if cl := v.claim; cl != nil {
 		ad.SetString("ClaimedBy", cl.agent)
 		if cl.owner != "" {

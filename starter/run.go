@@ -24,13 +24,17 @@ func (s *Starter) executeJob(ctx context.Context, conn grpc.ClientConnInterface,
 	task *Task, stop stopping, send *sender, kills <-chan stopRequest, shellOpens <-chan *wire.ShellOpen, xfer *fileTransfer,
 	logger *slog.Logger) (*wire.Exited, error) {
 	ck := &checkpoints{client: client, secret: s.spec.Secret, scratch: s.spec.ScratchDir, withScratch: xfer != nil, logger: logger}
-	var files *checkpointFiles
+	var (
+		files *checkpointFiles
+		dir   *jobDir
+	)
 	// In a container the job works in its submit-side directory itself,
 	// through iofs; without one, or with its files transferred, it works
 	// in its scratch directory, and with want_submit_dir it sees its
 	// submit-side directory there all the same, as submitDirName.
 	if iwd := stringAttr(job, "Iwd"); s.spec.Sandbox == "container" && filepath.IsAbs(iwd) && (xfer == nil || xfer.submitDir()) {
-		dir, err := mountJobDir(ctx, conn, s.spec.Secret, s.spec.ScratchDir, logger)
+		var err error
+		dir, err = mountJobDir(ctx, conn, s.spec.Secret, s.spec.ScratchDir, logger)
 		if err != nil {
 			return &wire.Exited{HoldReason: fmt.Sprintf("Cannot reach the job's directory %s: %v", iwd, err), HoldCode: holdCodeInput}, nil
 		}
@@ -50,6 +54,11 @@ func (s *Starter) executeJob(ctx context.Context, conn grpc.ClientConnInterface,
 			files = &checkpointFiles{client: client, secret: s.spec.Secret, logger: logger, sync: dir.sync}
 		}
 	}
+	release, hold := s.jobImage(ctx, job, task, dir, logger)
+	if hold != nil {
+		return hold, nil
+	}
+	defer release()
 	ck.lastImage, _ = job.EvalInt("LastCkptImageSize")
 	ck.seal, ck.noSeal = sealFor(s.spec)
 	policy := checkpointing{take: ck.take, want: wantCheckpoint(job)}

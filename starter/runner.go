@@ -49,6 +49,9 @@ type Task struct {
 	// ScratchLimitKB caps the scratch directory whatever DiskKB says (0:
 	// no cap).
 	ScratchLimitKB int64
+	// ImageLayers are the layers of the job's own container image, bottom
+	// first (see ImageRunner); none: the machine's own system.
+	ImageLayers []string
 	// RestoreFailure is set by a start that was to restore the job from
 	// its checkpoint and started it from the beginning instead: why.
 	RestoreFailure string
@@ -124,6 +127,24 @@ type CheckpointStats struct {
 // processes.
 type Restorer interface {
 	Restore(ctx context.Context, t *Task, imageDir string) (Job, error)
+}
+
+// ImageRunner is a Runner that runs jobs in their own container images
+// (universe = container or docker). Image makes the image named by ref
+// ready on this machine (a path to an OCI image layout or a docker-save
+// tarball, or a registry reference) and holds it for the job until
+// Image.Release.
+type ImageRunner interface {
+	Image(ctx context.Context, ref string) (*Image, error)
+}
+
+// Image is a container image held for a job.
+type Image struct {
+	ID       string   // the digest of its configuration
+	Layers   []string // for Task.ImageLayers
+	Env      []string // what the image sets, under the job's own environment
+	Unpacked int      // layers fetched and unpacked for this job; the rest were cached
+	Release  func() error
 }
 
 // Restored is a Job a Restorer brought back; RestoreTime is how long

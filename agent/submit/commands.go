@@ -41,6 +41,8 @@ var commandTable = []commandEntry{
 	{"error", func(j *job, _, v string) error { j.errPath = v; return nil }},
 	{"log", func(j *job, _, v string) error { j.log = v; return nil }},
 	{"log_xml", onlyFalse("the job event log is always written in HTCondor's text format")},
+	{"container_image", func(j *job, _, v string) error { j.image = v; return nil }},
+	{"docker_image", func(j *job, _, v string) error { j.image = v; return nil }},
 	{"requirements", setRequirements},
 	{"rank", exprAttr("Rank")},
 	{"request_cpus", exprAttr("RequestCpus")},
@@ -116,17 +118,17 @@ var commands, commandOrder = func() (map[string]command, []string) {
 // universes are the universes Harrier runs. The standard universe's
 // promises, checkpoints and remote I/O without relinking, are what every
 // Harrier job gets, so it runs like vanilla. Scheduler and local universe
-// jobs run on the submit machine, started by the agent itself.
-var universes = map[string]int64{"standard": 1, "vanilla": 5, "scheduler": 7, "local": 12}
+// jobs run on the submit machine, started by the agent itself. The
+// container and docker universes are vanilla jobs in their own container
+// image (WantContainer, WantDocker), as in HTCondor.
+var universes = map[string]int64{"standard": 1, "vanilla": 5, "container": 5, "docker": 5, "scheduler": 7, "local": 12}
 
 // missingUniverses say why a documented universe is refused.
 var missingUniverses = map[string]string{
-	"grid":      noGrid,
-	"java":      noJava,
-	"parallel":  noParallel,
-	"vm":        noVM,
-	"docker":    noContainer,
-	"container": noContainer,
+	"grid":     noGrid,
+	"java":     noJava,
+	"parallel": noParallel,
+	"vm":       noVM,
 }
 
 func setUniverse(j *job, name, v string) error {
@@ -135,9 +137,13 @@ func setUniverse(j *job, name, v string) error {
 		if why, ok := missingUniverses[strings.ToLower(v)]; ok {
 			return valueNotSupported(name, v, why)
 		}
-		return fmt.Errorf("unknown universe %q (use vanilla, standard, scheduler or local)", v)
+		return fmt.Errorf("unknown universe %q (use vanilla, container, docker, standard, scheduler or local)", v)
 	}
 	j.ad.SetInt("JobUniverse", u)
+	j.universe = ""
+	if l := strings.ToLower(v); l == "container" || l == "docker" {
+		j.universe = l
+	}
 	return nil
 }
 

@@ -38,6 +38,9 @@ func (b *builder) finish(j *job, p *plan) error {
 	b.setPath(ad, "Err", &b.err, iwd, j.errPath)
 	b.setPath(ad, "UserLog", &b.log, iwd, j.log)
 	ad.Set("Environment", b.envMemo.get(b.env.Environ, j.getenv, j.env))
+	if err := b.containerImage(j, iwd); err != nil {
+		return errorf(p.queue.file, p.queue.line, "%w", err)
+	}
 	if err := b.requirements(j); err != nil {
 		return errorf(p.req.file, p.req.line, "%w", err)
 	}
@@ -224,7 +227,8 @@ func (b *builder) size(path string) int64 {
 // clauses condor_submit adds for attributes the expression does not
 // mention: Arch, OpSys, Disk, Memory and Cpus.
 func (b *builder) requirements(j *job) error {
-	if !b.reqExpr.IsZero() && b.reqSrc == j.requirements {
+	src := j.requirements + "\x00" + j.universe
+	if !b.reqExpr.IsZero() && b.reqSrc == src {
 		j.ad.Set("Requirements", b.reqExpr)
 		return nil
 	}
@@ -235,6 +239,12 @@ func (b *builder) requirements(j *job) error {
 	var parts []string
 	if j.requirements != "" {
 		parts = append(parts, "("+j.requirements+")")
+	}
+	switch {
+	case j.universe == "docker" && !mentioned["hasdocker"]:
+		parts = append(parts, "(TARGET.HasDocker)")
+	case j.universe == "container" && !mentioned["hascontainer"]:
+		parts = append(parts, "(TARGET.HasContainer)")
 	}
 	if !mentioned["arch"] {
 		parts = append(parts, fmt.Sprintf("(TARGET.Arch == %q)", b.arch))
@@ -255,7 +265,7 @@ func (b *builder) requirements(j *job) error {
 	if err != nil {
 		return err
 	}
-	b.reqSrc, b.reqExpr = j.requirements, e
+	b.reqSrc, b.reqExpr = src, e
 	j.ad.Set("Requirements", e)
 	return nil
 }
@@ -364,4 +374,45 @@ func wildMatch(pattern, name string) bool {
 		}
 		name, rest = name[i+len(part):], after
 	}
+}
+
+// containerImage sets the attributes of a job in its own container
+// image: WantContainer and ContainerImage, or WantDocker and DockerImage.
+// container_image alone makes a container universe job, as in HTCondor.
+// A container_image without docker:// is an OCI image layout directory
+// or a docker-save tarball on this machine, named from the initial
+// directory and recorded absolute; the starter reads it through the
+// job's initial directory. A docker_image names an image in a registry.
+func (b *builder) containerImage(j *job, iwd string) error {
+	if j.universe == "" && j.image != "" {
+		j.universe = "container"
+	}
+	switch {
+	case j.universe == "":
+		return nil
+	case j.image == "" && j.universe == "docker":
+		return errors.New("universe = docker needs docker_image")
+	case j.image == "":
+		return errors.New("universe = container needs container_image")
+	}
+	ref := j.image
+	if j.universe == "container" && !strings.HasPrefix(ref, "docker://") {
+		if !filepath.IsAbs(ref) {
+			ref = filepath.Join(iwd, ref)
+		}
+		ref = filepath.Clean(ref)
+		if !j.skipChecks {
+			if _, err := os.Stat(ref); err != nil {
+				return fmt.Errorf("container_image %s: %w", j.image, errors.Unwrap(err))
+			}
+		}
+	}
+	if j.universe == "docker" {
+		j.ad.SetBool("WantDocker", true)
+		j.ad.SetString("DockerImage", ref)
+	} else {
+		j.ad.SetBool("WantContainer", true)
+		j.ad.SetString("ContainerImage", ref)
+	}
+	return nil
 }

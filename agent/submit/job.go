@@ -51,11 +51,14 @@ type job struct {
 
 	exe, input, output, errPath, log, iwd string
 	requirements                          string
-	env                                   []string // NAME=value from environment
-	getenv                                []string // patterns of variables to import
-	skipChecks                            bool
-	hold                                  bool
-	requestDisk                           bool // request_disk was given
+	// universe is "container" or "docker" for a job in its own image,
+	// whose reference is image (container_image or docker_image).
+	universe, image string
+	env             []string // NAME=value from environment
+	getenv          []string // patterns of variables to import
+	skipChecks      bool
+	hold            bool
+	requestDisk     bool // request_disk was given
 	// The retry commands (max_retries, success_exit_code, retry_until)
 	// and on_exit_remove, from which finish builds OnExitRemove.
 	retries      bool // any retry command was given

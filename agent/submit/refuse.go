@@ -19,7 +19,7 @@ const (
 		"into the initial directory (transfer_output_files, transfer_output_remaps)"
 	noGrid      = "the grid universe is not available: Harrier runs jobs on its own pool only"
 	noVM        = "the vm universe is not available"
-	noContainer = "the docker and container universes are not available: every Harrier job already runs in its own container of the execute machine's system"
+	noContainer = "Harrier runs container and docker universe jobs in the image alone: on a loopback-only network, with its own entrypoint ignored, pulled once per machine"
 	noParallel  = "the parallel universe is not available"
 	noJava      = "the java universe is not available; run java as the executable of a vanilla job"
 	noCron      = "deferred and cron start times are not supported: jobs start when they are matched (submit with hold = true and release the job when it should run)"
@@ -134,9 +134,9 @@ var refusals = map[string]refusal{
 	"xen_initrd": always(noVM), "xen_kernel": always(noVM), "xen_kernel_params": always(noVM), "xen_root": always(noVM),
 
 	// docker and container universes
-	"docker_image": always(noContainer), "docker_network_type": always(noContainer),
-	"docker_pull_policy": always(noContainer), "docker_override_entrypoint": always(noContainer),
-	"container_image": always(noContainer), "container_target_dir": always(noContainer),
+	"docker_network_type": always(noContainer),
+	"docker_pull_policy":  always(noContainer), "docker_override_entrypoint": always(noContainer),
+	"container_target_dir":    always(noContainer),
 	"container_service_names": always(noContainer), "transfer_container": always(noContainer),
 
 	// advanced

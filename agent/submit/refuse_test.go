@@ -47,7 +47,7 @@ func TestRefusedValues(t *testing.T) {
 		accepted []string
 		why      string
 	}{
-		{"universe", []string{"grid", "java", "parallel", "vm", "docker", "container"},
+		{"universe", []string{"grid", "java", "parallel", "vm"},
 			[]string{"vanilla", "standard"}, "not available"},
 		{"request_gpus", []string{"1", "2", "RequestCpus"}, []string{"0"}, "no GPU support"},
 		{"notification", []string{"Always", "complete", "ERROR"}, []string{"never", "Never"}, "Harrier sends no e-mail"},

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"harrier.dev/harrier/checkpoint"
+	"harrier.dev/harrier/imagecache"
 	"harrier.dev/harrier/sandbox"
 	"harrier.dev/harrier/starter"
 )
@@ -52,16 +53,50 @@ func chooseRunner(spec *starter.Spec, logger *slog.Logger) starter.Runner {
 		//lint:ignore ST1005 a hold reason, written as HTCondor writes it
 		return failingRunner{fmt.Errorf("Cannot run jobs in containers on this machine: %w", err)}
 	}
-	return containerRunner{r}
+	cacheMB := policy.ImageCacheMB
+	if cacheMB == 0 {
+		cacheMB = defaultImageCacheMB
+	}
+	return containerRunner{r: r, images: imageCacheDir(filepath.Dir(spec.ScratchDir)), imagesMB: max(cacheMB, 0), log: logger}
 }
+
+// defaultImageCacheMB is IMAGE_CACHE_MB's default.
+const defaultImageCacheMB = 10240
+
+// imageCacheDir is where the startd of executeDir keeps its container
+// images, shared by its starters.
+func imageCacheDir(executeDir string) string { return filepath.Join(executeDir, "images") }
 
 // failingRunner refuses every job with the same error.
 type failingRunner struct{ err error }
 
 func (f failingRunner) Start(context.Context, *starter.Task) (starter.Job, error) { return nil, f.err }
 
-// containerRunner adapts sandbox.Runner to starter.Runner.
-type containerRunner struct{ r *sandbox.Runner }
+// containerRunner adapts sandbox.Runner to starter.Runner. images is
+// the machine's image cache directory, opened when a job names an image.
+type containerRunner struct {
+	r        *sandbox.Runner
+	images   string
+	imagesMB int64
+	log      *slog.Logger
+}
+
+// Image makes a job's container image ready in the machine's cache.
+func (c containerRunner) Image(ctx context.Context, ref string) (*starter.Image, error) {
+	cache, err := imagecache.New(c.images, c.imagesMB<<20, c.log)
+	if err != nil {
+		return nil, err
+	}
+	img, err := imagecache.Open(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	im, err := cache.Acquire(ctx, img)
+	if err != nil {
+		return nil, err
+	}
+	return &starter.Image{ID: im.ID, Layers: im.Layers, Env: im.Config.Env, Unpacked: im.Unpacked, Release: im.Release}, nil
+}
 
 func (c containerRunner) Start(ctx context.Context, t *starter.Task) (starter.Job, error) {
 	j, err := c.r.Start(ctx, sandboxTask(t))
@@ -94,6 +129,7 @@ func sandboxTask(t *starter.Task) *sandbox.Task {
 		ID: t.ID, Path: t.Path, Args: t.Args, Env: t.Env, Dir: t.Dir, ScratchDir: t.ScratchDir, DirSource: t.DirSource, InScratch: t.InScratch,
 		Stdin: t.Stdin, Stdout: t.Stdout, Stderr: t.Stderr,
 		Cpus: t.Cpus, MemoryMB: t.MemoryMB, DiskKB: t.DiskKB, ScratchLimitKB: t.ScratchLimitKB,
+		ImageLayers: t.ImageLayers,
 	}
 }
 
@@ -158,6 +194,8 @@ func starterUsage(u sandbox.Usage) starter.Usage {
 //	                    negative: never)
 //	DISK_CHECK_INTERVAL seconds between measures of a job's scratch
 //	                    directory (default 30)
+//	IMAGE_CACHE_MB      cap of the container images no running job uses,
+//	                    in MiB (default 10240; negative: no cap)
 func writeSandboxPolicy(pc *poolConfig, executeDir string) error {
 	allowRoot, err1 := pc.c.Bool("ALLOW_ROOT_JOBS", false)
 	pids, err2 := pc.c.Int("SLOT_PIDS_LIMIT", 0)
@@ -172,12 +210,13 @@ func writeSandboxPolicy(pc *poolConfig, executeDir string) error {
 		}
 	}
 	diskInterval, err5 := pc.c.Duration("DISK_CHECK_INTERVAL", 0)
-	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
+	imageMB, err6 := pc.c.Int("IMAGE_CACHE_MB", 0)
+	if err := errors.Join(err1, err2, err3, err4, err5, err6); err != nil {
 		return fmt.Errorf("sandbox policy: %w", err)
 	}
 	return sandbox.WritePolicy(sandbox.StateRoot(executeDir), sandbox.Policy{
 		User: pc.c.String("SLOT_USER", ""), AllowRoot: allowRoot, PidsLimit: pids,
-		CPUQuota: quota, DiskFactor: factor, DiskInterval: diskInterval,
+		CPUQuota: quota, DiskFactor: factor, DiskInterval: diskInterval, ImageCacheMB: int64(imageMB),
 	})
 }
 

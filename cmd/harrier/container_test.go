@@ -1,0 +1,172 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"harrier.dev/harrier/imagecache/imagetest"
+	"harrier.dev/harrier/sandbox"
+)
+
+// TestContainerUniverse: users' jobs with universe = container run in
+// the image named by container_image, a docker-save tarball in the
+// submit directory built here from busybox: they see the image's files
+// (a marker), not the machine's, and write their output to the submit
+// directory through iofs as usual. The machine pulls the image once for
+// all the jobs of both users; one user's writes to the image's root are
+// invisible to the other's job, and to the other user on the machine. A
+// vacated job in its image is not checkpointed, and says so.
+func TestContainerUniverse(t *testing.T) {
+	if err := sandbox.Available(); err != nil {
+		t.Skipf("containers not available: %v", err)
+	}
+	imagetest.NeedBusybox(t)
+	bin := publicBinary(t)
+	p := &hostile{testPool: startPoolFrom(t, bin, 1, "SANDBOX = container\nNUM_SLOTS = 2"), bin: bin}
+	if m := p.jobs(t, "status"); len(m) == 0 || m[0]["HasContainer"] != true || m[0]["HasDocker"] != true {
+		t.Errorf("machine ad: HasContainer = %v, HasDocker = %v", m[0]["HasContainer"], m[0]["HasDocker"])
+	}
+	img := imagetest.Image(t, map[string]string{"etc/harrier-test-image": "marker-7f3a\n", "scratchpad/": ""})
+	alice, bob := newUser(t), newUser(t)
+	dirOf := func(u string) string {
+		t.Helper()
+		home := map[string]string{alice.Username: alice.HomeDir, bob.Username: bob.HomeDir}[u]
+		dir := filepath.Join(home, "job")
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		imagetest.WriteTarball(t, img, filepath.Join(dir, "img.tar"))
+		uid, gid := lookupIDs(t, u)
+		for _, f := range []string{dir, filepath.Join(dir, "img.tar")} {
+			if err := os.Chown(f, int(uid), int(gid)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	submit := func(u, dir, desc string) int {
+		t.Helper()
+		path := filepath.Join(dir, "job.sub")
+		writeFile(t, path, desc, 0o644)
+		out, code := p.tool(t, u, "submit", path)
+		return submitted(t, out, code)
+	}
+
+	// Alice's first job writes into its image's root and waits; her
+	// second only looks around.
+	aDir := dirOf(alice.Username)
+	writeFile(t, filepath.Join(aDir, "probe.sh"), `#!/bin/sh
+cat /etc/harrier-test-image
+uname -s
+ls /
+test -e /etc/os-release && echo "host /etc"
+echo "alice $1" > /scratchpad/alice-$1
+if [ "$1" = 0 ]; then while [ ! -e go ]; do sleep 0.1; done; fi
+echo done
+`, 0o755)
+	a := submit(alice.Username, aDir, `universe = container
+container_image = ./img.tar
+executable = probe.sh
+arguments = $(Process)
+output = out.$(Process)
+error = err.$(Process)
+log = job.log
+queue 2
+`)
+	eventually(t, 90*time.Second, "alice's second job to finish", func() bool {
+		b, _ := os.ReadFile(filepath.Join(aDir, "out.1"))
+		return strings.Contains(string(b), "done")
+	})
+	out1 := mustRead(t, filepath.Join(aDir, "out.1"))
+	for _, want := range []string{"marker-7f3a", "Linux", "bin", "scratchpad"} {
+		if !strings.Contains(out1, want) {
+			t.Errorf("out.1 lacks %q:\n%s\nerr.1:\n%s", want, out1, mustRead(t, filepath.Join(aDir, "err.1")))
+		}
+	}
+	if strings.Contains(out1, "host /etc") {
+		t.Errorf("the job sees the machine's /etc:\n%s", out1)
+	}
+
+	// Alice's running job's write is in its upper directory, which bob
+	// cannot read on the machine.
+	var upper string
+	defer func() {
+		if upper == "" {
+			o, _ := os.ReadFile(filepath.Join(aDir, "out.0"))
+			e, _ := os.ReadFile(filepath.Join(aDir, "err.0"))
+			t.Logf("out.0:\n%s\nerr.0:\n%s", o, e)
+		}
+	}()
+	eventually(t, 60*time.Second, "alice's first job to write into its root", func() bool {
+		m, _ := filepath.Glob(filepath.Join(p.testPool.dir, "execute", "*", "scratch.*", ".harrier_root", "upper", "scratchpad", "alice-0"))
+		if len(m) > 0 {
+			upper = m[0]
+		}
+		return upper != ""
+	})
+	uid, gid := lookupIDs(t, bob.Username)
+	cat := exec.Command("cat", upper)
+	cat.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: gid}}
+	if b, err := cat.CombinedOutput(); err == nil {
+		t.Errorf("bob reads alice's job's root on the machine: %s", b)
+	}
+
+	// Bob's job, in the same image, sees its own root only.
+	bDir := dirOf(bob.Username)
+	writeFile(t, filepath.Join(bDir, "look.sh"), "#!/bin/sh\ncat /etc/harrier-test-image\nls -a /scratchpad\ncat /scratchpad/alice-0\necho done\n", 0o755)
+	b := submit(bob.Username, bDir, "universe = container\ncontainer_image = img.tar\nexecutable = look.sh\noutput = out\nerror = err\nqueue\n")
+	if out, code := p.tool(t, bob.Username, "wait", "--timeout", "90", fmt.Sprintf("%d.0", b)); code != 0 {
+		t.Fatalf("wait for bob's job: exit %d: %s", code, out)
+	}
+	bOut := mustRead(t, filepath.Join(bDir, "out"))
+	if !strings.Contains(bOut, "marker-7f3a") || !strings.Contains(bOut, "done") || strings.Contains(bOut, "alice") {
+		t.Errorf("bob's job:\n%s\nerr:\n%s", bOut, mustRead(t, filepath.Join(bDir, "err")))
+	}
+
+	// A job in its own image is not checkpointed, and its event log says
+	// why; it runs again from its start, in the image still cached.
+	p.must(t, "vacate", fmt.Sprintf("%d.0", a))
+	var log string
+	eventually(t, 60*time.Second, "the eviction in alice's event log", func() bool {
+		log = readLog(t, filepath.Join(aDir, "job.log"))
+		return strings.Contains(log, "Job was evicted.")
+	})
+	if !strings.Contains(log, "cannot be checkpointed yet") {
+		t.Errorf("the event log does not say why the job was not checkpointed:\n%s", log)
+	}
+	writeFile(t, filepath.Join(aDir, "go"), "", 0o644)
+	if out, code := p.tool(t, alice.Username, "wait", "--timeout", "90", fmt.Sprintf("%d.0", a)); code != 0 {
+		t.Fatalf("wait for alice's first job: exit %d: %s", code, out)
+	}
+	if out0 := mustRead(t, filepath.Join(aDir, "out.0")); !strings.Contains(out0, "marker-7f3a") || !strings.Contains(out0, "done") {
+		t.Errorf("out.0:\n%s", out0)
+	}
+
+	// Four starts of three jobs, one pull: the image's two layers were
+	// unpacked once.
+	ready, unpacked := 0, 0
+	re := regexp.MustCompile(`container image ready.* unpacked=(\d+)`)
+	_ = filepath.WalkDir(filepath.Join(p.testPool.dir, "execute"), func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasPrefix(d.Name(), "starter.") || !strings.HasSuffix(d.Name(), ".log") {
+			return nil
+		}
+		b, _ := os.ReadFile(path)
+		for _, m := range re.FindAllStringSubmatch(string(b), -1) {
+			n, _ := strconv.Atoi(m[1])
+			ready++
+			unpacked += n
+		}
+		return nil
+	})
+	if ready != 4 || unpacked != 2 {
+		t.Errorf("starter logs: %d starts readied the image, unpacking %d layers; want 4 starts, 2 layers", ready, unpacked)
+	}
+}
