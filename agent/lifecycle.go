@@ -366,10 +366,14 @@ func exited(ad *classad.ClassAd, ev shadow.Event) step {
 		AttrRemoteSysCPU:   classad.Real(ev.SysCPU),
 		AttrCompletionDate: classad.Int(time.Now().Unix()),
 	}
+	// An exit has either a code or a signal, never what an earlier run
+	// left: a policy asking ExitCode is 0 must not read the last run's.
 	if ev.BySignal {
 		final[AttrExitSignal] = classad.Int(int64(ev.Signal))
+		final[AttrExitCode] = classad.Undefined()
 	} else {
 		final[AttrExitCode] = classad.Int(int64(ev.ExitCode))
+		final[AttrExitSignal] = classad.Undefined()
 	}
 	if ev.MaxRSS > 0 {
 		final[AttrImageSize] = classad.Int((ev.MaxRSS + 1023) / 1024)

@@ -458,3 +458,28 @@ func TestIllegalMoveRefused(t *testing.T) {
 		}
 	}
 }
+
+// An exit by a signal leaves no exit code behind from an earlier run, and
+// an exit with a code no signal: the job's policy reads this run's exit.
+func TestExitReplacesTheLastRunsExit(t *testing.T) {
+	ad := classad.New()
+	ad.SetInt(AttrJobStatus, int64(Running))
+	ad.SetInt(AttrExitCode, 0)
+	policy, err := classad.ParseExpr("ExitCode is 0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ad.Set(AttrOnExitRemove, policy)
+	if st := exited(ad, shadow.Event{Type: shadow.EventExited, BySignal: true, Signal: 9}); st.to != Idle {
+		t.Errorf("a run killed by signal 9 after one that exited 0 moves the job to %v, want Idle (it runs again)", st.to)
+	}
+	if v := ad.Eval(AttrExitCode); v.Kind() != classad.UndefinedKind {
+		t.Errorf("ExitCode after an exit by signal: %v, want undefined", v)
+	}
+	if st := exited(ad, shadow.Event{Type: shadow.EventExited, ExitCode: 0}); st.to != Completed {
+		t.Errorf("an exit 0 moves the job to %v, want Completed", st.to)
+	}
+	if v := ad.Eval(AttrExitSignal); v.Kind() != classad.UndefinedKind {
+		t.Errorf("ExitSignal after an exit with a code: %v, want undefined", v)
+	}
+}
