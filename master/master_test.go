@@ -80,15 +80,19 @@ func TestRestartAndOrder(t *testing.T) {
 	var log lockedBuffer
 	cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))
 	stop := run(t, cfg)
-	waitFor(t, "three starts", func() bool { return len(lines(t, filepath.Join(dir, "starts"))) == 3 })
 	// The daemons run at once, so the order they write in proves nothing;
-	// the master's log says in which order it started them.
+	// the master's log says in which order it started them. A daemon may
+	// write before the master has logged its start, so wait for both.
 	var started []string
-	for _, line := range strings.Split(log.String(), "\n") {
-		if _, name, ok := strings.Cut(line, `msg="daemon started" name=`); ok {
-			started = append(started, strings.Fields(name)[0])
+	waitFor(t, "three starts", func() bool {
+		started = started[:0]
+		for _, line := range strings.Split(log.String(), "\n") {
+			if _, name, ok := strings.Cut(line, `msg="daemon started" name=`); ok {
+				started = append(started, strings.Fields(name)[0])
+			}
 		}
-	}
+		return len(started) == 3 && len(lines(t, filepath.Join(dir, "starts"))) == 3
+	})
 	if got := strings.Join(started, " "); got != "matchmaker agent startd" {
 		t.Errorf("started %q, want in the configured order", got)
 	}

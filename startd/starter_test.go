@@ -206,8 +206,9 @@ func TestClaimKeepsItsStarter(t *testing.T) {
 func TestReleaseDuringActivation(t *testing.T) {
 	// The starter reads its spec only once the test creates "read"; a
 	// spec bigger than a pipe's buffer keeps the startd writing it until
-	// then.
-	const script = `echo $$ > "$1/pid"
+	// then. The pid file is renamed into place so that it is never read
+	// half-written.
+	const script = `echo $$ > "$1/pid.new" && mv "$1/pid.new" "$1/pid"
 while [ ! -e "$1/read" ]; do sleep 0.05; done
 head -n 1 > "$1/spec.json"
 while [ ! -e "$1/go" ]; do sleep 0.05; done`
