@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/classad/exprtext"
 )
 
 // An Analysis explains why a job does or does not match a pool's machines,
@@ -62,8 +63,8 @@ func Analyze(job *classad.ClassAd, machines []*classad.ClassAd) Analysis {
 	var conds []classad.Expr
 	if e, ok := job.Lookup("Requirements"); ok {
 		a.Requirements = e.String()
-		for _, c := range conjuncts(scanExpr(a.Requirements)) {
-			text := source(a.Requirements, c)
+		for _, c := range exprtext.Conjuncts(exprtext.Scan(a.Requirements)) {
+			text := exprtext.Source(a.Requirements, c)
 			x, err := classad.ParseExpr(text)
 			if err != nil {
 				continue
@@ -120,8 +121,8 @@ func firstFailing(mach, job *classad.ClassAd) string {
 		return "(no Requirements)"
 	}
 	text := e.String()
-	for _, c := range conjuncts(scanExpr(text)) {
-		ct := source(text, c)
+	for _, c := range exprtext.Conjuncts(exprtext.Scan(text)) {
+		ct := exprtext.Source(text, c)
 		x, err := classad.ParseExpr(ct)
 		if err != nil {
 			return text

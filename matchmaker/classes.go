@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/classad/exprtext"
 )
 
 // This file groups the free machines of a cycle into classes of machines
@@ -32,8 +33,8 @@ func (c *machineClass) free() int { return len(c.members) - c.next }
 // shared by the many machines that advertise the same policy.
 type policyShape struct {
 	reqText, rankText string
-	conj              [][]tok
-	rank              []tok
+	conj              [][]exprtext.Token
+	rank              []exprtext.Token
 	idents            []string // every name in either text, lower-cased
 	// analyses caches the analysis of machines whose attributes named in
 	// idents or jobRefs are all literals or absent, keyed by which are
@@ -66,14 +67,14 @@ func (cl *classifier) shape(ad *classad.ClassAd) *policyShape {
 	if s, ok := cl.shapes[key]; ok {
 		return s
 	}
-	s := &policyShape{reqText: key[0], rankText: key[1], rank: scanExpr(key[1]), analyses: map[string]*analysis{}}
+	s := &policyShape{reqText: key[0], rankText: key[1], rank: exprtext.Scan(key[1]), analyses: map[string]*analysis{}}
 	if key[0] != "" {
-		s.conj = conjuncts(scanExpr(key[0]))
+		s.conj = exprtext.Conjuncts(exprtext.Scan(key[0]))
 	}
 	seen := map[string]bool{}
 	for _, ts := range append(slices.Clone(s.conj), s.rank) {
 		for _, t := range ts {
-			if n := strings.ToLower(t.text); t.kind == tokIdent && !seen[n] {
+			if n := strings.ToLower(t.Text); t.Kind == exprtext.Ident && !seen[n] {
 				seen[n] = true
 				s.idents = append(s.idents, n)
 			}
@@ -149,13 +150,13 @@ func (cl *classifier) analyze(s *policyShape, ad *classad.ClassAd) *analysis {
 			a.external[n] = true
 		}
 		if len(cr.external) == 0 {
-			a.self = append(a.self, cl.parse(source(s.reqText, c)))
+			a.self = append(a.self, cl.parse(exprtext.Source(s.reqText, c)))
 			continue
 		}
 		for n := range cr.internal {
 			r.internal[n] = true
 		}
-		b.WriteString(source(s.reqText, c))
+		b.WriteString(exprtext.Source(s.reqText, c))
 		b.WriteString(" && ")
 	}
 	b.WriteByte(0)

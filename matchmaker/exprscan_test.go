@@ -1,34 +1,10 @@
 package matchmaker
 
 import (
-	"strings"
 	"testing"
 
 	"harrier.dev/harrier/classad"
 )
-
-func TestConjuncts(t *testing.T) {
-	for _, tc := range []struct{ expr, want string }{
-		{`((a == 1 && b == 2) && c > my.d)`, `a == 1|b == 2|c > my.d`},
-		{`a && b || c`, `a && b || c`},
-		{`(a || b) && !(c && d)`, `a || b|!(c && d)`},
-		{`x ? y && z : w`, `x ? y && z : w`},
-		{`strcmp("a && b", s) == 0 && {1, 2}[0] == 1`, `strcmp("a && b",s) == 0|{ 1,2 }[0] == 1`},
-	} {
-		e, err := classad.ParseExpr(tc.expr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		text := e.String()
-		var parts []string
-		for _, c := range conjuncts(scanExpr(text)) {
-			parts = append(parts, source(text, c))
-		}
-		if got := strings.Join(parts, "|"); got != tc.want {
-			t.Errorf("conjuncts of %s (printed %s): %s, want %s", tc.expr, text, got, tc.want)
-		}
-	}
-}
 
 func TestRefs(t *testing.T) {
 	ad := mustParse(t, `[ Mem = 10; Limit = Mem * 2; Requirements = TARGET.Memory >= Limit && Arch == "X86_64" && my.Disk > 0 && size(other.Name) > 0 && [x = 1].x == 1 ]`)
@@ -46,37 +22,6 @@ func TestRefs(t *testing.T) {
 	if r.external["size"] || r.external["target"] {
 		t.Errorf("function or scope names taken for references: %v", r.external)
 	}
-}
-
-// FuzzConjuncts checks that every conjunct of a printed expression parses
-// on its own, and that an expression that is true has no conjunct that is
-// not: the negotiator relies on both to drop and index conjuncts.
-func FuzzConjuncts(f *testing.F) {
-	for _, s := range []string{
-		`a && b`, `((x > 1 && y < 2) && z)`, `a ? b && c : d && e`, `"&&" && 'odd name' && x.y && (1 && 2)`,
-		`LoadAvg <= 0.3 && KeyboardIdle > 15 * 60 && TARGET.RequestMemory <= MY.Memory`,
-		`{ a && b, [c = 1 && 2] } && true`, `1e3 > .5 && 0x1f == 31 && -2 < +3`,
-	} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, src string) {
-		e, err := classad.ParseExpr(src)
-		if err != nil {
-			return
-		}
-		text := e.String()
-		whole := classad.New().EvalExpr(e, nil)
-		for _, c := range conjuncts(scanExpr(text)) {
-			part := source(text, c)
-			pe, err := classad.ParseExpr(part)
-			if err != nil {
-				t.Fatalf("conjunct %q of %q does not parse: %v", part, text, err)
-			}
-			if whole.IsTrue() && !truthy(classad.New().EvalExpr(pe, nil)) {
-				t.Fatalf("%q is true but its conjunct %q is not", text, part)
-			}
-		}
-	})
 }
 
 func TestAnalyze(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/classad/exprtext"
 )
 
 // This file is the index of machine classes by the attributes that
@@ -33,17 +34,17 @@ var flipped = map[string]string{"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">
 // boundOf returns the bound a conjunct expresses, if it is a comparison
 // of one partner attribute with an expression that depends on ad alone and
 // evaluates to a number or a string.
-func boundOf(ad *classad.ClassAd, text string, ts []tok) (bound, bool) {
+func boundOf(ad *classad.ClassAd, text string, ts []exprtext.Token) (bound, bool) {
 	at := -1
 	depth := 0
 	for i, t := range ts {
-		if t.kind == tokIdent && (strings.EqualFold(t.text, "is") || strings.EqualFold(t.text, "isnt")) {
+		if t.Kind == exprtext.Ident && (strings.EqualFold(t.Text, "is") || strings.EqualFold(t.Text, "isnt")) {
 			return bound{}, false
 		}
-		if t.kind != tokPunct {
+		if t.Kind != exprtext.Punct {
 			continue
 		}
-		switch t.text {
+		switch t.Text {
 		case "(", "[", "{":
 			depth++
 		case ")", "]", "}":
@@ -62,7 +63,7 @@ func boundOf(ad *classad.ClassAd, text string, ts []tok) (bound, bool) {
 	if at <= 0 || at == len(ts)-1 {
 		return bound{}, false
 	}
-	op := ts[at].text
+	op := ts[at].Text
 	left, right := ts[:at], ts[at+1:]
 	attr, ok := partnerAttr(ad, left)
 	constant := right
@@ -78,7 +79,7 @@ func boundOf(ad *classad.ClassAd, text string, ts []tok) (bound, bool) {
 	if len(r.external) > 0 {
 		return bound{}, false
 	}
-	e, err := classad.ParseExpr(source(text, constant))
+	e, err := classad.ParseExpr(exprtext.Source(text, constant))
 	if err != nil {
 		return bound{}, false
 	}
@@ -101,14 +102,14 @@ func boundOf(ad *classad.ClassAd, text string, ts []tok) (bound, bool) {
 
 // partnerAttr reports whether ts is exactly a reference to one attribute
 // of the match partner, and which.
-func partnerAttr(ad *classad.ClassAd, ts []tok) (string, bool) {
+func partnerAttr(ad *classad.ClassAd, ts []exprtext.Token) (string, bool) {
 	switch {
-	case len(ts) == 3 && ts[0].kind == tokIdent && scopeOf(ts[0].text) == 't' &&
-		ts[1].kind == tokPunct && ts[1].text == "." && ts[2].kind == tokIdent:
-		return strings.ToLower(ts[2].text), true
-	case len(ts) == 1 && ts[0].kind == tokIdent && !keywords[strings.ToLower(ts[0].text)] && scopeOf(ts[0].text) == 0:
-		if _, ok := ad.Lookup(ts[0].text); !ok {
-			return strings.ToLower(ts[0].text), true
+	case len(ts) == 3 && ts[0].Kind == exprtext.Ident && scopeOf(ts[0].Text) == 't' &&
+		ts[1].Is(".") && ts[2].Kind == exprtext.Ident:
+		return strings.ToLower(ts[2].Text), true
+	case len(ts) == 1 && ts[0].Kind == exprtext.Ident && !exprtext.Keyword(ts[0].Text) && scopeOf(ts[0].Text) == 0:
+		if _, ok := ad.Lookup(ts[0].Text); !ok {
+			return strings.ToLower(ts[0].Text), true
 		}
 	}
 	return "", false

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/classad/exprtext"
 	"harrier.dev/harrier/matchmaker/gang"
 )
 
@@ -233,7 +234,7 @@ func (g *negotiation) classify() {
 	}
 	if !g.n.PreemptionRequirements.IsZero() {
 		pr := newRefs()
-		pr.addRefs(classad.New(), scanExpr(g.n.PreemptionRequirements.String()))
+		pr.addRefs(classad.New(), exprtext.Scan(g.n.PreemptionRequirements.String()))
 		for a := range pr.external {
 			external[a] = true
 		}
@@ -357,7 +358,7 @@ func (p *plan) analyze() {
 	p.internal, p.external = r.internal, r.external
 	if e, ok := p.ad.Lookup("Requirements"); ok {
 		text := e.String()
-		for _, c := range conjuncts(scanExpr(text)) {
+		for _, c := range exprtext.Conjuncts(exprtext.Scan(text)) {
 			if b, ok := boundOf(p.ad, text, c); ok {
 				p.bounds = append(p.bounds, b)
 			}

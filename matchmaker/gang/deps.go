@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/classad/exprtext"
 )
 
 // This file reads the structure of a port's expressions from their
@@ -13,84 +14,6 @@ import (
 // conjuncts of a constraint bound one attribute of the partner by a value
 // the port can compute. Where the scan is unsure it answers the safe way:
 // an expression depends on more, a conjunct is not a bound.
-
-type tokKind uint8
-
-const (
-	tokIdent tokKind = iota
-	tokNumber
-	tokString
-	tokPunct
-)
-
-type tok struct {
-	kind       tokKind
-	text       string
-	start, end int
-}
-
-// punct lists the multi-character operators, longest first.
-var punct = []string{">>>", "=?=", "=!=", "&&", "||", "==", "!=", "<=", ">=", "<<", ">>", "?:"}
-
-func isDigit(c byte) bool      { return c >= '0' && c <= '9' }
-func isIdentStart(c byte) bool { return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
-func isIdentChar(c byte) bool  { return isIdentStart(c) || isDigit(c) }
-
-// scan splits printed expression text into tokens.
-func scan(s string) []tok {
-	var ts []tok
-	for i := 0; i < len(s); {
-		c := s[i]
-		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-			i++
-		case c == '"' || c == '\'':
-			j := i + 1
-			for j < len(s) && s[j] != c {
-				if s[j] == '\\' {
-					j++
-				}
-				j++
-			}
-			j = min(j+1, len(s))
-			kind, text := tokString, s[i:j]
-			if c == '\'' {
-				kind, text = tokIdent, strings.Trim(text, "'")
-			}
-			ts = append(ts, tok{kind, text, i, j})
-			i = j
-		case isDigit(c) || c == '.' && i+1 < len(s) && isDigit(s[i+1]):
-			j := i + 1
-			for j < len(s) && (isIdentChar(s[j]) || s[j] == '.' || (s[j] == '+' || s[j] == '-') && (s[j-1] == 'e' || s[j-1] == 'E')) {
-				j++
-			}
-			ts = append(ts, tok{tokNumber, s[i:j], i, j})
-			i = j
-		case isIdentStart(c):
-			j := i + 1
-			for j < len(s) && isIdentChar(s[j]) {
-				j++
-			}
-			ts = append(ts, tok{tokIdent, s[i:j], i, j})
-			i = j
-		default:
-			j := i + 1
-			for _, op := range punct {
-				if strings.HasPrefix(s[i:], op) {
-					j = i + len(op)
-					break
-				}
-			}
-			ts = append(ts, tok{tokPunct, s[i:j], i, j})
-			i = j
-		}
-	}
-	return ts
-}
-
-func isPunct(t tok, text string) bool { return t.kind == tokPunct && t.text == text }
-
-var keywords = map[string]bool{"true": true, "false": true, "undefined": true, "error": true, "is": true, "isnt": true}
 
 // deps says what an expression of a port reads besides the port's and its
 // ad's own constant attributes.
@@ -189,30 +112,30 @@ func (v portView) nameDeps(name string, seen map[string]bool) deps {
 
 func (v portView) textDeps(text string, seen map[string]bool) deps {
 	var d deps
-	ts := scan(text)
+	ts := exprtext.Scan(text)
 	for i, t := range ts {
-		if t.kind != tokIdent || keywords[strings.ToLower(t.text)] {
+		if t.Kind != exprtext.Ident || exprtext.Keyword(t.Text) {
 			continue
 		}
-		if i+1 < len(ts) && isPunct(ts[i+1], "(") {
+		if i+1 < len(ts) && ts[i+1].Is("(") {
 			d.opaque = true
 			continue
 		}
-		if i > 0 && isPunct(ts[i-1], ".") {
+		if i > 0 && ts[i-1].Is(".") {
 			// A selection: what it reads depends on its base.
-			if i < 2 || ts[i-2].kind != tokIdent {
+			if i < 2 || ts[i-2].Kind != exprtext.Ident {
 				continue // a field of a computed value, covered by the value
 			}
-			base := ts[i-2].text
+			base := ts[i-2].Text
 			if _, own := v.lookup(base); !own && v.label(base) < 0 {
 				switch strings.ToLower(base) {
 				case "self", "my":
-					d.add(v.attrDeps(t.text, seen))
+					d.add(v.attrDeps(t.Text, seen))
 				}
 			}
 			continue
 		}
-		d.add(v.nameDeps(t.text, seen))
+		d.add(v.nameDeps(t.Text, seen))
 	}
 	return d
 }
@@ -238,7 +161,7 @@ func (v portView) bounds() []bound {
 	}
 	text := e.String()
 	var out []bound
-	for _, c := range conjuncts(scan(text)) {
+	for _, c := range exprtext.Conjuncts(exprtext.Scan(text)) {
 		if b, ok := v.boundOf(text, c); ok {
 			out = append(out, b)
 		}
@@ -247,16 +170,16 @@ func (v portView) bounds() []bound {
 }
 
 // boundOf reads one conjunct as a bound, if it is one.
-func (v portView) boundOf(text string, ts []tok) (bound, bool) {
+func (v portView) boundOf(text string, ts []exprtext.Token) (bound, bool) {
 	at, depth := -1, 0
 	for i, t := range ts {
-		if t.kind == tokIdent && (strings.EqualFold(t.text, "is") || strings.EqualFold(t.text, "isnt")) {
+		if t.Kind == exprtext.Ident && (strings.EqualFold(t.Text, "is") || strings.EqualFold(t.Text, "isnt")) {
 			return bound{}, false
 		}
-		if t.kind != tokPunct {
+		if t.Kind != exprtext.Punct {
 			continue
 		}
-		switch t.text {
+		switch t.Text {
 		case "(", "[", "{":
 			depth++
 		case ")", "]", "}":
@@ -277,7 +200,7 @@ func (v portView) boundOf(text string, ts []tok) (bound, bool) {
 	if at <= 0 || at == len(ts)-1 {
 		return bound{}, false
 	}
-	op := ts[at].text
+	op := ts[at].Text
 	left, right := ts[:at], ts[at+1:]
 	attr, ok := v.partnerAttr(left)
 	rest := right
@@ -287,7 +210,7 @@ func (v portView) boundOf(text string, ts []tok) (bound, bool) {
 		}
 		rest, op = left, flipped[op]
 	}
-	rhs, err := classad.ParseExpr(text[rest[0].start:rest[len(rest)-1].end])
+	rhs, err := classad.ParseExpr(text[rest[0].Start:rest[len(rest)-1].End])
 	if err != nil {
 		return bound{}, false
 	}
@@ -298,10 +221,10 @@ func (v portView) boundOf(text string, ts []tok) (bound, bool) {
 // label (or TARGET, other), not shadowed by an attribute, or a bare name
 // found nowhere in the port's scopes, which is looked up in the partner;
 // and returns the partner's attribute name.
-func (v portView) partnerAttr(ts []tok) (string, bool) {
-	if len(ts) == 1 && ts[0].kind == tokIdent {
-		name := ts[0].text
-		if _, own := v.lookup(name); own || keywords[strings.ToLower(name)] || v.label(name) >= 0 {
+func (v portView) partnerAttr(ts []exprtext.Token) (string, bool) {
+	if len(ts) == 1 && ts[0].Kind == exprtext.Ident {
+		name := ts[0].Text
+		if _, own := v.lookup(name); own || exprtext.Keyword(name) || v.label(name) >= 0 {
 			return "", false
 		}
 		switch strings.ToLower(name) {
@@ -310,82 +233,17 @@ func (v portView) partnerAttr(ts []tok) (string, bool) {
 		}
 		return name, true
 	}
-	if len(ts) != 3 || ts[0].kind != tokIdent || !isPunct(ts[1], ".") || ts[2].kind != tokIdent {
+	if len(ts) != 3 || ts[0].Kind != exprtext.Ident || !ts[1].Is(".") || ts[2].Kind != exprtext.Ident {
 		return "", false
 	}
-	x := ts[0].text
+	x := ts[0].Text
 	if _, own := v.lookup(x); own {
 		return "", false
 	}
 	if l := v.label(x); l >= 0 {
-		return ts[2].text, l == v.k
+		return ts[2].Text, l == v.k
 	}
-	return ts[2].text, v.partnerWord(x)
-}
-
-// conjuncts splits tokens at the && outside brackets, looking through
-// parentheses around a whole conjunct. An expression whose top is not a
-// conjunction is one conjunct.
-func conjuncts(ts []tok) [][]tok {
-	for len(ts) >= 2 && enclosed(ts) {
-		ts = ts[1 : len(ts)-1]
-	}
-	depth, from := 0, 0
-	var parts [][]tok
-	for i, t := range ts {
-		if t.kind != tokPunct {
-			continue
-		}
-		switch t.text {
-		case "(", "[", "{":
-			depth++
-		case ")", "]", "}":
-			depth--
-		case "&&":
-			if depth == 0 {
-				parts = append(parts, ts[from:i])
-				from = i + 1
-			}
-		case "||", "?", ":", "?:":
-			if depth == 0 {
-				return [][]tok{ts}
-			}
-		}
-	}
-	if len(parts) == 0 {
-		return [][]tok{ts}
-	}
-	parts = append(parts, ts[from:])
-	var out [][]tok
-	for _, p := range parts {
-		if len(p) > 0 {
-			out = append(out, conjuncts(p)...)
-		}
-	}
-	return out
-}
-
-// enclosed reports whether ts is one parenthesised group.
-func enclosed(ts []tok) bool {
-	if !isPunct(ts[0], "(") || !isPunct(ts[len(ts)-1], ")") {
-		return false
-	}
-	depth := 0
-	for i, t := range ts {
-		if t.kind != tokPunct {
-			continue
-		}
-		switch t.text {
-		case "(", "[", "{":
-			depth++
-		case ")", "]", "}":
-			depth--
-			if depth == 0 && i != len(ts)-1 {
-				return false
-			}
-		}
-	}
-	return true
+	return ts[2].Text, v.partnerWord(x)
 }
 
 // shunt is an attribute of a port that is another port's partner's
@@ -403,34 +261,34 @@ func (v portView) shuntOf(name string) (shunt, bool) {
 	if !ok {
 		return shunt{}, false
 	}
-	ts := scan(e.String())
-	for len(ts) >= 2 && enclosed(ts) {
+	ts := exprtext.Scan(e.String())
+	for len(ts) >= 2 && exprtext.Enclosed(ts) {
 		ts = ts[1 : len(ts)-1]
 	}
 	sign := 1.0
-	var num []tok
+	var num []exprtext.Token
 	switch {
 	case len(ts) == 3:
-	case len(ts) == 5 && ts[4].kind == tokNumber && (isPunct(ts[3], "+") || isPunct(ts[3], "-")):
+	case len(ts) == 5 && ts[4].Kind == exprtext.Number && (ts[3].Is("+") || ts[3].Is("-")):
 		num = ts[4:]
-		if ts[3].text == "-" {
+		if ts[3].Text == "-" {
 			sign = -1
 		}
-	case len(ts) == 5 && ts[0].kind == tokNumber && isPunct(ts[1], "+"):
+	case len(ts) == 5 && ts[0].Kind == exprtext.Number && ts[1].Is("+"):
 		num, ts = ts[:1], ts[2:]
 	default:
 		return shunt{}, false
 	}
-	if ts[0].kind != tokIdent || !isPunct(ts[1], ".") || ts[2].kind != tokIdent {
+	if ts[0].Kind != exprtext.Ident || !ts[1].Is(".") || ts[2].Kind != exprtext.Ident {
 		return shunt{}, false
 	}
-	from := v.label(ts[0].text)
-	if _, own := v.lookup(ts[0].text); own || from < 0 || from == v.k {
+	from := v.label(ts[0].Text)
+	if _, own := v.lookup(ts[0].Text); own || from < 0 || from == v.k {
 		return shunt{}, false
 	}
-	s := shunt{from: from, attr: strings.ToLower(ts[2].text)}
+	s := shunt{from: from, attr: strings.ToLower(ts[2].Text)}
 	if num != nil {
-		x, err := classad.ParseExpr(num[0].text)
+		x, err := classad.ParseExpr(num[0].Text)
 		if err != nil {
 			return shunt{}, false
 		}

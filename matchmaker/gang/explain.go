@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/classad/exprtext"
 )
 
 // Explanation says why a request forms no gang, port by port, as far as
@@ -102,8 +103,8 @@ func (s *search) report(h *hole, owner int) PortReport {
 	var conj []classad.Expr
 	if e, ok := p.own(h.mb.ad).Lookup(p.Constraint); ok && p.Constraint != "" {
 		text := e.String()
-		for _, c := range conjuncts(scan(text)) {
-			src := text[c[0].start:c[len(c)-1].end]
+		for _, c := range exprtext.Conjuncts(exprtext.Scan(text)) {
+			src := text[c[0].Start:c[len(c)-1].End]
 			if x, err := classad.ParseExpr(src); err == nil {
 				conj = append(conj, x)
 				rep.Conjuncts = append(rep.Conjuncts, ConjunctCount{Expr: src})

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/classad/exprtext"
 )
 
 // MaxPorts is the most ports an ad may declare. A gang's search is
@@ -121,25 +122,13 @@ func labelOf(pad *classad.ClassAd) (name, why string) {
 		return "", "Label is missing"
 	}
 	name = e.String()
-	if !isIdent(name) {
+	if !exprtext.IsName(name) {
 		return "", "Label is " + name + ", not a name"
 	}
 	if reserved[strings.ToLower(name)] {
 		return "", "Label " + name + " is a reserved word"
 	}
 	return name, ""
-}
-
-func isIdent(s string) bool {
-	if s == "" || !isIdentStart(s[0]) {
-		return false
-	}
-	for i := 1; i < len(s); i++ {
-		if !isIdentChar(s[i]) {
-			return false
-		}
-	}
-	return true
 }
 
 // constraintName is Requirements, as Harrier's ads spell it, else the
