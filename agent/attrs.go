@@ -72,6 +72,10 @@ const (
 	AttrRemoteWallClockTime     = "RemoteWallClockTime"
 	AttrLastRemoteWallClockTime = "LastRemoteWallClockTime"
 	AttrNumJobSuspensions       = "NumJobSuspensions"
+	// AttrNumJobReconnects counts the times a running job's shadow and
+	// starter found each other again after losing each other.
+	AttrNumJobReconnects        = "NumJobReconnects"
+	AttrJobDisconnectedDate     = "JobDisconnectedDate"
 	AttrNumShadowExceptions     = "NumShadowExceptions"
 	AttrLastShadowException     = "LastShadowException"
 	AttrLastShadowExceptionDate = "LastShadowExceptionDate"

@@ -562,6 +562,8 @@ func (a *Agent) progress(ctx context.Context, r *run, ev shadow.Event) bool {
 		a.selfCheckpointed(ctx, r, ev)
 	case shadow.EventTransfer:
 		a.transferred(ctx, r, ev)
+	case shadow.EventDisconnected, shadow.EventReconnected, shadow.EventReconnectFailed:
+		a.reconnection(ctx, r, ev)
 	default:
 		return false
 	}

@@ -34,6 +34,12 @@ const (
 	Unsuspended     Type = 11
 	Held            Type = 12
 	Released        Type = 13
+	// JobDisconnected, JobReconnected and JobReconnectFailed follow a
+	// job whose shadow and starter lost each other while it ran on, within
+	// its job lease (Host, and Reason for the first and last).
+	JobDisconnected    Type = 22
+	JobReconnected     Type = 23
+	JobReconnectFailed Type = 24
 	// PostScriptTerminated is written by DAGMan when a node's POST script
 	// exits (Normal, ReturnValue, Signal, DAGNode).
 	PostScriptTerminated Type = 16
@@ -197,6 +203,16 @@ func (e Event) Format() string {
 	case Released:
 		b.WriteString("Job was released.\n")
 		writeReason(&b, e.Reason)
+	case JobDisconnected:
+		b.WriteString("Job disconnected, attempting to reconnect\n")
+		writeReason(&b, e.Reason)
+		fmt.Fprintf(&b, "\tTrying to reconnect to %s\n", e.Host)
+	case JobReconnected:
+		fmt.Fprintf(&b, "Job reconnected to %s\n", e.Host)
+	case JobReconnectFailed:
+		b.WriteString("Job reconnection failed\n")
+		writeReason(&b, e.Reason)
+		fmt.Fprintf(&b, "\tCan not reconnect to %s, rescheduling job\n", e.Host)
 	case PostScriptTerminated:
 		b.WriteString("POST Script terminated.\n")
 		if e.Normal {

@@ -160,6 +160,8 @@ func fillBody(e *Event, body []string) {
 	case FileTransfer:
 		e.Transfer.Output = strings.Contains(head, "output")
 		e.Transfer.Finished = strings.HasPrefix(strings.TrimSpace(head), "Finished")
+	case JobReconnected:
+		e.Host = strings.TrimPrefix(strings.TrimSpace(head), "Job reconnected to ")
 	case ImageSize:
 		e.ImageSizeKB, _ = strconv.ParseInt(strings.TrimSpace(strings.TrimPrefix(head, "Image size of job updated:")), 10, 64)
 	case JobAdInformation:
@@ -200,8 +202,13 @@ func fillBody(e *Event, body []string) {
 			fmt.Sscanf(t, "Code %d Subcode %d", &e.Code, &e.Subcode)
 		case t == "(1) Job was checkpointed.":
 			e.WasCheckpointed = true
+		case strings.HasPrefix(t, "Trying to reconnect to ") && e.Type == JobDisconnected:
+			e.Host = strings.TrimPrefix(t, "Trying to reconnect to ")
+		case strings.HasPrefix(t, "Can not reconnect to ") && e.Type == JobReconnectFailed:
+			e.Host = strings.TrimSuffix(strings.TrimPrefix(t, "Can not reconnect to "), ", rescheduling job")
 		case strings.HasPrefix(l, "\t") && !strings.HasPrefix(l, "\t\t") && e.Reason == "" &&
-			(e.Type == Aborted || e.Type == Held || e.Type == Released || e.Type == Evicted || e.Type == ShadowException || e.Type == ExecutableError || e.Type == Execute) &&
+			(e.Type == Aborted || e.Type == Held || e.Type == Released || e.Type == Evicted || e.Type == ShadowException || e.Type == ExecutableError || e.Type == Execute ||
+				e.Type == JobDisconnected || e.Type == JobReconnectFailed) &&
 			!strings.HasPrefix(t, "(") && !strings.Contains(t, "  -  "):
 			e.Reason = t
 		}

@@ -2,7 +2,6 @@ package shadow
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"time"
@@ -29,9 +28,12 @@ func (v *service) Attach(stream wire.Shadow_AttachServer) error {
 	}
 	// A job restored from a checkpoint goes on writing where it was; one
 	// whose restore fails starts afresh, and the starter's Started says
-	// which (see handle).
+	// which (see handle). A starter that attaches again carries on.
 	ckpts, _ := s.job.EvalInt("NumCkpts")
-	sess := &session{s: s, host: hello.Host, appending: ckpts > 0, killed: make(chan string, 1)}
+	sess := &session{s: s, host: hello.Host, appending: ckpts > 0 || hello.Reconnect, killed: make(chan string, 1)}
+	if hello.Reconnect {
+		s.events(Event{Type: EventReconnected, Host: hello.Host})
+	}
 	if sess.out, err = s.files.openOutputs(sess.appending); err != nil {
 		s.finish(Event{Type: EventHold, Reason: err.Error(), Code: holdCodeOutput})
 		return status.Error(codes.FailedPrecondition, err.Error())
@@ -47,9 +49,13 @@ func (v *service) Attach(stream wire.Shadow_AttachServer) error {
 		msg, err := stream.Recv()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				err = fmt.Errorf("starter closed the session before the job exited")
+				// A starter that ends its side on purpose is not coming back.
+				s.finish(Event{Type: EventFailed, Reason: "lost the starter: starter closed the session before the job exited"})
+				return nil
 			}
-			s.finish(Event{Type: EventFailed, Reason: "lost the starter: " + err.Error()})
+			if !s.loseStarter(err.Error()) {
+				s.finish(Event{Type: EventFailed, Reason: "lost the starter: " + err.Error()})
+			}
 			return nil
 		}
 		if sess.handle(msg) {
@@ -59,7 +65,8 @@ func (v *service) Attach(stream wire.Shadow_AttachServer) error {
 }
 
 // admit reads the starter's Hello and lets one starter, the one holding
-// the job's secret, attach while the job is still wanted.
+// the job's secret, attach while the job is still wanted; and lets it
+// attach again after the two lost each other, within the job's lease.
 func (v *service) admit(stream wire.Shadow_AttachServer) (*wire.Hello, error) {
 	s := v.s
 	first, err := stream.Recv()
@@ -73,12 +80,23 @@ func (v *service) admit(stream wire.Shadow_AttachServer) (*wire.Hello, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.gone {
-		return nil, status.Error(codes.FailedPrecondition, "the job was stopped before its starter attached")
+		return nil, status.Error(codes.FailedPrecondition, "the job was stopped while its starter was not attached")
 	}
 	if s.attached {
+		// A starter that lost its session may find this shadow not yet
+		// aware of it; it tries again.
 		return nil, status.Error(codes.AlreadyExists, "a starter is already attached")
 	}
-	s.attached, s.attachedAt = true, time.Now()
+	switch {
+	case hello.Reconnect && s.lostAt.IsZero():
+		return nil, status.Error(codes.FailedPrecondition, "no starter of this job was lost")
+	case !hello.Reconnect && !s.attachedAt.IsZero():
+		return nil, status.Error(codes.FailedPrecondition, "the job already started")
+	}
+	s.attached, s.lostAt, s.host = true, time.Time{}, hello.Host
+	if s.attachedAt.IsZero() {
+		s.attachedAt = time.Now()
+	}
 	return hello, nil
 }
 

@@ -156,11 +156,17 @@ func (a *agent) dial(ready shadow.Event) *grpc.ClientConn {
 // attach opens the starter's session and reads the job the shadow sends.
 func attach(t testing.TB, conn *grpc.ClientConn, jobID, secret string) (wire.Shadow_AttachClient, error) {
 	t.Helper()
-	stream, err := wire.NewShadowClient(conn).Attach(t.Context())
+	return attachWith(t.Context(), t, conn, &wire.Hello{JobId: jobID, Secret: secret, Host: "exec"})
+}
+
+// attachWith opens a session for ctx's lifetime with hello.
+func attachWith(ctx context.Context, t testing.TB, conn *grpc.ClientConn, hello *wire.Hello) (wire.Shadow_AttachClient, error) {
+	t.Helper()
+	stream, err := wire.NewShadowClient(conn).Attach(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := stream.Send(&wire.StarterMessage{Body: &wire.StarterMessage_Hello{Hello: &wire.Hello{JobId: jobID, Secret: secret, Host: "exec"}}}); err != nil {
+	if err := stream.Send(&wire.StarterMessage{Body: &wire.StarterMessage_Hello{Hello: hello}}); err != nil {
 		return nil, err
 	}
 	first, err := stream.Recv()
@@ -476,6 +482,72 @@ func TestStarterLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	if ev := a.expect(shadow.EventFailed); !strings.Contains(ev.Reason, "lost the starter") {
+		t.Errorf("failed %+v", ev)
+	}
+}
+
+// TestStarterReconnects: a job with a lease runs on when its session is
+// lost; its starter may attach again within the lease (and no other may
+// attach in its place), and the run goes on to its end. Once a lease has
+// run out the run fails, and a starter that comes later is turned away.
+func TestStarterReconnects(t *testing.T) {
+	a := newAgent(t)
+	conn := a.dial(a.submit(a.ad(0, "JobLeaseDuration = 2")))
+	lose := func() {
+		t.Helper()
+		ctx, cancel := context.WithCancel(t.Context())
+		stream, err := attachWith(ctx, t, conn, &wire.Hello{JobId: "1.0", Secret: secret, Host: "exec", Reconnect: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.expect(shadow.EventReconnected)
+		mustSend(t, stream, &wire.StarterMessage{Body: &wire.StarterMessage_Output{Output: &wire.Output{Fd: 1, Data: []byte("more\n")}}})
+		cancel() // the session breaks, as in a network outage
+		a.expect(shadow.EventDisconnected)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	stream, err := attachWith(ctx, t, conn, &wire.Hello{JobId: "1.0", Secret: secret, Host: "exec"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustSend(t, stream, started())
+	a.expect(shadow.EventExecuting)
+	mustSend(t, stream, &wire.StarterMessage{Body: &wire.StarterMessage_Output{Output: &wire.Output{Fd: 1, Data: []byte("first\n")}}})
+	cancel()
+	if ev := a.expect(shadow.EventDisconnected); ev.Host != "exec" || ev.Reason == "" {
+		t.Errorf("disconnected %+v", ev)
+	}
+	if _, err := attach(t, conn, "1.0", secret); status.Code(err) != codes.FailedPrecondition {
+		t.Errorf("a fresh starter attached to a running job: %v", err)
+	}
+	if _, err := attachWith(t.Context(), t, conn, &wire.Hello{JobId: "1.0", Secret: "wrong", Reconnect: true}); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("a starter without the secret attached again: %v", err)
+	}
+	lose()
+	stream, err = attachWith(t.Context(), t, conn, &wire.Hello{JobId: "1.0", Secret: secret, Host: "exec", Reconnect: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.expect(shadow.EventReconnected)
+	mustSend(t, stream, exited(0))
+	if ev := a.expect(shadow.EventExited); ev.ExitCode != 0 {
+		t.Errorf("exit %+v", ev)
+	}
+	if got, _ := os.ReadFile(filepath.Join(a.iwd, "out")); string(got) != "first\nmore\n" {
+		t.Errorf("output across the sessions: %q", got)
+	}
+
+	conn = a.dial(a.submit(a.ad(1, "JobLeaseDuration = 1")))
+	ctx, cancel = context.WithCancel(t.Context())
+	if _, err := attachWith(ctx, t, conn, &wire.Hello{JobId: "1.1", Secret: secret, Host: "exec"}); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	a.expect(shadow.EventDisconnected)
+	if ev := a.expect(shadow.EventReconnectFailed); !strings.Contains(ev.Reason, "lease") {
+		t.Errorf("reconnect failed %+v", ev)
+	}
+	if ev := a.expect(shadow.EventFailed); !strings.Contains(ev.Reason, "lease") {
 		t.Errorf("failed %+v", ev)
 	}
 }

@@ -43,10 +43,18 @@ type Shadow struct {
 
 	files *jobFiles
 
+	// lease is the job's JobLeaseDuration: how long the job runs on
+	// after its starter and this shadow lost each other, for the starter
+	// to attach again. Zero: a lost starter ends the run.
+	lease time.Duration
+
 	mu         sync.Mutex
 	attached   bool
-	attachedAt time.Time   // when the starter attached
-	gone       bool        // killed before a starter attached
+	attachedAt time.Time   // when the starter first attached
+	host       string      // the execute machine, as the starter named it
+	lostAt     time.Time   // when the attached starter was lost; zero while attached
+	gone       bool        // killed while no starter was attached, or the lease ran out
+	lost       chan string // a lost starter, within the lease; buffered 1
 	kill       chan kill   // buffered 1
 	abandon    chan string // a Kill before any starter attached; buffered 1
 	ckpt       chan bool   // a checkpoint request (true: vacate); buffered 1
@@ -72,7 +80,10 @@ func newShadow(link *claimLink, spec *Spec, logger *slog.Logger, events func(Eve
 	if err != nil {
 		return nil, err
 	}
+	leaseSecs, _ := job.EvalInt("JobLeaseDuration")
 	return &Shadow{
+		lease:   time.Duration(max(leaseSecs, 0)) * time.Second,
+		lost:    make(chan string, 1),
 		link:    link,
 		spec:    spec,
 		job:     job,
@@ -98,9 +109,10 @@ type kill struct {
 }
 
 // Kill asks the running job to stop, with its kill signal and grace time,
-// or at once if fast; Run then reports EventKilled. Before a starter has
-// attached there is no job to stop: Run ends with EventFailed and reason,
-// and a starter that comes later is turned away.
+// or at once if fast; Run then reports EventKilled. While no starter is
+// attached (before the first, or while a lost one may come back) there is
+// no one to tell: Run ends with EventFailed and reason, and a starter that
+// comes later is turned away, which stops the job.
 func (s *Shadow) Kill(reason string, fast bool) {
 	s.mu.Lock()
 	attached := s.attached
@@ -155,6 +167,7 @@ func (s *Shadow) Run(ctx context.Context) {
 
 	timer := time.NewTimer(attachTimeout)
 	defer timer.Stop()
+	var leaseEnd <-chan time.Time
 	for {
 		select {
 		case ev := <-s.done:
@@ -164,11 +177,22 @@ func (s *Shadow) Run(ctx context.Context) {
 			final(Event{Type: EventFailed, Reason: reason})
 			return
 		case <-timer.C:
-			if !s.isAttached() {
+			if s.attachTime().IsZero() {
 				final(Event{Type: EventFailed, Reason: "starter did not connect within " + attachTimeout.String()})
 				return
 			}
 			// The starter is working; wait for the end without a deadline.
+		case reason := <-s.lost:
+			s.events(Event{Type: EventDisconnected, Host: s.hostName(), Reason: reason})
+			leaseEnd = time.After(s.lease)
+		case <-leaseEnd:
+			leaseEnd = nil
+			if s.expireLease() {
+				reason := fmt.Sprintf("job lease of %v expired", s.lease)
+				s.events(Event{Type: EventReconnectFailed, Host: s.hostName(), Reason: reason})
+				final(Event{Type: EventFailed, Reason: "lost the starter: " + reason})
+				return
+			}
 		case <-ctx.Done():
 			final(Event{Type: EventFailed, Reason: "shadow stopped"})
 			return
@@ -187,6 +211,43 @@ func (s *Shadow) isAttached() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.attached
+}
+
+func (s *Shadow) hostName() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.host
+}
+
+// loseStarter records that the attached starter was lost, and reports
+// whether the job runs on within its lease for the starter to come back:
+// if not, the run fails now.
+func (s *Shadow) loseStarter(reason string) bool {
+	if s.lease <= 0 {
+		return false
+	}
+	s.mu.Lock()
+	s.attached, s.lostAt = false, time.Now()
+	s.mu.Unlock()
+	s.logger.Warn("lost the starter; waiting for it within the job lease", "lease", s.lease, "err", reason)
+	select {
+	case s.lost <- reason:
+	default:
+	}
+	return true
+}
+
+// expireLease ends the wait for a lost starter when the lease ran out
+// before it came back, and reports whether it did: a starter that comes
+// later is turned away (and stops the job).
+func (s *Shadow) expireLease() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.attached || s.lostAt.IsZero() || time.Since(s.lostAt) < s.lease {
+		return false
+	}
+	s.gone = true
+	return true
 }
 
 // checkSecret reports whether a starter presented this job's secret.

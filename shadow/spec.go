@@ -221,6 +221,13 @@ const (
 	// EventTransfer: the job's input or output files began or finished
 	// their transfer (Transfer).
 	EventTransfer EventType = "transfer"
+	// EventDisconnected: the shadow lost its starter while the job ran
+	// (Reason, Host); the job runs on for its job lease while the starter
+	// attaches again. EventReconnected: it did. EventReconnectFailed: the
+	// lease ran out first; EventFailed follows.
+	EventDisconnected    EventType = "disconnected"
+	EventReconnected     EventType = "reconnected"
+	EventReconnectFailed EventType = "reconnect_failed"
 	// EventFailed: the run failed for reasons not the job's own (claim
 	// refused, starter lost); the job should be run again.
 	EventFailed EventType = "failed"

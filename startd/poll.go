@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/starter"
 )
 
@@ -52,7 +53,7 @@ func (s *Startd) evaluate() {
 			machine:      machineAd(s.adc, m, v, now),
 			job:          v.job,
 			inActivity:   now.Sub(sl.enteredActivity),
-			leaseExpired: v.claim != nil && now.Sub(sl.renewed) > s.cfg.ClaimLease,
+			leaseExpired: v.claim != nil && now.Sub(sl.renewed) > claimLease(s.cfg.ClaimLease, v.job),
 		})
 		if st != stay {
 			s.apply(sl, st, why)
@@ -127,4 +128,16 @@ func (s *Startd) snapshot() (machine, error) {
 		}
 	}
 	return m, nil
+}
+
+// claimLease is how long a claim lives without word from its agent: the
+// configured lease, or the running job's own lease (job_lease_duration)
+// if longer, for the job runs on that long when its submit machine is out
+// of reach, as HTCondor's jobs do.
+func claimLease(configured time.Duration, job *classad.ClassAd) time.Duration {
+	if job == nil {
+		return configured
+	}
+	secs, _ := job.EvalInt("JobLeaseDuration")
+	return max(configured, time.Duration(secs)*time.Second)
 }

@@ -305,7 +305,7 @@ func (e *execution) supervise(ctx context.Context, done <-chan waited) waited {
 			_ = e.job.Signal(unix.SIGKILL)
 		case <-usage.C:
 			if u, err := e.job.Usage(); err == nil && u != (Usage{}) {
-				_ = e.send.msg(&wire.StarterMessage{Body: &wire.StarterMessage_Usage{Usage: wireUsage(u)}})
+				e.send.note(&wire.StarterMessage{Body: &wire.StarterMessage_Usage{Usage: wireUsage(u)}})
 			}
 		case w := <-done:
 			return w
@@ -336,14 +336,14 @@ func (e *execution) control(ctx context.Context, c control) {
 			return
 		}
 		e.suspended = true
-		_ = e.send.msg(&wire.StarterMessage{Body: &wire.StarterMessage_Suspended{Suspended: &wire.Suspended{Reason: "the machine's owner policy"}}})
+		e.send.note(&wire.StarterMessage{Body: &wire.StarterMessage_Suspended{Suspended: &wire.Suspended{Reason: "the machine's owner policy"}}})
 	case controlContinue:
 		if err := e.job.Continue(); err != nil {
 			e.logger.Warn("continue job", "err", err)
 			return
 		}
 		e.suspended = false
-		_ = e.send.msg(&wire.StarterMessage{Body: &wire.StarterMessage_Resumed{Resumed: &wire.Resumed{}}})
+		e.send.note(&wire.StarterMessage{Body: &wire.StarterMessage_Resumed{Resumed: &wire.Resumed{}}})
 	case controlVacate:
 		e.vacate(ctx)
 	case controlCheckpoint:
@@ -390,7 +390,7 @@ func (e *execution) checkpoint(ctx context.Context, what string) {
 // not only in this log.
 func (e *execution) checkpointFailed(what string, err error, vacate bool) {
 	e.logger.Warn(what, "err", err)
-	_ = e.send.msg(&wire.StarterMessage{Body: &wire.StarterMessage_CheckpointFailed{
+	e.send.note(&wire.StarterMessage{Body: &wire.StarterMessage_CheckpointFailed{
 		CheckpointFailed: &wire.CheckpointFailed{Reason: err.Error(), Vacate: vacate}}})
 }
 

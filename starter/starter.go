@@ -19,7 +19,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -90,16 +89,18 @@ func (s *Starter) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	send := &sender{stream: stream}
+	send := newSender(stream, jobLease(job))
 	task, stopping, hold := s.prepare(ctx, client, job, jobID)
 	var xfer *fileTransfer
 	if hold == nil {
 		if xfer = transferFor(job, client, s.spec.Secret, s.spec.ScratchDir, task.Path, logger); xfer != nil {
 			hold = xfer.inputs(ctx)
+			xfer.sessionUp = send.waitUp
 		}
 	}
 	if hold != nil {
-		err := send.msg(&wire.StarterMessage{Body: &wire.StarterMessage_Exited{Exited: hold}})
+		// Nothing else uses the session yet.
+		err := stream.Send(&wire.StarterMessage{Body: &wire.StarterMessage_Exited{Exited: hold}})
 		_ = stream.CloseSend()
 		_, _ = stream.Recv() // wait for the shadow to end the session
 		return err
@@ -110,15 +111,14 @@ func (s *Starter) Run(ctx context.Context) error {
 	kills := make(chan stopRequest, 1)
 	ended := make(chan struct{})
 	shellOpens := make(chan *wire.ShellOpen, maxShellOpens)
-	go s.listen(stream, kills, ended, shellOpens, logger)
+	go s.listen(ctx, client, jobID, stream, send, kills, ended, shellOpens, logger)
 	exited, err := s.executeJob(ctx, s.conn, client, job, task, stopping, send, kills, shellOpens, xfer, logger)
 	if err != nil {
 		exited = &wire.Exited{HoldReason: err.Error(), HoldCode: holdCodeExec}
 	}
-	if err := send.msg(&wire.StarterMessage{Body: &wire.StarterMessage_Exited{Exited: exited}}); err != nil {
+	if err := send.sendExit(&wire.StarterMessage{Body: &wire.StarterMessage_Exited{Exited: exited}}); err != nil {
 		return fmt.Errorf("report exit to shadow: %w", err)
 	}
-	_ = stream.CloseSend()
 	// The shadow ends the session once it has written everything.
 	select {
 	case <-ended:
@@ -160,16 +160,30 @@ func (s *Starter) attach(ctx context.Context, client wire.ShadowClient, jobID st
 const maxShellOpens = 8
 
 // listen passes the shadow's commands on while the job runs: a kill (or a
-// lost session, which kills the job) to kills, checkpoints to the job's
-// controls, processes to start in the job to shellOpens. It closes ended
-// when the session ends.
-func (s *Starter) listen(stream wire.Shadow_AttachClient, kills chan<- stopRequest, ended chan<- struct{}, shellOpens chan<- *wire.ShellOpen, logger *slog.Logger) {
+// lost session, which kills the job unless it comes back within the job's
+// lease) to kills, checkpoints to the job's controls, processes to start
+// in the job to shellOpens. It closes ended when the session ends: the
+// shadow ends it once it has the job's exit.
+func (s *Starter) listen(ctx context.Context, client wire.ShadowClient, jobID string, stream wire.Shadow_AttachClient,
+	send *sender, kills chan<- stopRequest, ended chan<- struct{}, shellOpens chan<- *wire.ShellOpen, logger *slog.Logger) {
 	defer close(ended)
 	for {
 		msg, err := stream.Recv()
 		if err != nil {
+			if errors.Is(err, io.EOF) && send.exitSent() {
+				return
+			}
+			if send.lease > 0 && !errors.Is(err, io.EOF) {
+				logger.Warn("lost the shadow; attaching again within the job lease", "lease", send.lease, "err", err)
+				if stream, err = s.reattach(ctx, client, jobID, send, logger); err == nil {
+					logger.Info("attached to the shadow again")
+					continue
+				}
+			}
+			err = fmt.Errorf("lost the shadow: %w", err)
+			send.fail(err)
 			select {
-			case kills <- stopRequest{reason: "lost the shadow: " + err.Error()}:
+			case kills <- stopRequest{reason: err.Error()}:
 			default:
 			}
 			return
@@ -299,16 +313,4 @@ func jobEnv(env []string, scratch string) []string {
 		"_CONDOR_SCRATCH_DIR=" + scratch,
 	}
 	return append(base, env...)
-}
-
-// sender serialises sends on the session stream, which gRPC requires.
-type sender struct {
-	mu     sync.Mutex
-	stream wire.Shadow_AttachClient
-}
-
-func (s *sender) msg(m *wire.StarterMessage) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.stream.Send(m)
 }

@@ -48,6 +48,9 @@ type fileTransfer struct {
 	job     *classad.ClassAd
 	exe     string // the executable's name in the scratch directory
 	logger  *slog.Logger
+	// sessionUp, if set, waits while the session with the shadow is lost
+	// (see sender.waitUp).
+	sessionUp func(context.Context) error
 	// before is the top of the scratch directory as the job found it: a
 	// file not there, or changed since, is an output.
 	before map[string]stamp
@@ -259,6 +262,20 @@ func (x *fileTransfer) outputs(ctx context.Context, ex *wire.Exited, killed bool
 	if err == nil {
 		defer root.Close()
 		err = x.send(ctx, root, intermediate)
+		// A session with the shadow lost within the job's lease: the
+		// outputs go once it is back (the shadow kept no part of the
+		// broken transfer).
+		for deadline := time.Now().Add(jobLease(x.job)); status.Code(err) == codes.Unavailable && x.sessionUp != nil && time.Now().Before(deadline); {
+			x.logger.Warn("outputs not sent; waiting for the shadow", "err", err)
+			if x.sessionUp(ctx) != nil {
+				break
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+			err = x.send(ctx, root, intermediate)
+		}
 	}
 	if err == nil {
 		return ex

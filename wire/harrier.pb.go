@@ -2191,7 +2191,10 @@ type Hello struct {
 	JobId  string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	Secret string                 `protobuf:"bytes,2,opt,name=secret,proto3" json:"secret,omitempty"`
 	// The execute machine's name, for the job's event log.
-	Host          string `protobuf:"bytes,3,opt,name=host,proto3" json:"host,omitempty"`
+	Host string `protobuf:"bytes,3,opt,name=host,proto3" json:"host,omitempty"`
+	// The starter lost its session with the shadow while the job ran on,
+	// within its job lease, and attaches again to carry on.
+	Reconnect     bool `protobuf:"varint,4,opt,name=reconnect,proto3" json:"reconnect,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2245,6 +2248,13 @@ func (x *Hello) GetHost() string {
 		return x.Host
 	}
 	return ""
+}
+
+func (x *Hello) GetReconnect() bool {
+	if x != nil {
+		return x.Reconnect
+	}
+	return false
 }
 
 type Output struct {
@@ -3640,11 +3650,12 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\x06vacate\x18\x02 \x01(\bR\x06vacate\"#\n" +
 	"\tSuspended\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\"\t\n" +
-	"\aResumed\"J\n" +
+	"\aResumed\"h\n" +
 	"\x05Hello\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x16\n" +
 	"\x06secret\x18\x02 \x01(\tR\x06secret\x12\x12\n" +
-	"\x04host\x18\x03 \x01(\tR\x04host\",\n" +
+	"\x04host\x18\x03 \x01(\tR\x04host\x12\x1c\n" +
+	"\treconnect\x18\x04 \x01(\bR\treconnect\",\n" +
 	"\x06Output\x12\x0e\n" +
 	"\x02fd\x18\x01 \x01(\x05R\x02fd\x12\x12\n" +
 	"\x04data\x18\x02 \x01(\fR\x04data\"\x89\x01\n" +

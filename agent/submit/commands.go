@@ -322,14 +322,17 @@ func setCheckpointFiles(j *job, name, v string) error {
 	return nil
 }
 
-// setJobLease accepts 0, no lease: a job stops when its shadow goes away.
+// setJobLease sets JobLeaseDuration, in seconds: how long the job runs on
+// when its shadow and starter lose each other (a network outage, a
+// submit machine out of reach), for them to reconnect. Without it a job
+// has no lease and stops when its shadow is lost.
 func setJobLease(j *job, name, v string) error {
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil && n == 0 {
-		j.ad.SetInt("JobLeaseDuration", 0)
-		return nil
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return fmt.Errorf("%s = %s: want a number of seconds", name, v)
 	}
-	return valueNotSupported(name, v, "a job stops when its shadow goes away: job leases, which let a job run on "+
-		"and reconnect, are not implemented (job_lease_duration = 0 is accepted)")
+	j.ad.SetInt("JobLeaseDuration", n)
+	return nil
 }
 
 // onlyFalse accepts a command whose value is false, its default, and

@@ -63,7 +63,7 @@ func TestRefusedValues(t *testing.T) {
 		{"leave_in_queue", []string{"true", "JobStatus == 4"}, []string{"false", "False"}, "does not keep completed jobs"},
 		{"nice_user", []string{"true"}, []string{"false"}, "owner's priority"},
 		{"log_xml", []string{"true"}, []string{"false"}, "text format"},
-		{"job_lease_duration", []string{"2400", "60"}, []string{"0"}, "job leases"},
+		{"job_lease_duration", []string{"-1", "forever"}, []string{"0", "2400"}, "number of seconds"},
 		{"periodic_hold_subcode", []string{"7"}, nil, "HoldReasonSubCode 0"},
 		{"on_exit_hold_subcode", []string{"7"}, nil, "HoldReasonSubCode 0"},
 		{"on_exit_hold_reason", []string{`"too short"`}, nil, "Harrier's own hold reason"},
