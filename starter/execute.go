@@ -92,6 +92,7 @@ type execution struct {
 	task     *Task
 	stopping stopping
 	send     *sender
+	spool    *outputSpool // nil: the job's output is streamed
 	kills    <-chan stopRequest
 	controls <-chan control
 	ck       checkpointing
@@ -156,8 +157,15 @@ func (e *execution) runOnce(ctx context.Context, first bool) (waited, error) {
 		e.logger.Info("job started again after its checkpoint")
 	}
 	copied := make(chan struct{}, 2)
-	go pump(stdoutR, 1, e.send, copied)
-	go pump(stderrR, 2, e.send, copied)
+	_, restored := e.job.(Restored)
+	for fd, r := range map[int32]io.Reader{1: stdoutR, 2: stderrR} {
+		// A job that starts from its beginning writes its output anew.
+		spool, err := e.spool.open(int(fd), first && !restored)
+		if err != nil {
+			e.logger.Warn("keep the job's output in its scratch directory; streaming it instead", "err", err)
+		}
+		go pump(r, fd, e.send, spool, copied)
+	}
 	done := make(chan waited, 1)
 	go func() {
 		x, err := e.job.Wait()
@@ -414,15 +422,25 @@ func wireUsage(u Usage) *wire.Usage {
 	return &wire.Usage{UserCpuSeconds: u.UserCPU, SysCpuSeconds: u.SysCPU, MaxRssBytes: u.MaxRSSBytes, MemoryBytes: u.MemoryBytes}
 }
 
-// pump streams one of the job's output pipes to the shadow.
-func pump(r io.Reader, fd int32, send *sender, done chan<- struct{}) {
+// pump streams one of the job's output pipes to the shadow, or, if spool
+// is set, appends it there (and closes spool at the end).
+func pump(r io.Reader, fd int32, send *sender, spool *os.File, done chan<- struct{}) {
 	defer func() { done <- struct{}{} }()
+	if spool != nil {
+		defer spool.Close()
+	}
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
-			data := append([]byte(nil), buf[:n]...)
-			if send.msg(&wire.StarterMessage{Body: &wire.StarterMessage_Output{Output: &wire.Output{Fd: fd, Data: data}}}) != nil {
+			var werr error
+			if spool != nil {
+				_, werr = spool.Write(buf[:n])
+			} else {
+				data := append([]byte(nil), buf[:n]...)
+				werr = send.msg(&wire.StarterMessage{Body: &wire.StarterMessage_Output{Output: &wire.Output{Fd: fd, Data: data}}})
+			}
+			if werr != nil {
 				_, _ = io.Copy(io.Discard, r)
 				return
 			}

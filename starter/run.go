@@ -80,13 +80,21 @@ func (s *Starter) executeJob(ctx context.Context, conn grpc.ClientConnInterface,
 	if n, _ := job.EvalInt("NumCkpts"); n > 0 {
 		start = s.restoreOrStart(ck, job, fresh, hasFiles, xfer, logger)
 	}
-	e := &execution{start: start, restart: s.runner.Start, task: task, stopping: stop, send: send, kills: kills,
+	e := &execution{start: start, restart: s.runner.Start, task: task, stopping: stop, send: send,
+		spool: spoolFor(job, xfer, s.spec.ScratchDir), kills: kills,
 		controls: s.controls, ck: policy, self: self, shellOpens: shellOpens, shells: newShells(client, s.spec.Secret, logger),
 		logger: logger}
 	x, err := e.run(ctx)
 	if err == nil && xfer != nil {
-		// A job stopped for its removal or hold sends nothing home.
-		x = xfer.outputs(ctx, x, e.stopReason != "" && e.evict == "")
+		// A job stopped for its removal or hold sends nothing home; an
+		// evicted one keeps its output with it, to go on.
+		killed := e.stopReason != "" && e.evict == ""
+		if !killed && !x.Evicted {
+			if err := e.spool.sendHome(send); err != nil {
+				logger.Warn("send the job's output home", "err", err)
+			}
+		}
+		x = xfer.outputs(ctx, x, killed)
 	}
 	return x, err
 }

@@ -258,6 +258,7 @@ should_transfer_files = YES
 when_to_transfer_output = ON_EXIT_OR_EVICT
 want_checkpoint = false
 requirements = TARGET.Name =!= MY.LastRemoteHost
+stream_output = true
 output = count.out
 log = count.log
 queue
@@ -292,7 +293,7 @@ queue
 // default): a real user's counting job that appends to a file in its
 // scratch directory through a descriptor it keeps open. Each restore
 // finds that directory as the dump left it, so its count runs on
-// unbroken, in the file and in its streamed output, and the file comes
+// unbroken, in the file and in its output (kept there), and both come
 // home at the end. The job sees its submit-side directory too
 // (want_submit_dir), and keeps a second file open there, which its
 // restores reopen through iofs: the count runs on in it as well.
@@ -328,8 +329,10 @@ log = count.log
 queue
 `)
 	id := fmt.Sprintf("%d.0", c)
+	// Its output stays with it until it ends (it does not stream it);
+	// seen.txt, on the submit side, shows how far it has counted.
 	printed := func() int {
-		b, _ := os.ReadFile(filepath.Join(dir, "count.out"))
+		b, _ := os.ReadFile(filepath.Join(dir, "seen.txt"))
 		return strings.Count(string(b), "\n")
 	}
 	host := func() string { return strings.TrimSpace(p.must(t, "q", "-af", "RemoteHost", id)) }
@@ -346,7 +349,8 @@ queue
 		t.Fatalf("wait: exit %d: %s", code, o)
 	}
 	// count.txt came home, written by the three runs through the one
-	// descriptor; count.out was appended to by each restored run.
+	// descriptor; so did count.out, kept in the scratch directory by the
+	// three runs, not streamed.
 	checkCounted(t, dir, 60)
 	var want strings.Builder
 	for i := 1; i <= 60; i++ {
@@ -418,5 +422,69 @@ queue
 			t.Errorf("without want_submit_dir the job wrote note.txt on the submit side: %q", note)
 		}
 		os.Remove(filepath.Join(dir, "note.txt"))
+	}
+}
+
+// TestTransferStreamOutput: a job with transferred files keeps its
+// standard output and error in its scratch directory and sends them home
+// when it ends, as HTCondor does, so that it needs nothing of its submit
+// machine while it runs; with stream_output and stream_error they reach
+// the submit side as it writes them. The spooled files are not among the
+// job's outputs.
+func TestTransferStreamOutput(t *testing.T) {
+	bin := publicBinary(t)
+	p := startPoolFrom(t, bin, 1, "")
+	owner := newUser(t)
+	uid, gid := lookupIDs(t, owner.Username)
+	dir := filepath.Join(owner.HomeDir, "stream")
+	writeFile(t, filepath.Join(dir, "talk.sh"), `#!/bin/sh
+s="$_CONDOR_SCRATCH_DIR/.submit"
+echo "to stdout"
+echo "to stderr" >&2
+touch "$s/began.$1"
+while [ ! -e "$s/go.$1" ]; do sleep 0.2; done
+echo "at the end"
+`, 0o755)
+	chownAll(t, dir, uid, gid)
+	for _, tc := range []struct{ name, extra, early string }{
+		{"streamed", "stream_output = true\nstream_error = true\n", "to stdout\n"},
+		{"spooled", "", ""},
+	} {
+		c := p.submitAs(t, owner.Username, dir, tc.name+".sub", fmt.Sprintf(`executable = talk.sh
+arguments = %s
+should_transfer_files = YES
+want_submit_dir = true
+%soutput = %s.out
+error = %s.err
+log = %s.log
+queue
+`, tc.name, tc.extra, tc.name, tc.name, tc.name))
+		out := filepath.Join(dir, tc.name+".out")
+		eventually(t, 90*time.Second, tc.name+" job to write its first lines", func() bool {
+			_, err := os.Stat(filepath.Join(dir, "began."+tc.name))
+			return err == nil
+		})
+		if tc.early != "" {
+			eventually(t, 30*time.Second, "the streamed job's output while it runs", func() bool {
+				b, _ := os.ReadFile(out)
+				return string(b) == tc.early
+			})
+		} else if b, _ := os.ReadFile(out); len(b) != 0 {
+			t.Errorf("%s.out while its job runs: %q, want nothing yet", tc.name, b)
+		}
+		writeFile(t, filepath.Join(dir, "go."+tc.name), "", 0o644)
+		id := fmt.Sprintf("%d.0", c)
+		if o, code := p.harrier(t, "wait", "--timeout", "60", id); code != 0 {
+			t.Fatalf("wait %s: exit %d: %s", id, code, o)
+		}
+		if got := mustRead(t, out); got != "to stdout\nat the end\n" {
+			t.Errorf("%s.out = %q", tc.name, got)
+		}
+		if got := mustRead(t, filepath.Join(dir, tc.name+".err")); got != "to stderr\n" {
+			t.Errorf("%s.err = %q", tc.name, got)
+		}
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, ".harrier*")); len(m) != 0 {
+		t.Errorf("spool files came home as outputs: %v", m)
 	}
 }
