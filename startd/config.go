@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"harrier.dev/harrier/gpu"
 )
 
 // Config is everything a startd is told at start-up. The zero values of the
@@ -91,6 +93,9 @@ type Config struct {
 	// jobs and gangs may ask for (Subnet = "10.1"). They do not replace
 	// the attributes the startd measures or sets.
 	Attrs map[string]string
+	// GPUs are the machine's GPUs (see the gpu package), shared among the
+	// slots as gpu.Share says; each slot's job is given its slot's alone.
+	GPUs gpu.Inventory
 }
 
 const (

@@ -80,7 +80,8 @@ func New(cfg Config) (*Startd, error) {
 		claimIdleTimeout: claimIdleTimeout,
 		changed:          make(chan struct{}, 1),
 		peaceful:         peaceful{done: make(chan struct{})},
-		adc:              adConfig{host: cfg.Name, policy: pol, numSlots: cfg.NumSlots, version: version(), sandbox: chooseSandbox(cfg.Sandbox, cfg.Logger)},
+		adc: adConfig{host: cfg.Name, policy: pol, numSlots: cfg.NumSlots, version: version(), sandbox: chooseSandbox(cfg.Sandbox, cfg.Logger),
+			gpus: shareGPUs(cfg.GPUs, cfg.NumSlots)},
 	}
 	reg := cfg.Metrics
 	if reg == nil {
