@@ -23,6 +23,7 @@ import (
 
 	"harrier.dev/harrier/agent"
 	"harrier.dev/harrier/checkpoint"
+	"harrier.dev/harrier/gpu"
 	"harrier.dev/harrier/config"
 	"harrier.dev/harrier/matchmaker"
 	"harrier.dev/harrier/matchmaker/accountdb"
@@ -619,6 +620,15 @@ func startdConfig(pc *poolConfig, name string, logger *slog.Logger) (startd.Conf
 	}
 	if err := startdPolicy(pc, &cfg); err != nil {
 		return cfg, err
+	}
+	if cfg.GPUs, err = gpu.Discover(context.Background(), gpu.Config{
+		Method: gpu.Method(pc.c.String("GPU_DISCOVERY", string(gpu.Auto))),
+		Static: pc.c.String("GPU_DEVICES", ""),
+	}); err != nil {
+		return cfg, fmt.Errorf("GPU discovery: %w", err)
+	}
+	if n := len(cfg.GPUs.Devices); n > 0 {
+		logger.Info("GPUs found", "gpus", strings.Join(gpu.IDs(cfg.GPUs.Devices), ","))
 	}
 	return cfg, nil
 }
