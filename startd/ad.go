@@ -18,7 +18,8 @@ type adConfig struct {
 	// draining: the administrator drained the machine (see Drain);
 	// policy.start is then false.
 	draining bool
-	gpus     gpuShare // see gpus.go
+	gpus     gpuShare  // see gpus.go
+	cron     cronAttrs // see cron.go
 }
 
 // machineAd builds the ad of one slot from a measurement of the whole
@@ -30,6 +31,7 @@ func machineAd(c adConfig, m machine, v view, now time.Time) *classad.ClassAd {
 	for name, e := range c.policy.attrs {
 		ad.Set(name, e)
 	}
+	c.cron.publish(ad)
 	ad.SetString("MyType", "Machine")
 	ad.SetString("TargetType", "Job")
 	ad.SetString("Name", v.name)

@@ -96,6 +96,12 @@ type Config struct {
 	// GPUs are the machine's GPUs (see the gpu package), shared among the
 	// slots as gpu.Share says; each slot's job is given its slot's alone.
 	GPUs gpu.Inventory
+	// Cron are the administrator's STARTD_CRON jobs (see cron.go).
+	Cron []CronJob
+	// CronUser is the account a startd running as root runs its cron
+	// jobs as. Default "nobody"; a startd that is not root runs them as
+	// itself.
+	CronUser string
 }
 
 const (
@@ -109,6 +115,8 @@ const (
 	claimIdleTimeout = 20 * time.Second
 	// killGrace is how long a starter has between SIGTERM and SIGKILL.
 	killGrace = 5 * time.Second
+	// defaultCronUser runs the cron jobs of a startd that runs as root.
+	defaultCronUser = "nobody"
 )
 
 // defaultTerminals and defaultConsoleDevices are the device patterns idle
@@ -181,6 +189,19 @@ func (cfg Config) withDefaults() (Config, policy, error) {
 	}
 	if err := checkSandbox(cfg.Sandbox); err != nil {
 		errs = append(errs, err)
+	}
+	names := map[string]bool{}
+	for _, j := range cfg.Cron {
+		if err := j.check(); err != nil {
+			errs = append(errs, err)
+		}
+		if names[j.Name] {
+			errs = append(errs, fmt.Errorf("cron job %s listed twice", j.Name))
+		}
+		names[j.Name] = true
+	}
+	if cfg.CronUser == "" {
+		cfg.CronUser = defaultCronUser
 	}
 	if len(cfg.StarterCommand) == 0 {
 		errs = append(errs, errors.New("no starter command"))

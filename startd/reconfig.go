@@ -62,6 +62,8 @@ func needRestart(old, next Config) []string {
 		"CONSOLE_DEVICES":     slices.Equal(old.ConsoleDevices, next.ConsoleDevices),
 		"CHECKPOINT_KEY_FILE": old.CheckpointKeyFile == next.CheckpointKeyFile,
 		"GPU_DEVICES":         slices.Equal(gpu.IDs(old.GPUs.Devices), gpu.IDs(next.GPUs.Devices)),
+		"STARTD_CRON_JOBLIST": reflect.DeepEqual(old.Cron, next.Cron),
+		"STARTD_CRON_USER":    old.CronUser == next.CronUser,
 		"starter command":     reflect.DeepEqual(old.StarterCommand, next.StarterCommand),
 	} {
 		if !same {

@@ -1,0 +1,114 @@
+package startd
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"harrier.dev/harrier/classad"
+)
+
+func TestParseCronOutput(t *testing.T) {
+	out := "# health\nHasCVMFS = true\n\nScratchFreeMB = 1024\nSite = \"north\"\n- end\nIgnored = 1\n"
+	attrs, err := parseCronOutput([]byte(out), "Health_")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(attrs) != 3 {
+		t.Fatalf("attrs %v", attrs)
+	}
+	for name, want := range map[string]string{"Health_HasCVMFS": "true", "Health_ScratchFreeMB": "1024", "Health_Site": `"north"`} {
+		if e, ok := attrs[name]; !ok || e.String() != want {
+			t.Errorf("%s = %v (%v), want %s", name, e, ok, want)
+		}
+	}
+	for _, bad := range []string{"no equals sign", "1x = 2", "A = (", "A.b = 1"} {
+		if _, err := parseCronOutput([]byte(bad), ""); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func TestCronAttrsPublish(t *testing.T) {
+	c := cronAttrs{jobs: []string{"A", "B"}}
+	c = c.withResult("A", map[string]classad.Expr{"HasCVMFS": classad.Literal(classad.Bool(true))}, false)
+	c = c.withResult("B", nil, true)
+	ad := classad.New()
+	c.publish(ad)
+	if b, _ := ad.EvalBool("HasCVMFS"); !b {
+		t.Error("A's attribute is missing")
+	}
+	if s, _ := ad.EvalString(attrCronFailures); s != "B" {
+		t.Errorf("%s = %q, want B", attrCronFailures, s)
+	}
+	// A's next run fails: its attributes go, and the earlier value is
+	// left as it was.
+	d := c.withResult("A", nil, true)
+	ad = classad.New()
+	d.publish(ad)
+	if _, ok := ad.Lookup("HasCVMFS"); ok {
+		t.Error("a failed job's attribute is still published")
+	}
+	if s, _ := ad.EvalString(attrCronFailures); s != "A,B" {
+		t.Errorf("%s = %q, want A,B", attrCronFailures, s)
+	}
+	if _, ok := c.attrs["A"]; !ok {
+		t.Error("withResult changed the value it was called on")
+	}
+	none := classad.New()
+	cronAttrs{}.publish(none)
+	if none.Len() != 0 {
+		t.Errorf("no cron jobs published %v", none)
+	}
+}
+
+// TestRunCron runs real scripts: one that reports, one that fails, one
+// that hangs past its period and is killed.
+func TestRunCron(t *testing.T) {
+	dir := t.TempDir()
+	script := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	s := &Startd{}
+	attrs, err := s.runCron(context.Background(), CronJob{Name: "OK", Mode: CronPeriodic, Period: time.Minute, Prefix: "X_",
+		Executable: script("ok", `echo "Arg = \"$1\""; echo "Name = \"$_CONDOR_CRON_NAME\""`), Args: []string{"hello"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := attrs["X_Arg"].String() + " " + attrs["X_Name"].String(); got != `"hello" "OK"` {
+		t.Errorf("attrs %v", attrs)
+	}
+	_, err = s.runCron(context.Background(), CronJob{Name: "BAD", Mode: CronPeriodic, Period: time.Minute,
+		Executable: script("bad", "echo broken >&2\nexit 3\n")})
+	if err == nil || !strings.Contains(err.Error(), "exit status 3") || !strings.Contains(err.Error(), "broken") {
+		t.Errorf("failing script: %v", err)
+	}
+	_, err = s.runCron(context.Background(), CronJob{Name: "HANG", Mode: CronPeriodic, Period: time.Second,
+		Executable: script("hang", "echo A = 1\nsleep 600 & wait\n")})
+	if err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Errorf("hanging script: %v", err)
+	}
+	_, err = s.runCron(context.Background(), CronJob{Name: "MISSING", Mode: CronOneShot, Executable: filepath.Join(dir, "none")})
+	if err == nil {
+		t.Error("a missing executable ran")
+	}
+}
+
+func TestCronConfigChecked(t *testing.T) {
+	for _, j := range []CronJob{
+		{Name: "A", Executable: "rel/path", Mode: CronPeriodic, Period: time.Minute},
+		{Name: "A", Executable: "/bin/true", Mode: "ondemand", Period: time.Minute},
+		{Name: "A", Executable: "/bin/true", Mode: CronPeriodic},
+	} {
+		if err := j.check(); err == nil {
+			t.Errorf("%+v accepted", j)
+		}
+	}
+}
