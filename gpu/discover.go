@@ -167,7 +167,9 @@ func discoverNVIDIA(ctx context.Context, cfg Config) (Inventory, error) {
 }
 
 // smiFields are the columns asked of nvidia-smi, in parseSMI's order.
-var smiFields = []string{"index", "uuid", "name", "compute_cap", "memory.total", "driver_version", "clocks.max.sm", "pci.bus_id"}
+// HTCondor's DriverVersion is CUDA's driver API version, which nvidia-smi
+// does not tell; it is left out.
+var smiFields = []string{"index", "uuid", "name", "compute_cap", "memory.total", "clocks.max.sm", "pci.bus_id"}
 
 // parseSMI reads nvidia-smi's CSV. The device node of index N is taken to
 // be /dev/nvidiaN, which holds where the driver numbers minors in PCI
@@ -198,10 +200,9 @@ func parseSMI(out, devDir string) ([]Device, error) {
 		props.SetString("DeviceName", f[2])
 		setNumber(props, "Capability", f[3])
 		setNumber(props, "GlobalMemoryMb", f[4])
-		setNumber(props, "DriverVersion", f[5])
-		setNumber(props, "ClockMhz", f[6])
-		if f[7] != "" && f[7] != "[N/A]" {
-			props.SetString("DevicePciBusId", f[7])
+		setNumber(props, "ClockMhz", f[5])
+		if f[6] != "" && f[6] != "[N/A]" {
+			props.SetString("DevicePciBusId", f[6])
 		}
 		devs = append(devs, Device{ID: id, Index: index, Path: filepath.Join(devDir, "nvidia"+f[0]), Props: props})
 	}

@@ -90,8 +90,8 @@ func TestNVIDIA(t *testing.T) {
 
 	smi := filepath.Join(t.TempDir(), "nvidia-smi")
 	script := "#!/bin/sh\ncat <<'E'\n" +
-		"0, GPU-c4a646d7-aa40-11ee-9a4c-0242ac120002, NVIDIA A100-SXM4-40GB, 8.0, 40960, 535.104.05, 1410, 00000000:07:00.0\n" +
-		"1, GPU-d1810711-aa40-11ee-9a4c-0242ac120002, NVIDIA A100-SXM4-40GB, 8.0, 40960, 535.104.05, 1410, 00000000:0F:00.0\n" +
+		"0, GPU-c4a646d7-aa40-11ee-9a4c-0242ac120002, NVIDIA A100-SXM4-40GB, 8.0, 40960, 1410, 00000000:07:00.0\n" +
+		"1, GPU-d1810711-aa40-11ee-9a4c-0242ac120002, NVIDIA A100-SXM4-40GB, 8.0, 40960, 1410, 00000000:0F:00.0\n" +
 		"E\n"
 	if err := os.WriteFile(smi, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
