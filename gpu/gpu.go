@@ -29,9 +29,8 @@ type Device struct {
 	// Path is the device node a job using the device must open.
 	Path string
 	// Props are the device's properties by HTCondor's names
-	// (Capability, GlobalMemoryMb, DeviceName, ClockMhz,
-	// DevicePciBusId),
-	// without Id; never nil.
+	// (Capability, GlobalMemoryMb, DeviceName, ClockMhz, ...), without
+	// Id; never nil.
 	Props *classad.ClassAd
 }
 
