@@ -18,7 +18,8 @@ import (
 // described in GPU_DEVICES) and two static slots gives one to each of
 // two users' jobs: each job sees its own device node and no other, and
 // CUDA_VISIBLE_DEVICES and _CONDOR_AssignedGPUs name it. A job asking
-// for more GPUs than the machine has stays idle; a GPU job's vacate is
+// for more GPUs than the machine has stays idle, and q -better-analyze
+// says why; a GPU job's vacate is
 // not a checkpoint, and its event log says why. The machine's STARTD_CRON
 // jobs publish their attribute in status -long, and one that fails is
 // named there without stopping the startd.
@@ -166,6 +167,10 @@ echo done
 	// still idle, and the startd, with a failing cron job, still serves.
 	if st := p.jobStatus(t, big); st != 1 {
 		t.Errorf("the job asking for 3 GPUs has JobStatus %d, want 1 (idle)", st)
+	}
+	if out := p.must(t, "q", "-better-analyze", big); !strings.Contains(out, "[5] TARGET.GPUs >= RequestGPUs") ||
+		!strings.Contains(out, "2 are rejected by your job's requirements") {
+		t.Errorf("q -better-analyze does not blame the GPU request:\n%s", out)
 	}
 	var startdLog string
 	logs, _ := filepath.Glob(filepath.Join(p.testPool.dir, "log", "*.log"))
