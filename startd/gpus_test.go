@@ -2,6 +2,8 @@ package startd
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,5 +72,58 @@ func TestMachineAdGPUs(t *testing.T) {
 		if _, ok := none.Lookup(name); ok {
 			t.Errorf("a machine without GPUs publishes %s", name)
 		}
+	}
+}
+
+// BenchmarkMachineAdGPUs builds and prints a slot's ad, as every
+// advertisement does, on a machine without GPUs and with eight; and
+// matches a plain job and a GPU job (Requirements as submit writes them)
+// against the eight-GPU slot, as the negotiator does.
+func BenchmarkMachineAdGPUs(b *testing.B) {
+	var recs []string
+	for i := range 8 {
+		recs = append(recs, fmt.Sprintf(`[Id = "GPU-%08x"; DevicePath = "/dev/nvidia%d"; Capability = 8.0; GlobalMemoryMb = 40960; DeviceName = "NVIDIA A100-SXM4-40GB"; ClockMhz = 1410]`, i, i))
+	}
+	inv, err := gpu.Discover(context.Background(), gpu.Config{Method: gpu.Static, Static: strings.Join(recs, ", ")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	base := adConfig{host: "exec1", addr: "10.0.0.2:9000", policy: testPolicy(b, "true"), numSlots: 1, version: "v1"}
+	withGPUs := base
+	withGPUs.gpus = shareGPUs(inv, 1)
+	v := view{id: 1, name: "slot1@exec1", status: Status{Unclaimed, Idle}}
+	for _, bc := range []struct {
+		name string
+		c    adConfig
+	}{{"none", base}, {"8gpus", withGPUs}} {
+		b.Run("ad/"+bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = machineAd(bc.c, testMachine, v, time.Unix(1200, 0)).String()
+			}
+		})
+	}
+	machine, err := classad.Parse(machineAd(withGPUs, testMachine, v, time.Unix(1200, 0)).String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	common := `(TARGET.Arch == "X86_64") && (TARGET.OpSys == "LINUX") && (TARGET.Disk >= RequestDisk) && (TARGET.Memory >= RequestMemory) && (TARGET.Cpus >= RequestCpus)`
+	for _, jc := range []struct{ name, req string }{
+		{"plain", common},
+		{"gpu", common + ` && (TARGET.GPUs >= RequestGPUs) && ((TARGET.GPUs_Capability >= 8.0) && TARGET.GPUs_GlobalMemoryMb >= 20480)`},
+	} {
+		job, err := classad.Parse(fmt.Sprintf(`[MyType = "Job"; RequestCpus = 1; RequestMemory = 128; RequestDisk = 1024; RequestGPUs = 1; Requirements = %s]`, jc.req))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !classad.Match(job, machine) {
+			b.Fatalf("%s job does not match", jc.name)
+		}
+		b.Run("match/"+jc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				classad.Match(job, machine)
+			}
+		})
 	}
 }
