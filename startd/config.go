@@ -99,8 +99,8 @@ type Config struct {
 	// Cron are the administrator's STARTD_CRON jobs (see cron.go).
 	Cron []CronJob
 	// CronUser is the account a startd running as root runs its cron
-	// jobs as. Default "nobody"; a startd that is not root runs them as
-	// itself.
+	// jobs as. Default "nobody", or root on a machine without that
+	// account; a startd that is not root runs them as itself.
 	CronUser string
 }
 
@@ -199,9 +199,6 @@ func (cfg Config) withDefaults() (Config, policy, error) {
 			errs = append(errs, fmt.Errorf("cron job %s listed twice", j.Name))
 		}
 		names[j.Name] = true
-	}
-	if cfg.CronUser == "" {
-		cfg.CronUser = defaultCronUser
 	}
 	if len(cfg.StarterCommand) == 0 {
 		errs = append(errs, errors.New("no starter command"))

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"os/user"
@@ -249,13 +250,23 @@ func cronNames(jobs []CronJob) []string {
 	return slices.Clip(names)
 }
 
-// cronCredential is who a startd's cron jobs run as: user when the
-// startd runs as root, else the startd's own user (nil).
-func cronCredential(name string) (*syscall.Credential, error) {
+// cronCredential is who a startd's cron jobs run as: name (default
+// nobody) when the startd runs as root, else the startd's own user (nil).
+// A root startd on a machine without nobody, and without a configured
+// user, runs them as root, and says so.
+func cronCredential(name string, log *slog.Logger) (*syscall.Credential, error) {
 	if os.Geteuid() != 0 {
 		return nil, nil
 	}
+	explicit := name != ""
+	if !explicit {
+		name = defaultCronUser
+	}
 	u, err := user.Lookup(name)
+	if err != nil && !explicit {
+		log.Warn("startd cron jobs run as root: no unprivileged account to run them as", "user", name, "err", err)
+		return nil, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cron user: %w", err)
 	}

@@ -2,6 +2,7 @@ package startd
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,5 +111,21 @@ func TestCronConfigChecked(t *testing.T) {
 		if err := j.check(); err == nil {
 			t.Errorf("%+v accepted", j)
 		}
+	}
+}
+
+func TestCronCredential(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if c, err := cronCredential("nobody", slog.Default()); c != nil || err != nil {
+			t.Errorf("a startd that is not root: %v, %v; want its own user", c, err)
+		}
+		return
+	}
+	c, err := cronCredential("", slog.Default())
+	if err != nil || c == nil || c.Uid == 0 {
+		t.Errorf("default cron user: %+v, %v; want nobody", c, err)
+	}
+	if _, err := cronCredential("no-such-harrier-user", slog.Default()); err == nil {
+		t.Error("a configured user that does not exist accepted")
 	}
 }

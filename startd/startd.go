@@ -88,7 +88,7 @@ func New(cfg Config) (*Startd, error) {
 			gpus: shareGPUs(cfg.GPUs, cfg.NumSlots), cron: cronAttrs{jobs: cronNames(cfg.Cron)}},
 	}
 	if len(cfg.Cron) > 0 {
-		if s.cronCred, err = cronCredential(cfg.CronUser); err != nil {
+		if s.cronCred, err = cronCredential(cfg.CronUser, s.log); err != nil {
 			return nil, fmt.Errorf("startd configuration: %w", err)
 		}
 	}
