@@ -17,7 +17,8 @@ import (
 // TestGPUsAndCron: a machine with two fake GPUs (device nodes made here,
 // described in GPU_DEVICES) and two static slots gives one to each of
 // two users' jobs: each job sees its own device node and no other, and
-// CUDA_VISIBLE_DEVICES and _CONDOR_AssignedGPUs name it. A job asking
+// CUDA_VISIBLE_DEVICES and _CONDOR_AssignedGPUs name it; a job that asks
+// for none sees none. A job asking
 // for more GPUs than the machine has stays idle, and q -better-analyze
 // says why; a GPU job's vacate is
 // not a checkpoint, and its event log says why. The machine's STARTD_CRON
@@ -104,6 +105,18 @@ echo done
 		return fmt.Sprintf("%d.0", submitted(t, out, code))
 	}
 	aDir, bDir := dirOf(alice.Username), dirOf(bob.Username)
+	// A job that asks for no GPU gets none, though its slot has one.
+	writeFile(t, filepath.Join(bDir, "go"), "", 0o644)
+	plain := submit(bob.Username, bDir, "executable = probe.sh\noutput = plain.out\nerror = plain.err\nqueue\n")
+	if out, code := p.tool(t, bob.Username, "wait", "--timeout", "90", plain); code != 0 {
+		t.Fatalf("wait for bob's job without GPUs: exit %d: %s", code, out)
+	}
+	if out := mustRead(t, filepath.Join(bDir, "plain.out")); !strings.Contains(out, "devs \n") || !strings.Contains(out, "cuda \n") || !strings.Contains(out, "done") {
+		t.Errorf("a job without request_gpus saw GPUs:\n%s", out)
+	}
+	if err := os.Remove(filepath.Join(bDir, "go")); err != nil {
+		t.Fatal(err)
+	}
 	// First, a job no machine can run: three GPUs.
 	big := submit(alice.Username, aDir, "executable = probe.sh\nrequest_gpus = 3\noutput = big.out\nqueue\n")
 	gpuJob := "executable = probe.sh\nrequest_gpus = 1\nrequire_gpus = Capability >= 8.0 && DeviceName == \"Harrier Fake\"\ngpus_minimum_memory = 8G\noutput = out\nerror = err\nlog = job.log\nqueue\n"
