@@ -94,7 +94,8 @@ type Config struct {
 	// the attributes the startd measures or sets.
 	Attrs map[string]string
 	// GPUs are the machine's GPUs (see the gpu package), shared among the
-	// slots as gpu.Share says; each slot's job is given its slot's alone.
+	// slots as gpu.Share says; a job that requests GPUs is given its
+	// slot's alone.
 	GPUs gpu.Inventory
 	// Cron are the administrator's STARTD_CRON jobs (see cron.go).
 	Cron []CronJob
