@@ -129,3 +129,29 @@ func TestCronCredential(t *testing.T) {
 		t.Error("a configured user that does not exist accepted")
 	}
 }
+
+// TestCronLoopOneShot: a oneshot job runs once, and its result reaches
+// the ads' configuration and wakes the advertiser.
+func TestCronLoopOneShot(t *testing.T) {
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "once")
+	count := filepath.Join(dir, "count")
+	if err := os.WriteFile(exe, []byte("#!/bin/sh\necho run >> "+count+"\necho 'Once = 1'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := &Startd{changed: make(chan struct{}, 1), log: slog.Default(), adc: adConfig{cron: cronAttrs{jobs: []string{"ONCE"}}}}
+	s.cronLoop(t.Context(), CronJob{Name: "ONCE", Executable: exe, Mode: CronOneShot}) // returns after its one run
+	select {
+	case <-s.changed:
+	default:
+		t.Error("the advertiser was not woken")
+	}
+	ad := classad.New()
+	s.adc.cron.publish(ad)
+	if n, _ := ad.EvalInt("Once"); n != 1 {
+		t.Errorf("Once = %v", ad.Eval("Once"))
+	}
+	if b, _ := os.ReadFile(count); string(b) != "run\n" {
+		t.Errorf("the oneshot job ran %q", b)
+	}
+}

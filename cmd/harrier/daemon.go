@@ -660,7 +660,7 @@ func startdConfig(pc *poolConfig, name string, logger *slog.Logger) (startd.Conf
 	}); err != nil {
 		return cfg, fmt.Errorf("GPU discovery: %w", err)
 	}
-	if n := len(cfg.GPUs.Devices); n > 0 {
+	if len(cfg.GPUs.Devices) > 0 {
 		logger.Info("GPUs found", "gpus", strings.Join(gpu.IDs(cfg.GPUs.Devices), ","))
 	}
 	return cfg, nil
