@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -72,6 +73,14 @@ STARTD_CRON_BROKEN_PERIOD = 2
 		"TotalGPUs = 2", "GPUs = 1", `GPUs_DeviceName = "Harrier Fake"`, "GPUs_Capability = 8.0", `Test_RanAs = "nobody"`} {
 		if !strings.Contains(status, want) {
 			t.Errorf("status -long lacks %s:\n%s", want, status)
+		}
+	}
+
+	gpus := p.must(t, "status", "-gpus")
+	for _, re := range []string{`(?m)^Name +ST +User +GPUs +GPU-Memory +GPU-Name +AssignedGPUs$`,
+		`(?m)^slot1@\S+ +Ui +1 +16\.0 GB +Harrier Fake +GPU-fake0$`, `(?m)^slot2@\S+ +Ui +1 +16\.0 GB +Harrier Fake +GPU-fake1$`} {
+		if !regexp.MustCompile(re).MatchString(gpus) {
+			t.Errorf("status -gpus does not match %s:\n%s", re, gpus)
 		}
 	}
 
