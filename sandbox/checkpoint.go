@@ -33,6 +33,9 @@ func (j *Job) Checkpoint(ctx context.Context, opts checkpoint.DumpOptions) (*che
 	if len(j.task.ImageLayers) > 0 {
 		return nil, ErrImageCheckpoint
 	}
+	if len(j.task.Devices) > 0 {
+		return nil, ErrGPUCheckpoint
+	}
 	if opts.Logger == nil {
 		opts.Logger = j.r.log
 	}
@@ -49,6 +52,9 @@ func (j *Job) Checkpoint(ctx context.Context, opts checkpoint.DumpOptions) (*che
 func (r *Runner) Restore(ctx context.Context, t *Task, imageDir string) (*Job, *checkpoint.RestoreResult, error) {
 	if len(t.ImageLayers) > 0 {
 		return nil, nil, ErrImageCheckpoint
+	}
+	if len(t.Devices) > 0 {
+		return nil, nil, ErrGPUCheckpoint
 	}
 	s, cfg, err := r.prepare(ctx, t)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/opencontainers/cgroups"
@@ -59,6 +60,7 @@ type spec struct {
 	cpuShares    uint64
 	cpuQuota     int64 // microseconds per cpuPeriod; 0: none
 	pidsLimit    int64
+	devices      []*devcfg.Device // the job's own devices (Task.Devices)
 }
 
 const cpuPeriod = 100000
@@ -67,6 +69,9 @@ const cpuPeriod = 100000
 func containerConfig(s spec) *configs.Config {
 	devices := make([]*devcfg.Rule, 0, len(specconv.AllowedDevices))
 	for _, d := range specconv.AllowedDevices {
+		devices = append(devices, &d.Rule)
+	}
+	for _, d := range s.devices {
 		devices = append(devices, &d.Rule)
 	}
 	caps := &configs.Capabilities{}
@@ -107,7 +112,7 @@ func containerConfig(s spec) *configs.Config {
 		},
 		MaskPaths:     maskedPaths,
 		ReadonlyPaths: readonlyPaths,
-		Devices:       specconv.AllowedDevices,
+		Devices:       append(slices.Clip(specconv.AllowedDevices), s.devices...),
 		Networks:      []*configs.Network{{Type: "loopback", Address: "127.0.0.1/0", Gateway: "localhost"}},
 		Mounts: []*configs.Mount{
 			{Source: "proc", Destination: "/proc", Device: "proc", Flags: unix.MS_NOEXEC | unix.MS_NOSUID | unix.MS_NODEV},

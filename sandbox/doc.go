@@ -25,6 +25,9 @@
 //     unprivileged slot user (root only when the administrator allows it),
 //     no new privileges, no capabilities for a non-root user, masked and
 //     read-only /proc paths, and the usual device rules.
+//   - The job's own devices (Task.Devices, its GPUs), made at their host
+//     paths in its /dev and allowed by its device cgroup; no other host
+//     device is there. Such a job is not checkpointed (ErrGPUCheckpoint).
 //
 // Cgroups come in two layers. The slot cgroup, made with containerd's
 // cgroups v3, groups everything a startd slot ever runs; it lives under

@@ -143,8 +143,13 @@ func (r *Runner) prepare(ctx context.Context, t *Task) (spec, *configs.Config, e
 			return spec{}, nil, fmt.Errorf("prepare container root %s: %w", rootfs, err)
 		}
 	}
+	devices, err := hostDevices(t.Devices)
+	if err != nil {
+		return spec{}, nil, err
+	}
 	dir, dirSource := jobDir(t)
 	s := spec{
+		devices:      devices,
 		id:           id,
 		image:        len(t.ImageLayers) > 0,
 		cgroupParent: slotPath,

@@ -40,6 +40,10 @@ type Task struct {
 	// job's root is an overlay of them, read-only, and a writable upper
 	// directory in ScratchDir, instead of the machine's root.
 	ImageLayers []string
+	// Devices are host device nodes the job is given (its GPUs): made at
+	// the same paths in its container and allowed by its device cgroup.
+	// A job holding any is not checkpointed (ErrGPUCheckpoint).
+	Devices []string
 }
 
 // scratchLimit returns the size in bytes beyond which the job's scratch

@@ -18,6 +18,8 @@ type adConfig struct {
 	// draining: the administrator drained the machine (see Drain);
 	// policy.start is then false.
 	draining bool
+	gpus     gpuShare  // see gpus.go
+	cron     cronAttrs // see cron.go
 }
 
 // machineAd builds the ad of one slot from a measurement of the whole
@@ -29,6 +31,7 @@ func machineAd(c adConfig, m machine, v view, now time.Time) *classad.ClassAd {
 	for name, e := range c.policy.attrs {
 		ad.Set(name, e)
 	}
+	c.cron.publish(ad)
 	ad.SetString("MyType", "Machine")
 	ad.SetString("TargetType", "Job")
 	ad.SetString("Name", v.name)
@@ -53,6 +56,7 @@ func machineAd(c adConfig, m machine, v view, now time.Time) *classad.ClassAd {
 	ad.SetInt("TotalMemory", m.memoryMiB)
 	ad.SetInt("TotalDisk", m.diskKiB)
 	ad.SetInt("TotalSlots", n)
+	c.gpus.publish(ad, v.id)
 	// LoadAvg is the slot's share: its own job's load plus an even share
 	// of the load that is not Harrier's, as in HTCondor, so that
 	// LoadAvg - CondorLoadAvg is the owner's load whatever the slot.

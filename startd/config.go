@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"harrier.dev/harrier/gpu"
 )
 
 // Config is everything a startd is told at start-up. The zero values of the
@@ -91,6 +93,16 @@ type Config struct {
 	// jobs and gangs may ask for (Subnet = "10.1"). They do not replace
 	// the attributes the startd measures or sets.
 	Attrs map[string]string
+	// GPUs are the machine's GPUs (see the gpu package), shared among the
+	// slots as gpu.Share says; a job that requests GPUs is given its
+	// slot's alone.
+	GPUs gpu.Inventory
+	// Cron are the administrator's STARTD_CRON jobs (see cron.go).
+	Cron []CronJob
+	// CronUser is the account a startd running as root runs its cron
+	// jobs as. Default "nobody", or root on a machine without that
+	// account; a startd that is not root runs them as itself.
+	CronUser string
 }
 
 const (
@@ -104,6 +116,8 @@ const (
 	claimIdleTimeout = 20 * time.Second
 	// killGrace is how long a starter has between SIGTERM and SIGKILL.
 	killGrace = 5 * time.Second
+	// defaultCronUser runs the cron jobs of a startd that runs as root.
+	defaultCronUser = "nobody"
 )
 
 // defaultTerminals and defaultConsoleDevices are the device patterns idle
@@ -176,6 +190,16 @@ func (cfg Config) withDefaults() (Config, policy, error) {
 	}
 	if err := checkSandbox(cfg.Sandbox); err != nil {
 		errs = append(errs, err)
+	}
+	names := map[string]bool{}
+	for _, j := range cfg.Cron {
+		if err := j.check(); err != nil {
+			errs = append(errs, err)
+		}
+		if names[j.Name] {
+			errs = append(errs, fmt.Errorf("cron job %s listed twice", j.Name))
+		}
+		names[j.Name] = true
 	}
 	if len(cfg.StarterCommand) == 0 {
 		errs = append(errs, errors.New("no starter command"))

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"slices"
 	"time"
+
+	"harrier.dev/harrier/gpu"
 )
 
 // Reconfigure applies a re-read configuration to the running startd
@@ -59,6 +61,9 @@ func needRestart(old, next Config) []string {
 		"TERMINAL_DEVICES":    slices.Equal(old.Terminals, next.Terminals),
 		"CONSOLE_DEVICES":     slices.Equal(old.ConsoleDevices, next.ConsoleDevices),
 		"CHECKPOINT_KEY_FILE": old.CheckpointKeyFile == next.CheckpointKeyFile,
+		"GPU_DEVICES":         slices.Equal(gpu.IDs(old.GPUs.Devices), gpu.IDs(next.GPUs.Devices)),
+		"STARTD_CRON_JOBLIST": reflect.DeepEqual(old.Cron, next.Cron),
+		"STARTD_CRON_USER":    old.CronUser == next.CronUser,
 		"starter command":     reflect.DeepEqual(old.StarterCommand, next.StarterCommand),
 	} {
 		if !same {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -32,6 +33,9 @@ type Startd struct {
 	matchTimeout     time.Duration
 	killGrace        time.Duration
 	claimIdleTimeout time.Duration
+
+	// cronCred is who runs the cron jobs; nil: the startd's own user.
+	cronCred *syscall.Credential
 
 	// changed wakes the advertiser after a state change.
 	changed chan struct{}
@@ -80,7 +84,13 @@ func New(cfg Config) (*Startd, error) {
 		claimIdleTimeout: claimIdleTimeout,
 		changed:          make(chan struct{}, 1),
 		peaceful:         peaceful{done: make(chan struct{})},
-		adc:              adConfig{host: cfg.Name, policy: pol, numSlots: cfg.NumSlots, version: version(), sandbox: chooseSandbox(cfg.Sandbox, cfg.Logger)},
+		adc: adConfig{host: cfg.Name, policy: pol, numSlots: cfg.NumSlots, version: version(), sandbox: chooseSandbox(cfg.Sandbox, cfg.Logger),
+			gpus: shareGPUs(cfg.GPUs, cfg.NumSlots), cron: cronAttrs{jobs: cronNames(cfg.Cron)}},
+	}
+	if len(cfg.Cron) > 0 {
+		if s.cronCred, err = cronCredential(cfg.CronUser, s.log); err != nil {
+			return nil, fmt.Errorf("startd configuration: %w", err)
+		}
 	}
 	reg := cfg.Metrics
 	if reg == nil {
@@ -139,6 +149,10 @@ func (s *Startd) Serve(ctx context.Context, lis net.Listener) error {
 		defer close(policyDone)
 		s.policyLoop(ctx)
 	}()
+	var crons sync.WaitGroup
+	for _, job := range s.cfg.Cron {
+		crons.Go(func() { s.cronLoop(ctx, job) })
+	}
 	s.log.Info("startd serving", "addr", s.adc.addr, "slots", len(s.slots))
 
 	var failed error
@@ -155,6 +169,7 @@ func (s *Startd) Serve(ctx context.Context, lis net.Listener) error {
 	cancel()
 	srv.Stop()
 	<-policyDone
+	crons.Wait()
 	s.killAll(fast)
 	s.runs.Wait()
 	<-advDone

@@ -302,6 +302,7 @@ func (s *Startd) reserveActivation(ctx context.Context, req *wire.ActivateClaimR
 		ScratchLimitKB:    max(scratchLimit, 0),
 		CheckpointKeyFile: s.cfg.CheckpointKeyFile,
 	}
+	spec.GPUs, spec.GPUDevices = s.adc.gpus.spec(sl.id)
 	// Not a move: the slot's state and activity do not change.
 	sl.phase = claimedIdle{claim: c, activating: true}
 	return sl, c, spec, idle.starter, nil

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -294,7 +295,7 @@ func TestClaimLifecycle(t *testing.T) {
 		t.Errorf("scratch limit %d KiB, want about the slot's Disk %d KiB", spec.ScratchLimitKB, disk)
 	}
 	want.ScratchLimitKB = spec.ScratchLimitKB
-	if *spec != want {
+	if !reflect.DeepEqual(*spec, want) {
 		t.Errorf("starter spec\n got %+v\nwant %+v", *spec, want)
 	}
 	if filepath.Dir(cwd) != h.execDir {

@@ -52,6 +52,9 @@ type Task struct {
 	// ImageLayers are the layers of the job's own container image, bottom
 	// first (see ImageRunner); none: the machine's own system.
 	ImageLayers []string
+	// Devices are the device nodes the job is given (its GPUs); runners
+	// without containers cannot keep it from others.
+	Devices []string
 	// RestoreFailure is set by a start that was to restore the job from
 	// its checkpoint and started it from the beginning instead: why.
 	RestoreFailure string

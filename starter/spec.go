@@ -45,6 +45,11 @@ type Spec struct {
 	// images with it and restores only images sealed with it for the
 	// same job. Empty: this machine takes and restores no checkpoints.
 	CheckpointKeyFile string `json:"checkpoint_key_file,omitempty"`
+	// GPUs are the slot's GPUs, given to a job that requests GPUs
+	// (RequestGPUs > 0), its alone while it runs, and GPUDevices the
+	// device nodes every GPU job needs besides its own.
+	GPUs       []GPU    `json:"gpus,omitempty"`
+	GPUDevices []string `json:"gpu_devices,omitempty"`
 }
 
 // Command is sent by the startd to a starter on its standard input (see

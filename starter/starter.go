@@ -251,6 +251,11 @@ func (s *Starter) prepare(ctx context.Context, client wire.ShadowClient, job *cl
 	// Every job is held to the slot's share, request or not: a job must
 	// not fill the execute machine's disk.
 	t.ScratchLimitKB = s.spec.ScratchLimitKB
+	// A job that asked for no GPU gets none, though its slot has some:
+	// it stays checkpointable, and no other job's device is in reach.
+	if n, _ := job.EvalInt("RequestGPUs"); n > 0 {
+		giveGPUs(t, s.spec.GPUs, s.spec.GPUDevices)
+	}
 	if in := stringAttr(job, "In"); in != "" && in != os.DevNull {
 		path := filepath.Join(s.spec.ScratchDir, ".harrier_stdin")
 		if err := s.fetch(ctx, client, "input", path, false); err != nil {

@@ -49,6 +49,10 @@ var commandTable = []commandEntry{
 	{"request_memory", sizeAttr("RequestMemory", 1<<20, 1<<20)},
 	{"request_disk", sizeAttr("RequestDisk", 1<<10, 1<<10)},
 	{"request_gpus", setRequestGPUs},
+	{"require_gpus", setRequireGPUs},
+	{"gpus_minimum_capability", gpuBound("Capability", ">=")},
+	{"gpus_maximum_capability", gpuBound("Capability", "<=")},
+	{"gpus_minimum_memory", gpuBound("GlobalMemoryMb", ">=")},
 	{"priority", intAttr("JobPrio")},
 	{"hold", func(j *job, name, v string) (err error) { j.hold, err = parseBool(name, v); return err }},
 	{"notification", setNotification},
@@ -245,14 +249,6 @@ func setNotification(j *job, name, v string) error {
 			"(the job event log, log = FILE, records every event of the job)")
 	}
 	return fmt.Errorf("bad %s %q (want never, always, complete or error)", name, v)
-}
-
-// setRequestGPUs accepts a request for no GPU.
-func setRequestGPUs(j *job, name, v string) error {
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil && n == 0 {
-		return nil
-	}
-	return valueNotSupported(name, v, noGPUs)
 }
 
 // defaultMaxRetries is condor_submit's DEFAULT_JOB_MAX_RETRIES, the

@@ -115,8 +115,7 @@
 // A documented condor_submit command that no Harrier daemon acts on is
 // refused with its name and what to do instead (refuse.go), even when it is
 // used as a macro; one whose value is what Harrier does anyway is accepted
-// (should_transfer_files = NO, notification = never, request_gpus = 0, a
-// false leave_in_queue or nice_user, universe = standard, which is what
+// (should_transfer_files = NO, notification = never, a false leave_in_queue or nice_user, universe = standard, which is what
 // every Harrier job gets). An empty value unsets any command.
 //
 // # Job ads
@@ -151,7 +150,11 @@
 // (TARGET.Disk >= RequestDisk), (TARGET.Memory >= RequestMemory) and
 // (TARGET.Cpus >= RequestCpus), with this machine's Arch and OpSys; a
 // clause is left out when the user's expression already mentions its
-// attribute.
+// attribute. A job that requests GPUs (request_gpus other than 0) gets
+// (TARGET.GPUs >= RequestGPUs) as well and, with RequireGPUs (require_gpus,
+// gpus_minimum_capability, gpus_maximum_capability, gpus_minimum_memory),
+// that expression over the properties the slot's GPUs share (Capability
+// becomes TARGET.GPUs_Capability; see gpus.go).
 //
 // The executable is relative to the submit directory; the other files are
 // relative to initialdir, itself relative to the submit directory. Jobs

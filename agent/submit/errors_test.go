@@ -112,7 +112,7 @@ func TestJobsErrors(t *testing.T) {
 		{"two conversions", "executable = job.sh\narguments = $REAL(3,%f %f)\nqueue", `job.sub:2: arguments: $REAL(3,%f %f): format "%f %f" holds more than one conversion`},
 		{"queue from a command without commands", "executable = job.sh\nqueue from ls |", "job.sub:2: queue from ls |: running commands is not allowed here"},
 		{"match-time reference after expansion", "executable = job.sh\nm = $$(Memory)\narguments = $(m)\nqueue", "job.sub:3: arguments: $$(Memory) is a match-time substitution"},
-		{"refused value after expansion", "executable = job.sh\ng = 1\nrequest_gpus = $(g)\nqueue", "job.sub:3: request_gpus = 1 is not supported"},
+		{"refused value after expansion", "executable = job.sh\ng = always\nnotification = $(g)\nqueue", "job.sub:3: notification = always is not supported"},
 		{"bad pattern", "executable = job.sh\nqueue matching a[", "job.sub:2: malformed queue statement: bad pattern"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

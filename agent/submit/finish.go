@@ -41,6 +41,9 @@ func (b *builder) finish(j *job, p *plan) error {
 	if err := b.containerImage(j, iwd); err != nil {
 		return errorf(p.queue.file, p.queue.line, "%w", err)
 	}
+	if err := j.finishGPUs(); err != nil {
+		return err
+	}
 	if err := b.requirements(j); err != nil {
 		return errorf(p.req.file, p.req.line, "%w", err)
 	}
@@ -227,7 +230,7 @@ func (b *builder) size(path string) int64 {
 // clauses condor_submit adds for attributes the expression does not
 // mention: Arch, OpSys, Disk, Memory and Cpus.
 func (b *builder) requirements(j *job) error {
-	src := j.requirements + "\x00" + j.universe
+	src := j.requirements + "\x00" + j.universe + "\x00" + strings.Join(gpuClauses(j, nil), "\x00")
 	if !b.reqExpr.IsZero() && b.reqSrc == src {
 		j.ad.Set("Requirements", b.reqExpr)
 		return nil
@@ -261,6 +264,7 @@ func (b *builder) requirements(j *job) error {
 	if !mentioned["cpus"] {
 		parts = append(parts, "(TARGET.Cpus >= RequestCpus)")
 	}
+	parts = append(parts, gpuClauses(j, mentioned)...)
 	e, err := j.expr("requirements", strings.Join(parts, " && "))
 	if err != nil {
 		return err

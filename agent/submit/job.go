@@ -58,7 +58,8 @@ type job struct {
 	getenv          []string // patterns of variables to import
 	skipChecks      bool
 	hold            bool
-	requestDisk     bool // request_disk was given
+	requestDisk     bool     // request_disk was given
+	requireGPUs     []string // clauses of RequireGPUs (see gpus.go)
 	// The retry commands (max_retries, success_exit_code, retry_until)
 	// and on_exit_remove, from which finish builds OnExitRemove.
 	retries      bool // any retry command was given

@@ -198,6 +198,23 @@ queue`,
 			"RequestGPUs": absent,
 		}},
 	}, {
+		// GPUs: RequireGPUs gathers require_gpus and the gpus_* bounds;
+		// Requirements asks them of the properties the slot's GPUs share.
+		name: "GPUs",
+		src: `executable = job.sh
+request_gpus = 2
+require_gpus = DeviceName != "V100" && regexp("A1", DeviceName)
+gpus_minimum_capability = 8.0
+gpus_minimum_memory = 20G
+queue`,
+		want: []map[string]string{{
+			"RequestGPUs": "2",
+			"RequireGPUs": `(DeviceName != "V100" && regexp("A1",DeviceName)) && Capability >= 8 && GlobalMemoryMb >= 20480`,
+			"Requirements": `(TARGET.Arch == "X86_64") && (TARGET.OpSys == "LINUX") && (TARGET.Disk >= RequestDisk) && ` +
+				`(TARGET.Memory >= RequestMemory) && (TARGET.Cpus >= RequestCpus) && (TARGET.GPUs >= RequestGPUs) && ` +
+				`((TARGET.GPUs_DeviceName != "V100" && regexp("A1",TARGET.GPUs_DeviceName)) && TARGET.GPUs_Capability >= 8 && TARGET.GPUs_GlobalMemoryMb >= 20480)`,
+		}},
+	}, {
 		name: "remote I/O and checkpointing",
 		src: `executable = job.sh
 file_remaps = "in.dat = /data/in.dat ; out.dat = /scratch/out.dat"

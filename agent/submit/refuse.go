@@ -31,7 +31,7 @@ const (
 	noDAGMan    = "DAGMan is not available"
 	noEventLog  = "the job event log records only Harrier's own events"
 	noMatchLog  = "the agent does not record machine attributes in the job ad"
-	noGPUs      = "this pool has no GPU support yet; remove it (request_gpus = 0 is accepted)"
+	noGPUs      = "the startd does not measure the GPUs' CUDA runtime version yet; use require_gpus"
 )
 
 // A refusal is why a command is refused, and the values that are what
@@ -74,13 +74,9 @@ var refusals = map[string]refusal{
 		accept: func(v string) bool { b, err := parseBool("", v); return err == nil && b }},
 
 	// matchmaking
-	"require_gpus":            always(noGPUs),
-	"cuda_version":            always(noGPUs),
-	"gpus_minimum_capability": always(noGPUs),
-	"gpus_maximum_capability": always(noGPUs),
-	"gpus_minimum_memory":     always(noGPUs),
-	"gpus_minimum_runtime":    always(noGPUs),
-	"image_size":              always("the job's image size is measured, not requested; use request_memory"),
+	"cuda_version":         always(noGPUs),
+	"gpus_minimum_runtime": always(noGPUs),
+	"image_size":           always("the job's image size is measured, not requested; use request_memory"),
 
 	// policy
 	"allowed_execute_duration": always(noDuration),

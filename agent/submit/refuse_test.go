@@ -49,7 +49,7 @@ func TestRefusedValues(t *testing.T) {
 	}{
 		{"universe", []string{"grid", "java", "parallel", "vm"},
 			[]string{"vanilla", "standard"}, "not available"},
-		{"request_gpus", []string{"1", "2", "RequestCpus"}, []string{"0"}, "no GPU support"},
+		{"cuda_version", []string{"12.0"}, nil, "CUDA runtime version"},
 		{"notification", []string{"Always", "complete", "ERROR"}, []string{"never", "Never"}, "Harrier sends no e-mail"},
 		{"should_transfer_files", []string{"MAYBE"}, []string{"YES", "if_needed", "NO", "no"}, "want YES, NO, IF_NEEDED"},
 		{"when_to_transfer_output", []string{"ON_VACATE"}, []string{"ON_EXIT", "ON_EXIT_OR_EVICT", "on_success"}, "want ON_EXIT"},

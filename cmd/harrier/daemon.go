@@ -24,6 +24,8 @@ import (
 	"harrier.dev/harrier/agent"
 	"harrier.dev/harrier/checkpoint"
 	"harrier.dev/harrier/config"
+	"harrier.dev/harrier/gpu"
+	"harrier.dev/harrier/jobargs"
 	"harrier.dev/harrier/matchmaker"
 	"harrier.dev/harrier/matchmaker/accountdb"
 	"harrier.dev/harrier/metrics"
@@ -554,6 +556,34 @@ func serveStartd(ctx context.Context, pc *poolConfig, name string, reg prometheu
 	return s.Serve(ctx, lis)
 }
 
+// startdCron reads STARTD_CRON_JOBLIST and each job's
+// STARTD_CRON_<NAME>_EXECUTABLE, _ARGS, _PERIOD, _PREFIX and _MODE
+// (periodic, the default, or oneshot), as HTCondor names them.
+func startdCron(pc *poolConfig) ([]startd.CronJob, error) {
+	var jobs []startd.CronJob
+	for _, name := range strings.FieldsFunc(pc.c.String("STARTD_CRON_JOBLIST", ""), func(r rune) bool { return r == ',' || r == ' ' || r == '\t' }) {
+		key := "STARTD_CRON_" + name + "_"
+		exe, err := pc.require(key + "EXECUTABLE")
+		if err != nil {
+			return nil, err
+		}
+		args, err := jobargs.Split(pc.c.String(key+"ARGS", ""))
+		if err != nil {
+			return nil, fmt.Errorf("%sARGS: %w", key, err)
+		}
+		period, err := pc.c.Duration(key+"PERIOD", 0)
+		if err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, startd.CronJob{
+			Name: name, Executable: exe, Args: args, Period: period,
+			Prefix: pc.c.String(key+"PREFIX", ""),
+			Mode:   startd.CronMode(strings.ToLower(pc.c.String(key+"MODE", string(startd.CronPeriodic)))),
+		})
+	}
+	return jobs, nil
+}
+
 // startdConfig reads a startd's configuration from the pool's.
 func startdConfig(pc *poolConfig, name string, logger *slog.Logger) (startd.Config, error) {
 	var cfg startd.Config
@@ -619,6 +649,19 @@ func startdConfig(pc *poolConfig, name string, logger *slog.Logger) (startd.Conf
 	}
 	if err := startdPolicy(pc, &cfg); err != nil {
 		return cfg, err
+	}
+	if cfg.Cron, err = startdCron(pc); err != nil {
+		return cfg, err
+	}
+	cfg.CronUser = pc.c.String("STARTD_CRON_USER", "")
+	if cfg.GPUs, err = gpu.Discover(context.Background(), gpu.Config{
+		Method: gpu.Method(pc.c.String("GPU_DISCOVERY", string(gpu.Auto))),
+		Static: pc.c.String("GPU_DEVICES", ""),
+	}); err != nil {
+		return cfg, fmt.Errorf("GPU discovery: %w", err)
+	}
+	if len(cfg.GPUs.Devices) > 0 {
+		logger.Info("GPUs found", "gpus", strings.Join(gpu.IDs(cfg.GPUs.Devices), ","))
 	}
 	return cfg, nil
 }

@@ -33,6 +33,7 @@ func runStatus(args []string, _ io.Reader, stdout io.Writer) error {
 	avail := tf.fs.Bool("avail", false, "only slots that would start a job now (Unclaimed and Idle)")
 	claimed := tf.fs.Bool("claimed", false, "only claimed slots")
 	running := tf.fs.Bool("run", false, "slots running jobs, with whose job they run")
+	gpus := tf.fs.Bool("gpus", false, "slots of machines with GPUs, with their GPUs")
 	state := tf.fs.Bool("state", false, "the slots' states, activities and keyboard idle times")
 	schedd := tf.fs.Bool("schedd", false, "the agents' ads (HTCondor's schedds), with their job counts")
 	daemons := tf.fs.Bool("daemons", false, "the daemons' own ads: each host's master, the negotiator, the agents")
@@ -69,6 +70,9 @@ func runStatus(args []string, _ io.Reader, stdout io.Writer) error {
 	cons := joinConstraints(*constraint, strings.Join(names, " || "))
 	if *avail {
 		cons = joinConstraints(`State == "Unclaimed" && Activity == "Idle"`, cons)
+	}
+	if *gpus {
+		cons = joinConstraints(gpusConstraint, cons)
 	}
 	if *claimed || *running {
 		cons = joinConstraints(`State == "Claimed"`, cons)
@@ -125,6 +129,8 @@ func runStatus(args []string, _ io.Reader, stdout io.Writer) error {
 		newTable = func(w io.Writer) table { return newColumnsTable(w, runColumns()) }
 	case *state:
 		newTable = func(w io.Writer) table { return newColumnsTable(w, stateColumns()) }
+	case *gpus:
+		newTable = func(w io.Writer) table { return newColumnsTable(w, gpuColumns()) }
 	case *compact:
 		newTable = func(w io.Writer) table { return newCompactTable(w) }
 	}
