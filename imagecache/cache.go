@@ -56,6 +56,9 @@ type Image struct {
 	// ID is the digest of the image's configuration ("sha256:…"), the
 	// same wherever the image came from.
 	ID string
+	// Digest is the digest of its manifest, by which a registry serves
+	// exactly this image ("name@sha256:…").
+	Digest string
 	// Layers are the directories of its layers, bottom first.
 	Layers []string
 	// Config is what the image says about running it (entrypoint,
@@ -89,6 +92,10 @@ func (c *Cache) Acquire(ctx context.Context, img v1.Image) (*Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read image configuration: %w", err)
 	}
+	digest, err := img.Digest()
+	if err != nil {
+		return nil, fmt.Errorf("read image manifest: %w", err)
+	}
 	if (cf.OS != "" && cf.OS != "linux") || (cf.Architecture != "" && cf.Architecture != runtime.GOARCH) {
 		return nil, fmt.Errorf("%w: %s/%s, this machine is linux/%s", ErrPlatform, cf.OS, cf.Architecture, runtime.GOARCH)
 	}
@@ -113,7 +120,7 @@ func (c *Cache) Acquire(ctx context.Context, img v1.Image) (*Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	im := &Image{ID: id.String(), Config: cf.Config, lock: lock}
+	im := &Image{ID: id.String(), Digest: digest.String(), Config: cf.Config, lock: lock}
 	for i, l := range layers {
 		made, err := c.ensureLayer(ctx, l, rec.Layers[i])
 		if err != nil {

@@ -141,6 +141,7 @@ type ImageRunner interface {
 // Image is a container image held for a job.
 type Image struct {
 	ID       string   // the digest of its configuration
+	Digest   string   // the digest of its manifest, by which a registry serves it
 	Layers   []string // for Task.ImageLayers
 	Env      []string // what the image sets, under the job's own environment
 	Unpacked int      // layers fetched and unpacked for this job; the rest were cached

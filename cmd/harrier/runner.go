@@ -95,7 +95,7 @@ func (c containerRunner) Image(ctx context.Context, ref string) (*starter.Image,
 	if err != nil {
 		return nil, err
 	}
-	return &starter.Image{ID: im.ID, Layers: im.Layers, Env: im.Config.Env, Unpacked: im.Unpacked, Release: im.Release}, nil
+	return &starter.Image{ID: im.ID, Digest: im.Digest, Layers: im.Layers, Env: im.Config.Env, Unpacked: im.Unpacked, Release: im.Release}, nil
 }
 
 func (c containerRunner) Start(ctx context.Context, t *starter.Task) (starter.Job, error) {
