@@ -469,7 +469,7 @@ func BenchmarkAcquire50MBCold(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		img, err := Open(context.Background(), dir)
+		img, err := Open(context.Background(), dir, Registries{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -497,7 +497,7 @@ func BenchmarkAcquire50MBWarm(b *testing.B) {
 		b.Fatal(err)
 	}
 	acquire := func() *Image {
-		img, err := Open(context.Background(), dir)
+		img, err := Open(context.Background(), dir, Registries{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -21,6 +21,7 @@ type heldImage struct {
 	ref    string // as the job names it
 	src    string // where this machine reads it: ref, or its path through iofs
 	runner ImageRunner
+	creds  *RegistryCredentials // the submitter's for the image's registry; nil: none
 	im     *Image
 	logger *slog.Logger
 }
@@ -57,7 +58,7 @@ func (s *Starter) jobImage(ctx context.Context, job *classad.ClassAd, task *Task
 		}
 		h.src = filepath.Join(dir.mountpoint, rel)
 	}
-	im, err := ir.Image(ctx, h.src)
+	im, err := ir.Image(ctx, h.src, h.creds)
 	if err != nil {
 		return hold("Cannot get container image %s: %v", ref, err)
 	}
@@ -132,7 +133,7 @@ func (h *heldImage) pin(ctx context.Context, dir string, task *Task) error {
 		return fmt.Errorf("the container image %s is no longer the one the job was checkpointed in (%s)", h.ref, rec.ID)
 	}
 	pinned := r.Context().Digest(rec.Digest).String()
-	im, err := h.runner.Image(ctx, pinned)
+	im, err := h.runner.Image(ctx, pinned, h.creds)
 	if err != nil {
 		return fmt.Errorf("get the container image the job was checkpointed in: %w", err)
 	}
