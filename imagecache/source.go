@@ -61,15 +61,14 @@ func Open(ctx context.Context, ref string, reg Registries) (v1.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("image %s: %w", ref, err)
 	}
-	opts := []remote.Option{remote.WithContext(ctx),
-		remote.WithPlatform(v1.Platform{OS: "linux", Architecture: runtime.GOARCH})}
+	var tr http.RoundTripper = remote.DefaultTransport
 	if reg.CAFile != "" {
-		tr, err := caTransport(reg.CAFile)
-		if err != nil {
+		if tr, err = caTransport(reg.CAFile); err != nil {
 			return nil, err
 		}
-		opts = append(opts, remote.WithTransport(tr))
 	}
+	opts := []remote.Option{remote.WithContext(ctx), remote.WithTransport(httpsOnly{tr}),
+		remote.WithPlatform(v1.Platform{OS: "linux", Architecture: runtime.GOARCH})}
 	if reg.Auth != nil {
 		opts = append(opts, remote.WithAuth(authn.FromConfig(*reg.Auth)))
 	}
@@ -97,6 +96,18 @@ func caTransport(caFile string) (http.RoundTripper, error) {
 	tr := remote.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	return tr, nil
+}
+
+// httpsOnly refuses plain HTTP. go-containerregistry falls back to it
+// for registries on private and loopback addresses, where a user's
+// credentials would then travel in the clear.
+type httpsOnly struct{ rt http.RoundTripper }
+
+func (h httpsOnly) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Scheme != "https" {
+		return nil, fmt.Errorf("%s: registries are reached over HTTPS only", req.URL.Redacted())
+	}
+	return h.rt.RoundTrip(req)
 }
 
 // registryError wraps err with the sentinel that says what went wrong,

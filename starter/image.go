@@ -3,6 +3,7 @@ package starter
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/imagecache"
 	"harrier.dev/harrier/wire"
 )
 
@@ -30,9 +32,11 @@ type heldImage struct {
 // job names (ContainerImage, DockerImage) and sets the task to run in
 // it. A file on the submit side is read through the job's initial
 // directory, served by iofs at dir (nil when the job's files are
-// transferred instead). It returns the image, held until its release
+// transferred instead). A registry image is pulled with the owner's
+// credentials for its registry, which the shadow gives (see
+// registryCredentials). It returns the image, held until its release
 // (nil for a job in no image of its own), or the job's hold.
-func (s *Starter) jobImage(ctx context.Context, job *classad.ClassAd, task *Task, dir *jobDir,
+func (s *Starter) jobImage(ctx context.Context, client wire.ShadowClient, job *classad.ClassAd, task *Task, dir *jobDir,
 	logger *slog.Logger) (*heldImage, *wire.Exited) {
 	ref := stringAttr(job, "ContainerImage")
 	if ref == "" {
@@ -57,13 +61,34 @@ func (s *Starter) jobImage(ctx context.Context, job *classad.ClassAd, task *Task
 				"which the starter reads remotely (should_transfer_files = NO or IF_NEEDED)", ref, iwd)
 		}
 		h.src = filepath.Join(dir.mountpoint, rel)
+	} else {
+		h.creds = s.registryCredentials(ctx, client, logger)
 	}
 	im, err := ir.Image(ctx, h.src, h.creds)
+	if err != nil && h.creds == nil && errors.Is(err, imagecache.ErrRegistryDenied) {
+		return hold("Cannot get container image %s: %v (the job's owner has no credentials for its registry "+
+			"in ~/.docker/config.json)", ref, err)
+	}
 	if err != nil {
 		return hold("Cannot get container image %s: %v", ref, err)
 	}
 	h.use(im, task)
 	return h, nil
+}
+
+// registryCredentials asks the shadow for the owner's credentials for
+// the registry of the job's image; nil: none, and the pull is anonymous.
+func (s *Starter) registryCredentials(ctx context.Context, client wire.ShadowClient, logger *slog.Logger) *RegistryCredentials {
+	r, err := client.RegistryCredentials(ctx, &wire.RegistryCredentialsRequest{Secret: s.spec.Secret})
+	if err != nil {
+		logger.Warn("no registry credentials from the shadow; pulling anonymously", "err", err)
+		return nil
+	}
+	if !r.Found {
+		return nil
+	}
+	return &RegistryCredentials{Username: r.Username, Password: r.Password, Auth: r.Auth,
+		IdentityToken: r.IdentityToken, RegistryToken: r.RegistryToken}
 }
 
 // use makes im the job's image.

@@ -54,7 +54,7 @@ func (s *Starter) executeJob(ctx context.Context, conn grpc.ClientConnInterface,
 			files = &checkpointFiles{client: client, secret: s.spec.Secret, logger: logger, sync: dir.sync}
 		}
 	}
-	img, hold := s.jobImage(ctx, job, task, dir, logger)
+	img, hold := s.jobImage(ctx, client, job, task, dir, logger)
 	if hold != nil {
 		return hold, nil
 	}

@@ -1,17 +1,24 @@
 package main
 
 import (
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"log"
 	"net"
 	"net/http"
 	"os"
+	"os/user"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -20,7 +27,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"golang.org/x/sys/unix"
 
+	"harrier.dev/harrier/imagecache/imagetest"
 	"harrier.dev/harrier/pki"
+	"harrier.dev/harrier/sandbox"
 )
 
 // testRegistry is go-containerregistry's in-process registry served over
@@ -159,4 +168,105 @@ func (r *testRegistry) push(repoTag string, img v1.Image) {
 	if err := remote.Write(ref, img, opts...); err != nil {
 		r.t.Fatalf("push %s: %v", ref, err)
 	}
+}
+
+// TestContainerRegistry pulls users' images from a registry over HTTPS
+// on loopback that wants a password. Alice's credentials are in her
+// ~/.docker/config.json, which the shadow reads as her: her job pulls
+// and runs in the image, and her password is nowhere in the pool's
+// files afterwards. Bob has none: his job goes on hold saying the
+// registry refused it. An image the registry does not have, and a
+// registry that does not answer, put alice's jobs on hold saying which;
+// the machine's cache holds the one image pulled, nothing half-made.
+func TestContainerRegistry(t *testing.T) {
+	if err := sandbox.Available(); err != nil {
+		t.Skipf("containers not available: %v", err)
+	}
+	imagetest.NeedBusybox(t)
+	const password = "reg-pw-5d1c9e"
+	reg := newTestRegistry(t, "alice-reg", password)
+	reg.push("harrier/private:1", imagetest.Image(t, map[string]string{"etc/harrier-test-image": "private-image\n"}))
+	bin := publicBinary(t)
+	p := startPoolFrom(t, bin, 1, "SANDBOX = container\nIMAGE_REGISTRY_CA = "+reg.caFile)
+	alice, bob := newUser(t), newUser(t)
+	// A port nothing listens on.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deaf := l.Addr().String()
+	l.Close()
+
+	auth := base64.StdEncoding.EncodeToString([]byte("alice-reg:" + password))
+	writeFile(t, filepath.Join(alice.HomeDir, ".docker", "config.json"),
+		fmt.Sprintf(`{"auths": {%q: {"auth": %q}}}`, reg.addr, auth), 0o600)
+	submit := func(u *user.User, name, image string) string {
+		t.Helper()
+		dir := filepath.Join(u.HomeDir, name)
+		writeFile(t, filepath.Join(dir, "look.sh"), "#!/bin/sh\ncat /etc/harrier-test-image\n", 0o755)
+		uid, gid := lookupIDs(t, u.Username)
+		chownAll(t, u.HomeDir, uid, gid)
+		c := p.submitAs(t, u.Username, dir, "look.sub", fmt.Sprintf(`universe = container
+container_image = docker://%s
+executable = look.sh
+output = out
+error = err
+log = look.log
+queue
+`, image))
+		return fmt.Sprintf("%d.0", c)
+	}
+	good := submit(alice, "good", reg.addr+"/harrier/private:1")
+	refused := submit(bob, "refused", reg.addr+"/harrier/private:1")
+	missing := submit(alice, "missing", reg.addr+"/harrier/nothere:1")
+	unreachable := submit(alice, "unreachable", deaf+"/harrier/private:1")
+
+	if out, code := harrierAs(t, p.env, alice.Username, "wait", "--timeout", "90", good); code != 0 {
+		t.Fatalf("wait for alice's job: exit %d: %s\n%v", code, out, p.jobs(t, "q", good))
+	}
+	if got := mustRead(t, filepath.Join(alice.HomeDir, "good", "out")); got != "private-image\n" {
+		t.Errorf("alice's job printed %q", got)
+	}
+	for _, c := range []struct{ id, want string }{
+		{refused, "the registry refused access to the image"},
+		{refused, "no credentials for its registry"},
+		{missing, "the registry has no such image"},
+		{unreachable, "the registry does not answer"},
+	} {
+		var reason string
+		eventually(t, 90*time.Second, "job "+c.id+" to be held", func() bool {
+			ads := p.jobs(t, "q", c.id)
+			if len(ads) == 0 {
+				return false
+			}
+			reason, _ = ads[0]["HoldReason"].(string)
+			return ads[0]["JobStatus"] == 5.0
+		})
+		if !strings.Contains(reason, c.want) {
+			t.Errorf("job %s held for %q, want %q", c.id, reason, c.want)
+		}
+		t.Logf("job %s held: %s", c.id, reason)
+	}
+
+	cache, _ := filepath.Glob(filepath.Join(p.dir, "execute", "*", "images"))
+	if len(cache) != 1 {
+		t.Fatalf("image caches: %v", cache)
+	}
+	if es, _ := os.ReadDir(filepath.Join(cache[0], "tmp")); len(es) != 0 {
+		t.Errorf("half-made layers left in the cache: %v", es)
+	}
+	if es, _ := os.ReadDir(filepath.Join(cache[0], "layers")); len(es) != 2 {
+		t.Errorf("the cache holds %d layers, want the pulled image's 2", len(es))
+	}
+	// The password travelled in memory only.
+	_ = filepath.WalkDir(p.dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() || strings.Contains(path, string(filepath.Separator)+"layers"+string(filepath.Separator)) {
+			return nil
+		}
+		b, _ := os.ReadFile(path)
+		if bytes.Contains(b, []byte(password)) || bytes.Contains(b, []byte(auth)) {
+			t.Errorf("%s holds alice's registry password", path)
+		}
+		return nil
+	})
 }
