@@ -172,3 +172,28 @@ func BenchmarkNegotiate(b *testing.B) {
 		})
 	}
 }
+
+// A job in a container image goes to a machine that holds the image, by
+// name or by digest, before one that would pull it, and before what the
+// machine's Rank prefers; the job's own Rank still comes first.
+func TestNegotiatePrefersCachedImage(t *testing.T) {
+	const held = `CachedImages = {"reg.example:5000/lab/tool:2", "reg.example:5000/lab/tool@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}`
+	machines := []Machine{
+		machine(t, "slot1@a", StateUnclaimed, 1024, `CachedImages = {}`),
+		machine(t, "slot1@b", StateUnclaimed, 1024, `Rank = TARGET.Owner == "alice"`),
+		machine(t, "slot1@c", StateUnclaimed, 1024, held),
+	}
+	for _, tc := range []struct {
+		extra, want string
+	}{
+		{`ContainerImage = "docker://reg.example:5000/lab/tool:2"`, "1.0->slot1@c"},
+		{`DockerImage = "reg.example:5000/lab/tool@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"`, "1.0->slot1@c"},
+		{`ContainerImage = "docker://reg.example:5000/lab/tool:3"`, "1.0->slot1@b"},
+		{`ContainerImage = "docker://reg.example:5000/lab/tool:2"` + "\n" + `Rank = TARGET.Name == "slot1@a"`, "1.0->slot1@a"},
+	} {
+		jobs := []Request{job(t, "ag", 1, 0, "alice", tc.extra)}
+		if got := pairs(Negotiator{}.Negotiate(jobs, machines)); !slices.Equal(got, []string{tc.want}) {
+			t.Errorf("%s: matches %v, want %s", tc.extra, got, tc.want)
+		}
+	}
+}

@@ -27,7 +27,7 @@ func TestJobInImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	img := imagetest.Image(t, map[string]string{"etc/harrier-test-image": "marker-42\n"})
-	im, err := cache.Acquire(context.Background(), img)
+	im, err := cache.Acquire(context.Background(), img, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestImageJobCheckpointHops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	im, err := cache.Acquire(ctx, imagetest.Image(t, map[string]string{"data/": "777", "data/gone": "x\n"}))
+	im, err := cache.Acquire(ctx, imagetest.Image(t, map[string]string{"data/": "777", "data/gone": "x\n"}), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func BenchmarkContainerTrueInImage(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	im, err := cache.Acquire(context.Background(), imagetest.Image(b, nil))
+	im, err := cache.Acquire(context.Background(), imagetest.Image(b, nil), "")
 	if err != nil {
 		b.Fatal(err)
 	}

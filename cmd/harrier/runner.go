@@ -58,16 +58,12 @@ func chooseRunner(spec *starter.Spec, logger *slog.Logger) starter.Runner {
 	if cacheMB == 0 {
 		cacheMB = defaultImageCacheMB
 	}
-	return containerRunner{r: r, images: imageCacheDir(filepath.Dir(spec.ScratchDir)), imagesMB: max(cacheMB, 0),
+	return containerRunner{r: r, images: imagecache.InExecuteDir(filepath.Dir(spec.ScratchDir)), imagesMB: max(cacheMB, 0),
 		registryCA: policy.ImageRegistryCA, log: logger}
 }
 
 // defaultImageCacheMB is IMAGE_CACHE_MB's default.
 const defaultImageCacheMB = 10240
-
-// imageCacheDir is where the startd of executeDir keeps its container
-// images, shared by its starters.
-func imageCacheDir(executeDir string) string { return filepath.Join(executeDir, "images") }
 
 // failingRunner refuses every job with the same error.
 type failingRunner struct{ err error }
@@ -101,7 +97,7 @@ func (c containerRunner) Image(ctx context.Context, ref string, creds *starter.R
 	if err != nil {
 		return nil, err
 	}
-	im, err := cache.Acquire(ctx, img)
+	im, err := cache.Acquire(ctx, img, ref)
 	if err != nil {
 		return nil, err
 	}
