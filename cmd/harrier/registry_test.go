@@ -177,7 +177,8 @@ func (r *testRegistry) push(repoTag string, img v1.Image) {
 // files afterwards. Bob has none: his job goes on hold saying the
 // registry refused it. An image the registry does not have, and a
 // registry that does not answer, put alice's jobs on hold saying which;
-// the machine's cache holds the one image pulled, nothing half-made.
+// the machine's cache holds the one image pulled, nothing half-made,
+// and the machine advertises it (CachedImages).
 func TestContainerRegistry(t *testing.T) {
 	if err := sandbox.Available(); err != nil {
 		t.Skipf("containers not available: %v", err)
@@ -247,6 +248,17 @@ queue
 		}
 		t.Logf("job %s held: %s", c.id, reason)
 	}
+
+	// The machine advertises the image it now holds, by name and digest.
+	eventually(t, 30*time.Second, "the machine to advertise the image it holds", func() bool {
+		ads := p.jobs(t, "status")
+		if len(ads) == 0 {
+			return false
+		}
+		names, _ := ads[0]["CachedImages"].([]any)
+		return len(names) == 2 && names[0] == reg.addr+"/harrier/private:1" &&
+			strings.HasPrefix(names[1].(string), reg.addr+"/harrier/private@sha256:")
+	})
 
 	cache, _ := filepath.Glob(filepath.Join(p.dir, "execute", "*", "images"))
 	if len(cache) != 1 {
