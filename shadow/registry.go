@@ -45,7 +45,11 @@ func (v *service) RegistryCredentials(_ context.Context, req *wire.RegistryCrede
 	if err != nil {
 		return nil, status.Error(codes.FailedPrecondition, fmt.Sprintf("the job's image %s: %v", ref, err))
 	}
-	reply, err := ownerCredentials(r.Context().RegistryStr())
+	u, err := user.LookupId(strconv.Itoa(os.Getuid()))
+	if err != nil {
+		return nil, status.Error(codes.Internal, fmt.Sprintf("look up the job's owner: %v", err))
+	}
+	reply, err := dockerCredentials(filepath.Join(u.HomeDir, ".docker"), r.Context().RegistryStr())
 	if err != nil {
 		s.logger.Warn("cannot read the owner's registry credentials", "registry", r.Context().RegistryStr(), "err", err)
 		return nil, status.Error(codes.Internal, err.Error())
@@ -54,14 +58,9 @@ func (v *service) RegistryCredentials(_ context.Context, req *wire.RegistryCrede
 	return reply, nil
 }
 
-// ownerCredentials reads the credentials for registry from the docker
-// configuration of the user this process runs as.
-func ownerCredentials(registry string) (*wire.RegistryCredentialsReply, error) {
-	u, err := user.LookupId(strconv.Itoa(os.Getuid()))
-	if err != nil {
-		return nil, fmt.Errorf("look up the job's owner: %w", err)
-	}
-	dir := filepath.Join(u.HomeDir, ".docker")
+// dockerCredentials reads the credentials for registry from the docker
+// configuration directory dir (a user's ~/.docker).
+func dockerCredentials(dir, registry string) (*wire.RegistryCredentialsReply, error) {
 	if _, err := os.Stat(filepath.Join(dir, config.ConfigFileName)); errors.Is(err, fs.ErrNotExist) {
 		return &wire.RegistryCredentialsReply{}, nil
 	}
