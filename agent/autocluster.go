@@ -19,8 +19,9 @@ import (
 // resource request per group (autocluster) with the list of its jobs,
 // instead of every job ad. The significant attributes are those the
 // negotiator publishes (what machine policies read of a job), the job's
-// Requirements and Rank, every job attribute those reach, and Owner, since
-// requests are per submitter.
+// Requirements and Rank, every job attribute those reach, Owner, since
+// requests are per submitter, and the job's container image, which the
+// negotiator prefers machines to hold.
 
 // orderAttrs order a submitter's requests; a request carries those of its
 // best job.
@@ -118,6 +119,9 @@ func significantOf(ad *classad.ClassAd, significant []string, names map[string][
 	add(AttrRank)
 	// A gang job's Ports are its requirements.
 	add(AttrPorts)
+	// The negotiator prefers machines that hold a job's image.
+	add("ContainerImage")
+	add("DockerImage")
 	for len(todo) > 0 {
 		name := todo[len(todo)-1]
 		todo = todo[:len(todo)-1]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -141,8 +142,10 @@ func Restore(ctx context.Context, opts RestoreOptions) (*libcontainer.Container,
 	if err != nil {
 		return nil, nil, fmt.Errorf("restore %s: load restored container: %w", opts.ID, err)
 	}
+	// A job that ended at once (it was about to when dumped) has no
+	// network left to bring up: its exit is for Wait to report.
 	if info.LoopbackOnly {
-		if err := loopbackUp(opts.Process); err != nil {
+		if err := loopbackUp(opts.Process); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, nil, fmt.Errorf("restore %s: %w", opts.ID, errors.Join(err, destroy(loaded)))
 		}
 	}

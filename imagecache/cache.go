@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"golang.org/x/sys/unix"
 )
@@ -56,6 +57,9 @@ type Image struct {
 	// ID is the digest of the image's configuration ("sha256:…"), the
 	// same wherever the image came from.
 	ID string
+	// Digest is the digest of its manifest, by which a registry serves
+	// exactly this image ("name@sha256:…").
+	Digest string
 	// Layers are the directories of its layers, bottom first.
 	Layers []string
 	// Config is what the image says about running it (entrypoint,
@@ -74,13 +78,22 @@ func (im *Image) Release() error { return im.lock.Close() }
 type record struct {
 	Layers []string  `json:"layers"` // diff ID hex, bottom first
 	Config v1.Config `json:"config"`
+	// Names are the registry references the image was pulled as, newest
+	// first, at most maxNames: "registry/repo:tag" and
+	// "registry/repo@sha256:…", as machines advertise them (Names).
+	Names []string `json:"names,omitempty"`
 }
+
+// maxNames bounds the names an image's record keeps.
+const maxNames = 4
 
 // Acquire makes img's layers ready in the cache and holds it for a job:
 // it is not evicted until Release. Layers already there are used as
 // they are; the others are fetched, verified and unpacked, each once
-// whoever else pulls it at the same time.
-func (c *Cache) Acquire(ctx context.Context, img v1.Image) (*Image, error) {
+// whoever else pulls it at the same time. ref is the registry reference
+// img was read from ("" for a file): the image is recorded under it and
+// under its digest in the same repository.
+func (c *Cache) Acquire(ctx context.Context, img v1.Image, ref string) (*Image, error) {
 	id, err := img.ConfigName()
 	if err != nil {
 		return nil, fmt.Errorf("read image configuration: %w", err)
@@ -88,6 +101,10 @@ func (c *Cache) Acquire(ctx context.Context, img v1.Image) (*Image, error) {
 	cf, err := img.ConfigFile()
 	if err != nil {
 		return nil, fmt.Errorf("read image configuration: %w", err)
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		return nil, fmt.Errorf("read image manifest: %w", err)
 	}
 	if (cf.OS != "" && cf.OS != "linux") || (cf.Architecture != "" && cf.Architecture != runtime.GOARCH) {
 		return nil, fmt.Errorf("%w: %s/%s, this machine is linux/%s", ErrPlatform, cf.OS, cf.Architecture, runtime.GOARCH)
@@ -102,7 +119,7 @@ func (c *Cache) Acquire(ctx context.Context, img v1.Image) (*Image, error) {
 	if len(cf.RootFS.DiffIDs) != len(layers) {
 		return nil, fmt.Errorf("image configuration names %d layers, its manifest %d", len(cf.RootFS.DiffIDs), len(layers))
 	}
-	rec := record{Config: cf.Config}
+	rec := record{Config: cf.Config, Names: refNames(ref, digest)}
 	for _, d := range cf.RootFS.DiffIDs {
 		if d.Algorithm != "sha256" || len(d.Hex) != 64 || strings.Trim(d.Hex, "0123456789abcdef") != "" {
 			return nil, fmt.Errorf("image configuration: bad layer digest %s", d)
@@ -113,7 +130,7 @@ func (c *Cache) Acquire(ctx context.Context, img v1.Image) (*Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	im := &Image{ID: id.String(), Config: cf.Config, lock: lock}
+	im := &Image{ID: id.String(), Digest: digest.String(), Config: cf.Config, lock: lock}
 	for i, l := range layers {
 		made, err := c.ensureLayer(ctx, l, rec.Layers[i])
 		if err != nil {
@@ -139,11 +156,22 @@ func (c *Cache) hold(idHex string, rec record) (*os.File, error) {
 		return nil, fmt.Errorf("image cache: %w", err)
 	}
 	defer cl.Close()
+	p := filepath.Join(c.dir, "images", idHex+".json")
+	// Names it was pulled as before stay, after this pull's.
+	if b, err := os.ReadFile(p); err == nil {
+		var old record
+		if json.Unmarshal(b, &old) == nil {
+			for _, n := range old.Names {
+				if !contains(rec.Names, n) && len(rec.Names) < maxNames {
+					rec.Names = append(rec.Names, n)
+				}
+			}
+		}
+	}
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return nil, err
 	}
-	p := filepath.Join(c.dir, "images", idHex+".json")
 	if err := os.WriteFile(p+".tmp", b, 0o600); err != nil {
 		return nil, fmt.Errorf("record image: %w", err)
 	}
@@ -405,6 +433,64 @@ func (c *Cache) records() ([]cachedImage, error) {
 	}
 	return out, nil
 }
+
+// refNames are the names an image pulled as ref with manifest digest
+// gets: ref's full name and its digest's in the same repository.
+func refNames(ref string, digest v1.Hash) []string {
+	if ref == "" || filepath.IsAbs(ref) {
+		return nil
+	}
+	r, err := name.ParseReference(strings.TrimPrefix(ref, "docker://"))
+	if err != nil {
+		return nil
+	}
+	byDigest := r.Context().Digest(digest.String()).Name()
+	if r.Name() == byDigest {
+		return []string{byDigest}
+	}
+	return []string{r.Name(), byDigest}
+}
+
+// NormalName is how a job's image reference ("docker://name:tag",
+// "name", "registry/name@sha256:…") appears among the names machines
+// advertise; "" for a file or what is no reference.
+func NormalName(ref string) string {
+	if ref == "" || filepath.IsAbs(ref) || strings.HasPrefix(ref, ".") {
+		return ""
+	}
+	r, err := name.ParseReference(strings.TrimPrefix(ref, "docker://"))
+	if err != nil {
+		return ""
+	}
+	return r.Name()
+}
+
+// Names lists the names of the images in the cache in dir, most
+// recently used first, at most max: what a machine advertises it holds.
+// It only reads, and takes no lock: a name may be of an image being
+// evicted.
+func Names(dir string, max int) ([]string, error) {
+	c := &Cache{dir: dir}
+	imgs, err := c.records()
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(imgs, func(i, j int) bool { return imgs[i].used > imgs[j].used })
+	var out []string
+	for _, im := range imgs {
+		for _, n := range im.rec.Names {
+			if len(out) == max {
+				return out, nil
+			}
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// InExecuteDir is the directory of the image cache of the startd whose
+// execute directory is executeDir, shared by its starters.
+func InExecuteDir(executeDir string) string { return filepath.Join(executeDir, "images") }
 
 // syncDir makes the directory's entries durable.
 func syncDir(dir string) error {

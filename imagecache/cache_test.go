@@ -143,7 +143,7 @@ func TestAcquireConcurrentUnpacksOnce(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			im, err := c2.Acquire(context.Background(), img)
+			im, err := c2.Acquire(context.Background(), img, "")
 			if err != nil {
 				t.Error(err)
 				return
@@ -185,7 +185,7 @@ func TestAcquireConcurrentUnpacksOnce(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	again, err := c.Acquire(context.Background(), img)
+	again, err := c.Acquire(context.Background(), img, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +232,7 @@ func TestPartialPullNeverUsed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Acquire(context.Background(), broken); !errors.Is(err, errInjected) {
+	if _, err := c.Acquire(context.Background(), broken, ""); !errors.Is(err, errInjected) {
 		t.Fatalf("pull broken half way: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(c.dir, "layers", d.Hex)); !errors.Is(err, os.ErrNotExist) {
@@ -246,7 +246,7 @@ func TestPartialPullNeverUsed(t *testing.T) {
 	if err := os.WriteFile(junk, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	im, err := c.Acquire(context.Background(), img)
+	im, err := c.Acquire(context.Background(), img, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +281,7 @@ func TestDigestMismatchRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Acquire(context.Background(), img); !errors.Is(err, ErrDigest) {
+	if _, err := c.Acquire(context.Background(), img, ""); !errors.Is(err, ErrDigest) {
 		t.Fatalf("acquire: %v, want ErrDigest", err)
 	}
 	if es, _ := os.ReadDir(filepath.Join(c.dir, "layers")); len(es) != 0 {
@@ -300,12 +300,12 @@ func TestEvictionLRU(t *testing.T) {
 	}
 	a, b, cc := mk("a"), mk("b"), mk("c")
 	ctx := context.Background()
-	imA, err := c.Acquire(ctx, a)
+	imA, err := c.Acquire(ctx, a, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A is held: B's arrival puts the cache over its cap, but A stays.
-	imB, err := c.Acquire(ctx, b)
+	imB, err := c.Acquire(ctx, b, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +320,7 @@ func TestEvictionLRU(t *testing.T) {
 	}
 	// C comes: A, the least recently used, goes; B, younger, would
 	// bring the cache within its cap after A, so it stays.
-	imC, err := c.Acquire(ctx, cc)
+	imC, err := c.Acquire(ctx, cc, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -469,11 +469,11 @@ func BenchmarkAcquire50MBCold(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		img, err := Open(context.Background(), dir)
+		img, err := Open(context.Background(), dir, Registries{})
 		if err != nil {
 			b.Fatal(err)
 		}
-		im, err := c.Acquire(context.Background(), img)
+		im, err := c.Acquire(context.Background(), img, "")
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -497,11 +497,11 @@ func BenchmarkAcquire50MBWarm(b *testing.B) {
 		b.Fatal(err)
 	}
 	acquire := func() *Image {
-		img, err := Open(context.Background(), dir)
+		img, err := Open(context.Background(), dir, Registries{})
 		if err != nil {
 			b.Fatal(err)
 		}
-		im, err := c.Acquire(context.Background(), img)
+		im, err := c.Acquire(context.Background(), img, "")
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -6,7 +6,7 @@
 //
 //	layers/<diffid hex>/fs    a layer's files, ready to be a lower directory of an overlay
 //	layers/<diffid hex>/size  the bytes its files take
-//	images/<config hex>.json  an image: its layers, bottom first, and its configuration
+//	images/<config hex>.json  an image: its layers, bottom first, its configuration, the names it was pulled as
 //	images/<config hex>.lock  held shared by every job using the image
 //	locks/<diffid hex>        held while a layer is unpacked or removed
 //	tmp/<diffid hex>          a layer being unpacked
@@ -34,5 +34,8 @@
 //     still names.
 //
 // Images come from an OCI image layout directory, a docker-save tarball,
-// or a registry through go-containerregistry's remote package.
+// or a registry through go-containerregistry's remote package, over HTTPS
+// only, with the certificate authorities and the credentials Registries
+// gives (credentials are never written down). Names lists the names of
+// the images the cache holds, for the machine to advertise.
 package imagecache

@@ -33,7 +33,7 @@ func TestOpenLayoutAndTarball(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, src := range []string{dir, tarPath} {
-		got, err := Open(context.Background(), src)
+		got, err := Open(context.Background(), src, Registries{})
 		if err != nil {
 			t.Fatalf("open %s: %v", src, err)
 		}
@@ -46,7 +46,7 @@ func TestOpenLayoutAndTarball(t *testing.T) {
 			t.Errorf("%s: layers %v %v", src, ls, err)
 		}
 	}
-	if _, err := Open(context.Background(), filepath.Join(t.TempDir(), "missing.tar")); err == nil {
+	if _, err := Open(context.Background(), filepath.Join(t.TempDir(), "missing.tar"), Registries{}); err == nil {
 		t.Error("a missing tarball opened")
 	}
 }

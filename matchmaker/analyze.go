@@ -6,6 +6,7 @@ import (
 
 	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/classad/exprtext"
+	"harrier.dev/harrier/imagecache"
 )
 
 // An Analysis explains why a job does or does not match a pool's machines,
@@ -28,6 +29,12 @@ type Analysis struct {
 	// Matching machines, split by what they are doing: running the same
 	// owner's jobs, serving other users, or available (Unclaimed).
 	RunningOwn, ServingOthers, Available int
+	// For a job in its own container image (ContainerImage, or
+	// DockerImage): the image, the attribute a machine needs for it
+	// (HasContainer or HasDocker), how many machines have it, and how
+	// many hold the image already (CachedImages).
+	Image, ImageNeeds   string
+	RunImage, HoldImage int
 }
 
 // A Condition is one conjunct of a Requirements expression and the number
@@ -73,9 +80,19 @@ func Analyze(job *classad.ClassAd, machines []*classad.ClassAd) Analysis {
 			a.Conditions = append(a.Conditions, Condition{Text: text})
 		}
 	}
+	a.Image, a.ImageNeeds = jobImage(job)
+	image := imagecache.NormalName(a.Image)
 	byMachineCond := map[string]int{}
 	m := classad.NewMatcher()
 	for _, mach := range machines {
+		if a.Image != "" {
+			if b, _ := mach.EvalBool(a.ImageNeeds); b {
+				a.RunImage++
+			}
+			if image != "" && holdsImage(mach, image) {
+				a.HoldImage++
+			}
+		}
 		for i, c := range conds {
 			if job.EvalExpr(c, mach).IsTrue() {
 				a.Conditions[i].Machines++
@@ -111,6 +128,18 @@ func Analyze(job *classad.ClassAd, machines []*classad.ClassAd) Analysis {
 		return cmp.Compare(x.Text, y.Text)
 	})
 	return a
+}
+
+// jobImage returns the job's own container image and the machine
+// attribute that says a machine can run it; "" for a job in none.
+func jobImage(job *classad.ClassAd) (ref, needs string) {
+	if ref, _ := job.EvalString("ContainerImage"); ref != "" {
+		return ref, "HasContainer"
+	}
+	if ref, _ := job.EvalString("DockerImage"); ref != "" {
+		return ref, "HasDocker"
+	}
+	return "", ""
 }
 
 // firstFailing returns the first conjunct of mach's Requirements that is

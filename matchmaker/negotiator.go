@@ -12,6 +12,7 @@ import (
 
 	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/classad/exprtext"
+	"harrier.dev/harrier/imagecache"
 	"harrier.dev/harrier/matchmaker/gang"
 )
 
@@ -130,9 +131,11 @@ type Negotiator struct {
 // submitter requests go by JobPrio (higher first), then QDate, ClusterId
 // and ProcId (earlier first), and each request takes machines from its
 // matchlist: the candidates it matches (both Requirements true), by the
-// request's Rank of the machine (higher first), then the machine's Rank of
-// the request, then slot name among interchangeable machines and, between
-// classes of machines, the name of each class's first slot.
+// request's Rank of the machine (higher first), then machines that hold
+// the request's container image (CachedImages) before those that would
+// have to pull it, then the machine's Rank of the request, then slot name
+// among interchangeable machines and, between classes of machines, the
+// name of each class's first slot.
 //
 // A request left with jobs may then preempt: a Claimed machine that
 // publishes CurrentRank and ranks the request higher (rank preemption), or
@@ -342,13 +345,32 @@ type plan struct {
 	built    bool        // list is built, or being built
 	list     []listEntry // the matchlist, best first
 	cursor   int         // list[:cursor] are exhausted classes
+	// image is the request's container image as machines name it in
+	// CachedImages (imagecache.NormalName); "" for none.
+	image string
 }
 
 // listEntry is one class in a matchlist.
 type listEntry struct {
 	class    int32
 	jobRank  float64
+	hasImage bool // the class's machines hold the request's image
 	slotRank float64
+}
+
+// attrCachedImages is the machine attribute that names the container
+// images a machine holds.
+const attrCachedImages = "CachedImages"
+
+// holdsImage says whether machine ad names image among its CachedImages.
+func holdsImage(ad *classad.ClassAd, image string) bool {
+	names, _ := ad.Eval(attrCachedImages).ListValue()
+	for _, v := range names {
+		if s, ok := v.StringValue(); ok && s == image {
+			return true
+		}
+	}
+	return false
 }
 
 // analyze finds what p's Requirements and Rank read in machines and the
@@ -356,6 +378,16 @@ type listEntry struct {
 func (p *plan) analyze() {
 	r := exprRefs(p.ad, "Requirements", "Rank")
 	p.internal, p.external = r.internal, r.external
+	for _, a := range []string{"ContainerImage", "DockerImage"} {
+		if ref, _ := p.ad.EvalString(a); ref != "" {
+			p.image = imagecache.NormalName(ref)
+			break
+		}
+	}
+	if p.image != "" {
+		// Machines that differ in it are in different classes.
+		p.external[strings.ToLower(attrCachedImages)] = true
+	}
 	if e, ok := p.ad.Lookup("Requirements"); ok {
 		text := e.String()
 		for _, c := range exprtext.Conjuncts(exprtext.Scan(text)) {
@@ -434,11 +466,19 @@ func (p *plan) build(m *classad.Matcher, reps []*classad.ClassAd, index *classIn
 		if !m.Match(p.ad, rep) {
 			continue
 		}
-		p.list = append(p.list, listEntry{class: c, jobRank: m.Rank(p.ad, rep), slotRank: m.Rank(rep, p.ad)})
+		e := listEntry{class: c, jobRank: m.Rank(p.ad, rep), slotRank: m.Rank(rep, p.ad)}
+		e.hasImage = p.image != "" && holdsImage(rep, p.image)
+		p.list = append(p.list, e)
 	}
 	slices.SortStableFunc(p.list, func(a, b listEntry) int {
 		if c := cmp.Compare(b.jobRank, a.jobRank); c != 0 {
 			return c
+		}
+		if a.hasImage != b.hasImage {
+			if a.hasImage {
+				return -1
+			}
+			return 1
 		}
 		return cmp.Compare(b.slotRank, a.slotRank)
 	})

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+
+	"harrier.dev/harrier/classad"
 )
 
 // pairs renders matches as "job->slot", in the order they were made.
@@ -170,5 +172,49 @@ func BenchmarkNegotiate(b *testing.B) {
 			}
 			b.ReportMetric(float64(len(res.Matches)), "matches")
 		})
+	}
+}
+
+// A job in a container image goes to a machine that holds the image, by
+// name or by digest, before one that would pull it, and before what the
+// machine's Rank prefers; the job's own Rank still comes first.
+func TestNegotiatePrefersCachedImage(t *testing.T) {
+	const held = `CachedImages = {"reg.example:5000/lab/tool:2", "reg.example:5000/lab/tool@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}`
+	machines := []Machine{
+		machine(t, "slot1@a", StateUnclaimed, 1024, `CachedImages = {}`),
+		machine(t, "slot1@b", StateUnclaimed, 1024, `Rank = TARGET.Owner == "alice"`),
+		machine(t, "slot1@c", StateUnclaimed, 1024, held),
+	}
+	for _, tc := range []struct {
+		extra, want string
+	}{
+		{`ContainerImage = "docker://reg.example:5000/lab/tool:2"`, "1.0->slot1@c"},
+		{`DockerImage = "reg.example:5000/lab/tool@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"`, "1.0->slot1@c"},
+		{`ContainerImage = "docker://reg.example:5000/lab/tool:3"`, "1.0->slot1@b"},
+		{`ContainerImage = "docker://reg.example:5000/lab/tool:2"` + "\n" + `Rank = TARGET.Name == "slot1@a"`, "1.0->slot1@a"},
+	} {
+		jobs := []Request{job(t, "ag", 1, 0, "alice", tc.extra)}
+		if got := pairs(Negotiator{}.Negotiate(jobs, machines)); !slices.Equal(got, []string{tc.want}) {
+			t.Errorf("%s: matches %v, want %s", tc.extra, got, tc.want)
+		}
+	}
+}
+
+// Analyze counts, for a job in its own image, the machines that run
+// such jobs and those that hold the image.
+func TestAnalyzeContainerImage(t *testing.T) {
+	machines := []*classad.ClassAd{
+		mustParse(t, machineText("slot1@a", StateUnclaimed, 1024, "HasContainer = true\nCachedImages = {\"reg.example/lab/tool:2\"}")),
+		mustParse(t, machineText("slot1@b", StateUnclaimed, 1024, "HasContainer = true\nCachedImages = {}")),
+		mustParse(t, machineText("slot1@c", StateUnclaimed, 1024, "")),
+	}
+	job := mustParse(t, jobText(1, 0, "alice", `ContainerImage = "docker://reg.example/lab/tool:2"`+"\nRequirements = TARGET.HasContainer"))
+	a := Analyze(job, machines)
+	if a.Image != "docker://reg.example/lab/tool:2" || a.ImageNeeds != "HasContainer" || a.RunImage != 2 || a.HoldImage != 1 {
+		t.Errorf("analysis: image %q needs %q, %d run it, %d hold it; want 2 and 1", a.Image, a.ImageNeeds, a.RunImage, a.HoldImage)
+	}
+	docker := mustParse(t, jobText(1, 1, "alice", `DockerImage = "reg.example/lab/tool:2"`))
+	if a := Analyze(docker, machines); a.ImageNeeds != "HasDocker" || a.RunImage != 0 || a.HoldImage != 1 {
+		t.Errorf("docker analysis: needs %q, %d run it, %d hold it; want HasDocker, 0, 1", a.ImageNeeds, a.RunImage, a.HoldImage)
 	}
 }

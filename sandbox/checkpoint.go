@@ -16,23 +16,15 @@ import (
 // directories at their own places, the scratch directory at
 // JobScratchDir, the working directory at the job's own path.
 
-// ErrImageCheckpoint refuses checkpoints of jobs in their own container
-// images: a restore needs the same root, and the job's writes to it (its
-// overlay's upper directory) do not travel with the image.
-var ErrImageCheckpoint = errors.New("jobs in their own container image cannot be checkpointed yet: " +
-	"their root's writes do not travel with a checkpoint")
-
 // Checkpoint dumps the running job into opts.ImageDir with CRIU. Unless
 // opts.LeaveRunning, the job ends with the dump and Wait returns. Where
 // CRIU can track dirty memory (probed once per Runner) the dump is a
 // pre-copy one (checkpoint.DumpPreCopy); elsewhere one full dump. The
 // job's network namespace holds its loopback alone, so the image leaves
 // it out unless the job holds TCP connections (see
-// checkpoint.DumpOptions.LoopbackOnly).
+// checkpoint.DumpOptions.LoopbackOnly). A job in its own image has its
+// root's writes archived with the image (see rootArchive).
 func (j *Job) Checkpoint(ctx context.Context, opts checkpoint.DumpOptions) (*checkpoint.Result, error) {
-	if len(j.task.ImageLayers) > 0 {
-		return nil, ErrImageCheckpoint
-	}
 	if len(j.task.Devices) > 0 {
 		return nil, ErrGPUCheckpoint
 	}
@@ -40,7 +32,14 @@ func (j *Job) Checkpoint(ctx context.Context, opts checkpoint.DumpOptions) (*che
 		opts.Logger = j.r.log
 	}
 	opts.LoopbackOnly = true
-	return checkpoint.DumpPreCopy(ctx, j.c, j.r.checkpointFeatures(ctx), opts)
+	res, err := checkpoint.DumpPreCopy(ctx, j.c, j.r.checkpointFeatures(ctx), opts)
+	if err != nil || len(j.task.ImageLayers) == 0 {
+		return res, err
+	}
+	if err := archiveUpper(j.task.ScratchDir, opts.ImageDir); err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	return res, nil
 }
 
 // Restore brings back the job checkpointed in imageDir, which must have
@@ -48,10 +47,17 @@ func (j *Job) Checkpoint(ctx context.Context, opts checkpoint.DumpOptions) (*che
 // this machine: in a container made as for a fresh start of t, with
 // t's scratch directory and working directory (t.DirSource, an iofs
 // mount, when set). An image whose processes would get more privilege
-// than that fresh start is refused (checkpoint.ErrPrivilege).
+// than that fresh start is refused (checkpoint.ErrPrivilege). A job in
+// its own image (t.ImageLayers, the same image it was dumped in) gets its
+// root's writes back from the image first.
 func (r *Runner) Restore(ctx context.Context, t *Task, imageDir string) (*Job, *checkpoint.RestoreResult, error) {
 	if len(t.ImageLayers) > 0 {
-		return nil, nil, ErrImageCheckpoint
+		if t.ScratchDir == "" {
+			return nil, nil, errors.New("a job in a container image needs a scratch directory")
+		}
+		if err := restoreUpper(t.ScratchDir, imageDir); err != nil {
+			return nil, nil, err
+		}
 	}
 	if len(t.Devices) > 0 {
 		return nil, nil, ErrGPUCheckpoint

@@ -40,6 +40,9 @@ type Policy struct {
 	// the imagecache package) that no running job uses. Default 10240;
 	// negative: no cap. It is here so that every starter reads it.
 	ImageCacheMB int64 `json:"image_cache_mb,omitempty"`
+	// ImageRegistryCA names a PEM file of certificate authorities
+	// trusted for image registries besides the system's.
+	ImageRegistryCA string `json:"image_registry_ca,omitempty"`
 }
 
 // Config is how a slot runs its jobs. The zero values of the optional

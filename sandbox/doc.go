@@ -18,9 +18,9 @@
 //     read-only and shared with other jobs, and an upper directory in the
 //     job's scratch directory (root's alone), mounted for the job and
 //     unmounted with its container. No host directory is bound then; the
-//     scratch and working directories are, as above. Such a job is not
-//     checkpointed (ErrImageCheckpoint): its root's writes would not
-//     travel with the image.
+//     scratch and working directories are, as above. Its checkpoints
+//     carry the upper directory (rootArchive), which a restore puts
+//     back under the same layers.
 //   - New pid, mount, ipc, uts and network namespaces (loopback only), an
 //     unprivileged slot user (root only when the administrator allows it),
 //     no new privileges, no capabilities for a non-root user, masked and

@@ -1,12 +1,15 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
-	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"harrier.dev/harrier/checkpoint"
 	"harrier.dev/harrier/imagecache"
@@ -24,7 +27,7 @@ func TestJobInImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	img := imagetest.Image(t, map[string]string{"etc/harrier-test-image": "marker-42\n"})
-	im, err := cache.Acquire(context.Background(), img)
+	im, err := cache.Acquire(context.Background(), img, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,27 +69,102 @@ echo hi > /tmp/t && cat /tmp/t; echo s > /srv/s; echo w > `+work+`/w; ls /srv`, 
 	}
 }
 
-// A job in its own image refuses checkpoints, saying why.
-func TestImageJobRefusesCheckpoint(t *testing.T) {
+// TestImageJobCheckpointHops checkpoints a counting job in its own image
+// and restores it twice onto a scratch directory of its own, as on
+// another machine with the same image in its cache: the job keeps a
+// descriptor open on a file in its image's root (its upper directory)
+// and has deleted one of the image's files, and each restore finds its
+// root as the dump left it. Its count, in its working directory and in
+// its root, goes on unbroken.
+func TestImageJobCheckpointHops(t *testing.T) {
+	if _, err := exec.LookPath("criu"); err != nil {
+		t.Skip("no criu on PATH (scripts/setup installs it)")
+	}
 	r := testRunner(t, nil)
+	ctx := context.Background()
 	cache, err := imagecache.New(t.TempDir(), 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	im, err := cache.Acquire(context.Background(), imagetest.Image(t, nil))
+	im, err := cache.Acquire(ctx, imagetest.Image(t, map[string]string{"data/": "777", "data/gone": "x\n"}), "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer im.Release()
-	s := startJob(t, r, &Task{ID: "2.0", Path: "/bin/sleep", Args: []string{"100"}, ImageLayers: im.Layers})
-	_, err = s.job.Checkpoint(context.Background(), checkpoint.DumpOptions{ImageDir: t.TempDir()})
-	if !errors.Is(err, ErrImageCheckpoint) {
-		t.Errorf("checkpoint: %v, want ErrImageCheckpoint", err)
-	}
-	if err := s.job.Signal(9); err != nil {
+	work := t.TempDir()
+	if err := os.Chown(work, r.user.uid, r.user.gid); err != nil {
 		t.Fatal(err)
 	}
-	s.wait(t)
+	countFile := filepath.Join(work, "count.txt")
+	key, err := checkpoint.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seal := key.For("submit#6.0#1700000000", "alice")
+	task := func() *Task {
+		scratch := t.TempDir()
+		if err := os.Chmod(scratch, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		return &Task{ID: "6.0", Path: "/bin/sh", Args: []string{"-c",
+			"rm /data/gone; exec 3>>/data/count; i=0; while :; do i=$((i+1)); echo $i >&3; echo $i >> count.txt; sleep 0.1; done"},
+			Dir: work, ScratchDir: scratch, ImageLayers: im.Layers}
+	}
+	first := task()
+	s := startJob(t, r, first)
+	n := len(waitCounted(t, countFile, 3))
+	scratch := first.ScratchDir
+	for hop := 1; hop <= 2; hop++ {
+		img := filepath.Join(t.TempDir(), "img")
+		if _, err := s.job.Checkpoint(ctx, checkpoint.DumpOptions{ImageDir: img}); err != nil {
+			_ = s.job.Signal(9)
+			s.wait(t)
+			t.Fatalf("checkpoint %d: %v", hop, err)
+		}
+		if res := s.wait(t); res.stderr != "" {
+			t.Errorf("the job's errors: %s", res.stderr)
+		}
+		var buf bytes.Buffer
+		if _, err := checkpoint.Pack(&buf, img, seal); err != nil {
+			t.Fatal(err)
+		}
+		received := img + ".received"
+		if _, err := checkpoint.Unpack(&buf, received, seal); err != nil {
+			t.Fatal(err)
+		}
+		next := task()
+		s, scratch = restoreJob(t, r, next, received), next.ScratchDir
+		n = len(waitCounted(t, countFile, n+3))
+		t.Logf("hop %d: counted to %d", hop, n)
+	}
+	_ = s.job.Signal(9)
+	if res := s.wait(t); res.stderr != "" {
+		t.Errorf("the job's errors: %s", res.stderr)
+	}
+	counts := waitCounted(t, countFile, 0)
+	for i, v := range counts {
+		if v != i+1 {
+			t.Fatalf("count.txt breaks at line %d: %d", i+1, v)
+		}
+	}
+	inRoot := waitCounted(t, filepath.Join(upperDir(scratch), "data", "count"), 0)
+	if len(inRoot) != len(counts) || inRoot[len(inRoot)-1] != counts[len(counts)-1] {
+		t.Errorf("the count in the job's root is %d numbers to %d, in its working directory %d",
+			len(inRoot), inRoot[len(inRoot)-1], len(counts))
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(filepath.Join(upperDir(scratch), "data", "gone"), &st); err != nil ||
+		st.Mode&unix.S_IFMT != unix.S_IFCHR || st.Rdev != 0 {
+		t.Errorf("the job's deletion of /data/gone did not travel: %+v %v", st, err)
+	}
+}
+
+// A checkpoint made outside an image cannot be restored into one.
+func TestImageRestoreNeedsRootArchive(t *testing.T) {
+	err := restoreUpper(t.TempDir(), t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "does not hold the job's root") {
+		t.Errorf("restore without an archive: %v", err)
+	}
 }
 
 // BenchmarkContainerTrueInImage is BenchmarkContainerTrue in a busybox
@@ -97,7 +175,7 @@ func BenchmarkContainerTrueInImage(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	im, err := cache.Acquire(context.Background(), imagetest.Image(b, nil))
+	im, err := cache.Acquire(context.Background(), imagetest.Image(b, nil), "")
 	if err != nil {
 		b.Fatal(err)
 	}

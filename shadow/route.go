@@ -229,3 +229,11 @@ func (r shadowRouter) TransferOutput(stream wire.Shadow_TransferOutputServer) er
 	}
 	return j.shadow.TransferOutput(stream)
 }
+
+func (r shadowRouter) RegistryCredentials(ctx context.Context, req *wire.RegistryCredentialsRequest) (*wire.RegistryCredentialsReply, error) {
+	j, err := r.l.job()
+	if err != nil {
+		return nil, err
+	}
+	return j.shadow.RegistryCredentials(ctx, req)
+}

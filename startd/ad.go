@@ -76,9 +76,16 @@ func machineAd(c adConfig, m machine, v view, now time.Time) *classad.ClassAd {
 	ad.SetString("HarrierSandbox", c.sandbox)
 	// Jobs in their own container images (universe = container or
 	// docker) need a container; submit requires these, as HTCondor's does.
+	// CachedImages names the images the machine holds, for a job's
+	// image to be preferred where it need not be pulled.
 	if c.sandbox == "container" {
 		ad.SetBool("HasContainer", true)
 		ad.SetBool("HasDocker", true)
+		names := make([]classad.Value, len(m.cachedImages))
+		for i, n := range m.cachedImages {
+			names[i] = classad.String(n)
+		}
+		ad.SetValue("CachedImages", classad.List(names...))
 	}
 	if cl := v.claim; cl != nil {
 		ad.SetString("ClaimedBy", cl.agent)

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"harrier.dev/harrier/imagecache"
 )
 
 // machine is one measurement of the whole execute machine; slots get an
@@ -29,7 +31,15 @@ type machine struct {
 	condorLoads map[int]float64
 	arch        string
 	opSysAndVer string
+	// cachedImages are the names of the container images in the
+	// machine's cache, most recently used first (CachedImages).
+	cachedImages []string
 }
+
+// maxCachedImages bounds the image names a machine advertises: enough
+// for the images a site's jobs use at once, few enough to keep the ad
+// small.
+const maxCachedImages = 32
 
 // measurer measures the machine. The startd calls it before every ad it
 // sends and before it accepts a claim.
@@ -60,6 +70,9 @@ func measureHost(executeDir string, im *idleMeter) measurer {
 		}
 		uptime := time.Duration(si.Uptime) * time.Second
 		m.keyboardIdle, m.consoleIdle = im.measure(time.Now(), uptime)
+		// Advertised for preference only: a cache not made yet, or one
+		// changing under the listing, advertises nothing this time.
+		m.cachedImages, _ = imagecache.Names(imagecache.InExecuteDir(executeDir), maxCachedImages)
 		return m, nil
 	}
 }

@@ -47,6 +47,9 @@ type checkpoints struct {
 	// withScratch: the job works in its scratch directory with
 	// transferred files, which its images carry (see scratchArchive).
 	withScratch bool
+	// image is the container image the job runs in, which its images
+	// name (see imageRecordName); nil: the machine's own root.
+	image *heldImage
 }
 
 // sealFor returns the seal of the job's images: the pool's key from the
@@ -107,6 +110,11 @@ func (c *checkpoints) take(ctx context.Context, job Job, vacate bool) error {
 	}
 	if c.withScratch {
 		if err := c.archiveScratch(ctx, dir); err != nil {
+			return fmt.Errorf("checkpoint: %w", err)
+		}
+	}
+	if c.image != nil {
+		if err := c.image.record(dir); err != nil {
 			return fmt.Errorf("checkpoint: %w", err)
 		}
 	}

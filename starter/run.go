@@ -54,11 +54,12 @@ func (s *Starter) executeJob(ctx context.Context, conn grpc.ClientConnInterface,
 			files = &checkpointFiles{client: client, secret: s.spec.Secret, logger: logger, sync: dir.sync}
 		}
 	}
-	release, hold := s.jobImage(ctx, job, task, dir, logger)
+	img, hold := s.jobImage(ctx, client, job, task, dir, logger)
 	if hold != nil {
 		return hold, nil
 	}
-	defer release()
+	defer func() { ck.image.release() }()
+	ck.image = img
 	ck.lastImage, _ = job.EvalInt("LastCkptImageSize")
 	ck.seal, ck.noSeal = sealFor(s.spec)
 	policy := checkpointing{take: ck.take, want: wantCheckpoint(job)}
@@ -127,7 +128,10 @@ func (s *Starter) restoreOrStart(ck *checkpoints, job *classad.ClassAd, fresh fu
 			var area *imageArea
 			if area, err = ck.fetch(ctx); err == nil {
 				defer area.remove(logger)
-				if ck.withScratch {
+				if ck.image != nil {
+					err = ck.image.pin(ctx, area.image(), t)
+				}
+				if err == nil && ck.withScratch {
 					err = ck.restoreScratch(ctx, area.image())
 					scratchReplaced = true
 				}

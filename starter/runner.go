@@ -135,15 +135,26 @@ type Restorer interface {
 // ImageRunner is a Runner that runs jobs in their own container images
 // (universe = container or docker). Image makes the image named by ref
 // ready on this machine (a path to an OCI image layout or a docker-save
-// tarball, or a registry reference) and holds it for the job until
-// Image.Release.
+// tarball, or a registry reference, pulled with creds when not nil) and
+// holds it for the job until Image.Release.
 type ImageRunner interface {
-	Image(ctx context.Context, ref string) (*Image, error)
+	Image(ctx context.Context, ref string, creds *RegistryCredentials) (*Image, error)
+}
+
+// RegistryCredentials are what the job's submitter gave for the
+// registry of its image, as docker's config.json holds them. The
+// starter keeps them in memory only.
+type RegistryCredentials struct {
+	Username, Password string
+	Auth               string // base64 of "username:password"
+	IdentityToken      string
+	RegistryToken      string
 }
 
 // Image is a container image held for a job.
 type Image struct {
 	ID       string   // the digest of its configuration
+	Digest   string   // the digest of its manifest, by which a registry serves it
 	Layers   []string // for Task.ImageLayers
 	Env      []string // what the image sets, under the job's own environment
 	Unpacked int      // layers fetched and unpacked for this job; the rest were cached

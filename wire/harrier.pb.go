@@ -75,7 +75,7 @@ func (x TransferEntry_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use TransferEntry_Kind.Descriptor instead.
 func (TransferEntry_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{23, 0}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{25, 0}
 }
 
 type AdvertiseRequest struct {
@@ -1291,6 +1291,134 @@ func (*ReleaseClaimReply) Descriptor() ([]byte, []int) {
 	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{21}
 }
 
+type RegistryCredentialsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Secret        string                 `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegistryCredentialsRequest) Reset() {
+	*x = RegistryCredentialsRequest{}
+	mi := &file_harrier_v1_harrier_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegistryCredentialsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegistryCredentialsRequest) ProtoMessage() {}
+
+func (x *RegistryCredentialsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_harrier_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegistryCredentialsRequest.ProtoReflect.Descriptor instead.
+func (*RegistryCredentialsRequest) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *RegistryCredentialsRequest) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
+type RegistryCredentialsReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Found         bool                   `protobuf:"varint,1,opt,name=found,proto3" json:"found,omitempty"`
+	Username      string                 `protobuf:"bytes,2,opt,name=username,proto3" json:"username,omitempty"`
+	Password      string                 `protobuf:"bytes,3,opt,name=password,proto3" json:"password,omitempty"`
+	Auth          string                 `protobuf:"bytes,4,opt,name=auth,proto3" json:"auth,omitempty"` // base64 of "username:password"
+	IdentityToken string                 `protobuf:"bytes,5,opt,name=identity_token,json=identityToken,proto3" json:"identity_token,omitempty"`
+	RegistryToken string                 `protobuf:"bytes,6,opt,name=registry_token,json=registryToken,proto3" json:"registry_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegistryCredentialsReply) Reset() {
+	*x = RegistryCredentialsReply{}
+	mi := &file_harrier_v1_harrier_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegistryCredentialsReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegistryCredentialsReply) ProtoMessage() {}
+
+func (x *RegistryCredentialsReply) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_harrier_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegistryCredentialsReply.ProtoReflect.Descriptor instead.
+func (*RegistryCredentialsReply) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *RegistryCredentialsReply) GetFound() bool {
+	if x != nil {
+		return x.Found
+	}
+	return false
+}
+
+func (x *RegistryCredentialsReply) GetUsername() string {
+	if x != nil {
+		return x.Username
+	}
+	return ""
+}
+
+func (x *RegistryCredentialsReply) GetPassword() string {
+	if x != nil {
+		return x.Password
+	}
+	return ""
+}
+
+func (x *RegistryCredentialsReply) GetAuth() string {
+	if x != nil {
+		return x.Auth
+	}
+	return ""
+}
+
+func (x *RegistryCredentialsReply) GetIdentityToken() string {
+	if x != nil {
+		return x.IdentityToken
+	}
+	return ""
+}
+
+func (x *RegistryCredentialsReply) GetRegistryToken() string {
+	if x != nil {
+		return x.RegistryToken
+	}
+	return ""
+}
+
 type TransferInputRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Secret        string                 `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
@@ -1300,7 +1428,7 @@ type TransferInputRequest struct {
 
 func (x *TransferInputRequest) Reset() {
 	*x = TransferInputRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[22]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1312,7 +1440,7 @@ func (x *TransferInputRequest) String() string {
 func (*TransferInputRequest) ProtoMessage() {}
 
 func (x *TransferInputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[22]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1325,7 +1453,7 @@ func (x *TransferInputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferInputRequest.ProtoReflect.Descriptor instead.
 func (*TransferInputRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{22}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *TransferInputRequest) GetSecret() string {
@@ -1352,7 +1480,7 @@ type TransferEntry struct {
 
 func (x *TransferEntry) Reset() {
 	*x = TransferEntry{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[23]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1364,7 +1492,7 @@ func (x *TransferEntry) String() string {
 func (*TransferEntry) ProtoMessage() {}
 
 func (x *TransferEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[23]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1377,7 +1505,7 @@ func (x *TransferEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferEntry.ProtoReflect.Descriptor instead.
 func (*TransferEntry) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{23}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *TransferEntry) GetName() string {
@@ -1440,7 +1568,7 @@ type TransferChunk struct {
 
 func (x *TransferChunk) Reset() {
 	*x = TransferChunk{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[24]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1452,7 +1580,7 @@ func (x *TransferChunk) String() string {
 func (*TransferChunk) ProtoMessage() {}
 
 func (x *TransferChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[24]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1465,7 +1593,7 @@ func (x *TransferChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferChunk.ProtoReflect.Descriptor instead.
 func (*TransferChunk) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{24}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *TransferChunk) GetSecret() string {
@@ -1513,7 +1641,7 @@ type TransferOutputReply struct {
 
 func (x *TransferOutputReply) Reset() {
 	*x = TransferOutputReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[25]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1525,7 +1653,7 @@ func (x *TransferOutputReply) String() string {
 func (*TransferOutputReply) ProtoMessage() {}
 
 func (x *TransferOutputReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[25]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1538,7 +1666,7 @@ func (x *TransferOutputReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferOutputReply.ProtoReflect.Descriptor instead.
 func (*TransferOutputReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{25}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *TransferOutputReply) GetFiles() int32 {
@@ -1564,7 +1692,7 @@ type CheckpointFilesRequest struct {
 
 func (x *CheckpointFilesRequest) Reset() {
 	*x = CheckpointFilesRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[26]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1576,7 +1704,7 @@ func (x *CheckpointFilesRequest) String() string {
 func (*CheckpointFilesRequest) ProtoMessage() {}
 
 func (x *CheckpointFilesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[26]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1589,7 +1717,7 @@ func (x *CheckpointFilesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointFilesRequest.ProtoReflect.Descriptor instead.
 func (*CheckpointFilesRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{26}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CheckpointFilesRequest) GetSecret() string {
@@ -1609,7 +1737,7 @@ type CheckpointFilesReply struct {
 
 func (x *CheckpointFilesReply) Reset() {
 	*x = CheckpointFilesReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[27]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1621,7 +1749,7 @@ func (x *CheckpointFilesReply) String() string {
 func (*CheckpointFilesReply) ProtoMessage() {}
 
 func (x *CheckpointFilesReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[27]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1634,7 +1762,7 @@ func (x *CheckpointFilesReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointFilesReply.ProtoReflect.Descriptor instead.
 func (*CheckpointFilesReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{27}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CheckpointFilesReply) GetFiles() int32 {
@@ -1663,7 +1791,7 @@ type CheckpointChunk struct {
 
 func (x *CheckpointChunk) Reset() {
 	*x = CheckpointChunk{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1675,7 +1803,7 @@ func (x *CheckpointChunk) String() string {
 func (*CheckpointChunk) ProtoMessage() {}
 
 func (x *CheckpointChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1688,7 +1816,7 @@ func (x *CheckpointChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointChunk.ProtoReflect.Descriptor instead.
 func (*CheckpointChunk) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{28}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *CheckpointChunk) GetSecret() string {
@@ -1727,7 +1855,7 @@ type CheckpointInfo struct {
 
 func (x *CheckpointInfo) Reset() {
 	*x = CheckpointInfo{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1739,7 +1867,7 @@ func (x *CheckpointInfo) String() string {
 func (*CheckpointInfo) ProtoMessage() {}
 
 func (x *CheckpointInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1752,7 +1880,7 @@ func (x *CheckpointInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointInfo.ProtoReflect.Descriptor instead.
 func (*CheckpointInfo) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{29}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *CheckpointInfo) GetFrozenSeconds() float64 {
@@ -1792,7 +1920,7 @@ type PutCheckpointReply struct {
 
 func (x *PutCheckpointReply) Reset() {
 	*x = PutCheckpointReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1804,7 +1932,7 @@ func (x *PutCheckpointReply) String() string {
 func (*PutCheckpointReply) ProtoMessage() {}
 
 func (x *PutCheckpointReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1817,7 +1945,7 @@ func (x *PutCheckpointReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutCheckpointReply.ProtoReflect.Descriptor instead.
 func (*PutCheckpointReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{30}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *PutCheckpointReply) GetStoredBytes() int64 {
@@ -1836,7 +1964,7 @@ type GetCheckpointRequest struct {
 
 func (x *GetCheckpointRequest) Reset() {
 	*x = GetCheckpointRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1848,7 +1976,7 @@ func (x *GetCheckpointRequest) String() string {
 func (*GetCheckpointRequest) ProtoMessage() {}
 
 func (x *GetCheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1861,7 +1989,7 @@ func (x *GetCheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCheckpointRequest.ProtoReflect.Descriptor instead.
 func (*GetCheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{31}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *GetCheckpointRequest) GetSecret() string {
@@ -1890,7 +2018,7 @@ type StarterMessage struct {
 
 func (x *StarterMessage) Reset() {
 	*x = StarterMessage{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1902,7 +2030,7 @@ func (x *StarterMessage) String() string {
 func (*StarterMessage) ProtoMessage() {}
 
 func (x *StarterMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1915,7 +2043,7 @@ func (x *StarterMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StarterMessage.ProtoReflect.Descriptor instead.
 func (*StarterMessage) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{32}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *StarterMessage) GetBody() isStarterMessage_Body {
@@ -2062,7 +2190,7 @@ type CheckpointFailed struct {
 
 func (x *CheckpointFailed) Reset() {
 	*x = CheckpointFailed{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2074,7 +2202,7 @@ func (x *CheckpointFailed) String() string {
 func (*CheckpointFailed) ProtoMessage() {}
 
 func (x *CheckpointFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2087,7 +2215,7 @@ func (x *CheckpointFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointFailed.ProtoReflect.Descriptor instead.
 func (*CheckpointFailed) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{33}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CheckpointFailed) GetReason() string {
@@ -2114,7 +2242,7 @@ type Suspended struct {
 
 func (x *Suspended) Reset() {
 	*x = Suspended{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2126,7 +2254,7 @@ func (x *Suspended) String() string {
 func (*Suspended) ProtoMessage() {}
 
 func (x *Suspended) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2139,7 +2267,7 @@ func (x *Suspended) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Suspended.ProtoReflect.Descriptor instead.
 func (*Suspended) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{34}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Suspended) GetReason() string {
@@ -2158,7 +2286,7 @@ type Resumed struct {
 
 func (x *Resumed) Reset() {
 	*x = Resumed{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2170,7 +2298,7 @@ func (x *Resumed) String() string {
 func (*Resumed) ProtoMessage() {}
 
 func (x *Resumed) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2183,7 +2311,7 @@ func (x *Resumed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resumed.ProtoReflect.Descriptor instead.
 func (*Resumed) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{35}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{37}
 }
 
 type Hello struct {
@@ -2201,7 +2329,7 @@ type Hello struct {
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2213,7 +2341,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2226,7 +2354,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{36}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Hello) GetJobId() string {
@@ -2268,7 +2396,7 @@ type Output struct {
 
 func (x *Output) Reset() {
 	*x = Output{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2280,7 +2408,7 @@ func (x *Output) String() string {
 func (*Output) ProtoMessage() {}
 
 func (x *Output) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2293,7 +2421,7 @@ func (x *Output) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Output.ProtoReflect.Descriptor instead.
 func (*Output) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{37}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Output) GetFd() int32 {
@@ -2330,7 +2458,7 @@ type Started struct {
 
 func (x *Started) Reset() {
 	*x = Started{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2342,7 +2470,7 @@ func (x *Started) String() string {
 func (*Started) ProtoMessage() {}
 
 func (x *Started) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2355,7 +2483,7 @@ func (x *Started) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Started.ProtoReflect.Descriptor instead.
 func (*Started) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{38}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Started) GetPid() int32 {
@@ -2398,7 +2526,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2410,7 +2538,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2423,7 +2551,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{39}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Usage) GetUserCpuSeconds() float64 {
@@ -2475,7 +2603,7 @@ type Exited struct {
 
 func (x *Exited) Reset() {
 	*x = Exited{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2487,7 +2615,7 @@ func (x *Exited) String() string {
 func (*Exited) ProtoMessage() {}
 
 func (x *Exited) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2500,7 +2628,7 @@ func (x *Exited) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Exited.ProtoReflect.Descriptor instead.
 func (*Exited) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{40}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *Exited) GetBySignal() bool {
@@ -2574,7 +2702,7 @@ type ShadowMessage struct {
 
 func (x *ShadowMessage) Reset() {
 	*x = ShadowMessage{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2586,7 +2714,7 @@ func (x *ShadowMessage) String() string {
 func (*ShadowMessage) ProtoMessage() {}
 
 func (x *ShadowMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2599,7 +2727,7 @@ func (x *ShadowMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShadowMessage.ProtoReflect.Descriptor instead.
 func (*ShadowMessage) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{41}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ShadowMessage) GetBody() isShadowMessage_Body {
@@ -2684,7 +2812,7 @@ type CheckpointNow struct {
 
 func (x *CheckpointNow) Reset() {
 	*x = CheckpointNow{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2696,7 +2824,7 @@ func (x *CheckpointNow) String() string {
 func (*CheckpointNow) ProtoMessage() {}
 
 func (x *CheckpointNow) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2709,7 +2837,7 @@ func (x *CheckpointNow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointNow.ProtoReflect.Descriptor instead.
 func (*CheckpointNow) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{42}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *CheckpointNow) GetVacate() bool {
@@ -2728,7 +2856,7 @@ type JobSpec struct {
 
 func (x *JobSpec) Reset() {
 	*x = JobSpec{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2740,7 +2868,7 @@ func (x *JobSpec) String() string {
 func (*JobSpec) ProtoMessage() {}
 
 func (x *JobSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2753,7 +2881,7 @@ func (x *JobSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobSpec.ProtoReflect.Descriptor instead.
 func (*JobSpec) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{43}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *JobSpec) GetJobAd() string {
@@ -2776,7 +2904,7 @@ type Kill struct {
 
 func (x *Kill) Reset() {
 	*x = Kill{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2788,7 +2916,7 @@ func (x *Kill) String() string {
 func (*Kill) ProtoMessage() {}
 
 func (x *Kill) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2801,7 +2929,7 @@ func (x *Kill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Kill.ProtoReflect.Descriptor instead.
 func (*Kill) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{44}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *Kill) GetReason() string {
@@ -2829,7 +2957,7 @@ type ReadFileRequest struct {
 
 func (x *ReadFileRequest) Reset() {
 	*x = ReadFileRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[45]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2841,7 +2969,7 @@ func (x *ReadFileRequest) String() string {
 func (*ReadFileRequest) ProtoMessage() {}
 
 func (x *ReadFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[45]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2854,7 +2982,7 @@ func (x *ReadFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadFileRequest.ProtoReflect.Descriptor instead.
 func (*ReadFileRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{45}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ReadFileRequest) GetSecret() string {
@@ -2882,7 +3010,7 @@ type FileChunk struct {
 
 func (x *FileChunk) Reset() {
 	*x = FileChunk{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[46]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2894,7 +3022,7 @@ func (x *FileChunk) String() string {
 func (*FileChunk) ProtoMessage() {}
 
 func (x *FileChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[46]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2907,7 +3035,7 @@ func (x *FileChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileChunk.ProtoReflect.Descriptor instead.
 func (*FileChunk) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{46}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *FileChunk) GetData() []byte {
@@ -2945,7 +3073,7 @@ type ShellOpen struct {
 
 func (x *ShellOpen) Reset() {
 	*x = ShellOpen{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[47]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2957,7 +3085,7 @@ func (x *ShellOpen) String() string {
 func (*ShellOpen) ProtoMessage() {}
 
 func (x *ShellOpen) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[47]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2970,7 +3098,7 @@ func (x *ShellOpen) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellOpen.ProtoReflect.Descriptor instead.
 func (*ShellOpen) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{47}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ShellOpen) GetJobId() string {
@@ -3037,7 +3165,7 @@ type ShellRequest struct {
 
 func (x *ShellRequest) Reset() {
 	*x = ShellRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[48]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3049,7 +3177,7 @@ func (x *ShellRequest) String() string {
 func (*ShellRequest) ProtoMessage() {}
 
 func (x *ShellRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[48]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3062,7 +3190,7 @@ func (x *ShellRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellRequest.ProtoReflect.Descriptor instead.
 func (*ShellRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{48}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ShellRequest) GetBody() isShellRequest_Body {
@@ -3132,7 +3260,7 @@ type ShellInput struct {
 
 func (x *ShellInput) Reset() {
 	*x = ShellInput{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[49]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3144,7 +3272,7 @@ func (x *ShellInput) String() string {
 func (*ShellInput) ProtoMessage() {}
 
 func (x *ShellInput) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[49]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3157,7 +3285,7 @@ func (x *ShellInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellInput.ProtoReflect.Descriptor instead.
 func (*ShellInput) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{49}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ShellInput) GetData() []byte {
@@ -3185,7 +3313,7 @@ type ShellResize struct {
 
 func (x *ShellResize) Reset() {
 	*x = ShellResize{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[50]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3197,7 +3325,7 @@ func (x *ShellResize) String() string {
 func (*ShellResize) ProtoMessage() {}
 
 func (x *ShellResize) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[50]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3210,7 +3338,7 @@ func (x *ShellResize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellResize.ProtoReflect.Descriptor instead.
 func (*ShellResize) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{50}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ShellResize) GetRows() uint32 {
@@ -3244,7 +3372,7 @@ type ShellReply struct {
 
 func (x *ShellReply) Reset() {
 	*x = ShellReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[51]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3256,7 +3384,7 @@ func (x *ShellReply) String() string {
 func (*ShellReply) ProtoMessage() {}
 
 func (x *ShellReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[51]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3269,7 +3397,7 @@ func (x *ShellReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellReply.ProtoReflect.Descriptor instead.
 func (*ShellReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{51}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ShellReply) GetBody() isShellReply_Body {
@@ -3353,7 +3481,7 @@ type ShellStarted struct {
 
 func (x *ShellStarted) Reset() {
 	*x = ShellStarted{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[52]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3365,7 +3493,7 @@ func (x *ShellStarted) String() string {
 func (*ShellStarted) ProtoMessage() {}
 
 func (x *ShellStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[52]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3378,7 +3506,7 @@ func (x *ShellStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellStarted.ProtoReflect.Descriptor instead.
 func (*ShellStarted) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{52}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{54}
 }
 
 type ShellHello struct {
@@ -3391,7 +3519,7 @@ type ShellHello struct {
 
 func (x *ShellHello) Reset() {
 	*x = ShellHello{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[53]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3403,7 +3531,7 @@ func (x *ShellHello) String() string {
 func (*ShellHello) ProtoMessage() {}
 
 func (x *ShellHello) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[53]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3416,7 +3544,7 @@ func (x *ShellHello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellHello.ProtoReflect.Descriptor instead.
 func (*ShellHello) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{53}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ShellHello) GetSecret() string {
@@ -3448,7 +3576,7 @@ type ShellExited struct {
 
 func (x *ShellExited) Reset() {
 	*x = ShellExited{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[54]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3460,7 +3588,7 @@ func (x *ShellExited) String() string {
 func (*ShellExited) ProtoMessage() {}
 
 func (x *ShellExited) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[54]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3473,7 +3601,7 @@ func (x *ShellExited) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellExited.ProtoReflect.Descriptor instead.
 func (*ShellExited) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{54}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ShellExited) GetExitCode() int32 {
@@ -3593,7 +3721,16 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\x12ActivateClaimReply\"0\n" +
 	"\x13ReleaseClaimRequest\x12\x19\n" +
 	"\bclaim_id\x18\x01 \x01(\tR\aclaimId\"\x13\n" +
-	"\x11ReleaseClaimReply\".\n" +
+	"\x11ReleaseClaimReply\"4\n" +
+	"\x1aRegistryCredentialsRequest\x12\x16\n" +
+	"\x06secret\x18\x01 \x01(\tR\x06secret\"\xca\x01\n" +
+	"\x18RegistryCredentialsReply\x12\x14\n" +
+	"\x05found\x18\x01 \x01(\bR\x05found\x12\x1a\n" +
+	"\busername\x18\x02 \x01(\tR\busername\x12\x1a\n" +
+	"\bpassword\x18\x03 \x01(\tR\bpassword\x12\x12\n" +
+	"\x04auth\x18\x04 \x01(\tR\x04auth\x12%\n" +
+	"\x0eidentity_token\x18\x05 \x01(\tR\ridentityToken\x12%\n" +
+	"\x0eregistry_token\x18\x06 \x01(\tR\rregistryToken\".\n" +
 	"\x14TransferInputRequest\x12\x16\n" +
 	"\x06secret\x18\x01 \x01(\tR\x06secret\"\xe3\x01\n" +
 	"\rTransferEntry\x12\x12\n" +
@@ -3751,7 +3888,7 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\rActivateClaim\x12 .harrier.v1.ActivateClaimRequest\x1a\x1e.harrier.v1.ActivateClaimReply\x12N\n" +
 	"\fReleaseClaim\x12\x1f.harrier.v1.ReleaseClaimRequest\x1a\x1d.harrier.v1.ReleaseClaimReply\x12E\n" +
 	"\tKeepAlive\x12\x1c.harrier.v1.KeepAliveRequest\x1a\x1a.harrier.v1.KeepAliveReply\x12H\n" +
-	"\x06Vacate\x12\x1f.harrier.v1.StartdVacateRequest\x1a\x1d.harrier.v1.StartdVacateReply2\xcd\x05\n" +
+	"\x06Vacate\x12\x1f.harrier.v1.StartdVacateRequest\x1a\x1d.harrier.v1.StartdVacateReply2\xb2\x06\n" +
 	"\x06Shadow\x12C\n" +
 	"\x06Attach\x12\x1a.harrier.v1.StarterMessage\x1a\x19.harrier.v1.ShadowMessage(\x010\x01\x12@\n" +
 	"\bReadFile\x12\x1b.harrier.v1.ReadFileRequest\x1a\x15.harrier.v1.FileChunk0\x01\x12N\n" +
@@ -3761,7 +3898,8 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\x13SaveCheckpointFiles\x12\".harrier.v1.CheckpointFilesRequest\x1a .harrier.v1.CheckpointFilesReply\x12^\n" +
 	"\x16RestoreCheckpointFiles\x12\".harrier.v1.CheckpointFilesRequest\x1a .harrier.v1.CheckpointFilesReply\x12N\n" +
 	"\rTransferInput\x12 .harrier.v1.TransferInputRequest\x1a\x19.harrier.v1.TransferChunk0\x01\x12N\n" +
-	"\x0eTransferOutput\x12\x19.harrier.v1.TransferChunk\x1a\x1f.harrier.v1.TransferOutputReply(\x01B\x1aZ\x18harrier.dev/harrier/wireb\x06proto3"
+	"\x0eTransferOutput\x12\x19.harrier.v1.TransferChunk\x1a\x1f.harrier.v1.TransferOutputReply(\x01\x12c\n" +
+	"\x13RegistryCredentials\x12&.harrier.v1.RegistryCredentialsRequest\x1a$.harrier.v1.RegistryCredentialsReplyB\x1aZ\x18harrier.dev/harrier/wireb\x06proto3"
 
 var (
 	file_harrier_v1_harrier_proto_rawDescOnce sync.Once
@@ -3776,90 +3914,92 @@ func file_harrier_v1_harrier_proto_rawDescGZIP() []byte {
 }
 
 var file_harrier_v1_harrier_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_harrier_v1_harrier_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
+var file_harrier_v1_harrier_proto_msgTypes = make([]protoimpl.MessageInfo, 57)
 var file_harrier_v1_harrier_proto_goTypes = []any{
-	(TransferEntry_Kind)(0),        // 0: harrier.v1.TransferEntry.Kind
-	(*AdvertiseRequest)(nil),       // 1: harrier.v1.AdvertiseRequest
-	(*AdvertiseJobsRequest)(nil),   // 2: harrier.v1.AdvertiseJobsRequest
-	(*AdvertiseReply)(nil),         // 3: harrier.v1.AdvertiseReply
-	(*InvalidateRequest)(nil),      // 4: harrier.v1.InvalidateRequest
-	(*InvalidateReply)(nil),        // 5: harrier.v1.InvalidateReply
-	(*QueryRequest)(nil),           // 6: harrier.v1.QueryRequest
-	(*QueryReply)(nil),             // 7: harrier.v1.QueryReply
-	(*MatchedRequest)(nil),         // 8: harrier.v1.MatchedRequest
-	(*GangMember)(nil),             // 9: harrier.v1.GangMember
-	(*MatchedReply)(nil),           // 10: harrier.v1.MatchedReply
-	(*StartdVacateRequest)(nil),    // 11: harrier.v1.StartdVacateRequest
-	(*StartdVacateReply)(nil),      // 12: harrier.v1.StartdVacateReply
-	(*KeepAliveRequest)(nil),       // 13: harrier.v1.KeepAliveRequest
-	(*KeepAliveReply)(nil),         // 14: harrier.v1.KeepAliveReply
-	(*StartdMatchedRequest)(nil),   // 15: harrier.v1.StartdMatchedRequest
-	(*StartdMatchedReply)(nil),     // 16: harrier.v1.StartdMatchedReply
-	(*RequestClaimRequest)(nil),    // 17: harrier.v1.RequestClaimRequest
-	(*RequestClaimReply)(nil),      // 18: harrier.v1.RequestClaimReply
-	(*ActivateClaimRequest)(nil),   // 19: harrier.v1.ActivateClaimRequest
-	(*ActivateClaimReply)(nil),     // 20: harrier.v1.ActivateClaimReply
-	(*ReleaseClaimRequest)(nil),    // 21: harrier.v1.ReleaseClaimRequest
-	(*ReleaseClaimReply)(nil),      // 22: harrier.v1.ReleaseClaimReply
-	(*TransferInputRequest)(nil),   // 23: harrier.v1.TransferInputRequest
-	(*TransferEntry)(nil),          // 24: harrier.v1.TransferEntry
-	(*TransferChunk)(nil),          // 25: harrier.v1.TransferChunk
-	(*TransferOutputReply)(nil),    // 26: harrier.v1.TransferOutputReply
-	(*CheckpointFilesRequest)(nil), // 27: harrier.v1.CheckpointFilesRequest
-	(*CheckpointFilesReply)(nil),   // 28: harrier.v1.CheckpointFilesReply
-	(*CheckpointChunk)(nil),        // 29: harrier.v1.CheckpointChunk
-	(*CheckpointInfo)(nil),         // 30: harrier.v1.CheckpointInfo
-	(*PutCheckpointReply)(nil),     // 31: harrier.v1.PutCheckpointReply
-	(*GetCheckpointRequest)(nil),   // 32: harrier.v1.GetCheckpointRequest
-	(*StarterMessage)(nil),         // 33: harrier.v1.StarterMessage
-	(*CheckpointFailed)(nil),       // 34: harrier.v1.CheckpointFailed
-	(*Suspended)(nil),              // 35: harrier.v1.Suspended
-	(*Resumed)(nil),                // 36: harrier.v1.Resumed
-	(*Hello)(nil),                  // 37: harrier.v1.Hello
-	(*Output)(nil),                 // 38: harrier.v1.Output
-	(*Started)(nil),                // 39: harrier.v1.Started
-	(*Usage)(nil),                  // 40: harrier.v1.Usage
-	(*Exited)(nil),                 // 41: harrier.v1.Exited
-	(*ShadowMessage)(nil),          // 42: harrier.v1.ShadowMessage
-	(*CheckpointNow)(nil),          // 43: harrier.v1.CheckpointNow
-	(*JobSpec)(nil),                // 44: harrier.v1.JobSpec
-	(*Kill)(nil),                   // 45: harrier.v1.Kill
-	(*ReadFileRequest)(nil),        // 46: harrier.v1.ReadFileRequest
-	(*FileChunk)(nil),              // 47: harrier.v1.FileChunk
-	(*ShellOpen)(nil),              // 48: harrier.v1.ShellOpen
-	(*ShellRequest)(nil),           // 49: harrier.v1.ShellRequest
-	(*ShellInput)(nil),             // 50: harrier.v1.ShellInput
-	(*ShellResize)(nil),            // 51: harrier.v1.ShellResize
-	(*ShellReply)(nil),             // 52: harrier.v1.ShellReply
-	(*ShellStarted)(nil),           // 53: harrier.v1.ShellStarted
-	(*ShellHello)(nil),             // 54: harrier.v1.ShellHello
-	(*ShellExited)(nil),            // 55: harrier.v1.ShellExited
+	(TransferEntry_Kind)(0),            // 0: harrier.v1.TransferEntry.Kind
+	(*AdvertiseRequest)(nil),           // 1: harrier.v1.AdvertiseRequest
+	(*AdvertiseJobsRequest)(nil),       // 2: harrier.v1.AdvertiseJobsRequest
+	(*AdvertiseReply)(nil),             // 3: harrier.v1.AdvertiseReply
+	(*InvalidateRequest)(nil),          // 4: harrier.v1.InvalidateRequest
+	(*InvalidateReply)(nil),            // 5: harrier.v1.InvalidateReply
+	(*QueryRequest)(nil),               // 6: harrier.v1.QueryRequest
+	(*QueryReply)(nil),                 // 7: harrier.v1.QueryReply
+	(*MatchedRequest)(nil),             // 8: harrier.v1.MatchedRequest
+	(*GangMember)(nil),                 // 9: harrier.v1.GangMember
+	(*MatchedReply)(nil),               // 10: harrier.v1.MatchedReply
+	(*StartdVacateRequest)(nil),        // 11: harrier.v1.StartdVacateRequest
+	(*StartdVacateReply)(nil),          // 12: harrier.v1.StartdVacateReply
+	(*KeepAliveRequest)(nil),           // 13: harrier.v1.KeepAliveRequest
+	(*KeepAliveReply)(nil),             // 14: harrier.v1.KeepAliveReply
+	(*StartdMatchedRequest)(nil),       // 15: harrier.v1.StartdMatchedRequest
+	(*StartdMatchedReply)(nil),         // 16: harrier.v1.StartdMatchedReply
+	(*RequestClaimRequest)(nil),        // 17: harrier.v1.RequestClaimRequest
+	(*RequestClaimReply)(nil),          // 18: harrier.v1.RequestClaimReply
+	(*ActivateClaimRequest)(nil),       // 19: harrier.v1.ActivateClaimRequest
+	(*ActivateClaimReply)(nil),         // 20: harrier.v1.ActivateClaimReply
+	(*ReleaseClaimRequest)(nil),        // 21: harrier.v1.ReleaseClaimRequest
+	(*ReleaseClaimReply)(nil),          // 22: harrier.v1.ReleaseClaimReply
+	(*RegistryCredentialsRequest)(nil), // 23: harrier.v1.RegistryCredentialsRequest
+	(*RegistryCredentialsReply)(nil),   // 24: harrier.v1.RegistryCredentialsReply
+	(*TransferInputRequest)(nil),       // 25: harrier.v1.TransferInputRequest
+	(*TransferEntry)(nil),              // 26: harrier.v1.TransferEntry
+	(*TransferChunk)(nil),              // 27: harrier.v1.TransferChunk
+	(*TransferOutputReply)(nil),        // 28: harrier.v1.TransferOutputReply
+	(*CheckpointFilesRequest)(nil),     // 29: harrier.v1.CheckpointFilesRequest
+	(*CheckpointFilesReply)(nil),       // 30: harrier.v1.CheckpointFilesReply
+	(*CheckpointChunk)(nil),            // 31: harrier.v1.CheckpointChunk
+	(*CheckpointInfo)(nil),             // 32: harrier.v1.CheckpointInfo
+	(*PutCheckpointReply)(nil),         // 33: harrier.v1.PutCheckpointReply
+	(*GetCheckpointRequest)(nil),       // 34: harrier.v1.GetCheckpointRequest
+	(*StarterMessage)(nil),             // 35: harrier.v1.StarterMessage
+	(*CheckpointFailed)(nil),           // 36: harrier.v1.CheckpointFailed
+	(*Suspended)(nil),                  // 37: harrier.v1.Suspended
+	(*Resumed)(nil),                    // 38: harrier.v1.Resumed
+	(*Hello)(nil),                      // 39: harrier.v1.Hello
+	(*Output)(nil),                     // 40: harrier.v1.Output
+	(*Started)(nil),                    // 41: harrier.v1.Started
+	(*Usage)(nil),                      // 42: harrier.v1.Usage
+	(*Exited)(nil),                     // 43: harrier.v1.Exited
+	(*ShadowMessage)(nil),              // 44: harrier.v1.ShadowMessage
+	(*CheckpointNow)(nil),              // 45: harrier.v1.CheckpointNow
+	(*JobSpec)(nil),                    // 46: harrier.v1.JobSpec
+	(*Kill)(nil),                       // 47: harrier.v1.Kill
+	(*ReadFileRequest)(nil),            // 48: harrier.v1.ReadFileRequest
+	(*FileChunk)(nil),                  // 49: harrier.v1.FileChunk
+	(*ShellOpen)(nil),                  // 50: harrier.v1.ShellOpen
+	(*ShellRequest)(nil),               // 51: harrier.v1.ShellRequest
+	(*ShellInput)(nil),                 // 52: harrier.v1.ShellInput
+	(*ShellResize)(nil),                // 53: harrier.v1.ShellResize
+	(*ShellReply)(nil),                 // 54: harrier.v1.ShellReply
+	(*ShellStarted)(nil),               // 55: harrier.v1.ShellStarted
+	(*ShellHello)(nil),                 // 56: harrier.v1.ShellHello
+	(*ShellExited)(nil),                // 57: harrier.v1.ShellExited
 }
 var file_harrier_v1_harrier_proto_depIdxs = []int32{
 	9,  // 0: harrier.v1.MatchedRequest.gang:type_name -> harrier.v1.GangMember
 	0,  // 1: harrier.v1.TransferEntry.kind:type_name -> harrier.v1.TransferEntry.Kind
-	24, // 2: harrier.v1.TransferChunk.entry:type_name -> harrier.v1.TransferEntry
-	30, // 3: harrier.v1.CheckpointChunk.info:type_name -> harrier.v1.CheckpointInfo
-	37, // 4: harrier.v1.StarterMessage.hello:type_name -> harrier.v1.Hello
-	38, // 5: harrier.v1.StarterMessage.output:type_name -> harrier.v1.Output
-	39, // 6: harrier.v1.StarterMessage.started:type_name -> harrier.v1.Started
-	40, // 7: harrier.v1.StarterMessage.usage:type_name -> harrier.v1.Usage
-	41, // 8: harrier.v1.StarterMessage.exited:type_name -> harrier.v1.Exited
-	35, // 9: harrier.v1.StarterMessage.suspended:type_name -> harrier.v1.Suspended
-	36, // 10: harrier.v1.StarterMessage.resumed:type_name -> harrier.v1.Resumed
-	34, // 11: harrier.v1.StarterMessage.checkpoint_failed:type_name -> harrier.v1.CheckpointFailed
-	40, // 12: harrier.v1.Exited.usage:type_name -> harrier.v1.Usage
-	44, // 13: harrier.v1.ShadowMessage.job:type_name -> harrier.v1.JobSpec
-	45, // 14: harrier.v1.ShadowMessage.kill:type_name -> harrier.v1.Kill
-	43, // 15: harrier.v1.ShadowMessage.checkpoint:type_name -> harrier.v1.CheckpointNow
-	48, // 16: harrier.v1.ShadowMessage.shell:type_name -> harrier.v1.ShellOpen
-	48, // 17: harrier.v1.ShellRequest.open:type_name -> harrier.v1.ShellOpen
-	50, // 18: harrier.v1.ShellRequest.input:type_name -> harrier.v1.ShellInput
-	51, // 19: harrier.v1.ShellRequest.resize:type_name -> harrier.v1.ShellResize
-	54, // 20: harrier.v1.ShellReply.hello:type_name -> harrier.v1.ShellHello
-	38, // 21: harrier.v1.ShellReply.output:type_name -> harrier.v1.Output
-	55, // 22: harrier.v1.ShellReply.exited:type_name -> harrier.v1.ShellExited
-	53, // 23: harrier.v1.ShellReply.started:type_name -> harrier.v1.ShellStarted
+	26, // 2: harrier.v1.TransferChunk.entry:type_name -> harrier.v1.TransferEntry
+	32, // 3: harrier.v1.CheckpointChunk.info:type_name -> harrier.v1.CheckpointInfo
+	39, // 4: harrier.v1.StarterMessage.hello:type_name -> harrier.v1.Hello
+	40, // 5: harrier.v1.StarterMessage.output:type_name -> harrier.v1.Output
+	41, // 6: harrier.v1.StarterMessage.started:type_name -> harrier.v1.Started
+	42, // 7: harrier.v1.StarterMessage.usage:type_name -> harrier.v1.Usage
+	43, // 8: harrier.v1.StarterMessage.exited:type_name -> harrier.v1.Exited
+	37, // 9: harrier.v1.StarterMessage.suspended:type_name -> harrier.v1.Suspended
+	38, // 10: harrier.v1.StarterMessage.resumed:type_name -> harrier.v1.Resumed
+	36, // 11: harrier.v1.StarterMessage.checkpoint_failed:type_name -> harrier.v1.CheckpointFailed
+	42, // 12: harrier.v1.Exited.usage:type_name -> harrier.v1.Usage
+	46, // 13: harrier.v1.ShadowMessage.job:type_name -> harrier.v1.JobSpec
+	47, // 14: harrier.v1.ShadowMessage.kill:type_name -> harrier.v1.Kill
+	45, // 15: harrier.v1.ShadowMessage.checkpoint:type_name -> harrier.v1.CheckpointNow
+	50, // 16: harrier.v1.ShadowMessage.shell:type_name -> harrier.v1.ShellOpen
+	50, // 17: harrier.v1.ShellRequest.open:type_name -> harrier.v1.ShellOpen
+	52, // 18: harrier.v1.ShellRequest.input:type_name -> harrier.v1.ShellInput
+	53, // 19: harrier.v1.ShellRequest.resize:type_name -> harrier.v1.ShellResize
+	56, // 20: harrier.v1.ShellReply.hello:type_name -> harrier.v1.ShellHello
+	40, // 21: harrier.v1.ShellReply.output:type_name -> harrier.v1.Output
+	57, // 22: harrier.v1.ShellReply.exited:type_name -> harrier.v1.ShellExited
+	55, // 23: harrier.v1.ShellReply.started:type_name -> harrier.v1.ShellStarted
 	1,  // 24: harrier.v1.Collector.Advertise:input_type -> harrier.v1.AdvertiseRequest
 	2,  // 25: harrier.v1.Collector.AdvertiseJobs:input_type -> harrier.v1.AdvertiseJobsRequest
 	4,  // 26: harrier.v1.Collector.Invalidate:input_type -> harrier.v1.InvalidateRequest
@@ -3871,37 +4011,39 @@ var file_harrier_v1_harrier_proto_depIdxs = []int32{
 	21, // 32: harrier.v1.Startd.ReleaseClaim:input_type -> harrier.v1.ReleaseClaimRequest
 	13, // 33: harrier.v1.Startd.KeepAlive:input_type -> harrier.v1.KeepAliveRequest
 	11, // 34: harrier.v1.Startd.Vacate:input_type -> harrier.v1.StartdVacateRequest
-	33, // 35: harrier.v1.Shadow.Attach:input_type -> harrier.v1.StarterMessage
-	46, // 36: harrier.v1.Shadow.ReadFile:input_type -> harrier.v1.ReadFileRequest
-	29, // 37: harrier.v1.Shadow.PutCheckpoint:input_type -> harrier.v1.CheckpointChunk
-	32, // 38: harrier.v1.Shadow.GetCheckpoint:input_type -> harrier.v1.GetCheckpointRequest
-	52, // 39: harrier.v1.Shadow.Shell:input_type -> harrier.v1.ShellReply
-	27, // 40: harrier.v1.Shadow.SaveCheckpointFiles:input_type -> harrier.v1.CheckpointFilesRequest
-	27, // 41: harrier.v1.Shadow.RestoreCheckpointFiles:input_type -> harrier.v1.CheckpointFilesRequest
-	23, // 42: harrier.v1.Shadow.TransferInput:input_type -> harrier.v1.TransferInputRequest
-	25, // 43: harrier.v1.Shadow.TransferOutput:input_type -> harrier.v1.TransferChunk
-	3,  // 44: harrier.v1.Collector.Advertise:output_type -> harrier.v1.AdvertiseReply
-	3,  // 45: harrier.v1.Collector.AdvertiseJobs:output_type -> harrier.v1.AdvertiseReply
-	5,  // 46: harrier.v1.Collector.Invalidate:output_type -> harrier.v1.InvalidateReply
-	7,  // 47: harrier.v1.Collector.Query:output_type -> harrier.v1.QueryReply
-	10, // 48: harrier.v1.Agent.Matched:output_type -> harrier.v1.MatchedReply
-	16, // 49: harrier.v1.Startd.Matched:output_type -> harrier.v1.StartdMatchedReply
-	18, // 50: harrier.v1.Startd.RequestClaim:output_type -> harrier.v1.RequestClaimReply
-	20, // 51: harrier.v1.Startd.ActivateClaim:output_type -> harrier.v1.ActivateClaimReply
-	22, // 52: harrier.v1.Startd.ReleaseClaim:output_type -> harrier.v1.ReleaseClaimReply
-	14, // 53: harrier.v1.Startd.KeepAlive:output_type -> harrier.v1.KeepAliveReply
-	12, // 54: harrier.v1.Startd.Vacate:output_type -> harrier.v1.StartdVacateReply
-	42, // 55: harrier.v1.Shadow.Attach:output_type -> harrier.v1.ShadowMessage
-	47, // 56: harrier.v1.Shadow.ReadFile:output_type -> harrier.v1.FileChunk
-	31, // 57: harrier.v1.Shadow.PutCheckpoint:output_type -> harrier.v1.PutCheckpointReply
-	29, // 58: harrier.v1.Shadow.GetCheckpoint:output_type -> harrier.v1.CheckpointChunk
-	49, // 59: harrier.v1.Shadow.Shell:output_type -> harrier.v1.ShellRequest
-	28, // 60: harrier.v1.Shadow.SaveCheckpointFiles:output_type -> harrier.v1.CheckpointFilesReply
-	28, // 61: harrier.v1.Shadow.RestoreCheckpointFiles:output_type -> harrier.v1.CheckpointFilesReply
-	25, // 62: harrier.v1.Shadow.TransferInput:output_type -> harrier.v1.TransferChunk
-	26, // 63: harrier.v1.Shadow.TransferOutput:output_type -> harrier.v1.TransferOutputReply
-	44, // [44:64] is the sub-list for method output_type
-	24, // [24:44] is the sub-list for method input_type
+	35, // 35: harrier.v1.Shadow.Attach:input_type -> harrier.v1.StarterMessage
+	48, // 36: harrier.v1.Shadow.ReadFile:input_type -> harrier.v1.ReadFileRequest
+	31, // 37: harrier.v1.Shadow.PutCheckpoint:input_type -> harrier.v1.CheckpointChunk
+	34, // 38: harrier.v1.Shadow.GetCheckpoint:input_type -> harrier.v1.GetCheckpointRequest
+	54, // 39: harrier.v1.Shadow.Shell:input_type -> harrier.v1.ShellReply
+	29, // 40: harrier.v1.Shadow.SaveCheckpointFiles:input_type -> harrier.v1.CheckpointFilesRequest
+	29, // 41: harrier.v1.Shadow.RestoreCheckpointFiles:input_type -> harrier.v1.CheckpointFilesRequest
+	25, // 42: harrier.v1.Shadow.TransferInput:input_type -> harrier.v1.TransferInputRequest
+	27, // 43: harrier.v1.Shadow.TransferOutput:input_type -> harrier.v1.TransferChunk
+	23, // 44: harrier.v1.Shadow.RegistryCredentials:input_type -> harrier.v1.RegistryCredentialsRequest
+	3,  // 45: harrier.v1.Collector.Advertise:output_type -> harrier.v1.AdvertiseReply
+	3,  // 46: harrier.v1.Collector.AdvertiseJobs:output_type -> harrier.v1.AdvertiseReply
+	5,  // 47: harrier.v1.Collector.Invalidate:output_type -> harrier.v1.InvalidateReply
+	7,  // 48: harrier.v1.Collector.Query:output_type -> harrier.v1.QueryReply
+	10, // 49: harrier.v1.Agent.Matched:output_type -> harrier.v1.MatchedReply
+	16, // 50: harrier.v1.Startd.Matched:output_type -> harrier.v1.StartdMatchedReply
+	18, // 51: harrier.v1.Startd.RequestClaim:output_type -> harrier.v1.RequestClaimReply
+	20, // 52: harrier.v1.Startd.ActivateClaim:output_type -> harrier.v1.ActivateClaimReply
+	22, // 53: harrier.v1.Startd.ReleaseClaim:output_type -> harrier.v1.ReleaseClaimReply
+	14, // 54: harrier.v1.Startd.KeepAlive:output_type -> harrier.v1.KeepAliveReply
+	12, // 55: harrier.v1.Startd.Vacate:output_type -> harrier.v1.StartdVacateReply
+	44, // 56: harrier.v1.Shadow.Attach:output_type -> harrier.v1.ShadowMessage
+	49, // 57: harrier.v1.Shadow.ReadFile:output_type -> harrier.v1.FileChunk
+	33, // 58: harrier.v1.Shadow.PutCheckpoint:output_type -> harrier.v1.PutCheckpointReply
+	31, // 59: harrier.v1.Shadow.GetCheckpoint:output_type -> harrier.v1.CheckpointChunk
+	51, // 60: harrier.v1.Shadow.Shell:output_type -> harrier.v1.ShellRequest
+	30, // 61: harrier.v1.Shadow.SaveCheckpointFiles:output_type -> harrier.v1.CheckpointFilesReply
+	30, // 62: harrier.v1.Shadow.RestoreCheckpointFiles:output_type -> harrier.v1.CheckpointFilesReply
+	27, // 63: harrier.v1.Shadow.TransferInput:output_type -> harrier.v1.TransferChunk
+	28, // 64: harrier.v1.Shadow.TransferOutput:output_type -> harrier.v1.TransferOutputReply
+	24, // 65: harrier.v1.Shadow.RegistryCredentials:output_type -> harrier.v1.RegistryCredentialsReply
+	45, // [45:66] is the sub-list for method output_type
+	24, // [24:45] is the sub-list for method input_type
 	24, // [24:24] is the sub-list for extension type_name
 	24, // [24:24] is the sub-list for extension extendee
 	0,  // [0:24] is the sub-list for field type_name
@@ -3912,7 +4054,7 @@ func file_harrier_v1_harrier_proto_init() {
 	if File_harrier_v1_harrier_proto != nil {
 		return
 	}
-	file_harrier_v1_harrier_proto_msgTypes[32].OneofWrappers = []any{
+	file_harrier_v1_harrier_proto_msgTypes[34].OneofWrappers = []any{
 		(*StarterMessage_Hello)(nil),
 		(*StarterMessage_Output)(nil),
 		(*StarterMessage_Started)(nil),
@@ -3922,18 +4064,18 @@ func file_harrier_v1_harrier_proto_init() {
 		(*StarterMessage_Resumed)(nil),
 		(*StarterMessage_CheckpointFailed)(nil),
 	}
-	file_harrier_v1_harrier_proto_msgTypes[41].OneofWrappers = []any{
+	file_harrier_v1_harrier_proto_msgTypes[43].OneofWrappers = []any{
 		(*ShadowMessage_Job)(nil),
 		(*ShadowMessage_Kill)(nil),
 		(*ShadowMessage_Checkpoint)(nil),
 		(*ShadowMessage_Shell)(nil),
 	}
-	file_harrier_v1_harrier_proto_msgTypes[48].OneofWrappers = []any{
+	file_harrier_v1_harrier_proto_msgTypes[50].OneofWrappers = []any{
 		(*ShellRequest_Open)(nil),
 		(*ShellRequest_Input)(nil),
 		(*ShellRequest_Resize)(nil),
 	}
-	file_harrier_v1_harrier_proto_msgTypes[51].OneofWrappers = []any{
+	file_harrier_v1_harrier_proto_msgTypes[53].OneofWrappers = []any{
 		(*ShellReply_Hello)(nil),
 		(*ShellReply_Output)(nil),
 		(*ShellReply_Exited)(nil),
@@ -3945,7 +4087,7 @@ func file_harrier_v1_harrier_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harrier_v1_harrier_proto_rawDesc), len(file_harrier_v1_harrier_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   55,
+			NumMessages:   57,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

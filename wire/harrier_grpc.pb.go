@@ -702,6 +702,7 @@ const (
 	Shadow_RestoreCheckpointFiles_FullMethodName = "/harrier.v1.Shadow/RestoreCheckpointFiles"
 	Shadow_TransferInput_FullMethodName          = "/harrier.v1.Shadow/TransferInput"
 	Shadow_TransferOutput_FullMethodName         = "/harrier.v1.Shadow/TransferOutput"
+	Shadow_RegistryCredentials_FullMethodName    = "/harrier.v1.Shadow/RegistryCredentials"
 )
 
 // ShadowClient is the client API for Shadow service.
@@ -752,6 +753,11 @@ type ShadowClient interface {
 	// its next start). Each file appears under its final name whole or not
 	// at all.
 	TransferOutput(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[TransferChunk, TransferOutputReply], error)
+	// RegistryCredentials gives the starter the job's owner's credentials
+	// for the registry of the job's container image, as the owner's docker
+	// configuration holds them at the time of the call (found false: none).
+	// The starter keeps them in memory only.
+	RegistryCredentials(ctx context.Context, in *RegistryCredentialsRequest, opts ...grpc.CallOption) (*RegistryCredentialsReply, error)
 }
 
 type shadowClient struct {
@@ -891,6 +897,16 @@ func (c *shadowClient) TransferOutput(ctx context.Context, opts ...grpc.CallOpti
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Shadow_TransferOutputClient = grpc.ClientStreamingClient[TransferChunk, TransferOutputReply]
 
+func (c *shadowClient) RegistryCredentials(ctx context.Context, in *RegistryCredentialsRequest, opts ...grpc.CallOption) (*RegistryCredentialsReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RegistryCredentialsReply)
+	err := c.cc.Invoke(ctx, Shadow_RegistryCredentials_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ShadowServer is the server API for Shadow service.
 // All implementations must embed UnimplementedShadowServer
 // for forward compatibility.
@@ -939,6 +955,11 @@ type ShadowServer interface {
 	// its next start). Each file appears under its final name whole or not
 	// at all.
 	TransferOutput(grpc.ClientStreamingServer[TransferChunk, TransferOutputReply]) error
+	// RegistryCredentials gives the starter the job's owner's credentials
+	// for the registry of the job's container image, as the owner's docker
+	// configuration holds them at the time of the call (found false: none).
+	// The starter keeps them in memory only.
+	RegistryCredentials(context.Context, *RegistryCredentialsRequest) (*RegistryCredentialsReply, error)
 	mustEmbedUnimplementedShadowServer()
 }
 
@@ -975,6 +996,9 @@ func (UnimplementedShadowServer) TransferInput(*TransferInputRequest, grpc.Serve
 }
 func (UnimplementedShadowServer) TransferOutput(grpc.ClientStreamingServer[TransferChunk, TransferOutputReply]) error {
 	return status.Error(codes.Unimplemented, "method TransferOutput not implemented")
+}
+func (UnimplementedShadowServer) RegistryCredentials(context.Context, *RegistryCredentialsRequest) (*RegistryCredentialsReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method RegistryCredentials not implemented")
 }
 func (UnimplementedShadowServer) mustEmbedUnimplementedShadowServer() {}
 func (UnimplementedShadowServer) testEmbeddedByValue()                {}
@@ -1094,6 +1118,24 @@ func _Shadow_TransferOutput_Handler(srv interface{}, stream grpc.ServerStream) e
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Shadow_TransferOutputServer = grpc.ClientStreamingServer[TransferChunk, TransferOutputReply]
 
+func _Shadow_RegistryCredentials_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RegistryCredentialsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ShadowServer).RegistryCredentials(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Shadow_RegistryCredentials_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ShadowServer).RegistryCredentials(ctx, req.(*RegistryCredentialsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Shadow_ServiceDesc is the grpc.ServiceDesc for Shadow service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1108,6 +1150,10 @@ var Shadow_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RestoreCheckpointFiles",
 			Handler:    _Shadow_RestoreCheckpointFiles_Handler,
+		},
+		{
+			MethodName: "RegistryCredentials",
+			Handler:    _Shadow_RegistryCredentials_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -92,6 +92,13 @@ func printAnalysis(w io.Writer, job *classad.ClassAd, a matchmaker.Analysis) {
 			fmt.Fprintf(w, "\nCondition [%d] is the most restrictive (%d of %d machines): %s\n", b, cond.Machines, a.Machines, cond.Text)
 		}
 	}
+	if a.Image != "" {
+		fmt.Fprintf(w, "\nThe job runs in container image %s: %d of %d machines run such jobs (%s), %d hold the image already\n",
+			a.Image, a.RunImage, a.Machines, a.ImageNeeds, a.HoldImage)
+		if a.RunImage == 0 {
+			fmt.Fprintf(w, "  No machine runs jobs in containers: none advertises %s, so the job cannot run in this pool\n", a.ImageNeeds)
+		}
+	}
 	if len(a.MachineConditions) > 0 {
 		fmt.Fprintf(w, "\nMachines rejecting the job, by the first of their conditions to fail:\n")
 		for _, cond := range a.MachineConditions {

@@ -23,7 +23,8 @@ import (
 // directory through iofs as usual. The machine pulls the image once for
 // all the jobs of both users; one user's writes to the image's root are
 // invisible to the other's job, and to the other user on the machine. A
-// vacated job in its image is not checkpointed, and says so.
+// vacated job in its image is checkpointed with its root's writes, and
+// restored in the image still cached.
 func TestContainerUniverse(t *testing.T) {
 	if err := sandbox.Available(); err != nil {
 		t.Skipf("containers not available: %v", err)
@@ -70,6 +71,7 @@ ls /
 test -e /etc/os-release && echo "host /etc"
 echo "alice $1" > /scratchpad/alice-$1
 if [ "$1" = 0 ]; then while [ ! -e go ]; do sleep 0.1; done; fi
+cat /scratchpad/alice-$1
 echo done
 `, 0o755)
 	a := submit(alice.Username, aDir, `universe = container
@@ -131,23 +133,21 @@ queue 2
 		t.Errorf("bob's job:\n%s\nerr:\n%s", bOut, mustRead(t, filepath.Join(bDir, "err")))
 	}
 
-	// A job in its own image is not checkpointed, and its event log says
-	// why; it runs again from its start, in the image still cached.
+	// A job in its own image is checkpointed and restored, in the image
+	// still cached, with what it wrote to its root.
 	p.must(t, "vacate", fmt.Sprintf("%d.0", a))
-	var log string
-	eventually(t, 60*time.Second, "the eviction in alice's event log", func() bool {
-		log = readLog(t, filepath.Join(aDir, "job.log"))
-		return strings.Contains(log, "Job was evicted.")
+	eventually(t, 60*time.Second, "the checkpoint in alice's event log", func() bool {
+		return strings.Contains(readLog(t, filepath.Join(aDir, "job.log")), "Job was checkpointed.")
 	})
-	if !strings.Contains(log, "cannot be checkpointed yet") {
-		t.Errorf("the event log does not say why the job was not checkpointed:\n%s", log)
-	}
 	writeFile(t, filepath.Join(aDir, "go"), "", 0o644)
 	if out, code := p.tool(t, alice.Username, "wait", "--timeout", "90", fmt.Sprintf("%d.0", a)); code != 0 {
 		t.Fatalf("wait for alice's first job: exit %d: %s", code, out)
 	}
-	if out0 := mustRead(t, filepath.Join(aDir, "out.0")); !strings.Contains(out0, "marker-7f3a") || !strings.Contains(out0, "done") {
+	if out0 := mustRead(t, filepath.Join(aDir, "out.0")); !strings.Contains(out0, "marker-7f3a") || !strings.Contains(out0, "alice 0\ndone") {
 		t.Errorf("out.0:\n%s", out0)
+	}
+	if h := p.historyAd(t, fmt.Sprintf("%d.0", a)); h["NumRestores"] != 1.0 {
+		t.Errorf("NumRestores %v, want 1", h["NumRestores"])
 	}
 
 	// Four starts of three jobs, one pull: the image's two layers were

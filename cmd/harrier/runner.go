@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"golang.org/x/sys/unix"
 
 	"harrier.dev/harrier/checkpoint"
@@ -57,15 +58,12 @@ func chooseRunner(spec *starter.Spec, logger *slog.Logger) starter.Runner {
 	if cacheMB == 0 {
 		cacheMB = defaultImageCacheMB
 	}
-	return containerRunner{r: r, images: imageCacheDir(filepath.Dir(spec.ScratchDir)), imagesMB: max(cacheMB, 0), log: logger}
+	return containerRunner{r: r, images: imagecache.InExecuteDir(filepath.Dir(spec.ScratchDir)), imagesMB: max(cacheMB, 0),
+		registryCA: policy.ImageRegistryCA, log: logger}
 }
 
 // defaultImageCacheMB is IMAGE_CACHE_MB's default.
 const defaultImageCacheMB = 10240
-
-// imageCacheDir is where the startd of executeDir keeps its container
-// images, shared by its starters.
-func imageCacheDir(executeDir string) string { return filepath.Join(executeDir, "images") }
 
 // failingRunner refuses every job with the same error.
 type failingRunner struct{ err error }
@@ -78,24 +76,32 @@ type containerRunner struct {
 	r        *sandbox.Runner
 	images   string
 	imagesMB int64
-	log      *slog.Logger
+	// registryCA names the certificate authorities trusted for
+	// registries besides the system's (IMAGE_REGISTRY_CA).
+	registryCA string
+	log        *slog.Logger
 }
 
 // Image makes a job's container image ready in the machine's cache.
-func (c containerRunner) Image(ctx context.Context, ref string) (*starter.Image, error) {
+func (c containerRunner) Image(ctx context.Context, ref string, creds *starter.RegistryCredentials) (*starter.Image, error) {
 	cache, err := imagecache.New(c.images, c.imagesMB<<20, c.log)
 	if err != nil {
 		return nil, err
 	}
-	img, err := imagecache.Open(ctx, ref)
+	reg := imagecache.Registries{CAFile: c.registryCA}
+	if creds != nil {
+		reg.Auth = &authn.AuthConfig{Username: creds.Username, Password: creds.Password, Auth: creds.Auth,
+			IdentityToken: creds.IdentityToken, RegistryToken: creds.RegistryToken}
+	}
+	img, err := imagecache.Open(ctx, ref, reg)
 	if err != nil {
 		return nil, err
 	}
-	im, err := cache.Acquire(ctx, img)
+	im, err := cache.Acquire(ctx, img, ref)
 	if err != nil {
 		return nil, err
 	}
-	return &starter.Image{ID: im.ID, Layers: im.Layers, Env: im.Config.Env, Unpacked: im.Unpacked, Release: im.Release}, nil
+	return &starter.Image{ID: im.ID, Digest: im.Digest, Layers: im.Layers, Env: im.Config.Env, Unpacked: im.Unpacked, Release: im.Release}, nil
 }
 
 func (c containerRunner) Start(ctx context.Context, t *starter.Task) (starter.Job, error) {
@@ -196,6 +202,8 @@ func starterUsage(u sandbox.Usage) starter.Usage {
 //	                    directory (default 30)
 //	IMAGE_CACHE_MB      cap of the container images no running job uses,
 //	                    in MiB (default 10240; negative: no cap)
+//	IMAGE_REGISTRY_CA   a PEM file of certificate authorities trusted for
+//	                    image registries besides the system's
 func writeSandboxPolicy(pc *poolConfig, executeDir string) error {
 	allowRoot, err1 := pc.c.Bool("ALLOW_ROOT_JOBS", false)
 	pids, err2 := pc.c.Int("SLOT_PIDS_LIMIT", 0)
@@ -217,6 +225,7 @@ func writeSandboxPolicy(pc *poolConfig, executeDir string) error {
 	return sandbox.WritePolicy(sandbox.StateRoot(executeDir), sandbox.Policy{
 		User: pc.c.String("SLOT_USER", ""), AllowRoot: allowRoot, PidsLimit: pids,
 		CPUQuota: quota, DiskFactor: factor, DiskInterval: diskInterval, ImageCacheMB: int64(imageMB),
+		ImageRegistryCA: pc.c.String("IMAGE_REGISTRY_CA", ""),
 	})
 }
 

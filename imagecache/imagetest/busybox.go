@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -36,7 +37,8 @@ func NeedBusybox(t testing.TB) {
 
 // Image is busybox in one layer and files (path: content) in a second,
 // for this machine's platform. A path ending in "/" is a directory
-// everyone may write to, like /tmp.
+// everyone may write to, like /tmp, with its content its mode in octal
+// (default 1777).
 func Image(t testing.TB, files map[string]string) v1.Image {
 	t.Helper()
 	NeedBusybox(t)
@@ -60,7 +62,15 @@ func Image(t testing.TB, files map[string]string) v1.Image {
 	sort.Strings(paths)
 	for _, p := range paths {
 		if d, ok := strings.CutSuffix(p, "/"); ok {
-			top.header(t, &tar.Header{Name: d + "/", Typeflag: tar.TypeDir, Mode: 0o1777})
+			mode := int64(0o1777)
+			if files[p] != "" {
+				m, err := strconv.ParseInt(files[p], 8, 64)
+				if err != nil {
+					t.Fatalf("mode of %s: %v", p, err)
+				}
+				mode = m
+			}
+			top.header(t, &tar.Header{Name: d + "/", Typeflag: tar.TypeDir, Mode: mode})
 			continue
 		}
 		top.file(t, p, []byte(files[p]), 0o644)
