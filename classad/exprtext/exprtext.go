@@ -128,33 +128,9 @@ func appendConjuncts(out [][]Token, ts []Token) [][]Token {
 	for len(ts) >= 2 && Enclosed(ts) {
 		ts = ts[1 : len(ts)-1]
 	}
-	depth, from, split := 0, 0, false
-	for _, t := range ts {
-		if t.Kind != Punct {
-			continue
-		}
-		switch t.Text {
-		case "(", "[", "{":
-			depth++
-		case ")", "]", "}":
-			depth--
-		case "&&":
-			if depth == 0 {
-				// The parts so far are split in a second pass below, once
-				// the whole is known to be a conjunction.
-				split = true
-			}
-		case "||", "?", ":", "?:":
-			// a && b || c is (a && b) || c: not a conjunction.
-			if depth == 0 {
-				return append(out, ts)
-			}
-		}
-	}
-	if !split {
-		return append(out, ts)
-	}
-	depth = 0
+	var buf [16]int
+	cuts := buf[:0] // the top-level && operators
+	depth := 0
 	for i, t := range ts {
 		if t.Kind != Punct {
 			continue
@@ -166,15 +142,24 @@ func appendConjuncts(out [][]Token, ts []Token) [][]Token {
 			depth--
 		case "&&":
 			if depth == 0 {
-				if i > from {
-					out = appendConjuncts(out, ts[from:i])
-				}
-				from = i + 1
+				cuts = append(cuts, i)
+			}
+		case "||", "?", ":", "?:":
+			// a && b || c is (a && b) || c: not a conjunction.
+			if depth == 0 {
+				return append(out, ts)
 			}
 		}
 	}
-	if from < len(ts) {
-		out = appendConjuncts(out, ts[from:])
+	if len(cuts) == 0 {
+		return append(out, ts)
+	}
+	from := 0
+	for _, c := range append(cuts, len(ts)) {
+		if c > from {
+			out = appendConjuncts(out, ts[from:c])
+		}
+		from = c + 1
 	}
 	return out
 }
