@@ -55,6 +55,12 @@ type harness struct {
 // keyboard starts idle. tweak may adjust the startd before it serves.
 func newHarness(t *testing.T, tweak func(*Startd)) *harness {
 	t.Helper()
+	return newHarnessWith(t, nil, tweak)
+}
+
+// newHarnessWith is newHarness with conf adjusting the configuration.
+func newHarnessWith(t *testing.T, conf func(*Config), tweak func(*Startd)) *harness {
+	t.Helper()
 	certs := newTestPKI(t)
 	serverTLS, clientTLS := certs.configs("startd@exec1")
 	mmServerTLS, mmClientTLS := certs.configs("matchmaker@mm")
@@ -67,7 +73,7 @@ func newHarness(t *testing.T, tweak func(*Startd)) *harness {
 	if err := os.MkdirAll(filepath.Join(h.execDir, "scratch.slot1.old", "sub"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Config{
+	cfg := Config{
 		Name:           "exec1",
 		Logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
 		TLS:            serverTLS,
@@ -80,7 +86,11 @@ func newHarness(t *testing.T, tweak func(*Startd)) *harness {
 		CertFile:       "/pool/exec1.crt",
 		KeyFile:        "/pool/exec1.key",
 		CAFile:         "/pool/ca.crt",
-	})
+	}
+	if conf != nil {
+		conf(&cfg)
+	}
+	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
