@@ -9,9 +9,9 @@ import (
 
 // adConfig is what the machine ads take from the configuration.
 type adConfig struct {
-	host     string
-	addr     string // StartdAddr
-	policy   policy
+	host   string
+	addr   string // StartdAddr
+	policy policy
 	// numSlots is the number of configured (static and partitionable)
 	// slots, among which an unspecified share is split evenly.
 	numSlots int
