@@ -1,0 +1,82 @@
+package matchmaker
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+)
+
+// pslot is a partitionable slot's ad with cpus CPUs and memory MiB left.
+func pslot(t testing.TB, name string, cpus, memory int) Machine {
+	return machine(t, name, StateUnclaimed, memory, fmt.Sprintf("Cpus = %d; PartitionableSlot = true; SlotType = \"Partitionable\"", cpus))
+}
+
+func TestNegotiatePartitionable(t *testing.T) {
+	machines := []Machine{pslot(t, "slot1@a", 4, 4096), pslot(t, "slot1@b", 4, 1024)}
+	var jobs []Request
+	// Three 2-CPU jobs of 1 GiB, then four 1-CPU jobs of 512 MiB, of two users.
+	for i := range 3 {
+		jobs = append(jobs, job(t, "ag", 1, i, "alice", fmt.Sprintf("QDate = %d; RequestCpus = 2; RequestMemory = 1024; Requirements = TARGET.Cpus >= RequestCpus && TARGET.Memory >= RequestMemory", i)))
+	}
+	for i := range 4 {
+		jobs = append(jobs, job(t, "ag", 2, i, "bob", fmt.Sprintf("QDate = %d", 10+i)))
+	}
+	before := machines[0].Ad.String()
+	res := Negotiator{}.Negotiate(jobs, machines)
+	// slot1@a takes two 2-CPU jobs (4 CPUs, 2 GiB); slot1@b, with 1 GiB,
+	// one 2-CPU job; the 1-CPU jobs find 2 GiB but no CPU on a and 2 CPUs
+	// but no memory on b.
+	want := []string{"1.0->slot1@a", "1.1->slot1@a", "1.2->slot1@b"}
+	if got := pairs(res); !slices.Equal(got, want) {
+		t.Errorf("matches %v, want %v", got, want)
+	}
+	if res.Rejections != 4 || res.CandidateSlots != 2 {
+		t.Errorf("rejections %d, candidate slots %d; want 4 and 2", res.Rejections, res.CandidateSlots)
+	}
+	if machines[0].Ad.String() != before {
+		t.Errorf("negotiation changed a partitionable slot's ad")
+	}
+	for _, a := range partitionableRequestAttrs {
+		if !slices.Contains(res.SignificantAttributes, a) {
+			t.Errorf("significant attributes %v lack %s", res.SignificantAttributes, a)
+		}
+	}
+
+	// With 1-CPU jobs only, one 4-CPU slot takes four jobs in one cycle.
+	jobs = jobs[3:]
+	jobs = append(jobs, job(t, "ag", 3, 0, "bob", "QDate = 20"))
+	res = Negotiator{}.Negotiate(jobs, machines[:1])
+	if len(res.Matches) != 4 || res.Rejections != 1 {
+		t.Errorf("1-CPU jobs on a 4-CPU slot: %v, %d rejected; want 4 matches", pairs(res), res.Rejections)
+	}
+}
+
+// TestNegotiatePartitionableAfterStatic: a request takes the static
+// slots of its matchlist first, then carves partitionable ones.
+func TestNegotiatePartitionableAfterStatic(t *testing.T) {
+	machines := []Machine{machine(t, "slot1@s", StateUnclaimed, 1024, ""), pslot(t, "slot1@p", 2, 2048)}
+	jobs := []Request{job(t, "ag", 1, 0, "alice", ""), job(t, "ag", 1, 1, "alice", ""), job(t, "ag", 1, 2, "alice", ""), job(t, "ag", 1, 3, "alice", "")}
+	want := []string{"1.0->slot1@s", "1.1->slot1@p", "1.2->slot1@p"}
+	if got := pairs(Negotiator{}.Negotiate(jobs, machines)); !slices.Equal(got, want) {
+		t.Errorf("matches %v, want %v", got, want)
+	}
+}
+
+func TestCollectorClaimConsumesPartitionable(t *testing.T) {
+	c := NewCollector(newFakeClock())
+	m := pslot(t, "slot1@a", 4, 4096)
+	c.Advertise(TypeMachine, m.Name, m.Ad, time.Minute)
+	r := job(t, "ag", 1, 0, "alice", "RequestCpus = 3; RequestMemory = 1000")
+	c.Claim(matchOf(r, m))
+	_, machines := c.Snapshot()
+	if len(machines) != 1 {
+		t.Fatalf("machines %v", machines)
+	}
+	ad := machines[0].Ad
+	cpus, _ := ad.EvalInt("Cpus")
+	mem, _ := ad.EvalInt("Memory")
+	if state(ad) != StateUnclaimed || cpus != 1 || mem != 3096 {
+		t.Errorf("after a match the partitionable slot is %s with %d CPUs, %d MiB; want Unclaimed, 1, 3096", state(ad), cpus, mem)
+	}
+}
