@@ -355,12 +355,6 @@ type plan struct {
 	built    bool        // list is built, or being built
 	list     []listEntry // the matchlist, best first
 	cursor   int         // list[:cursor] are exhausted classes
-	// need is what the request takes of a partitionable slot, worked out
-	// when it first tries one; the cycle's partitionable slots before
-	// partCursor cannot take it.
-	need       quantity
-	needKnown  bool
-	partCursor int
 }
 
 // listEntry is one class in a matchlist.
@@ -465,11 +459,15 @@ func (p *plan) build(m *classad.Matcher, reps []*classad.ClassAd, index *classIn
 
 // allocator hands out the free machines of one cycle.
 type allocator struct {
-	free    []Machine
-	parts   []partSlot
-	classes []machineClass
-	matches []Match
-	taken   map[string]bool // claimed machines preempted in this cycle
+	free  []Machine
+	parts []partSlot
+	// partPlans are the plans' progress through parts, made as plans
+	// first try them, so that a pool without partitionable slots pays
+	// nothing for them.
+	partPlans map[*plan]*partPlan
+	classes   []machineClass
+	matches   []Match
+	taken     map[string]bool // claimed machines preempted in this cycle
 
 	// For matchlists built on demand.
 	reps     []*classad.ClassAd

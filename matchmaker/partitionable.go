@@ -72,6 +72,13 @@ type partSlot struct {
 	left quantity
 }
 
+// partPlan is a plan's progress through the partitionable slots.
+type partPlan struct {
+	need quantity // what each of its jobs takes
+	// cursor: the slots before it cannot take need.
+	cursor int
+}
+
 // partitionableRequestAttrs are the job attributes a match against a
 // partitionable slot consumes: requests that differ in them must not
 // share a matchlist, nor jobs an autocluster.
@@ -87,24 +94,29 @@ var partitionableRequestAttrs = []string{"requestcpus", "requestdisk", "requestm
 // as HTCondor's consumption policies do, that a match does not become
 // true as Cpus, Memory or Disk fall.
 func (a *allocator) carve(r *Request, p *plan, job int) (int, bool) {
-	if !p.needKnown {
-		p.need, p.needKnown = requestQuantity(p.ad), true
+	pp := a.partPlans[p]
+	if pp == nil {
+		if a.partPlans == nil {
+			a.partPlans = map[*plan]*partPlan{}
+		}
+		pp = &partPlan{need: requestQuantity(p.ad)}
+		a.partPlans[p] = pp
 	}
-	m := a.matchers[0]
-	for p.partCursor < len(a.parts) {
-		s := &a.parts[p.partCursor]
-		if !s.left.covers(p.need) || !m.Match(p.ad, s.ad) {
-			p.partCursor++
+	need, m := pp.need, a.matchers[0]
+	for pp.cursor < len(a.parts) {
+		s := &a.parts[pp.cursor]
+		if !s.left.covers(need) || !m.Match(p.ad, s.ad) {
+			pp.cursor++
 			continue
 		}
-		s.left = quantity{s.left.cpus - p.need.cpus, s.left.memory - p.need.memory, s.left.disk - p.need.disk}
+		s.left = quantity{s.left.cpus - need.cpus, s.left.memory - need.memory, s.left.disk - need.disk}
 		s.left.setIn(s.ad)
 		a.matches = append(a.matches, Match{
 			Job:     Job{ID: r.JobIDs[job], Agent: r.Agent, AgentAddr: r.AgentAddr, Ad: r.Ad},
 			Request: r.ID,
 			Machine: s.m,
 		})
-		return int(p.need.cpus), true
+		return int(need.cpus), true
 	}
 	return 0, false
 }
