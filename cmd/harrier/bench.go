@@ -36,6 +36,7 @@ func runBench(args []string, _ io.Reader, stdout io.Writer) error {
 	workers := fs.Int("workers", 0, "matchlist workers (0: GOMAXPROCS)")
 	baseline := fs.Int("baseline", -1, "time the all-pairs negotiator on this many jobs (-1: all jobs if the pool is small, 0: never)")
 	fs.BoolVar(&p.partitionable, "partitionable", false, "machines of 64 cores as partitionable slots and jobs of 1-16 cores and 1-64 GiB (defaults: 10,000 machines, 1,000,000 jobs, 2,000 autoclusters)")
+	fs.IntVar(&p.coreMemory, "core-memory", 16, "with -partitionable, GiB of memory per core: at 16 the jobs (8.5 cores and 32.5 GiB on average) run out of cores first, at 8 some machines of memory")
 	if err := fs.Parse(args[1:]); err != nil {
 		return usagef("%v", err)
 	}
@@ -165,8 +166,10 @@ type poolShape struct {
 	machines, jobs, users, autoclusters, models int
 	seed                                        uint64
 	// partitionable builds whole machines as partitionable slots and
-	// jobs of many shapes (see buildPartitionable).
+	// jobs of many shapes (see buildPartitionable), with coreMemory GiB
+	// of memory a core.
 	partitionable bool
+	coreMemory    int
 }
 
 // A hardware model is a batch of identical machines: pools are bought in
@@ -309,13 +312,9 @@ func (p poolShape) build() ([]matchmaker.Machine, []matchmaker.Request) {
 	return machines, reqs
 }
 
-// partitionableCores and partitionableMemory size each machine of the
-// partitionable pool: 64 cores and 8 GiB a core, so that cores run out
-// before memory for the jobs' average shape (8.5 cores, 32.5 GiB).
-const (
-	partitionableCores  = 64
-	partitionableMemory = 64 * 8 << 10 // MiB
-)
+// partitionableCores is the size of each machine of the partitionable
+// pool.
+const partitionableCores = 64
 
 // buildPartitionable returns a pool of whole machines advertised as one
 // partitionable slot each, in name order, and resource requests of mixed
@@ -339,7 +338,7 @@ func (p poolShape) buildPartitionable() ([]matchmaker.Machine, []matchmaker.Requ
 		ad.SetBool(matchmaker.AttrPartitionableSlot, true)
 		ad.SetString("SlotType", "Partitionable")
 		ad.SetInt("Cpus", partitionableCores)
-		ad.SetInt("Memory", partitionableMemory)
+		ad.SetInt("Memory", int64(partitionableCores*p.coreMemory)<<10)
 		ad.SetInt("Disk", 4<<30) // KiB
 		ad.SetInt("TotalSlotCpus", partitionableCores)
 		ad.SetInt("KFlops", int64(500_000+rng.IntN(40)*50_000))
