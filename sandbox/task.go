@@ -1,6 +1,9 @@
 package sandbox
 
-import "os"
+import (
+	"os"
+	"runtime"
+)
 
 // Task is one job to run: what, where, and under which limits.
 type Task struct {
@@ -32,6 +35,10 @@ type Task struct {
 	Cpus     int64
 	MemoryMB int64
 	DiskKB   int64
+	// MachineCpus is how many CPUs the machine offers jobs, which the
+	// administrator may set above the hardware's (0: the hardware's); a
+	// job requesting more cannot start.
+	MachineCpus int64
 	// ScratchLimitKB caps the scratch directory whatever DiskKB says:
 	// the slot's share of the machine's disk (0: no cap).
 	ScratchLimitKB int64
@@ -40,6 +47,14 @@ type Task struct {
 	// job's root is an overlay of them, read-only, and a writable upper
 	// directory in ScratchDir, instead of the machine's root.
 	ImageLayers []string
+}
+
+// machineCpus is MachineCpus or, unset, the hardware's CPUs.
+func (t *Task) machineCpus() int64 {
+	if t.MachineCpus > 0 {
+		return t.MachineCpus
+	}
+	return int64(runtime.NumCPU())
 }
 
 // scratchLimit returns the size in bytes beyond which the job's scratch

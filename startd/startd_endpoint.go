@@ -307,6 +307,7 @@ func (s *Startd) reserveActivation(ctx context.Context, req *wire.ActivateClaimR
 		CAFile:            s.cfg.CAFile,
 		Sandbox:           s.cfg.Sandbox,
 		ScratchLimitKB:    max(scratchLimit, 0),
+		MachineCpus:       int64(m.cpus),
 		CheckpointKeyFile: s.cfg.CheckpointKeyFile,
 	}
 	// Not a move: the slot's state and activity do not change.
