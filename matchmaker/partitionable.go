@@ -63,6 +63,18 @@ func consume(slot, job *classad.ClassAd) *classad.ClassAd {
 	return ad
 }
 
+// whole returns a copy of a partitionable slot's ad with its totals
+// (TotalSlotCpus, TotalSlotMemory, TotalSlotDisk) as what it has left.
+func whole(slot *classad.ClassAd) *classad.ClassAd {
+	ad := slot.Copy()
+	for _, name := range []string{"Cpus", "Memory", "Disk"} {
+		if total, ok := slot.EvalInt("TotalSlot" + name); ok {
+			ad.SetInt(name, total)
+		}
+	}
+	return ad
+}
+
 // partSlot is a partitionable slot in one negotiation: the negotiator's
 // own copy of its ad, from which each match subtracts its request so that
 // the next match sees what is left.

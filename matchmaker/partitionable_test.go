@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"harrier.dev/harrier/classad"
 )
 
 // pslot is a partitionable slot's ad with cpus CPUs and memory MiB left.
@@ -78,5 +80,26 @@ func TestCollectorClaimConsumesPartitionable(t *testing.T) {
 	mem, _ := ad.EvalInt("Memory")
 	if state(ad) != StateUnclaimed || cpus != 1 || mem != 3096 {
 		t.Errorf("after a match the partitionable slot is %s with %d CPUs, %d MiB; want Unclaimed, 1, 3096", state(ad), cpus, mem)
+	}
+}
+
+// TestAnalyzePartitionableWhole: a job that fits a partitionable slot
+// whose CPUs are all in use is not told it asks too much; one that
+// asks more than the slot has in all is.
+func TestAnalyzePartitionableWhole(t *testing.T) {
+	busy := machine(t, "slot1@a", StateUnclaimed, 4096, `Cpus = 0; TotalSlotCpus = 4; TotalSlotMemory = 4096; PartitionableSlot = true;
+		Requirements = TARGET.RequestCpus <= MY.Cpus`)
+	req := "Requirements = TARGET.Cpus >= RequestCpus && TARGET.Memory >= RequestMemory"
+	small := job(t, "ag", 1, 0, "alice", "RequestCpus = 1; "+req).Ad
+	if a := Analyze(small, []*classad.ClassAd{busy.Ad}); a.RejectedByJob != 0 || a.RejectedByMachine != 0 || a.Available != 1 {
+		t.Errorf("1-CPU job on a busy 4-CPU partitionable slot: %+v", a)
+	}
+	big := job(t, "ag", 1, 1, "alice", "RequestCpus = 5; "+req).Ad
+	a := Analyze(big, []*classad.ClassAd{busy.Ad})
+	if a.RejectedByJob != 1 {
+		t.Fatalf("5-CPU job on a 4-CPU partitionable slot: %+v", a)
+	}
+	if b := a.Blame(); b < 0 || a.Conditions[b].Text != "TARGET.Cpus >= RequestCpus" {
+		t.Errorf("blamed %d of %+v, want TARGET.Cpus >= RequestCpus", b, a.Conditions)
 	}
 }
