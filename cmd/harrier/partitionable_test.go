@@ -2,13 +2,17 @@ package main
 
 import (
 	"fmt"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/sandbox"
 )
 
 // partitionableConf makes the startd a 4-CPU machine, whatever the
@@ -21,6 +25,17 @@ SLOT_TYPE_1_PARTITIONABLE = true
 NEGOTIATOR_INTERVAL = 2
 `
 
+// machineSandbox is how the pool's startd runs jobs (HarrierSandbox).
+func (p *testPool) machineSandbox(t *testing.T) string {
+	t.Helper()
+	for _, ad := range p.poolAds(t, "Machine") {
+		if s, ok := ad.EvalString("HarrierSandbox"); ok {
+			return s
+		}
+	}
+	return ""
+}
+
 // slotAds returns the pool's machine ads by slot name.
 func (p *testPool) slotAds(t *testing.T) map[string]*classad.ClassAd {
 	t.Helper()
@@ -32,11 +47,43 @@ func (p *testPool) slotAds(t *testing.T) map[string]*classad.ClassAd {
 	return ads
 }
 
+// containerLimits returns the memory limit (bytes) and CPU shares of the
+// job containers of the pool's startd, by slot ("slot1_2"), read from
+// the cgroup v1 hierarchies, where each container's cgroup sits under
+// harrier/<hash of the sandbox state root>/<slot> of the starter's own.
+func (p *testPool) containerLimits(t *testing.T) map[string][2]int64 {
+	t.Helper()
+	sum := sha256.Sum256([]byte(filepath.Clean(sandbox.StateRoot(filepath.Join(p.dir, "execute", hostName())))))
+	base := filepath.Join("harrier", hex.EncodeToString(sum[:6]))
+	read := func(hierarchy, file string) map[string]int64 {
+		values := map[string]int64{}
+		for depth := range 5 {
+			files, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", hierarchy, strings.Repeat("*/", depth), base, "slot*", "*", file))
+			for _, f := range files {
+				b, err := os.ReadFile(f)
+				if err != nil {
+					continue
+				}
+				v, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+				values[filepath.Base(filepath.Dir(filepath.Dir(f)))] = v
+			}
+		}
+		return values
+	}
+	shares := read("cpu", "cpu.shares")
+	limits := map[string][2]int64{}
+	for slot, mem := range read("memory", "memory.limit_in_bytes") {
+		limits[slot] = [2]int64{mem, shares[slot]}
+	}
+	return limits
+}
+
 // TestPartitionableSlots: a 4-CPU partitionable startd runs four 1-CPU
-// jobs of two users at once, each in a dynamic slot of its own carved in
-// one negotiation cycle or more, then, once they are gone, a 4-CPU job;
-// a job asking for more CPUs than any machine has stays Idle, and
-// -better-analyze says which condition no machine meets.
+// jobs of two users at once, each in a dynamic slot of its own whose
+// container is held to the job's request, then, once they are gone, two
+// 4-CPU jobs in turn under one claim; a job asking for more CPUs than any
+// machine has stays Idle, and -better-analyze says which condition no
+// machine meets.
 func TestPartitionableSlots(t *testing.T) {
 	p := startPoolFrom(t, publicBinary(t), 1, partitionableConf)
 	pslot := "slot1@" + hostName()
@@ -92,6 +139,20 @@ func TestPartitionableSlots(t *testing.T) {
 		left, _ := ads[pslot].EvalInt("Cpus")
 		return left == 0 && claimedBy[alice.Username] == 2 && claimedBy[bob.Username] == 2
 	})
+	// In containers, each job is held to its dynamic slot: 256 MiB and
+	// one CPU's shares.
+	if _, err := os.Stat("/sys/fs/cgroup/memory"); err == nil && p.machineSandbox(t) == "container" {
+		eventually(t, time.Minute, "four containers limited to their dynamic slots", func() bool {
+			limits := p.containerLimits(t)
+			for slot, l := range limits {
+				if !strings.HasPrefix(slot, "slot1_") || l != [2]int64{256 << 20, 1024} {
+					t.Logf("container of %s: memory %d, CPU shares %d", slot, l[0], l[1])
+					return false
+				}
+			}
+			return len(limits) == 4
+		})
+	}
 	for _, ad := range p.jobs(t, "q", ids...) {
 		host, _ := ad["RemoteHost"].(string)
 		if !strings.HasPrefix(host, "slot1_") {
@@ -115,15 +176,28 @@ func TestPartitionableSlots(t *testing.T) {
 			t.Fatalf("rm %s: exit %d: %s", id, code, out)
 		}
 	}
-	four := fmt.Sprintf("%d.0", p.submitAs(t, bob.Username, dir, "four.sub", "executable = /bin/sleep\narguments = 1\nrequest_cpus = 4\nrequest_memory = 1024\nlog = four.log\nqueue\n"))
-	if out, code := p.harrier(t, "wait", "--timeout", "180", four); code != 0 {
-		t.Fatalf("the 4-CPU job did not complete: exit %d: %s", code, out)
+	// Two 4-CPU jobs of one user: the claim on the first one's dynamic
+	// slot runs the second too (claim reuse), so one slot is carved.
+	c := p.submitAs(t, bob.Username, dir, "four.sub", "executable = /bin/sleep\narguments = 1\nrequest_cpus = 4\nrequest_memory = 1024\nlog = four.log\nqueue 2\n")
+	var hosts []string
+	for proc := range 2 {
+		id := fmt.Sprintf("%d.%d", c, proc)
+		if out, code := p.harrier(t, "wait", "--timeout", "180", id); code != 0 {
+			t.Fatalf("4-CPU job %s did not complete: exit %d: %s", id, code, out)
+		}
+		hosts = append(hosts, fmt.Sprint(p.historyAd(t, id)["LastRemoteHost"]))
 	}
-	if ad := p.historyAd(t, four); !strings.HasPrefix(fmt.Sprint(ad["LastRemoteHost"]), "slot1_") {
-		t.Errorf("the 4-CPU job ran on %v, want a dynamic slot", ad["LastRemoteHost"])
+	if !strings.HasPrefix(hosts[0], "slot1_") || hosts[1] != hosts[0] {
+		t.Errorf("the 4-CPU jobs ran on %v, want one dynamic slot, reused", hosts)
 	}
-	if log := readLog(t, filepath.Join(p.dir, "log", p.startdLog(t)+".log")); !strings.Contains(log, `resources="cpus=4, memory=1024 MiB`) {
-		t.Errorf("the startd's log shows no 4-CPU dynamic slot")
+	carved := 0
+	for _, line := range strings.Split(readLog(t, filepath.Join(p.dir, "log", p.startdLog(t)+".log")), "\n") {
+		if strings.Contains(line, `msg="dynamic slot carved"`) && strings.Contains(line, `resources="cpus=4,`) {
+			carved++
+		}
+	}
+	if carved != 1 {
+		t.Errorf("the startd carved %d 4-CPU dynamic slots, want 1", carved)
 	}
 	if st := p.jobStatus(t, big); st != 1 {
 		t.Errorf("the 5-CPU job's JobStatus is %d, want 1 (idle)", st)
