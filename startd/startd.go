@@ -178,12 +178,13 @@ func layOut(cfg Config, now time.Time) []*slot {
 	var slots []*slot
 	for _, t := range types {
 		sh, _ := parseShare(t.Share) // checked by withDefaults
+		kind := static
+		if t.Partitionable {
+			kind = partitionable
+		}
 		for range t.Count {
 			sl := newSlot(len(slots)+1, cfg.Name, now)
-			sl.share = sh
-			if t.Partitionable {
-				sl.kind = partitionable
-			}
+			sl.share, sl.kind = sh, kind
 			slots = append(slots, sl)
 		}
 	}
