@@ -35,6 +35,9 @@ type Task struct {
 	Cpus     int64
 	MemoryMB int64
 	DiskKB   int64
+	// Cpuset, when set, pins the job to these cores, in the kernel's list
+	// format ("0-1,4"): its slot's own (ASSIGN_CPU_AFFINITY).
+	Cpuset string
 	// MachineCpus is how many CPUs the machine offers jobs, which the
 	// administrator may set above the hardware's (0: the hardware's); a
 	// job requesting more cannot start.

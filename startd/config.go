@@ -68,6 +68,12 @@ type Config struct {
 	// administrator may advertise more or less than the hardware has.
 	NumCPUs   int
 	MemoryMiB int64
+	// AssignCPUAffinity pins each job in a container to cores of its
+	// own, as many as its slot has CPUs (HTCondor's ASSIGN_CPU_AFFINITY):
+	// the lowest cores no other claimed slot holds. A slot claimed when
+	// no such cores are left (NUM_CPUS above the hardware's) runs its
+	// jobs unpinned.
+	AssignCPUAffinity bool
 	// ScratchLimitKB caps every job's scratch directory (KiB); a job
 	// that outgrows it is held. Zero gives each job its slot's share of
 	// the execute directory's free space when it starts (the slot's

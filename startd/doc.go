@@ -86,7 +86,9 @@
 // partitionable slot. The agent claims the partitionable slot by the name
 // it was matched with and gets the dynamic slot's ad, which its claim
 // reuse then matches its further jobs against. A job's container is
-// limited by its requests (CPU shares, memory), so by its dynamic slot.
+// limited by its requests (CPU shares, memory), so by its dynamic slot;
+// with AssignCPUAffinity a claimed slot also takes cores of its own for
+// its jobs' cpuset.
 //
 // The machine ad is rebuilt from a fresh measurement each time it is sent:
 // at start-up, every AdvertiseInterval, and at once after any state change.

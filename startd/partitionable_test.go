@@ -2,6 +2,8 @@ package startd
 
 import (
 	"fmt"
+	"io"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -162,4 +164,28 @@ func TestCarveAndReturn(t *testing.T) {
 	}
 	h.collector.waitStatus(t, "slot1_3@exec1", Status{Matched, Idle})
 	leftover(0, 0)
+}
+
+// TestPinCores: with AssignCPUAffinity each slot gets the lowest free
+// cores, keeps them, and gives them back; a slot that finds too few runs
+// unpinned.
+func TestPinCores(t *testing.T) {
+	s := &Startd{cores: make([]*slot, 4), log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	a, b, c := newSlot(1, "h", time.Now()), newSlot(2, "h", time.Now()), newSlot(3, "h", time.Now())
+	for _, step := range []struct {
+		sl   *slot
+		n    int64
+		want string
+	}{{a, 2, "0,1"}, {b, 1, "2"}, {a, 2, "0,1"}, {c, 2, ""}} {
+		if got := s.pin(step.sl, step.n); got != step.want {
+			t.Errorf("pin(%s, %d) = %q, want %q", step.sl.name, step.n, got, step.want)
+		}
+	}
+	s.unpin(a)
+	if got := s.pin(c, 2); got != "0,1" {
+		t.Errorf("pin after unpin = %q, want 0,1", got)
+	}
+	if got := (&Startd{}).pin(a, 1); got != "" {
+		t.Errorf("pin without affinity = %q", got)
+	}
 }

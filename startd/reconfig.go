@@ -56,6 +56,7 @@ func needRestart(old, next Config) []string {
 		"SLOT_TYPE_<n>":       slices.Equal(old.SlotTypes, next.SlotTypes),
 		"NUM_CPUS":            old.NumCPUs == next.NumCPUs,
 		"MEMORY":              old.MemoryMiB == next.MemoryMiB,
+		"ASSIGN_CPU_AFFINITY": old.AssignCPUAffinity == next.AssignCPUAffinity,
 		"EXECUTE":             old.ExecuteDir == next.ExecuteDir,
 		"SANDBOX":             old.Sandbox == next.Sandbox,
 		"UPDATE_INTERVAL":     old.AdvertiseInterval == next.AdvertiseInterval,

@@ -7,7 +7,10 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -46,6 +49,9 @@ type Startd struct {
 	// the advertiser withdraws (both guarded by mu).
 	lastID int
 	gone   []string
+	// cores, with AssignCPUAffinity, holds for each of the machine's
+	// cores the claimed slot pinned to it, or nil (guarded by mu).
+	cores []*slot
 	// mu also guards the settings of cfg that Reconfigure changes: the
 	// policy texts, PollingInterval, ClaimLease and ScratchLimitKB.
 	// adc is what the ads take from the configuration; Serve sets its
@@ -93,6 +99,9 @@ func New(cfg Config) (*Startd, error) {
 		reg = prometheus.NewRegistry()
 	}
 	s.metrics, s.rpc = newStartdMetrics(s, reg), metrics.NewRPC(reg)
+	if cfg.AssignCPUAffinity {
+		s.cores = make([]*slot, runtime.NumCPU())
+	}
 	s.slots = layOut(cfg, time.Now())
 	s.lastID = len(s.slots)
 	s.adc.numSlots = len(s.slots)
@@ -279,14 +288,59 @@ func (s *Startd) move(sl *slot, next phase) {
 		}
 	}
 	s.log.Info("slot changed", "slot", sl.name, "from", from.String(), "to", next.status().String())
+	_, free := next.(unclaimed)
+	if free {
+		s.unpin(sl)
+	}
 	// A dynamic slot exists for its match and claim only: once Unclaimed
 	// it goes, and its partitionable slot has its resources back.
-	if _, free := next.(unclaimed); free && sl.kind == dynamic {
+	if free && sl.kind == dynamic {
 		s.slots = slices.DeleteFunc(s.slots, func(x *slot) bool { return x == sl })
 		s.gone = append(s.gone, sl.name)
 		s.log.Info("dynamic slot returned", "slot", sl.name, "to", sl.parent.name, "resources", sl.size.String())
 	}
 	s.notify()
+}
+
+// pin gives sl, if it has none yet, n cores of its own, the lowest free,
+// and returns them in the kernel's list format; "" without
+// AssignCPUAffinity or with fewer than n cores free. The slot keeps them
+// until it is Unclaimed. It must be called with s.mu held.
+func (s *Startd) pin(sl *slot, n int64) string {
+	if s.cores == nil {
+		return ""
+	}
+	if !slices.Contains(s.cores, sl) {
+		var free []int
+		for i, holder := range s.cores {
+			if holder == nil && int64(len(free)) < n {
+				free = append(free, i)
+			}
+		}
+		if int64(len(free)) < n {
+			s.log.Warn("not enough free cores to pin the slot's jobs to", "slot", sl.name, "cpus", n, "free", len(free))
+			return ""
+		}
+		for _, i := range free {
+			s.cores[i] = sl
+		}
+	}
+	var ids []string
+	for i, holder := range s.cores {
+		if holder == sl {
+			ids = append(ids, strconv.Itoa(i))
+		}
+	}
+	return strings.Join(ids, ",")
+}
+
+// unpin frees the cores sl holds. It must be called with s.mu held.
+func (s *Startd) unpin(sl *slot) {
+	for i, holder := range s.cores {
+		if holder == sl {
+			s.cores[i] = nil
+		}
+	}
 }
 
 // carve makes a dynamic slot of the size job requests out of the

@@ -289,9 +289,9 @@ func (s *Startd) reserveActivation(ctx context.Context, req *wire.ActivateClaimR
 		return nil, nil, starter.Spec{}, nil, status.Errorf(codes.FailedPrecondition, "activate claim: the machine's START expression is not true for job %s", jobID(job))
 	}
 	sl.renewed = now
+	have, _ := sl.view(s.slots).resources(m, s.adc.numSlots)
 	scratchLimit := s.cfg.ScratchLimitKB
 	if scratchLimit == 0 {
-		have, _ := sl.view(s.slots).resources(m, s.adc.numSlots)
 		scratchLimit = have.diskKiB
 	}
 	spec := starter.Spec{
@@ -308,6 +308,7 @@ func (s *Startd) reserveActivation(ctx context.Context, req *wire.ActivateClaimR
 		Sandbox:           s.cfg.Sandbox,
 		ScratchLimitKB:    max(scratchLimit, 0),
 		MachineCpus:       int64(m.cpus),
+		Cpuset:            s.pin(sl, have.cpus),
 		CheckpointKeyFile: s.cfg.CheckpointKeyFile,
 	}
 	// Not a move: the slot's state and activity do not change.

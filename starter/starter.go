@@ -237,7 +237,7 @@ func (s *Starter) prepare(ctx context.Context, client wire.ShadowClient, job *cl
 	// Every job is held to the slot's share, request or not: a job must
 	// not fill the execute machine's disk.
 	t.ScratchLimitKB = s.spec.ScratchLimitKB
-	t.MachineCpus = s.spec.MachineCpus
+	t.MachineCpus, t.Cpuset = s.spec.MachineCpus, s.spec.Cpuset
 	if in := stringAttr(job, "In"); in != "" && in != os.DevNull {
 		path := filepath.Join(s.spec.ScratchDir, ".harrier_stdin")
 		if err := s.fetch(ctx, client, "input", path, false); err != nil {

@@ -628,7 +628,7 @@ func startdConfig(pc *poolConfig, name string, logger *slog.Logger) (startd.Conf
 
 // startdResources reads how the machine is laid out in slots, with
 // HTCondor's names: NUM_CPUS and MEMORY (MiB) in place of what is
-// measured, and NUM_SLOTS_TYPE_<n> slots of each type n, each with the
+// measured, ASSIGN_CPU_AFFINITY, and NUM_SLOTS_TYPE_<n> slots of each type n, each with the
 // share SLOT_TYPE_<n> and partitionable if SLOT_TYPE_<n>_PARTITIONABLE.
 // Slot types replace NUM_SLOTS.
 func startdResources(pc *poolConfig, cfg *startd.Config) error {
@@ -640,6 +640,9 @@ func startdResources(pc *poolConfig, cfg *startd.Config) error {
 		return err
 	}
 	cfg.NumCPUs = int(cpus)
+	if cfg.AssignCPUAffinity, err = pc.c.Bool("ASSIGN_CPU_AFFINITY", false); err != nil {
+		return err
+	}
 	var types []int
 	for _, key := range pc.c.Keys() {
 		if n, ok := strings.CutPrefix(key, "NUM_SLOTS_TYPE_"); ok {

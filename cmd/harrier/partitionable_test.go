@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -48,25 +49,14 @@ func (p *testPool) slotAds(t *testing.T) map[string]*classad.ClassAd {
 }
 
 // containerLimits returns the memory limit (bytes) and CPU shares of the
-// job containers of the pool's startd, by slot ("slot1_2"), read from
-// the cgroup v1 hierarchies, where each container's cgroup sits under
-// harrier/<hash of the sandbox state root>/<slot> of the starter's own.
+// job containers of the pool's startd, by slot ("slot1_2").
 func (p *testPool) containerLimits(t *testing.T) map[string][2]int64 {
 	t.Helper()
-	sum := sha256.Sum256([]byte(filepath.Clean(sandbox.StateRoot(filepath.Join(p.dir, "execute", hostName())))))
-	base := filepath.Join("harrier", hex.EncodeToString(sum[:6]))
 	read := func(hierarchy, file string) map[string]int64 {
 		values := map[string]int64{}
-		for depth := range 5 {
-			files, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", hierarchy, strings.Repeat("*/", depth), base, "slot*", "*", file))
-			for _, f := range files {
-				b, err := os.ReadFile(f)
-				if err != nil {
-					continue
-				}
-				v, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-				values[filepath.Base(filepath.Dir(filepath.Dir(f)))] = v
-			}
+		for slot, text := range p.containerFiles(hierarchy, file) {
+			v, _ := strconv.ParseInt(text, 10, 64)
+			values[slot] = v
 		}
 		return values
 	}
@@ -76,6 +66,27 @@ func (p *testPool) containerLimits(t *testing.T) map[string][2]int64 {
 		limits[slot] = [2]int64{mem, shares[slot]}
 	}
 	return limits
+}
+
+// containerFiles returns, by slot, the contents of file in a cgroup v1
+// hierarchy for each job container of the pool's startd, whose cgroup
+// sits under harrier/<hash of the sandbox state root>/<slot> of the
+// starter's own.
+func (p *testPool) containerFiles(hierarchy, file string) map[string]string {
+	sum := sha256.Sum256([]byte(filepath.Clean(sandbox.StateRoot(filepath.Join(p.dir, "execute", hostName())))))
+	base := filepath.Join("harrier", hex.EncodeToString(sum[:6]))
+	values := map[string]string{}
+	for depth := range 5 {
+		files, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", hierarchy, strings.Repeat("*/", depth), base, "slot*", "*", file))
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				continue
+			}
+			values[filepath.Base(filepath.Dir(filepath.Dir(f)))] = strings.TrimSpace(string(b))
+		}
+	}
+	return values
 }
 
 // TestPartitionableSlots: a 4-CPU partitionable startd runs four 1-CPU
@@ -201,5 +212,38 @@ func TestPartitionableSlots(t *testing.T) {
 	}
 	if st := p.jobStatus(t, big); st != 1 {
 		t.Errorf("the 5-CPU job's JobStatus is %d, want 1 (idle)", st)
+	}
+}
+
+// TestPartitionableCPUAffinity: with ASSIGN_CPU_AFFINITY, two 1-CPU jobs
+// on a 2-core partitionable slot each run pinned to a core of their own.
+func TestPartitionableCPUAffinity(t *testing.T) {
+	if runtime.NumCPU() < 2 {
+		t.Skip("needs 2 cores")
+	}
+	if _, err := os.Stat("/sys/fs/cgroup/cpuset/cpuset.cpus"); err != nil {
+		t.Skip("needs the cgroup v1 cpuset hierarchy")
+	}
+	p := startPoolFrom(t, publicBinary(t), 1, "NUM_CPUS = 2\nNUM_SLOTS_TYPE_1 = 1\nSLOT_TYPE_1 = 100%\nSLOT_TYPE_1_PARTITIONABLE = true\nASSIGN_CPU_AFFINITY = true\nNEGOTIATOR_INTERVAL = 2\n")
+	if p.machineSandbox(t) != "container" {
+		t.Skip("jobs run as plain processes here")
+	}
+	alice := newUser(t)
+	dir := t.TempDir()
+	_ = os.Chmod(dir, 0o777)
+	c := p.submitAs(t, alice.Username, dir, "pinned.sub", "executable = /bin/sleep\narguments = 600\nrequest_cpus = 1\nqueue 2\n")
+	ids := []string{fmt.Sprintf("%d.0", c), fmt.Sprintf("%d.1", c)}
+	eventually(t, 2*time.Minute, "both jobs to run", func() bool { return p.jobStatus(t, ids[0]) == 2 && p.jobStatus(t, ids[1]) == 2 })
+	eventually(t, time.Minute, "each container pinned to a core of its own", func() bool {
+		sets := p.containerFiles("cpuset", "cpuset.cpus")
+		cores := map[string]bool{}
+		for _, set := range sets {
+			cores[set] = true
+		}
+		t.Logf("cpusets %v", sets)
+		return len(sets) == 2 && cores["0"] && cores["1"]
+	})
+	for _, id := range ids {
+		p.must(t, "rm", id)
 	}
 }
