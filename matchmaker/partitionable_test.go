@@ -103,3 +103,18 @@ func TestAnalyzePartitionableWhole(t *testing.T) {
 		t.Errorf("blamed %d of %+v, want TARGET.Cpus >= RequestCpus", b, a.Conditions)
 	}
 }
+
+// TestUsageWeighsDynamicSlots: the accountant charges a dynamic slot its
+// CPUs and a static slot one.
+func TestUsageWeighsDynamicSlots(t *testing.T) {
+	machines := []Machine{
+		machine(t, "slot1_1@a", StateClaimed, 1024, `RemoteOwner = "alice"; Cpus = 4; DynamicSlot = true`),
+		machine(t, "slot1_2@a", StateClaimed, 1024, `RemoteOwner = "bob"; Cpus = 1; DynamicSlot = true`),
+		machine(t, "slot2@b", StateClaimed, 1024, `RemoteOwner = "alice"; Cpus = 2`),
+		pslot(t, "slot1@a", 0, 0),
+	}
+	got := usageOf(machines)
+	if got["alice"] != 5 || got["bob"] != 1 || len(got) != 2 {
+		t.Errorf("usage %v, want alice 5 (4 + 1), bob 1", got)
+	}
+}
