@@ -55,7 +55,7 @@
 // Claimed, so it is not offered again; once the new job runs, CurrentRank
 // and the new RemoteOwner keep the vacated job from preempting it back
 // unless RANK or PREEMPTION_REQUIREMENTS favour it. The accountant charges
-// each slot to the RemoteOwner of its claim.
+// each slot to the RemoteOwner of its claim, a dynamic slot by its CPUs.
 //
 // Partitionable slots (PartitionableSlot = true) are not put in classes:
 // each match changes what one has left. A request that has exhausted its

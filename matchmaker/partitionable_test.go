@@ -118,3 +118,33 @@ func TestUsageWeighsDynamicSlots(t *testing.T) {
 		t.Errorf("usage %v, want alice 5 (4 + 1), bob 1", got)
 	}
 }
+
+// BenchmarkNegotiatePartitionable: 1,000 partitionable slots of 64 CPUs
+// and 20,000 jobs of 1 to 16 CPUs in 200 requests, more than fit.
+func BenchmarkNegotiatePartitionable(b *testing.B) {
+	machines := make([]Machine, 1000)
+	for i := range machines {
+		machines[i] = pslot(b, fmt.Sprintf("slot1@host%04d", i), 64, 512<<10)
+	}
+	reqs := make([]Request, 200)
+	for i := range reqs {
+		r := job(b, "ag", i+1, 0, fmt.Sprintf("u%d", i%10), fmt.Sprintf("QDate = %d; RequestCpus = %d; RequestMemory = %d; Requirements = TARGET.Cpus >= RequestCpus && TARGET.Memory >= RequestMemory", i, 1+i%16, (1+i%64)<<10))
+		r.JobIDs = make([]string, 100)
+		for j := range r.JobIDs {
+			r.JobIDs[j] = fmt.Sprintf("%d.%d", i+1, j)
+		}
+		reqs[i] = r
+	}
+	b.ReportAllocs()
+	var res Result
+	for b.Loop() {
+		res = Negotiator{}.Negotiate(reqs, machines)
+	}
+	var cpus int64
+	for _, m := range res.Matches {
+		c, _ := m.Job.Ad.EvalInt("RequestCpus")
+		cpus += c
+	}
+	b.ReportMetric(float64(len(res.Matches)), "matches")
+	b.ReportMetric(100*float64(cpus)/float64(64*len(machines)), "%cores")
+}
