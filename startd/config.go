@@ -196,13 +196,18 @@ func (cfg Config) withDefaults() (Config, policy, error) {
 	if cfg.NumSlots < 0 {
 		errs = append(errs, fmt.Errorf("number of slots %d is negative", cfg.NumSlots))
 	}
+	total := 0
 	for i, st := range cfg.SlotTypes {
+		total += st.Count
 		if st.Count < 0 {
 			errs = append(errs, fmt.Errorf("slot type %d: number of slots %d is negative", i+1, st.Count))
 		}
 		if _, err := parseShare(st.Share); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if len(cfg.SlotTypes) > 0 && total == 0 {
+		errs = append(errs, errors.New("the slot types make no slot: set NUM_SLOTS_TYPE_<n>"))
 	}
 	if cfg.NumCPUs < 0 || cfg.MemoryMiB < 0 {
 		errs = append(errs, fmt.Errorf("NUM_CPUS %d or MEMORY %d is negative", cfg.NumCPUs, cfg.MemoryMiB))
