@@ -62,10 +62,17 @@ func machineAd(c adConfig, m machine, v view, now time.Time) *classad.ClassAd {
 		// matching the slot in the same cycle (HTCondor's consumption
 		// policy; see matchmaker/partitionable.go).
 		ad.SetBool("PartitionableSlot", true)
-		ad.SetInt("NumDynamicSlots", int64(v.children))
-		ad.SetInt("ChildCpus", v.used.cpus)
-		ad.SetInt("ChildMemory", v.used.memoryMiB)
-		ad.SetInt("ChildDisk", v.used.diskKiB)
+		// As HTCondor: each dynamic slot's share, in lists.
+		cpus := make([]classad.Value, len(v.children))
+		memory := make([]classad.Value, len(v.children))
+		disk := make([]classad.Value, len(v.children))
+		for i, c := range v.children {
+			cpus[i], memory[i], disk[i] = classad.Int(c.cpus), classad.Int(c.memoryMiB), classad.Int(c.diskKiB)
+		}
+		ad.SetInt("NumDynamicSlots", int64(len(v.children)))
+		ad.SetValue("ChildCpus", classad.List(cpus...))
+		ad.SetValue("ChildMemory", classad.List(memory...))
+		ad.SetValue("ChildDisk", classad.List(disk...))
 	case dynamic:
 		ad.SetBool("DynamicSlot", true)
 	}

@@ -45,16 +45,19 @@ func TestPartitionableAds(t *testing.T) {
 	c := adConfig{host: "exec1", policy: testPolicy(t, "true"), numSlots: 1}
 	whole, _ := parseShare("100%")
 	p := view{id: 1, slotID: 1, name: "slot1@exec1", kind: partitionable, share: whole, status: Status{Unclaimed, Idle},
-		used: resources{3, 4000, 1 << 20}, children: 2}
+		used: resources{3, 4000, 1 << 20}, children: []resources{{1, 1000, 1 << 19}, {2, 3000, 1 << 19}}}
 	ad := machineAd(c, testMachine, p, time.Unix(1200, 0))
 	for name, want := range map[string]int64{
 		"Cpus": 5, "Memory": 12000, "Disk": 1<<30 - 1<<20,
 		"TotalSlotCpus": 8, "TotalSlotMemory": 16000, "TotalSlotDisk": 1 << 30,
-		"ChildCpus": 3, "NumDynamicSlots": 2, "SlotID": 1,
+		"NumDynamicSlots": 2, "SlotID": 1,
 	} {
 		if got, ok := ad.EvalInt(name); !ok || got != want {
 			t.Errorf("partitionable %s = %d (%v), want %d", name, got, ok, want)
 		}
+	}
+	if e, _ := ad.Lookup("ChildCpus"); e.String() != "{ 1,2 }" {
+		t.Errorf("ChildCpus = %s, want each dynamic slot's, { 1,2 }", e)
 	}
 	if b, _ := ad.EvalBool("PartitionableSlot"); !b || evalString(ad, "SlotType") != "Partitionable" {
 		t.Errorf("partitionable slot's ad lacks PartitionableSlot or SlotType: %s", ad)

@@ -111,11 +111,11 @@ type view struct {
 	name   string
 	kind   slotKind
 	share  share
-	// size is a dynamic slot's; used is what a partitionable slot's
-	// dynamic slots hold; children counts them.
+	// size is a dynamic slot's; children are the sizes of a
+	// partitionable slot's dynamic slots, oldest first, and used their sum.
 	size            resources
 	used            resources
-	children        int
+	children        []resources
 	status          Status
 	enteredState    time.Time
 	enteredActivity time.Time
@@ -129,12 +129,12 @@ type view struct {
 // dynamic slots (among slots) hold.
 func (sl *slot) view(slots []*slot) view {
 	var used resources
-	var children int
+	var children []resources
 	if sl.kind == partitionable {
 		for _, d := range slots {
 			if d.parent == sl {
 				used = used.plus(d.size)
-				children++
+				children = append(children, d.size)
 			}
 		}
 	}
