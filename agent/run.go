@@ -233,6 +233,12 @@ func (a *Agent) useClaim(ctx context.Context, c *claim, r *run) {
 	}
 	if m, err := classad.Parse(machineAd); err == nil && machineAd != "" {
 		c.machine = m
+		// A match with a partitionable slot is claimed as the dynamic
+		// slot the startd carved for it: that is where the jobs run
+		// (RemoteHost). Nothing else reads the names yet.
+		if name, ok := m.EvalString("Name"); ok && name != "" && c.gang == nil {
+			c.slot, r.slot = name, name
+		}
 	}
 	c.since = time.Now()
 	c.owner, _ = ad.EvalString(AttrOwner)

@@ -161,7 +161,9 @@ func (u UserPriority) Ad() *classad.ClassAd {
 	return ad
 }
 
-// usageOf counts the claimed slots of each RemoteOwner.
+// usageOf counts the claimed slots of each RemoteOwner. A dynamic slot
+// counts its CPUs, as the negotiator's fair share weighs what it carves
+// out of a partitionable slot.
 func usageOf(machines []Machine) map[string]int {
 	usage := map[string]int{}
 	for _, m := range machines {
@@ -169,7 +171,13 @@ func usageOf(machines []Machine) map[string]int {
 			continue
 		}
 		if owner, ok := m.Ad.EvalString("RemoteOwner"); ok && owner != "" {
-			usage[owner]++
+			weight := 1
+			if dyn, _ := m.Ad.EvalBool("DynamicSlot"); dyn {
+				if cpus, ok := m.Ad.EvalInt("Cpus"); ok && cpus > 1 {
+					weight = int(cpus)
+				}
+			}
+			usage[owner] += weight
 		}
 	}
 	return usage

@@ -63,7 +63,9 @@ func (a Analysis) Blame() int {
 
 // Analyze matches job against every machine and explains the outcome. A
 // matching machine whose RemoteOwner is the job's Owner counts as running
-// the owner's own jobs.
+// the owner's own jobs. A partitionable slot is judged whole, by what it
+// has when every dynamic slot has returned, as HTCondor's analysis does:
+// what matters is whether the job could ever run there.
 func Analyze(job *classad.ClassAd, machines []*classad.ClassAd) Analysis {
 	a := Analysis{Machines: len(machines)}
 	owner, _ := job.EvalString("Owner")
@@ -92,6 +94,9 @@ func Analyze(job *classad.ClassAd, machines []*classad.ClassAd) Analysis {
 			if image != "" && holdsImage(mach, image) {
 				a.HoldImage++
 			}
+		}
+		if isPartitionable(mach) {
+			mach = whole(mach)
 		}
 		for i, c := range conds {
 			if job.EvalExpr(c, mach).IsTrue() {

@@ -296,14 +296,21 @@ func (c *Collector) Snapshot() ([]Request, []Machine) {
 
 // Claim records a match: the machine's ad, if it still says Unclaimed (a
 // refresh may have replaced the matched one), or Claimed for a preempting
-// match, is replaced by a copy with State = "Matched", and the job leaves
+// match, is replaced by a copy with State = "Matched" (a partitionable
+// slot's by a copy with the job's request taken away), and the job leaves
 // its request, so that the next cycle offers neither again. The next
 // advertisements of the startd and the agent bring the truth.
 func (c *Collector) Claim(m Match) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	k := keyOf(TypeMachine, m.Machine.Name)
-	if a, ok := c.ads[k]; ok && (state(a.ad) == StateUnclaimed || m.Preempts != nil && state(a.ad) == StateClaimed) {
+	switch a, ok := c.ads[k]; {
+	case ok && m.Preempts == nil && state(a.ad) == StateUnclaimed && isPartitionable(a.ad):
+		// A partitionable slot stays Unclaimed with what the match
+		// leaves, until its startd advertises the leftover itself.
+		a.ad = consume(a.ad, m.Job.Ad)
+		c.ads[k] = a
+	case ok && (state(a.ad) == StateUnclaimed || m.Preempts != nil && state(a.ad) == StateClaimed):
 		ad := a.ad.Copy()
 		ad.SetString("State", StateMatched)
 		a.ad = ad

@@ -55,7 +55,20 @@
 // Claimed, so it is not offered again; once the new job runs, CurrentRank
 // and the new RemoteOwner keep the vacated job from preempting it back
 // unless RANK or PREEMPTION_REQUIREMENTS favour it. The accountant charges
-// each slot to the RemoteOwner of its claim.
+// each slot to the RemoteOwner of its claim, a dynamic slot by its CPUs.
+//
+// Partitionable slots (PartitionableSlot = true) are not put in classes:
+// each match changes what one has left. A request that has exhausted its
+// matchlist of static slots goes on to the partitionable slots, in name
+// order, first fit, as HTCondor's consumption policies do: the negotiator
+// subtracts the job's RequestCpus, RequestMemory and RequestDisk from its
+// own copy of the slot's ad and goes on matching it, so that one slot
+// takes many jobs in a cycle. A partitionable slot counts its CPUs in the
+// fair share (a static slot counts one), and a match of one counts the
+// CPUs it takes. Request Rank does not order partitionable slots. The
+// collector keeps a matched partitionable slot Unclaimed with what the
+// match left until its startd, which carves a dynamic slot for the match
+// (package startd), advertises the leftover itself.
 //
 // A cycle runs when something changed that could make a new match (a machine
 // that appeared or became Unclaimed, a job id the agent had not advertised

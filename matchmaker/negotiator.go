@@ -162,6 +162,9 @@ type negotiation struct {
 	res  Result
 
 	free, claimed []Machine
+	// parts are the Unclaimed partitionable slots, matched apart from
+	// the classes: each match changes what one has left.
+	parts []partSlot
 	// plans[i] is request i's plan; distinct are the plans, one per
 	// request ad that differs in what a match reads.
 	plans    []*plan
@@ -189,12 +192,18 @@ func (g *negotiation) partition(machines []Machine) {
 	for _, m := range machines {
 		switch state(m.Ad) {
 		case StateUnclaimed:
+			if isPartitionable(m.Ad) {
+				// The negotiator's own copy, which its matches consume.
+				ad := m.Ad.Copy()
+				g.parts = append(g.parts, partSlot{m: m, ad: ad, left: slotQuantity(ad)})
+				continue
+			}
 			g.free = append(g.free, m)
 		case StateClaimed:
 			g.claimed = append(g.claimed, m)
 		}
 	}
-	g.res.CandidateSlots = len(g.free)
+	g.res.CandidateSlots = len(g.free) + len(g.parts)
 	g.res.Requests = len(g.reqs)
 }
 
@@ -239,6 +248,11 @@ func (g *negotiation) classify() {
 		pr := newRefs()
 		pr.addRefs(classad.New(), exprtext.Scan(g.n.PreemptionRequirements.String()))
 		for a := range pr.external {
+			external[a] = true
+		}
+	}
+	if len(g.parts) > 0 {
+		for _, a := range partitionableRequestAttrs {
 			external[a] = true
 		}
 	}
@@ -304,7 +318,7 @@ func (g *negotiation) buildFirstMatchlists() {
 		g.matchers[i] = classad.NewMatcher()
 	}
 	g.n.parallelWorker(len(first), func(w, i int) { first[i].build(g.matchers[w], g.reps, g.index, nil) })
-	g.alloc = allocator{free: g.free, classes: g.classes, reps: g.reps, index: g.index, n: g.n, matchers: g.matchers, built: len(first)}
+	g.alloc = allocator{free: g.free, parts: g.parts, classes: g.classes, reps: g.reps, index: g.index, n: g.n, matchers: g.matchers, built: len(first)}
 }
 
 // allocate gives submitters their shares of the candidates; the
@@ -486,10 +500,15 @@ func (p *plan) build(m *classad.Matcher, reps []*classad.ClassAd, index *classIn
 
 // allocator hands out the free machines of one cycle.
 type allocator struct {
-	free    []Machine
-	classes []machineClass
-	matches []Match
-	taken   map[string]bool // claimed machines preempted in this cycle
+	free  []Machine
+	parts []partSlot
+	// partPlans are the plans' progress through parts, made as plans
+	// first try them, so that a pool without partitionable slots pays
+	// nothing for them.
+	partPlans map[*plan]*partPlan
+	classes   []machineClass
+	matches   []Match
+	taken     map[string]bool // claimed machines preempted in this cycle
 
 	// For matchlists built on demand.
 	reps     []*classad.ClassAd
@@ -524,8 +543,11 @@ func (a *allocator) prefetch(q *submitterQueue, plans []*plan) {
 }
 
 // take gives the next free machine of p's matchlist, which must be built,
-// to request r, or reports false when the list is exhausted.
-func (a *allocator) take(r *Request, p *plan, job int) bool {
+// to request r or, with the list exhausted, a dynamic slot carved from a
+// partitionable slot. It reports the machine's weight in the fair share
+// (a static slot counts one, a dynamic slot its CPUs), or false when
+// there is no machine left for p.
+func (a *allocator) take(r *Request, p *plan, job int) (int, bool) {
 	for p.cursor < len(p.list) {
 		c := &a.classes[p.list[p.cursor].class]
 		if c.free() == 0 {
@@ -539,9 +561,12 @@ func (a *allocator) take(r *Request, p *plan, job int) bool {
 			Request: r.ID,
 			Machine: m,
 		})
-		return true
+		return 1, true
 	}
-	return false
+	if len(a.parts) > 0 {
+		return a.carve(r, p, job)
+	}
+	return 0, false
 }
 
 // submitterQueue is one submitter's requests in negotiation order.
@@ -564,6 +589,9 @@ func (a *allocator) allocate(reqs []Request, plans []*plan, queues []*submitterQ
 	for i := range a.classes {
 		left += a.classes[i].free()
 	}
+	for i := range a.parts {
+		left += int(a.parts[i].left.cpus)
+	}
 	for left > 0 {
 		var weight float64
 		active := queues[:0:0]
@@ -584,15 +612,21 @@ func (a *allocator) allocate(reqs []Request, plans []*plan, queues []*submitterQ
 			for quota > 0 && left > 0 && q.at < len(q.reqs) {
 				i := q.reqs[q.at]
 				a.prefetch(q, plans)
-				if q.served == len(reqs[i].JobIDs) || !a.take(&reqs[i], plans[i], q.served) {
+				if q.served == len(reqs[i].JobIDs) {
+					q.at++
+					q.served = 0
+					continue
+				}
+				took, ok := a.take(&reqs[i], plans[i], q.served)
+				if !ok {
 					q.at++
 					q.served = 0
 					continue
 				}
 				q.served++
 				want[i]--
-				quota--
-				left--
+				quota -= took
+				left -= took
 				progress = true
 			}
 		}

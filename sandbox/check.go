@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"syscall"
 )
 
@@ -76,8 +75,8 @@ func checkDirs(t *Task) error {
 		return fmt.Errorf("Cannot meet request_memory of %d megabytes: the smallest a job can run in is %d", t.MemoryMB, minMemoryMB)
 	case t.Cpus < 0:
 		return fmt.Errorf("Cannot meet request_cpus of %d: negative", t.Cpus)
-	case t.Cpus > int64(runtime.NumCPU()):
-		return fmt.Errorf("Cannot meet request_cpus of %d: this machine has %d", t.Cpus, runtime.NumCPU())
+	case t.Cpus > t.machineCpus():
+		return fmt.Errorf("Cannot meet request_cpus of %d: this machine has %d", t.Cpus, t.machineCpus())
 	case t.DiskKB < 0:
 		return fmt.Errorf("Cannot meet request_disk of %d kilobytes: negative", t.DiskKB)
 	}

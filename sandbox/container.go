@@ -58,7 +58,8 @@ type spec struct {
 	memoryBytes  int64
 	noSwap       bool // the memory limit covers swap too
 	cpuShares    uint64
-	cpuQuota     int64 // microseconds per cpuPeriod; 0: none
+	cpuQuota     int64  // microseconds per cpuPeriod; 0: none
+	cpuset       string // the cores the job may run on ("2-3"); empty: any
 	pidsLimit    int64
 	devices      []*devcfg.Device // the job's own devices (Task.Devices)
 }
@@ -105,6 +106,7 @@ func containerConfig(s spec) *configs.Config {
 				MemorySwap: swap,
 				CpuShares:  s.cpuShares,
 				CpuQuota:   s.cpuQuota,
+				CpusetCpus: s.cpuset,
 				CpuPeriod:  cpuPeriod,
 				PidsLimit:  &pids,
 				Devices:    devices,

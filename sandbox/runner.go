@@ -163,6 +163,7 @@ func (r *Runner) prepare(ctx context.Context, t *Task) (spec, *configs.Config, e
 		memoryBytes:  t.MemoryMB << 20,
 		noSwap:       t.MemoryMB > 0 && swapAccounting(),
 		cpuShares:    uint64(max(t.Cpus, 1)) * 1024,
+		cpuset:       t.Cpuset,
 		pidsLimit:    r.cfg.PidsLimit,
 	}
 	if t.InScratch && dirSource != "" {

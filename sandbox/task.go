@@ -1,6 +1,9 @@
 package sandbox
 
-import "os"
+import (
+	"os"
+	"runtime"
+)
 
 // Task is one job to run: what, where, and under which limits.
 type Task struct {
@@ -32,6 +35,13 @@ type Task struct {
 	Cpus     int64
 	MemoryMB int64
 	DiskKB   int64
+	// Cpuset, when set, pins the job to these cores, in the kernel's list
+	// format ("0-1,4"): its slot's own (ASSIGN_CPU_AFFINITY).
+	Cpuset string
+	// MachineCpus is how many CPUs the machine offers jobs, which the
+	// administrator may set above the hardware's (0: the hardware's); a
+	// job requesting more cannot start.
+	MachineCpus int64
 	// ScratchLimitKB caps the scratch directory whatever DiskKB says:
 	// the slot's share of the machine's disk (0: no cap).
 	ScratchLimitKB int64
@@ -44,6 +54,14 @@ type Task struct {
 	// the same paths in its container and allowed by its device cgroup.
 	// A job holding any is not checkpointed (ErrGPUCheckpoint).
 	Devices []string
+}
+
+// machineCpus is MachineCpus or, unset, the hardware's CPUs.
+func (t *Task) machineCpus() int64 {
+	if t.MachineCpus > 0 {
+		return t.MachineCpus
+	}
+	return int64(runtime.NumCPU())
 }
 
 // scratchLimit returns the size in bytes beyond which the job's scratch

@@ -9,9 +9,11 @@ import (
 
 // adConfig is what the machine ads take from the configuration.
 type adConfig struct {
-	host     string
-	addr     string // StartdAddr
-	policy   policy
+	host   string
+	addr   string // StartdAddr
+	policy policy
+	// numSlots is the number of configured (static and partitionable)
+	// slots, among which an unspecified share is split evenly.
 	numSlots int
 	version  string
 	sandbox  string // HarrierSandbox: "container" or "process"
@@ -26,6 +28,7 @@ type adConfig struct {
 // machine. It is a pure function of its arguments.
 func machineAd(c adConfig, m machine, v view, now time.Time) *classad.ClassAd {
 	n := int64(max(c.numSlots, 1))
+	have, total := v.resources(m, c.numSlots)
 	ad := classad.New()
 	// First, so that what the startd sets itself wins.
 	for name, e := range c.policy.attrs {
@@ -37,7 +40,7 @@ func machineAd(c adConfig, m machine, v view, now time.Time) *classad.ClassAd {
 	ad.SetString("Name", v.name)
 	ad.SetString("Machine", c.host)
 	ad.SetString("StartdAddr", c.addr)
-	ad.SetInt("SlotID", int64(v.id))
+	ad.SetInt("SlotID", int64(v.slotID))
 	ad.SetString("State", string(v.status.State))
 	ad.SetString("Activity", string(v.status.Activity))
 	ad.SetInt("EnteredCurrentState", v.enteredState.Unix())
@@ -49,9 +52,33 @@ func machineAd(c adConfig, m machine, v view, now time.Time) *classad.ClassAd {
 	ad.SetString("Arch", m.arch)
 	ad.SetString("OpSys", "LINUX")
 	ad.SetString("OpSysAndVer", m.opSysAndVer)
-	ad.SetInt("Cpus", max(int64(m.cpus)/n, 1))
-	ad.SetInt("Memory", m.memoryMiB/n)
-	ad.SetInt("Disk", m.diskKiB/n)
+	ad.SetInt("Cpus", have.cpus)
+	ad.SetInt("Memory", have.memoryMiB)
+	ad.SetInt("Disk", have.diskKiB)
+	ad.SetInt("TotalSlotCpus", total.cpus)
+	ad.SetInt("TotalSlotMemory", total.memoryMiB)
+	ad.SetInt("TotalSlotDisk", total.diskKiB)
+	ad.SetString("SlotType", v.kind.slotType())
+	switch v.kind {
+	case partitionable:
+		// What the negotiator subtracts a match's request from to go on
+		// matching the slot in the same cycle (HTCondor's consumption
+		// policy; see matchmaker/partitionable.go).
+		ad.SetBool("PartitionableSlot", true)
+		// As HTCondor: each dynamic slot's share, in lists.
+		cpus := make([]classad.Value, len(v.children))
+		memory := make([]classad.Value, len(v.children))
+		disk := make([]classad.Value, len(v.children))
+		for i, c := range v.children {
+			cpus[i], memory[i], disk[i] = classad.Int(c.cpus), classad.Int(c.memoryMiB), classad.Int(c.diskKiB)
+		}
+		ad.SetInt("NumDynamicSlots", int64(len(v.children)))
+		ad.SetValue("ChildCpus", classad.List(cpus...))
+		ad.SetValue("ChildMemory", classad.List(memory...))
+		ad.SetValue("ChildDisk", classad.List(disk...))
+	case dynamic:
+		ad.SetBool("DynamicSlot", true)
+	}
 	ad.SetInt("TotalCpus", int64(m.cpus))
 	ad.SetInt("TotalMemory", m.memoryMiB)
 	ad.SetInt("TotalDisk", m.diskKiB)
@@ -119,6 +146,22 @@ func machineAd(c adConfig, m machine, v view, now time.Time) *classad.ClassAd {
 		ad.SetReal("CurrentRank", classad.Rank(ad, v.job))
 	}
 	return ad
+}
+
+// resources returns what the slot of v has to offer and what it holds in
+// all on machine m, which has slots configured slots: a partitionable
+// slot offers what its dynamic slots left.
+func (v view) resources(m machine, slots int) (have, total resources) {
+	switch v.kind {
+	case dynamic:
+		return v.size, v.size
+	case partitionable:
+		total = v.share.of(m, slots)
+		left := total.minus(v.used)
+		return resources{max(left.cpus, 0), max(left.memoryMiB, 0), max(left.diskKiB, 0)}, total
+	}
+	total = v.share.of(m, slots)
+	return total, total
 }
 
 // reservationJobAttrs are the job's attributes a claimed slot's ad

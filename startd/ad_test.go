@@ -23,7 +23,7 @@ func testPolicy(tb testing.TB, start string) policy {
 
 func TestMachineAdSharesTheMachine(t *testing.T) {
 	c := adConfig{host: "exec1", addr: "10.0.0.2:9000", policy: testPolicy(t, "KeyboardIdle > 60"), numSlots: 2, version: "v1"}
-	v := view{id: 2, name: "slot2@exec1", status: Status{Claimed, Busy},
+	v := view{id: 2, slotID: 2, name: "slot2@exec1", status: Status{Claimed, Busy},
 		enteredState: time.Unix(1000, 0), enteredActivity: time.Unix(1100, 0),
 		claim: &claim{id: "c1", agent: "agent@submit", owner: "bob", jobID: "3.1"}}
 	m := testMachine

@@ -23,10 +23,16 @@ func (s *Startd) advertiseLoop(ctx context.Context, c wire.CollectorClient) {
 	}
 }
 
-// advertise sends the current ad of every slot. Failures are logged: the
+// advertise withdraws the ads of the dynamic slots gone since the last
+// round and sends the current ad of every slot. Failures are logged: the
 // next round retries, and the lease covers two missed rounds.
 func (s *Startd) advertise(ctx context.Context, c wire.CollectorClient) {
 	lease := int32(3 * s.cfg.AdvertiseInterval / time.Second)
+	s.mu.Lock()
+	gone := s.gone
+	s.gone = nil
+	s.mu.Unlock()
+	s.withdraw(ctx, c, gone)
 	for _, a := range s.ads() {
 		if a.err != nil {
 			s.log.Error("build machine ad", "slot", a.name, "err", a.err)
@@ -43,12 +49,24 @@ func (s *Startd) advertise(ctx context.Context, c wire.CollectorClient) {
 
 // invalidate withdraws every slot's ad.
 func (s *Startd) invalidate(ctx context.Context, c wire.CollectorClient) {
-	for _, sl := range s.slots { // names never change: no lock needed
+	s.mu.Lock()
+	names := s.gone
+	for _, sl := range s.slots {
+		names = append(names, sl.name)
+	}
+	s.gone = nil
+	s.mu.Unlock()
+	s.withdraw(ctx, c, names)
+}
+
+// withdraw invalidates the ads of the named slots.
+func (s *Startd) withdraw(ctx context.Context, c wire.CollectorClient, names []string) {
+	for _, name := range names {
 		cctx, cancel := wire.WithTimeout(ctx)
-		_, err := c.Invalidate(cctx, &wire.InvalidateRequest{Type: "Machine", Name: sl.name})
+		_, err := c.Invalidate(cctx, &wire.InvalidateRequest{Type: "Machine", Name: name})
 		cancel()
 		if err != nil {
-			s.log.Warn("invalidate", "slot", sl.name, "err", err)
+			s.log.Warn("invalidate", "slot", name, "err", err)
 		}
 	}
 }
@@ -67,7 +85,7 @@ func (s *Startd) ads() []slotAd {
 	s.mu.Lock()
 	views := make([]view, len(s.slots))
 	for i, sl := range s.slots {
-		views[i] = sl.view()
+		views[i] = sl.view(s.slots)
 	}
 	c := s.adc
 	s.mu.Unlock()

@@ -57,8 +57,25 @@ type Config struct {
 	// and /dev/input/*; an empty slice watches none.
 	ConsoleDevices []string
 	// NumSlots is the number of slots; each gets an even share of the
-	// machine's CPUs, memory and disk. Default 1.
+	// machine's CPUs, memory and disk. Default 1. It is ignored when
+	// SlotTypes are given.
 	NumSlots int
+	// SlotTypes lay the machine out in slots by type, as HTCondor's
+	// NUM_SLOTS_TYPE_<n>, SLOT_TYPE_<n> and SLOT_TYPE_<n>_PARTITIONABLE
+	// do: static slots of a given share, or partitionable slots from
+	// which each match carves a dynamic slot of the job's size.
+	SlotTypes []SlotType
+	// NumCPUs and MemoryMiB, when positive, replace the machine's
+	// measured CPUs and memory (HTCondor's NUM_CPUS and MEMORY): an
+	// administrator may advertise more or less than the hardware has.
+	NumCPUs   int
+	MemoryMiB int64
+	// AssignCPUAffinity pins each job in a container to cores of its
+	// own, as many as its slot has CPUs (HTCondor's ASSIGN_CPU_AFFINITY):
+	// the lowest cores no other claimed slot holds. A slot claimed when
+	// no such cores are left (NUM_CPUS above the hardware's) runs its
+	// jobs unpinned.
+	AssignCPUAffinity bool
 	// ScratchLimitKB caps every job's scratch directory (KiB); a job
 	// that outgrows it is held. Zero gives each job its slot's share of
 	// the execute directory's free space when it starts (the slot's
@@ -103,6 +120,20 @@ type Config struct {
 	// jobs as. Default "nobody", or root on a machine without that
 	// account; a startd that is not root runs them as itself.
 	CronUser string
+}
+
+// A SlotType is one kind of slot of the machine.
+type SlotType struct {
+	// Count is how many slots of the type there are (NUM_SLOTS_TYPE_<n>).
+	Count int
+	// Share is each slot's part of the machine (SLOT_TYPE_<n>), in
+	// HTCondor's syntax: "cpus=4, memory=8G, disk=25%", or "50%" for
+	// every resource; a resource not named gets an even share among all
+	// the machine's slots. See parseShare.
+	Share string
+	// Partitionable makes each slot of the type partitionable
+	// (SLOT_TYPE_<n>_PARTITIONABLE).
+	Partitionable bool
 }
 
 const (
@@ -178,6 +209,22 @@ func (cfg Config) withDefaults() (Config, policy, error) {
 	}
 	if cfg.NumSlots < 0 {
 		errs = append(errs, fmt.Errorf("number of slots %d is negative", cfg.NumSlots))
+	}
+	total := 0
+	for i, st := range cfg.SlotTypes {
+		total += st.Count
+		if st.Count < 0 {
+			errs = append(errs, fmt.Errorf("slot type %d: number of slots %d is negative", i+1, st.Count))
+		}
+		if _, err := parseShare(st.Share); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(cfg.SlotTypes) > 0 && total == 0 {
+		errs = append(errs, errors.New("the slot types make no slot: set NUM_SLOTS_TYPE_<n>"))
+	}
+	if cfg.NumCPUs < 0 || cfg.MemoryMiB < 0 {
+		errs = append(errs, fmt.Errorf("NUM_CPUS %d or MEMORY %d is negative", cfg.NumCPUs, cfg.MemoryMiB))
 	}
 	if cfg.ExecuteDir == "" {
 		errs = append(errs, errors.New("no execute directory"))

@@ -66,6 +66,32 @@ func TestNewSlots(t *testing.T) {
 	}
 }
 
+// TestNewSlotTypes lays a machine out in two static slots and a
+// partitionable one, in type order.
+func TestNewSlotTypes(t *testing.T) {
+	cfg := validConfig(t)
+	cfg.NumSlots = 7 // ignored
+	cfg.SlotTypes = []SlotType{{Count: 2, Share: "cpus=1, memory=1024"}, {Count: 1, Share: "50%", Partitionable: true}}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, sl := range s.slots {
+		kinds = append(kinds, sl.short()+" "+sl.kind.slotType())
+	}
+	if got := strings.Join(kinds, ", "); got != "slot1 Static, slot2 Static, slot3 Partitionable" || s.adc.numSlots != 3 {
+		t.Errorf("slots %s (numSlots %d)", got, s.adc.numSlots)
+	}
+	m := machine{cpus: 8, memoryMiB: 16384, diskKiB: 3000}
+	if got, _ := s.slots[0].view(s.slots).resources(m, s.adc.numSlots); got != (resources{1, 1024, 1000}) {
+		t.Errorf("static slot has %v", got)
+	}
+	if got, _ := s.slots[2].view(s.slots).resources(m, s.adc.numSlots); got != (resources{4, 8192, 1500}) {
+		t.Errorf("partitionable slot has %v", got)
+	}
+}
+
 func TestNewRejectsBadConfig(t *testing.T) {
 	for _, c := range []struct {
 		name   string
@@ -85,6 +111,9 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{"is_owner syntax", func(c *Config) { c.IsOwner = "START =?=" }, []string{"IS_OWNER", "column"}},
 		{"polling too often", func(c *Config) { c.PollingInterval = time.Microsecond }, []string{"polling interval"}},
 		{"short lease", func(c *Config) { c.ClaimLease = time.Millisecond }, []string{"claim lease"}},
+		{"bad slot type", func(c *Config) { c.SlotTypes = []SlotType{{Count: 1, Share: "cpus=two"}} }, []string{`slot type "cpus=two"`}},
+		{"no slot of any type", func(c *Config) { c.SlotTypes = []SlotType{{Count: 0, Share: "50%"}} }, []string{"NUM_SLOTS_TYPE"}},
+		{"negative NUM_CPUS", func(c *Config) { c.NumCPUs = -2 }, []string{"NUM_CPUS"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := validConfig(t)

@@ -71,6 +71,25 @@
 // gone with its job. A pending claim that its agent does not request
 // within the match timeout expires, and the slot is Unclaimed again.
 //
+// The machine is laid out in slots by HTCondor's configuration: NumSlots
+// even static slots, or SlotTypes (SLOT_TYPE_<n>, NUM_SLOTS_TYPE_<n>), each
+// a share of the machine's CPUs, memory and disk, static or partitionable
+// (resources.go holds the quantities; NumCPUs and MemoryMiB may replace
+// the measured ones). A partitionable slot is never claimed itself: it is
+// always Unclaimed (or Owner) and advertises what it has left (Cpus,
+// Memory, Disk) beside its totals (TotalSlotCpus...). A match with it
+// carves a dynamic slot of the job's RequestCpus, RequestMemory and
+// RequestDisk (slot1_1, slot1_2...), which takes the match and goes
+// through the states above as a static slot does; the leftover is
+// advertised at once, and when the dynamic slot would become Unclaimed
+// it goes instead, its ad withdrawn and its resources back in the
+// partitionable slot. The agent claims the partitionable slot by the name
+// it was matched with and gets the dynamic slot's ad, which its claim
+// reuse then matches its further jobs against. A job's container is
+// limited by its requests (CPU shares, memory), so by its dynamic slot;
+// with AssignCPUAffinity a claimed slot also takes cores of its own for
+// its jobs' cpuset.
+//
 // The machine ad is rebuilt from a fresh measurement each time it is sent:
 // at start-up, every AdvertiseInterval, and at once after any state change.
 package startd

@@ -47,7 +47,7 @@ func (s *Startd) evaluate() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, sl := range s.slots {
-		v := sl.view()
+		v := sl.view(s.slots)
 		st, why := s.adc.policy.decide(situation{
 			status:       v.status,
 			machine:      machineAd(s.adc, m, v, now),
@@ -122,7 +122,9 @@ func (s *Startd) snapshot() (machine, error) {
 		return m, err
 	}
 	m.condorLoads = map[int]float64{}
-	for _, sl := range s.slots { // ids never change: no lock needed
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, sl := range s.slots {
 		if l := s.loads.load(sl.id); l > 0 {
 			m.condorLoads[sl.id] = l
 		}

@@ -7,6 +7,10 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -15,6 +19,7 @@ import (
 	"google.golang.org/grpc"
 
 	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/gpu"
 	"harrier.dev/harrier/metrics"
 	"harrier.dev/harrier/pki"
 	"harrier.dev/harrier/starter"
@@ -44,6 +49,14 @@ type Startd struct {
 
 	mu    sync.Mutex
 	slots []*slot // guarded by mu, as is everything in each slot
+	// lastID is the highest slot id given so far; gone are the names of
+	// the dynamic slots removed since the last advertisement, whose ads
+	// the advertiser withdraws (both guarded by mu).
+	lastID int
+	gone   []string
+	// cores, with AssignCPUAffinity, holds for each of the machine's
+	// cores the claimed slot pinned to it, or nil (guarded by mu).
+	cores []*slot
 	// mu also guards the settings of cfg that Reconfigure changes: the
 	// policy texts, PollingInterval, ClaimLease and ScratchLimitKB.
 	// adc is what the ads take from the configuration; Serve sets its
@@ -77,15 +90,15 @@ func New(cfg Config) (*Startd, error) {
 	s := &Startd{
 		cfg:              cfg,
 		log:              cfg.Logger.With("daemon", "startd", "name", cfg.Name),
-		measure:          measureHost(cfg.ExecuteDir, newIdleMeter(cfg.Terminals, cfg.ConsoleDevices)),
+		measure:          overrideMeasure(measureHost(cfg.ExecuteDir, newIdleMeter(cfg.Terminals, cfg.ConsoleDevices)), cfg.NumCPUs, cfg.MemoryMiB),
 		loads:            newLoadMeter("/proc"),
 		matchTimeout:     matchTimeout,
 		killGrace:        killGrace,
 		claimIdleTimeout: claimIdleTimeout,
 		changed:          make(chan struct{}, 1),
 		peaceful:         peaceful{done: make(chan struct{})},
-		adc: adConfig{host: cfg.Name, policy: pol, numSlots: cfg.NumSlots, version: version(), sandbox: chooseSandbox(cfg.Sandbox, cfg.Logger),
-			gpus: shareGPUs(cfg.GPUs, cfg.NumSlots), cron: cronAttrs{jobs: cronNames(cfg.Cron)}},
+		adc: adConfig{host: cfg.Name, policy: pol, version: version(), sandbox: chooseSandbox(cfg.Sandbox, cfg.Logger),
+			cron: cronAttrs{jobs: cronNames(cfg.Cron)}},
 	}
 	if len(cfg.Cron) > 0 {
 		if s.cronCred, err = cronCredential(cfg.CronUser, s.log); err != nil {
@@ -97,9 +110,21 @@ func New(cfg Config) (*Startd, error) {
 		reg = prometheus.NewRegistry()
 	}
 	s.metrics, s.rpc = newStartdMetrics(s, reg), metrics.NewRPC(reg)
-	now := time.Now()
-	for i := range cfg.NumSlots {
-		s.slots = append(s.slots, newSlot(i+1, cfg.Name, now))
+	if cfg.AssignCPUAffinity {
+		s.cores = make([]*slot, runtime.NumCPU())
+	}
+	s.slots = layOut(cfg, time.Now())
+	s.lastID = len(s.slots)
+	s.adc.numSlots = len(s.slots)
+	s.adc.gpus = shareGPUs(cfg.GPUs, len(s.slots))
+	for _, sl := range s.slots {
+		if sl.kind == partitionable && len(cfg.GPUs.Devices) > 0 {
+			// Dynamic slots do not carve GPUs yet: rather than give a
+			// partitionable slot's every job all of them, none has any.
+			s.log.Warn("GPUs are given to static slots only; this machine's partitionable slots advertise none")
+			s.adc.gpus = shareGPUs(gpu.Inventory{}, len(s.slots))
+			break
+		}
 	}
 	if err := s.recoverDrain(); err != nil {
 		return nil, err
@@ -178,6 +203,47 @@ func (s *Startd) Serve(ctx context.Context, lis net.Listener) error {
 	return failed
 }
 
+// layOut makes the machine's configured slots: its slot types in order,
+// or NumSlots even static slots without any.
+func layOut(cfg Config, now time.Time) []*slot {
+	types := cfg.SlotTypes
+	if len(types) == 0 {
+		types = []SlotType{{Count: cfg.NumSlots}}
+	}
+	var slots []*slot
+	for _, t := range types {
+		sh, _ := parseShare(t.Share) // checked by withDefaults
+		kind := static
+		if t.Partitionable {
+			kind = partitionable
+		}
+		for range t.Count {
+			sl := newSlot(len(slots)+1, cfg.Name, now)
+			sl.share, sl.kind = sh, kind
+			slots = append(slots, sl)
+		}
+	}
+	return slots
+}
+
+// overrideMeasure returns measure with the administrator's CPU count and
+// memory, where set, in place of the measured ones.
+func overrideMeasure(measure measurer, cpus int, memoryMiB int64) measurer {
+	if cpus <= 0 && memoryMiB <= 0 {
+		return measure
+	}
+	return func() (machine, error) {
+		m, err := measure()
+		if cpus > 0 {
+			m.cpus = cpus
+		}
+		if memoryMiB > 0 {
+			m.memoryMiB = memoryMiB
+		}
+		return m, err
+	}
+}
+
 // killAll stops every running starter, vacating its job (fast: killing
 // it at once), stops every idle one, and waits until they are gone.
 func (s *Startd) killAll(fast bool) {
@@ -248,5 +314,97 @@ func (s *Startd) move(sl *slot, next phase) {
 		}
 	}
 	s.log.Info("slot changed", "slot", sl.name, "from", from.String(), "to", next.status().String())
+	_, free := next.(unclaimed)
+	if free {
+		s.unpin(sl)
+	}
+	// A dynamic slot exists for its match and claim only: once Unclaimed
+	// it goes, and its partitionable slot has its resources back.
+	if free && sl.kind == dynamic {
+		s.slots = slices.DeleteFunc(s.slots, func(x *slot) bool { return x == sl })
+		s.gone = append(s.gone, sl.name)
+		s.log.Info("dynamic slot returned", "slot", sl.name, "to", sl.parent.name, "resources", sl.size.String())
+	}
 	s.notify()
+}
+
+// pin gives sl, if it has none yet, n cores of its own, the lowest free,
+// and returns them in the kernel's list format; "" without
+// AssignCPUAffinity or with fewer than n cores free. The slot keeps them
+// until it is Unclaimed. It must be called with s.mu held.
+func (s *Startd) pin(sl *slot, n int64) string {
+	if s.cores == nil {
+		return ""
+	}
+	if !slices.Contains(s.cores, sl) {
+		var free []int
+		for i, holder := range s.cores {
+			if holder == nil && int64(len(free)) < n {
+				free = append(free, i)
+			}
+		}
+		if int64(len(free)) < n {
+			s.log.Warn("not enough free cores to pin the slot's jobs to", "slot", sl.name, "cpus", n, "free", len(free))
+			return ""
+		}
+		for _, i := range free {
+			s.cores[i] = sl
+		}
+	}
+	var ids []string
+	for i, holder := range s.cores {
+		if holder == sl {
+			ids = append(ids, strconv.Itoa(i))
+		}
+	}
+	return strings.Join(ids, ",")
+}
+
+// unpin frees the cores sl holds. It must be called with s.mu held.
+func (s *Startd) unpin(sl *slot) {
+	for i, holder := range s.cores {
+		if holder == sl {
+			s.cores[i] = nil
+		}
+	}
+}
+
+// carve makes a dynamic slot of the size job requests out of the
+// partitionable slot p, on machine m, and adds it to the slots, Unclaimed;
+// the caller matches it at once. It fails when p has not that much left:
+// the negotiator decided on an ad that may be out of date. It must be
+// called with s.mu held.
+func (s *Startd) carve(p *slot, job *classad.ClassAd, m machine) (*slot, error) {
+	need := requestOf(job)
+	have, _ := p.view(s.slots).resources(m, s.adc.numSlots)
+	if !have.covers(need) {
+		return nil, fmt.Errorf("the job requests %s; %s has %s left", need, p.name, have)
+	}
+	s.lastID++
+	d := newDynamic(p, s.lastID, need, time.Now())
+	s.slots = append(s.slots, d)
+	s.log.Info("dynamic slot carved", "slot", d.name, "resources", need.String())
+	return d, nil
+}
+
+// claimSlot is the slot a claim request for slot name under claimID is
+// for: the slot itself or, if it is partitionable, the dynamic slot
+// carved from it for the match.
+func (s *Startd) claimSlot(name, claimID string) *slot {
+	sl := s.slotByName(name)
+	if sl == nil || sl.kind != partitionable {
+		return sl
+	}
+	for _, d := range s.slots {
+		if d.parent == sl && (pendingOf(d.phase) == claimID || matchedBy(d.phase, claimID)) {
+			return d
+		}
+	}
+	return sl
+}
+
+// matchedBy reports whether p is Matched under claimID.
+func matchedBy(p phase, claimID string) bool {
+	m, ok := p.(matched)
+	return ok && m.claimID == claimID
 }

@@ -57,12 +57,11 @@ func (e *endpoint) Matched(_ context.Context, req *wire.StartdMatchedRequest) (*
 		return nil, err
 	}
 	reason := evalString(job, attrPreemptReason)
-	var m machine
-	if reason != "" {
-		// WANT_VACATE may read the machine.
-		if m, err = s.snapshot(); err != nil {
-			return nil, status.Errorf(codes.Unavailable, "matched: measure machine: %v", err)
-		}
+	// WANT_VACATE may read the machine, and a partitionable slot's
+	// leftover depends on it.
+	m, err := s.snapshot()
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "matched: measure machine: %v", err)
 	}
 	now := time.Now()
 	s.mu.Lock()
@@ -73,13 +72,20 @@ func (e *endpoint) Matched(_ context.Context, req *wire.StartdMatchedRequest) (*
 	}
 	switch sl.phase.(type) {
 	case unclaimed:
+		if sl.kind == partitionable {
+			d, err := s.carve(sl, job, m)
+			if err != nil {
+				return nil, status.Errorf(codes.FailedPrecondition, "matched: %v", err)
+			}
+			sl = d
+		}
 		s.match(sl, req.ClaimId)
 		return &wire.StartdMatchedReply{}, nil
 	case claimedIdle, claimedBusy, claimedSuspended:
 		if reason == "" {
 			break
 		}
-		v := sl.view()
+		v := sl.view(s.slots)
 		ad := machineAd(s.adc, m, v, now)
 		if err := checkPreemption(ad, job, v.claim, reason); err != nil {
 			return nil, status.Errorf(codes.FailedPrecondition, "matched: %s: %v", sl.name, err)
@@ -133,7 +139,7 @@ func checkPreemption(ad, job *classad.ClassAd, c *claim, reason string) error {
 // job, as Matched describes; ad is the slot's machine ad now. It must be
 // called with s.mu held.
 func (s *Startd) preempt(sl *slot, claimID string, ad, job *classad.ClassAd, reason string) {
-	v := sl.view()
+	v := sl.view(s.slots)
 	s.log.Info("preempting claim", "slot", sl.name, "reason", reason, "job", jobID(job), "owner", evalString(job, "Owner"),
 		"preempted_job", jobID(v.job), "preempted_owner", v.claim.owner)
 	if _, idle := sl.phase.(claimedIdle); idle {
@@ -165,7 +171,7 @@ func (e *endpoint) RequestClaim(ctx context.Context, req *wire.RequestClaimReque
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sl := s.slotByName(req.Slot)
+	sl := s.claimSlot(req.Slot, req.ClaimId)
 	if sl == nil {
 		return nil, status.Errorf(codes.NotFound, "request claim: no slot %q", req.Slot)
 	}
@@ -181,7 +187,7 @@ func (e *endpoint) RequestClaim(ctx context.Context, req *wire.RequestClaimReque
 	if mp.claimID != req.ClaimId {
 		return refuse("%s is matched under another claim id", sl.name), nil
 	}
-	ad := machineAd(s.adc, m, sl.view(), now)
+	ad := machineAd(s.adc, m, sl.view(s.slots), now)
 	if !classad.Match(job, ad) {
 		s.move(sl, unclaimed{})
 		why := "the job's requirements are false for the machine"
@@ -199,7 +205,7 @@ func (e *endpoint) RequestClaim(ctx context.Context, req *wire.RequestClaimReque
 	if held, _ := job.EvalBool(attrGangHeld); !held {
 		s.expireIdleClaimAfter(sl, c.id)
 	}
-	return &wire.RequestClaimReply{Accepted: true, MachineAd: machineAd(s.adc, m, sl.view(), now).String()}, nil
+	return &wire.RequestClaimReply{Accepted: true, MachineAd: machineAd(s.adc, m, sl.view(s.slots), now).String()}, nil
 }
 
 func refuse(format string, args ...any) *wire.RequestClaimReply {
@@ -279,13 +285,14 @@ func (s *Startd) reserveActivation(ctx context.Context, req *wire.ActivateClaimR
 	if idle.activating {
 		return nil, nil, starter.Spec{}, nil, status.Errorf(codes.FailedPrecondition, "activate claim: %s is already starting a job", sl.name)
 	}
-	if !machineAd(s.adc, m, sl.view(), now).EvalExpr(s.adc.policy.start, job).IsTrue() {
+	if !machineAd(s.adc, m, sl.view(s.slots), now).EvalExpr(s.adc.policy.start, job).IsTrue() {
 		return nil, nil, starter.Spec{}, nil, status.Errorf(codes.FailedPrecondition, "activate claim: the machine's START expression is not true for job %s", jobID(job))
 	}
 	sl.renewed = now
+	have, _ := sl.view(s.slots).resources(m, s.adc.numSlots)
 	scratchLimit := s.cfg.ScratchLimitKB
 	if scratchLimit == 0 {
-		scratchLimit = m.diskKiB / int64(max(s.cfg.NumSlots, 1))
+		scratchLimit = have.diskKiB
 	}
 	spec := starter.Spec{
 		Slot:              sl.name,
@@ -300,6 +307,8 @@ func (s *Startd) reserveActivation(ctx context.Context, req *wire.ActivateClaimR
 		CAFile:            s.cfg.CAFile,
 		Sandbox:           s.cfg.Sandbox,
 		ScratchLimitKB:    max(scratchLimit, 0),
+		MachineCpus:       int64(m.cpus),
+		Cpuset:            s.pin(sl, have.cpus),
 		CheckpointKeyFile: s.cfg.CheckpointKeyFile,
 	}
 	spec.GPUs, spec.GPUDevices = s.adc.gpus.spec(sl.id)

@@ -56,6 +56,12 @@ type harness struct {
 // keyboard starts idle. tweak may adjust the startd before it serves.
 func newHarness(t *testing.T, tweak func(*Startd)) *harness {
 	t.Helper()
+	return newHarnessWith(t, nil, tweak)
+}
+
+// newHarnessWith is newHarness with conf adjusting the configuration.
+func newHarnessWith(t *testing.T, conf func(*Config), tweak func(*Startd)) *harness {
+	t.Helper()
 	certs := newTestPKI(t)
 	serverTLS, clientTLS := certs.configs("startd@exec1")
 	mmServerTLS, mmClientTLS := certs.configs("matchmaker@mm")
@@ -68,7 +74,7 @@ func newHarness(t *testing.T, tweak func(*Startd)) *harness {
 	if err := os.MkdirAll(filepath.Join(h.execDir, "scratch.slot1.old", "sub"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Config{
+	cfg := Config{
 		Name:           "exec1",
 		Logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
 		TLS:            serverTLS,
@@ -81,7 +87,11 @@ func newHarness(t *testing.T, tweak func(*Startd)) *harness {
 		CertFile:       "/pool/exec1.crt",
 		KeyFile:        "/pool/exec1.key",
 		CAFile:         "/pool/ca.crt",
-	})
+	}
+	if conf != nil {
+		conf(&cfg)
+	}
+	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +298,8 @@ func TestClaimLifecycle(t *testing.T) {
 	}
 	spec := first.Job
 	want := starter.Spec{Slot: slot, Host: "exec1", ClaimID: "c1", JobAd: jobAd, ShadowAddr: "10.0.0.1:9", ShadowFingerprint: "f1", Secret: "s3cret",
-		ScratchDir: cwd, Reusable: true, CertFile: "/pool/exec1.crt", KeyFile: "/pool/exec1.key", CAFile: "/pool/ca.crt"}
+		ScratchDir: cwd, Reusable: true, CertFile: "/pool/exec1.crt", KeyFile: "/pool/exec1.key", CAFile: "/pool/ca.crt",
+		MachineCpus: int64(runtime.NumCPU())}
 	// Without SCRATCH_LIMIT every job is held to its slot's share of
 	// the free disk.
 	if disk := adInt(t, ad, "Disk"); spec.ScratchLimitKB <= 0 || spec.ScratchLimitKB > 2*disk || 2*spec.ScratchLimitKB < disk {

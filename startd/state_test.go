@@ -106,7 +106,7 @@ func TestSlotEnteredTimes(t *testing.T) {
 	step(claimedBusy{claim: c, run: &run{}}, 130, 120, 130) // same state, new activity
 	step(claimedIdle{claim: c}, 140, 120, 140)
 	step(unclaimed{}, 150, 150, 150)
-	if v := sl.view(); v.claim != nil || v.status != (Status{Unclaimed, Idle}) {
+	if v := sl.view(nil); v.claim != nil || v.status != (Status{Unclaimed, Idle}) {
 		t.Errorf("view of unclaimed slot: %+v", v)
 	}
 }

@@ -49,6 +49,11 @@ type Task struct {
 	// ScratchLimitKB caps the scratch directory whatever DiskKB says (0:
 	// no cap).
 	ScratchLimitKB int64
+	// Cpuset, when set, pins the job to its slot's cores ("0-1,4").
+	Cpuset string
+	// MachineCpus is how many CPUs the execute machine advertises (0:
+	// the hardware's), what a request for CPUs is held to.
+	MachineCpus int64
 	// ImageLayers are the layers of the job's own container image, bottom
 	// first (see ImageRunner); none: the machine's own system.
 	ImageLayers []string

@@ -31,6 +31,12 @@ type Spec struct {
 	// request (KiB; 0: no cap): the slot's share of the machine's disk or
 	// the administrator's limit.
 	ScratchLimitKB int64 `json:"scratch_limit_kb,omitempty"`
+	// Cpuset, when set, is the cores the job is pinned to, its slot's
+	// own (ASSIGN_CPU_AFFINITY), in the kernel's list format ("0-1,4").
+	Cpuset string `json:"cpuset,omitempty"`
+	// MachineCpus is the number of CPUs the execute machine advertises
+	// (NUM_CPUS may set more than the hardware has); 0: the hardware's.
+	MachineCpus int64 `json:"machine_cpus,omitempty"`
 	// Reusable says that the startd may give the starter the claim's next
 	// job: once a job has ended, the starter reports EventEnded and waits
 	// for the next Command with a Job, until its input ends.

@@ -256,6 +256,7 @@ func (s *Starter) prepare(ctx context.Context, client wire.ShadowClient, job *cl
 	if n, _ := job.EvalInt("RequestGPUs"); n > 0 {
 		giveGPUs(t, s.spec.GPUs, s.spec.GPUDevices)
 	}
+	t.MachineCpus, t.Cpuset = s.spec.MachineCpus, s.spec.Cpuset
 	if in := stringAttr(job, "In"); in != "" && in != os.DevNull {
 		path := filepath.Join(s.spec.ScratchDir, ".harrier_stdin")
 		if err := s.fetch(ctx, client, "input", path, false); err != nil {

@@ -35,14 +35,32 @@ func runBench(args []string, _ io.Reader, stdout io.Writer) error {
 	runs := fs.Int("runs", 5, "cycles to time; the median is reported")
 	workers := fs.Int("workers", 0, "matchlist workers (0: GOMAXPROCS)")
 	baseline := fs.Int("baseline", -1, "time the all-pairs negotiator on this many jobs (-1: all jobs if the pool is small, 0: never)")
+	fs.BoolVar(&p.partitionable, "partitionable", false, "machines of 64 cores as partitionable slots and jobs of 1-16 cores and 1-64 GiB (defaults: 10,000 machines, 1,000,000 jobs, 2,000 autoclusters)")
+	fs.IntVar(&p.coreMemory, "core-memory", 16, "with -partitionable, GiB of memory per core: at 16 the jobs (8.5 cores and 32.5 GiB on average) run out of cores first, at 8 some machines of memory")
 	if err := fs.Parse(args[1:]); err != nil {
 		return usagef("%v", err)
+	}
+	if p.partitionable {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		for name, v := range map[string]int{"machines": 10_000, "jobs": 1_000_000, "autoclusters": 2_000} {
+			if !set[name] {
+				_ = fs.Set(name, fmt.Sprint(v))
+			}
+		}
+		if !set["baseline"] {
+			*baseline = 0
+		}
 	}
 	if p.machines < 1 || p.jobs < 1 || p.users < 1 || p.autoclusters < 1 || p.autoclusters > p.jobs || p.users > p.autoclusters || p.models < 1 {
 		return usagef("want machines, jobs, users, autoclusters, models >= 1, users <= autoclusters <= jobs")
 	}
 	t := time.Now()
-	machines, reqs := p.build()
+	build := p.build
+	if p.partitionable {
+		build = p.buildPartitionable
+	}
+	machines, reqs := build()
 	fmt.Fprintf(stdout, "pool: %d machines, %d jobs in %d resource requests of %d users (built in %s)\n",
 		len(machines), p.jobs, len(reqs), p.users, time.Since(t).Round(time.Millisecond))
 	fmt.Fprintf(stdout, "host: %s/%s, %d CPUs, GOMAXPROCS %d, load average %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), loadAverage())
@@ -70,6 +88,19 @@ func runBench(args []string, _ io.Reader, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "matches: %d, rejections: %d, machine classes: %d, matchlists built: %d, matches/s: %.0f\n",
 		len(res.Matches), res.Rejections, res.MachineClasses, res.MatchLists, float64(len(res.Matches))/med.Seconds())
 	fmt.Fprintf(stdout, "memory: heap after cycle %d MiB, max RSS %d MiB\n", heap>>20, maxRSS()>>20)
+	if p.partitionable {
+		var cores, used int64
+		for _, m := range machines {
+			c, _ := m.Ad.EvalInt("Cpus")
+			cores += c
+		}
+		for _, m := range res.Matches {
+			c, _ := m.Job.Ad.EvalInt("RequestCpus")
+			used += c
+		}
+		fmt.Fprintf(stdout, "partitionable: %d of %d cores matched after one cycle (%.2f%%), %.1f jobs per machine\n",
+			used, cores, 100*float64(used)/float64(cores), float64(len(res.Matches))/float64(len(machines)))
+	}
 
 	limit := *baseline
 	if limit < 0 {
@@ -134,6 +165,11 @@ func maxRSS() int64 {
 type poolShape struct {
 	machines, jobs, users, autoclusters, models int
 	seed                                        uint64
+	// partitionable builds whole machines as partitionable slots and
+	// jobs of many shapes (see buildPartitionable), with coreMemory GiB
+	// of memory a core.
+	partitionable bool
+	coreMemory    int
 }
 
 // A hardware model is a batch of identical machines: pools are bought in
@@ -270,6 +306,79 @@ func (p poolShape) build() ([]matchmaker.Machine, []matchmaker.Request) {
 		ids := make([]string, counts[a])
 		for j := range ids {
 			ids[j] = fmt.Sprintf("%d.%d", cluster, j)
+		}
+		reqs[a] = matchmaker.Request{ID: fmt.Sprintf("ac%d", a), Agent: fmt.Sprintf("agent%d", user%50), AgentAddr: "10.0.0.2:9618", Ad: ad, JobIDs: ids}
+	}
+	return machines, reqs
+}
+
+// partitionableCores is the size of each machine of the partitionable
+// pool.
+const partitionableCores = 64
+
+// buildPartitionable returns a pool of whole machines advertised as one
+// partitionable slot each, in name order, and resource requests of mixed
+// shapes: 1 to 16 cores and 1 to 64 GiB, spread over the autoclusters
+// with the skew of build.
+func (p poolShape) buildPartitionable() ([]matchmaker.Machine, []matchmaker.Request) {
+	rng := rand.New(rand.NewPCG(p.seed, p.seed^0x9e3779b97f4a7c15))
+	machines := make([]matchmaker.Machine, p.machines)
+	for i := range machines {
+		name := fmt.Sprintf("slot1@node%06d.pool", i)
+		ad := classad.New()
+		ad.SetString("MyType", "Machine")
+		ad.SetString("TargetType", "Job")
+		ad.SetString("Name", name)
+		ad.SetString("Machine", name[strings.IndexByte(name, '@')+1:])
+		ad.SetString("StartdAddr", "10.0.0.1:9618")
+		ad.SetString("State", matchmaker.StateUnclaimed)
+		ad.SetString("Activity", "Idle")
+		ad.SetString("Arch", "X86_64")
+		ad.SetString("OpSys", "LINUX")
+		ad.SetBool(matchmaker.AttrPartitionableSlot, true)
+		ad.SetString("SlotType", "Partitionable")
+		ad.SetInt("Cpus", partitionableCores)
+		ad.SetInt("Memory", int64(partitionableCores*p.coreMemory)<<10)
+		ad.SetInt("Disk", 4<<30) // KiB
+		ad.SetInt("TotalSlotCpus", partitionableCores)
+		ad.SetInt("KFlops", int64(500_000+rng.IntN(40)*50_000))
+		mustSetExpr(ad, "Requirements", "TARGET.RequestMemory <= MY.Memory && TARGET.RequestCpus <= MY.Cpus")
+		mustSetExpr(ad, "Rank", "0")
+		machines[i] = matchmaker.Machine{Name: name, Ad: ad}
+	}
+	weights := make([]float64, p.autoclusters)
+	var total float64
+	for i := range weights {
+		weights[i] = 1 / (1 + rng.Float64()*9)
+		total += weights[i]
+	}
+	counts := make([]int, p.autoclusters)
+	left := p.jobs - p.autoclusters
+	for i := range counts {
+		counts[i] = 1 + int(float64(left)*weights[i]/total)
+	}
+	for i := 0; sum(counts) < p.jobs; i++ {
+		counts[i%len(counts)]++
+	}
+	reqs := make([]matchmaker.Request, p.autoclusters)
+	for a := range reqs {
+		user := a % p.users
+		ad := classad.New()
+		ad.SetString("MyType", "Job")
+		ad.SetString("TargetType", "Machine")
+		ad.SetString("Owner", fmt.Sprintf("user%04d", user))
+		ad.SetInt("RequestCpus", int64(1+rng.IntN(16)))
+		ad.SetInt("RequestMemory", int64(1+rng.IntN(64))<<10)
+		ad.SetInt("RequestDisk", int64(1+rng.IntN(20))<<20)
+		ad.SetInt("JobPrio", int64(rng.IntN(3)))
+		ad.SetInt("QDate", 1_700_000_000+int64(a))
+		ad.SetInt("ClusterId", int64(a+1))
+		ad.SetInt("ProcId", 0)
+		ad.SetInt(matchmaker.AttrAutoClusterID, int64(a))
+		mustSetExpr(ad, "Requirements", `TARGET.Arch == "X86_64" && TARGET.OpSys == "LINUX" && TARGET.Cpus >= RequestCpus && TARGET.Memory >= RequestMemory && TARGET.Disk >= RequestDisk`)
+		ids := make([]string, counts[a])
+		for j := range ids {
+			ids[j] = fmt.Sprintf("%d.%d", a+1, j)
 		}
 		reqs[a] = matchmaker.Request{ID: fmt.Sprintf("ac%d", a), Agent: fmt.Sprintf("agent%d", user%50), AgentAddr: "10.0.0.2:9618", Ad: ad, JobIDs: ids}
 	}

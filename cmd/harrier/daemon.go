@@ -663,5 +663,52 @@ func startdConfig(pc *poolConfig, name string, logger *slog.Logger) (startd.Conf
 	if len(cfg.GPUs.Devices) > 0 {
 		logger.Info("GPUs found", "gpus", strings.Join(gpu.IDs(cfg.GPUs.Devices), ","))
 	}
+	if err := startdResources(pc, &cfg); err != nil {
+		return cfg, err
+	}
 	return cfg, nil
+}
+
+// startdResources reads how the machine is laid out in slots, with
+// HTCondor's names: NUM_CPUS and MEMORY (MiB) in place of what is
+// measured, ASSIGN_CPU_AFFINITY, and NUM_SLOTS_TYPE_<n> slots of each type n, each with the
+// share SLOT_TYPE_<n> and partitionable if SLOT_TYPE_<n>_PARTITIONABLE.
+// Slot types replace NUM_SLOTS.
+func startdResources(pc *poolConfig, cfg *startd.Config) error {
+	cpus, err := pc.c.Int("NUM_CPUS", 0)
+	if err != nil {
+		return err
+	}
+	if cfg.MemoryMiB, err = pc.c.Int("MEMORY", 0); err != nil {
+		return err
+	}
+	cfg.NumCPUs = int(cpus)
+	if cfg.AssignCPUAffinity, err = pc.c.Bool("ASSIGN_CPU_AFFINITY", false); err != nil {
+		return err
+	}
+	var types []int
+	for _, key := range pc.c.Keys() {
+		if n, ok := strings.CutPrefix(key, "NUM_SLOTS_TYPE_"); ok {
+			i, err := strconv.Atoi(n)
+			if err != nil || i < 1 {
+				return fmt.Errorf("%s: want NUM_SLOTS_TYPE_<n> with n from 1", key)
+			}
+			types = append(types, i)
+		}
+	}
+	slices.Sort(types)
+	for _, n := range types {
+		count, err := pc.c.Int(fmt.Sprintf("NUM_SLOTS_TYPE_%d", n), 0)
+		if err != nil {
+			return err
+		}
+		part, err := pc.c.Bool(fmt.Sprintf("SLOT_TYPE_%d_PARTITIONABLE", n), false)
+		if err != nil {
+			return err
+		}
+		cfg.SlotTypes = append(cfg.SlotTypes, startd.SlotType{
+			Count: int(count), Share: pc.c.String(fmt.Sprintf("SLOT_TYPE_%d", n), ""), Partitionable: part,
+		})
+	}
+	return nil
 }

@@ -134,7 +134,7 @@ func sandboxTask(t *starter.Task) *sandbox.Task {
 	return &sandbox.Task{
 		ID: t.ID, Path: t.Path, Args: t.Args, Env: t.Env, Dir: t.Dir, ScratchDir: t.ScratchDir, DirSource: t.DirSource, InScratch: t.InScratch,
 		Stdin: t.Stdin, Stdout: t.Stdout, Stderr: t.Stderr,
-		Cpus: t.Cpus, MemoryMB: t.MemoryMB, DiskKB: t.DiskKB, ScratchLimitKB: t.ScratchLimitKB,
+		Cpus: t.Cpus, MemoryMB: t.MemoryMB, DiskKB: t.DiskKB, ScratchLimitKB: t.ScratchLimitKB, MachineCpus: t.MachineCpus, Cpuset: t.Cpuset,
 		ImageLayers: t.ImageLayers, Devices: t.Devices,
 	}
 }
