@@ -16,8 +16,9 @@ type adConfig struct {
 	version  string
 	sandbox  string // HarrierSandbox: "container" or "process"
 	// draining: the administrator drained the machine (see Drain);
-	// policy.start is then false.
-	draining bool
+	// policy.start is then false. drainReason is why (DrainReason).
+	draining    bool
+	drainReason string
 }
 
 // machineAd builds the ad of one slot from a measurement of the whole
@@ -35,14 +36,18 @@ func machineAd(c adConfig, m machine, v view, now time.Time) *classad.ClassAd {
 	ad.SetString("Machine", c.host)
 	ad.SetString("StartdAddr", c.addr)
 	ad.SetInt("SlotID", int64(v.id))
-	ad.SetString("State", string(v.status.State))
-	ad.SetString("Activity", string(v.status.Activity))
+	state, activity := drainingStatus(c.draining, v.status)
+	ad.SetString("State", string(state))
+	ad.SetString("Activity", string(activity))
 	ad.SetInt("EnteredCurrentState", v.enteredState.Unix())
 	ad.SetInt("EnteredCurrentActivity", v.enteredActivity.Unix())
 	ad.Set("Requirements", c.policy.start)
 	ad.Set("Start", c.policy.start)
 	ad.Set("Rank", c.policy.rank)
 	ad.SetBool("Draining", c.draining)
+	if c.draining && c.drainReason != "" {
+		ad.SetString("DrainReason", c.drainReason)
+	}
 	ad.SetString("Arch", m.arch)
 	ad.SetString("OpSys", "LINUX")
 	ad.SetString("OpSysAndVer", m.opSysAndVer)
