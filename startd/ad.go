@@ -15,10 +15,12 @@ type adConfig struct {
 	numSlots int
 	version  string
 	sandbox  string // HarrierSandbox: "container" or "process"
-	// draining: the administrator drained the machine (see Drain);
-	// policy.start is then false. drainReason is why (DrainReason).
-	draining    bool
-	drainReason string
+	// draining: the machine is out of service, drained or stopping
+	// peacefully; policy.start is then false. drained: an administrator's
+	// drain holds it (see Drain), drainReason says why (DrainReason), and
+	// the running jobs leave when their retirement ends.
+	draining, drained bool
+	drainReason       string
 }
 
 // machineAd builds the ad of one slot from a measurement of the whole
@@ -36,7 +38,7 @@ func machineAd(c adConfig, m machine, v view, now time.Time) *classad.ClassAd {
 	ad.SetString("Machine", c.host)
 	ad.SetString("StartdAddr", c.addr)
 	ad.SetInt("SlotID", int64(v.id))
-	state, activity := drainingStatus(c.draining, v.status)
+	state, activity := drainingStatus(c.drained, v.status)
 	ad.SetString("State", string(state))
 	ad.SetString("Activity", string(activity))
 	ad.SetInt("EnteredCurrentState", v.enteredState.Unix())
@@ -45,7 +47,7 @@ func machineAd(c adConfig, m machine, v view, now time.Time) *classad.ClassAd {
 	ad.Set("Start", c.policy.start)
 	ad.Set("Rank", c.policy.rank)
 	ad.SetBool("Draining", c.draining)
-	if c.draining && c.drainReason != "" {
+	if c.drained {
 		ad.SetString("DrainReason", c.drainReason)
 	}
 	ad.SetString("Arch", m.arch)

@@ -93,7 +93,7 @@ func (s *Startd) Drain(req DrainRequest) (DrainResult, error) {
 		s.startDraining()
 	}
 	s.adc.drainReason = oneLine(reason)
-	s.retiring = true
+	s.adc.drained = true
 	s.log.Info("draining", "schedule", req.Schedule.String(), "reason", s.adc.drainReason)
 	var res DrainResult
 	for _, sl := range s.slots {
@@ -176,7 +176,7 @@ func (p *policy) retirement(machine, job *classad.ClassAd) time.Duration {
 // machines are the slots' ads as evaluate built them, by slot id. It must
 // be called with s.mu held.
 func (s *Startd) retire(machines map[int]*classad.ClassAd, now time.Time) {
-	if !s.retiring {
+	if !s.adc.drained {
 		return
 	}
 	var running []*slot
@@ -242,7 +242,7 @@ func (s *Startd) recoverDrain() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.startDraining()
-	s.retiring = true
+	s.adc.drained = true
 	if lines := strings.SplitN(string(b), "\n", 3); len(lines) > 1 {
 		s.adc.drainReason = lines[1]
 	}
@@ -263,7 +263,7 @@ func (s *Startd) CancelDrain() error {
 	if err := os.Remove(filepath.Join(s.cfg.ExecuteDir, drainFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("cancel drain: %w", err)
 	}
-	s.retiring = false
+	s.adc.drained = false
 	s.adc.drainReason = ""
 	if s.peaceful.asked {
 		return nil // stopping peacefully, it stays out of service

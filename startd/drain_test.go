@@ -44,8 +44,8 @@ func TestDrainRetirementOver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !s.adc.draining || !s.retiring || s.adc.drainReason != "defrag" {
-		t.Errorf("restarted: draining %v, retiring %v, reason %q", s.adc.draining, s.retiring, s.adc.drainReason)
+	if !s.adc.draining || !s.adc.drained || s.adc.drainReason != "defrag" {
+		t.Errorf("restarted: draining %v, retiring %v, reason %q", s.adc.draining, s.adc.drained, s.adc.drainReason)
 	}
 }
 

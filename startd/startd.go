@@ -50,9 +50,6 @@ type Startd struct {
 	configuredStart classad.Expr
 	// peaceful is a peaceful stop's progress (see StopPeacefully).
 	peaceful peaceful
-	// retiring: an administrator's drain holds the machine, so its
-	// running jobs leave when their retirement ends (see Drain, retire).
-	retiring bool
 
 	metrics *startdMetrics
 	rpc     *metrics.RPC
