@@ -21,6 +21,7 @@ type adConfig struct {
 	// the running jobs leave when their retirement ends.
 	draining, drained bool
 	drainReason       string
+	drainStarted      time.Time // LastDrainStartTime
 }
 
 // machineAd builds the ad of one slot from a measurement of the whole
@@ -49,6 +50,7 @@ func machineAd(c adConfig, m machine, v view, now time.Time) *classad.ClassAd {
 	ad.SetBool("Draining", c.draining)
 	if c.drained {
 		ad.SetString("DrainReason", c.drainReason)
+		ad.SetInt("LastDrainStartTime", c.drainStarted.Unix())
 	}
 	ad.SetString("Arch", m.arch)
 	ad.SetString("OpSys", "LINUX")

@@ -82,9 +82,13 @@ func (s *Startd) Drain(req DrainRequest) (DrainResult, error) {
 	if reason == "" {
 		reason = s.adc.drainReason
 	}
-	if !s.adc.draining || reason != s.adc.drainReason {
+	started := s.adc.drainStarted
+	if !s.adc.drained {
+		started = time.Now()
+	}
+	if !s.adc.drained || reason != s.adc.drainReason {
 		path := filepath.Join(s.cfg.ExecuteDir, drainFile)
-		text := time.Now().UTC().Format(time.RFC3339) + "\n" + oneLine(reason) + "\n"
+		text := started.UTC().Format(time.RFC3339) + "\n" + oneLine(reason) + "\n"
 		if err := atomicfile.Write(path, []byte(text), 0o644); err != nil {
 			return DrainResult{}, fmt.Errorf("drain: record it: %w", err)
 		}
@@ -92,7 +96,7 @@ func (s *Startd) Drain(req DrainRequest) (DrainResult, error) {
 	if !s.adc.draining {
 		s.startDraining()
 	}
-	s.adc.drainReason = oneLine(reason)
+	s.adc.drainReason, s.adc.drainStarted = oneLine(reason), started
 	s.adc.drained = true
 	s.log.Info("draining", "schedule", req.Schedule.String(), "reason", s.adc.drainReason)
 	var res DrainResult
@@ -243,7 +247,9 @@ func (s *Startd) recoverDrain() error {
 	defer s.mu.Unlock()
 	s.startDraining()
 	s.adc.drained = true
-	if lines := strings.SplitN(string(b), "\n", 3); len(lines) > 1 {
+	lines := strings.SplitN(string(b), "\n", 3)
+	s.adc.drainStarted, _ = time.Parse(time.RFC3339, lines[0])
+	if len(lines) > 1 {
 		s.adc.drainReason = lines[1]
 	}
 	s.log.Info("draining, as before the restart", "reason", s.adc.drainReason)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -110,6 +111,10 @@ queue
 		return strings.Contains(st, "Claimed Retiring true new disks") && strings.Contains(st, "Drained Idle true new disks")
 	})
 
+	if out, code := n.tool("submit", "status", "-draining"); code != 0 ||
+		!regexp.MustCompile(`(?m)^exec1 +2 +1 +\S+ +(Cr,Dr|Dr,Cr|Cr,Di|Di,Cr) +new disks$`).MatchString(out) || strings.Contains(out, "exec2") {
+		t.Errorf("status -draining: exit %d:\n%s", code, out)
+	}
 	// The retiring job finishes in its time, where it ran.
 	writeFile(t, filepath.Join(work, "finish"), "", 0o644)
 	if out, code := n.tool("submit", "wait", "--timeout", "60", "2.0"); code != 0 {
