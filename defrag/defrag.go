@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"time"
 
 	"harrier.dev/harrier/classad"
 )
@@ -21,54 +20,38 @@ type Pool interface {
 	CancelDrain(ctx context.Context, machine string) error
 }
 
-// Defrag is the loop. Its policy is read only; credit is the rate's
-// fraction of a machine carried over to the next interval.
+// Defrag is the loop's state: the pool it acts on, and credit, the
+// rate's fraction of a machine carried over to the next interval. Its
+// owner calls Cycle every policy Interval, the first time one Interval
+// after it starts, as condor_defrag.
 type Defrag struct {
-	policy *Policy
 	pool   Pool
 	log    *slog.Logger
 	credit float64
 }
 
-// New returns a loop of policy over pool.
-func New(policy *Policy, pool Pool, log *slog.Logger) *Defrag {
-	return &Defrag{policy: policy, pool: pool, log: log}
+// New returns a loop over pool.
+func New(pool Pool, log *slog.Logger) *Defrag {
+	return &Defrag{pool: pool, log: log}
 }
 
-// Run looks at the pool every Interval, the first time one Interval from
-// now as condor_defrag, until ctx is done; it returns ctx's error.
-func (d *Defrag) Run(ctx context.Context) error {
-	t := time.NewTicker(d.policy.Interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-		if _, err := d.Cycle(ctx); err != nil {
-			d.log.Error("defrag cycle", "err", err)
-		}
-	}
-}
-
-// Cycle looks at the pool once and carries out the policy's plan: the
+// Cycle looks at the pool once and carries out p's plan: the
 // interval's share of DEFRAG_DRAINING_MACHINES_PER_HOUR, plus what
 // earlier intervals left over, may start draining. A drain or
 // cancellation that fails is logged and the others go on; the error
 // says only that the ads could not be read.
-func (d *Defrag) Cycle(ctx context.Context) (Plan, error) {
+func (d *Defrag) Cycle(ctx context.Context, p *Policy) (Plan, error) {
 	ads, err := d.pool.Machines(ctx)
 	if err != nil {
 		return Plan{}, fmt.Errorf("read the machine ads: %w", err)
 	}
-	d.credit += d.policy.PerHour * d.policy.Interval.Hours()
+	d.credit += p.PerHour * p.Interval.Hours()
 	allowance := int(math.Floor(d.credit))
-	plan := d.policy.Plan(Machines(ads), allowance)
+	plan := p.Plan(Machines(ads), allowance)
 	d.credit -= float64(len(plan.Drain))
 	// A rate of less than a machine an interval accumulates; no more than
 	// an interval's worth is saved up while nothing can be drained.
-	d.credit = min(d.credit, max(1, d.policy.PerHour*d.policy.Interval.Hours()))
+	d.credit = min(d.credit, max(1, p.PerHour*p.Interval.Hours()))
 	for _, m := range plan.Cancel {
 		if err := d.pool.CancelDrain(ctx, m); err != nil {
 			d.log.Error("defrag: cancel drain", "machine", m, "err", err)
@@ -77,11 +60,11 @@ func (d *Defrag) Cycle(ctx context.Context) (Plan, error) {
 		d.log.Info("defrag: machine whole, drain cancelled", "machine", m)
 	}
 	for _, m := range plan.Drain {
-		if err := d.pool.Drain(ctx, m, d.policy.Schedule, Reason); err != nil {
+		if err := d.pool.Drain(ctx, m, p.Schedule, Reason); err != nil {
 			d.log.Error("defrag: drain", "machine", m, "err", err)
 			continue
 		}
-		d.log.Info("defrag: draining", "machine", m, "schedule", d.policy.Schedule)
+		d.log.Info("defrag: draining", "machine", m, "schedule", p.Schedule)
 	}
 	d.log.Info("defrag cycle", "whole", plan.Whole, "draining", plan.Draining, "started", len(plan.Drain), "cancelled", len(plan.Cancel))
 	return plan, nil

@@ -147,11 +147,11 @@ func TestCycleRate(t *testing.T) {
 		pool.ads = append(pool.ads, pslot(t, m, 4, ""))
 	}
 	p := policy(t, Config{Interval: 10 * time.Minute, PerHour: 3, MaxConcurrent: -1, MaxWhole: -1})
-	d := New(p, pool, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	d := New(pool, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	var per []int
 	for range 4 {
 		before := len(pool.drained)
-		if _, err := d.Cycle(t.Context()); err != nil {
+		if _, err := d.Cycle(t.Context(), p); err != nil {
 			t.Fatal(err)
 		}
 		per = append(per, len(pool.drained)-before)

@@ -2,11 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -160,5 +162,75 @@ queue
 	}
 	if out, code := n.tool("submit", "wait", "--timeout", "60", "3.0"); code != 0 {
 		t.Fatalf("a job on the machine back in service: exit %d: %s", code, out)
+	}
+}
+
+// TestDefragLoop runs the defrag daemon against a personal pool of one
+// machine of two static slots, whole when every slot is idle: with a job
+// running on one slot the machine is not whole, so the loop drains it
+// (gracefully: the job, which cannot be checkpointed, retires and
+// finishes there), and once the job is gone the machine is whole and the
+// loop cancels its drain.
+func TestDefragLoop(t *testing.T) {
+	bin := publicBinary(t)
+	p := startPoolFrom(t, bin, 1, `NUM_SLOTS = 2
+NEGOTIATOR_INTERVAL = 2
+MAXJOBRETIREMENTTIME = 3600
+DEFRAG_INTERVAL = 1
+DEFRAG_DRAINING_MACHINES_PER_HOUR = 3600
+DEFRAG_MAX_CONCURRENT_DRAINING = 1
+DEFRAG_REQUIREMENTS = true
+DEFRAG_WHOLE_MACHINE_EXPR = Activity == "Idle" && (State == "Unclaimed" || State == "Drained")
+DEFRAG_SCHEDULE = graceful`)
+	dir := t.TempDir()
+	os.Chmod(dir, 0o777)
+	writeFile(t, filepath.Join(dir, "wait.sh"), waitScript, 0o755)
+	id := fmt.Sprint(p.submit(t, dir, "wait.sub", "executable = wait.sh\nwant_checkpoint = false\nlog = wait.log\nqueue\n")) + ".0"
+	eventually(t, time.Minute, "the job to run", func() bool { return p.jobStatus(t, id) == 2 })
+
+	logPath := filepath.Join(t.TempDir(), "defrag.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(bin, "daemon", "defrag", "--config", filepath.Join(p.dir, poolConfigName))
+	cmd.Env = append(os.Environ(), asHarrier+"=1")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			t.Logf("---- defrag log\n%s", b)
+		}
+	})
+	machine := func() string {
+		out, _ := p.harrier(t, "status", "-af", "Name", "State", "Activity", "Draining", "DrainReason")
+		return out
+	}
+	var st string
+	eventually(t, time.Minute, "the loop to drain the machine, its job retiring", func() bool {
+		st = machine()
+		return strings.Contains(st, "Claimed Retiring true Defrag") && strings.Contains(st, "Drained Idle true Defrag")
+	})
+	writeFile(t, filepath.Join(dir, "finish"), "", 0o644)
+	if out, code := p.harrier(t, "wait", "--timeout", "60", id); code != 0 {
+		t.Fatalf("wait: exit %d: %s", code, out)
+	}
+	eventually(t, time.Minute, "the loop to cancel the drain of the whole machine", func() bool {
+		st = machine()
+		return strings.Count(st, "Unclaimed Idle false") == 2
+	})
+	log := readLog(t, filepath.Join(dir, "wait.log"))
+	if strings.Contains(log, "004 (") || strings.Count(log, "005 (") != 1 {
+		t.Errorf("the retiring job was evicted, or did not complete once:\n%s", log)
+	}
+	b, _ := os.ReadFile(logPath)
+	if !strings.Contains(string(b), "defrag: draining") || !strings.Contains(string(b), "drain cancelled") {
+		t.Errorf("the defrag log lacks the drain and its cancellation:\n%s", b)
 	}
 }
