@@ -12,14 +12,17 @@ import (
 	"time"
 )
 
-// BenchmarkDrain drains the execute host of a netns pool that runs 1, 4
-// or 16 counting jobs (one a slot), each time the host the jobs are on,
-// the other's drain cancelled, so that they go back and forth. It
-// reports the median time from harrier drain to the drained host having
-// no job left (empty-s) and to every job running on the other host
-// (elsewhere-s), as harrier q and harrier status see them, polled.
+// BenchmarkDrain moves 1, 4 or 16 counting jobs (one a slot) between
+// the two execute hosts of a netns pool, back and forth, alternately by
+// draining the host they are on (the drain cancelled afterwards) and, as
+// the baseline, by harrier vacate of their cluster (each job must run on
+// another host than its last). It reports the median time from the
+// command to the host having no job left (drain-empty-s, vacate-empty-s)
+// and to every job running on the other host (drain-elsewhere-s,
+// vacate-elsewhere-s), as harrier status and harrier q see them, polled.
+// An even -benchtime gives each way half the iterations.
 //
-//	go test ./cmd/harrier -run XXX -bench Drain -benchtime 3x -v
+//	go test ./cmd/harrier -run XXX -bench Drain -benchtime 6x -v
 func BenchmarkDrain(b *testing.B) {
 	for _, jobs := range []int{1, 4, 16} {
 		b.Run(fmt.Sprintf("%djobs", jobs), func(b *testing.B) { benchmarkDrain(b, jobs) })
@@ -48,7 +51,7 @@ func benchmarkDrain(b *testing.B, jobs int) {
 arguments    = 1000000
 initialdir   = job$(Process)
 output       = count.out
-requirements = (TARGET.Machine == "exec1") || (MY.NumCkpts =!= undefined)
+requirements = ifThenElse(MY.LastRemoteHost =?= undefined, TARGET.Machine == "exec1", TARGET.Machine =!= splitslotname(MY.LastRemoteHost)[1])
 queue %d
 `, jobs), 0o644)
 	for i := range jobs {
@@ -89,12 +92,22 @@ queue %d
 	}
 	eventually(b, 3*time.Minute, "every job to run on exec1", func() bool { return on()["exec1"] == jobs })
 
-	var empty, elsewhere []time.Duration
+	times := map[string][]time.Duration{}
 	from, to := "exec1", "exec2"
+	i := 0
 	for b.Loop() {
+		way := []string{"drain", "vacate"}[i%2]
+		i++
 		start := time.Now()
-		if out, code := n.tool(from, "drain", from); code != 0 {
-			b.Fatalf("drain %s: exit %d: %s", from, code, out)
+		var out string
+		var code int
+		if way == "drain" {
+			out, code = n.tool(from, "drain", from)
+		} else {
+			out, code = n.tool("submit", "vacate", "1")
+		}
+		if code != 0 {
+			b.Fatalf("%s %s: exit %d: %s", way, from, code, out)
 		}
 		var emptied time.Duration
 		eventually(b, 5*time.Minute, "every job to run on "+to, func() bool {
@@ -103,28 +116,28 @@ queue %d
 			}
 			return emptied != 0 && on()[to] == jobs
 		})
-		elsewhere = append(elsewhere, time.Since(start))
-		empty = append(empty, emptied)
-		b.Logf("drain of %s with %d jobs: empty after %s, every job on %s after %s", from, jobs,
-			emptied.Round(time.Millisecond), to, elsewhere[len(elsewhere)-1].Round(time.Millisecond))
+		took := time.Since(start)
+		times[way+"-empty"] = append(times[way+"-empty"], emptied)
+		times[way+"-elsewhere"] = append(times[way+"-elsewhere"], took)
+		b.Logf("%s of %s with %d jobs: empty after %s, every job on %s after %s", way, from, jobs,
+			emptied.Round(time.Millisecond), to, took.Round(time.Millisecond))
 		b.StopTimer()
-		if out, code := n.tool(from, "drain", "-cancel", from); code != 0 {
-			b.Fatalf("drain -cancel %s: exit %d: %s", from, code, out)
+		if way == "drain" {
+			if out, code := n.tool(from, "drain", "-cancel", from); code != 0 {
+				b.Fatalf("drain -cancel %s: exit %d: %s", from, code, out)
+			}
+			eventually(b, time.Minute, from+" back in service", func() bool {
+				out, _ := n.tool("submit", "status", "-af", "Draining", "-constraint", fmt.Sprintf("Machine == %q", from))
+				return strings.Count(out, "false") == jobs
+			})
 		}
-		eventually(b, time.Minute, from+" back in service", func() bool {
-			out, _ := n.tool("submit", "status", "-af", "Draining", "-constraint", fmt.Sprintf("Machine == %q", from))
-			return strings.Count(out, "false") == jobs
-		})
 		from, to = to, from
 		b.StartTimer()
 	}
 	b.StopTimer()
-	for _, m := range []struct {
-		name string
-		ds   []time.Duration
-	}{{"empty", empty}, {"elsewhere", elsewhere}} {
-		slices.Sort(m.ds)
-		b.ReportMetric(m.ds[len(m.ds)/2].Seconds(), m.name+"-s")
+	for name, ds := range times {
+		slices.Sort(ds)
+		b.ReportMetric(ds[len(ds)/2].Seconds(), name+"-s")
 	}
 	b.ReportMetric(0, "ns/op")
 }
