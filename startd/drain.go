@@ -54,7 +54,20 @@ type DrainRequest struct {
 	// Reason is why, for the ads (DrainReason); empty keeps the reason of
 	// a drain under way.
 	Reason string
+	// Start is START while the machine drains, a ClassAd expression
+	// (condor_drain -start); empty: false.
+	Start string
+	// Check must be exactly true on every slot's ad, else the drain is
+	// refused (condor_drain -check); empty: no check.
+	Check string
+	// ResumeOnCompletion cancels the drain once no slot has a claim
+	// (condor_drain -resume-on-completion).
+	ResumeOnCompletion bool
 }
+
+// ErrDrainRefused is the error of a drain whose -check is not true, or
+// whose expressions do not parse; nothing changed.
+var ErrDrainRefused = errors.New("drain refused")
 
 // DrainResult says what a drain did with the running jobs, by slot name.
 type DrainResult struct {
@@ -65,19 +78,49 @@ type DrainResult struct {
 }
 
 // Drain takes the machine out of service, as condor_drain does: from now
-// on START is false, whatever the configuration says (and a
-// reconfiguration keeps it so), so the negotiator matches nothing here;
+// on START is false (or req.Start), whatever the configuration says (and
+// a reconfiguration keeps it so), so the negotiator matches nothing here;
 // an idle slot goes to its owner and a claim with no job running is
 // released at the next evaluation; the ads say Draining = true and
 // DrainReason. The running jobs leave as req.Schedule says; a retiring
 // job that has not finished when the retirement ends is vacated by the
 // policy evaluation (see retire). A drain of a draining machine applies
-// its schedule to the jobs still running. The drain is recorded in the
-// execute directory first, so that a restarted startd drains on; if it
-// cannot be recorded, nothing changes and Drain says why.
+// its schedule to the jobs still running. With req.ResumeOnCompletion the
+// drain is cancelled once no slot has a claim (see resumeIfEmpty). A
+// req.Check that is not true on every slot's ad refuses the drain
+// (ErrDrainRefused). The drain is recorded in the execute directory
+// first, so that a restarted startd drains on; if it cannot be recorded,
+// nothing changes and Drain says why.
 func (s *Startd) Drain(req DrainRequest) (DrainResult, error) {
+	var start, check classad.Expr
+	for _, e := range []struct {
+		flag, text string
+		dst        *classad.Expr
+	}{{"-start", req.Start, &start}, {"-check", req.Check, &check}} {
+		if strings.TrimSpace(e.text) == "" {
+			continue
+		}
+		x, err := classad.ParseExpr(e.text)
+		if err != nil {
+			return DrainResult{}, fmt.Errorf("%w: %s: %w", ErrDrainRefused, e.flag, err)
+		}
+		*e.dst = x
+	}
+	// The check reads the ads as they would be sent now.
+	m, err := s.snapshot()
+	if err != nil {
+		return DrainResult{}, fmt.Errorf("drain: measure the machine: %w", err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !check.IsZero() {
+		now := time.Now()
+		for _, sl := range s.slots {
+			if !machineAd(s.adc, m, sl.view(), now).EvalExpr(check, nil).IsTrue() {
+				return DrainResult{}, fmt.Errorf("%w: -check %s is not true for %s", ErrDrainRefused, check, sl.name)
+			}
+		}
+	}
 	reason := req.Reason
 	if reason == "" {
 		reason = s.adc.drainReason
@@ -86,18 +129,25 @@ func (s *Startd) Drain(req DrainRequest) (DrainResult, error) {
 	if !s.adc.drained {
 		started = time.Now()
 	}
-	if !s.adc.drained || reason != s.adc.drainReason {
-		path := filepath.Join(s.cfg.ExecuteDir, drainFile)
-		text := started.UTC().Format(time.RFC3339) + "\n" + oneLine(reason) + "\n"
-		if err := atomicfile.Write(path, []byte(text), 0o644); err != nil {
-			return DrainResult{}, fmt.Errorf("drain: record it: %w", err)
-		}
+	startText, resume := "", ""
+	if !start.IsZero() {
+		startText = start.String()
 	}
+	if req.ResumeOnCompletion {
+		resume = resumeMark
+	}
+	text := strings.Join([]string{started.UTC().Format(time.RFC3339), oneLine(reason), startText, resume}, "\n") + "\n"
+	if err := atomicfile.Write(filepath.Join(s.cfg.ExecuteDir, drainFile), []byte(text), 0o644); err != nil {
+		return DrainResult{}, fmt.Errorf("drain: record it: %w", err)
+	}
+	s.whileDraining, s.resumeOnCompletion = start, req.ResumeOnCompletion
+	s.adc.drained = true
 	if !s.adc.draining {
 		s.startDraining()
+	} else if !s.peaceful.asked {
+		s.adc.policy.start = s.drainingStart()
 	}
 	s.adc.drainReason, s.adc.drainStarted = oneLine(reason), started
-	s.adc.drained = true
 	s.log.Info("draining", "schedule", req.Schedule.String(), "reason", s.adc.drainReason)
 	var res DrainResult
 	for _, sl := range s.slots {
@@ -227,11 +277,42 @@ func drainingStatus(draining bool, st Status) (State, Activity) {
 // oneLine keeps the drain file's lines apart.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// startDraining holds START false. It must be called with s.mu held.
+// resumeMark, the drain file's fourth line, records -resume-on-completion.
+const resumeMark = "resume-on-completion"
+
+// startDraining holds START false, or -start's expression. It must be
+// called with s.mu held.
 func (s *Startd) startDraining() {
 	s.adc.draining = true
 	s.configuredStart = s.adc.policy.start
-	s.adc.policy.start = drainStart
+	s.adc.policy.start = s.drainingStart()
+}
+
+// drainingStart is START while the machine drains. It must be called
+// with s.mu held.
+func (s *Startd) drainingStart() classad.Expr {
+	if s.adc.drained && !s.whileDraining.IsZero() && !s.peaceful.asked {
+		return s.whileDraining
+	}
+	return drainStart
+}
+
+// resumeIfEmpty cancels a drain asked to resume on completion once no
+// slot has a claim. It must be called with s.mu held.
+func (s *Startd) resumeIfEmpty() {
+	if !s.adc.drained || !s.resumeOnCompletion {
+		return
+	}
+	for _, sl := range s.slots {
+		if claimOf(sl.phase) != nil || runOf(sl.phase) != nil {
+			return
+		}
+	}
+	if err := s.cancelDrain(); err != nil {
+		s.log.Error("resume on completion", "err", err)
+		return
+	}
+	s.log.Info("drain complete: back in service (resume on completion)")
 }
 
 // recoverDrain drains on if the startd was draining when it stopped.
@@ -245,13 +326,19 @@ func (s *Startd) recoverDrain() error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.startDraining()
-	s.adc.drained = true
-	lines := strings.SplitN(string(b), "\n", 3)
+	lines := strings.Split(string(b), "\n")
+	lines = append(lines, "", "", "", "") // a drain file of an earlier version has fewer lines
 	s.adc.drainStarted, _ = time.Parse(time.RFC3339, lines[0])
-	if len(lines) > 1 {
-		s.adc.drainReason = lines[1]
+	s.adc.drainReason = lines[1]
+	if lines[2] != "" {
+		if s.whileDraining, err = classad.ParseExpr(lines[2]); err != nil {
+			s.log.Error("the drain's START does not parse: START is false", "start", lines[2], "err", err)
+			s.whileDraining = classad.Expr{}
+		}
 	}
+	s.resumeOnCompletion = lines[3] == resumeMark
+	s.adc.drained = true
+	s.startDraining()
 	s.log.Info("draining, as before the restart", "reason", s.adc.drainReason)
 	return nil
 }
@@ -263,6 +350,11 @@ func (s *Startd) recoverDrain() error {
 func (s *Startd) CancelDrain() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.cancelDrain()
+}
+
+// cancelDrain is CancelDrain with s.mu held.
+func (s *Startd) cancelDrain() error {
 	if !s.adc.draining {
 		return nil
 	}
@@ -271,6 +363,7 @@ func (s *Startd) CancelDrain() error {
 	}
 	s.adc.drained = false
 	s.adc.drainReason = ""
+	s.whileDraining, s.resumeOnCompletion = classad.Expr{}, false
 	if s.peaceful.asked {
 		return nil // stopping peacefully, it stays out of service
 	}

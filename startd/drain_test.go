@@ -1,6 +1,9 @@
 package startd
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -129,5 +132,66 @@ func TestDrainingStatus(t *testing.T) {
 		if (Status{st, act}) != c.want {
 			t.Errorf("draining %v, %v: %v/%v, want %v", c.draining, c.in, st, act, c.want)
 		}
+	}
+}
+
+// -check refuses a drain when it is not true on every slot, changing
+// nothing; -start is START while draining, through a restart and a
+// reconfiguration; -resume-on-completion puts an empty machine back in
+// service at the next evaluation.
+func TestDrainStartCheckResume(t *testing.T) {
+	h := newHarness(t, nil)
+	const slot = "slot1@exec1"
+	h.collector.waitStatus(t, slot, Status{Unclaimed, Idle})
+	if _, err := h.s.Drain(DrainRequest{Check: `State == "Claimed"`}); !errors.Is(err, ErrDrainRefused) {
+		t.Errorf("a drain whose check is false: %v, want ErrDrainRefused", err)
+	}
+	if _, err := h.s.Drain(DrainRequest{Start: "1 +"}); !errors.Is(err, ErrDrainRefused) {
+		t.Errorf("a drain whose START does not parse: %v, want ErrDrainRefused", err)
+	}
+	h.s.mu.Lock()
+	draining := h.s.adc.draining
+	cfg := h.s.cfg
+	h.s.mu.Unlock()
+	if draining {
+		t.Fatal("a refused drain drains")
+	}
+	if _, err := os.Stat(filepath.Join(cfg.ExecuteDir, drainFile)); err == nil {
+		t.Error("a refused drain was recorded")
+	}
+
+	const start = `TARGET.Owner == "alice"`
+	if _, err := h.s.Drain(DrainRequest{Check: `State == "Unclaimed"`, Start: start}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.s.Reconfigure(cfg); err != nil {
+		t.Fatal(err)
+	}
+	h.s.mu.Lock()
+	got := h.s.adc.policy.start.String()
+	h.s.mu.Unlock()
+	if got != start {
+		t.Errorf("START while draining, after a reconfiguration: %s, want %s", got, start)
+	}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.adc.policy.start.String(); got != start || s.configuredStart.String() != "KeyboardIdle > 60" {
+		t.Errorf("restarted: START %s (configured %s), want %s", got, s.configuredStart, start)
+	}
+
+	if _, err := h.s.Drain(DrainRequest{ResumeOnCompletion: true}); err != nil {
+		t.Fatal(err)
+	}
+	h.s.evaluate()
+	h.s.mu.Lock()
+	draining, got = h.s.adc.draining, h.s.adc.policy.start.String()
+	h.s.mu.Unlock()
+	if draining || got != "KeyboardIdle > 60" {
+		t.Errorf("an empty machine drained to resume on completion: draining %v, START %s", draining, got)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.ExecuteDir, drainFile)); err == nil {
+		t.Error("the resumed drain is still recorded")
 	}
 }

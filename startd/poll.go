@@ -62,6 +62,7 @@ func (s *Startd) evaluate() {
 		}
 	}
 	s.retire(machines, now)
+	s.resumeIfEmpty()
 	s.checkPeaceful()
 }
 

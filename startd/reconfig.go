@@ -29,7 +29,7 @@ func (s *Startd) Reconfigure(cfg Config) (restart []string, err error) {
 	restart = needRestart(s.cfg, next)
 	if s.adc.draining {
 		// Draining holds START false until cancelled.
-		s.configuredStart, pol.start = pol.start, drainStart
+		s.configuredStart, pol.start = pol.start, s.drainingStart()
 	}
 	s.adc.policy = pol
 	s.cfg.Start, s.cfg.Rank = next.Start, next.Rank

@@ -795,9 +795,16 @@ type DrainRequest struct {
 	Graceful bool `protobuf:"varint,3,opt,name=graceful,proto3" json:"graceful,omitempty"`
 	Fast     bool `protobuf:"varint,4,opt,name=fast,proto3" json:"fast,omitempty"`
 	// reason is why, for the machine's ads (DrainReason).
-	Reason        string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Reason string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	// start is START while the machine drains (a ClassAd expression);
+	// empty: false.
+	Start string `protobuf:"bytes,6,opt,name=start,proto3" json:"start,omitempty"`
+	// check must be true on every slot's ad, or the drain is refused.
+	Check string `protobuf:"bytes,7,opt,name=check,proto3" json:"check,omitempty"`
+	// resume_on_completion cancels the drain once no job is left.
+	ResumeOnCompletion bool `protobuf:"varint,8,opt,name=resume_on_completion,json=resumeOnCompletion,proto3" json:"resume_on_completion,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *DrainRequest) Reset() {
@@ -863,6 +870,27 @@ func (x *DrainRequest) GetReason() string {
 		return x.Reason
 	}
 	return ""
+}
+
+func (x *DrainRequest) GetStart() string {
+	if x != nil {
+		return x.Start
+	}
+	return ""
+}
+
+func (x *DrainRequest) GetCheck() string {
+	if x != nil {
+		return x.Check
+	}
+	return ""
+}
+
+func (x *DrainRequest) GetResumeOnCompletion() bool {
+	if x != nil {
+		return x.ResumeOnCompletion
+	}
+	return false
 }
 
 type DrainReply struct {
@@ -1162,13 +1190,16 @@ const file_harrier_v1_admin_proto_rawDesc = "" +
 	"\brestarts\x18\x04 \x01(\x05R\brestarts\x12\x10\n" +
 	"\x03off\x18\x05 \x01(\bR\x03off\"\x17\n" +
 	"\x15StopPeacefullyRequest\"\x15\n" +
-	"\x13StopPeacefullyReply\"\x84\x01\n" +
+	"\x13StopPeacefullyReply\"\xe2\x01\n" +
 	"\fDrainRequest\x12\x14\n" +
 	"\x05quick\x18\x01 \x01(\bR\x05quick\x12\x16\n" +
 	"\x06cancel\x18\x02 \x01(\bR\x06cancel\x12\x1a\n" +
 	"\bgraceful\x18\x03 \x01(\bR\bgraceful\x12\x12\n" +
 	"\x04fast\x18\x04 \x01(\bR\x04fast\x12\x16\n" +
-	"\x06reason\x18\x05 \x01(\tR\x06reason\"B\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\x12\x14\n" +
+	"\x05start\x18\x06 \x01(\tR\x05start\x12\x14\n" +
+	"\x05check\x18\a \x01(\tR\x05check\x120\n" +
+	"\x14resume_on_completion\x18\b \x01(\bR\x12resumeOnCompletion\"B\n" +
 	"\n" +
 	"DrainReply\x12\x18\n" +
 	"\avacated\x18\x01 \x03(\tR\avacated\x12\x1a\n" +

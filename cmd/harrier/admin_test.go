@@ -325,6 +325,9 @@ func TestDrain(t *testing.T) {
 		t.Errorf("a user drained a machine: exit %d: %s", code, out)
 	}
 
+	if out, code := p.harrier(t, "drain", "-check", `State == "Owner"`, host); code == 0 || !strings.Contains(out, "is not true for slot") {
+		t.Errorf("a drain whose -check is false: exit %d: %s", code, out)
+	}
 	if out := p.must(t, "drain", "-graceful", host); !strings.Contains(out, "draining") {
 		t.Errorf("drain said %q", out)
 	}

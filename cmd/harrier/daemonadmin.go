@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -95,7 +96,11 @@ func (e *daemonAdminEndpoint) Drain(_ context.Context, req *wire.DrainRequest) (
 	case req.Graceful:
 		sched = startd.Graceful
 	}
-	r, err := d.Drain(startd.DrainRequest{Schedule: sched, Reason: req.Reason})
+	r, err := d.Drain(startd.DrainRequest{Schedule: sched, Reason: req.Reason, Start: req.Start, Check: req.Check,
+		ResumeOnCompletion: req.ResumeOnCompletion})
+	if errors.Is(err, startd.ErrDrainRefused) {
+		return nil, status.Error(codes.FailedPrecondition, err.Error())
+	}
 	if err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}

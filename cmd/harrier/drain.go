@@ -20,7 +20,9 @@ import (
 // retire first, as condor_drain's default does; -quick vacates every job
 // at once; -fast kills them; -cancel puts the machine back in service.
 // -reason says why, for the machine's ads (DrainReason), by default who
-// drained it.
+// drained it; -start is START while it drains; -check refuses the drain
+// unless its expression is true on every slot; -resume-on-completion puts
+// the machine back in service once its jobs are gone.
 func runDrain(args []string, _ io.Reader, stdout io.Writer) error {
 	tf := newToolFlags("drain")
 	graceful := tf.fs.Bool("graceful", false, "let every running job run out its retirement time, then vacate it")
@@ -28,6 +30,11 @@ func runDrain(args []string, _ io.Reader, stdout io.Writer) error {
 	fast := tf.fs.Bool("fast", false, "kill running jobs now")
 	cancel := tf.fs.Bool("cancel", false, "put the machine back in service")
 	reason := tf.fs.String("reason", "", "why, for the machine's DrainReason (default: who drained it)")
+	start := tf.fs.String("start", "", "START while the machine drains, a ClassAd expression (default: false)")
+	check := tf.fs.String("check", "", "drain only if this ClassAd expression is true on every slot")
+	resume := tf.fs.Bool("resume-on-completion", false, "put the machine back in service once its jobs are gone")
+	tf.refuse("not yet: the startd stays; harrier off -peaceful stops it once its jobs are gone", "exit-on-completion", "restart-on-completion", "reconfig-on-completion")
+	tf.refuse("not yet", "request-id=")
 	if err := tf.parse(args); err != nil {
 		return err
 	}
@@ -51,7 +58,8 @@ func runDrain(args []string, _ io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	req := &wire.DrainRequest{Graceful: *graceful, Quick: *quick, Fast: *fast, Cancel: *cancel, Reason: *reason}
+	req := &wire.DrainRequest{Graceful: *graceful, Quick: *quick, Fast: *fast, Cancel: *cancel, Reason: *reason,
+		Start: *start, Check: *check, ResumeOnCompletion: *resume}
 	var reply *wire.DaemonDrainReply
 	err = eachMaster(pc, host, func(ctx context.Context, _ string, c wire.MasterAdminClient) error {
 		reply, err = c.Drain(ctx, &wire.DaemonDrainRequest{Request: req})
