@@ -234,3 +234,96 @@ DEFRAG_SCHEDULE = graceful`)
 		t.Errorf("the defrag log lacks the drain and its cancellation:\n%s", b)
 	}
 }
+
+// TestDefragMigrates runs the defrag daemon on the submit host of a netns
+// pool whose two execute hosts of two slots each run one counting job
+// each: neither is whole (every slot idle), so the daemon drains one,
+// over TLS with the admin certificate, by migration; its job continues on
+// the other host's free slot, its count unbroken; the drained host, now
+// whole, is put back in service, and with DEFRAG_MAX_WHOLE_MACHINES = 1
+// nothing more is drained.
+func TestDefragMigrates(t *testing.T) {
+	n := newNetnsPool(t, "submit", "exec1", "exec2")
+	roles := map[string]string{"submit": "matchmaker,agent,admin", "exec1": "startd", "exec2": "startd"}
+	n.configure("submit", roles)
+	for _, h := range []string{"exec1", "exec2"} {
+		appendConf(t, filepath.Join(n.hosts[h].dir, poolConfigName), "NUM_SLOTS = 2\n")
+	}
+	appendConf(t, filepath.Join(n.hosts["submit"].dir, poolConfigName), `NEGOTIATOR_INTERVAL = 2
+DEFRAG_INTERVAL = 2
+DEFRAG_DRAINING_MACHINES_PER_HOUR = 1800
+DEFRAG_MAX_WHOLE_MACHINES = 1
+DEFRAG_REQUIREMENTS = true
+DEFRAG_WHOLE_MACHINE_EXPR = Activity == "Idle" && (State == "Unclaimed" || State == "Drained")
+`)
+	n.daemon("submit", "matchmaker")
+	n.daemon("submit", "agent")
+	n.master("exec1", "startd")
+	n.master("exec2", "startd")
+	n.waitForSlots("submit", "slot1@exec1", "slot2@exec1", "slot1@exec2", "slot2@exec2")
+
+	work := filepath.Join(n.hosts["submit"].dir, "work")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i, h := range []string{"exec1", "exec2"} {
+		dir := filepath.Join(work, fmt.Sprintf("job%d", i))
+		if out, err := exec.Command("cp", "-a", filepath.Join("..", "..", "examples", "migration"), dir).CombinedOutput(); err != nil {
+			t.Fatalf("copy example: %v: %s", err, out)
+		}
+		writeFile(t, filepath.Join(dir, "count.sub"), fmt.Sprintf(`executable   = count.sh
+arguments    = 200
+output       = count.out
+log          = count.log
+requirements = (TARGET.Machine == %q) || (MY.NumCkpts =!= undefined)
+queue
+`, h), 0o644)
+	}
+	for d := work; d != "/" && d != "/tmp"; d = filepath.Dir(d) {
+		_ = os.Chmod(d, 0o755)
+	}
+	for i := range 2 {
+		if out, code := n.tool("submit", "submit", filepath.Join(work, fmt.Sprintf("job%d", i), "count.sub")); code != 0 {
+			t.Fatalf("submit: exit %d: %s", code, out)
+		}
+	}
+	hosts := func() string {
+		out, _ := n.tool("submit", "q", "-nobatch", "-af", "ClusterId", "RemoteHost")
+		return out
+	}
+	eventually(t, 90*time.Second, "a job on each host", func() bool {
+		h := hosts()
+		return strings.Contains(h, "1 slot1@exec1") && strings.Contains(h, "2 slot1@exec2")
+	})
+	n.daemon("submit", "defrag")
+	// exec1 is first by name: its job moves to exec2, which is then full.
+	eventually(t, 2*time.Minute, "both jobs on exec2", func() bool {
+		h := hosts()
+		return strings.Contains(h, "1 slot2@exec2") && strings.Contains(h, "2 slot1@exec2")
+	})
+	status := func() string {
+		out, _ := n.tool("submit", "status", "-af", "Machine", "State", "Draining")
+		return out
+	}
+	var st string
+	eventually(t, time.Minute, "exec1 back in service, whole", func() bool {
+		st = status()
+		return strings.Count(st, "exec1 Unclaimed false") == 2
+	})
+	for i := range 2 {
+		if out, code := n.tool("submit", "wait", "--timeout", "120", fmt.Sprintf("%d.0", i+1)); code != 0 {
+			t.Fatalf("wait %d.0: exit %d: %s", i+1, code, out)
+		}
+	}
+	checkCounted(t, filepath.Join(work, "job0"), 200)
+	if log := readLog(t, filepath.Join(work, "job0", "count.log")); !strings.Contains(log, "(1) Job was checkpointed.") {
+		t.Errorf("the moved job was not checkpointed:\n%s", log)
+	}
+	if log := readLog(t, filepath.Join(work, "job1", "count.log")); strings.Contains(log, "004 (") {
+		t.Errorf("the job on exec2 was evicted:\n%s", log)
+	}
+	b, _ := os.ReadFile(filepath.Join(n.hosts["submit"].dir, "defrag.log"))
+	if strings.Count(string(b), "defrag: draining") != 1 || !strings.Contains(string(b), "machine=exec1") {
+		t.Errorf("the defrag daemon should have drained exec1 once:\n%s", b)
+	}
+}
