@@ -18,8 +18,10 @@ var drainStart = classad.Literal(classad.Bool(false))
 
 // drainFile, in the execute directory, says that the machine drains: a
 // drain lasts across the startd's restarts until it is cancelled, as
-// condor_drain's does across the startd's. It holds when the drain began
-// and, on its second line, why.
+// condor_drain's does across the startd's. Its lines: when the drain
+// began, why, START while draining (empty: false), and resumeMark or
+// nothing. A file with fewer lines, of an earlier version, is read as a
+// plain drain.
 const drainFile = "draining"
 
 // Schedule is how a drain treats the running jobs: condor_drain's
