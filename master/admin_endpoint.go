@@ -117,6 +117,7 @@ func (e *adminEndpoint) Drain(ctx context.Context, req *wire.DaemonDrainRequest)
 			if err == nil {
 				reply.Daemons = append(reply.Daemons, d.Name)
 				reply.Vacated = append(reply.Vacated, r.Vacated...)
+				reply.Retiring = append(reply.Retiring, r.Retiring...)
 			}
 			return err
 		})

@@ -17,11 +17,15 @@ type adConfig struct {
 	numSlots int
 	version  string
 	sandbox  string // HarrierSandbox: "container" or "process"
-	// draining: the administrator drained the machine (see Drain);
-	// policy.start is then false.
-	draining bool
-	gpus     gpuShare  // see gpus.go
-	cron     cronAttrs // see cron.go
+	// draining: the machine is out of service, drained or stopping
+	// peacefully; policy.start is then false. drained: an administrator's
+	// drain holds it (see Drain), drainReason says why (DrainReason), and
+	// the running jobs leave when their retirement ends.
+	draining, drained bool
+	drainReason       string
+	drainStarted      time.Time // LastDrainStartTime
+	gpus              gpuShare  // see gpus.go
+	cron              cronAttrs // see cron.go
 }
 
 // machineAd builds the ad of one slot from a measurement of the whole
@@ -41,14 +45,19 @@ func machineAd(c adConfig, m machine, v view, now time.Time) *classad.ClassAd {
 	ad.SetString("Machine", c.host)
 	ad.SetString("StartdAddr", c.addr)
 	ad.SetInt("SlotID", int64(v.slotID))
-	ad.SetString("State", string(v.status.State))
-	ad.SetString("Activity", string(v.status.Activity))
+	state, activity := drainingStatus(c.drained, v.status)
+	ad.SetString("State", string(state))
+	ad.SetString("Activity", string(activity))
 	ad.SetInt("EnteredCurrentState", v.enteredState.Unix())
 	ad.SetInt("EnteredCurrentActivity", v.enteredActivity.Unix())
 	ad.Set("Requirements", c.policy.start)
 	ad.Set("Start", c.policy.start)
 	ad.Set("Rank", c.policy.rank)
 	ad.SetBool("Draining", c.draining)
+	if c.drained {
+		ad.SetString("DrainReason", c.drainReason)
+		ad.SetInt("LastDrainStartTime", c.drainStarted.Unix())
+	}
 	ad.SetString("Arch", m.arch)
 	ad.SetString("OpSys", "LINUX")
 	ad.SetString("OpSysAndVer", m.opSysAndVer)

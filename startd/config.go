@@ -35,13 +35,15 @@ type Config struct {
 	// The rest of the owner's policy, ClassAd expressions evaluated every
 	// PollingInterval with MY = the slot's machine ad and TARGET = the
 	// job's ad: SUSPEND, CONTINUE, PREEMPT, KILL, WANT_SUSPEND,
-	// WANT_VACATE, IS_OWNER and MACHINE_MAX_VACATE_TIME (seconds). Empty
-	// selects HTCondor's defaults: false, true, false, false, false, true,
-	// "(START =?= false)" and 600. See decide for what each one does and
-	// policy.go for how undefined values are treated.
+	// WANT_VACATE, IS_OWNER, MACHINE_MAX_VACATE_TIME (seconds) and
+	// MAXJOBRETIREMENTTIME (seconds). Empty selects HTCondor's defaults:
+	// false, true, false, false, false, true, "(START =?= false)", 600
+	// and 0. See decide for what each one does, Drain for the retirement
+	// time, and policy.go for how undefined values are treated.
 	Suspend, Continue, Preempt, Kill string
 	WantSuspend, WantVacate, IsOwner string
 	MaxVacateTime                    string
+	MaxJobRetirementTime             string
 	// PollingInterval is how often the policy is evaluated. Default 1 s.
 	PollingInterval time.Duration
 	// ClaimLease is how long a claim lives without a KeepAlive from its

@@ -90,6 +90,15 @@
 // with AssignCPUAffinity a claimed slot also takes cores of its own for
 // its jobs' cpuset.
 //
+// A drain (Drain) is the administrator's, or the defrag daemon's: START
+// is false until it is cancelled, and each running job leaves as the
+// drain's Schedule says. By default one that can be checkpointed here is
+// vacated at once, to continue elsewhere, and the others retire: they run
+// on (advertised Claimed/Retiring) until the last of their retirement
+// times (MAXJOBRETIREMENTTIME, or the job's MaxJobRetirementTime if
+// shorter) has passed, and are then vacated by the policy evaluation. A
+// slot the drain keeps empty is advertised Drained.
+//
 // The machine ad is rebuilt from a fresh measurement each time it is sent:
 // at start-up, every AdvertiseInterval, and at once after any state change.
 package startd

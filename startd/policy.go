@@ -37,6 +37,9 @@ const (
 	defaultIsOwner = "(START =?= false)"
 	// MaxVacateTime is HTCondor's MACHINE_MAX_VACATE_TIME default.
 	defaultMaxVacateTime = "10 * 60"
+	// MAXJOBRETIREMENTTIME is HTCondor's default: a drain's jobs get no
+	// retirement time unless the administrator grants one.
+	defaultMaxJobRetirementTime = "0"
 )
 
 // fallbackMaxVacate is used when MaxVacateTime is not a non-negative
@@ -48,7 +51,7 @@ const fallbackMaxVacate = 10 * time.Minute
 type policy struct {
 	start, rank, suspend, cont, preempt, kill classad.Expr
 	wantSuspend, wantVacate, isOwner          classad.Expr
-	maxVacateTime                             classad.Expr
+	maxVacateTime, maxJobRetirementTime       classad.Expr
 	// attrs are Config.Attrs, parsed, by name.
 	attrs map[string]classad.Expr
 }
@@ -76,6 +79,7 @@ func parsePolicy(cfg Config) (policy, error) {
 		{"WANT_VACATE", cfg.WantVacate, defaultWantVacate, &p.wantVacate},
 		{"IS_OWNER", cfg.IsOwner, defaultIsOwner, &p.isOwner},
 		{"MACHINE_MAX_VACATE_TIME", cfg.MaxVacateTime, defaultMaxVacateTime, &p.maxVacateTime},
+		{"MAXJOBRETIREMENTTIME", cfg.MaxJobRetirementTime, defaultMaxJobRetirementTime, &p.maxJobRetirementTime},
 	} {
 		text := e.text
 		if text == "" {

@@ -46,11 +46,13 @@ func (s *Startd) evaluate() {
 	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	machines := make(map[int]*classad.ClassAd, len(s.slots))
 	for _, sl := range s.slots {
 		v := sl.view(s.slots)
+		machines[sl.id] = machineAd(s.adc, m, v, now)
 		st, why := s.adc.policy.decide(situation{
 			status:       v.status,
-			machine:      machineAd(s.adc, m, v, now),
+			machine:      machines[sl.id],
 			job:          v.job,
 			inActivity:   now.Sub(sl.enteredActivity),
 			leaseExpired: v.claim != nil && now.Sub(sl.renewed) > claimLease(s.cfg.ClaimLease, v.job),
@@ -59,6 +61,8 @@ func (s *Startd) evaluate() {
 			s.apply(sl, st, why)
 		}
 	}
+	s.retire(machines, now)
+	s.resumeIfEmpty()
 	s.checkPeaceful()
 }
 

@@ -31,13 +31,13 @@ func (s *Startd) Reconfigure(cfg Config) (restart []string, err error) {
 	restart = needRestart(s.cfg, next)
 	if s.adc.draining {
 		// Draining holds START false until cancelled.
-		s.configuredStart, pol.start = pol.start, drainStart
+		s.configuredStart, pol.start = pol.start, s.drainingStart()
 	}
 	s.adc.policy = pol
 	s.cfg.Start, s.cfg.Rank = next.Start, next.Rank
 	s.cfg.Suspend, s.cfg.Continue, s.cfg.Preempt, s.cfg.Kill = next.Suspend, next.Continue, next.Preempt, next.Kill
 	s.cfg.WantSuspend, s.cfg.WantVacate, s.cfg.IsOwner = next.WantSuspend, next.WantVacate, next.IsOwner
-	s.cfg.MaxVacateTime = next.MaxVacateTime
+	s.cfg.MaxVacateTime, s.cfg.MaxJobRetirementTime = next.MaxVacateTime, next.MaxJobRetirementTime
 	s.cfg.PollingInterval = next.PollingInterval
 	s.cfg.ClaimLease = next.ClaimLease
 	s.cfg.ScratchLimitKB = next.ScratchLimitKB

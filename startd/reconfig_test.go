@@ -59,8 +59,9 @@ func TestReconfigureKeepsTheRunningJob(t *testing.T) {
 	}
 }
 
-// A graceful drain leaves the running job alone and keeps START false
-// through a reconfiguration and a restart; a quick one vacates the job;
+// A graceful drain leaves the running job alone for its retirement time
+// and keeps START false through a reconfiguration and a restart, the ads
+// saying why and that the job retires; a quick one vacates the job;
 // cancelled, START is the configuration's again, after a restart too.
 func TestDrain(t *testing.T) {
 	h := newHarness(t, nil)
@@ -77,13 +78,17 @@ func TestDrain(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.waitFile(t, "cwd")
-
-	if v, err := h.s.Drain(false); err != nil || len(v) != 0 {
-		t.Errorf("a graceful drain vacated %v: %v", v, err)
-	}
 	h.s.mu.Lock()
 	cfg := h.s.cfg
 	h.s.mu.Unlock()
+	cfg.MaxJobRetirementTime = "3600"
+	if _, err := h.s.Reconfigure(cfg); err != nil {
+		t.Fatal(err)
+	}
+
+	if r, err := h.s.Drain(DrainRequest{Schedule: Graceful, Reason: "new disks"}); err != nil || len(r.Vacated) != 0 || len(r.Retiring) != 1 {
+		t.Errorf("a graceful drain: %+v, %v; want one retiring job", r, err)
+	}
 	if !restartedDraining(t, cfg) {
 		t.Error("a startd restarted on the execute directory of a drained one does not drain")
 	}
@@ -92,14 +97,15 @@ func TestDrain(t *testing.T) {
 	}
 	h.s.evaluate()
 	if st := h.s.slotState(slot); st != (Status{Claimed, Busy}) {
-		t.Errorf("draining gracefully, the running job's slot is %v", st)
+		t.Errorf("draining gracefully within the retirement time, the running job's slot is %v", st)
 	}
 	h.collector.waitFor(t, "the ad to show the drain", func() bool {
 		ad := h.collector.latest[slot]
-		return strings.Contains(ad, "Draining = true") && strings.Contains(ad, "Start = false")
+		return strings.Contains(ad, "Draining = true") && strings.Contains(ad, "Start = false") &&
+			strings.Contains(ad, `DrainReason = "new disks"`) && strings.Contains(ad, `Activity = "Retiring"`)
 	})
-	if v, err := h.s.Drain(true); err != nil || len(v) != 1 || v[0] != slot {
-		t.Errorf("a quick drain vacated %v, want %s: %v", v, slot, err)
+	if r, err := h.s.Drain(DrainRequest{Schedule: Quick}); err != nil || len(r.Vacated) != 1 || r.Vacated[0] != slot {
+		t.Errorf("a quick drain vacated %v, want %s: %v", r.Vacated, slot, err)
 	}
 	if st := h.s.slotState(slot); st != (Status{Preempting, Vacating}) {
 		t.Errorf("after a quick drain the slot is %v", st)

@@ -67,6 +67,11 @@ type Startd struct {
 	configuredStart classad.Expr
 	// peaceful is a peaceful stop's progress (see StopPeacefully).
 	peaceful peaceful
+	// whileDraining is START while an administrator's drain holds the
+	// machine (condor_drain -start); zero: false. resumeOnCompletion
+	// cancels the drain once no job is left. See Drain.
+	whileDraining      classad.Expr
+	resumeOnCompletion bool
 
 	metrics *startdMetrics
 	rpc     *metrics.RPC

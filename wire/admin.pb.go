@@ -327,6 +327,7 @@ type DaemonDrainReply struct {
 	// daemons names the daemons that drained (or were put back).
 	Daemons       []string `protobuf:"bytes,1,rep,name=daemons,proto3" json:"daemons,omitempty"`
 	Vacated       []string `protobuf:"bytes,2,rep,name=vacated,proto3" json:"vacated,omitempty"`
+	Retiring      []string `protobuf:"bytes,3,rep,name=retiring,proto3" json:"retiring,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -371,6 +372,13 @@ func (x *DaemonDrainReply) GetDaemons() []string {
 func (x *DaemonDrainReply) GetVacated() []string {
 	if x != nil {
 		return x.Vacated
+	}
+	return nil
+}
+
+func (x *DaemonDrainReply) GetRetiring() []string {
+	if x != nil {
+		return x.Retiring
 	}
 	return nil
 }
@@ -776,12 +784,27 @@ func (*StopPeacefullyReply) Descriptor() ([]byte, []int) {
 
 type DrainRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// quick also vacates the running jobs; without it they finish.
+	// How the running jobs leave, as condor_drain's schedules, by default
+	// (none set) migrating: a job that can be checkpointed is vacated with
+	// a checkpoint at once, any other retires (MaxJobRetirementTime) and
+	// is then vacated. graceful: every job retires first; quick: every job
+	// is vacated at once; fast: every job is killed at once.
 	Quick bool `protobuf:"varint,1,opt,name=quick,proto3" json:"quick,omitempty"`
 	// cancel puts the machine back in service.
-	Cancel        bool `protobuf:"varint,2,opt,name=cancel,proto3" json:"cancel,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Cancel   bool `protobuf:"varint,2,opt,name=cancel,proto3" json:"cancel,omitempty"`
+	Graceful bool `protobuf:"varint,3,opt,name=graceful,proto3" json:"graceful,omitempty"`
+	Fast     bool `protobuf:"varint,4,opt,name=fast,proto3" json:"fast,omitempty"`
+	// reason is why, for the machine's ads (DrainReason).
+	Reason string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	// start is START while the machine drains (a ClassAd expression);
+	// empty: false.
+	Start string `protobuf:"bytes,6,opt,name=start,proto3" json:"start,omitempty"`
+	// check must be true on every slot's ad, or the drain is refused.
+	Check string `protobuf:"bytes,7,opt,name=check,proto3" json:"check,omitempty"`
+	// resume_on_completion cancels the drain once no job is left.
+	ResumeOnCompletion bool `protobuf:"varint,8,opt,name=resume_on_completion,json=resumeOnCompletion,proto3" json:"resume_on_completion,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *DrainRequest) Reset() {
@@ -828,10 +851,54 @@ func (x *DrainRequest) GetCancel() bool {
 	return false
 }
 
+func (x *DrainRequest) GetGraceful() bool {
+	if x != nil {
+		return x.Graceful
+	}
+	return false
+}
+
+func (x *DrainRequest) GetFast() bool {
+	if x != nil {
+		return x.Fast
+	}
+	return false
+}
+
+func (x *DrainRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *DrainRequest) GetStart() string {
+	if x != nil {
+		return x.Start
+	}
+	return ""
+}
+
+func (x *DrainRequest) GetCheck() string {
+	if x != nil {
+		return x.Check
+	}
+	return ""
+}
+
+func (x *DrainRequest) GetResumeOnCompletion() bool {
+	if x != nil {
+		return x.ResumeOnCompletion
+	}
+	return false
+}
+
 type DrainReply struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// vacated names the slots whose jobs were vacated.
-	Vacated       []string `protobuf:"bytes,1,rep,name=vacated,proto3" json:"vacated,omitempty"`
+	// vacated names the slots whose jobs were vacated (or killed).
+	Vacated []string `protobuf:"bytes,1,rep,name=vacated,proto3" json:"vacated,omitempty"`
+	// retiring names the slots whose jobs run on for their retirement time.
+	Retiring      []string `protobuf:"bytes,2,rep,name=retiring,proto3" json:"retiring,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -869,6 +936,13 @@ func (*DrainReply) Descriptor() ([]byte, []int) {
 func (x *DrainReply) GetVacated() []string {
 	if x != nil {
 		return x.Vacated
+	}
+	return nil
+}
+
+func (x *DrainReply) GetRetiring() []string {
+	if x != nil {
+		return x.Retiring
 	}
 	return nil
 }
@@ -1088,10 +1162,11 @@ const file_harrier_v1_admin_proto_rawDesc = "" +
 	"\arequest\x18\x02 \x01(\v2\x19.harrier.v1.ConfigRequestR\arequest\"`\n" +
 	"\x12DaemonDrainRequest\x12\x16\n" +
 	"\x06daemon\x18\x01 \x01(\tR\x06daemon\x122\n" +
-	"\arequest\x18\x02 \x01(\v2\x18.harrier.v1.DrainRequestR\arequest\"F\n" +
+	"\arequest\x18\x02 \x01(\v2\x18.harrier.v1.DrainRequestR\arequest\"b\n" +
 	"\x10DaemonDrainReply\x12\x18\n" +
 	"\adaemons\x18\x01 \x03(\tR\adaemons\x12\x18\n" +
-	"\avacated\x18\x02 \x03(\tR\avacated\"\x11\n" +
+	"\avacated\x18\x02 \x03(\tR\avacated\x12\x1a\n" +
+	"\bretiring\x18\x03 \x03(\tR\bretiring\"\x11\n" +
 	"\x0fReconfigRequest\"X\n" +
 	"\x14DaemonControlRequest\x12\x16\n" +
 	"\x06daemon\x18\x01 \x01(\tR\x06daemon\x12(\n" +
@@ -1115,13 +1190,20 @@ const file_harrier_v1_admin_proto_rawDesc = "" +
 	"\brestarts\x18\x04 \x01(\x05R\brestarts\x12\x10\n" +
 	"\x03off\x18\x05 \x01(\bR\x03off\"\x17\n" +
 	"\x15StopPeacefullyRequest\"\x15\n" +
-	"\x13StopPeacefullyReply\"<\n" +
+	"\x13StopPeacefullyReply\"\xe2\x01\n" +
 	"\fDrainRequest\x12\x14\n" +
 	"\x05quick\x18\x01 \x01(\bR\x05quick\x12\x16\n" +
-	"\x06cancel\x18\x02 \x01(\bR\x06cancel\"&\n" +
+	"\x06cancel\x18\x02 \x01(\bR\x06cancel\x12\x1a\n" +
+	"\bgraceful\x18\x03 \x01(\bR\bgraceful\x12\x12\n" +
+	"\x04fast\x18\x04 \x01(\bR\x04fast\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\x12\x14\n" +
+	"\x05start\x18\x06 \x01(\tR\x05start\x12\x14\n" +
+	"\x05check\x18\a \x01(\tR\x05check\x120\n" +
+	"\x14resume_on_completion\x18\b \x01(\bR\x12resumeOnCompletion\"B\n" +
 	"\n" +
 	"DrainReply\x12\x18\n" +
-	"\avacated\x18\x01 \x03(\tR\avacated\"#\n" +
+	"\avacated\x18\x01 \x03(\tR\avacated\x12\x1a\n" +
+	"\bretiring\x18\x02 \x03(\tR\bretiring\"#\n" +
 	"\rConfigRequest\x12\x12\n" +
 	"\x04keys\x18\x01 \x03(\tR\x04keys\"D\n" +
 	"\vConfigReply\x125\n" +

@@ -85,6 +85,7 @@ var commandTable = []commandEntry{
 	{"retry_until", setRetryUntil},
 	{"max_idle", intAttr("JobMaterializeMaxIdle")},
 	{"job_max_vacate_time", exprAttr("JobMaxVacateTime")},
+	{"max_job_retirement_time", exprAttr("MaxJobRetirementTime")},
 	{"kill_sig", signalAttr("KillSig")},
 	{"remove_kill_sig", signalAttr("RemoveKillSig")},
 	{"hold_kill_sig", signalAttr("HoldKillSig")},

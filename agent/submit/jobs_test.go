@@ -141,6 +141,7 @@ on_exit_remove = ExitBySignal == false
 max_retries = 5
 max_idle = 100
 job_max_vacate_time = 120
+max_job_retirement_time = 3600
 kill_sig = term
 leave_in_queue = false
 success_exit_code = 3
@@ -152,7 +153,7 @@ queue`,
 			"PeriodicRelease": "NumJobStarts < 3", "PeriodicRemove": "JobStatus == 5 && HoldReasonCode == 15",
 			"OnExitHold":    "ExitCode != 0",
 			"OnExitRemove":  "NumJobCompletions > JobMaxRetries || ExitCode is 3 || (ExitBySignal == false)",
-			"JobMaxRetries": "5", "JobMaterializeMaxIdle": "100", "JobMaxVacateTime": "120",
+			"JobMaxRetries": "5", "JobMaterializeMaxIdle": "100", "JobMaxVacateTime": "120", "MaxJobRetirementTime": "3600",
 			"KillSig": `"SIGTERM"`, "LeaveJobInQueue": "false", "JobSuccessExitCode": "3",
 		}, {
 			// success_exit_code without max_retries gets condor_submit's

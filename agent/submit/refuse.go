@@ -162,7 +162,6 @@ var refusals = map[string]refusal{
 	"kill_sig_timeout":                 always("use job_max_vacate_time, as HTCondor has asked since 7.7.3"),
 	"load_profile":                     unlessFalse("jobs do not run a login profile"),
 	"run_as_owner":                     unlessFalse("jobs run as a slot user of the execute machine, never as their owner"),
-	"max_job_retirement_time":          always("the startd gives no retirement time; use job_max_vacate_time for a grace period"),
 	"noop_job":                         unlessFalse("the agent has no no-op jobs"),
 	"noop_job_exit_code":               always("the agent has no no-op jobs"),
 	"noop_job_exit_signal":             always("the agent has no no-op jobs"),

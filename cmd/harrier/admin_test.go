@@ -305,12 +305,13 @@ func TestReconfigAgentLimits(t *testing.T) {
 	}
 }
 
-// A graceful drain takes the machine out of service without touching
-// the running job; a quick one vacates it; cancelled, the machine runs
-// both jobs to completion. Only the administrator may drain.
+// A graceful drain takes the machine out of service, leaving the running
+// job alone for its retirement time (the idle slot Drained); a quick one
+// vacates it; cancelled, the machine runs both jobs to completion. Only
+// the administrator may drain.
 func TestDrain(t *testing.T) {
 	bin := publicBinary(t)
-	p := startPoolFrom(t, bin, 1, "NUM_SLOTS = 2\nNEGOTIATOR_INTERVAL = 2")
+	p := startPoolFrom(t, bin, 1, "NUM_SLOTS = 2\nNEGOTIATOR_INTERVAL = 2\nMAXJOBRETIREMENTTIME = 3600")
 	host := hostName()
 	dir := t.TempDir()
 	os.Chmod(dir, 0o777)
@@ -324,12 +325,15 @@ func TestDrain(t *testing.T) {
 		t.Errorf("a user drained a machine: exit %d: %s", code, out)
 	}
 
+	if out, code := p.harrier(t, "drain", "-check", `State == "Owner"`, host); code == 0 || !strings.Contains(out, "is not true for slot") {
+		t.Errorf("a drain whose -check is false: exit %d: %s", code, out)
+	}
 	if out := p.must(t, "drain", "-graceful", host); !strings.Contains(out, "draining") {
 		t.Errorf("drain said %q", out)
 	}
 	eventually(t, time.Minute, "the idle slot to leave service", func() bool {
 		st := p.slotStates(t)
-		return st["slot1@"+host] == "Owner" || st["slot2@"+host] == "Owner"
+		return st["slot1@"+host] == "Drained" || st["slot2@"+host] == "Drained"
 	})
 	second := p.submit(t, dir, "second.sub", "executable = /bin/true\nlog = jobs.log\nqueue\n")
 	if st := p.jobStatus(t, id); st != 2 {

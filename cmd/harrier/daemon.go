@@ -38,7 +38,7 @@ import (
 // or SIGINT.
 func runDaemon(args []string, _ io.Reader, _ io.Writer) error {
 	if len(args) == 0 {
-		return usagef("which daemon? matchmaker, agent or startd")
+		return usagef("which daemon? matchmaker, agent, startd or defrag")
 	}
 	role := args[0]
 	fs := flag.NewFlagSet("daemon "+role, flag.ContinueOnError)
@@ -116,6 +116,8 @@ func runDaemon(args []string, _ io.Reader, _ io.Writer) error {
 			err = serveAgent(ctx, pc, *name, reg, reconfigs, logger)
 		case "startd":
 			err = serveStartd(ctx, pc, *name, reg, reconfigs, admin, logger)
+		case "defrag":
+			err = serveDefrag(ctx, pc, reconfigs, logger)
 		}
 	}
 	stop()

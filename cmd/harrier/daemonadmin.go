@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 
 	"harrier.dev/harrier/config"
 	"harrier.dev/harrier/peercred"
+	"harrier.dev/harrier/startd"
 	"harrier.dev/harrier/wire"
 )
 
@@ -42,7 +44,7 @@ type daemonAdminEndpoint struct {
 // drainer is a daemon that can take its machine out of service: the
 // startd.
 type drainer interface {
-	Drain(quick bool) ([]string, error)
+	Drain(startd.DrainRequest) (startd.DrainResult, error)
 	CancelDrain() error
 	StopPeacefully()
 }
@@ -85,11 +87,24 @@ func (e *daemonAdminEndpoint) Drain(_ context.Context, req *wire.DrainRequest) (
 		}
 		return &wire.DrainReply{}, nil
 	}
-	vacated, err := d.Drain(req.Quick)
+	sched := startd.Migrate
+	switch {
+	case req.Fast:
+		sched = startd.Fast
+	case req.Quick:
+		sched = startd.Quick
+	case req.Graceful:
+		sched = startd.Graceful
+	}
+	r, err := d.Drain(startd.DrainRequest{Schedule: sched, Reason: req.Reason, Start: req.Start, Check: req.Check,
+		ResumeOnCompletion: req.ResumeOnCompletion})
+	if errors.Is(err, startd.ErrDrainRefused) {
+		return nil, status.Error(codes.FailedPrecondition, err.Error())
+	}
 	if err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}
-	return &wire.DrainReply{Vacated: vacated}, nil
+	return &wire.DrainReply{Vacated: r.Vacated, Retiring: r.Retiring}, nil
 }
 
 // Config describes the settings the daemon runs on; one that changed in

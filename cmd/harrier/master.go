@@ -174,7 +174,7 @@ func runDirOf(pc *poolConfig) string {
 }
 
 // daemonRoles are the daemons a master can run, by their DAEMON_LIST names.
-var daemonRoles = map[string]string{"MATCHMAKER": "matchmaker", "AGENT": "agent", "STARTD": "startd"}
+var daemonRoles = map[string]string{"MATCHMAKER": "matchmaker", "AGENT": "agent", "STARTD": "startd", "DEFRAG": "defrag"}
 
 // masterConfig builds the master's configuration from the pool's: which
 // daemons (DAEMON_LIST, or list), where they log (LOG, default
@@ -211,7 +211,7 @@ func masterConfig(pc *poolConfig, configPath, host, list string, logger *slog.Lo
 		}
 		role, ok := daemonRoles[item]
 		if !ok {
-			return cfg, fmt.Errorf("master: DAEMON_LIST names %q; known daemons are MATCHMAKER, AGENT and STARTD", item)
+			return cfg, fmt.Errorf("master: DAEMON_LIST names %q; known daemons are MATCHMAKER, AGENT, STARTD and DEFRAG", item)
 		}
 		argv := []string{exe, "daemon", role, "--config", configPath}
 		name := role

@@ -81,6 +81,7 @@ func startdPolicy(pc *poolConfig, cfg *startd.Config) error {
 		"START": &cfg.Start, "RANK": &cfg.Rank, "SUSPEND": &cfg.Suspend, "CONTINUE": &cfg.Continue,
 		"PREEMPT": &cfg.Preempt, "KILL": &cfg.Kill, "WANT_SUSPEND": &cfg.WantSuspend,
 		"WANT_VACATE": &cfg.WantVacate, "IS_OWNER": &cfg.IsOwner, "MACHINE_MAX_VACATE_TIME": &cfg.MaxVacateTime,
+		"MAXJOBRETIREMENTTIME": &cfg.MaxJobRetirementTime,
 	} {
 		v, err := pc.c.Expand(key)
 		if err != nil && !errors.Is(err, config.ErrNotDefined) {

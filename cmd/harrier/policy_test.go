@@ -54,7 +54,7 @@ func startPolicyPool(t *testing.T, extra string) *testPool {
 	return p
 }
 
-func appendConf(t *testing.T, path, text string) {
+func appendConf(t testing.TB, path, text string) {
 	t.Helper()
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {

@@ -17,7 +17,8 @@ import (
 // runStatus shows the pool's slots, as condor_status does: one line per
 // slot and a summary by platform and state; -compact rolls a machine's
 // slots into one line, -total prints only the summary, -avail selects the
-// slots ready for a job, -af prints chosen values.
+// slots ready for a job, -draining the draining machines with why, -af
+// prints chosen values.
 func runStatus(args []string, _ io.Reader, stdout io.Writer) error {
 	args, afOpts, af := takeAutoformat(args)
 	tf := newToolFlags("status")
@@ -35,6 +36,7 @@ func runStatus(args []string, _ io.Reader, stdout io.Writer) error {
 	running := tf.fs.Bool("run", false, "slots running jobs, with whose job they run")
 	gpus := tf.fs.Bool("gpus", false, "slots of machines with GPUs, with their GPUs")
 	state := tf.fs.Bool("state", false, "the slots' states, activities and keyboard idle times")
+	draining := tf.fs.Bool("draining", false, "the draining machines, one line each, with since when and why")
 	schedd := tf.fs.Bool("schedd", false, "the agents' ads (HTCondor's schedds), with their job counts")
 	daemons := tf.fs.Bool("daemons", false, "the daemons' own ads: each host's master, the negotiator, the agents")
 	masters := tf.fs.Bool("master", false, "the masters' ads (DaemonMaster)")
@@ -73,6 +75,9 @@ func runStatus(args []string, _ io.Reader, stdout io.Writer) error {
 	}
 	if *gpus {
 		cons = joinConstraints(gpusConstraint, cons)
+	}
+	if *draining {
+		cons = joinConstraints("Draining =?= true", cons)
 	}
 	if *claimed || *running {
 		cons = joinConstraints(`State == "Claimed"`, cons)
@@ -133,6 +138,8 @@ func runStatus(args []string, _ io.Reader, stdout io.Writer) error {
 		newTable = func(w io.Writer) table { return newColumnsTable(w, gpuColumns()) }
 	case *compact:
 		newTable = func(w io.Writer) table { return newCompactTable(w) }
+	case *draining:
+		newTable = func(w io.Writer) table { return newDrainingTable(w) }
 	}
 	p := o.printer(stdout, newTable)
 	for _, text := range reply.Ads {
