@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -33,6 +34,7 @@ func runBenchThroughput(args []string, stdout io.Writer) error {
 	sandbox := fs.String("sandbox", "process", "how jobs run: process or container")
 	dir := fs.String("dir", "", "pool directory (default: a new temporary one, removed afterwards)")
 	dag := fs.Bool("dag", false, "run the jobs as the nodes of one DAG (harrier submit-dag), to measure what DAGMan costs")
+	profile := fs.String("profile", "", "sample the agent's CPU while the jobs run, into `PREFIX`.1, PREFIX.2, ... (a profile each 5 s; go tool pprof merges them)")
 	store := fs.String("store", "", "where the agent keeps its job queue: embedded (the default) or a PostgreSQL database's postgres:// URL (as pool up --store)")
 	if err := fs.Parse(args); err != nil {
 		return usagef("%v", err)
@@ -53,6 +55,9 @@ func runBenchThroughput(args []string, stdout io.Writer) error {
 		return err
 	}
 	extra := fmt.Sprintf("\nNUM_SLOTS = %d\nSANDBOX = %s\nLOG_LEVEL = WARN\n", *slots, *sandbox)
+	if *profile != "" {
+		extra += "AGENT_PROFILING = true\n"
+	}
 	// The benchmark is the pool's one user: the agent takes all it queues.
 	d := agent.DefaultLimits()
 	extra += fmt.Sprintf("MAX_JOBS_PER_OWNER = %d\nMAX_JOBS_SUBMITTED = %d\nMAX_JOBS_PER_SUBMISSION = %d\n",
@@ -88,6 +93,15 @@ func runBenchThroughput(args []string, stdout io.Writer) error {
 			return err
 		}
 	}
+	if *profile != "" {
+		pctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			profileAgent(pctx, pc, *profile)
+		}()
+		defer func() { stop(); <-done }()
+	}
 	start := time.Now()
 	var cluster int32
 	if *dag {
@@ -122,6 +136,36 @@ func runBenchThroughput(args []string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "%d %s (/bin/true, sandbox %s) on %d startds x %d slots, %d %s jobs queued, %s store: %.2f s (submit %.3f s), %.1f jobs/s\n",
 		*jobs, how, *sandbox, *startds, *slots, *queue, state, storeName, elapsed.Seconds(), submitted.Seconds(), float64(*jobs)/elapsed.Seconds())
 	return nil
+}
+
+// profileAgent writes 5-second CPU profiles of the agent to prefix.1,
+// prefix.2, ... until ctx ends; a profile cut short is not written.
+func profileAgent(ctx context.Context, pc *poolConfig, prefix string) {
+	addr, err := os.ReadFile(metricsFile(runDirOf(pc), "agent"))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "profile: the agent's address: %v\n", err)
+		return
+	}
+	url := "http://" + strings.TrimSpace(string(addr)) + "/debug/pprof/profile?seconds=5"
+	for n := 1; ctx.Err() == nil; n++ {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return
+		}
+		data, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			return
+		}
+		if err := os.WriteFile(fmt.Sprintf("%s.%d", prefix, n), data, 0o644); err != nil {
+			fmt.Fprintf(os.Stderr, "profile: %v\n", err)
+			return
+		}
+	}
 }
 
 // waitGone waits until jobs 0 to n-1 of cluster have left the queue. It
