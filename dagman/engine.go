@@ -356,21 +356,30 @@ func (e *engine) dispatch(ctx context.Context) bool {
 		e.startScript(ctx, i, preScript)
 	}
 	const perCycle = 100 // DAGMAN_MAX_SUBMITS_PER_INTERVAL: read the log between batches
+	var batch []int
+	more := false
 	for n := 0; under(e.jobs, e.opts.MaxJobs) && under(e.idle, e.opts.MaxIdle); n++ {
 		i := e.nextSubmit()
 		if i < 0 {
-			return false
+			break
 		}
 		if n == perCycle {
 			e.subQ[e.dag.Nodes[i].Category].push(e, i)
-			return true
+			more = true
+			break
 		}
 		if e.skip(i) {
 			continue
 		}
-		e.submit(ctx, i)
+		if e.dag.Nodes[i].Noop {
+			e.submitNoop(i)
+			continue
+		}
+		e.hold(i)
+		batch = append(batch, i)
 	}
-	return false
+	e.submit(ctx, batch)
+	return more
 }
 
 // skip reports whether a queued node is no longer to run: the DAG is
@@ -410,28 +419,87 @@ func (e *engine) before(a, b int) bool {
 
 func under(n, limit int) bool { return limit <= 0 || n < limit }
 
-// submit queues a node's job; a NOOP node's job is recorded as done at
-// once, with the events condor_dagman writes for it.
-func (e *engine) submit(ctx context.Context, i int) {
+// submitNoop records a NOOP node's job as done at once, with the events
+// condor_dagman writes for it.
+func (e *engine) submitNoop(i int) {
 	n, st := e.dag.Nodes[i], &e.nodes[i]
 	e.activate(i)
 	st.status = StatusSubmitted
 	e.dirty = true
-	if n.Noop {
-		e.noopSeq--
-		cluster := e.noopSeq
-		now := time.Now()
-		if err := joblog.Append(e.nodesLog, joblog.Event{Type: joblog.Submit, Cluster: cluster, Time: now, Host: "dummy-submit-for-noop-job", DAGNode: n.Name}); err != nil {
-			e.out.logf("ERROR: writing the NOOP events of node %s: %v", n.Name, err)
-		}
-		if err := joblog.Append(e.nodesLog, joblog.Event{Type: joblog.Terminated, Cluster: cluster, Time: now, Normal: true}); err != nil {
-			e.out.logf("ERROR: writing the NOOP events of node %s: %v", n.Name, err)
-		}
-		e.out.logf("Node %s is NOOP: not submitted", n.Name)
-		e.bind(i, cluster, 1)
+	e.noopSeq--
+	cluster := e.noopSeq
+	now := time.Now()
+	if err := joblog.Append(e.nodesLog, joblog.Event{Type: joblog.Submit, Cluster: cluster, Time: now, Host: "dummy-submit-for-noop-job", DAGNode: n.Name}); err != nil {
+		e.out.logf("ERROR: writing the NOOP events of node %s: %v", n.Name, err)
+	}
+	if err := joblog.Append(e.nodesLog, joblog.Event{Type: joblog.Terminated, Cluster: cluster, Time: now, Normal: true}); err != nil {
+		e.out.logf("ERROR: writing the NOOP events of node %s: %v", n.Name, err)
+	}
+	e.out.logf("Node %s is NOOP: not submitted", n.Name)
+	e.bind(i, cluster, 1)
+}
+
+// hold takes a node to be submitted in this cycle's batch out of the
+// ready ones, and counts its job (one idle proc, until the submission
+// says how many) against the throttles while the batch is built.
+func (e *engine) hold(i int) {
+	e.activate(i)
+	e.nodes[i].status = StatusSubmitted
+	e.dirty = true
+	e.jobs++
+	e.idle++
+	e.catJobs[e.dag.Nodes[i].Category]++
+}
+
+// submit queues the jobs of the nodes held for this cycle, in one batch
+// if the Submitter takes batches.
+func (e *engine) submit(ctx context.Context, nodes []int) {
+	if len(nodes) == 0 {
 		return
 	}
-	e.out.logf("Submitting HTCondor Node %s job(s)...", n.Name)
+	jobs := make([]Job, len(nodes))
+	for k, i := range nodes {
+		jobs[k] = e.job(i)
+		e.out.logf("Submitting HTCondor Node %s job(s)...", jobs[k].Node)
+	}
+	var res []Submitted
+	if b, ok := e.sub.(BatchSubmitter); ok {
+		res = b.SubmitBatch(ctx, jobs)
+	} else {
+		res = make([]Submitted, len(jobs))
+		for k, j := range jobs {
+			r := &res[k]
+			r.Cluster, r.Procs, r.Err = e.sub.Submit(ctx, j)
+		}
+	}
+	for k, i := range nodes {
+		n, st := e.dag.Nodes[i], &e.nodes[i]
+		// Counted as held; bind or the failure counts it again.
+		e.jobs--
+		e.idle--
+		e.catJobs[n.Category]--
+		r := res[k]
+		if r.Err != nil || r.Procs <= 0 {
+			err := r.Err
+			if err == nil {
+				err = errors.New("the submit file queued no job")
+			}
+			e.out.logf("ERROR: submitting node %s: %v", n.Name, err)
+			st.why = "submit failed: " + err.Error()
+			e.jobs++
+			e.catJobs[n.Category]++
+			st.jobFailed, st.jobReturn = true, -1
+			e.jobFinished(i)
+			continue
+		}
+		e.out.logf("\tassigned HTCondor ID (%d.0.0) to node %s", r.Cluster, n.Name)
+		e.bind(i, r.Cluster, r.Procs)
+	}
+}
+
+// job is what the Submitter needs to queue node i's job.
+func (e *engine) job(i int) Job {
+	n, st := e.dag.Nodes[i], &e.nodes[i]
 	j := Job{Node: n.Name, File: n.File, SubDAG: n.Kind == SubDAGNode, Dir: n.Dir, Log: e.nodesLog,
 		Priority: n.Priority, Retry: st.retry}
 	// The submit file sees $(JOB) and $(RETRY), and a FINAL node's
@@ -445,21 +513,7 @@ func (e *engine) submit(ctx context.Context, i int) {
 		v.Value = expandVar(v.Value, n.Name, st.retry)
 		j.Vars = append(j.Vars, v)
 	}
-	cluster, procs, err := e.sub.Submit(ctx, j)
-	if err != nil || procs <= 0 {
-		if err == nil {
-			err = errors.New("the submit file queued no job")
-		}
-		e.out.logf("ERROR: submitting node %s: %v", n.Name, err)
-		st.why = "submit failed: " + err.Error()
-		e.jobs++
-		e.catJobs[n.Category]++
-		st.jobFailed, st.jobReturn = true, -1
-		e.jobFinished(i)
-		return
-	}
-	e.out.logf("\tassigned HTCondor ID (%d.0.0)", cluster)
-	e.bind(i, cluster, procs)
+	return j
 }
 
 // activate counts a node that leaves the ready state for a script or a
