@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -66,18 +67,45 @@ func callerFrom(ctx context.Context) (caller, error) {
 // their own jobs; root (the pool administrator) edits any.
 func (c caller) mayEdit(owner string) bool { return c.root || c.name == owner }
 
-// NewCluster reserves a cluster for the caller: only they may submit into
-// it, once.
-func (s *scheddService) NewCluster(ctx context.Context, _ *wire.NewClusterRequest) (*wire.NewClusterReply, error) {
+// maxClustersPerCall is the most clusters one NewCluster reserves: half
+// of the open reservations a store keeps for an owner (MaxReservations,
+// 64), beyond which a new one ends the oldest.
+const maxClustersPerCall = 32
+
+// NewCluster reserves a cluster for the caller, or several: only they may
+// submit into each, once. Several are reserved at once, so that the queue
+// commits them together.
+func (s *scheddService) NewCluster(ctx context.Context, req *wire.NewClusterRequest) (*wire.NewClusterReply, error) {
 	who, err := callerFrom(ctx)
 	if err != nil {
 		return nil, err
 	}
-	n, err := s.a.queue.NextCluster(ctx, who.name)
-	if err != nil {
-		return nil, queueError("reserve a cluster", err)
+	if req.Count < 0 || req.Count > maxClustersPerCall {
+		return nil, status.Errorf(codes.InvalidArgument, "%d clusters asked for: from 1 to %d at once", req.Count, maxClustersPerCall)
 	}
-	return &wire.NewClusterReply{Cluster: int32(n)}, nil
+	if req.Count <= 1 {
+		n, err := s.a.queue.NextCluster(ctx, who.name)
+		if err != nil {
+			return nil, queueError("reserve a cluster", err)
+		}
+		return &wire.NewClusterReply{Cluster: int32(n)}, nil
+	}
+	clusters := make([]int32, req.Count)
+	errs := make([]error, req.Count)
+	var wg sync.WaitGroup
+	for i := range clusters {
+		wg.Go(func() {
+			n, err := s.a.queue.NextCluster(ctx, who.name)
+			clusters[i], errs[i] = int32(n), err
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		// Those reserved stay open until newer ones end them.
+		return nil, queueError(fmt.Sprintf("reserve %d clusters", req.Count), err)
+	}
+	slices.Sort(clusters)
+	return &wire.NewClusterReply{Cluster: clusters[0], Clusters: clusters}, nil
 }
 
 // queueError is the status of a change the queue did not take: Unavailable

@@ -171,6 +171,11 @@ type engine struct {
 	scriptDone chan scriptResult
 	stop       chan struct{} // closed when run returns, for waiting script goroutines
 
+	// submitted counts the node jobs this run queued, and submitting the
+	// time it spent in the Submitter queueing them.
+	submitted  int
+	submitting time.Duration
+
 	statusAt time.Time // last node status file write
 	dotAt    time.Time // last DOT file write
 	dotSeq   int       // the next DOT file's number (DONT-OVERWRITE)
@@ -208,7 +213,7 @@ func (e *engine) run(ctx context.Context, recovering bool) (Result, error) {
 	}()
 	e.out.logf("******************************************************")
 	e.out.logf("** condor_dagman (Harrier) STARTING UP, pid %d", os.Getpid())
-	e.out.logf("DAG file %s: %d nodes, %d edges", e.dag.File, len(e.dag.Nodes), e.dag.Edges)
+	e.out.logf("DAG file %s: %d nodes, %d edges, parsed in %v", e.dag.File, len(e.dag.Nodes), e.dag.Edges, e.dag.ParseTime.Round(time.Millisecond))
 	e.out.logf("Limits: maxjobs %d, maxidle %d, maxpre %d, maxpost %d", e.opts.MaxJobs, e.opts.MaxIdle, e.opts.MaxPre, e.opts.MaxPost)
 	rescue, err := e.applyRescue()
 	if err != nil {
@@ -463,6 +468,8 @@ func (e *engine) submit(ctx context.Context, nodes []int) {
 		e.out.logf("Submitting HTCondor Node %s job(s)...", jobs[k].Node)
 	}
 	var res []Submitted
+	start := time.Now()
+	defer func() { e.submitting += time.Since(start) }()
 	if b, ok := e.sub.(BatchSubmitter); ok {
 		res = b.SubmitBatch(ctx, jobs)
 	} else {
@@ -493,6 +500,7 @@ func (e *engine) submit(ctx context.Context, nodes []int) {
 			continue
 		}
 		e.out.logf("\tassigned HTCondor ID (%d.0.0) to node %s", r.Cluster, n.Name)
+		e.submitted++
 		e.bind(i, r.Cluster, r.Procs)
 	}
 }

@@ -94,7 +94,10 @@ func (ActRequest_Action) EnumDescriptor() ([]byte, []int) {
 }
 
 type NewClusterRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How many clusters to reserve, together: 0 or 1 for one, at most 32 (a
+	// DAG's ready nodes, for one SubmitClusters).
+	Count         int32 `protobuf:"varint,1,opt,name=count,proto3" json:"count,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -129,9 +132,19 @@ func (*NewClusterRequest) Descriptor() ([]byte, []int) {
 	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{0}
 }
 
+func (x *NewClusterRequest) GetCount() int32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
 type NewClusterReply struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Cluster       int32                  `protobuf:"varint,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The first, or only, cluster reserved.
+	Cluster int32 `protobuf:"varint,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	// All the clusters reserved, when count asked for more than one.
+	Clusters      []int32 `protobuf:"varint,2,rep,packed,name=clusters,proto3" json:"clusters,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -171,6 +184,13 @@ func (x *NewClusterReply) GetCluster() int32 {
 		return x.Cluster
 	}
 	return 0
+}
+
+func (x *NewClusterReply) GetClusters() []int32 {
+	if x != nil {
+		return x.Clusters
+	}
+	return nil
 }
 
 type SubmitRequest struct {
@@ -784,10 +804,12 @@ var File_harrier_v1_schedd_proto protoreflect.FileDescriptor
 const file_harrier_v1_schedd_proto_rawDesc = "" +
 	"\n" +
 	"\x17harrier/v1/schedd.proto\x12\n" +
-	"harrier.v1\x1a\x18harrier/v1/harrier.proto\x1a\x1charrier/v1/reservation.proto\"\x13\n" +
-	"\x11NewClusterRequest\"+\n" +
+	"harrier.v1\x1a\x18harrier/v1/harrier.proto\x1a\x1charrier/v1/reservation.proto\")\n" +
+	"\x11NewClusterRequest\x12\x14\n" +
+	"\x05count\x18\x01 \x01(\x05R\x05count\"G\n" +
 	"\x0fNewClusterReply\x12\x18\n" +
-	"\acluster\x18\x01 \x01(\x05R\acluster\"Z\n" +
+	"\acluster\x18\x01 \x01(\x05R\acluster\x12\x1a\n" +
+	"\bclusters\x18\x02 \x03(\x05R\bclusters\"Z\n" +
 	"\rSubmitRequest\x12\x18\n" +
 	"\acluster\x18\x01 \x01(\x05R\acluster\x12\x10\n" +
 	"\x03ads\x18\x02 \x03(\tR\x03ads\x12\x1d\n" +

@@ -48,8 +48,8 @@ const (
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 type ScheddClient interface {
-	// NewCluster reserves a cluster number for the caller: only they may
-	// submit into it, once.
+	// NewCluster reserves a cluster number, or several, for the caller:
+	// only they may submit into each, once.
 	NewCluster(ctx context.Context, in *NewClusterRequest, opts ...grpc.CallOption) (*NewClusterReply, error)
 	// Submit queues a whole cluster in one durable transaction.
 	Submit(ctx context.Context, in *SubmitRequest, opts ...grpc.CallOption) (*SubmitReply, error)
@@ -235,8 +235,8 @@ func (c *scheddClient) CancelReservation(ctx context.Context, in *CancelReservat
 // All implementations must embed UnimplementedScheddServer
 // for forward compatibility.
 type ScheddServer interface {
-	// NewCluster reserves a cluster number for the caller: only they may
-	// submit into it, once.
+	// NewCluster reserves a cluster number, or several, for the caller:
+	// only they may submit into each, once.
 	NewCluster(context.Context, *NewClusterRequest) (*NewClusterReply, error)
 	// Submit queues a whole cluster in one durable transaction.
 	Submit(context.Context, *SubmitRequest) (*SubmitReply, error)

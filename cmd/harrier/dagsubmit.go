@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -46,9 +45,8 @@ func (s *agentSubmitter) Submit(ctx context.Context, j dagman.Job) (int, int, er
 	return r.Cluster, r.Procs, r.Err
 }
 
-// batchClusters is the most clusters one SubmitClusters carries: their
-// reservations must all be open when it commits, and an owner keeps 64
-// (MaxReservations) of which a further one ends the oldest.
+// batchClusters is the most clusters one NewCluster reserves, and so one
+// SubmitClusters carries (the agent's maxClustersPerCall).
 const batchClusters = 32
 
 // nodeJob is a node's job on its way to the queue.
@@ -124,34 +122,33 @@ func (s *agentSubmitter) prepare(ctx context.Context, j dagman.Job) (*nodeJob, e
 	return &nodeJob{j: j, desc: desc, env: env}, nil
 }
 
-// submitClusters reserves a cluster for each of nodes (at once: the
-// agent commits the reservations together), builds their jobs and queues
-// them in one SubmitClusters, filling res at the indexes at.
+// submitClusters reserves a cluster for each of nodes, in one call,
+// builds their jobs and queues them in one SubmitClusters, filling res at
+// the indexes at.
 func (s *agentSubmitter) submitClusters(ctx context.Context, nodes []*nodeJob, at []int, res []dagman.Submitted) {
-	errs := make([]error, len(nodes))
-	var wg sync.WaitGroup
-	for k, nj := range nodes {
-		wg.Go(func() {
-			var nc *wire.NewClusterReply
-			err := paced(ctx, func() (err error) {
-				nc, err = s.client.NewCluster(ctx, &wire.NewClusterRequest{}, grpc.WaitForReady(true))
-				return err
-			})
-			if err != nil {
-				errs[k] = rpcError("new cluster", err)
-				return
-			}
-			nj.cluster = nc.Cluster
-		})
+	var nc *wire.NewClusterReply
+	err := paced(ctx, func() (err error) {
+		nc, err = s.client.NewCluster(ctx, &wire.NewClusterRequest{Count: int32(len(nodes))}, grpc.WaitForReady(true))
+		return err
+	})
+	if err == nil && len(nodes) > 1 && len(nc.Clusters) != len(nodes) {
+		err = fmt.Errorf("the agent reserved %d clusters for %d nodes", len(nc.Clusters), len(nodes))
 	}
-	wg.Wait()
+	if err != nil {
+		for k := range nodes {
+			res[at[k]].Err = rpcError("new cluster", err)
+		}
+		return
+	}
+	for k, nj := range nodes {
+		nj.cluster = nc.Cluster
+		if len(nodes) > 1 {
+			nj.cluster = nc.Clusters[k]
+		}
+	}
 	var req wire.SubmitClustersRequest
 	var queued []int // of nodes, in req's order
 	for k, nj := range nodes {
-		if errs[k] != nil {
-			res[at[k]].Err = errs[k]
-			continue
-		}
 		ads, err := nj.desc.Jobs(int(nj.cluster), nj.env)
 		if err != nil {
 			res[at[k]].Err = err
@@ -168,7 +165,7 @@ func (s *agentSubmitter) submitClusters(ctx context.Context, nodes []*nodeJob, a
 		return
 	}
 	var reply *wire.SubmitClustersReply
-	err := paced(ctx, func() (err error) {
+	err = paced(ctx, func() (err error) {
 		reply, err = s.client.SubmitClusters(ctx, &req, grpc.WaitForReady(true))
 		return err
 	})
