@@ -32,7 +32,8 @@ type Options struct {
 	// are HTCondor's (no limit, 1000, 20, 20); a configured 0 is no limit.
 	MaxJobs, MaxIdle, MaxPre, MaxPost int
 	// PollInterval is how often the nodes log is read when the Submitter
-	// is no Notifier; zero takes DAGMAN_USER_LOG_SCAN_INTERVAL (5s).
+	// is no Notifier, besides each time the kernel reports it written;
+	// zero takes DAGMAN_USER_LOG_SCAN_INTERVAL (5s).
 	PollInterval time.Duration
 	// NoRescue runs the DAG file as it is even if rescue DAGs exist
 	// (-autorescue 0); DoRescueFrom applies that rescue DAG rather than
@@ -250,6 +251,11 @@ func (e *engine) run(ctx context.Context, recovering bool) (Result, error) {
 	var wake <-chan struct{}
 	if n, ok := e.sub.(Notifier); ok {
 		wake = n.Notify()
+	} else if w, err := watchLog(e.nodesLog); err != nil {
+		e.out.logf("WARNING: %v; reading it every %v", err, e.opts.PollInterval)
+	} else {
+		defer w.close()
+		wake = w.wake
 	}
 	tick := time.NewTicker(e.opts.PollInterval)
 	defer tick.Stop()

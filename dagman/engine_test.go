@@ -792,3 +792,18 @@ func TestBatchSubmission(t *testing.T) {
 		t.Errorf("node bad submitted %d times, want 2 (refused, then retried)", tries)
 	}
 }
+
+// The engine reads the nodes log when it is written, not only at its poll
+// interval: a chain whose every link waits on the log ends though the
+// interval is an hour.
+func TestLogWrittenWakes(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, jobFiles)
+	res := runDAG(t, dir, "JOB a job.sub\nJOB b job.sub\nJOB c job.sub\nPARENT a CHILD b\nPARENT b CHILD c\n", Options{PollInterval: time.Hour})
+	if res.ExitCode != 0 || res.Done != 3 {
+		t.Fatalf("result %+v", res)
+	}
+	if got := ranNodes(t, filepath.Join(dir, "runs.txt")); !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Errorf("runs %q, want a, b, c in order", got)
+	}
+}
