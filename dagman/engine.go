@@ -176,6 +176,9 @@ type engine struct {
 	// time it spent in the Submitter queueing them.
 	submitted  int
 	submitting time.Duration
+	// waitingSince is when nodes ready to be submitted started waiting
+	// for a fuller batch (zero: none wait).
+	waitingSince time.Time
 
 	statusAt time.Time // last node status file write
 	dotAt    time.Time // last DOT file write
@@ -389,8 +392,37 @@ func (e *engine) dispatch(ctx context.Context) bool {
 		e.hold(i)
 		batch = append(batch, i)
 	}
+	if !more && e.wait(len(batch)) {
+		for _, i := range batch {
+			e.unhold(i)
+		}
+		return false
+	}
+	e.waitingSince = time.Time{}
 	e.submit(ctx, batch)
 	return more
+}
+
+// Submitting a few nodes costs a Submitter about what submitting many
+// does (a round trip and a durable commit): while the pool has plenty of
+// the DAG's jobs idle, nodes made ready one by one as jobs end are
+// gathered into batches.
+const (
+	fullBatch   = 32          // nodes that are worth a submission
+	idleReserve = 100         // idle node jobs that keep the pool busy meanwhile
+	maxWait     = time.Second // the longest a ready node waits for others
+)
+
+// wait reports whether n nodes held for submission wait for more, and
+// notes since when they wait.
+func (e *engine) wait(n int) bool {
+	if n == 0 || n >= fullBatch || e.idle-n < idleReserve {
+		return false
+	}
+	if e.waitingSince.IsZero() {
+		e.waitingSince = time.Now()
+	}
+	return time.Since(e.waitingSince) < maxWait
 }
 
 // skip reports whether a queued node is no longer to run: the DAG is
@@ -460,6 +492,19 @@ func (e *engine) hold(i int) {
 	e.jobs++
 	e.idle++
 	e.catJobs[e.dag.Nodes[i].Category]++
+}
+
+// unhold puts a held node back among the ready ones, as it was.
+func (e *engine) unhold(i int) {
+	n, st := e.dag.Nodes[i], &e.nodes[i]
+	st.status = StatusReady
+	if n.Kind != ServiceNode {
+		e.active--
+	}
+	e.jobs--
+	e.idle--
+	e.catJobs[n.Category]--
+	e.subQ[n.Category].push(e, i)
 }
 
 // submit queues the jobs of the nodes held for this cycle, in one batch

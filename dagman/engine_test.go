@@ -807,3 +807,26 @@ func TestLogWrittenWakes(t *testing.T) {
 		t.Errorf("runs %q, want a, b, c in order", got)
 	}
 }
+
+// Nodes ready for submission wait for a fuller batch only while the pool
+// has plenty of the DAG's jobs idle, and not for ever.
+func TestSubmissionWaitsForABatch(t *testing.T) {
+	e := &engine{}
+	e.idle = idleReserve + 5 // with the 5 held
+	if !e.wait(5) {
+		t.Errorf("5 nodes with %d jobs idle besides submitted at once", idleReserve)
+	}
+	e.waitingSince = time.Now().Add(-maxWait)
+	if e.wait(5) {
+		t.Errorf("5 nodes still wait after %v", maxWait)
+	}
+	e.waitingSince = time.Time{}
+	e.idle = idleReserve - 1 + 5
+	if e.wait(5) {
+		t.Errorf("5 nodes wait with only %d jobs idle", idleReserve-1)
+	}
+	e.idle = 10 * idleReserve
+	if e.wait(fullBatch) {
+		t.Errorf("a full batch of %d waits", fullBatch)
+	}
+}
