@@ -51,7 +51,6 @@ const batchClusters = 32
 
 // nodeJob is a node's job on its way to the queue.
 type nodeJob struct {
-	j       dagman.Job
 	desc    *submit.Description
 	env     submit.Env
 	cluster int32
@@ -65,10 +64,6 @@ type nodeJob struct {
 // job is refused fails alone.
 func (s *agentSubmitter) SubmitBatch(ctx context.Context, jobs []dagman.Job) []dagman.Submitted {
 	res := make([]dagman.Submitted, len(jobs))
-	// An agent being restarted is waited for, for a while, rather than
-	// the node's try failed at once.
-	ctx, cancel := context.WithTimeout(ctx, agentPatience)
-	defer cancel()
 	var batch []int
 	var ready []*nodeJob
 	flush := func() {
@@ -119,13 +114,17 @@ func (s *agentSubmitter) prepare(ctx context.Context, j dagman.Job) (*nodeJob, e
 	if err != nil {
 		return nil, err
 	}
-	return &nodeJob{j: j, desc: desc, env: env}, nil
+	return &nodeJob{desc: desc, env: env}, nil
 }
 
 // submitClusters reserves a cluster for each of nodes, in one call,
 // builds their jobs and queues them in one SubmitClusters, filling res at
 // the indexes at.
 func (s *agentSubmitter) submitClusters(ctx context.Context, nodes []*nodeJob, at []int, res []dagman.Submitted) {
+	// An agent being restarted is waited for, for a while, rather than
+	// the nodes' tries failed at once.
+	ctx, cancel := context.WithTimeout(ctx, agentPatience)
+	defer cancel()
 	var nc *wire.NewClusterReply
 	err := paced(ctx, func() (err error) {
 		nc, err = s.client.NewCluster(ctx, &wire.NewClusterRequest{Count: int32(len(nodes))}, grpc.WaitForReady(true))
