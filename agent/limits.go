@@ -107,6 +107,28 @@ func (l *Limits) checkSubmission(req *wire.SubmitRequest, size int) error {
 	return nil
 }
 
+// checkClusters checks a submission of several clusters as one: its size,
+// its jobs together, and each cluster's ads.
+func (l *Limits) checkClusters(req *wire.SubmitClustersRequest, size int) error {
+	if size > l.MaxSubmissionBytes {
+		return limitError("MAX_SUBMISSION_BYTES", l.MaxSubmissionBytes, "submission of %d bytes", size)
+	}
+	jobs := 0
+	for _, c := range req.Clusters {
+		jobs += len(c.Ads)
+	}
+	if jobs > l.MaxJobsPerSubmission {
+		return limitError("MAX_JOBS_PER_SUBMISSION", l.MaxJobsPerSubmission, "submission of %d jobs in %d clusters", jobs, len(req.Clusters))
+	}
+	for _, c := range req.Clusters {
+		// Each within the bytes already; what is left are the ads' sizes.
+		if err := l.checkSubmission(c, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // quota counts the jobs in the queue by owner, for the job limits. A
 // submission takes its share before it commits (and gives it back if the
 // commit fails), a retirement gives one back, and recover counts the
@@ -233,7 +255,9 @@ func (r *rateLimiter) allow(k rateKey, now time.Time) bool {
 // Submit beyond the submission rate before gRPC reads the request, so a
 // flood costs the agent neither the reading nor the memory.
 func (a *Agent) limitRate(ctx context.Context, info *tap.Info) (context.Context, error) {
-	if info.FullMethodName != wire.Schedd_NewCluster_FullMethodName && info.FullMethodName != wire.Schedd_Submit_FullMethodName {
+	switch info.FullMethodName {
+	case wire.Schedd_NewCluster_FullMethodName, wire.Schedd_Submit_FullMethodName, wire.Schedd_SubmitClusters_FullMethodName:
+	default:
 		return ctx, nil
 	}
 	cred, ok := peercred.FromContext(ctx)

@@ -346,6 +346,18 @@ func (a *Agent) nextJobFor(c *claim, after jobqueue.JobID) (*run, *classad.Class
 			return r, ad
 		}
 	}
+	// Then the first jobs of the clusters after it: a DAG's nodes are a
+	// cluster each, submitted together.
+	for c := after.Cluster + 1; c <= after.Cluster+nextJobLookahead; c++ {
+		id := jobqueue.JobID{Cluster: c, Proc: 0}
+		ad, ok := a.queue.Get(id)
+		if !ok {
+			continue
+		}
+		if r := try(id, ad); r != nil {
+			return r, ad
+		}
+	}
 	var (
 		r    *run
 		pick *classad.ClassAd
@@ -360,8 +372,9 @@ func (a *Agent) nextJobFor(c *claim, after jobqueue.JobID) (*run, *classad.Class
 	return r, pick
 }
 
-// nextJobLookahead is how many following jobs of the same cluster a reused
-// claim tries before it searches the whole queue.
+// nextJobLookahead is how many following jobs of the same cluster, and
+// then first jobs of the following clusters, a reused claim tries before
+// it searches the whole queue.
 const nextJobLookahead = 64
 
 // keepAlive renews the claim's lease until the returned function is

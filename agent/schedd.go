@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -66,18 +67,45 @@ func callerFrom(ctx context.Context) (caller, error) {
 // their own jobs; root (the pool administrator) edits any.
 func (c caller) mayEdit(owner string) bool { return c.root || c.name == owner }
 
-// NewCluster reserves a cluster for the caller: only they may submit into
-// it, once.
-func (s *scheddService) NewCluster(ctx context.Context, _ *wire.NewClusterRequest) (*wire.NewClusterReply, error) {
+// maxClustersPerCall is the most clusters one NewCluster reserves: half
+// of the open reservations a store keeps for an owner (MaxReservations,
+// 64), beyond which a new one ends the oldest.
+const maxClustersPerCall = 32
+
+// NewCluster reserves a cluster for the caller, or several: only they may
+// submit into each, once. Several are reserved at once, so that the queue
+// commits them together.
+func (s *scheddService) NewCluster(ctx context.Context, req *wire.NewClusterRequest) (*wire.NewClusterReply, error) {
 	who, err := callerFrom(ctx)
 	if err != nil {
 		return nil, err
 	}
-	n, err := s.a.queue.NextCluster(ctx, who.name)
-	if err != nil {
-		return nil, queueError("reserve a cluster", err)
+	if req.Count < 0 || req.Count > maxClustersPerCall {
+		return nil, status.Errorf(codes.InvalidArgument, "%d clusters asked for: from 1 to %d at once", req.Count, maxClustersPerCall)
 	}
-	return &wire.NewClusterReply{Cluster: int32(n)}, nil
+	if req.Count <= 1 {
+		n, err := s.a.queue.NextCluster(ctx, who.name)
+		if err != nil {
+			return nil, queueError("reserve a cluster", err)
+		}
+		return &wire.NewClusterReply{Cluster: int32(n)}, nil
+	}
+	clusters := make([]int32, req.Count)
+	errs := make([]error, req.Count)
+	var wg sync.WaitGroup
+	for i := range clusters {
+		wg.Go(func() {
+			n, err := s.a.queue.NextCluster(ctx, who.name)
+			clusters[i], errs[i] = int32(n), err
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		// Those reserved stay open until newer ones end them.
+		return nil, queueError(fmt.Sprintf("reserve %d clusters", req.Count), err)
+	}
+	slices.Sort(clusters)
+	return &wire.NewClusterReply{Cluster: clusters[0], Clusters: clusters}, nil
 }
 
 // queueError is the status of a change the queue did not take: Unavailable
@@ -100,11 +128,99 @@ func (s *scheddService) Submit(ctx context.Context, req *wire.SubmitRequest) (*w
 	if err := limits.checkSubmission(req, proto.Size(req)); err != nil {
 		return nil, err
 	}
-	if len(req.Ads) == 0 {
-		return nil, status.Error(codes.InvalidArgument, "no jobs in submission")
+	reply, err := s.submit(ctx, who, limits, []*wire.SubmitRequest{req})
+	if err != nil {
+		return nil, err
 	}
+	return reply[0], nil
+}
+
+// SubmitClusters queues several clusters in one durable transaction, as
+// Submit queues one: each must be the caller's by NewCluster, and one
+// that is refused refuses them all. The whole request is one submission
+// for the limits: its jobs together are bounded by MAX_JOBS_PER_SUBMISSION.
+func (s *scheddService) SubmitClusters(ctx context.Context, req *wire.SubmitClustersRequest) (*wire.SubmitClustersReply, error) {
+	who, err := callerFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	limits := s.a.limits.Load()
+	if err := limits.checkClusters(req, proto.Size(req)); err != nil {
+		return nil, err
+	}
+	if len(req.Clusters) == 0 {
+		return nil, status.Error(codes.InvalidArgument, "no clusters in submission")
+	}
+	seen := make(map[int32]bool, len(req.Clusters))
+	for _, c := range req.Clusters {
+		if seen[c.Cluster] {
+			return nil, status.Errorf(codes.InvalidArgument, "cluster %d submitted twice", c.Cluster)
+		}
+		seen[c.Cluster] = true
+	}
+	replies, err := s.submit(ctx, who, limits, req.Clusters)
+	if err != nil {
+		return nil, err
+	}
+	return &wire.SubmitClustersReply{Clusters: replies}, nil
+}
+
+// submit queues clusters, checked against the limits, in one durable
+// transaction, and writes their jobs' submit events.
+func (s *scheddService) submit(ctx context.Context, who caller, limits *Limits, clusters []*wire.SubmitRequest) ([]*wire.SubmitReply, error) {
 	now := time.Now().Unix()
 	txn := &jobqueue.Txn{}
+	var ads []*classad.ClassAd
+	var jobs, factories int
+	for _, req := range clusters {
+		made, factory, err := s.a.addCluster(txn, who, req, now)
+		if err != nil {
+			return nil, err
+		}
+		ads = append(ads, made...)
+		jobs += len(req.Ads)
+		if factory {
+			factories++
+		}
+	}
+	if err := s.a.quota.take(limits, who.name, jobs); err != nil {
+		return nil, err
+	}
+	events := make([]joblog.Event, len(ads))
+	for i, ad := range ads {
+		events[i] = s.a.submitEvent(ad)
+	}
+	if err := s.a.commit(ctx, txn, events); err != nil {
+		s.a.quota.give(who.name, jobs)
+		if errors.Is(err, jobqueue.ErrNotReserved) {
+			if len(clusters) == 1 {
+				return nil, status.Errorf(codes.PermissionDenied, "cluster %d is not yours to submit into: it was not given to you by NewCluster, or has been submitted into already", clusters[0].Cluster)
+			}
+			return nil, status.Errorf(codes.PermissionDenied, "a cluster of the %d is not yours to submit into: it was not given to you by NewCluster, or has been submitted into already (%v); none was queued", len(clusters), err)
+		}
+		what := fmt.Sprintf("queue cluster %d", clusters[0].Cluster)
+		if len(clusters) > 1 {
+			what = fmt.Sprintf("queue clusters %d to %d", clusters[0].Cluster, clusters[len(clusters)-1].Cluster)
+		}
+		return nil, queueError(what, err)
+	}
+	s.a.factories.Add(int64(factories))
+	s.a.logEvents(ads, events)
+	replies := make([]*wire.SubmitReply, len(clusters))
+	for i, req := range clusters {
+		replies[i] = &wire.SubmitReply{Count: int32(len(req.Ads))}
+		s.a.log.Info("submitted", "cluster", req.Cluster, "jobs", len(req.Ads), "owner", who.name)
+	}
+	s.a.kick()
+	return replies, nil
+}
+
+// addCluster adds to txn the jobs of one cluster that who submits, and
+// returns the ads of those made now, and whether a factory makes the rest.
+func (a *Agent) addCluster(txn *jobqueue.Txn, who caller, req *wire.SubmitRequest, now int64) ([]*classad.ClassAd, bool, error) {
+	if len(req.Ads) == 0 {
+		return nil, false, status.Error(codes.InvalidArgument, "no jobs in submission")
+	}
 	// The commit checks, with the jobs, that NewCluster gave the caller
 	// this cluster and that nothing was submitted into it since.
 	txn.UseCluster(int(req.Cluster), who.name)
@@ -112,12 +228,13 @@ func (s *scheddService) Submit(ctx context.Context, req *wire.SubmitRequest) (*w
 	seen := make(map[int]bool, len(req.Ads))
 	var common *classad.ClassAd
 	if req.ClusterAd != "" {
+		var err error
 		if common, err = classad.Parse(req.ClusterAd); err != nil {
-			return nil, status.Errorf(codes.InvalidArgument, "cluster ad: %v", err)
+			return nil, false, status.Errorf(codes.InvalidArgument, "cluster %d: cluster ad: %v", req.Cluster, err)
 		}
 		// Shared by every job, so that the queue stores them once.
 		common.SetString(AttrOwner, who.name)
-		common.SetString(AttrUser, who.name+"@"+s.a.cfg.Name)
+		common.SetString(AttrUser, who.name+"@"+a.cfg.Name)
 		common.SetInt(AttrQDate, now)
 		common.SetInt(AttrEnteredCurrentStatus, now)
 	}
@@ -131,7 +248,7 @@ func (s *scheddService) Submit(ctx context.Context, req *wire.SubmitRequest) (*w
 	for i, text := range req.Ads[:materialized] {
 		ad, err := classad.Parse(text)
 		if err != nil {
-			return nil, status.Errorf(codes.InvalidArgument, "job %d: %v", i, err)
+			return nil, false, status.Errorf(codes.InvalidArgument, "job %d: %v", i, err)
 		}
 		if common != nil {
 			own := ad
@@ -144,20 +261,20 @@ func (s *scheddService) Submit(ctx context.Context, req *wire.SubmitRequest) (*w
 		}
 		id := jobID(ad)
 		if id.Cluster != int(req.Cluster) {
-			return nil, status.Errorf(codes.InvalidArgument, "job %d: ClusterId %d is not cluster %d", i, id.Cluster, req.Cluster)
+			return nil, false, status.Errorf(codes.InvalidArgument, "job %d: ClusterId %d is not cluster %d", i, id.Cluster, req.Cluster)
 		}
 		if seen[id.Proc] || id.Proc < 0 {
-			return nil, status.Errorf(codes.InvalidArgument, "job %d: bad or repeated ProcId %d", i, id.Proc)
+			return nil, false, status.Errorf(codes.InvalidArgument, "job %d: bad or repeated ProcId %d", i, id.Proc)
 		}
 		seen[id.Proc] = true
 		if common == nil {
 			// The agent, not the tool, says who owns a job.
 			ad.SetString(AttrOwner, who.name)
-			ad.SetString(AttrUser, who.name+"@"+s.a.cfg.Name)
+			ad.SetString(AttrUser, who.name+"@"+a.cfg.Name)
 			ad.SetInt(AttrQDate, now)
 			ad.SetInt(AttrEnteredCurrentStatus, now)
 		}
-		ad.SetString(AttrGlobalJobID, fmt.Sprintf("%s#%s#%d", s.a.cfg.Name, id, now))
+		ad.SetString(AttrGlobalJobID, fmt.Sprintf("%s#%s#%d", a.cfg.Name, id, now))
 		if st := statusOf(ad); st != Idle && st != Held {
 			ad.SetValue(AttrJobStatus, Idle.value())
 		}
@@ -167,29 +284,7 @@ func (s *scheddService) Submit(ctx context.Context, req *wire.SubmitRequest) (*w
 		txn.NewJob(id, ad)
 		ads = append(ads, ad)
 	}
-	if err := s.a.quota.take(limits, who.name, len(req.Ads)); err != nil {
-		return nil, err
-	}
-	events := make([]joblog.Event, len(ads))
-	for i, ad := range ads {
-		events[i] = s.a.submitEvent(ad)
-	}
-	if err := s.a.commit(ctx, txn, events); err != nil {
-		s.a.quota.give(who.name, len(req.Ads))
-		if errors.Is(err, jobqueue.ErrNotReserved) {
-			return nil, status.Errorf(codes.PermissionDenied, "cluster %d is not yours to submit into: it was not given to you by NewCluster, or has been submitted into already", req.Cluster)
-		}
-		return nil, queueError(fmt.Sprintf("queue cluster %d", req.Cluster), err)
-	}
-	if factory {
-		s.a.factories.Add(1)
-	}
-	for i, ad := range ads {
-		s.a.logEvent(ad, events[i])
-	}
-	s.a.log.Info("submitted", "cluster", req.Cluster, "jobs", len(req.Ads), "materialized", len(ads), "owner", who.name)
-	s.a.kick()
-	return &wire.SubmitReply{Count: int32(len(req.Ads))}, nil
+	return ads, factory, nil
 }
 
 // Query streams the selected jobs of the queue, a few per message, so

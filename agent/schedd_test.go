@@ -354,3 +354,36 @@ func TestReconfigureLimits(t *testing.T) {
 		t.Errorf("a job under the raised limit: %v", err)
 	}
 }
+
+// TestNewClusterCount: NewCluster reserves several clusters at once, each
+// the caller's to submit into once, and no more than maxClustersPerCall.
+func TestNewClusterCount(t *testing.T) {
+	a := startAgent(t, t.TempDir(), Limits{SubmitRate: 1000})
+	defer a.stop()
+	ctx := context.Background()
+	nc, err := a.client.NewCluster(ctx, &wire.NewClusterRequest{Count: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nc.Clusters) != 3 || nc.Cluster != nc.Clusters[0] || !slices.IsSorted(nc.Clusters) || nc.Clusters[0] == nc.Clusters[2] {
+		t.Fatalf("NewCluster of 3: %+v", nc)
+	}
+	req := &wire.SubmitClustersRequest{}
+	for _, c := range nc.Clusters {
+		req.Clusters = append(req.Clusters, &wire.SubmitRequest{Cluster: c, Ads: []string{
+			fmt.Sprintf(`[ ClusterId = %d; ProcId = 0; JobStatus = 1; Cmd = "/bin/true"; Iwd = "/tmp"; Requirements = false ]`, c)}})
+	}
+	reply, err := a.client.SubmitClusters(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reply.Clusters) != 3 || reply.Clusters[2].Count != 1 {
+		t.Errorf("SubmitClusters replied %+v", reply)
+	}
+	if _, err := a.client.SubmitClusters(ctx, req); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("the same clusters again: %v, want PermissionDenied", err)
+	}
+	if _, err := a.client.NewCluster(ctx, &wire.NewClusterRequest{Count: maxClustersPerCall + 1}); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("NewCluster of %d: %v, want InvalidArgument", maxClustersPerCall+1, err)
+	}
+}

@@ -77,8 +77,39 @@ func (a *Agent) logEvent(ad *classad.ClassAd, ev joblog.Event) {
 	}
 }
 
-// appendAs appends ev to the log at path as the user owner.
-func appendAs(owner, path string, ev joblog.Event) error {
+// logEvents logs each job's event, events[i] of ads[i], as logEvent does,
+// but opens, writes and syncs each log once for all the events it gets, in
+// their order: a submission of a DAG's ready nodes, a cluster per node,
+// writes them all to the DAG's one nodes log.
+func (a *Agent) logEvents(ads []*classad.ClassAd, events []joblog.Event) {
+	type logFile struct{ owner, path string }
+	var order []logFile
+	byLog := make(map[logFile][]joblog.Event)
+	for i, ad := range ads {
+		path, ok := ad.EvalString(AttrUserLog)
+		if !ok || path == "" {
+			continue
+		}
+		if !filepath.IsAbs(path) {
+			iwd, _ := ad.EvalString(AttrIwd)
+			path = filepath.Join(iwd, path)
+		}
+		owner, _ := ad.EvalString(AttrOwner)
+		k := logFile{owner, path}
+		if _, ok := byLog[k]; !ok {
+			order = append(order, k)
+		}
+		byLog[k] = append(byLog[k], stamp(ad, events[i:i+1])[0])
+	}
+	for _, k := range order {
+		if err := appendAs(k.owner, k.path, byLog[k]...); err != nil {
+			a.log.Warn("write job event log", "job", fmt.Sprintf("%d.%d", byLog[k][0].Cluster, byLog[k][0].Proc), "path", k.path, "events", len(byLog[k]), "err", err)
+		}
+	}
+}
+
+// appendAs appends events to the log at path as the user owner.
+func appendAs(owner, path string, events ...joblog.Event) error {
 	cred, err := asuser.Lookup(owner)
 	if err != nil {
 		return err
@@ -87,7 +118,7 @@ func appendAs(owner, path string, ev joblog.Event) error {
 	if err != nil {
 		return fmt.Errorf("open job event log: %w", err)
 	}
-	if err := joblog.AppendFile(f, ev); err != nil {
+	if err := joblog.AppendFile(f, events...); err != nil {
 		f.Close()
 		return err
 	}

@@ -25,6 +25,8 @@ type DAG struct {
 	NodeStatus *NodeStatusSpec
 	// Edges counts the PARENT-CHILD dependencies.
 	Edges int
+	// ParseTime is how long ParseFile took to read and check the DAG.
+	ParseTime time.Duration
 }
 
 // Node returns the node named name, or nil.

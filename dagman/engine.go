@@ -32,7 +32,8 @@ type Options struct {
 	// are HTCondor's (no limit, 1000, 20, 20); a configured 0 is no limit.
 	MaxJobs, MaxIdle, MaxPre, MaxPost int
 	// PollInterval is how often the nodes log is read when the Submitter
-	// is no Notifier; zero takes DAGMAN_USER_LOG_SCAN_INTERVAL (5s).
+	// is no Notifier, besides each time the kernel reports it written;
+	// zero takes DAGMAN_USER_LOG_SCAN_INTERVAL (5s).
 	PollInterval time.Duration
 	// NoRescue runs the DAG file as it is even if rescue DAGs exist
 	// (-autorescue 0); DoRescueFrom applies that rescue DAG rather than
@@ -171,6 +172,14 @@ type engine struct {
 	scriptDone chan scriptResult
 	stop       chan struct{} // closed when run returns, for waiting script goroutines
 
+	// submitted counts the node jobs this run queued, and submitting the
+	// time it spent in the Submitter queueing them.
+	submitted  int
+	submitting time.Duration
+	// waitingSince is when nodes ready to be submitted started waiting
+	// for a fuller batch (zero: none wait).
+	waitingSince time.Time
+
 	statusAt time.Time // last node status file write
 	dotAt    time.Time // last DOT file write
 	dotSeq   int       // the next DOT file's number (DONT-OVERWRITE)
@@ -208,7 +217,7 @@ func (e *engine) run(ctx context.Context, recovering bool) (Result, error) {
 	}()
 	e.out.logf("******************************************************")
 	e.out.logf("** condor_dagman (Harrier) STARTING UP, pid %d", os.Getpid())
-	e.out.logf("DAG file %s: %d nodes, %d edges", e.dag.File, len(e.dag.Nodes), e.dag.Edges)
+	e.out.logf("DAG file %s: %d nodes, %d edges, parsed in %v", e.dag.File, len(e.dag.Nodes), e.dag.Edges, e.dag.ParseTime.Round(time.Millisecond))
 	e.out.logf("Limits: maxjobs %d, maxidle %d, maxpre %d, maxpost %d", e.opts.MaxJobs, e.opts.MaxIdle, e.opts.MaxPre, e.opts.MaxPost)
 	rescue, err := e.applyRescue()
 	if err != nil {
@@ -245,6 +254,11 @@ func (e *engine) run(ctx context.Context, recovering bool) (Result, error) {
 	var wake <-chan struct{}
 	if n, ok := e.sub.(Notifier); ok {
 		wake = n.Notify()
+	} else if w, err := watchLog(e.nodesLog); err != nil {
+		e.out.logf("WARNING: %v; reading it every %v", err, e.opts.PollInterval)
+	} else {
+		defer w.close()
+		wake = w.wake
 	}
 	tick := time.NewTicker(e.opts.PollInterval)
 	defer tick.Stop()
@@ -356,21 +370,59 @@ func (e *engine) dispatch(ctx context.Context) bool {
 		e.startScript(ctx, i, preScript)
 	}
 	const perCycle = 100 // DAGMAN_MAX_SUBMITS_PER_INTERVAL: read the log between batches
+	var batch []int
+	more := false
 	for n := 0; under(e.jobs, e.opts.MaxJobs) && under(e.idle, e.opts.MaxIdle); n++ {
 		i := e.nextSubmit()
 		if i < 0 {
-			return false
+			break
 		}
 		if n == perCycle {
 			e.subQ[e.dag.Nodes[i].Category].push(e, i)
-			return true
+			more = true
+			break
 		}
 		if e.skip(i) {
 			continue
 		}
-		e.submit(ctx, i)
+		if e.dag.Nodes[i].Noop {
+			e.submitNoop(i)
+			continue
+		}
+		e.hold(i)
+		batch = append(batch, i)
 	}
-	return false
+	if !more && e.wait(len(batch)) {
+		for _, i := range batch {
+			e.unhold(i)
+		}
+		return false
+	}
+	e.waitingSince = time.Time{}
+	e.submit(ctx, batch)
+	return more
+}
+
+// Submitting a few nodes costs a Submitter about what submitting many
+// does (a round trip and a durable commit): while the pool has plenty of
+// the DAG's jobs idle, nodes made ready one by one as jobs end are
+// gathered into batches.
+const (
+	fullBatch   = 32          // nodes that are worth a submission
+	idleReserve = 100         // idle node jobs that keep the pool busy meanwhile
+	maxWait     = time.Second // the longest a ready node waits for others
+)
+
+// wait reports whether n nodes held for submission wait for more, and
+// notes since when they wait.
+func (e *engine) wait(n int) bool {
+	if n == 0 || n >= fullBatch || e.idle-n < idleReserve {
+		return false
+	}
+	if e.waitingSince.IsZero() {
+		e.waitingSince = time.Now()
+	}
+	return time.Since(e.waitingSince) < maxWait
 }
 
 // skip reports whether a queued node is no longer to run: the DAG is
@@ -410,28 +462,103 @@ func (e *engine) before(a, b int) bool {
 
 func under(n, limit int) bool { return limit <= 0 || n < limit }
 
-// submit queues a node's job; a NOOP node's job is recorded as done at
-// once, with the events condor_dagman writes for it.
-func (e *engine) submit(ctx context.Context, i int) {
+// submitNoop records a NOOP node's job as done at once, with the events
+// condor_dagman writes for it.
+func (e *engine) submitNoop(i int) {
 	n, st := e.dag.Nodes[i], &e.nodes[i]
 	e.activate(i)
 	st.status = StatusSubmitted
 	e.dirty = true
-	if n.Noop {
-		e.noopSeq--
-		cluster := e.noopSeq
-		now := time.Now()
-		if err := joblog.Append(e.nodesLog, joblog.Event{Type: joblog.Submit, Cluster: cluster, Time: now, Host: "dummy-submit-for-noop-job", DAGNode: n.Name}); err != nil {
-			e.out.logf("ERROR: writing the NOOP events of node %s: %v", n.Name, err)
-		}
-		if err := joblog.Append(e.nodesLog, joblog.Event{Type: joblog.Terminated, Cluster: cluster, Time: now, Normal: true}); err != nil {
-			e.out.logf("ERROR: writing the NOOP events of node %s: %v", n.Name, err)
-		}
-		e.out.logf("Node %s is NOOP: not submitted", n.Name)
-		e.bind(i, cluster, 1)
+	e.noopSeq--
+	cluster := e.noopSeq
+	now := time.Now()
+	if err := joblog.Append(e.nodesLog, joblog.Event{Type: joblog.Submit, Cluster: cluster, Time: now, Host: "dummy-submit-for-noop-job", DAGNode: n.Name}); err != nil {
+		e.out.logf("ERROR: writing the NOOP events of node %s: %v", n.Name, err)
+	}
+	if err := joblog.Append(e.nodesLog, joblog.Event{Type: joblog.Terminated, Cluster: cluster, Time: now, Normal: true}); err != nil {
+		e.out.logf("ERROR: writing the NOOP events of node %s: %v", n.Name, err)
+	}
+	e.out.logf("Node %s is NOOP: not submitted", n.Name)
+	e.bind(i, cluster, 1)
+}
+
+// hold takes a node to be submitted in this cycle's batch out of the
+// ready ones, and counts its job (one idle proc, until the submission
+// says how many) against the throttles while the batch is built.
+func (e *engine) hold(i int) {
+	e.activate(i)
+	e.nodes[i].status = StatusSubmitted
+	e.dirty = true
+	e.jobs++
+	e.idle++
+	e.catJobs[e.dag.Nodes[i].Category]++
+}
+
+// unhold puts a held node back among the ready ones, as it was.
+func (e *engine) unhold(i int) {
+	n, st := e.dag.Nodes[i], &e.nodes[i]
+	st.status = StatusReady
+	if n.Kind != ServiceNode {
+		e.active--
+	}
+	e.jobs--
+	e.idle--
+	e.catJobs[n.Category]--
+	e.subQ[n.Category].push(e, i)
+}
+
+// submit queues the jobs of the nodes held for this cycle, in one batch
+// if the Submitter takes batches.
+func (e *engine) submit(ctx context.Context, nodes []int) {
+	if len(nodes) == 0 {
 		return
 	}
-	e.out.logf("Submitting HTCondor Node %s job(s)...", n.Name)
+	jobs := make([]Job, len(nodes))
+	for k, i := range nodes {
+		jobs[k] = e.job(i)
+		e.out.logf("Submitting HTCondor Node %s job(s)...", jobs[k].Node)
+	}
+	var res []Submitted
+	start := time.Now()
+	defer func() { e.submitting += time.Since(start) }()
+	if b, ok := e.sub.(BatchSubmitter); ok {
+		res = b.SubmitBatch(ctx, jobs)
+	} else {
+		res = make([]Submitted, len(jobs))
+		for k, j := range jobs {
+			r := &res[k]
+			r.Cluster, r.Procs, r.Err = e.sub.Submit(ctx, j)
+		}
+	}
+	for k, i := range nodes {
+		n, st := e.dag.Nodes[i], &e.nodes[i]
+		// Counted as held; bind or the failure counts it again.
+		e.jobs--
+		e.idle--
+		e.catJobs[n.Category]--
+		r := res[k]
+		if r.Err != nil || r.Procs <= 0 {
+			err := r.Err
+			if err == nil {
+				err = errors.New("the submit file queued no job")
+			}
+			e.out.logf("ERROR: submitting node %s: %v", n.Name, err)
+			st.why = "submit failed: " + err.Error()
+			e.jobs++
+			e.catJobs[n.Category]++
+			st.jobFailed, st.jobReturn = true, -1
+			e.jobFinished(i)
+			continue
+		}
+		e.out.logf("\tassigned HTCondor ID (%d.0.0) to node %s", r.Cluster, n.Name)
+		e.submitted++
+		e.bind(i, r.Cluster, r.Procs)
+	}
+}
+
+// job is what the Submitter needs to queue node i's job.
+func (e *engine) job(i int) Job {
+	n, st := e.dag.Nodes[i], &e.nodes[i]
 	j := Job{Node: n.Name, File: n.File, SubDAG: n.Kind == SubDAGNode, Dir: n.Dir, Log: e.nodesLog,
 		Priority: n.Priority, Retry: st.retry}
 	// The submit file sees $(JOB) and $(RETRY), and a FINAL node's
@@ -445,21 +572,7 @@ func (e *engine) submit(ctx context.Context, i int) {
 		v.Value = expandVar(v.Value, n.Name, st.retry)
 		j.Vars = append(j.Vars, v)
 	}
-	cluster, procs, err := e.sub.Submit(ctx, j)
-	if err != nil || procs <= 0 {
-		if err == nil {
-			err = errors.New("the submit file queued no job")
-		}
-		e.out.logf("ERROR: submitting node %s: %v", n.Name, err)
-		st.why = "submit failed: " + err.Error()
-		e.jobs++
-		e.catJobs[n.Category]++
-		st.jobFailed, st.jobReturn = true, -1
-		e.jobFinished(i)
-		return
-	}
-	e.out.logf("\tassigned HTCondor ID (%d.0.0)", cluster)
-	e.bind(i, cluster, procs)
+	return j
 }
 
 // activate counts a node that leaves the ready state for a script or a

@@ -723,3 +723,110 @@ DOT dag.dot UPDATE DONT-OVERWRITE INCLUDE extra.dot
 		t.Errorf("%d DOT files, the last:\n%s\nwant at least 2, the last with 4 nodes DONE", len(dots), last)
 	}
 }
+
+// batchPool is an instantPool that takes batches, recording each one's
+// nodes, and refuses the first try of node "bad".
+type batchPool struct {
+	*instantPool
+	batches [][]string
+}
+
+func (p *batchPool) SubmitBatch(ctx context.Context, jobs []Job) []Submitted {
+	res := make([]Submitted, len(jobs))
+	var names []string
+	for k, j := range jobs {
+		names = append(names, j.Node)
+		if j.Node == "bad" && j.Retry == 0 {
+			res[k].Err = errors.New("refused")
+			continue
+		}
+		res[k].Cluster, res[k].Procs, res[k].Err = p.Submit(ctx, j)
+	}
+	p.batches = append(p.batches, names)
+	return res
+}
+
+// A BatchSubmitter gets the ready nodes of a cycle in one batch, within the
+// throttles (CATEGORY MAXJOBS counts the nodes of the batch), and a node it
+// could not queue fails its try alone.
+func TestBatchSubmission(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "test.dag")
+	var b strings.Builder
+	for i := range 20 {
+		fmt.Fprintf(&b, "JOB n%d x\nJOB c%d x\nCATEGORY c%d capped\n", i, i, i)
+	}
+	b.WriteString("MAXJOBS capped 3\nJOB bad x\nRETRY bad 1\nJOB after x\nPARENT bad CHILD after\n")
+	writeFiles(t, dir, map[string]string{"test.dag": b.String()})
+	dag, err := ParseFile(path, ParseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := &batchPool{instantPool: newInstantPool()}
+	res, err := Run(context.Background(), dag, pool, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 0 || res.Done != 42 {
+		t.Fatalf("result %+v, want all 42 nodes done", res)
+	}
+	if len(pool.batches) == 0 || len(pool.batches[0]) < 20 {
+		t.Fatalf("batches %q: the first cycle's ready nodes were not submitted together", pool.batches)
+	}
+	tries := 0
+	for _, batch := range pool.batches {
+		capped := 0
+		for _, n := range batch {
+			if strings.HasPrefix(n, "c") {
+				capped++
+			}
+			if n == "bad" {
+				tries++
+			}
+		}
+		if capped > 3 {
+			t.Errorf("a batch of %d nodes of category capped (MAXJOBS capped 3): %q", capped, batch)
+		}
+	}
+	if tries != 2 {
+		t.Errorf("node bad submitted %d times, want 2 (refused, then retried)", tries)
+	}
+}
+
+// The engine reads the nodes log when it is written, not only at its poll
+// interval: a chain whose every link waits on the log ends though the
+// interval is an hour.
+func TestLogWrittenWakes(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, jobFiles)
+	res := runDAG(t, dir, "JOB a job.sub\nJOB b job.sub\nJOB c job.sub\nPARENT a CHILD b\nPARENT b CHILD c\n", Options{PollInterval: time.Hour})
+	if res.ExitCode != 0 || res.Done != 3 {
+		t.Fatalf("result %+v", res)
+	}
+	if got := ranNodes(t, filepath.Join(dir, "runs.txt")); !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Errorf("runs %q, want a, b, c in order", got)
+	}
+}
+
+// Nodes ready for submission wait for a fuller batch only while the pool
+// has plenty of the DAG's jobs idle, and not for ever.
+func TestSubmissionWaitsForABatch(t *testing.T) {
+	e := &engine{}
+	e.idle = idleReserve + 5 // with the 5 held
+	if !e.wait(5) {
+		t.Errorf("5 nodes with %d jobs idle besides submitted at once", idleReserve)
+	}
+	e.waitingSince = time.Now().Add(-maxWait)
+	if e.wait(5) {
+		t.Errorf("5 nodes still wait after %v", maxWait)
+	}
+	e.waitingSince = time.Time{}
+	e.idle = idleReserve - 1 + 5
+	if e.wait(5) {
+		t.Errorf("5 nodes wait with only %d jobs idle", idleReserve-1)
+	}
+	e.idle = 10 * idleReserve
+	if e.wait(fullBatch) {
+		t.Errorf("a full batch of %d waits", fullBatch)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"syscall"
 	"time"
 )
 
@@ -51,6 +52,14 @@ func (e *engine) summary() {
 	e.out.logf("  ===     ===      ===     ===     ===        ===      ===      ===")
 	e.out.logf("%5d %7d %8d %7d %7d %10d %8d %8d", c[StatusDone], c[StatusPreRun], c[StatusSubmitted],
 		c[StatusPostRun], c[StatusReady], c[StatusNotReady], c[StatusError], c[StatusFutile])
+	if e.submitted > 0 {
+		e.out.logf("Submitted %d node jobs in %v spent submitting (%.0f a second)", e.submitted,
+			e.submitting.Round(time.Millisecond), float64(e.submitted)/e.submitting.Seconds())
+	}
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		e.out.logf("Peak resident memory: %d MB", ru.Maxrss>>10) // Linux counts KB
+	}
 	if e.failed > 0 {
 		e.out.logf("ERROR: the following node(s) failed:")
 		for i, n := range e.dag.Nodes {

@@ -24,6 +24,7 @@ type ParseOptions struct {
 // includes and splices, and returns the first problem found as a
 // *ParseError naming the file and line.
 func ParseFile(path string, opts ParseOptions) (*DAG, error) {
+	start := time.Now()
 	if opts.ReadFile == nil {
 		opts.ReadFile = os.ReadFile
 	}
@@ -34,7 +35,12 @@ func ParseFile(path string, opts ParseOptions) (*DAG, error) {
 	if opts.Dir == "" {
 		opts.Dir = filepath.Dir(path)
 	}
-	return Parse(src, path, opts)
+	dag, err := Parse(src, path, opts)
+	if err != nil {
+		return nil, err
+	}
+	dag.ParseTime = time.Since(start)
+	return dag, nil
 }
 
 // Parse reads and checks DAG file text; name names it in errors and is the

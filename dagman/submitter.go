@@ -17,6 +17,24 @@ type Submitter interface {
 	Remove(ctx context.Context, cluster int) error
 }
 
+// A BatchSubmitter is a Submitter that queues several nodes' jobs at
+// once, for about the cost of one: the engine hands it the nodes it
+// submits in one go.
+type BatchSubmitter interface {
+	Submitter
+	// SubmitBatch queues each of jobs as Submit would, and returns what
+	// became of each, in order. An error in one does not keep the others
+	// from being queued.
+	SubmitBatch(ctx context.Context, jobs []Job) []Submitted
+}
+
+// Submitted is what became of one job of a batch: its cluster and how
+// many procs it has, or the error that kept it from being queued.
+type Submitted struct {
+	Cluster, Procs int
+	Err            error
+}
+
 // A Notifier is a Submitter that can tell the engine that it has just
 // appended events to the log, so the engine need not wait for its next
 // look at the log.

@@ -3,6 +3,7 @@ package joblog
 import (
 	"fmt"
 	"os"
+	"strings"
 )
 
 // Append adds one event to the log at path, creating it (mode 0644) if
@@ -29,11 +30,18 @@ func appendText(path, text string, sync bool) error {
 	return f.Close()
 }
 
-// AppendFile appends e to a log the caller opened with O_APPEND (a daemon
-// opens a user's log with the user's permissions) and syncs it; it does
-// not close f.
-func AppendFile(f *os.File, e Event) error {
-	return write(f, e.Format(), true)
+// AppendFile appends events to a log the caller opened with O_APPEND (a
+// daemon opens a user's log with the user's permissions), in one write,
+// and syncs it once; it does not close f.
+func AppendFile(f *os.File, events ...Event) error {
+	if len(events) == 1 {
+		return write(f, events[0].Format(), true)
+	}
+	var b strings.Builder
+	for _, e := range events {
+		b.WriteString(e.Format())
+	}
+	return write(f, b.String(), true)
 }
 
 func write(f *os.File, text string, sync bool) error {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,12 +26,21 @@ func NewRegistry() *prometheus.Registry {
 
 // Serve serves reg's metrics over plain HTTP on lis, at /metrics, until
 // ctx is done; then it closes the server and returns nil. It closes lis.
-func Serve(ctx context.Context, lis net.Listener, reg prometheus.Gatherer, logger *slog.Logger) error {
+// With profiling, it serves Go's profiles at /debug/pprof/ too: they show
+// the daemon's code and stacks, so they are for an administrator on a
+// loopback address.
+func Serve(ctx context.Context, lis net.Listener, reg prometheus.Gatherer, profiling bool, logger *slog.Logger) error {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorLog:      slog.NewLogLogger(logger.Handler(), slog.LevelError),
 		ErrorHandling: promhttp.ContinueOnError,
 	}))
+	if profiling {
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	done := make(chan struct{})

@@ -90,11 +90,14 @@ func (x ActRequest_Action) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ActRequest_Action.Descriptor instead.
 func (ActRequest_Action) EnumDescriptor() ([]byte, []int) {
-	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{6, 0}
+	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{8, 0}
 }
 
 type NewClusterRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How many clusters to reserve, together: 0 or 1 for one, at most 32 (a
+	// DAG's ready nodes, for one SubmitClusters).
+	Count         int32 `protobuf:"varint,1,opt,name=count,proto3" json:"count,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -129,9 +132,19 @@ func (*NewClusterRequest) Descriptor() ([]byte, []int) {
 	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{0}
 }
 
+func (x *NewClusterRequest) GetCount() int32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
 type NewClusterReply struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Cluster       int32                  `protobuf:"varint,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The first, or only, cluster reserved.
+	Cluster int32 `protobuf:"varint,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	// All the clusters reserved, when count asked for more than one.
+	Clusters      []int32 `protobuf:"varint,2,rep,packed,name=clusters,proto3" json:"clusters,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -171,6 +184,13 @@ func (x *NewClusterReply) GetCluster() int32 {
 		return x.Cluster
 	}
 	return 0
+}
+
+func (x *NewClusterReply) GetClusters() []int32 {
+	if x != nil {
+		return x.Clusters
+	}
+	return nil
 }
 
 type SubmitRequest struct {
@@ -280,6 +300,95 @@ func (x *SubmitReply) GetCount() int32 {
 	return 0
 }
 
+type SubmitClustersRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Clusters      []*SubmitRequest       `protobuf:"bytes,1,rep,name=clusters,proto3" json:"clusters,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubmitClustersRequest) Reset() {
+	*x = SubmitClustersRequest{}
+	mi := &file_harrier_v1_schedd_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubmitClustersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubmitClustersRequest) ProtoMessage() {}
+
+func (x *SubmitClustersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_schedd_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubmitClustersRequest.ProtoReflect.Descriptor instead.
+func (*SubmitClustersRequest) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *SubmitClustersRequest) GetClusters() []*SubmitRequest {
+	if x != nil {
+		return x.Clusters
+	}
+	return nil
+}
+
+// One reply per cluster, in the request's order.
+type SubmitClustersReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Clusters      []*SubmitReply         `protobuf:"bytes,1,rep,name=clusters,proto3" json:"clusters,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubmitClustersReply) Reset() {
+	*x = SubmitClustersReply{}
+	mi := &file_harrier_v1_schedd_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubmitClustersReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubmitClustersReply) ProtoMessage() {}
+
+func (x *SubmitClustersReply) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_schedd_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubmitClustersReply.ProtoReflect.Descriptor instead.
+func (*SubmitClustersReply) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *SubmitClustersReply) GetClusters() []*SubmitReply {
+	if x != nil {
+		return x.Clusters
+	}
+	return nil
+}
+
 type JobQueryRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// "cluster" or "cluster.proc"; empty means all.
@@ -298,7 +407,7 @@ type JobQueryRequest struct {
 
 func (x *JobQueryRequest) Reset() {
 	*x = JobQueryRequest{}
-	mi := &file_harrier_v1_schedd_proto_msgTypes[4]
+	mi := &file_harrier_v1_schedd_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -310,7 +419,7 @@ func (x *JobQueryRequest) String() string {
 func (*JobQueryRequest) ProtoMessage() {}
 
 func (x *JobQueryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_schedd_proto_msgTypes[4]
+	mi := &file_harrier_v1_schedd_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -323,7 +432,7 @@ func (x *JobQueryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobQueryRequest.ProtoReflect.Descriptor instead.
 func (*JobQueryRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{4}
+	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *JobQueryRequest) GetIds() []string {
@@ -364,7 +473,7 @@ type JobQueryReply struct {
 
 func (x *JobQueryReply) Reset() {
 	*x = JobQueryReply{}
-	mi := &file_harrier_v1_schedd_proto_msgTypes[5]
+	mi := &file_harrier_v1_schedd_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -376,7 +485,7 @@ func (x *JobQueryReply) String() string {
 func (*JobQueryReply) ProtoMessage() {}
 
 func (x *JobQueryReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_schedd_proto_msgTypes[5]
+	mi := &file_harrier_v1_schedd_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -389,7 +498,7 @@ func (x *JobQueryReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobQueryReply.ProtoReflect.Descriptor instead.
 func (*JobQueryReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{5}
+	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *JobQueryReply) GetAds() []string {
@@ -415,7 +524,7 @@ type ActRequest struct {
 
 func (x *ActRequest) Reset() {
 	*x = ActRequest{}
-	mi := &file_harrier_v1_schedd_proto_msgTypes[6]
+	mi := &file_harrier_v1_schedd_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -427,7 +536,7 @@ func (x *ActRequest) String() string {
 func (*ActRequest) ProtoMessage() {}
 
 func (x *ActRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_schedd_proto_msgTypes[6]
+	mi := &file_harrier_v1_schedd_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -440,7 +549,7 @@ func (x *ActRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActRequest.ProtoReflect.Descriptor instead.
 func (*ActRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{6}
+	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ActRequest) GetAction() ActRequest_Action {
@@ -480,7 +589,7 @@ type ActReply struct {
 
 func (x *ActReply) Reset() {
 	*x = ActReply{}
-	mi := &file_harrier_v1_schedd_proto_msgTypes[7]
+	mi := &file_harrier_v1_schedd_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -492,7 +601,7 @@ func (x *ActReply) String() string {
 func (*ActReply) ProtoMessage() {}
 
 func (x *ActReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_schedd_proto_msgTypes[7]
+	mi := &file_harrier_v1_schedd_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -505,7 +614,7 @@ func (x *ActReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActReply.ProtoReflect.Descriptor instead.
 func (*ActReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{7}
+	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ActReply) GetResults() []*ActResult {
@@ -526,7 +635,7 @@ type ActResult struct {
 
 func (x *ActResult) Reset() {
 	*x = ActResult{}
-	mi := &file_harrier_v1_schedd_proto_msgTypes[8]
+	mi := &file_harrier_v1_schedd_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -538,7 +647,7 @@ func (x *ActResult) String() string {
 func (*ActResult) ProtoMessage() {}
 
 func (x *ActResult) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_schedd_proto_msgTypes[8]
+	mi := &file_harrier_v1_schedd_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -551,7 +660,7 @@ func (x *ActResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActResult.ProtoReflect.Descriptor instead.
 func (*ActResult) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{8}
+	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ActResult) GetId() string {
@@ -587,7 +696,7 @@ type EditRequest struct {
 
 func (x *EditRequest) Reset() {
 	*x = EditRequest{}
-	mi := &file_harrier_v1_schedd_proto_msgTypes[9]
+	mi := &file_harrier_v1_schedd_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -599,7 +708,7 @@ func (x *EditRequest) String() string {
 func (*EditRequest) ProtoMessage() {}
 
 func (x *EditRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_schedd_proto_msgTypes[9]
+	mi := &file_harrier_v1_schedd_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -612,7 +721,7 @@ func (x *EditRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EditRequest.ProtoReflect.Descriptor instead.
 func (*EditRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{9}
+	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *EditRequest) GetIds() []string {
@@ -648,7 +757,7 @@ type EditAttribute struct {
 
 func (x *EditAttribute) Reset() {
 	*x = EditAttribute{}
-	mi := &file_harrier_v1_schedd_proto_msgTypes[10]
+	mi := &file_harrier_v1_schedd_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -660,7 +769,7 @@ func (x *EditAttribute) String() string {
 func (*EditAttribute) ProtoMessage() {}
 
 func (x *EditAttribute) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_schedd_proto_msgTypes[10]
+	mi := &file_harrier_v1_schedd_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -673,7 +782,7 @@ func (x *EditAttribute) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EditAttribute.ProtoReflect.Descriptor instead.
 func (*EditAttribute) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{10}
+	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *EditAttribute) GetName() string {
@@ -695,17 +804,23 @@ var File_harrier_v1_schedd_proto protoreflect.FileDescriptor
 const file_harrier_v1_schedd_proto_rawDesc = "" +
 	"\n" +
 	"\x17harrier/v1/schedd.proto\x12\n" +
-	"harrier.v1\x1a\x18harrier/v1/harrier.proto\x1a\x1charrier/v1/reservation.proto\"\x13\n" +
-	"\x11NewClusterRequest\"+\n" +
+	"harrier.v1\x1a\x18harrier/v1/harrier.proto\x1a\x1charrier/v1/reservation.proto\")\n" +
+	"\x11NewClusterRequest\x12\x14\n" +
+	"\x05count\x18\x01 \x01(\x05R\x05count\"G\n" +
 	"\x0fNewClusterReply\x12\x18\n" +
-	"\acluster\x18\x01 \x01(\x05R\acluster\"Z\n" +
+	"\acluster\x18\x01 \x01(\x05R\acluster\x12\x1a\n" +
+	"\bclusters\x18\x02 \x03(\x05R\bclusters\"Z\n" +
 	"\rSubmitRequest\x12\x18\n" +
 	"\acluster\x18\x01 \x01(\x05R\acluster\x12\x10\n" +
 	"\x03ads\x18\x02 \x03(\tR\x03ads\x12\x1d\n" +
 	"\n" +
 	"cluster_ad\x18\x03 \x01(\tR\tclusterAd\"#\n" +
 	"\vSubmitReply\x12\x14\n" +
-	"\x05count\x18\x01 \x01(\x05R\x05count\"q\n" +
+	"\x05count\x18\x01 \x01(\x05R\x05count\"N\n" +
+	"\x15SubmitClustersRequest\x125\n" +
+	"\bclusters\x18\x01 \x03(\v2\x19.harrier.v1.SubmitRequestR\bclusters\"J\n" +
+	"\x13SubmitClustersReply\x123\n" +
+	"\bclusters\x18\x01 \x03(\v2\x17.harrier.v1.SubmitReplyR\bclusters\"q\n" +
 	"\x0fJobQueryRequest\x12\x10\n" +
 	"\x03ids\x18\x01 \x03(\tR\x03ids\x12\x1e\n" +
 	"\n" +
@@ -747,11 +862,12 @@ const file_harrier_v1_schedd_proto_rawDesc = "" +
 	"\x05attrs\x18\x03 \x03(\v2\x19.harrier.v1.EditAttributeR\x05attrs\"7\n" +
 	"\rEditAttribute\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
-	"\x04expr\x18\x02 \x01(\tR\x04expr2\x81\x06\n" +
+	"\x04expr\x18\x02 \x01(\tR\x04expr2\xd7\x06\n" +
 	"\x06Schedd\x12H\n" +
 	"\n" +
 	"NewCluster\x12\x1d.harrier.v1.NewClusterRequest\x1a\x1b.harrier.v1.NewClusterReply\x12<\n" +
-	"\x06Submit\x12\x19.harrier.v1.SubmitRequest\x1a\x17.harrier.v1.SubmitReply\x12A\n" +
+	"\x06Submit\x12\x19.harrier.v1.SubmitRequest\x1a\x17.harrier.v1.SubmitReply\x12T\n" +
+	"\x0eSubmitClusters\x12!.harrier.v1.SubmitClustersRequest\x1a\x1f.harrier.v1.SubmitClustersReply\x12A\n" +
 	"\x05Query\x12\x1b.harrier.v1.JobQueryRequest\x1a\x19.harrier.v1.JobQueryReply0\x01\x12C\n" +
 	"\aHistory\x12\x1b.harrier.v1.JobQueryRequest\x1a\x19.harrier.v1.JobQueryReply0\x01\x123\n" +
 	"\x03Act\x12\x16.harrier.v1.ActRequest\x1a\x14.harrier.v1.ActReply\x125\n" +
@@ -775,62 +891,68 @@ func file_harrier_v1_schedd_proto_rawDescGZIP() []byte {
 }
 
 var file_harrier_v1_schedd_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_harrier_v1_schedd_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_harrier_v1_schedd_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_harrier_v1_schedd_proto_goTypes = []any{
 	(ActRequest_Action)(0),           // 0: harrier.v1.ActRequest.Action
 	(*NewClusterRequest)(nil),        // 1: harrier.v1.NewClusterRequest
 	(*NewClusterReply)(nil),          // 2: harrier.v1.NewClusterReply
 	(*SubmitRequest)(nil),            // 3: harrier.v1.SubmitRequest
 	(*SubmitReply)(nil),              // 4: harrier.v1.SubmitReply
-	(*JobQueryRequest)(nil),          // 5: harrier.v1.JobQueryRequest
-	(*JobQueryReply)(nil),            // 6: harrier.v1.JobQueryReply
-	(*ActRequest)(nil),               // 7: harrier.v1.ActRequest
-	(*ActReply)(nil),                 // 8: harrier.v1.ActReply
-	(*ActResult)(nil),                // 9: harrier.v1.ActResult
-	(*EditRequest)(nil),              // 10: harrier.v1.EditRequest
-	(*EditAttribute)(nil),            // 11: harrier.v1.EditAttribute
-	(*QueryRequest)(nil),             // 12: harrier.v1.QueryRequest
-	(*ShellRequest)(nil),             // 13: harrier.v1.ShellRequest
-	(*ReserveRequest)(nil),           // 14: harrier.v1.ReserveRequest
-	(*ListReservationsRequest)(nil),  // 15: harrier.v1.ListReservationsRequest
-	(*CancelReservationRequest)(nil), // 16: harrier.v1.CancelReservationRequest
-	(*QueryReply)(nil),               // 17: harrier.v1.QueryReply
-	(*ShellReply)(nil),               // 18: harrier.v1.ShellReply
-	(*ReserveReply)(nil),             // 19: harrier.v1.ReserveReply
-	(*ListReservationsReply)(nil),    // 20: harrier.v1.ListReservationsReply
-	(*CancelReservationReply)(nil),   // 21: harrier.v1.CancelReservationReply
+	(*SubmitClustersRequest)(nil),    // 5: harrier.v1.SubmitClustersRequest
+	(*SubmitClustersReply)(nil),      // 6: harrier.v1.SubmitClustersReply
+	(*JobQueryRequest)(nil),          // 7: harrier.v1.JobQueryRequest
+	(*JobQueryReply)(nil),            // 8: harrier.v1.JobQueryReply
+	(*ActRequest)(nil),               // 9: harrier.v1.ActRequest
+	(*ActReply)(nil),                 // 10: harrier.v1.ActReply
+	(*ActResult)(nil),                // 11: harrier.v1.ActResult
+	(*EditRequest)(nil),              // 12: harrier.v1.EditRequest
+	(*EditAttribute)(nil),            // 13: harrier.v1.EditAttribute
+	(*QueryRequest)(nil),             // 14: harrier.v1.QueryRequest
+	(*ShellRequest)(nil),             // 15: harrier.v1.ShellRequest
+	(*ReserveRequest)(nil),           // 16: harrier.v1.ReserveRequest
+	(*ListReservationsRequest)(nil),  // 17: harrier.v1.ListReservationsRequest
+	(*CancelReservationRequest)(nil), // 18: harrier.v1.CancelReservationRequest
+	(*QueryReply)(nil),               // 19: harrier.v1.QueryReply
+	(*ShellReply)(nil),               // 20: harrier.v1.ShellReply
+	(*ReserveReply)(nil),             // 21: harrier.v1.ReserveReply
+	(*ListReservationsReply)(nil),    // 22: harrier.v1.ListReservationsReply
+	(*CancelReservationReply)(nil),   // 23: harrier.v1.CancelReservationReply
 }
 var file_harrier_v1_schedd_proto_depIdxs = []int32{
-	0,  // 0: harrier.v1.ActRequest.action:type_name -> harrier.v1.ActRequest.Action
-	9,  // 1: harrier.v1.ActReply.results:type_name -> harrier.v1.ActResult
-	11, // 2: harrier.v1.EditRequest.attrs:type_name -> harrier.v1.EditAttribute
-	1,  // 3: harrier.v1.Schedd.NewCluster:input_type -> harrier.v1.NewClusterRequest
-	3,  // 4: harrier.v1.Schedd.Submit:input_type -> harrier.v1.SubmitRequest
-	5,  // 5: harrier.v1.Schedd.Query:input_type -> harrier.v1.JobQueryRequest
-	5,  // 6: harrier.v1.Schedd.History:input_type -> harrier.v1.JobQueryRequest
-	7,  // 7: harrier.v1.Schedd.Act:input_type -> harrier.v1.ActRequest
-	10, // 8: harrier.v1.Schedd.Edit:input_type -> harrier.v1.EditRequest
-	12, // 9: harrier.v1.Schedd.QueryPool:input_type -> harrier.v1.QueryRequest
-	13, // 10: harrier.v1.Schedd.SshToJob:input_type -> harrier.v1.ShellRequest
-	14, // 11: harrier.v1.Schedd.Reserve:input_type -> harrier.v1.ReserveRequest
-	15, // 12: harrier.v1.Schedd.ListReservations:input_type -> harrier.v1.ListReservationsRequest
-	16, // 13: harrier.v1.Schedd.CancelReservation:input_type -> harrier.v1.CancelReservationRequest
-	2,  // 14: harrier.v1.Schedd.NewCluster:output_type -> harrier.v1.NewClusterReply
-	4,  // 15: harrier.v1.Schedd.Submit:output_type -> harrier.v1.SubmitReply
-	6,  // 16: harrier.v1.Schedd.Query:output_type -> harrier.v1.JobQueryReply
-	6,  // 17: harrier.v1.Schedd.History:output_type -> harrier.v1.JobQueryReply
-	8,  // 18: harrier.v1.Schedd.Act:output_type -> harrier.v1.ActReply
-	8,  // 19: harrier.v1.Schedd.Edit:output_type -> harrier.v1.ActReply
-	17, // 20: harrier.v1.Schedd.QueryPool:output_type -> harrier.v1.QueryReply
-	18, // 21: harrier.v1.Schedd.SshToJob:output_type -> harrier.v1.ShellReply
-	19, // 22: harrier.v1.Schedd.Reserve:output_type -> harrier.v1.ReserveReply
-	20, // 23: harrier.v1.Schedd.ListReservations:output_type -> harrier.v1.ListReservationsReply
-	21, // 24: harrier.v1.Schedd.CancelReservation:output_type -> harrier.v1.CancelReservationReply
-	14, // [14:25] is the sub-list for method output_type
-	3,  // [3:14] is the sub-list for method input_type
-	3,  // [3:3] is the sub-list for extension type_name
-	3,  // [3:3] is the sub-list for extension extendee
-	0,  // [0:3] is the sub-list for field type_name
+	3,  // 0: harrier.v1.SubmitClustersRequest.clusters:type_name -> harrier.v1.SubmitRequest
+	4,  // 1: harrier.v1.SubmitClustersReply.clusters:type_name -> harrier.v1.SubmitReply
+	0,  // 2: harrier.v1.ActRequest.action:type_name -> harrier.v1.ActRequest.Action
+	11, // 3: harrier.v1.ActReply.results:type_name -> harrier.v1.ActResult
+	13, // 4: harrier.v1.EditRequest.attrs:type_name -> harrier.v1.EditAttribute
+	1,  // 5: harrier.v1.Schedd.NewCluster:input_type -> harrier.v1.NewClusterRequest
+	3,  // 6: harrier.v1.Schedd.Submit:input_type -> harrier.v1.SubmitRequest
+	5,  // 7: harrier.v1.Schedd.SubmitClusters:input_type -> harrier.v1.SubmitClustersRequest
+	7,  // 8: harrier.v1.Schedd.Query:input_type -> harrier.v1.JobQueryRequest
+	7,  // 9: harrier.v1.Schedd.History:input_type -> harrier.v1.JobQueryRequest
+	9,  // 10: harrier.v1.Schedd.Act:input_type -> harrier.v1.ActRequest
+	12, // 11: harrier.v1.Schedd.Edit:input_type -> harrier.v1.EditRequest
+	14, // 12: harrier.v1.Schedd.QueryPool:input_type -> harrier.v1.QueryRequest
+	15, // 13: harrier.v1.Schedd.SshToJob:input_type -> harrier.v1.ShellRequest
+	16, // 14: harrier.v1.Schedd.Reserve:input_type -> harrier.v1.ReserveRequest
+	17, // 15: harrier.v1.Schedd.ListReservations:input_type -> harrier.v1.ListReservationsRequest
+	18, // 16: harrier.v1.Schedd.CancelReservation:input_type -> harrier.v1.CancelReservationRequest
+	2,  // 17: harrier.v1.Schedd.NewCluster:output_type -> harrier.v1.NewClusterReply
+	4,  // 18: harrier.v1.Schedd.Submit:output_type -> harrier.v1.SubmitReply
+	6,  // 19: harrier.v1.Schedd.SubmitClusters:output_type -> harrier.v1.SubmitClustersReply
+	8,  // 20: harrier.v1.Schedd.Query:output_type -> harrier.v1.JobQueryReply
+	8,  // 21: harrier.v1.Schedd.History:output_type -> harrier.v1.JobQueryReply
+	10, // 22: harrier.v1.Schedd.Act:output_type -> harrier.v1.ActReply
+	10, // 23: harrier.v1.Schedd.Edit:output_type -> harrier.v1.ActReply
+	19, // 24: harrier.v1.Schedd.QueryPool:output_type -> harrier.v1.QueryReply
+	20, // 25: harrier.v1.Schedd.SshToJob:output_type -> harrier.v1.ShellReply
+	21, // 26: harrier.v1.Schedd.Reserve:output_type -> harrier.v1.ReserveReply
+	22, // 27: harrier.v1.Schedd.ListReservations:output_type -> harrier.v1.ListReservationsReply
+	23, // 28: harrier.v1.Schedd.CancelReservation:output_type -> harrier.v1.CancelReservationReply
+	17, // [17:29] is the sub-list for method output_type
+	5,  // [5:17] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_harrier_v1_schedd_proto_init() }
@@ -846,7 +968,7 @@ func file_harrier_v1_schedd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harrier_v1_schedd_proto_rawDesc), len(file_harrier_v1_schedd_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   11,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -32,6 +32,7 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	Schedd_NewCluster_FullMethodName        = "/harrier.v1.Schedd/NewCluster"
 	Schedd_Submit_FullMethodName            = "/harrier.v1.Schedd/Submit"
+	Schedd_SubmitClusters_FullMethodName    = "/harrier.v1.Schedd/SubmitClusters"
 	Schedd_Query_FullMethodName             = "/harrier.v1.Schedd/Query"
 	Schedd_History_FullMethodName           = "/harrier.v1.Schedd/History"
 	Schedd_Act_FullMethodName               = "/harrier.v1.Schedd/Act"
@@ -47,11 +48,14 @@ const (
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 type ScheddClient interface {
-	// NewCluster reserves a cluster number for the caller: only they may
-	// submit into it, once.
+	// NewCluster reserves a cluster number, or several, for the caller:
+	// only they may submit into each, once.
 	NewCluster(ctx context.Context, in *NewClusterRequest, opts ...grpc.CallOption) (*NewClusterReply, error)
 	// Submit queues a whole cluster in one durable transaction.
 	Submit(ctx context.Context, in *SubmitRequest, opts ...grpc.CallOption) (*SubmitReply, error)
+	// SubmitClusters queues several clusters, each reserved by NewCluster,
+	// in one durable transaction: all of them or none (a DAG's ready nodes).
+	SubmitClusters(ctx context.Context, in *SubmitClustersRequest, opts ...grpc.CallOption) (*SubmitClustersReply, error)
 	// Query streams the jobs in the queue that the request selects, in job
 	// id order, a few per message.
 	Query(ctx context.Context, in *JobQueryRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[JobQueryReply], error)
@@ -100,6 +104,16 @@ func (c *scheddClient) Submit(ctx context.Context, in *SubmitRequest, opts ...gr
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(SubmitReply)
 	err := c.cc.Invoke(ctx, Schedd_Submit_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *scheddClient) SubmitClusters(ctx context.Context, in *SubmitClustersRequest, opts ...grpc.CallOption) (*SubmitClustersReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SubmitClustersReply)
+	err := c.cc.Invoke(ctx, Schedd_SubmitClusters_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -221,11 +235,14 @@ func (c *scheddClient) CancelReservation(ctx context.Context, in *CancelReservat
 // All implementations must embed UnimplementedScheddServer
 // for forward compatibility.
 type ScheddServer interface {
-	// NewCluster reserves a cluster number for the caller: only they may
-	// submit into it, once.
+	// NewCluster reserves a cluster number, or several, for the caller:
+	// only they may submit into each, once.
 	NewCluster(context.Context, *NewClusterRequest) (*NewClusterReply, error)
 	// Submit queues a whole cluster in one durable transaction.
 	Submit(context.Context, *SubmitRequest) (*SubmitReply, error)
+	// SubmitClusters queues several clusters, each reserved by NewCluster,
+	// in one durable transaction: all of them or none (a DAG's ready nodes).
+	SubmitClusters(context.Context, *SubmitClustersRequest) (*SubmitClustersReply, error)
 	// Query streams the jobs in the queue that the request selects, in job
 	// id order, a few per message.
 	Query(*JobQueryRequest, grpc.ServerStreamingServer[JobQueryReply]) error
@@ -265,6 +282,9 @@ func (UnimplementedScheddServer) NewCluster(context.Context, *NewClusterRequest)
 }
 func (UnimplementedScheddServer) Submit(context.Context, *SubmitRequest) (*SubmitReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method Submit not implemented")
+}
+func (UnimplementedScheddServer) SubmitClusters(context.Context, *SubmitClustersRequest) (*SubmitClustersReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method SubmitClusters not implemented")
 }
 func (UnimplementedScheddServer) Query(*JobQueryRequest, grpc.ServerStreamingServer[JobQueryReply]) error {
 	return status.Error(codes.Unimplemented, "method Query not implemented")
@@ -346,6 +366,24 @@ func _Schedd_Submit_Handler(srv interface{}, ctx context.Context, dec func(inter
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(ScheddServer).Submit(ctx, req.(*SubmitRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Schedd_SubmitClusters_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SubmitClustersRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ScheddServer).SubmitClusters(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Schedd_SubmitClusters_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ScheddServer).SubmitClusters(ctx, req.(*SubmitClustersRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -501,6 +539,10 @@ var Schedd_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Submit",
 			Handler:    _Schedd_Submit_Handler,
+		},
+		{
+			MethodName: "SubmitClusters",
+			Handler:    _Schedd_SubmitClusters_Handler,
 		},
 		{
 			MethodName: "Act",

@@ -6,10 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"harrier.dev/harrier/agent"
@@ -33,12 +35,18 @@ func runBenchThroughput(args []string, stdout io.Writer) error {
 	sandbox := fs.String("sandbox", "process", "how jobs run: process or container")
 	dir := fs.String("dir", "", "pool directory (default: a new temporary one, removed afterwards)")
 	dag := fs.Bool("dag", false, "run the jobs as the nodes of one DAG (harrier submit-dag), to measure what DAGMan costs")
+	chain := fs.Int("chain", 0, "with --dag: the DAG is a root with a fan-out of children and a chain of this many nodes beside it (0: independent nodes)")
+	killAfter := fs.Duration("kill-dagman", 0, "with --dag: kill the DAG's harrier dagman with SIGKILL this long after the submission, for it to recover")
+	profile := fs.String("profile", "", "sample the agent's CPU while the jobs run, into `PREFIX`.1, PREFIX.2, ... (a profile each 5 s; go tool pprof merges them)")
 	store := fs.String("store", "", "where the agent keeps its job queue: embedded (the default) or a PostgreSQL database's postgres:// URL (as pool up --store)")
 	if err := fs.Parse(args); err != nil {
 		return usagef("%v", err)
 	}
 	if *jobs < 1 || *startds < 1 || *slots < 1 || *queue < 0 {
 		return usagef("--jobs, --startds and --slots must be positive")
+	}
+	if *chain < 0 || *chain > 0 && *chain > *jobs-2 {
+		return usagef("--chain must leave room for the root and a child in --jobs")
 	}
 	poolDir := *dir
 	if poolDir == "" {
@@ -53,6 +61,9 @@ func runBenchThroughput(args []string, stdout io.Writer) error {
 		return err
 	}
 	extra := fmt.Sprintf("\nNUM_SLOTS = %d\nSANDBOX = %s\nLOG_LEVEL = WARN\n", *slots, *sandbox)
+	if *profile != "" {
+		extra += "AGENT_PROFILING = true\n"
+	}
 	// The benchmark is the pool's one user: the agent takes all it queues.
 	d := agent.DefaultLimits()
 	extra += fmt.Sprintf("MAX_JOBS_PER_OWNER = %d\nMAX_JOBS_SUBMITTED = %d\nMAX_JOBS_PER_SUBMISSION = %d\n",
@@ -88,10 +99,19 @@ func runBenchThroughput(args []string, stdout io.Writer) error {
 			return err
 		}
 	}
+	if *profile != "" {
+		pctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			profileAgent(pctx, pc, *profile)
+		}()
+		defer func() { stop(); <-done }()
+	}
 	start := time.Now()
 	var cluster int32
 	if *dag {
-		cluster, err = benchSubmitDag(poolDir, *jobs)
+		cluster, err = benchSubmitDag(poolDir, *jobs, *chain)
 	} else {
 		cluster, err = benchSubmit(ctx, client, "executable = /bin/true\nqueue "+strconv.Itoa(*jobs)+"\n")
 	}
@@ -102,6 +122,12 @@ func runBenchThroughput(args []string, stdout io.Writer) error {
 	waitFor := *jobs
 	if *dag {
 		waitFor = 1 // the DAG's own job leaves the queue once every node has
+	}
+	if *dag && *killAfter > 0 {
+		time.Sleep(*killAfter)
+		if err := killDagman(poolDir); err != nil {
+			return err
+		}
 	}
 	if err := waitGone(ctx, client, cluster, waitFor); err != nil {
 		return err
@@ -121,7 +147,82 @@ func runBenchThroughput(args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "%d %s (/bin/true, sandbox %s) on %d startds x %d slots, %d %s jobs queued, %s store: %.2f s (submit %.3f s), %.1f jobs/s\n",
 		*jobs, how, *sandbox, *startds, *slots, *queue, state, storeName, elapsed.Seconds(), submitted.Seconds(), float64(*jobs)/elapsed.Seconds())
+	if *dag {
+		return dagFigures(poolDir, stdout)
+	}
 	return nil
+}
+
+// dagmanOutFigures are the lines of the .dagman.out that measure DAGMan
+// itself: parse time, recovery, submission rate and memory.
+var dagmanOutFigures = []string{"parsed in", "Recovery:", "spent submitting", "Peak resident memory", "STARTING UP"}
+
+// dagFigures prints DAGMan's own figures from the bench DAG's .dagman.out.
+func dagFigures(dir string, stdout io.Writer) error {
+	out, err := os.ReadFile(filepath.Join(dir, "bench.dag.dagman.out"))
+	if err != nil {
+		return err
+	}
+	for line := range strings.Lines(string(out)) {
+		for _, f := range dagmanOutFigures {
+			if strings.Contains(line, f) {
+				fmt.Fprint(stdout, "  dagman: ", line)
+			}
+		}
+	}
+	return nil
+}
+
+// killDagman kills the bench DAG's running harrier dagman, named by the
+// last start in its .dagman.out, with SIGKILL.
+func killDagman(dir string) error {
+	out, err := os.ReadFile(filepath.Join(dir, "bench.dag.dagman.out"))
+	if err != nil {
+		return err
+	}
+	const mark = "STARTING UP, pid "
+	i := strings.LastIndex(string(out), mark)
+	if i < 0 {
+		return fmt.Errorf("no harrier dagman started yet")
+	}
+	var pid int
+	if _, err := fmt.Sscanf(string(out[i+len(mark):]), "%d", &pid); err != nil {
+		return fmt.Errorf("the pid of harrier dagman: %w", err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("kill harrier dagman %d: %w", pid, err)
+	}
+	return nil
+}
+
+// profileAgent writes 5-second CPU profiles of the agent to prefix.1,
+// prefix.2, ... until ctx ends; a profile cut short is not written.
+func profileAgent(ctx context.Context, pc *poolConfig, prefix string) {
+	addr, err := os.ReadFile(metricsFile(runDirOf(pc), "agent"))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "profile: the agent's address: %v\n", err)
+		return
+	}
+	url := "http://" + strings.TrimSpace(string(addr)) + "/debug/pprof/profile?seconds=5"
+	for n := 1; ctx.Err() == nil; n++ {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return
+		}
+		data, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			return
+		}
+		if err := os.WriteFile(fmt.Sprintf("%s.%d", prefix, n), data, 0o644); err != nil {
+			fmt.Fprintf(os.Stderr, "profile: %v\n", err)
+			return
+		}
+	}
 }
 
 // waitGone waits until jobs 0 to n-1 of cluster have left the queue. It
@@ -162,14 +263,29 @@ func waitGone(ctx context.Context, client wire.ScheddClient, cluster int32, n in
 	return nil
 }
 
-// benchSubmitDag writes a DAG of n independent /bin/true nodes into dir,
-// reading its nodes log every second, submits it with harrier submit-dag
-// and returns the DAG job's cluster.
-func benchSubmitDag(dir string, n int) (int32, error) {
+// benchSubmitDag writes a DAG of n /bin/true nodes into dir, reading its
+// nodes log every second, submits it with harrier submit-dag and returns
+// the DAG job's cluster. The nodes are independent, or with chain > 0 a
+// root with a fan-out of n-chain-1 children and, beside it, a chain of
+// chain nodes.
+func benchSubmitDag(dir string, n, chain int) (int32, error) {
 	var b strings.Builder
 	b.WriteString("CONFIG bench.dag.config\n")
-	for i := range n {
-		fmt.Fprintf(&b, "JOB n%d node.sub\n", i)
+	if chain == 0 {
+		for i := range n {
+			fmt.Fprintf(&b, "JOB n%d node.sub\n", i)
+		}
+	} else {
+		b.WriteString("JOB root node.sub\n")
+		for i := range n - chain - 1 {
+			fmt.Fprintf(&b, "JOB f%d node.sub\nPARENT root CHILD f%d\n", i, i)
+		}
+		for i := range chain {
+			fmt.Fprintf(&b, "JOB c%d node.sub\n", i)
+			if i > 0 {
+				fmt.Fprintf(&b, "PARENT c%d CHILD c%d\n", i-1, i)
+			}
+		}
 	}
 	files := map[string]string{"bench.dag": b.String(), "node.sub": "executable = /bin/true\nqueue\n",
 		"bench.dag.config": "DAGMAN_USER_LOG_SCAN_INTERVAL = 1\n"}

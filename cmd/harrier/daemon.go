@@ -100,7 +100,9 @@ func runDaemon(args []string, _ io.Reader, _ io.Writer) error {
 		}
 	})
 	subsys := strings.ToUpper(role)
-	wg.Go(func() { rereadOnHangup(ctx, hup, &running, reconfigs, metricsKeys(subsys), logger) })
+	wg.Go(func() {
+		rereadOnHangup(ctx, hup, &running, reconfigs, append(metricsKeys(subsys), profilingKeys(subsys)...), logger)
+	})
 	// The daemon's own registry: the parts it hands it to count there.
 	reg := metrics.NewRegistry()
 	if _, known := daemonRoles[subsys]; !known {

@@ -34,13 +34,62 @@ type agentSubmitter struct {
 	bin, pool string
 }
 
-var _ dagman.Submitter = (*agentSubmitter)(nil)
+var _ dagman.BatchSubmitter = (*agentSubmitter)(nil)
 
 // agentPatience is how long a submission or removal waits for an agent
 // that does not answer (a master restarts one that died).
 const agentPatience = time.Minute
 
 func (s *agentSubmitter) Submit(ctx context.Context, j dagman.Job) (int, int, error) {
+	r := s.SubmitBatch(ctx, []dagman.Job{j})[0]
+	return r.Cluster, r.Procs, r.Err
+}
+
+// batchClusters is the most clusters one NewCluster reserves, and so one
+// SubmitClusters carries (the agent's maxClustersPerCall).
+const batchClusters = 32
+
+// nodeJob is a node's job on its way to the queue.
+type nodeJob struct {
+	desc    *submit.Description
+	env     submit.Env
+	cluster int32
+	req     *wire.SubmitRequest
+}
+
+// SubmitBatch queues the nodes' jobs a batch of clusters at a time, each
+// batch in one SubmitClusters: one durable commit, and one write of their
+// submit events to the nodes log, for all of them. A batch the agent
+// refuses is submitted again a cluster at a time, so that a node whose
+// job is refused fails alone.
+func (s *agentSubmitter) SubmitBatch(ctx context.Context, jobs []dagman.Job) []dagman.Submitted {
+	res := make([]dagman.Submitted, len(jobs))
+	var batch []int
+	var ready []*nodeJob
+	flush := func() {
+		s.submitClusters(ctx, ready, batch, res)
+		batch, ready = batch[:0], ready[:0]
+	}
+	for k, j := range jobs {
+		nj, err := s.prepare(ctx, j)
+		if err != nil {
+			res[k].Err = err
+			continue
+		}
+		batch, ready = append(batch, k), append(ready, nj)
+		if len(batch) == batchClusters {
+			flush()
+		}
+	}
+	if len(batch) > 0 {
+		flush()
+	}
+	return res
+}
+
+// prepare reads a node's submit file (or writes its SUBDAG's) with the
+// submit language.
+func (s *agentSubmitter) prepare(ctx context.Context, j dagman.Job) (*nodeJob, error) {
 	path := j.File
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(j.Dir, path)
@@ -50,50 +99,113 @@ func (s *agentSubmitter) Submit(ctx context.Context, j dagman.Job) (int, int, er
 		// submit-dag makes it; its events go to this DAG's nodes log.
 		sub, err := s.writeSubDAGJob(path)
 		if err != nil {
-			return 0, 0, fmt.Errorf("node %s: %w", j.Node, err)
+			return nil, fmt.Errorf("node %s: %w", j.Node, err)
 		}
 		path = sub
 	}
 	src, err := os.ReadFile(path)
 	if err != nil {
-		return 0, 0, fmt.Errorf("node %s: %w", j.Node, err)
+		return nil, fmt.Errorf("node %s: %w", j.Node, err)
 	}
 	defines, appends := j.SubmitMacros(s.dagJob)
 	env := submit.Env{Dir: filepath.Dir(path), Owner: s.owner, Getenv: os.LookupEnv, Environ: os.Environ(),
 		Now: time.Now(), Command: submit.Exec(ctx), Defines: defines, Append: appends}
 	desc, err := submit.Parse(src, j.File, env)
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
+	return &nodeJob{desc: desc, env: env}, nil
+}
+
+// submitClusters reserves a cluster for each of nodes, in one call,
+// builds their jobs and queues them in one SubmitClusters, filling res at
+// the indexes at.
+func (s *agentSubmitter) submitClusters(ctx context.Context, nodes []*nodeJob, at []int, res []dagman.Submitted) {
 	// An agent being restarted is waited for, for a while, rather than
-	// the node's try failed at once.
+	// the nodes' tries failed at once.
 	ctx, cancel := context.WithTimeout(ctx, agentPatience)
 	defer cancel()
 	var nc *wire.NewClusterReply
-	err = paced(ctx, func() (err error) {
-		nc, err = s.client.NewCluster(ctx, &wire.NewClusterRequest{}, grpc.WaitForReady(true))
+	err := paced(ctx, func() (err error) {
+		nc, err = s.client.NewCluster(ctx, &wire.NewClusterRequest{Count: int32(len(nodes))}, grpc.WaitForReady(true))
 		return err
 	})
+	if err == nil && len(nodes) > 1 && len(nc.Clusters) != len(nodes) {
+		err = fmt.Errorf("the agent reserved %d clusters for %d nodes", len(nc.Clusters), len(nodes))
+	}
 	if err != nil {
-		return 0, 0, rpcError("new cluster", err)
+		for k := range nodes {
+			res[at[k]].Err = rpcError("new cluster", err)
+		}
+		return
 	}
-	ads, err := desc.Jobs(int(nc.Cluster), env)
-	if err != nil {
-		return 0, 0, err
+	for k, nj := range nodes {
+		nj.cluster = nc.Cluster
+		if len(nodes) > 1 {
+			nj.cluster = nc.Clusters[k]
+		}
 	}
-	for _, ad := range ads {
-		ad.SetInt("TotalSubmitProcs", int64(len(ads)))
+	var req wire.SubmitClustersRequest
+	var queued []int // of nodes, in req's order
+	for k, nj := range nodes {
+		ads, err := nj.desc.Jobs(int(nj.cluster), nj.env)
+		if err != nil {
+			res[at[k]].Err = err
+			continue
+		}
+		for _, ad := range ads {
+			ad.SetInt("TotalSubmitProcs", int64(len(ads)))
+		}
+		nj.req = submitRequest(nj.cluster, ads)
+		req.Clusters = append(req.Clusters, nj.req)
+		queued = append(queued, k)
 	}
-	req := submitRequest(nc.Cluster, ads)
-	var reply *wire.SubmitReply
+	if len(queued) == 0 {
+		return
+	}
+	var reply *wire.SubmitClustersReply
 	err = paced(ctx, func() (err error) {
-		reply, err = s.client.Submit(ctx, req, grpc.WaitForReady(true))
+		reply, err = s.client.SubmitClusters(ctx, &req, grpc.WaitForReady(true))
 		return err
 	})
-	if err != nil {
-		return 0, 0, submitError(err, req)
+	if err == nil {
+		for n, k := range queued {
+			res[at[k]] = dagman.Submitted{Cluster: int(nodes[k].cluster), Procs: int(reply.Clusters[n].Count)}
+		}
+		return
 	}
-	return int(nc.Cluster), int(reply.Count), nil
+	if len(queued) == 1 || !refused(err) {
+		for _, k := range queued {
+			res[at[k]].Err = submitError(err, nodes[k].req)
+		}
+		return
+	}
+	// Nothing was queued: each cluster on its own finds which the agent
+	// refuses.
+	for _, k := range queued {
+		nj := nodes[k]
+		var one *wire.SubmitReply
+		err := paced(ctx, func() (err error) {
+			one, err = s.client.Submit(ctx, nj.req, grpc.WaitForReady(true))
+			return err
+		})
+		if err != nil {
+			res[at[k]].Err = submitError(err, nj.req)
+			continue
+		}
+		res[at[k]] = dagman.Submitted{Cluster: int(nj.cluster), Procs: int(one.Count)}
+	}
+}
+
+// refused reports whether the agent refused a submission for what it
+// holds, so that it surely queued none of it (not an answer lost on the
+// way, after which the submission may have been committed).
+func refused(err error) bool {
+	switch status.Code(err) {
+	case codes.InvalidArgument, codes.PermissionDenied, codes.ResourceExhausted, codes.FailedPrecondition:
+		return true
+	}
+	return false
 }
 
 // writeSubDAGJob checks the DAG in path and writes its job's submit

@@ -33,6 +33,9 @@ const scheddClientEnv = "HARRIER_TEST_SCHEDD_CLIENT"
 //	submit CLUSTER JOBS PAD    "ok" or the error; CLUSTER "new" reserves one
 //	                           first; each job ad carries PAD bytes
 //	flood N                    "OK REFUSED SECONDS LAST-ERROR" of N NewClusters
+//	clusters CLUSTER...        "ok" and the clusters, or the error, of one
+//	                           SubmitClusters of a job into each; "new"
+//	                           reserves one first
 //
 // An error line starts with "error CODE:". The exit status is 0.
 func scheddClient(args []string) int {
@@ -80,6 +83,26 @@ func scheddClient(args []string) int {
 			return 0
 		}
 		fmt.Println("ok", cluster)
+	case "clusters":
+		req := &wire.SubmitClustersRequest{}
+		line := "ok"
+		for _, arg := range args[1:] {
+			cluster, _ := strconv.Atoi(arg)
+			if arg == "new" {
+				nc, err := client.NewCluster(ctx, &wire.NewClusterRequest{})
+				if err != nil {
+					return fail(err)
+				}
+				cluster = int(nc.Cluster)
+			}
+			req.Clusters = append(req.Clusters, &wire.SubmitRequest{Cluster: int32(cluster), Ads: []string{
+				fmt.Sprintf(`[ ClusterId = %d; ProcId = 0; JobStatus = 1; Cmd = "/bin/true"; Iwd = "/tmp"; Requirements = false ]`, cluster)}})
+			line += " " + strconv.Itoa(cluster)
+		}
+		if _, err := client.SubmitClusters(ctx, req); err != nil {
+			return fail(err)
+		}
+		fmt.Println(line)
 	case "flood":
 		n, _ := strconv.Atoi(args[1])
 		start := time.Now()
@@ -212,6 +235,45 @@ func (p *testPool) historyIDs(t *testing.T, cluster int) []string {
 		}
 	}
 	return ids
+}
+
+// TestSubmitClustersAllOrNothing: a submission of several clusters is
+// authorized as a submission of each: one that is another user's, or
+// used already, refuses it all, and none of its clusters is queued.
+func TestSubmitClustersAllOrNothing(t *testing.T) {
+	h := newHostile(t, "")
+	alice, bob := newUser(t).Username, newUser(t).Username
+	cA, err := strconv.Atoi(h.raw(t, alice, "newcluster"))
+	if err != nil {
+		t.Fatalf("alice's NewCluster: %v", err)
+	}
+	cB, err := strconv.Atoi(h.raw(t, bob, "newcluster"))
+	if err != nil {
+		t.Fatalf("bob's NewCluster: %v", err)
+	}
+	wantRefusal(t, "bob submits his cluster with alice's", h.raw(t, bob, "clusters", strconv.Itoa(cB), strconv.Itoa(cA)), "PermissionDenied", "not yours")
+	if ids := h.jobs(t, "q", strconv.Itoa(cB)); len(ids) != 0 {
+		t.Fatalf("the refused submission queued bob's cluster %d: %v", cB, ids)
+	}
+	line := h.raw(t, alice, "clusters", strconv.Itoa(cA), "new", "new")
+	f := strings.Fields(line)
+	if len(f) != 4 || f[0] != "ok" {
+		t.Fatalf("alice submits her cluster and two new ones: %s", line)
+	}
+	for _, c := range f[1:] {
+		if ids := h.jobs(t, "q", c); len(ids) != 1 {
+			t.Errorf("alice's cluster %s: jobs %v, want one", c, ids)
+		}
+	}
+	wantRefusal(t, "alice submits a used cluster with a new one", h.raw(t, alice, "clusters", "new", strconv.Itoa(cA)), "PermissionDenied", "not yours")
+	wantRefusal(t, "alice names a cluster twice", h.raw(t, alice, "clusters", strconv.Itoa(cB), strconv.Itoa(cB)), "InvalidArgument", "twice")
+	// Bob's reservation outlived his refused submission.
+	if line := h.raw(t, bob, "clusters", strconv.Itoa(cB)); line != "ok "+strconv.Itoa(cB) {
+		t.Fatalf("bob submits his cluster alone: %s", line)
+	}
+	if owner := strings.TrimSpace(h.must(t, "q", strconv.Itoa(cB), "-af", "Owner")); owner != bob {
+		t.Errorf("bob's cluster %d is owned by %q", cB, owner)
+	}
 }
 
 // TestClustersBelongToTheirSubmitter: a user cannot submit into another's

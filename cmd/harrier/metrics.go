@@ -42,6 +42,24 @@ func metricsAddress(pc *poolConfig, subsys string) string {
 	return defaultMetricsAddress
 }
 
+// profilingKeys are the configuration keys that turn on Go's profiles
+// (/debug/pprof/) beside a daemon of subsys's metrics: its own, then the
+// pool's.
+func profilingKeys(subsys string) []string {
+	return []string{subsys + "_PROFILING", "PROFILING"}
+}
+
+// profiling reports whether the daemon of subsys serves Go's profiles
+// with its metrics; they are off unless configured.
+func profiling(pc *poolConfig, subsys string) (bool, error) {
+	for _, k := range profilingKeys(subsys) {
+		if _, ok := pc.c.Lookup(k); ok {
+			return pc.c.Bool(k, false)
+		}
+	}
+	return false, nil
+}
+
 // metricsFile is where the daemon name writes the address it serves its
 // metrics on, for harrier pool up and for the administrator.
 func metricsFile(runDir, name string) string {
@@ -57,6 +75,10 @@ func serveMetrics(ctx context.Context, pc *poolConfig, subsys, name string, reg 
 	if addr == "" {
 		return nil
 	}
+	prof, err := profiling(pc, subsys)
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("metrics: listen on %s: %w", addr, err)
@@ -69,7 +91,7 @@ func serveMetrics(ctx context.Context, pc *poolConfig, subsys, name string, reg 
 	logger.Info("metrics served", "url", "http://"+lis.Addr().String()+"/metrics")
 	wg.Go(func() {
 		defer os.Remove(file)
-		if err := metrics.Serve(ctx, lis, reg, logger); err != nil {
+		if err := metrics.Serve(ctx, lis, reg, prof, logger); err != nil {
 			logger.Error("metrics", "err", err)
 		}
 	})
