@@ -13,19 +13,20 @@ const (
 )
 
 // quantity is what a job takes of a partitionable slot, and what the slot
-// has left: HTCondor's consumption policy for Cpus, Memory and Disk.
+// has left: HTCondor's consumption policy for Cpus, Memory, Disk and GPUs.
 type quantity struct {
-	cpus, memory, disk int64
+	cpus, memory, disk, gpus int64
 }
 
 // requestQuantity is what a job's ad requests: RequestCpus (at least one),
-// RequestMemory and RequestDisk, as the startd carves them.
+// RequestMemory, RequestDisk and RequestGPUs, as the startd carves them.
 func requestQuantity(job *classad.ClassAd) quantity {
 	var q quantity
 	q.cpus, _ = job.EvalInt("RequestCpus")
 	q.memory, _ = job.EvalInt("RequestMemory")
 	q.disk, _ = job.EvalInt("RequestDisk")
-	return quantity{max(q.cpus, 1), max(q.memory, 0), max(q.disk, 0)}
+	q.gpus, _ = job.EvalInt("RequestGPUs")
+	return quantity{max(q.cpus, 1), max(q.memory, 0), max(q.disk, 0), max(q.gpus, 0)}
 }
 
 // slotQuantity is what a partitionable slot's ad has left.
@@ -34,18 +35,23 @@ func slotQuantity(ad *classad.ClassAd) quantity {
 	q.cpus, _ = ad.EvalInt("Cpus")
 	q.memory, _ = ad.EvalInt("Memory")
 	q.disk, _ = ad.EvalInt("Disk")
+	q.gpus, _ = ad.EvalInt("GPUs")
 	return q
 }
 
 func (q quantity) covers(o quantity) bool {
-	return q.cpus >= o.cpus && q.memory >= o.memory && q.disk >= o.disk
+	return q.cpus >= o.cpus && q.memory >= o.memory && q.disk >= o.disk && q.gpus >= o.gpus
 }
 
-// setIn writes q into ad as what the slot has left.
+// setIn writes q into ad as what the slot has left; GPUs only into the ad
+// of a machine that has them.
 func (q quantity) setIn(ad *classad.ClassAd) {
 	ad.SetInt("Cpus", q.cpus)
 	ad.SetInt("Memory", q.memory)
 	ad.SetInt("Disk", q.disk)
+	if _, ok := ad.Lookup("GPUs"); ok {
+		ad.SetInt("GPUs", q.gpus)
+	}
 }
 
 // isPartitionable reports whether ad is a partitionable slot's.
@@ -59,15 +65,16 @@ func isPartitionable(ad *classad.ClassAd) bool {
 func consume(slot, job *classad.ClassAd) *classad.ClassAd {
 	left, need := slotQuantity(slot), requestQuantity(job)
 	ad := slot.Copy()
-	quantity{max(left.cpus-need.cpus, 0), max(left.memory-need.memory, 0), max(left.disk-need.disk, 0)}.setIn(ad)
+	quantity{max(left.cpus-need.cpus, 0), max(left.memory-need.memory, 0), max(left.disk-need.disk, 0), max(left.gpus-need.gpus, 0)}.setIn(ad)
 	return ad
 }
 
 // whole returns a copy of a partitionable slot's ad with its totals
-// (TotalSlotCpus, TotalSlotMemory, TotalSlotDisk) as what it has left.
+// (TotalSlotCpus, TotalSlotMemory, TotalSlotDisk, TotalSlotGPUs) as what
+// it has left.
 func whole(slot *classad.ClassAd) *classad.ClassAd {
 	ad := slot.Copy()
-	for _, name := range []string{"Cpus", "Memory", "Disk"} {
+	for _, name := range []string{"Cpus", "Memory", "Disk", "GPUs"} {
 		if total, ok := slot.EvalInt("TotalSlot" + name); ok {
 			ad.SetInt(name, total)
 		}
@@ -94,7 +101,7 @@ type partPlan struct {
 // partitionableRequestAttrs are the job attributes a match against a
 // partitionable slot consumes: requests that differ in them must not
 // share a matchlist, nor jobs an autocluster.
-var partitionableRequestAttrs = []string{"requestcpus", "requestdisk", "requestmemory"}
+var partitionableRequestAttrs = []string{"requestcpus", "requestdisk", "requestmemory", "requestgpus"}
 
 // carve gives job of request r a dynamic slot out of the first
 // partitionable slot, in name order, whose leftover p's ad matches, and
@@ -121,7 +128,7 @@ func (a *allocator) carve(r *Request, p *plan, job int) (int, bool) {
 			pp.cursor++
 			continue
 		}
-		s.left = quantity{s.left.cpus - need.cpus, s.left.memory - need.memory, s.left.disk - need.disk}
+		s.left = quantity{s.left.cpus - need.cpus, s.left.memory - need.memory, s.left.disk - need.disk, s.left.gpus - need.gpus}
 		s.left.setIn(s.ad)
 		a.matches = append(a.matches, Match{
 			Job:     Job{ID: r.JobIDs[job], Agent: r.Agent, AgentAddr: r.AgentAddr, Ad: r.Ad},

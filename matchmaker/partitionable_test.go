@@ -54,6 +54,21 @@ func TestNegotiatePartitionable(t *testing.T) {
 	}
 }
 
+// TestNegotiatePartitionableGPUs: GPUs are consumed as CPUs are: a
+// partitionable slot with two GPUs takes two 1-GPU jobs in a cycle, not
+// three, however many CPUs it has left.
+func TestNegotiatePartitionableGPUs(t *testing.T) {
+	machines := []Machine{machine(t, "slot1@g", StateUnclaimed, 8192, `Cpus = 8; GPUs = 2; TotalSlotGPUs = 2; PartitionableSlot = true; SlotType = "Partitionable"`)}
+	var jobs []Request
+	for i := range 3 {
+		jobs = append(jobs, job(t, "ag", 1, i, "alice", fmt.Sprintf("QDate = %d; RequestGPUs = 1; Requirements = TARGET.GPUs >= RequestGPUs", i)))
+	}
+	res := Negotiator{}.Negotiate(jobs, machines)
+	if want := []string{"1.0->slot1@g", "1.1->slot1@g"}; !slices.Equal(pairs(res), want) {
+		t.Errorf("matches %v, want %v", pairs(res), want)
+	}
+}
+
 // TestNegotiatePartitionableAfterStatic: a request takes the static
 // slots of its matchlist first, then carves partitionable ones.
 func TestNegotiatePartitionableAfterStatic(t *testing.T) {

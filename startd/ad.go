@@ -92,7 +92,7 @@ func machineAd(c adConfig, m machine, v view, now time.Time) *classad.ClassAd {
 	ad.SetInt("TotalMemory", m.memoryMiB)
 	ad.SetInt("TotalDisk", m.diskKiB)
 	ad.SetInt("TotalSlots", n)
-	c.gpus.publish(ad, v.id)
+	c.gpus.publish(ad, v)
 	// LoadAvg is the slot's share: its own job's load plus an even share
 	// of the load that is not Harrier's, as in HTCondor, so that
 	// LoadAvg - CondorLoadAvg is the owner's load whatever the slot.
@@ -166,10 +166,12 @@ func (v view) resources(m machine, slots int) (have, total resources) {
 		return v.size, v.size
 	case partitionable:
 		total = v.share.of(m, slots)
+		total.gpus = int64(len(v.gpus))
 		left := total.minus(v.used)
-		return resources{max(left.cpus, 0), max(left.memoryMiB, 0), max(left.diskKiB, 0)}, total
+		return resources{max(left.cpus, 0), max(left.memoryMiB, 0), max(left.diskKiB, 0), max(left.gpus, 0)}, total
 	}
 	total = v.share.of(m, slots)
+	total.gpus = int64(len(v.gpus))
 	return total, total
 }
 

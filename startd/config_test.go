@@ -84,10 +84,10 @@ func TestNewSlotTypes(t *testing.T) {
 		t.Errorf("slots %s (numSlots %d)", got, s.adc.numSlots)
 	}
 	m := machine{cpus: 8, memoryMiB: 16384, diskKiB: 3000}
-	if got, _ := s.slots[0].view(s.slots).resources(m, s.adc.numSlots); got != (resources{1, 1024, 1000}) {
+	if got, _ := s.slots[0].view(s.slots).resources(m, s.adc.numSlots); got != (resources{1, 1024, 1000, 0}) {
 		t.Errorf("static slot has %v", got)
 	}
-	if got, _ := s.slots[2].view(s.slots).resources(m, s.adc.numSlots); got != (resources{4, 8192, 1500}) {
+	if got, _ := s.slots[2].view(s.slots).resources(m, s.adc.numSlots); got != (resources{4, 8192, 1500, 0}) {
 		t.Errorf("partitionable slot has %v", got)
 	}
 }

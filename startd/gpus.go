@@ -43,15 +43,39 @@ func (g gpuShare) of(id int) []gpu.Device {
 	return g.slots[id-1]
 }
 
-// publish adds the GPU attributes of slot id to its ad (see
-// slotGPUAttrs). A machine without GPUs publishes none.
-func (g gpuShare) publish(ad *classad.ClassAd, id int) {
-	if id < 1 || id > len(g.attrs) {
+// publish adds the GPU attributes of the slot of v to its ad (see
+// slotGPUAttrs): a static slot's, and an untouched partitionable slot's,
+// made when the startd started; a dynamic slot's, made when it was
+// carved; a partitionable slot's with dynamic slots holding some of its
+// devices, made now of those it has left. A machine without GPUs
+// publishes none.
+func (g gpuShare) publish(ad *classad.ClassAd, v view) {
+	attrs := v.gpuAttrs
+	switch {
+	case len(g.inv.Devices) == 0:
 		return
+	case v.kind == partitionable && len(v.heldGPUs) > 0:
+		attrs = slotGPUAttrs(g.inv.Devices, gpuFree(v.gpus, v.heldGPUs))
+	case v.kind != dynamic && v.id >= 1 && v.id <= len(g.attrs):
+		attrs = g.attrs[v.id-1]
 	}
-	for _, a := range g.attrs[id-1] {
+	for _, a := range attrs {
 		ad.Set(a.name, a.e)
 	}
+	if v.kind == partitionable {
+		ad.SetInt("TotalSlotGPUs", int64(len(v.gpus)))
+	}
+}
+
+// gpuFree returns the devices of all that held does not name.
+func gpuFree(all, held []gpu.Device) []gpu.Device {
+	var free []gpu.Device
+	for _, d := range all {
+		if !slices.ContainsFunc(held, func(h gpu.Device) bool { return h.ID == d.ID }) {
+			free = append(free, d)
+		}
+	}
+	return free
 }
 
 // slotGPUAttrs are the GPU attributes HTCondor's startd publishes for a
@@ -87,9 +111,9 @@ func slotGPUAttrs(all, mine []gpu.Device) []gpuAttr {
 	return attrs
 }
 
-// spec returns what the starter of slot id is told of its GPUs.
-func (g gpuShare) spec(id int) ([]starter.GPU, []string) {
-	mine := g.of(id)
+// spec returns what the starter of a slot holding mine is told of its
+// GPUs.
+func (g gpuShare) spec(mine []gpu.Device) ([]starter.GPU, []string) {
 	if len(mine) == 0 {
 		return nil, nil
 	}

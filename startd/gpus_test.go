@@ -63,7 +63,7 @@ func TestMachineAdGPUs(t *testing.T) {
 	if m, _ := ads[1].EvalExpr(e, nil).IntValue(); m != 16384 {
 		t.Errorf("slot 2: GPUs_GPU_2.GlobalMemoryMb = %v", ads[1].EvalExpr(e, nil))
 	}
-	if g, dev := c.gpus.spec(2); len(g) != 1 || g[0].Path != "/dev/g2" || g[0].ID != "GPU-2" || len(dev) != 0 {
+	if g, dev := c.gpus.spec(c.gpus.of(2)); len(g) != 1 || g[0].Path != "/dev/g2" || g[0].ID != "GPU-2" || len(dev) != 0 {
 		t.Errorf("slot 2's starter is given %+v %v", g, dev)
 	}
 

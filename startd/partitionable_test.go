@@ -1,6 +1,7 @@
 package startd
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/gpu"
 	"harrier.dev/harrier/wire"
 )
 
@@ -19,11 +21,11 @@ func TestParseShare(t *testing.T) {
 		text string
 		want resources
 	}{
-		{"", resources{2, 4096, 250}}, // an even share of four slots
-		{"cpus=4, memory=2048, disk=10%", resources{4, 2048, 100}},
-		{"cpus=1/2, mem=4G", resources{4, 4096, 250}},
-		{"50%", resources{4, 8192, 500}},
-		{"CPUS=3,RAM=25%,D=200", resources{3, 4096, 200}},
+		{"", resources{2, 4096, 250, 0}}, // an even share of four slots
+		{"cpus=4, memory=2048, disk=10%", resources{4, 2048, 100, 0}},
+		{"cpus=1/2, mem=4G", resources{4, 4096, 250, 0}},
+		{"50%", resources{4, 8192, 500, 0}},
+		{"CPUS=3,RAM=25%,D=200", resources{3, 4096, 200, 0}},
 	} {
 		sh, err := parseShare(tt.text)
 		if err != nil {
@@ -45,7 +47,7 @@ func TestPartitionableAds(t *testing.T) {
 	c := adConfig{host: "exec1", policy: testPolicy(t, "true"), numSlots: 1}
 	whole, _ := parseShare("100%")
 	p := view{id: 1, slotID: 1, name: "slot1@exec1", kind: partitionable, share: whole, status: Status{Unclaimed, Idle},
-		used: resources{3, 4000, 1 << 20}, children: []resources{{1, 1000, 1 << 19}, {2, 3000, 1 << 19}}}
+		used: resources{3, 4000, 1 << 20, 0}, children: []resources{{1, 1000, 1 << 19, 0}, {2, 3000, 1 << 19, 0}}}
 	ad := machineAd(c, testMachine, p, time.Unix(1200, 0))
 	for name, want := range map[string]int64{
 		"Cpus": 5, "Memory": 12000, "Disk": 1<<30 - 1<<20,
@@ -63,7 +65,7 @@ func TestPartitionableAds(t *testing.T) {
 		t.Errorf("partitionable slot's ad lacks PartitionableSlot or SlotType: %s", ad)
 	}
 
-	d := view{id: 4, slotID: 1, name: "slot1_2@exec1", kind: dynamic, size: resources{2, 1024, 500}, status: Status{Claimed, Busy}}
+	d := view{id: 4, slotID: 1, name: "slot1_2@exec1", kind: dynamic, size: resources{2, 1024, 500, 0}, status: Status{Claimed, Busy}}
 	ad = machineAd(c, testMachine, d, time.Unix(1200, 0))
 	for name, want := range map[string]int64{"Cpus": 2, "Memory": 1024, "Disk": 500, "TotalSlotCpus": 2, "SlotID": 1} {
 		if got, ok := ad.EvalInt(name); !ok || got != want {
@@ -167,6 +169,73 @@ func TestCarveAndReturn(t *testing.T) {
 	}
 	h.collector.waitStatus(t, "slot1_3@exec1", Status{Matched, Idle})
 	leftover(0, 0)
+}
+
+// TestCarveGPUs: a partitionable slot holding two GPUs carves one for
+// each job that requests one, names it in the dynamic slot's ad
+// (AssignedGPUs) and advertises the other as what it has left; a job that
+// requests a GPU when none is left is refused, and a released claim's
+// GPU returns.
+func TestCarveGPUs(t *testing.T) {
+	inv, err := gpu.Discover(context.Background(), gpu.Config{Method: gpu.Static,
+		Static: `[Id = "GPU-a"; DevicePath = "/dev/ga"], [Id = "GPU-b"; DevicePath = "/dev/gb"]`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarnessWith(t, func(c *Config) {
+		c.NumCPUs, c.MemoryMiB, c.GPUs = 4, 4096, inv
+		c.SlotTypes = []SlotType{{Count: 1, Share: "100%", Partitionable: true}}
+	}, nil)
+	ctx := t.Context()
+	const pslot = "slot1@exec1"
+	gpuJob := func(id int, gpus int64) string {
+		ad, err := classad.Parse(sizedJob(id, 1, 256))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ad.SetInt("RequestGPUs", gpus)
+		return ad.String()
+	}
+	gpusLeft := func(n int64, assigned string) {
+		t.Helper()
+		h.collector.waitFor(t, fmt.Sprintf("%s with %d GPUs left", pslot, n), func() bool {
+			ad, err := classad.Parse(h.collector.latest[pslot])
+			if err != nil {
+				return false
+			}
+			g, _ := ad.EvalInt("GPUs")
+			total, _ := ad.EvalInt("TotalSlotGPUs")
+			a, _ := ad.EvalString("AssignedGPUs")
+			return g == n && total == 2 && a == assigned
+		})
+	}
+	h.collector.waitStatus(t, pslot, Status{Unclaimed, Idle})
+	gpusLeft(2, "GPU-a,GPU-b")
+	for i, claimID := range []string{"g1", "g2"} {
+		if _, err := h.client.Matched(ctx, &wire.StartdMatchedRequest{Slot: pslot, ClaimId: claimID, JobAd: gpuJob(i+1, 1)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, want := range map[string]string{"slot1_1@exec1": "GPU-a", "slot1_2@exec1": "GPU-b"} {
+		ad := h.collector.waitStatus(t, name, Status{Matched, Idle})
+		if a := evalString(ad, "AssignedGPUs"); a != want || adInt(t, ad, "GPUs") != 1 {
+			t.Errorf("%s: AssignedGPUs %q, GPUs %d; want %s", name, a, adInt(t, ad, "GPUs"), want)
+		}
+	}
+	gpusLeft(0, "")
+	_, err = h.client.Matched(ctx, &wire.StartdMatchedRequest{Slot: pslot, ClaimId: "g3", JobAd: gpuJob(3, 1)})
+	wantCode(t, err, codes.FailedPrecondition)
+	// A job without GPUs still fits, and gets none.
+	if _, err := h.client.Matched(ctx, &wire.StartdMatchedRequest{Slot: pslot, ClaimId: "c4", JobAd: gpuJob(4, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	if ad := h.collector.waitStatus(t, "slot1_3@exec1", Status{Matched, Idle}); adInt(t, ad, "GPUs") != 0 {
+		t.Errorf("a dynamic slot without GPUs: %s", ad)
+	}
+	if _, err := h.client.ReleaseClaim(ctx, &wire.ReleaseClaimRequest{ClaimId: "g1"}); err != nil {
+		t.Fatal(err)
+	}
+	gpusLeft(1, "GPU-a")
 }
 
 // TestPinCores: with AssignCPUAffinity each slot gets the lowest free

@@ -15,33 +15,36 @@ type resources struct {
 	cpus      int64
 	memoryMiB int64
 	diskKiB   int64
+	gpus      int64 // devices, which a slot holds by name (slot.gpus)
 }
 
 func (r resources) plus(o resources) resources {
-	return resources{r.cpus + o.cpus, r.memoryMiB + o.memoryMiB, r.diskKiB + o.diskKiB}
+	return resources{r.cpus + o.cpus, r.memoryMiB + o.memoryMiB, r.diskKiB + o.diskKiB, r.gpus + o.gpus}
 }
 
 func (r resources) minus(o resources) resources {
-	return resources{r.cpus - o.cpus, r.memoryMiB - o.memoryMiB, r.diskKiB - o.diskKiB}
+	return resources{r.cpus - o.cpus, r.memoryMiB - o.memoryMiB, r.diskKiB - o.diskKiB, r.gpus - o.gpus}
 }
 
 // covers reports whether r holds at least o in every quantity.
 func (r resources) covers(o resources) bool {
-	return r.cpus >= o.cpus && r.memoryMiB >= o.memoryMiB && r.diskKiB >= o.diskKiB
+	return r.cpus >= o.cpus && r.memoryMiB >= o.memoryMiB && r.diskKiB >= o.diskKiB && r.gpus >= o.gpus
 }
 
 func (r resources) String() string {
-	return fmt.Sprintf("cpus=%d, memory=%d MiB, disk=%d KiB", r.cpus, r.memoryMiB, r.diskKiB)
+	return fmt.Sprintf("cpus=%d, memory=%d MiB, disk=%d KiB, gpus=%d", r.cpus, r.memoryMiB, r.diskKiB, r.gpus)
 }
 
 // requestOf is what a job asks of a dynamic slot: RequestCpus (at least
-// one), RequestMemory (MiB) and RequestDisk (KiB), as HTCondor carves.
+// one), RequestMemory (MiB), RequestDisk (KiB) and RequestGPUs, as
+// HTCondor carves.
 func requestOf(job *classad.ClassAd) resources {
 	var r resources
 	r.cpus, _ = job.EvalInt("RequestCpus")
 	r.memoryMiB, _ = job.EvalInt("RequestMemory")
 	r.diskKiB, _ = job.EvalInt("RequestDisk")
-	return resources{max(r.cpus, 1), max(r.memoryMiB, 0), max(r.diskKiB, 0)}
+	r.gpus, _ = job.EvalInt("RequestGPUs")
+	return resources{max(r.cpus, 1), max(r.memoryMiB, 0), max(r.diskKiB, 0), max(r.gpus, 0)}
 }
 
 // amount is one resource of a slot type: an absolute quantity, or a

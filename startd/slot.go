@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/gpu"
 )
 
 // slotKind is what a slot is in HTCondor's model of machine resources.
@@ -42,6 +43,12 @@ type slot struct {
 	// dynamic slots a partitionable one has carved (for their names).
 	parent   *slot
 	children int
+	// gpus are the devices the slot holds: a static or partitionable
+	// slot's share of the machine's, a dynamic slot's carved from its
+	// partitionable slot's; gpuAttrs are a dynamic slot's GPU attributes,
+	// made when it is carved.
+	gpus     []gpu.Device
+	gpuAttrs []gpuAttr
 
 	phase           phase
 	enteredState    time.Time
@@ -113,9 +120,14 @@ type view struct {
 	share  share
 	// size is a dynamic slot's; children are the sizes of a
 	// partitionable slot's dynamic slots, oldest first, and used their sum.
-	size            resources
-	used            resources
-	children        []resources
+	size     resources
+	used     resources
+	children []resources
+	// gpus are the devices the slot holds; a partitionable slot's
+	// dynamic slots hold heldGPUs of them. gpuAttrs: see slot.
+	gpus            []gpu.Device
+	heldGPUs        []gpu.Device
+	gpuAttrs        []gpuAttr
 	status          Status
 	enteredState    time.Time
 	enteredActivity time.Time
@@ -130,11 +142,13 @@ type view struct {
 func (sl *slot) view(slots []*slot) view {
 	var used resources
 	var children []resources
+	var held []gpu.Device
 	if sl.kind == partitionable {
 		for _, d := range slots {
 			if d.parent == sl {
 				used = used.plus(d.size)
 				children = append(children, d.size)
+				held = append(held, d.gpus...)
 			}
 		}
 	}
@@ -159,5 +173,8 @@ func (sl *slot) view(slots []*slot) view {
 		job:             job,
 		used:            used,
 		children:        children,
+		gpus:            sl.gpus,
+		heldGPUs:        held,
+		gpuAttrs:        sl.gpuAttrs,
 	}
 }

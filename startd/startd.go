@@ -19,7 +19,6 @@ import (
 	"google.golang.org/grpc"
 
 	"harrier.dev/harrier/classad"
-	"harrier.dev/harrier/gpu"
 	"harrier.dev/harrier/metrics"
 	"harrier.dev/harrier/pki"
 	"harrier.dev/harrier/starter"
@@ -123,13 +122,7 @@ func New(cfg Config) (*Startd, error) {
 	s.adc.numSlots = len(s.slots)
 	s.adc.gpus = shareGPUs(cfg.GPUs, len(s.slots))
 	for _, sl := range s.slots {
-		if sl.kind == partitionable && len(cfg.GPUs.Devices) > 0 {
-			// Dynamic slots do not carve GPUs yet: rather than give a
-			// partitionable slot's every job all of them, none has any.
-			s.log.Warn("GPUs are given to static slots only; this machine's partitionable slots advertise none")
-			s.adc.gpus = shareGPUs(gpu.Inventory{}, len(s.slots))
-			break
-		}
+		sl.gpus = s.adc.gpus.of(sl.id)
 	}
 	if err := s.recoverDrain(); err != nil {
 		return nil, err
@@ -387,6 +380,12 @@ func (s *Startd) carve(p *slot, job *classad.ClassAd, m machine) (*slot, error) 
 	}
 	s.lastID++
 	d := newDynamic(p, s.lastID, need, time.Now())
+	if need.gpus > 0 {
+		d.gpus = gpuFree(p.gpus, p.view(s.slots).heldGPUs)[:need.gpus]
+	}
+	if len(s.adc.gpus.inv.Devices) > 0 {
+		d.gpuAttrs = slotGPUAttrs(s.adc.gpus.inv.Devices, d.gpus)
+	}
 	s.slots = append(s.slots, d)
 	s.log.Info("dynamic slot carved", "slot", d.name, "resources", need.String())
 	return d, nil

@@ -311,7 +311,7 @@ func (s *Startd) reserveActivation(ctx context.Context, req *wire.ActivateClaimR
 		Cpuset:            s.pin(sl, have.cpus),
 		CheckpointKeyFile: s.cfg.CheckpointKeyFile,
 	}
-	spec.GPUs, spec.GPUDevices = s.adc.gpus.spec(sl.id)
+	spec.GPUs, spec.GPUDevices = s.adc.gpus.spec(sl.gpus)
 	// Not a move: the slot's state and activity do not change.
 	sl.phase = claimedIdle{claim: c, activating: true}
 	return sl, c, spec, idle.starter, nil

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -30,19 +31,7 @@ func TestGPUsAndCron(t *testing.T) {
 		t.Skipf("containers not available: %v", err)
 	}
 	needRoot(t)
-	var devs []string
-	for i := range 2 {
-		p := fmt.Sprintf("/dev/harrier-pool-gpu-%d-%d", os.Getpid(), i)
-		if err := unix.Mknod(p, unix.S_IFCHR|0o666, int(unix.Mkdev(1, 5))); err != nil { // reads as /dev/zero
-			t.Fatalf("mknod %s: %v", p, err)
-		}
-		if err := os.Chmod(p, 0o666); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.Remove(p) })
-		devs = append(devs, p)
-	}
-	idOf := map[string]string{filepath.Base(devs[0]): "GPU-fake0", filepath.Base(devs[1]): "GPU-fake1"}
+	idOf, gpuConf := fakeGPUs(t)
 	cronDir := t.TempDir()
 	for d := cronDir; d != "/" && d != "/tmp"; d = filepath.Dir(d) {
 		_ = os.Chmod(d, 0o755)
@@ -53,15 +42,13 @@ func TestGPUsAndCron(t *testing.T) {
 	p := &hostile{testPool: startPoolFrom(t, bin, 1, fmt.Sprintf(`SANDBOX = container
 NUM_SLOTS = 2
 NEGOTIATOR_INTERVAL = 2
-GPU_DISCOVERY = static
-GPU_DEVICES = [Id = "GPU-fake0"; DevicePath = "%s"; Capability = 8.0; GlobalMemoryMb = 16384; DeviceName = "Harrier Fake"], [Id = "GPU-fake1"; DevicePath = "%s"; Capability = 8.0; GlobalMemoryMb = 16384; DeviceName = "Harrier Fake"]
-STARTD_CRON_JOBLIST = HEALTH BROKEN
+%sSTARTD_CRON_JOBLIST = HEALTH BROKEN
 STARTD_CRON_HEALTH_EXECUTABLE = %s
 STARTD_CRON_HEALTH_PERIOD = 2
 STARTD_CRON_HEALTH_PREFIX = Test_
 STARTD_CRON_BROKEN_EXECUTABLE = %s
 STARTD_CRON_BROKEN_PERIOD = 2
-`, devs[0], devs[1], filepath.Join(cronDir, "health.sh"), filepath.Join(cronDir, "broken.sh"))), bin: bin}
+`, gpuConf, filepath.Join(cronDir, "health.sh"), filepath.Join(cronDir, "broken.sh"))), bin: bin}
 
 	// The machine's ads: its GPUs, one a slot, and its cron attributes.
 	var status string
@@ -96,14 +83,7 @@ STARTD_CRON_BROKEN_PERIOD = 2
 		if err := os.Chown(dir, int(uid), int(gid)); err != nil {
 			t.Fatal(err)
 		}
-		writeFile(t, filepath.Join(dir, "probe.sh"), `#!/bin/sh
-echo "devs $(ls /dev | grep harrier-pool-gpu | tr '\n' ' ')"
-echo "cuda $CUDA_VISIBLE_DEVICES"
-echo "assigned $_CONDOR_AssignedGPUs"
-for d in /dev/harrier-pool-gpu-*; do echo "read $(basename $d) $(head -c 4 $d | wc -c)"; done
-while [ ! -e go ]; do sleep 0.1; done
-echo done
-`, 0o755)
+		writeFile(t, filepath.Join(dir, "probe.sh"), gpuProbe, 0o755)
 		return dir
 	}
 	submit := func(u, dir, desc string) string {
@@ -164,18 +144,7 @@ echo done
 		if out, code := p.tool(t, j.user, "wait", "--timeout", "90", j.id); code != 0 {
 			t.Fatalf("wait for %s: exit %d: %s", j.id, code, out)
 		}
-		out := mustRead(t, filepath.Join(j.dir, "out"))
-		got := map[string]string{}
-		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
-			k, v, _ := strings.Cut(l, " ")
-			got[k] = strings.TrimSpace(v)
-		}
-		id := idOf[got["devs"]]
-		if id == "" || got["cuda"] != id || got["assigned"] != id || got["read"] != got["devs"]+" 4" || got["done"] != "" {
-			t.Errorf("%s's job %s saw devices %q, CUDA_VISIBLE_DEVICES %q, _CONDOR_AssignedGPUs %q, read %q; want one device, its own:\n%s\nerr:\n%s",
-				j.user, j.id, got["devs"], got["cuda"], got["assigned"], got["read"], out, mustRead(t, filepath.Join(j.dir, "err")))
-		}
-		assigned = append(assigned, id)
+		assigned = append(assigned, ownGPU(t, idOf, j.user+"'s job "+j.id, filepath.Join(j.dir, "out")))
 	}
 	if slices.Sort(assigned); !slices.Equal(assigned, []string{"GPU-fake0", "GPU-fake1"}) {
 		t.Errorf("the jobs ran on %v, want one GPU each", assigned)
@@ -202,4 +171,109 @@ echo done
 	if !strings.Contains(startdLog, "startd cron job failed") || !strings.Contains(startdLog, "no such mount") {
 		t.Errorf("the startd log does not report the failing cron job (%d logs, %d bytes)", len(logs), len(startdLog))
 	}
+}
+
+// gpuProbe is a job that reports the GPUs it sees (device nodes, their
+// variables, a read of each), waits for a file named go, and says done.
+const gpuProbe = `#!/bin/sh
+echo "devs $(ls /dev | grep harrier-pool-gpu | tr '\n' ' ')"
+echo "cuda $CUDA_VISIBLE_DEVICES"
+echo "assigned $_CONDOR_AssignedGPUs"
+for d in /dev/harrier-pool-gpu-*; do echo "read $(basename $d) $(head -c 4 $d | wc -c)"; done
+while [ ! -e go ]; do sleep 0.1; done
+echo done
+`
+
+// fakeGPUs makes two fake GPU device nodes (reading as /dev/zero) and
+// returns the GPU id of each node's name and the configuration that
+// gives the machine both.
+func fakeGPUs(t *testing.T) (map[string]string, string) {
+	var devs []string
+	for i := range 2 {
+		p := fmt.Sprintf("/dev/harrier-pool-gpu-%d-%d", os.Getpid(), i)
+		if err := unix.Mknod(p, unix.S_IFCHR|0o666, int(unix.Mkdev(1, 5))); err != nil {
+			t.Fatalf("mknod %s: %v", p, err)
+		}
+		if err := os.Chmod(p, 0o666); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Remove(p) })
+		devs = append(devs, p)
+	}
+	conf := fmt.Sprintf(`GPU_DISCOVERY = static
+GPU_DEVICES = [Id = "GPU-fake0"; DevicePath = "%s"; Capability = 8.0; GlobalMemoryMb = 16384; DeviceName = "Harrier Fake"], [Id = "GPU-fake1"; DevicePath = "%s"; Capability = 8.0; GlobalMemoryMb = 16384; DeviceName = "Harrier Fake"]
+`, devs[0], devs[1])
+	return map[string]string{filepath.Base(devs[0]): "GPU-fake0", filepath.Base(devs[1]): "GPU-fake1"}, conf
+}
+
+// ownGPU reads what a gpuProbe job reported in out and checks it saw one
+// device, and the variables named it; it returns the device's GPU id.
+func ownGPU(t *testing.T, idOf map[string]string, what, out string) string {
+	t.Helper()
+	text := mustRead(t, out)
+	got := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(text), "\n") {
+		k, v, _ := strings.Cut(l, " ")
+		got[k] = strings.TrimSpace(v)
+	}
+	id := idOf[got["devs"]]
+	if id == "" || got["cuda"] != id || got["assigned"] != id || got["read"] != got["devs"]+" 4" || got["done"] != "" {
+		t.Errorf("%s saw devices %q, CUDA_VISIBLE_DEVICES %q, _CONDOR_AssignedGPUs %q, read %q; want one device, its own:\n%s",
+			what, got["devs"], got["cuda"], got["assigned"], got["read"], text)
+	}
+	return id
+}
+
+// TestGPUsInPartitionableSlot: a partitionable slot holding two fake GPUs
+// carves one for each of two users' 1-GPU jobs, which run at once, each
+// seeing only its own device; a third 1-GPU job waits, though CPUs are
+// left, until a GPU is free again.
+func TestGPUsInPartitionableSlot(t *testing.T) {
+	if err := sandbox.Available(); err != nil {
+		t.Skipf("containers not available: %v", err)
+	}
+	needRoot(t)
+	idOf, gpuConf := fakeGPUs(t)
+	bin := publicBinary(t)
+	p := &hostile{testPool: startPoolFrom(t, bin, 1, partitionableConf+"SANDBOX = container\n"+gpuConf), bin: bin}
+	alice, bob := newUser(t), newUser(t)
+	dirs := map[string]string{}
+	for _, u := range []*user.User{alice, bob} {
+		dir := filepath.Join(u.HomeDir, "gpujob")
+		writeFile(t, filepath.Join(dir, "probe.sh"), gpuProbe, 0o755)
+		chownTo(t, u, dir)
+		dirs[u.Username] = dir
+	}
+	job := func(u, name string) string {
+		t.Helper()
+		path := filepath.Join(dirs[u], name+".sub")
+		writeFile(t, path, "executable = probe.sh\nrequest_gpus = 1\nrequest_memory = 256\noutput = "+name+".out\nqueue\n", 0o644)
+		out, code := p.tool(t, u, "submit", path)
+		return fmt.Sprintf("%d.0", submitted(t, out, code))
+	}
+	a, b := job(alice.Username, "first"), job(bob.Username, "first")
+	eventually(t, 90*time.Second, "both GPU jobs to run", func() bool {
+		return p.jobStatus(t, a) == 2 && p.jobStatus(t, b) == 2
+	})
+	third := job(alice.Username, "third")
+	// Several negotiation cycles (NEGOTIATOR_INTERVAL = 2) find no GPU.
+	time.Sleep(8 * time.Second)
+	if st := p.jobStatus(t, third); st != 1 {
+		t.Errorf("a third GPU job, with both GPUs taken, has JobStatus %d; want 1 (idle)", st)
+	}
+	var assigned []string
+	for _, j := range []struct{ id, user string }{{a, alice.Username}, {b, bob.Username}} {
+		writeFile(t, filepath.Join(dirs[j.user], "go"), "", 0o644)
+		if out, code := p.tool(t, j.user, "wait", "--timeout", "90", j.id); code != 0 {
+			t.Fatalf("wait for %s: exit %d: %s", j.id, code, out)
+		}
+		assigned = append(assigned, ownGPU(t, idOf, j.user+"'s job "+j.id, filepath.Join(dirs[j.user], "first.out")))
+	}
+	if slices.Sort(assigned); !slices.Equal(assigned, []string{"GPU-fake0", "GPU-fake1"}) {
+		t.Errorf("the jobs ran on %v, want one GPU each", assigned)
+	}
+	if out, code := p.tool(t, alice.Username, "wait", "--timeout", "90", third); code != 0 {
+		t.Fatalf("the third job did not run once a GPU was free: exit %d: %s", code, out)
+	}
+	ownGPU(t, idOf, "the third job", filepath.Join(dirs[alice.Username], "third.out"))
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-func lookupIDs(t *testing.T, name string) (uint32, uint32) {
+func lookupIDs(t testing.TB, name string) (uint32, uint32) {
 	t.Helper()
 	u, err := user.Lookup(name)
 	if err != nil {

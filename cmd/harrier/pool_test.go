@@ -20,21 +20,21 @@ type testPool struct {
 	env []string
 }
 
-func startPool(t *testing.T, startds int) *testPool {
+func startPool(t testing.TB, startds int) *testPool {
 	t.Helper()
 	return startPoolWith(t, startds, "")
 }
 
 // startPoolWith starts a personal pool whose configuration has extra lines
 // appended before the daemons start.
-func startPoolWith(t *testing.T, startds int, extra string) *testPool {
+func startPoolWith(t testing.TB, startds int, extra string) *testPool {
 	t.Helper()
 	return startPoolFrom(t, harrierBin(t), startds, extra)
 }
 
 // startPoolFrom is startPoolWith with the binary bin as harrier: its
 // daemons, shadows and starters run bin. upArgs are added to pool up's.
-func startPoolFrom(t *testing.T, bin string, startds int, extra string, upArgs ...string) *testPool {
+func startPoolFrom(t testing.TB, bin string, startds int, extra string, upArgs ...string) *testPool {
 	t.Helper()
 	needPool(t)
 	base := t.TempDir()
@@ -79,18 +79,18 @@ func startPoolFrom(t *testing.T, bin string, startds int, extra string, upArgs .
 	return p
 }
 
-func (p *testPool) harrier(t *testing.T, args ...string) (string, int) {
+func (p *testPool) harrier(t testing.TB, args ...string) (string, int) {
 	t.Helper()
 	return harrier(t, p.env, args...)
 }
 
-func (p *testPool) must(t *testing.T, args ...string) string {
+func (p *testPool) must(t testing.TB, args ...string) string {
 	t.Helper()
 	return mustHarrier(t, p.env, args...)
 }
 
 // jobs returns the queue (or history) as decoded JSON ads.
-func (p *testPool) jobs(t *testing.T, cmd string, ids ...string) []map[string]any {
+func (p *testPool) jobs(t testing.TB, cmd string, ids ...string) []map[string]any {
 	t.Helper()
 	out := p.must(t, append([]string{cmd, "-json"}, ids...)...)
 	var ads []map[string]any
@@ -101,7 +101,7 @@ func (p *testPool) jobs(t *testing.T, cmd string, ids ...string) []map[string]an
 }
 
 // jobStatus returns a job's JobStatus in the queue, or 0 if it is not there.
-func (p *testPool) jobStatus(t *testing.T, id string) int {
+func (p *testPool) jobStatus(t testing.TB, id string) int {
 	ads := p.jobs(t, "q", id)
 	if len(ads) == 0 {
 		return 0
@@ -270,7 +270,7 @@ func copyBinary(t testing.TB, dir string) string {
 }
 
 // harrierAs runs a harrier command as another Unix user.
-func harrierAs(t *testing.T, env []string, username string, args ...string) (string, int) {
+func harrierAs(t testing.TB, env []string, username string, args ...string) (string, int) {
 	t.Helper()
 	cmd := exec.Command(publicBinary(t), args...)
 	cmd.Env = append(append(os.Environ(), asHarrier+"=1"), env...)

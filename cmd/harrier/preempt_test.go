@@ -20,7 +20,7 @@ const preemptTestConf = "NEGOTIATOR_INTERVAL = 2\n"
 
 // submitAs submits a submit file written into dir as a Unix user and
 // returns the cluster.
-func (p *testPool) submitAs(t *testing.T, user, dir, name, desc string) int {
+func (p *testPool) submitAs(t testing.TB, user, dir, name, desc string) int {
 	t.Helper()
 	path := filepath.Join(dir, name)
 	writeFile(t, path, desc, 0o644)
@@ -87,7 +87,7 @@ func (p *testPool) startdLog(t *testing.T) string {
 }
 
 // historyAd returns a job's ad from the history.
-func (p *testPool) historyAd(t *testing.T, id string) map[string]any {
+func (p *testPool) historyAd(t testing.TB, id string) map[string]any {
 	t.Helper()
 	h := p.jobs(t, "history", id)
 	if len(h) != 1 {

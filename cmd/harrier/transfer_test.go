@@ -75,7 +75,7 @@ func treeListing(t *testing.T, dir string) map[string]string {
 }
 
 // chownAll gives the tree to uid:gid, links too.
-func chownAll(t *testing.T, dir string, uid, gid uint32) {
+func chownAll(t testing.TB, dir string, uid, gid uint32) {
 	t.Helper()
 	err := filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
 		if err != nil {

@@ -12,7 +12,7 @@ import (
 // newUser creates a real, unprivileged Unix user for the test, with a
 // home directory only they may enter, and removes both when the test
 // ends. Tests act as this user the way an attacker with a login would.
-func newUser(t *testing.T) *user.User {
+func newUser(t testing.TB) *user.User {
 	t.Helper()
 	needRoot(t)
 	b := make([]byte, 4)
