@@ -39,11 +39,15 @@ func runBenchThroughput(args []string, stdout io.Writer) error {
 	killAfter := fs.Duration("kill-dagman", 0, "with --dag: kill the DAG's harrier dagman with SIGKILL this long after the submission, for it to recover")
 	profile := fs.String("profile", "", "sample the agent's CPU while the jobs run, into `PREFIX`.1, PREFIX.2, ... (a profile each 5 s; go tool pprof merges them)")
 	store := fs.String("store", "", "where the agent keeps its job queue: embedded (the default) or a PostgreSQL database's postgres:// URL (as pool up --store)")
+	inputMB := fs.Int("input-mb", 0, "each job has an input file of this many MB sent to it (should_transfer_files = YES)")
 	if err := fs.Parse(args); err != nil {
 		return usagef("%v", err)
 	}
-	if *jobs < 1 || *startds < 1 || *slots < 1 || *queue < 0 {
+	if *jobs < 1 || *startds < 1 || *slots < 1 || *queue < 0 || *inputMB < 0 {
 		return usagef("--jobs, --startds and --slots must be positive")
+	}
+	if *dag && *inputMB > 0 {
+		return usagef("--input-mb is for plain jobs, not --dag")
 	}
 	if *chain < 0 || *chain > 0 && *chain > *jobs-2 {
 		return usagef("--chain must leave room for the root and a child in --jobs")
@@ -108,12 +112,20 @@ func runBenchThroughput(args []string, stdout io.Writer) error {
 		}()
 		defer func() { stop(); <-done }()
 	}
+	desc := "executable = /bin/true\n"
+	if *inputMB > 0 {
+		input := filepath.Join(poolDir, "bench-input.dat")
+		if err := os.WriteFile(input, bytes.Repeat([]byte("harrier\n"), *inputMB<<20/8), 0o644); err != nil {
+			return err
+		}
+		desc += "should_transfer_files = YES\ntransfer_input_files = " + input + "\n"
+	}
 	start := time.Now()
 	var cluster int32
 	if *dag {
 		cluster, err = benchSubmitDag(poolDir, *jobs, *chain)
 	} else {
-		cluster, err = benchSubmit(ctx, client, "executable = /bin/true\nqueue "+strconv.Itoa(*jobs)+"\n")
+		cluster, err = benchSubmit(ctx, client, desc+"queue "+strconv.Itoa(*jobs)+"\n")
 	}
 	if err != nil {
 		return err
@@ -144,6 +156,9 @@ func runBenchThroughput(args []string, stdout io.Writer) error {
 	how := "jobs"
 	if *dag {
 		how = "DAG nodes"
+	}
+	if *inputMB > 0 {
+		how += fmt.Sprintf(" with a %d MB input each", *inputMB)
 	}
 	fmt.Fprintf(stdout, "%d %s (/bin/true, sandbox %s) on %d startds x %d slots, %d %s jobs queued, %s store: %.2f s (submit %.3f s), %.1f jobs/s\n",
 		*jobs, how, *sandbox, *startds, *slots, *queue, state, storeName, elapsed.Seconds(), submitted.Seconds(), float64(*jobs)/elapsed.Seconds())
