@@ -246,21 +246,7 @@ func (p poolShape) build() ([]matchmaker.Machine, []matchmaker.Request) {
 	}
 	slices.SortFunc(machines, func(a, b matchmaker.Machine) int { return strings.Compare(a.Name, b.Name) })
 
-	// Jobs per autocluster: skewed, as a few users submit large batches.
-	weights := make([]float64, p.autoclusters)
-	var total float64
-	for i := range weights {
-		weights[i] = 1 / (1 + rng.Float64()*9)
-		total += weights[i]
-	}
-	counts := make([]int, p.autoclusters)
-	left := p.jobs - p.autoclusters
-	for i := range counts {
-		counts[i] = 1 + int(float64(left)*weights[i]/total)
-	}
-	for i := 0; sum(counts) < p.jobs; i++ {
-		counts[i%len(counts)]++
-	}
+	counts := skewedCounts(rng, p.autoclusters, p.jobs)
 	reqs := make([]matchmaker.Request, p.autoclusters)
 	cluster := 0
 	for a := range reqs {
@@ -346,20 +332,7 @@ func (p poolShape) buildPartitionable() ([]matchmaker.Machine, []matchmaker.Requ
 		mustSetExpr(ad, "Rank", "0")
 		machines[i] = matchmaker.Machine{Name: name, Ad: ad}
 	}
-	weights := make([]float64, p.autoclusters)
-	var total float64
-	for i := range weights {
-		weights[i] = 1 / (1 + rng.Float64()*9)
-		total += weights[i]
-	}
-	counts := make([]int, p.autoclusters)
-	left := p.jobs - p.autoclusters
-	for i := range counts {
-		counts[i] = 1 + int(float64(left)*weights[i]/total)
-	}
-	for i := 0; sum(counts) < p.jobs; i++ {
-		counts[i%len(counts)]++
-	}
+	counts := skewedCounts(rng, p.autoclusters, p.jobs)
 	reqs := make([]matchmaker.Request, p.autoclusters)
 	for a := range reqs {
 		user := a % p.users
@@ -459,4 +432,24 @@ func allPairs(reqs []matchmaker.Request, machines []matchmaker.Machine, p matchm
 		}
 	}
 	return jobs, matches
+}
+
+// skewedCounts shares jobs among autoclusters unevenly, as a few users
+// submit large batches: each gets at least one.
+func skewedCounts(rng *rand.Rand, autoclusters, jobs int) []int {
+	weights := make([]float64, autoclusters)
+	var total float64
+	for i := range weights {
+		weights[i] = 1 / (1 + rng.Float64()*9)
+		total += weights[i]
+	}
+	counts := make([]int, autoclusters)
+	left := jobs - autoclusters
+	for i := range counts {
+		counts[i] = 1 + int(float64(left)*weights[i]/total)
+	}
+	for i := 0; sum(counts) < jobs; i++ {
+		counts[i%len(counts)]++
+	}
+	return counts
 }
