@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -309,7 +310,19 @@ func ensureAdminCert(pc *poolConfig) error {
 	return nil
 }
 
+// freePort returns a loopback port free now for the matchmaker, which
+// binds it later. It is taken below Linux's ephemeral range (32768 and
+// up), so that the ports the system hands out meanwhile, to any
+// process's outgoing connection or ":0" listener, cannot take it first.
 func freePort() (int, error) {
+	for range 100 {
+		port := 20000 + rand.IntN(32768-20000)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err == nil {
+			l.Close()
+			return port, nil
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
