@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"harrier.dev/harrier/classad"
-	"harrier.dev/harrier/wire"
 )
 
 // A drain by migration of a job that cannot be checkpointed here (the
@@ -18,18 +17,9 @@ import (
 // startd drains on with the same reason.
 func TestDrainRetirementOver(t *testing.T) {
 	h := newHarness(t, nil)
-	ctx := t.Context()
 	const slot = "slot1@exec1"
 	h.collector.waitStatus(t, slot, Status{Unclaimed, Idle})
-	if _, err := h.client.Matched(ctx, &wire.StartdMatchedRequest{Slot: slot, ClaimId: "c1", JobAd: jobAd}); err != nil {
-		t.Fatal(err)
-	}
-	if r, err := h.client.RequestClaim(ctx, &wire.RequestClaimRequest{Slot: slot, ClaimId: "c1", JobAd: jobAd}); err != nil || !r.Accepted {
-		t.Fatalf("claim: %+v, %v", r, err)
-	}
-	if _, err := h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: "c1", JobAd: jobAd, ShadowAddr: "10.0.0.1:9", ShadowFingerprint: "f1", Secret: "s3cret"}); err != nil {
-		t.Fatal(err)
-	}
+	h.activate(t, slot, "c1")
 	h.waitFile(t, "cwd")
 
 	r, err := h.s.Drain(DrainRequest{Reason: "defrag"})

@@ -46,19 +46,10 @@ func policyHarness(t *testing.T, cfg Config, onTerm string, tweak func(*Startd))
 	})
 }
 
-// runJob matches, claims and activates slot1 under claim id.
+// runJob runs jobAd on slot1 under claim id, until its starter started.
 func (h *harness) runJob(t *testing.T, id string) {
 	t.Helper()
-	ctx := t.Context()
-	if _, err := h.client.Matched(ctx, &wire.StartdMatchedRequest{Slot: "slot1", ClaimId: id, JobAd: jobAd}); err != nil {
-		t.Fatal(err)
-	}
-	if r, err := h.client.RequestClaim(ctx, &wire.RequestClaimRequest{Slot: "slot1", ClaimId: id, JobAd: jobAd, Agent: "agent@submit"}); err != nil || !r.Accepted {
-		t.Fatalf("claim: %+v, %v", r, err)
-	}
-	if _, err := h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: id, JobAd: jobAd, ShadowAddr: "10.0.0.1:9", ShadowFingerprint: "f1", Secret: "s3cret"}); err != nil {
-		t.Fatal(err)
-	}
+	h.activate(t, "slot1", id)
 	h.waitFile(t, "started")
 }
 

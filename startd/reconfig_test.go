@@ -8,26 +8,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"harrier.dev/harrier/wire"
 )
 
 // A START that turns false keeps new jobs off the machine but leaves the
 // running one alone; a policy that does not parse is refused whole.
 func TestReconfigureKeepsTheRunningJob(t *testing.T) {
 	h := newHarness(t, nil)
-	ctx := t.Context()
 	const slot = "slot1@exec1"
 	h.collector.waitStatus(t, slot, Status{Unclaimed, Idle})
-	if _, err := h.client.Matched(ctx, &wire.StartdMatchedRequest{Slot: slot, ClaimId: "c1", JobAd: jobAd}); err != nil {
-		t.Fatal(err)
-	}
-	if r, err := h.client.RequestClaim(ctx, &wire.RequestClaimRequest{Slot: slot, ClaimId: "c1", JobAd: jobAd}); err != nil || !r.Accepted {
-		t.Fatalf("claim: %+v, %v", r, err)
-	}
-	if _, err := h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: "c1", JobAd: jobAd, ShadowAddr: "10.0.0.1:9", ShadowFingerprint: "f1", Secret: "s3cret"}); err != nil {
-		t.Fatal(err)
-	}
+	h.activate(t, slot, "c1")
 	h.waitFile(t, "cwd")
 
 	h.s.mu.Lock()
@@ -65,18 +54,9 @@ func TestReconfigureKeepsTheRunningJob(t *testing.T) {
 // cancelled, START is the configuration's again, after a restart too.
 func TestDrain(t *testing.T) {
 	h := newHarness(t, nil)
-	ctx := t.Context()
 	const slot = "slot1@exec1"
 	h.collector.waitStatus(t, slot, Status{Unclaimed, Idle})
-	if _, err := h.client.Matched(ctx, &wire.StartdMatchedRequest{Slot: slot, ClaimId: "c1", JobAd: jobAd}); err != nil {
-		t.Fatal(err)
-	}
-	if r, err := h.client.RequestClaim(ctx, &wire.RequestClaimRequest{Slot: slot, ClaimId: "c1", JobAd: jobAd}); err != nil || !r.Accepted {
-		t.Fatalf("claim: %+v, %v", r, err)
-	}
-	if _, err := h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: "c1", JobAd: jobAd, ShadowAddr: "10.0.0.1:9", ShadowFingerprint: "f1", Secret: "s3cret"}); err != nil {
-		t.Fatal(err)
-	}
+	h.activate(t, slot, "c1")
 	h.waitFile(t, "cwd")
 	h.s.mu.Lock()
 	cfg := h.s.cfg
@@ -146,18 +126,9 @@ func restartedDraining(t *testing.T, cfg Config) bool {
 // returns once the job has ended, leaving no drain recorded.
 func TestStopPeacefully(t *testing.T) {
 	h := newHarness(t, nil)
-	ctx := t.Context()
 	const slot = "slot1@exec1"
 	h.collector.waitStatus(t, slot, Status{Unclaimed, Idle})
-	if _, err := h.client.Matched(ctx, &wire.StartdMatchedRequest{Slot: slot, ClaimId: "c1", JobAd: jobAd}); err != nil {
-		t.Fatal(err)
-	}
-	if r, err := h.client.RequestClaim(ctx, &wire.RequestClaimRequest{Slot: slot, ClaimId: "c1", JobAd: jobAd}); err != nil || !r.Accepted {
-		t.Fatalf("claim: %+v, %v", r, err)
-	}
-	if _, err := h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: "c1", JobAd: jobAd, ShadowAddr: "10.0.0.1:9", ShadowFingerprint: "f1", Secret: "s3cret"}); err != nil {
-		t.Fatal(err)
-	}
+	h.activate(t, slot, "c1")
 	h.waitFile(t, "cwd")
 
 	h.s.StopPeacefully()

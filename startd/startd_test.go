@@ -171,6 +171,22 @@ func adInt(t *testing.T, ad *classad.ClassAd, name string) int64 {
 }
 
 // waitFile waits until the starter script has written name.
+// activate matches slot for jobAd under claim id, claims it as
+// agent@submit and activates it.
+func (h *harness) activate(t *testing.T, slot, id string) {
+	t.Helper()
+	ctx := t.Context()
+	if _, err := h.client.Matched(ctx, &wire.StartdMatchedRequest{Slot: slot, ClaimId: id, JobAd: jobAd}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := h.client.RequestClaim(ctx, &wire.RequestClaimRequest{Slot: slot, ClaimId: id, JobAd: jobAd, Agent: "agent@submit"}); err != nil || !r.Accepted {
+		t.Fatalf("claim: %+v, %v", r, err)
+	}
+	if _, err := h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: id, JobAd: jobAd, ShadowAddr: "10.0.0.1:9", ShadowFingerprint: "f1", Secret: "s3cret"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (h *harness) waitFile(t *testing.T, name string) []byte {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
@@ -466,18 +482,9 @@ func TestMatchTimesOut(t *testing.T) {
 
 func TestShutdownKillsStarters(t *testing.T) {
 	h := newHarness(t, func(s *Startd) { s.killGrace = 100 * time.Millisecond })
-	ctx := t.Context()
 	const slot = "slot1@exec1"
 	h.collector.waitStatus(t, slot, Status{Unclaimed, Idle})
-	if _, err := h.client.Matched(ctx, &wire.StartdMatchedRequest{Slot: slot, ClaimId: "c1", JobAd: jobAd}); err != nil {
-		t.Fatal(err)
-	}
-	if r, err := h.client.RequestClaim(ctx, &wire.RequestClaimRequest{Slot: slot, ClaimId: "c1", JobAd: jobAd}); err != nil || !r.Accepted {
-		t.Fatalf("claim: %+v, %v", r, err)
-	}
-	if _, err := h.client.ActivateClaim(ctx, &wire.ActivateClaimRequest{ClaimId: "c1", JobAd: jobAd, ShadowAddr: "10.0.0.1:9", ShadowFingerprint: "f1", Secret: "s3cret"}); err != nil {
-		t.Fatal(err)
-	}
+	h.activate(t, slot, "c1")
 	h.waitFile(t, "cwd")
 	h.stop(t) // returns only once the starter is gone
 	if d := scratchDirs(t, h.execDir); len(d) != 0 {
