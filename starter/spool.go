@@ -65,15 +65,20 @@ func (sp *outputSpool) open(fd int, fresh bool) (*os.File, error) {
 }
 
 // openRegular opens name beneath root, refusing anything but a regular
-// file: the job may have put a FIFO or a device in its place.
+// file with no other name: the job, whose user owns the directory, may
+// have put a FIFO, a device, or a hard link to another file in its place,
+// which the root starter would then read or append to. (What it writes
+// there itself is its own output, going to its own output file.)
 func openRegular(root *os.Root, name string, flags int) (*os.File, error) {
 	f, err := root.OpenFile(name, flags|syscall.O_NONBLOCK, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", name, err)
 	}
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+	st, err := f.Stat()
+	sys, _ := st.Sys().(*syscall.Stat_t)
+	if err != nil || !st.Mode().IsRegular() || sys == nil || sys.Nlink != 1 {
 		f.Close()
-		return nil, fmt.Errorf("open %s: not a regular file", name)
+		return nil, fmt.Errorf("open %s: not a regular file of one name", name)
 	}
 	return f, nil
 }
