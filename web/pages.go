@@ -45,17 +45,16 @@ type rangeLink struct {
 	Current    bool
 }
 
-// span is how much of a resolution's history a plot shows at least, and
-// what its link is called.
+// span is a resolution of the history a plot shows, and what its link
+// calls it.
 type span struct {
-	Name string
-	Step time.Duration
-	Span time.Duration
+	Name, Label string
+	Step        time.Duration
 }
 
 // spans are the plots' ranges, one per resolution of
 // timeseries.DefaultResolutions: the query parameter range names one.
-var spans = []span{{"day", time.Minute, 24 * time.Hour}, {"month", time.Hour, 31 * 24 * time.Hour}}
+var spans = []span{{"day", "the last day, by the minute", time.Minute}, {"month", "the last month, by the hour", time.Hour}}
 
 // pickSpan returns the span the request's range parameter names (the
 // first by default) and the links to every span.
@@ -73,7 +72,7 @@ func pickSpan(r *http.Request, history *timeseries.Store) (span, []rangeLink) {
 		if r.URL.Query().Get("range") == s.Name {
 			cur = s
 		}
-		links = append(links, rangeLink{URL: "?range=" + s.Name, Label: "last " + s.Name + " by the " + s.Step.String()})
+		links = append(links, rangeLink{URL: "?range=" + s.Name, Label: s.Label})
 	}
 	for i := range links {
 		links[i].Current = links[i].URL == "?range="+cur.Name

@@ -46,16 +46,20 @@ type tick struct {
 // plotColors are the lines' colours, in the order of a plot's series.
 var plotColors = []string{"#1b6ac9", "#2e9b3a", "#c98a1b", "#b8332f", "#7a4fb0"}
 
+// minBuckets is the fewest buckets a plot's time axis spans, so that a
+// short history is not stretched over the whole width.
+const minBuckets = 30
+
 // newPlot lays out the series named names (of the history's series
-// all) over points, from the oldest bucket (at least span before now) to
-// now.
-func newPlot(title string, points []timeseries.Point, all, names []string, now time.Time, span time.Duration) plot {
+// all) over points, buckets of step each, from the oldest bucket (or
+// minBuckets before now) to now.
+func newPlot(title string, points []timeseries.Point, all, names []string, now time.Time, step time.Duration) plot {
 	p := plot{Title: title, Width: 720, Height: 220, Left: 48, Right: 700, Top: 12, Bottom: 190}
 	if len(points) == 0 {
 		p.Empty = true
 		return p
 	}
-	from := now.Add(-span)
+	from := now.Add(-minBuckets * step)
 	if points[0].Time.Before(from) {
 		from = points[0].Time
 	}
@@ -84,7 +88,7 @@ func newPlot(title string, points []timeseries.Point, all, names []string, now t
 		var b strings.Builder
 		for _, pt := range points {
 			d := dot{X: x(pt.Time), Y: y(pt.Values[i]),
-				Title: fmt.Sprintf("%s %s: %s", pt.Time.Local().Format("2006-01-02 15:04"), name, strconv.FormatFloat(pt.Values[i], 'f', -1, 64))}
+				Title: fmt.Sprintf("%s %s: %s", pt.Time.Local().Format("2006-01-02 15:04"), name, strconv.FormatFloat(math.Round(pt.Values[i]*100)/100, 'f', -1, 64))}
 			fmt.Fprintf(&b, "%v,%v ", d.X, d.Y)
 			l.Dots = append(l.Dots, d)
 		}

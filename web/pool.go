@@ -119,8 +119,8 @@ func (p *poolPages) serveOverview(w http.ResponseWriter, r *http.Request) {
 	}{page: p.page("Pool"), Users: p.pool.Users(), Agents: agentRows(p.pool)}
 	data.Ranges = ranges
 	data.Plots = []plot{
-		newPlot("Slots", points, PoolSeries, []string{"claimed", "unclaimed", "owner", "drained"}, now, sp.Span),
-		newPlot("Jobs", points, PoolSeries, []string{"running", "idle", "held"}, now, sp.Span),
+		newPlot("Slots over time", points, PoolSeries, []string{"claimed", "unclaimed", "owner", "drained"}, now, sp.Step),
+		newPlot("Jobs over time", points, PoolSeries, []string{"running", "idle", "held"}, now, sp.Step),
 	}
 	counts := map[string]int{}
 	for _, ad := range p.pool.Query(matchmaker.TypeMachine, classad.Expr{}) {

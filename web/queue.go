@@ -119,7 +119,7 @@ func (p *queuePages) serveList(w http.ResponseWriter, r *http.Request) {
 		More   bool
 	}{page: p.page("Queue")}
 	data.Ranges = ranges
-	data.Plots = []plot{newPlot("Jobs", p.history.Points(sp.Step), QueueSeries, QueueSeries, time.Now(), sp.Span)}
+	data.Plots = []plot{newPlot("Jobs over time", p.history.Points(sp.Step), QueueSeries, QueueSeries, time.Now(), sp.Step)}
 	data.Filter.Owner, data.Filter.State, data.Filter.Constraint = q.Get("owner"), q.Get("state"), q.Get("constraint")
 	for _, s := range jobStates {
 		data.States = append(data.States, s.String())

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// chromium is Debian's headless browser, which the status pages' tests
+// load pages with; they skip without it (scripts/setup installs it).
+func chromium(t *testing.T) string {
+	t.Helper()
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("needs Debian's chromium to load the status pages (scripts/setup installs it)")
+	}
+	return path
+}
+
+// browse loads url in headless chromium, as the unprivileged user u (a
+// person on the machine, not the pool's administrator), and returns the
+// DOM the browser built; it saves a screenshot of the page to shot.
+func browse(t *testing.T, browser, u, url, shot string) string {
+	t.Helper()
+	home := t.TempDir()
+	for d := home; d != "/" && d != "/tmp"; d = filepath.Dir(d) {
+		_ = os.Chmod(d, 0o755)
+	}
+	_ = os.Chmod(home, 0o777)
+	// The browser's own sandbox needs privileges a test user lacks; the
+	// page runs no script anyway (the pages send a policy forbidding
+	// any).
+	args := []string{"-u", u, "--", "env", "HOME=" + home, browser, "--headless", "--no-sandbox", "--disable-gpu",
+		"--user-data-dir=" + filepath.Join(home, "profile"), "--window-size=1280,2400"}
+	var stderr strings.Builder
+	cmd := exec.Command("runuser", append(args, "--dump-dom", url)...)
+	cmd.Stderr = &stderr
+	dom, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium --dump-dom %s: %v: %s", url, err, stderr.String())
+	}
+	out, err := exec.Command("runuser", append(args, "--screenshot="+filepath.Join(home, "shot.png"), url)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("chromium --screenshot %s: %v: %s", url, err, out)
+	}
+	png, err := os.ReadFile(filepath.Join(home, "shot.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, shot, string(png), 0o644)
+	t.Logf("screenshot of %s: %s", url, shot)
+	return string(dom)
+}
+
+// sampledRunning finds a point of the plot's running series above 0 (a
+// minute's point is the mean of its samples).
+var sampledRunning = regexp.MustCompile(` running: ([1-9]|0\.[0-9]*[1-9])[0-9.]*</title>`)
+
+// TestStatusPagesInBrowser: a person opens the agent's and the
+// matchmaker's status pages of a running personal pool, at the addresses
+// harrier pool up printed, in a real browser (headless chromium), and
+// sees the plots with data points, the running job in the job table with
+// its state, the held job with its reason, a job whose name is markup
+// shown as text (its script does not run), the job's page with its event
+// log, and the pool's machine and users. The screenshots are the test's
+// artifacts (go test -artifacts keeps them).
+func TestStatusPagesInBrowser(t *testing.T) {
+	browser := chromium(t)
+	p := startPool(t, 1)
+	viewer := newUser(t)
+	dir := t.TempDir()
+	_ = os.Chmod(dir, 0o755)
+	running := p.submit(t, dir, "run.sub", "executable = /bin/sleep\narguments = 300\nlog = run.log\nqueue\n")
+	// A job name a browser would run as a script, were it not escaped.
+	const xss = `<script>document.body.dataset.pwned=1</script>`
+	held := p.submit(t, dir, "held.sub", "executable = /bin/sleep\narguments = 300\nrequirements = false\nbatch_name = "+xss+"\nqueue\n")
+	const reason = `<b>over</b> quota`
+	p.must(t, "hold", "-reason", reason, fmt.Sprintf("%d.0", held))
+	eventually(t, 60*time.Second, "the job running", func() bool { return p.jobStatus(t, fmt.Sprintf("%d.0", running)) == 2 })
+
+	// pool up names the pages (again, for a pool already up).
+	out := p.must(t, "pool", "up", "--dir", p.dir, "--detach")
+	urls := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^  (\S+) (http://127\.0\.0\.1:\d+/)$`).FindAllStringSubmatch(out, -1) {
+		urls[m[1]] = m[2]
+	}
+	if urls["agent"] == "" || urls["matchmaker"] == "" {
+		t.Fatalf("pool up printed no status pages of the agent and the matchmaker:\n%s", out)
+	}
+	// The agent samples its queue every UPDATE_INTERVAL: wait for the
+	// running job to be in its history.
+	eventually(t, 30*time.Second, "the running job in the agent's history", func() bool {
+		resp, err := http.Get(urls["agent"])
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return sampledRunning.Match(b)
+	})
+
+	artifacts := t.ArtifactDir()
+	dom := browse(t, browser, viewer.Username, urls["agent"], filepath.Join(artifacts, "agent.png"))
+	if n := strings.Count(dom, `class="point"`); n == 0 {
+		t.Errorf("the agent's plot has no data points:\n%s", dom)
+	}
+	row := func(id int) string {
+		m := regexp.MustCompile(`(?s)<tr><td><a href="job/` + fmt.Sprint(id) + `\.0">.*?</tr>`).FindString(dom)
+		if m == "" {
+			t.Fatalf("the job table does not list job %d.0:\n%s", id, dom)
+		}
+		return m
+	}
+	if r := row(running); !strings.Contains(r, ">Running<") {
+		t.Errorf("the running job's row: %s", r)
+	}
+	r := row(held)
+	if !strings.Contains(r, ">Held<") || !strings.Contains(r, "&lt;b&gt;over&lt;/b&gt; quota") {
+		t.Errorf("the held job's row does not show it held with its reason as text: %s", r)
+	}
+	if !strings.Contains(r, "&lt;script&gt;document.body.dataset.pwned=1&lt;/script&gt;") {
+		t.Errorf("the job named %s is not shown as text: %s", xss, r)
+	}
+	if strings.Contains(dom, "data-pwned") || strings.Contains(dom, "<script") {
+		t.Errorf("the job's name ran as a script:\n%s", dom)
+	}
+
+	dom = browse(t, browser, viewer.Username, urls["agent"]+fmt.Sprintf("job/%d.0", running), filepath.Join(artifacts, "job.png"))
+	for _, want := range []string{"Event log", "Submitted", "Executing", "Remote I/O", "Checkpoints"} {
+		if !strings.Contains(dom, want) {
+			t.Errorf("the running job's page lacks %q:\n%s", want, dom)
+		}
+	}
+
+	// The accountant charges the running job's owner at the next
+	// negotiation cycle.
+	eventually(t, 60*time.Second, "the job's owner among the pool's users", func() bool {
+		resp, err := http.Get(urls["matchmaker"])
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return strings.Contains(string(b), "<td>root</td>")
+	})
+	dom = browse(t, browser, viewer.Username, urls["matchmaker"], filepath.Join(artifacts, "pool.png"))
+	if n := strings.Count(dom, `class="point"`); n == 0 {
+		t.Errorf("the pool's plots have no data points:\n%s", dom)
+	}
+	if !strings.Contains(dom, "<td>root</td>") {
+		t.Errorf("the pool's page lacks its users:\n%s", dom)
+	}
+	dom = browse(t, browser, viewer.Username, urls["matchmaker"]+"machines?state=Claimed", filepath.Join(artifacts, "machines.png"))
+	if !strings.Contains(dom, "<td>Claimed</td>") {
+		t.Errorf("the machine table lists no claimed slot (the running job's):\n%s", dom)
+	}
+}
