@@ -162,3 +162,52 @@ func TestStatusPagesInBrowser(t *testing.T) {
 		t.Errorf("the machine table lists no claimed slot (the running job's):\n%s", dom)
 	}
 }
+
+// sampledHeld finds a point of the plot's held series above 0.
+var sampledHeld = regexp.MustCompile(` held: ([1-9]|0\.[0-9]*[1-9])[0-9.]*</title>`)
+
+// TestStatusHistoryKeptAcrossRestart: the agent's history outlives the
+// agent. A held job is sampled, removed (the queue has no held job any
+// more), and the agent restarted; its new pages still plot the time the
+// job was held, which only the history file it saved can have told it.
+func TestStatusHistoryKeptAcrossRestart(t *testing.T) {
+	p := startPool(t, 1)
+	dir := t.TempDir()
+	_ = os.Chmod(dir, 0o755)
+	held := p.submit(t, dir, "held.sub", "executable = /bin/sleep\narguments = 300\nhold = true\nqueue\n")
+	page := func() string {
+		addr, err := os.ReadFile(webFile(filepath.Join(p.dir, "run"), "agent"))
+		if err != nil {
+			return ""
+		}
+		resp, err := http.Get("http://" + strings.TrimSpace(string(addr)) + "/")
+		if err != nil {
+			return ""
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	eventually(t, 30*time.Second, "the held job in the agent's history", func() bool { return sampledHeld.MatchString(page()) })
+	p.must(t, "rm", fmt.Sprintf("%d.0", held))
+	eventually(t, 30*time.Second, "the job gone", func() bool { return p.jobStatus(t, fmt.Sprintf("%d.0", held)) == 0 })
+	pidFile := filepath.Join(p.dir, "run", "agent.pid")
+	pid := readPid(pidFile)
+	if out := p.must(t, "restart", "-daemon", "agent"); !strings.Contains(out, "restarted agent") {
+		t.Fatalf("restart: %s", out)
+	}
+	if _, err := os.Stat(filepath.Join(p.dir, "spool", "web-history.json")); err != nil {
+		t.Fatalf("the agent saved no history: %v", err)
+	}
+	var after string
+	eventually(t, 30*time.Second, "the restarted agent's pages", func() bool {
+		if now := readPid(pidFile); now <= 0 || now == pid {
+			return false
+		}
+		after = page()
+		return after != ""
+	})
+	if !sampledHeld.MatchString(after) {
+		t.Errorf("the restarted agent's history lost the held job:\n%s", after)
+	}
+}
