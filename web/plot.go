@@ -46,6 +46,11 @@ type tick struct {
 // plotColors are the lines' colours, in the order of a plot's series.
 var plotColors = []string{"#1b6ac9", "#2e9b3a", "#c98a1b", "#b8332f", "#7a4fb0"}
 
+// maxDots is the most buckets a plot marks each with a dot (which names
+// its time and value on hover); a longer history is drawn as lines only,
+// which keeps a full day's page a tenth of the size.
+const maxDots = 240
+
 // minBuckets is the fewest buckets a plot's time axis spans, so that a
 // short history is not stretched over the whole width.
 const minBuckets = 30
@@ -87,10 +92,15 @@ func newPlot(title string, points []timeseries.Point, all, names []string, now t
 		l := line{Name: name, Color: plotColors[k%len(plotColors)]}
 		var b strings.Builder
 		for _, pt := range points {
-			d := dot{X: x(pt.Time), Y: y(pt.Values[i]),
-				Title: fmt.Sprintf("%s %s: %s", pt.Time.Local().Format("2006-01-02 15:04"), name, strconv.FormatFloat(math.Round(pt.Values[i]*100)/100, 'f', -1, 64))}
-			fmt.Fprintf(&b, "%v,%v ", d.X, d.Y)
-			l.Dots = append(l.Dots, d)
+			d := dot{X: x(pt.Time), Y: y(pt.Values[i])}
+			b.WriteString(strconv.FormatFloat(d.X, 'f', -1, 64))
+			b.WriteByte(',')
+			b.WriteString(strconv.FormatFloat(d.Y, 'f', -1, 64))
+			b.WriteByte(' ')
+			if len(points) <= maxDots {
+				d.Title = fmt.Sprintf("%s %s: %s", pt.Time.Local().Format("2006-01-02 15:04"), name, strconv.FormatFloat(math.Round(pt.Values[i]*100)/100, 'f', -1, 64))
+				l.Dots = append(l.Dots, d)
+			}
 		}
 		l.Points = strings.TrimSpace(b.String())
 		p.Lines = append(p.Lines, l)

@@ -216,3 +216,21 @@ func TestPoolPages(t *testing.T) {
 		t.Error("the machine table's constraint does not select the idle slot alone")
 	}
 }
+
+func TestLongHistoryIsDrawnAsLines(t *testing.T) {
+	history := timeseries.New(QueueSeries, timeseries.DefaultResolutions)
+	now := time.Now()
+	for i := maxDots; i >= 0; i-- {
+		history.Add(now.Add(-time.Duration(i)*time.Minute), []float64{1, 2, 3})
+	}
+	_, body := get(t, NewQueue(fakeQueue{}, history, "agent", slog.New(slog.DiscardHandler)), "/")
+	if strings.Contains(body, `class="point"`) {
+		t.Errorf("a history of %d buckets is drawn with a dot each", maxDots+1)
+	}
+	if n := strings.Count(body, "<polyline"); n != 3 {
+		t.Errorf("%d lines drawn, want 3", n)
+	}
+	if !strings.Contains(body, "Jobs over time") {
+		t.Error("the plot has no title")
+	}
+}
