@@ -211,3 +211,41 @@ func TestStatusHistoryKeptAcrossRestart(t *testing.T) {
 		t.Errorf("the restarted agent's history lost the held job:\n%s", after)
 	}
 }
+
+// TestJobPageReadsTheLogAsItsOwner: a user whose job's log names a file
+// only root may read (or who puts a link to one in the log's place) does
+// not get the file through the job's page: the agent reads the log as
+// the job's owner, and the page says it could not. Her own log she sees.
+func TestJobPageReadsTheLogAsItsOwner(t *testing.T) {
+	h := newUsersPool(t)
+	alice := newUser(t).Username
+	secret := filepath.Join(h.dir, "secret")
+	writeFile(t, secret, "000 (001.000.000) 2026-11-27 10:00:00 Job submitted from host: <TOPSECRET>\n...\n", 0o600)
+	own, code := h.tool(t, alice, "submit", h.submitFile(t, "own.sub", "executable = /bin/sleep\narguments = 300\nrequirements = false\nlog = alice.log\nqueue\n"))
+	ownID := submitted(t, own, code)
+	out, code := h.tool(t, alice, "submit", h.submitFile(t, "steal.sub", "executable = /bin/sleep\narguments = 300\nrequirements = false\nlog = "+secret+"\nqueue\n"))
+	stealID := submitted(t, out, code)
+	addr, err := os.ReadFile(webFile(filepath.Join(h.testPool.dir, "run"), "agent"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(id int) string {
+		resp, err := http.Get(fmt.Sprintf("http://%s/job/%d.0", strings.TrimSpace(string(addr)), id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	page := get(stealID)
+	if strings.Contains(page, "TOPSECRET") {
+		t.Fatalf("the job's page shows a file its owner may not read:\n%s", page)
+	}
+	if !strings.Contains(page, `class="error"`) || !strings.Contains(page, "permission denied") {
+		t.Errorf("the job's page does not say the log could not be read:\n%s", page)
+	}
+	if page := get(ownID); !strings.Contains(page, "Job submitted from host") {
+		t.Errorf("the owner's own log is not on her job's page:\n%s", page)
+	}
+}
