@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"html/template"
 	"log/slog"
 	"net/http"
@@ -193,7 +194,7 @@ func joinConstraint(constraint, attr, value string) (classad.Expr, error) {
 	}
 	e, err := classad.ParseExpr(strings.Join(parts, " && "))
 	if err != nil {
-		return classad.Expr{}, err
+		return classad.Expr{}, fmt.Errorf("constraint: %w", err)
 	}
 	return e, nil
 }
