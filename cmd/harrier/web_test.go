@@ -249,3 +249,52 @@ func TestJobPageReadsTheLogAsItsOwner(t *testing.T) {
 		t.Errorf("the owner's own log is not on her job's page:\n%s", page)
 	}
 }
+
+// TestJobPageShowsRemoteIOAndCheckpoints: a job reads a file of its
+// submitter's through remote I/O and is vacated with a checkpoint; its
+// page, in the browser, lists the file with the bytes read, and the
+// checkpoint: the ad's count and size, the eviction with a checkpoint
+// and the restore from its event log.
+func TestJobPageShowsRemoteIOAndCheckpoints(t *testing.T) {
+	browser := chromium(t)
+	p := startContainerPool(t)
+	viewer := newUser(t)
+	dir := filepath.Join(t.TempDir(), "job")
+	if err := os.Mkdir(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Chmod(dir, 0o777)
+	writeFile(t, filepath.Join(dir, "in.dat"), strings.Repeat("0123456789", 5000), 0o644)
+	writeFile(t, filepath.Join(dir, "io.sh"), `#!/bin/sh
+cat in.dat > /dev/null
+i=0
+while [ "$i" -lt 600 ]; do
+	i=$((i + 1))
+	echo "$i" > count.txt
+	sleep 0.5
+done
+`, 0o755)
+	c := p.submit(t, dir, "io.sub", "executable = io.sh\noutput = io.out\nerror = io.err\nlog = io.log\nqueue\n")
+	id := fmt.Sprintf("%d.0", c)
+	eventually(t, 60*time.Second, "the job to run", func() bool {
+		_, err := os.Stat(filepath.Join(dir, "count.txt"))
+		return err == nil
+	})
+	p.must(t, "vacate", id)
+	eventually(t, 90*time.Second, "the job restored from its checkpoint", func() bool {
+		return strings.Contains(readLog(t, filepath.Join(dir, "io.log")), "Job was evicted.") && p.jobStatus(t, id) == 2 &&
+			strings.Count(readLog(t, filepath.Join(dir, "io.log")), "Job executing") >= 2
+	})
+	addr, err := os.ReadFile(webFile(filepath.Join(p.dir, "run"), "agent"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dom := browse(t, browser, viewer.Username, fmt.Sprintf("http://%s/job/%s", strings.TrimSpace(string(addr)), id), filepath.Join(t.ArtifactDir(), "job-io-checkpoint.png"))
+	if !regexp.MustCompile(`<td>` + regexp.QuoteMeta(filepath.Join(dir, "in.dat")) + `</td><td class="num">\d+</td><td class="num">\d+</td><td class="num">50000</td>`).MatchString(dom) {
+		t.Errorf("the job's page does not list in.dat with its 50000 bytes read:\n%s", dom)
+	}
+	if !regexp.MustCompile(`<th>CRIU checkpoints</th><td class="num">[1-9]`).MatchString(dom) || !strings.Contains(dom, "evicted with a checkpoint") {
+		t.Errorf("the job's page does not show its checkpoint:\n%s", dom)
+	}
+	p.must(t, "rm", id)
+}
