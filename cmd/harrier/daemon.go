@@ -318,21 +318,21 @@ func serveMatchmaker(ctx context.Context, pc *poolConfig, reg prometheus.Registe
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	historyFile, err := pc.matchmakerStateFile("MATCHMAKER_WEB_HISTORY_FILE", "web-history.json")
-	if err == nil {
-		var waitWeb func()
-		waitWeb, err = serveWeb(ctx, pc, "MATCHMAKER", "matchmaker", cfg.Interval, statusPages{
-			series: web.PoolSeries, sample: func() []float64 { return web.PoolSample(mm) }, historyFile: historyFile,
-			pages: func(h *timeseries.Store) http.Handler { return web.NewPool(mm, h, "matchmaker "+addr, logger) },
-		}, logger)
-		if err == nil {
-			defer waitWeb()
-		}
-	}
 	if err != nil {
 		cancel()
 		lis.Close()
 		return err
 	}
+	waitWeb, err := serveWeb(ctx, pc, "MATCHMAKER", "matchmaker", cfg.Interval, statusPages{
+		series: web.PoolSeries, sample: func() []float64 { return web.PoolSample(mm) }, historyFile: historyFile,
+		pages: func(h *timeseries.Store) http.Handler { return web.NewPool(mm, h, "matchmaker "+addr, logger) },
+	}, logger)
+	if err != nil {
+		cancel()
+		lis.Close()
+		return err
+	}
+	defer waitWeb()
 	started := pc
 	defer applyReconfigs(ctx, reconfigs, func(pc *poolConfig) ([]string, error) {
 		cfg, err := matchmakerConfig(pc, logger)
@@ -347,7 +347,8 @@ func serveMatchmaker(ctx context.Context, pc *poolConfig, reg prometheus.Registe
 		// the listener are made at start.
 		return restartKeys(started, pc, "MATCHMAKER_ADDR", "MATCHMAKER_LISTEN", "PRIORITY_HALFLIFE",
 			"DEFAULT_PRIO_FACTOR", "PRIORITY_FACTORS", "ACCOUNTANT_FILE", "NEGOTIATOR_STATS_FILE",
-			"LICENSE_FILE", "GANG_ALGORITHM", "RESERVATION_FILE", "RESERVATION_POLICY_FILE", "ACCOUNTANT_DSN"), nil
+			"LICENSE_FILE", "GANG_ALGORITHM", "RESERVATION_FILE", "RESERVATION_POLICY_FILE", "ACCOUNTANT_DSN",
+			"MATCHMAKER_WEB_HISTORY_FILE"), nil
 	})()
 	defer cancel()
 	logger.Info("matchmaker listening", "addr", lis.Addr().String())
