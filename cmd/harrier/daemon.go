@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -31,6 +32,8 @@ import (
 	"harrier.dev/harrier/metrics"
 	"harrier.dev/harrier/peercred"
 	"harrier.dev/harrier/startd"
+	"harrier.dev/harrier/timeseries"
+	"harrier.dev/harrier/web"
 	"harrier.dev/harrier/wire"
 )
 
@@ -101,7 +104,7 @@ func runDaemon(args []string, _ io.Reader, _ io.Writer) error {
 	})
 	subsys := strings.ToUpper(role)
 	wg.Go(func() {
-		rereadOnHangup(ctx, hup, &running, reconfigs, append(metricsKeys(subsys), profilingKeys(subsys)...), logger)
+		rereadOnHangup(ctx, hup, &running, reconfigs, slices.Concat(metricsKeys(subsys), profilingKeys(subsys), webKeys(subsys)), logger)
 	})
 	// The daemon's own registry: the parts it hands it to count there.
 	reg := metrics.NewRegistry()
@@ -314,6 +317,22 @@ func serveMatchmaker(ctx context.Context, pc *poolConfig, reg prometheus.Registe
 		return fmt.Errorf("matchmaker: listen on %s: %w", listen, err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
+	historyFile, err := pc.matchmakerStateFile("MATCHMAKER_WEB_HISTORY_FILE", "web-history.json")
+	if err != nil {
+		cancel()
+		lis.Close()
+		return err
+	}
+	waitWeb, err := serveWeb(ctx, pc, "MATCHMAKER", "matchmaker", cfg.Interval, statusPages{
+		series: web.PoolSeries, sample: func() []float64 { return web.PoolSample(mm) }, historyFile: historyFile,
+		pages: func(h *timeseries.Store) http.Handler { return web.NewPool(mm, h, "matchmaker "+addr, logger) },
+	}, logger)
+	if err != nil {
+		cancel()
+		lis.Close()
+		return err
+	}
+	defer waitWeb()
 	started := pc
 	defer applyReconfigs(ctx, reconfigs, func(pc *poolConfig) ([]string, error) {
 		cfg, err := matchmakerConfig(pc, logger)
@@ -328,7 +347,8 @@ func serveMatchmaker(ctx context.Context, pc *poolConfig, reg prometheus.Registe
 		// the listener are made at start.
 		return restartKeys(started, pc, "MATCHMAKER_ADDR", "MATCHMAKER_LISTEN", "PRIORITY_HALFLIFE",
 			"DEFAULT_PRIO_FACTOR", "PRIORITY_FACTORS", "ACCOUNTANT_FILE", "NEGOTIATOR_STATS_FILE",
-			"LICENSE_FILE", "GANG_ALGORITHM", "RESERVATION_FILE", "RESERVATION_POLICY_FILE", "ACCOUNTANT_DSN"), nil
+			"LICENSE_FILE", "GANG_ALGORITHM", "RESERVATION_FILE", "RESERVATION_POLICY_FILE", "ACCOUNTANT_DSN",
+			"MATCHMAKER_WEB_HISTORY_FILE"), nil
 	})()
 	defer cancel()
 	logger.Info("matchmaker listening", "addr", lis.Addr().String())
@@ -445,6 +465,18 @@ func serveAgent(ctx context.Context, pc *poolConfig, name string, reg prometheus
 	}
 	started := pc
 	ctx, cancel := context.WithCancel(ctx)
+	waitWeb, err := serveWeb(ctx, pc, "AGENT", "agent", cfg.AdvertiseInterval, statusPages{
+		series: web.QueueSeries, sample: func() []float64 { return web.QueueSample(a) },
+		historyFile: filepath.Join(spool, "web-history.json"),
+		pages:       func(h *timeseries.Store) http.Handler { return web.NewQueue(a, h, cfg.Name, logger) },
+	}, logger)
+	if err != nil {
+		cancel()
+		tcp.Close()
+		local.Close()
+		return err
+	}
+	defer waitWeb()
 	defer applyReconfigs(ctx, reconfigs, func(pc *poolConfig) ([]string, error) {
 		cfg, err := agentConfig(pc, name, logger)
 		if err != nil {

@@ -169,6 +169,9 @@ func poolUp(dir string, startds int, detach bool, store string, stdout io.Writer
 		return fmt.Errorf("%w (daemon logs are in %s)", err, filepath.Join(dir, "log"))
 	}
 	fmt.Fprintf(stdout, "Pool up in %s: matchmaker at %s, agent, %d startd(s).\n", dir, mm, startds)
+	if lines := poolWeb(runDirOf(pc)); len(lines) > 0 {
+		fmt.Fprintf(stdout, "Status pages:\n  %s\n", strings.Join(lines, "\n  "))
+	}
 	if lines := poolMetrics(runDirOf(pc)); len(lines) > 0 {
 		fmt.Fprintf(stdout, "Metrics:\n  %s\n", strings.Join(lines, "\n  "))
 	}
