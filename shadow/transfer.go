@@ -224,7 +224,7 @@ func (s *Shadow) receiveOutputs(stream wire.Shadow_TransferOutputServer, first *
 		return nil, err
 	}
 	defer to.Close()
-	r := &transfer.Receiver{To: to, Rename: outputRemaps(s.job.EvalString("TransferOutputRemaps"))}
+	r := &transfer.Receiver{To: to, Rename: OutputRemaps(s.job.EvalString("TransferOutputRemaps"))}
 	if isSpooled(s.job) {
 		r.Rename = nil // applied when they are fetched
 	}
@@ -296,10 +296,10 @@ func receive(stream wire.Shadow_TransferOutputServer, first *wire.TransferChunk,
 	return r.Receive(func(c *wire.TransferChunk) error { return stream.RecvMsg(c) })
 }
 
-// outputRemaps reads transfer_output_remaps ("name = newname; ...") into
+// OutputRemaps reads transfer_output_remaps ("name = newname; ...") into
 // a renaming of the entries received: a name remapped, or a directory's,
 // with what is below it.
-func outputRemaps(v string, ok bool) func(string) string {
+func OutputRemaps(v string, ok bool) func(string) string {
 	if !ok || strings.TrimSpace(v) == "" {
 		return nil
 	}
