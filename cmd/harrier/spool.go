@@ -160,7 +160,7 @@ func runTransferData(args []string, _ io.Reader, stdout io.Writer) error {
 	tf := newToolFlags("transfer-data")
 	constraint := tf.fs.String("constraint", "", "fetch for the jobs for which this ClassAd expression is true")
 	all := tf.fs.Bool("all", false, "fetch for all your completed spooled jobs (root: everyone's)")
-	tf.refuse("refused: "+localAgent, "name=", "addr=", "pool=")
+	tf.refuse("refused: "+localAgent, "name=", "addr=")
 	client, closeFn, err := tf.connect(context.Background(), args)
 	if err != nil {
 		return err
@@ -249,6 +249,17 @@ func fetched(ctx context.Context, client wire.ScheddClient, id string) error {
 // transfer_output_remaps says; its standard output and error go to its
 // Out and Err.
 func fetchOutputs(ctx context.Context, client wire.ScheddClient, id string, ad *classad.ClassAd) (*transfer.Receiver, error) {
+	// The agent says first whether the caller may have them.
+	stream, err := client.TransferData(ctx, &wire.TransferDataRequest{Job: id})
+	if err != nil {
+		return nil, err
+	}
+	first := &wire.TransferChunk{}
+	if err := stream.RecvMsg(first); errors.Is(err, io.EOF) {
+		return &transfer.Receiver{}, nil // the job sent no outputs
+	} else if err != nil {
+		return nil, err
+	}
 	iwd, _ := ad.EvalString("Iwd")
 	to, err := os.OpenRoot(iwd)
 	if err != nil {
@@ -286,8 +297,7 @@ func fetchOutputs(ctx context.Context, client wire.ScheddClient, id string, ad *
 		}
 		return name
 	}}
-	stream, err := client.TransferData(ctx, &wire.TransferDataRequest{Job: id})
-	if err != nil {
+	if err := r.Chunk(first); err != nil {
 		return nil, err
 	}
 	if err := r.Receive(func(c *wire.TransferChunk) error { return stream.RecvMsg(c) }); err != nil {

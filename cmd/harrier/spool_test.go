@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestSubmitSpool: alice submits with -spool and then deletes the job's
+// inputs, executable and standard input from her directory; the job runs
+// from the agent's spool, which only she may read, completes and stays
+// in the queue, its outputs not in her directory. Bob's transfer-data of
+// it is refused; alice's brings the outputs, checksum-identical and
+// renamed by transfer_output_remaps, with its standard output and error,
+// and the job leaves the queue for the history. A job with
+// should_transfer_files = NO cannot be spooled.
+func TestSubmitSpool(t *testing.T) {
+	bin := publicBinary(t)
+	p := startPoolFrom(t, bin, 1, "")
+	alice, bob := newUser(t), newUser(t)
+	uid, gid := lookupIDs(t, alice.Username)
+	dir := filepath.Join(alice.HomeDir, "spooled")
+	data := make([]byte, 3<<20+17)
+	if _, err := rand.Read(data); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "data.bin"), string(data), 0o600)
+	writeFile(t, filepath.Join(dir, "sub", "nested.txt"), "nested\n", 0o644)
+	writeFile(t, filepath.Join(dir, "in.txt"), "standard input\n", 0o644)
+	writeFile(t, filepath.Join(dir, "job.sh"), `#!/bin/sh
+cp data.bin result.bin
+cat nested.txt > nested.out
+cat > stdin.copy
+echo "to stdout"
+echo "to stderr" >&2
+`, 0o755)
+	writeFile(t, filepath.Join(dir, "job.sub"), `executable = job.sh
+should_transfer_files = YES
+transfer_input_files = data.bin, sub/nested.txt
+transfer_output_remaps = "result.bin = renamed.bin"
+input = in.txt
+output = out.txt
+error = err.txt
+queue
+`, 0o644)
+	chownAll(t, dir, uid, gid)
+
+	out, code := harrierAs(t, p.env, alice.Username, "submit", "-spool", filepath.Join(dir, "job.sub"))
+	if code != 0 {
+		t.Fatalf("submit -spool: exit %d: %s", code, out)
+	}
+	var n, cluster int
+	if _, err := fmt.Sscanf(out, "%d job(s) submitted to cluster %d.", &n, &cluster); err != nil {
+		t.Fatalf("submit said %q: %v", out, err)
+	}
+	id := fmt.Sprintf("%d.0", cluster)
+	for _, name := range []string{"data.bin", "sub", "in.txt", "job.sh"} {
+		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The spool is alice's alone.
+	store := filepath.Join(p.dir, "spool", "checkpoints", alice.Username)
+	for _, d := range []string{store, filepath.Join(store, id+".spool")} {
+		info, err := os.Stat(d)
+		if err != nil {
+			t.Fatalf("the job's spool: %v", err)
+		}
+		st := info.Sys().(*syscall.Stat_t)
+		if st.Uid != uid || info.Mode().Perm()&0o077 != 0 {
+			t.Errorf("%s: owner %d mode %v, want alice's (%d) and no access for others", d, st.Uid, info.Mode().Perm(), uid)
+		}
+	}
+	bu, bg := lookupIDs(t, bob.Username)
+	cat := exec.Command("cat", filepath.Join(store, id+".spool", "data.bin"))
+	cat.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: bu, Gid: bg}}
+	if err := cat.Run(); err == nil {
+		t.Errorf("bob read alice's spooled input")
+	}
+
+	eventually(t, 120*time.Second, "job "+id+" completed and kept in the queue", func() bool { return p.jobStatus(t, id) == 4 })
+	if _, err := os.Stat(filepath.Join(dir, "renamed.bin")); !os.IsNotExist(err) {
+		t.Errorf("the outputs reached the submit directory before transfer-data: %v", err)
+	}
+
+	out, code = harrierAs(t, p.env, bob.Username, "transfer-data", id)
+	if code == 0 || !strings.Contains(out, "only its owner") {
+		t.Errorf("bob's transfer-data of alice's job: exit %d: %s; want it refused", code, out)
+	}
+	if st := p.jobStatus(t, id); st != 4 {
+		t.Fatalf("after bob's transfer-data the job's status is %d, want it still completed in the queue", st)
+	}
+
+	out, code = harrierAs(t, p.env, alice.Username, "transfer-data", id)
+	if code != 0 {
+		t.Fatalf("alice's transfer-data: exit %d: %s", code, out)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "renamed.bin"))
+	if err != nil || sha256.Sum256(got) != sha256.Sum256(data) {
+		t.Errorf("renamed.bin: %d bytes (%v), want the %d bytes of data.bin, same SHA-256", len(got), err, len(data))
+	}
+	for name, want := range map[string]string{"nested.out": "nested\n", "stdin.copy": "standard input\n",
+		"out.txt": "to stdout\n", "err.txt": "to stderr\n"} {
+		if b, err := os.ReadFile(filepath.Join(dir, name)); err != nil || !bytes.Equal(b, []byte(want)) {
+			t.Errorf("%s: %q (%v), want %q", name, b, err, want)
+		}
+	}
+	for _, name := range []string{"result.bin", "data.bin", "_condor_stdout"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); !os.IsNotExist(err) {
+			t.Errorf("%s in the submit directory after transfer-data: %v", name, err)
+		}
+	}
+	if info, err := os.Stat(filepath.Join(dir, "renamed.bin")); err == nil {
+		if st := info.Sys().(*syscall.Stat_t); st.Uid != uid {
+			t.Errorf("renamed.bin is uid %d's, want alice's", st.Uid)
+		}
+	}
+	eventually(t, 30*time.Second, "job "+id+" gone from the queue", func() bool { return p.jobStatus(t, id) == 0 })
+	if h := p.historyAd(t, id); h["JobStatus"] != float64(4) {
+		t.Errorf("history of %s: JobStatus %v, want completed", id, h["JobStatus"])
+	}
+	if _, err := os.Stat(filepath.Join(store, id+".spool")); !os.IsNotExist(err) {
+		t.Errorf("the job's spool outlived it: %v", err)
+	}
+
+	writeFile(t, filepath.Join(dir, "noxfer.sub"), "executable = /bin/true\nqueue\n", 0o644)
+	out, code = harrierAs(t, p.env, alice.Username, "submit", "-spool", filepath.Join(dir, "noxfer.sub"))
+	if code == 0 || !strings.Contains(out, "should_transfer_files = NO") {
+		t.Errorf("submit -spool of a should_transfer_files = NO job: exit %d: %s; want it refused", code, out)
+	}
+}
