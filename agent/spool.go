@@ -304,10 +304,16 @@ func (s *scheddService) TransferData(req *wire.TransferDataRequest, stream wire.
 		}
 		return nil
 	}
-	dir := shadow.SpoolOutputDir(filepath.Join(s.a.cfg.CheckpointDir, owner), id.String())
-	from, err := os.OpenRoot(dir)
+	// The owner's shadow reaches the store and may have put anything in
+	// it: the agent reads beneath the store only, whatever links are in it.
+	store, err := os.OpenRoot(filepath.Join(s.a.cfg.CheckpointDir, owner))
+	if err != nil {
+		return status.Errorf(codes.Internal, "job %s: open its spool: %v", id, err)
+	}
+	defer store.Close()
+	from, err := store.OpenRoot(filepath.Base(shadow.SpoolOutputDir(".", id.String())))
 	if errors.Is(err, fs.ErrNotExist) {
-		return stream.Send(&wire.TransferChunk{}) // no outputs came back
+		return nil // the job sent no outputs
 	}
 	if err != nil {
 		return status.Errorf(codes.Internal, "job %s: open its outputs: %v", id, err)

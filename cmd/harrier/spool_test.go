@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
@@ -12,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"harrier.dev/harrier/wire"
 )
 
 // TestSubmitSpool: alice submits with -spool and then deletes the job's
@@ -132,9 +135,78 @@ queue
 		t.Errorf("the job's spool outlived it: %v", err)
 	}
 
+	// A completed spooled job may be removed instead; its spool goes.
+	writeFile(t, filepath.Join(dir, "rm.sub"), "executable = /bin/echo\nshould_transfer_files = YES\noutput = rm.out\nqueue\n", 0o644)
+	out, code = harrierAs(t, p.env, alice.Username, "submit", "-spool", filepath.Join(dir, "rm.sub"))
+	if _, err := fmt.Sscanf(out, "%d job(s) submitted to cluster %d.", &n, &cluster); code != 0 || err != nil {
+		t.Fatalf("submit -spool: exit %d: %s", code, out)
+	}
+	rmID := fmt.Sprintf("%d.0", cluster)
+	eventually(t, 120*time.Second, "job "+rmID+" completed", func() bool { return p.jobStatus(t, rmID) == 4 })
+	if out, code := harrierAs(t, p.env, alice.Username, "rm", rmID); code != 0 {
+		t.Fatalf("rm of a completed spooled job: exit %d: %s", code, out)
+	}
+	eventually(t, 30*time.Second, "job "+rmID+" gone from the queue", func() bool { return p.jobStatus(t, rmID) == 0 })
+	for _, suffix := range []string{".spool", ".out"} {
+		if _, err := os.Stat(filepath.Join(store, rmID+suffix)); !os.IsNotExist(err) {
+			t.Errorf("the removed job's %s outlived it: %v", suffix, err)
+		}
+	}
+
 	writeFile(t, filepath.Join(dir, "noxfer.sub"), "executable = /bin/true\nqueue\n", 0o644)
 	out, code = harrierAs(t, p.env, alice.Username, "submit", "-spool", filepath.Join(dir, "noxfer.sub"))
 	if code == 0 || !strings.Contains(out, "should_transfer_files = NO") {
 		t.Errorf("submit -spool of a should_transfer_files = NO job: exit %d: %s; want it refused", code, out)
+	}
+}
+
+// TestSubmitSpoolCrash: an agent killed while a submission's inputs are
+// arriving queues none of its jobs, and once restarted keeps nothing of
+// what it had received.
+func TestSubmitSpoolCrash(t *testing.T) {
+	p := startPool(t, 1)
+	pc, err := findPool(p.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, closeFn, err := agentClient(pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFn()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	nc, err := client.NewCluster(ctx, &wire.NewClusterRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := client.SubmitSpooled(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ad := fmt.Sprintf(`[ ClusterId = %d; ProcId = 0; Cmd = "/bin/true"; Iwd = "/tmp"; JobUniverse = 5; ShouldTransferFiles = "YES"; JobStatus = 1; RequestCpus = 1; RequestMemory = 64; RequestDisk = 40; Requirements = true ]`, nc.Cluster)
+	if err := stream.Send(&wire.SpoolRequest{Submit: &wire.SubmitRequest{Cluster: nc.Cluster, Ads: []string{ad}}}); err != nil {
+		t.Fatal(err)
+	}
+	// Half a file: its entry says 1 MB, its data stops at 64 KB.
+	if err := stream.Send(&wire.SpoolRequest{Chunk: &wire.TransferChunk{
+		Entry: &wire.TransferEntry{Name: "big.dat", Kind: wire.TransferEntry_FILE, Size: 1 << 20, Mode: 0o644},
+		Data:  make([]byte, 64<<10)}}); err != nil {
+		t.Fatal(err)
+	}
+	checkpoints := filepath.Join(p.dir, "spool", "checkpoints")
+	incoming := func() []string {
+		m, _ := filepath.Glob(filepath.Join(checkpoints, "#incoming-*", "0", "*"))
+		return m
+	}
+	eventually(t, 30*time.Second, "the agent receiving the inputs", func() bool { return len(incoming()) > 0 })
+	p.restartAgent(t)
+	if st := p.jobStatus(t, fmt.Sprintf("%d.0", nc.Cluster)); st != 0 {
+		t.Errorf("a job whose inputs were cut short by a crash is in the queue (status %d)", st)
+	}
+	left, _ := filepath.Glob(filepath.Join(checkpoints, "#incoming-*"))
+	spools, _ := filepath.Glob(filepath.Join(checkpoints, "*", fmt.Sprintf("%d.*", nc.Cluster)))
+	if len(left)+len(spools) != 0 {
+		t.Errorf("the restarted agent kept %v %v", left, spools)
 	}
 }
