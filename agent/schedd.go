@@ -465,10 +465,12 @@ func (s *scheddService) selectJobs(who caller, args []string, constraint string)
 
 // protectedAttrs are the job attributes Edit refuses: those HTCondor's
 // schedd keeps from condor_qedit, and those the agent alone sets when a
-// job is queued, which say who owns it and when it came.
+// job is queued, which say who owns it and when it came, and whether it
+// runs from the spool and its outputs were fetched.
 var protectedAttrs = map[string]bool{
 	"owner": true, "user": true, "clusterid": true, "procid": true, "mytype": true, "targettype": true,
 	"jobstatus": true, "qdate": true, "globaljobid": true, "enteredcurrentstatus": true,
+	"stageinstart": true, "stageinfinish": true, "stageoutfinish": true,
 }
 
 // isAttrName reports whether s is a plain ClassAd attribute name.

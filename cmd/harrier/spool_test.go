@@ -103,6 +103,10 @@ queue
 		t.Fatalf("after bob's transfer-data the job's status is %d, want it still completed in the queue", st)
 	}
 
+	// Only the agent says whether the outputs were fetched.
+	if out, code := harrierAs(t, p.env, alice.Username, "qedit", id, "StageOutFinish", "1"); code == 0 {
+		t.Errorf("alice's qedit of StageOutFinish was taken: %s", out)
+	}
 	out, code = harrierAs(t, p.env, alice.Username, "transfer-data", id)
 	if code != 0 {
 		t.Fatalf("alice's transfer-data: exit %d: %s", code, out)
