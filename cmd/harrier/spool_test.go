@@ -166,9 +166,20 @@ queue
 
 // TestSubmitSpoolCrash: an agent killed while a submission's inputs are
 // arriving queues none of its jobs, and once restarted keeps nothing of
-// what it had received.
+// what it had received, nor the spool of a job it does not hold (a crash
+// between spooling and queueing), but keeps a queued job's.
 func TestSubmitSpoolCrash(t *testing.T) {
 	p := startPool(t, 1)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "input.txt"), "kept\n", 0o644)
+	writeFile(t, filepath.Join(dir, "held.sub"), "executable = /bin/cat\nshould_transfer_files = YES\ntransfer_input_files = input.txt\nhold = true\nqueue\n", 0o644)
+	var n, held int
+	if _, err := fmt.Sscanf(p.must(t, "submit", "-spool", filepath.Join(dir, "held.sub")), "%d job(s) submitted to cluster %d.", &n, &held); err != nil {
+		t.Fatal(err)
+	}
+	store := filepath.Join(p.dir, "spool", "checkpoints", "root")
+	orphan := filepath.Join(store, "9999.0.spool")
+	writeFile(t, filepath.Join(orphan, "input.txt"), "orphan\n", 0o644)
 	pc, err := findPool(p.dir)
 	if err != nil {
 		t.Fatal(err)
@@ -212,5 +223,11 @@ func TestSubmitSpoolCrash(t *testing.T) {
 	spools, _ := filepath.Glob(filepath.Join(checkpoints, "*", fmt.Sprintf("%d.*", nc.Cluster)))
 	if len(left)+len(spools) != 0 {
 		t.Errorf("the restarted agent kept %v %v", left, spools)
+	}
+	if _, err := os.Stat(orphan); !os.IsNotExist(err) {
+		t.Errorf("the spool of a job not in the queue survived the restart: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(store, fmt.Sprintf("%d.0.spool", held), "input.txt")); string(b) != "kept\n" {
+		t.Errorf("the held spooled job's input after the restart: %q %v", b, err)
 	}
 }
