@@ -126,7 +126,8 @@ func (s *scheddService) SubmitSpooled(stream wire.Schedd_SubmitSpooledServer) er
 	var placed []string
 	for _, p := range procs {
 		to := shadow.SpoolDir(store, jobqueue.JobID{Cluster: int(req.Cluster), Proc: int(p)}.String())
-		if err := os.RemoveAll(to); err == nil {
+		err := os.RemoveAll(to)
+		if err == nil {
 			err = os.Rename(filepath.Join(incoming, fmt.Sprint(p)), to)
 		}
 		if err != nil {
