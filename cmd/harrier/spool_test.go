@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/wire"
 )
 
@@ -229,5 +230,61 @@ func TestSubmitSpoolCrash(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(store, fmt.Sprintf("%d.0.spool", held), "input.txt")); string(b) != "kept\n" {
 		t.Errorf("the held spooled job's input after the restart: %q %v", b, err)
+	}
+}
+
+// TestPlanSpool: what -spool sends of a job, and under which names: an
+// input named by a relative path keeps it; one named by an absolute path
+// is sent by its last element and its entry renamed to match; URLs are
+// left to the starter; the executable and standard input go by their
+// last element. A job that reads its files in place cannot be spooled,
+// and IF_NEEDED becomes YES.
+func TestPlanSpool(t *testing.T) {
+	ad := func(src string) *classad.ClassAd {
+		a, err := classad.Parse(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	job := ad(`[ ClusterId = 3; ProcId = 0; Iwd = "/home/a/w"; Cmd = "/home/a/w/run.sh"; In = "/home/a/w/in.txt";
+		ShouldTransferFiles = "IF_NEEDED"; TransferInput = "data.bin, sub/n.txt, /etc/hosts, /opt/tree/, http://x/y" ]`)
+	items, err := planSpool([]*classad.ClassAd{job})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []spoolItem{
+		{"/home/a/w", "data.bin", "data.bin"},
+		{"/home/a/w", "sub/n.txt", "sub/n.txt"},
+		{"/etc", "hosts", "hosts"},
+		{"/opt", "tree", "tree"},
+		{"/home/a/w", "run.sh", "run.sh"},
+		{"/home/a/w", "in.txt", "in.txt"},
+	}
+	if fmt.Sprint(items[0]) != fmt.Sprint(want) {
+		t.Errorf("items %v, want %v", items[0], want)
+	}
+	if v, _ := job.EvalString("TransferInput"); v != "data.bin,sub/n.txt,hosts,tree/,http://x/y" {
+		t.Errorf("TransferInput %q", v)
+	}
+	if v, _ := job.EvalString("ShouldTransferFiles"); v != "YES" {
+		t.Errorf("ShouldTransferFiles %q, want YES", v)
+	}
+	if _, ok := job.Lookup("LeaveJobInQueue"); !ok {
+		t.Error("no LeaveJobInQueue")
+	}
+
+	local := ad(`[ ClusterId = 3; ProcId = 1; Iwd = "/w"; Cmd = "/bin/true"; TransferExecutable = false; ShouldTransferFiles = "YES"; TransferInput = "" ]`)
+	if items, err := planSpool([]*classad.ClassAd{local}); err != nil || len(items[0]) != 0 {
+		t.Errorf("transfer_executable = false: %v %v, want nothing sent", items, err)
+	}
+	for _, src := range []string{
+		`[ ClusterId = 3; ProcId = 2; Iwd = "/w"; Cmd = "/bin/true"; ShouldTransferFiles = "NO" ]`,
+		`[ ClusterId = 3; ProcId = 2; Iwd = "/w"; Cmd = "/bin/true" ]`,
+		`[ ClusterId = 3; ProcId = 2; Iwd = "/w"; Cmd = "/bin/true"; ShouldTransferFiles = "YES"; TransferInput = "../x" ]`,
+	} {
+		if _, err := planSpool([]*classad.ClassAd{ad(src)}); err == nil {
+			t.Errorf("%s: spooled", src)
+		}
 	}
 }
