@@ -96,7 +96,7 @@ func (s *scheddService) SubmitSpooled(stream wire.Schedd_SubmitSpooledServer) er
 	if err := limits.checkSubmission(req, proto.Size(req)); err != nil {
 		return err
 	}
-	procs, err := spooledProcs(req)
+	jobs, err := spooledJobs(req)
 	if err != nil {
 		return err
 	}
@@ -113,7 +113,7 @@ func (s *scheddService) SubmitSpooled(stream wire.Schedd_SubmitSpooledServer) er
 	}
 	defer os.RemoveAll(incoming)
 	began := time.Now().Unix()
-	if err := receiveSpool(stream, incoming, procs); err != nil {
+	if err := receiveSpool(stream, incoming, jobs); err != nil {
 		s.a.log.Warn("spooled submission refused", "owner", who.name, "cluster", req.Cluster, "err", err)
 		if _, ok := status.FromError(err); ok {
 			return err
@@ -124,11 +124,11 @@ func (s *scheddService) SubmitSpooled(stream wire.Schedd_SubmitSpooledServer) er
 		return status.Errorf(codes.Internal, "spool the inputs: %v", err)
 	}
 	var placed []string
-	for _, p := range procs {
-		to := shadow.SpoolDir(store, jobqueue.JobID{Cluster: int(req.Cluster), Proc: int(p)}.String())
+	for _, j := range jobs {
+		to := shadow.SpoolDir(store, jobqueue.JobID{Cluster: int(req.Cluster), Proc: int(j.proc)}.String())
 		err := os.RemoveAll(to)
 		if err == nil {
-			err = os.Rename(filepath.Join(incoming, fmt.Sprint(p)), to)
+			err = os.Rename(filepath.Join(incoming, fmt.Sprint(j.proc)), to)
 		}
 		if err != nil {
 			dropAll(placed)
@@ -149,30 +149,52 @@ func (s *scheddService) SubmitSpooled(stream wire.Schedd_SubmitSpooledServer) er
 	return stream.SendAndClose(reply[0])
 }
 
-// spooledProcs lists the ProcIds of a submission's jobs, in order.
-func spooledProcs(req *wire.SubmitRequest) ([]int32, error) {
-	var procs []int32
+// spooledJob is what the agent takes of one job of a spooled
+// submission: its ProcId, and at most how many bytes of inputs (its
+// max_transfer_input_mb, the bound the shadow holds its transfer to; 0
+// for none).
+type spooledJob struct {
+	proc  int32
+	limit int64
+}
+
+// spooledJobs lists the jobs of a submission, in ProcId order.
+func spooledJobs(req *wire.SubmitRequest) ([]spooledJob, error) {
+	common := classad.New()
+	if req.ClusterAd != "" {
+		var err error
+		if common, err = classad.Parse(req.ClusterAd); err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "cluster ad: %v", err)
+		}
+	}
+	var jobs []spooledJob
 	for i, text := range req.Ads {
-		ad, err := classad.Parse(text)
+		own, err := classad.Parse(text)
 		if err != nil {
 			return nil, status.Errorf(codes.InvalidArgument, "job %d: %v", i, err)
 		}
+		ad := common.Copy()
+		ad.Update(own)
 		p, ok := ad.EvalInt(AttrProcID)
 		if !ok {
 			return nil, status.Errorf(codes.InvalidArgument, "job %d has no ProcId", i)
 		}
-		procs = append(procs, int32(p))
+		j := spooledJob{proc: int32(p)}
+		if mb, ok := ad.EvalInt("MaxTransferInputMB"); ok && mb > 0 {
+			j.limit = mb << 20
+		}
+		jobs = append(jobs, j)
 	}
-	slices.Sort(procs)
-	return procs, nil
+	slices.SortFunc(jobs, func(a, b spooledJob) int { return int(a.proc) - int(b.proc) })
+	return jobs, nil
 }
 
 // receiveSpool writes each job's inputs from the stream into a directory
-// of its own beneath incoming, named after its ProcId. Names are
-// confined to that directory (package transfer).
-func receiveSpool(stream wire.Schedd_SubmitSpooledServer, incoming string, procs []int32) error {
-	for _, p := range procs {
-		if err := os.Mkdir(filepath.Join(incoming, fmt.Sprint(p)), 0o700); err != nil {
+// of its own beneath incoming, named after its ProcId, within the job's
+// limit. Names are confined to that directory (package transfer).
+func receiveSpool(stream wire.Schedd_SubmitSpooledServer, incoming string, jobs []spooledJob) error {
+	for _, j := range jobs {
+		if err := os.Mkdir(filepath.Join(incoming, fmt.Sprint(j.proc)), 0o700); err != nil {
 			return err
 		}
 	}
@@ -196,7 +218,8 @@ func receiveSpool(stream wire.Schedd_SubmitSpooledServer, incoming string, procs
 			if m.Proc < cur {
 				return status.Errorf(codes.InvalidArgument, "inputs of job %d after those of job %d: send them in ProcId order", m.Proc, cur)
 			}
-			if _, ok := slices.BinarySearch(procs, m.Proc); !ok {
+			i := slices.IndexFunc(jobs, func(j spooledJob) bool { return j.proc == m.Proc })
+			if i < 0 {
 				return status.Errorf(codes.InvalidArgument, "inputs for job %d, which the submission does not hold", m.Proc)
 			}
 			if err := done(); err != nil {
@@ -206,7 +229,7 @@ func receiveSpool(stream wire.Schedd_SubmitSpooledServer, incoming string, procs
 			if err != nil {
 				return err
 			}
-			r, cur = &transfer.Receiver{To: root}, m.Proc
+			r, cur = &transfer.Receiver{To: root, Limit: jobs[i].limit}, m.Proc
 			done = func() error {
 				defer root.Close()
 				if err := r.Close(); err != nil {
@@ -217,6 +240,9 @@ func receiveSpool(stream wire.Schedd_SubmitSpooledServer, incoming string, procs
 		}
 		if err := r.Chunk(m.Chunk); err != nil {
 			r.Abort()
+			if errors.Is(err, transfer.ErrTooLarge) {
+				return status.Errorf(codes.ResourceExhausted, "inputs of job %d: %v (max_transfer_input_mb)", cur, err)
+			}
 			return fmt.Errorf("inputs of job %d: %w", cur, err)
 		}
 	}

@@ -49,7 +49,7 @@ func linkChunk(proc int32, name, target string) *wire.SpoolRequest {
 // submission does not hold and jobs out of order are refused, and
 // nothing is written beside the incoming directory.
 func TestReceiveSpoolConfined(t *testing.T) {
-	procs := []int32{0, 1}
+	procs := []spooledJob{{proc: 0}, {proc: 1}}
 	good := []*wire.SpoolRequest{fileChunk(0, "a.txt", "zero\n"), fileChunk(0, "d/b.txt", "deep\n"),
 		linkChunk(0, "d/up", "../a.txt"), fileChunk(1, "a.txt", "one\n")}
 	base := t.TempDir()
@@ -75,13 +75,15 @@ func TestReceiveSpoolConfined(t *testing.T) {
 		"unknown job":  {fileChunk(7, "a.txt", "x")},
 		"out of order": {fileChunk(1, "a.txt", "x"), fileChunk(0, "a.txt", "x")},
 		"resubmit":     {{Submit: &wire.SubmitRequest{}}},
+		"over limit":   {fileChunk(1, "a.txt", "x"), fileChunk(1, "b.txt", string(make([]byte, 1<<20)))},
 	} {
 		t.Run(name, func(t *testing.T) {
 			in := filepath.Join(t.TempDir(), "in")
 			if err := os.Mkdir(in, 0o700); err != nil {
 				t.Fatal(err)
 			}
-			if err := receiveSpool(&spoolStream{msgs: msgs}, in, procs); err == nil {
+			limited := []spooledJob{{proc: 0}, {proc: 1, limit: 1 << 20}}
+			if err := receiveSpool(&spoolStream{msgs: msgs}, in, limited); err == nil {
 				t.Errorf("accepted")
 			}
 			for _, p := range []string{filepath.Join(filepath.Dir(in), "escaped"), filepath.Join(base, "escaped")} {
