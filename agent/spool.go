@@ -167,6 +167,10 @@ func spooledJobs(req *wire.SubmitRequest) ([]spooledJob, error) {
 			return nil, status.Errorf(codes.InvalidArgument, "cluster ad: %v", err)
 		}
 	}
+	if req.ClusterAd != "" && factoryPlan(common, len(req.Ads)) > 0 {
+		// Jobs made later would have spools no queued job points at.
+		return nil, status.Error(codes.InvalidArgument, "a spooled cluster is queued whole: max_idle (jobs made as others leave Idle) does not go with -spool")
+	}
 	var jobs []spooledJob
 	for i, text := range req.Ads {
 		own, err := classad.Parse(text)
