@@ -61,9 +61,10 @@ type Config struct {
 	// KeepAliveInterval is how often a held claim is renewed at its startd.
 	KeepAliveInterval time.Duration
 	// CheckpointDir holds the jobs' checkpoint images and checkpoint
-	// files, a directory per owner that only the owner may enter, and that
-	// the owner's shadow reaches through a descriptor: the directories
-	// above it are the agent's alone. Empty keeps none.
+	// files, and the inputs and outputs of spooled jobs, a directory per
+	// owner that only the owner may enter, and that the owner's shadow
+	// reaches through a descriptor: the directories above it are the
+	// agent's alone. Empty keeps none, and refuses spooled submissions.
 	CheckpointDir string
 	// PeriodicInterval is how often the job policy expressions
 	// (PeriodicHold, PeriodicRelease, PeriodicRemove) are evaluated.

@@ -27,7 +27,7 @@ func (a *Agent) policyLoop(ctx context.Context) {
 // policyAction is what a job's periodic expressions ask for.
 type policyAction struct {
 	id     jobqueue.JobID
-	do     string // "remove", "hold", "release"
+	do     string // "remove", "hold", "release", "expire"
 	reason string
 }
 
@@ -37,6 +37,11 @@ type policyAction struct {
 // nothing.
 func periodicDecision(id jobqueue.JobID, ad *classad.ClassAd) (policyAction, bool) {
 	st := statusOf(ad)
+	if st == Completed && spooled(ad) && !waitsForFetch(ad) {
+		// A spooled job whose LeaveJobInQueue ended, its outputs
+		// never fetched.
+		return policyAction{id, "expire", ""}, true
+	}
 	if st == Removed || st == Completed {
 		return policyAction{}, false
 	}
@@ -85,6 +90,8 @@ func (a *Agent) evalPeriodic(ctx context.Context) {
 			err = a.hold(ctx, act.id, act.reason, holdByJobPolicy, 0)
 		case "release":
 			err = a.releaseBy(ctx, act.id, act.reason)
+		case "expire":
+			err = a.expireSpooled(ctx, act.id)
 		}
 		if err != nil {
 			a.log.Warn("job policy", "job", act.id, "action", act.do, "err", err)

@@ -41,5 +41,6 @@ func (a *Agent) recover(ctx context.Context) error {
 	if len(running) > 0 {
 		a.log.Info("requeued jobs that were running when the agent stopped", "jobs", len(running))
 	}
+	a.sweepSpool(ctx)
 	return nil
 }

@@ -128,7 +128,7 @@ func (s *scheddService) Submit(ctx context.Context, req *wire.SubmitRequest) (*w
 	if err := limits.checkSubmission(req, proto.Size(req)); err != nil {
 		return nil, err
 	}
-	reply, err := s.submit(ctx, who, limits, []*wire.SubmitRequest{req})
+	reply, err := s.submit(ctx, who, limits, []*wire.SubmitRequest{req}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +158,7 @@ func (s *scheddService) SubmitClusters(ctx context.Context, req *wire.SubmitClus
 		}
 		seen[c.Cluster] = true
 	}
-	replies, err := s.submit(ctx, who, limits, req.Clusters)
+	replies, err := s.submit(ctx, who, limits, req.Clusters, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -166,14 +166,15 @@ func (s *scheddService) SubmitClusters(ctx context.Context, req *wire.SubmitClus
 }
 
 // submit queues clusters, checked against the limits, in one durable
-// transaction, and writes their jobs' submit events.
-func (s *scheddService) submit(ctx context.Context, who caller, limits *Limits, clusters []*wire.SubmitRequest) ([]*wire.SubmitReply, error) {
+// transaction, and writes their jobs' submit events. stage, if not nil,
+// says when the jobs' inputs were spooled.
+func (s *scheddService) submit(ctx context.Context, who caller, limits *Limits, clusters []*wire.SubmitRequest, stage *stageIn) ([]*wire.SubmitReply, error) {
 	now := time.Now().Unix()
 	txn := &jobqueue.Txn{}
 	var ads []*classad.ClassAd
 	var jobs, factories int
 	for _, req := range clusters {
-		made, factory, err := s.a.addCluster(txn, who, req, now)
+		made, factory, err := s.a.addCluster(txn, who, req, now, stage)
 		if err != nil {
 			return nil, err
 		}
@@ -217,7 +218,7 @@ func (s *scheddService) submit(ctx context.Context, who caller, limits *Limits, 
 
 // addCluster adds to txn the jobs of one cluster that who submits, and
 // returns the ads of those made now, and whether a factory makes the rest.
-func (a *Agent) addCluster(txn *jobqueue.Txn, who caller, req *wire.SubmitRequest, now int64) ([]*classad.ClassAd, bool, error) {
+func (a *Agent) addCluster(txn *jobqueue.Txn, who caller, req *wire.SubmitRequest, now int64, stage *stageIn) ([]*classad.ClassAd, bool, error) {
 	if len(req.Ads) == 0 {
 		return nil, false, status.Error(codes.InvalidArgument, "no jobs in submission")
 	}
@@ -237,6 +238,7 @@ func (a *Agent) addCluster(txn *jobqueue.Txn, who caller, req *wire.SubmitReques
 		common.SetString(AttrUser, who.name+"@"+a.cfg.Name)
 		common.SetInt(AttrQDate, now)
 		common.SetInt(AttrEnteredCurrentStatus, now)
+		stage.mark(common)
 	}
 	materialized := len(req.Ads)
 	factory := false
@@ -256,6 +258,7 @@ func (a *Agent) addCluster(txn *jobqueue.Txn, who caller, req *wire.SubmitReques
 			for _, name := range []string{AttrOwner, AttrUser, AttrQDate, AttrEnteredCurrentStatus} {
 				own.Delete(name)
 			}
+			unmarkSpooled(own)
 			ad = common.Copy()
 			ad.Update(own)
 		}
@@ -273,6 +276,7 @@ func (a *Agent) addCluster(txn *jobqueue.Txn, who caller, req *wire.SubmitReques
 			ad.SetString(AttrUser, who.name+"@"+a.cfg.Name)
 			ad.SetInt(AttrQDate, now)
 			ad.SetInt(AttrEnteredCurrentStatus, now)
+			stage.mark(ad)
 		}
 		ad.SetString(AttrGlobalJobID, fmt.Sprintf("%s#%s#%d", a.cfg.Name, id, now))
 		if st := statusOf(ad); st != Idle && st != Held {
@@ -461,10 +465,12 @@ func (s *scheddService) selectJobs(who caller, args []string, constraint string)
 
 // protectedAttrs are the job attributes Edit refuses: those HTCondor's
 // schedd keeps from condor_qedit, and those the agent alone sets when a
-// job is queued, which say who owns it and when it came.
+// job is queued, which say who owns it and when it came, and whether it
+// runs from the spool and its outputs were fetched.
 var protectedAttrs = map[string]bool{
 	"owner": true, "user": true, "clusterid": true, "procid": true, "mytype": true, "targettype": true,
 	"jobstatus": true, "qdate": true, "globaljobid": true, "enteredcurrentstatus": true,
+	"stageinstart": true, "stageinfinish": true, "stageoutfinish": true,
 }
 
 // isAttrName reports whether s is a plain ClassAd attribute name.

@@ -27,7 +27,10 @@ import (
 //	Suspended → Running (resumed), and wherever Running may go
 //	            but to Suspended
 //	Held      → Idle (release), Removed
-//	Completed, Removed: the job has left the queue for the history.
+//	Completed, Removed: the job has left the queue for the history;
+//	            but a completed spooled job stays until its outputs are
+//	            fetched or its LeaveJobInQueue ends (see spool.go), and
+//	            may then be Removed.
 //
 // Events and the job event log: a store that keeps events (pgqueue's
 // job_events) records a move's events in the move's own transaction. They
@@ -73,7 +76,9 @@ func (to JobStatus) follows(from JobStatus) bool {
 		// From Idle: an exit whose start was not recorded.
 		return from == Idle || from == Running || from == Suspended
 	case Removed:
-		return from == Idle || from == Running || from == Suspended || from == Held
+		// From Completed: a spooled job waiting for its outputs to be
+		// fetched.
+		return from == Idle || from == Running || from == Suspended || from == Held || from == Completed
 	}
 	return false
 }
@@ -163,8 +168,11 @@ func (t *jobTable) apply(ctx context.Context, id jobqueue.JobID, decide func(ad 
 	for name, v := range c {
 		ad.SetValue(name, v)
 	}
+	// A completed spooled job leaves once its outputs are fetched: a
+	// change, not a move.
+	leaving := statusOf(ad).leaves() && !waitsForFetch(ad)
 	txn := &jobqueue.Txn{}
-	if s.to.leaves() {
+	if leaving {
 		txn.Retire(id, ad) // the store keeps ad: only read it from here on
 	} else {
 		for name, v := range c {
@@ -176,12 +184,13 @@ func (t *jobTable) apply(ctx context.Context, id jobqueue.JobID, decide func(ad 
 		evs = stamp(ad, s.log(ad))
 	}
 	err = t.a.commit(ctx, txn, evs)
-	if s.to.leaves() {
+	if leaving {
 		if _, queued := t.a.queue.Get(id); !queued {
 			// Retired, even if ctx ended before the commit returned.
 			owner, _ := ad.EvalString(AttrOwner)
 			t.a.quota.give(owner, 1)
 			t.a.dropCheckpoint(ad)
+			t.a.dropSpool(ad)
 		}
 	}
 	if err != nil {

@@ -160,9 +160,12 @@ func (s *Shadow) restoreCheckpointFiles() (int, int64, error) {
 	return files, size, nil
 }
 
-// openIwd opens the job's directory: the files are read and written
-// beneath it only, whatever links the job made there.
+// openIwd opens the job's directory, or a spooled job's spool: the files
+// are read and written beneath it only, whatever links the job made there.
 func (s *Shadow) openIwd() (*os.Root, error) {
+	if isSpooled(s.job) {
+		return os.OpenRoot(SpoolDir(s.spec.CheckpointDir, s.spec.CheckpointKey))
+	}
 	iwd, _ := s.job.EvalString("Iwd")
 	if !filepath.IsAbs(iwd) {
 		return nil, fmt.Errorf("the job's Iwd %q is not absolute", iwd)

@@ -76,7 +76,12 @@ func newShadow(link *claimLink, spec *Spec, logger *slog.Logger, events func(Eve
 	}
 	cluster, _ := job.EvalInt("ClusterId")
 	proc, _ := job.EvalInt("ProcId")
-	files, err := newJobFiles(job)
+	var files *jobFiles
+	if isSpooled(job) {
+		files, err = spooledJobFiles(job, spec)
+	} else {
+		files, err = newJobFiles(job)
+	}
 	if err != nil {
 		return nil, err
 	}

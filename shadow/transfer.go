@@ -219,12 +219,15 @@ func (v *service) TransferOutput(stream wire.Shadow_TransferOutputServer) error 
 // as transfer_output_remaps says, within max_transfer_output_mb; the
 // intermediate files of its earlier runs are no longer needed.
 func (s *Shadow) receiveOutputs(stream wire.Shadow_TransferOutputServer, first *wire.TransferChunk) (*transfer.Receiver, error) {
-	iwd, err := s.openIwd()
+	to, err := s.openOutputDir()
 	if err != nil {
 		return nil, err
 	}
-	defer iwd.Close()
-	r := &transfer.Receiver{To: iwd, Rename: outputRemaps(s.job.EvalString("TransferOutputRemaps"))}
+	defer to.Close()
+	r := &transfer.Receiver{To: to, Rename: OutputRemaps(s.job.EvalString("TransferOutputRemaps"))}
+	if isSpooled(s.job) {
+		r.Rename = nil // applied when they are fetched
+	}
 	if max, ok := s.job.EvalInt("MaxTransferOutputMB"); ok && max >= 0 {
 		r.Limit = max << 20
 		if max == 0 {
@@ -276,6 +279,15 @@ func (s *Shadow) receiveIntermediate(stream wire.Shadow_TransferOutputServer, fi
 	return r, syncDir(s.spec.CheckpointDir)
 }
 
+// openOutputDir opens where the job's outputs go: its directory, or a
+// spooled job's output spool.
+func (s *Shadow) openOutputDir() (*os.Root, error) {
+	if isSpooled(s.job) {
+		return os.OpenRoot(SpoolOutputDir(s.spec.CheckpointDir, s.spec.CheckpointKey))
+	}
+	return s.openIwd()
+}
+
 // receive feeds the stream, from first on, to r.
 func receive(stream wire.Shadow_TransferOutputServer, first *wire.TransferChunk, r *transfer.Receiver) error {
 	if err := r.Chunk(first); err != nil {
@@ -284,10 +296,10 @@ func receive(stream wire.Shadow_TransferOutputServer, first *wire.TransferChunk,
 	return r.Receive(func(c *wire.TransferChunk) error { return stream.RecvMsg(c) })
 }
 
-// outputRemaps reads transfer_output_remaps ("name = newname; ...") into
+// OutputRemaps reads transfer_output_remaps ("name = newname; ...") into
 // a renaming of the entries received: a name remapped, or a directory's,
 // with what is below it.
-func outputRemaps(v string, ok bool) func(string) string {
+func OutputRemaps(v string, ok bool) func(string) string {
 	if !ok || strings.TrimSpace(v) == "" {
 		return nil
 	}

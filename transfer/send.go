@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"syscall"
 
 	"harrier.dev/harrier/wire"
 )
@@ -134,11 +135,17 @@ func (s *Sender) Send(from *os.Root, name, as string) error {
 // file sends one regular file: its entry with the first data, then the
 // rest, the last chunk carrying the SHA-256 of what was read.
 func (s *Sender) file(from *os.Root, name string, e *wire.TransferEntry) error {
-	f, err := from.Open(name)
+	// Non-blocking, and checked once open: a FIFO put in the file's place
+	// since it was listed must not hang the sender (the agent reads its
+	// users' spooled outputs as root).
+	f, err := from.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return &FileError{Name: name, Err: unwrapPath(err)}
 	}
 	defer f.Close()
+	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
+		return &FileError{Name: name, Err: ErrNotFile}
+	}
 	h := sha256.New()
 	var n int64
 	c := &wire.TransferChunk{Entry: e}

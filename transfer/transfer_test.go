@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -280,5 +281,24 @@ func TestArchiveRoundTrip(t *testing.T) {
 	// Cut short: an error, not a partial tree taken as whole.
 	if _, _, err := Extract(bytes.NewReader(buf.Bytes()[:buf.Len()/2]), openRoot(t, t.TempDir())); err == nil {
 		t.Error("a truncated archive extracted")
+	}
+}
+
+// TestSenderNeverBlocksOnAFIFO: a FIFO put where a regular file was
+// listed is refused, not opened for a read that would wait for a writer.
+func TestSenderNeverBlocksOnAFIFO(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, "out"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	from, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer from.Close()
+	s := &Sender{Out: func(*wire.TransferChunk) error { return nil }, buf: make([]byte, ChunkSize)}
+	err = s.file(from, "out", &wire.TransferEntry{Name: "out", Size: 0})
+	if !errors.Is(err, ErrNotFile) {
+		t.Errorf("sending a FIFO as a file: %v, want ErrNotFile", err)
 	}
 }

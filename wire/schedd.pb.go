@@ -90,7 +90,7 @@ func (x ActRequest_Action) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ActRequest_Action.Descriptor instead.
 func (ActRequest_Action) EnumDescriptor() ([]byte, []int) {
-	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{8, 0}
+	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{10, 0}
 }
 
 type NewClusterRequest struct {
@@ -256,6 +256,121 @@ func (x *SubmitRequest) GetClusterAd() string {
 	return ""
 }
 
+type SpoolRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The first message: the cluster, as Submit takes it.
+	Submit *SubmitRequest `protobuf:"bytes,1,opt,name=submit,proto3" json:"submit,omitempty"`
+	// The rest: a chunk of job proc's inputs (package transfer's stream).
+	Proc          int32          `protobuf:"varint,2,opt,name=proc,proto3" json:"proc,omitempty"`
+	Chunk         *TransferChunk `protobuf:"bytes,3,opt,name=chunk,proto3" json:"chunk,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SpoolRequest) Reset() {
+	*x = SpoolRequest{}
+	mi := &file_harrier_v1_schedd_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SpoolRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SpoolRequest) ProtoMessage() {}
+
+func (x *SpoolRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_schedd_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SpoolRequest.ProtoReflect.Descriptor instead.
+func (*SpoolRequest) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *SpoolRequest) GetSubmit() *SubmitRequest {
+	if x != nil {
+		return x.Submit
+	}
+	return nil
+}
+
+func (x *SpoolRequest) GetProc() int32 {
+	if x != nil {
+		return x.Proc
+	}
+	return 0
+}
+
+func (x *SpoolRequest) GetChunk() *TransferChunk {
+	if x != nil {
+		return x.Chunk
+	}
+	return nil
+}
+
+type TransferDataRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "cluster.proc".
+	Job           string `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`
+	Done          bool   `protobuf:"varint,2,opt,name=done,proto3" json:"done,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TransferDataRequest) Reset() {
+	*x = TransferDataRequest{}
+	mi := &file_harrier_v1_schedd_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TransferDataRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TransferDataRequest) ProtoMessage() {}
+
+func (x *TransferDataRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_schedd_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TransferDataRequest.ProtoReflect.Descriptor instead.
+func (*TransferDataRequest) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *TransferDataRequest) GetJob() string {
+	if x != nil {
+		return x.Job
+	}
+	return ""
+}
+
+func (x *TransferDataRequest) GetDone() bool {
+	if x != nil {
+		return x.Done
+	}
+	return false
+}
+
 type SubmitReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Count         int32                  `protobuf:"varint,1,opt,name=count,proto3" json:"count,omitempty"`
@@ -265,7 +380,7 @@ type SubmitReply struct {
 
 func (x *SubmitReply) Reset() {
 	*x = SubmitReply{}
-	mi := &file_harrier_v1_schedd_proto_msgTypes[3]
+	mi := &file_harrier_v1_schedd_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -277,7 +392,7 @@ func (x *SubmitReply) String() string {
 func (*SubmitReply) ProtoMessage() {}
 
 func (x *SubmitReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_schedd_proto_msgTypes[3]
+	mi := &file_harrier_v1_schedd_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -290,7 +405,7 @@ func (x *SubmitReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitReply.ProtoReflect.Descriptor instead.
 func (*SubmitReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{3}
+	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *SubmitReply) GetCount() int32 {
@@ -309,7 +424,7 @@ type SubmitClustersRequest struct {
 
 func (x *SubmitClustersRequest) Reset() {
 	*x = SubmitClustersRequest{}
-	mi := &file_harrier_v1_schedd_proto_msgTypes[4]
+	mi := &file_harrier_v1_schedd_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -321,7 +436,7 @@ func (x *SubmitClustersRequest) String() string {
 func (*SubmitClustersRequest) ProtoMessage() {}
 
 func (x *SubmitClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_schedd_proto_msgTypes[4]
+	mi := &file_harrier_v1_schedd_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -334,7 +449,7 @@ func (x *SubmitClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitClustersRequest.ProtoReflect.Descriptor instead.
 func (*SubmitClustersRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{4}
+	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SubmitClustersRequest) GetClusters() []*SubmitRequest {
@@ -354,7 +469,7 @@ type SubmitClustersReply struct {
 
 func (x *SubmitClustersReply) Reset() {
 	*x = SubmitClustersReply{}
-	mi := &file_harrier_v1_schedd_proto_msgTypes[5]
+	mi := &file_harrier_v1_schedd_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -366,7 +481,7 @@ func (x *SubmitClustersReply) String() string {
 func (*SubmitClustersReply) ProtoMessage() {}
 
 func (x *SubmitClustersReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_schedd_proto_msgTypes[5]
+	mi := &file_harrier_v1_schedd_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -379,7 +494,7 @@ func (x *SubmitClustersReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitClustersReply.ProtoReflect.Descriptor instead.
 func (*SubmitClustersReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{5}
+	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SubmitClustersReply) GetClusters() []*SubmitReply {
@@ -407,7 +522,7 @@ type JobQueryRequest struct {
 
 func (x *JobQueryRequest) Reset() {
 	*x = JobQueryRequest{}
-	mi := &file_harrier_v1_schedd_proto_msgTypes[6]
+	mi := &file_harrier_v1_schedd_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -419,7 +534,7 @@ func (x *JobQueryRequest) String() string {
 func (*JobQueryRequest) ProtoMessage() {}
 
 func (x *JobQueryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_schedd_proto_msgTypes[6]
+	mi := &file_harrier_v1_schedd_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -432,7 +547,7 @@ func (x *JobQueryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobQueryRequest.ProtoReflect.Descriptor instead.
 func (*JobQueryRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{6}
+	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *JobQueryRequest) GetIds() []string {
@@ -473,7 +588,7 @@ type JobQueryReply struct {
 
 func (x *JobQueryReply) Reset() {
 	*x = JobQueryReply{}
-	mi := &file_harrier_v1_schedd_proto_msgTypes[7]
+	mi := &file_harrier_v1_schedd_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -485,7 +600,7 @@ func (x *JobQueryReply) String() string {
 func (*JobQueryReply) ProtoMessage() {}
 
 func (x *JobQueryReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_schedd_proto_msgTypes[7]
+	mi := &file_harrier_v1_schedd_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -498,7 +613,7 @@ func (x *JobQueryReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobQueryReply.ProtoReflect.Descriptor instead.
 func (*JobQueryReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{7}
+	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *JobQueryReply) GetAds() []string {
@@ -524,7 +639,7 @@ type ActRequest struct {
 
 func (x *ActRequest) Reset() {
 	*x = ActRequest{}
-	mi := &file_harrier_v1_schedd_proto_msgTypes[8]
+	mi := &file_harrier_v1_schedd_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -536,7 +651,7 @@ func (x *ActRequest) String() string {
 func (*ActRequest) ProtoMessage() {}
 
 func (x *ActRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_schedd_proto_msgTypes[8]
+	mi := &file_harrier_v1_schedd_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -549,7 +664,7 @@ func (x *ActRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActRequest.ProtoReflect.Descriptor instead.
 func (*ActRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{8}
+	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ActRequest) GetAction() ActRequest_Action {
@@ -589,7 +704,7 @@ type ActReply struct {
 
 func (x *ActReply) Reset() {
 	*x = ActReply{}
-	mi := &file_harrier_v1_schedd_proto_msgTypes[9]
+	mi := &file_harrier_v1_schedd_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -601,7 +716,7 @@ func (x *ActReply) String() string {
 func (*ActReply) ProtoMessage() {}
 
 func (x *ActReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_schedd_proto_msgTypes[9]
+	mi := &file_harrier_v1_schedd_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -614,7 +729,7 @@ func (x *ActReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActReply.ProtoReflect.Descriptor instead.
 func (*ActReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{9}
+	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ActReply) GetResults() []*ActResult {
@@ -635,7 +750,7 @@ type ActResult struct {
 
 func (x *ActResult) Reset() {
 	*x = ActResult{}
-	mi := &file_harrier_v1_schedd_proto_msgTypes[10]
+	mi := &file_harrier_v1_schedd_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -647,7 +762,7 @@ func (x *ActResult) String() string {
 func (*ActResult) ProtoMessage() {}
 
 func (x *ActResult) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_schedd_proto_msgTypes[10]
+	mi := &file_harrier_v1_schedd_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -660,7 +775,7 @@ func (x *ActResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActResult.ProtoReflect.Descriptor instead.
 func (*ActResult) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{10}
+	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ActResult) GetId() string {
@@ -696,7 +811,7 @@ type EditRequest struct {
 
 func (x *EditRequest) Reset() {
 	*x = EditRequest{}
-	mi := &file_harrier_v1_schedd_proto_msgTypes[11]
+	mi := &file_harrier_v1_schedd_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -708,7 +823,7 @@ func (x *EditRequest) String() string {
 func (*EditRequest) ProtoMessage() {}
 
 func (x *EditRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_schedd_proto_msgTypes[11]
+	mi := &file_harrier_v1_schedd_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -721,7 +836,7 @@ func (x *EditRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EditRequest.ProtoReflect.Descriptor instead.
 func (*EditRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{11}
+	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *EditRequest) GetIds() []string {
@@ -757,7 +872,7 @@ type EditAttribute struct {
 
 func (x *EditAttribute) Reset() {
 	*x = EditAttribute{}
-	mi := &file_harrier_v1_schedd_proto_msgTypes[12]
+	mi := &file_harrier_v1_schedd_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -769,7 +884,7 @@ func (x *EditAttribute) String() string {
 func (*EditAttribute) ProtoMessage() {}
 
 func (x *EditAttribute) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_schedd_proto_msgTypes[12]
+	mi := &file_harrier_v1_schedd_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -782,7 +897,7 @@ func (x *EditAttribute) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EditAttribute.ProtoReflect.Descriptor instead.
 func (*EditAttribute) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{12}
+	return file_harrier_v1_schedd_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *EditAttribute) GetName() string {
@@ -814,7 +929,14 @@ const file_harrier_v1_schedd_proto_rawDesc = "" +
 	"\acluster\x18\x01 \x01(\x05R\acluster\x12\x10\n" +
 	"\x03ads\x18\x02 \x03(\tR\x03ads\x12\x1d\n" +
 	"\n" +
-	"cluster_ad\x18\x03 \x01(\tR\tclusterAd\"#\n" +
+	"cluster_ad\x18\x03 \x01(\tR\tclusterAd\"\x86\x01\n" +
+	"\fSpoolRequest\x121\n" +
+	"\x06submit\x18\x01 \x01(\v2\x19.harrier.v1.SubmitRequestR\x06submit\x12\x12\n" +
+	"\x04proc\x18\x02 \x01(\x05R\x04proc\x12/\n" +
+	"\x05chunk\x18\x03 \x01(\v2\x19.harrier.v1.TransferChunkR\x05chunk\";\n" +
+	"\x13TransferDataRequest\x12\x10\n" +
+	"\x03job\x18\x01 \x01(\tR\x03job\x12\x12\n" +
+	"\x04done\x18\x02 \x01(\bR\x04done\"#\n" +
 	"\vSubmitReply\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\x05R\x05count\"N\n" +
 	"\x15SubmitClustersRequest\x125\n" +
@@ -862,11 +984,13 @@ const file_harrier_v1_schedd_proto_rawDesc = "" +
 	"\x05attrs\x18\x03 \x03(\v2\x19.harrier.v1.EditAttributeR\x05attrs\"7\n" +
 	"\rEditAttribute\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
-	"\x04expr\x18\x02 \x01(\tR\x04expr2\xd7\x06\n" +
+	"\x04expr\x18\x02 \x01(\tR\x04expr2\xeb\a\n" +
 	"\x06Schedd\x12H\n" +
 	"\n" +
 	"NewCluster\x12\x1d.harrier.v1.NewClusterRequest\x1a\x1b.harrier.v1.NewClusterReply\x12<\n" +
-	"\x06Submit\x12\x19.harrier.v1.SubmitRequest\x1a\x17.harrier.v1.SubmitReply\x12T\n" +
+	"\x06Submit\x12\x19.harrier.v1.SubmitRequest\x1a\x17.harrier.v1.SubmitReply\x12D\n" +
+	"\rSubmitSpooled\x12\x18.harrier.v1.SpoolRequest\x1a\x17.harrier.v1.SubmitReply(\x01\x12L\n" +
+	"\fTransferData\x12\x1f.harrier.v1.TransferDataRequest\x1a\x19.harrier.v1.TransferChunk0\x01\x12T\n" +
 	"\x0eSubmitClusters\x12!.harrier.v1.SubmitClustersRequest\x1a\x1f.harrier.v1.SubmitClustersReply\x12A\n" +
 	"\x05Query\x12\x1b.harrier.v1.JobQueryRequest\x1a\x19.harrier.v1.JobQueryReply0\x01\x12C\n" +
 	"\aHistory\x12\x1b.harrier.v1.JobQueryRequest\x1a\x19.harrier.v1.JobQueryReply0\x01\x123\n" +
@@ -891,68 +1015,77 @@ func file_harrier_v1_schedd_proto_rawDescGZIP() []byte {
 }
 
 var file_harrier_v1_schedd_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_harrier_v1_schedd_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_harrier_v1_schedd_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_harrier_v1_schedd_proto_goTypes = []any{
 	(ActRequest_Action)(0),           // 0: harrier.v1.ActRequest.Action
 	(*NewClusterRequest)(nil),        // 1: harrier.v1.NewClusterRequest
 	(*NewClusterReply)(nil),          // 2: harrier.v1.NewClusterReply
 	(*SubmitRequest)(nil),            // 3: harrier.v1.SubmitRequest
-	(*SubmitReply)(nil),              // 4: harrier.v1.SubmitReply
-	(*SubmitClustersRequest)(nil),    // 5: harrier.v1.SubmitClustersRequest
-	(*SubmitClustersReply)(nil),      // 6: harrier.v1.SubmitClustersReply
-	(*JobQueryRequest)(nil),          // 7: harrier.v1.JobQueryRequest
-	(*JobQueryReply)(nil),            // 8: harrier.v1.JobQueryReply
-	(*ActRequest)(nil),               // 9: harrier.v1.ActRequest
-	(*ActReply)(nil),                 // 10: harrier.v1.ActReply
-	(*ActResult)(nil),                // 11: harrier.v1.ActResult
-	(*EditRequest)(nil),              // 12: harrier.v1.EditRequest
-	(*EditAttribute)(nil),            // 13: harrier.v1.EditAttribute
-	(*QueryRequest)(nil),             // 14: harrier.v1.QueryRequest
-	(*ShellRequest)(nil),             // 15: harrier.v1.ShellRequest
-	(*ReserveRequest)(nil),           // 16: harrier.v1.ReserveRequest
-	(*ListReservationsRequest)(nil),  // 17: harrier.v1.ListReservationsRequest
-	(*CancelReservationRequest)(nil), // 18: harrier.v1.CancelReservationRequest
-	(*QueryReply)(nil),               // 19: harrier.v1.QueryReply
-	(*ShellReply)(nil),               // 20: harrier.v1.ShellReply
-	(*ReserveReply)(nil),             // 21: harrier.v1.ReserveReply
-	(*ListReservationsReply)(nil),    // 22: harrier.v1.ListReservationsReply
-	(*CancelReservationReply)(nil),   // 23: harrier.v1.CancelReservationReply
+	(*SpoolRequest)(nil),             // 4: harrier.v1.SpoolRequest
+	(*TransferDataRequest)(nil),      // 5: harrier.v1.TransferDataRequest
+	(*SubmitReply)(nil),              // 6: harrier.v1.SubmitReply
+	(*SubmitClustersRequest)(nil),    // 7: harrier.v1.SubmitClustersRequest
+	(*SubmitClustersReply)(nil),      // 8: harrier.v1.SubmitClustersReply
+	(*JobQueryRequest)(nil),          // 9: harrier.v1.JobQueryRequest
+	(*JobQueryReply)(nil),            // 10: harrier.v1.JobQueryReply
+	(*ActRequest)(nil),               // 11: harrier.v1.ActRequest
+	(*ActReply)(nil),                 // 12: harrier.v1.ActReply
+	(*ActResult)(nil),                // 13: harrier.v1.ActResult
+	(*EditRequest)(nil),              // 14: harrier.v1.EditRequest
+	(*EditAttribute)(nil),            // 15: harrier.v1.EditAttribute
+	(*TransferChunk)(nil),            // 16: harrier.v1.TransferChunk
+	(*QueryRequest)(nil),             // 17: harrier.v1.QueryRequest
+	(*ShellRequest)(nil),             // 18: harrier.v1.ShellRequest
+	(*ReserveRequest)(nil),           // 19: harrier.v1.ReserveRequest
+	(*ListReservationsRequest)(nil),  // 20: harrier.v1.ListReservationsRequest
+	(*CancelReservationRequest)(nil), // 21: harrier.v1.CancelReservationRequest
+	(*QueryReply)(nil),               // 22: harrier.v1.QueryReply
+	(*ShellReply)(nil),               // 23: harrier.v1.ShellReply
+	(*ReserveReply)(nil),             // 24: harrier.v1.ReserveReply
+	(*ListReservationsReply)(nil),    // 25: harrier.v1.ListReservationsReply
+	(*CancelReservationReply)(nil),   // 26: harrier.v1.CancelReservationReply
 }
 var file_harrier_v1_schedd_proto_depIdxs = []int32{
-	3,  // 0: harrier.v1.SubmitClustersRequest.clusters:type_name -> harrier.v1.SubmitRequest
-	4,  // 1: harrier.v1.SubmitClustersReply.clusters:type_name -> harrier.v1.SubmitReply
-	0,  // 2: harrier.v1.ActRequest.action:type_name -> harrier.v1.ActRequest.Action
-	11, // 3: harrier.v1.ActReply.results:type_name -> harrier.v1.ActResult
-	13, // 4: harrier.v1.EditRequest.attrs:type_name -> harrier.v1.EditAttribute
-	1,  // 5: harrier.v1.Schedd.NewCluster:input_type -> harrier.v1.NewClusterRequest
-	3,  // 6: harrier.v1.Schedd.Submit:input_type -> harrier.v1.SubmitRequest
-	5,  // 7: harrier.v1.Schedd.SubmitClusters:input_type -> harrier.v1.SubmitClustersRequest
-	7,  // 8: harrier.v1.Schedd.Query:input_type -> harrier.v1.JobQueryRequest
-	7,  // 9: harrier.v1.Schedd.History:input_type -> harrier.v1.JobQueryRequest
-	9,  // 10: harrier.v1.Schedd.Act:input_type -> harrier.v1.ActRequest
-	12, // 11: harrier.v1.Schedd.Edit:input_type -> harrier.v1.EditRequest
-	14, // 12: harrier.v1.Schedd.QueryPool:input_type -> harrier.v1.QueryRequest
-	15, // 13: harrier.v1.Schedd.SshToJob:input_type -> harrier.v1.ShellRequest
-	16, // 14: harrier.v1.Schedd.Reserve:input_type -> harrier.v1.ReserveRequest
-	17, // 15: harrier.v1.Schedd.ListReservations:input_type -> harrier.v1.ListReservationsRequest
-	18, // 16: harrier.v1.Schedd.CancelReservation:input_type -> harrier.v1.CancelReservationRequest
-	2,  // 17: harrier.v1.Schedd.NewCluster:output_type -> harrier.v1.NewClusterReply
-	4,  // 18: harrier.v1.Schedd.Submit:output_type -> harrier.v1.SubmitReply
-	6,  // 19: harrier.v1.Schedd.SubmitClusters:output_type -> harrier.v1.SubmitClustersReply
-	8,  // 20: harrier.v1.Schedd.Query:output_type -> harrier.v1.JobQueryReply
-	8,  // 21: harrier.v1.Schedd.History:output_type -> harrier.v1.JobQueryReply
-	10, // 22: harrier.v1.Schedd.Act:output_type -> harrier.v1.ActReply
-	10, // 23: harrier.v1.Schedd.Edit:output_type -> harrier.v1.ActReply
-	19, // 24: harrier.v1.Schedd.QueryPool:output_type -> harrier.v1.QueryReply
-	20, // 25: harrier.v1.Schedd.SshToJob:output_type -> harrier.v1.ShellReply
-	21, // 26: harrier.v1.Schedd.Reserve:output_type -> harrier.v1.ReserveReply
-	22, // 27: harrier.v1.Schedd.ListReservations:output_type -> harrier.v1.ListReservationsReply
-	23, // 28: harrier.v1.Schedd.CancelReservation:output_type -> harrier.v1.CancelReservationReply
-	17, // [17:29] is the sub-list for method output_type
-	5,  // [5:17] is the sub-list for method input_type
-	5,  // [5:5] is the sub-list for extension type_name
-	5,  // [5:5] is the sub-list for extension extendee
-	0,  // [0:5] is the sub-list for field type_name
+	3,  // 0: harrier.v1.SpoolRequest.submit:type_name -> harrier.v1.SubmitRequest
+	16, // 1: harrier.v1.SpoolRequest.chunk:type_name -> harrier.v1.TransferChunk
+	3,  // 2: harrier.v1.SubmitClustersRequest.clusters:type_name -> harrier.v1.SubmitRequest
+	6,  // 3: harrier.v1.SubmitClustersReply.clusters:type_name -> harrier.v1.SubmitReply
+	0,  // 4: harrier.v1.ActRequest.action:type_name -> harrier.v1.ActRequest.Action
+	13, // 5: harrier.v1.ActReply.results:type_name -> harrier.v1.ActResult
+	15, // 6: harrier.v1.EditRequest.attrs:type_name -> harrier.v1.EditAttribute
+	1,  // 7: harrier.v1.Schedd.NewCluster:input_type -> harrier.v1.NewClusterRequest
+	3,  // 8: harrier.v1.Schedd.Submit:input_type -> harrier.v1.SubmitRequest
+	4,  // 9: harrier.v1.Schedd.SubmitSpooled:input_type -> harrier.v1.SpoolRequest
+	5,  // 10: harrier.v1.Schedd.TransferData:input_type -> harrier.v1.TransferDataRequest
+	7,  // 11: harrier.v1.Schedd.SubmitClusters:input_type -> harrier.v1.SubmitClustersRequest
+	9,  // 12: harrier.v1.Schedd.Query:input_type -> harrier.v1.JobQueryRequest
+	9,  // 13: harrier.v1.Schedd.History:input_type -> harrier.v1.JobQueryRequest
+	11, // 14: harrier.v1.Schedd.Act:input_type -> harrier.v1.ActRequest
+	14, // 15: harrier.v1.Schedd.Edit:input_type -> harrier.v1.EditRequest
+	17, // 16: harrier.v1.Schedd.QueryPool:input_type -> harrier.v1.QueryRequest
+	18, // 17: harrier.v1.Schedd.SshToJob:input_type -> harrier.v1.ShellRequest
+	19, // 18: harrier.v1.Schedd.Reserve:input_type -> harrier.v1.ReserveRequest
+	20, // 19: harrier.v1.Schedd.ListReservations:input_type -> harrier.v1.ListReservationsRequest
+	21, // 20: harrier.v1.Schedd.CancelReservation:input_type -> harrier.v1.CancelReservationRequest
+	2,  // 21: harrier.v1.Schedd.NewCluster:output_type -> harrier.v1.NewClusterReply
+	6,  // 22: harrier.v1.Schedd.Submit:output_type -> harrier.v1.SubmitReply
+	6,  // 23: harrier.v1.Schedd.SubmitSpooled:output_type -> harrier.v1.SubmitReply
+	16, // 24: harrier.v1.Schedd.TransferData:output_type -> harrier.v1.TransferChunk
+	8,  // 25: harrier.v1.Schedd.SubmitClusters:output_type -> harrier.v1.SubmitClustersReply
+	10, // 26: harrier.v1.Schedd.Query:output_type -> harrier.v1.JobQueryReply
+	10, // 27: harrier.v1.Schedd.History:output_type -> harrier.v1.JobQueryReply
+	12, // 28: harrier.v1.Schedd.Act:output_type -> harrier.v1.ActReply
+	12, // 29: harrier.v1.Schedd.Edit:output_type -> harrier.v1.ActReply
+	22, // 30: harrier.v1.Schedd.QueryPool:output_type -> harrier.v1.QueryReply
+	23, // 31: harrier.v1.Schedd.SshToJob:output_type -> harrier.v1.ShellReply
+	24, // 32: harrier.v1.Schedd.Reserve:output_type -> harrier.v1.ReserveReply
+	25, // 33: harrier.v1.Schedd.ListReservations:output_type -> harrier.v1.ListReservationsReply
+	26, // 34: harrier.v1.Schedd.CancelReservation:output_type -> harrier.v1.CancelReservationReply
+	21, // [21:35] is the sub-list for method output_type
+	7,  // [7:21] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_harrier_v1_schedd_proto_init() }
@@ -968,7 +1101,7 @@ func file_harrier_v1_schedd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harrier_v1_schedd_proto_rawDesc), len(file_harrier_v1_schedd_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   13,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -32,6 +32,8 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	Schedd_NewCluster_FullMethodName        = "/harrier.v1.Schedd/NewCluster"
 	Schedd_Submit_FullMethodName            = "/harrier.v1.Schedd/Submit"
+	Schedd_SubmitSpooled_FullMethodName     = "/harrier.v1.Schedd/SubmitSpooled"
+	Schedd_TransferData_FullMethodName      = "/harrier.v1.Schedd/TransferData"
 	Schedd_SubmitClusters_FullMethodName    = "/harrier.v1.Schedd/SubmitClusters"
 	Schedd_Query_FullMethodName             = "/harrier.v1.Schedd/Query"
 	Schedd_History_FullMethodName           = "/harrier.v1.Schedd/History"
@@ -53,6 +55,18 @@ type ScheddClient interface {
 	NewCluster(ctx context.Context, in *NewClusterRequest, opts ...grpc.CallOption) (*NewClusterReply, error)
 	// Submit queues a whole cluster in one durable transaction.
 	Submit(ctx context.Context, in *SubmitRequest, opts ...grpc.CallOption) (*SubmitReply, error)
+	// SubmitSpooled queues a cluster whose jobs' inputs come with it
+	// (harrier submit -spool): the first message holds the submission,
+	// the rest each job's inputs, one job after another in ProcId order.
+	// The agent keeps them in its spool, readable by the job's owner only,
+	// and queues the jobs once all of them are there: a submission cut
+	// short queues nothing.
+	SubmitSpooled(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[SpoolRequest, SubmitReply], error)
+	// TransferData streams the outputs a completed spooled job left in the
+	// spool, as condor_transfer_data: the caller's jobs only (any job for
+	// root). With done set it streams nothing and lets the job leave the
+	// queue, its outputs fetched.
+	TransferData(ctx context.Context, in *TransferDataRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[TransferChunk], error)
 	// SubmitClusters queues several clusters, each reserved by NewCluster,
 	// in one durable transaction: all of them or none (a DAG's ready nodes).
 	SubmitClusters(ctx context.Context, in *SubmitClustersRequest, opts ...grpc.CallOption) (*SubmitClustersReply, error)
@@ -110,6 +124,38 @@ func (c *scheddClient) Submit(ctx context.Context, in *SubmitRequest, opts ...gr
 	return out, nil
 }
 
+func (c *scheddClient) SubmitSpooled(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[SpoolRequest, SubmitReply], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Schedd_ServiceDesc.Streams[0], Schedd_SubmitSpooled_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[SpoolRequest, SubmitReply]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Schedd_SubmitSpooledClient = grpc.ClientStreamingClient[SpoolRequest, SubmitReply]
+
+func (c *scheddClient) TransferData(ctx context.Context, in *TransferDataRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[TransferChunk], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Schedd_ServiceDesc.Streams[1], Schedd_TransferData_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[TransferDataRequest, TransferChunk]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Schedd_TransferDataClient = grpc.ServerStreamingClient[TransferChunk]
+
 func (c *scheddClient) SubmitClusters(ctx context.Context, in *SubmitClustersRequest, opts ...grpc.CallOption) (*SubmitClustersReply, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(SubmitClustersReply)
@@ -122,7 +168,7 @@ func (c *scheddClient) SubmitClusters(ctx context.Context, in *SubmitClustersReq
 
 func (c *scheddClient) Query(ctx context.Context, in *JobQueryRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[JobQueryReply], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Schedd_ServiceDesc.Streams[0], Schedd_Query_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Schedd_ServiceDesc.Streams[2], Schedd_Query_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +187,7 @@ type Schedd_QueryClient = grpc.ServerStreamingClient[JobQueryReply]
 
 func (c *scheddClient) History(ctx context.Context, in *JobQueryRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[JobQueryReply], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Schedd_ServiceDesc.Streams[1], Schedd_History_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Schedd_ServiceDesc.Streams[3], Schedd_History_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +236,7 @@ func (c *scheddClient) QueryPool(ctx context.Context, in *QueryRequest, opts ...
 
 func (c *scheddClient) SshToJob(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ShellRequest, ShellReply], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Schedd_ServiceDesc.Streams[2], Schedd_SshToJob_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Schedd_ServiceDesc.Streams[4], Schedd_SshToJob_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -240,6 +286,18 @@ type ScheddServer interface {
 	NewCluster(context.Context, *NewClusterRequest) (*NewClusterReply, error)
 	// Submit queues a whole cluster in one durable transaction.
 	Submit(context.Context, *SubmitRequest) (*SubmitReply, error)
+	// SubmitSpooled queues a cluster whose jobs' inputs come with it
+	// (harrier submit -spool): the first message holds the submission,
+	// the rest each job's inputs, one job after another in ProcId order.
+	// The agent keeps them in its spool, readable by the job's owner only,
+	// and queues the jobs once all of them are there: a submission cut
+	// short queues nothing.
+	SubmitSpooled(grpc.ClientStreamingServer[SpoolRequest, SubmitReply]) error
+	// TransferData streams the outputs a completed spooled job left in the
+	// spool, as condor_transfer_data: the caller's jobs only (any job for
+	// root). With done set it streams nothing and lets the job leave the
+	// queue, its outputs fetched.
+	TransferData(*TransferDataRequest, grpc.ServerStreamingServer[TransferChunk]) error
 	// SubmitClusters queues several clusters, each reserved by NewCluster,
 	// in one durable transaction: all of them or none (a DAG's ready nodes).
 	SubmitClusters(context.Context, *SubmitClustersRequest) (*SubmitClustersReply, error)
@@ -282,6 +340,12 @@ func (UnimplementedScheddServer) NewCluster(context.Context, *NewClusterRequest)
 }
 func (UnimplementedScheddServer) Submit(context.Context, *SubmitRequest) (*SubmitReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method Submit not implemented")
+}
+func (UnimplementedScheddServer) SubmitSpooled(grpc.ClientStreamingServer[SpoolRequest, SubmitReply]) error {
+	return status.Error(codes.Unimplemented, "method SubmitSpooled not implemented")
+}
+func (UnimplementedScheddServer) TransferData(*TransferDataRequest, grpc.ServerStreamingServer[TransferChunk]) error {
+	return status.Error(codes.Unimplemented, "method TransferData not implemented")
 }
 func (UnimplementedScheddServer) SubmitClusters(context.Context, *SubmitClustersRequest) (*SubmitClustersReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method SubmitClusters not implemented")
@@ -369,6 +433,24 @@ func _Schedd_Submit_Handler(srv interface{}, ctx context.Context, dec func(inter
 	}
 	return interceptor(ctx, in, info, handler)
 }
+
+func _Schedd_SubmitSpooled_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(ScheddServer).SubmitSpooled(&grpc.GenericServerStream[SpoolRequest, SubmitReply]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Schedd_SubmitSpooledServer = grpc.ClientStreamingServer[SpoolRequest, SubmitReply]
+
+func _Schedd_TransferData_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(TransferDataRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(ScheddServer).TransferData(m, &grpc.GenericServerStream[TransferDataRequest, TransferChunk]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Schedd_TransferDataServer = grpc.ServerStreamingServer[TransferChunk]
 
 func _Schedd_SubmitClusters_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(SubmitClustersRequest)
@@ -570,6 +652,16 @@ var Schedd_ServiceDesc = grpc.ServiceDesc{
 		},
 	},
 	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "SubmitSpooled",
+			Handler:       _Schedd_SubmitSpooled_Handler,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "TransferData",
+			Handler:       _Schedd_TransferData_Handler,
+			ServerStreams: true,
+		},
 		{
 			StreamName:    "Query",
 			Handler:       _Schedd_Query_Handler,

@@ -4,6 +4,7 @@
 //	harrier pool up --dir DIR [--startds N] [--detach]   start a personal pool
 //	harrier pool down --dir DIR                           stop it
 //	harrier submit FILE                                   queue jobs
+//	harrier transfer-data ID                              fetch a spooled job's outputs
 //	harrier q | history | status | watch-q                look at jobs and machines
 //	harrier rm | hold | release | wait ID...              act on jobs
 //	harrier qedit ID ATTR VALUE                           change a queued job
@@ -64,7 +65,8 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"pool", "pool up --dir DIR [--startds N] [--store embedded|postgres://...] [--detach] | pool down --dir DIR", runPool},
-		{"submit", "submit [--pool DIR] [-dry-run FILE] [-terse | -verbose] [-append LINE]... [-batch-name NAME] [-maxjobs N] [NAME=VALUE]... [FILE | -] [-queue ARGS]", runSubmit},
+		{"submit", "submit [--pool DIR] [-spool] [-dry-run FILE] [-terse | -verbose] [-append LINE]... [-batch-name NAME] [-maxjobs N] [NAME=VALUE]... [FILE | -] [-queue ARGS]", runSubmit},
+		{"transfer-data", "transfer-data [--pool DIR] [-constraint EXPR] [-all] [ID | OWNER]...", runTransferData},
 		{"submit-dag", "submit-dag [--pool DIR] [-maxjobs N] [-maxidle N] [-maxpre N] [-maxpost N] [-autorescue 0|1] [-dorescuefrom N] [-AlwaysRunPost] [-batch-name NAME] [-no_submit] FILE.dag", runSubmitDag},
 		{"dagman", "dagman [--pool DIR] [-maxjobs N] [-maxidle N] [-maxpre N] [-maxpost N] [-autorescue 0|1] [-dorescuefrom N] [-AlwaysRunPost] FILE.dag (the job submit-dag queues)", runDagman},
 		{"q", "q [--pool DIR] [-nobatch | -hold | -hold-codes | -run | -idle | -totals | -json | -long | -af[:jht,lngVr] EXPR... | -better-analyze] [-currentrun | -cputime] [-attributes A,...] [-allusers] [-constraint EXPR] [ID | OWNER]...", runQ},

@@ -36,11 +36,13 @@ func runSubmit(args []string, stdin io.Reader, stdout io.Writer) error {
 	terse := tf.fs.Bool("terse", false, "print only the range of job ids queued")
 	verbose := tf.fs.Bool("verbose", false, "print the job ads queued (implied by the file -)")
 	maxJobs := tf.fs.Int("maxjobs", 0, "queue nothing if the description makes more jobs than this (0: no limit)")
+	spool := tf.fs.Bool("spool", false, "send the jobs' inputs with them to the agent's spool, where they run from; "+
+		"fetch their outputs with harrier transfer-data (needs should_transfer_files = YES or IF_NEEDED)")
 	tf.accept("harrier submit queues one cluster per submission", "single-cluster")
 	tf.refuse("not yet", "unused")
 	tf.refuse("refused: "+localAgent, "name=", "remote=", "addr=")
 	tf.refuse("refused: Harrier has no MyProxy credentials", "password=")
-	tf.refuse("refused: Harrier has no file transfer; jobs reach their files through the shadow", "spool", "stm=")
+	tf.refuse("refused: -spool sends the inputs; there is no other transfer method", "stm=")
 	tf.refuse("not yet: use -dry-run FILE", "dump=")
 	tf.refuse("not yet: Harrier has no interactive jobs", "interactive")
 	tf.refuse("not yet: max_idle in the submit file makes a cluster materialize late", "factory")
@@ -89,9 +91,16 @@ func runSubmit(args []string, stdin io.Reader, stdout io.Writer) error {
 	for _, w := range desc.Warnings() {
 		fmt.Fprintf(os.Stderr, "harrier submit: %v\n", w)
 	}
+	var spooled [][]spoolItem
 	finish := func(ads []*classad.ClassAd) error {
 		if *maxJobs > 0 && len(ads) > *maxJobs {
 			return fmt.Errorf("the description makes %d jobs, more than -maxjobs %d: nothing is queued", len(ads), *maxJobs)
+		}
+		if *spool {
+			var err error
+			if spooled, err = planSpool(ads); err != nil {
+				return err
+			}
 		}
 		for _, ad := range ads {
 			// condor_submit records the cluster's size, which the batch
@@ -137,9 +146,14 @@ func runSubmit(args []string, stdin io.Reader, stdout io.Writer) error {
 		return err
 	}
 	req := submitRequest(nc.Cluster, ads)
-	reply, err := client.Submit(ctx, req)
+	var reply *wire.SubmitReply
+	if *spool {
+		reply, err = submitSpooled(ctx, client, req, ads, spooled)
+	} else if reply, err = client.Submit(ctx, req); err != nil {
+		err = submitError(err, req)
+	}
 	if err != nil {
-		return submitError(err, req)
+		return err
 	}
 	switch {
 	case *terse:

@@ -83,7 +83,7 @@ func TestSubmitCommandLine(t *testing.T) {
 	}
 
 	// HTCondor's options that Harrier lacks fail, saying why.
-	for _, args := range [][]string{{"-unused", sub}, {"-interactive", sub}, {"-spool", sub}} {
+	for _, args := range [][]string{{"-unused", sub}, {"-interactive", sub}, {"-stm", "spool_and_forward", sub}} {
 		if out, code := p.harrier(t, append([]string{"submit"}, args...)...); code != 2 || !strings.Contains(out, "not yet") && !strings.Contains(out, "refused") {
 			t.Errorf("submit %v: exit %d: %s", args, code, out)
 		}
