@@ -106,6 +106,28 @@ func (x *fileTransfer) letUserWrite() error {
 	return os.Chown(x.scratch, int(x.user.UID), int(x.user.GID))
 }
 
+// letUserRun gives the job's own plugins, received as root with the
+// job's inputs, to the job's user, who runs them.
+func (x *fileTransfer) letUserRun(root *os.Root) error {
+	if x.user == nil {
+		return nil
+	}
+	for _, p := range x.userPlugins() {
+		name := filepath.Base(p)
+		st, err := root.Lstat(name)
+		if err != nil {
+			return fmt.Errorf("transfer plugin %s: %w", name, err)
+		}
+		if !st.Mode().IsRegular() {
+			return fmt.Errorf("transfer plugin %s: not a regular file", name)
+		}
+		if err := root.Lchown(name, int(x.user.UID), int(x.user.GID)); err != nil {
+			return fmt.Errorf("transfer plugin %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
 // fetchURLs puts the URL inputs at the top of the scratch directory under
 // their last path elements: through a plugin for its schemes, in one run
 // of each plugin, or by the starter. The error names the URL.
@@ -145,6 +167,9 @@ func (x *fileTransfer) fetchURLs(ctx context.Context, root *os.Root, urls []stri
 	if len(order) > 0 {
 		if err := x.letUserWrite(); err != nil {
 			return n, size, fmt.Errorf("scratch directory: %w", err)
+		}
+		if err := x.letUserRun(root); err != nil {
+			return n, size, err
 		}
 	}
 	for _, plugin := range order {

@@ -1,0 +1,241 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// demoPlugin is an administrator's transfer plugin, in shell, for the
+// made-up scheme demo://: a download writes "demo NAME uid=UID" (the user
+// it ran as) into the file; an upload copies the file into store.
+func demoPlugin(store string) string {
+	return `#!/bin/sh
+if [ "$1" = -classad ]; then
+	printf 'MultipleFileSupport = true\nPluginVersion = "1.0"\nPluginType = "FileTransfer"\nSupportedMethods = "demo"\n'
+	exit 0
+fi
+in=$2 out=$4 mode=$5
+: > "$out"
+while read -r name eq value; do
+	value=${value#\"}; value=${value%\"}
+	case $name in
+	Url) url=$value ;;
+	LocalFileName) local=$value ;;
+	esac
+	if [ -n "$url" ] && [ -n "$local" ]; then
+		if [ "$mode" = -upload ]; then
+			cp "$local" "` + store + `/${url##*/}" || exit 1
+		else
+			echo "demo ${url##*/} uid=$(id -u)" > "$local"
+		fi
+		printf 'TransferUrl = "%s"\nTransferSuccess = true\nTransferTotalBytes = %d\n\n' "$url" "$(wc -c < "$local")" >> "$out"
+		url= local=
+	fi
+done < "$in"
+`
+}
+
+// bobPlugin is a user's own plugin for the scheme bobs://.
+const bobPlugin = `#!/bin/sh
+if [ "$1" = -classad ]; then
+	printf 'MultipleFileSupport = true\nSupportedMethods = "bobs"\n'
+	exit 0
+fi
+in=$2 out=$4
+url=$(sed -n 's/^Url = "\(.*\)"$/\1/p' "$in")
+local=$(sed -n 's/^LocalFileName = "\(.*\)"$/\1/p' "$in")
+echo "bob's plugin ${url##*/} uid=$(id -u)" > "$local"
+printf 'TransferUrl = "%s"\nTransferSuccess = true\n' "$url" > "$out"
+`
+
+// TestTransferPlugins: the administrator's plugin for demo:// (in
+// FILETRANSFER_PLUGINS) is advertised in the machine ad and fetches the
+// inputs of alice's job; bob's own plugin, sent with his job, fetches
+// bobs:// URLs; both run as the job's user, never root. A job needing a
+// scheme no machine supports stays idle, and -better-analyze says why.
+// Outputs go to output_destination: a loopback HTTP server (PUT, with
+// checksums checked), a file:// directory written as the job's user, and
+// the demo plugin in upload mode; an upload the server refuses holds the
+// job with code 13 and the file's name.
+func TestTransferPlugins(t *testing.T) {
+	bin := publicBinary(t)
+	admin, err := os.MkdirTemp("", "harrier-plugins-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(admin) })
+	store := filepath.Join(admin, "store")
+	files := filepath.Join(admin, "files")
+	for _, d := range []string{admin, store, files} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		// The job's user writes the destinations.
+		if err := os.Chmod(d, 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plugin := filepath.Join(admin, "demo_plugin")
+	writeFile(t, plugin, demoPlugin(store), 0o755)
+	p := startPoolFrom(t, bin, 1, "FILETRANSFER_PLUGINS = "+plugin)
+	if m, _ := p.machine(t)["HasFileTransferPluginMethods"].(string); !strings.Contains(","+m+",", ",demo,") {
+		t.Errorf("HasFileTransferPluginMethods = %q, want demo among them", m)
+	}
+
+	alice, bob := newUser(t), newUser(t)
+	var (
+		mu  sync.Mutex
+		put = map[string][]byte{}
+	)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPut || strings.HasPrefix(r.URL.Path, "/refuse/") {
+			http.Error(w, "no", http.StatusForbidden)
+			return
+		}
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			return
+		}
+		mu.Lock()
+		put[r.URL.Path] = b
+		mu.Unlock()
+	})}
+	go srv.Serve(lis)
+	t.Cleanup(func() { srv.Close() })
+
+	adir := filepath.Join(alice.HomeDir, "plugins")
+	writeFile(t, filepath.Join(adir, "get.sh"), "#!/bin/sh\ncat alpha.txt > got_alpha.txt\nid -u > job_uid.txt\n", 0o755)
+	writeFile(t, filepath.Join(adir, "make.sh"), `#!/bin/sh
+head -c 300000 /dev/urandom > big.dat
+sha256sum big.dat | cut -d' ' -f1 > big.sum
+id -u > uid.txt
+`, 0o755)
+	au, ag := lookupIDs(t, alice.Username)
+	chownAll(t, adir, au, ag)
+	bdir := filepath.Join(bob.HomeDir, "plugins")
+	writeFile(t, filepath.Join(bdir, "get.sh"), "#!/bin/sh\ncat beta.txt > got_beta.txt\n", 0o755)
+	writeFile(t, filepath.Join(bdir, "bob_plugin.sh"), bobPlugin, 0o700)
+	bu, bg := lookupIDs(t, bob.Username)
+	chownAll(t, bdir, bu, bg)
+
+	demo := p.submitAs(t, alice.Username, adir, "demo.sub", `executable = get.sh
+should_transfer_files = YES
+transfer_input_files = demo://host/alpha.txt
+queue
+`)
+	own := p.submitAs(t, bob.Username, bdir, "own.sub", `executable = get.sh
+should_transfer_files = YES
+transfer_input_files = bobs://anywhere/beta.txt
+transfer_plugins = bobs = bob_plugin.sh
+queue
+`)
+	nowhere := p.submitAs(t, alice.Username, adir, "nowhere.sub", `executable = get.sh
+should_transfer_files = YES
+transfer_input_files = nowhere://host/x.txt
+queue
+`)
+	toHTTP := p.submitAs(t, alice.Username, adir, "http.sub", fmt.Sprintf(`executable = make.sh
+should_transfer_files = YES
+output_destination = http://%s/results/
+queue
+`, lis.Addr()))
+	toFile := p.submitAs(t, alice.Username, adir, "file.sub", `executable = make.sh
+should_transfer_files = YES
+output_destination = file://`+files+`
+queue
+`)
+	toPlugin := p.submitAs(t, alice.Username, adir, "store.sub", `executable = make.sh
+should_transfer_files = YES
+output_destination = demo://store/run
+queue
+`)
+	refused := p.submitAs(t, alice.Username, adir, "refused.sub", fmt.Sprintf(`executable = make.sh
+should_transfer_files = YES
+output_destination = http://%s/refuse/
+queue
+`, lis.Addr()))
+
+	id := func(c int) string { return fmt.Sprintf("%d.0", c) }
+	for _, c := range []int{demo, own, toHTTP, toFile, toPlugin} {
+		if out, code := p.harrier(t, "wait", "--timeout", "120", id(c)); code != 0 {
+			t.Fatalf("wait %s: exit %d: %s (%v)", id(c), code, out, p.jobs(t, "q", id(c)))
+		}
+	}
+	read := func(p string) string {
+		t.Helper()
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Error(err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	jobUID := read(filepath.Join(adir, "job_uid.txt"))
+	if jobUID == "" || jobUID == "0" {
+		t.Fatalf("the job ran as uid %q", jobUID)
+	}
+	if got, want := read(filepath.Join(adir, "got_alpha.txt")), "demo alpha.txt uid="+jobUID; got != want {
+		t.Errorf("alice's demo:// input: %q, want %q (the admin's plugin run as the job's user)", got, want)
+	}
+	if got, want := read(filepath.Join(bdir, "got_beta.txt")), "bob's plugin beta.txt uid="+jobUID; got != want {
+		t.Errorf("bob's bobs:// input: %q, want %q (his plugin run as the job's user)", got, want)
+	}
+
+	// output_destination: nothing comes home, everything is at the URL.
+	for _, name := range []string{"big.dat", "big.sum", "uid.txt"} {
+		if _, err := os.Stat(filepath.Join(adir, name)); !os.IsNotExist(err) {
+			t.Errorf("%s came home despite output_destination: %v", name, err)
+		}
+	}
+	checksum := func(where string, data []byte, sum string) {
+		t.Helper()
+		h := sha256.Sum256(data)
+		if len(data) != 300000 || hex.EncodeToString(h[:]) != strings.TrimSpace(sum) {
+			t.Errorf("%s: big.dat of %d bytes does not match its checksum %q", where, len(data), sum)
+		}
+	}
+	mu.Lock()
+	checksum("over HTTP", put["/results/big.dat"], string(put["/results/big.sum"]))
+	if u := strings.TrimSpace(string(put["/results/uid.txt"])); u != jobUID {
+		t.Errorf("PUT /results/uid.txt: %q, want %q", u, jobUID)
+	}
+	mu.Unlock()
+	data, _ := os.ReadFile(filepath.Join(files, "big.dat"))
+	checksum("file://", data, read(filepath.Join(files, "big.sum")))
+	var st syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(files, "big.dat"), &st); err != nil || fmt.Sprint(st.Uid) != jobUID {
+		t.Errorf("file:// output owned by uid %d (%v), want the job's user %s", st.Uid, err, jobUID)
+	}
+	data, _ = os.ReadFile(filepath.Join(store, "big.dat"))
+	checksum("demo:// upload", data, read(filepath.Join(store, "big.sum")))
+
+	eventually(t, 120*time.Second, "job "+id(refused)+" held", func() bool { return p.jobStatus(t, id(refused)) == 5 })
+	q := p.jobs(t, "q", id(refused))[0]
+	if reason, _ := q["HoldReason"].(string); q["HoldReasonCode"] != float64(13) || !strings.Contains(reason, "big.dat") && !strings.Contains(reason, "big.sum") && !strings.Contains(reason, "uid.txt") {
+		t.Errorf("refused upload: HoldReasonCode %v, reason %q; want 13 naming the file", q["HoldReasonCode"], reason)
+	}
+
+	// The machine has run every other job: the one needing nowhere://
+	// was never matched, and the analysis says what it lacks.
+	if s := p.jobStatus(t, id(nowhere)); s != 1 {
+		t.Errorf("the nowhere:// job has status %d, want idle", s)
+	}
+	out := p.must(t, "q", "-better-analyze", id(nowhere))
+	if !strings.Contains(out, "HasFileTransferPluginMethods") || !strings.Contains(out, "nowhere") {
+		t.Errorf("q -better-analyze does not say the job needs a nowhere:// plugin:\n%s", out)
+	}
+}
