@@ -12,11 +12,13 @@ import (
 	"os/user"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 
 	"harrier.dev/harrier/asuser"
+	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/transfer"
 	"harrier.dev/harrier/transferplugin"
 )
@@ -268,11 +270,30 @@ func (x *fileTransfer) toDestination(ctx context.Context, root *os.Root, dest st
 	return len(files), size, nil
 }
 
+// stdioItems are the job's spooled standard output and error, under the
+// names of its output and error files, for output_destination, where
+// HTCondor sends them too.
+func (sp *outputSpool) stdioItems(job *classad.ClassAd) [][2]string {
+	if sp == nil {
+		return nil
+	}
+	var items [][2]string
+	for fd, attr := range map[int]string{1: "Out", 2: "Err"} {
+		name, _ := job.EvalString(attr)
+		if !sp.spooled[fd] || name == "" || name == os.DevNull {
+			continue
+		}
+		items = append(items, [2]string{spoolNames[fd], filepath.Base(name)})
+	}
+	slices.SortFunc(items, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
+	return items
+}
+
 // putFile copies a file of the scratch directory to dst, as the job's
 // user: into a temporary name beside it, then renamed, so that no partial
 // file is seen under its name.
 func (x *fileTransfer) putFile(root *os.Root, name, dst string) (int64, error) {
-	src, err := root.Open(name)
+	src, err := openRegular(root, name, os.O_RDONLY)
 	if err != nil {
 		return 0, err
 	}
@@ -312,7 +333,7 @@ func (x *fileTransfer) putFile(root *os.Root, name, dst string) (int64, error) {
 
 // putHTTP uploads a file of the scratch directory with an HTTP PUT.
 func putHTTP(ctx context.Context, root *os.Root, name, dst string) (int64, error) {
-	f, err := root.Open(name)
+	f, err := openRegular(root, name, os.O_RDONLY)
 	if err != nil {
 		return 0, err
 	}

@@ -57,6 +57,9 @@ type fileTransfer struct {
 	// user is who plugins and file:// outputs run as (nil: the starter).
 	plugins map[string]string
 	user    *asuser.Credential
+	// stdio are the spooled standard output and error, as items of
+	// outputItems, that go to output_destination with the outputs.
+	stdio [][2]string
 	// before is the top of the scratch directory as the job found it: a
 	// file not there, or changed since, is an output.
 	before map[string]stamp
@@ -270,7 +273,7 @@ func (x *fileTransfer) outputs(ctx context.Context, ex *wire.Exited, killed bool
 		return ex
 	}
 	root, err := os.OpenRoot(x.scratch)
-	if dest, _ := x.job.EvalString("OutputDestination"); err == nil && dest != "" && !intermediate {
+	if dest := x.destination(); err == nil && dest != "" && !intermediate {
 		defer root.Close()
 		return x.outputsTo(ctx, root, dest, ex)
 	}
@@ -307,12 +310,19 @@ func (x *fileTransfer) outputs(ctx context.Context, ex *wire.Exited, killed bool
 	return &wire.Exited{HoldReason: "Failed to transfer output files: " + grpcMessage(err), HoldCode: int32(code)}
 }
 
+// destination is output_destination, or "".
+func (x *fileTransfer) destination() string {
+	d, _ := x.job.EvalString("OutputDestination")
+	return d
+}
+
 // outputsTo sends the job's outputs to output_destination; an evicted
 // job's intermediate files go home all the same, to come back with its
 // next start.
 func (x *fileTransfer) outputsTo(ctx context.Context, root *os.Root, dest string, ex *wire.Exited) *wire.Exited {
 	items, err := x.outputItems(root)
 	if err == nil {
+		items = append(items, x.stdio...)
 		var n int
 		var size int64
 		n, size, err = x.toDestination(ctx, root, dest, items)

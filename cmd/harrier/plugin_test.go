@@ -124,6 +124,8 @@ func TestTransferPlugins(t *testing.T) {
 head -c 300000 /dev/urandom > big.dat
 sha256sum big.dat | cut -d' ' -f1 > big.sum
 id -u > uid.txt
+echo made
+echo "to stderr" >&2
 `, 0o755)
 	au, ag := lookupIDs(t, alice.Username)
 	chownAll(t, adir, au, ag)
@@ -152,11 +154,14 @@ queue
 	toHTTP := p.submitAs(t, alice.Username, adir, "http.sub", fmt.Sprintf(`executable = make.sh
 should_transfer_files = YES
 output_destination = http://%s/results/
+output = made.out
+error = made.err
 queue
 `, lis.Addr()))
 	toFile := p.submitAs(t, alice.Username, adir, "file.sub", `executable = make.sh
 should_transfer_files = YES
 output_destination = file://`+files+`
+output = made.out
 queue
 `)
 	toPlugin := p.submitAs(t, alice.Username, adir, "store.sub", `executable = make.sh
@@ -169,6 +174,15 @@ should_transfer_files = YES
 output_destination = http://%s/refuse/
 queue
 `, lis.Addr()))
+
+	// Alice cannot run bob's plugin: it is read as hers, to go with her
+	// job's inputs.
+	stolen := p.submitAs(t, alice.Username, adir, "stolen.sub", `executable = get.sh
+should_transfer_files = YES
+transfer_input_files = bobs://anywhere/beta.txt
+transfer_plugins = bobs = `+filepath.Join(bdir, "bob_plugin.sh")+`
+queue
+`)
 
 	id := func(c int) string { return fmt.Sprintf("%d.0", c) }
 	for _, c := range []int{demo, own, toHTTP, toFile, toPlugin} {
@@ -213,12 +227,19 @@ queue
 	if u := strings.TrimSpace(string(put["/results/uid.txt"])); u != jobUID {
 		t.Errorf("PUT /results/uid.txt: %q, want %q", u, jobUID)
 	}
+	// The job's standard output and error go there too, under their names.
+	if o, e := string(put["/results/made.out"]), string(put["/results/made.err"]); o != "made\n" || e != "to stderr\n" {
+		t.Errorf("PUT made.out %q, made.err %q: want the job's output and error", o, e)
+	}
 	mu.Unlock()
 	data, _ := os.ReadFile(filepath.Join(files, "big.dat"))
 	checksum("file://", data, read(filepath.Join(files, "big.sum")))
 	var st syscall.Stat_t
 	if err := syscall.Stat(filepath.Join(files, "big.dat"), &st); err != nil || fmt.Sprint(st.Uid) != jobUID {
 		t.Errorf("file:// output owned by uid %d (%v), want the job's user %s", st.Uid, err, jobUID)
+	}
+	if o := read(filepath.Join(files, "made.out")); o != "made" {
+		t.Errorf("file:// made.out: %q, want the job's output", o)
 	}
 	data, _ = os.ReadFile(filepath.Join(store, "big.dat"))
 	checksum("demo:// upload", data, read(filepath.Join(store, "big.sum")))
@@ -227,6 +248,15 @@ queue
 	q := p.jobs(t, "q", id(refused))[0]
 	if reason, _ := q["HoldReason"].(string); q["HoldReasonCode"] != float64(13) || !strings.Contains(reason, "big.dat") && !strings.Contains(reason, "big.sum") && !strings.Contains(reason, "uid.txt") {
 		t.Errorf("refused upload: HoldReasonCode %v, reason %q; want 13 naming the file", q["HoldReasonCode"], reason)
+	}
+
+	eventually(t, 120*time.Second, "job "+id(stolen)+" held", func() bool { return p.jobStatus(t, id(stolen)) == 5 })
+	q = p.jobs(t, "q", id(stolen))[0]
+	if reason, _ := q["HoldReason"].(string); q["HoldReasonCode"] != float64(13) || !strings.Contains(reason, "bob_plugin.sh") {
+		t.Errorf("alice's job naming bob's plugin: HoldReasonCode %v, reason %q; want 13 naming the plugin", q["HoldReasonCode"], reason)
+	}
+	if _, err := os.Stat(filepath.Join(adir, "got_beta.txt")); !os.IsNotExist(err) {
+		t.Errorf("alice's job ran bob's plugin: %v", err)
 	}
 
 	// The machine has run every other job: the one needing nowhere://
