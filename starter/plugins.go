@@ -244,6 +244,15 @@ func (x *fileTransfer) toDestination(ctx context.Context, root *os.Root, dest st
 		if err := x.letUserWrite(); err != nil {
 			return 0, 0, err
 		}
+		// The plugin reads them as the job's user: the starter's own
+		// (its standard output and error) become that user's.
+		for _, f := range files {
+			if x.user != nil {
+				if err := root.Lchown(f[0], int(x.user.UID), int(x.user.GID)); err != nil {
+					return 0, 0, &transfer.FileError{Name: f[0], Err: err}
+				}
+			}
+		}
 		res, err := transferplugin.Run(ctx, plugin, x.scratch, execCredential(x.user), true, list)
 		if err != nil {
 			return 0, 0, err

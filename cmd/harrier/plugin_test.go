@@ -167,6 +167,7 @@ queue
 	toPlugin := p.submitAs(t, alice.Username, adir, "store.sub", `executable = make.sh
 should_transfer_files = YES
 output_destination = demo://store/run
+output = made.out
 queue
 `)
 	refused := p.submitAs(t, alice.Username, adir, "refused.sub", fmt.Sprintf(`executable = make.sh
@@ -243,6 +244,9 @@ queue
 	}
 	data, _ = os.ReadFile(filepath.Join(store, "big.dat"))
 	checksum("demo:// upload", data, read(filepath.Join(store, "big.sum")))
+	if o := read(filepath.Join(store, "made.out")); o != "made" {
+		t.Errorf("demo:// made.out: %q, want the job's output", o)
+	}
 
 	eventually(t, 120*time.Second, "job "+id(refused)+" held", func() bool { return p.jobStatus(t, id(refused)) == 5 })
 	q := p.jobs(t, "q", id(refused))[0]
