@@ -62,8 +62,10 @@ printf 'TransferUrl = "%s"\nTransferSuccess = true\n' "$url" > "$out"
 // TestTransferPlugins: the administrator's plugin for demo:// (in
 // FILETRANSFER_PLUGINS) is advertised in the machine ad and fetches the
 // inputs of alice's job; bob's own plugin, sent with his job, fetches
-// bobs:// URLs; both run as the job's user, never root. A job needing a
-// scheme no machine supports stays idle, and -better-analyze says why.
+// bobs:// URLs; both run as the job's user, never root; alice cannot use
+// bob's plugin. A job needing a scheme no machine supports stays idle,
+// and -better-analyze says why; one matched all the same is held naming
+// the URL.
 // Outputs go to output_destination: a loopback HTTP server (PUT, with
 // checksums checked), a file:// directory written as the job's user, and
 // the demo plugin in upload mode; an upload the server refuses holds the
@@ -149,6 +151,14 @@ queue
 	nowhere := p.submitAs(t, alice.Username, adir, "nowhere.sub", `executable = get.sh
 should_transfer_files = YES
 transfer_input_files = nowhere://host/x.txt
+queue
+`)
+	// A job whose own requirements take the scheme's place is matched,
+	// and held by the starter naming the URL no plugin moves.
+	unmoved := p.submitAs(t, alice.Username, adir, "unmoved.sub", `executable = get.sh
+should_transfer_files = YES
+transfer_input_files = nowhere://host/y.txt
+requirements = HasFileTransferPluginMethods =!= undefined
 queue
 `)
 	toHTTP := p.submitAs(t, alice.Username, adir, "http.sub", fmt.Sprintf(`executable = make.sh
@@ -261,6 +271,12 @@ queue
 	}
 	if _, err := os.Stat(filepath.Join(adir, "got_beta.txt")); !os.IsNotExist(err) {
 		t.Errorf("alice's job ran bob's plugin: %v", err)
+	}
+
+	eventually(t, 120*time.Second, "job "+id(unmoved)+" held", func() bool { return p.jobStatus(t, id(unmoved)) == 5 })
+	q = p.jobs(t, "q", id(unmoved))[0]
+	if reason, _ := q["HoldReason"].(string); q["HoldReasonCode"] != float64(13) || !strings.Contains(reason, "nowhere://host/y.txt") {
+		t.Errorf("a URL no plugin moves: HoldReasonCode %v, reason %q; want 13 naming the URL", q["HoldReasonCode"], reason)
 	}
 
 	// The machine has run every other job: the one needing nowhere://
