@@ -38,7 +38,7 @@ done < "$in"
 exit $rc
 `
 
-func writePlugin(t *testing.T) string {
+func writePlugin(t testing.TB) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "demo_plugin")
 	if err := os.WriteFile(p, []byte(demoPlugin), 0o755); err != nil {
