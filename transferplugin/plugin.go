@@ -14,7 +14,8 @@
 //
 // Plugins are programs of the execute machine's administrator or of the
 // job's submitter: both run with the credential they are given, never
-// the caller's root, in a directory they may write.
+// the caller's root, and may write only beneath the directory they are
+// given (see confine.go), where the kernel has Landlock.
 package transferplugin
 
 import (
@@ -25,6 +26,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -61,9 +63,10 @@ func Query(ctx context.Context, path string, cred *syscall.Credential) (Plugin, 
 	cmd.Dir = "/"
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := runConfined(cmd, nil)
+	out := stdout.Bytes()
 	if err != nil {
 		return Plugin{}, fmt.Errorf("ask transfer plugin %s its capabilities: %w: %s", path, err, strings.TrimSpace(stderr.String()))
 	}
@@ -149,7 +152,7 @@ func Run(ctx context.Context, path, dir string, cred *syscall.Credential, upload
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	runErr := cmd.Run()
+	runErr := runConfined(cmd, []string{dir})
 	// The outfile is the plugin's: read it through no link it put there.
 	var text []byte
 	if root, err := os.OpenRoot(work); err == nil {
@@ -277,4 +280,22 @@ func Advertised(methods map[string]string) string {
 	}
 	slices.Sort(all)
 	return strings.Join(all, ",")
+}
+
+// runConfined runs cmd on an OS thread of its own whose writes, and its
+// children's, are confined to dirs (see confineWrites). The thread is
+// never unlocked: it keeps the restriction, and ends with the goroutine.
+// It lives until cmd has exited, since a child's parent-death signal
+// follows the thread that started it.
+func runConfined(cmd *exec.Cmd, dirs []string) error {
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if err := confineWrites(dirs, []string{os.DevNull}); err != nil && !errors.Is(err, ErrNoLandlock) {
+			done <- fmt.Errorf("confine the plugin: %w", err)
+			return
+		}
+		done <- cmd.Run()
+	}()
+	return <-done
 }

@@ -105,3 +105,36 @@ func TestParseNewSyntaxResults(t *testing.T) {
 		t.Errorf("first URL %q", u)
 	}
 }
+
+// A plugin writes in its directory and nowhere else, even where its user
+// may: the kernel refuses (Landlock).
+func TestRunConfinesWrites(t *testing.T) {
+	if _, err := landlockABI(); err != nil {
+		t.Skipf("no confinement on this kernel: %v", err)
+	}
+	outside := t.TempDir()
+	plugin := filepath.Join(t.TempDir(), "escape_plugin")
+	script := `#!/bin/sh
+local=$(sed -n 's/^LocalFileName = "\(.*\)"$/\1/p' "$2")
+if echo x > ` + outside + `/escaped 2>/dev/null; then r=written; else r=refused; fi
+echo "$r" > "$local"
+printf 'TransferUrl = "demo://h/r"\nTransferSuccess = true\n' > "$4"
+`
+	if err := os.WriteFile(plugin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := Run(context.Background(), plugin, dir, nil, false, []File{{URL: "demo://h/r", LocalFile: filepath.Join(dir, "r")}}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "r")); string(b) != "refused\n" {
+		t.Errorf("the plugin's write outside its directory: %q, want refused", b)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "escaped")); !os.IsNotExist(err) {
+		t.Errorf("the plugin wrote outside its directory: %v", err)
+	}
+	// The caller's own threads are not confined.
+	if err := os.WriteFile(filepath.Join(outside, "mine"), nil, 0o644); err != nil {
+		t.Errorf("the caller cannot write after a plugin ran: %v", err)
+	}
+}

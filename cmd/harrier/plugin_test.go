@@ -17,9 +17,11 @@ import (
 )
 
 // demoPlugin is an administrator's transfer plugin, in shell, for the
-// made-up scheme demo://: a download writes "demo NAME uid=UID" (the user
-// it ran as) into the file; an upload copies the file into store.
-func demoPlugin(store string) string {
+// made-up scheme demo://: a download writes "demo NAME uid=UID
+// outside=..." into the file, with the user it ran as and whether it
+// could write into outside (a directory its user may write, beyond its
+// own); an upload PUTs the file to store/NAME with curl.
+func demoPlugin(store, outside string) string {
 	return `#!/bin/sh
 if [ "$1" = -classad ]; then
 	printf 'MultipleFileSupport = true\nPluginVersion = "1.0"\nPluginType = "FileTransfer"\nSupportedMethods = "demo"\n'
@@ -35,9 +37,10 @@ while read -r name eq value; do
 	esac
 	if [ -n "$url" ] && [ -n "$local" ]; then
 		if [ "$mode" = -upload ]; then
-			cp "$local" "` + store + `/${url##*/}" || exit 1
+			curl -sf -T "$local" "` + store + `/${url##*/}" || exit 1
 		else
-			echo "demo ${url##*/} uid=$(id -u)" > "$local"
+			if echo x > ` + outside + `/escaped 2>/dev/null; then o=written; else o=refused; fi
+			echo "demo ${url##*/} uid=$(id -u) outside=$o" > "$local"
 		fi
 		printf 'TransferUrl = "%s"\nTransferSuccess = true\nTransferTotalBytes = %d\n\n' "$url" "$(wc -c < "$local")" >> "$out"
 		url= local=
@@ -62,7 +65,8 @@ printf 'TransferUrl = "%s"\nTransferSuccess = true\n' "$url" > "$out"
 // TestTransferPlugins: the administrator's plugin for demo:// (in
 // FILETRANSFER_PLUGINS) is advertised in the machine ad and fetches the
 // inputs of alice's job; bob's own plugin, sent with his job, fetches
-// bobs:// URLs; both run as the job's user, never root; alice cannot use
+// bobs:// URLs; both run as the job's user, never root, writing only in
+// the job's scratch directory (not in a directory open to all); alice cannot use
 // bob's plugin. A job needing a scheme no machine supports stays idle,
 // and -better-analyze says why; one matched all the same is held naming
 // the URL.
@@ -77,9 +81,8 @@ func TestTransferPlugins(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(admin) })
-	store := filepath.Join(admin, "store")
 	files := filepath.Join(admin, "files")
-	for _, d := range []string{admin, store, files} {
+	for _, d := range []string{admin, files} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -88,14 +91,6 @@ func TestTransferPlugins(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	plugin := filepath.Join(admin, "demo_plugin")
-	writeFile(t, plugin, demoPlugin(store), 0o755)
-	p := startPoolFrom(t, bin, 1, "FILETRANSFER_PLUGINS = "+plugin)
-	if m, _ := p.machine(t)["HasFileTransferPluginMethods"].(string); !strings.Contains(","+m+",", ",demo,") {
-		t.Errorf("HasFileTransferPluginMethods = %q, want demo among them", m)
-	}
-
-	alice, bob := newUser(t), newUser(t)
 	var (
 		mu  sync.Mutex
 		put = map[string][]byte{}
@@ -119,6 +114,14 @@ func TestTransferPlugins(t *testing.T) {
 	})}
 	go srv.Serve(lis)
 	t.Cleanup(func() { srv.Close() })
+
+	plugin := filepath.Join(admin, "demo_plugin")
+	writeFile(t, plugin, demoPlugin(fmt.Sprintf("http://%s/store", lis.Addr()), files), 0o755)
+	p := startPoolFrom(t, bin, 1, "FILETRANSFER_PLUGINS = "+plugin)
+	if m, _ := p.machine(t)["HasFileTransferPluginMethods"].(string); !strings.Contains(","+m+",", ",demo,") {
+		t.Errorf("HasFileTransferPluginMethods = %q, want demo among them", m)
+	}
+	alice, bob := newUser(t), newUser(t)
 
 	adir := filepath.Join(alice.HomeDir, "plugins")
 	writeFile(t, filepath.Join(adir, "get.sh"), "#!/bin/sh\ncat alpha.txt > got_alpha.txt\nid -u > job_uid.txt\n", 0o755)
@@ -213,8 +216,8 @@ queue
 	if jobUID == "" || jobUID == "0" {
 		t.Fatalf("the job ran as uid %q", jobUID)
 	}
-	if got, want := read(filepath.Join(adir, "got_alpha.txt")), "demo alpha.txt uid="+jobUID; got != want {
-		t.Errorf("alice's demo:// input: %q, want %q (the admin's plugin run as the job's user)", got, want)
+	if got, want := read(filepath.Join(adir, "got_alpha.txt")), "demo alpha.txt uid="+jobUID+" outside=refused"; got != want {
+		t.Errorf("alice's demo:// input: %q, want %q (the admin's plugin run as the job's user, writing only in the job's directory)", got, want)
 	}
 	if got, want := read(filepath.Join(bdir, "got_beta.txt")), "bob's plugin beta.txt uid="+jobUID; got != want {
 		t.Errorf("bob's bobs:// input: %q, want %q (his plugin run as the job's user)", got, want)
@@ -252,11 +255,12 @@ queue
 	if o := read(filepath.Join(files, "made.out")); o != "made" {
 		t.Errorf("file:// made.out: %q, want the job's output", o)
 	}
-	data, _ = os.ReadFile(filepath.Join(store, "big.dat"))
-	checksum("demo:// upload", data, read(filepath.Join(store, "big.sum")))
-	if o := read(filepath.Join(store, "made.out")); o != "made" {
+	mu.Lock()
+	checksum("demo:// upload", put["/store/big.dat"], string(put["/store/big.sum"]))
+	if o := string(put["/store/made.out"]); o != "made\n" {
 		t.Errorf("demo:// made.out: %q, want the job's output", o)
 	}
+	mu.Unlock()
 
 	eventually(t, 120*time.Second, "job "+id(refused)+" held", func() bool { return p.jobStatus(t, id(refused)) == 5 })
 	q := p.jobs(t, "q", id(refused))[0]
