@@ -71,7 +71,8 @@ printf 'TransferUrl = "%s"\nTransferSuccess = true\n' "$url" > "$out"
 // and -better-analyze says why; one matched all the same is held naming
 // the URL.
 // Outputs go to output_destination: a loopback HTTP server (PUT, with
-// checksums checked), a file:// directory written as the job's user, and
+// checksums checked), a file:// directory written as the job's user (one
+// closed to that user holds the job, though root could write it), and
 // the demo plugin in upload mode; an upload the server refuses holds the
 // job with code 13 and the file's name.
 func TestTransferPlugins(t *testing.T) {
@@ -183,6 +184,16 @@ output_destination = demo://store/run
 output = made.out
 queue
 `)
+	// A directory root may write and the job's user may not.
+	closed := filepath.Join(admin, "closed")
+	if err := os.Mkdir(closed, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	toClosed := p.submitAs(t, alice.Username, adir, "closed.sub", `executable = make.sh
+should_transfer_files = YES
+output_destination = file://`+closed+`
+queue
+`)
 	refused := p.submitAs(t, alice.Username, adir, "refused.sub", fmt.Sprintf(`executable = make.sh
 should_transfer_files = YES
 output_destination = http://%s/refuse/
@@ -268,6 +279,14 @@ queue
 		t.Errorf("refused upload: HoldReasonCode %v, reason %q; want 13 naming the file", q["HoldReasonCode"], reason)
 	}
 
+	eventually(t, 120*time.Second, "job "+id(toClosed)+" held", func() bool { return p.jobStatus(t, id(toClosed)) == 5 })
+	q = p.jobs(t, "q", id(toClosed))[0]
+	if reason, _ := q["HoldReason"].(string); q["HoldReasonCode"] != float64(13) || !strings.Contains(reason, "permission denied") {
+		t.Errorf("file:// into a directory closed to the job's user: HoldReasonCode %v, reason %q; want 13, permission denied", q["HoldReasonCode"], reason)
+	}
+	if entries, _ := os.ReadDir(closed); len(entries) != 0 {
+		t.Errorf("root wrote the job's outputs where its user may not: %v", entries)
+	}
 	eventually(t, 120*time.Second, "job "+id(stolen)+" held", func() bool { return p.jobStatus(t, id(stolen)) == 5 })
 	q = p.jobs(t, "q", id(stolen))[0]
 	if reason, _ := q["HoldReason"].(string); q["HoldReasonCode"] != float64(13) || !strings.Contains(reason, "bob_plugin.sh") {
