@@ -218,13 +218,18 @@ func outputFiles(root *os.Root, items [][2]string) ([][2]string, error) {
 }
 
 // toDestination sends the job's outputs to output_destination instead of
-// home: a file:// directory of this machine, written as the job's user;
+// home, under their names there after transfer_output_remaps: a file:// directory of this machine, written as the job's user;
 // an http(s):// URL, one PUT a file; or a plugin's scheme, in one upload.
 // The error names the file.
 func (x *fileTransfer) toDestination(ctx context.Context, root *os.Root, dest string, items [][2]string) (int, int64, error) {
 	files, err := outputFiles(root, items)
 	if err != nil {
 		return 0, 0, err
+	}
+	if rename := transfer.OutputRemaps(x.job.EvalString("TransferOutputRemaps")); rename != nil {
+		for i := range files {
+			files[i][1] = rename(files[i][1])
+		}
 	}
 	u, err := url.Parse(dest)
 	if err != nil {

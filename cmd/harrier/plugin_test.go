@@ -168,6 +168,7 @@ queue
 	toHTTP := p.submitAs(t, alice.Username, adir, "http.sub", fmt.Sprintf(`executable = make.sh
 should_transfer_files = YES
 output_destination = http://%s/results/
+transfer_output_remaps = "big.sum = sums/big.sha256"
 output = made.out
 error = made.err
 queue
@@ -248,7 +249,8 @@ queue
 		}
 	}
 	mu.Lock()
-	checksum("over HTTP", put["/results/big.dat"], string(put["/results/big.sum"]))
+	// transfer_output_remaps names the file at the destination.
+	checksum("over HTTP", put["/results/big.dat"], string(put["/results/sums/big.sha256"]))
 	if u := strings.TrimSpace(string(put["/results/uid.txt"])); u != jobUID {
 		t.Errorf("PUT /results/uid.txt: %q, want %q", u, jobUID)
 	}
