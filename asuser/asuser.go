@@ -64,40 +64,53 @@ func Lookup(name string) (Credential, error) {
 // user it is: OpenFile then opens the file plainly.
 func OpenFile(c Credential, path string, flag int, perm os.FileMode) (*os.File, error) {
 	flag |= unix.O_NOFOLLOW | unix.O_CLOEXEC
+	var f *os.File
+	err := Do(c, func() error {
+		var err error
+		f, err = os.OpenFile(path, flag, perm)
+		return err
+	})
+	if err != nil && f != nil {
+		// The file opened but root's credentials could not be put back.
+		f.Close()
+		f = nil
+	}
+	return f, err
+}
+
+// Do calls fn with the file-system identity of the user c: every path
+// fn opens, creates, renames or removes is checked by the kernel as the
+// user's, and what it creates belongs to the user. fn runs on one locked
+// OS thread and must do its file work there: it must not start
+// goroutines or block on others that do. When the calling process is
+// not root it can only be the user it is: Do then calls fn plainly.
+func Do(c Credential, fn func() error) error {
 	if os.Geteuid() != 0 {
-		return os.OpenFile(path, flag, perm)
+		return fn()
 	}
-	type result struct {
-		f   *os.File
-		err error
-	}
-	done := make(chan result, 1)
-	// The open runs on a thread of its own, locked for the duration; if
-	// root's credentials cannot be put back, the goroutine exits still
-	// locked, and the runtime ends the thread rather than reuse it.
+	done := make(chan error, 1)
+	// fn runs on a thread of its own, locked for the duration; if root's
+	// credentials cannot be put back, the goroutine exits still locked,
+	// and the runtime ends the thread rather than reuse it.
 	go func() {
 		runtime.LockOSThread()
 		restore, err := become(c)
 		if err != nil {
-			done <- result{nil, err}
+			done <- err
 			if restore() == nil {
 				runtime.UnlockOSThread()
 			}
 			return
 		}
-		f, err := os.OpenFile(path, flag, perm)
+		err = fn()
 		if rerr := restore(); rerr != nil {
-			if f != nil {
-				f.Close()
-			}
-			done <- result{nil, rerr}
+			done <- rerr
 			return
 		}
 		runtime.UnlockOSThread()
-		done <- result{f, err}
+		done <- err
 	}()
-	r := <-done
-	return r.f, r.err
+	return <-done
 }
 
 // become sets the calling thread's supplementary groups, fsgid and fsuid

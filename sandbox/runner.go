@@ -297,3 +297,6 @@ func destroyContainer(root, id string) error {
 // destroyPatience is how long destroyContainer waits for a killed job's
 // processes to be reaped.
 const destroyPatience = 3 * time.Second
+
+// User is the slot user the runner's jobs run as.
+func (r *Runner) User() (uid, gid int) { return r.user.uid, r.user.gid }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -224,7 +223,7 @@ func (s *Shadow) receiveOutputs(stream wire.Shadow_TransferOutputServer, first *
 		return nil, err
 	}
 	defer to.Close()
-	r := &transfer.Receiver{To: to, Rename: OutputRemaps(s.job.EvalString("TransferOutputRemaps"))}
+	r := &transfer.Receiver{To: to, Rename: transfer.OutputRemaps(s.job.EvalString("TransferOutputRemaps"))}
 	if isSpooled(s.job) {
 		r.Rename = nil // applied when they are fetched
 	}
@@ -294,28 +293,4 @@ func receive(stream wire.Shadow_TransferOutputServer, first *wire.TransferChunk,
 		return err
 	}
 	return r.Receive(func(c *wire.TransferChunk) error { return stream.RecvMsg(c) })
-}
-
-// OutputRemaps reads transfer_output_remaps ("name = newname; ...") into
-// a renaming of the entries received: a name remapped, or a directory's,
-// with what is below it.
-func OutputRemaps(v string, ok bool) func(string) string {
-	if !ok || strings.TrimSpace(v) == "" {
-		return nil
-	}
-	remaps := map[string]string{}
-	for pair := range strings.SplitSeq(v, ";") {
-		from, to, ok := strings.Cut(pair, "=")
-		if ok {
-			remaps[path.Clean(strings.TrimSpace(from))] = path.Clean(strings.TrimSpace(to))
-		}
-	}
-	return func(name string) string {
-		for p := name; p != "." && p != "/"; p = path.Dir(p) {
-			if to, ok := remaps[p]; ok {
-				return path.Join(to, strings.TrimPrefix(name, p))
-			}
-		}
-		return name
-	}
 }

@@ -26,6 +26,9 @@ type adConfig struct {
 	drainStarted      time.Time // LastDrainStartTime
 	gpus              gpuShare  // see gpus.go
 	cron              cronAttrs // see cron.go
+	// pluginMethods is HasFileTransferPluginMethods: the URL schemes
+	// the starters move, built in or by a plugin.
+	pluginMethods string
 }
 
 // machineAd builds the ad of one slot from a measurement of the whole
@@ -110,6 +113,8 @@ func machineAd(c adConfig, m machine, v view, now time.Time) *classad.ClassAd {
 	ad.SetInt("MyCurrentTime", now.Unix())
 	ad.SetString("HarrierVersion", c.version)
 	ad.SetString("HarrierSandbox", c.sandbox)
+	ad.SetBool("HasFileTransfer", true)
+	ad.SetString("HasFileTransferPluginMethods", c.pluginMethods)
 	// Jobs in their own container images (universe = container or
 	// docker) need a container; submit requires these, as HTCondor's does.
 	// CachedImages names the images the machine holds, for a job's

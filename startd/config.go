@@ -122,6 +122,12 @@ type Config struct {
 	// jobs as. Default "nobody", or root on a machine without that
 	// account; a startd that is not root runs them as itself.
 	CronUser string
+	// TransferPlugins are the administrator's file transfer plugins
+	// (FILETRANSFER_PLUGINS), programs asked their capabilities when the
+	// startd starts: each scheme they support joins
+	// HasFileTransferPluginMethods, and the starter runs them, as the
+	// job's user, for its URLs of the scheme.
+	TransferPlugins []string
 }
 
 // A SlotType is one kind of slot of the machine.

@@ -22,6 +22,7 @@ import (
 	"harrier.dev/harrier/metrics"
 	"harrier.dev/harrier/pki"
 	"harrier.dev/harrier/starter"
+	"harrier.dev/harrier/transferplugin"
 	"harrier.dev/harrier/wire"
 )
 
@@ -40,6 +41,8 @@ type Startd struct {
 
 	// cronCred is who runs the cron jobs; nil: the startd's own user.
 	cronCred *syscall.Credential
+	// plugins maps a URL scheme to the transfer plugin for it.
+	plugins map[string]string
 
 	// changed wakes the advertiser after a state change.
 	changed chan struct{}
@@ -109,6 +112,8 @@ func New(cfg Config) (*Startd, error) {
 			return nil, fmt.Errorf("startd configuration: %w", err)
 		}
 	}
+	s.plugins = queryPlugins(cfg.TransferPlugins, s.log)
+	s.adc.pluginMethods = transferplugin.Advertised(s.plugins)
 	reg := cfg.Metrics
 	if reg == nil {
 		reg = prometheus.NewRegistry()

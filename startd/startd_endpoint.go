@@ -310,6 +310,7 @@ func (s *Startd) reserveActivation(ctx context.Context, req *wire.ActivateClaimR
 		MachineCpus:       int64(m.cpus),
 		Cpuset:            s.pin(sl, have.cpus),
 		CheckpointKeyFile: s.cfg.CheckpointKeyFile,
+		TransferPlugins:   s.plugins,
 	}
 	spec.GPUs, spec.GPUDevices = s.adc.gpus.spec(sl.gpus)
 	// Not a move: the slot's state and activity do not change.

@@ -90,7 +90,12 @@ func (s *Starter) executeJob(ctx context.Context, conn grpc.ClientConnInterface,
 		// A job stopped for its removal or hold sends nothing home; an
 		// evicted one keeps its output with it, to go on.
 		killed := e.stopReason != "" && e.evict == ""
-		if !killed && !x.Evicted {
+		switch {
+		case killed || x.Evicted:
+		case xfer.destination() != "":
+			// The output goes with the other outputs.
+			xfer.stdio = e.spool.stdioItems(job)
+		default:
 			if err := e.spool.sendHome(send); err != nil {
 				logger.Warn("send the job's output home", "err", err)
 			}

@@ -73,6 +73,13 @@ type ScratchRelocator interface {
 	JobScratchDir() string
 }
 
+// JobUserRunner is a Runner whose jobs run as a user of its own (the
+// slot user): transfer plugins and output written on the execute
+// machine run as that user too. For other runners they run as nobody.
+type JobUserRunner interface {
+	JobUser() (uid, gid int)
+}
+
 // Job is a started job.
 type Job interface {
 	// Pid is the job's first process, as the execute machine sees it.

@@ -56,6 +56,9 @@ type Spec struct {
 	// device nodes every GPU job needs besides its own.
 	GPUs       []GPU    `json:"gpus,omitempty"`
 	GPUDevices []string `json:"gpu_devices,omitempty"`
+	// TransferPlugins maps a URL scheme to the administrator's transfer
+	// plugin for it (see the transferplugin package).
+	TransferPlugins map[string]string `json:"transfer_plugins,omitempty"`
 }
 
 // Command is sent by the startd to a starter on its standard input (see

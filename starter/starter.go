@@ -94,7 +94,12 @@ func (s *Starter) Run(ctx context.Context) error {
 	var xfer *fileTransfer
 	if hold == nil {
 		if xfer = transferFor(job, client, s.spec.Secret, s.spec.ScratchDir, task.Path, logger); xfer != nil {
-			hold = xfer.inputs(ctx)
+			xfer.plugins = s.spec.TransferPlugins
+			if xfer.user, err = s.jobUser(); err != nil {
+				hold = &wire.Exited{HoldReason: "Failed to transfer input files: " + err.Error(), HoldCode: holdCodeInput}
+			} else {
+				hold = xfer.inputs(ctx)
+			}
 			xfer.sessionUp = send.waitUp
 		}
 	}

@@ -19,8 +19,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"harrier.dev/harrier/asuser"
 	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/transfer"
+	"harrier.dev/harrier/transferplugin"
 	"harrier.dev/harrier/wire"
 )
 
@@ -51,6 +53,13 @@ type fileTransfer struct {
 	// sessionUp, if set, waits while the session with the shadow is lost
 	// (see sender.waitUp).
 	sessionUp func(context.Context) error
+	// plugins maps a URL scheme to the machine's transfer plugin for it;
+	// user is who plugins and file:// outputs run as (nil: the starter).
+	plugins map[string]string
+	user    *asuser.Credential
+	// stdio are the spooled standard output and error, as items of
+	// outputItems, that go to output_destination with the outputs.
+	stdio [][2]string
 	// before is the top of the scratch directory as the job found it: a
 	// file not there, or changed since, is an output.
 	before map[string]stamp
@@ -99,16 +108,21 @@ func (x *fileTransfer) inputs(ctx context.Context) *wire.Exited {
 		return &wire.Exited{HoldReason: "Failed to transfer input files: " + grpcMessage(err), HoldCode: int32(code)}
 	}
 	list, _ := x.job.EvalString("TransferInput")
+	var urls []string
 	for entry := range strings.SplitSeq(list, ",") {
-		if entry = strings.TrimSpace(entry); !strings.Contains(entry, "://") {
-			continue
+		if entry = strings.TrimSpace(entry); strings.Contains(entry, "://") {
+			urls = append(urls, entry)
 		}
-		b, err := fetchURL(ctx, root, entry)
-		if err != nil {
-			return &wire.Exited{HoldReason: fmt.Sprintf("Failed to transfer input file %s: %v", entry, err), HoldCode: holdCodeInput}
-		}
-		n, size = n+1, size+b
 	}
+	un, usize, err := x.fetchURLs(ctx, root, urls)
+	if err != nil {
+		var fe *transferplugin.FileError
+		if errors.As(err, &fe) {
+			return &wire.Exited{HoldReason: fmt.Sprintf("Failed to transfer input file %s: %v", fe.URL, fe.Err), HoldCode: holdCodeInput}
+		}
+		return &wire.Exited{HoldReason: "Failed to transfer input files: " + err.Error(), HoldCode: holdCodeInput}
+	}
+	n, size = n+un, size+usize
 	x.logger.Info("inputs in place", "files", n, "bytes", size, "took", time.Since(began))
 	x.before, err = topLevel(root)
 	if err != nil {
@@ -259,6 +273,10 @@ func (x *fileTransfer) outputs(ctx context.Context, ex *wire.Exited, killed bool
 		return ex
 	}
 	root, err := os.OpenRoot(x.scratch)
+	if dest := x.destination(); err == nil && dest != "" && !intermediate {
+		defer root.Close()
+		return x.outputsTo(ctx, root, dest, ex)
+	}
 	if err == nil {
 		defer root.Close()
 		err = x.send(ctx, root, intermediate)
@@ -290,6 +308,30 @@ func (x *fileTransfer) outputs(ctx context.Context, ex *wire.Exited, killed bool
 		code = holdCodeOutputTooLarge
 	}
 	return &wire.Exited{HoldReason: "Failed to transfer output files: " + grpcMessage(err), HoldCode: int32(code)}
+}
+
+// destination is output_destination, or "".
+func (x *fileTransfer) destination() string {
+	d, _ := x.job.EvalString("OutputDestination")
+	return d
+}
+
+// outputsTo sends the job's outputs to output_destination; an evicted
+// job's intermediate files go home all the same, to come back with its
+// next start.
+func (x *fileTransfer) outputsTo(ctx context.Context, root *os.Root, dest string, ex *wire.Exited) *wire.Exited {
+	items, err := x.outputItems(root)
+	if err == nil {
+		items = append(items, x.stdio...)
+		var n int
+		var size int64
+		n, size, err = x.toDestination(ctx, root, dest, items)
+		if err == nil {
+			x.logger.Info("outputs sent to output_destination", "destination", dest, "files", n, "bytes", size)
+			return ex
+		}
+	}
+	return &wire.Exited{HoldReason: "Failed to transfer output files to " + dest + ": " + err.Error(), HoldCode: holdCodeOutputDestination}
 }
 
 // send streams the job's outputs to the shadow.

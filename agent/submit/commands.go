@@ -63,6 +63,8 @@ var commandTable = []commandEntry{
 	{"transfer_input_files", setTransferInput},
 	{"transfer_output_files", setTransferOutput},
 	{"transfer_output_remaps", setTransferRemaps},
+	{"transfer_plugins", setTransferPlugins},
+	{"output_destination", setOutputDestination},
 	{"max_transfer_input_mb", intAttr("MaxTransferInputMB")},
 	{"max_transfer_output_mb", intAttr("MaxTransferOutputMB")},
 	{"preserve_relative_paths", boolAttr("PreserveRelativePaths")},

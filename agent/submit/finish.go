@@ -44,6 +44,9 @@ func (b *builder) finish(j *job, p *plan) error {
 	if err := j.finishGPUs(); err != nil {
 		return err
 	}
+	if err := finishTransfer(j); err != nil {
+		return errorf(p.queue.file, p.queue.line, "%w", err)
+	}
 	if err := b.requirements(j); err != nil {
 		return errorf(p.req.file, p.req.line, "%w", err)
 	}
@@ -230,7 +233,8 @@ func (b *builder) size(path string) int64 {
 // clauses condor_submit adds for attributes the expression does not
 // mention: Arch, OpSys, Disk, Memory and Cpus.
 func (b *builder) requirements(j *job) error {
-	src := j.requirements + "\x00" + j.universe + "\x00" + strings.Join(gpuClauses(j, nil), "\x00")
+	plugins := pluginClauses(j)
+	src := j.requirements + "\x00" + j.universe + "\x00" + strings.Join(gpuClauses(j, nil), "\x00") + "\x00" + strings.Join(plugins, "\x00")
 	if !b.reqExpr.IsZero() && b.reqSrc == src {
 		j.ad.Set("Requirements", b.reqExpr)
 		return nil
@@ -265,6 +269,9 @@ func (b *builder) requirements(j *job) error {
 		parts = append(parts, "(TARGET.Cpus >= RequestCpus)")
 	}
 	parts = append(parts, gpuClauses(j, mentioned)...)
+	if !mentioned["hasfiletransferpluginmethods"] {
+		parts = append(parts, plugins...)
+	}
 	e, err := j.expr("requirements", strings.Join(parts, " && "))
 	if err != nil {
 		return err

@@ -53,8 +53,6 @@ func unlessFalse(reason string) refusal {
 var refusals = map[string]refusal{
 	// file transfer
 	"transfer_input_manifest_sha256":    always(noTransfer),
-	"transfer_plugins":                  always("external transfer plugins are not run yet: the starter fetches file://, http:// and https:// URLs itself"),
-	"output_destination":                always(noTransfer),
 	"encrypt_input_files":               always(noTransfer + "; the shadow's connections are always encrypted"),
 	"encrypt_output_files":              always(noTransfer + "; the shadow's connections are always encrypted"),
 	"dont_encrypt_input_files":          always(noTransfer + "; the shadow's connections are always encrypted"),

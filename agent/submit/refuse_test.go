@@ -55,10 +55,10 @@ func TestRefusedValues(t *testing.T) {
 		{"when_to_transfer_output", []string{"ON_VACATE"}, []string{"ON_EXIT", "ON_EXIT_OR_EVICT", "on_success"}, "want ON_EXIT"},
 		{"transfer_executable", nil, []string{"true", "yes", "false", "no"}, ""},
 		{"transfer_input_files", []string{"../x", "a, sub/../../b"}, []string{"a, b/, /abs/c, with space.dat, http://h/x, file:///x"}, `a name with ".."`},
-		{"transfer_input_files", []string{"s3://bucket/x", "gsiftp://h/x"}, nil, "transfer_plugins"},
 		{"transfer_output_files", []string{"/tmp/x", "../x"}, []string{"out, res/, a b"}, "within the job's scratch directory"},
 		{"transfer_output_remaps", []string{`"out = ../x"`, "out = /tmp/x", "out = a; x = http://h/x"}, []string{`"out = res/out.txt; err.log = logs/err"`}, "within the job's initial directory"},
-		{"transfer_plugins", []string{"foo=/usr/bin/foo_plugin"}, nil, "not run yet"},
+		{"transfer_plugins", []string{"foo", "a/b=x.sh", "s=http://h/p"}, []string{"demo = plug.sh; x,y = other.sh"}, "transfer_plugins"},
+		{"output_destination", []string{"/not/a/url"}, nil, "not a URL"},
 		{"stream_input", []string{"true"}, []string{"false"}, "copies the job's input"},
 		{"leave_in_queue", []string{"true", "JobStatus == 4"}, []string{"false", "False"}, "does not keep completed jobs"},
 		{"nice_user", []string{"true"}, []string{"false"}, "owner's priority"},
@@ -121,6 +121,13 @@ func TestAcceptedCommandsTakeEffect(t *testing.T) {
 				"TransferInput": `"in.dat,tree/,my dir,http://h/x"`, "TransferOutput": `"out,res/"`,
 				"TransferOutputRemaps": `"out = results/out.txt"`, "MaxTransferInputMB": "10", "MaxTransferOutputMB": "20",
 				"TransferExecutable": "false", "PreserveRelativePaths": "true"}},
+		{"transfer plugins and output_destination", "should_transfer_files = yes\n" +
+			"transfer_input_files = in.dat, demo://h/a, mine://h/b, http://h/c\ntransfer_plugins = mine, other = my_plugin.sh\n" +
+			"output_destination = store://h/results",
+			map[string]string{"TransferInput": `"in.dat,demo://h/a,mine://h/b,http://h/c,my_plugin.sh"`,
+				"TransferPlugins": `"mine, other = my_plugin.sh"`, "OutputDestination": `"store://h/results"`,
+				"Requirements": defaultReq +
+					` && stringListIMember("demo", TARGET.HasFileTransferPluginMethods) && stringListIMember("store", TARGET.HasFileTransferPluginMethods)`}},
 		{"want_graceful_removal", "want_graceful_removal = false", map[string]string{"WantGracefulRemoval": "false"}},
 		{"on_exit_remove alone", "on_exit_remove = ExitCode == 0", map[string]string{"OnExitRemove": "ExitCode == 0", "JobMaxRetries": absent}},
 		{"getenv match list", "getenv = path*, *cuda*",

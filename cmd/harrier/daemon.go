@@ -690,6 +690,8 @@ func startdConfig(pc *poolConfig, name string, logger *slog.Logger) (startd.Conf
 		return cfg, err
 	}
 	cfg.CronUser = pc.c.String("STARTD_CRON_USER", "")
+	// FILETRANSFER_PLUGINS lists the administrator's transfer plugins.
+	cfg.TransferPlugins = strings.FieldsFunc(pc.c.String("FILETRANSFER_PLUGINS", ""), func(r rune) bool { return r == ',' || r == ' ' || r == '\t' })
 	if cfg.GPUs, err = gpu.Discover(context.Background(), gpu.Config{
 		Method: gpu.Method(pc.c.String("GPU_DISCOVERY", string(gpu.Auto))),
 		Static: pc.c.String("GPU_DEVICES", ""),

@@ -142,6 +142,9 @@ func sandboxTask(t *starter.Task) *sandbox.Task {
 // JobScratchDir is where the container's job sees its scratch directory.
 func (c containerRunner) JobScratchDir() string { return sandbox.JobScratchDir }
 
+// JobUser is the slot user the container's job runs as.
+func (c containerRunner) JobUser() (uid, gid int) { return c.r.User() }
+
 // Checkpoint dumps the job with CRIU.
 func (c containerJob) Checkpoint(ctx context.Context, imageDir string, leaveRunning bool) (starter.CheckpointStats, error) {
 	res, err := c.j.Checkpoint(ctx, checkpoint.DumpOptions{ImageDir: imageDir, LeaveRunning: leaveRunning})

@@ -284,7 +284,7 @@ func fetchOutputs(ctx context.Context, client wire.ScheddClient, id string, ad *
 			moves[name] = p
 		}
 	}
-	remap := shadow.OutputRemaps(ad.EvalString("TransferOutputRemaps"))
+	remap := transfer.OutputRemaps(ad.EvalString("TransferOutputRemaps"))
 	r := &transfer.Receiver{To: to, Rename: func(name string) string {
 		if to, ok := std[name]; ok {
 			return to

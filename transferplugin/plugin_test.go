@@ -1,0 +1,140 @@
+package transferplugin
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// demoPlugin is a multiple-file plugin for demo:// URLs written in shell,
+// as an administrator would: it "downloads" demo://host/NAME as the text
+// "demo NAME", uploads by copying into $DEMO_DIR, and fails on a name
+// holding "bad".
+const demoPlugin = `#!/bin/sh
+if [ "$1" = -classad ]; then
+	printf 'MultipleFileSupport = true\nPluginVersion = "1.0"\nPluginType = "FileTransfer"\nSupportedMethods = "demo,Other"\n'
+	exit 0
+fi
+in=$2 out=$4 rc=0
+: > "$out"
+while read -r name eq value; do
+	value=${value#\"}; value=${value%\"}
+	case $name in
+	Url) url=$value ;;
+	LocalFileName) local=$value ;;
+	esac
+	if [ -n "$url" ] && [ -n "$local" ]; then
+		case $url in
+		*bad*) printf 'TransferUrl = "%s"\nTransferSuccess = false\nTransferError = "no such demo"\n\n' "$url" >> "$out"; rc=1 ;;
+		*) if [ "$5" = -upload ]; then cp "$local" "` + "`dirname $in`" + `/up.${url##*/}"; else echo "demo ${url##*/}" > "$local"; fi
+		   printf 'TransferUrl = "%s"\nTransferFileName = "%s"\nTransferSuccess = true\nTransferTotalBytes = 5\n\n' "$url" "${local##*/}" >> "$out" ;;
+		esac
+		url= local=
+	fi
+done < "$in"
+exit $rc
+`
+
+func writePlugin(t testing.TB) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "demo_plugin")
+	if err := os.WriteFile(p, []byte(demoPlugin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestQuery(t *testing.T) {
+	p, err := Query(context.Background(), writePlugin(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.MultipleFile || p.Version != "1.0" || strings.Join(p.Methods, ",") != "demo,other" {
+		t.Errorf("capabilities %+v", p)
+	}
+	if got := Advertised(Methods([]Plugin{p})); got != "demo,file,http,https,other" {
+		t.Errorf("advertised %q", got)
+	}
+}
+
+func TestRunDownloads(t *testing.T) {
+	plugin, dir := writePlugin(t), t.TempDir()
+	res, err := Run(context.Background(), plugin, dir, nil, false, []File{
+		{URL: "demo://h/a.txt", LocalFile: filepath.Join(dir, "a.txt")},
+		{URL: "demo://h/b.txt", LocalFile: filepath.Join(dir, "b.txt")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 2 || !res[0].Success || res[1].Bytes != 5 || res[1].FileName != "b.txt" {
+		t.Errorf("results %+v", res)
+	}
+	for _, n := range []string{"a.txt", "b.txt"} {
+		if b, _ := os.ReadFile(filepath.Join(dir, n)); string(b) != "demo "+n+"\n" {
+			t.Errorf("%s: %q", n, b)
+		}
+	}
+	// The plugin's own files are gone.
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Errorf("left in the directory: %v", entries)
+	}
+}
+
+func TestRunFailureNamesTheURL(t *testing.T) {
+	plugin, dir := writePlugin(t), t.TempDir()
+	_, err := Run(context.Background(), plugin, dir, nil, false, []File{
+		{URL: "demo://h/ok", LocalFile: filepath.Join(dir, "ok")},
+		{URL: "demo://h/bad", LocalFile: filepath.Join(dir, "bad")},
+	})
+	var fe *FileError
+	if !errors.As(err, &fe) || fe.URL != "demo://h/bad" || !strings.Contains(err.Error(), "no such demo") {
+		t.Errorf("err %v: want the failed URL and the plugin's reason", err)
+	}
+}
+
+func TestParseNewSyntaxResults(t *testing.T) {
+	ads, err := parseAds(`[ TransferUrl = "x://a]"; TransferSuccess = true ]
+[ TransferUrl = "x://b"; TransferSuccess = false; TransferError = "nope" ]`)
+	if err != nil || len(ads) != 2 {
+		t.Fatalf("%d ads, %v", len(ads), err)
+	}
+	if u, _ := ads[0].EvalString("TransferUrl"); u != "x://a]" {
+		t.Errorf("first URL %q", u)
+	}
+}
+
+// A plugin writes in its directory and nowhere else, even where its user
+// may: the kernel refuses (Landlock).
+func TestRunConfinesWrites(t *testing.T) {
+	if _, err := landlockABI(); err != nil {
+		t.Skipf("no confinement on this kernel: %v", err)
+	}
+	outside := t.TempDir()
+	plugin := filepath.Join(t.TempDir(), "escape_plugin")
+	script := `#!/bin/sh
+local=$(sed -n 's/^LocalFileName = "\(.*\)"$/\1/p' "$2")
+if echo x > ` + outside + `/escaped 2>/dev/null; then r=written; else r=refused; fi
+echo "$r" > "$local"
+printf 'TransferUrl = "demo://h/r"\nTransferSuccess = true\n' > "$4"
+`
+	if err := os.WriteFile(plugin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := Run(context.Background(), plugin, dir, nil, false, []File{{URL: "demo://h/r", LocalFile: filepath.Join(dir, "r")}}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "r")); string(b) != "refused\n" {
+		t.Errorf("the plugin's write outside its directory: %q, want refused", b)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "escaped")); !os.IsNotExist(err) {
+		t.Errorf("the plugin wrote outside its directory: %v", err)
+	}
+	// The caller's own threads are not confined.
+	if err := os.WriteFile(filepath.Join(outside, "mine"), nil, 0o644); err != nil {
+		t.Errorf("the caller cannot write after a plugin ran: %v", err)
+	}
+}
