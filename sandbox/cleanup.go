@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // Cleanup removes everything slot's jobs left under stateRoot: it kills
@@ -22,14 +24,15 @@ func Cleanup(stateRoot, slot string) error {
 	if err := killCgroup(path); err != nil {
 		errs = append(errs, err)
 	}
-	root := containersDir(stateRoot)
-	entries, err := os.ReadDir(root)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		errs = append(errs, err)
-	}
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), slot+"-") {
-			errs = append(errs, destroyContainer(root, e.Name()))
+	for _, root := range allContainersDirs(stateRoot) {
+		entries, err := os.ReadDir(root)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), slot+"-") {
+				errs = append(errs, destroyContainer(root, e.Name()))
+			}
 		}
 	}
 	roots, _ := os.ReadDir(imageRootsDir(stateRoot))
@@ -62,15 +65,23 @@ func CleanupAll(stateRoot string) error {
 			}
 		}
 	}
-	entries, _ := os.ReadDir(containersDir(stateRoot))
-	for _, e := range entries {
-		if slot, _, ok := strings.Cut(e.Name(), "-"); ok && checkSlot(slot) == nil {
-			slots[slot] = true
+	for _, root := range allContainersDirs(stateRoot) {
+		entries, _ := os.ReadDir(root)
+		for _, e := range entries {
+			if slot, _, ok := strings.Cut(e.Name(), "-"); ok && checkSlot(slot) == nil {
+				slots[slot] = true
+			}
 		}
 	}
 	var errs []error
 	for slot := range slots {
 		errs = append(errs, Cleanup(stateRoot, slot))
+	}
+	// No slot of the state root runs now: their state directories can
+	// go, which the memory file system's would otherwise outlive the
+	// state root.
+	for _, root := range allContainersDirs(stateRoot) {
+		_ = unix.Rmdir(root) // ENOTEMPTY: a container that could not go
 	}
 	return errors.Join(errs...)
 }

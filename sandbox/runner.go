@@ -60,9 +60,6 @@ func NewRunner(cfg Config) (*Runner, error) {
 	return &Runner{cfg: cfg, user: id, log: cfg.Logger.With("slot", cfg.Slot)}, nil
 }
 
-// containersDir holds libcontainer's state, one directory per container.
-func containersDir(stateRoot string) string { return filepath.Join(stateRoot, "containers") }
-
 // Start creates the job's container and starts the job in it. A task that
 // cannot start (missing or non-executable program, bad working directory,
 // a limit that cannot be met) gives an error whose message is meant for

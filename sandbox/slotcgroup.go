@@ -24,8 +24,14 @@ const cgroupTop = "harrier"
 // cgroupBase is the cgroup, relative to the caller's own, of every slot
 // of one state root: harrier/<hash of the state root>.
 func cgroupBase(stateRoot string) string {
+	return cgroupTop + "/" + stateRootKey(stateRoot)
+}
+
+// stateRootKey names a state root's own things outside it (its cgroups,
+// its containers' state): a hash of its path.
+func stateRootKey(stateRoot string) string {
 	sum := sha256.Sum256([]byte(filepath.Clean(stateRoot)))
-	return cgroupTop + "/" + hex.EncodeToString(sum[:6])
+	return hex.EncodeToString(sum[:6])
 }
 
 // slotCgroupPath is the slot cgroup's path relative to the caller's own
