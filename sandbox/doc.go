@@ -37,7 +37,10 @@
 // the job's limits (memory, CPU shares, pids, devices), reads its usage and
 // freezes it. Cleanup works on the slot cgroup alone: it can always find,
 // kill and remove what a dead starter left behind, even when the
-// container's state was never written. cgroup v1 (and hybrid) is what our
+// container's state was never written. On cgroup v1 the slot's cpuset
+// cgroup clones its cores to each job's (cgroup.clone_children), so that
+// making a job's cgroup does not rebuild the machine's scheduler domains
+// as a write to its cpuset.cpus would. cgroup v1 (and hybrid) is what our
 // machines have; the unified (v2) path is present but untested here, and
 // on v2 it needs a delegated subtree whose own processes sit in a leaf.
 //
@@ -46,7 +49,12 @@
 // it, ending the job as an ordinary process would have ended. When that
 // process exits, the kernel kills the rest of the namespace, so Wait
 // leaves no process behind; it then removes the container's cgroups and
-// state (its mounts went with its mount namespace).
+// state (its mounts went with its mount namespace). That state
+// (libcontainer's state.json, exec FIFO, directory) is written several
+// times while a job starts, so it lives on a memory file system when
+// there is one: <parent>/harrier-sandbox/<hash of the state root>, the
+// parent /run or else /dev/shm, the directory root's own and closed to
+// others; elsewhere in the state root's containers directory.
 //
 // Job.Exec starts another process in a running job's container for the
 // job's owner (harrier ssh-to-job): in its namespaces and cgroup, as its
