@@ -187,6 +187,7 @@ func (j *Job) Wait() (Exit, error) {
 // destroy removes the container, killing anything left in its cgroup.
 func (j *Job) destroy() error {
 	_ = j.c.Signal(unix.SIGKILL)
+	j.releaseCores()
 	err := j.c.Destroy()
 	if err != nil {
 		// A process that escaped the namespace's end (it cannot, but the
@@ -202,6 +203,17 @@ func (j *Job) destroy() error {
 		return unmountImageRoot(filepath.Join(imageRootsDir(j.r.cfg.StateRoot), j.c.ID()))
 	}
 	return nil
+}
+
+// releaseCores empties the cpuset of the job's cgroup (v1), now that no
+// process is left in it, before the cgroup goes: removing a cpuset that
+// still has cores rebuilds the machine's scheduler domains, walking every
+// cpuset and task; one without does not. Where the kernel refuses (a
+// process not yet gone), the removal just costs the rebuild.
+func (j *Job) releaseCores() {
+	if dir := j.cgroups["cpuset"]; dir != "" {
+		_ = os.WriteFile(filepath.Join(dir, "cpuset.cpus"), []byte("\n"), 0o644)
+	}
 }
 
 // oomKilled reports whether the kernel killed a process of the job for
