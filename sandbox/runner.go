@@ -134,11 +134,13 @@ func (r *Runner) prepare(ctx context.Context, t *Task) (spec, *configs.Config, e
 		if rootfs, err = mountImageRoot(r.cfg.StateRoot, id, t); err != nil {
 			return spec{}, nil, err
 		}
-	} else {
+	} else if rootfs, hostDirs, err = hostRoot(); errors.Is(err, errNoHostRoot) {
 		rootfs = filepath.Join(r.cfg.StateRoot, "rootfs")
 		if hostDirs, err = prepareRootfs(rootfs); err != nil {
 			return spec{}, nil, fmt.Errorf("prepare container root %s: %w", rootfs, err)
 		}
+	} else if err != nil {
+		return spec{}, nil, err
 	}
 	devices, err := hostDevices(t.Devices)
 	if err != nil {
