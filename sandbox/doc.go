@@ -5,7 +5,11 @@
 //
 //   - The host's root file system, read-only, is the container's root, so
 //     that ordinary dynamically linked programs (sort, awk, python3) run as
-//     they are. Every other host mount is bound read-only too; /proc, /dev,
+//     they are: one bind of it alone (no mount below it), read-only,
+//     nosuid, nodev and private, made once per machine in the sandbox's
+//     directory on a memory file system (hostRoot), which each container
+//     binds. A top-level directory of the host that is a mount of its own
+//     is bound read-only too, and nothing mounted deeper shows; /proc, /dev,
 //     /sys and /tmp are the container's own (/tmp a private tmpfs), and the
 //     job's scratch directory and working directory are the only writable
 //     host paths. The job sees its scratch directory at /srv
