@@ -85,8 +85,8 @@ func containerConfig(s spec) *configs.Config {
 		swap = s.memoryBytes
 	}
 	cfg := &configs.Config{
-		// An empty directory holding the host's top-level directories,
-		// bound read-only: programs find their libraries. A job's own
+		// The host's root file system, read-only (hostRoot): programs
+		// find their libraries. A job's own
 		// image may be written to, as Docker allows: the writes go to its
 		// overlay's upper directory in its scratch directory.
 		Rootfs:          s.rootfs,
