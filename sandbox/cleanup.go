@@ -24,7 +24,7 @@ func Cleanup(stateRoot, slot string) error {
 	if err := killCgroup(path); err != nil {
 		errs = append(errs, err)
 	}
-	for _, root := range allContainersDirs(stateRoot) {
+	for _, root := range allContainersDirs(stateRoot, slot) {
 		entries, err := os.ReadDir(root)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
@@ -33,6 +33,11 @@ func Cleanup(stateRoot, slot string) error {
 			if strings.HasPrefix(e.Name(), slot+"-") {
 				errs = append(errs, destroyContainer(root, e.Name()))
 			}
+		}
+		if root != diskContainersDir(stateRoot) {
+			// The slot's own, on the memory file system, which would
+			// outlive the state root; its Runner is not in use.
+			_ = unix.Rmdir(root) // ENOTEMPTY: a container that could not go
 		}
 	}
 	roots, _ := os.ReadDir(imageRootsDir(stateRoot))
@@ -65,23 +70,20 @@ func CleanupAll(stateRoot string) error {
 			}
 		}
 	}
-	for _, root := range allContainersDirs(stateRoot) {
-		entries, _ := os.ReadDir(root)
-		for _, e := range entries {
-			if slot, _, ok := strings.Cut(e.Name(), "-"); ok && checkSlot(slot) == nil {
-				slots[slot] = true
-			}
+	entries, _ := os.ReadDir(diskContainersDir(stateRoot))
+	for _, e := range entries {
+		if slot, _, ok := strings.Cut(e.Name(), "-"); ok && checkSlot(slot) == nil {
+			slots[slot] = true
+		}
+	}
+	for _, slot := range memSlots(stateRoot) {
+		if checkSlot(slot) == nil {
+			slots[slot] = true
 		}
 	}
 	var errs []error
 	for slot := range slots {
 		errs = append(errs, Cleanup(stateRoot, slot))
-	}
-	// No slot of the state root runs now: their state directories can
-	// go, which the memory file system's would otherwise outlive the
-	// state root.
-	for _, root := range allContainersDirs(stateRoot) {
-		_ = unix.Rmdir(root) // ENOTEMPTY: a container that could not go
 	}
 	return errors.Join(errs...)
 }

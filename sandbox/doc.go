@@ -56,9 +56,10 @@
 // state (its mounts went with its mount namespace). That state
 // (libcontainer's state.json, exec FIFO, directory) is written several
 // times while a job starts, so it lives on a memory file system when
-// there is one: <parent>/harrier-sandbox/<hash of the state root>, the
-// parent /run or else /dev/shm, the directory root's own and closed to
-// others; elsewhere in the state root's containers directory.
+// there is one: <parent>/harrier-sandbox/<hash of the state
+// root>-<slot>, the parent /run or else /dev/shm, the directory root's
+// own and closed to others, removed by Cleanup; elsewhere in the state
+// root's containers directory.
 //
 // Job.Exec starts another process in a running job's container for the
 // job's owner (harrier ssh-to-job): in its namespaces and cgroup, as its

@@ -199,6 +199,12 @@ func (j *Job) destroy() error {
 	if err != nil {
 		return fmt.Errorf("remove container %s: %w", j.c.ID(), err)
 	}
+	// The slot's state directory on the memory file system goes with its
+	// last container, lest it outlive the state root; the slot's next job
+	// (the slot runs one at a time) makes it again.
+	if dir := containersDir(j.r.cfg.StateRoot, j.r.cfg.Slot); dir != diskContainersDir(j.r.cfg.StateRoot) {
+		_ = unix.Rmdir(dir)
+	}
 	if len(j.task.ImageLayers) > 0 {
 		return unmountImageRoot(filepath.Join(imageRootsDir(j.r.cfg.StateRoot), j.c.ID()))
 	}

@@ -76,7 +76,7 @@ func (r *Runner) Start(ctx context.Context, t *Task) (_ *Job, retErr error) {
 			}
 		}()
 	}
-	root := containersDir(r.cfg.StateRoot)
+	root := containersDir(r.cfg.StateRoot, r.cfg.Slot)
 	c, err := libcontainer.Create(root, s.id, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("create container %s: %w", s.id, err)
@@ -122,7 +122,7 @@ func (r *Runner) prepare(ctx context.Context, t *Task) (spec, *configs.Config, e
 	}
 	id := containerID(r.cfg.Slot, t.ID)
 	// A container of the same name can only be a leftover of this slot.
-	if err := destroyContainer(containersDir(r.cfg.StateRoot), id); err != nil {
+	if err := destroyContainer(containersDir(r.cfg.StateRoot, r.cfg.Slot), id); err != nil {
 		return spec{}, nil, err
 	}
 	var (

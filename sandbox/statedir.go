@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -23,13 +24,14 @@ var memStateParents = []string{"/run", "/dev/shm"}
 // closed to others (0700), which matters in the world-writable /dev/shm.
 const memStateName = "harrier-sandbox"
 
-// containersDir holds libcontainer's state of stateRoot's containers, one
-// directory per container: in a directory of root's own on a memory file
-// system (see memStateParents) if there is one, else in the state root.
-// It creates nothing but that directory of root's.
-func containersDir(stateRoot string) string {
+// containersDir holds libcontainer's state of the containers of a slot
+// of stateRoot, one directory per container: in a directory of the
+// slot's own, in a directory of root's on a memory file system (see
+// memStateParents), if there is one, else in the state root's directory
+// for all its slots. It creates nothing but that directory of root's.
+func containersDir(stateRoot, slot string) string {
 	if dir := memStateDir(memStateParents); dir != "" {
-		return filepath.Join(dir, stateRootKey(stateRoot))
+		return filepath.Join(dir, stateRootKey(stateRoot)+"-"+slot)
 	}
 	return diskContainersDir(stateRoot)
 }
@@ -38,15 +40,31 @@ func containersDir(stateRoot string) string {
 // without a usable memory file system.
 func diskContainersDir(stateRoot string) string { return filepath.Join(stateRoot, "containers") }
 
-// allContainersDirs are the places a container of stateRoot may have
-// left its state: where it goes now and where it went on a machine
-// whose memory file system was not usable then.
-func allContainersDirs(stateRoot string) []string {
+// allContainersDirs are the places a container of a slot of stateRoot
+// may have left its state: where it goes now and where it went on a
+// machine whose memory file system was not usable then.
+func allContainersDirs(stateRoot, slot string) []string {
 	dirs := []string{diskContainersDir(stateRoot)}
-	if dir := containersDir(stateRoot); dir != dirs[0] {
+	if dir := containersDir(stateRoot, slot); dir != dirs[0] {
 		dirs = append(dirs, dir)
 	}
 	return dirs
+}
+
+// memSlots are the slots of stateRoot with a state directory on the
+// memory file system.
+func memSlots(stateRoot string) []string {
+	dir := memStateDir(memStateParents)
+	if dir == "" {
+		return nil
+	}
+	prefix := filepath.Join(dir, stateRootKey(stateRoot)) + "-"
+	found, _ := filepath.Glob(prefix + "*")
+	slots := make([]string, 0, len(found))
+	for _, f := range found {
+		slots = append(slots, strings.TrimPrefix(f, prefix))
+	}
+	return slots
 }
 
 // memStateDir makes, or finds, the directory memStateName in the first

@@ -124,7 +124,7 @@ func containerStates(exec string) []string {
 	for _, root := range roots {
 		sum := sha256.Sum256([]byte(filepath.Clean(root)))
 		key := hex.EncodeToString(sum[:6])
-		for _, dir := range []string{filepath.Join(root, "containers"), "/run/harrier-sandbox/" + key, "/dev/shm/harrier-sandbox/" + key} {
+		for _, dir := range []string{filepath.Join(root, "containers"), "/run/harrier-sandbox/" + key + "-*", "/dev/shm/harrier-sandbox/" + key + "-*"} {
 			found, _ := filepath.Glob(filepath.Join(dir, "*"))
 			left = append(left, found...)
 		}
