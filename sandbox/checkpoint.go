@@ -73,7 +73,7 @@ func (r *Runner) Restore(ctx context.Context, t *Task, imageDir string) (*Job, *
 		fuse = []string{t.DirSource}
 	}
 	c, res, err := checkpoint.Restore(ctx, checkpoint.RestoreOptions{
-		Root: containersDir(r.cfg.StateRoot), ID: s.id, Config: cfg, Process: p,
+		Root: containersDir(r.cfg.StateRoot, r.cfg.Slot), ID: s.id, Config: cfg, Process: p,
 		ImageDir: imageDir, FUSE: fuse, Logger: r.log,
 	})
 	if err != nil {

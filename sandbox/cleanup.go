@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // Cleanup removes everything slot's jobs left under stateRoot: it kills
@@ -22,14 +24,20 @@ func Cleanup(stateRoot, slot string) error {
 	if err := killCgroup(path); err != nil {
 		errs = append(errs, err)
 	}
-	root := containersDir(stateRoot)
-	entries, err := os.ReadDir(root)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		errs = append(errs, err)
-	}
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), slot+"-") {
-			errs = append(errs, destroyContainer(root, e.Name()))
+	for _, root := range allContainersDirs(stateRoot, slot) {
+		entries, err := os.ReadDir(root)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), slot+"-") {
+				errs = append(errs, destroyContainer(root, e.Name()))
+			}
+		}
+		if root != diskContainersDir(stateRoot) {
+			// The slot's own, on the memory file system, which would
+			// outlive the state root; its Runner is not in use.
+			_ = unix.Rmdir(root) // ENOTEMPTY: a container that could not go
 		}
 	}
 	roots, _ := os.ReadDir(imageRootsDir(stateRoot))
@@ -62,9 +70,14 @@ func CleanupAll(stateRoot string) error {
 			}
 		}
 	}
-	entries, _ := os.ReadDir(containersDir(stateRoot))
+	entries, _ := os.ReadDir(diskContainersDir(stateRoot))
 	for _, e := range entries {
 		if slot, _, ok := strings.Cut(e.Name(), "-"); ok && checkSlot(slot) == nil {
+			slots[slot] = true
+		}
+	}
+	for _, slot := range memSlots(stateRoot) {
+		if checkSlot(slot) == nil {
 			slots[slot] = true
 		}
 	}

@@ -52,9 +52,9 @@ type spec struct {
 	dir          string   // the job's working directory, in the container
 	dirSource    string   // the host directory bound at dir; none if dir is in the scratch directory
 	cwd          string   // where the job starts: dir, or JobScratchDir (Task.InScratch)
-	rootfs       string   // see prepareRootfs, or the job's image root (mountImageRoot)
+	rootfs       string   // see hostRoot (or prepareRootfs), or the job's image root (mountImageRoot)
 	image        bool     // rootfs is the job's own image, writable through its overlay
-	hostDirs     []string // the host's top-level directories, bound read-only
+	hostDirs     []string // the host's top-level directories not in rootfs, bound read-only
 	memoryBytes  int64
 	noSwap       bool // the memory limit covers swap too
 	cpuShares    uint64
@@ -85,8 +85,8 @@ func containerConfig(s spec) *configs.Config {
 		swap = s.memoryBytes
 	}
 	cfg := &configs.Config{
-		// An empty directory holding the host's top-level directories,
-		// bound read-only: programs find their libraries. A job's own
+		// The host's root file system, read-only (hostRoot): programs
+		// find their libraries. A job's own
 		// image may be written to, as Docker allows: the writes go to its
 		// overlay's upper directory in its scratch directory.
 		Rootfs:          s.rootfs,
@@ -156,7 +156,7 @@ func bindMount(src, dst string) *configs.Mount {
 }
 
 // prepareRootfs makes dir the skeleton of the containers' root file
-// system: an empty directory for every top-level directory of the host
+// system where there is no host root (see hostRoot): an empty directory for every top-level directory of the host
 // (bar those the container makes for itself) and the host's top-level
 // symbolic links (merged /usr: /bin -> usr/bin). It returns the
 // directories, to be bound read-only. It is cheap when dir is ready.

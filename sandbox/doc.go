@@ -5,7 +5,11 @@
 //
 //   - The host's root file system, read-only, is the container's root, so
 //     that ordinary dynamically linked programs (sort, awk, python3) run as
-//     they are. Every other host mount is bound read-only too; /proc, /dev,
+//     they are: one bind of it alone (no mount below it), read-only,
+//     nosuid, nodev and private, made once per machine in the sandbox's
+//     directory on a memory file system (hostRoot), which each container
+//     binds. A top-level directory of the host that is a mount of its own
+//     is bound read-only too, and nothing mounted deeper shows; /proc, /dev,
 //     /sys and /tmp are the container's own (/tmp a private tmpfs), and the
 //     job's scratch directory and working directory are the only writable
 //     host paths. The job sees its scratch directory at /srv
@@ -37,7 +41,10 @@
 // the job's limits (memory, CPU shares, pids, devices), reads its usage and
 // freezes it. Cleanup works on the slot cgroup alone: it can always find,
 // kill and remove what a dead starter left behind, even when the
-// container's state was never written. cgroup v1 (and hybrid) is what our
+// container's state was never written. On cgroup v1 the slot's cpuset
+// cgroup clones its cores to each job's (cgroup.clone_children), so that
+// making a job's cgroup does not rebuild the machine's scheduler domains
+// as a write to its cpuset.cpus would. cgroup v1 (and hybrid) is what our
 // machines have; the unified (v2) path is present but untested here, and
 // on v2 it needs a delegated subtree whose own processes sit in a leaf.
 //
@@ -46,7 +53,13 @@
 // it, ending the job as an ordinary process would have ended. When that
 // process exits, the kernel kills the rest of the namespace, so Wait
 // leaves no process behind; it then removes the container's cgroups and
-// state (its mounts went with its mount namespace).
+// state (its mounts went with its mount namespace). That state
+// (libcontainer's state.json, exec FIFO, directory) is written several
+// times while a job starts, so it lives on a memory file system when
+// there is one: <parent>/harrier-sandbox/<hash of the state
+// root>-<slot>, the parent /run or else /dev/shm, the directory root's
+// own and closed to others, removed by Cleanup; elsewhere in the state
+// root's containers directory.
 //
 // Job.Exec starts another process in a running job's container for the
 // job's owner (harrier ssh-to-job): in its namespaces and cgroup, as its

@@ -23,6 +23,9 @@ type Job struct {
 	p    *libcontainer.Process
 	task *Task
 	pid  int
+	// cgroups are the job's cgroup directories by controller ("" for
+	// cgroup v2), read once at its start.
+	cgroups map[string]string
 
 	disk     atomic.Int64  // bytes in the scratch directory, last measured
 	stopDisk chan struct{} // closed when the job has exited
@@ -36,6 +39,9 @@ type Job struct {
 func newJob(r *Runner, c *libcontainer.Container, p *libcontainer.Process, t *Task) *Job {
 	pid, _ := p.Pid()
 	j := &Job{r: r, c: c, p: p, task: t, pid: pid, stopDisk: make(chan struct{}), diskDone: make(chan struct{})}
+	if st, err := c.State(); err == nil {
+		j.cgroups = st.CgroupPaths
+	}
 	go j.watchDisk()
 	return j
 }
@@ -126,17 +132,11 @@ func (j *Job) Continue() error {
 // Usage reads the job's CPU time and memory from its cgroup and the size
 // of its scratch directory from the last measurement.
 func (j *Job) Usage() (Usage, error) {
-	st, err := j.c.Stats()
+	u, err := cgroupUsage(j.cgroups)
 	if err != nil {
 		return Usage{}, fmt.Errorf("job usage: %w", err)
 	}
-	u := Usage{DiskBytes: j.disk.Load()}
-	if cg := st.CgroupStats; cg != nil {
-		u.UserCPU = time.Duration(cg.CpuStats.CpuUsage.UsageInUsermode).Seconds()
-		u.SysCPU = time.Duration(cg.CpuStats.CpuUsage.UsageInKernelmode).Seconds()
-		u.MaxRSSBytes = int64(cg.MemoryStats.Usage.MaxUsage)
-		u.MemoryBytes = int64(cg.MemoryStats.Usage.Usage)
-	}
+	u.DiskBytes = j.disk.Load()
 	return u, nil
 }
 
@@ -187,6 +187,7 @@ func (j *Job) Wait() (Exit, error) {
 // destroy removes the container, killing anything left in its cgroup.
 func (j *Job) destroy() error {
 	_ = j.c.Signal(unix.SIGKILL)
+	j.releaseCores()
 	err := j.c.Destroy()
 	if err != nil {
 		// A process that escaped the namespace's end (it cannot, but the
@@ -198,10 +199,27 @@ func (j *Job) destroy() error {
 	if err != nil {
 		return fmt.Errorf("remove container %s: %w", j.c.ID(), err)
 	}
+	// The slot's state directory on the memory file system goes with its
+	// last container, lest it outlive the state root; the slot's next job
+	// (the slot runs one at a time) makes it again.
+	if dir := containersDir(j.r.cfg.StateRoot, j.r.cfg.Slot); dir != diskContainersDir(j.r.cfg.StateRoot) {
+		_ = unix.Rmdir(dir)
+	}
 	if len(j.task.ImageLayers) > 0 {
 		return unmountImageRoot(filepath.Join(imageRootsDir(j.r.cfg.StateRoot), j.c.ID()))
 	}
 	return nil
+}
+
+// releaseCores empties the cpuset of the job's cgroup (v1), now that no
+// process is left in it, before the cgroup goes: removing a cpuset that
+// still has cores rebuilds the machine's scheduler domains, walking every
+// cpuset and task; one without does not. Where the kernel refuses (a
+// process not yet gone), the removal just costs the rebuild.
+func (j *Job) releaseCores() {
+	if dir := j.cgroups["cpuset"]; dir != "" {
+		_ = os.WriteFile(filepath.Join(dir, "cpuset.cpus"), []byte("\n"), 0o644)
+	}
 }
 
 // oomKilled reports whether the kernel killed a process of the job for
@@ -210,13 +228,9 @@ func (j *Job) oomKilled() bool {
 	if j.task.MemoryMB <= 0 {
 		return false
 	}
-	st, err := j.c.State()
-	if err != nil {
-		return false
-	}
-	dir := st.CgroupPaths["memory"]
+	dir := j.cgroups["memory"]
 	if dir == "" {
-		dir = st.CgroupPaths[""] // unified
+		dir = j.cgroups[""] // unified
 	}
 	for _, f := range []string{"memory.oom_control", "memory.events"} {
 		if n, ok := readCounter(filepath.Join(dir, f), "oom_kill"); ok {

@@ -60,9 +60,6 @@ func NewRunner(cfg Config) (*Runner, error) {
 	return &Runner{cfg: cfg, user: id, log: cfg.Logger.With("slot", cfg.Slot)}, nil
 }
 
-// containersDir holds libcontainer's state, one directory per container.
-func containersDir(stateRoot string) string { return filepath.Join(stateRoot, "containers") }
-
 // Start creates the job's container and starts the job in it. A task that
 // cannot start (missing or non-executable program, bad working directory,
 // a limit that cannot be met) gives an error whose message is meant for
@@ -79,7 +76,7 @@ func (r *Runner) Start(ctx context.Context, t *Task) (_ *Job, retErr error) {
 			}
 		}()
 	}
-	root := containersDir(r.cfg.StateRoot)
+	root := containersDir(r.cfg.StateRoot, r.cfg.Slot)
 	c, err := libcontainer.Create(root, s.id, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("create container %s: %w", s.id, err)
@@ -125,7 +122,7 @@ func (r *Runner) prepare(ctx context.Context, t *Task) (spec, *configs.Config, e
 	}
 	id := containerID(r.cfg.Slot, t.ID)
 	// A container of the same name can only be a leftover of this slot.
-	if err := destroyContainer(containersDir(r.cfg.StateRoot), id); err != nil {
+	if err := destroyContainer(containersDir(r.cfg.StateRoot, r.cfg.Slot), id); err != nil {
 		return spec{}, nil, err
 	}
 	var (
@@ -137,11 +134,13 @@ func (r *Runner) prepare(ctx context.Context, t *Task) (spec, *configs.Config, e
 		if rootfs, err = mountImageRoot(r.cfg.StateRoot, id, t); err != nil {
 			return spec{}, nil, err
 		}
-	} else {
+	} else if rootfs, hostDirs, err = hostRoot(); errors.Is(err, errNoHostRoot) {
 		rootfs = filepath.Join(r.cfg.StateRoot, "rootfs")
 		if hostDirs, err = prepareRootfs(rootfs); err != nil {
 			return spec{}, nil, fmt.Errorf("prepare container root %s: %w", rootfs, err)
 		}
+	} else if err != nil {
+		return spec{}, nil, err
 	}
 	devices, err := hostDevices(t.Devices)
 	if err != nil {

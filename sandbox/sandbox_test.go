@@ -242,7 +242,7 @@ func TestKillLeavesNothing(t *testing.T) {
 	if cgroupExists(slotCgroupPath(r.cfg.StateRoot, r.cfg.Slot) + "/" + containerID("slot1", "3.0")) {
 		t.Error("container cgroup left behind")
 	}
-	if _, err := os.Stat(filepath.Join(containersDir(r.cfg.StateRoot), containerID("slot1", "3.0"))); err == nil {
+	if _, err := os.Stat(filepath.Join(containersDir(r.cfg.StateRoot, r.cfg.Slot), containerID("slot1", "3.0"))); err == nil {
 		t.Error("container state left behind")
 	}
 }

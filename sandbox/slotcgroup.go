@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -24,8 +25,14 @@ const cgroupTop = "harrier"
 // cgroupBase is the cgroup, relative to the caller's own, of every slot
 // of one state root: harrier/<hash of the state root>.
 func cgroupBase(stateRoot string) string {
+	return cgroupTop + "/" + stateRootKey(stateRoot)
+}
+
+// stateRootKey names a state root's own things outside it (its cgroups,
+// its containers' state): a hash of its path.
+func stateRootKey(stateRoot string) string {
 	sum := sha256.Sum256([]byte(filepath.Clean(stateRoot)))
-	return cgroupTop + "/" + hex.EncodeToString(sum[:6])
+	return hex.EncodeToString(sum[:6])
 }
 
 // slotCgroupPath is the slot cgroup's path relative to the caller's own
@@ -53,6 +60,30 @@ func ensureSlotCgroup(path string) error {
 	default:
 		if _, err := cgroup1.New(cgroup1.NestedPath(path), &specs.LinuxResources{}); err != nil {
 			return fmt.Errorf("create slot cgroup %s: %w", path, err)
+		}
+		return cloneCpusets(path)
+	}
+	return nil
+}
+
+// cloneCpusets has the kernel give each job's cpuset cgroup, as it is
+// made below the slot's (cgroup v1), the slot's cores and memory nodes.
+// Otherwise libcontainer writes them, and each write to a cpuset.cpus
+// rebuilds the machine's scheduler domains, walking every cpuset and
+// task: milliseconds a job on a busy machine. A job given its own cores
+// (Task.Cpuset) still has them written.
+func cloneCpusets(path string) error {
+	roots, err := hierarchies()
+	if err != nil {
+		return fmt.Errorf("slot cgroup %s: %w", path, err)
+	}
+	for _, root := range roots {
+		dir := filepath.Join(root, path)
+		if _, err := os.Stat(filepath.Join(dir, "cpuset.cpus")); err != nil {
+			continue // not the cpuset hierarchy
+		}
+		if err := os.WriteFile(filepath.Join(dir, "cgroup.clone_children"), []byte("1"), 0o644); err != nil {
+			return fmt.Errorf("slot cgroup %s: %w", path, err)
 		}
 	}
 	return nil

@@ -40,11 +40,15 @@ func runBenchThroughput(args []string, stdout io.Writer) error {
 	profile := fs.String("profile", "", "sample the agent's CPU while the jobs run, into `PREFIX`.1, PREFIX.2, ... (a profile each 5 s; go tool pprof merges them)")
 	store := fs.String("store", "", "where the agent keeps its job queue: embedded (the default) or a PostgreSQL database's postgres:// URL (as pool up --store)")
 	inputMB := fs.Int("input-mb", 0, "each job has an input file of this many MB sent to it (should_transfer_files = YES)")
+	image := fs.Bool("image", false, "with --sandbox container: the jobs run in their own image (universe = container), an OCI layout of busybox the bench writes")
 	if err := fs.Parse(args); err != nil {
 		return usagef("%v", err)
 	}
 	if *jobs < 1 || *startds < 1 || *slots < 1 || *queue < 0 || *inputMB < 0 {
 		return usagef("--jobs, --startds and --slots must be positive")
+	}
+	if *image && (*sandbox != "container" || *dag) {
+		return usagef("--image is for plain jobs with --sandbox container")
 	}
 	if *dag && *inputMB > 0 {
 		return usagef("--input-mb is for plain jobs, not --dag")
@@ -120,6 +124,13 @@ func runBenchThroughput(args []string, stdout io.Writer) error {
 		}
 		desc += "should_transfer_files = YES\ntransfer_input_files = " + input + "\n"
 	}
+	if *image {
+		img := filepath.Join(poolDir, "bench-image")
+		if err := writeBenchImage(img); err != nil {
+			return err
+		}
+		desc = "universe = container\ncontainer_image = " + img + "\ntransfer_executable = false\n" + desc
+	}
 	start := time.Now()
 	var cluster int32
 	if *dag {
@@ -159,6 +170,9 @@ func runBenchThroughput(args []string, stdout io.Writer) error {
 	}
 	if *inputMB > 0 {
 		how += fmt.Sprintf(" with a %d MB input each", *inputMB)
+	}
+	if *image {
+		how += " in their own image"
 	}
 	fmt.Fprintf(stdout, "%d %s (/bin/true, sandbox %s) on %d startds x %d slots, %d %s jobs queued, %s store: %.2f s (submit %.3f s), %.1f jobs/s\n",
 		*jobs, how, *sandbox, *startds, *slots, *queue, state, storeName, elapsed.Seconds(), submitted.Seconds(), float64(*jobs)/elapsed.Seconds())

@@ -85,7 +85,7 @@ func commands() []command {
 		{"classad", "classad eval [-ad FILE|-] [AD-ATTRS...] EXPR...", runClassad},
 		{"userprio", "userprio [--pool DIR] [-json | -long] | userprio -setfactor USER F | userprio -resetusage USER", runUserprio},
 		{"reserve", "reserve [--pool DIR] --nodes N --start T --end T [--user USER] | reserve -list | reserve -cancel ID", runReserve},
-		{"bench", "bench negotiate [--machines M] [--jobs J] [--users U] [--autoclusters A] [--runs N] [--baseline JOBS] | bench throughput [--jobs N] [--startds S] [--slots K] [--queue Q [--held]] [--dag [--chain C] [--kill-dagman D]] [--input-mb MB] [--sandbox process|container] [--store embedded|postgres://...] [--profile PREFIX]", runBench},
+		{"bench", "bench negotiate [--machines M] [--jobs J] [--users U] [--autoclusters A] [--runs N] [--baseline JOBS] | bench throughput [--jobs N] [--startds S] [--slots K] [--queue Q [--held]] [--dag [--chain C] [--kill-dagman D]] [--input-mb MB] [--sandbox process|container [--image]] [--store embedded|postgres://...] [--profile PREFIX]", runBench},
 		{"pki", "pki init --dir DIR [--pool NAME] | pki issue --dir DIR [--hosts ADDR,...] [--out DIR] ROLE@HOST", runPKI},
 		{"master", "master --config FILE [--name HOST] [--daemons LIST]", runMaster},
 		{"reconfig", "reconfig [--pool DIR] [HOST]", runReconfig},

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -108,9 +110,26 @@ echo "done"
 	p.must(t, "rm", fmt.Sprintf("%d.0", sl))
 	exec := filepath.Join(p.dir, "execute")
 	eventually(t, 30*time.Second, "the startd to remove the dead starter's container", func() bool {
-		left, _ := filepath.Glob(filepath.Join(exec, "*", "sandbox", "containers", "*"))
-		return len(left) == 0
+		return len(containerStates(exec)) == 0
 	})
+}
+
+// containerStates lists the state directories of the containers of the
+// startds whose execute directories are in exec: in the state root, or
+// in the sandbox's directory on a memory file system, named by a hash
+// of the state root.
+func containerStates(exec string) []string {
+	roots, _ := filepath.Glob(filepath.Join(exec, "*", "sandbox"))
+	var left []string
+	for _, root := range roots {
+		sum := sha256.Sum256([]byte(filepath.Clean(root)))
+		key := hex.EncodeToString(sum[:6])
+		for _, dir := range []string{filepath.Join(root, "containers"), "/run/harrier-sandbox/" + key + "-*", "/dev/shm/harrier-sandbox/" + key + "-*"} {
+			found, _ := filepath.Glob(filepath.Join(dir, "*"))
+			left = append(left, found...)
+		}
+	}
+	return left
 }
 
 // sleepers lists the pids of the host's processes running "sleep 31337".
