@@ -265,7 +265,7 @@ func (r *Receiver) end(sum []byte) error {
 	f := r.f
 	r.f = nil
 	if err := place(r.To, f, r.tmp, name, fs.FileMode(e.Mode).Perm(), time.Unix(0, e.MtimeUnixNano)); err != nil {
-		return err
+		return &FileError{Name: name, Err: err}
 	}
 	r.Files++
 	r.Bytes += r.n
@@ -274,7 +274,8 @@ func (r *Receiver) end(sum []byte) error {
 }
 
 // place gives the file f, written whole under tmp, its mode and time,
-// closes it and renames it to name; on failure it removes tmp.
+// closes it and renames it to name; on failure it removes tmp and
+// returns the system's error.
 func place(to *os.Root, f *os.File, tmp, name string, mode fs.FileMode, mtime time.Time) error {
 	err := f.Chmod(mode)
 	if err == nil {
@@ -288,7 +289,7 @@ func place(to *os.Root, f *os.File, tmp, name string, mode fs.FileMode, mtime ti
 	}
 	if err != nil {
 		_ = to.Remove(tmp)
-		return &FileError{Name: name, Err: unwrapPath(err)}
+		return unwrapPath(err)
 	}
 	return nil
 }
@@ -348,21 +349,60 @@ func (s *smallWriters) start(to *os.Root) {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
+			var d dirRoot
+			defer d.close()
 			for f := range s.work {
-				s.done(f, s.writeOne(to, f))
+				s.done(f, s.writeOne(to, &d, f))
 			}
 		}()
 	}
 }
 
-func (s *smallWriters) writeOne(to *os.Root, f smallFile) error {
+func (s *smallWriters) writeOne(to *os.Root, d *dirRoot, f smallFile) error {
 	s.mu.Lock()
 	skip := s.stopped || s.err != nil
 	s.mu.Unlock()
 	if skip {
 		return nil
 	}
-	return writeWhole(to, f)
+	dir, err := d.open(to, path.Dir(f.name))
+	if err != nil {
+		return &FileError{Name: f.name, Err: unwrapPath(err)}
+	}
+	return writeWhole(dir, path.Base(f.name), f)
+}
+
+// dirRoot keeps open the directory of the files a worker last wrote
+// (a stream sends a directory's files one after the other), so that
+// each file's calls name it alone, not a path walked anew each time.
+type dirRoot struct {
+	name string
+	root *os.Root
+}
+
+// open returns dir beneath to, opened as a root of its own: what is
+// made in it stays confined to it, and to to.
+func (d *dirRoot) open(to *os.Root, dir string) (*os.Root, error) {
+	if dir == "." {
+		return to, nil
+	}
+	if d.root != nil && d.name == dir {
+		return d.root, nil
+	}
+	d.close()
+	r, err := to.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	d.name, d.root = dir, r
+	return r, nil
+}
+
+func (d *dirRoot) close() {
+	if d.root != nil {
+		d.root.Close()
+		d.root = nil
+	}
 }
 
 func (s *smallWriters) done(f smallFile, err error) {
@@ -432,20 +472,23 @@ func (s *smallWriters) abort() (files int, n int64) {
 	return files, n
 }
 
-// writeWhole writes f under a temporary name, renamed to its own once
-// whole.
-func writeWhole(to *os.Root, f smallFile) error {
-	tmp := tempName(f.name)
-	file, err := to.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+// writeWhole writes f as base in dir under a temporary name, renamed to
+// its own once whole.
+func writeWhole(dir *os.Root, base string, f smallFile) error {
+	tmp := tempName(base)
+	file, err := dir.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return &FileError{Name: f.name, Err: unwrapPath(err)}
 	}
 	if _, err := file.Write(f.data); err != nil {
 		file.Close()
-		_ = to.Remove(tmp)
+		_ = dir.Remove(tmp)
 		return &FileError{Name: f.name, Err: unwrapPath(err)}
 	}
-	return place(to, file, tmp, f.name, f.mode, f.mtime)
+	if err := place(dir, file, tmp, base, f.mode, f.mtime); err != nil {
+		return &FileError{Name: f.name, Err: err}
+	}
+	return nil
 }
 
 // validName accepts relative slash-separated names with no empty, "." or
