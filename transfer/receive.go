@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"harrier.dev/harrier/wire"
 )
 
@@ -349,60 +351,23 @@ func (s *smallWriters) start(to *os.Root) {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			var d dirRoot
-			defer d.close()
+			w := &smallWriter{to: to}
+			defer w.close()
 			for f := range s.work {
-				s.done(f, s.writeOne(to, &d, f))
+				s.done(f, s.writeOne(w, f))
 			}
 		}()
 	}
 }
 
-func (s *smallWriters) writeOne(to *os.Root, d *dirRoot, f smallFile) error {
+func (s *smallWriters) writeOne(w *smallWriter, f smallFile) error {
 	s.mu.Lock()
 	skip := s.stopped || s.err != nil
 	s.mu.Unlock()
 	if skip {
 		return nil
 	}
-	dir, err := d.open(to, path.Dir(f.name))
-	if err != nil {
-		return &FileError{Name: f.name, Err: unwrapPath(err)}
-	}
-	return writeWhole(dir, path.Base(f.name), f)
-}
-
-// dirRoot keeps open the directory of the files a worker last wrote
-// (a stream sends a directory's files one after the other), so that
-// each file's calls name it alone, not a path walked anew each time.
-type dirRoot struct {
-	name string
-	root *os.Root
-}
-
-// open returns dir beneath to, opened as a root of its own: what is
-// made in it stays confined to it, and to to.
-func (d *dirRoot) open(to *os.Root, dir string) (*os.Root, error) {
-	if dir == "." {
-		return to, nil
-	}
-	if d.root != nil && d.name == dir {
-		return d.root, nil
-	}
-	d.close()
-	r, err := to.OpenRoot(dir)
-	if err != nil {
-		return nil, err
-	}
-	d.name, d.root = dir, r
-	return r, nil
-}
-
-func (d *dirRoot) close() {
-	if d.root != nil {
-		d.root.Close()
-		d.root = nil
-	}
+	return w.write(f)
 }
 
 func (s *smallWriters) done(f smallFile, err error) {
@@ -472,21 +437,129 @@ func (s *smallWriters) abort() (files int, n int64) {
 	return files, n
 }
 
-// writeWhole writes f as base in dir under a temporary name, renamed to
-// its own once whole.
-func writeWhole(dir *os.Root, base string, f smallFile) error {
-	tmp := tempName(base)
-	file, err := dir.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+// smallWriter is one worker's: it creates each file in a directory of
+// its own, then renames it into place. Creates in one directory are
+// made one at a time (the kernel locks the directory for them), and a
+// stream sends a directory's files one after the other: the workers'
+// creates go side by side only in directories apart.
+type smallWriter struct {
+	to *os.Root
+	// stage is the worker's directory at the top of to, made with its
+	// first file and removed, empty, by close.
+	stage     *os.File
+	stageName string
+	// dir is the directory of the files last written, kept open.
+	dir     *os.File
+	dirName string
+}
+
+func (w *smallWriter) write(f smallFile) error {
+	dir, err := w.openDir(path.Dir(f.name))
+	if err == nil && w.stage == nil {
+		err = w.makeStage()
+	}
+	if err != nil {
+		return &FileError{Name: f.name, Err: unwrapPath(err)}
+	}
+	err = writeWhole(w.stage, dir, path.Base(f.name), f)
+	if errors.Is(err, unix.EXDEV) {
+		return w.writeBeside(f)
+	}
+	if err != nil {
+		return &FileError{Name: f.name, Err: err}
+	}
+	return nil
+}
+
+// writeBeside writes f under a temporary name beside its own, for a
+// directory on another file system than the top of the tree.
+func (w *smallWriter) writeBeside(f smallFile) error {
+	tmp := tempName(f.name)
+	file, err := w.to.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return &FileError{Name: f.name, Err: unwrapPath(err)}
 	}
 	if _, err := file.Write(f.data); err != nil {
 		file.Close()
-		_ = dir.Remove(tmp)
+		_ = w.to.Remove(tmp)
 		return &FileError{Name: f.name, Err: unwrapPath(err)}
 	}
-	if err := place(dir, file, tmp, base, f.mode, f.mtime); err != nil {
+	if err := place(w.to, file, tmp, f.name, f.mode, f.mtime); err != nil {
 		return &FileError{Name: f.name, Err: err}
+	}
+	return nil
+}
+
+// openDir returns dir beneath to, opened (and so confined) by to.
+func (w *smallWriter) openDir(dir string) (*os.File, error) {
+	if w.dir != nil && w.dirName == dir {
+		return w.dir, nil
+	}
+	if w.dir != nil {
+		w.dir.Close()
+		w.dir = nil
+	}
+	d, err := w.to.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	w.dir, w.dirName = d, dir
+	return d, nil
+}
+
+func (w *smallWriter) makeStage() error {
+	name := tempName("stage")
+	if err := w.to.Mkdir(name, 0o700); err != nil {
+		return err
+	}
+	d, err := w.to.Open(name)
+	if err != nil {
+		_ = w.to.Remove(name)
+		return err
+	}
+	w.stage, w.stageName = d, name
+	return nil
+}
+
+func (w *smallWriter) close() {
+	if w.dir != nil {
+		w.dir.Close()
+	}
+	if w.stage != nil {
+		w.stage.Close()
+		_ = w.to.Remove(w.stageName)
+	}
+}
+
+// writeWhole writes f in the directory stage under a temporary name,
+// renamed to base in dir once whole. The names are single elements and
+// the directories were opened beneath the receiver's root: nothing is
+// resolved outside it.
+func writeWhole(stage, dir *os.File, base string, f smallFile) error {
+	sfd, dfd := int(stage.Fd()), int(dir.Fd())
+	tmp := tempName(base)
+	fd, err := unix.Openat(sfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return err
+	}
+	file := os.NewFile(uintptr(fd), tmp)
+	_, err = file.Write(f.data)
+	if err == nil {
+		err = file.Chmod(f.mode)
+	}
+	if err == nil {
+		t := unix.NsecToTimespec(f.mtime.UnixNano())
+		err = unix.UtimesNanoAt(sfd, tmp, []unix.Timespec{t, t}, unix.AT_SYMLINK_NOFOLLOW)
+	}
+	if cerr := file.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = unix.Renameat(sfd, tmp, dfd, base)
+	}
+	if err != nil {
+		_ = unix.Unlinkat(sfd, tmp, 0)
+		return unwrapPath(err)
 	}
 	return nil
 }

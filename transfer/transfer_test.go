@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"harrier.dev/harrier/wire"
 )
 
@@ -408,4 +410,41 @@ func TestLimitCountsSmallFiles(t *testing.T) {
 	if !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("got %v, want ErrTooLarge", err)
 	}
+}
+
+// TestSmallFilesAcrossMounts: small files bound for a directory on
+// another file system than the top of the tree (where the workers stage
+// them) still arrive, whole.
+func TestSmallFilesAcrossMounts(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root")
+	}
+	dst := t.TempDir()
+	sub := filepath.Join(dst, "mnt")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", sub, "tmpfs", 0, ""); err != nil {
+		t.Skipf("mount tmpfs: %v", err)
+	}
+	defer unix.Unmount(sub, unix.MNT_DETACH)
+	r := &Receiver{To: openRoot(t, dst)}
+	for _, c := range []*wire.TransferChunk{smallChunk("top", "t"), smallChunk("mnt/in", "i")} {
+		if err := r.Chunk(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"top": "t", "mnt/in": "i"} {
+		p := filepath.Join(dst, name)
+		if b, _ := os.ReadFile(p); string(b) != want {
+			t.Errorf("%s holds %q", name, b)
+		}
+		if info, err := os.Stat(p); err != nil || info.Mode().Perm() != 0o640 {
+			t.Errorf("%s: %v, %v", name, info, err)
+		}
+	}
+	noTemporaries(t, dst)
 }
