@@ -448,16 +448,22 @@ type smallWriter struct {
 	// first file and removed, empty, by close.
 	stage     *os.File
 	stageName string
+	noStage   bool
 	// dir is the directory of the files last written, kept open.
 	dir     *os.File
 	dirName string
 }
 
 func (w *smallWriter) write(f smallFile) error {
-	dir, err := w.openDir(path.Dir(f.name))
-	if err == nil && w.stage == nil {
-		err = w.makeStage()
+	if w.stage == nil && !w.noStage {
+		// Where the top of the tree takes no directory of ours (not
+		// writable, say), files are written beside their names.
+		w.noStage = w.makeStage() != nil
 	}
+	if w.noStage {
+		return w.writeBeside(f)
+	}
+	dir, err := w.openDir(path.Dir(f.name))
 	if err != nil {
 		return &FileError{Name: f.name, Err: unwrapPath(err)}
 	}
