@@ -354,33 +354,34 @@ func (s *smallWriters) start(to *os.Root) {
 			w := &smallWriter{to: to}
 			defer w.close()
 			for f := range s.work {
-				s.done(f, s.writeOne(w, f))
+				wrote, err := s.writeOne(w, f)
+				s.done(f, wrote, err)
 			}
 		}()
 	}
 }
 
-func (s *smallWriters) writeOne(w *smallWriter, f smallFile) error {
+// writeOne writes f unless the stream has failed or been aborted.
+func (s *smallWriters) writeOne(w *smallWriter, f smallFile) (wrote bool, err error) {
 	s.mu.Lock()
 	skip := s.stopped || s.err != nil
 	s.mu.Unlock()
 	if skip {
-		return nil
+		return false, nil
 	}
-	return w.write(f)
+	err = w.write(f)
+	return err == nil, err
 }
 
-func (s *smallWriters) done(f smallFile, err error) {
+func (s *smallWriters) done(f smallFile, wrote bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.pending, f.name)
 	s.settled.Broadcast()
-	switch {
-	case err != nil:
-		if s.err == nil {
-			s.err = err
-		}
-	case !s.stopped && s.err == nil:
+	if err != nil && s.err == nil {
+		s.err = err
+	}
+	if wrote {
 		s.files++
 		s.bytes += int64(len(f.data))
 	}

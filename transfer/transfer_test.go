@@ -388,14 +388,19 @@ func TestAbortLeavesNoTemporaries(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.Abort()
+	found := 0
 	_ = filepath.WalkDir(dst, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
+			found++
 			if b, _ := os.ReadFile(p); string(b) != "whole" {
 				t.Errorf("%s holds %q", p, b)
 			}
 		}
 		return nil
 	})
+	if found != r.Files {
+		t.Errorf("%d files left, %d counted", found, r.Files)
+	}
 	noTemporaries(t, dst)
 }
 
