@@ -453,3 +453,37 @@ func TestSmallFilesAcrossMounts(t *testing.T) {
 	}
 	noTemporaries(t, dst)
 }
+
+// TestSmallFilesUnderATopTheyCannotStageIn: where the top of the tree
+// takes no new entry (immutable here; not writable, for a user), small
+// files bound below it are written beside their names.
+func TestSmallFilesUnderATopTheyCannotStageIn(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("setting a directory immutable needs root")
+	}
+	dst := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dst, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	top, err := os.Open(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer top.Close()
+	const immutable = 0x10 // FS_IMMUTABLE_FL, <linux/fs.h>
+	if err := unix.IoctlSetPointerInt(int(top.Fd()), unix.FS_IOC_SETFLAGS, immutable); err != nil {
+		t.Skipf("set immutable: %v", err)
+	}
+	defer unix.IoctlSetPointerInt(int(top.Fd()), unix.FS_IOC_SETFLAGS, 0)
+	r := &Receiver{To: openRoot(t, dst)}
+	if err := r.Chunk(smallChunk("sub/f", "f")); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dst, "sub/f")); string(b) != "f" {
+		t.Errorf("sub/f holds %q", b)
+	}
+	noTemporaries(t, dst)
+}
