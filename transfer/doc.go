@@ -18,11 +18,19 @@
 //   - Symbolic links inside the tree are recreated as links, never
 //     followed; a link whose target is absolute or climbs out of the
 //     tree it is sent in is refused (ErrEscape), on both sides.
-//   - A file is written under a temporary name beside its final one and
-//     renamed once its size and SHA-256 match what the Sender computed
-//     while reading it: no partial or corrupt file ever appears under its
-//     final name (ErrCorrupt otherwise). Permission bits and modification
-//     times are kept.
+//   - A file is written under a temporary name and renamed to its final
+//     one once its size and SHA-256 match what the Sender computed while
+//     reading it: no partial or corrupt file ever appears under its final
+//     name (ErrCorrupt otherwise). Permission bits and modification times
+//     are kept. The same holds for a job's inputs and its outputs: the
+//     outputs land in a directory the user may be reading, and one rule
+//     for both costs little (a rename; creating the file is the cost).
+//   - Small files (up to 64 KiB, whole in one chunk) are written several
+//     at a time, each worker creating its temporary files in a hidden
+//     directory of its own at the top of the Receiver's root and renaming
+//     them into place; Close waits for them and removes those
+//     directories. A stream that breaks (Abort) leaves whole files and
+//     no temporary name.
 //   - A Receiver with a Limit refuses the stream once its files hold more
 //     bytes than that (ErrTooLarge).
 //

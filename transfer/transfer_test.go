@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"harrier.dev/harrier/wire"
 )
@@ -226,6 +230,9 @@ func TestRename(t *testing.T) {
 	for _, to := range []string{"results/o.txt", "../o.txt"} {
 		r := &Receiver{To: openRoot(t, dst), Rename: func(string) string { return to }}
 		err := (&Sender{Out: r.Chunk}).Send(openRoot(t, src), "out", "out")
+		if err == nil {
+			err = r.Close()
+		}
 		if to == "../o.txt" {
 			if !errors.Is(err, ErrEscape) {
 				t.Errorf("rename to %s: %v, want ErrEscape", to, err)
@@ -301,4 +308,202 @@ func TestSenderNeverBlocksOnAFIFO(t *testing.T) {
 	if !errors.Is(err, ErrNotFile) {
 		t.Errorf("sending a FIFO as a file: %v, want ErrNotFile", err)
 	}
+}
+
+// smallChunk is a whole small file in one chunk, as a Sender sends it.
+func smallChunk(name, data string) *wire.TransferChunk {
+	return &wire.TransferChunk{Entry: &wire.TransferEntry{Name: name, Size: int64(len(data)), Mode: 0o640}, Data: []byte(data), Sha256: sum([]byte(data))}
+}
+
+// noTemporaries fails if a temporary name is left beneath dir.
+func noTemporaries(t *testing.T, dir string) {
+	t.Helper()
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasPrefix(d.Name(), ".harrier-transfer-") {
+			t.Errorf("left %s", p)
+		}
+		return nil
+	})
+}
+
+// TestManySmallFiles: small files, written side by side, all arrive
+// whole with their modes; of two entries of one name the later wins, as
+// when entries were written one after the other.
+func TestManySmallFiles(t *testing.T) {
+	dst := t.TempDir()
+	r := &Receiver{To: openRoot(t, dst)}
+	const n = 500
+	for i := range n {
+		if err := r.Chunk(smallChunk(fmt.Sprintf("d%d/f%03d", i%7, i), fmt.Sprint("data ", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []*wire.TransferChunk{smallChunk("twice", "first"), smallChunk("twice", "second"),
+		smallChunk("then-link", "a file"), {Entry: &wire.TransferEntry{Name: "then-link", Kind: wire.TransferEntry_SYMLINK, Link: "twice"}}} {
+		if err := r.Chunk(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if r.Files != n+3 {
+		t.Errorf("counted %d files, want %d", r.Files, n+3)
+	}
+	for i := range n {
+		p := filepath.Join(dst, fmt.Sprintf("d%d/f%03d", i%7, i))
+		b, err := os.ReadFile(p)
+		if err != nil || string(b) != fmt.Sprint("data ", i) {
+			t.Fatalf("%s: %q, %v", p, b, err)
+		}
+		if info, _ := os.Stat(p); info.Mode().Perm() != 0o640 {
+			t.Errorf("%s: mode %v", p, info.Mode())
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dst, "twice")); string(b) != "second" {
+		t.Errorf("twice holds %q, want the later entry", b)
+	}
+	if target, err := os.Readlink(filepath.Join(dst, "then-link")); err != nil || target != "twice" {
+		t.Errorf("then-link: %q, %v; want the later entry, a link", target, err)
+	}
+	noTemporaries(t, dst)
+}
+
+// TestSmallFileFailureNamesIt: a small file that cannot be put under its
+// name fails the stream, naming it, and leaves no temporary file.
+func TestSmallFileFailureNamesIt(t *testing.T) {
+	dst := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dst, "taken", "by-a-dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := &Receiver{To: openRoot(t, dst)}
+	var err error
+	for _, c := range []*wire.TransferChunk{smallChunk("a", "a"), smallChunk("taken", "x"), smallChunk("b", "b")} {
+		if err = r.Chunk(c); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = r.Close()
+	}
+	var fe *FileError
+	if !errors.As(err, &fe) || fe.Name != "taken" {
+		t.Fatalf("got %v, want a FileError naming taken", err)
+	}
+	noTemporaries(t, dst)
+}
+
+// TestAbortLeavesNoTemporaries: a stream broken among small files and in
+// the middle of a large one leaves whole files or none, and no temporary.
+func TestAbortLeavesNoTemporaries(t *testing.T) {
+	dst := t.TempDir()
+	r := &Receiver{To: openRoot(t, dst)}
+	for i := range 300 {
+		if err := r.Chunk(smallChunk(fmt.Sprintf("s/f%03d", i), "whole")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	big := &wire.TransferChunk{Entry: &wire.TransferEntry{Name: "big", Size: 2 * ChunkSize}, Data: make([]byte, ChunkSize)}
+	if err := r.Chunk(big); err != nil {
+		t.Fatal(err)
+	}
+	r.Abort()
+	found := 0
+	_ = filepath.WalkDir(dst, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			found++
+			if b, _ := os.ReadFile(p); string(b) != "whole" {
+				t.Errorf("%s holds %q", p, b)
+			}
+		}
+		return nil
+	})
+	if found != r.Files {
+		t.Errorf("%d files left, %d counted", found, r.Files)
+	}
+	noTemporaries(t, dst)
+}
+
+// TestLimitCountsSmallFiles: the limit holds over many small files.
+func TestLimitCountsSmallFiles(t *testing.T) {
+	r := &Receiver{To: openRoot(t, t.TempDir()), Limit: 1 << 20}
+	data := string(make([]byte, 60<<10))
+	var err error
+	for i := 0; err == nil && i < 100; i++ {
+		err = r.Chunk(smallChunk(fmt.Sprint("f", i), data))
+	}
+	if !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("got %v, want ErrTooLarge", err)
+	}
+}
+
+// TestSmallFilesAcrossMounts: small files bound for a directory on
+// another file system than the top of the tree (where the workers stage
+// them) still arrive, whole.
+func TestSmallFilesAcrossMounts(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root")
+	}
+	dst := t.TempDir()
+	sub := filepath.Join(dst, "mnt")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", sub, "tmpfs", 0, ""); err != nil {
+		t.Skipf("mount tmpfs: %v", err)
+	}
+	defer unix.Unmount(sub, unix.MNT_DETACH)
+	r := &Receiver{To: openRoot(t, dst)}
+	for _, c := range []*wire.TransferChunk{smallChunk("top", "t"), smallChunk("mnt/in", "i")} {
+		if err := r.Chunk(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"top": "t", "mnt/in": "i"} {
+		p := filepath.Join(dst, name)
+		if b, _ := os.ReadFile(p); string(b) != want {
+			t.Errorf("%s holds %q", name, b)
+		}
+		if info, err := os.Stat(p); err != nil || info.Mode().Perm() != 0o640 {
+			t.Errorf("%s: %v, %v", name, info, err)
+		}
+	}
+	noTemporaries(t, dst)
+}
+
+// TestSmallFilesUnderATopTheyCannotStageIn: where the top of the tree
+// takes no new entry (immutable here; not writable, for a user), small
+// files bound below it are written beside their names.
+func TestSmallFilesUnderATopTheyCannotStageIn(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("setting a directory immutable needs root")
+	}
+	dst := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dst, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	top, err := os.Open(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer top.Close()
+	const immutable = 0x10 // FS_IMMUTABLE_FL, <linux/fs.h>
+	if err := unix.IoctlSetPointerInt(int(top.Fd()), unix.FS_IOC_SETFLAGS, immutable); err != nil {
+		t.Skipf("set immutable: %v", err)
+	}
+	defer unix.IoctlSetPointerInt(int(top.Fd()), unix.FS_IOC_SETFLAGS, 0)
+	r := &Receiver{To: openRoot(t, dst)}
+	if err := r.Chunk(smallChunk("sub/f", "f")); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dst, "sub/f")); string(b) != "f" {
+		t.Errorf("sub/f holds %q", b)
+	}
+	noTemporaries(t, dst)
 }
