@@ -12,6 +12,12 @@ import (
 	"harrier.dev/harrier/atomicfile"
 )
 
+// ErrNoToken is returned for a token id the registry does not have.
+var ErrNoToken = errors.New("no token")
+
+// ErrNotYours is returned for a token the caller may not revoke.
+var ErrNotYours = errors.New("not the caller's token")
+
 // A Record is what the registry keeps of an issued token: its claims, not
 // the token itself, which only its holder has.
 type Record struct {
@@ -124,13 +130,13 @@ func (r *Registry) Revoke(id, subject string, may func(subject string) bool, now
 	for _, rec := range r.recs {
 		if (id != "" && rec.ID == id) || (id == "" && rec.Subject == subject) {
 			if !may(rec.Subject) {
-				return nil, fmt.Errorf("token %s is %s's: only they or the administrator may revoke it", rec.ID, rec.Subject)
+				return nil, fmt.Errorf("%w: token %s is %s's: only they or the administrator may revoke it", ErrNotYours, rec.ID, rec.Subject)
 			}
 			ids = append(ids, rec.ID)
 		}
 	}
 	if id != "" && len(ids) == 0 {
-		return nil, fmt.Errorf("no token %s", id)
+		return nil, fmt.Errorf("%w %s", ErrNoToken, id)
 	}
 	old := make(map[string]Record, len(ids))
 	for _, i := range ids {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -30,7 +31,9 @@ import (
 	"harrier.dev/harrier/matchmaker/accountdb"
 	"harrier.dev/harrier/metrics"
 	"harrier.dev/harrier/peercred"
+	"harrier.dev/harrier/pki"
 	"harrier.dev/harrier/startd"
+	"harrier.dev/harrier/token"
 	"harrier.dev/harrier/wire"
 )
 
@@ -438,8 +441,16 @@ func serveAgent(ctx context.Context, pc *poolConfig, name string, reg prometheus
 	if err != nil {
 		return fmt.Errorf("agent: listen on %s: %w", sock, err)
 	}
-	cfg.Queue, cfg.AdvertiseAddr, cfg.Metrics = queue, tcp.Addr().String(), reg
+	tokens, err := agentTokens(pc, spool)
+	if err != nil {
+		return err
+	}
+	cfg.Queue, cfg.AdvertiseAddr, cfg.Metrics, cfg.Tokens = queue, tcp.Addr().String(), reg, tokens
 	a, err := agent.New(cfg)
+	if err != nil {
+		return err
+	}
+	remote, remoteTLS, err := listenRemote(pc)
 	if err != nil {
 		return err
 	}
@@ -450,16 +461,74 @@ func serveAgent(ctx context.Context, pc *poolConfig, name string, reg prometheus
 		if err != nil {
 			return nil, err
 		}
-		cfg.Queue, cfg.AdvertiseAddr = queue, tcp.Addr().String()
+		cfg.Queue, cfg.AdvertiseAddr, cfg.Tokens = queue, tcp.Addr().String(), tokens
 		restart, err := a.Reconfigure(cfg)
 		if err != nil {
 			return nil, err
 		}
-		return append(restart, restartKeys(started, pc, "AGENT_SOCKET", "BIND_HOST", "AGENT_PORT", "QUEUE_STORE", "QUEUE_DSN")...), nil
+		return append(restart, restartKeys(started, pc, "AGENT_SOCKET", "BIND_HOST", "AGENT_PORT", "QUEUE_STORE", "QUEUE_DSN",
+			"AGENT_REMOTE_ADDRESS", "TOKEN_SIGNING_KEY_FILE")...), nil
 	})()
 	defer cancel()
 	logger.Info("agent listening", "addr", tcp.Addr().String(), "socket", sock)
-	return a.Serve(ctx, tcp, local)
+	if remote == nil {
+		return a.Serve(ctx, tcp, local)
+	}
+	logger.Info("agent's remote API listening", "addr", remote.Addr().String())
+	remoteDone := make(chan error, 1)
+	go func() { remoteDone <- a.ServeRemote(ctx, remote, remoteTLS) }()
+	err = a.Serve(ctx, tcp, local)
+	cancel()
+	return errors.Join(err, <-remoteDone)
+}
+
+// tokenKeyName is the name of the pool's token signing key, as HTCondor
+// calls its own (POOL).
+const tokenKeyName = "POOL"
+
+// agentTokens opens the agent's token signing key (TOKEN_SIGNING_KEY_FILE,
+// by default token-POOL.key in the PKI directory, made on first use) and
+// its registry of tokens (SPOOL/tokens.json).
+func agentTokens(pc *poolConfig, spool string) (*agent.Tokens, error) {
+	path := strings.TrimSpace(pc.c.String("TOKEN_SIGNING_KEY_FILE", ""))
+	if path == "" {
+		dir, err := pc.require("PKI_DIR")
+		if err != nil {
+			return nil, err
+		}
+		path = filepath.Join(dir, "token-"+tokenKeyName+".key")
+	}
+	key, err := token.LoadOrCreateKey(path, tokenKeyName)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	reg, err := token.OpenRegistry(filepath.Join(spool, "tokens.json"))
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	return &agent.Tokens{Key: key, Registry: reg}, nil
+}
+
+// listenRemote opens the agent's remote API address, AGENT_REMOTE_ADDRESS
+// (HOST:PORT), with the agent's certificate; none if it is not set.
+func listenRemote(pc *poolConfig) (net.Listener, *tls.Config, error) {
+	addr := strings.TrimSpace(pc.c.String("AGENT_REMOTE_ADDRESS", ""))
+	if addr == "" {
+		return nil, nil, nil
+	}
+	_, cert, key, err := pc.pkiPaths("agent")
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, err := pki.UserServerConfig(cert, key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("agent: remote API: %w", err)
+	}
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("agent: remote API: listen: %w", err)
+	}
+	return lis, cfg, nil
 }
 
 // agentConfig reads the agent's configuration from the pool's, but for
