@@ -93,7 +93,7 @@ func (s *tokensService) Create(ctx context.Context, req *wire.CreateTokenRequest
 		return nil, status.Errorf(codes.Internal, "record the token: %v", err)
 	}
 	s.a.log.Info("token created", "id", id, "subject", subject, "by", who.name, "expires", c.Expiry, "scopes", c.Scopes)
-	return &wire.CreateTokenReply{Token: text, Info: tokenInfo(token.Record{Claims: c})}, nil
+	return &wire.CreateTokenReply{Token: text, Info: tokenInfo(token.Record{Claims: c}), CaPem: s.a.cfg.CAPEM}, nil
 }
 
 // List returns the caller's tokens; root's list has everyone's.

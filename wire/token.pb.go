@@ -102,9 +102,12 @@ func (x *CreateTokenRequest) GetKey() string {
 }
 
 type CreateTokenReply struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Token         string                 `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
-	Info          *TokenInfo             `protobuf:"bytes,2,opt,name=info,proto3" json:"info,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Token string                 `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	Info  *TokenInfo             `protobuf:"bytes,2,opt,name=info,proto3" json:"info,omitempty"`
+	// The pool CA's certificate, with which a client of the remote API
+	// authenticates the agent.
+	CaPem         []byte `protobuf:"bytes,3,opt,name=ca_pem,json=caPem,proto3" json:"ca_pem,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -149,6 +152,13 @@ func (x *CreateTokenReply) GetToken() string {
 func (x *CreateTokenReply) GetInfo() *TokenInfo {
 	if x != nil {
 		return x.Info
+	}
+	return nil
+}
+
+func (x *CreateTokenReply) GetCaPem() []byte {
+	if x != nil {
+		return x.CaPem
 	}
 	return nil
 }
@@ -434,10 +444,11 @@ const file_harrier_v1_token_proto_rawDesc = "" +
 	"\bidentity\x18\x01 \x01(\tR\bidentity\x12)\n" +
 	"\x10lifetime_seconds\x18\x02 \x01(\x03R\x0flifetimeSeconds\x12\x16\n" +
 	"\x06scopes\x18\x03 \x03(\tR\x06scopes\x12\x10\n" +
-	"\x03key\x18\x04 \x01(\tR\x03key\"S\n" +
+	"\x03key\x18\x04 \x01(\tR\x03key\"j\n" +
 	"\x10CreateTokenReply\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x12)\n" +
-	"\x04info\x18\x02 \x01(\v2\x15.harrier.v1.TokenInfoR\x04info\"\xc0\x01\n" +
+	"\x04info\x18\x02 \x01(\v2\x15.harrier.v1.TokenInfoR\x04info\x12\x15\n" +
+	"\x06ca_pem\x18\x03 \x01(\fR\x05caPem\"\xc0\x01\n" +
 	"\tTokenInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\asubject\x18\x02 \x01(\tR\asubject\x12\x16\n" +

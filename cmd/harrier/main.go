@@ -18,7 +18,10 @@
 //	harrier bench negotiate --machines M --jobs J ...     time one negotiation cycle
 //	harrier daemon matchmaker|agent|startd --config FILE  run one daemon
 //
-// Tools find their pool with --pool DIR or HARRIER_POOL=DIR.
+//	harrier token create | list | revoke                  tokens for the remote API
+//
+// Tools find their pool with --pool DIR or HARRIER_POOL=DIR, or call an
+// agent on another host with --remote HOST and a token.
 package main
 
 import (
@@ -27,6 +30,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strings"
 
 	"harrier.dev/harrier/sandbox"
 )
@@ -84,6 +88,7 @@ func commands() []command {
 		{"userprio", "userprio [--pool DIR] [-json | -long] | userprio -setfactor USER F | userprio -resetusage USER", runUserprio},
 		{"reserve", "reserve [--pool DIR] --nodes N --start T --end T [--user USER] | reserve -list | reserve -cancel ID", runReserve},
 		{"bench", "bench negotiate [--machines M] [--jobs J] [--users U] [--autoclusters A] [--runs N] [--baseline JOBS] | bench throughput [--jobs N] [--startds S] [--slots K] [--queue Q [--held]] [--dag [--chain C] [--kill-dagman D]] [--input-mb MB] [--sandbox process|container] [--store embedded|postgres://...] [--profile PREFIX]", runBench},
+		{"token", "token create [-identity USER] [-lifetime D] [-scope read,write] [-key NAME] [-token NAME] | token list | token revoke ID | token revoke -all-of USER", runToken},
 		{"pki", "pki init --dir DIR [--pool NAME] | pki issue --dir DIR [--hosts ADDR,...] [--out DIR] ROLE@HOST", runPKI},
 		{"master", "master --config FILE [--name HOST] [--daemons LIST]", runMaster},
 		{"reconfig", "reconfig [--pool DIR] [HOST]", runReconfig},
@@ -108,11 +113,16 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		printUsage(stderr)
 		return 2
 	}
+	global, args := globalOptions(args)
+	if len(args) == 0 {
+		printUsage(stderr)
+		return 2
+	}
 	for _, c := range commands() {
 		if c.name != args[0] {
 			continue
 		}
-		err := c.run(args[1:], stdin, stdout)
+		err := c.run(append(global, args[1:]...), stdin, stdout)
 		var ue usageError
 		var ee exitError
 		switch {
@@ -131,6 +141,20 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "harrier: unknown command %q\n", args[0])
 	printUsage(stderr)
 	return 2
+}
+
+// globalOptions takes the options given before the command that every user
+// tool takes ("harrier --remote HOST q"), to be passed to the tool.
+func globalOptions(args []string) (global, rest []string) {
+	for len(args) >= 2 {
+		switch strings.TrimLeft(args[0], "-") {
+		case "remote", "token", "pool":
+			global, args = append(global, "-"+strings.TrimLeft(args[0], "-"), args[1]), args[2:]
+			continue
+		}
+		break
+	}
+	return global, args
 }
 
 func printUsage(w io.Writer) {
