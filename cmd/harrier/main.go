@@ -146,13 +146,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // globalOptions takes the options given before the command that every user
 // tool takes ("harrier --remote HOST q"), to be passed to the tool.
 func globalOptions(args []string) (global, rest []string) {
-	for len(args) >= 2 {
-		switch strings.TrimLeft(args[0], "-") {
-		case "remote", "token", "pool":
-			global, args = append(global, "-"+strings.TrimLeft(args[0], "-"), args[1]), args[2:]
-			continue
+	for len(args) >= 2 && strings.HasPrefix(args[0], "-") {
+		name := strings.TrimLeft(args[0], "-")
+		if name != "remote" && name != "token" && name != "pool" {
+			break
 		}
-		break
+		global, args = append(global, "-"+name, args[1]), args[2:]
 	}
 	return global, args
 }

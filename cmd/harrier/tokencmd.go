@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -38,6 +39,16 @@ func runToken(args []string, _ io.Reader, stdout io.Writer) error {
 	return usagef("unknown subcommand %q: want create, list or revoke", args[0])
 }
 
+// newTokenFlags are the flags of the token commands: those of the tools
+// but -remote, since tokens are made, listed and revoked by the local
+// agent, which knows who asks; and create's -token names where to keep the
+// token, as in condor_token_create.
+func newTokenFlags(name string) toolFlags {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	var none string
+	return toolFlags{fs: fs, pool: fs.String("pool", "", "the pool directory (default $HARRIER_POOL)"), remote: &none, tokenFile: &none}
+}
+
 // tokensClient connects to the local agent's Tokens service.
 func tokensClient(pool string) (wire.TokensClient, func(), error) {
 	pc, err := findPool(pool)
@@ -56,7 +67,7 @@ func tokensClient(pool string) (wire.TokensClient, func(), error) {
 }
 
 func tokenCreate(args []string, stdout io.Writer) error {
-	tf := newToolFlags("token create")
+	tf := newTokenFlags("token create")
 	identity := tf.fs.String("identity", "", "the user the token acts as (default: you; only root names another)")
 	lifetime := tf.fs.Duration("lifetime", 0, "how long the token lasts (default 720h)")
 	scope := tf.fs.String("scope", "", "what the token allows, comma separated: read, write (default: all you may do)")
@@ -67,9 +78,6 @@ func tokenCreate(args []string, stdout io.Writer) error {
 	}
 	if tf.fs.NArg() > 0 {
 		return usagef("unexpected %q", tf.fs.Arg(0))
-	}
-	if *tf.remote != "" {
-		return usagef("tokens are made by the local agent, which knows who asks: run this on the submit machine")
 	}
 	if *lifetime < 0 {
 		return usagef("-lifetime %v is negative", *lifetime)
@@ -120,12 +128,9 @@ func tokenCreate(args []string, stdout io.Writer) error {
 }
 
 func tokenList(args []string, stdout io.Writer) error {
-	tf := newToolFlags("token list")
+	tf := newTokenFlags("token list")
 	if err := tf.parse(args); err != nil {
 		return err
-	}
-	if *tf.remote != "" {
-		return usagef("tokens are listed by the local agent: run this on the submit machine")
 	}
 	client, closeFn, err := tokensClient(*tf.pool)
 	if err != nil {
@@ -157,13 +162,10 @@ func tokenList(args []string, stdout io.Writer) error {
 }
 
 func tokenRevoke(args []string, stdout io.Writer) error {
-	tf := newToolFlags("token revoke")
+	tf := newTokenFlags("token revoke")
 	allOf := tf.fs.String("all-of", "", "revoke every token of this user")
 	if err := tf.parse(args); err != nil {
 		return err
-	}
-	if *tf.remote != "" {
-		return usagef("tokens are revoked by the local agent: run this on the submit machine")
 	}
 	req := &wire.RevokeTokenRequest{AllOf: *allOf}
 	switch {
