@@ -5,18 +5,23 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
+	"net/http"
 	"os/user"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/test/bufconn"
 
+	"harrier.dev/harrier/pki"
 	"harrier.dev/harrier/token"
 	"harrier.dev/harrier/wire"
 )
@@ -46,10 +51,13 @@ var remoteScopes = map[string]string{
 // tokenCallerKey is the context key of a remote call's verified token.
 type tokenCallerKey struct{}
 
-// ServeRemote serves the remote API on lis with TLS configuration cfg (the
-// agent's certificate; clients present none) until ctx is done. The agent
-// must have Tokens.
-func (a *Agent) ServeRemote(ctx context.Context, lis net.Listener, cfg *tls.Config) error {
+// ServeRemote serves the remote API until ctx is done: gRPC on lis, and
+// its JSON form over HTTPS on jsonLis (grpc-gateway: POST
+// /harrier.v1.Schedd/METHOD with the request as JSON, the token in an
+// "Authorization: Bearer TOKEN" header; see docs/remote-api.md), both
+// with TLS configuration cfg (the agent's certificate; clients present
+// none). Either listener may be nil. The agent must have Tokens.
+func (a *Agent) ServeRemote(ctx context.Context, lis, jsonLis net.Listener, cfg *tls.Config) error {
 	if a.cfg.Tokens == nil {
 		return errors.New("agent: remote API: no token signing key")
 	}
@@ -73,16 +81,67 @@ func (a *Agent) ServeRemote(ctx context.Context, lis net.Listener, cfg *tls.Conf
 		}),
 		grpc.WaitForHandlers(true))...)
 	wire.RegisterScheddServer(srv, &scheddService{a: a})
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(lis) }()
+
+	errc := make(chan error, 3)
+	servers := 0
+	if lis != nil {
+		servers++
+		go func() { errc <- srv.Serve(lis) }()
+	}
+	var web *http.Server
+	if jsonLis != nil {
+		// The gateway calls the same server over an in-process link, so
+		// that a JSON call is checked and served exactly as a gRPC one.
+		link := bufconn.Listen(1 << 20)
+		servers++
+		go func() { errc <- srv.Serve(link) }()
+		mux, closeMux, err := a.jsonGateway(ctx, link)
+		if err != nil {
+			srv.Stop()
+			return err
+		}
+		defer closeMux()
+		web = &http.Server{Handler: mux, TLSConfig: cfg, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(a.log.Handler(), slog.LevelWarn)}
+		servers++
+		go func() { errc <- web.ServeTLS(jsonLis, "", "") }()
+	}
+	var err error
 	select {
 	case <-ctx.Done():
-		srv.Stop()
-		<-errc
-		return nil
-	case err := <-errc:
-		return fmt.Errorf("agent: remote API: %w", err)
+	case err = <-errc:
+		err = fmt.Errorf("agent: remote API: %w", err)
+		servers--
 	}
+	if web != nil {
+		_ = web.Close()
+	}
+	srv.Stop()
+	for range servers {
+		<-errc
+	}
+	return err
+}
+
+// jsonGateway returns grpc-gateway's handler of the Schedd service's JSON
+// form, calling the remote API's server through link.
+func (a *Agent) jsonGateway(ctx context.Context, link *bufconn.Listener) (http.Handler, func(), error) {
+	tlsCfg, err := pki.UserClientConfig(a.cfg.CAPEM, pki.RoleAgent)
+	if err != nil {
+		return nil, nil, fmt.Errorf("agent: JSON API: %w", err)
+	}
+	conn, err := grpc.NewClient("passthrough:///agent",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return link.DialContext(ctx) }),
+		grpc.WithTransportCredentials(credentials.NewTLS(tlsCfg)),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(wire.MaxMessage), grpc.MaxCallSendMsgSize(wire.MaxMessage)))
+	if err != nil {
+		return nil, nil, fmt.Errorf("agent: JSON API: %w", err)
+	}
+	mux := runtime.NewServeMux()
+	if err := wire.RegisterScheddHandler(ctx, mux, conn); err != nil {
+		conn.Close()
+		return nil, nil, fmt.Errorf("agent: JSON API: %w", err)
+	}
+	return mux, func() { conn.Close() }, nil
 }
 
 // authenticate checks a remote call's token and scope, and returns ctx

@@ -450,7 +450,7 @@ func serveAgent(ctx context.Context, pc *poolConfig, name string, reg prometheus
 	if err != nil {
 		return err
 	}
-	remote, remoteTLS, err := listenRemote(pc)
+	remote, remoteJSON, remoteTLS, err := listenRemote(pc)
 	if err != nil {
 		return err
 	}
@@ -467,16 +467,20 @@ func serveAgent(ctx context.Context, pc *poolConfig, name string, reg prometheus
 			return nil, err
 		}
 		return append(restart, restartKeys(started, pc, "AGENT_SOCKET", "BIND_HOST", "AGENT_PORT", "QUEUE_STORE", "QUEUE_DSN",
-			"AGENT_REMOTE_ADDRESS", "TOKEN_SIGNING_KEY_FILE")...), nil
+			"AGENT_REMOTE_ADDRESS", "AGENT_API_ADDRESS", "TOKEN_SIGNING_KEY_FILE")...), nil
 	})()
 	defer cancel()
 	logger.Info("agent listening", "addr", tcp.Addr().String(), "socket", sock)
-	if remote == nil {
+	if remoteTLS == nil {
 		return a.Serve(ctx, tcp, local)
 	}
-	logger.Info("agent's remote API listening", "addr", remote.Addr().String())
+	for _, l := range []net.Listener{remote, remoteJSON} {
+		if l != nil {
+			logger.Info("agent's remote API listening", "addr", l.Addr().String())
+		}
+	}
 	remoteDone := make(chan error, 1)
-	go func() { remoteDone <- a.ServeRemote(ctx, remote, remoteTLS) }()
+	go func() { remoteDone <- a.ServeRemote(ctx, remote, remoteJSON, remoteTLS) }()
 	err = a.Serve(ctx, tcp, local)
 	cancel()
 	return errors.Join(err, <-remoteDone)
@@ -509,26 +513,36 @@ func agentTokens(pc *poolConfig, spool string) (*agent.Tokens, error) {
 	return &agent.Tokens{Key: key, Registry: reg}, nil
 }
 
-// listenRemote opens the agent's remote API address, AGENT_REMOTE_ADDRESS
-// (HOST:PORT), with the agent's certificate; none if it is not set.
-func listenRemote(pc *poolConfig) (net.Listener, *tls.Config, error) {
-	addr := strings.TrimSpace(pc.c.String("AGENT_REMOTE_ADDRESS", ""))
-	if addr == "" {
-		return nil, nil, nil
+// listenRemote opens the agent's remote API addresses, AGENT_REMOTE_ADDRESS
+// (gRPC) and AGENT_API_ADDRESS (its JSON form), each HOST:PORT, with the
+// agent's certificate; neither is opened if it is not set.
+func listenRemote(pc *poolConfig) (grpcLis, jsonLis net.Listener, cfg *tls.Config, err error) {
+	grpcAddr := strings.TrimSpace(pc.c.String("AGENT_REMOTE_ADDRESS", ""))
+	jsonAddr := strings.TrimSpace(pc.c.String("AGENT_API_ADDRESS", ""))
+	if grpcAddr == "" && jsonAddr == "" {
+		return nil, nil, nil, nil
 	}
 	_, cert, key, err := pc.pkiPaths("agent")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	cfg, err := pki.UserServerConfig(cert, key)
-	if err != nil {
-		return nil, nil, fmt.Errorf("agent: remote API: %w", err)
+	if cfg, err = pki.UserServerConfig(cert, key); err != nil {
+		return nil, nil, nil, fmt.Errorf("agent: remote API: %w", err)
 	}
-	lis, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, nil, fmt.Errorf("agent: remote API: listen: %w", err)
+	if grpcAddr != "" {
+		if grpcLis, err = net.Listen("tcp", grpcAddr); err != nil {
+			return nil, nil, nil, fmt.Errorf("agent: remote API: listen: %w", err)
+		}
 	}
-	return lis, cfg, nil
+	if jsonAddr != "" {
+		if jsonLis, err = net.Listen("tcp", jsonAddr); err != nil {
+			if grpcLis != nil {
+				grpcLis.Close()
+			}
+			return nil, nil, nil, fmt.Errorf("agent: JSON API: listen: %w", err)
+		}
+	}
+	return grpcLis, jsonLis, cfg, nil
 }
 
 // agentConfig reads the agent's configuration from the pool's, but for

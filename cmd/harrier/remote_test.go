@@ -41,7 +41,7 @@ func (n *netnsPool) asOn(host string, u *user.User, env []string, args ...string
 func TestRemoteAPIWithTokens(t *testing.T) {
 	n := newNetnsPool(t, "submit", "exec1", "client")
 	remote := n.hosts["submit"].ip + ":9619"
-	n.extra = "AGENT_REMOTE_ADDRESS = $(BIND_HOST):9619\n"
+	n.extra = "AGENT_REMOTE_ADDRESS = $(BIND_HOST):9619\nAGENT_API_ADDRESS = $(BIND_HOST):9620\n"
 	roles := map[string]string{"submit": "matchmaker,agent", "exec1": "startd", "client": ""}
 	n.configure("submit", roles)
 	delete(roles, "client")
@@ -212,6 +212,50 @@ func TestRemoteAPIWithTokens(t *testing.T) {
 	}
 	if out, _ := n.tool("submit", "q", "-af", "JobStatus", job); strings.TrimSpace(out) != "5" {
 		t.Fatalf("alice's job after the refused calls: %q", out)
+	}
+
+	// The same API in JSON over HTTPS, as any language's HTTP client
+	// calls it: the agent authenticated by the pool's CA, the caller by
+	// their token.
+	if _, err := exec.LookPath("curl"); err == nil {
+		api := "https://" + n.hosts["submit"].ip + ":9620/harrier.v1.Schedd/"
+		curl := func(u *user.User, tokenPath, method, body string) (string, string) {
+			t.Helper()
+			args := []string{"--net=/var/run/netns/" + n.hosts["client"].ns, "--setuid", u.Uid, "--setgid", u.Gid,
+				"curl", "-sS", "--cacert", filepath.Join(u.HomeDir, ".harrier", "ca.pem"), "-w", "\n%{http_code}", "-H", "Content-Type: application/json", "-d", body}
+			if tokenPath != "" {
+				b, err := os.ReadFile(tokenPath)
+				if err != nil {
+					t.Fatal(err)
+				}
+				args = append(args, "-H", "Authorization: Bearer "+strings.TrimSpace(string(b)))
+			}
+			out, err := exec.Command("nsenter", append(args, api+method)...).CombinedOutput()
+			if err != nil {
+				t.Fatalf("curl %s: %v: %s", method, err, out)
+			}
+			text := strings.TrimSpace(string(out))
+			i := strings.LastIndexByte(text, '\n')
+			return text[:i+1], text[i+1:]
+		}
+		body, code := curl(alice, tokenFile(alice, "all"), "Query", `{"ids":["`+job+`"]}`)
+		if code != "200" || !strings.Contains(body, `"result"`) || !strings.Contains(body, `Owner = \"`+alice.Username+`\"`) {
+			t.Errorf("JSON Query: HTTP %s: %s", code, body)
+		}
+		body, code = curl(bob, tokenFile(bob, "all"), "Act", `{"action":"REMOVE","ids":["`+job+`"]}`)
+		if code != "200" || strings.Contains(body, `"ok":true`) || !strings.Contains(body, `"error"`) {
+			t.Errorf("JSON Act by bob on alice's job: HTTP %s: %s", code, body)
+		}
+		t.Logf("JSON Act by bob on alice's job: %s", body)
+		if body, code = curl(alice, "", "Query", `{}`); code != "401" || !strings.Contains(body, "no token") {
+			t.Errorf("JSON Query without a token: HTTP %s: %s", code, body)
+		}
+		if body, code = curl(alice, tokenFile(alice, "read"), "NewCluster", `{}`); code != "403" || !strings.Contains(body, "scopes do not allow") {
+			t.Errorf("JSON NewCluster with a read-only token: HTTP %s: %s", code, body)
+		}
+		if out, _ := n.tool("submit", "q", "-af", "JobStatus", job); strings.TrimSpace(out) != "5" {
+			t.Fatalf("alice's job after bob's JSON call: %q", out)
+		}
 	}
 
 	// A remote submission names no file of the client host.
