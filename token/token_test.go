@@ -157,3 +157,38 @@ func FuzzVerify(f *testing.F) {
 		t.Fatalf("refused with an error of no kind: %v", err)
 	})
 }
+
+// BenchmarkVerify is what checking a token costs the agent on every
+// remote call, beside the registry's check that follows it.
+func BenchmarkVerify(b *testing.B) {
+	k, _ := NewKey("POOL")
+	now := time.Now()
+	c := Claims{ID: "id1", Subject: "alice", Issuer: "agent@h", IssuedAt: now, Expiry: now.Add(time.Hour), Scopes: []string{ScopeRead}}
+	s, err := k.Sign(c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, err := OpenRegistry(filepath.Join(b.TempDir(), "tokens"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := r.Add(c); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("signature", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := k.Verify(s, "agent@h", now); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("registry", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := r.Check(c); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
