@@ -18,6 +18,11 @@ import (
 // lifetime.
 const DefaultTokenLifetime = 30 * 24 * time.Hour
 
+// maxTokensPerUser bounds the live tokens a user makes for themself, so
+// that no user grows the registry, which is written whole at each change,
+// without end; root makes tokens for anyone without this limit.
+const maxTokensPerUser = 100
+
 // Tokens is what the agent issues and checks user tokens with.
 type Tokens struct {
 	// Key signs and verifies the tokens; only root reads its file.
@@ -89,7 +94,14 @@ func (s *tokensService) Create(ctx context.Context, req *wire.CreateTokenRequest
 	}
 	// Recorded before it is handed out: a token the registry does not
 	// know is refused.
-	if err := t.Registry.Add(c); err != nil {
+	limit := maxTokensPerUser
+	if who.root {
+		limit = 0
+	}
+	if err := t.Registry.Add(c, limit); err != nil {
+		if errors.Is(err, token.ErrTooMany) {
+			return nil, status.Error(codes.ResourceExhausted, err.Error())
+		}
 		return nil, status.Errorf(codes.Internal, "record the token: %v", err)
 	}
 	s.a.log.Info("token created", "id", id, "subject", subject, "by", who.name, "expires", c.Expiry, "scopes", c.Scopes)

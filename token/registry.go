@@ -56,12 +56,28 @@ func OpenRegistry(path string) (*Registry, error) {
 	return r, nil
 }
 
-// Add records a token about to be handed out.
-func (r *Registry) Add(c Claims) error {
+// ErrTooMany is returned by Add when the token's subject has as many live
+// tokens as it may.
+var ErrTooMany = errors.New("too many tokens")
+
+// Add records a token about to be handed out, unless its subject already
+// has max tokens neither expired nor revoked (max 0: no limit).
+func (r *Registry) Add(c Claims, max int) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.recs[c.ID]; ok {
 		return fmt.Errorf("token id %s is in use", c.ID)
+	}
+	if max > 0 {
+		live := 0
+		for _, rec := range r.recs {
+			if rec.Subject == c.Subject && rec.Revoked.IsZero() && rec.Expiry.After(c.IssuedAt) {
+				live++
+			}
+		}
+		if live >= max {
+			return fmt.Errorf("%w: %s has %d live tokens, the most a user may have: revoke some (harrier token revoke)", ErrTooMany, c.Subject, live)
+		}
 	}
 	r.recs[c.ID] = Record{Claims: c}
 	if err := r.save(time.Now()); err != nil {

@@ -100,9 +100,14 @@ func TestRegistry(t *testing.T) {
 	a := Claims{ID: "a", Subject: "alice", Issuer: "agent@h", IssuedAt: now, Expiry: now.Add(time.Hour)}
 	b := Claims{ID: "b", Subject: "bob", Issuer: "agent@h", IssuedAt: now, Expiry: now.Add(time.Hour)}
 	for _, c := range []Claims{a, b} {
-		if err := r.Add(c); err != nil {
+		if err := r.Add(c, 1); err != nil {
 			t.Fatal(err)
 		}
+	}
+	a2 := a
+	a2.ID = "a2"
+	if err := r.Add(a2, 1); !errors.Is(err, ErrTooMany) {
+		t.Errorf("alice's second token with a limit of one: %v", err)
 	}
 	if err := r.Check(Claims{ID: "zz", Subject: "alice"}); !errors.Is(err, ErrRevoked) {
 		t.Errorf("an unrecorded token: %v", err)
@@ -172,7 +177,7 @@ func BenchmarkVerify(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := r.Add(c); err != nil {
+	if err := r.Add(c, 0); err != nil {
 		b.Fatal(err)
 	}
 	b.Run("signature", func(b *testing.B) {

@@ -156,6 +156,9 @@ func TestRemoteAPIWithTokens(t *testing.T) {
 	if out, code := n.asOn("client", alice, readOnly, "--remote", remote, "q", "-af", "Owner", job); code != 0 || strings.TrimSpace(out) != alice.Username {
 		t.Errorf("read-only q: exit %d: %s", code, out)
 	}
+	if out, code := n.asOn("client", alice, readOnly, "--remote", remote, "status"); code != 0 || !strings.Contains(out, "slot1@exec1") {
+		t.Errorf("read-only status: exit %d: %s", code, out)
+	}
 	refused("read-only submit", readOnly, "scopes do not allow this", "submit", held)
 	refused("read-only rm", readOnly, "scopes do not allow this", "rm", job)
 
