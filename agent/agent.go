@@ -75,6 +75,9 @@ type Config struct {
 	// to stop and their moves to be recorded before it abandons them
 	// (their jobs are then requeued on restart). Zero means 10 seconds.
 	StopGrace time.Duration
+	// Tokens issues the user tokens of the remote API (ServeRemote) and
+	// checks them; nil issues none.
+	Tokens *Tokens
 	// Metrics is where the agent registers its metrics (its queue, runs,
 	// shadows, transfers, checkpoints and the calls it serves); nil keeps
 	// them unregistered.

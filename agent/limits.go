@@ -264,11 +264,24 @@ func (a *Agent) limitRate(ctx context.Context, info *tap.Info) (context.Context,
 	if !ok {
 		return ctx, nil // the handler refuses a caller without credentials
 	}
-	k := rateKey{uid: cred.UID, method: info.FullMethodName, scheduler: a.schedulerProcs.has(cred.PID)}
-	if !a.submitRate.allow(k, time.Now()) {
-		return nil, limitError("MAX_SUBMISSIONS_PER_SECOND", a.limits.Load().SubmitRate, "too many submissions per second from uid %d", cred.UID)
+	if err := a.allowSubmission(cred.UID, info.FullMethodName, a.schedulerProcs.has(cred.PID)); err != nil {
+		return nil, err
 	}
 	return ctx, nil
+}
+
+// allowSubmission refuses a submission call (method) by uid beyond the
+// submission rate.
+func (a *Agent) allowSubmission(uid uint32, method string, scheduler bool) error {
+	switch method {
+	case wire.Schedd_NewCluster_FullMethodName, wire.Schedd_Submit_FullMethodName, wire.Schedd_SubmitClusters_FullMethodName:
+	default:
+		return nil
+	}
+	if !a.submitRate.allow(rateKey{uid: uid, method: method, scheduler: scheduler}, time.Now()) {
+		return limitError("MAX_SUBMISSIONS_PER_SECOND", a.limits.Load().SubmitRate, "too many submissions per second from uid %d", uid)
+	}
+	return nil
 }
 
 // pidSet is the processes of the scheduler universe jobs running now.

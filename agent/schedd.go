@@ -20,6 +20,7 @@ import (
 	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/joblog"
 	"harrier.dev/harrier/peercred"
+	"harrier.dev/harrier/token"
 	"harrier.dev/harrier/wire"
 )
 
@@ -42,6 +43,7 @@ func (a *Agent) scheddServer() *grpc.Server {
 		grpc.InTapHandle(a.limitRate),
 		grpc.WaitForHandlers(true))...)
 	wire.RegisterScheddServer(srv, &scheddService{a: a})
+	wire.RegisterTokensServer(srv, &tokensService{a: a})
 	return srv
 }
 
@@ -51,7 +53,13 @@ type caller struct {
 	root bool
 }
 
+// callerFrom is the user a call acts as: the remote API's verified token's
+// user, or the local socket's peer.
 func callerFrom(ctx context.Context) (caller, error) {
+	if c, ok := ctx.Value(tokenCallerKey{}).(token.Claims); ok {
+		// Tokens are never root's (see authenticate).
+		return caller{name: c.Subject}, nil
+	}
 	cred, ok := peercred.FromContext(ctx)
 	if !ok {
 		return caller{}, status.Error(codes.Unauthenticated, "caller has no Unix credentials")

@@ -141,3 +141,36 @@ func Identity(state tls.ConnectionState) (string, error) {
 	}
 	return cn, nil
 }
+
+// UserServerConfig returns a TLS 1.3 server configuration that presents
+// the certificate in certPath and asks the client for none: a server for
+// users, who hold no pool certificate and prove who they are otherwise
+// (the agent's remote API takes a token with every call). Callers of such
+// a server have no verified identity in the TLS sense.
+func UserServerConfig(certPath, keyPath string) (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(certPath, keyPath)
+	if err != nil {
+		return nil, fmt.Errorf("user server TLS config: %w", err)
+	}
+	return &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert}}, nil
+}
+
+// UserClientConfig returns a TLS 1.3 client configuration that presents no
+// certificate and accepts only a server whose certificate, for server
+// authentication, chains to the CA certificates in caPEM and has one of
+// roles. Host names are not checked, as for the daemons.
+func UserClientConfig(caPEM []byte, roles ...Role) (*tls.Config, error) {
+	cas, err := parseCerts(caPEM, "the pool CA")
+	if err != nil {
+		return nil, fmt.Errorf("user client TLS config: %w", err)
+	}
+	roots := x509.NewCertPool()
+	for _, c := range cas {
+		roots.AddCert(c)
+	}
+	return ExpectRole(&tls.Config{
+		MinVersion:         tls.VersionTLS13,
+		InsecureSkipVerify: true, // replaced by VerifyConnection, which skips only the host name
+		VerifyConnection:   verifier(roots, x509.ExtKeyUsageServerAuth),
+	}, roles...), nil
+}

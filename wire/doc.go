@@ -15,3 +15,10 @@
 package wire
 
 //go:generate sh -c "protoc -I ../proto --go_out=.. --go_opt=module=harrier.dev/harrier --go-grpc_out=.. --go-grpc_opt=module=harrier.dev/harrier ../proto/harrier/v1/*.proto"
+//
+// The agent's remote API in JSON over HTTP (grpc-gateway, each method at
+// POST /harrier.v1.Schedd/METHOD) and its OpenAPI description, in
+// docs/openapi (see docs/remote-api.md):
+//
+//go:generate sh -c "protoc -I ../proto --grpc-gateway_out=.. --grpc-gateway_opt=module=harrier.dev/harrier --grpc-gateway_opt=generate_unbound_methods=true ../proto/harrier/v1/schedd.proto"
+//go:generate sh -c "protoc -I ../proto --openapiv2_out=../docs/openapi --openapiv2_opt=generate_unbound_methods=true ../proto/harrier/v1/schedd.proto"

@@ -133,11 +133,7 @@ func runWait(args []string, _ io.Reader, stdout io.Writer) error {
 
 // waitInQueue waits until a job leaves the agent's queue.
 func waitInQueue(ctx context.Context, tf toolFlags, id string, stdout io.Writer) error {
-	pc, err := findPool(*tf.pool)
-	if err != nil {
-		return err
-	}
-	client, closeFn, err := agentClient(pc)
+	client, closeFn, err := tf.client(ctx)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
+	"os"
+	"os/user"
 	"slices"
 	"strings"
 
@@ -12,6 +15,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"harrier.dev/harrier/token"
 	"harrier.dev/harrier/wire"
 )
 
@@ -44,11 +48,17 @@ func rpcError(what string, err error) error {
 type toolFlags struct {
 	fs   *flag.FlagSet
 	pool *string
+	// remote is the agent's remote API (HOST[:PORT]) to call instead of
+	// the local agent, with the token in the file tokenFile.
+	remote, tokenFile *string
 }
 
 func newToolFlags(name string) toolFlags {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	t := toolFlags{fs: fs, pool: fs.String("pool", "", "the pool directory (default $HARRIER_POOL)")}
+	t := toolFlags{fs: fs, pool: fs.String("pool", "", "the pool directory (default $HARRIER_POOL)"),
+		remote:    fs.String("remote", "", "call the agent's remote API at HOST[:PORT] with a token, instead of the local agent"),
+		tokenFile: fs.String("token", "", "with -remote: the file holding the token (default $HARRIER_TOKEN, else ~/.harrier/tokens/)"),
+	}
 	t.refuse("not yet: the daemons' logs are in the pool directory's log/", "debug")
 	t.refuse("not yet", "version")
 	return t
@@ -59,11 +69,48 @@ func (t toolFlags) connect(ctx context.Context, args []string) (wire.ScheddClien
 	if err := t.parse(args); err != nil {
 		return nil, nil, err
 	}
+	return t.client(ctx)
+}
+
+// client connects to the agent the parsed flags name: the remote API of
+// -remote, or the local agent of the pool.
+func (t toolFlags) client(context.Context) (wire.ScheddClient, func(), error) {
+	if *t.remote != "" {
+		return remoteClient(*t.remote, *t.tokenFile)
+	}
 	pc, err := findPool(*t.pool)
 	if err != nil {
 		return nil, nil, err
 	}
 	return agentClient(pc)
+}
+
+// me is the user whose jobs the tool shows by default: the remote token's
+// user, or the local user; "" for local root, who sees everyone's.
+func (t toolFlags) me() (string, error) {
+	if *t.remote != "" {
+		host, _, err := net.SplitHostPort(*t.remote)
+		if err != nil {
+			host = *t.remote
+		}
+		text, err := findToken(*t.tokenFile, host)
+		if err != nil {
+			return "", err
+		}
+		c, err := token.Unverified(text)
+		if err != nil {
+			return "", fmt.Errorf("the token: %w", err)
+		}
+		return c.Subject, nil
+	}
+	if os.Geteuid() == 0 {
+		return "", nil
+	}
+	u, err := user.Current()
+	if err != nil {
+		return "", fmt.Errorf("who is asking: %w", err)
+	}
+	return u.Username, nil
 }
 
 // parse parses args with options and other arguments in any order, as
@@ -89,7 +136,7 @@ func (t toolFlags) parse(args []string) error {
 }
 
 // localAgent says where every tool sends its requests.
-const localAgent = "Harrier's tools ask the agent of the pool given by --pool DIR or HARRIER_POOL"
+const localAgent = "Harrier's tools ask the agent of the pool given by --pool DIR or HARRIER_POOL, or the one given by -remote HOST with a token"
 
 // refusedFlag is an option HTCondor's tool documents that this one does
 // not take: it fails, saying why, rather than being taken for a typo or

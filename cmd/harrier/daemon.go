@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -31,8 +32,10 @@ import (
 	"harrier.dev/harrier/matchmaker/accountdb"
 	"harrier.dev/harrier/metrics"
 	"harrier.dev/harrier/peercred"
+	"harrier.dev/harrier/pki"
 	"harrier.dev/harrier/startd"
 	"harrier.dev/harrier/timeseries"
+	"harrier.dev/harrier/token"
 	"harrier.dev/harrier/web"
 	"harrier.dev/harrier/wire"
 )
@@ -458,8 +461,16 @@ func serveAgent(ctx context.Context, pc *poolConfig, name string, reg prometheus
 	if err != nil {
 		return fmt.Errorf("agent: listen on %s: %w", sock, err)
 	}
-	cfg.Queue, cfg.AdvertiseAddr, cfg.Metrics = queue, tcp.Addr().String(), reg
+	tokens, err := agentTokens(pc, spool)
+	if err != nil {
+		return err
+	}
+	cfg.Queue, cfg.AdvertiseAddr, cfg.Metrics, cfg.Tokens = queue, tcp.Addr().String(), reg, tokens
 	a, err := agent.New(cfg)
+	if err != nil {
+		return err
+	}
+	remote, remoteJSON, remoteTLS, err := listenRemote(pc)
 	if err != nil {
 		return err
 	}
@@ -472,8 +483,11 @@ func serveAgent(ctx context.Context, pc *poolConfig, name string, reg prometheus
 	}, logger)
 	if err != nil {
 		cancel()
-		tcp.Close()
-		local.Close()
+		for _, l := range []net.Listener{tcp, local, remote, remoteJSON} {
+			if l != nil {
+				l.Close()
+			}
+		}
 		return err
 	}
 	defer waitWeb()
@@ -482,16 +496,88 @@ func serveAgent(ctx context.Context, pc *poolConfig, name string, reg prometheus
 		if err != nil {
 			return nil, err
 		}
-		cfg.Queue, cfg.AdvertiseAddr = queue, tcp.Addr().String()
+		cfg.Queue, cfg.AdvertiseAddr, cfg.Tokens = queue, tcp.Addr().String(), tokens
 		restart, err := a.Reconfigure(cfg)
 		if err != nil {
 			return nil, err
 		}
-		return append(restart, restartKeys(started, pc, "AGENT_SOCKET", "BIND_HOST", "AGENT_PORT", "QUEUE_STORE", "QUEUE_DSN")...), nil
+		return append(restart, restartKeys(started, pc, "AGENT_SOCKET", "BIND_HOST", "AGENT_PORT", "QUEUE_STORE", "QUEUE_DSN",
+			"AGENT_REMOTE_ADDRESS", "AGENT_API_ADDRESS", "TOKEN_SIGNING_KEY_FILE")...), nil
 	})()
 	defer cancel()
 	logger.Info("agent listening", "addr", tcp.Addr().String(), "socket", sock)
-	return a.Serve(ctx, tcp, local)
+	if remoteTLS == nil {
+		return a.Serve(ctx, tcp, local)
+	}
+	for _, l := range []net.Listener{remote, remoteJSON} {
+		if l != nil {
+			logger.Info("agent's remote API listening", "addr", l.Addr().String())
+		}
+	}
+	remoteDone := make(chan error, 1)
+	go func() { remoteDone <- a.ServeRemote(ctx, remote, remoteJSON, remoteTLS) }()
+	err = a.Serve(ctx, tcp, local)
+	cancel()
+	return errors.Join(err, <-remoteDone)
+}
+
+// tokenKeyName is the name of the pool's token signing key, as HTCondor
+// calls its own (POOL).
+const tokenKeyName = "POOL"
+
+// agentTokens opens the agent's token signing key (TOKEN_SIGNING_KEY_FILE,
+// by default token-POOL.key in the PKI directory, made on first use) and
+// its registry of tokens (SPOOL/tokens.json).
+func agentTokens(pc *poolConfig, spool string) (*agent.Tokens, error) {
+	path := strings.TrimSpace(pc.c.String("TOKEN_SIGNING_KEY_FILE", ""))
+	if path == "" {
+		dir, err := pc.require("PKI_DIR")
+		if err != nil {
+			return nil, err
+		}
+		path = filepath.Join(dir, "token-"+tokenKeyName+".key")
+	}
+	key, err := token.LoadOrCreateKey(path, tokenKeyName)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	reg, err := token.OpenRegistry(filepath.Join(spool, "tokens.json"))
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	return &agent.Tokens{Key: key, Registry: reg}, nil
+}
+
+// listenRemote opens the agent's remote API addresses, AGENT_REMOTE_ADDRESS
+// (gRPC) and AGENT_API_ADDRESS (its JSON form), each HOST:PORT, with the
+// agent's certificate; neither is opened if it is not set.
+func listenRemote(pc *poolConfig) (grpcLis, jsonLis net.Listener, cfg *tls.Config, err error) {
+	grpcAddr := strings.TrimSpace(pc.c.String("AGENT_REMOTE_ADDRESS", ""))
+	jsonAddr := strings.TrimSpace(pc.c.String("AGENT_API_ADDRESS", ""))
+	if grpcAddr == "" && jsonAddr == "" {
+		return nil, nil, nil, nil
+	}
+	_, cert, key, err := pc.pkiPaths("agent")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if cfg, err = pki.UserServerConfig(cert, key); err != nil {
+		return nil, nil, nil, fmt.Errorf("agent: remote API: %w", err)
+	}
+	if grpcAddr != "" {
+		if grpcLis, err = net.Listen("tcp", grpcAddr); err != nil {
+			return nil, nil, nil, fmt.Errorf("agent: remote API: listen: %w", err)
+		}
+	}
+	if jsonAddr != "" {
+		if jsonLis, err = net.Listen("tcp", jsonAddr); err != nil {
+			if grpcLis != nil {
+				grpcLis.Close()
+			}
+			return nil, nil, nil, fmt.Errorf("agent: JSON API: listen: %w", err)
+		}
+	}
+	return grpcLis, jsonLis, cfg, nil
 }
 
 // agentConfig reads the agent's configuration from the pool's, but for

@@ -19,7 +19,10 @@
 //	harrier bench negotiate --machines M --jobs J ...     time one negotiation cycle
 //	harrier daemon matchmaker|agent|startd --config FILE  run one daemon
 //
-// Tools find their pool with --pool DIR or HARRIER_POOL=DIR.
+//	harrier token create | list | revoke                  tokens for the remote API
+//
+// Tools find their pool with --pool DIR or HARRIER_POOL=DIR, or call an
+// agent on another host with --remote HOST and a token.
 package main
 
 import (
@@ -28,6 +31,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strings"
 
 	"harrier.dev/harrier/sandbox"
 )
@@ -86,6 +90,7 @@ func commands() []command {
 		{"userprio", "userprio [--pool DIR] [-json | -long] | userprio -setfactor USER F | userprio -resetusage USER", runUserprio},
 		{"reserve", "reserve [--pool DIR] --nodes N --start T --end T [--user USER] | reserve -list | reserve -cancel ID", runReserve},
 		{"bench", "bench negotiate [--machines M] [--jobs J] [--users U] [--autoclusters A] [--runs N] [--baseline JOBS] | bench throughput [--jobs N] [--startds S] [--slots K] [--queue Q [--held]] [--dag [--chain C] [--kill-dagman D]] [--input-mb MB] [--sandbox process|container [--image]] [--store embedded|postgres://...] [--profile PREFIX]", runBench},
+		{"token", "token create [-identity USER] [-lifetime D] [-scope read,write] [-key NAME] [-token NAME] | token list | token revoke ID | token revoke -all-of USER", runToken},
 		{"pki", "pki init --dir DIR [--pool NAME] | pki issue --dir DIR [--hosts ADDR,...] [--out DIR] ROLE@HOST", runPKI},
 		{"master", "master --config FILE [--name HOST] [--daemons LIST]", runMaster},
 		{"reconfig", "reconfig [--pool DIR] [HOST]", runReconfig},
@@ -110,11 +115,16 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		printUsage(stderr)
 		return 2
 	}
+	global, args := globalOptions(args)
+	if len(args) == 0 {
+		printUsage(stderr)
+		return 2
+	}
 	for _, c := range commands() {
 		if c.name != args[0] {
 			continue
 		}
-		err := c.run(args[1:], stdin, stdout)
+		err := c.run(append(global, args[1:]...), stdin, stdout)
 		var ue usageError
 		var ee exitError
 		switch {
@@ -133,6 +143,19 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "harrier: unknown command %q\n", args[0])
 	printUsage(stderr)
 	return 2
+}
+
+// globalOptions takes the options given before the command that every user
+// tool takes ("harrier --remote HOST q"), to be passed to the tool.
+func globalOptions(args []string) (global, rest []string) {
+	for len(args) >= 2 && strings.HasPrefix(args[0], "-") {
+		name := strings.TrimLeft(args[0], "-")
+		if name != "remote" && name != "token" && name != "pool" {
+			break
+		}
+		global, args = append(global, "-"+name, args[1]), args[2:]
+	}
+	return global, args
 }
 
 func printUsage(w io.Writer) {

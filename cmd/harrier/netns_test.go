@@ -176,6 +176,9 @@ func (n *netnsPool) configurePools(mmOf, roles, extra map[string]string) {
 		// A host may have several roles ("matchmaker,agent"), each its
 		// own certificate.
 		for _, role := range strings.Split(roles[name], ",") {
+			if role == "" {
+				continue // a host of users only
+			}
 			if err := ca.Issue(role+"@"+name, []string{h.ip}, filepath.Join(pkiDir, role+".pem"), filepath.Join(pkiDir, role+".key")); err != nil {
 				t.Fatal(err)
 			}

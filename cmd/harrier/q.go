@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
-	"os/user"
 	"slices"
 	"strconv"
 	"strings"
@@ -221,14 +219,11 @@ func (t *runTable) flush() { t.tw.Flush() }
 // jobSelection is what condor_q's restriction list and its default make of
 // a query's constraint: owner names given on the command line, or by
 // default the caller alone (unless -allusers, job ids, or the caller is
-// root, the queue's superuser), and the job states -hold and -run ask for.
-func jobSelection(constraint string, owners []string, allUsers, haveIDs bool, status int) (string, error) {
-	if len(owners) == 0 && !allUsers && !haveIDs && os.Geteuid() != 0 {
-		u, err := user.Current()
-		if err != nil {
-			return "", fmt.Errorf("who is asking: %w", err)
-		}
-		owners = []string{u.Username}
+// root, the queue's superuser: me is then ""), and the job states -hold
+// and -run ask for.
+func jobSelection(constraint string, owners []string, allUsers, haveIDs bool, status int, me string) (string, error) {
+	if len(owners) == 0 && !allUsers && !haveIDs && me != "" {
+		owners = []string{me}
 	}
 	var parts []string
 	if len(owners) > 0 {

@@ -228,7 +228,11 @@ func queryJobs(name string, args []string, stdout io.Writer, call jobQuery) erro
 			status = 5
 		}
 		nobatch = nobatch || cpuTime
-		if query.Constraint, err = jobSelection(*constraint, rest, allUsers, len(ids) > 0, status); err != nil {
+		me, err := tf.me()
+		if err != nil {
+			return err
+		}
+		if query.Constraint, err = jobSelection(*constraint, rest, allUsers, len(ids) > 0, status, me); err != nil {
 			return err
 		}
 	}

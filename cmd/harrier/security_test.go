@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
@@ -120,6 +121,11 @@ func keyPatterns(t *testing.T, keyFile string) [][]byte {
 	k, err := x509.ParsePKCS8PrivateKey(b.Bytes)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if ed, ok := k.(ed25519.PrivateKey); ok {
+		// The token signing key: its text, and its seed, from which the
+		// whole key follows.
+		return [][]byte{text, ed.Seed()}
 	}
 	d, err := k.(*ecdsa.PrivateKey).Bytes()
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -40,7 +41,7 @@ func runSubmit(args []string, stdin io.Reader, stdout io.Writer) error {
 		"fetch their outputs with harrier transfer-data (needs should_transfer_files = YES or IF_NEEDED)")
 	tf.accept("harrier submit queues one cluster per submission", "single-cluster")
 	tf.refuse("not yet", "unused")
-	tf.refuse("refused: "+localAgent, "name=", "remote=", "addr=")
+	tf.refuse("refused: "+localAgent, "name=", "addr=")
 	tf.refuse("refused: Harrier has no MyProxy credentials", "password=")
 	tf.refuse("refused: -spool sends the inputs; there is no other transfer method", "stm=")
 	tf.refuse("not yet: use -dry-run FILE", "dump=")
@@ -123,11 +124,18 @@ func runSubmit(args []string, stdin io.Reader, stdout io.Writer) error {
 		}
 		return writeDryRun(*dryRun, ads, stdout)
 	}
-	pc, err := findPool(*tf.pool)
-	if err != nil {
-		return err
+	if *tf.remote != "" {
+		// Checked before a cluster is reserved: the ads' cluster does
+		// not change what they name.
+		ads, err := desc.Jobs(1, env)
+		if err != nil {
+			return err
+		}
+		if err := checkRemoteJobs(ads, dir); err != nil {
+			return err
+		}
 	}
-	client, closeFn, err := agentClient(pc)
+	client, closeFn, err := tf.client(ctx)
 	if err != nil {
 		return err
 	}
@@ -286,4 +294,26 @@ func submitRequest(cluster int32, ads []*classad.ClassAd) *wire.SubmitRequest {
 		req.Ads[i] = own.String()
 	}
 	return req
+}
+
+// checkRemoteJobs refuses, before anything is queued, jobs that cannot be
+// submitted to another host's agent: a remote submission sends no file,
+// so a job's files are those of the submit machine, in an initialdir the
+// description names as an absolute path there (where the job's shadow
+// reads and writes them as its owner), and its executable is a program of
+// the execute machine (transfer_executable = false). localDir is the
+// directory relative paths would otherwise be taken from, which is this
+// host's.
+func checkRemoteJobs(ads []*classad.ClassAd, localDir string) error {
+	for _, ad := range ads {
+		iwd, _ := ad.EvalString("Iwd")
+		if filepath.Clean(iwd) == filepath.Clean(localDir) {
+			return errors.New("a remote submission sends no files: set initialdir to an absolute directory on the submit machine, where the job's files are read and written")
+		}
+		if transfer, ok := ad.EvalBool("TransferExecutable"); !ok || transfer {
+			exe, _ := ad.EvalString("Cmd")
+			return fmt.Errorf("a remote submission sends no files, and the executable %s would be sent from here: name a program of the execute machine with transfer_executable = false", exe)
+		}
+	}
+	return nil
 }

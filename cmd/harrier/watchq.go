@@ -127,7 +127,11 @@ func runWatchQ(args []string, _ io.Reader, stdout io.Writer) error {
 		batchCons = append(batchCons, "JobBatchName == "+classad.String(b).String())
 	}
 	ids := splitCommas(clusters)
-	cons, err := jobSelection(strings.Join(batchCons, " || "), splitCommas(users), false, len(ids) > 0, 0)
+	me, err := tf.me()
+	if err != nil {
+		return err
+	}
+	cons, err := jobSelection(strings.Join(batchCons, " || "), splitCommas(users), false, len(ids) > 0, 0, me)
 	if err != nil {
 		return err
 	}
