@@ -256,7 +256,8 @@ func (r *rateLimiter) allow(k rateKey, now time.Time) bool {
 // flood costs the agent neither the reading nor the memory.
 func (a *Agent) limitRate(ctx context.Context, info *tap.Info) (context.Context, error) {
 	switch info.FullMethodName {
-	case wire.Schedd_NewCluster_FullMethodName, wire.Schedd_Submit_FullMethodName, wire.Schedd_SubmitClusters_FullMethodName:
+	case wire.Schedd_NewCluster_FullMethodName, wire.Schedd_Submit_FullMethodName, wire.Schedd_SubmitClusters_FullMethodName,
+		wire.Schedd_SubmitSpooled_FullMethodName:
 	default:
 		return ctx, nil
 	}
@@ -274,7 +275,8 @@ func (a *Agent) limitRate(ctx context.Context, info *tap.Info) (context.Context,
 // submission rate.
 func (a *Agent) allowSubmission(uid uint32, method string, scheduler bool) error {
 	switch method {
-	case wire.Schedd_NewCluster_FullMethodName, wire.Schedd_Submit_FullMethodName, wire.Schedd_SubmitClusters_FullMethodName:
+	case wire.Schedd_NewCluster_FullMethodName, wire.Schedd_Submit_FullMethodName, wire.Schedd_SubmitClusters_FullMethodName,
+		wire.Schedd_SubmitSpooled_FullMethodName:
 	default:
 		return nil
 	}

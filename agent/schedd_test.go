@@ -259,6 +259,21 @@ func TestSubmitRate(t *testing.T) {
 	if earned := 1 + int(time.Since(start).Seconds()); ok > earned {
 		t.Errorf("%d of 30 NewCluster calls went through at 1 a second, in time for %d", ok, earned)
 	}
+	// A spooled submission is a submission: its flood is refused too,
+	// before the agent reads what it carries.
+	limited := 0
+	for range 30 {
+		stream, err := a.client.SubmitSpooled(ctx)
+		if err == nil {
+			_, err = stream.CloseAndRecv()
+		}
+		if status.Code(err) == codes.ResourceExhausted && strings.Contains(err.Error(), "MAX_SUBMISSIONS_PER_SECOND") {
+			limited++
+		}
+	}
+	if limited == 0 {
+		t.Error("30 SubmitSpooled calls at once were none refused by the submission rate")
+	}
 }
 
 func TestRateLimiter(t *testing.T) {

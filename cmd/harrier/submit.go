@@ -125,6 +125,9 @@ func runSubmit(args []string, stdin io.Reader, stdout io.Writer) error {
 		return writeDryRun(*dryRun, ads, stdout)
 	}
 	if *tf.remote != "" {
+		if *spool {
+			return errors.New("-spool sends the inputs from this machine, and a remote submission sends no files: submit on the submit machine, or name the inputs by URL")
+		}
 		// Checked before a cluster is reserved: the ads' cluster does
 		// not change what they name.
 		ads, err := desc.Jobs(1, env)
