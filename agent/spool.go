@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"harrier.dev/harrier/agent/jobqueue"
+	"harrier.dev/harrier/asuser"
 	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/shadow"
 	"harrier.dev/harrier/transfer"
@@ -350,8 +351,15 @@ func (s *scheddService) TransferData(req *wire.TransferDataRequest, stream wire.
 		return status.Errorf(codes.Internal, "job %s: open its outputs: %v", id, err)
 	}
 	defer from.Close()
+	cred, err := asuser.Lookup(owner)
+	if err != nil {
+		return status.Errorf(codes.Internal, "job %s: %v", id, err)
+	}
+	// Read as the owner: a hard link the owner made in the store to a
+	// file only root may read is then refused, whatever the machine's
+	// fs.protected_hardlinks says.
 	snd := &transfer.Sender{Out: stream.Send}
-	if err := snd.Send(from, ".", ""); err != nil {
+	if err := asuser.Do(cred, func() error { return snd.Send(from, ".", "") }); err != nil {
 		return status.Errorf(codes.Internal, "job %s: send its outputs: %v", id, err)
 	}
 	return nil

@@ -148,6 +148,21 @@ queue
 	}
 	rmID := fmt.Sprintf("%d.0", cluster)
 	eventually(t, 120*time.Second, "job "+rmID+" completed", func() bool { return p.jobStatus(t, rmID) == 4 })
+
+	// A hard link in her spooled outputs to a file only root may read
+	// (what alice could make where fs.protected_hardlinks is off; root
+	// makes it here) is not read for her: the agent reads as the owner.
+	secret := filepath.Join(p.dir, "secret")
+	writeFile(t, secret, "root's alone\n", 0o600)
+	if err := os.Link(secret, filepath.Join(store, rmID+".out", "stolen")); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := harrierAs(t, p.env, alice.Username, "transfer-data", rmID); code == 0 {
+		t.Errorf("transfer-data through a hard link to a root-only file succeeded: %s", out)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "stolen")); err == nil {
+		t.Errorf("alice got a root-only file through a hard link in her spool: %q", b)
+	}
 	if out, code := harrierAs(t, p.env, alice.Username, "rm", rmID); code != 0 {
 		t.Fatalf("rm of a completed spooled job: exit %d: %s", code, out)
 	}
