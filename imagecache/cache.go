@@ -1,6 +1,7 @@
 package imagecache
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -15,6 +16,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -158,9 +160,10 @@ func (c *Cache) hold(idHex string, rec record) (*os.File, error) {
 	defer cl.Close()
 	p := filepath.Join(c.dir, "images", idHex+".json")
 	// Names it was pulled as before stay, after this pull's.
-	if b, err := os.ReadFile(p); err == nil {
+	was, err := os.ReadFile(p)
+	if err == nil {
 		var old record
-		if json.Unmarshal(b, &old) == nil {
+		if json.Unmarshal(was, &old) == nil {
 			for _, n := range old.Names {
 				if !contains(rec.Names, n) && len(rec.Names) < maxNames {
 					rec.Names = append(rec.Names, n)
@@ -172,12 +175,21 @@ func (c *Cache) hold(idHex string, rec record) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(p+".tmp", b, 0o600); err != nil {
-		return nil, fmt.Errorf("record image: %w", err)
-	}
-	// The new file's time is the image's last use, for eviction.
-	if err := os.Rename(p+".tmp", p); err != nil {
-		return nil, fmt.Errorf("record image: %w", err)
+	// The record's time is the image's last use, for eviction. An
+	// unchanged record (a machine's jobs using the same image again and
+	// again) only has its time set: a new file each job cost more.
+	if bytes.Equal(b, was) {
+		now := time.Now()
+		if err := os.Chtimes(p, now, now); err != nil {
+			return nil, fmt.Errorf("record image: %w", err)
+		}
+	} else {
+		if err := os.WriteFile(p+".tmp", b, 0o600); err != nil {
+			return nil, fmt.Errorf("record image: %w", err)
+		}
+		if err := os.Rename(p+".tmp", p); err != nil {
+			return nil, fmt.Errorf("record image: %w", err)
+		}
 	}
 	lock, err := lockFile(filepath.Join(c.dir, "images", idHex+".lock"), unix.LOCK_SH, true)
 	if err != nil {

@@ -10,8 +10,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -515,5 +517,59 @@ func BenchmarkAcquire50MBWarm(b *testing.B) {
 			b.Fatalf("a cached image unpacked %d layers", im.Unpacked)
 		}
 		im.Release()
+	}
+}
+
+// TestEvictionLRUReuse: an image used again, whose record is unchanged
+// and so only has its time set, counts as the most recently used.
+func TestEvictionLRUReuse(t *testing.T) {
+	needRoot(t)
+	c := newCache(t, 150<<10) // two of the three images
+	mk := func(n string) v1.Image {
+		return image(t, layer(t, layerTar(t, entry{name: n, body: string(bytes.Repeat([]byte(n), 60<<10))})))
+	}
+	a, b, cc := mk("a"), mk("b"), mk("c")
+	ctx := context.Background()
+	use := func(img v1.Image) *Image {
+		t.Helper()
+		im, err := c.Acquire(ctx, img, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := im.Release(); err != nil {
+			t.Fatal(err)
+		}
+		return im
+	}
+	imA := use(a)
+	record := filepath.Join(c.dir, "images", strings.TrimPrefix(imA.ID, "sha256:")+".json")
+	before, err := os.Stat(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := before.ModTime().Add(-time.Hour)
+	if err := os.Chtimes(record, old, old); err != nil {
+		t.Fatal(err)
+	}
+	imB := use(b)
+	use(a) // A again: now the most recent, B the least
+	after, err := os.Stat(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !after.ModTime().After(old) || !os.SameFile(before, after) {
+		t.Errorf("A's record after its second use: time %v (was %v), same file %v; want a later time on the same file",
+			after.ModTime(), old, os.SameFile(before, after))
+	}
+	imC, err := c.Acquire(ctx, cc, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer imC.Release()
+	if _, err := os.Stat(imB.Layers[0]); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the least recently used image, B, kept: %v", err)
+	}
+	if _, err := os.Stat(imA.Layers[0]); err != nil {
+		t.Errorf("A, used again after B, was evicted: %v", err)
 	}
 }

@@ -64,6 +64,11 @@ type spec struct {
 	devices      []*devcfg.Device // the job's own devices (Task.Devices)
 }
 
+// cpuPeriod is the CFS period of a job's CPU quota, the kernel's own
+// default. It is written only with a quota: a write of the period, even
+// of the value a new cgroup already has, makes the kernel revisit the
+// bandwidth of the group on every CPU, which cost each job more than all
+// its other limits together.
 const cpuPeriod = 100000
 
 // containerConfig builds the libcontainer configuration of a job.
@@ -83,6 +88,10 @@ func containerConfig(s spec) *configs.Config {
 	var swap int64 // 0: not set
 	if s.noSwap {
 		swap = s.memoryBytes
+	}
+	var period uint64 // 0: not written (see cpuPeriod)
+	if s.cpuQuota != 0 {
+		period = cpuPeriod
 	}
 	cfg := &configs.Config{
 		// The host's root file system, read-only (hostRoot): programs
@@ -107,7 +116,7 @@ func containerConfig(s spec) *configs.Config {
 				CpuShares:  s.cpuShares,
 				CpuQuota:   s.cpuQuota,
 				CpusetCpus: s.cpuset,
-				CpuPeriod:  cpuPeriod,
+				CpuPeriod:  period,
 				PidsLimit:  &pids,
 				Devices:    devices,
 			},

@@ -27,8 +27,11 @@ func TestContainerConfig(t *testing.T) {
 		}
 	}
 	r := cfg.Cgroups.Resources
-	if r.Memory != 64<<20 || r.CpuShares != 2048 || *r.PidsLimit != 100 || r.CpuQuota != 0 {
+	if r.Memory != 64<<20 || r.CpuShares != 2048 || *r.PidsLimit != 100 || r.CpuQuota != 0 || r.CpuPeriod != 0 {
 		t.Errorf("limits %+v", r)
+	}
+	if r := containerConfig(spec{cpuQuota: 2 * cpuPeriod}).Cgroups.Resources; r.CpuQuota != 2*cpuPeriod || r.CpuPeriod != cpuPeriod {
+		t.Errorf("a quota of two CPUs: quota %d, period %d", r.CpuQuota, r.CpuPeriod)
 	}
 	mounts := map[string]*configs.Mount{}
 	for _, m := range cfg.Mounts {

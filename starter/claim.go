@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 
@@ -43,6 +44,8 @@ func ServeClaim(ctx context.Context, in io.Reader, out io.Writer, runnerFor func
 	defer cancel()
 	c := &claim{runner: runnerFor(spec), stop: make(chan struct{}), specs: make(chan *Spec, 1), logger: logger}
 	sandbox := spec.Sandbox // as runnerFor settled it
+	// The slot's jobs' iofs mount point, if they had one, empty now.
+	defer os.Remove(jobDirMountpoint(spec.ScratchDir))
 	go c.receive(commands, cancel)
 	defer c.closeConn()
 	events := childproc.NewSender[Event](out)

@@ -2,12 +2,15 @@ package starter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 
 	"harrier.dev/harrier/iofs"
@@ -30,8 +33,14 @@ const ioLease = 2 * time.Minute
 // mountJobDir mounts iofs for the job beside (not inside) its scratch
 // directory, which is bound into the container too.
 func mountJobDir(ctx context.Context, conn grpc.ClientConnInterface, secret, scratch string, logger *slog.Logger) (*jobDir, error) {
-	mnt := filepath.Join(filepath.Dir(scratch), "iofs."+filepath.Base(scratch))
-	if err := os.Mkdir(mnt, 0o755); err != nil && !os.IsExist(err) {
+	mnt := jobDirMountpoint(scratch)
+	if err := os.Mkdir(mnt, 0o755); errors.Is(err, os.ErrExist) {
+		// The slot's last job's: its mount is gone unless its unmount
+		// failed, and then goes now, so that the job sees only its own.
+		if err := unix.Unmount(mnt, unix.MNT_DETACH); err != nil && err != unix.EINVAL {
+			return nil, fmt.Errorf("detach the slot's last job's directory from %s: %w", mnt, err)
+		}
+	} else if err != nil {
 		return nil, fmt.Errorf("make iofs mount point: %w", err)
 	}
 	srv, err := iofs.Mount(ctx, mnt, iofs.NewShadowClient(conn, secret, ioLease), iofs.Options{
@@ -62,5 +71,20 @@ func (d *jobDir) unmount(ctx context.Context, logger *slog.Logger) {
 		return
 	}
 	d.server.Wait()
-	os.Remove(d.mountpoint)
+}
+
+// jobDirMountpoint is where the jobs of the slot whose job has the
+// scratch directory scratch (EXECUTE/scratch.SLOT.RANDOM) mount their
+// directories: EXECUTE/iofs.scratch.SLOT.dir, one directory that the
+// slot's jobs use in turn and its starter removes when its claim ends
+// (the startd, when the starter died). It is kept between jobs because
+// making and removing a directory each job cost more than the mount, on
+// a file system where inodes are made and freed all day. The name keeps
+// the prefix by which the startd finds a slot's mounts (unmountJobDirs).
+func jobDirMountpoint(scratch string) string {
+	base := filepath.Base(scratch)
+	if i := strings.LastIndexByte(base, '.'); i > 0 {
+		base = base[:i+1] + "dir"
+	}
+	return filepath.Join(filepath.Dir(scratch), "iofs."+base)
 }
