@@ -3,6 +3,7 @@ package master
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -108,6 +109,14 @@ func TestReconfigure(t *testing.T) {
 	cfg := trappingConfig(t, dir, "agent", "startd")
 	m, stop := runMaster(t, cfg)
 	defer stop()
+	t.Cleanup(func() {
+		if t.Failed() { // what the scripts saw and said
+			for _, f := range []string{"starts", "stops", "hups", "agent.log"} {
+				b, _ := os.ReadFile(filepath.Join(dir, f))
+				t.Logf("%s: %q", f, b)
+			}
+		}
+	})
 	waitFor(t, "two starts", func() bool { return len(lines(t, filepath.Join(dir, "starts"))) == 2 })
 	next := trappingConfig(t, dir, "agent", "matchmaker")
 	if err := m.Reconfigure(context.Background(), next); err != nil {
