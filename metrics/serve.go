@@ -1,14 +1,9 @@
 package metrics
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/pprof"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -24,12 +19,10 @@ func NewRegistry() *prometheus.Registry {
 	return reg
 }
 
-// Serve serves reg's metrics over plain HTTP on lis, at /metrics, until
-// ctx is done; then it closes the server and returns nil. It closes lis.
-// With profiling, it serves Go's profiles at /debug/pprof/ too: they show
-// the daemon's code and stacks, so they are for an administrator on a
-// loopback address.
-func Serve(ctx context.Context, lis net.Listener, reg prometheus.Gatherer, profiling bool, logger *slog.Logger) error {
+// Handler serves reg's metrics at /metrics. With profiling, it serves
+// Go's profiles at /debug/pprof/ too: they show the daemon's code and
+// stacks, so they are for an administrator on a loopback address.
+func Handler(reg prometheus.Gatherer, profiling bool, logger *slog.Logger) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorLog:      slog.NewLogLogger(logger.Handler(), slog.LevelError),
@@ -41,20 +34,5 @@ func Serve(ctx context.Context, lis net.Listener, reg prometheus.Gatherer, profi
 		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-ctx.Done():
-			srv.Close()
-		case <-done:
-		}
-	}()
-	err := srv.Serve(lis)
-	close(done)
-	if errors.Is(err, http.ErrServerClosed) {
-		return nil
-	}
-	return fmt.Errorf("metrics: serve %s: %w", lis.Addr(), err)
+	return mux
 }

@@ -2,36 +2,11 @@ package web
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"time"
 
 	"harrier.dev/harrier/timeseries"
 )
-
-// Serve serves h over plain HTTP on lis until ctx is done; then it closes
-// the server and returns nil. It closes lis.
-func Serve(ctx context.Context, lis net.Listener, h http.Handler, logger *slog.Logger) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-ctx.Done():
-			srv.Close()
-		case <-done:
-		}
-	}()
-	err := srv.Serve(lis)
-	close(done)
-	if errors.Is(err, http.ErrServerClosed) {
-		return nil
-	}
-	return fmt.Errorf("web: serve %s: %w", lis.Addr(), err)
-}
 
 // KeepHistory adds sample() to history every interval until ctx is done,
 // and saves history to path (unless path is "") once a minute and when it
