@@ -257,8 +257,9 @@ func powRounded(x, y float64) float64 {
 	n := int(math.Abs(y))
 	acc := new(big.Float).SetPrec(256).SetInt64(1)
 	if half {
-		// x^(n+1/2) is x^n times the correctly rounded square root.
-		acc.SetFloat64(math.Sqrt(x))
+		// x^(n+1/2) is x^n times the square root, both to 256 bits so
+		// that the result is rounded once.
+		acc.Sqrt(new(big.Float).SetPrec(256).SetFloat64(x))
 	}
 	base := new(big.Float).SetPrec(256).SetFloat64(x)
 	for ; n > 0; n >>= 1 {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -155,16 +156,23 @@ var knownDifferences = []struct {
 		return false
 	}},
 	{"pow with a fractional exponent, in the last digits", func(req, want, got string) bool {
-		w, err1 := ParseExpr(want)
-		g, err2 := ParseExpr(got)
-		if err1 != nil || err2 != nil || !strings.Contains(req, "pow(") {
+		// The C library's pow is not always correctly rounded, and Go's
+		// differs elsewhere; the value may sit inside a list or a string.
+		if !strings.Contains(req, "pow(") {
 			return false
 		}
-		wv, _ := w.AsLiteral()
-		gv, _ := g.AsLiteral()
-		x, ok1 := wv.RealValue()
-		y, ok2 := gv.RealValue()
-		return ok1 && ok2 && math.Abs(x-y) <= 1e-14*math.Abs(x)
+		wn, gn := realNumber.FindAllString(want, -1), realNumber.FindAllString(got, -1)
+		if len(wn) == 0 || len(wn) != len(gn) || realNumber.ReplaceAllString(want, "") != realNumber.ReplaceAllString(got, "") {
+			return false
+		}
+		for i := range wn {
+			x, err1 := strconv.ParseFloat(wn[i], 64)
+			y, err2 := strconv.ParseFloat(gn[i], 64)
+			if err1 != nil || err2 != nil || math.Abs(x-y) > 1e-14*math.Abs(x) {
+				return false
+			}
+		}
+		return true
 	}},
 	{"formatTime with a field width (%5.2f)", func(req, want, got string) bool {
 		return strings.Contains(req, "formatTime(") && strings.Contains(req, `%5`)
@@ -196,6 +204,9 @@ var knownDifferences = []struct {
 }
 
 // hugeYear finds a year past 9999 in a split or formatted time.
+// realNumber is a real as libclassad unparses it.
+var realNumber = regexp.MustCompile(`-?\d\.\d{15}E[+-]\d+`)
+
 var hugeYear = regexp.MustCompile(`Year = -?\d{5,}|\d{5,}"$`)
 
 func sortedBytes(s string) string {
