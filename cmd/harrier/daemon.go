@@ -653,6 +653,9 @@ func serveStartd(ctx context.Context, pc *poolConfig, name string, reg prometheu
 	if err := writeSandboxPolicy(pc, cfg.ExecuteDir); err != nil {
 		return fmt.Errorf("startd: %w", err)
 	}
+	if err := installContainerInit(pc, logger); err != nil {
+		return fmt.Errorf("startd: %w", err)
+	}
 	lis, err := net.Listen("tcp", net.JoinHostPort(pc.c.String("BIND_HOST", "127.0.0.1"), "0"))
 	if err != nil {
 		return fmt.Errorf("startd: listen: %w", err)

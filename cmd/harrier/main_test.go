@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,7 +24,28 @@ func TestMain(m *testing.M) {
 	if os.Getenv(scheddClientEnv) == "1" {
 		os.Exit(scheddClient(os.Args[1:]))
 	}
+	flag.Parse()
+	if !testing.Short() && os.Geteuid() == 0 {
+		buildContainerInit()
+	}
 	os.Exit(m.Run())
+}
+
+// buildContainerInit builds harrier-init beside the test binary, where a
+// startd run by the tests looks for it as it would beside harrier. A
+// failure is printed and left to the tests that need it to show.
+func buildContainerInit() {
+	exe, err := os.Executable()
+	if err == nil {
+		var out []byte
+		out, err = exec.Command("go", "build", "-o", filepath.Join(filepath.Dir(exe), "harrier-init"), "harrier.dev/harrier/cmd/harrier-init").CombinedOutput()
+		if err != nil {
+			err = fmt.Errorf("%w: %s", err, out)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build harrier-init: %v\n", err)
+	}
 }
 
 // harrierBin returns the path of the binary that acts as harrier.

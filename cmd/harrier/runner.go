@@ -232,6 +232,41 @@ func writeSandboxPolicy(pc *poolConfig, executeDir string) error {
 	})
 }
 
+// installContainerInit makes the small init binary the first process of
+// this machine's containers (sandbox.InstallInit): CONTAINER_INIT names
+// it, by default harrier-init beside the harrier binary. Without it
+// containers start with the harrier binary, as libcontainer does, at
+// about 5 ms more of processor time a job. An init the administrator
+// named that cannot be installed stops the startd; the default one only
+// gets a warning.
+func installContainerInit(pc *poolConfig, logger *slog.Logger) error {
+	if os.Geteuid() != 0 {
+		return nil // no containers without root
+	}
+	path := pc.c.String("CONTAINER_INIT", "")
+	named := path != ""
+	if !named {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil
+		}
+		path = filepath.Join(filepath.Dir(exe), "harrier-init")
+		if _, err := os.Stat(path); err != nil {
+			logger.Info("no harrier-init beside harrier: containers start with the harrier binary", "path", path)
+			return nil
+		}
+	}
+	if err := sandbox.InstallInit(path); err != nil {
+		if named {
+			return fmt.Errorf("CONTAINER_INIT: %w", err)
+		}
+		logger.Warn("containers start with the harrier binary", "err", err)
+		return nil
+	}
+	logger.Info("container init installed", "from", path, "at", sandbox.InitPath())
+	return nil
+}
+
 // Exec starts a process in the job's container for its owner.
 func (c containerJob) Exec(_ context.Context, e *starter.ExecTask) (starter.Process, error) {
 	p, err := c.j.Exec(&sandbox.Exec{Args: e.Args, Env: e.Env, TTY: e.TTY, Rows: e.Rows, Cols: e.Cols,

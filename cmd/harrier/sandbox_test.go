@@ -31,6 +31,16 @@ func TestSandboxedJobs(t *testing.T) {
 	if m := p.jobs(t, "status"); len(m) == 0 || m[0]["HarrierSandbox"] != "container" {
 		t.Errorf("machine ad: HarrierSandbox = %v, want container", m)
 	}
+	// harrier-init, built beside the test binary by TestMain as it is
+	// beside harrier, became the containers' init.
+	logs, _ := filepath.Glob(filepath.Join(p.dir, "log", "*.log"))
+	installed := false
+	for _, l := range logs {
+		installed = installed || strings.Contains(mustRead(t, l), `msg="container init installed"`)
+	}
+	if !installed {
+		t.Errorf("no startd log of %v says it installed harrier-init", logs)
+	}
 	dir := copyExample(t, "unix-tools")
 	_ = os.Chmod(dir, 0o777)
 	outside := t.TempDir()
