@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,12 +52,8 @@ func buildInit(t testing.TB) string {
 			buildInitErr = err
 			return
 		}
-		goBin, err := exec.LookPath("go")
-		if err != nil {
-			goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
-		}
 		builtInit = filepath.Join(dir, "harrier-init")
-		out, err := exec.Command(goBin, "build", "-o", builtInit, "harrier.dev/harrier/cmd/harrier-init").CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", builtInit, "harrier.dev/harrier/cmd/harrier-init").CombinedOutput()
 		if err != nil {
 			buildInitErr = errors.New("go build ./cmd/harrier-init: " + err.Error() + "\n" + string(out))
 		}
