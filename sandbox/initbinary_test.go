@@ -223,3 +223,11 @@ func TestContainersStartWithoutTheInstalledInit(t *testing.T) {
 	}
 	t.Logf("init without the installed one: %s", got)
 }
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builtInit != "" {
+		os.RemoveAll(filepath.Dir(builtInit))
+	}
+	os.Exit(code)
+}
