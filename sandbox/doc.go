@@ -61,6 +61,14 @@
 // own and closed to others, removed by Cleanup; elsewhere in the state
 // root's containers directory.
 //
+// libcontainer starts a container by re-executing its caller as the
+// container's init. A process of a binary linking this package hands over
+// at once, before its own Go runtime starts, to the small init that
+// InstallInit put in a read-only file system of its own (cmd/harrier-init:
+// libcontainer's init alone), so that a job does not pay for the start of
+// everything else linked into harrier; without one, the caller stays the
+// init.
+//
 // Job.Exec starts another process in a running job's container for the
 // job's owner (harrier ssh-to-job): in its namespaces and cgroup, as its
 // user, with a terminal made inside the container when asked. It dies
