@@ -561,6 +561,9 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 			set.Size = &size
 		}
 	}
+	// The shadow answers a change with the file's attributes after it:
+	// they are the reply, without another round trip to ask for them.
+	var after *Attr
 	if f, ok := fh.(*file); ok && !set.empty() {
 		// Through the open file, which may have no name any more.
 		if s, ok := f.h.(attrSetter); ok {
@@ -569,7 +572,7 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 				return toErrno(err)
 			}
 			n.record(a) // changed by the job
-			set = SetAttr{}
+			after, set = &a, SetAttr{}
 		}
 	}
 	if !set.empty() {
@@ -586,8 +589,15 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 			return toErrno(err)
 		}
 		n.record(a) // changed by the job
+		if _, open := fh.(*file); !open {
+			// An open file may be another thing than its physical
+			// file (a staged copy): it says its attributes itself.
+			after = &a
+		}
 	}
-	if errno := n.Getattr(ctx, fh, out); errno != 0 {
+	if after != nil {
+		fillAttr(&out.Attr, *after)
+	} else if errno := n.Getattr(ctx, fh, out); errno != 0 {
 		return errno
 	}
 	// Valid as long as a GETATTR's answer: otherwise the kernel asks again
