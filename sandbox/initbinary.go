@@ -70,7 +70,7 @@ func InstallInit(src string) error {
 	if os.Geteuid() != 0 {
 		return errors.New("install container init: needs root")
 	}
-	if err := checkInitBinary(src); err != nil {
+	if err := checkInitBinary(src, true); err != nil {
 		return fmt.Errorf("install container init %s: %w", src, err)
 	}
 	dir := filepath.Dir(InitPath())
@@ -100,13 +100,16 @@ func InstallInit(src string) error {
 }
 
 // checkInitBinary refuses an init that root should not run: one another
-// user could have changed, or one built from something else.
-func checkInitBinary(src string) error {
+// user could have changed (checked when owned is set), or one built from
+// something else.
+func checkInitBinary(src string, owned bool) error {
 	if !filepath.IsAbs(src) {
 		return errors.New("not an absolute path")
 	}
-	if err := checkRootPath(src); err != nil {
-		return err
+	if owned {
+		if err := checkRootPath(src); err != nil {
+			return err
+		}
 	}
 	bi, err := buildinfo.ReadFile(src)
 	if err != nil {
@@ -185,7 +188,8 @@ func checkRootDir(dir string) error {
 }
 
 // initInstalled reports whether dir is a read-only file system of its
-// own holding an executable init.
+// own holding an executable init built as this binary was (another
+// harrier's of the same runc release may have installed it).
 func initInstalled(dir string) bool {
 	var st, pst unix.Stat_t
 	var fsst unix.Statfs_t
@@ -196,7 +200,7 @@ func initInstalled(dir string) bool {
 		return false
 	}
 	fi, err := os.Lstat(filepath.Join(dir, "init"))
-	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o100 != 0
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o100 != 0 && checkInitBinary(filepath.Join(dir, "init"), false) == nil
 }
 
 // mountInit puts a copy of src at dir/init on a new memory file system

@@ -195,7 +195,8 @@ const withoutInstalledInit = "HARRIER_SANDBOX_TEST_WITHOUT_INIT"
 
 // TestContainersStartWithoutTheInstalledInit: where no init is installed
 // (here, a mount namespace of its own where it is unmounted), a
-// container's init is the binary that started it, and the job runs.
+// container's init is the binary that started it, and the job runs; an
+// init of another kind found installed is replaced.
 func TestContainersStartWithoutTheInstalledInit(t *testing.T) {
 	if os.Getenv(withoutInstalledInit) == "" {
 		needContainers(t)
@@ -222,6 +223,24 @@ func TestContainersStartWithoutTheInstalledInit(t *testing.T) {
 		t.Fatalf("the container's init ran %s, which is not there", got)
 	}
 	t.Logf("init without the installed one: %s", got)
+
+	// Something else installed there, read-only (another build's init,
+	// say): InstallInit puts its own in its place.
+	initDir := filepath.Dir(InitPath())
+	if err := unix.Mount("tmpfs", initDir, "tmpfs", 0, "mode=0755"); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile("/bin/true"); err != nil || os.WriteFile(InitPath(), b, 0o755) != nil {
+		t.Fatal("plant", err)
+	}
+	if err := unix.Mount("", initDir, "", unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+		t.Fatal(err)
+	}
+	installInit(t)
+	scratch := t.TempDir()
+	if got := initOf(t, r, &Task{ID: "1.1", Path: "/bin/true", Dir: scratch, ScratchDir: scratch}); got != InitPath() {
+		t.Fatalf("after installing over another init, the container's init ran %s, want %s", got, InitPath())
+	}
 }
 
 func TestMain(m *testing.M) {
