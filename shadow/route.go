@@ -230,6 +230,14 @@ func (r shadowRouter) TransferOutput(stream wire.Shadow_TransferOutputServer) er
 	return j.shadow.TransferOutput(stream)
 }
 
+func (r shadowRouter) ReportTransfer(ctx context.Context, req *wire.TransferReport) (*wire.TransferReportReply, error) {
+	j, err := r.l.job()
+	if err != nil {
+		return nil, err
+	}
+	return j.shadow.ReportTransfer(ctx, req)
+}
+
 func (r shadowRouter) RegistryCredentials(ctx context.Context, req *wire.RegistryCredentialsRequest) (*wire.RegistryCredentialsReply, error) {
 	j, err := r.l.job()
 	if err != nil {

@@ -1,6 +1,7 @@
 package shadow
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -293,4 +294,20 @@ func receive(stream wire.Shadow_TransferOutputServer, first *wire.TransferChunk,
 		return err
 	}
 	return r.Receive(func(c *wire.TransferChunk) error { return stream.RecvMsg(c) })
+}
+
+// ReportTransfer hears of a transfer the starter makes without the shadow
+// (outputs to output_destination): the job's event log gets its 040
+// events as for outputs sent home.
+func (v *service) ReportTransfer(_ context.Context, req *wire.TransferReport) (*wire.TransferReportReply, error) {
+	s := v.s
+	if !s.checkSecret(req.Secret) {
+		return nil, status.Error(codes.PermissionDenied, errBadSecret.Error())
+	}
+	st := &TransferStats{Output: true}
+	if req.Finished {
+		st.Finished, st.Files, st.Bytes, st.Seconds = true, int(req.Files), req.Bytes, req.Seconds
+	}
+	s.events(Event{Type: EventTransfer, Transfer: st})
+	return &wire.TransferReportReply{}, nil
 }

@@ -323,15 +323,27 @@ func (x *fileTransfer) outputsTo(ctx context.Context, root *os.Root, dest string
 	items, err := x.outputItems(root)
 	if err == nil {
 		items = append(items, x.stdio...)
+		began := time.Now()
+		x.report(ctx, &wire.TransferReport{})
 		var n int
 		var size int64
 		n, size, err = x.toDestination(ctx, root, dest, items)
 		if err == nil {
 			x.logger.Info("outputs sent to output_destination", "destination", dest, "files", n, "bytes", size)
+			x.report(ctx, &wire.TransferReport{Finished: true, Files: int32(n), Bytes: size, Seconds: time.Since(began).Seconds()})
 			return ex
 		}
 	}
 	return &wire.Exited{HoldReason: "Failed to transfer output files to " + dest + ": " + err.Error(), HoldCode: holdCodeOutputDestination}
+}
+
+// report tells the shadow of a transfer it does not see, for the job's
+// event log; the transfer does not depend on it.
+func (x *fileTransfer) report(ctx context.Context, r *wire.TransferReport) {
+	r.Secret = x.secret
+	if _, err := x.client.ReportTransfer(ctx, r); err != nil {
+		x.logger.Warn("cannot tell the shadow of the transfer to output_destination", "finished", r.Finished, "err", err)
+	}
 }
 
 // send streams the job's outputs to the shadow.

@@ -1683,6 +1683,120 @@ func (x *TransferOutputReply) GetBytes() int64 {
 	return 0
 }
 
+type TransferReport struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Secret string                 `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
+	// finished: the transfer is over and these are its figures; else it
+	// starts now.
+	Finished      bool    `protobuf:"varint,2,opt,name=finished,proto3" json:"finished,omitempty"`
+	Files         int32   `protobuf:"varint,3,opt,name=files,proto3" json:"files,omitempty"`
+	Bytes         int64   `protobuf:"varint,4,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	Seconds       float64 `protobuf:"fixed64,5,opt,name=seconds,proto3" json:"seconds,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TransferReport) Reset() {
+	*x = TransferReport{}
+	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TransferReport) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TransferReport) ProtoMessage() {}
+
+func (x *TransferReport) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TransferReport.ProtoReflect.Descriptor instead.
+func (*TransferReport) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *TransferReport) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
+func (x *TransferReport) GetFinished() bool {
+	if x != nil {
+		return x.Finished
+	}
+	return false
+}
+
+func (x *TransferReport) GetFiles() int32 {
+	if x != nil {
+		return x.Files
+	}
+	return 0
+}
+
+func (x *TransferReport) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *TransferReport) GetSeconds() float64 {
+	if x != nil {
+		return x.Seconds
+	}
+	return 0
+}
+
+type TransferReportReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TransferReportReply) Reset() {
+	*x = TransferReportReply{}
+	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TransferReportReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TransferReportReply) ProtoMessage() {}
+
+func (x *TransferReportReply) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TransferReportReply.ProtoReflect.Descriptor instead.
+func (*TransferReportReply) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{29}
+}
+
 type CheckpointFilesRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Secret        string                 `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
@@ -1692,7 +1806,7 @@ type CheckpointFilesRequest struct {
 
 func (x *CheckpointFilesRequest) Reset() {
 	*x = CheckpointFilesRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1704,7 +1818,7 @@ func (x *CheckpointFilesRequest) String() string {
 func (*CheckpointFilesRequest) ProtoMessage() {}
 
 func (x *CheckpointFilesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[28]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1717,7 +1831,7 @@ func (x *CheckpointFilesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointFilesRequest.ProtoReflect.Descriptor instead.
 func (*CheckpointFilesRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{28}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *CheckpointFilesRequest) GetSecret() string {
@@ -1737,7 +1851,7 @@ type CheckpointFilesReply struct {
 
 func (x *CheckpointFilesReply) Reset() {
 	*x = CheckpointFilesReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1749,7 +1863,7 @@ func (x *CheckpointFilesReply) String() string {
 func (*CheckpointFilesReply) ProtoMessage() {}
 
 func (x *CheckpointFilesReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[29]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1762,7 +1876,7 @@ func (x *CheckpointFilesReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointFilesReply.ProtoReflect.Descriptor instead.
 func (*CheckpointFilesReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{29}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *CheckpointFilesReply) GetFiles() int32 {
@@ -1791,7 +1905,7 @@ type CheckpointChunk struct {
 
 func (x *CheckpointChunk) Reset() {
 	*x = CheckpointChunk{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1803,7 +1917,7 @@ func (x *CheckpointChunk) String() string {
 func (*CheckpointChunk) ProtoMessage() {}
 
 func (x *CheckpointChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[30]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1816,7 +1930,7 @@ func (x *CheckpointChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointChunk.ProtoReflect.Descriptor instead.
 func (*CheckpointChunk) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{30}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *CheckpointChunk) GetSecret() string {
@@ -1855,7 +1969,7 @@ type CheckpointInfo struct {
 
 func (x *CheckpointInfo) Reset() {
 	*x = CheckpointInfo{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1867,7 +1981,7 @@ func (x *CheckpointInfo) String() string {
 func (*CheckpointInfo) ProtoMessage() {}
 
 func (x *CheckpointInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[31]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1880,7 +1994,7 @@ func (x *CheckpointInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointInfo.ProtoReflect.Descriptor instead.
 func (*CheckpointInfo) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{31}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *CheckpointInfo) GetFrozenSeconds() float64 {
@@ -1920,7 +2034,7 @@ type PutCheckpointReply struct {
 
 func (x *PutCheckpointReply) Reset() {
 	*x = PutCheckpointReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1932,7 +2046,7 @@ func (x *PutCheckpointReply) String() string {
 func (*PutCheckpointReply) ProtoMessage() {}
 
 func (x *PutCheckpointReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[32]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1945,7 +2059,7 @@ func (x *PutCheckpointReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutCheckpointReply.ProtoReflect.Descriptor instead.
 func (*PutCheckpointReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{32}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *PutCheckpointReply) GetStoredBytes() int64 {
@@ -1964,7 +2078,7 @@ type GetCheckpointRequest struct {
 
 func (x *GetCheckpointRequest) Reset() {
 	*x = GetCheckpointRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1976,7 +2090,7 @@ func (x *GetCheckpointRequest) String() string {
 func (*GetCheckpointRequest) ProtoMessage() {}
 
 func (x *GetCheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[33]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1989,7 +2103,7 @@ func (x *GetCheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCheckpointRequest.ProtoReflect.Descriptor instead.
 func (*GetCheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{33}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *GetCheckpointRequest) GetSecret() string {
@@ -2018,7 +2132,7 @@ type StarterMessage struct {
 
 func (x *StarterMessage) Reset() {
 	*x = StarterMessage{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2030,7 +2144,7 @@ func (x *StarterMessage) String() string {
 func (*StarterMessage) ProtoMessage() {}
 
 func (x *StarterMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[34]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2043,7 +2157,7 @@ func (x *StarterMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StarterMessage.ProtoReflect.Descriptor instead.
 func (*StarterMessage) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{34}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *StarterMessage) GetBody() isStarterMessage_Body {
@@ -2190,7 +2304,7 @@ type CheckpointFailed struct {
 
 func (x *CheckpointFailed) Reset() {
 	*x = CheckpointFailed{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2202,7 +2316,7 @@ func (x *CheckpointFailed) String() string {
 func (*CheckpointFailed) ProtoMessage() {}
 
 func (x *CheckpointFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[35]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2215,7 +2329,7 @@ func (x *CheckpointFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointFailed.ProtoReflect.Descriptor instead.
 func (*CheckpointFailed) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{35}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *CheckpointFailed) GetReason() string {
@@ -2242,7 +2356,7 @@ type Suspended struct {
 
 func (x *Suspended) Reset() {
 	*x = Suspended{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2254,7 +2368,7 @@ func (x *Suspended) String() string {
 func (*Suspended) ProtoMessage() {}
 
 func (x *Suspended) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[36]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2267,7 +2381,7 @@ func (x *Suspended) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Suspended.ProtoReflect.Descriptor instead.
 func (*Suspended) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{36}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Suspended) GetReason() string {
@@ -2286,7 +2400,7 @@ type Resumed struct {
 
 func (x *Resumed) Reset() {
 	*x = Resumed{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2298,7 +2412,7 @@ func (x *Resumed) String() string {
 func (*Resumed) ProtoMessage() {}
 
 func (x *Resumed) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[37]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2311,7 +2425,7 @@ func (x *Resumed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resumed.ProtoReflect.Descriptor instead.
 func (*Resumed) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{37}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{39}
 }
 
 type Hello struct {
@@ -2329,7 +2443,7 @@ type Hello struct {
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2341,7 +2455,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[38]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2354,7 +2468,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{38}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Hello) GetJobId() string {
@@ -2396,7 +2510,7 @@ type Output struct {
 
 func (x *Output) Reset() {
 	*x = Output{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2408,7 +2522,7 @@ func (x *Output) String() string {
 func (*Output) ProtoMessage() {}
 
 func (x *Output) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[39]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2421,7 +2535,7 @@ func (x *Output) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Output.ProtoReflect.Descriptor instead.
 func (*Output) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{39}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Output) GetFd() int32 {
@@ -2458,7 +2572,7 @@ type Started struct {
 
 func (x *Started) Reset() {
 	*x = Started{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2470,7 +2584,7 @@ func (x *Started) String() string {
 func (*Started) ProtoMessage() {}
 
 func (x *Started) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[40]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2483,7 +2597,7 @@ func (x *Started) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Started.ProtoReflect.Descriptor instead.
 func (*Started) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{40}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *Started) GetPid() int32 {
@@ -2526,7 +2640,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2538,7 +2652,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[41]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2551,7 +2665,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{41}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *Usage) GetUserCpuSeconds() float64 {
@@ -2603,7 +2717,7 @@ type Exited struct {
 
 func (x *Exited) Reset() {
 	*x = Exited{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2615,7 +2729,7 @@ func (x *Exited) String() string {
 func (*Exited) ProtoMessage() {}
 
 func (x *Exited) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[42]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2628,7 +2742,7 @@ func (x *Exited) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Exited.ProtoReflect.Descriptor instead.
 func (*Exited) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{42}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Exited) GetBySignal() bool {
@@ -2702,7 +2816,7 @@ type ShadowMessage struct {
 
 func (x *ShadowMessage) Reset() {
 	*x = ShadowMessage{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2714,7 +2828,7 @@ func (x *ShadowMessage) String() string {
 func (*ShadowMessage) ProtoMessage() {}
 
 func (x *ShadowMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[43]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2727,7 +2841,7 @@ func (x *ShadowMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShadowMessage.ProtoReflect.Descriptor instead.
 func (*ShadowMessage) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{43}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ShadowMessage) GetBody() isShadowMessage_Body {
@@ -2812,7 +2926,7 @@ type CheckpointNow struct {
 
 func (x *CheckpointNow) Reset() {
 	*x = CheckpointNow{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2824,7 +2938,7 @@ func (x *CheckpointNow) String() string {
 func (*CheckpointNow) ProtoMessage() {}
 
 func (x *CheckpointNow) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[44]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2837,7 +2951,7 @@ func (x *CheckpointNow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointNow.ProtoReflect.Descriptor instead.
 func (*CheckpointNow) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{44}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *CheckpointNow) GetVacate() bool {
@@ -2856,7 +2970,7 @@ type JobSpec struct {
 
 func (x *JobSpec) Reset() {
 	*x = JobSpec{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[45]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2868,7 +2982,7 @@ func (x *JobSpec) String() string {
 func (*JobSpec) ProtoMessage() {}
 
 func (x *JobSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[45]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2881,7 +2995,7 @@ func (x *JobSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobSpec.ProtoReflect.Descriptor instead.
 func (*JobSpec) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{45}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *JobSpec) GetJobAd() string {
@@ -2904,7 +3018,7 @@ type Kill struct {
 
 func (x *Kill) Reset() {
 	*x = Kill{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[46]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2916,7 +3030,7 @@ func (x *Kill) String() string {
 func (*Kill) ProtoMessage() {}
 
 func (x *Kill) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[46]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2929,7 +3043,7 @@ func (x *Kill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Kill.ProtoReflect.Descriptor instead.
 func (*Kill) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{46}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *Kill) GetReason() string {
@@ -2957,7 +3071,7 @@ type ReadFileRequest struct {
 
 func (x *ReadFileRequest) Reset() {
 	*x = ReadFileRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[47]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2969,7 +3083,7 @@ func (x *ReadFileRequest) String() string {
 func (*ReadFileRequest) ProtoMessage() {}
 
 func (x *ReadFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[47]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2982,7 +3096,7 @@ func (x *ReadFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadFileRequest.ProtoReflect.Descriptor instead.
 func (*ReadFileRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{47}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ReadFileRequest) GetSecret() string {
@@ -3010,7 +3124,7 @@ type FileChunk struct {
 
 func (x *FileChunk) Reset() {
 	*x = FileChunk{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[48]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3022,7 +3136,7 @@ func (x *FileChunk) String() string {
 func (*FileChunk) ProtoMessage() {}
 
 func (x *FileChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[48]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3035,7 +3149,7 @@ func (x *FileChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileChunk.ProtoReflect.Descriptor instead.
 func (*FileChunk) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{48}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *FileChunk) GetData() []byte {
@@ -3073,7 +3187,7 @@ type ShellOpen struct {
 
 func (x *ShellOpen) Reset() {
 	*x = ShellOpen{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[49]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3085,7 +3199,7 @@ func (x *ShellOpen) String() string {
 func (*ShellOpen) ProtoMessage() {}
 
 func (x *ShellOpen) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[49]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3098,7 +3212,7 @@ func (x *ShellOpen) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellOpen.ProtoReflect.Descriptor instead.
 func (*ShellOpen) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{49}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ShellOpen) GetJobId() string {
@@ -3165,7 +3279,7 @@ type ShellRequest struct {
 
 func (x *ShellRequest) Reset() {
 	*x = ShellRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[50]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3177,7 +3291,7 @@ func (x *ShellRequest) String() string {
 func (*ShellRequest) ProtoMessage() {}
 
 func (x *ShellRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[50]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3190,7 +3304,7 @@ func (x *ShellRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellRequest.ProtoReflect.Descriptor instead.
 func (*ShellRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{50}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ShellRequest) GetBody() isShellRequest_Body {
@@ -3260,7 +3374,7 @@ type ShellInput struct {
 
 func (x *ShellInput) Reset() {
 	*x = ShellInput{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[51]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3272,7 +3386,7 @@ func (x *ShellInput) String() string {
 func (*ShellInput) ProtoMessage() {}
 
 func (x *ShellInput) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[51]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3285,7 +3399,7 @@ func (x *ShellInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellInput.ProtoReflect.Descriptor instead.
 func (*ShellInput) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{51}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ShellInput) GetData() []byte {
@@ -3313,7 +3427,7 @@ type ShellResize struct {
 
 func (x *ShellResize) Reset() {
 	*x = ShellResize{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[52]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3325,7 +3439,7 @@ func (x *ShellResize) String() string {
 func (*ShellResize) ProtoMessage() {}
 
 func (x *ShellResize) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[52]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3338,7 +3452,7 @@ func (x *ShellResize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellResize.ProtoReflect.Descriptor instead.
 func (*ShellResize) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{52}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ShellResize) GetRows() uint32 {
@@ -3372,7 +3486,7 @@ type ShellReply struct {
 
 func (x *ShellReply) Reset() {
 	*x = ShellReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[53]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3384,7 +3498,7 @@ func (x *ShellReply) String() string {
 func (*ShellReply) ProtoMessage() {}
 
 func (x *ShellReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[53]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3397,7 +3511,7 @@ func (x *ShellReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellReply.ProtoReflect.Descriptor instead.
 func (*ShellReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{53}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ShellReply) GetBody() isShellReply_Body {
@@ -3481,7 +3595,7 @@ type ShellStarted struct {
 
 func (x *ShellStarted) Reset() {
 	*x = ShellStarted{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[54]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3493,7 +3607,7 @@ func (x *ShellStarted) String() string {
 func (*ShellStarted) ProtoMessage() {}
 
 func (x *ShellStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[54]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3506,7 +3620,7 @@ func (x *ShellStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellStarted.ProtoReflect.Descriptor instead.
 func (*ShellStarted) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{54}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{56}
 }
 
 type ShellHello struct {
@@ -3519,7 +3633,7 @@ type ShellHello struct {
 
 func (x *ShellHello) Reset() {
 	*x = ShellHello{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[55]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3531,7 +3645,7 @@ func (x *ShellHello) String() string {
 func (*ShellHello) ProtoMessage() {}
 
 func (x *ShellHello) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[55]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3544,7 +3658,7 @@ func (x *ShellHello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellHello.ProtoReflect.Descriptor instead.
 func (*ShellHello) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{55}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ShellHello) GetSecret() string {
@@ -3576,7 +3690,7 @@ type ShellExited struct {
 
 func (x *ShellExited) Reset() {
 	*x = ShellExited{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[56]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3588,7 +3702,7 @@ func (x *ShellExited) String() string {
 func (*ShellExited) ProtoMessage() {}
 
 func (x *ShellExited) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[56]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3601,7 +3715,7 @@ func (x *ShellExited) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellExited.ProtoReflect.Descriptor instead.
 func (*ShellExited) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{56}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ShellExited) GetExitCode() int32 {
@@ -3752,7 +3866,14 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\x06sha256\x18\x05 \x01(\fR\x06sha256\"A\n" +
 	"\x13TransferOutputReply\x12\x14\n" +
 	"\x05files\x18\x01 \x01(\x05R\x05files\x12\x14\n" +
-	"\x05bytes\x18\x02 \x01(\x03R\x05bytes\"0\n" +
+	"\x05bytes\x18\x02 \x01(\x03R\x05bytes\"\x8a\x01\n" +
+	"\x0eTransferReport\x12\x16\n" +
+	"\x06secret\x18\x01 \x01(\tR\x06secret\x12\x1a\n" +
+	"\bfinished\x18\x02 \x01(\bR\bfinished\x12\x14\n" +
+	"\x05files\x18\x03 \x01(\x05R\x05files\x12\x14\n" +
+	"\x05bytes\x18\x04 \x01(\x03R\x05bytes\x12\x18\n" +
+	"\aseconds\x18\x05 \x01(\x01R\aseconds\"\x15\n" +
+	"\x13TransferReportReply\"0\n" +
 	"\x16CheckpointFilesRequest\x12\x16\n" +
 	"\x06secret\x18\x01 \x01(\tR\x06secret\"B\n" +
 	"\x14CheckpointFilesReply\x12\x14\n" +
@@ -3888,7 +4009,7 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\rActivateClaim\x12 .harrier.v1.ActivateClaimRequest\x1a\x1e.harrier.v1.ActivateClaimReply\x12N\n" +
 	"\fReleaseClaim\x12\x1f.harrier.v1.ReleaseClaimRequest\x1a\x1d.harrier.v1.ReleaseClaimReply\x12E\n" +
 	"\tKeepAlive\x12\x1c.harrier.v1.KeepAliveRequest\x1a\x1a.harrier.v1.KeepAliveReply\x12H\n" +
-	"\x06Vacate\x12\x1f.harrier.v1.StartdVacateRequest\x1a\x1d.harrier.v1.StartdVacateReply2\xb2\x06\n" +
+	"\x06Vacate\x12\x1f.harrier.v1.StartdVacateRequest\x1a\x1d.harrier.v1.StartdVacateReply2\x81\a\n" +
 	"\x06Shadow\x12C\n" +
 	"\x06Attach\x12\x1a.harrier.v1.StarterMessage\x1a\x19.harrier.v1.ShadowMessage(\x010\x01\x12@\n" +
 	"\bReadFile\x12\x1b.harrier.v1.ReadFileRequest\x1a\x15.harrier.v1.FileChunk0\x01\x12N\n" +
@@ -3898,7 +4019,8 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\x13SaveCheckpointFiles\x12\".harrier.v1.CheckpointFilesRequest\x1a .harrier.v1.CheckpointFilesReply\x12^\n" +
 	"\x16RestoreCheckpointFiles\x12\".harrier.v1.CheckpointFilesRequest\x1a .harrier.v1.CheckpointFilesReply\x12N\n" +
 	"\rTransferInput\x12 .harrier.v1.TransferInputRequest\x1a\x19.harrier.v1.TransferChunk0\x01\x12N\n" +
-	"\x0eTransferOutput\x12\x19.harrier.v1.TransferChunk\x1a\x1f.harrier.v1.TransferOutputReply(\x01\x12c\n" +
+	"\x0eTransferOutput\x12\x19.harrier.v1.TransferChunk\x1a\x1f.harrier.v1.TransferOutputReply(\x01\x12M\n" +
+	"\x0eReportTransfer\x12\x1a.harrier.v1.TransferReport\x1a\x1f.harrier.v1.TransferReportReply\x12c\n" +
 	"\x13RegistryCredentials\x12&.harrier.v1.RegistryCredentialsRequest\x1a$.harrier.v1.RegistryCredentialsReplyB\x1aZ\x18harrier.dev/harrier/wireb\x06proto3"
 
 var (
@@ -3914,7 +4036,7 @@ func file_harrier_v1_harrier_proto_rawDescGZIP() []byte {
 }
 
 var file_harrier_v1_harrier_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_harrier_v1_harrier_proto_msgTypes = make([]protoimpl.MessageInfo, 57)
+var file_harrier_v1_harrier_proto_msgTypes = make([]protoimpl.MessageInfo, 59)
 var file_harrier_v1_harrier_proto_goTypes = []any{
 	(TransferEntry_Kind)(0),            // 0: harrier.v1.TransferEntry.Kind
 	(*AdvertiseRequest)(nil),           // 1: harrier.v1.AdvertiseRequest
@@ -3945,61 +4067,63 @@ var file_harrier_v1_harrier_proto_goTypes = []any{
 	(*TransferEntry)(nil),              // 26: harrier.v1.TransferEntry
 	(*TransferChunk)(nil),              // 27: harrier.v1.TransferChunk
 	(*TransferOutputReply)(nil),        // 28: harrier.v1.TransferOutputReply
-	(*CheckpointFilesRequest)(nil),     // 29: harrier.v1.CheckpointFilesRequest
-	(*CheckpointFilesReply)(nil),       // 30: harrier.v1.CheckpointFilesReply
-	(*CheckpointChunk)(nil),            // 31: harrier.v1.CheckpointChunk
-	(*CheckpointInfo)(nil),             // 32: harrier.v1.CheckpointInfo
-	(*PutCheckpointReply)(nil),         // 33: harrier.v1.PutCheckpointReply
-	(*GetCheckpointRequest)(nil),       // 34: harrier.v1.GetCheckpointRequest
-	(*StarterMessage)(nil),             // 35: harrier.v1.StarterMessage
-	(*CheckpointFailed)(nil),           // 36: harrier.v1.CheckpointFailed
-	(*Suspended)(nil),                  // 37: harrier.v1.Suspended
-	(*Resumed)(nil),                    // 38: harrier.v1.Resumed
-	(*Hello)(nil),                      // 39: harrier.v1.Hello
-	(*Output)(nil),                     // 40: harrier.v1.Output
-	(*Started)(nil),                    // 41: harrier.v1.Started
-	(*Usage)(nil),                      // 42: harrier.v1.Usage
-	(*Exited)(nil),                     // 43: harrier.v1.Exited
-	(*ShadowMessage)(nil),              // 44: harrier.v1.ShadowMessage
-	(*CheckpointNow)(nil),              // 45: harrier.v1.CheckpointNow
-	(*JobSpec)(nil),                    // 46: harrier.v1.JobSpec
-	(*Kill)(nil),                       // 47: harrier.v1.Kill
-	(*ReadFileRequest)(nil),            // 48: harrier.v1.ReadFileRequest
-	(*FileChunk)(nil),                  // 49: harrier.v1.FileChunk
-	(*ShellOpen)(nil),                  // 50: harrier.v1.ShellOpen
-	(*ShellRequest)(nil),               // 51: harrier.v1.ShellRequest
-	(*ShellInput)(nil),                 // 52: harrier.v1.ShellInput
-	(*ShellResize)(nil),                // 53: harrier.v1.ShellResize
-	(*ShellReply)(nil),                 // 54: harrier.v1.ShellReply
-	(*ShellStarted)(nil),               // 55: harrier.v1.ShellStarted
-	(*ShellHello)(nil),                 // 56: harrier.v1.ShellHello
-	(*ShellExited)(nil),                // 57: harrier.v1.ShellExited
+	(*TransferReport)(nil),             // 29: harrier.v1.TransferReport
+	(*TransferReportReply)(nil),        // 30: harrier.v1.TransferReportReply
+	(*CheckpointFilesRequest)(nil),     // 31: harrier.v1.CheckpointFilesRequest
+	(*CheckpointFilesReply)(nil),       // 32: harrier.v1.CheckpointFilesReply
+	(*CheckpointChunk)(nil),            // 33: harrier.v1.CheckpointChunk
+	(*CheckpointInfo)(nil),             // 34: harrier.v1.CheckpointInfo
+	(*PutCheckpointReply)(nil),         // 35: harrier.v1.PutCheckpointReply
+	(*GetCheckpointRequest)(nil),       // 36: harrier.v1.GetCheckpointRequest
+	(*StarterMessage)(nil),             // 37: harrier.v1.StarterMessage
+	(*CheckpointFailed)(nil),           // 38: harrier.v1.CheckpointFailed
+	(*Suspended)(nil),                  // 39: harrier.v1.Suspended
+	(*Resumed)(nil),                    // 40: harrier.v1.Resumed
+	(*Hello)(nil),                      // 41: harrier.v1.Hello
+	(*Output)(nil),                     // 42: harrier.v1.Output
+	(*Started)(nil),                    // 43: harrier.v1.Started
+	(*Usage)(nil),                      // 44: harrier.v1.Usage
+	(*Exited)(nil),                     // 45: harrier.v1.Exited
+	(*ShadowMessage)(nil),              // 46: harrier.v1.ShadowMessage
+	(*CheckpointNow)(nil),              // 47: harrier.v1.CheckpointNow
+	(*JobSpec)(nil),                    // 48: harrier.v1.JobSpec
+	(*Kill)(nil),                       // 49: harrier.v1.Kill
+	(*ReadFileRequest)(nil),            // 50: harrier.v1.ReadFileRequest
+	(*FileChunk)(nil),                  // 51: harrier.v1.FileChunk
+	(*ShellOpen)(nil),                  // 52: harrier.v1.ShellOpen
+	(*ShellRequest)(nil),               // 53: harrier.v1.ShellRequest
+	(*ShellInput)(nil),                 // 54: harrier.v1.ShellInput
+	(*ShellResize)(nil),                // 55: harrier.v1.ShellResize
+	(*ShellReply)(nil),                 // 56: harrier.v1.ShellReply
+	(*ShellStarted)(nil),               // 57: harrier.v1.ShellStarted
+	(*ShellHello)(nil),                 // 58: harrier.v1.ShellHello
+	(*ShellExited)(nil),                // 59: harrier.v1.ShellExited
 }
 var file_harrier_v1_harrier_proto_depIdxs = []int32{
 	9,  // 0: harrier.v1.MatchedRequest.gang:type_name -> harrier.v1.GangMember
 	0,  // 1: harrier.v1.TransferEntry.kind:type_name -> harrier.v1.TransferEntry.Kind
 	26, // 2: harrier.v1.TransferChunk.entry:type_name -> harrier.v1.TransferEntry
-	32, // 3: harrier.v1.CheckpointChunk.info:type_name -> harrier.v1.CheckpointInfo
-	39, // 4: harrier.v1.StarterMessage.hello:type_name -> harrier.v1.Hello
-	40, // 5: harrier.v1.StarterMessage.output:type_name -> harrier.v1.Output
-	41, // 6: harrier.v1.StarterMessage.started:type_name -> harrier.v1.Started
-	42, // 7: harrier.v1.StarterMessage.usage:type_name -> harrier.v1.Usage
-	43, // 8: harrier.v1.StarterMessage.exited:type_name -> harrier.v1.Exited
-	37, // 9: harrier.v1.StarterMessage.suspended:type_name -> harrier.v1.Suspended
-	38, // 10: harrier.v1.StarterMessage.resumed:type_name -> harrier.v1.Resumed
-	36, // 11: harrier.v1.StarterMessage.checkpoint_failed:type_name -> harrier.v1.CheckpointFailed
-	42, // 12: harrier.v1.Exited.usage:type_name -> harrier.v1.Usage
-	46, // 13: harrier.v1.ShadowMessage.job:type_name -> harrier.v1.JobSpec
-	47, // 14: harrier.v1.ShadowMessage.kill:type_name -> harrier.v1.Kill
-	45, // 15: harrier.v1.ShadowMessage.checkpoint:type_name -> harrier.v1.CheckpointNow
-	50, // 16: harrier.v1.ShadowMessage.shell:type_name -> harrier.v1.ShellOpen
-	50, // 17: harrier.v1.ShellRequest.open:type_name -> harrier.v1.ShellOpen
-	52, // 18: harrier.v1.ShellRequest.input:type_name -> harrier.v1.ShellInput
-	53, // 19: harrier.v1.ShellRequest.resize:type_name -> harrier.v1.ShellResize
-	56, // 20: harrier.v1.ShellReply.hello:type_name -> harrier.v1.ShellHello
-	40, // 21: harrier.v1.ShellReply.output:type_name -> harrier.v1.Output
-	57, // 22: harrier.v1.ShellReply.exited:type_name -> harrier.v1.ShellExited
-	55, // 23: harrier.v1.ShellReply.started:type_name -> harrier.v1.ShellStarted
+	34, // 3: harrier.v1.CheckpointChunk.info:type_name -> harrier.v1.CheckpointInfo
+	41, // 4: harrier.v1.StarterMessage.hello:type_name -> harrier.v1.Hello
+	42, // 5: harrier.v1.StarterMessage.output:type_name -> harrier.v1.Output
+	43, // 6: harrier.v1.StarterMessage.started:type_name -> harrier.v1.Started
+	44, // 7: harrier.v1.StarterMessage.usage:type_name -> harrier.v1.Usage
+	45, // 8: harrier.v1.StarterMessage.exited:type_name -> harrier.v1.Exited
+	39, // 9: harrier.v1.StarterMessage.suspended:type_name -> harrier.v1.Suspended
+	40, // 10: harrier.v1.StarterMessage.resumed:type_name -> harrier.v1.Resumed
+	38, // 11: harrier.v1.StarterMessage.checkpoint_failed:type_name -> harrier.v1.CheckpointFailed
+	44, // 12: harrier.v1.Exited.usage:type_name -> harrier.v1.Usage
+	48, // 13: harrier.v1.ShadowMessage.job:type_name -> harrier.v1.JobSpec
+	49, // 14: harrier.v1.ShadowMessage.kill:type_name -> harrier.v1.Kill
+	47, // 15: harrier.v1.ShadowMessage.checkpoint:type_name -> harrier.v1.CheckpointNow
+	52, // 16: harrier.v1.ShadowMessage.shell:type_name -> harrier.v1.ShellOpen
+	52, // 17: harrier.v1.ShellRequest.open:type_name -> harrier.v1.ShellOpen
+	54, // 18: harrier.v1.ShellRequest.input:type_name -> harrier.v1.ShellInput
+	55, // 19: harrier.v1.ShellRequest.resize:type_name -> harrier.v1.ShellResize
+	58, // 20: harrier.v1.ShellReply.hello:type_name -> harrier.v1.ShellHello
+	42, // 21: harrier.v1.ShellReply.output:type_name -> harrier.v1.Output
+	59, // 22: harrier.v1.ShellReply.exited:type_name -> harrier.v1.ShellExited
+	57, // 23: harrier.v1.ShellReply.started:type_name -> harrier.v1.ShellStarted
 	1,  // 24: harrier.v1.Collector.Advertise:input_type -> harrier.v1.AdvertiseRequest
 	2,  // 25: harrier.v1.Collector.AdvertiseJobs:input_type -> harrier.v1.AdvertiseJobsRequest
 	4,  // 26: harrier.v1.Collector.Invalidate:input_type -> harrier.v1.InvalidateRequest
@@ -4011,39 +4135,41 @@ var file_harrier_v1_harrier_proto_depIdxs = []int32{
 	21, // 32: harrier.v1.Startd.ReleaseClaim:input_type -> harrier.v1.ReleaseClaimRequest
 	13, // 33: harrier.v1.Startd.KeepAlive:input_type -> harrier.v1.KeepAliveRequest
 	11, // 34: harrier.v1.Startd.Vacate:input_type -> harrier.v1.StartdVacateRequest
-	35, // 35: harrier.v1.Shadow.Attach:input_type -> harrier.v1.StarterMessage
-	48, // 36: harrier.v1.Shadow.ReadFile:input_type -> harrier.v1.ReadFileRequest
-	31, // 37: harrier.v1.Shadow.PutCheckpoint:input_type -> harrier.v1.CheckpointChunk
-	34, // 38: harrier.v1.Shadow.GetCheckpoint:input_type -> harrier.v1.GetCheckpointRequest
-	54, // 39: harrier.v1.Shadow.Shell:input_type -> harrier.v1.ShellReply
-	29, // 40: harrier.v1.Shadow.SaveCheckpointFiles:input_type -> harrier.v1.CheckpointFilesRequest
-	29, // 41: harrier.v1.Shadow.RestoreCheckpointFiles:input_type -> harrier.v1.CheckpointFilesRequest
+	37, // 35: harrier.v1.Shadow.Attach:input_type -> harrier.v1.StarterMessage
+	50, // 36: harrier.v1.Shadow.ReadFile:input_type -> harrier.v1.ReadFileRequest
+	33, // 37: harrier.v1.Shadow.PutCheckpoint:input_type -> harrier.v1.CheckpointChunk
+	36, // 38: harrier.v1.Shadow.GetCheckpoint:input_type -> harrier.v1.GetCheckpointRequest
+	56, // 39: harrier.v1.Shadow.Shell:input_type -> harrier.v1.ShellReply
+	31, // 40: harrier.v1.Shadow.SaveCheckpointFiles:input_type -> harrier.v1.CheckpointFilesRequest
+	31, // 41: harrier.v1.Shadow.RestoreCheckpointFiles:input_type -> harrier.v1.CheckpointFilesRequest
 	25, // 42: harrier.v1.Shadow.TransferInput:input_type -> harrier.v1.TransferInputRequest
 	27, // 43: harrier.v1.Shadow.TransferOutput:input_type -> harrier.v1.TransferChunk
-	23, // 44: harrier.v1.Shadow.RegistryCredentials:input_type -> harrier.v1.RegistryCredentialsRequest
-	3,  // 45: harrier.v1.Collector.Advertise:output_type -> harrier.v1.AdvertiseReply
-	3,  // 46: harrier.v1.Collector.AdvertiseJobs:output_type -> harrier.v1.AdvertiseReply
-	5,  // 47: harrier.v1.Collector.Invalidate:output_type -> harrier.v1.InvalidateReply
-	7,  // 48: harrier.v1.Collector.Query:output_type -> harrier.v1.QueryReply
-	10, // 49: harrier.v1.Agent.Matched:output_type -> harrier.v1.MatchedReply
-	16, // 50: harrier.v1.Startd.Matched:output_type -> harrier.v1.StartdMatchedReply
-	18, // 51: harrier.v1.Startd.RequestClaim:output_type -> harrier.v1.RequestClaimReply
-	20, // 52: harrier.v1.Startd.ActivateClaim:output_type -> harrier.v1.ActivateClaimReply
-	22, // 53: harrier.v1.Startd.ReleaseClaim:output_type -> harrier.v1.ReleaseClaimReply
-	14, // 54: harrier.v1.Startd.KeepAlive:output_type -> harrier.v1.KeepAliveReply
-	12, // 55: harrier.v1.Startd.Vacate:output_type -> harrier.v1.StartdVacateReply
-	44, // 56: harrier.v1.Shadow.Attach:output_type -> harrier.v1.ShadowMessage
-	49, // 57: harrier.v1.Shadow.ReadFile:output_type -> harrier.v1.FileChunk
-	33, // 58: harrier.v1.Shadow.PutCheckpoint:output_type -> harrier.v1.PutCheckpointReply
-	31, // 59: harrier.v1.Shadow.GetCheckpoint:output_type -> harrier.v1.CheckpointChunk
-	51, // 60: harrier.v1.Shadow.Shell:output_type -> harrier.v1.ShellRequest
-	30, // 61: harrier.v1.Shadow.SaveCheckpointFiles:output_type -> harrier.v1.CheckpointFilesReply
-	30, // 62: harrier.v1.Shadow.RestoreCheckpointFiles:output_type -> harrier.v1.CheckpointFilesReply
-	27, // 63: harrier.v1.Shadow.TransferInput:output_type -> harrier.v1.TransferChunk
-	28, // 64: harrier.v1.Shadow.TransferOutput:output_type -> harrier.v1.TransferOutputReply
-	24, // 65: harrier.v1.Shadow.RegistryCredentials:output_type -> harrier.v1.RegistryCredentialsReply
-	45, // [45:66] is the sub-list for method output_type
-	24, // [24:45] is the sub-list for method input_type
+	29, // 44: harrier.v1.Shadow.ReportTransfer:input_type -> harrier.v1.TransferReport
+	23, // 45: harrier.v1.Shadow.RegistryCredentials:input_type -> harrier.v1.RegistryCredentialsRequest
+	3,  // 46: harrier.v1.Collector.Advertise:output_type -> harrier.v1.AdvertiseReply
+	3,  // 47: harrier.v1.Collector.AdvertiseJobs:output_type -> harrier.v1.AdvertiseReply
+	5,  // 48: harrier.v1.Collector.Invalidate:output_type -> harrier.v1.InvalidateReply
+	7,  // 49: harrier.v1.Collector.Query:output_type -> harrier.v1.QueryReply
+	10, // 50: harrier.v1.Agent.Matched:output_type -> harrier.v1.MatchedReply
+	16, // 51: harrier.v1.Startd.Matched:output_type -> harrier.v1.StartdMatchedReply
+	18, // 52: harrier.v1.Startd.RequestClaim:output_type -> harrier.v1.RequestClaimReply
+	20, // 53: harrier.v1.Startd.ActivateClaim:output_type -> harrier.v1.ActivateClaimReply
+	22, // 54: harrier.v1.Startd.ReleaseClaim:output_type -> harrier.v1.ReleaseClaimReply
+	14, // 55: harrier.v1.Startd.KeepAlive:output_type -> harrier.v1.KeepAliveReply
+	12, // 56: harrier.v1.Startd.Vacate:output_type -> harrier.v1.StartdVacateReply
+	46, // 57: harrier.v1.Shadow.Attach:output_type -> harrier.v1.ShadowMessage
+	51, // 58: harrier.v1.Shadow.ReadFile:output_type -> harrier.v1.FileChunk
+	35, // 59: harrier.v1.Shadow.PutCheckpoint:output_type -> harrier.v1.PutCheckpointReply
+	33, // 60: harrier.v1.Shadow.GetCheckpoint:output_type -> harrier.v1.CheckpointChunk
+	53, // 61: harrier.v1.Shadow.Shell:output_type -> harrier.v1.ShellRequest
+	32, // 62: harrier.v1.Shadow.SaveCheckpointFiles:output_type -> harrier.v1.CheckpointFilesReply
+	32, // 63: harrier.v1.Shadow.RestoreCheckpointFiles:output_type -> harrier.v1.CheckpointFilesReply
+	27, // 64: harrier.v1.Shadow.TransferInput:output_type -> harrier.v1.TransferChunk
+	28, // 65: harrier.v1.Shadow.TransferOutput:output_type -> harrier.v1.TransferOutputReply
+	30, // 66: harrier.v1.Shadow.ReportTransfer:output_type -> harrier.v1.TransferReportReply
+	24, // 67: harrier.v1.Shadow.RegistryCredentials:output_type -> harrier.v1.RegistryCredentialsReply
+	46, // [46:68] is the sub-list for method output_type
+	24, // [24:46] is the sub-list for method input_type
 	24, // [24:24] is the sub-list for extension type_name
 	24, // [24:24] is the sub-list for extension extendee
 	0,  // [0:24] is the sub-list for field type_name
@@ -4054,7 +4180,7 @@ func file_harrier_v1_harrier_proto_init() {
 	if File_harrier_v1_harrier_proto != nil {
 		return
 	}
-	file_harrier_v1_harrier_proto_msgTypes[34].OneofWrappers = []any{
+	file_harrier_v1_harrier_proto_msgTypes[36].OneofWrappers = []any{
 		(*StarterMessage_Hello)(nil),
 		(*StarterMessage_Output)(nil),
 		(*StarterMessage_Started)(nil),
@@ -4064,18 +4190,18 @@ func file_harrier_v1_harrier_proto_init() {
 		(*StarterMessage_Resumed)(nil),
 		(*StarterMessage_CheckpointFailed)(nil),
 	}
-	file_harrier_v1_harrier_proto_msgTypes[43].OneofWrappers = []any{
+	file_harrier_v1_harrier_proto_msgTypes[45].OneofWrappers = []any{
 		(*ShadowMessage_Job)(nil),
 		(*ShadowMessage_Kill)(nil),
 		(*ShadowMessage_Checkpoint)(nil),
 		(*ShadowMessage_Shell)(nil),
 	}
-	file_harrier_v1_harrier_proto_msgTypes[50].OneofWrappers = []any{
+	file_harrier_v1_harrier_proto_msgTypes[52].OneofWrappers = []any{
 		(*ShellRequest_Open)(nil),
 		(*ShellRequest_Input)(nil),
 		(*ShellRequest_Resize)(nil),
 	}
-	file_harrier_v1_harrier_proto_msgTypes[53].OneofWrappers = []any{
+	file_harrier_v1_harrier_proto_msgTypes[55].OneofWrappers = []any{
 		(*ShellReply_Hello)(nil),
 		(*ShellReply_Output)(nil),
 		(*ShellReply_Exited)(nil),
@@ -4087,7 +4213,7 @@ func file_harrier_v1_harrier_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harrier_v1_harrier_proto_rawDesc), len(file_harrier_v1_harrier_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   57,
+			NumMessages:   59,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

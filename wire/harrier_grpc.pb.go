@@ -702,6 +702,7 @@ const (
 	Shadow_RestoreCheckpointFiles_FullMethodName = "/harrier.v1.Shadow/RestoreCheckpointFiles"
 	Shadow_TransferInput_FullMethodName          = "/harrier.v1.Shadow/TransferInput"
 	Shadow_TransferOutput_FullMethodName         = "/harrier.v1.Shadow/TransferOutput"
+	Shadow_ReportTransfer_FullMethodName         = "/harrier.v1.Shadow/ReportTransfer"
 	Shadow_RegistryCredentials_FullMethodName    = "/harrier.v1.Shadow/RegistryCredentials"
 )
 
@@ -753,6 +754,10 @@ type ShadowClient interface {
 	// its next start). Each file appears under its final name whole or not
 	// at all.
 	TransferOutput(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[TransferChunk, TransferOutputReply], error)
+	// ReportTransfer tells the shadow of a transfer the starter makes
+	// without it (the job's outputs to output_destination), when it starts
+	// and when it ends, for the job's event log and ad.
+	ReportTransfer(ctx context.Context, in *TransferReport, opts ...grpc.CallOption) (*TransferReportReply, error)
 	// RegistryCredentials gives the starter the job's owner's credentials
 	// for the registry of the job's container image, as the owner's docker
 	// configuration holds them at the time of the call (found false: none).
@@ -897,6 +902,16 @@ func (c *shadowClient) TransferOutput(ctx context.Context, opts ...grpc.CallOpti
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Shadow_TransferOutputClient = grpc.ClientStreamingClient[TransferChunk, TransferOutputReply]
 
+func (c *shadowClient) ReportTransfer(ctx context.Context, in *TransferReport, opts ...grpc.CallOption) (*TransferReportReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TransferReportReply)
+	err := c.cc.Invoke(ctx, Shadow_ReportTransfer_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *shadowClient) RegistryCredentials(ctx context.Context, in *RegistryCredentialsRequest, opts ...grpc.CallOption) (*RegistryCredentialsReply, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(RegistryCredentialsReply)
@@ -955,6 +970,10 @@ type ShadowServer interface {
 	// its next start). Each file appears under its final name whole or not
 	// at all.
 	TransferOutput(grpc.ClientStreamingServer[TransferChunk, TransferOutputReply]) error
+	// ReportTransfer tells the shadow of a transfer the starter makes
+	// without it (the job's outputs to output_destination), when it starts
+	// and when it ends, for the job's event log and ad.
+	ReportTransfer(context.Context, *TransferReport) (*TransferReportReply, error)
 	// RegistryCredentials gives the starter the job's owner's credentials
 	// for the registry of the job's container image, as the owner's docker
 	// configuration holds them at the time of the call (found false: none).
@@ -996,6 +1015,9 @@ func (UnimplementedShadowServer) TransferInput(*TransferInputRequest, grpc.Serve
 }
 func (UnimplementedShadowServer) TransferOutput(grpc.ClientStreamingServer[TransferChunk, TransferOutputReply]) error {
 	return status.Error(codes.Unimplemented, "method TransferOutput not implemented")
+}
+func (UnimplementedShadowServer) ReportTransfer(context.Context, *TransferReport) (*TransferReportReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReportTransfer not implemented")
 }
 func (UnimplementedShadowServer) RegistryCredentials(context.Context, *RegistryCredentialsRequest) (*RegistryCredentialsReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method RegistryCredentials not implemented")
@@ -1118,6 +1140,24 @@ func _Shadow_TransferOutput_Handler(srv interface{}, stream grpc.ServerStream) e
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Shadow_TransferOutputServer = grpc.ClientStreamingServer[TransferChunk, TransferOutputReply]
 
+func _Shadow_ReportTransfer_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TransferReport)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ShadowServer).ReportTransfer(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Shadow_ReportTransfer_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ShadowServer).ReportTransfer(ctx, req.(*TransferReport))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Shadow_RegistryCredentials_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(RegistryCredentialsRequest)
 	if err := dec(in); err != nil {
@@ -1150,6 +1190,10 @@ var Shadow_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RestoreCheckpointFiles",
 			Handler:    _Shadow_RestoreCheckpointFiles_Handler,
+		},
+		{
+			MethodName: "ReportTransfer",
+			Handler:    _Shadow_ReportTransfer_Handler,
 		},
 		{
 			MethodName: "RegistryCredentials",

@@ -171,6 +171,7 @@ output_destination = http://%s/results/
 transfer_output_remaps = "big.sum = sums/big.sha256"
 output = made.out
 error = made.err
+log = http.log
 queue
 `, lis.Addr()))
 	toFile := p.submitAs(t, alice.Username, adir, "file.sub", `executable = make.sh
@@ -235,7 +236,13 @@ queue
 		t.Errorf("bob's bobs:// input: %q, want %q (his plugin run as the job's user)", got, want)
 	}
 
-	// output_destination: nothing comes home, everything is at the URL.
+	// output_destination: nothing comes home, everything is at the URL,
+	// and the event log says when the outputs went, as for outputs sent
+	// home.
+	if log := read(filepath.Join(adir, "http.log")); !strings.Contains(log, "Started transferring output files") ||
+		!strings.Contains(log, "Finished transferring output files") || !strings.Contains(log, "5  -  Files Transferred") {
+		t.Errorf("the event log of a job with output_destination lacks its output transfer:\n%s", log)
+	}
 	for _, name := range []string{"big.dat", "big.sum", "uid.txt"} {
 		if _, err := os.Stat(filepath.Join(adir, name)); !os.IsNotExist(err) {
 			t.Errorf("%s came home despite output_destination: %v", name, err)
