@@ -97,6 +97,7 @@ func (e *adminEndpoint) DaemonConfig(ctx context.Context, req *wire.DaemonConfig
 		return nil, controlError("daemon config", err)
 	}
 	var reply *wire.ConfigReply
+	e.awaitSocket(ctx, ds[0])
 	err = callDaemon(ctx, ds[0], func(ctx context.Context, c wire.DaemonAdminClient) error {
 		var err error
 		reply, err = c.Config(ctx, req.Request)
@@ -112,6 +113,7 @@ func (e *adminEndpoint) Drain(ctx context.Context, req *wire.DaemonDrainRequest)
 	}
 	reply := &wire.DaemonDrainReply{}
 	for _, d := range ds {
+		e.awaitSocket(ctx, d)
 		err := callDaemon(ctx, d, func(ctx context.Context, c wire.DaemonAdminClient) error {
 			r, err := c.Drain(ctx, req.Request)
 			if err == nil {
@@ -133,6 +135,42 @@ func (e *adminEndpoint) Drain(ctx context.Context, req *wire.DaemonDrainRequest)
 		return nil, status.Error(codes.NotFound, "drain: no daemon of this master drains")
 	}
 	return reply, nil
+}
+
+// socketWait bounds how long a request waits for the administrator's
+// socket of a daemon that is running but has not made it yet.
+const socketWait = 10 * time.Second
+
+// awaitSocket waits while d runs without its administrator's socket yet:
+// a daemon just turned on (harrier on, restart) makes it a moment after
+// it starts, and a request made at once should reach it rather than fail.
+// A daemon that is off or between restarts is not waited for.
+func (e *adminEndpoint) awaitSocket(ctx context.Context, d Daemon) {
+	if d.AdminSocket == "" {
+		return
+	}
+	deadline := time.Now().Add(socketWait)
+	for {
+		if _, err := os.Stat(d.AdminSocket); err == nil || time.Now().After(deadline) {
+			return
+		}
+		st, err := e.m.Status(ctx)
+		if err != nil {
+			return
+		}
+		running := false
+		for _, s := range st {
+			running = running || (s.Name == d.Name && s.Pid != 0 && !s.Off)
+		}
+		if !running {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // callDaemon calls f with a client of d's administrator socket; its
