@@ -105,16 +105,37 @@ func (cfg Config) withDefaults() (Config, identity, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	id, err := lookupUser(cfg.User)
+	id, err := slotIdentity(cfg.Policy)
 	if err != nil {
 		errs = append(errs, err)
-	} else if id.uid == 0 && !cfg.AllowRoot {
-		errs = append(errs, fmt.Errorf("slot user %s is root and root jobs are not allowed", cfg.User))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return cfg, identity{}, fmt.Errorf("sandbox configuration: %w", err)
 	}
 	return cfg, id, nil
+}
+
+// SlotUser resolves the slot user jobs run as under p (default nobody),
+// refusing root unless p allows it: what a runner without containers
+// runs its jobs as too.
+func SlotUser(p Policy) (uid, gid int, err error) {
+	id, err := slotIdentity(p)
+	return id.uid, id.gid, err
+}
+
+func slotIdentity(p Policy) (identity, error) {
+	name := p.User
+	if name == "" {
+		name = defaultUser
+	}
+	id, err := lookupUser(name)
+	if err != nil {
+		return identity{}, err
+	}
+	if id.uid == 0 && !p.AllowRoot {
+		return identity{}, fmt.Errorf("slot user %s is root and root jobs are not allowed", name)
+	}
+	return id, nil
 }
 
 // checkSlot accepts slot names that are safe in a path and a container

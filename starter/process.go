@@ -4,26 +4,43 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"harrier.dev/harrier/asuser"
 )
 
 // ProcessRunner runs each job as a plain child process in its own process
 // group, with no container and no limits: the fallback where containers are
 // not available.
-type ProcessRunner struct{}
+type ProcessRunner struct {
+	// User is who jobs run as (the slot user), their scratch directory
+	// theirs; nil: as the starter itself, which must then not be root.
+	User *asuser.Credential
+}
 
 // Start implements Runner.
-func (ProcessRunner) Start(_ context.Context, t *Task) (Job, error) {
+func (r ProcessRunner) Start(_ context.Context, t *Task) (Job, error) {
+	if r.User == nil && os.Geteuid() == 0 {
+		return nil, errors.New("no user to run the job as: jobs do not run as root")
+	}
 	cmd := exec.Command(t.Path, t.Args...)
 	cmd.Env = t.Env
 	cmd.Dir = t.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = t.Stdin, t.Stdout, t.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: execCredential(r.User)}
+	if r.User != nil && t.ScratchDir != "" {
+		// The job's files, put there by the starter, become its user's.
+		if err := chownTree(t.ScratchDir, int(r.User.UID), int(r.User.GID)); err != nil {
+			return nil, fmt.Errorf("prepare scratch directory: %w", err)
+		}
+	}
 	if err := cmd.Start(); err != nil {
 		var pe *os.PathError
 		if errors.As(err, &pe) {
@@ -33,6 +50,25 @@ func (ProcessRunner) Start(_ context.Context, t *Task) (Job, error) {
 		return nil, fmt.Errorf("Failed to execute '%s': %v", t.Path, err)
 	}
 	return &process{cmd: cmd, start: time.Now()}, nil
+}
+
+// JobUser is the user the runner's jobs run as, for their transfer
+// plugins and their output written on this machine.
+func (r ProcessRunner) JobUser() (uid, gid int) {
+	if r.User == nil {
+		return os.Geteuid(), os.Getegid()
+	}
+	return int(r.User.UID), int(r.User.GID)
+}
+
+// chownTree gives the files of dir, dir included, to uid and gid.
+func chownTree(dir string, uid, gid int) error {
+	return filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, gid)
+	})
 }
 
 // process is a job started by ProcessRunner.

@@ -2,15 +2,47 @@ package starter_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
+	"harrier.dev/harrier/asuser"
 	"harrier.dev/harrier/starter"
 )
+
+// processRunner is a ProcessRunner as the startd makes one: as root, its
+// jobs run as nobody.
+func processRunner(t *testing.T) starter.ProcessRunner {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		return starter.ProcessRunner{}
+	}
+	nobody, err := asuser.Lookup("nobody")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return starter.ProcessRunner{User: &nobody}
+}
+
+// scratchDir is a scratch directory another user can reach, as the
+// execute directory's are.
+func scratchDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "scratch-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
 
 // runProcess starts script with ProcessRunner and returns the job and a
 // channel that yields its standard output once it is closed.
@@ -20,9 +52,10 @@ func runProcess(t *testing.T, script string) (starter.Job, <-chan string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	task := &starter.Task{ID: "1.0", Path: "/bin/sh", Args: []string{"-c", script}, Dir: t.TempDir(),
+	dir := scratchDir(t)
+	task := &starter.Task{ID: "1.0", Path: "/bin/sh", Args: []string{"-c", script}, Dir: dir, ScratchDir: dir,
 		Env: []string{"PATH=/usr/bin:/bin", "GREETING=hello"}, Stdout: w, Stderr: w}
-	job, err := starter.ProcessRunner{}.Start(context.Background(), task)
+	job, err := processRunner(t).Start(context.Background(), task)
 	w.Close()
 	if err != nil {
 		r.Close()
@@ -81,8 +114,35 @@ func TestProcessRunnerSignals(t *testing.T) {
 }
 
 func TestProcessRunnerMissingProgram(t *testing.T) {
-	_, err := starter.ProcessRunner{}.Start(context.Background(), &starter.Task{Path: "/nonexistent/prog", Dir: t.TempDir()})
+	dir := scratchDir(t)
+	_, err := processRunner(t).Start(context.Background(), &starter.Task{Path: "/nonexistent/prog", Dir: dir, ScratchDir: dir})
 	if err == nil || !strings.Contains(err.Error(), "Failed to execute '/nonexistent/prog'") {
 		t.Errorf("start of a missing program: %v, want HTCondor's hold reason", err)
+	}
+}
+
+// TestProcessRunnerRunsJobsAsItsUser: a job run by a root starter runs as
+// the runner's user, owns its scratch directory and cannot read what
+// only root may; a runner with no user refuses to run jobs as root.
+func TestProcessRunnerRunsJobsAsItsUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: a root starter's job runs as another user")
+	}
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("root's"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	job, out := runProcess(t, `id -u; stat -c %u .; cat `+secret+` 2>/dev/null || echo refused`)
+	if x, err := job.Wait(); err != nil || x.Code != 0 {
+		t.Fatalf("job: %+v %v", x, err)
+	}
+	nobody, _ := asuser.Lookup("nobody")
+	want := fmt.Sprintf("%d\n%d\nrefused\n", nobody.UID, nobody.UID)
+	if got := <-out; got != want {
+		t.Errorf("the job said %q, want %q (its uid, its scratch directory's owner, the root-only file refused)", got, want)
+	}
+	dir := scratchDir(t)
+	if _, err := (starter.ProcessRunner{}).Start(context.Background(), &starter.Task{Path: "/bin/true", Dir: dir, ScratchDir: dir}); err == nil {
+		t.Error("a root starter's ProcessRunner without a user ran a job")
 	}
 }

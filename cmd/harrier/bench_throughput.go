@@ -63,6 +63,11 @@ func runBenchThroughput(args []string, stdout io.Writer) error {
 			return err
 		}
 		defer os.RemoveAll(tmp)
+		// The slot user, who runs the jobs, works in the execute
+		// directory inside.
+		if err := os.Chmod(tmp, 0o755); err != nil {
+			return err
+		}
 		poolDir = filepath.Join(tmp, "pool")
 	}
 	if err := createPool(poolDir); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"golang.org/x/sys/unix"
 
+	"harrier.dev/harrier/asuser"
 	"harrier.dev/harrier/checkpoint"
 	"harrier.dev/harrier/imagecache"
 	"harrier.dev/harrier/sandbox"
@@ -33,13 +34,13 @@ func chooseRunner(spec *starter.Spec, logger *slog.Logger) starter.Runner {
 	case "":
 		if sandbox.Available() != nil {
 			spec.Sandbox = "process"
-			return starter.ProcessRunner{}
+			return processRunner(spec)
 		}
 		// The starter's other choices (the job's directory through iofs)
 		// follow the one made here.
 		spec.Sandbox = "container"
 	default:
-		return starter.ProcessRunner{}
+		return processRunner(spec)
 	}
 	// The scratch directory is in the startd's execute directory.
 	root := sandbox.StateRoot(filepath.Dir(spec.ScratchDir))
@@ -60,6 +61,24 @@ func chooseRunner(spec *starter.Spec, logger *slog.Logger) starter.Runner {
 	}
 	return containerRunner{r: r, images: imagecache.InExecuteDir(filepath.Dir(spec.ScratchDir)), imagesMB: max(cacheMB, 0),
 		registryCA: policy.ImageRegistryCA, log: logger}
+}
+
+// processRunner runs jobs as plain processes: as the slot user
+// (SLOT_USER, default nobody) when the starter is root, as for
+// containers; else as the starter's own user, who started the pool.
+func processRunner(spec *starter.Spec) starter.Runner {
+	if os.Geteuid() != 0 {
+		return starter.ProcessRunner{}
+	}
+	policy, err := sandbox.ReadPolicy(sandbox.StateRoot(filepath.Dir(spec.ScratchDir)))
+	if err == nil {
+		var uid, gid int
+		if uid, gid, err = sandbox.SlotUser(policy); err == nil {
+			return starter.ProcessRunner{User: &asuser.Credential{UID: uint32(uid), GID: uint32(gid), Groups: []uint32{}}}
+		}
+	}
+	//lint:ignore ST1005 a hold reason, written as HTCondor writes it
+	return failingRunner{fmt.Errorf("Cannot run jobs on this machine: %w", err)}
 }
 
 // defaultImageCacheMB is IMAGE_CACHE_MB's default.
