@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -264,5 +265,51 @@ echo "wrote $1"
 	q = p.jobs(t, "q", gid)
 	if r, _ := q[0]["HoldReason"].(string); !strings.HasPrefix(r, "Job has gone over disk limit of 4096 kilobytes.") {
 		t.Errorf("HoldReason = %q", r)
+	}
+}
+
+// TestProcessJobsRunAsTheSlotUser: where jobs run as plain processes (no
+// container), a root startd still never runs them as root. alice's job
+// runs as the slot user, nobody, and reaches neither bob's private file
+// nor root's, nor writes outside its scratch directory; its outputs come
+// home to alice all the same.
+func TestProcessJobsRunAsTheSlotUser(t *testing.T) {
+	p := startPoolFrom(t, publicBinary(t), 1, "SANDBOX = process")
+	alice, bob := newUser(t), newUser(t)
+	secret := filepath.Join(bob.HomeDir, "secret.txt")
+	writeFile(t, secret, "bob's\n", 0o600)
+	bu, bg := lookupIDs(t, bob.Username)
+	chownAll(t, bob.HomeDir, bu, bg)
+	outside := t.TempDir()
+	_ = os.Chmod(outside, 0o777)
+	dir := filepath.Join(alice.HomeDir, "job")
+	writeFile(t, filepath.Join(dir, "probe.sh"), `#!/bin/sh
+echo "uid $(id -u)"
+cat `+secret+` 2>/dev/null && echo "read bob's secret"
+head -c 1 /etc/shadow >/dev/null 2>&1 && echo "read /etc/shadow"
+touch /etc/harrier-escape 2>/dev/null && echo "wrote /etc"
+echo done > made.txt
+echo "done"
+`, 0o755)
+	au, ag := lookupIDs(t, alice.Username)
+	chownAll(t, dir, au, ag)
+	c := p.submitAs(t, alice.Username, dir, "probe.sub", "executable = probe.sh\noutput = probe.out\nshould_transfer_files = YES\nqueue\n")
+	id := fmt.Sprintf("%d.0", c)
+	if out, code := p.harrier(t, "wait", "--timeout", "60", id); code != 0 {
+		t.Fatalf("wait %s: exit %d: %s (%v)", id, code, out, p.jobs(t, "q", id))
+	}
+	nobody, err := user.Lookup("nobody")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := mustRead(t, filepath.Join(dir, "probe.out")), "uid "+nobody.Uid+"\ndone\n"; got != want {
+		t.Errorf("alice's process-mode job said %q, want %q", got, want)
+	}
+	if _, err := os.Stat("/etc/harrier-escape"); err == nil {
+		os.Remove("/etc/harrier-escape")
+		t.Error("a process-mode job wrote /etc")
+	}
+	if got := mustRead(t, filepath.Join(dir, "made.txt")); got != "done\n" {
+		t.Errorf("the job's output made.txt came home as %q", got)
 	}
 }
