@@ -594,6 +594,29 @@ func TestBadSpecs(t *testing.T) {
 	a.expect(shadow.EventExited)
 }
 
+// TestReportTransfer: a transfer the starter made without the shadow
+// (to output_destination) becomes the job's transfer events, and only
+// with the job's secret.
+func TestReportTransfer(t *testing.T) {
+	a := newAgent(t)
+	client := wire.NewShadowClient(a.dial(a.submit(a.ad(0))))
+	if _, err := client.ReportTransfer(t.Context(), &wire.TransferReport{Secret: "guess", Finished: true, Files: 9}); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("report with a wrong secret: %v", err)
+	}
+	if _, err := client.ReportTransfer(t.Context(), &wire.TransferReport{Secret: secret}); err != nil {
+		t.Fatal(err)
+	}
+	if ev := a.expect(shadow.EventTransfer); !ev.Transfer.Output || ev.Transfer.Finished {
+		t.Errorf("start of the transfer: %+v, want output, not finished", ev.Transfer)
+	}
+	if _, err := client.ReportTransfer(t.Context(), &wire.TransferReport{Secret: secret, Finished: true, Files: 5, Bytes: 300000, Seconds: 0.5}); err != nil {
+		t.Fatal(err)
+	}
+	if ev := a.expect(shadow.EventTransfer); !ev.Transfer.Finished || ev.Transfer.Files != 5 || ev.Transfer.Bytes != 300000 {
+		t.Errorf("end of the transfer: %+v", ev.Transfer)
+	}
+}
+
 // TestCheckpointStore: the images a starter sends are checked before they
 // replace the job's last good one; a job without one gets none.
 func TestCheckpointStore(t *testing.T) {
