@@ -51,7 +51,21 @@ func (j *Job) Pid() int { return j.pid }
 
 // Signal sends sig to every process of the job. SIGKILL ends the whole
 // container even when it is suspended.
+//
+// The job's first process is its pid namespace's init, which the kernel
+// shields from every signal it does not handle. Where the signal would
+// have ended an ordinary process, Signal ends the job as the kernel
+// would have (kill_sig SIGTERM must stop a plain shell loop), and at
+// once: were the others signalled first, the init would go on without
+// them for a moment, and a shell loop whose sleep died would begin its
+// next step (truncate a file, say) before the kill.
 func (j *Job) Signal(sig unix.Signal) error {
+	if sig != unix.SIGKILL && fatalByDefault(sig) && !handles(j.pid, sig) {
+		j.mu.Lock()
+		j.emulated = sig
+		j.mu.Unlock()
+		sig = unix.SIGKILL
+	}
 	if sig == unix.SIGKILL {
 		// The container has its own pid namespace: killing its init
 		// kills everything in it.
@@ -67,18 +81,6 @@ func (j *Job) Signal(sig unix.Signal) error {
 	for _, pid := range pids {
 		if err := unix.Kill(pid, sig); err != nil && !errors.Is(err, unix.ESRCH) {
 			return fmt.Errorf("signal job process %d: %w", pid, err)
-		}
-	}
-	// The job's first process is its pid namespace's init, which the
-	// kernel shields from every signal it does not handle. Where the
-	// signal would have ended an ordinary process, end the job as the
-	// kernel would have (kill_sig SIGTERM must stop a plain shell loop).
-	if fatalByDefault(sig) && !handles(j.pid, sig) {
-		j.mu.Lock()
-		j.emulated = sig
-		j.mu.Unlock()
-		if err := j.c.Signal(unix.SIGKILL); err != nil && !errors.Is(err, libcontainer.ErrNotRunning) {
-			return fmt.Errorf("signal job: %w", err)
 		}
 	}
 	return nil

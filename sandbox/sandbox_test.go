@@ -207,15 +207,20 @@ func TestTermEndsAPlainLoop(t *testing.T) {
 	r := testRunner(t, nil)
 	scratch := t.TempDir()
 	// PID 1 has no TERM handler: in a pid namespace the kernel would drop
-	// the signal; the job must still end as an ordinary process would.
+	// the signal; the job must still end as an ordinary process would,
+	// taking no step after it: not even when its sleep dies first.
 	s := startJob(t, r, &Task{ID: "7.0", Path: "/bin/sh", ScratchDir: scratch, Args: []string{"-c",
-		`echo x > ready; while :; do :; done`}})
+		`echo x > ready; while :; do sleep 5; echo step >> steps; done`}})
 	waitFile(t, filepath.Join(scratch, "ready"))
+	time.Sleep(100 * time.Millisecond) // into its sleep
 	if err := s.job.Signal(unix.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	if res := s.wait(t); res.exit.Signal != int(unix.SIGTERM) {
 		t.Errorf("exit %+v, want ended by SIGTERM", res.exit)
+	}
+	if _, err := os.Stat(filepath.Join(scratch, "steps")); err == nil {
+		t.Error("the loop took a step after its TERM")
 	}
 }
 
