@@ -29,6 +29,10 @@ type batchWriter interface {
 // sends the last batch and the sync together. A failed write is reported
 // by the next write, read, fsync or close of the file; every other
 // operation first waits until the writes are through.
+//
+// The modification time the kernel writes back after writes it cached
+// travels the same way (see deferMtime): after the writes before it,
+// before those after it, and with the fsync that usually follows.
 type behind struct {
 	inner     batchWriter
 	maxFlying int
@@ -40,6 +44,10 @@ type behind struct {
 	flying []*batch
 	queued int // bytes queued or flying
 	err    error
+	// attr is the file as last seen (at open, or by a stat or change
+	// through this file); end is where its furthest write ended.
+	attr Attr
+	end  int64
 }
 
 // batch is writes gathered into one request: data holds them one after
@@ -49,16 +57,19 @@ type batch struct {
 	data    []byte
 	extents []int64
 	lo, hi  int64 // the range the writes cover, for overlap tests
-	sync    Sync
+	// mtime, if set, is set once the writes are made. It orders the
+	// batch: it travels alone, after every batch before it.
+	mtime *int64
+	sync  Sync
 }
 
 func (w *batch) overlaps(o *batch) bool { return w.lo < o.hi && o.lo < w.hi }
 
-// newBehind wraps inner. Appends (the file is open O_APPEND) travel one
-// batch at a time: their order is their offset. The batches' buffers come
-// from bufs and go back to it.
-func newBehind(inner batchWriter, appending bool, bufs *sync.Pool) *behind {
-	b := &behind{inner: inner, maxFlying: 4, bufs: bufs}
+// newBehind wraps inner, the file with attributes a. Appends (the file is
+// open O_APPEND) travel one batch at a time: their order is their offset.
+// The batches' buffers come from bufs and go back to it.
+func newBehind(inner batchWriter, appending bool, bufs *sync.Pool, a Attr) *behind {
+	b := &behind{inner: inner, maxFlying: 4, bufs: bufs, attr: a, end: int64(a.Size)}
 	if appending {
 		b.maxFlying = 1
 	}
@@ -79,7 +90,7 @@ func (b *behind) WriteAt(_ context.Context, data []byte, off int64) (int, error)
 	// The caller's buffer is reused once WriteAt returns: copy it into
 	// the batch being gathered, or a new one.
 	var w *batch
-	if n := len(b.queue); n > 0 && b.queue[n-1].buf != nil && len(b.queue[n-1].data)+len(data) <= writeBuffer {
+	if n := len(b.queue); n > 0 && b.queue[n-1].buf != nil && b.queue[n-1].mtime == nil && len(b.queue[n-1].data)+len(data) <= writeBuffer {
 		w = b.queue[n-1]
 	} else {
 		w = b.newBatch(len(data))
@@ -93,6 +104,7 @@ func (b *behind) WriteAt(_ context.Context, data []byte, off int64) (int, error)
 	w.data = append(w.data, data...)
 	w.extents = append(w.extents, off, int64(len(data)))
 	b.queued += len(data)
+	b.end = max(b.end, off+int64(len(data)))
 	b.dispatch()
 	return len(data), nil
 }
@@ -116,7 +128,7 @@ func (b *behind) dispatch() {
 	for len(b.queue) > 0 && len(b.flying) < b.maxFlying {
 		w := b.queue[0]
 		for _, f := range b.flying {
-			if w.overlaps(f) {
+			if w.overlaps(f) || w.mtime != nil || f.mtime != nil {
 				return
 			}
 		}
@@ -129,9 +141,9 @@ func (b *behind) dispatch() {
 
 func (b *behind) send(w *batch) {
 	// The batch belongs to no request any more.
-	ws := Writes{Data: w.data, Extents: w.extents, Sync: w.sync}
+	ws := Writes{Data: w.data, Extents: w.extents, Mtime: w.mtime, Sync: w.sync}
 	if len(w.extents) == 2 {
-		ws = Writes{Offset: w.extents[0], Data: w.data, Sync: w.sync}
+		ws = Writes{Offset: w.extents[0], Data: w.data, Mtime: w.mtime, Sync: w.sync}
 	}
 	_, err := b.inner.writeBatch(context.Background(), ws)
 	if w.buf != nil {
@@ -188,14 +200,56 @@ func (b *behind) Truncate(ctx context.Context, size int64) error {
 	if err := b.drain(); err != nil {
 		return err
 	}
-	return b.inner.Truncate(ctx, size)
+	err := b.inner.Truncate(ctx, size)
+	if err == nil {
+		b.mu.Lock()
+		b.attr.Size, b.end = uint64(size), size
+		b.mu.Unlock()
+	}
+	return err
 }
 
 func (b *behind) Stat(ctx context.Context) (Attr, error) {
 	if err := b.drain(); err != nil {
 		return Attr{}, err
 	}
-	return b.inner.Stat(ctx)
+	a, err := b.inner.Stat(ctx)
+	if err == nil {
+		b.seen(a)
+	}
+	return a, err
+}
+
+// seen records the file's attributes as the shadow gave them.
+func (b *behind) seen(a Attr) {
+	b.mu.Lock()
+	b.attr, b.end = a, int64(a.Size)
+	b.mu.Unlock()
+}
+
+// deferMtime sets the file's modification time after the writes made so
+// far, without waiting for them: the kernel sets it so after writing back
+// a file whose writes it caches, before every fsync. It returns the
+// attributes the file will have; false if an earlier write failed, for
+// the caller to report.
+func (b *behind) deferMtime(ns int64) (Attr, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.err != nil {
+		return Attr{}, false
+	}
+	var w *batch
+	if n := len(b.queue); n > 0 {
+		w = b.queue[n-1] // its writes go first all the same
+	} else {
+		w = &batch{}
+		b.queue = append(b.queue, w)
+	}
+	w.mtime = &ns
+	b.dispatch()
+	a := b.attr
+	a.Mtime, a.Size = ns, uint64(max(int64(a.Size), b.end))
+	return a, true
 }
 
 func (b *behind) Flush(ctx context.Context) error {
@@ -269,7 +323,11 @@ func (b *behind) setattr(ctx context.Context, set SetAttr) (Attr, error) {
 	if !ok {
 		return Attr{}, syscall.EOPNOTSUPP
 	}
-	return s.setattr(ctx, set)
+	a, err := s.setattr(ctx, set)
+	if err == nil {
+		b.seen(a)
+	}
+	return a, err
 }
 
 func (b *behind) closedAttr() (Attr, bool) {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -20,6 +22,9 @@ type memFile struct {
 	// batches counts writeBatch calls; each waits for gate, if set.
 	batches int
 	gate    chan struct{}
+	// events lists the batches' writes, times and syncs, in the order
+	// they were made: "w<offset>", "m<mtime>", "s".
+	events []string
 }
 
 func (m *memFile) ReadAt(_ context.Context, dest []byte, off int64) ([]byte, error) {
@@ -53,23 +58,35 @@ func (m *memFile) writeBatch(ctx context.Context, w Writes) (int, error) {
 	m.mu.Lock()
 	m.batches++
 	m.mu.Unlock()
-	if len(w.Extents) == 0 {
-		return m.WriteAt(ctx, w.Data, w.Offset)
+	extents := w.Extents
+	if len(extents) == 0 && len(w.Data) > 0 {
+		extents = []int64{w.Offset, int64(len(w.Data))}
 	}
 	done := 0
-	for i := 0; i < len(w.Extents); i += 2 {
-		n, err := m.WriteAt(ctx, w.Data[done:done+int(w.Extents[i+1])], w.Extents[i])
+	for i := 0; i < len(extents); i += 2 {
+		n, err := m.WriteAt(ctx, w.Data[done:done+int(extents[i+1])], extents[i])
 		done += n
+		m.event(fmt.Sprintf("w%d", extents[i]))
 		if err != nil {
 			return done, err
 		}
+	}
+	if w.Mtime != nil {
+		m.event(fmt.Sprintf("m%d", *w.Mtime))
 	}
 	if w.Sync != SyncNone {
 		m.mu.Lock()
 		m.syncs++
 		m.mu.Unlock()
+		m.event("s")
 	}
 	return done, nil
+}
+
+func (m *memFile) event(e string) {
+	m.mu.Lock()
+	m.events = append(m.events, e)
+	m.mu.Unlock()
 }
 
 func (m *memFile) Truncate(_ context.Context, size int64) error {
@@ -89,6 +106,7 @@ func (m *memFile) Sync(context.Context) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.syncs++
+	m.events = append(m.events, "s")
 	return nil
 }
 func (m *memFile) Close(context.Context) error { return nil }
@@ -96,7 +114,7 @@ func (m *memFile) Close(context.Context) error { return nil }
 func TestBehindOrderAndErrors(t *testing.T) {
 	ctx := context.Background()
 	m := &memFile{failAt: 3}
-	b := newBehind(m, false, &sync.Pool{})
+	b := newBehind(m, false, &sync.Pool{}, Attr{})
 	buf := []byte("aaaa")
 	for i := range 3 {
 		if _, err := b.WriteAt(ctx, buf, int64(4*i)); err != nil {
@@ -127,7 +145,7 @@ func TestBehindOrderAndErrors(t *testing.T) {
 func TestBehindBatches(t *testing.T) {
 	ctx := context.Background()
 	m := &memFile{gate: make(chan struct{})}
-	b := newBehind(m, false, &sync.Pool{})
+	b := newBehind(m, false, &sync.Pool{}, Attr{})
 	want := make([]byte, 64<<10)
 	for i := range 2000 {
 		off := (i * 7919) % (len(want) - 100)
@@ -151,6 +169,51 @@ func TestBehindBatches(t *testing.T) {
 	}
 	if m.syncs != 1 {
 		t.Errorf("%d syncs, want one", m.syncs)
+	}
+}
+
+// TestBehindMtime: the modification time the kernel writes back travels
+// after the writes made before it, before those made after, without the
+// caller waiting for either; the fsync after it takes the last batch.
+func TestBehindMtime(t *testing.T) {
+	ctx := context.Background()
+	m := &memFile{gate: make(chan struct{})}
+	b := newBehind(m, false, &sync.Pool{}, Attr{Mode: 0o100644, Size: 2})
+	if _, err := b.WriteAt(ctx, []byte("aaaa"), 0); err != nil {
+		t.Fatal(err)
+	}
+	a, ok := b.deferMtime(42) // while the write waits at the gate
+	if !ok || a.Mtime != 42 || a.Size != 4 || a.Mode != 0o100644 {
+		t.Errorf("deferMtime: %+v %v, want the file as it will be", a, ok)
+	}
+	if _, err := b.WriteAt(ctx, []byte("bb"), 100); err != nil {
+		t.Fatal(err)
+	}
+	close(m.gate)
+	if err := b.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m.mu.Lock()
+	got := strings.Join(m.events, " ")
+	m.mu.Unlock()
+	if want := "w0 m42 w100 s"; got != want {
+		t.Errorf("made %q, want %q", got, want)
+	}
+	// With nothing travelling, the time and the fsync go together.
+	m.events = nil
+	b.WriteAt(ctx, []byte("c"), 7)
+	b.drain()
+	if _, ok := b.deferMtime(43); !ok {
+		t.Fatal("deferMtime refused")
+	}
+	if err := b.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(m.events, " "), "w7 m43 s"; got != want {
+		t.Errorf("made %q, want %q", got, want)
+	}
+	if m.batches != 5 {
+		t.Errorf("%d batches, want 5", m.batches)
 	}
 }
 

@@ -68,7 +68,10 @@ type Writes struct {
 	Offset  int64
 	Data    []byte
 	Extents []int64
-	Sync    Sync
+	// Mtime, if not nil, is the file's modification time once the data
+	// is written, before the sync: the kernel's, written back.
+	Mtime *int64
+	Sync  Sync
 }
 
 // Sync says what follows a batch of writes.

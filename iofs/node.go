@@ -153,7 +153,7 @@ func (f *fileSystem) open(ctx context.Context, p Physical, flags, mode uint32) (
 		h = newBuffered(h, p.BufferSize, p.BufferBlockSize, int64(a.Size))
 	case !stage && p.Base() == methodRemote && flags&syscall.O_ACCMODE != syscall.O_RDONLY:
 		if bw, ok := h.(batchWriter); ok {
-			h = newBehind(bw, inner&syscall.O_APPEND != 0, &f.writeBufs)
+			h = newBehind(bw, inner&syscall.O_APPEND != 0, &f.writeBufs, a)
 		}
 	}
 	return h, a, nil
@@ -527,6 +527,11 @@ func (n *node) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut)
 // symbolic link's own attributes (utimensat's AT_SYMLINK_NOFOLLOW) are
 // changed on the link, never on its target.
 func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if a, ok := n.deferMtime(fh, in); ok {
+		fillAttr(&out.Attr, a)
+		out.SetTimeout(n.fsys.opts.Timeout)
+		return 0
+	}
 	var set SetAttr
 	if uid, ok := in.GetUID(); ok {
 		set.Uid = &uid
@@ -604,6 +609,27 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 	// before the job's next write.
 	out.SetTimeout(n.fsys.opts.Timeout)
 	return 0
+}
+
+// deferMtime sends the modification time the kernel writes back, after
+// writes it cached, with the writes instead of in a round trip of its
+// own: it is most often followed by an fsync, which then takes it along.
+// Only a change of the modification time alone, through a file whose
+// writes travel in the background, is deferred.
+func (n *node) deferMtime(fh fs.FileHandle, in *fuse.SetAttrIn) (Attr, bool) {
+	const others = ^uint32(fuse.FATTR_MTIME | fuse.FATTR_CTIME | fuse.FATTR_FH | fuse.FATTR_LOCKOWNER)
+	if in.Valid&fuse.FATTR_MTIME == 0 || in.Valid&others != 0 {
+		return Attr{}, false
+	}
+	f, ok := fh.(*file)
+	if !ok {
+		return Attr{}, false
+	}
+	b, ok := f.h.(*behind)
+	if !ok {
+		return Attr{}, false
+	}
+	return b.deferMtime(int64(in.Mtime)*1e9 + int64(in.Mtimensec))
 }
 
 // openFlags tells the kernel how to cache a file: transformed contents

@@ -275,3 +275,52 @@ func TestPageCacheKeptWhileUnchanged(t *testing.T) {
 	e.writeSubmit("f", grown)
 	e.waitFor(t, "f", grown)
 }
+
+// TestMtimeTravelsWithWrites: the modification time the kernel keeps for
+// a file whose writes it caches reaches the submit side by the file's
+// fsync, with its writes, after them: a time set on the file stays set
+// until the job writes again, and then becomes the kernel's.
+func TestMtimeTravelsWithWrites(t *testing.T) {
+	e := newEnv(t, "")
+	f, err := os.OpenFile(e.path("db"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for i := range 3 {
+		if _, err := f.WriteAt(bytes.Repeat([]byte{byte('a' + i)}, 4096), int64(i)*4096); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Sync(); err != nil {
+			t.Fatalf("fsync %d: %v", i, err)
+		}
+		if sub := lstat(t, filepath.Join(e.submit, "db")); sub.Size != int64(i+1)*4096 {
+			t.Errorf("after fsync %d: submit side size %d", i, sub.Size)
+		}
+	}
+	when := time.Date(2020, 2, 2, 2, 2, 2, 2, time.UTC)
+	ts := []unix.Timespec{{Nsec: unix.UTIME_OMIT}, unix.NsecToTimespec(when.UnixNano())}
+	if err := unix.UtimesNanoAt(unix.AT_FDCWD, e.path("db"), ts, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if sub := lstat(t, filepath.Join(e.submit, "db")); sub.Mtim.Nano() != when.UnixNano() {
+		t.Errorf("submit side mtime %v, want the one set, %v", time.Unix(0, sub.Mtim.Nano()).UTC(), when)
+	}
+	if _, err := f.WriteAt([]byte("z"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	mnt, sub := lstat(t, e.path("db")), lstat(t, filepath.Join(e.submit, "db"))
+	if time.Unix(0, sub.Mtim.Nano()).Year() == 2020 || sub.Mtim != mnt.Mtim {
+		t.Errorf("after a write and fsync: submit side mtime %v, the job sees %v",
+			time.Unix(0, sub.Mtim.Nano()).UTC(), time.Unix(0, mnt.Mtim.Nano()).UTC())
+	}
+	if got := e.readSubmit("db"); len(got) != 3*4096 || got[0] != 'z' || got[4096] != 'b' || got[8192] != 'c' {
+		t.Errorf("the submit side holds %d bytes, not the writes", len(got))
+	}
+}

@@ -150,8 +150,12 @@ func (c *shadowClient) Read(ctx context.Context, h uint64, off int64, dest []byt
 }
 
 func (c *shadowClient) Write(ctx context.Context, h uint64, w Writes) (int, error) {
-	rep, err := call(ctx, c, c.rpc.Write, &wire.WriteRequest{Secret: c.secret, Handle: h, Offset: w.Offset, Data: w.Data,
-		Extents: w.Extents, Sync: wire.Sync(w.Sync)})
+	req := &wire.WriteRequest{Secret: c.secret, Handle: h, Offset: w.Offset, Data: w.Data,
+		Extents: w.Extents, Sync: wire.Sync(w.Sync)}
+	if w.Mtime != nil {
+		req.SetMtime, req.MtimeNs = true, *w.Mtime
+	}
+	rep, err := call(ctx, c, c.rpc.Write, req)
 	if err != nil {
 		return 0, err
 	}

@@ -494,9 +494,10 @@ func (s *IOServer) Read(_ context.Context, req *wire.ReadRequest) (*wire.ReadRep
 	return &wire.ReadReply{Data: buf[:n]}, nil
 }
 
-// Write writes the request's pieces in order, then syncs if asked; on a
-// file opened O_APPEND, Linux's pwrite appends, which is what the append
-// method wants. Each piece counts as one write.
+// Write writes the request's pieces in order, then sets the modification
+// time and syncs if asked; on a file opened O_APPEND, Linux's pwrite
+// appends, which is what the append method wants. Each piece counts as
+// one write.
 func (s *IOServer) Write(_ context.Context, req *wire.WriteRequest) (*wire.WriteReply, error) {
 	defer s.buffers.Put(req.Data) // if the codec lent it
 	if err := s.auth(req.Secret); err != nil {
@@ -531,6 +532,16 @@ func (s *IOServer) Write(_ context.Context, req *wire.WriteRequest) (*wire.Write
 	}
 	for i := 0; i < len(req.Extents) && err == nil; i += 2 {
 		err = piece(req.Extents[i], int(req.Extents[i+1]))
+	}
+	if err == nil && req.SetMtime {
+		// Only an owner may set a time other than now: for a file the
+		// job may write but not own, the time the writes gave it stays,
+		// as it would for the same writes made on this machine.
+		ts := []unix.Timespec{{Nsec: unix.UTIME_OMIT}, unix.NsecToTimespec(req.MtimeNs)}
+		if terr := unix.UtimesNanoAt(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(h.fd), ts, 0); terr != nil &&
+			!errors.Is(terr, unix.EPERM) && !errors.Is(terr, unix.EACCES) {
+			err = terr
+		}
 	}
 	if err == nil {
 		switch req.Sync {

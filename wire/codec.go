@@ -115,7 +115,7 @@ func (c *codec) Marshal(v any) (mem.BufferSlice, error) {
 }
 
 // writeRequestTail encodes the fields of m after its data: the extents
-// (packed) and the sync.
+// (packed), the sync and the modification time.
 func writeRequestTail(m *WriteRequest) []byte {
 	var tail []byte
 	if len(m.Extents) > 0 {
@@ -132,6 +132,14 @@ func writeRequestTail(m *WriteRequest) []byte {
 	if m.Sync != 0 {
 		tail = protowire.AppendTag(tail, 6, protowire.VarintType)
 		tail = protowire.AppendVarint(tail, uint64(m.Sync))
+	}
+	if m.SetMtime {
+		tail = protowire.AppendTag(tail, 7, protowire.VarintType)
+		tail = protowire.AppendVarint(tail, 1)
+	}
+	if m.MtimeNs != 0 {
+		tail = protowire.AppendTag(tail, 8, protowire.VarintType)
+		tail = protowire.AppendVarint(tail, uint64(m.MtimeNs))
 	}
 	return tail
 }
@@ -328,6 +336,18 @@ func decodeWriteRequest(r *mem.Reader, m *WriteRequest, bufs *Buffers) error {
 				return err
 			}
 			m.Sync = Sync(v)
+		case num == 7 && typ == protowire.VarintType:
+			v, err := readVarint(r)
+			if err != nil {
+				return err
+			}
+			m.SetMtime = v != 0
+		case num == 8 && typ == protowire.VarintType:
+			v, err := readVarint(r)
+			if err != nil {
+				return err
+			}
+			m.MtimeNs = int64(v)
 		case num == 4 && typ == protowire.BytesType:
 			var buf []byte
 			if bufs != nil && m.Data == nil {

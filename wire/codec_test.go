@@ -32,6 +32,8 @@ func TestCodecIsProtobuf(t *testing.T) {
 		&WriteRequest{Secret: "s3cret", Handle: 7, Offset: -1},
 		&WriteRequest{Secret: "s3cret", Handle: 7, Data: data[:300], Extents: []int64{1 << 40, 100, 0, 200}, Sync: Sync_SYNC_ALL},
 		&WriteRequest{Handle: 7, Sync: Sync_SYNC_DATA},
+		&WriteRequest{Handle: 7, Data: data[:10], Sync: Sync_SYNC_ALL, SetMtime: true, MtimeNs: 1_700_000_000_123_456_789},
+		&WriteRequest{Handle: 7, SetMtime: true, MtimeNs: -5},
 		&CheckpointChunk{Secret: "s3cret", Info: &CheckpointInfo{FrozenSeconds: 0.25, ImageBytes: 1 << 30, Vacate: true}, Data: data},
 		&CheckpointChunk{Data: data},
 		&CheckpointChunk{},
@@ -206,6 +208,7 @@ func FuzzWriteRequest(f *testing.F) {
 	for _, m := range []*WriteRequest{
 		{Secret: "s", Handle: 1, Offset: 5, Data: []byte("abc")},
 		{Data: []byte("abcdef"), Extents: []int64{0, 3, 10, 3}, Sync: Sync_SYNC_ALL},
+		{Handle: 2, SetMtime: true, MtimeNs: 1_700_000_000_123_456_789, Sync: Sync_SYNC_ALL},
 	} {
 		b, _ := proto.Marshal(m)
 		f.Add(b)

@@ -880,8 +880,15 @@ type WriteRequest struct {
 	// extents, if set, cut data into pieces written one after the other:
 	// pairs of (offset, length) whose lengths add up to len(data); offset
 	// is then ignored.
-	Extents       []int64 `protobuf:"varint,5,rep,packed,name=extents,proto3" json:"extents,omitempty"`
-	Sync          Sync    `protobuf:"varint,6,opt,name=sync,proto3,enum=harrier.v1.Sync" json:"sync,omitempty"`
+	Extents []int64 `protobuf:"varint,5,rep,packed,name=extents,proto3" json:"extents,omitempty"`
+	Sync    Sync    `protobuf:"varint,6,opt,name=sync,proto3,enum=harrier.v1.Sync" json:"sync,omitempty"`
+	// mtime_ns, if set_mtime, is the file's modification time once the
+	// data is written, before the sync: the time the execute machine's
+	// kernel keeps for a file whose writes it caches, and writes back with
+	// them. The shadow sets it where the owner may, and otherwise leaves the
+	// time its writes gave the file.
+	SetMtime      bool  `protobuf:"varint,7,opt,name=set_mtime,json=setMtime,proto3" json:"set_mtime,omitempty"`
+	MtimeNs       int64 `protobuf:"varint,8,opt,name=mtime_ns,json=mtimeNs,proto3" json:"mtime_ns,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -956,6 +963,20 @@ func (x *WriteRequest) GetSync() Sync {
 		return x.Sync
 	}
 	return Sync_SYNC_NONE
+}
+
+func (x *WriteRequest) GetSetMtime() bool {
+	if x != nil {
+		return x.SetMtime
+	}
+	return false
+}
+
+func (x *WriteRequest) GetMtimeNs() int64 {
+	if x != nil {
+		return x.MtimeNs
+	}
+	return 0
 }
 
 type WriteReply struct {
@@ -2166,14 +2187,16 @@ const file_harrier_v1_io_proto_rawDesc = "" +
 	"\x04size\x18\x04 \x01(\rR\x04size\"5\n" +
 	"\tReadReply\x12\x14\n" +
 	"\x05errno\x18\x01 \x01(\rR\x05errno\x12\x12\n" +
-	"\x04data\x18\x02 \x01(\fR\x04data\"\xaa\x01\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\"\xe2\x01\n" +
 	"\fWriteRequest\x12\x16\n" +
 	"\x06secret\x18\x01 \x01(\tR\x06secret\x12\x16\n" +
 	"\x06handle\x18\x02 \x01(\x04R\x06handle\x12\x16\n" +
 	"\x06offset\x18\x03 \x01(\x03R\x06offset\x12\x12\n" +
 	"\x04data\x18\x04 \x01(\fR\x04data\x12\x18\n" +
 	"\aextents\x18\x05 \x03(\x03R\aextents\x12$\n" +
-	"\x04sync\x18\x06 \x01(\x0e2\x10.harrier.v1.SyncR\x04sync\"<\n" +
+	"\x04sync\x18\x06 \x01(\x0e2\x10.harrier.v1.SyncR\x04sync\x12\x1b\n" +
+	"\tset_mtime\x18\a \x01(\bR\bsetMtime\x12\x19\n" +
+	"\bmtime_ns\x18\b \x01(\x03R\amtimeNs\"<\n" +
 	"\n" +
 	"WriteReply\x12\x14\n" +
 	"\x05errno\x18\x01 \x01(\rR\x05errno\x12\x18\n" +
