@@ -259,9 +259,10 @@ func profileAgent(ctx context.Context, pc *poolConfig, prefix string) {
 	}
 }
 
-// waitGone waits until jobs 0 to n-1 of cluster have left the queue. It
-// asks for the first of them still queued, by job id, so that polling
-// costs the agent the same whatever else is in its queue.
+// waitGone waits until jobs 0 to n-1 of cluster have left the queue, and
+// fails if one is held. It asks for the first of them still queued, by
+// job id, so that polling costs the agent the same whatever else is in
+// its queue.
 func waitGone(ctx context.Context, client wire.ScheddClient, cluster int32, n int) error {
 	const window = 1000 // job ids asked for at once
 	next := 0           // no job before it is queued
@@ -282,6 +283,11 @@ func waitGone(ctx context.Context, client wire.ScheddClient, cluster int32, n in
 			}
 			p, _ := ad.EvalInt("ProcId")
 			first = int(p)
+			// A held job would never leave: the run cannot end.
+			if st, _ := ad.EvalInt("JobStatus"); st == 5 {
+				reason, _ := ad.EvalString("HoldReason")
+				return fmt.Errorf("job %d.%d is held: %s", cluster, p, reason)
+			}
 			return nil
 		})
 		if err != nil {
