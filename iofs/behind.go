@@ -2,6 +2,7 @@ package iofs
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"syscall"
 )
@@ -48,6 +49,17 @@ type behind struct {
 	// through this file); end is where its furthest write ended.
 	attr Attr
 	end  int64
+	// sent counts the batches sent; cancelSync, if set, ends an fsync
+	// travelling with them (see Sync), when one of them fails.
+	sent       uint64
+	cancelSync context.CancelFunc
+}
+
+// A syncCounter makes a file durable after a count of the writes made
+// through it, which may still travel: it fails with errNotCounted if its
+// count is not the file's.
+type syncCounter interface {
+	syncAfter(ctx context.Context, n uint64) error
 }
 
 // batch is writes gathered into one request: data holds them one after
@@ -135,6 +147,7 @@ func (b *behind) dispatch() {
 		b.queue[0] = nil
 		b.queue = b.queue[1:]
 		b.flying = append(b.flying, w)
+		b.sent++
 		go b.send(w)
 	}
 }
@@ -160,6 +173,9 @@ func (b *behind) send(w *batch) {
 	b.queued -= len(w.data)
 	if err != nil && b.err == nil {
 		b.err = err
+	}
+	if err != nil && b.cancelSync != nil {
+		b.cancelSync()
 	}
 	b.dispatch()
 	b.done.Broadcast()
@@ -259,11 +275,32 @@ func (b *behind) Flush(ctx context.Context) error {
 	return b.inner.Flush(ctx)
 }
 
-// Sync makes every write durable. Once nothing travels, the last batch
-// carries the sync with it: a job's writes and its fsync cost one round
-// trip.
+// Sync makes every write durable. The fsync travels with the writes
+// still on their way, the shadow making it after them; or, once nothing
+// travels, the last batch carries it: either way a job's writes and its
+// fsync cost about one round trip.
 func (b *behind) Sync(ctx context.Context) error {
 	b.mu.Lock()
+	if c, ok := b.inner.(syncCounter); ok && len(b.queue) == 0 && len(b.flying) > 0 && b.err == nil {
+		n := b.sent
+		// Not ended by the kernel's interrupts (see call), only by a
+		// write that failed.
+		sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		b.cancelSync = cancel
+		b.mu.Unlock()
+		err := c.syncAfter(sctx, n)
+		b.mu.Lock()
+		b.cancelSync = nil
+		b.mu.Unlock()
+		cancel()
+		if werr := b.drain(); werr != nil {
+			return werr // the fsync was for nothing
+		}
+		if !errors.Is(err, errNotCounted) {
+			return err
+		}
+		return b.inner.Sync(ctx)
+	}
 	for {
 		for len(b.flying) > 0 {
 			b.done.Wait()
@@ -275,6 +312,7 @@ func (b *behind) Sync(ctx context.Context) error {
 		w := b.queue[0]
 		b.queue = b.queue[1:]
 		b.flying = append(b.flying, w)
+		b.sent++
 		go b.send(w)
 	}
 	if err := b.err; err != nil {
@@ -290,6 +328,7 @@ func (b *behind) Sync(ctx context.Context) error {
 	last.sync = SyncAll
 	b.queue = nil
 	b.flying = append(b.flying, last)
+	b.sent++
 	b.mu.Unlock()
 	// Sent as the job's own request: the job waits for it.
 	b.send(last)

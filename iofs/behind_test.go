@@ -9,6 +9,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // memFile is a handle over memory that can be told to fail writes.
@@ -21,6 +22,7 @@ type memFile struct {
 	syncs  int
 	// batches counts writeBatch calls; each waits for gate, if set.
 	batches int
+	made    int // batches made; a failed one is as if lost on its way
 	gate    chan struct{}
 	// events lists the batches' writes, times and syncs, in the order
 	// they were made: "w<offset>", "m<mtime>", "s".
@@ -51,13 +53,20 @@ func (m *memFile) WriteAt(_ context.Context, p []byte, off int64) (int, error) {
 	return len(p), nil
 }
 
-func (m *memFile) writeBatch(ctx context.Context, w Writes) (int, error) {
+func (m *memFile) writeBatch(ctx context.Context, w Writes) (_ int, err error) {
 	if m.gate != nil {
 		<-m.gate
 	}
 	m.mu.Lock()
 	m.batches++
 	m.mu.Unlock()
+	defer func() {
+		if err == nil {
+			m.mu.Lock()
+			m.made++
+			m.mu.Unlock()
+		}
+	}()
 	extents := w.Extents
 	if len(extents) == 0 && len(w.Data) > 0 {
 		extents = []int64{w.Offset, int64(len(w.Data))}
@@ -110,6 +119,29 @@ func (m *memFile) Sync(context.Context) error {
 	return nil
 }
 func (m *memFile) Close(context.Context) error { return nil }
+
+// countedFile is a memFile whose fsync may travel with its writes, as a
+// remote file's does: it waits until n batches are made. Its events add
+// "S<n>" when it is sent.
+type countedFile struct{ *memFile }
+
+func (c countedFile) syncAfter(ctx context.Context, n uint64) error {
+	c.event(fmt.Sprintf("S%d", n))
+	for {
+		c.mu.Lock()
+		made := c.made
+		c.mu.Unlock()
+		if made >= int(n) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return c.Sync(ctx)
+}
 
 func TestBehindOrderAndErrors(t *testing.T) {
 	ctx := context.Background()
@@ -214,6 +246,42 @@ func TestBehindMtime(t *testing.T) {
 	}
 	if m.batches != 5 {
 		t.Errorf("%d batches, want 5", m.batches)
+	}
+}
+
+// TestBehindSyncTravels: an fsync made while a write travels goes at
+// once, not after it; if the write is lost on its way, the fsync says so
+// and does not wait for it for ever.
+func TestBehindSyncTravels(t *testing.T) {
+	ctx := context.Background()
+	for _, fail := range []bool{false, true} {
+		m := &memFile{gate: make(chan struct{})}
+		if fail {
+			m.failAt = 1
+		}
+		b := newBehind(countedFile{m}, false, &sync.Pool{}, Attr{})
+		if _, err := b.WriteAt(ctx, []byte("aaaa"), 0); err != nil {
+			t.Fatal(err)
+		}
+		synced := make(chan error)
+		go func() { synced <- b.Sync(ctx) }()
+		for sent := false; !sent; {
+			m.mu.Lock()
+			sent = len(m.events) > 0
+			m.mu.Unlock()
+			time.Sleep(time.Millisecond)
+		}
+		close(m.gate) // the write arrives
+		err := <-synced
+		m.mu.Lock()
+		got := strings.Join(m.events, " ")
+		m.mu.Unlock()
+		switch {
+		case !fail && (err != nil || got != "S1 w0 s"):
+			t.Errorf("fsync: %v, made %q, want %q", err, got, "S1 w0 s")
+		case fail && !errors.Is(err, syscall.ENOSPC):
+			t.Errorf("fsync after a failed write: %v (made %q), want ENOSPC", err, got)
+		}
 	}
 }
 

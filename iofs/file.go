@@ -44,7 +44,6 @@ var (
 	_ fs.FileReader    = (*file)(nil)
 	_ fs.FileWriter    = (*file)(nil)
 	_ fs.FileFlusher   = (*file)(nil)
-	_ fs.FileFsyncer   = (*file)(nil)
 	_ fs.FileReleaser  = (*file)(nil)
 	_ fs.FileAllocater = (*file)(nil)
 )
@@ -80,8 +79,6 @@ func (f *file) Allocate(ctx context.Context, off, size uint64, mode uint32) sysc
 }
 
 func (f *file) Flush(ctx context.Context) syscall.Errno { return toErrno(f.h.Flush(ctx)) }
-
-func (f *file) Fsync(ctx context.Context, _ uint32) syscall.Errno { return toErrno(f.h.Sync(ctx)) }
 
 // Release runs after the job has let go of the file, so nobody hears its
 // error but the log.

@@ -854,8 +854,8 @@ func (n *node) Mknod(ctx context.Context, name string, mode, _ uint32, out *fuse
 	return n.newChild(ctx, logical, p, nil, a, out), 0
 }
 
-// Fsync of a directory makes its entries durable on the submit side (the
-// kernel sends a file's fsync to the file).
+// Fsync makes an open file durable on the submit side; a directory's
+// fsync makes its entries durable.
 func (n *node) Fsync(ctx context.Context, fh fs.FileHandle, _ uint32) syscall.Errno {
 	if f, ok := fh.(*file); ok {
 		return toErrno(f.h.Sync(ctx))

@@ -28,6 +28,9 @@ type remoteFile struct {
 	// left is the file's attributes at close, if the shadow said.
 	left   Attr
 	leftOK bool
+	// reopened: the shadow forgot the first handle; the writes made
+	// through this one are not all those made through the file.
+	reopened bool
 }
 
 // retry runs op with the current handle; if the shadow forgot the handle
@@ -47,7 +50,7 @@ func (f *remoteFile) retry(ctx context.Context, op func(id uint64) error) error 
 			f.mu.Unlock()
 			return oerr
 		}
-		f.id = o.Handle
+		f.id, f.reopened = o.Handle, true
 	}
 	id = f.id
 	f.mu.Unlock()
@@ -152,7 +155,27 @@ func (f *remoteFile) Sync(ctx context.Context) error {
 	if f.closed() {
 		return nil
 	}
-	return f.retry(ctx, func(id uint64) error { return f.c.Fsync(ctx, id) })
+	return f.retry(ctx, func(id uint64) error { return f.c.Fsync(ctx, id, 0) })
+}
+
+// errNotCounted says that a file cannot sync after a count of writes: it
+// was opened again, and the count is not the handle's.
+var errNotCounted = errors.New("writes not counted on this handle")
+
+// syncAfter makes the file durable once the first n writes made through
+// it are (see wire.FsyncRequest), in one round trip with them.
+func (f *remoteFile) syncAfter(ctx context.Context, n uint64) error {
+	f.mu.Lock()
+	id, reopened := f.id, f.reopened
+	f.mu.Unlock()
+	if id == 0 || reopened {
+		return errNotCounted
+	}
+	err := f.c.Fsync(ctx, id, n)
+	if errors.Is(err, syscall.ESTALE) {
+		return errNotCounted
+	}
+	return err
 }
 
 func (f *remoteFile) Close(ctx context.Context) error {

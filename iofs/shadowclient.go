@@ -45,7 +45,12 @@ func NewShadowClient(conn grpc.ClientConnInterface, secret string, lease time.Du
 // not expect EINTR from file operations. A job killed while it waits is
 // released by the kernel without an answer.
 func call[Req, Rep any](ctx context.Context, c *shadowClient, f func(context.Context, Req, ...grpc.CallOption) (Rep, error), req Req) (Rep, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.lease)
+	return callIn(context.WithoutCancel(ctx), c, f, req)
+}
+
+// callIn is call ended by ctx, too.
+func callIn[Req, Rep any](ctx context.Context, c *shadowClient, f func(context.Context, Req, ...grpc.CallOption) (Rep, error), req Req) (Rep, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.lease)
 	defer cancel()
 	delay := 50 * time.Millisecond
 	for {
@@ -186,8 +191,14 @@ func (c *shadowClient) Fallocate(ctx context.Context, h uint64, mode uint32, off
 	return errnoErr(rep.Errno)
 }
 
-func (c *shadowClient) Fsync(ctx context.Context, h uint64) error {
-	rep, err := call(ctx, c, c.rpc.Fsync, &wire.HandleRequest{Secret: c.secret, Handle: h})
+// Fsync waiting for writes ends with ctx: its writes may have failed on
+// their way, and then it waits for nothing.
+func (c *shadowClient) Fsync(ctx context.Context, h uint64, afterWrites uint64) error {
+	do := call[*wire.FsyncRequest, *wire.ErrnoReply]
+	if afterWrites > 0 {
+		do = callIn[*wire.FsyncRequest, *wire.ErrnoReply]
+	}
+	rep, err := do(ctx, c, c.rpc.Fsync, &wire.FsyncRequest{Secret: c.secret, Handle: h, AfterWrites: afterWrites})
 	if err != nil {
 		return err
 	}

@@ -59,6 +59,45 @@ type ioHandle struct {
 	fd    int
 	count *fileCounters
 	pos   seekCounter
+
+	// writes counts the Writes made through the handle, for an fsync
+	// that waits for those sent before it; wrote, if not nil, is closed
+	// at the next.
+	mu     sync.Mutex
+	writes uint64
+	wrote  chan struct{}
+}
+
+// made counts a Write made through the handle.
+func (h *ioHandle) made() {
+	h.mu.Lock()
+	h.writes++
+	if h.wrote != nil {
+		close(h.wrote)
+		h.wrote = nil
+	}
+	h.mu.Unlock()
+}
+
+// awaitWrites waits until n Writes were made through the handle.
+func (h *ioHandle) awaitWrites(ctx context.Context, n uint64) error {
+	for {
+		h.mu.Lock()
+		if h.writes >= n {
+			h.mu.Unlock()
+			return nil
+		}
+		if h.wrote == nil {
+			h.wrote = make(chan struct{})
+		}
+		wrote := h.wrote
+		h.mu.Unlock()
+		select {
+		case <-wrote:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // fileCounters are updated without the server's lock.
@@ -507,6 +546,7 @@ func (s *IOServer) Write(_ context.Context, req *wire.WriteRequest) (*wire.Write
 	if err != nil {
 		return &wire.WriteReply{Errno: errno(err)}, nil
 	}
+	defer h.made() // after the write, and also if it failed
 	if !validExtents(req.Extents, len(req.Data)) {
 		return &wire.WriteReply{Errno: uint32(syscall.EINVAL)}, nil
 	}
@@ -604,11 +644,18 @@ func (s *IOServer) Fallocate(_ context.Context, req *wire.FallocateRequest) (*wi
 	return &wire.ErrnoReply{Errno: errno(err)}, nil
 }
 
-func (s *IOServer) Fsync(_ context.Context, req *wire.HandleRequest) (*wire.ErrnoReply, error) {
+// Fsync makes the file durable, once the Writes its client sent before
+// it are made (they may still be on their way: see FsyncRequest).
+func (s *IOServer) Fsync(ctx context.Context, req *wire.FsyncRequest) (*wire.ErrnoReply, error) {
 	if err := s.auth(req.Secret); err != nil {
 		return nil, err
 	}
 	h, err := s.handle(req.Handle)
+	if err == nil && req.AfterWrites > 0 {
+		if err := h.awaitWrites(ctx, req.AfterWrites); err != nil {
+			return nil, status.FromContextError(err).Err()
+		}
+	}
 	if err == nil {
 		start := time.Now()
 		err = unix.Fsync(h.fd)

@@ -7,6 +7,10 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/wire"
@@ -183,6 +187,48 @@ func TestIOServerStatsAndRemap(t *testing.T) {
 		t.Errorf("create next to the remap target: errno %d, want EACCES", c.Errno)
 	}
 	s.CloseFiles()
+}
+
+// TestFsyncAfterWrites: an fsync sent with writes still on their way
+// waits until as many as its client counted are made, and no longer than
+// its caller waits.
+func TestFsyncAfterWrites(t *testing.T) {
+	s, iwd := newTestServer(t, "")
+	ctx := context.Background()
+	o, err := s.Open(ctx, &wire.OpenRequest{Secret: "s3cret", Path: filepath.Join(iwd, "f"), Flags: syscall.O_RDWR | syscall.O_CREAT, Mode: 0o644})
+	if err != nil || o.Errno != 0 {
+		t.Fatal(o, err)
+	}
+	defer s.CloseFiles()
+	write := func(off int64) {
+		if w, err := s.Write(ctx, &wire.WriteRequest{Secret: "s3cret", Handle: o.Handle, Offset: off, Data: []byte("x")}); err != nil || w.Errno != 0 {
+			t.Errorf("write: %v %v", w, err)
+		}
+	}
+	write(0)
+	synced := make(chan *wire.ErrnoReply)
+	go func() {
+		r, err := s.Fsync(ctx, &wire.FsyncRequest{Secret: "s3cret", Handle: o.Handle, AfterWrites: 2})
+		if err != nil {
+			t.Error(err)
+		}
+		synced <- r
+	}()
+	select {
+	case <-synced:
+		t.Fatal("the fsync did not wait for the second write")
+	case <-time.After(100 * time.Millisecond):
+	}
+	write(1)
+	if r := <-synced; r.GetErrno() != 0 {
+		t.Errorf("fsync: errno %d", r.GetErrno())
+	}
+	// A write that never comes: the caller's deadline ends the wait.
+	cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if _, err := s.Fsync(cctx, &wire.FsyncRequest{Secret: "s3cret", Handle: o.Handle, AfterWrites: 3}); status.Code(err) != codes.DeadlineExceeded {
+		t.Errorf("fsync after a write that never came: %v, want DeadlineExceeded", err)
+	}
 }
 
 func TestIOServerSecret(t *testing.T) {

@@ -138,7 +138,7 @@ func (r ioRouter) Ftruncate(ctx context.Context, req *wire.TruncateRequest) (*wi
 	return routeIO(r.l, ctx, req, (*IOServer).Ftruncate)
 }
 
-func (r ioRouter) Fsync(ctx context.Context, req *wire.HandleRequest) (*wire.ErrnoReply, error) {
+func (r ioRouter) Fsync(ctx context.Context, req *wire.FsyncRequest) (*wire.ErrnoReply, error) {
 	return routeIO(r.l, ctx, req, (*IOServer).Fsync)
 }
 

@@ -254,7 +254,7 @@ func TestRemoteIOThroughTheLink(t *testing.T) {
 	ok("ftruncate", e.GetErrno(), err)
 	e, err = io.Fallocate(ctx, &wire.FallocateRequest{Secret: secret, Handle: h, Offset: 0, Length: 5})
 	ok("fallocate", e.GetErrno(), err)
-	e, err = io.Fsync(ctx, &wire.HandleRequest{Secret: secret, Handle: h})
+	e, err = io.Fsync(ctx, &wire.FsyncRequest{Secret: secret, Handle: h})
 	ok("fsync", e.GetErrno(), err)
 	fs, err := io.Fstat(ctx, &wire.HandleRequest{Secret: secret, Handle: h})
 	ok("fstat", fs.GetErrno(), err)

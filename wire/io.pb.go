@@ -1084,6 +1084,70 @@ func (x *HandleRequest) GetHandle() uint64 {
 	return 0
 }
 
+// FsyncRequest makes a file durable. after_writes, if set, is how many
+// Writes of the handle its client sent before it: the fsync waits until
+// as many were made, so that it may travel with writes still on their
+// way rather than behind them.
+type FsyncRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Secret        string                 `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
+	Handle        uint64                 `protobuf:"varint,2,opt,name=handle,proto3" json:"handle,omitempty"`
+	AfterWrites   uint64                 `protobuf:"varint,3,opt,name=after_writes,json=afterWrites,proto3" json:"after_writes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FsyncRequest) Reset() {
+	*x = FsyncRequest{}
+	mi := &file_harrier_v1_io_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FsyncRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FsyncRequest) ProtoMessage() {}
+
+func (x *FsyncRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_io_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FsyncRequest.ProtoReflect.Descriptor instead.
+func (*FsyncRequest) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *FsyncRequest) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
+func (x *FsyncRequest) GetHandle() uint64 {
+	if x != nil {
+		return x.Handle
+	}
+	return 0
+}
+
+func (x *FsyncRequest) GetAfterWrites() uint64 {
+	if x != nil {
+		return x.AfterWrites
+	}
+	return 0
+}
+
 type TruncateRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Secret        string                 `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
@@ -1095,7 +1159,7 @@ type TruncateRequest struct {
 
 func (x *TruncateRequest) Reset() {
 	*x = TruncateRequest{}
-	mi := &file_harrier_v1_io_proto_msgTypes[14]
+	mi := &file_harrier_v1_io_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1107,7 +1171,7 @@ func (x *TruncateRequest) String() string {
 func (*TruncateRequest) ProtoMessage() {}
 
 func (x *TruncateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[14]
+	mi := &file_harrier_v1_io_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1120,7 +1184,7 @@ func (x *TruncateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TruncateRequest.ProtoReflect.Descriptor instead.
 func (*TruncateRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{14}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TruncateRequest) GetSecret() string {
@@ -1157,7 +1221,7 @@ type FallocateRequest struct {
 
 func (x *FallocateRequest) Reset() {
 	*x = FallocateRequest{}
-	mi := &file_harrier_v1_io_proto_msgTypes[15]
+	mi := &file_harrier_v1_io_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1169,7 +1233,7 @@ func (x *FallocateRequest) String() string {
 func (*FallocateRequest) ProtoMessage() {}
 
 func (x *FallocateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[15]
+	mi := &file_harrier_v1_io_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1182,7 +1246,7 @@ func (x *FallocateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FallocateRequest.ProtoReflect.Descriptor instead.
 func (*FallocateRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{15}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *FallocateRequest) GetSecret() string {
@@ -1251,7 +1315,7 @@ type SetAttrRequest struct {
 
 func (x *SetAttrRequest) Reset() {
 	*x = SetAttrRequest{}
-	mi := &file_harrier_v1_io_proto_msgTypes[16]
+	mi := &file_harrier_v1_io_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1263,7 +1327,7 @@ func (x *SetAttrRequest) String() string {
 func (*SetAttrRequest) ProtoMessage() {}
 
 func (x *SetAttrRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[16]
+	mi := &file_harrier_v1_io_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1276,7 +1340,7 @@ func (x *SetAttrRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetAttrRequest.ProtoReflect.Descriptor instead.
 func (*SetAttrRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{16}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SetAttrRequest) GetSecret() string {
@@ -1409,7 +1473,7 @@ type DirEntry struct {
 
 func (x *DirEntry) Reset() {
 	*x = DirEntry{}
-	mi := &file_harrier_v1_io_proto_msgTypes[17]
+	mi := &file_harrier_v1_io_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1421,7 +1485,7 @@ func (x *DirEntry) String() string {
 func (*DirEntry) ProtoMessage() {}
 
 func (x *DirEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[17]
+	mi := &file_harrier_v1_io_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1434,7 +1498,7 @@ func (x *DirEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DirEntry.ProtoReflect.Descriptor instead.
 func (*DirEntry) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{17}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DirEntry) GetName() string {
@@ -1468,7 +1532,7 @@ type ReadDirReply struct {
 
 func (x *ReadDirReply) Reset() {
 	*x = ReadDirReply{}
-	mi := &file_harrier_v1_io_proto_msgTypes[18]
+	mi := &file_harrier_v1_io_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1480,7 +1544,7 @@ func (x *ReadDirReply) String() string {
 func (*ReadDirReply) ProtoMessage() {}
 
 func (x *ReadDirReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[18]
+	mi := &file_harrier_v1_io_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1493,7 +1557,7 @@ func (x *ReadDirReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadDirReply.ProtoReflect.Descriptor instead.
 func (*ReadDirReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{18}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ReadDirReply) GetErrno() uint32 {
@@ -1521,7 +1585,7 @@ type MkdirRequest struct {
 
 func (x *MkdirRequest) Reset() {
 	*x = MkdirRequest{}
-	mi := &file_harrier_v1_io_proto_msgTypes[19]
+	mi := &file_harrier_v1_io_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1533,7 +1597,7 @@ func (x *MkdirRequest) String() string {
 func (*MkdirRequest) ProtoMessage() {}
 
 func (x *MkdirRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[19]
+	mi := &file_harrier_v1_io_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1546,7 +1610,7 @@ func (x *MkdirRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MkdirRequest.ProtoReflect.Descriptor instead.
 func (*MkdirRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{19}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *MkdirRequest) GetSecret() string {
@@ -1582,7 +1646,7 @@ type RenameRequest struct {
 
 func (x *RenameRequest) Reset() {
 	*x = RenameRequest{}
-	mi := &file_harrier_v1_io_proto_msgTypes[20]
+	mi := &file_harrier_v1_io_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1594,7 +1658,7 @@ func (x *RenameRequest) String() string {
 func (*RenameRequest) ProtoMessage() {}
 
 func (x *RenameRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[20]
+	mi := &file_harrier_v1_io_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1607,7 +1671,7 @@ func (x *RenameRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenameRequest.ProtoReflect.Descriptor instead.
 func (*RenameRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{20}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RenameRequest) GetSecret() string {
@@ -1649,7 +1713,7 @@ type SymlinkRequest struct {
 
 func (x *SymlinkRequest) Reset() {
 	*x = SymlinkRequest{}
-	mi := &file_harrier_v1_io_proto_msgTypes[21]
+	mi := &file_harrier_v1_io_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1661,7 +1725,7 @@ func (x *SymlinkRequest) String() string {
 func (*SymlinkRequest) ProtoMessage() {}
 
 func (x *SymlinkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[21]
+	mi := &file_harrier_v1_io_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1674,7 +1738,7 @@ func (x *SymlinkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SymlinkRequest.ProtoReflect.Descriptor instead.
 func (*SymlinkRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{21}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SymlinkRequest) GetSecret() string {
@@ -1708,7 +1772,7 @@ type ReadlinkReply struct {
 
 func (x *ReadlinkReply) Reset() {
 	*x = ReadlinkReply{}
-	mi := &file_harrier_v1_io_proto_msgTypes[22]
+	mi := &file_harrier_v1_io_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1720,7 +1784,7 @@ func (x *ReadlinkReply) String() string {
 func (*ReadlinkReply) ProtoMessage() {}
 
 func (x *ReadlinkReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[22]
+	mi := &file_harrier_v1_io_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1733,7 +1797,7 @@ func (x *ReadlinkReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadlinkReply.ProtoReflect.Descriptor instead.
 func (*ReadlinkReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{22}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ReadlinkReply) GetErrno() uint32 {
@@ -1761,7 +1825,7 @@ type LinkRequest struct {
 
 func (x *LinkRequest) Reset() {
 	*x = LinkRequest{}
-	mi := &file_harrier_v1_io_proto_msgTypes[23]
+	mi := &file_harrier_v1_io_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1773,7 +1837,7 @@ func (x *LinkRequest) String() string {
 func (*LinkRequest) ProtoMessage() {}
 
 func (x *LinkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[23]
+	mi := &file_harrier_v1_io_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1786,7 +1850,7 @@ func (x *LinkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LinkRequest.ProtoReflect.Descriptor instead.
 func (*LinkRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{23}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *LinkRequest) GetSecret() string {
@@ -1821,7 +1885,7 @@ type MknodRequest struct {
 
 func (x *MknodRequest) Reset() {
 	*x = MknodRequest{}
-	mi := &file_harrier_v1_io_proto_msgTypes[24]
+	mi := &file_harrier_v1_io_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1833,7 +1897,7 @@ func (x *MknodRequest) String() string {
 func (*MknodRequest) ProtoMessage() {}
 
 func (x *MknodRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[24]
+	mi := &file_harrier_v1_io_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1846,7 +1910,7 @@ func (x *MknodRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MknodRequest.ProtoReflect.Descriptor instead.
 func (*MknodRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{24}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *MknodRequest) GetSecret() string {
@@ -1883,7 +1947,7 @@ type XattrRequest struct {
 
 func (x *XattrRequest) Reset() {
 	*x = XattrRequest{}
-	mi := &file_harrier_v1_io_proto_msgTypes[25]
+	mi := &file_harrier_v1_io_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1895,7 +1959,7 @@ func (x *XattrRequest) String() string {
 func (*XattrRequest) ProtoMessage() {}
 
 func (x *XattrRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[25]
+	mi := &file_harrier_v1_io_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1908,7 +1972,7 @@ func (x *XattrRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use XattrRequest.ProtoReflect.Descriptor instead.
 func (*XattrRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{25}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *XattrRequest) GetSecret() string {
@@ -1956,7 +2020,7 @@ type XattrReply struct {
 
 func (x *XattrReply) Reset() {
 	*x = XattrReply{}
-	mi := &file_harrier_v1_io_proto_msgTypes[26]
+	mi := &file_harrier_v1_io_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1968,7 +2032,7 @@ func (x *XattrReply) String() string {
 func (*XattrReply) ProtoMessage() {}
 
 func (x *XattrReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[26]
+	mi := &file_harrier_v1_io_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1981,7 +2045,7 @@ func (x *XattrReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use XattrReply.ProtoReflect.Descriptor instead.
 func (*XattrReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{26}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *XattrReply) GetErrno() uint32 {
@@ -2008,7 +2072,7 @@ type AccountRequest struct {
 
 func (x *AccountRequest) Reset() {
 	*x = AccountRequest{}
-	mi := &file_harrier_v1_io_proto_msgTypes[27]
+	mi := &file_harrier_v1_io_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2020,7 +2084,7 @@ func (x *AccountRequest) String() string {
 func (*AccountRequest) ProtoMessage() {}
 
 func (x *AccountRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[27]
+	mi := &file_harrier_v1_io_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2033,7 +2097,7 @@ func (x *AccountRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AccountRequest.ProtoReflect.Descriptor instead.
 func (*AccountRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{27}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *AccountRequest) GetSecret() string {
@@ -2063,7 +2127,7 @@ type FileUse struct {
 
 func (x *FileUse) Reset() {
 	*x = FileUse{}
-	mi := &file_harrier_v1_io_proto_msgTypes[28]
+	mi := &file_harrier_v1_io_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2075,7 +2139,7 @@ func (x *FileUse) String() string {
 func (*FileUse) ProtoMessage() {}
 
 func (x *FileUse) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_io_proto_msgTypes[28]
+	mi := &file_harrier_v1_io_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2088,7 +2152,7 @@ func (x *FileUse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileUse.ProtoReflect.Descriptor instead.
 func (*FileUse) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_io_proto_rawDescGZIP(), []int{28}
+	return file_harrier_v1_io_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *FileUse) GetPath() string {
@@ -2203,7 +2267,11 @@ const file_harrier_v1_io_proto_rawDesc = "" +
 	"\awritten\x18\x02 \x01(\rR\awritten\"?\n" +
 	"\rHandleRequest\x12\x16\n" +
 	"\x06secret\x18\x01 \x01(\tR\x06secret\x12\x16\n" +
-	"\x06handle\x18\x02 \x01(\x04R\x06handle\"U\n" +
+	"\x06handle\x18\x02 \x01(\x04R\x06handle\"a\n" +
+	"\fFsyncRequest\x12\x16\n" +
+	"\x06secret\x18\x01 \x01(\tR\x06secret\x12\x16\n" +
+	"\x06handle\x18\x02 \x01(\x04R\x06handle\x12!\n" +
+	"\fafter_writes\x18\x03 \x01(\x04R\vafterWrites\"U\n" +
 	"\x0fTruncateRequest\x12\x16\n" +
 	"\x06secret\x18\x01 \x01(\tR\x06secret\x12\x16\n" +
 	"\x06handle\x18\x02 \x01(\x04R\x06handle\x12\x12\n" +
@@ -2286,7 +2354,7 @@ const file_harrier_v1_io_proto_rawDesc = "" +
 	"\x04Sync\x12\r\n" +
 	"\tSYNC_NONE\x10\x00\x12\r\n" +
 	"\tSYNC_DATA\x10\x01\x12\f\n" +
-	"\bSYNC_ALL\x10\x022\xf0\f\n" +
+	"\bSYNC_ALL\x10\x022\xef\f\n" +
 	"\bShadowIO\x12?\n" +
 	"\aResolve\x12\x1a.harrier.v1.ResolveRequest\x1a\x18.harrier.v1.ResolveReply\x126\n" +
 	"\x04Stat\x12\x17.harrier.v1.PathRequest\x1a\x15.harrier.v1.AttrReply\x126\n" +
@@ -2296,8 +2364,8 @@ const file_harrier_v1_io_proto_rawDesc = "" +
 	"\x05Write\x12\x18.harrier.v1.WriteRequest\x1a\x16.harrier.v1.WriteReply\x129\n" +
 	"\x05Fstat\x12\x19.harrier.v1.HandleRequest\x1a\x15.harrier.v1.AttrReply\x12@\n" +
 	"\tFtruncate\x12\x1b.harrier.v1.TruncateRequest\x1a\x16.harrier.v1.ErrnoReply\x12A\n" +
-	"\tFallocate\x12\x1c.harrier.v1.FallocateRequest\x1a\x16.harrier.v1.ErrnoReply\x12:\n" +
-	"\x05Fsync\x12\x19.harrier.v1.HandleRequest\x1a\x16.harrier.v1.ErrnoReply\x129\n" +
+	"\tFallocate\x12\x1c.harrier.v1.FallocateRequest\x1a\x16.harrier.v1.ErrnoReply\x129\n" +
+	"\x05Fsync\x12\x18.harrier.v1.FsyncRequest\x1a\x16.harrier.v1.ErrnoReply\x129\n" +
 	"\x05Close\x12\x19.harrier.v1.HandleRequest\x1a\x15.harrier.v1.AttrReply\x12<\n" +
 	"\aSetAttr\x12\x1a.harrier.v1.SetAttrRequest\x1a\x15.harrier.v1.AttrReply\x12<\n" +
 	"\aReadDir\x12\x17.harrier.v1.PathRequest\x1a\x18.harrier.v1.ReadDirReply\x128\n" +
@@ -2329,7 +2397,7 @@ func file_harrier_v1_io_proto_rawDescGZIP() []byte {
 }
 
 var file_harrier_v1_io_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_harrier_v1_io_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_harrier_v1_io_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_harrier_v1_io_proto_goTypes = []any{
 	(Sync)(0),                // 0: harrier.v1.Sync
 	(*Attr)(nil),             // 1: harrier.v1.Attr
@@ -2346,29 +2414,30 @@ var file_harrier_v1_io_proto_goTypes = []any{
 	(*WriteRequest)(nil),     // 12: harrier.v1.WriteRequest
 	(*WriteReply)(nil),       // 13: harrier.v1.WriteReply
 	(*HandleRequest)(nil),    // 14: harrier.v1.HandleRequest
-	(*TruncateRequest)(nil),  // 15: harrier.v1.TruncateRequest
-	(*FallocateRequest)(nil), // 16: harrier.v1.FallocateRequest
-	(*SetAttrRequest)(nil),   // 17: harrier.v1.SetAttrRequest
-	(*DirEntry)(nil),         // 18: harrier.v1.DirEntry
-	(*ReadDirReply)(nil),     // 19: harrier.v1.ReadDirReply
-	(*MkdirRequest)(nil),     // 20: harrier.v1.MkdirRequest
-	(*RenameRequest)(nil),    // 21: harrier.v1.RenameRequest
-	(*SymlinkRequest)(nil),   // 22: harrier.v1.SymlinkRequest
-	(*ReadlinkReply)(nil),    // 23: harrier.v1.ReadlinkReply
-	(*LinkRequest)(nil),      // 24: harrier.v1.LinkRequest
-	(*MknodRequest)(nil),     // 25: harrier.v1.MknodRequest
-	(*XattrRequest)(nil),     // 26: harrier.v1.XattrRequest
-	(*XattrReply)(nil),       // 27: harrier.v1.XattrReply
-	(*AccountRequest)(nil),   // 28: harrier.v1.AccountRequest
-	(*FileUse)(nil),          // 29: harrier.v1.FileUse
+	(*FsyncRequest)(nil),     // 15: harrier.v1.FsyncRequest
+	(*TruncateRequest)(nil),  // 16: harrier.v1.TruncateRequest
+	(*FallocateRequest)(nil), // 17: harrier.v1.FallocateRequest
+	(*SetAttrRequest)(nil),   // 18: harrier.v1.SetAttrRequest
+	(*DirEntry)(nil),         // 19: harrier.v1.DirEntry
+	(*ReadDirReply)(nil),     // 20: harrier.v1.ReadDirReply
+	(*MkdirRequest)(nil),     // 21: harrier.v1.MkdirRequest
+	(*RenameRequest)(nil),    // 22: harrier.v1.RenameRequest
+	(*SymlinkRequest)(nil),   // 23: harrier.v1.SymlinkRequest
+	(*ReadlinkReply)(nil),    // 24: harrier.v1.ReadlinkReply
+	(*LinkRequest)(nil),      // 25: harrier.v1.LinkRequest
+	(*MknodRequest)(nil),     // 26: harrier.v1.MknodRequest
+	(*XattrRequest)(nil),     // 27: harrier.v1.XattrRequest
+	(*XattrReply)(nil),       // 28: harrier.v1.XattrReply
+	(*AccountRequest)(nil),   // 29: harrier.v1.AccountRequest
+	(*FileUse)(nil),          // 30: harrier.v1.FileUse
 }
 var file_harrier_v1_io_proto_depIdxs = []int32{
 	1,  // 0: harrier.v1.ResolveReply.attr:type_name -> harrier.v1.Attr
 	1,  // 1: harrier.v1.AttrReply.attr:type_name -> harrier.v1.Attr
 	1,  // 2: harrier.v1.OpenReply.attr:type_name -> harrier.v1.Attr
 	0,  // 3: harrier.v1.WriteRequest.sync:type_name -> harrier.v1.Sync
-	18, // 4: harrier.v1.ReadDirReply.entries:type_name -> harrier.v1.DirEntry
-	29, // 5: harrier.v1.AccountRequest.files:type_name -> harrier.v1.FileUse
+	19, // 4: harrier.v1.ReadDirReply.entries:type_name -> harrier.v1.DirEntry
+	30, // 5: harrier.v1.AccountRequest.files:type_name -> harrier.v1.FileUse
 	2,  // 6: harrier.v1.ShadowIO.Resolve:input_type -> harrier.v1.ResolveRequest
 	4,  // 7: harrier.v1.ShadowIO.Stat:input_type -> harrier.v1.PathRequest
 	7,  // 8: harrier.v1.ShadowIO.Open:input_type -> harrier.v1.OpenRequest
@@ -2376,26 +2445,26 @@ var file_harrier_v1_io_proto_depIdxs = []int32{
 	10, // 10: harrier.v1.ShadowIO.Read:input_type -> harrier.v1.ReadRequest
 	12, // 11: harrier.v1.ShadowIO.Write:input_type -> harrier.v1.WriteRequest
 	14, // 12: harrier.v1.ShadowIO.Fstat:input_type -> harrier.v1.HandleRequest
-	15, // 13: harrier.v1.ShadowIO.Ftruncate:input_type -> harrier.v1.TruncateRequest
-	16, // 14: harrier.v1.ShadowIO.Fallocate:input_type -> harrier.v1.FallocateRequest
-	14, // 15: harrier.v1.ShadowIO.Fsync:input_type -> harrier.v1.HandleRequest
+	16, // 13: harrier.v1.ShadowIO.Ftruncate:input_type -> harrier.v1.TruncateRequest
+	17, // 14: harrier.v1.ShadowIO.Fallocate:input_type -> harrier.v1.FallocateRequest
+	15, // 15: harrier.v1.ShadowIO.Fsync:input_type -> harrier.v1.FsyncRequest
 	14, // 16: harrier.v1.ShadowIO.Close:input_type -> harrier.v1.HandleRequest
-	17, // 17: harrier.v1.ShadowIO.SetAttr:input_type -> harrier.v1.SetAttrRequest
+	18, // 17: harrier.v1.ShadowIO.SetAttr:input_type -> harrier.v1.SetAttrRequest
 	4,  // 18: harrier.v1.ShadowIO.ReadDir:input_type -> harrier.v1.PathRequest
-	20, // 19: harrier.v1.ShadowIO.Mkdir:input_type -> harrier.v1.MkdirRequest
+	21, // 19: harrier.v1.ShadowIO.Mkdir:input_type -> harrier.v1.MkdirRequest
 	4,  // 20: harrier.v1.ShadowIO.Unlink:input_type -> harrier.v1.PathRequest
 	4,  // 21: harrier.v1.ShadowIO.Rmdir:input_type -> harrier.v1.PathRequest
-	21, // 22: harrier.v1.ShadowIO.Rename:input_type -> harrier.v1.RenameRequest
-	22, // 23: harrier.v1.ShadowIO.Symlink:input_type -> harrier.v1.SymlinkRequest
+	22, // 22: harrier.v1.ShadowIO.Rename:input_type -> harrier.v1.RenameRequest
+	23, // 23: harrier.v1.ShadowIO.Symlink:input_type -> harrier.v1.SymlinkRequest
 	4,  // 24: harrier.v1.ShadowIO.Readlink:input_type -> harrier.v1.PathRequest
-	24, // 25: harrier.v1.ShadowIO.Link:input_type -> harrier.v1.LinkRequest
-	25, // 26: harrier.v1.ShadowIO.Mknod:input_type -> harrier.v1.MknodRequest
-	26, // 27: harrier.v1.ShadowIO.Getxattr:input_type -> harrier.v1.XattrRequest
-	26, // 28: harrier.v1.ShadowIO.Listxattr:input_type -> harrier.v1.XattrRequest
-	26, // 29: harrier.v1.ShadowIO.Setxattr:input_type -> harrier.v1.XattrRequest
-	26, // 30: harrier.v1.ShadowIO.Removexattr:input_type -> harrier.v1.XattrRequest
+	25, // 25: harrier.v1.ShadowIO.Link:input_type -> harrier.v1.LinkRequest
+	26, // 26: harrier.v1.ShadowIO.Mknod:input_type -> harrier.v1.MknodRequest
+	27, // 27: harrier.v1.ShadowIO.Getxattr:input_type -> harrier.v1.XattrRequest
+	27, // 28: harrier.v1.ShadowIO.Listxattr:input_type -> harrier.v1.XattrRequest
+	27, // 29: harrier.v1.ShadowIO.Setxattr:input_type -> harrier.v1.XattrRequest
+	27, // 30: harrier.v1.ShadowIO.Removexattr:input_type -> harrier.v1.XattrRequest
 	4,  // 31: harrier.v1.ShadowIO.SyncDir:input_type -> harrier.v1.PathRequest
-	28, // 32: harrier.v1.ShadowIO.Account:input_type -> harrier.v1.AccountRequest
+	29, // 32: harrier.v1.ShadowIO.Account:input_type -> harrier.v1.AccountRequest
 	3,  // 33: harrier.v1.ShadowIO.Resolve:output_type -> harrier.v1.ResolveReply
 	5,  // 34: harrier.v1.ShadowIO.Stat:output_type -> harrier.v1.AttrReply
 	8,  // 35: harrier.v1.ShadowIO.Open:output_type -> harrier.v1.OpenReply
@@ -2408,17 +2477,17 @@ var file_harrier_v1_io_proto_depIdxs = []int32{
 	6,  // 42: harrier.v1.ShadowIO.Fsync:output_type -> harrier.v1.ErrnoReply
 	5,  // 43: harrier.v1.ShadowIO.Close:output_type -> harrier.v1.AttrReply
 	5,  // 44: harrier.v1.ShadowIO.SetAttr:output_type -> harrier.v1.AttrReply
-	19, // 45: harrier.v1.ShadowIO.ReadDir:output_type -> harrier.v1.ReadDirReply
+	20, // 45: harrier.v1.ShadowIO.ReadDir:output_type -> harrier.v1.ReadDirReply
 	5,  // 46: harrier.v1.ShadowIO.Mkdir:output_type -> harrier.v1.AttrReply
 	6,  // 47: harrier.v1.ShadowIO.Unlink:output_type -> harrier.v1.ErrnoReply
 	6,  // 48: harrier.v1.ShadowIO.Rmdir:output_type -> harrier.v1.ErrnoReply
 	6,  // 49: harrier.v1.ShadowIO.Rename:output_type -> harrier.v1.ErrnoReply
 	5,  // 50: harrier.v1.ShadowIO.Symlink:output_type -> harrier.v1.AttrReply
-	23, // 51: harrier.v1.ShadowIO.Readlink:output_type -> harrier.v1.ReadlinkReply
+	24, // 51: harrier.v1.ShadowIO.Readlink:output_type -> harrier.v1.ReadlinkReply
 	5,  // 52: harrier.v1.ShadowIO.Link:output_type -> harrier.v1.AttrReply
 	5,  // 53: harrier.v1.ShadowIO.Mknod:output_type -> harrier.v1.AttrReply
-	27, // 54: harrier.v1.ShadowIO.Getxattr:output_type -> harrier.v1.XattrReply
-	27, // 55: harrier.v1.ShadowIO.Listxattr:output_type -> harrier.v1.XattrReply
+	28, // 54: harrier.v1.ShadowIO.Getxattr:output_type -> harrier.v1.XattrReply
+	28, // 55: harrier.v1.ShadowIO.Listxattr:output_type -> harrier.v1.XattrReply
 	6,  // 56: harrier.v1.ShadowIO.Setxattr:output_type -> harrier.v1.ErrnoReply
 	6,  // 57: harrier.v1.ShadowIO.Removexattr:output_type -> harrier.v1.ErrnoReply
 	6,  // 58: harrier.v1.ShadowIO.SyncDir:output_type -> harrier.v1.ErrnoReply
@@ -2441,7 +2510,7 @@ func file_harrier_v1_io_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harrier_v1_io_proto_rawDesc), len(file_harrier_v1_io_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   29,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -88,7 +88,7 @@ type ShadowIOClient interface {
 	// Fallocate allocates (or, by mode, punches or zeroes) space of an open
 	// file, as fallocate(2).
 	Fallocate(ctx context.Context, in *FallocateRequest, opts ...grpc.CallOption) (*ErrnoReply, error)
-	Fsync(ctx context.Context, in *HandleRequest, opts ...grpc.CallOption) (*ErrnoReply, error)
+	Fsync(ctx context.Context, in *FsyncRequest, opts ...grpc.CallOption) (*ErrnoReply, error)
 	// Close returns the file's attributes as it left them, by which iofs
 	// knows later whether the file changed on the submit side since.
 	Close(ctx context.Context, in *HandleRequest, opts ...grpc.CallOption) (*AttrReply, error)
@@ -219,7 +219,7 @@ func (c *shadowIOClient) Fallocate(ctx context.Context, in *FallocateRequest, op
 	return out, nil
 }
 
-func (c *shadowIOClient) Fsync(ctx context.Context, in *HandleRequest, opts ...grpc.CallOption) (*ErrnoReply, error) {
+func (c *shadowIOClient) Fsync(ctx context.Context, in *FsyncRequest, opts ...grpc.CallOption) (*ErrnoReply, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ErrnoReply)
 	err := c.cc.Invoke(ctx, ShadowIO_Fsync_FullMethodName, in, out, cOpts...)
@@ -426,7 +426,7 @@ type ShadowIOServer interface {
 	// Fallocate allocates (or, by mode, punches or zeroes) space of an open
 	// file, as fallocate(2).
 	Fallocate(context.Context, *FallocateRequest) (*ErrnoReply, error)
-	Fsync(context.Context, *HandleRequest) (*ErrnoReply, error)
+	Fsync(context.Context, *FsyncRequest) (*ErrnoReply, error)
 	// Close returns the file's attributes as it left them, by which iofs
 	// knows later whether the file changed on the submit side since.
 	Close(context.Context, *HandleRequest) (*AttrReply, error)
@@ -494,7 +494,7 @@ func (UnimplementedShadowIOServer) Ftruncate(context.Context, *TruncateRequest) 
 func (UnimplementedShadowIOServer) Fallocate(context.Context, *FallocateRequest) (*ErrnoReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method Fallocate not implemented")
 }
-func (UnimplementedShadowIOServer) Fsync(context.Context, *HandleRequest) (*ErrnoReply, error) {
+func (UnimplementedShadowIOServer) Fsync(context.Context, *FsyncRequest) (*ErrnoReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method Fsync not implemented")
 }
 func (UnimplementedShadowIOServer) Close(context.Context, *HandleRequest) (*AttrReply, error) {
@@ -732,7 +732,7 @@ func _ShadowIO_Fallocate_Handler(srv interface{}, ctx context.Context, dec func(
 }
 
 func _ShadowIO_Fsync_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(HandleRequest)
+	in := new(FsyncRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
@@ -744,7 +744,7 @@ func _ShadowIO_Fsync_Handler(srv interface{}, ctx context.Context, dec func(inte
 		FullMethod: ShadowIO_Fsync_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(ShadowIOServer).Fsync(ctx, req.(*HandleRequest))
+		return srv.(ShadowIOServer).Fsync(ctx, req.(*FsyncRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
