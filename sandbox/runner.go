@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runc/libcontainer/configs"
 
+	"harrier.dev/harrier/asuser"
 	"harrier.dev/harrier/checkpoint"
 )
 
@@ -106,7 +106,9 @@ func (r *Runner) prepare(ctx context.Context, t *Task) (spec, *configs.Config, e
 	}
 	if t.ScratchDir != "" && r.user.uid != 0 {
 		// The job's files, put there by root, become the slot user's.
-		if err := chownTree(t.ScratchDir, r.user); err != nil {
+		// The overlay directories of a job in its image stay root's.
+		overlay := filepath.Join(t.ScratchDir, imageRootDir)
+		if err := asuser.GiveTree(t.ScratchDir, r.user.uid, r.user.gid, func(p string) bool { return p == overlay }); err != nil {
 			return spec{}, nil, fmt.Errorf("prepare scratch directory: %w", err)
 		}
 	}
@@ -237,20 +239,6 @@ func hasVar(env []string, name string) bool {
 		}
 	}
 	return false
-}
-
-// chownTree gives dir and everything in it to the user, but for the
-// overlay directories of a job in its image, which stay root's.
-func chownTree(dir string, id identity) error {
-	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && p == filepath.Join(dir, imageRootDir) {
-			return filepath.SkipDir
-		}
-		return os.Lchown(p, id.uid, id.gid)
-	})
 }
 
 // destroyContainer removes the state of container id under root, killing

@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -37,7 +35,7 @@ func (r ProcessRunner) Start(_ context.Context, t *Task) (Job, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: execCredential(r.User)}
 	if r.User != nil && t.ScratchDir != "" {
 		// The job's files, put there by the starter, become its user's.
-		if err := chownTree(t.ScratchDir, int(r.User.UID), int(r.User.GID)); err != nil {
+		if err := asuser.GiveTree(t.ScratchDir, int(r.User.UID), int(r.User.GID), nil); err != nil {
 			return nil, fmt.Errorf("prepare scratch directory: %w", err)
 		}
 	}
@@ -59,16 +57,6 @@ func (r ProcessRunner) JobUser() (uid, gid int) {
 		return os.Geteuid(), os.Getegid()
 	}
 	return int(r.User.UID), int(r.User.GID)
-}
-
-// chownTree gives the files of dir, dir included, to uid and gid.
-func chownTree(dir string, uid, gid int) error {
-	return filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(p, uid, gid)
-	})
 }
 
 // process is a job started by ProcessRunner.
