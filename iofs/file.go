@@ -67,7 +67,37 @@ func (f *file) Write(ctx context.Context, data []byte, off int64) (uint32, sysca
 	if err != nil && n == 0 {
 		return 0, toErrno(err)
 	}
+	if b, ok := f.h.(*behind); ok && n > 0 {
+		if errno := f.killSetID(ctx, b); errno != 0 {
+			return 0, errno
+		}
+	}
 	return uint32(n), 0
+}
+
+// killSetID clears the set-user-ID and set-group-ID bits of a file an
+// unprivileged job writes, as a write(2) does. The kernel leaves that to
+// iofs (FUSE's HANDLE_KILLPRIV_V2, which spares a getxattr of
+// security.capability before every write): the shadow clears them, and
+// the kernel forgets the mode it knew. Only such files' writes come here
+// with the bits set, each through to iofs.
+func (f *file) killSetID(ctx context.Context, b *behind) syscall.Errno {
+	b.mu.Lock()
+	mode := b.attr.Mode
+	b.mu.Unlock()
+	kill := mode & syscall.S_ISUID
+	if mode&(syscall.S_ISGID|syscall.S_IXGRP) == syscall.S_ISGID|syscall.S_IXGRP {
+		kill |= syscall.S_ISGID // without group execution, the bit marks locking
+	}
+	if c, ok := fuse.FromContext(ctx); kill == 0 || (ok && c.Uid == 0) {
+		return 0
+	}
+	cleared := mode &^ kill & 0o7777
+	if _, err := b.setattr(ctx, SetAttr{Mode: &cleared}); err != nil {
+		return toErrno(err)
+	}
+	f.node.NotifyContent(-1, 0) // the attributes only
+	return 0
 }
 
 func (f *file) Allocate(ctx context.Context, off, size uint64, mode uint32) syscall.Errno {

@@ -120,7 +120,7 @@ func Mount(ctx context.Context, mountpoint string, c Client, opts Options) (*Ser
 			// sends them in large requests when it writes them back:
 			// close(2) and fsync(2) write them back first, and
 			// Server.Sync does for checkpoints and the job's end.
-			ExtraCapabilities: fuse.CAP_WRITEBACK_CACHE,
+			ExtraCapabilities: fuse.CAP_WRITEBACK_CACHE | fuse.CAP_HANDLE_KILLPRIV_V2,
 		},
 	}
 	srv, err := fs.Mount(mountpoint, root, fo)

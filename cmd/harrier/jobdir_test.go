@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"harrier.dev/harrier/sandbox"
@@ -66,5 +67,53 @@ queue `+fmt.Sprint(jobs)+"\n")
 		if strings.Contains(l, filepath.Join(p.dir, "execute")) && strings.Contains(l, "iofs.") {
 			t.Errorf("a job's directory is still mounted: %s", l)
 		}
+	}
+}
+
+// TestJobWriteClearsSetuid: a job that writes to or truncates a
+// set-user-ID file of its owner's, through iofs, clears the set-ID bits
+// on the submit side, as its owner's write there would; the job sees the
+// file as it is.
+func TestJobWriteClearsSetuid(t *testing.T) {
+	if err := sandbox.Available(); err != nil {
+		t.Skipf("containers not available: %v", err)
+	}
+	p := startPoolWith(t, 1, "SANDBOX = container\nNUM_SLOTS = 1")
+	owner := newUser(t)
+	uid, gid := lookupIDs(t, owner.Username)
+	dir := filepath.Join(owner.HomeDir, "suid")
+	writeFile(t, filepath.Join(dir, "prog"), "#!/bin/sh\n", 0o755)
+	writeFile(t, filepath.Join(dir, "cut"), "#!/bin/sh\n", 0o755)
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	chownAll(t, dir, uid, gid)
+	for _, f := range []string{"prog", "cut"} {
+		if err := syscall.Chmod(filepath.Join(dir, f), 0o6777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := p.submitAs(t, owner.Username, dir, "suid.sub", `executable = /bin/sh
+arguments = "-c 'stat -c %a prog > before; echo x >> prog; stat -c %a prog > after; truncate -s 1 cut; stat -c %a cut > cut.after'"
+should_transfer_files = NO
+queue
+`)
+	if out, code := p.harrier(t, "wait", "--timeout", "60", fmt.Sprintf("%d.0", c)); code != 0 {
+		t.Fatalf("wait: exit %d: %s", code, out)
+	}
+	for _, f := range []string{"prog", "cut"} {
+		st, err := os.Stat(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
+			t.Errorf("after the job wrote %s it is %v on the submit side, want set-ID bits cleared", f, st.Mode())
+		}
+	}
+	if b, a := strings.TrimSpace(mustRead(t, filepath.Join(dir, "before"))), strings.TrimSpace(mustRead(t, filepath.Join(dir, "after"))); b != "6777" || a != "777" {
+		t.Errorf("the job saw mode %s before its write and %s after, want 6777 and 777", b, a)
+	}
+	if a := strings.TrimSpace(mustRead(t, filepath.Join(dir, "cut.after"))); a != "777" {
+		t.Errorf("the job saw mode %s after its truncate, want 777", a)
 	}
 }
