@@ -59,7 +59,7 @@ type behind struct {
 // through it, which may still travel: it fails with errNotCounted if its
 // count is not the file's.
 type syncCounter interface {
-	syncAfter(ctx context.Context, n uint64) error
+	syncAfter(ctx context.Context, n uint64, dataOnly bool) error
 }
 
 // batch is writes gathered into one request: data holds them one after
@@ -279,7 +279,12 @@ func (b *behind) Flush(ctx context.Context) error {
 // still on their way, the shadow making it after them; or, once nothing
 // travels, the last batch carries it: either way a job's writes and its
 // fsync cost about one round trip.
-func (b *behind) Sync(ctx context.Context) error {
+func (b *behind) Sync(ctx context.Context) error { return b.sync(ctx, SyncAll) }
+
+// syncData is Sync for fdatasync(2).
+func (b *behind) syncData(ctx context.Context) error { return b.sync(ctx, SyncData) }
+
+func (b *behind) sync(ctx context.Context, how Sync) error {
 	b.mu.Lock()
 	if c, ok := b.inner.(syncCounter); ok && len(b.queue) == 0 && len(b.flying) > 0 && b.err == nil {
 		n := b.sent
@@ -288,7 +293,7 @@ func (b *behind) Sync(ctx context.Context) error {
 		sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		b.cancelSync = cancel
 		b.mu.Unlock()
-		err := c.syncAfter(sctx, n)
+		err := c.syncAfter(sctx, n, how == SyncData)
 		b.mu.Lock()
 		b.cancelSync = nil
 		b.mu.Unlock()
@@ -322,10 +327,15 @@ func (b *behind) Sync(ctx context.Context) error {
 	}
 	if len(b.queue) == 0 {
 		b.mu.Unlock()
+		if c, ok := b.inner.(syncCounter); ok && how == SyncData {
+			if err := c.syncAfter(ctx, 0, true); !errors.Is(err, errNotCounted) {
+				return err
+			}
+		}
 		return b.inner.Sync(ctx)
 	}
 	last := b.queue[0]
-	last.sync = SyncAll
+	last.sync = how
 	b.queue = nil
 	b.flying = append(b.flying, last)
 	b.sent++

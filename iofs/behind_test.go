@@ -125,7 +125,7 @@ func (m *memFile) Close(context.Context) error { return nil }
 // "S<n>" when it is sent.
 type countedFile struct{ *memFile }
 
-func (c countedFile) syncAfter(ctx context.Context, n uint64) error {
+func (c countedFile) syncAfter(ctx context.Context, n uint64, _ bool) error {
 	c.event(fmt.Sprintf("S%d", n))
 	for {
 		c.mu.Lock()

@@ -29,9 +29,10 @@ type Client interface {
 	Fstat(ctx context.Context, handle uint64) (Attr, error)
 	Ftruncate(ctx context.Context, handle uint64, size int64) error
 	Fallocate(ctx context.Context, handle uint64, mode uint32, off, length int64) error
-	// Fsync makes the file durable once afterWrites Writes of the
-	// handle (those sent before it, maybe still on their way) are made.
-	Fsync(ctx context.Context, handle uint64, afterWrites uint64) error
+	// Fsync makes the file durable (its data only, as fdatasync(2),
+	// if dataOnly) once afterWrites Writes of the handle (those sent
+	// before it, maybe still on their way) are made.
+	Fsync(ctx context.Context, handle uint64, afterWrites uint64, dataOnly bool) error
 	// Close returns the file's attributes as it was left.
 	Close(ctx context.Context, handle uint64) (Attr, error)
 	// SetAttr changes the file path names; a symbolic link it ends in is

@@ -854,10 +854,16 @@ func (n *node) Mknod(ctx context.Context, name string, mode, _ uint32, out *fuse
 	return n.newChild(ctx, logical, p, nil, a, out), 0
 }
 
-// Fsync makes an open file durable on the submit side; a directory's
-// fsync makes its entries durable.
-func (n *node) Fsync(ctx context.Context, fh fs.FileHandle, _ uint32) syscall.Errno {
+// fuseFsyncData in an FSYNC's flags asks for fdatasync(2).
+const fuseFsyncData = 1
+
+// Fsync makes an open file durable on the submit side (its data, for
+// fdatasync); a directory's fsync makes its entries durable.
+func (n *node) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) syscall.Errno {
 	if f, ok := fh.(*file); ok {
+		if b, ok := f.h.(*behind); ok && flags&fuseFsyncData != 0 {
+			return toErrno(b.syncData(ctx))
+		}
 		return toErrno(f.h.Sync(ctx))
 	}
 	be, p, err := n.nameBackend(ctx)

@@ -155,23 +155,24 @@ func (f *remoteFile) Sync(ctx context.Context) error {
 	if f.closed() {
 		return nil
 	}
-	return f.retry(ctx, func(id uint64) error { return f.c.Fsync(ctx, id, 0) })
+	return f.retry(ctx, func(id uint64) error { return f.c.Fsync(ctx, id, 0, false) })
 }
 
 // errNotCounted says that a file cannot sync after a count of writes: it
 // was opened again, and the count is not the handle's.
 var errNotCounted = errors.New("writes not counted on this handle")
 
-// syncAfter makes the file durable once the first n writes made through
-// it are (see wire.FsyncRequest), in one round trip with them.
-func (f *remoteFile) syncAfter(ctx context.Context, n uint64) error {
+// syncAfter makes the file durable (its data only, if dataOnly) once the
+// first n writes made through it are (see wire.FsyncRequest), in one
+// round trip with them.
+func (f *remoteFile) syncAfter(ctx context.Context, n uint64, dataOnly bool) error {
 	f.mu.Lock()
 	id, reopened := f.id, f.reopened
 	f.mu.Unlock()
 	if id == 0 || reopened {
 		return errNotCounted
 	}
-	err := f.c.Fsync(ctx, id, n)
+	err := f.c.Fsync(ctx, id, n, dataOnly)
 	if errors.Is(err, syscall.ESTALE) {
 		return errNotCounted
 	}

@@ -193,12 +193,12 @@ func (c *shadowClient) Fallocate(ctx context.Context, h uint64, mode uint32, off
 
 // Fsync waiting for writes ends with ctx: its writes may have failed on
 // their way, and then it waits for nothing.
-func (c *shadowClient) Fsync(ctx context.Context, h uint64, afterWrites uint64) error {
+func (c *shadowClient) Fsync(ctx context.Context, h uint64, afterWrites uint64, dataOnly bool) error {
 	do := call[*wire.FsyncRequest, *wire.ErrnoReply]
 	if afterWrites > 0 {
 		do = callIn[*wire.FsyncRequest, *wire.ErrnoReply]
 	}
-	rep, err := do(ctx, c, c.rpc.Fsync, &wire.FsyncRequest{Secret: c.secret, Handle: h, AfterWrites: afterWrites})
+	rep, err := do(ctx, c, c.rpc.Fsync, &wire.FsyncRequest{Secret: c.secret, Handle: h, AfterWrites: afterWrites, DataOnly: dataOnly})
 	if err != nil {
 		return err
 	}

@@ -658,7 +658,11 @@ func (s *IOServer) Fsync(ctx context.Context, req *wire.FsyncRequest) (*wire.Err
 	}
 	if err == nil {
 		start := time.Now()
-		err = unix.Fsync(h.fd)
+		if req.DataOnly {
+			err = unix.Fdatasync(h.fd)
+		} else {
+			err = unix.Fsync(h.fd)
+		}
 		h.count.nanos.Add(int64(time.Since(start)))
 	}
 	return &wire.ErrnoReply{Errno: errno(err)}, nil

@@ -208,7 +208,7 @@ func TestFsyncAfterWrites(t *testing.T) {
 	write(0)
 	synced := make(chan *wire.ErrnoReply)
 	go func() {
-		r, err := s.Fsync(ctx, &wire.FsyncRequest{Secret: "s3cret", Handle: o.Handle, AfterWrites: 2})
+		r, err := s.Fsync(ctx, &wire.FsyncRequest{Secret: "s3cret", Handle: o.Handle, AfterWrites: 2, DataOnly: true})
 		if err != nil {
 			t.Error(err)
 		}

@@ -1089,10 +1089,13 @@ func (x *HandleRequest) GetHandle() uint64 {
 // as many were made, so that it may travel with writes still on their
 // way rather than behind them.
 type FsyncRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Secret        string                 `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
-	Handle        uint64                 `protobuf:"varint,2,opt,name=handle,proto3" json:"handle,omitempty"`
-	AfterWrites   uint64                 `protobuf:"varint,3,opt,name=after_writes,json=afterWrites,proto3" json:"after_writes,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Secret      string                 `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
+	Handle      uint64                 `protobuf:"varint,2,opt,name=handle,proto3" json:"handle,omitempty"`
+	AfterWrites uint64                 `protobuf:"varint,3,opt,name=after_writes,json=afterWrites,proto3" json:"after_writes,omitempty"`
+	// data_only asks for fdatasync(2): the data, and only the metadata
+	// needed to read it back.
+	DataOnly      bool `protobuf:"varint,4,opt,name=data_only,json=dataOnly,proto3" json:"data_only,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1146,6 +1149,13 @@ func (x *FsyncRequest) GetAfterWrites() uint64 {
 		return x.AfterWrites
 	}
 	return 0
+}
+
+func (x *FsyncRequest) GetDataOnly() bool {
+	if x != nil {
+		return x.DataOnly
+	}
+	return false
 }
 
 type TruncateRequest struct {
@@ -2267,11 +2277,12 @@ const file_harrier_v1_io_proto_rawDesc = "" +
 	"\awritten\x18\x02 \x01(\rR\awritten\"?\n" +
 	"\rHandleRequest\x12\x16\n" +
 	"\x06secret\x18\x01 \x01(\tR\x06secret\x12\x16\n" +
-	"\x06handle\x18\x02 \x01(\x04R\x06handle\"a\n" +
+	"\x06handle\x18\x02 \x01(\x04R\x06handle\"~\n" +
 	"\fFsyncRequest\x12\x16\n" +
 	"\x06secret\x18\x01 \x01(\tR\x06secret\x12\x16\n" +
 	"\x06handle\x18\x02 \x01(\x04R\x06handle\x12!\n" +
-	"\fafter_writes\x18\x03 \x01(\x04R\vafterWrites\"U\n" +
+	"\fafter_writes\x18\x03 \x01(\x04R\vafterWrites\x12\x1b\n" +
+	"\tdata_only\x18\x04 \x01(\bR\bdataOnly\"U\n" +
 	"\x0fTruncateRequest\x12\x16\n" +
 	"\x06secret\x18\x01 \x01(\tR\x06secret\x12\x16\n" +
 	"\x06handle\x18\x02 \x01(\x04R\x06handle\x12\x12\n" +
