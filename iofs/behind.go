@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // maxBehind bounds the bytes a file may have on their way to the shadow.
@@ -53,7 +54,19 @@ type behind struct {
 	// travelling with them (see Sync), when one of them fails.
 	sent       uint64
 	cancelSync context.CancelFunc
+	// linger is how long a batch waits before it travels when none
+	// does (see dispatch); lingering is set while one does; waiters
+	// counts those waiting for every write, which go at once.
+	linger    time.Duration
+	lingering *time.Timer
+	waiters   int
 }
+
+// lingerTime is how long the first write after a pause waits for more
+// before it travels: an fsync that follows at once, as the kernel sends
+// one right after it writes a file's cached pages back, then takes it
+// along in one round trip. The job does not wait for it meanwhile.
+const lingerTime = 200 * time.Microsecond
 
 // A syncCounter makes a file durable after a count of the writes made
 // through it, which may still travel: it fails with errNotCounted if its
@@ -81,7 +94,7 @@ func (w *batch) overlaps(o *batch) bool { return w.lo < o.hi && o.lo < w.hi }
 // open O_APPEND) travel one batch at a time: their order is their offset.
 // The batches' buffers come from bufs and go back to it.
 func newBehind(inner batchWriter, appending bool, bufs *sync.Pool, a Attr) *behind {
-	b := &behind{inner: inner, maxFlying: 4, bufs: bufs, attr: a, end: int64(a.Size)}
+	b := &behind{inner: inner, maxFlying: 4, bufs: bufs, attr: a, end: int64(a.Size), linger: lingerTime}
 	if appending {
 		b.maxFlying = 1
 	}
@@ -139,6 +152,13 @@ func (b *behind) newBatch(n int) *batch {
 func (b *behind) dispatch() {
 	for len(b.queue) > 0 && len(b.flying) < b.maxFlying {
 		w := b.queue[0]
+		if len(b.flying) == 0 && len(b.queue) == 1 && b.waiters == 0 && b.linger > 0 && len(w.data) < writeBuffer/2 {
+			if b.lingering == nil {
+				b.lingering = time.AfterFunc(b.linger, b.lingered)
+			}
+			return
+		}
+		b.stopLinger()
 		for _, f := range b.flying {
 			if w.overlaps(f) || w.mtime != nil || f.mtime != nil {
 				return
@@ -181,14 +201,31 @@ func (b *behind) send(w *batch) {
 	b.done.Broadcast()
 }
 
+// stopLinger forgets the batch waiting for company: it goes now. b.mu is
+// held.
+func (b *behind) stopLinger() {
+	if b.lingering != nil {
+		b.lingering.Stop()
+		b.lingering = nil
+	}
+}
+
+// lingered sends the batch that waited for company.
+func (b *behind) lingered() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.lingering = nil
+	b.waiters++ // it has waited enough
+	b.dispatch()
+	b.waiters--
+}
+
 // settle waits until every write is through and returns the first error
 // among them, which stays to be reported by the file's next operation.
 func (b *behind) settle() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for len(b.queue) > 0 || len(b.flying) > 0 {
-		b.done.Wait()
-	}
+	b.await()
 	return b.err
 }
 
@@ -197,12 +234,21 @@ func (b *behind) settle() error {
 func (b *behind) drain() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for len(b.queue) > 0 || len(b.flying) > 0 {
-		b.done.Wait()
-	}
+	b.await()
 	err := b.err
 	b.err = nil
 	return err
+}
+
+// await sends every write at once and waits until they are through.
+// b.mu is held.
+func (b *behind) await() {
+	b.waiters++
+	defer func() { b.waiters-- }()
+	b.dispatch()
+	for len(b.queue) > 0 || len(b.flying) > 0 {
+		b.done.Wait()
+	}
 }
 
 func (b *behind) ReadAt(ctx context.Context, dest []byte, off int64) ([]byte, error) {
@@ -334,6 +380,7 @@ func (b *behind) sync(ctx context.Context, how Sync) error {
 		}
 		return b.inner.Sync(ctx)
 	}
+	b.stopLinger()
 	last := b.queue[0]
 	last.sync = how
 	b.queue = nil

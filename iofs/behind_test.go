@@ -143,10 +143,50 @@ func (c countedFile) syncAfter(ctx context.Context, n uint64, _ bool) error {
 	return c.Sync(ctx)
 }
 
+// eagerBehind is a behind whose writes travel at once, for the tests of
+// what it does while they travel.
+func eagerBehind(inner batchWriter, a Attr) *behind {
+	b := newBehind(inner, false, &sync.Pool{}, a)
+	b.linger = 0
+	return b
+}
+
+// TestBehindLingers: a write after a pause waits a moment for company;
+// the fsync that follows at once takes it along, in one batch; one that
+// is alone goes after its moment, and a read sends it at once.
+func TestBehindLingers(t *testing.T) {
+	ctx := context.Background()
+	m := &memFile{}
+	b := newBehind(countedFile{m}, false, &sync.Pool{}, Attr{})
+	b.linger = time.Hour // nothing sends it but what waits for it
+	b.WriteAt(ctx, []byte("aaaa"), 0)
+	if err := b.syncData(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(m.events, " "); got != "w0 s" || m.batches != 1 {
+		t.Errorf("write and fsync made %q in %d batches, want %q in one", got, m.batches, "w0 s")
+	}
+	b.WriteAt(ctx, []byte("bb"), 1)
+	if got, err := b.ReadAt(ctx, make([]byte, 4), 0); err != nil || string(got) != "abba" {
+		t.Errorf("read after a write: %q, %v", got, err)
+	}
+	b.linger = time.Millisecond
+	b.WriteAt(ctx, []byte("c"), 4)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		m.mu.Lock()
+		n := len(m.data)
+		m.mu.Unlock()
+		if n == 5 {
+			return
+		}
+	}
+	t.Error("a write alone never went")
+}
+
 func TestBehindOrderAndErrors(t *testing.T) {
 	ctx := context.Background()
 	m := &memFile{failAt: 3}
-	b := newBehind(m, false, &sync.Pool{}, Attr{})
+	b := eagerBehind(m, Attr{})
 	buf := []byte("aaaa")
 	for i := range 3 {
 		if _, err := b.WriteAt(ctx, buf, int64(4*i)); err != nil {
@@ -177,7 +217,7 @@ func TestBehindOrderAndErrors(t *testing.T) {
 func TestBehindBatches(t *testing.T) {
 	ctx := context.Background()
 	m := &memFile{gate: make(chan struct{})}
-	b := newBehind(m, false, &sync.Pool{}, Attr{})
+	b := eagerBehind(m, Attr{})
 	want := make([]byte, 64<<10)
 	for i := range 2000 {
 		off := (i * 7919) % (len(want) - 100)
@@ -210,7 +250,7 @@ func TestBehindBatches(t *testing.T) {
 func TestBehindMtime(t *testing.T) {
 	ctx := context.Background()
 	m := &memFile{gate: make(chan struct{})}
-	b := newBehind(m, false, &sync.Pool{}, Attr{Mode: 0o100644, Size: 2})
+	b := eagerBehind(m, Attr{Mode: 0o100644, Size: 2})
 	if _, err := b.WriteAt(ctx, []byte("aaaa"), 0); err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +299,7 @@ func TestBehindSyncTravels(t *testing.T) {
 		if fail {
 			m.failAt = 1
 		}
-		b := newBehind(countedFile{m}, false, &sync.Pool{}, Attr{})
+		b := eagerBehind(countedFile{m}, Attr{})
 		if _, err := b.WriteAt(ctx, []byte("aaaa"), 0); err != nil {
 			t.Fatal(err)
 		}
