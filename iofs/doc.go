@@ -38,9 +38,13 @@
 //     what is written back). iofs sends them behind, in batches of up to
 //     1 MiB per request, several batches at a time and in order where
 //     they overlap. close(2) returns once the file's writes are on the
-//     submit side; fsync(2) once the shadow has synced them there (the
-//     last batch and the sync travel together), and a directory's fsync
-//     syncs the directory there. A failed write is reported by the
+//     submit side; fsync(2) once the shadow has synced them there
+//     (fdatasync(2) as fdatasync), in one round trip with the writes
+//     before it: the last batch, which waits a moment for company, and
+//     the sync travel together, or the sync goes with a count of the
+//     writes still travelling and the shadow makes it after them. The
+//     mtime the kernel writes back before an fsync travels with the
+//     writes too. A directory's fsync syncs the directory there. A failed write is reported by the
 //     file's next fsync or close (as the kernel reports a failed
 //     write-back: EIO, or ENOSPC). Pages the job dirtied but did
 //     not yet close or fsync, and pages of files it mapped, wait in the
@@ -69,7 +73,9 @@
 // FIFOs and sockets (named on the submit side, served by the execute
 // machine's kernel), fallocate, and owner changes as far as the job's
 // owner, who runs the shadow, may make them. Device files are refused.
-// TestPOSIXSuite checks them against the submit side's own file system.
+// A job's write to a set-ID file clears its set-ID bits, which FUSE
+// leaves to iofs (see file.killSetID). TestPOSIXSuite checks the calls
+// against the submit side's own file system.
 // The shadow counts in its statistics only what the job did: a lookup
 // counts nothing, and the opens iofs serves from one are reported to it
 // (Client.Account).
