@@ -2,6 +2,7 @@ package iofs
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"syscall"
 
@@ -92,9 +93,17 @@ func (f *file) killSetID(ctx context.Context, b *behind) syscall.Errno {
 	if c, ok := fuse.FromContext(ctx); kill == 0 || (ok && c.Uid == 0) {
 		return 0
 	}
+	// The shadow's write, as the owner, has cleared them already where
+	// the owner is not root; a file the owner may write but not change
+	// keeps what that write left.
 	cleared := mode &^ kill & 0o7777
 	if _, err := b.setattr(ctx, SetAttr{Mode: &cleared}); err != nil {
-		return toErrno(err)
+		if !errors.Is(err, syscall.EPERM) && !errors.Is(err, syscall.EACCES) {
+			return toErrno(err)
+		}
+		b.mu.Lock()
+		b.attr.Mode = mode &^ kill // not asked again at every write
+		b.mu.Unlock()
 	}
 	f.node.NotifyContent(-1, 0) // the attributes only
 	return 0
