@@ -50,10 +50,10 @@ type behind struct {
 	// through this file); end is where its furthest write ended.
 	attr Attr
 	end  int64
-	// sent counts the batches sent; cancelSync, if set, ends an fsync
-	// travelling with them (see Sync), when one of them fails.
+	// sent counts the batches sent; travelling ends the fsyncs
+	// travelling with them (see Sync) when one of them fails.
 	sent       uint64
-	cancelSync context.CancelFunc
+	travelling map[*context.CancelFunc]struct{}
 	// linger is how long a batch waits before it travels when none
 	// does (see dispatch); lingering is set while one does; waiters
 	// counts those waiting for every write, which go at once.
@@ -194,8 +194,10 @@ func (b *behind) send(w *batch) {
 	if err != nil && b.err == nil {
 		b.err = err
 	}
-	if err != nil && b.cancelSync != nil {
-		b.cancelSync()
+	if err != nil {
+		for cancel := range b.travelling {
+			(*cancel)()
+		}
 	}
 	b.dispatch()
 	b.done.Broadcast()
@@ -337,11 +339,14 @@ func (b *behind) sync(ctx context.Context, how Sync) error {
 		// Not ended by the kernel's interrupts (see call), only by a
 		// write that failed.
 		sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		b.cancelSync = cancel
+		if b.travelling == nil {
+			b.travelling = map[*context.CancelFunc]struct{}{}
+		}
+		b.travelling[&cancel] = struct{}{}
 		b.mu.Unlock()
 		err := c.syncAfter(sctx, n, how == SyncData)
 		b.mu.Lock()
-		b.cancelSync = nil
+		delete(b.travelling, &cancel)
 		b.mu.Unlock()
 		cancel()
 		if werr := b.drain(); werr != nil {
