@@ -78,7 +78,8 @@ func TestJobWriteClearsSetuid(t *testing.T) {
 	if err := sandbox.Available(); err != nil {
 		t.Skipf("containers not available: %v", err)
 	}
-	p := startPoolWith(t, 1, "SANDBOX = container\nNUM_SLOTS = 1")
+	// The owner's shadow runs the harrier binary: one the owner may run.
+	p := startPoolFrom(t, publicBinary(t), 1, "SANDBOX = container\nNUM_SLOTS = 1")
 	owner := newUser(t)
 	uid, gid := lookupIDs(t, owner.Username)
 	dir := filepath.Join(owner.HomeDir, "suid")
