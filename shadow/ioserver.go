@@ -567,7 +567,7 @@ func (s *IOServer) Write(_ context.Context, req *wire.WriteRequest) (*wire.Write
 		h.count.seeks.Add(h.pos.add(off-int64(n), n))
 		return nil
 	}
-	if len(req.Extents) == 0 {
+	if len(req.Extents) == 0 && len(req.Data) > 0 { // not a batch of a time alone
 		err = piece(req.Offset, len(req.Data))
 	}
 	for i := 0; i < len(req.Extents) && err == nil; i += 2 {

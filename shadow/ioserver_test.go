@@ -231,6 +231,29 @@ func TestFsyncAfterWrites(t *testing.T) {
 	}
 }
 
+// TestMtimeAloneIsNoWrite: a Write that carries the file's mtime and no
+// data sets the time and counts no write in the job's statistics.
+func TestMtimeAloneIsNoWrite(t *testing.T) {
+	s, iwd := newTestServer(t, "")
+	ctx := context.Background()
+	p := filepath.Join(iwd, "f")
+	o, err := s.Open(ctx, &wire.OpenRequest{Secret: "s3cret", Path: p, Flags: syscall.O_RDWR | syscall.O_CREAT, Mode: 0o644})
+	if err != nil || o.Errno != 0 {
+		t.Fatal(o, err)
+	}
+	defer s.CloseFiles()
+	when := time.Date(2020, 2, 2, 2, 2, 2, 0, time.UTC)
+	if w, err := s.Write(ctx, &wire.WriteRequest{Secret: "s3cret", Handle: o.Handle, SetMtime: true, MtimeNs: when.UnixNano()}); err != nil || w.Errno != 0 {
+		t.Fatalf("write: %v %v", w, err)
+	}
+	if st, err := os.Stat(p); err != nil || !st.ModTime().Equal(when) {
+		t.Errorf("mtime %v, %v; want %v", st.ModTime(), err, when)
+	}
+	if st := s.Stats(); len(st) != 1 || st[0].Writes != 0 {
+		t.Errorf("stats %+v, want no write", st)
+	}
+}
+
 func TestIOServerSecret(t *testing.T) {
 	s, iwd := newTestServer(t, "")
 	if _, err := s.Stat(context.Background(), &wire.PathRequest{Secret: "guess", Path: iwd}); err == nil {
