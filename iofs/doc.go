@@ -80,6 +80,11 @@
 // counts nothing, and the opens iofs serves from one are reported to it
 // (Client.Account).
 //
+// Every call is made with the rights of the job's owner. A mount made by
+// root is therefore open to other users only as far as the job needs:
+// iofs answers only the job's user (Options.JobUID) and root, and refuses
+// everyone else (see callerGuard).
+//
 // Errors reach the job as the errno the submit machine saw. While the
 // shadow cannot be reached, I/O blocks and then resumes (up to the lease
 // given to NewShadowClient), and files whose handles a restarted shadow

@@ -44,6 +44,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Debug logs every FUSE request.
 	Debug bool
+	// JobUID is the user the job runs as. Mounted by root, the mount is
+	// open to other users for the job's sake, and iofs refuses every
+	// other user but root (see callerGuard); zero lets in root alone.
+	JobUID uint32
 }
 
 // Server is a mounted iofs.
@@ -123,7 +127,7 @@ func Mount(ctx context.Context, mountpoint string, c Client, opts Options) (*Ser
 			ExtraCapabilities: fuse.CAP_WRITEBACK_CACHE | fuse.CAP_HANDLE_KILLPRIV_V2,
 		},
 	}
-	srv, err := fs.Mount(mountpoint, root, fo)
+	srv, err := mount(mountpoint, root, fo, opts.JobUID)
 	if err != nil {
 		fsys.usage.close()
 		fsys.prefetches.stop()
@@ -141,6 +145,23 @@ func Mount(ctx context.Context, mountpoint string, c Client, opts Options) (*Ser
 		}
 	}
 	return &Server{mountpoint: mountpoint, fsys: fsys, fuse: srv, usage: fsys.usage, prefetches: fsys.prefetches}, nil
+}
+
+// mount is fs.Mount with the callers of a mount open to others guarded.
+func mount(mountpoint string, root fs.InodeEmbedder, fo *fs.Options, jobUID uint32) (*fuse.Server, error) {
+	raw := fs.NewNodeFS(root, fo)
+	if fo.AllowOther {
+		raw = &callerGuard{RawFileSystem: raw, uid: jobUID}
+	}
+	srv, err := fuse.NewServer(raw, mountpoint, &fo.MountOptions)
+	if err != nil {
+		return nil, err
+	}
+	go srv.Serve()
+	if err := srv.WaitMount(); err != nil {
+		return nil, err
+	}
+	return srv, nil
 }
 
 // maxDirty bounds the job's written pages the kernel holds before it

@@ -31,8 +31,9 @@ type jobDir struct {
 const ioLease = 2 * time.Minute
 
 // mountJobDir mounts iofs for the job beside (not inside) its scratch
-// directory, which is bound into the container too.
-func mountJobDir(ctx context.Context, conn grpc.ClientConnInterface, secret, scratch string, logger *slog.Logger) (*jobDir, error) {
+// directory, which is bound into the container too. Only jobUID (the
+// user the job runs as) and root may use it.
+func mountJobDir(ctx context.Context, conn grpc.ClientConnInterface, secret, scratch string, jobUID uint32, logger *slog.Logger) (*jobDir, error) {
 	mnt := jobDirMountpoint(scratch)
 	if err := os.Mkdir(mnt, 0o755); errors.Is(err, os.ErrExist) {
 		// The slot's last job's: its mount is gone unless its unmount
@@ -44,7 +45,7 @@ func mountJobDir(ctx context.Context, conn grpc.ClientConnInterface, secret, scr
 		return nil, fmt.Errorf("make iofs mount point: %w", err)
 	}
 	srv, err := iofs.Mount(ctx, mnt, iofs.NewShadowClient(conn, secret, ioLease), iofs.Options{
-		LocalDir: scratch, StageDir: scratch, Logger: logger,
+		LocalDir: scratch, StageDir: scratch, Logger: logger, JobUID: jobUID,
 	})
 	if err != nil {
 		os.Remove(mnt)

@@ -34,7 +34,7 @@ func (s *Starter) executeJob(ctx context.Context, conn grpc.ClientConnInterface,
 	// submit-side directory there all the same, as submitDirName.
 	if iwd := stringAttr(job, "Iwd"); s.spec.Sandbox == "container" && filepath.IsAbs(iwd) && (xfer == nil || xfer.submitDir()) {
 		var err error
-		dir, err = mountJobDir(ctx, conn, s.spec.Secret, s.spec.ScratchDir, logger)
+		dir, err = mountJobDir(ctx, conn, s.spec.Secret, s.spec.ScratchDir, s.jobUID(), logger)
 		if err != nil {
 			return &wire.Exited{HoldReason: fmt.Sprintf("Cannot reach the job's directory %s: %v", iwd, err), HoldCode: holdCodeInput}, nil
 		}

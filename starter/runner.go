@@ -80,6 +80,16 @@ type JobUserRunner interface {
 	JobUser() (uid, gid int)
 }
 
+// jobUID is the user the job's own processes run as: the runner's, or
+// the starter's.
+func (s *Starter) jobUID() uint32 {
+	if r, ok := s.runner.(JobUserRunner); ok {
+		uid, _ := r.JobUser()
+		return uint32(uid)
+	}
+	return uint32(os.Geteuid())
+}
+
 // Job is a started job.
 type Job interface {
 	// Pid is the job's first process, as the execute machine sees it.
