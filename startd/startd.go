@@ -88,8 +88,11 @@ func New(cfg Config) (*Startd, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(cfg.ExecuteDir, 0o755); err != nil {
+	if err := os.MkdirAll(cfg.ExecuteDir, executeDirMode); err != nil {
 		return nil, fmt.Errorf("create execute directory: %w", err)
+	}
+	if err := os.Chmod(cfg.ExecuteDir, executeDirMode); err != nil {
+		return nil, fmt.Errorf("close the execute directory's listing: %w", err)
 	}
 	if err := removeScratch(cfg.ExecuteDir); err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package startd
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,14 @@ import (
 	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/starter"
 )
+
+// executeDirMode lets the users jobs run as through the execute directory
+// to their own scratch directories, but not list it. Every job of the
+// machine runs as the one slot user, and a container job sees the
+// machine's file system, read-only: a job that could list the directory
+// could read another job's scratch directory, which that same user owns.
+// A scratch directory's name ends in 128 random bits.
+const executeDirMode = 0o711
 
 // scratchPrefix starts the name of every job scratch directory, so that a
 // restarted startd can recognise and remove what a crashed one left.
@@ -53,20 +62,22 @@ type run struct {
 	cleanup func() error
 }
 
-// startStarter creates a fresh scratch directory for slot under executeDir
-// and has a starter run the job in spec there: proc, a starter kept from
-// the claim's previous job, if it is still there, or else a new one
-// started with argv, in its own process group, appending its log to
+// startStarter creates a fresh scratch directory for slot under executeDir,
+// named so that no one can guess it (see executeDirMode), and has a
+// starter run the job in spec there: proc, a starter kept from the
+// claim's previous job, if it is still there, or else a new one started
+// with argv, in its own process group, appending its log to
 // executeDir/starter.<slot>.log.
 func startStarter(argv []string, proc *starterProc, executeDir, slot string, spec starter.Spec) (*run, error) {
-	scratch, err := os.MkdirTemp(executeDir, scratchPrefix+slot+".")
-	if err != nil {
+	scratch := filepath.Join(executeDir, scratchPrefix+slot+"."+rand.Text())
+	if err := os.Mkdir(scratch, 0o700); err != nil {
 		return nil, fmt.Errorf("create scratch directory: %w", err)
 	}
 	spec.ScratchDir = scratch
 	spec.Reusable = true
 	if proc == nil || proc.give(spec) != nil {
 		proc.stop()
+		var err error
 		if proc, err = newStarterProc(argv, executeDir, slot, spec); err != nil {
 			os.RemoveAll(scratch)
 			return nil, err

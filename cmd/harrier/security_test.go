@@ -329,3 +329,98 @@ func TestUserLogIsWrittenAsItsOwner(t *testing.T) {
 		t.Errorf("mallory cannot read the pool's configuration: exit %d: %s", code, out)
 	}
 }
+
+// TestJobFilesClosedToOtherUsers: while alice's container job runs, bob
+// looks for her files, both as a user logged in on the execute machine
+// and through a job of his own in the slot beside hers, which runs as the
+// same slot user as hers and sees the machine's file system. He reaches
+// neither her private file through her job's iofs mount (open to other
+// users so that her job may use it, but answering only her job's user and
+// root) nor the file her job wrote in its scratch directory: he cannot
+// list the execute directory, and cannot guess the scratch directory's
+// name. Her job reads and writes as before.
+func TestJobFilesClosedToOtherUsers(t *testing.T) {
+	needPool(t)
+	// The pool away from /tmp, which a container does not see of the host.
+	base, err := os.MkdirTemp("/var/lib", "h") // short: sockets live below it
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	t.Setenv("TMPDIR", base)
+	p := startPoolFrom(t, publicBinary(t), 1, "NUM_SLOTS = 2")
+	alice, bob := newUser(t), newUser(t)
+
+	adir := filepath.Join(alice.HomeDir, "job")
+	writeFile(t, filepath.Join(adir, "private.txt"), "alice's private file\n", 0o600)
+	au, ag := lookupIDs(t, alice.Username)
+	chownAll(t, adir, au, ag)
+	if err := os.Chmod(alice.HomeDir, 0o755); err != nil {
+		t.Fatal(err) // open to bob too: only iofs stands between him and the file
+	}
+	ac := p.submitAs(t, alice.Username, adir, "a.sub", `executable = /bin/sh
+arguments = "-c 'echo alice-scratch-secret > $_CONDOR_SCRATCH_DIR/scratch-secret.txt && cat private.txt > seen.txt && id -u > started && sleep 600'"
+queue
+`)
+	aid := fmt.Sprintf("%d.0", ac)
+	eventually(t, 60*time.Second, "alice's job to start", func() bool {
+		_, err := os.Stat(filepath.Join(adir, "started"))
+		return err == nil
+	})
+	defer p.harrier(t, "rm", aid)
+	if got := mustRead(t, filepath.Join(adir, "seen.txt")); got != "alice's private file\n" {
+		t.Fatalf("alice's job read her file as %q", got)
+	}
+	mounts, _ := filepath.Glob(filepath.Join(p.dir, "execute", "*", "iofs.scratch.*.dir"))
+	scratches, _ := filepath.Glob(filepath.Join(p.dir, "execute", "*", "scratch.*", "scratch-secret.txt"))
+	if len(mounts) != 1 || len(scratches) != 1 {
+		t.Fatalf("alice's job's mount %v and scratch file %v: want one of each", mounts, scratches)
+	}
+	execDir := filepath.Dir(mounts[0])
+
+	// bob on the execute machine.
+	bu, bg := lookupIDs(t, bob.Username)
+	asBob := func(name string, args ...string) (string, error) {
+		cmd := exec.Command(name, args...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: bu, Gid: bg}}
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	for _, f := range []string{filepath.Join(mounts[0], "private.txt"), filepath.Join(mounts[0], "seen.txt")} {
+		if out, err := asBob("cat", f); err == nil || strings.Contains(out, "alice's private") {
+			t.Errorf("bob read %s through alice's job's mount: %q", f, out)
+		}
+	}
+	if out, err := asBob("ls", mounts[0]); err == nil {
+		t.Errorf("bob listed alice's job's directory through its mount: %q", out)
+	}
+	if out, err := asBob("touch", filepath.Join(mounts[0], "planted")); err == nil {
+		t.Errorf("bob made a file in alice's job's directory: %q", out)
+	}
+	if _, err := os.Stat(filepath.Join(adir, "planted")); err == nil {
+		t.Error("bob's file is in alice's directory")
+	}
+	if out, err := asBob("ls", execDir); err == nil {
+		t.Errorf("bob listed the execute directory: %q", out)
+	}
+
+	// bob's job in the other slot, as the same slot user.
+	bdir := filepath.Join(bob.HomeDir, "job")
+	writeFile(t, filepath.Join(bdir, "probe.sh"), `#!/bin/sh
+echo "uid $(id -u)"
+ls `+execDir+` >/dev/null 2>&1 && echo "listed the execute directory"
+cat `+execDir+`/scratch.*/scratch-secret.txt 2>/dev/null
+cat `+mounts[0]+`/private.txt 2>/dev/null
+echo done
+`, 0o755)
+	chownAll(t, bdir, bu, bg)
+	bc := p.submitAs(t, bob.Username, bdir, "b.sub", "executable = probe.sh\noutput = probe.out\nerror = probe.err\nqueue\n")
+	bid := fmt.Sprintf("%d.0", bc)
+	if out, code := p.harrier(t, "wait", "--timeout", "90", bid); code != 0 {
+		t.Fatalf("wait %s: exit %d: %s (%v)", bid, code, out, p.jobs(t, "q", bid))
+	}
+	got := mustRead(t, filepath.Join(bdir, "probe.out"))
+	if want := "uid " + strings.TrimSpace(mustRead(t, filepath.Join(adir, "started"))) + "\ndone\n"; got != want {
+		t.Errorf("bob's job, as alice's job's user, found %q; want %q", got, want)
+	}
+}
