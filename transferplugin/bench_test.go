@@ -20,7 +20,7 @@ func BenchmarkRun(b *testing.B) {
 		{"100 files, a run each", 100, 1},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			dir := b.TempDir()
+			dir := scratchDir(b)
 			files := make([]File, tc.files)
 			for i := range files {
 				files[i] = File{URL: fmt.Sprintf("demo://h/f%d", i), LocalFile: filepath.Join(dir, fmt.Sprintf("f%d", i))}

@@ -3,17 +3,21 @@ package transferplugin
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-// Writes of a plugin are confined with Landlock: the kernel lets the
-// plugin, and every process it starts, create, change or remove files
-// only beneath the directories it is given, whatever its user may do
-// elsewhere (world-writable /tmp included). Reading is not restricted:
-// plugins read the machine's programs and libraries.
+// A plugin is confined with Landlock: the kernel lets the plugin, and
+// every process it starts, create, change or remove files only beneath
+// the directories it is given, whatever its user may do elsewhere
+// (world-writable /tmp included). It may read the machine's programs,
+// libraries and the rest, but nothing of one directory (the execute
+// directory) other than what it was given there: the other jobs' scratch
+// directories are there, and they belong to the same slot user.
 
 // writeAccess are the Landlock rights that change the file system, by the
 // first ABI version that knows each.
@@ -30,16 +34,20 @@ var writeAccess = []struct {
 }
 
 // fileRights are the rights that apply to a file rather than a directory.
-const fileRights = unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_TRUNCATE
+const fileRights = unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_TRUNCATE | unix.LANDLOCK_ACCESS_FS_READ_FILE
+
+// readAccess are the Landlock rights that read (ABI 1).
+const readAccess = unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_READ_DIR
 
 // ErrNoLandlock: the kernel cannot confine a plugin's writes.
 var ErrNoLandlock = errors.New("the kernel has no Landlock")
 
-// confineWrites restricts the calling OS thread, and every process it
-// starts from now on, to writing beneath dirs and to the files devices
-// (such as /dev/null). The restriction cannot be lifted: the caller must
-// lock the thread and let it end with its goroutine.
-func confineWrites(dirs, devices []string) error {
+// confine restricts the calling OS thread, and every process it starts
+// from now on, to writing beneath dirs and to the files devices (such as
+// /dev/null); with hide, to reading nothing beneath hide but dirs. The
+// restriction cannot be lifted: the caller must lock the thread and let
+// it end with its goroutine.
+func confine(dirs, devices []string, hide string) error {
 	v, err := landlockABI()
 	if err != nil {
 		return err
@@ -50,6 +58,9 @@ func confineWrites(dirs, devices []string) error {
 			handled |= w.rights
 		}
 	}
+	if hide != "" {
+		handled |= readAccess
+	}
 	attr := unix.LandlockRulesetAttr{Handled_access_fs: handled}
 	// Only the file-system field: its size is what every ABI version knows.
 	fd, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr.Handled_access_fs), 0)
@@ -58,7 +69,9 @@ func confineWrites(dirs, devices []string) error {
 	}
 	defer unix.Close(int(fd))
 	add := func(p string, rights uint64) error {
-		f, err := os.OpenFile(p, unix.O_PATH|unix.O_CLOEXEC, 0)
+		// Not through a link, which another user may have put in a
+		// world-writable directory (see readableAround) after it was seen.
+		f, err := os.OpenFile(p, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return err
 		}
@@ -80,6 +93,11 @@ func confineWrites(dirs, devices []string) error {
 			return err
 		}
 	}
+	if hide != "" {
+		if err := readableAround(hide, add); err != nil {
+			return err
+		}
+	}
 	// Without CAP_SYS_ADMIN the kernel asks for no_new_privs first; it is
 	// the thread's own, as is the restriction.
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
@@ -87,6 +105,35 @@ func confineWrites(dirs, devices []string) error {
 	}
 	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, fd, 0, 0); errno != 0 {
 		return fmt.Errorf("landlock restrict: %w", errno)
+	}
+	return nil
+}
+
+// readableAround lets everything be read but what is beneath hide.
+// Landlock only grants: the rules grant reading each entry beside the
+// path from / down to hide. An entry that is a symbolic link gets no rule
+// of its own: what it leads to is read by its own place's rules.
+func readableAround(hide string, add func(p string, rights uint64) error) error {
+	for dir := filepath.Clean(hide); dir != "/" && dir != "."; {
+		parent := filepath.Dir(dir)
+		entries, err := os.ReadDir(parent)
+		if err != nil {
+			return fmt.Errorf("landlock rules beside %s: %w", dir, err)
+		}
+		for _, e := range entries {
+			p := filepath.Join(parent, e.Name())
+			if p == dir || e.Type()&fs.ModeSymlink != 0 {
+				continue
+			}
+			rights := uint64(readAccess)
+			if !e.IsDir() {
+				rights = unix.LANDLOCK_ACCESS_FS_READ_FILE
+			}
+			if err := add(p, rights); err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, unix.ELOOP) {
+				return err
+			}
+		}
+		dir = parent
 	}
 	return nil
 }

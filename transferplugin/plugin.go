@@ -65,7 +65,7 @@ func Query(ctx context.Context, path string, cred *syscall.Credential) (Plugin, 
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := runConfined(cmd, nil)
+	err := runConfined(cmd, nil, "")
 	out := stdout.Bytes()
 	if err != nil {
 		return Plugin{}, fmt.Errorf("ask transfer plugin %s its capabilities: %w: %s", path, err, strings.TrimSpace(stderr.String()))
@@ -117,8 +117,10 @@ func (e *FileError) Unwrap() error { return e.Err }
 
 // Run moves files with the plugin at path, run as cred in dir, which must
 // be a directory the plugin may write: its -infile and -outfile are
-// there, under names starting ".harrier". It returns the plugin's
-// results; the error names the first file that did not move.
+// there, under names starting ".harrier". The plugin reads nothing else
+// of dir's parent (the execute directory, with the other jobs' scratch
+// directories). It returns the plugin's results; the error names the
+// first file that did not move.
 func Run(ctx context.Context, path, dir string, cred *syscall.Credential, upload bool, files []File) ([]Result, error) {
 	work, err := os.MkdirTemp(dir, ".harrier-plugin-")
 	if err != nil {
@@ -152,7 +154,7 @@ func Run(ctx context.Context, path, dir string, cred *syscall.Credential, upload
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	runErr := runConfined(cmd, []string{dir})
+	runErr := runConfined(cmd, []string{dir}, filepath.Dir(dir))
 	// The outfile is the plugin's: read it through no link it put there.
 	var text []byte
 	if root, err := os.OpenRoot(work); err == nil {
@@ -283,15 +285,16 @@ func Advertised(methods map[string]string) string {
 }
 
 // runConfined runs cmd on an OS thread of its own whose writes, and its
-// children's, are confined to dirs (see confineWrites). The thread is
+// children's, are confined to dirs, and its reads kept out of hide but
+// for dirs (see confine). The thread is
 // never unlocked: it keeps the restriction, and ends with the goroutine.
 // It lives until cmd has exited, since a child's parent-death signal
 // follows the thread that started it.
-func runConfined(cmd *exec.Cmd, dirs []string) error {
+func runConfined(cmd *exec.Cmd, dirs []string, hide string) error {
 	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		if err := confineWrites(dirs, []string{os.DevNull}); err != nil && !errors.Is(err, ErrNoLandlock) {
+		if err := confine(dirs, []string{os.DevNull}, hide); err != nil && !errors.Is(err, ErrNoLandlock) {
 			done <- fmt.Errorf("confine the plugin: %w", err)
 			return
 		}

@@ -47,6 +47,17 @@ func writePlugin(t testing.TB) string {
 	return p
 }
 
+// scratchDir is a directory for Run, alone in its parent as a job's
+// scratch directory is not: Run hides the rest of the parent.
+func scratchDir(t testing.TB) string {
+	t.Helper()
+	d := filepath.Join(t.TempDir(), "scratch")
+	if err := os.Mkdir(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 func TestQuery(t *testing.T) {
 	p, err := Query(context.Background(), writePlugin(t), nil)
 	if err != nil {
@@ -61,7 +72,7 @@ func TestQuery(t *testing.T) {
 }
 
 func TestRunDownloads(t *testing.T) {
-	plugin, dir := writePlugin(t), t.TempDir()
+	plugin, dir := writePlugin(t), scratchDir(t)
 	res, err := Run(context.Background(), plugin, dir, nil, false, []File{
 		{URL: "demo://h/a.txt", LocalFile: filepath.Join(dir, "a.txt")},
 		{URL: "demo://h/b.txt", LocalFile: filepath.Join(dir, "b.txt")},
@@ -84,7 +95,7 @@ func TestRunDownloads(t *testing.T) {
 }
 
 func TestRunFailureNamesTheURL(t *testing.T) {
-	plugin, dir := writePlugin(t), t.TempDir()
+	plugin, dir := writePlugin(t), scratchDir(t)
 	_, err := Run(context.Background(), plugin, dir, nil, false, []File{
 		{URL: "demo://h/ok", LocalFile: filepath.Join(dir, "ok")},
 		{URL: "demo://h/bad", LocalFile: filepath.Join(dir, "bad")},
@@ -123,7 +134,7 @@ printf 'TransferUrl = "demo://h/r"\nTransferSuccess = true\n' > "$4"
 	if err := os.WriteFile(plugin, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
+	dir := scratchDir(t)
 	if _, err := Run(context.Background(), plugin, dir, nil, false, []File{{URL: "demo://h/r", LocalFile: filepath.Join(dir, "r")}}); err != nil {
 		t.Fatal(err)
 	}
@@ -137,4 +148,56 @@ printf 'TransferUrl = "demo://h/r"\nTransferSuccess = true\n' > "$4"
 	if err := os.WriteFile(filepath.Join(outside, "mine"), nil, 0o644); err != nil {
 		t.Errorf("the caller cannot write after a plugin ran: %v", err)
 	}
+}
+
+// TestRunHidesOtherScratchDirectories: a plugin reads the machine's files
+// and its own directory, but nothing else of the directory its own is in,
+// where the other jobs' scratch directories are, though its user may
+// read them: the kernel refuses (Landlock).
+func TestRunHidesOtherScratchDirectories(t *testing.T) {
+	if _, err := landlockABI(); err != nil {
+		t.Skipf("no confinement on this kernel: %v", err)
+	}
+	execute := t.TempDir()
+	dir, other := filepath.Join(execute, "scratch.slot1.A"), filepath.Join(execute, "scratch.slot2.B")
+	for _, d := range []string{dir, other} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(other, "secret"), []byte("another job's\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "mine"), []byte("its own\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plugin := filepath.Join(t.TempDir(), "peek_plugin")
+	script := `#!/bin/sh
+local=$(sed -n 's/^LocalFileName = "\(.*\)"$/\1/p' "$2")
+{
+cat ` + other + `/secret 2>/dev/null || echo "secret refused"
+ls ` + execute + ` >/dev/null 2>&1 || echo "listing refused"
+cat mine
+head -c 4 /etc/passwd >/dev/null && echo "read /etc"
+} > "$local"
+printf 'TransferUrl = "demo://h/r"\nTransferSuccess = true\n' > "$4"
+`
+	if err := os.WriteFile(plugin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), plugin, dir, nil, false, []File{{URL: "demo://h/r", LocalFile: filepath.Join(dir, "r")}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := readString(t, filepath.Join(dir, "r")), "secret refused\nlisting refused\nits own\nread /etc\n"; got != want {
+		t.Errorf("the plugin saw %q, want %q", got, want)
+	}
+}
+
+func readString(t testing.TB, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
