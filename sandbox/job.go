@@ -115,9 +115,13 @@ func handles(pid int, sig unix.Signal) bool {
 	return false
 }
 
-// Suspend freezes every process of the job.
+// Suspend freezes every process of the job (see freezeV1).
 func (j *Job) Suspend() error {
-	if err := j.c.Pause(); err != nil {
+	freeze := j.c.Pause
+	if dir, v1 := j.cgroups["freezer"]; v1 {
+		freeze = func() error { return freezeV1(dir, freezeTimeout) }
+	}
+	if err := freeze(); err != nil {
 		return fmt.Errorf("suspend job: %w", err)
 	}
 	return nil

@@ -3,7 +3,9 @@ package sandbox
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -201,6 +203,47 @@ func TestSignalSuspendContinueUsage(t *testing.T) {
 	if res.exit.Usage.UserCPU+res.exit.Usage.SysCPU == 0 {
 		t.Errorf("no CPU time in %+v", res.exit.Usage)
 	}
+}
+
+// TestSuspendOnABusyMachine: a job of busy processes that fork is
+// suspended every time, though every core of the machine is kept busy
+// meanwhile (libcontainer's own freeze on cgroup v1 gave up within 200 ms
+// there, and the job ran on), and its CPU time stands still until it is
+// continued.
+func TestSuspendOnABusyMachine(t *testing.T) {
+	r := testRunner(t, nil)
+	scratch := t.TempDir()
+	s := startJob(t, r, &Task{ID: "3.0", Path: "/bin/sh", ScratchDir: scratch, Args: []string{"-c",
+		`(while :; do :; done) & (while :; do /bin/true; done) & echo started > ready; while :; do :; done`}})
+	waitFile(t, filepath.Join(scratch, "ready"))
+	for range runtime.NumCPU() {
+		burn := exec.Command("/bin/sh", "-c", "while :; do :; done")
+		if err := burn.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { burn.Process.Kill(); burn.Wait() }()
+	}
+	for i := range 5 {
+		if err := s.job.Suspend(); err != nil {
+			t.Fatalf("suspend %d: %v", i, err)
+		}
+		u1, err := s.job.Usage()
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+		if u2, _ := s.job.Usage(); u2.UserCPU+u2.SysCPU != u1.UserCPU+u1.SysCPU {
+			t.Errorf("suspend %d: CPU time grew while suspended: %+v -> %+v", i, u1, u2)
+		}
+		if err := s.job.Continue(); err != nil {
+			t.Fatalf("continue %d: %v", i, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := s.job.Signal(unix.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	s.wait(t)
 }
 
 func TestTermEndsAPlainLoop(t *testing.T) {
