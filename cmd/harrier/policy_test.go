@@ -41,7 +41,8 @@ func startPolicyPool(t *testing.T, extra string) *testPool {
 		}
 		if t.Failed() {
 			logs, _ := filepath.Glob(filepath.Join(p.dir, "log", "*.log"))
-			for _, l := range logs {
+			starters, _ := filepath.Glob(filepath.Join(p.dir, "execute", "*", "starter.*.log"))
+			for _, l := range append(logs, starters...) {
 				b, _ := os.ReadFile(l)
 				t.Logf("---- %s\n%s", l, b)
 			}
