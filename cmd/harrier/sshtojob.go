@@ -79,7 +79,9 @@ func sshSession(client wire.ScheddClient, open *wire.ShellOpen, in *os.File, std
 	if err != nil {
 		return sshError(err)
 	}
-	if err := stream.Send(&wire.ShellRequest{Body: &wire.ShellRequest_Open{Open: open}}); err != nil {
+	// A stream the agent has already ended (a refusal) fails the send with
+	// io.EOF; its reason comes with the receive.
+	if err := stream.Send(&wire.ShellRequest{Body: &wire.ShellRequest_Open{Open: open}}); err != nil && !errors.Is(err, io.EOF) {
 		return sshError(err)
 	}
 	// The first reply says whether the process started.
