@@ -2,8 +2,8 @@ package sandbox
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"os"
 
 	"harrier.dev/harrier/checkpoint"
 )
@@ -33,10 +33,10 @@ func (j *Job) Checkpoint(ctx context.Context, opts checkpoint.DumpOptions) (*che
 	}
 	opts.LoopbackOnly = true
 	res, err := checkpoint.DumpPreCopy(ctx, j.c, j.r.checkpointFeatures(ctx), opts)
-	if err != nil || len(j.task.ImageLayers) == 0 {
+	if err != nil || j.upper == nil {
 		return res, err
 	}
-	if err := archiveUpper(j.task.ScratchDir, opts.ImageDir); err != nil {
+	if err := archiveUpper(j.upper, opts.ImageDir); err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
 	return res, nil
@@ -51,18 +51,17 @@ func (j *Job) Checkpoint(ctx context.Context, opts checkpoint.DumpOptions) (*che
 // its own image (t.ImageLayers, the same image it was dumped in) gets its
 // root's writes back from the image first.
 func (r *Runner) Restore(ctx context.Context, t *Task, imageDir string) (*Job, *checkpoint.RestoreResult, error) {
-	if len(t.ImageLayers) > 0 {
-		if t.ScratchDir == "" {
-			return nil, nil, errors.New("a job in a container image needs a scratch directory")
-		}
-		if err := restoreUpper(t.ScratchDir, imageDir); err != nil {
-			return nil, nil, err
-		}
-	}
 	if len(t.Devices) > 0 {
 		return nil, nil, ErrGPUCheckpoint
 	}
-	s, cfg, err := r.prepare(ctx, t)
+	var rootDir *os.File
+	if len(t.ImageLayers) > 0 {
+		var err error
+		if rootDir, err = restoreUpper(t.ScratchDir, imageDir); err != nil {
+			return nil, nil, err
+		}
+	}
+	s, cfg, err := r.prepare(ctx, t, rootDir)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -77,7 +76,8 @@ func (r *Runner) Restore(ctx context.Context, t *Task, imageDir string) (*Job, *
 		ImageDir: imageDir, FUSE: fuse, Logger: r.log,
 	})
 	if err != nil {
+		s.release()
 		return nil, nil, fmt.Errorf("restore: %w", err)
 	}
-	return newJob(r, c, p, t), res, nil
+	return newJob(r, c, p, t, s.upper), res, nil
 }

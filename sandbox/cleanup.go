@@ -40,10 +40,19 @@ func Cleanup(stateRoot, slot string) error {
 			_ = unix.Rmdir(root) // ENOTEMPTY: a container that could not go
 		}
 	}
-	roots, _ := os.ReadDir(imageRootsDir(stateRoot))
-	for _, e := range roots {
-		if strings.HasPrefix(e.Name(), slot+"-") {
-			errs = append(errs, unmountImageRoot(filepath.Join(imageRootsDir(stateRoot), e.Name())))
+	for _, dir := range allImageRootsDirs(stateRoot) {
+		roots, _ := os.ReadDir(dir)
+		for _, e := range roots {
+			switch p := filepath.Join(dir, e.Name()); {
+			case !strings.HasPrefix(e.Name(), slot+"-"):
+			case strings.HasSuffix(e.Name(), ".mnt"): // its root's top layer, or one left without it
+				errs = append(errs, os.RemoveAll(p))
+			default:
+				errs = append(errs, unmountImageRoot(p))
+			}
+		}
+		if dir != diskImageRootsDir(stateRoot) {
+			_ = unix.Rmdir(dir) // as the slots' state directories (ENOTEMPTY: another slot's)
 		}
 	}
 	errs = append(errs, removeCgroupTree(path))

@@ -54,6 +54,7 @@ type spec struct {
 	cwd          string   // where the job starts: dir, or JobScratchDir (Task.InScratch)
 	rootfs       string   // see hostRoot (or prepareRootfs), or the job's image root (mountImageRoot)
 	image        bool     // rootfs is the job's own image, writable through its overlay
+	upper        *os.Root // the overlay's upper directory, opened before the job ran
 	hostDirs     []string // the host's top-level directories not in rootfs, bound read-only
 	memoryBytes  int64
 	noSwap       bool // the memory limit covers swap too
@@ -62,6 +63,15 @@ type spec struct {
 	cpuset       string // the cores the job may run on ("2-3"); empty: any
 	pidsLimit    int64
 	devices      []*devcfg.Device // the job's own devices (Task.Devices)
+}
+
+// release undoes what prepare made for a container that is not to be:
+// a job's image root.
+func (s spec) release() {
+	if s.image {
+		s.upper.Close()
+		_ = unmountImageRoot(s.rootfs)
+	}
 }
 
 // cpuPeriod is the CFS period of a job's CPU quota, the kernel's own

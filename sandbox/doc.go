@@ -19,8 +19,11 @@
 //     left it on whichever machine restores it.
 //   - A job that names its own container image (Task.ImageLayers) gets
 //     that image as its root instead: an overlay of the image's layers,
-//     read-only and shared with other jobs, and an upper directory in the
-//     job's scratch directory (root's alone), mounted for the job and
+//     read-only and shared with other jobs, under a layer of the
+//     container's mount points on a memory file system, and an upper
+//     directory in the job's scratch directory (root's alone, used only
+//     through a descriptor opened before the job runs, as the job may
+//     rename what is in its scratch directory), mounted for the job and
 //     unmounted with its container. No host directory is bound then; the
 //     scratch and working directories are, as above. Its checkpoints
 //     carry the upper directory (rootArchive), which a restore puts

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -161,7 +162,7 @@ func TestImageJobCheckpointHops(t *testing.T) {
 
 // A checkpoint made outside an image cannot be restored into one.
 func TestImageRestoreNeedsRootArchive(t *testing.T) {
-	err := restoreUpper(t.TempDir(), t.TempDir())
+	_, err := restoreUpper(t.TempDir(), t.TempDir())
 	if err == nil || !strings.Contains(err.Error(), "does not hold the job's root") {
 		t.Errorf("restore without an archive: %v", err)
 	}
@@ -187,6 +188,185 @@ func BenchmarkContainerTrueInImage(b *testing.B) {
 		res := startJob(b, r, task).wait(b)
 		if res.exit.Code != 0 {
 			b.Fatalf("exit %+v", res.exit)
+		}
+	}
+}
+
+// The upper directory of a job's root is found by name in its scratch
+// directory, which the job's user owns. What that user put at that name
+// (an input file, or the running job itself, which may rename what is
+// there) must never lead root elsewhere: not when the root is mounted,
+// where the job's writes would land in a directory of the machine's,
+// and not when it is checkpointed, where root would read a directory
+// the job may not into the job's image.
+func TestImageRootNotLedElsewhere(t *testing.T) {
+	if _, err := exec.LookPath("criu"); err != nil {
+		t.Skip("no criu on PATH (scripts/setup installs it)")
+	}
+	r := testRunner(t, nil)
+	ctx := context.Background()
+	cache, err := imagecache.New(t.TempDir(), 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := cache.Acquire(ctx, imagetest.Image(t, map[string]string{"pub/": "777"}), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer im.Release()
+	scratchDir := func() string {
+		d := t.TempDir()
+		if err := os.Chmod(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+
+	// An input named like the root's directory, whose "upper" leads to
+	// a directory of the machine's.
+	victim := t.TempDir()
+	scratch := scratchDir()
+	if err := os.MkdirAll(filepath.Join(scratch, imageRootDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, filepath.Join(scratch, imageRootDir, "upper")); err != nil {
+		t.Fatal(err)
+	}
+	res := runJob(t, r, "echo planted > /pub/planted && cat /pub/planted", func(task *Task) {
+		task.ImageLayers, task.ScratchDir, task.Dir = im.Layers, scratch, scratch
+	})
+	if res.exit.Code != 0 || res.stdout != "planted\n" {
+		t.Errorf("the job: exit %+v, out %q, err %q", res.exit, res.stdout, res.stderr)
+	}
+	if es, _ := os.ReadDir(victim); len(es) != 0 {
+		t.Errorf("the job's root was written into the machine's %s: %v", victim, es)
+	}
+
+	// A running job that puts a link to a directory of the machine's in
+	// place of its root's directory before it is checkpointed.
+	secret := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(secret, "upper"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeFileT(t, filepath.Join(secret, "upper", "secret.txt"), "s3cret-1f9c\n")
+	task := &Task{ID: "7.0", Path: "/bin/sh", Args: []string{"-c",
+		"echo mine > /pub/mine; mv /srv/" + imageRootDir + " /srv/moved && ln -s " + secret + " /srv/" + imageRootDir +
+			" && echo swapped > /srv/swapped; exec sleep 1000"},
+		ImageLayers: im.Layers}
+	task.ScratchDir = scratchDir()
+	task.Dir = task.ScratchDir
+	s := startJob(t, r, task)
+	eventuallyT(t, func() bool { _, err := os.Stat(filepath.Join(task.ScratchDir, "swapped")); return err == nil }, func() {
+		_ = s.job.Signal(9)
+		res := s.wait(t)
+		t.Logf("the job: exit %+v, err %q", res.exit, res.stderr)
+	})
+	img := filepath.Join(t.TempDir(), "img")
+	_, err = s.job.Checkpoint(ctx, checkpoint.DumpOptions{ImageDir: img})
+	if err != nil {
+		_ = s.job.Signal(9)
+		s.wait(t)
+		t.Fatalf("checkpoint: %v", err)
+	}
+	s.wait(t)
+	archive, err := os.ReadFile(filepath.Join(img, rootArchive))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(archive, []byte("s3cret-1f9c")) {
+		t.Errorf("the checkpoint holds a file of the machine's the job led root to")
+	}
+	if !bytes.Contains(archive, []byte("mine")) {
+		t.Errorf("the checkpoint lacks the job's own write to its root")
+	}
+}
+
+// writeFileT writes a file of root's alone.
+func writeFileT(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// eventuallyT waits up to a minute for cond, and calls failed if it does
+// not come.
+func eventuallyT(t *testing.T, cond func() bool, failed func()) {
+	t.Helper()
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	failed()
+	t.Fatal("timed out")
+}
+
+// upperDir is the upper directory of the root of a job working in
+// scratch, as the machine names it.
+func upperDir(scratch string) string { return filepath.Join(scratch, imageRootDir, "upper") }
+
+// The mount points made above an image's layers look as the image's
+// directories do (owner and mode), follow overlayfs's whiteouts and
+// opaque directories, and are not made where the image has something
+// else than a directory (a link the container's init follows instead).
+func TestMountPointsLayer(t *testing.T) {
+	bottom, upper, top := t.TempDir(), t.TempDir(), t.TempDir()
+	mkdir := func(p string, mode uint32, uid int) {
+		t.Helper()
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(p, uid, uid); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mkdir(filepath.Join(bottom, "home"), 0o750, 1000)
+	mkdir(filepath.Join(bottom, "opt", "sub"), 0o700, 1000)
+	mkdir(filepath.Join(bottom, "srv"), 0o755, 0)
+	mkdir(filepath.Join(upper, "srv"), 0o711, 0)
+	if err := unix.Setxattr(filepath.Join(upper, "srv"), "trusted.overlay.opaque", []byte("y"), 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range [][2]string{{"var", "x"}, {"srv/a", "/etc"}, {"tmp", "/tmp"}} {
+		if err := os.Symlink(l[1], filepath.Join(bottom, l[0])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mkdir(filepath.Join(upper, "tmp"), 0o1777, 0)
+	if err := unix.Mknod(filepath.Join(upper, "opt"), unix.S_IFCHR, 0); err != nil {
+		t.Fatal(err)
+	}
+	layers := []string{upper, bottom}
+	for _, p := range []string{"/home/alice/job", "/var/tmp", "/opt/sub", "/srv/a", "/tmp", "/proc"} {
+		if err := makeMountPoint(top, layers, p); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+	}
+	for _, c := range []struct {
+		path string
+		mode uint32 // 0: not made
+		uid  uint32
+	}{
+		{"home", 0o750, 1000}, {"home/alice", 0o755, 0}, {"home/alice/job", 0o755, 0},
+		{"var", 0, 0},                            // a link in the image
+		{"opt", 0o755, 0}, {"opt/sub", 0o755, 0}, // the image's opt is whited out
+		{"srv", 0o711, 0}, {"srv/a", 0o755, 0}, // the link below the opaque srv is hidden
+		{"tmp", 0o1777, 0}, {"proc", 0o755, 0},
+	} {
+		var st unix.Stat_t
+		err := unix.Lstat(filepath.Join(top, c.path), &st)
+		if c.mode == 0 {
+			if err == nil {
+				t.Errorf("%s made, though the image has a link there", c.path)
+			}
+			continue
+		}
+		if err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Mode&0o7777 != c.mode || st.Uid != c.uid {
+			t.Errorf("%s: mode %o uid %d (%v), want a directory %o of %d", c.path, st.Mode&0o7777, st.Uid, err, c.mode, c.uid)
 		}
 	}
 }

@@ -83,7 +83,7 @@ func initOf(t *testing.T, r *Runner, task *Task) string {
 	}
 	defer null.Close()
 	task.Stdout, task.Stderr = null, null
-	s, cfg, err := r.prepare(context.Background(), task)
+	s, cfg, err := r.prepare(context.Background(), task, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

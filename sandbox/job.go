@@ -23,6 +23,9 @@ type Job struct {
 	p    *libcontainer.Process
 	task *Task
 	pid  int
+	// upper is the upper directory of the job's image root (nil: the
+	// job runs on the machine's root), see makeImageRootDir.
+	upper *os.Root
 	// cgroups are the job's cgroup directories by controller ("" for
 	// cgroup v2), read once at its start.
 	cgroups map[string]string
@@ -36,9 +39,9 @@ type Job struct {
 	emulated unix.Signal // a signal the job's init could not receive, see Signal
 }
 
-func newJob(r *Runner, c *libcontainer.Container, p *libcontainer.Process, t *Task) *Job {
+func newJob(r *Runner, c *libcontainer.Container, p *libcontainer.Process, t *Task, upper *os.Root) *Job {
 	pid, _ := p.Pid()
-	j := &Job{r: r, c: c, p: p, task: t, pid: pid, stopDisk: make(chan struct{}), diskDone: make(chan struct{})}
+	j := &Job{r: r, c: c, p: p, task: t, pid: pid, upper: upper, stopDisk: make(chan struct{}), diskDone: make(chan struct{})}
 	if st, err := c.State(); err == nil {
 		j.cgroups = st.CgroupPaths
 	}
@@ -211,7 +214,8 @@ func (j *Job) destroy() error {
 	if dir := containersDir(j.r.cfg.StateRoot, j.r.cfg.Slot); dir != diskContainersDir(j.r.cfg.StateRoot) {
 		_ = unix.Rmdir(dir)
 	}
-	if len(j.task.ImageLayers) > 0 {
+	if j.upper != nil {
+		j.upper.Close()
 		return unmountImageRoot(filepath.Join(imageRootsDir(j.r.cfg.StateRoot), j.c.ID()))
 	}
 	return nil

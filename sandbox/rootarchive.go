@@ -34,18 +34,17 @@ const rootArchive = "harrier-root.tar"
 // xattrPAX prefixes an extended attribute's PAX record in a tar.
 const xattrPAX = "SCHILY.xattr."
 
-// upperDir is the upper directory of a job's overlay root.
-func upperDir(scratch string) string { return filepath.Join(scratch, imageRootDir, "upper") }
-
-// archiveUpper writes the upper directory of the job working in scratch
-// into imageDir as rootArchive.
-func archiveUpper(scratch, imageDir string) error {
+// archiveUpper writes the upper directory of a job's root, upper, into
+// imageDir as rootArchive. upper was opened before the job ran (see
+// makeImageRootDir), and nothing beneath it leads out of it: links in
+// it are the job's own.
+func archiveUpper(upper *os.Root, imageDir string) error {
 	f, err := os.OpenFile(filepath.Join(imageDir, rootArchive), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("archive the job's root: %w", err)
 	}
 	bw := bufio.NewWriterSize(f, 1<<20)
-	err = writeUpper(bw, upperDir(scratch))
+	err = writeUpper(bw, upper)
 	if err == nil {
 		err = bw.Flush()
 	}
@@ -59,23 +58,19 @@ func archiveUpper(scratch, imageDir string) error {
 }
 
 // writeUpper writes the tree beneath upper to w as a tar.
-func writeUpper(w io.Writer, upper string) error {
+func writeUpper(w io.Writer, upper *os.Root) error {
 	tw := tar.NewWriter(w)
-	err := filepath.WalkDir(upper, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(upper, p)
+	err := fs.WalkDir(upper.FS(), ".", func(rel string, _ fs.DirEntry, err error) error {
 		if err != nil || rel == "." {
 			return err
 		}
-		info, err := d.Info()
+		info, err := upper.Lstat(rel)
 		if err != nil {
 			return err
 		}
 		var link string
 		if info.Mode()&fs.ModeSymlink != 0 {
-			if link, err = os.Readlink(p); err != nil {
+			if link, err = upper.Readlink(rel); err != nil {
 				return err
 			}
 		}
@@ -84,12 +79,12 @@ func writeUpper(w io.Writer, upper string) error {
 			return err
 		}
 		// Owners by number: the restoring machine's names may differ.
-		h.Name, h.Uname, h.Gname = filepath.ToSlash(rel), "", ""
+		h.Name, h.Uname, h.Gname = rel, "", ""
 		if info.IsDir() {
 			h.Name += "/"
 		}
 		if info.Mode()&fs.ModeSymlink == 0 {
-			if h.PAXRecords, err = xattrRecords(p); err != nil {
+			if h.PAXRecords, err = xattrRecords(upper, rel); err != nil {
 				return err
 			}
 		}
@@ -99,7 +94,7 @@ func writeUpper(w io.Writer, upper string) error {
 		if !info.Mode().IsRegular() {
 			return nil
 		}
-		src, err := os.Open(p)
+		src, err := upper.OpenFile(rel, os.O_RDONLY|unix.O_NOFOLLOW, 0)
 		if err != nil {
 			return err
 		}
@@ -113,9 +108,17 @@ func writeUpper(w io.Writer, upper string) error {
 	return tw.Close()
 }
 
-// xattrRecords reads the extended attributes of p that overlayfs and the
-// job may have set (trusted.overlay.*, user.*) as PAX records.
-func xattrRecords(p string) (map[string]string, error) {
+// xattrRecords reads the extended attributes of rel beneath upper that
+// overlayfs and the job may have set (trusted.overlay.*, user.*) as PAX
+// records. They are read by name in its directory, opened beneath
+// upper, so that no link is followed.
+func xattrRecords(upper *os.Root, rel string) (map[string]string, error) {
+	dir, err := upper.Open(path.Dir(rel))
+	if err != nil {
+		return nil, err
+	}
+	defer dir.Close()
+	p := inDir(dir, path.Base(rel))
 	buf := make([]byte, 4096)
 	n, err := unix.Llistxattr(p, buf)
 	if errors.Is(err, unix.ERANGE) {
@@ -128,7 +131,7 @@ func xattrRecords(p string) (map[string]string, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("list attributes of %s: %w", p, err)
+		return nil, fmt.Errorf("list attributes of %s: %w", rel, err)
 	}
 	var recs map[string]string
 	for name := range strings.SplitSeq(string(buf[:n]), "\x00") {
@@ -144,7 +147,7 @@ func xattrRecords(p string) (map[string]string, error) {
 			}
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read attribute %s of %s: %w", name, p, err)
+			return nil, fmt.Errorf("read attribute %s of %s: %w", name, rel, err)
 		}
 		if recs == nil {
 			recs = map[string]string{}
@@ -154,34 +157,34 @@ func xattrRecords(p string) (map[string]string, error) {
 	return recs, nil
 }
 
-// restoreUpper empties the upper directory of the job working in scratch
-// and puts back the one archived in imageDir. An image without an
-// archive is refused: its job was not dumped in its own image.
-func restoreUpper(scratch, imageDir string) error {
+// restoreUpper makes the directory of the root of the job working in
+// scratch afresh (see makeImageRootDir), puts back in its upper
+// directory the one archived in imageDir, and returns it open. An image
+// without an archive is refused: its job was not dumped in its own
+// image.
+func restoreUpper(scratch, imageDir string) (*os.File, error) {
 	f, err := os.Open(filepath.Join(imageDir, rootArchive))
 	if errors.Is(err, os.ErrNotExist) {
-		return errors.New("the checkpoint does not hold the job's root: it was not made in a container image")
+		return nil, errors.New("the checkpoint does not hold the job's root: it was not made in a container image")
 	}
 	if err != nil {
-		return fmt.Errorf("put back the job's root: %w", err)
+		return nil, fmt.Errorf("put back the job's root: %w", err)
 	}
 	defer f.Close()
-	upper := upperDir(scratch)
-	if err := os.RemoveAll(filepath.Join(scratch, imageRootDir)); err != nil {
-		return fmt.Errorf("put back the job's root: %w", err)
-	}
-	if err := os.MkdirAll(upper, 0o700); err != nil {
-		return fmt.Errorf("put back the job's root: %w", err)
-	}
-	root, err := os.OpenRoot(upper)
+	dir, err := makeImageRootDir(scratch)
 	if err != nil {
-		return fmt.Errorf("put back the job's root: %w", err)
+		return nil, err
 	}
-	defer root.Close()
-	if err := extractUpper(bufio.NewReaderSize(f, 1<<20), root); err != nil {
-		return fmt.Errorf("put back the job's root: %w", err)
+	root, err := os.OpenRoot(inDir(dir, "upper"))
+	if err == nil {
+		err = extractUpper(bufio.NewReaderSize(f, 1<<20), root)
+		root.Close()
 	}
-	return nil
+	if err != nil {
+		dir.Close()
+		return nil, fmt.Errorf("put back the job's root: %w", err)
+	}
+	return dir, nil
 }
 
 // extractUpper writes the tar in r beneath root, with owners, modes and

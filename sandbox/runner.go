@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,17 +66,15 @@ func NewRunner(cfg Config) (*Runner, error) {
 // a limit that cannot be met) gives an error whose message is meant for
 // the job's owner; nothing of the job is left behind then.
 func (r *Runner) Start(ctx context.Context, t *Task) (_ *Job, retErr error) {
-	s, cfg, err := r.prepare(ctx, t)
+	s, cfg, err := r.prepare(ctx, t, nil)
 	if err != nil {
 		return nil, err
 	}
-	if s.image {
-		defer func() {
-			if retErr != nil {
-				_ = unmountImageRoot(s.rootfs)
-			}
-		}()
-	}
+	defer func() {
+		if retErr != nil {
+			s.release()
+		}
+	}()
 	root := containersDir(r.cfg.StateRoot, r.cfg.Slot)
 	c, err := libcontainer.Create(root, s.id, cfg)
 	if err != nil {
@@ -91,7 +90,7 @@ func (r *Runner) Start(ctx context.Context, t *Task) (_ *Job, retErr error) {
 		//lint:ignore ST1005 a hold reason, written as HTCondor writes it
 		return nil, fmt.Errorf("Failed to execute '%s': %w", t.Path, err)
 	}
-	j := newJob(r, c, p, t)
+	j := newJob(r, c, p, t, s.upper)
 	r.log.Debug("job started in container", "container", s.id, "pid", j.pid)
 	return j, nil
 }
@@ -100,7 +99,14 @@ func (r *Runner) Start(ctx context.Context, t *Task) (_ *Job, retErr error) {
 // the container itself: the scratch directory's owner, the slot cgroup,
 // the root file system skeleton. A leftover container of the same name is
 // removed.
-func (r *Runner) prepare(ctx context.Context, t *Task) (spec, *configs.Config, error) {
+//
+// A job in its own image gets its root's directory (see
+// makeImageRootDir) made afresh, unless rootDir is given: one a restore
+// has put its root back in, which prepare closes.
+func (r *Runner) prepare(ctx context.Context, t *Task, rootDir *os.File) (spec, *configs.Config, error) {
+	if rootDir != nil {
+		defer rootDir.Close()
+	}
 	if err := ctx.Err(); err != nil {
 		return spec{}, nil, err
 	}
@@ -127,14 +133,33 @@ func (r *Runner) prepare(ctx context.Context, t *Task) (spec, *configs.Config, e
 	if err := destroyContainer(containersDir(r.cfg.StateRoot, r.cfg.Slot), id); err != nil {
 		return spec{}, nil, err
 	}
+	devices, err := hostDevices(t.Devices)
+	if err != nil {
+		return spec{}, nil, err
+	}
 	var (
 		rootfs   string
 		hostDirs []string
-		err      error
 	)
+	dir, dirSource := jobDir(t)
+	var upper *os.Root
 	if len(t.ImageLayers) > 0 {
-		if rootfs, err = mountImageRoot(r.cfg.StateRoot, id, t); err != nil {
+		if rootDir == nil {
+			if rootDir, err = makeImageRootDir(t.ScratchDir); err != nil {
+				return spec{}, nil, err
+			}
+			defer rootDir.Close()
+		}
+		mountPoints := ownMounts
+		if dirSource != "" && !under(dir, ownMounts) {
+			mountPoints = append(slices.Clip(ownMounts), dir)
+		}
+		if rootfs, err = mountImageRoot(r.cfg.StateRoot, id, t, rootDir, mountPoints); err != nil {
 			return spec{}, nil, err
+		}
+		if upper, err = os.OpenRoot(inDir(rootDir, "upper")); err != nil {
+			_ = unmountImageRoot(rootfs)
+			return spec{}, nil, fmt.Errorf("prepare image root: %w", err)
 		}
 	} else if rootfs, hostDirs, err = hostRoot(); errors.Is(err, errNoHostRoot) {
 		rootfs = filepath.Join(r.cfg.StateRoot, "rootfs")
@@ -144,15 +169,11 @@ func (r *Runner) prepare(ctx context.Context, t *Task) (spec, *configs.Config, e
 	} else if err != nil {
 		return spec{}, nil, err
 	}
-	devices, err := hostDevices(t.Devices)
-	if err != nil {
-		return spec{}, nil, err
-	}
-	dir, dirSource := jobDir(t)
 	s := spec{
 		devices:      devices,
 		id:           id,
 		image:        len(t.ImageLayers) > 0,
+		upper:        upper,
 		cgroupParent: slotPath,
 		user:         r.user,
 		scratch:      t.ScratchDir,
