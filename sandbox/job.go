@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -300,10 +301,17 @@ func (j *Job) watchDisk() {
 	}
 }
 
-// dirSize is the space the files under dir take on disk, in bytes.
+// dirSize is the space the files under dir take on disk, in bytes. The
+// job may swap a directory for a link while it is walked: the walk stays
+// beneath dir all the same.
 func dirSize(dir string) int64 {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return 0
+	}
+	defer root.Close()
 	var n int64
-	_ = filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+	_ = fs.WalkDir(root.FS(), ".", func(_ string, d os.DirEntry, err error) error {
 		if err != nil {
 			return nil
 		}
