@@ -43,6 +43,7 @@ func ServeClaim(ctx context.Context, in io.Reader, out io.Writer, runnerFor func
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	c := &claim{runner: runnerFor(spec), stop: make(chan struct{}), specs: make(chan *Spec, 1), logger: logger}
+	defer c.images.release()
 	sandbox := spec.Sandbox // as runnerFor settled it
 	// The slot's jobs' iofs mount point, if they had one, empty now.
 	defer os.Remove(jobDirMountpoint(spec.ScratchDir))
@@ -55,6 +56,7 @@ func ServeClaim(ctx context.Context, in io.Reader, out io.Writer, runnerFor func
 			return err
 		}
 		s := New(spec, conn, c.runner, logger)
+		s.images = &c.images
 		c.current.Store(s)
 		if err := s.Run(ctx); err != nil {
 			return err
@@ -102,6 +104,8 @@ type claim struct {
 
 	conn             *grpc.ClientConn
 	connAddr, connFP string
+	// images are the container images the claim's jobs ran in.
+	images claimImages
 }
 
 // receive passes the startd's commands on until its input ends: jobs to

@@ -53,6 +53,8 @@ func (s *Starter) jobImage(ctx context.Context, client wire.ShadowClient, job *c
 		return hold("Cannot run the job in container image %s: this machine runs no containers", ref)
 	}
 	h := &heldImage{ref: ref, src: strings.TrimPrefix(ref, "docker://"), runner: ir, logger: logger}
+	var stamp fileStamp // zero for a registry's image
+	images := s.images
 	if filepath.IsAbs(ref) {
 		iwd := stringAttr(job, "Iwd")
 		rel, err := filepath.Rel(iwd, ref)
@@ -61,7 +63,16 @@ func (s *Starter) jobImage(ctx context.Context, client wire.ShadowClient, job *c
 				"which the starter reads remotely (should_transfer_files = NO or IF_NEEDED)", ref, iwd)
 		}
 		h.src = filepath.Join(dir.mountpoint, rel)
-	} else {
+		if stamp, err = stampOf(h.src); err != nil {
+			images = nil // read it as it is, and say what is wrong
+		}
+	}
+	if im, ok := images.get(ref, stamp); ok {
+		logger.Info("container image kept by the claim", "image", ref)
+		h.use(im, task)
+		return h, nil
+	}
+	if !filepath.IsAbs(ref) {
 		h.creds = s.registryCredentials(ctx, client, logger)
 	}
 	im, err := ir.Image(ctx, h.src, h.creds)
@@ -72,7 +83,7 @@ func (s *Starter) jobImage(ctx context.Context, client wire.ShadowClient, job *c
 	if err != nil {
 		return hold("Cannot get container image %s: %v", ref, err)
 	}
-	h.use(im, task)
+	h.use(images.keep(ref, stamp, im), task)
 	return h, nil
 }
 

@@ -45,6 +45,8 @@ type Starter struct {
 	runner   Runner
 	logger   *slog.Logger
 	controls chan control
+	// images are the container images the claim keeps (nil: none).
+	images *claimImages
 }
 
 // New returns a starter for spec that reaches the job's shadow over conn

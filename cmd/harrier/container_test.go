@@ -170,3 +170,74 @@ queue 2
 		t.Errorf("starter logs: %d starts readied the image, unpacking %d layers; want 4 starts, 2 layers", ready, unpacked)
 	}
 }
+
+// TestContainerImageKeptByTheClaim: the jobs of one claim in the same
+// image file read it once, and again only once it changed: a job after
+// the change runs in the new image.
+func TestContainerImageKeptByTheClaim(t *testing.T) {
+	if err := sandbox.Available(); err != nil {
+		t.Skipf("containers not available: %v", err)
+	}
+	imagetest.NeedBusybox(t)
+	p := startPoolWith(t, 1, "SANDBOX = container\nNUM_SLOTS = 1")
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	tarball := filepath.Join(dir, "img.tar")
+	imagetest.WriteTarball(t, imagetest.Image(t, map[string]string{"etc/harrier-test-image": "marker-one\n"}), tarball)
+	writeFile(t, filepath.Join(dir, "look.sh"), "#!/bin/sh\ncat /etc/harrier-test-image\nwhile [ ! -e go.$1 ]; do sleep 0.1; done\n", 0o755)
+	c := p.submit(t, dir, "look.sub", `universe = container
+container_image = img.tar
+executable = look.sh
+arguments = $(Process)
+output = out.$(Process)
+error = err.$(Process)
+should_transfer_files = NO
+queue 3
+`)
+	ran := func(proc int, marker string) {
+		t.Helper()
+		out := filepath.Join(dir, fmt.Sprintf("out.%d", proc))
+		eventually(t, 60*time.Second, fmt.Sprintf("job %d to run in its image", proc), func() bool {
+			b, _ := os.ReadFile(out)
+			return len(b) > 0
+		})
+		if got := mustRead(t, out); got != marker+"\n" {
+			t.Errorf("job %d ran in the image of %q, want %s", proc, got, marker)
+		}
+		writeFile(t, filepath.Join(dir, fmt.Sprintf("go.%d", proc)), "", 0o644)
+	}
+	ran(0, "marker-one")
+	ran(1, "marker-one")
+	// A new image in the file's place, for the claim's third job.
+	imagetest.WriteTarball(t, imagetest.Image(t, map[string]string{"etc/harrier-test-image": "marker-two\n"}), tarball+".new")
+	if err := os.Rename(tarball+".new", tarball); err != nil {
+		t.Fatal(err)
+	}
+	ran(2, "marker-two")
+	for i := 0; i < 3; i++ {
+		if out, code := p.harrier(t, "wait", "--timeout", "60", fmt.Sprintf("%d.%d", c, i)); code != 0 {
+			t.Fatalf("wait: exit %d: %s", code, out)
+		}
+	}
+	matches := 0
+	for _, ad := range p.jobs(t, "history") {
+		n, _ := ad["NumJobMatches"].(float64)
+		matches += int(n)
+	}
+	if matches < 1 || matches >= 3 {
+		t.Fatalf("3 jobs on one slot took %d matches: they did not share a claim", matches)
+	}
+	kept := 0
+	_ = filepath.WalkDir(filepath.Join(p.dir, "execute"), func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasPrefix(d.Name(), "starter.") && strings.HasSuffix(d.Name(), ".log") {
+			b, _ := os.ReadFile(path)
+			kept += strings.Count(string(b), "container image kept by the claim")
+		}
+		return nil
+	})
+	if kept != 1 {
+		t.Errorf("the image was kept for %d of the claim's jobs, want 1 (the second)", kept)
+	}
+}
