@@ -68,8 +68,7 @@ func (s *Starter) jobImage(ctx context.Context, client wire.ShadowClient, job *c
 		}
 	}
 	if im, ok := images.get(ref, stamp); ok {
-		logger.Info("container image kept by the claim", "image", ref)
-		h.use(im, task)
+		h.use(im, task, true)
 		return h, nil
 	}
 	if !filepath.IsAbs(ref) {
@@ -83,7 +82,7 @@ func (s *Starter) jobImage(ctx context.Context, client wire.ShadowClient, job *c
 	if err != nil {
 		return hold("Cannot get container image %s: %v", ref, err)
 	}
-	h.use(images.keep(ref, stamp, im), task)
+	h.use(images.keep(ref, stamp, im), task, false)
 	return h, nil
 }
 
@@ -102,10 +101,11 @@ func (s *Starter) registryCredentials(ctx context.Context, client wire.ShadowCli
 		IdentityToken: r.IdentityToken, RegistryToken: r.RegistryToken}
 }
 
-// use makes im the job's image.
-func (h *heldImage) use(im *Image, task *Task) {
+// use makes im the job's image; kept says the claim kept it from a job
+// before.
+func (h *heldImage) use(im *Image, task *Task, kept bool) {
 	h.logger.Info("container image ready", "image", h.ref, "id", im.ID, "digest", im.Digest, "layers", len(im.Layers),
-		"unpacked", im.Unpacked, "cached", len(im.Layers)-im.Unpacked)
+		"unpacked", im.Unpacked, "cached", len(im.Layers)-im.Unpacked, "kept", kept)
 	h.im = im
 	task.ImageLayers = im.Layers
 	task.Env = underEnv(im.Env, task.Env)
@@ -178,7 +178,7 @@ func (h *heldImage) pin(ctx context.Context, dir string, task *Task) error {
 		return fmt.Errorf("container image %s is %s, not %s as the checkpoint says", pinned, im.ID, rec.ID)
 	}
 	h.release()
-	h.use(im, task)
+	h.use(im, task, false)
 	return nil
 }
 

@@ -233,7 +233,7 @@ queue 3
 	_ = filepath.WalkDir(filepath.Join(p.dir, "execute"), func(path string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && strings.HasPrefix(d.Name(), "starter.") && strings.HasSuffix(d.Name(), ".log") {
 			b, _ := os.ReadFile(path)
-			kept += strings.Count(string(b), "container image kept by the claim")
+			kept += strings.Count(string(b), "kept=true")
 		}
 		return nil
 	})
