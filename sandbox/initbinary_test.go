@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -104,6 +105,13 @@ func initOf(t *testing.T, r *Runner, task *Task) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if exe == InitPath() {
+		// The installed init runs with one processor and no collector.
+		env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+		if err != nil || !bytes.Contains(env, []byte("\x00GOMAXPROCS=1\x00GOGC=off\x00")) {
+			t.Errorf("the installed init's environment: %q %v", env, err)
+		}
+	}
 	if err := c.Exec(); err != nil {
 		t.Fatal(err)
 	}
@@ -133,9 +141,12 @@ func TestInstalledInitStartsContainers(t *testing.T) {
 	if !errors.Is(err, unix.EROFS) {
 		t.Fatalf("open the installed init for writing: %v, want EROFS", err)
 	}
-	res := startJob(t, r, &Task{ID: "1.1", Path: "/bin/sh", Args: []string{"-c", "echo in"}}).wait(t)
-	if res.exit.Code != 0 || res.stdout != "in\n" {
+	res := startJob(t, r, &Task{ID: "1.1", Path: "/bin/sh", Args: []string{"-c", "echo in; env"}}).wait(t)
+	if res.exit.Code != 0 || !strings.HasPrefix(res.stdout, "in\n") {
 		t.Fatalf("job through the installed init: %+v %q %q", res.exit, res.stdout, res.stderr)
+	}
+	if strings.Contains(res.stdout, "GOMAXPROCS") || strings.Contains(res.stdout, "GOGC") {
+		t.Errorf("the init's own settings reached the job's environment:\n%s", res.stdout)
 	}
 }
 
