@@ -169,7 +169,8 @@ func TestImageRestoreNeedsRootArchive(t *testing.T) {
 }
 
 // BenchmarkContainerTrueInImage is BenchmarkContainerTrue in a busybox
-// image already in the cache: the warm start of a job in its own image.
+// image already in the cache: the warm start of a job in its own image,
+// each in a scratch directory of its own.
 func BenchmarkContainerTrueInImage(b *testing.B) {
 	r := testRunner(b, nil)
 	cache, err := imagecache.New(b.TempDir(), 0, nil)
@@ -184,10 +185,19 @@ func BenchmarkContainerTrueInImage(b *testing.B) {
 	dir := b.TempDir()
 	b.ReportAllocs()
 	for b.Loop() {
-		task := &Task{ID: "1.0", Path: "/bin/true", Dir: dir, ScratchDir: dir, ImageLayers: im.Layers}
+		// Each job's scratch directory is its own, made and removed
+		// around it as a startd does, since its root's writes go there.
+		scratch, err := os.MkdirTemp(dir, "scratch")
+		if err != nil {
+			b.Fatal(err)
+		}
+		task := &Task{ID: "1.0", Path: "/bin/true", Dir: scratch, ScratchDir: scratch, ImageLayers: im.Layers}
 		res := startJob(b, r, task).wait(b)
 		if res.exit.Code != 0 {
 			b.Fatalf("exit %+v", res.exit)
+		}
+		if err := os.RemoveAll(scratch); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
