@@ -14,7 +14,8 @@ import (
 // A plugin is confined with Landlock: the kernel lets the plugin, and
 // every process it starts, create, change or remove files only beneath
 // the directories it is given, whatever its user may do elsewhere
-// (world-writable /tmp included). It may read the machine's programs,
+// (world-writable /tmp included), and signal no process it did not
+// start (another job's, of the same slot user). It may read the machine's programs,
 // libraries and the rest, but nothing of one directory (the execute
 // directory) other than what it was given there: the other jobs' scratch
 // directories are there, and they belong to the same slot user.
@@ -32,6 +33,14 @@ var writeAccess = []struct {
 	{2, unix.LANDLOCK_ACCESS_FS_REFER},
 	{3, unix.LANDLOCK_ACCESS_FS_TRUNCATE},
 }
+
+// Landlock's scopes (ABI 6): a confined process may not signal, or
+// connect to an abstract Unix socket of, a process outside its domain.
+const (
+	scopeABI                = 6
+	scopeAbstractUnixSocket = 0x1 // LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET
+	scopeSignal             = 0x2 // LANDLOCK_SCOPE_SIGNAL
+)
 
 // fileRights are the rights that apply to a file rather than a directory.
 const fileRights = unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_TRUNCATE | unix.LANDLOCK_ACCESS_FS_READ_FILE
@@ -62,8 +71,16 @@ func confine(dirs, devices []string, hide string) error {
 		handled |= readAccess
 	}
 	attr := unix.LandlockRulesetAttr{Handled_access_fs: handled}
-	// Only the file-system field: its size is what every ABI version knows.
-	fd, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr.Handled_access_fs), 0)
+	// Only the file-system field, whose size every ABI version knows; and
+	// where the kernel can, the scopes after the network field: the plugin
+	// runs as the slot user, as the other jobs of the machine do, and may
+	// then neither signal their processes nor reach their abstract sockets.
+	size := unsafe.Sizeof(attr.Handled_access_fs)
+	if v >= scopeABI {
+		attr.Scoped = scopeSignal | scopeAbstractUnixSocket
+		size = unsafe.Offsetof(attr.Scoped) + unsafe.Sizeof(attr.Scoped)
+	}
+	fd, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), size, 0)
 	if errno != 0 {
 		return fmt.Errorf("landlock ruleset: %w", errno)
 	}

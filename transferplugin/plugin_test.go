@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -200,4 +203,38 @@ func readString(t testing.TB, p string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestRunCannotSignalOtherJobs: a plugin runs as the slot user, as the
+// machine's other jobs do, yet cannot signal their processes, nor can a
+// child it leaves behind.
+func TestRunCannotSignalOtherJobs(t *testing.T) {
+	if v, err := landlockABI(); err != nil || v < scopeABI {
+		t.Skipf("no Landlock signal scoping on this kernel (ABI %d, %v)", v, err)
+	}
+	other := exec.Command("sleep", "100")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = other.Process.Kill(); _ = other.Wait() }()
+	plugin := filepath.Join(t.TempDir(), "kill_plugin")
+	script := `#!/bin/sh
+local=$(sed -n 's/^LocalFileName = "\(.*\)"$/\1/p' "$2")
+if kill -0 ` + strconv.Itoa(other.Process.Pid) + ` 2>/dev/null; then r=signalled; else r=refused; fi
+echo "$r" > "$local"
+printf 'TransferUrl = "demo://h/r"\nTransferSuccess = true\n' > "$4"
+`
+	if err := os.WriteFile(plugin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir := scratchDir(t)
+	if _, err := Run(context.Background(), plugin, dir, nil, false, []File{{URL: "demo://h/r", LocalFile: filepath.Join(dir, "r")}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := readString(t, filepath.Join(dir, "r")); got != "refused\n" {
+		t.Errorf("the plugin's signal to another job's process: %q, want refused", got)
+	}
+	if err := other.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("the other job's process: %v", err)
+	}
 }
