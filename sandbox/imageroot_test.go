@@ -23,16 +23,7 @@ import (
 // upper directory, root's alone, and the root is gone after the job.
 func TestJobInImage(t *testing.T) {
 	r := testRunner(t, nil)
-	cache, err := imagecache.New(t.TempDir(), 0, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img := imagetest.Image(t, map[string]string{"etc/harrier-test-image": "marker-42\n"})
-	im, err := cache.Acquire(context.Background(), img, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer im.Release()
+	im := cachedImage(t, map[string]string{"etc/harrier-test-image": "marker-42\n"})
 	scratch := t.TempDir()
 	if err := os.Chmod(scratch, 0o700); err != nil {
 		t.Fatal(err)
@@ -83,15 +74,7 @@ func TestImageJobCheckpointHops(t *testing.T) {
 	}
 	r := testRunner(t, nil)
 	ctx := context.Background()
-	cache, err := imagecache.New(t.TempDir(), 0, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	im, err := cache.Acquire(ctx, imagetest.Image(t, map[string]string{"data/": "777", "data/gone": "x\n"}), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer im.Release()
+	im := cachedImage(t, map[string]string{"data/": "777", "data/gone": "x\n"})
 	work := t.TempDir()
 	if err := os.Chown(work, r.user.uid, r.user.gid); err != nil {
 		t.Fatal(err)
@@ -173,15 +156,7 @@ func TestImageRestoreNeedsRootArchive(t *testing.T) {
 // each in a scratch directory of its own.
 func BenchmarkContainerTrueInImage(b *testing.B) {
 	r := testRunner(b, nil)
-	cache, err := imagecache.New(b.TempDir(), 0, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	im, err := cache.Acquire(context.Background(), imagetest.Image(b, nil), "")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer im.Release()
+	im := cachedImage(b, nil)
 	dir := b.TempDir()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -215,15 +190,7 @@ func TestImageRootNotLedElsewhere(t *testing.T) {
 	}
 	r := testRunner(t, nil)
 	ctx := context.Background()
-	cache, err := imagecache.New(t.TempDir(), 0, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	im, err := cache.Acquire(ctx, imagetest.Image(t, map[string]string{"pub/": "777"}), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer im.Release()
+	im := cachedImage(t, map[string]string{"pub/": "777"})
 	scratchDir := func() string {
 		d := t.TempDir()
 		if err := os.Chmod(d, 0o700); err != nil {
@@ -272,7 +239,7 @@ func TestImageRootNotLedElsewhere(t *testing.T) {
 		t.Logf("the job: exit %+v, err %q", res.exit, res.stderr)
 	})
 	img := filepath.Join(t.TempDir(), "img")
-	_, err = s.job.Checkpoint(ctx, checkpoint.DumpOptions{ImageDir: img})
+	_, err := s.job.Checkpoint(ctx, checkpoint.DumpOptions{ImageDir: img})
 	if err != nil {
 		_ = s.job.Signal(9)
 		s.wait(t)
@@ -379,4 +346,20 @@ func TestMountPointsLayer(t *testing.T) {
 			t.Errorf("%s: mode %o uid %d (%v), want a directory %o of %d", c.path, st.Mode&0o7777, st.Uid, err, c.mode, c.uid)
 		}
 	}
+}
+
+// cachedImage is a busybox image with files (see imagetest.Image), in
+// a cache of the test's own, held until the test ends.
+func cachedImage(tb testing.TB, files map[string]string) *imagecache.Image {
+	tb.Helper()
+	cache, err := imagecache.New(tb.TempDir(), 0, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	im, err := cache.Acquire(context.Background(), imagetest.Image(tb, files), "")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = im.Release() })
+	return im
 }

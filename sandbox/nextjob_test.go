@@ -1,13 +1,9 @@
 package sandbox
 
 import (
-	"context"
 	"os"
 	"strings"
 	"testing"
-
-	"harrier.dev/harrier/imagecache"
-	"harrier.dev/harrier/imagecache/imagetest"
 )
 
 // TestNextJobSeesNothingOfTheLast: jobs one after another on one slot
@@ -38,15 +34,7 @@ done; true`
 	// In its own image the job may write its root, in its scratch
 	// directory's overlay: the next job, with its own scratch directory,
 	// gets the image as it was (its /data is open to all).
-	cache, err := imagecache.New(t.TempDir(), 0, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	im, err := cache.Acquire(context.Background(), imagetest.Image(t, map[string]string{"data/": ""}), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer im.Release()
+	im := cachedImage(t, map[string]string{"data/": ""})
 	inImage := func(id string) func(*Task) {
 		return func(task *Task) {
 			scratch := t.TempDir()

@@ -127,22 +127,15 @@ func TestRunConfinesWrites(t *testing.T) {
 		t.Skipf("no confinement on this kernel: %v", err)
 	}
 	outside := t.TempDir()
-	plugin := filepath.Join(t.TempDir(), "escape_plugin")
-	script := `#!/bin/sh
+	dir := scratchDir(t)
+	got := runScript(t, dir, `#!/bin/sh
 local=$(sed -n 's/^LocalFileName = "\(.*\)"$/\1/p' "$2")
-if echo x > ` + outside + `/escaped 2>/dev/null; then r=written; else r=refused; fi
+if echo x > `+outside+`/escaped 2>/dev/null; then r=written; else r=refused; fi
 echo "$r" > "$local"
 printf 'TransferUrl = "demo://h/r"\nTransferSuccess = true\n' > "$4"
-`
-	if err := os.WriteFile(plugin, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	dir := scratchDir(t)
-	if _, err := Run(context.Background(), plugin, dir, nil, false, []File{{URL: "demo://h/r", LocalFile: filepath.Join(dir, "r")}}); err != nil {
-		t.Fatal(err)
-	}
-	if b, _ := os.ReadFile(filepath.Join(dir, "r")); string(b) != "refused\n" {
-		t.Errorf("the plugin's write outside its directory: %q, want refused", b)
+`)
+	if got != "refused\n" {
+		t.Errorf("the plugin's write outside its directory: %q, want refused", got)
 	}
 	if _, err := os.Stat(filepath.Join(outside, "escaped")); !os.IsNotExist(err) {
 		t.Errorf("the plugin wrote outside its directory: %v", err)
@@ -174,24 +167,17 @@ func TestRunHidesOtherScratchDirectories(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "mine"), []byte("its own\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	plugin := filepath.Join(t.TempDir(), "peek_plugin")
-	script := `#!/bin/sh
+	got := runScript(t, dir, `#!/bin/sh
 local=$(sed -n 's/^LocalFileName = "\(.*\)"$/\1/p' "$2")
 {
-cat ` + other + `/secret 2>/dev/null || echo "secret refused"
-ls ` + execute + ` >/dev/null 2>&1 || echo "listing refused"
+cat `+other+`/secret 2>/dev/null || echo "secret refused"
+ls `+execute+` >/dev/null 2>&1 || echo "listing refused"
 cat mine
 head -c 4 /etc/passwd >/dev/null && echo "read /etc"
 } > "$local"
 printf 'TransferUrl = "demo://h/r"\nTransferSuccess = true\n' > "$4"
-`
-	if err := os.WriteFile(plugin, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Run(context.Background(), plugin, dir, nil, false, []File{{URL: "demo://h/r", LocalFile: filepath.Join(dir, "r")}}); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := readString(t, filepath.Join(dir, "r")), "secret refused\nlisting refused\nits own\nread /etc\n"; got != want {
+`)
+	if want := "secret refused\nlisting refused\nits own\nread /etc\n"; got != want {
 		t.Errorf("the plugin saw %q, want %q", got, want)
 	}
 }
@@ -217,24 +203,31 @@ func TestRunCannotSignalOtherJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = other.Process.Kill(); _ = other.Wait() }()
-	plugin := filepath.Join(t.TempDir(), "kill_plugin")
-	script := `#!/bin/sh
+	dir := scratchDir(t)
+	got := runScript(t, dir, `#!/bin/sh
 local=$(sed -n 's/^LocalFileName = "\(.*\)"$/\1/p' "$2")
-if kill -0 ` + strconv.Itoa(other.Process.Pid) + ` 2>/dev/null; then r=signalled; else r=refused; fi
+if kill -0 `+strconv.Itoa(other.Process.Pid)+` 2>/dev/null; then r=signalled; else r=refused; fi
 echo "$r" > "$local"
 printf 'TransferUrl = "demo://h/r"\nTransferSuccess = true\n' > "$4"
-`
-	if err := os.WriteFile(plugin, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	dir := scratchDir(t)
-	if _, err := Run(context.Background(), plugin, dir, nil, false, []File{{URL: "demo://h/r", LocalFile: filepath.Join(dir, "r")}}); err != nil {
-		t.Fatal(err)
-	}
-	if got := readString(t, filepath.Join(dir, "r")); got != "refused\n" {
+`)
+	if got != "refused\n" {
 		t.Errorf("the plugin's signal to another job's process: %q, want refused", got)
 	}
 	if err := other.Process.Signal(syscall.Signal(0)); err != nil {
 		t.Errorf("the other job's process: %v", err)
 	}
+}
+
+// runScript runs the shell script as a plugin in dir for one file, r,
+// and returns what it wrote there.
+func runScript(t *testing.T, dir, script string) string {
+	t.Helper()
+	plugin := filepath.Join(t.TempDir(), "script_plugin")
+	if err := os.WriteFile(plugin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), plugin, dir, nil, false, []File{{URL: "demo://h/r", LocalFile: filepath.Join(dir, "r")}}); err != nil {
+		t.Fatal(err)
+	}
+	return readString(t, filepath.Join(dir, "r"))
 }

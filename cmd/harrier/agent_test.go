@@ -16,16 +16,8 @@ func TestClaimReuseRunsJobsWithoutNewMatches(t *testing.T) {
 	p := startPool(t, 1)
 	dir := t.TempDir()
 	c := p.submit(t, dir, "four.sub", "executable = /bin/true\nqueue 4\n")
-	for i := 0; i < 4; i++ {
-		if out, code := p.harrier(t, "wait", "--timeout", "60", fmt.Sprintf("%d.%d", c, i)); code != 0 {
-			t.Fatalf("wait: exit %d: %s", code, out)
-		}
-	}
-	matches := 0
-	for _, ad := range p.jobs(t, "history") {
-		n, _ := ad["NumJobMatches"].(float64)
-		matches += int(n)
-	}
+	p.waitCluster(t, c, 4)
+	matches := p.historyMatches(t)
 	// One slot ran four jobs: the first was matched, the others reused its
 	// claim. (A lease or timing hiccup may cost one more match, never four.)
 	if matches < 1 || matches > 2 {

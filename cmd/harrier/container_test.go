@@ -216,16 +216,8 @@ queue 3
 		t.Fatal(err)
 	}
 	ran(2, "marker-two")
-	for i := 0; i < 3; i++ {
-		if out, code := p.harrier(t, "wait", "--timeout", "60", fmt.Sprintf("%d.%d", c, i)); code != 0 {
-			t.Fatalf("wait: exit %d: %s", code, out)
-		}
-	}
-	matches := 0
-	for _, ad := range p.jobs(t, "history") {
-		n, _ := ad["NumJobMatches"].(float64)
-		matches += int(n)
-	}
+	p.waitCluster(t, c, 3)
+	matches := p.historyMatches(t)
 	if matches < 1 || matches >= 3 {
 		t.Fatalf("3 jobs on one slot took %d matches: they did not share a claim", matches)
 	}

@@ -36,11 +36,7 @@ initialdir = d$(Process)
 output = listing
 should_transfer_files = NO
 queue `+fmt.Sprint(jobs)+"\n")
-	for i := 0; i < jobs; i++ {
-		if out, code := p.harrier(t, "wait", "--timeout", "60", fmt.Sprintf("%d.%d", c, i)); code != 0 {
-			t.Fatalf("wait: exit %d: %s", code, out)
-		}
-	}
+	p.waitCluster(t, c, jobs)
 	for i := 0; i < jobs; i++ {
 		listing := strings.Fields(mustRead(t, filepath.Join(dir, fmt.Sprintf("d%d", i), "listing")))
 		for j := 0; j < jobs; j++ {
@@ -52,11 +48,7 @@ queue `+fmt.Sprint(jobs)+"\n")
 			t.Errorf("job %d sees a file it had not written yet: %v", i, listing)
 		}
 	}
-	matches := 0
-	for _, ad := range p.jobs(t, "history") {
-		n, _ := ad["NumJobMatches"].(float64)
-		matches += int(n)
-	}
+	matches := p.historyMatches(t)
 	// As in TestClaimReuseRunsJobsWithoutNewMatches: a lease or timing
 	// hiccup may cost one more match, never one a job.
 	if matches < 1 || matches >= jobs {

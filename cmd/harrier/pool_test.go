@@ -334,3 +334,25 @@ func TestAgentKilledLosesNoJob(t *testing.T) {
 		return p.jobStatus(t, fmt.Sprintf("%d.0", c1)) == 2
 	})
 }
+
+// waitCluster waits for the n jobs of cluster c to complete.
+func (p *testPool) waitCluster(t testing.TB, c, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		if out, code := p.harrier(t, "wait", "--timeout", "60", fmt.Sprintf("%d.%d", c, i)); code != 0 {
+			t.Fatalf("wait: exit %d: %s", code, out)
+		}
+	}
+}
+
+// historyMatches counts the matches of the jobs in the history: a
+// claim's jobs after its first need none.
+func (p *testPool) historyMatches(t testing.TB) int {
+	t.Helper()
+	matches := 0
+	for _, ad := range p.jobs(t, "history") {
+		n, _ := ad["NumJobMatches"].(float64)
+		matches += int(n)
+	}
+	return matches
+}
