@@ -62,7 +62,7 @@ func Query(ctx context.Context, path string, cred *syscall.Credential) (Plugin, 
 	cmd := exec.CommandContext(ctx, path, "-classad")
 	cmd.Dir = "/"
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	cmd.SysProcAttr = procAttr(cred)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := runConfined(cmd, nil, "")
@@ -151,7 +151,7 @@ func Run(ctx context.Context, path, dir string, cred *syscall.Credential, upload
 	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Dir = dir
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "TMPDIR=" + dir, "_CONDOR_SCRATCH_DIR=" + dir}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = procAttr(cred)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	runErr := runConfined(cmd, []string{dir}, filepath.Dir(dir))
@@ -282,6 +282,18 @@ func Advertised(methods map[string]string) string {
 	}
 	slices.Sort(all)
 	return strings.Join(all, ",")
+}
+
+// procAttr is how a plugin is started, as cred (nil: the caller's own
+// user). Started by root, it is the first process of a process
+// namespace of its own, so that when it ends the kernel ends whatever
+// it started and left running: nothing of it outlives its run.
+func procAttr(cred *syscall.Credential) *syscall.SysProcAttr {
+	a := &syscall.SysProcAttr{Credential: cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if os.Geteuid() == 0 {
+		a.Cloneflags = syscall.CLONE_NEWPID
+	}
+	return a
 }
 
 // runConfined runs cmd on an OS thread of its own whose writes, and its

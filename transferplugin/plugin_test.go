@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // demoPlugin is a multiple-file plugin for demo:// URLs written in shell,
@@ -230,4 +231,36 @@ func runScript(t *testing.T, dir, script string) string {
 		t.Fatal(err)
 	}
 	return readString(t, filepath.Join(dir, "r"))
+}
+
+// TestRunLeavesNothingRunning: what a plugin starts and leaves behind
+// ends with it.
+func TestRunLeavesNothingRunning(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only plugins root starts get a process namespace of their own")
+	}
+	const marker = "4242.5"
+	dir := scratchDir(t)
+	if got := runScript(t, dir, `#!/bin/sh
+local=$(sed -n 's/^LocalFileName = "\(.*\)"$/\1/p' "$2")
+setsid sleep `+marker+` </dev/null >/dev/null 2>&1 &
+echo left > "$local"
+printf 'TransferUrl = "demo://h/r"\nTransferSuccess = true\n' > "$4"
+`); got != "left\n" {
+		t.Fatalf("the plugin wrote %q", got)
+	}
+	sleeping := func() bool {
+		procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+		for _, p := range procs {
+			if b, _ := os.ReadFile(p); strings.Contains(string(b), marker) {
+				return true
+			}
+		}
+		return false
+	}
+	for end := time.Now().Add(5 * time.Second); sleeping(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("a process the plugin left behind still runs")
+		}
+	}
 }
