@@ -32,11 +32,21 @@ func (j *Job) Checkpoint(ctx context.Context, opts checkpoint.DumpOptions) (*che
 		opts.Logger = j.r.log
 	}
 	opts.LoopbackOnly = true
+	// A dump that ends the job has it destroyed, its root's directory
+	// closed, while the root's writes are still to be archived: the
+	// checkpoint keeps a handle of its own.
+	upper, err := j.upperHandle()
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	if upper != nil {
+		defer upper.Close()
+	}
 	res, err := checkpoint.DumpPreCopy(ctx, j.c, j.r.checkpointFeatures(ctx), opts)
-	if err != nil || j.upper == nil {
+	if err != nil || upper == nil {
 		return res, err
 	}
-	if err := archiveUpper(j.upper, opts.ImageDir); err != nil {
+	if err := archiveUpper(upper, opts.ImageDir); err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
 	return res, nil

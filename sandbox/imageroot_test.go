@@ -100,13 +100,16 @@ func TestImageJobCheckpointHops(t *testing.T) {
 	scratch := first.ScratchDir
 	for hop := 1; hop <= 2; hop++ {
 		img := filepath.Join(t.TempDir(), "img")
+		// Waited for meanwhile, as a starter does: the dump ends the job,
+		// whose container then goes while its root is being archived.
+		ended := s.waitAsync()
 		if _, err := s.job.Checkpoint(ctx, checkpoint.DumpOptions{ImageDir: img}); err != nil {
 			_ = s.job.Signal(9)
-			s.wait(t)
+			<-ended
 			t.Fatalf("checkpoint %d: %v", hop, err)
 		}
-		if res := s.wait(t); res.stderr != "" {
-			t.Errorf("the job's errors: %s", res.stderr)
+		if res := <-ended; res.err != nil || res.stderr != "" {
+			t.Errorf("the job's end: %v, errors: %s", res.err, res.stderr)
 		}
 		var buf bytes.Buffer
 		if _, err := checkpoint.Pack(&buf, img, seal); err != nil {

@@ -25,7 +25,8 @@ type Job struct {
 	task *Task
 	pid  int
 	// upper is the upper directory of the job's image root (nil: the
-	// job runs on the machine's root), see makeImageRootDir.
+	// job runs on the machine's root, or its container is gone), see
+	// makeImageRootDir. It is set once; mu guards its closing.
 	upper *os.Root
 	// cgroups are the job's cgroup directories by controller ("" for
 	// cgroup v2), read once at its start.
@@ -215,11 +216,30 @@ func (j *Job) destroy() error {
 	if dir := containersDir(j.r.cfg.StateRoot, j.r.cfg.Slot); dir != diskContainersDir(j.r.cfg.StateRoot) {
 		_ = unix.Rmdir(dir)
 	}
-	if j.upper != nil {
-		j.upper.Close()
+	j.mu.Lock()
+	upper := j.upper
+	j.upper = nil
+	j.mu.Unlock()
+	if upper != nil {
+		upper.Close()
 		return unmountImageRoot(filepath.Join(imageRootsDir(j.r.cfg.StateRoot), j.c.ID()))
 	}
 	return nil
+}
+
+// upperHandle is a handle of its own on the upper directory of the job's
+// image root, for the caller to close; nil for a job on the machine's
+// root. A job already destroyed has none.
+func (j *Job) upperHandle() (*os.Root, error) {
+	if len(j.task.ImageLayers) == 0 {
+		return nil, nil
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.upper == nil {
+		return nil, errors.New("the job's container is gone")
+	}
+	return j.upper.OpenRoot(".")
 }
 
 // releaseCores empties the cpuset of the job's cgroup (v1), now that no

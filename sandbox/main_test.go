@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -121,6 +122,29 @@ func (s *started) wait(t testing.TB) result {
 		t.Fatal("job output still open after the job ended")
 	}
 	return result{}
+}
+
+// waited is the end of a job waited for by waitAsync.
+type waited struct {
+	result
+	err error
+}
+
+// waitAsync waits for the job in the background, as a starter does.
+func (s *started) waitAsync() <-chan waited {
+	ch := make(chan waited, 1)
+	go func() {
+		x, err := s.job.Wait()
+		w := waited{result: result{exit: x}, err: err}
+		select {
+		case out := <-s.outs:
+			w.stdout, w.stderr = out[0], out[1]
+		case <-time.After(30 * time.Second):
+			w.err = errors.Join(err, errors.New("job output still open after the job ended"))
+		}
+		ch <- w
+	}()
+	return ch
 }
 
 // runJob runs a shell script as a job and waits for it.
