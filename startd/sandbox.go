@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"harrier.dev/harrier/sandbox"
+	"harrier.dev/harrier/starter"
 )
 
 // Sandbox modes a startd runs its jobs in. The configured mode goes to
@@ -52,16 +53,20 @@ func cleanupSlot(executeDir, slot, mode string) error {
 	if mode == sandboxProcess || sandbox.Available() != nil {
 		return nil
 	}
-	err := unmountJobDirs(executeDir, "iofs."+scratchPrefix+slot+".")
+	err := unmountJobDirs(executeDir, scratchPrefix+slot+".")
 	areas := removeImageAreas(executeDir, "ckpt."+scratchPrefix+slot+".", "restore."+scratchPrefix+slot+".")
 	return errors.Join(err, areas, sandbox.Cleanup(sandbox.StateRoot(executeDir), slot))
 }
 
 // unmountJobDirs detaches and removes the iofs mounts (the jobs' working
-// directories, see starter) whose names start with prefix: a starter that
-// was killed could not unmount its own.
+// directories, see starter.JobDirsDir) whose names start with prefix: a
+// starter that was killed could not unmount its own.
 func unmountJobDirs(executeDir, prefix string) error {
-	entries, err := os.ReadDir(executeDir)
+	dir := starter.JobDirsDir(executeDir)
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // no container job ran here yet
+	}
 	if err != nil {
 		return fmt.Errorf("clean iofs mounts: %w", err)
 	}
@@ -70,7 +75,7 @@ func unmountJobDirs(executeDir, prefix string) error {
 		if !strings.HasPrefix(e.Name(), prefix) {
 			continue
 		}
-		p := filepath.Join(executeDir, e.Name())
+		p := filepath.Join(dir, e.Name())
 		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && err != unix.EINVAL {
 			errs = append(errs, fmt.Errorf("unmount %s: %w", p, err))
 			continue
@@ -88,7 +93,7 @@ func cleanupSandbox(executeDir string) error {
 	if sandbox.Available() != nil {
 		return nil // nothing could have been made
 	}
-	err := unmountJobDirs(executeDir, "iofs.")
+	err := unmountJobDirs(executeDir, "")
 	areas := removeImageAreas(executeDir, "ckpt."+scratchPrefix, "restore."+scratchPrefix)
 	return errors.Join(err, areas, sandbox.CleanupAll(sandbox.StateRoot(executeDir)))
 }

@@ -35,6 +35,9 @@ const ioLease = 2 * time.Minute
 // user the job runs as) and root may use it.
 func mountJobDir(ctx context.Context, conn grpc.ClientConnInterface, secret, scratch string, jobUID uint32, logger *slog.Logger) (*jobDir, error) {
 	mnt := jobDirMountpoint(scratch)
+	if err := os.Mkdir(filepath.Dir(mnt), 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return nil, fmt.Errorf("make iofs mount point: %w", err)
+	}
 	if err := os.Mkdir(mnt, 0o755); errors.Is(err, os.ErrExist) {
 		// The slot's last job's: its mount is gone unless its unmount
 		// failed, and then goes now, so that the job sees only its own.
@@ -76,16 +79,23 @@ func (d *jobDir) unmount(ctx context.Context, logger *slog.Logger) {
 
 // jobDirMountpoint is where the jobs of the slot whose job has the
 // scratch directory scratch (EXECUTE/scratch.SLOT.RANDOM) mount their
-// directories: EXECUTE/iofs.scratch.SLOT.dir, one directory that the
+// directories: EXECUTE/iofs/scratch.SLOT.dir, one directory that the
 // slot's jobs use in turn and its starter removes when its claim ends
 // (the startd, when the starter died). It is kept between jobs because
 // making and removing a directory each job cost more than the mount, on
-// a file system where inodes are made and freed all day. The name keeps
-// the prefix by which the startd finds a slot's mounts (unmountJobDirs).
+// a file system where inodes are made and freed all day. Its parent,
+// JobDirsDir, is root's alone: a job sees its directory through the bind
+// in its container, and nobody else on the machine reaches the mount,
+// not even for what the kernel still caches of it. The name keeps the
+// prefix by which the startd finds a slot's mounts.
 func jobDirMountpoint(scratch string) string {
 	base := filepath.Base(scratch)
 	if i := strings.LastIndexByte(base, '.'); i > 0 {
 		base = base[:i+1] + "dir"
 	}
-	return filepath.Join(filepath.Dir(scratch), "iofs."+base)
+	return filepath.Join(JobDirsDir(filepath.Dir(scratch)), base)
 }
+
+// JobDirsDir is the directory of the jobs' iofs mount points in the
+// execute directory.
+func JobDirsDir(executeDir string) string { return filepath.Join(executeDir, "iofs") }

@@ -56,7 +56,7 @@ queue `+fmt.Sprint(jobs)+"\n")
 	}
 	mounts := mustRead(t, "/proc/self/mountinfo")
 	for _, l := range strings.Split(mounts, "\n") {
-		if strings.Contains(l, filepath.Join(p.dir, "execute")) && strings.Contains(l, "iofs.") {
+		if strings.Contains(l, filepath.Join(p.dir, "execute")) && strings.Contains(l, "/iofs/") {
 			t.Errorf("a job's directory is still mounted: %s", l)
 		}
 	}

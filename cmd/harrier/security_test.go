@@ -371,12 +371,12 @@ queue
 	if got := mustRead(t, filepath.Join(adir, "seen.txt")); got != "alice's private file\n" {
 		t.Fatalf("alice's job read her file as %q", got)
 	}
-	mounts, _ := filepath.Glob(filepath.Join(p.dir, "execute", "*", "iofs.scratch.*.dir"))
+	mounts, _ := filepath.Glob(filepath.Join(p.dir, "execute", "*", "iofs", "scratch.*.dir"))
 	scratches, _ := filepath.Glob(filepath.Join(p.dir, "execute", "*", "scratch.*", "scratch-secret.txt"))
 	if len(mounts) != 1 || len(scratches) != 1 {
 		t.Fatalf("alice's job's mount %v and scratch file %v: want one of each", mounts, scratches)
 	}
-	execDir := filepath.Dir(mounts[0])
+	execDir := filepath.Dir(filepath.Dir(mounts[0]))
 
 	// bob on the execute machine.
 	bu, bg := lookupIDs(t, bob.Username)
@@ -402,6 +402,11 @@ queue
 	}
 	if out, err := asBob("ls", execDir); err == nil {
 		t.Errorf("bob listed the execute directory: %q", out)
+	}
+	// Nor what the kernel keeps of the names alice's job looked up: the
+	// mount is in a directory of root's alone.
+	if out, err := asBob("stat", filepath.Join(mounts[0], "private.txt")); err == nil || !strings.Contains(out, "Permission denied") {
+		t.Errorf("bob stat alice's file through her job's mount: %q %v", out, err)
 	}
 
 	// bob's job in the other slot, as the same slot user.
