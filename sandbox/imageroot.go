@@ -11,12 +11,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// imageRootDir, in a job's scratch directory, holds the upper and work
+// ImageRootDir, in a job's scratch directory, holds the upper and work
 // directories of the overlay that is its root when it runs in its own
 // image. It is root's alone (0700): the job sees its scratch directory
 // at JobScratchDir but cannot enter this, and its writes to its root
-// count against its disk like its other files.
-const imageRootDir = ".harrier_root"
+// count against its disk like its other files. A checkpoint carries it
+// in an archive of its own (see Job.Checkpoint) and a restore makes it
+// afresh: an archive of the scratch directory leaves it out.
+const ImageRootDir = ".harrier_root"
 
 // imageRootsDir holds the mount points of the jobs' overlay roots of
 // stateRoot, and beside each (as NAME.mnt) the top layer of that root,
@@ -60,7 +62,7 @@ func makeImageRootDir(scratch string) (*os.File, error) {
 	if scratch == "" {
 		return nil, errors.New("a job in a container image needs a scratch directory")
 	}
-	name := filepath.Join(scratch, imageRootDir)
+	name := filepath.Join(scratch, ImageRootDir)
 	if err := os.RemoveAll(name); err != nil {
 		return nil, fmt.Errorf("prepare image root: %w", err)
 	}

@@ -52,7 +52,7 @@ echo hi > /tmp/t && cat /tmp/t; echo s > /srv/s; echo w > `+work+`/w; ls /srv`, 
 	if b, err := os.ReadFile(filepath.Join(work, "w")); err != nil || string(b) != "w\n" {
 		t.Errorf("working directory write: %q %v", b, err)
 	}
-	st, err := os.Stat(filepath.Join(scratch, imageRootDir))
+	st, err := os.Stat(filepath.Join(scratch, ImageRootDir))
 	if err != nil || st.Mode().Perm() != 0o700 {
 		t.Errorf("upper directory %v %v", st, err)
 	}
@@ -206,10 +206,10 @@ func TestImageRootNotLedElsewhere(t *testing.T) {
 	// a directory of the machine's.
 	victim := t.TempDir()
 	scratch := scratchDir()
-	if err := os.MkdirAll(filepath.Join(scratch, imageRootDir), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(scratch, ImageRootDir), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(victim, filepath.Join(scratch, imageRootDir, "upper")); err != nil {
+	if err := os.Symlink(victim, filepath.Join(scratch, ImageRootDir, "upper")); err != nil {
 		t.Fatal(err)
 	}
 	res := runJob(t, r, "echo planted > /pub/planted && cat /pub/planted", func(task *Task) {
@@ -230,7 +230,7 @@ func TestImageRootNotLedElsewhere(t *testing.T) {
 	}
 	writeFileT(t, filepath.Join(secret, "upper", "secret.txt"), "s3cret-1f9c\n")
 	task := &Task{ID: "7.0", Path: "/bin/sh", Args: []string{"-c",
-		"echo mine > /pub/mine; mv /srv/" + imageRootDir + " /srv/moved && ln -s " + secret + " /srv/" + imageRootDir +
+		"echo mine > /pub/mine; mv /srv/" + ImageRootDir + " /srv/moved && ln -s " + secret + " /srv/" + ImageRootDir +
 			" && echo swapped > /srv/swapped; exec sleep 1000"},
 		ImageLayers: im.Layers}
 	task.ScratchDir = scratchDir()
@@ -284,7 +284,7 @@ func eventuallyT(t *testing.T, cond func() bool, failed func()) {
 
 // upperDir is the upper directory of the root of a job working in
 // scratch, as the machine names it.
-func upperDir(scratch string) string { return filepath.Join(scratch, imageRootDir, "upper") }
+func upperDir(scratch string) string { return filepath.Join(scratch, ImageRootDir, "upper") }
 
 // The mount points made above an image's layers look as the image's
 // directories do (owner and mode), follow overlayfs's whiteouts and

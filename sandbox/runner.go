@@ -113,7 +113,7 @@ func (r *Runner) prepare(ctx context.Context, t *Task, rootDir *os.File) (spec, 
 	if t.ScratchDir != "" && r.user.uid != 0 {
 		// The job's files, put there by root, become the slot user's.
 		// The overlay directories of a job in its image stay root's.
-		overlay := filepath.Join(t.ScratchDir, imageRootDir)
+		overlay := filepath.Join(t.ScratchDir, ImageRootDir)
 		if err := asuser.GiveTree(t.ScratchDir, r.user.uid, r.user.gid, func(p string) bool { return p == overlay }); err != nil {
 			return spec{}, nil, fmt.Errorf("prepare scratch directory: %w", err)
 		}

@@ -45,8 +45,10 @@ type checkpoints struct {
 	// checkpoint counts only once the files it goes with are there.
 	syncFiles func(context.Context) error
 	// withScratch: the job works in its scratch directory with
-	// transferred files, which its images carry (see scratchArchive).
-	withScratch bool
+	// transferred files, which its images carry (see scratchArchive),
+	// but for the runner's own directories there, keptByRunner.
+	withScratch  bool
+	keptByRunner []string
 	// image is the container image the job runs in, which its images
 	// name (see imageRecordName); nil: the machine's own root.
 	image *heldImage

@@ -24,6 +24,9 @@ func (s *Starter) executeJob(ctx context.Context, conn grpc.ClientConnInterface,
 	task *Task, stop stopping, send *sender, kills <-chan stopRequest, shellOpens <-chan *wire.ShellOpen, xfer *fileTransfer,
 	logger *slog.Logger) (*wire.Exited, error) {
 	ck := &checkpoints{client: client, secret: s.spec.Secret, scratch: s.spec.ScratchDir, withScratch: xfer != nil, logger: logger}
+	if k, ok := s.runner.(ScratchKeeper); ok {
+		ck.keptByRunner = k.KeptInScratch()
+	}
 	var (
 		files *checkpointFiles
 		dir   *jobDir

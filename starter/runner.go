@@ -73,6 +73,14 @@ type ScratchRelocator interface {
 	JobScratchDir() string
 }
 
+// ScratchKeeper is a Runner that keeps directories of its own in a
+// job's scratch directory (a container's image root): a checkpoint that
+// carries the scratch directory leaves them out, as the runner's own
+// checkpoint and restore take care of them.
+type ScratchKeeper interface {
+	KeptInScratch() []string
+}
+
 // JobUserRunner is a Runner whose jobs run as a user of its own (the
 // slot user): transfer plugins and output written on the execute
 // machine run as that user too. For other runners they run as nobody.

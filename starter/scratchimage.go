@@ -17,7 +17,8 @@ import (
 // images carry its scratch directory, archived (transfer.Archive) in the
 // image directory as scratchArchive: sealed and checked with the image,
 // and put back, replacing whatever the directory holds, just before the
-// restore. A vacate's archive is made once the dump has ended the job,
+// restore; what the runner keeps there itself (a container's image root,
+// see ScratchKeeper) is left out. A vacate's archive is made once the dump has ended the job,
 // so it is the directory exactly as the image left it; a periodic
 // checkpoint's just after the dump, while the job runs on.
 
@@ -36,7 +37,7 @@ func (c *checkpoints) archiveScratch(ctx context.Context, dir string) error {
 	if err != nil {
 		return err
 	}
-	files, n, err := transfer.Archive(f, from)
+	files, n, err := transfer.Archive(f, from, c.keptByRunner...)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

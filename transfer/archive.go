@@ -23,11 +23,12 @@ import (
 // the rest, small.
 const maxArchiveChunk = ChunkSize + 64<<10
 
-// Archive writes the whole tree beneath from to w, and returns how many
-// files and bytes of data it holds.
-func Archive(w io.Writer, from *os.Root) (files int, n int64, err error) {
+// Archive writes the whole tree beneath from to w, but for the
+// top-level entries named in leaveOut, and returns how many files and
+// bytes of data it holds.
+func Archive(w io.Writer, from *os.Root, leaveOut ...string) (files int, n int64, err error) {
 	bw := bufio.NewWriterSize(w, ChunkSize)
-	s := &Sender{Out: func(c *wire.TransferChunk) error {
+	s := &Sender{LeaveOut: leaveOut, Out: func(c *wire.TransferChunk) error {
 		_, err := protodelim.MarshalTo(bw, c)
 		return err
 	}}

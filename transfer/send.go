@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"syscall"
 
 	"harrier.dev/harrier/wire"
@@ -49,6 +50,9 @@ type Sender struct {
 	Buffers *wire.Buffers
 	// LeaveOutLinks skips symbolic links instead of sending them.
 	LeaveOutLinks bool
+	// LeaveOut names entries at the top of a directory sent whole
+	// (Send's name ".") that are not sent, nor anything beneath them.
+	LeaveOut []string
 	// Files and Bytes count the files sent and their data.
 	Files int
 	Bytes int64
@@ -99,6 +103,12 @@ func (s *Sender) Send(from *os.Root, name, as string) error {
 		dest := path.Join(as, filepath.ToSlash(rel))
 		if dest == "." || dest == "" {
 			return nil // the top of the stream
+		}
+		if name == "." && slices.Contains(s.LeaveOut, p) {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
 		}
 		info, err := d.Info()
 		if err != nil {

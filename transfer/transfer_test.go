@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -288,6 +289,43 @@ func TestArchiveRoundTrip(t *testing.T) {
 	// Cut short: an error, not a partial tree taken as whole.
 	if _, _, err := Extract(bytes.NewReader(buf.Bytes()[:buf.Len()/2]), openRoot(t, t.TempDir())); err == nil {
 		t.Error("a truncated archive extracted")
+	}
+}
+
+// TestArchiveLeavesOut: top-level entries left out are not archived, nor
+// what is beneath them, which need not be archivable (a FIFO here, an
+// overlay's whiteouts in a job's image root), while a name deeper down
+// that is the same is archived.
+func TestArchiveLeavesOut(t *testing.T) {
+	src := t.TempDir()
+	for _, d := range []string{"private/sub", "kept/private"} {
+		if err := os.MkdirAll(filepath.Join(src, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Mkfifo(filepath.Join(src, "private/sub/fifo"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"private/file", "kept/private/file", "top"} {
+		if err := os.WriteFile(filepath.Join(src, f), []byte(f), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := Archive(io.Discard, openRoot(t, src)); !errors.Is(err, ErrNotFile) {
+		t.Fatalf("archive of a tree with a FIFO: %v, want ErrNotFile", err)
+	}
+	var buf bytes.Buffer
+	files, _, err := Archive(&buf, openRoot(t, src), "private", "top")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := t.TempDir()
+	if _, _, err := Extract(&buf, openRoot(t, dst)); err != nil {
+		t.Fatal(err)
+	}
+	got := snapshot(t, dst)
+	if files != 1 || got["kept/private/file"] == "" || len(got) != 3 {
+		t.Errorf("archived %d files: %q; want kept/private/file and its directories alone", files, got)
 	}
 }
 

@@ -233,3 +233,69 @@ queue 3
 		t.Errorf("the image was kept for %d of the claim's jobs, want 1 (the second)", kept)
 	}
 }
+
+// TestContainerTransferJobCheckpoint: a job with transferred files, in
+// its own image (from a registry on loopback), that removed a file from its image's root (the overlay
+// marks it with a whiteout, a device node, in its upper directory) and
+// writes there, is checkpointed with its scratch directory and restored:
+// its count, its output and its root's changes go on unbroken. The
+// scratch directory's archive leaves the image root's directory to the
+// image's own archive: it held the whiteout, which no transfer carries,
+// and the checkpoint failed.
+func TestContainerTransferJobCheckpoint(t *testing.T) {
+	if err := sandbox.Available(); err != nil {
+		t.Skipf("containers not available: %v", err)
+	}
+	imagetest.NeedBusybox(t)
+	reg := newTestRegistry(t, "", "")
+	reg.push("lab/count:1", imagetest.Image(t, map[string]string{"etc/harrier-test-image": "transfer-image\n", "scratchpad/": "", "pad/": "777", "pad/gone": "x\n"}))
+	bin := publicBinary(t)
+	p := &hostile{testPool: startPoolFrom(t, bin, 1, "SANDBOX = container\nNUM_SLOTS = 2\nIMAGE_REGISTRY_CA = "+reg.caFile), bin: bin}
+	alice := newUser(t)
+	uid, gid := lookupIDs(t, alice.Username)
+	work := filepath.Join(alice.HomeDir, "job")
+	script := strings.Replace(containerCountScript, "#!/bin/sh\n", "#!/bin/sh\nrm /pad/gone || exit 3\n", 1) +
+		"test -e /pad/gone && echo 'the removed file is back' >> root.txt\n"
+	writeFile(t, filepath.Join(work, "count.sh"), script, 0o755)
+	writeFile(t, filepath.Join(work, "count.sub"), `universe = container
+container_image = docker://`+reg.addr+`/lab/count:1
+executable = count.sh
+arguments = 40
+output = count.out
+error = count.err
+log = count.log
+should_transfer_files = YES
+when_to_transfer_output = ON_EXIT
+queue
+`, 0o644)
+	chownAll(t, work, uid, gid)
+	out, code := p.tool(t, alice.Username, "submit", filepath.Join(work, "count.sub"))
+	id := fmt.Sprintf("%d.0", submitted(t, out, code))
+	counted := func() int {
+		m, _ := filepath.Glob(filepath.Join(p.testPool.dir, "execute", "*", "scratch.*", "count.txt"))
+		if len(m) == 0 {
+			return 0
+		}
+		return len(counts(t, filepath.Dir(m[0])))
+	}
+	eventually(t, 90*time.Second, "the job to count in its scratch directory", func() bool {
+		if why, _ := p.tool(t, alice.Username, "q", "-af", "HoldReason", id); strings.TrimSpace(why) != "undefined" && strings.TrimSpace(why) != "" {
+			t.Fatalf("the job is held: %s", why)
+		}
+		return counted() >= 8
+	})
+	if out, code := p.tool(t, alice.Username, "vacate", id); code != 0 {
+		t.Fatalf("vacate: exit %d: %s", code, out)
+	}
+	if out, code := p.tool(t, alice.Username, "wait", "--timeout", "120", id); code != 0 {
+		t.Fatalf("wait: exit %d: %s\nerr: %s", code, out, mustRead(t, filepath.Join(work, "count.err")))
+	}
+	h := p.historyAd(t, id)
+	if h["NumRestores"] != 1.0 || h["LastCheckpointFailure"] != nil {
+		t.Errorf("NumRestores %v, LastCheckpointFailure %v: want one restore", h["NumRestores"], h["LastCheckpointFailure"])
+	}
+	checkCounted(t, work, 40)
+	if got := mustRead(t, filepath.Join(work, "root.txt")); got != "root 40 transfer-image\n" {
+		t.Errorf("root.txt %q: the job's root did not keep its changes across the checkpoint", got)
+	}
+}

@@ -161,6 +161,10 @@ func sandboxTask(t *starter.Task) *sandbox.Task {
 // JobScratchDir is where the container's job sees its scratch directory.
 func (c containerRunner) JobScratchDir() string { return sandbox.JobScratchDir }
 
+// KeptInScratch is the directory of a job's image root in its scratch
+// directory, which a container checkpoint carries on its own.
+func (c containerRunner) KeptInScratch() []string { return []string{sandbox.ImageRootDir} }
+
 // JobUser is the slot user the container's job runs as.
 func (c containerRunner) JobUser() (uid, gid int) { return c.r.User() }
 
