@@ -48,27 +48,29 @@ type spec struct {
 	id, hostname string
 	cgroupParent string
 	user         identity
-	scratch      string   // the host directory bound at JobScratchDir
-	dir          string   // the job's working directory, in the container
-	dirSource    string   // the host directory bound at dir; none if dir is in the scratch directory
-	cwd          string   // where the job starts: dir, or JobScratchDir (Task.InScratch)
-	rootfs       string   // see hostRoot (or prepareRootfs), or the job's image root (mountImageRoot)
-	image        bool     // rootfs is the job's own image, writable through its overlay
-	upper        *os.Root // the overlay's upper directory, opened before the job ran
-	hostDirs     []string // the host's top-level directories not in rootfs, bound read-only
-	memoryBytes  int64
-	noSwap       bool // the memory limit covers swap too
-	cpuShares    uint64
-	cpuQuota     int64  // microseconds per cpuPeriod; 0: none
-	cpuset       string // the cores the job may run on ("2-3"); empty: any
-	pidsLimit    int64
-	devices      []*devcfg.Device // the job's own devices (Task.Devices)
+	scratch      string // the host directory bound at JobScratchDir
+	dir          string // the job's working directory, in the container
+	dirSource    string // the host directory bound at dir; none if dir is in the scratch directory
+	cwd          string // where the job starts: dir, or JobScratchDir (Task.InScratch)
+	rootfs       string // see hostRoot (or prepareRootfs), or the job's image root (mountImageRoot)
+	// upper is the upper directory of the overlay that is the root when
+	// it is the job's own image (writable), opened before the job ran;
+	// nil: the machine's root, read-only.
+	upper       *os.Root
+	hostDirs    []string // the host's top-level directories not in rootfs, bound read-only
+	memoryBytes int64
+	noSwap      bool // the memory limit covers swap too
+	cpuShares   uint64
+	cpuQuota    int64  // microseconds per cpuPeriod; 0: none
+	cpuset      string // the cores the job may run on ("2-3"); empty: any
+	pidsLimit   int64
+	devices     []*devcfg.Device // the job's own devices (Task.Devices)
 }
 
 // release undoes what prepare made for a container that is not to be:
 // a job's image root.
 func (s spec) release() {
-	if s.image {
+	if s.upper != nil {
 		s.upper.Close()
 		_ = unmountImageRoot(s.rootfs)
 	}
@@ -109,7 +111,7 @@ func containerConfig(s spec) *configs.Config {
 		// image may be written to, as Docker allows: the writes go to its
 		// overlay's upper directory in its scratch directory.
 		Rootfs:          s.rootfs,
-		Readonlyfs:      !s.image,
+		Readonlyfs:      s.upper == nil,
 		Hostname:        s.hostname,
 		NoNewPrivileges: true,
 		Capabilities:    caps,

@@ -155,16 +155,11 @@ func mountImageRoot(stateRoot, id string, t *Task, rootDir *os.File, mountPoints
 // leads elsewhere (a symbolic link, say /home -> var/home) is left to
 // the container's init, which follows it within the root.
 func makeMountPoint(top string, layers []string, p string) error {
-	dir := top
+	dir, in := top, layeredDir{layers: layers}
 	for _, name := range strings.Split(strings.TrimPrefix(p, "/"), "/") {
 		dir = filepath.Join(dir, name)
-		var (
-			mode     os.FileMode
-			uid, gid int
-			ok       bool
-		)
-		mode, uid, gid, layers, ok = imageDir(layers, name)
-		if !ok {
+		var ok bool
+		if in, ok = in.child(name); !ok {
 			return nil
 		}
 		if err := os.Mkdir(dir, 0o700); errors.Is(err, os.ErrExist) {
@@ -172,51 +167,57 @@ func makeMountPoint(top string, layers []string, p string) error {
 		} else if err != nil {
 			return err
 		}
-		if err := os.Chown(dir, uid, gid); err != nil {
+		if err := os.Chown(dir, in.uid, in.gid); err != nil {
 			return err
 		}
-		if err := os.Chmod(dir, mode); err != nil {
+		if err := os.Chmod(dir, in.mode); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// imageDir looks for name in the directories dirs, one directory of the
-// image in each of its layers where the image has it, top first, as
-// overlayfs does. It returns the mode and owner of the directory the
-// topmost holding name has there (root's 0755 if none does, or one
-// hides it with a whiteout), and the layers' directories that make up
-// that directory for the next name; ok is false if the topmost is not
-// a directory. It never follows a symbolic link.
-func imageDir(dirs []string, name string) (mode os.FileMode, uid, gid int, below []string, ok bool) {
+// layeredDir is a directory of an image as overlayfs shows it: the mode
+// and owner the topmost layer holding it gives it (root's 0755 if none
+// does, or one hides it with a whiteout), and the layers' directories
+// that make it up, top first.
+type layeredDir struct {
+	mode     os.FileMode
+	uid, gid int
+	layers   []string
+}
+
+// child looks for name in the directory, in each of its layers' where
+// the image has it, top first, as overlayfs does; ok is false if the
+// topmost is not a directory. It never follows a symbolic link.
+func (d layeredDir) child(name string) (c layeredDir, ok bool) {
 	found := false
-	for _, d := range dirs {
-		p := filepath.Join(d, name)
+	for _, l := range d.layers {
+		p := filepath.Join(l, name)
 		var st unix.Stat_t
 		if err := unix.Lstat(p, &st); err != nil {
 			continue
 		}
 		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 			if !found && (st.Mode&unix.S_IFMT != unix.S_IFCHR || st.Rdev != 0) {
-				return 0, 0, 0, nil, false
+				return layeredDir{}, false
 			}
 			break // a whiteout, or what the directory above hides
 		}
 		if !found {
 			found = true
-			mode = os.FileMode(st.Mode&0o777) | unixModeBits(st.Mode)
-			uid, gid = int(st.Uid), int(st.Gid)
+			c.mode = os.FileMode(st.Mode&0o777) | unixModeBits(st.Mode)
+			c.uid, c.gid = int(st.Uid), int(st.Gid)
 		}
-		below = append(below, p)
+		c.layers = append(c.layers, p)
 		if opaque(p) {
 			break
 		}
 	}
 	if !found {
-		return 0o755, 0, 0, nil, true
+		return layeredDir{mode: 0o755}, true
 	}
-	return mode, uid, gid, below, true
+	return c, true
 }
 
 // opaque reports whether an unpacked layer's directory hides the layers

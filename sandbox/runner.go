@@ -172,7 +172,6 @@ func (r *Runner) prepare(ctx context.Context, t *Task, rootDir *os.File) (spec, 
 	s := spec{
 		devices:      devices,
 		id:           id,
-		image:        len(t.ImageLayers) > 0,
 		upper:        upper,
 		cgroupParent: slotPath,
 		user:         r.user,
