@@ -10,6 +10,7 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 )
 
 // Methods of a physical name.
@@ -483,6 +484,9 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 	if err != nil {
 		return nil, toErrno(err)
 	}
+	if n.fsys.names.absent(logical) {
+		return nil, syscall.ENOENT
+	}
 	at := time.Now()
 	r, err := n.fsys.client.Resolve(ctx, logical, lookupPrefetch)
 	if err != nil {
@@ -690,6 +694,7 @@ func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out 
 	if err != nil {
 		return nil, nil, 0, toErrno(err)
 	}
+	n.fsys.names.made(logical)
 	p, err := n.fsys.names.resolve(ctx, n.fsys.client, logical)
 	if err != nil {
 		return nil, nil, 0, toErrno(err)
@@ -742,6 +747,7 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 	if err != nil {
 		return nil, toErrno(err)
 	}
+	n.fsys.names.made(logical)
 	a, err := be.mkdir(ctx, p.Path, mode)
 	if err != nil {
 		return nil, toErrno(err)
@@ -750,19 +756,29 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 }
 
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
-	be, p, _, err := n.childBackend(ctx, name)
+	be, p, logical, err := n.childBackend(ctx, name)
 	if err != nil {
 		return toErrno(err)
 	}
-	return toErrno(be.unlink(ctx, p.Path))
+	at := time.Now()
+	if err := be.unlink(ctx, p.Path); err != nil {
+		return toErrno(err)
+	}
+	n.fsys.names.removed(logical, at)
+	return 0
 }
 
 func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
-	be, p, _, err := n.childBackend(ctx, name)
+	be, p, logical, err := n.childBackend(ctx, name)
 	if err != nil {
 		return toErrno(err)
 	}
-	return toErrno(be.rmdir(ctx, p.Path))
+	at := time.Now()
+	if err := be.rmdir(ctx, p.Path); err != nil {
+		return toErrno(err)
+	}
+	n.fsys.names.removed(logical, at)
+	return 0
 }
 
 func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
@@ -770,18 +786,29 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	if !ok {
 		return syscall.EXDEV
 	}
-	be, from, _, err := n.childBackend(ctx, name)
+	be, from, fromLogical, err := n.childBackend(ctx, name)
 	if err != nil {
 		return toErrno(err)
 	}
-	_, to, _, err := np.childBackend(ctx, newName)
+	_, to, toLogical, err := np.childBackend(ctx, newName)
 	if err != nil {
 		return toErrno(err)
 	}
 	if from.Base() != to.Base() {
 		return syscall.EXDEV
 	}
-	return toErrno(be.rename(ctx, from.Path, to.Path, flags))
+	n.fsys.names.made(toLogical)
+	if flags&unix.RENAME_EXCHANGE != 0 {
+		n.fsys.names.made(fromLogical)
+	}
+	at := time.Now()
+	if err := be.rename(ctx, from.Path, to.Path, flags); err != nil {
+		return toErrno(err)
+	}
+	if flags&unix.RENAME_EXCHANGE == 0 {
+		n.fsys.names.removed(fromLogical, at)
+	}
+	return 0
 }
 
 func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
@@ -789,6 +816,7 @@ func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 	if err != nil {
 		return nil, toErrno(err)
 	}
+	n.fsys.names.made(logical)
 	a, err := be.symlink(ctx, target, p.Path)
 	if err != nil {
 		return nil, toErrno(err)
@@ -823,10 +851,11 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 	if err != nil {
 		return nil, toErrno(err)
 	}
-	be, to, _, err := n.childBackend(ctx, name)
+	be, to, logical, err := n.childBackend(ctx, name)
 	if err != nil {
 		return nil, toErrno(err)
 	}
+	n.fsys.names.made(logical)
 	if from.Base() != to.Base() {
 		return nil, syscall.EXDEV
 	}
@@ -847,6 +876,7 @@ func (n *node) Mknod(ctx context.Context, name string, mode, _ uint32, out *fuse
 	if err != nil {
 		return nil, toErrno(err)
 	}
+	n.fsys.names.made(logical)
 	a, err := be.mknod(ctx, p.Path, mode)
 	if err != nil {
 		return nil, toErrno(err)
