@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,6 +21,16 @@ import (
 type Policy struct {
 	// User is the slot user jobs run as. Default "nobody".
 	User string `json:"user,omitempty"`
+	// SlotUsers are users of the slots' own for jobs that run as plain
+	// processes, by short slot name ("slot2"), in place of User
+	// (HTCondor's SLOT<N>_USER): the jobs of different slots then run
+	// as different users, who cannot reach one another's processes and
+	// files, as nothing else keeps such jobs apart. A dynamic slot
+	// ("slot1_3") has its own entry if it has one, else its
+	// partitionable slot's. Jobs in containers run as User on every
+	// slot: their namespaces keep them apart, and a checkpointed job is
+	// restored as the user it was dumped as, on whichever slot.
+	SlotUsers map[string]string `json:"slot_users,omitempty"`
 	// AllowRoot lets User be root; without it a root slot user is an error.
 	AllowRoot bool `json:"allow_root,omitempty"`
 	// PidsLimit caps the number of processes and threads of a job.
@@ -87,9 +98,6 @@ func (cfg Config) withDefaults() (Config, identity, error) {
 	if err := checkSlot(cfg.Slot); err != nil {
 		errs = append(errs, err)
 	}
-	if cfg.User == "" {
-		cfg.User = defaultUser
-	}
 	if cfg.PidsLimit == 0 {
 		cfg.PidsLimit = defaultPidsLimit
 	}
@@ -105,7 +113,7 @@ func (cfg Config) withDefaults() (Config, identity, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	id, err := slotIdentity(cfg.Policy)
+	id, err := slotIdentity(cfg.Policy, "")
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -115,19 +123,51 @@ func (cfg Config) withDefaults() (Config, identity, error) {
 	return cfg, id, nil
 }
 
-// SlotUser resolves the slot user jobs run as under p (default nobody),
-// refusing root unless p allows it: what a runner without containers
-// runs its jobs as too.
-func SlotUser(p Policy) (uid, gid int, err error) {
-	id, err := slotIdentity(p)
+// SlotUser resolves the user the plain-process jobs of slot (its short
+// name, "slot1") run as under p (default nobody), refusing root unless
+// p allows it.
+func SlotUser(p Policy, slot string) (uid, gid int, err error) {
+	id, err := slotIdentity(p, slot)
 	return id.uid, id.gid, err
 }
 
-func slotIdentity(p Policy) (identity, error) {
-	name := p.User
-	if name == "" {
-		name = defaultUser
+// CheckUsers resolves every slot user p names, SLOT_USER's default
+// included, and refuses root unless p allows it.
+func (p Policy) CheckUsers() error {
+	slots := []string{""} // the default's
+	for slot := range p.SlotUsers {
+		if err := checkSlot(slot); err != nil {
+			return err
+		}
+		slots = append(slots, slot)
 	}
+	slices.Sort(slots)
+	var errs []error
+	for _, slot := range slots {
+		if _, err := slotIdentity(p, slot); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// slotUserName is the name of the user the plain-process jobs of slot
+// run as; "" names the user of the jobs in containers.
+func (p Policy) slotUserName(slot string) string {
+	if name := p.SlotUsers[slot]; name != "" {
+		return name
+	}
+	if parent, _, dynamic := strings.Cut(slot, "_"); dynamic && p.SlotUsers[parent] != "" {
+		return p.SlotUsers[parent]
+	}
+	if p.User != "" {
+		return p.User
+	}
+	return defaultUser
+}
+
+func slotIdentity(p Policy, slot string) (identity, error) {
+	name := p.slotUserName(slot)
 	id, err := lookupUser(name)
 	if err != nil {
 		return identity{}, err

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strconv"
 	"strings"
@@ -364,19 +365,61 @@ func TestConfigRefusesRoot(t *testing.T) {
 
 func TestPolicyRoundTrip(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "sandbox")
-	if p, err := ReadPolicy(root); err != nil || p != (Policy{}) {
+	if p, err := ReadPolicy(root); err != nil || !reflect.DeepEqual(p, Policy{}) {
 		t.Fatalf("no policy saved: %+v, %v; want defaults", p, err)
 	}
-	want := Policy{User: "daemon", PidsLimit: 99, CPUQuota: true, DiskFactor: -1}
+	want := Policy{User: "daemon", SlotUsers: map[string]string{"slot2": "bin"}, PidsLimit: 99, CPUQuota: true, DiskFactor: -1}
 	if err := WritePolicy(root, want); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := ReadPolicy(root); err != nil || got != want {
+	if got, err := ReadPolicy(root); err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("ReadPolicy = %+v, %v; want %+v", got, err, want)
 	}
 	os.WriteFile(filepath.Join(root, policyFile), []byte("{"), 0o600)
 	if _, err := ReadPolicy(root); err == nil {
 		t.Error("a broken policy file read without error")
+	}
+}
+
+// TestSlotUsers: a slot's own user (SLOT<N>_USER) takes SLOT_USER's
+// place for that slot's plain-process jobs, and its dynamic slots'
+// unless one has its own, but not for jobs in containers; CheckUsers
+// refuses a user that does not exist and root unless allowed.
+func TestSlotUsers(t *testing.T) {
+	p := Policy{User: "daemon", SlotUsers: map[string]string{"slot2": "bin", "slot2_3": "sys"}}
+	for slot, want := range map[string]string{"slot1": "daemon", "slot2": "bin", "slot2_1": "bin", "slot2_3": "sys", "slot1_2": "daemon"} {
+		if got := p.slotUserName(slot); got != want {
+			t.Errorf("%s runs as %s, want %s", slot, got, want)
+		}
+	}
+	if got := (Policy{}).slotUserName("slot1"); got != defaultUser {
+		t.Errorf("no users named: slot1 runs as %s, want %s", got, defaultUser)
+	}
+	r, err := NewRunner(Config{StateRoot: t.TempDir(), Slot: "slot2", Policy: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uid, _ := r.User(); uid != 1 { // daemon, on Debian
+		t.Errorf("slot2's container runner runs jobs as uid %d, want daemon's (SLOT_USER), 1", uid)
+	}
+	if uid, _, err := SlotUser(p, "slot2_1"); err != nil || uid != 2 { // bin
+		t.Errorf("slot2_1's plain-process jobs run as uid %d (%v), want bin's, 2", uid, err)
+	}
+	if err := p.CheckUsers(); err != nil {
+		t.Error(err)
+	}
+	for _, bad := range []Policy{
+		{SlotUsers: map[string]string{"slot3": "no-such-user-harrier"}},
+		{SlotUsers: map[string]string{"slot3": "root"}},
+		{SlotUsers: map[string]string{"slot/3": "bin"}},
+		{User: "root"},
+	} {
+		if err := bad.CheckUsers(); err == nil {
+			t.Errorf("CheckUsers accepted %+v", bad)
+		}
+	}
+	if err := (Policy{SlotUsers: map[string]string{"slot3": "root"}, AllowRoot: true}).CheckUsers(); err != nil {
+		t.Errorf("root allowed: %v", err)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -63,9 +64,10 @@ func chooseRunner(spec *starter.Spec, logger *slog.Logger) starter.Runner {
 		registryCA: policy.ImageRegistryCA, log: logger}
 }
 
-// processRunner runs jobs as plain processes: as the slot user
-// (SLOT_USER, default nobody) when the starter is root, as for
-// containers; else as the starter's own user, who started the pool.
+// processRunner runs jobs as plain processes: as the slot's user
+// (SLOT<N>_USER, or SLOT_USER, default nobody) when the starter is
+// root, as for containers; else as the starter's own user, who started
+// the pool.
 func processRunner(spec *starter.Spec) starter.Runner {
 	if os.Geteuid() != 0 {
 		return starter.ProcessRunner{}
@@ -73,7 +75,8 @@ func processRunner(spec *starter.Spec) starter.Runner {
 	policy, err := sandbox.ReadPolicy(sandbox.StateRoot(filepath.Dir(spec.ScratchDir)))
 	if err == nil {
 		var uid, gid int
-		if uid, gid, err = sandbox.SlotUser(policy); err == nil {
+		slot, _, _ := strings.Cut(spec.Slot, "@")
+		if uid, gid, err = sandbox.SlotUser(policy, slot); err == nil {
 			return starter.ProcessRunner{User: &asuser.Credential{UID: uint32(uid), GID: uint32(gid), Groups: []uint32{}}}
 		}
 	}
@@ -218,7 +221,10 @@ func starterUsage(u sandbox.Usage) starter.Usage {
 // startd's starters read them:
 //
 //	SLOT_USER           the user jobs run as (default nobody)
-//	ALLOW_ROOT_JOBS     whether SLOT_USER may be root (default false)
+//	SLOT<N>_USER        the user slot N's plain-process jobs run as
+//	                    instead; a dynamic slot N_M's SLOT<N>_<M>_USER,
+//	                    else N's
+//	ALLOW_ROOT_JOBS     whether a slot user may be root (default false)
 //	SLOT_PIDS_LIMIT     processes and threads per job (default 1024)
 //	CPU_HARD_LIMIT      a CPU quota of request_cpus on top of shares (default false)
 //	DISK_LIMIT_FACTOR   hold a job whose scratch holds more than this times
@@ -248,11 +254,42 @@ func writeSandboxPolicy(pc *poolConfig, executeDir string) error {
 	if err := errors.Join(err1, err2, err3, err4, err5, err6); err != nil {
 		return fmt.Errorf("sandbox policy: %w", err)
 	}
-	return sandbox.WritePolicy(sandbox.StateRoot(executeDir), sandbox.Policy{
-		User: pc.c.String("SLOT_USER", ""), AllowRoot: allowRoot, PidsLimit: pids,
+	p := sandbox.Policy{
+		User: pc.c.String("SLOT_USER", ""), SlotUsers: slotUsers(pc), AllowRoot: allowRoot, PidsLimit: pids,
 		CPUQuota: quota, DiskFactor: factor, DiskInterval: diskInterval, ImageCacheMB: int64(imageMB),
 		ImageRegistryCA: pc.c.String("IMAGE_REGISTRY_CA", ""),
-	})
+	}
+	if os.Geteuid() == 0 {
+		// Only a root startd's jobs run as slot users: a user that
+		// does not exist, or root where root is not allowed, stops
+		// the startd rather than hold every job of the slot.
+		if err := p.CheckUsers(); err != nil {
+			return fmt.Errorf("sandbox policy: %w", err)
+		}
+	}
+	return sandbox.WritePolicy(sandbox.StateRoot(executeDir), p)
+}
+
+// slotUserKey is SLOT<N>_USER and SLOT<N>_<M>_USER: the slot's short
+// name, lower case, is the middle.
+var slotUserKey = regexp.MustCompile(`(?i)^(SLOT[0-9]+(?:_[0-9]+)?)_USER$`)
+
+// slotUsers reads the SLOT<N>_USER settings, by short slot name.
+func slotUsers(pc *poolConfig) map[string]string {
+	var users map[string]string
+	for _, k := range pc.c.Keys() {
+		m := slotUserKey.FindStringSubmatch(k)
+		if m == nil {
+			continue
+		}
+		if v := pc.c.String(k, ""); v != "" {
+			if users == nil {
+				users = map[string]string{}
+			}
+			users[strings.ToLower(m[1])] = v
+		}
+	}
+	return users
 }
 
 // installContainerInit makes the small init binary the first process of

@@ -313,3 +313,68 @@ echo "done"
 		t.Errorf("the job's output made.txt came home as %q", got)
 	}
 }
+
+// TestSlotUsersKeepProcessJobsApart: where jobs run as plain processes,
+// each slot runs its jobs as a user of its own (SLOT<N>_USER), so that
+// one job cannot reach another's, as it could were both the one slot
+// user: alice's job, beside bob's running job, neither reads bob's
+// file through his job's /proc entry nor signals any of his processes.
+func TestSlotUsersKeepProcessJobsApart(t *testing.T) {
+	slotUser1, slotUser2 := newUser(t), newUser(t)
+	p := startPoolFrom(t, publicBinary(t), 1, "SANDBOX = process\nNUM_SLOTS = 2\nSLOT1_USER = "+slotUser1.Username+"\nslot2_user = "+slotUser2.Username)
+	alice, bob := newUser(t), newUser(t)
+	marker := filepath.Join(t.TempDir(), "done")
+	if err := os.Chmod(filepath.Dir(marker), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bDir := filepath.Join(bob.HomeDir, "job")
+	writeFile(t, filepath.Join(bDir, "wait.sh"), `#!/bin/sh
+echo "bob's secret" > secret.txt
+echo "uid $(id -u)"
+i=0
+while [ ! -e "$1" ] && [ $i -lt 900 ]; do sleep 0.1; i=$((i + 1)); done
+`, 0o755)
+	bu, bg := lookupIDs(t, bob.Username)
+	chownAll(t, bDir, bu, bg)
+	b := p.submitAs(t, bob.Username, bDir, "wait.sub", "executable = wait.sh\narguments = "+marker+"\noutput = wait.out\nshould_transfer_files = YES\nqueue\n")
+	eventually(t, 60*time.Second, "bob's job to run", func() bool {
+		m, _ := filepath.Glob(filepath.Join(p.dir, "execute", "*", "scratch.*", "secret.txt"))
+		return len(m) == 1
+	})
+
+	aDir := filepath.Join(alice.HomeDir, "job")
+	writeFile(t, filepath.Join(aDir, "probe.sh"), `#!/bin/sh
+echo "uid $(id -u)"
+group=$(cut -d' ' -f5 /proc/$$/stat)
+for d in /proc/[0-9]*; do
+	pid=${d#/proc/}
+	cat "$d/cwd/secret.txt" 2>/dev/null && echo "read through $d"
+	if kill -0 "$pid" 2>/dev/null && [ "$(cut -d' ' -f5 "$d/stat" 2>/dev/null)" != "$group" ]; then
+		echo "may signal $pid: $(cat "$d/cmdline" | tr '\0' ' ')"
+	fi
+done
+echo done
+`, 0o755)
+	au, ag := lookupIDs(t, alice.Username)
+	chownAll(t, aDir, au, ag)
+	a := p.submitAs(t, alice.Username, aDir, "probe.sub", "executable = probe.sh\noutput = probe.out\nshould_transfer_files = YES\nqueue\n")
+	if out, code := p.harrier(t, "wait", "--timeout", "60", fmt.Sprintf("%d.0", a)); code != 0 {
+		t.Fatalf("wait for alice's job: exit %d: %s", code, out)
+	}
+	writeFile(t, marker, "", 0o644)
+	if out, code := p.harrier(t, "wait", "--timeout", "60", fmt.Sprintf("%d.0", b)); code != 0 {
+		t.Fatalf("wait for bob's job: exit %d: %s", code, out)
+	}
+	aOut, bOut := mustRead(t, filepath.Join(aDir, "probe.out")), mustRead(t, filepath.Join(bDir, "wait.out"))
+	uids := map[string]bool{}
+	for _, out := range []string{aOut, bOut} {
+		uid, _, _ := strings.Cut(strings.TrimPrefix(out, "uid "), "\n")
+		uids[uid] = true
+	}
+	if !uids[slotUser1.Uid] || !uids[slotUser2.Uid] {
+		t.Errorf("the jobs ran as %v, want the two slots' users %s and %s", uids, slotUser1.Uid, slotUser2.Uid)
+	}
+	if want := "uid "; !strings.HasPrefix(aOut, want) || strings.Count(aOut, "\n") != 2 || !strings.HasSuffix(aOut, "\ndone\n") {
+		t.Errorf("alice's job, beside bob's, reached it:\n%s", aOut)
+	}
+}
