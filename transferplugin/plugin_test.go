@@ -3,8 +3,10 @@ package transferplugin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -192,31 +194,130 @@ func readString(t testing.TB, p string) string {
 	return string(b)
 }
 
-// TestRunCannotSignalOtherJobs: a plugin runs as the slot user, as the
-// machine's other jobs do, yet cannot signal their processes, nor can a
-// child it leaves behind.
+// TestRunCannotSignalOtherJobs: a plugin, run as the slot user, cannot
+// signal a process of another job of that same user, which any other
+// process of the user may (shown first), by its number or by a
+// descriptor of its /proc directory (pidfd_send_signal). Started by
+// root, the plugin is in a process namespace of its own, which stops
+// both; started by a starter that is not root (a personal pool, run here
+// as nobody), it is not, and Landlock's signal scope refuses them.
 func TestRunCannotSignalOtherJobs(t *testing.T) {
 	if v, err := landlockABI(); err != nil || v < scopeABI {
 		t.Skipf("no Landlock signal scoping on this kernel (ABI %d, %v)", v, err)
 	}
+	cred := nobody(t)
 	other := exec.Command("sleep", "100")
+	other.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	if err := other.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = other.Process.Kill(); _ = other.Wait() }()
-	dir := scratchDir(t)
-	got := runScript(t, dir, `#!/bin/sh
+	pid := strconv.Itoa(other.Process.Pid)
+	signal := `python3 -c 'import os, signal; signal.pidfd_send_signal(os.open("/proc/` + pid + `", os.O_RDONLY), 0)'`
+	probe := exec.Command("sh", "-c", signal+" && kill -0 "+pid)
+	probe.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	if out, err := probe.CombinedOutput(); err != nil {
+		t.Fatalf("another process of the user's cannot signal the job's either: %v: %s", err, out)
+	}
+	// Not beside the scratch directory: Run hides the rest of its parent.
+	plugins := publicDir(t)
+	plugin := filepath.Join(plugins, "script_plugin")
+	if err := os.WriteFile(plugin, []byte(`#!/bin/sh
 local=$(sed -n 's/^LocalFileName = "\(.*\)"$/\1/p' "$2")
-if kill -0 `+strconv.Itoa(other.Process.Pid)+` 2>/dev/null; then r=signalled; else r=refused; fi
+r=refused
+`+signal+` 2>/dev/null && r="signalled through /proc"
+kill -0 `+pid+` 2>/dev/null && r="signalled by number"
 echo "$r" > "$local"
 printf 'TransferUrl = "demo://h/r"\nTransferSuccess = true\n' > "$4"
-`)
-	if got != "refused\n" {
-		t.Errorf("the plugin's signal to another job's process: %q, want refused", got)
+`), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.ReadFile("/proc/self/exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	starter := filepath.Join(plugins, "starter")
+	if err := os.WriteFile(starter, self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, byRoot := range []bool{true, false} {
+		dir := filepath.Join(publicDir(t), "scratch")
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+			t.Fatal(err)
+		}
+		if byRoot {
+			if _, err := Run(context.Background(), plugin, dir, cred, false, []File{{URL: "demo://h/r", LocalFile: filepath.Join(dir, "r")}}); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			run := exec.Command(starter)
+			run.Env = append(os.Environ(), runEnv+"="+plugin+"\n"+dir)
+			run.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+			if out, err := run.CombinedOutput(); err != nil {
+				t.Fatalf("Run as nobody: %v: %s", err, out)
+			}
+		}
+		if got := readString(t, filepath.Join(dir, "r")); got != "refused\n" {
+			t.Errorf("a plugin started by root %v signals another job's process: %q, want refused", byRoot, got)
+		}
 	}
 	if err := other.Process.Signal(syscall.Signal(0)); err != nil {
 		t.Errorf("the other job's process: %v", err)
 	}
+}
+
+// runEnv, set to a plugin and a scratch directory separated by a
+// newline, has the test binary Run that plugin there for one file, r, as
+// a starter that is not root does (TestRunCannotSignalOtherJobs).
+const runEnv = "TRANSFERPLUGIN_TEST_RUN"
+
+func TestMain(m *testing.M) {
+	if v := os.Getenv(runEnv); v != "" {
+		plugin, dir, _ := strings.Cut(v, "\n")
+		if _, err := Run(context.Background(), plugin, dir, nil, false, []File{{URL: "demo://h/r", LocalFile: filepath.Join(dir, "r")}}); err != nil {
+			fmt.Println(err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// nobody is the credential of the user nobody, as whom tests run what a
+// slot user runs; only root can.
+func nobody(t *testing.T) *syscall.Credential {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: runs processes as nobody (CI runs as root)")
+	}
+	u, err := user.Lookup("nobody")
+	if err != nil {
+		t.Skipf("no user nobody: %v", err)
+	}
+	uid, err1 := strconv.Atoi(u.Uid)
+	gid, err2 := strconv.Atoi(u.Gid)
+	if err := errors.Join(err1, err2); err != nil {
+		t.Fatal(err)
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+}
+
+// publicDir is a directory that every user reaches, unlike t.TempDir's,
+// whose parents are root's alone.
+func publicDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", "plugin-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	if err := os.Chmod(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 // runScript runs the shell script as a plugin in dir for one file, r,
