@@ -21,6 +21,10 @@ type ProcessRunner struct {
 	// User is who jobs run as (the slot user), their scratch directory
 	// theirs; nil: as the starter itself, which must then not be root.
 	User *asuser.Credential
+	// Dedicated says that User is the slot's alone: when a job ends,
+	// every process of User ends too, those that left the job's process
+	// group included.
+	Dedicated bool
 }
 
 // Start implements Runner.
@@ -47,7 +51,11 @@ func (r ProcessRunner) Start(_ context.Context, t *Task) (Job, error) {
 		//lint:ignore ST1005 a hold reason, written as HTCondor writes it
 		return nil, fmt.Errorf("Failed to execute '%s': %v", t.Path, err)
 	}
-	return &process{cmd: cmd, start: time.Now()}, nil
+	p := &process{cmd: cmd, start: time.Now()}
+	if r.Dedicated && r.User != nil && r.User.UID != 0 {
+		p.user = r.User
+	}
+	return p, nil
 }
 
 // JobUser is the user the runner's jobs run as, for their transfer
@@ -63,6 +71,9 @@ func (r ProcessRunner) JobUser() (uid, gid int) {
 type process struct {
 	cmd   *exec.Cmd
 	start time.Time
+	// user, if set, is the slot's own user, whose every process is the
+	// job's.
+	user *asuser.Credential
 }
 
 func (p *process) Pid() int { return p.cmd.Process.Pid }
@@ -77,6 +88,9 @@ func (p *process) Wait() (Exit, error) {
 	err := p.cmd.Wait()
 	// Nothing of the job may outlive it.
 	_ = unix.Kill(-p.cmd.Process.Pid, unix.SIGKILL)
+	if p.user != nil {
+		killAll(p.user)
+	}
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
 		return Exit{}, err
@@ -100,3 +114,13 @@ func (p *process) Wait() (Exit, error) {
 
 // Usage is only known at exit for a plain process.
 func (p *process) Usage() (Usage, error) { return Usage{}, nil }
+
+// killAll ends every process of the user c, by a process of c's own
+// that sends SIGKILL to every process it may signal (kill(2)'s -1):
+// those of c, found by the kernel at once, so that none forks away
+// meanwhile. A process of root's would reach root's too.
+func killAll(c *asuser.Credential) {
+	kill := exec.Command("/bin/sh", "-c", "kill -s KILL -- -1")
+	kill.SysProcAttr = &syscall.SysProcAttr{Credential: execCredential(c)}
+	_ = kill.Run() // it fails when there was nothing left to end
+}

@@ -77,7 +77,8 @@ func processRunner(spec *starter.Spec) starter.Runner {
 		var uid, gid int
 		slot, _, _ := strings.Cut(spec.Slot, "@")
 		if uid, gid, err = sandbox.SlotUser(policy, slot); err == nil {
-			return starter.ProcessRunner{User: &asuser.Credential{UID: uint32(uid), GID: uint32(gid), Groups: []uint32{}}}
+			return starter.ProcessRunner{User: &asuser.Credential{UID: uint32(uid), GID: uint32(gid), Groups: []uint32{}},
+				Dedicated: policy.DedicatedUser(slot)}
 		}
 	}
 	//lint:ignore ST1005 a hold reason, written as HTCondor writes it

@@ -319,6 +319,9 @@ echo "done"
 // one job cannot reach another's, as it could were both the one slot
 // user: alice's job, beside bob's running job, neither reads bob's
 // file through his job's /proc entry nor signals any of his processes.
+// What bob's job left running in a session of its own (a daemon, which
+// would see the slot's next job) ends with it, as every process of the
+// slot's own user does.
 func TestSlotUsersKeepProcessJobsApart(t *testing.T) {
 	slotUser1, slotUser2 := newUser(t), newUser(t)
 	p := startPoolFrom(t, publicBinary(t), 1, "SANDBOX = process\nNUM_SLOTS = 2\nSLOT1_USER = "+slotUser1.Username+"\nslot2_user = "+slotUser2.Username)
@@ -331,6 +334,7 @@ func TestSlotUsersKeepProcessJobsApart(t *testing.T) {
 	writeFile(t, filepath.Join(bDir, "wait.sh"), `#!/bin/sh
 echo "bob's secret" > secret.txt
 echo "uid $(id -u)"
+setsid sleep 4321 </dev/null >/dev/null 2>&1 &
 i=0
 while [ ! -e "$1" ] && [ $i -lt 900 ]; do sleep 0.1; i=$((i + 1)); done
 `, 0o755)
@@ -376,5 +380,19 @@ echo done
 	}
 	if want := "uid "; !strings.HasPrefix(aOut, want) || strings.Count(aOut, "\n") != 2 || !strings.HasSuffix(aOut, "\ndone\n") {
 		t.Errorf("alice's job, beside bob's, reached it:\n%s", aOut)
+	}
+	left := func() bool {
+		procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+		for _, p := range procs {
+			if b, _ := os.ReadFile(p); string(b) == "sleep\x004321\x00" {
+				return true
+			}
+		}
+		return false
+	}
+	for end := time.Now().Add(10 * time.Second); left(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("what bob's job left running outlived it")
+		}
 	}
 }
