@@ -24,6 +24,9 @@ func Cleanup(stateRoot, slot string) error {
 	if err := killCgroup(path); err != nil {
 		errs = append(errs, err)
 	}
+	if err := cleanupProcessCgroups(stateRoot, slot); err != nil {
+		errs = append(errs, err)
+	}
 	for _, root := range allContainersDirs(stateRoot, slot) {
 		entries, err := os.ReadDir(root)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {

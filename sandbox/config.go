@@ -151,25 +151,6 @@ func (p Policy) CheckUsers() error {
 	return errors.Join(errs...)
 }
 
-// DedicatedUser reports whether the user the plain-process jobs of slot
-// run as is that slot's alone: named for it (not inherited from its
-// partitionable slot) and for no other slot, and neither SLOT_USER nor
-// nobody, whom other daemons' helpers run as. Every process of such a
-// user is then the slot's job's, and may be ended with it wherever it
-// went.
-func (p Policy) DedicatedUser(slot string) bool {
-	name := p.SlotUsers[slot]
-	if name == "" || name == p.User || name == defaultUser {
-		return false
-	}
-	for other, n := range p.SlotUsers {
-		if other != slot && n == name {
-			return false
-		}
-	}
-	return true
-}
-
 // slotUserName is the name of the user the plain-process jobs of slot
 // run as; "" names the user of the jobs in containers.
 func (p Policy) slotUserName(slot string) string {

@@ -405,17 +405,6 @@ func TestSlotUsers(t *testing.T) {
 	if uid, _, err := SlotUser(p, "slot2_1"); err != nil || uid != 2 { // bin
 		t.Errorf("slot2_1's plain-process jobs run as uid %d (%v), want bin's, 2", uid, err)
 	}
-	for slot, want := range map[string]bool{"slot1": false, "slot2": true, "slot2_1": false, "slot2_3": true} {
-		if got := p.DedicatedUser(slot); got != want {
-			t.Errorf("%s's user is the slot's alone: %v, want %v", slot, got, want)
-		}
-	}
-	shared := Policy{SlotUsers: map[string]string{"slot1": "bin", "slot2": "bin", "slot3": "nobody"}}
-	for _, slot := range []string{"slot1", "slot2", "slot3"} {
-		if shared.DedicatedUser(slot) {
-			t.Errorf("%s's user, shared, is taken as the slot's alone", slot)
-		}
-	}
 	if err := p.CheckUsers(); err != nil {
 		t.Error(err)
 	}

@@ -47,11 +47,14 @@ func chooseSandbox(mode string, logger *slog.Logger) string {
 }
 
 // cleanupSlot removes the container and cgroups a starter of slot may
-// have left behind, when it was killed, say. Plain processes leave
-// nothing the kill of the starter's process group did not take.
+// have left behind, when it was killed, say: what its plain-process job
+// left running too, in the slot's cgroup.
 func cleanupSlot(executeDir, slot, mode string) error {
-	if mode == sandboxProcess || sandbox.Available() != nil {
+	if sandbox.Available() != nil {
 		return nil
+	}
+	if mode == sandboxProcess {
+		return sandbox.Cleanup(sandbox.StateRoot(executeDir), slot)
 	}
 	err := unmountJobDirs(executeDir, scratchPrefix+slot+".")
 	areas := removeImageAreas(executeDir, "ckpt."+scratchPrefix+slot+".", "restore."+scratchPrefix+slot+".")

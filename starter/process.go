@@ -21,10 +21,22 @@ type ProcessRunner struct {
 	// User is who jobs run as (the slot user), their scratch directory
 	// theirs; nil: as the starter itself, which must then not be root.
 	User *asuser.Credential
-	// Dedicated says that User is the slot's alone: when a job ends,
-	// every process of User ends too, those that left the job's process
-	// group included.
-	Dedicated bool
+	// Track, if set, gives each job a group that keeps all its processes
+	// (a cgroup), in which it starts: they all end with the job, those
+	// that left its process group included. Without it a job is ended
+	// by its process group.
+	Track func() (ProcessTracker, error)
+}
+
+// ProcessTracker keeps a job's processes together wherever they go.
+type ProcessTracker interface {
+	// FD is the group's cgroup directory, for CLONE_INTO_CGROUP.
+	FD() int
+	// Kill ends every process of the group and waits until they are
+	// gone.
+	Kill() error
+	// Close lets the group go.
+	Close() error
 }
 
 // Start implements Runner.
@@ -43,7 +55,18 @@ func (r ProcessRunner) Start(_ context.Context, t *Task) (Job, error) {
 			return nil, fmt.Errorf("prepare scratch directory: %w", err)
 		}
 	}
+	var tracker ProcessTracker
+	if r.Track != nil {
+		var err error
+		if tracker, err = r.Track(); err != nil {
+			return nil, fmt.Errorf("keep the job's processes together: %w", err)
+		}
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, tracker.FD()
+	}
 	if err := cmd.Start(); err != nil {
+		if tracker != nil {
+			tracker.Close()
+		}
 		var pe *os.PathError
 		if errors.As(err, &pe) {
 			err = pe.Err
@@ -51,11 +74,7 @@ func (r ProcessRunner) Start(_ context.Context, t *Task) (Job, error) {
 		//lint:ignore ST1005 a hold reason, written as HTCondor writes it
 		return nil, fmt.Errorf("Failed to execute '%s': %v", t.Path, err)
 	}
-	p := &process{cmd: cmd, start: time.Now()}
-	if r.Dedicated && r.User != nil && r.User.UID != 0 {
-		p.user = r.User
-	}
-	return p, nil
+	return &process{cmd: cmd, start: time.Now(), tracker: tracker}, nil
 }
 
 // JobUser is the user the runner's jobs run as, for their transfer
@@ -69,11 +88,9 @@ func (r ProcessRunner) JobUser() (uid, gid int) {
 
 // process is a job started by ProcessRunner.
 type process struct {
-	cmd   *exec.Cmd
-	start time.Time
-	// user, if set, is the slot's own user, whose every process is the
-	// job's.
-	user *asuser.Credential
+	cmd     *exec.Cmd
+	start   time.Time
+	tracker ProcessTracker // nil: the process group is all there is
 }
 
 func (p *process) Pid() int { return p.cmd.Process.Pid }
@@ -88,8 +105,10 @@ func (p *process) Wait() (Exit, error) {
 	err := p.cmd.Wait()
 	// Nothing of the job may outlive it.
 	_ = unix.Kill(-p.cmd.Process.Pid, unix.SIGKILL)
-	if p.user != nil {
-		killAll(p.user)
+	if p.tracker != nil {
+		if err := errors.Join(p.tracker.Kill(), p.tracker.Close()); err != nil {
+			return Exit{}, err
+		}
 	}
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
@@ -114,13 +133,3 @@ func (p *process) Wait() (Exit, error) {
 
 // Usage is only known at exit for a plain process.
 func (p *process) Usage() (Usage, error) { return Usage{}, nil }
-
-// killAll ends every process of the user c, by a process of c's own
-// that sends SIGKILL to every process it may signal (kill(2)'s -1):
-// those of c, found by the kernel at once, so that none forks away
-// meanwhile. A process of root's would reach root's too.
-func killAll(c *asuser.Credential) {
-	kill := exec.Command("/bin/sh", "-c", "kill -s KILL -- -1")
-	kill.SysProcAttr = &syscall.SysProcAttr{Credential: execCredential(c)}
-	_ = kill.Run() // it fails when there was nothing left to end
-}

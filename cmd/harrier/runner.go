@@ -66,8 +66,9 @@ func chooseRunner(spec *starter.Spec, logger *slog.Logger) starter.Runner {
 
 // processRunner runs jobs as plain processes: as the slot's user
 // (SLOT<N>_USER, or SLOT_USER, default nobody) when the starter is
-// root, as for containers; else as the starter's own user, who started
-// the pool.
+// root, as for containers, each kept in a cgroup of the slot's where
+// the machine has cgroup v2; else as the starter's own user, who
+// started the pool.
 func processRunner(spec *starter.Spec) starter.Runner {
 	if os.Geteuid() != 0 {
 		return starter.ProcessRunner{}
@@ -77,8 +78,12 @@ func processRunner(spec *starter.Spec) starter.Runner {
 		var uid, gid int
 		slot, _, _ := strings.Cut(spec.Slot, "@")
 		if uid, gid, err = sandbox.SlotUser(policy, slot); err == nil {
-			return starter.ProcessRunner{User: &asuser.Credential{UID: uint32(uid), GID: uint32(gid), Groups: []uint32{}},
-				Dedicated: policy.DedicatedUser(slot)}
+			r := starter.ProcessRunner{User: &asuser.Credential{UID: uint32(uid), GID: uint32(gid), Groups: []uint32{}}}
+			if sandbox.ProcessCgroups() == nil {
+				stateRoot := sandbox.StateRoot(filepath.Dir(spec.ScratchDir))
+				r.Track = func() (starter.ProcessTracker, error) { return sandbox.NewProcessCgroup(stateRoot, slot) }
+			}
+			return r
 		}
 	}
 	//lint:ignore ST1005 a hold reason, written as HTCondor writes it

@@ -272,7 +272,8 @@ echo "wrote $1"
 // container), a root startd still never runs them as root. alice's job
 // runs as the slot user, nobody, and reaches neither bob's private file
 // nor root's, nor writes outside its scratch directory; its outputs come
-// home to alice all the same.
+// home to alice all the same. What it left running in a session of its
+// own, which would see the slot's next job, ends with it (its cgroup).
 func TestProcessJobsRunAsTheSlotUser(t *testing.T) {
 	p := startPoolFrom(t, publicBinary(t), 1, "SANDBOX = process")
 	alice, bob := newUser(t), newUser(t)
@@ -288,6 +289,7 @@ echo "uid $(id -u)"
 cat `+secret+` 2>/dev/null && echo "read bob's secret"
 head -c 1 /etc/shadow >/dev/null 2>&1 && echo "read /etc/shadow"
 touch /etc/harrier-escape 2>/dev/null && echo "wrote /etc"
+setsid sleep 4322 </dev/null >/dev/null 2>&1 &
 echo done > made.txt
 echo "done"
 `, 0o755)
@@ -312,6 +314,9 @@ echo "done"
 	if got := mustRead(t, filepath.Join(dir, "made.txt")); got != "done\n" {
 		t.Errorf("the job's output made.txt came home as %q", got)
 	}
+	if stillRunning(t, "sleep", "4322") {
+		t.Error("what alice's job left running outlived it")
+	}
 }
 
 // TestSlotUsersKeepProcessJobsApart: where jobs run as plain processes,
@@ -320,8 +325,7 @@ echo "done"
 // user: alice's job, beside bob's running job, neither reads bob's
 // file through his job's /proc entry nor signals any of his processes.
 // What bob's job left running in a session of its own (a daemon, which
-// would see the slot's next job) ends with it, as every process of the
-// slot's own user does.
+// would see the slot's next job) ends with it.
 func TestSlotUsersKeepProcessJobsApart(t *testing.T) {
 	slotUser1, slotUser2 := newUser(t), newUser(t)
 	p := startPoolFrom(t, publicBinary(t), 1, "SANDBOX = process\nNUM_SLOTS = 2\nSLOT1_USER = "+slotUser1.Username+"\nslot2_user = "+slotUser2.Username)
@@ -381,18 +385,29 @@ echo done
 	if want := "uid "; !strings.HasPrefix(aOut, want) || strings.Count(aOut, "\n") != 2 || !strings.HasSuffix(aOut, "\ndone\n") {
 		t.Errorf("alice's job, beside bob's, reached it:\n%s", aOut)
 	}
-	left := func() bool {
+	if stillRunning(t, "sleep", "4321") {
+		t.Error("what bob's job left running outlived it")
+	}
+}
+
+// stillRunning reports whether a process of the command line args is
+// still there 10 s from now.
+func stillRunning(t *testing.T, args ...string) bool {
+	t.Helper()
+	cmdline := strings.Join(args, "\x00") + "\x00"
+	running := func() bool {
 		procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 		for _, p := range procs {
-			if b, _ := os.ReadFile(p); string(b) == "sleep\x004321\x00" {
+			if b, _ := os.ReadFile(p); string(b) == cmdline {
 				return true
 			}
 		}
 		return false
 	}
-	for end := time.Now().Add(10 * time.Second); left(); time.Sleep(50 * time.Millisecond) {
+	for end := time.Now().Add(10 * time.Second); running(); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(end) {
-			t.Fatal("what bob's job left running outlived it")
+			return true
 		}
 	}
+	return false
 }

@@ -1,0 +1,153 @@
+package sandbox
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// A job that runs as a plain process (no container) is kept in a cgroup
+// all the same, in the unified (v2) hierarchy, which machines of the
+// hybrid kind mount too: it starts there (CLONE_INTO_CGROUP), cannot
+// leave (the cgroup is root's), and when it ends every process it
+// started ends with it (cgroup.kill), what left its process group for a
+// session of its own included, which would otherwise live on as the
+// slot user and see the slot's later jobs. Only the tree serves here:
+// no controller, no limit.
+
+// ProcessCgroup is the cgroup of one plain-process job. Each job gets
+// one made for it: this kernel kills what is cloned into a cgroup that
+// was killed before (cgroup.kill), as a cgroup below one killed is.
+type ProcessCgroup struct {
+	dir  *os.File
+	path string
+}
+
+// errNoUnified means the machine mounts no cgroup v2 hierarchy.
+var errNoUnified = errors.New("no cgroup v2 hierarchy mounted")
+
+// unifiedOwnDir is this process's own cgroup in the v2 hierarchy.
+func unifiedOwnDir() (string, error) {
+	dirs, err := hierarchies()
+	if err != nil {
+		return "", err
+	}
+	for _, d := range dirs {
+		var st unix.Statfs_t
+		if unix.Statfs(d, &st) == nil && st.Type == unix.CGROUP2_SUPER_MAGIC {
+			return d, nil
+		}
+	}
+	return "", errNoUnified
+}
+
+// ProcessCgroups reports whether plain-process jobs can be kept in
+// cgroups here: as root, with a cgroup v2 hierarchy.
+func ProcessCgroups() error {
+	if os.Geteuid() != 0 {
+		return errors.New("not running as root")
+	}
+	_, err := unifiedOwnDir()
+	return err
+}
+
+// processCgroupsDir holds the cgroups of slot's plain-process jobs,
+// beneath the slot's, in the v2 hierarchy whose own cgroup is own.
+func processCgroupsDir(own, stateRoot, slot string) string {
+	return filepath.Join(own, slotCgroupPath(stateRoot, slot), "process")
+}
+
+// NewProcessCgroup makes a cgroup for the next plain-process job of slot
+// and opens it.
+func NewProcessCgroup(stateRoot, slot string) (*ProcessCgroup, error) {
+	if err := checkSlot(slot); err != nil {
+		return nil, err
+	}
+	own, err := unifiedOwnDir()
+	if err != nil {
+		return nil, fmt.Errorf("job cgroup: %w", err)
+	}
+	parent := processCgroupsDir(own, stateRoot, slot)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, fmt.Errorf("job cgroup: %w", err)
+	}
+	path, err := os.MkdirTemp(parent, "job-")
+	if err != nil {
+		return nil, fmt.Errorf("job cgroup: %w", err)
+	}
+	dir, err := os.OpenFile(path, os.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		_ = unix.Rmdir(path)
+		return nil, fmt.Errorf("job cgroup: %w", err)
+	}
+	return &ProcessCgroup{dir: dir, path: path}, nil
+}
+
+// FD is the cgroup's directory, to start the job in
+// (syscall.SysProcAttr's CgroupFD).
+func (c *ProcessCgroup) FD() int { return int(c.dir.Fd()) }
+
+// Kill ends every process in the cgroup and waits until they are gone.
+func (c *ProcessCgroup) Kill() error { return killUnified(c.path) }
+
+// Close removes the cgroup, which Kill emptied.
+func (c *ProcessCgroup) Close() error {
+	c.dir.Close()
+	return rmdirRetry(c.path)
+}
+
+// killUnified ends every process in the v2 cgroup dir and below it, and
+// waits until the kernel says it is empty. A missing cgroup has nothing
+// to end.
+func killUnified(dir string) error {
+	err := os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if _, serr := os.Stat(dir); errors.Is(serr, os.ErrNotExist) {
+			return nil
+		}
+		// A kernel before 5.14, without cgroup.kill: frozen, nothing
+		// forks while the processes are collected.
+		_ = os.WriteFile(filepath.Join(dir, "cgroup.freeze"), []byte("1"), 0)
+		defer os.WriteFile(filepath.Join(dir, "cgroup.freeze"), []byte("0"), 0)
+	case err != nil:
+		return fmt.Errorf("kill cgroup %s: %w", dir, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		events, err := os.ReadFile(filepath.Join(dir, "cgroup.events"))
+		if errors.Is(err, os.ErrNotExist) || bytes.Contains(events, []byte("populated 0")) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("kill cgroup %s: %w", dir, err)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("kill cgroup %s: processes still there after 10 s", dir)
+		}
+		if procs, err := os.ReadFile(filepath.Join(dir, "cgroup.procs")); err == nil {
+			for _, f := range bytes.Fields(procs) {
+				if pid, err := strconv.Atoi(string(f)); err == nil {
+					_ = unix.Kill(pid, unix.SIGKILL)
+				}
+			}
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// cleanupProcessCgroups ends what a dead starter's plain-process job of
+// slot left running; removeCgroupTree then removes the cgroups.
+func cleanupProcessCgroups(stateRoot, slot string) error {
+	own, err := unifiedOwnDir()
+	if err != nil {
+		return nil // none could have been made
+	}
+	return killUnified(processCgroupsDir(own, stateRoot, slot))
+}
