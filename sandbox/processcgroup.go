@@ -96,6 +96,54 @@ func (c *ProcessCgroup) FD() int { return int(c.dir.Fd()) }
 // Kill ends every process in the cgroup and waits until they are gone.
 func (c *ProcessCgroup) Kill() error { return killUnified(c.path) }
 
+// Freeze stops every process in the cgroup (on), or lets them go on,
+// and waits until the kernel says it is done: the job stops whole, what
+// it left its process group for included, and notices nothing.
+func (c *ProcessCgroup) Freeze(on bool) error {
+	v, want := "0", "frozen 0"
+	if on {
+		v, want = "1", "frozen 1"
+	}
+	if err := os.WriteFile(filepath.Join(c.path, "cgroup.freeze"), []byte(v), 0); err != nil {
+		return fmt.Errorf("freeze cgroup %s: %w", c.path, err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		events, err := os.ReadFile(filepath.Join(c.path, "cgroup.events"))
+		if err != nil {
+			return fmt.Errorf("freeze cgroup %s: %w", c.path, err)
+		}
+		if bytes.Contains(events, []byte(want)) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("freeze cgroup %s: not %s after 10 s", c.path, want)
+		}
+	}
+}
+
+// CPU is the processor time the cgroup's processes have used, in user
+// and system mode (cpu.stat, which every cgroup v2 has).
+func (c *ProcessCgroup) CPU() (user, sys time.Duration, err error) {
+	b, err := os.ReadFile(filepath.Join(c.path, "cpu.stat"))
+	if err != nil {
+		return 0, 0, fmt.Errorf("job cgroup usage: %w", err)
+	}
+	for line := range bytes.Lines(b) {
+		name, v, _ := bytes.Cut(bytes.TrimSpace(line), []byte(" "))
+		usec, err := strconv.ParseInt(string(v), 10, 64)
+		if err != nil {
+			continue
+		}
+		switch string(name) {
+		case "user_usec":
+			user = time.Duration(usec) * time.Microsecond
+		case "system_usec":
+			sys = time.Duration(usec) * time.Microsecond
+		}
+	}
+	return user, sys, nil
+}
+
 // Close removes the cgroup, which Kill emptied.
 func (c *ProcessCgroup) Close() error {
 	c.dir.Close()

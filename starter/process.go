@@ -35,6 +35,10 @@ type ProcessTracker interface {
 	// Kill ends every process of the group and waits until they are
 	// gone.
 	Kill() error
+	// Freeze stops every process of the group, or lets them go on.
+	Freeze(on bool) error
+	// CPU is the processor time the group's processes have used.
+	CPU() (user, sys time.Duration, err error)
 	// Close lets the group go.
 	Close() error
 }
@@ -98,15 +102,33 @@ func (p *process) Pid() int { return p.cmd.Process.Pid }
 // Signal sends sig to the job's process group.
 func (p *process) Signal(sig unix.Signal) error { return unix.Kill(-p.cmd.Process.Pid, sig) }
 
-func (p *process) Suspend() error  { return p.Signal(unix.SIGSTOP) }
-func (p *process) Continue() error { return p.Signal(unix.SIGCONT) }
+// Suspend stops the job: all of it, frozen, where it is tracked; else
+// its process group, with SIGSTOP.
+func (p *process) Suspend() error {
+	if p.tracker != nil {
+		return p.tracker.Freeze(true)
+	}
+	return p.Signal(unix.SIGSTOP)
+}
+
+func (p *process) Continue() error {
+	if p.tracker != nil {
+		return p.tracker.Freeze(false)
+	}
+	return p.Signal(unix.SIGCONT)
+}
 
 func (p *process) Wait() (Exit, error) {
 	err := p.cmd.Wait()
 	// Nothing of the job may outlive it.
 	_ = unix.Kill(-p.cmd.Process.Pid, unix.SIGKILL)
+	var tracked Usage
 	if p.tracker != nil {
-		if err := errors.Join(p.tracker.Kill(), p.tracker.Close()); err != nil {
+		kerr := p.tracker.Kill()
+		if kerr == nil {
+			tracked, kerr = p.Usage()
+		}
+		if err := errors.Join(kerr, p.tracker.Close()); err != nil {
 			return Exit{}, err
 		}
 	}
@@ -128,8 +150,19 @@ func (p *process) Wait() (Exit, error) {
 			MaxRSSBytes: ru.Maxrss * 1024,
 		}
 	}
+	if p.tracker != nil {
+		// All of the job, not only what its first process waited for.
+		x.Usage.UserCPU, x.Usage.SysCPU = tracked.UserCPU, tracked.SysCPU
+	}
 	return x, nil
 }
 
-// Usage is only known at exit for a plain process.
-func (p *process) Usage() (Usage, error) { return Usage{}, nil }
+// Usage is the job's processor time so far where it is tracked; else
+// it is only known at exit.
+func (p *process) Usage() (Usage, error) {
+	if p.tracker == nil {
+		return Usage{}, nil
+	}
+	user, sys, err := p.tracker.CPU()
+	return Usage{UserCPU: user.Seconds(), SysCPU: sys.Seconds()}, err
+}

@@ -6,12 +6,15 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"harrier.dev/harrier/asuser"
+	"harrier.dev/harrier/sandbox"
 	"harrier.dev/harrier/starter"
 )
 
@@ -144,5 +147,73 @@ func TestProcessRunnerRunsJobsAsItsUser(t *testing.T) {
 	dir := scratchDir(t)
 	if _, err := (starter.ProcessRunner{}).Start(context.Background(), &starter.Task{Path: "/bin/true", Dir: dir, ScratchDir: dir}); err == nil {
 		t.Error("a root starter's ProcessRunner without a user ran a job")
+	}
+}
+
+// TestProcessRunnerKeepsTheJobTogether: a job kept in a cgroup (as a
+// root startd's plain-process jobs are) is suspended, counted and ended
+// whole, what it left running in a session of its own included.
+func TestProcessRunnerKeepsTheJobTogether(t *testing.T) {
+	if err := sandbox.ProcessCgroups(); err != nil {
+		t.Skipf("no cgroups for plain processes here: %v", err)
+	}
+	r := processRunner(t)
+	stateRoot := t.TempDir()
+	t.Cleanup(func() { _ = sandbox.Cleanup(stateRoot, "slot1") })
+	r.Track = func() (starter.ProcessTracker, error) { return sandbox.NewProcessCgroup(stateRoot, "slot1") }
+	dir := scratchDir(t)
+	task := &starter.Task{ID: "1.0", Path: "/bin/sh", Dir: dir, ScratchDir: dir, Env: []string{"PATH=/usr/bin:/bin"},
+		Args: []string{"-c", `setsid sh -c 'while :; do :; done' </dev/null >/dev/null 2>&1 & echo $! > daemon.pid; sleep 600`}}
+	job, err := r.Start(context.Background(), task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	for deadline := time.Now().Add(10 * time.Second); pid == 0; time.Sleep(10 * time.Millisecond) {
+		b, _ := os.ReadFile(filepath.Join(dir, "daemon.pid"))
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		if time.Now().After(deadline) {
+			t.Fatal("the job's daemon never started")
+		}
+	}
+	ticks := func() string {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return "gone"
+		}
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+		return f[11] + "+" + f[12] // utime, stime
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if u, err := job.Usage(); err == nil && u.UserCPU > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no processor time counted while the job's daemon spins")
+		}
+	}
+	if err := job.Suspend(); err != nil {
+		t.Fatal(err)
+	}
+	before := ticks()
+	time.Sleep(200 * time.Millisecond)
+	if after := ticks(); after != before {
+		t.Errorf("the job's daemon ran on while the job was suspended: %s -> %s", before, after)
+	}
+	if err := job.Continue(); err != nil {
+		t.Fatal(err)
+	}
+	if err := job.Signal(unix.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	x, err := job.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.Signal != int(unix.SIGTERM) || x.Usage.UserCPU == 0 {
+		t.Errorf("exit %+v, want SIGTERM, with the daemon's processor time", x)
+	}
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && !strings.Contains(string(b), ") Z ") {
+		t.Error("the job's daemon outlived it")
 	}
 }
