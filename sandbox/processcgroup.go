@@ -21,12 +21,14 @@ import (
 // slot user and see the slot's later jobs. Only the tree serves here:
 // no controller, no limit.
 
-// ProcessCgroup is the cgroup of one plain-process job. Each job gets
-// one made for it: this kernel kills what is cloned into a cgroup that
-// was killed before (cgroup.kill), as a cgroup below one killed is.
+// ProcessCgroup is the cgroup of one plain-process job at a time. The
+// slot's next job takes it over when nothing was left to kill in it;
+// one killed goes (Close): this kernel kills what is cloned into a
+// cgroup that was killed before (cgroup.kill), or below one.
 type ProcessCgroup struct {
-	dir  *os.File
-	path string
+	dir    *os.File
+	path   string
+	killed bool
 }
 
 // errNoUnified means the machine mounts no cgroup v2 hierarchy.
@@ -63,8 +65,8 @@ func processCgroupsDir(own, stateRoot, slot string) string {
 	return filepath.Join(own, slotCgroupPath(stateRoot, slot), "process")
 }
 
-// NewProcessCgroup makes a cgroup for the next plain-process job of slot
-// and opens it.
+// NewProcessCgroup opens the cgroup for the next plain-process job of
+// slot: the last job's, or one made afresh.
 func NewProcessCgroup(stateRoot, slot string) (*ProcessCgroup, error) {
 	if err := checkSlot(slot); err != nil {
 		return nil, err
@@ -73,17 +75,20 @@ func NewProcessCgroup(stateRoot, slot string) (*ProcessCgroup, error) {
 	if err != nil {
 		return nil, fmt.Errorf("job cgroup: %w", err)
 	}
-	parent := processCgroupsDir(own, stateRoot, slot)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
+	path := filepath.Join(processCgroupsDir(own, stateRoot, slot), "job")
+	if err := os.MkdirAll(path, 0o755); err != nil {
 		return nil, fmt.Errorf("job cgroup: %w", err)
 	}
-	path, err := os.MkdirTemp(parent, "job-")
-	if err != nil {
-		return nil, fmt.Errorf("job cgroup: %w", err)
+	// A cgroup left with processes in it was a dead starter's: it is
+	// killed, and made again.
+	if empty, err := unifiedEmpty(path); err != nil || !empty {
+		err = errors.Join(err, killUnified(path), rmdirRetry(path), os.Mkdir(path, 0o755))
+		if err != nil {
+			return nil, fmt.Errorf("job cgroup: %w", err)
+		}
 	}
 	dir, err := os.OpenFile(path, os.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
-		_ = unix.Rmdir(path)
 		return nil, fmt.Errorf("job cgroup: %w", err)
 	}
 	return &ProcessCgroup{dir: dir, path: path}, nil
@@ -94,7 +99,14 @@ func NewProcessCgroup(stateRoot, slot string) (*ProcessCgroup, error) {
 func (c *ProcessCgroup) FD() int { return int(c.dir.Fd()) }
 
 // Kill ends every process in the cgroup and waits until they are gone.
-func (c *ProcessCgroup) Kill() error { return killUnified(c.path) }
+func (c *ProcessCgroup) Kill() error {
+	empty, err := unifiedEmpty(c.path)
+	if err != nil || empty {
+		return err
+	}
+	c.killed = true
+	return killUnified(c.path)
+}
 
 // Freeze stops every process in the cgroup (on), or lets them go on,
 // and waits until the kernel says it is done: the job stops whole, what
@@ -144,9 +156,13 @@ func (c *ProcessCgroup) CPU() (user, sys time.Duration, err error) {
 	return user, sys, nil
 }
 
-// Close removes the cgroup, which Kill emptied.
+// Close lets the cgroup go, for the slot's next job; one Kill had to
+// kill in is removed.
 func (c *ProcessCgroup) Close() error {
 	c.dir.Close()
+	if !c.killed {
+		return nil
+	}
 	return rmdirRetry(c.path)
 }
 
@@ -154,6 +170,9 @@ func (c *ProcessCgroup) Close() error {
 // waits until the kernel says it is empty. A missing cgroup has nothing
 // to end.
 func killUnified(dir string) error {
+	if empty, err := unifiedEmpty(dir); err != nil || empty {
+		return err // most jobs leave nothing behind
+	}
 	err := os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -169,12 +188,8 @@ func killUnified(dir string) error {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		events, err := os.ReadFile(filepath.Join(dir, "cgroup.events"))
-		if errors.Is(err, os.ErrNotExist) || bytes.Contains(events, []byte("populated 0")) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("kill cgroup %s: %w", dir, err)
+		if empty, err := unifiedEmpty(dir); err != nil || empty {
+			return err
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("kill cgroup %s: processes still there after 10 s", dir)
@@ -188,6 +203,19 @@ func killUnified(dir string) error {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+// unifiedEmpty reports whether no process is left in the v2 cgroup dir
+// or below it; a missing cgroup is empty.
+func unifiedEmpty(dir string) (bool, error) {
+	events, err := os.ReadFile(filepath.Join(dir, "cgroup.events"))
+	if errors.Is(err, os.ErrNotExist) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("cgroup %s: %w", dir, err)
+	}
+	return bytes.Contains(events, []byte("populated 0")), nil
 }
 
 // cleanupProcessCgroups ends what a dead starter's plain-process job of

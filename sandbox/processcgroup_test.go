@@ -59,11 +59,34 @@ func TestProcessCgroup(t *testing.T) {
 			t.Fatal(err)
 		}
 		if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("the job's cgroup is still there: %v", err)
+			t.Errorf("the job's cgroup, killed, is still there: %v", err)
 		}
 	}
+	// A job that left nothing hands its cgroup on to the next.
+	c, err := NewProcessCgroup(root, "slot1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := exec.Command("true")
+	job.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: c.FD()}
+	if err := job.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(c.Kill(), c.Close()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(c.path); err != nil {
+		t.Errorf("the cgroup of a job that left nothing is gone: %v", err)
+	}
+	next, pid := start()
+	if err := errors.Join(next.Kill(), next.Close()); err != nil {
+		t.Fatal(err)
+	}
+	if next.path != c.path || alive(pid) {
+		t.Errorf("the next job, in %s after %s, left %d running", next.path, c.path, pid)
+	}
 	// A starter that died left its job's daemon: Cleanup ends it.
-	_, pid := start()
+	_, pid = start()
 	if err := Cleanup(root, "slot1"); err != nil {
 		t.Fatal(err)
 	}
