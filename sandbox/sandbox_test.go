@@ -172,9 +172,11 @@ func TestSignalSuspendContinueUsage(t *testing.T) {
 	r := testRunner(t, nil)
 	scratch := t.TempDir()
 	// A shell that handles TERM (PID 1 ignores signals it does not handle)
-	// and a busy child.
+	// and a busy child, which is ready once it has used some processor
+	// time for certain: cgroup v1 counts it in ticks of 10 ms, and a
+	// loaded machine may give the child none before it is suspended.
 	s := startJob(t, r, &Task{ID: "2.0", Path: "/bin/sh", ScratchDir: scratch, Args: []string{"-c",
-		`trap 'echo term; exit 7' TERM; (while :; do :; done) & echo started > ready; while :; do sleep 0.05; done`}})
+		`trap 'echo term; exit 7' TERM; (i=0; while [ $i -lt 50000 ]; do i=$((i+1)); done; echo started > ready; while :; do :; done) & while :; do sleep 0.05; done`}})
 	waitFile(t, filepath.Join(scratch, "ready"))
 	if err := s.job.Suspend(); err != nil {
 		t.Fatal(err)
