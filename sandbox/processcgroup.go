@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,19 +17,20 @@ import (
 // all the same, in the unified (v2) hierarchy, which machines of the
 // hybrid kind mount too: it starts there (CLONE_INTO_CGROUP), cannot
 // leave (the cgroup is root's), and when it ends every process it
-// started ends with it (cgroup.kill), what left its process group for a
-// session of its own included, which would otherwise live on as the
-// slot user and see the slot's later jobs. Only the tree serves here:
-// no controller, no limit.
+// started ends with it, what left its process group for a session of
+// its own included, which would otherwise live on as the slot user and
+// see the slot's later jobs. Only the tree serves here: no controller,
+// no limit.
+//
+// The processes are killed frozen, one by one, not with cgroup.kill:
+// on this kernel a process cloned into a cgroup that was once killed
+// that way is killed at once, and a slot's jobs share one cgroup.
 
-// ProcessCgroup is the cgroup of one plain-process job at a time. The
-// slot's next job takes it over when nothing was left to kill in it;
-// one killed goes (Close): this kernel kills what is cloned into a
-// cgroup that was killed before (cgroup.kill), or below one.
+// ProcessCgroup is the cgroup of a slot's plain-process jobs, one at a
+// time.
 type ProcessCgroup struct {
-	dir    *os.File
-	path   string
-	killed bool
+	dir  *os.File
+	path string
 }
 
 // errNoUnified means the machine mounts no cgroup v2 hierarchy.
@@ -59,14 +61,14 @@ func ProcessCgroups() error {
 	return err
 }
 
-// processCgroupsDir holds the cgroups of slot's plain-process jobs,
-// beneath the slot's, in the v2 hierarchy whose own cgroup is own.
-func processCgroupsDir(own, stateRoot, slot string) string {
+// processCgroupDir is the cgroup of slot's plain-process jobs, beneath
+// the slot's, in the v2 hierarchy whose own cgroup is own.
+func processCgroupDir(own, stateRoot, slot string) string {
 	return filepath.Join(own, slotCgroupPath(stateRoot, slot), "process")
 }
 
 // NewProcessCgroup opens the cgroup for the next plain-process job of
-// slot: the last job's, or one made afresh.
+// slot, ending what a dead starter's job left in it.
 func NewProcessCgroup(stateRoot, slot string) (*ProcessCgroup, error) {
 	if err := checkSlot(slot); err != nil {
 		return nil, err
@@ -75,17 +77,12 @@ func NewProcessCgroup(stateRoot, slot string) (*ProcessCgroup, error) {
 	if err != nil {
 		return nil, fmt.Errorf("job cgroup: %w", err)
 	}
-	path := filepath.Join(processCgroupsDir(own, stateRoot, slot), "job")
+	path := processCgroupDir(own, stateRoot, slot)
 	if err := os.MkdirAll(path, 0o755); err != nil {
 		return nil, fmt.Errorf("job cgroup: %w", err)
 	}
-	// A cgroup left with processes in it was a dead starter's: it is
-	// killed, and made again.
-	if empty, err := unifiedEmpty(path); err != nil || !empty {
-		err = errors.Join(err, killUnified(path), rmdirRetry(path), os.Mkdir(path, 0o755))
-		if err != nil {
-			return nil, fmt.Errorf("job cgroup: %w", err)
-		}
+	if err := killUnified(path); err != nil {
+		return nil, err
 	}
 	dir, err := os.OpenFile(path, os.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
@@ -99,39 +96,12 @@ func NewProcessCgroup(stateRoot, slot string) (*ProcessCgroup, error) {
 func (c *ProcessCgroup) FD() int { return int(c.dir.Fd()) }
 
 // Kill ends every process in the cgroup and waits until they are gone.
-func (c *ProcessCgroup) Kill() error {
-	empty, err := unifiedEmpty(c.path)
-	if err != nil || empty {
-		return err
-	}
-	c.killed = true
-	return killUnified(c.path)
-}
+func (c *ProcessCgroup) Kill() error { return killUnified(c.path) }
 
 // Freeze stops every process in the cgroup (on), or lets them go on,
 // and waits until the kernel says it is done: the job stops whole, what
 // it left its process group for included, and notices nothing.
-func (c *ProcessCgroup) Freeze(on bool) error {
-	v, want := "0", "frozen 0"
-	if on {
-		v, want = "1", "frozen 1"
-	}
-	if err := os.WriteFile(filepath.Join(c.path, "cgroup.freeze"), []byte(v), 0); err != nil {
-		return fmt.Errorf("freeze cgroup %s: %w", c.path, err)
-	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		events, err := os.ReadFile(filepath.Join(c.path, "cgroup.events"))
-		if err != nil {
-			return fmt.Errorf("freeze cgroup %s: %w", c.path, err)
-		}
-		if bytes.Contains(events, []byte(want)) {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("freeze cgroup %s: not %s after 10 s", c.path, want)
-		}
-	}
-}
+func (c *ProcessCgroup) Freeze(on bool) error { return freezeUnified(c.path, on) }
 
 // CPU is the processor time the cgroup's processes have used, in user
 // and system mode (cpu.stat, which every cgroup v2 has).
@@ -156,52 +126,65 @@ func (c *ProcessCgroup) CPU() (user, sys time.Duration, err error) {
 	return user, sys, nil
 }
 
-// Close lets the cgroup go, for the slot's next job; one Kill had to
-// kill in is removed.
-func (c *ProcessCgroup) Close() error {
-	c.dir.Close()
-	if !c.killed {
-		return nil
+// Close lets the cgroup go; it stays for the slot's next job, until
+// Cleanup.
+func (c *ProcessCgroup) Close() error { return c.dir.Close() }
+
+// freezeUnified freezes the v2 cgroup dir and what is below it, or
+// thaws it, and waits until the kernel says so.
+func freezeUnified(dir string, on bool) error {
+	v, want := "0", "frozen 0"
+	if on {
+		v, want = "1", "frozen 1"
 	}
-	return rmdirRetry(c.path)
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.freeze"), []byte(v), 0); err != nil {
+		return fmt.Errorf("freeze cgroup %s: %w", dir, err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		events, err := os.ReadFile(filepath.Join(dir, "cgroup.events"))
+		if err != nil {
+			return fmt.Errorf("freeze cgroup %s: %w", dir, err)
+		}
+		if bytes.Contains(events, []byte(want)) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("freeze cgroup %s: not %s after 10 s", dir, want)
+		}
+	}
 }
 
-// killUnified ends every process in the v2 cgroup dir and below it, and
-// waits until the kernel says it is empty. A missing cgroup has nothing
-// to end.
+// killUnified ends every process in the v2 cgroup dir and below it:
+// frozen, nothing forks while they are collected, and a frozen process
+// dies of SIGKILL all the same. It waits until the kernel says the
+// cgroup is empty, and thaws it. A missing cgroup has nothing to end.
 func killUnified(dir string) error {
 	if empty, err := unifiedEmpty(dir); err != nil || empty {
 		return err // most jobs leave nothing behind
 	}
-	err := os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		if _, serr := os.Stat(dir); errors.Is(serr, os.ErrNotExist) {
-			return nil
-		}
-		// A kernel before 5.14, without cgroup.kill: frozen, nothing
-		// forks while the processes are collected.
-		_ = os.WriteFile(filepath.Join(dir, "cgroup.freeze"), []byte("1"), 0)
-		defer os.WriteFile(filepath.Join(dir, "cgroup.freeze"), []byte("0"), 0)
-	case err != nil:
-		return fmt.Errorf("kill cgroup %s: %w", dir, err)
+	if err := freezeUnified(dir, true); err != nil {
+		return fmt.Errorf("kill cgroup: %w", err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	defer freezeUnified(dir, false)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || !d.IsDir() {
+				return nil
+			}
+			procs, _ := os.ReadFile(filepath.Join(p, "cgroup.procs"))
+			for _, f := range bytes.Fields(procs) {
+				if pid, err := strconv.Atoi(string(f)); err == nil {
+					_ = unix.Kill(pid, unix.SIGKILL)
+				}
+			}
+			return nil
+		})
 		if empty, err := unifiedEmpty(dir); err != nil || empty {
 			return err
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("kill cgroup %s: processes still there after 10 s", dir)
 		}
-		if procs, err := os.ReadFile(filepath.Join(dir, "cgroup.procs")); err == nil {
-			for _, f := range bytes.Fields(procs) {
-				if pid, err := strconv.Atoi(string(f)); err == nil {
-					_ = unix.Kill(pid, unix.SIGKILL)
-				}
-			}
-		}
-		time.Sleep(2 * time.Millisecond)
 	}
 }
 
@@ -218,12 +201,12 @@ func unifiedEmpty(dir string) (bool, error) {
 	return bytes.Contains(events, []byte("populated 0")), nil
 }
 
-// cleanupProcessCgroups ends what a dead starter's plain-process job of
-// slot left running; removeCgroupTree then removes the cgroups.
-func cleanupProcessCgroups(stateRoot, slot string) error {
+// cleanupProcessCgroup ends what a dead starter's plain-process job of
+// slot left running; removeCgroupTree then removes the cgroup.
+func cleanupProcessCgroup(stateRoot, slot string) error {
 	own, err := unifiedOwnDir()
 	if err != nil {
 		return nil // none could have been made
 	}
-	return killUnified(processCgroupsDir(own, stateRoot, slot))
+	return killUnified(processCgroupDir(own, stateRoot, slot))
 }
