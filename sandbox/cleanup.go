@@ -24,7 +24,7 @@ func Cleanup(stateRoot, slot string) error {
 	if err := killCgroup(path); err != nil {
 		errs = append(errs, err)
 	}
-	if err := cleanupProcessCgroup(stateRoot, slot); err != nil {
+	if err := KillProcesses(stateRoot, slot); err != nil {
 		errs = append(errs, err)
 	}
 	for _, root := range allContainersDirs(stateRoot, slot) {

@@ -201,9 +201,13 @@ func unifiedEmpty(dir string) (bool, error) {
 	return bytes.Contains(events, []byte("populated 0")), nil
 }
 
-// cleanupProcessCgroup ends what a dead starter's plain-process job of
-// slot left running; removeCgroupTree then removes the cgroup.
-func cleanupProcessCgroup(stateRoot, slot string) error {
+// KillProcesses ends what the plain-process job of a starter of slot
+// that died left running. The cgroup stays for the slot's next job;
+// Cleanup removes it.
+func KillProcesses(stateRoot, slot string) error {
+	if err := checkSlot(slot); err != nil {
+		return err
+	}
 	own, err := unifiedOwnDir()
 	if err != nil {
 		return nil // none could have been made

@@ -11,8 +11,8 @@ import (
 
 // TestProcessCgroup: a job started in the slot's cgroup, and what it
 // left running in a session of its own, end with Kill, job after job in
-// the same cgroup; Cleanup ends what a job left there that nobody
-// killed.
+// the same cgroup; KillProcesses and Cleanup end what a job left there
+// that nobody killed.
 func TestProcessCgroup(t *testing.T) {
 	if err := ProcessCgroups(); err != nil {
 		t.Skipf("no cgroups for plain processes here: %v", err)
@@ -64,12 +64,15 @@ func TestProcessCgroup(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// A starter that died left its job's daemon: Cleanup ends it.
-	_, pid := start()
-	if err := Cleanup(root, "slot1"); err != nil {
-		t.Fatal(err)
-	}
-	if alive(pid) {
-		t.Errorf("the daemon %d a dead starter's job left outlived Cleanup", pid)
+	// A starter that died left its job's daemon: the startd's
+	// KillProcesses ends it, and so does Cleanup.
+	for _, kill := range []func(string, string) error{KillProcesses, Cleanup} {
+		_, pid := start()
+		if err := kill(root, "slot1"); err != nil {
+			t.Fatal(err)
+		}
+		if alive(pid) {
+			t.Errorf("the daemon %d a dead starter's job left outlived its slot's cleanup", pid)
+		}
 	}
 }

@@ -54,7 +54,7 @@ func cleanupSlot(executeDir, slot, mode string) error {
 		return nil
 	}
 	if mode == sandboxProcess {
-		return sandbox.Cleanup(sandbox.StateRoot(executeDir), slot)
+		return sandbox.KillProcesses(sandbox.StateRoot(executeDir), slot)
 	}
 	err := unmountJobDirs(executeDir, scratchPrefix+slot+".")
 	areas := removeImageAreas(executeDir, "ckpt."+scratchPrefix+slot+".", "restore."+scratchPrefix+slot+".")
