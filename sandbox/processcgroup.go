@@ -51,14 +51,27 @@ func unifiedOwnDir() (string, error) {
 	return "", errNoUnified
 }
 
-// ProcessCgroups reports whether plain-process jobs can be kept in
-// cgroups here: as root, with a cgroup v2 hierarchy.
-func ProcessCgroups() error {
+// ProcessCgroups opens the cgroup of one slot's plain-process jobs for
+// each job in turn.
+type ProcessCgroups struct {
+	path string
+}
+
+// NewProcessCgroups finds where slot's plain-process jobs are kept, once
+// for all its jobs: it fails where they cannot be (not root, no cgroup v2
+// hierarchy).
+func NewProcessCgroups(stateRoot, slot string) (*ProcessCgroups, error) {
 	if os.Geteuid() != 0 {
-		return errors.New("not running as root")
+		return nil, errors.New("job cgroups: not running as root")
 	}
-	_, err := unifiedOwnDir()
-	return err
+	if err := checkSlot(slot); err != nil {
+		return nil, err
+	}
+	own, err := unifiedOwnDir()
+	if err != nil {
+		return nil, fmt.Errorf("job cgroups: %w", err)
+	}
+	return &ProcessCgroups{path: processCgroupDir(own, stateRoot, slot)}, nil
 }
 
 // processCgroupDir is the cgroup of slot's plain-process jobs, beneath
@@ -67,28 +80,20 @@ func processCgroupDir(own, stateRoot, slot string) string {
 	return filepath.Join(own, slotCgroupPath(stateRoot, slot), "process")
 }
 
-// NewProcessCgroup opens the cgroup for the next plain-process job of
-// slot, ending what a dead starter's job left in it.
-func NewProcessCgroup(stateRoot, slot string) (*ProcessCgroup, error) {
-	if err := checkSlot(slot); err != nil {
+// Open opens the cgroup for the slot's next job, making it if need be
+// and ending what a dead starter's job left in it.
+func (p *ProcessCgroups) Open() (*ProcessCgroup, error) {
+	if err := os.MkdirAll(p.path, 0o755); err != nil {
+		return nil, fmt.Errorf("job cgroup: %w", err)
+	}
+	if err := killUnified(p.path); err != nil {
 		return nil, err
 	}
-	own, err := unifiedOwnDir()
+	dir, err := os.OpenFile(p.path, os.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
 		return nil, fmt.Errorf("job cgroup: %w", err)
 	}
-	path := processCgroupDir(own, stateRoot, slot)
-	if err := os.MkdirAll(path, 0o755); err != nil {
-		return nil, fmt.Errorf("job cgroup: %w", err)
-	}
-	if err := killUnified(path); err != nil {
-		return nil, err
-	}
-	dir, err := os.OpenFile(path, os.O_RDONLY|unix.O_DIRECTORY, 0)
-	if err != nil {
-		return nil, fmt.Errorf("job cgroup: %w", err)
-	}
-	return &ProcessCgroup{dir: dir, path: path}, nil
+	return &ProcessCgroup{dir: dir, path: p.path}, nil
 }
 
 // FD is the cgroup's directory, to start the job in
@@ -106,24 +111,11 @@ func (c *ProcessCgroup) Freeze(on bool) error { return freezeUnified(c.path, on)
 // CPU is the processor time the cgroup's processes have used, in user
 // and system mode (cpu.stat, which every cgroup v2 has).
 func (c *ProcessCgroup) CPU() (user, sys time.Duration, err error) {
-	b, err := os.ReadFile(filepath.Join(c.path, "cpu.stat"))
+	stat, err := readKeyed(filepath.Join(c.path, "cpu.stat"))
 	if err != nil {
 		return 0, 0, fmt.Errorf("job cgroup usage: %w", err)
 	}
-	for line := range bytes.Lines(b) {
-		name, v, _ := bytes.Cut(bytes.TrimSpace(line), []byte(" "))
-		usec, err := strconv.ParseInt(string(v), 10, 64)
-		if err != nil {
-			continue
-		}
-		switch string(name) {
-		case "user_usec":
-			user = time.Duration(usec) * time.Microsecond
-		case "system_usec":
-			sys = time.Duration(usec) * time.Microsecond
-		}
-	}
-	return user, sys, nil
+	return time.Duration(stat["user_usec"]) * time.Microsecond, time.Duration(stat["system_usec"]) * time.Microsecond, nil
 }
 
 // Close lets the cgroup go; it stays for the slot's next job, until
@@ -133,23 +125,23 @@ func (c *ProcessCgroup) Close() error { return c.dir.Close() }
 // freezeUnified freezes the v2 cgroup dir and what is below it, or
 // thaws it, and waits until the kernel says so.
 func freezeUnified(dir string, on bool) error {
-	v, want := "0", "frozen 0"
+	want := int64(0)
 	if on {
-		v, want = "1", "frozen 1"
+		want = 1
 	}
-	if err := os.WriteFile(filepath.Join(dir, "cgroup.freeze"), []byte(v), 0); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.freeze"), []byte(strconv.FormatInt(want, 10)), 0); err != nil {
 		return fmt.Errorf("freeze cgroup %s: %w", dir, err)
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		events, err := os.ReadFile(filepath.Join(dir, "cgroup.events"))
+		events, err := readKeyed(filepath.Join(dir, "cgroup.events"))
 		if err != nil {
 			return fmt.Errorf("freeze cgroup %s: %w", dir, err)
 		}
-		if bytes.Contains(events, []byte(want)) {
+		if events["frozen"] == want {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("freeze cgroup %s: not %s after 10 s", dir, want)
+			return fmt.Errorf("freeze cgroup %s: frozen not %d after 10 s", dir, want)
 		}
 	}
 }
@@ -191,14 +183,14 @@ func killUnified(dir string) error {
 // unifiedEmpty reports whether no process is left in the v2 cgroup dir
 // or below it; a missing cgroup is empty.
 func unifiedEmpty(dir string) (bool, error) {
-	events, err := os.ReadFile(filepath.Join(dir, "cgroup.events"))
+	events, err := readKeyed(filepath.Join(dir, "cgroup.events"))
 	if errors.Is(err, os.ErrNotExist) {
 		return true, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("cgroup %s: %w", dir, err)
 	}
-	return bytes.Contains(events, []byte("populated 0")), nil
+	return events["populated"] == 0, nil
 }
 
 // KillProcesses ends what the plain-process job of a starter of slot

@@ -14,14 +14,15 @@ import (
 // the same cgroup; KillProcesses and Cleanup end what a job left there
 // that nobody killed.
 func TestProcessCgroup(t *testing.T) {
-	if err := ProcessCgroups(); err != nil {
+	root := t.TempDir()
+	cgroups, err := NewProcessCgroups(root, "slot1")
+	if err != nil {
 		t.Skipf("no cgroups for plain processes here: %v", err)
 	}
-	root := t.TempDir()
 	t.Cleanup(func() { _ = Cleanup(root, "slot1") })
 	start := func() (*ProcessCgroup, int) {
 		t.Helper()
-		c, err := NewProcessCgroup(root, "slot1")
+		c, err := cgroups.Open()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -154,13 +154,14 @@ func TestProcessRunnerRunsJobsAsItsUser(t *testing.T) {
 // root startd's plain-process jobs are) is suspended, counted and ended
 // whole, what it left running in a session of its own included.
 func TestProcessRunnerKeepsTheJobTogether(t *testing.T) {
-	if err := sandbox.ProcessCgroups(); err != nil {
+	stateRoot := t.TempDir()
+	cgroups, err := sandbox.NewProcessCgroups(stateRoot, "slot1")
+	if err != nil {
 		t.Skipf("no cgroups for plain processes here: %v", err)
 	}
-	r := processRunner(t)
-	stateRoot := t.TempDir()
 	t.Cleanup(func() { _ = sandbox.Cleanup(stateRoot, "slot1") })
-	r.Track = func() (starter.ProcessTracker, error) { return sandbox.NewProcessCgroup(stateRoot, "slot1") }
+	r := processRunner(t)
+	r.Track = func() (starter.ProcessTracker, error) { return cgroups.Open() }
 	dir := scratchDir(t)
 	task := &starter.Task{ID: "1.0", Path: "/bin/sh", Dir: dir, ScratchDir: dir, Env: []string{"PATH=/usr/bin:/bin"},
 		Args: []string{"-c", `setsid sh -c 'while :; do :; done' </dev/null >/dev/null 2>&1 & echo $! > daemon.pid; sleep 600`}}

@@ -79,9 +79,8 @@ func processRunner(spec *starter.Spec) starter.Runner {
 		slot, _, _ := strings.Cut(spec.Slot, "@")
 		if uid, gid, err = sandbox.SlotUser(policy, slot); err == nil {
 			r := starter.ProcessRunner{User: &asuser.Credential{UID: uint32(uid), GID: uint32(gid), Groups: []uint32{}}}
-			if sandbox.ProcessCgroups() == nil {
-				stateRoot := sandbox.StateRoot(filepath.Dir(spec.ScratchDir))
-				r.Track = func() (starter.ProcessTracker, error) { return sandbox.NewProcessCgroup(stateRoot, slot) }
+			if cgroups, err := sandbox.NewProcessCgroups(sandbox.StateRoot(filepath.Dir(spec.ScratchDir)), slot); err == nil {
+				r.Track = func() (starter.ProcessTracker, error) { return cgroups.Open() }
 			}
 			return r
 		}
