@@ -163,8 +163,10 @@ func (s *Shadow) Run(ctx context.Context) {
 	}()
 	final := func(ev Event) {
 		// The job's processes end with it, and say why before the job's
-		// end is reported.
+		// end is reported; from then on nothing of the job is served
+		// (its claim's next job is another run's).
 		s.shells.closeAll(ShellEndReason(ev))
+		s.link.current.Store(nil)
 		ev.Files = io.Stats()
 		s.events(ev)
 	}
