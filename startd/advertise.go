@@ -7,33 +7,41 @@ import (
 	"harrier.dev/harrier/wire"
 )
 
-// advertiseLoop sends every slot's ad now, every AdvertiseInterval and
-// after every state change, until ctx is done.
+// advertiseLoop sends every slot's ad now and every AdvertiseInterval,
+// and after a change the ads it changed, until ctx is done. A slot's
+// change of state thus costs one ad, not one for every slot of the
+// machine, as in HTCondor; what changes with time alone (load, idle
+// times) is sent with the periodic round.
 func (s *Startd) advertiseLoop(ctx context.Context, c wire.CollectorClient) {
 	t := time.NewTicker(s.cfg.AdvertiseInterval)
 	defer t.Stop()
+	every := true
 	for {
-		s.advertise(ctx, c)
+		s.advertise(ctx, c, every)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			every = true
 		case <-s.changed:
+			every = false
 		}
 	}
 }
 
 // advertise withdraws the ads of the dynamic slots gone since the last
-// round and sends the current ad of every slot. Failures are logged: the
-// next round retries, and the lease covers two missed rounds.
-func (s *Startd) advertise(ctx context.Context, c wire.CollectorClient) {
+// round and sends the current ad of every slot, or with every false of
+// those that changed. Failures are logged: a changed ad that could not be
+// sent is sent again with the next round, and the lease covers two
+// missed rounds.
+func (s *Startd) advertise(ctx context.Context, c wire.CollectorClient, every bool) {
 	lease := int32(3 * s.cfg.AdvertiseInterval / time.Second)
 	s.mu.Lock()
 	gone := s.gone
 	s.gone = nil
 	s.mu.Unlock()
 	s.withdraw(ctx, c, gone)
-	for _, a := range s.ads() {
+	for _, a := range s.ads(every) {
 		if a.err != nil {
 			s.log.Error("build machine ad", "slot", a.name, "err", a.err)
 			continue
@@ -43,6 +51,11 @@ func (s *Startd) advertise(ctx context.Context, c wire.CollectorClient) {
 		cancel()
 		if err != nil && ctx.Err() == nil {
 			s.log.Warn("advertise", "slot", a.name, "err", err)
+			s.mu.Lock()
+			if sl := s.slotByName(a.name); sl != nil {
+				sl.unsent = true
+			}
+			s.mu.Unlock()
 		}
 	}
 }
@@ -78,17 +91,25 @@ type slotAd struct {
 	err  error
 }
 
-// ads measures the machine and builds every slot's ad.
-func (s *Startd) ads() []slotAd {
-	m, err := s.snapshot()
-	now := time.Now()
+// ads measures the machine and builds the ads of the slots whose ads
+// changed since they were last sent, or with every of all slots.
+func (s *Startd) ads(every bool) []slotAd {
+	every = s.everyAd.Swap(false) || every
 	s.mu.Lock()
-	views := make([]view, len(s.slots))
-	for i, sl := range s.slots {
-		views[i] = sl.view(s.slots)
+	var views []view
+	for _, sl := range s.slots {
+		if every || sl.unsent {
+			views = append(views, sl.view(s.slots))
+			sl.unsent = false
+		}
 	}
 	c := s.adc
 	s.mu.Unlock()
+	if len(views) == 0 {
+		return nil
+	}
+	m, err := s.snapshot()
+	now := time.Now()
 	out := make([]slotAd, len(views))
 	for i, v := range views {
 		out[i] = slotAd{name: v.name, err: err}

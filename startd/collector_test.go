@@ -20,6 +20,7 @@ type fakeCollector struct {
 
 	mu          sync.Mutex
 	latest      map[string]string // name → newest ad text
+	sent        map[string]int    // name → ads received
 	leases      map[string]int32
 	invalidated map[string]bool
 	changed     chan struct{} // closed and replaced on every call
@@ -31,6 +32,7 @@ func startCollector(t *testing.T, serverTLS *tls.Config) (*fakeCollector, string
 	t.Helper()
 	c := &fakeCollector{
 		latest:      map[string]string{},
+		sent:        map[string]int{},
 		leases:      map[string]int32{},
 		invalidated: map[string]bool{},
 		changed:     make(chan struct{}),
@@ -51,6 +53,7 @@ func (c *fakeCollector) Advertise(_ context.Context, req *wire.AdvertiseRequest)
 	defer c.mu.Unlock()
 	if req.Type == "Machine" {
 		c.latest[req.Name] = req.Ad
+		c.sent[req.Name]++
 		c.leases[req.Name] = req.LeaseSeconds
 		delete(c.invalidated, req.Name)
 	}

@@ -56,6 +56,9 @@ type slot struct {
 	// renewed is when the agent holding the claim last showed it is
 	// alive (claim, activation, keepalive); the claim lease runs from it.
 	renewed time.Time
+	// unsent is set while the slot's ad has changed since the advertiser
+	// last sent it.
+	unsent bool
 }
 
 func newSlot(id int, host string, now time.Time) *slot {
@@ -65,6 +68,7 @@ func newSlot(id int, host string, now time.Time) *slot {
 		phase:           unclaimed{},
 		enteredState:    now,
 		enteredActivity: now,
+		unsent:          true,
 	}
 }
 

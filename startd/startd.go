@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -44,8 +45,11 @@ type Startd struct {
 	// plugins maps a URL scheme to the transfer plugin for it.
 	plugins map[string]string
 
-	// changed wakes the advertiser after a state change.
+	// changed wakes the advertiser after a change; everyAd is set when
+	// the change is to every slot's ad (see notify), each slot's unsent
+	// when it is to that slot's.
 	changed chan struct{}
+	everyAd atomic.Bool
 	// runs counts the goroutines waiting for starters.
 	runs sync.WaitGroup
 
@@ -272,9 +276,26 @@ func (s *Startd) killAll(fast bool) {
 	wg.Wait()
 }
 
-// notify wakes the advertiser; a pending wake-up covers any number of
-// changes.
+// notify has the advertiser send every slot's ad, for a change to what
+// they all show (policy, drain, cron results).
 func (s *Startd) notify() {
+	s.everyAd.Store(true)
+	s.wake()
+}
+
+// slotChanged has the advertiser send sl's ad, and its partitionable
+// slot's, whose resources it shows. It must be called with s.mu held.
+func (s *Startd) slotChanged(sl *slot) {
+	sl.unsent = true
+	if sl.parent != nil {
+		sl.parent.unsent = true
+	}
+	s.wake()
+}
+
+// wake wakes the advertiser; a pending wake-up covers any number of
+// changes.
+func (s *Startd) wake() {
 	select {
 	case s.changed <- struct{}{}:
 	default:
@@ -331,7 +352,7 @@ func (s *Startd) move(sl *slot, next phase) {
 		s.gone = append(s.gone, sl.name)
 		s.log.Info("dynamic slot returned", "slot", sl.name, "to", sl.parent.name, "resources", sl.size.String())
 	}
-	s.notify()
+	s.slotChanged(sl)
 }
 
 // pin gives sl, if it has none yet, n cores of its own, the lowest free,

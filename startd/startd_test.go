@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -497,4 +498,58 @@ func (s *Startd) slotState(name string) Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.slotByName(name).phase.status()
+}
+
+// A slot's change of state sends that slot's ad alone, as HTCondor's
+// startd does, not every slot's of the machine; a change of what every
+// ad shows (here a drain) sends them all.
+func TestAdvertisesTheSlotThatChanged(t *testing.T) {
+	h := newHarnessWith(t, func(c *Config) {
+		c.NumSlots = 4
+		c.AdvertiseInterval = time.Hour // no periodic round meanwhile
+	}, nil)
+	slots := []string{"slot1@exec1", "slot2@exec1", "slot3@exec1", "slot4@exec1"}
+	for _, sl := range slots {
+		h.collector.waitStatus(t, sl, Status{Unclaimed, Idle})
+	}
+	sent := func() map[string]int {
+		h.collector.mu.Lock()
+		defer h.collector.mu.Unlock()
+		return maps.Clone(h.collector.sent)
+	}
+	before := sent()
+
+	ctx := t.Context()
+	if _, err := h.client.Matched(ctx, &wire.StartdMatchedRequest{Slot: slots[0], ClaimId: "c1", JobAd: jobAd}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := h.client.RequestClaim(ctx, &wire.RequestClaimRequest{Slot: slots[0], ClaimId: "c1", JobAd: jobAd}); err != nil || !r.Accepted {
+		t.Fatalf("claim: %+v, %v", r, err)
+	}
+	h.collector.waitStatus(t, slots[0], Status{Claimed, Idle})
+	after := sent()
+	if after[slots[0]] <= before[slots[0]] {
+		t.Errorf("%s's change sent no ad of it", slots[0])
+	}
+	for _, sl := range slots[1:] {
+		if after[sl] != before[sl] {
+			t.Errorf("%s's change sent %s's unchanged ad %d times", slots[0], sl, after[sl]-before[sl])
+		}
+	}
+
+	if _, err := h.s.Drain(DrainRequest{Reason: "every ad changes"}); err != nil {
+		t.Fatal(err)
+	}
+	h.collector.waitFor(t, "every slot's ad draining", func() bool {
+		for _, sl := range slots {
+			a, err := classad.Parse(h.collector.latest[sl])
+			if err != nil {
+				return false
+			}
+			if d, _ := a.EvalBool("Draining"); !d {
+				return false
+			}
+		}
+		return true
+	})
 }
