@@ -209,6 +209,14 @@ func (s *Startd) Serve(ctx context.Context, lis net.Listener) error {
 	s.runs.Wait()
 	<-advDone
 	s.invalidate(context.WithoutCancel(ctx), collector)
+	// The slots' cgroups and their containers' state on the memory file
+	// system go with the startd, as they came with it: otherwise every
+	// execute directory a machine ever had (a personal pool's, a
+	// benchmark's) would leave its cgroups behind, and the kernel walks
+	// every cpuset when a job's is made or removed.
+	if err := cleanupSandbox(s.cfg.ExecuteDir); err != nil {
+		s.log.Warn("clean up the slots' sandboxes", "err", err)
+	}
 	s.log.Info("startd stopped")
 	return failed
 }

@@ -66,9 +66,16 @@ func TestOffPeaceful(t *testing.T) {
 		t.Errorf("a cycle while the startd stops peacefully made %d matches", n)
 	}
 
+	made := p.cgroups()
 	writeFile(t, flag, "", 0o644)
 	eventually(t, time.Minute, "the first job to complete", func() bool { return p.jobStatus(t, firstID) == 0 })
 	eventually(t, time.Minute, "the startd to stop", func() bool { return readPid(pidFile) == 0 && !alive(startd) })
+	// What its slots had of the kernel went with it.
+	if len(made) == 0 {
+		t.Log("the startd made no cgroups here (not root, or no cgroup file system): nothing left to look for")
+	} else if left := p.cgroups(); len(left) > 0 {
+		t.Errorf("the stopped startd left its slots' cgroups: %v (it had %v)", left, made)
+	}
 	if who := p.must(t, "who"); !regexp.MustCompile(fmt.Sprintf(`(?m)^%s +%s +- .* off$`, host, host)).MatchString(who) {
 		t.Errorf("who does not show the startd off:\n%s", who)
 	}

@@ -68,13 +68,30 @@ func (p *testPool) containerLimits(t *testing.T) map[string][2]int64 {
 	return limits
 }
 
+// cgroupBase is the cgroup of every slot of the pool's startd on this
+// machine, relative to its own: harrier/<hash of the sandbox state root>.
+func (p *testPool) cgroupBase() string {
+	sum := sha256.Sum256([]byte(filepath.Clean(sandbox.StateRoot(filepath.Join(p.dir, "execute", hostName())))))
+	return filepath.Join("harrier", hex.EncodeToString(sum[:6]))
+}
+
+// cgroups lists the startd's slot cgroups (see cgroupBase) in every
+// hierarchy.
+func (p *testPool) cgroups() []string {
+	var found []string
+	for depth := range 6 {
+		m, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", strings.Repeat("*/", depth), p.cgroupBase()))
+		found = append(found, m...)
+	}
+	return found
+}
+
 // containerFiles returns, by slot, the contents of file in a cgroup v1
 // hierarchy for each job container of the pool's startd, whose cgroup
 // sits under harrier/<hash of the sandbox state root>/<slot> of the
 // starter's own.
 func (p *testPool) containerFiles(hierarchy, file string) map[string]string {
-	sum := sha256.Sum256([]byte(filepath.Clean(sandbox.StateRoot(filepath.Join(p.dir, "execute", hostName())))))
-	base := filepath.Join("harrier", hex.EncodeToString(sum[:6]))
+	base := p.cgroupBase()
 	values := map[string]string{}
 	for depth := range 5 {
 		files, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", hierarchy, strings.Repeat("*/", depth), base, "slot*", "*", file))
