@@ -56,16 +56,15 @@ func cleanupSlot(executeDir, slot, mode string) error {
 	if mode == sandboxProcess {
 		return sandbox.KillProcesses(sandbox.StateRoot(executeDir), slot)
 	}
-	err := unmountJobDirs(executeDir, scratchPrefix+slot+".")
+	err := unmountJobDirs(starter.JobDirsDir(executeDir), scratchPrefix+slot+".")
 	areas := removeImageAreas(executeDir, "ckpt."+scratchPrefix+slot+".", "restore."+scratchPrefix+slot+".")
 	return errors.Join(err, areas, sandbox.Cleanup(sandbox.StateRoot(executeDir), slot))
 }
 
 // unmountJobDirs detaches and removes the iofs mounts (the jobs' working
-// directories, see starter.JobDirsDir) whose names start with prefix: a
-// starter that was killed could not unmount its own.
-func unmountJobDirs(executeDir, prefix string) error {
-	dir := starter.JobDirsDir(executeDir)
+// directories) in dir whose names start with prefix: a starter that was
+// killed could not unmount its own.
+func unmountJobDirs(dir, prefix string) error {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil // no container job ran here yet
@@ -96,9 +95,12 @@ func cleanupSandbox(executeDir string) error {
 	if sandbox.Available() != nil {
 		return nil // nothing could have been made
 	}
-	err := unmountJobDirs(executeDir, "")
+	err := unmountJobDirs(starter.JobDirsDir(executeDir), "")
+	// Starters before the mount points had a directory of their own
+	// (starter.JobDirsDir) mounted them in the execute directory itself.
+	old := unmountJobDirs(executeDir, "iofs."+scratchPrefix)
 	areas := removeImageAreas(executeDir, "ckpt."+scratchPrefix, "restore."+scratchPrefix)
-	return errors.Join(err, areas, sandbox.CleanupAll(sandbox.StateRoot(executeDir)))
+	return errors.Join(err, old, areas, sandbox.CleanupAll(sandbox.StateRoot(executeDir)))
 }
 
 // removeImageAreas unmounts and removes the checkpoint image areas (see

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -552,4 +553,41 @@ func TestAdvertisesTheSlotThatChanged(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// A startd that starts detaches and removes the iofs mounts a killed
+// starter left, where starters mount them now and where older ones did
+// (the execute directory itself).
+func TestNewDetachesLeftMounts(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting needs root; CI runs as root")
+	}
+	var left []string
+	newHarnessWith(t, func(c *Config) {
+		left = []string{
+			filepath.Join(starter.JobDirsDir(c.ExecuteDir), scratchPrefix+"slot1.dir"),
+			filepath.Join(c.ExecuteDir, "iofs."+scratchPrefix+"slot1.dir"),
+		}
+		for _, p := range left {
+			if err := os.MkdirAll(p, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := unix.Mount("tmpfs", p, "tmpfs", 0, ""); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = unix.Unmount(p, unix.MNT_DETACH) })
+		}
+	}, nil)
+	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range left {
+		if strings.Contains(string(mounts), " "+p+" ") {
+			t.Errorf("%s is still mounted", p)
+		}
+		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s is still there: %v", p, err)
+		}
+	}
 }
