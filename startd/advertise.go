@@ -30,10 +30,10 @@ func (s *Startd) advertiseLoop(ctx context.Context, c wire.CollectorClient) {
 }
 
 // advertise withdraws the ads of the dynamic slots gone since the last
-// round and sends the current ad of every slot, or with every false of
-// those that changed. Failures are logged: a changed ad that could not be
-// sent is sent again with the next round, and the lease covers two
-// missed rounds.
+// round and sends the current ads: of every slot, or (every false) of
+// the slots whose ads changed since they were last sent. Failures are
+// logged: an ad that could not be sent goes again with the next round,
+// and the lease covers two missed rounds.
 func (s *Startd) advertise(ctx context.Context, c wire.CollectorClient, every bool) {
 	lease := int32(3 * s.cfg.AdvertiseInterval / time.Second)
 	s.mu.Lock()
@@ -91,8 +91,8 @@ type slotAd struct {
 	err  error
 }
 
-// ads measures the machine and builds the ads of the slots whose ads
-// changed since they were last sent, or with every of all slots.
+// ads measures the machine and builds the ads of every slot, or (every
+// false) of the slots whose ads changed since they were last sent.
 func (s *Startd) ads(every bool) []slotAd {
 	every = s.everyAd.Swap(false) || every
 	s.mu.Lock()
