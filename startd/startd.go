@@ -208,15 +208,16 @@ func (s *Startd) Serve(ctx context.Context, lis net.Listener) error {
 	s.killAll(fast)
 	s.runs.Wait()
 	<-advDone
-	s.invalidate(context.WithoutCancel(ctx), collector)
 	// The slots' cgroups and their containers' state on the memory file
 	// system go with the startd, as they came with it: otherwise every
 	// execute directory a machine ever had (a personal pool's, a
 	// benchmark's) would leave its cgroups behind, and the kernel walks
-	// every cpuset when a job's is made or removed.
+	// every cpuset when a job's is made or removed. First, before the
+	// matchmaker is told, which may be out of reach for a while.
 	if err := cleanupSandbox(s.cfg.ExecuteDir); err != nil {
 		s.log.Warn("clean up the slots' sandboxes", "err", err)
 	}
+	s.invalidate(context.WithoutCancel(ctx), collector)
 	s.log.Info("startd stopped")
 	return failed
 }
