@@ -76,6 +76,11 @@ type DumpOptions struct {
 	// dump. CRIU records it as the image's "parent" link, as given: only
 	// a relative one that stays inside the image travels with Pack.
 	Parent string
+	// Input is the job's standard input when it is a file opened outside
+	// its container and handed to it (HTCondor's input), the very open
+	// file the job has, which CRIU is told is external; nil when the job
+	// has none. The container must carry ConfigFileLabel.
+	Input  *os.File
 	Logger *slog.Logger // default slog.Default()
 }
 
@@ -115,6 +120,10 @@ type Result struct {
 	// PreDumps are the pre-dumps the image builds on (see DumpPreCopy),
 	// oldest first; none for a full dump.
 	PreDumps []PreDumpStats `json:"pre_dumps,omitempty"`
+	// Input is CRIU's name of the job's input file (DumpOptions.Input)
+	// in the image, file[mount:inode] on the machine of the dump: Restore
+	// needs the file handed back (RestoreOptions.Input).
+	Input string `json:"input,omitempty"`
 }
 
 // PreDumpStats are the figures of one pre-dump.
@@ -148,6 +157,10 @@ func dump(ctx context.Context, c *libcontainer.Container, opts DumpOptions, pre 
 	// Before CRIU runs: the container's lock stays taken while CRIU
 	// does, and a stuck CRIU must not keep us from thawing the job.
 	freezer, err := freezerFile(c)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", c.ID(), err)
+	}
+	input, err := dumpConfig(c, opts.Input)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", c.ID(), err)
 	}
@@ -202,7 +215,7 @@ func dump(ctx context.Context, c *libcontainer.Container, opts DumpOptions, pre 
 		}
 		return nil, fmt.Errorf("checkpoint %s: %w", c.ID(), criuFailure(opts.WorkDir, "dump.log", err))
 	}
-	res := &Result{Wall: time.Since(start), Time: time.Now(), LoopbackOnly: loopbackOnly}
+	res := &Result{Wall: time.Since(start), Time: time.Now(), LoopbackOnly: loopbackOnly, Input: input}
 	if res.Stats, err = readDumpStats(opts.WorkDir); err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", c.ID(), err)
 	}

@@ -44,7 +44,9 @@ func readInputs(imageDir string) ([]Input, error) {
 			continue
 		}
 		reg := fe.GetReg()
-		if reg == nil || reg.Size == nil {
+		// An external file (the job's input, DumpOptions.Input) is
+		// handed back at restore, not looked for.
+		if reg == nil || reg.Size == nil || reg.GetExt() {
 			continue
 		}
 		name := "/" + strings.TrimPrefix(reg.GetName(), "/")

@@ -39,6 +39,10 @@ type RestoreOptions struct {
 	// ImageDir holds the image; WorkDir (default ImageDir with
 	// ".restore" appended) receives CRIU's log and statistics.
 	ImageDir, WorkDir string
+	// Input is the job's input file, opened afresh, when the dump
+	// recorded one (Result.Input): the restored job reads on in it from
+	// where it was. Config must carry ConfigFileLabel.
+	Input *os.File
 	// FUSE lists bind-mount sources in Config that must be FUSE mounts,
 	// already served; Restore checks them before starting CRIU.
 	FUSE []string
@@ -108,9 +112,20 @@ func Restore(ctx context.Context, opts RestoreOptions) (*libcontainer.Container,
 	if err := checkPrivileges(opts.ImageDir, want); err != nil {
 		return nil, nil, fmt.Errorf("restore %s: %w", opts.ID, err)
 	}
+	if info.Input != "" {
+		if opts.Input == nil {
+			return nil, nil, fmt.Errorf("restore %s: %w", opts.ID, ErrNoInput)
+		}
+		opts.Process.Stdin = opts.Input
+	}
 	c, err := libcontainer.Create(opts.Root, opts.ID, opts.Config)
 	if err != nil {
 		return nil, nil, fmt.Errorf("restore %s: create container: %w", opts.ID, err)
+	}
+	if info.Input != "" {
+		if err := restoreConfig(opts.Config, info.Input); err != nil {
+			return nil, nil, fmt.Errorf("restore %s: %w", opts.ID, errors.Join(err, destroy(c)))
+		}
 	}
 	w := watchdog{
 		workDir: opts.WorkDir, log: "restore.log",

@@ -32,6 +32,7 @@ func (j *Job) Checkpoint(ctx context.Context, opts checkpoint.DumpOptions) (*che
 		opts.Logger = j.r.log
 	}
 	opts.LoopbackOnly = true
+	opts.Input = j.task.Stdin
 	// A dump that ends the job has it destroyed, its root's directory
 	// closed, while the root's writes are still to be archived: the
 	// checkpoint keeps a handle of its own.
@@ -76,14 +77,16 @@ func (r *Runner) Restore(ctx context.Context, t *Task, imageDir string) (*Job, *
 		return nil, nil, err
 	}
 	p := r.process(t, s)
-	p.Stdin = nil // CRIU restores the job's own descriptors
+	// CRIU restores the job's own descriptors, its input file handed
+	// back opened afresh (checkpoint.RestoreOptions.Input).
+	p.Stdin = nil
 	var fuse []string
 	if t.DirSource != "" {
 		fuse = []string{t.DirSource}
 	}
 	c, res, err := checkpoint.Restore(ctx, checkpoint.RestoreOptions{
 		Root: containersDir(r.cfg.StateRoot, r.cfg.Slot), ID: s.id, Config: cfg, Process: p,
-		ImageDir: imageDir, FUSE: fuse, Logger: r.log,
+		ImageDir: imageDir, Input: t.Stdin, FUSE: fuse, Logger: r.log,
 	})
 	if err != nil {
 		s.release()

@@ -147,3 +147,71 @@ func restoreJob(t *testing.T, r *Runner, task *Task, imageDir string) *started {
 	}()
 	return s
 }
+
+// readScript copies its input to count.txt a line at a time.
+const readScript = "#!/bin/sh\nwhile read -r line; do echo $line >> count.txt; sleep 0.1; done\n"
+
+// TestCheckpointReadingInput checkpoints a job whose standard input is a
+// file the starter opened for it outside its container (HTCondor's
+// input, fetched into the scratch directory and unlinked), which CRIU
+// cannot find among the container's mounts, and restores it twice, each
+// time with the input fetched and opened afresh: the job reads on from
+// where it was, no line read twice or missed.
+func TestCheckpointReadingInput(t *testing.T) {
+	r := testRunner(t, nil)
+	ctx := context.Background()
+	work := t.TempDir()
+	if err := os.Chown(work, r.user.uid, r.user.gid); err != nil {
+		t.Fatal(err)
+	}
+	var lines strings.Builder
+	for i := 1; i <= 1000; i++ {
+		fmt.Fprintln(&lines, i)
+	}
+	task := func() *Task {
+		scratch := t.TempDir()
+		if err := os.WriteFile(filepath.Join(scratch, "read.sh"), []byte(readScript), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		// As the starter hands a job its input.
+		in := filepath.Join(scratch, ".harrier_stdin")
+		if err := os.WriteFile(in, []byte(lines.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		if err := os.Remove(in); err != nil {
+			t.Fatal(err)
+		}
+		return &Task{ID: "8.0", Path: filepath.Join(scratch, "read.sh"), Dir: work, ScratchDir: scratch, Stdin: f}
+	}
+	countFile := filepath.Join(work, "count.txt")
+	s := startJob(t, r, task())
+	n := len(waitCounted(t, countFile, 3))
+	for hop := 1; hop <= 2; hop++ {
+		img := filepath.Join(t.TempDir(), "img")
+		res, err := s.job.Checkpoint(ctx, checkpoint.DumpOptions{ImageDir: img})
+		if err != nil {
+			_ = s.job.Signal(9)
+			s.wait(t)
+			t.Fatalf("checkpoint %d: %v", hop, err)
+		}
+		if res.Input == "" {
+			t.Errorf("checkpoint %d recorded no input", hop)
+		}
+		s.wait(t)
+		s = restoreJob(t, r, task(), img)
+		n = len(waitCounted(t, countFile, n+3))
+		t.Logf("hop %d: read %d lines", hop, n)
+	}
+	_ = s.job.Signal(9)
+	s.wait(t)
+	for i, v := range waitCounted(t, countFile, 0) {
+		if v != i+1 {
+			t.Fatalf("count.txt breaks at line %d: %d", i+1, v)
+		}
+	}
+}

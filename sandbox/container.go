@@ -65,6 +65,7 @@ type spec struct {
 	cpuset      string // the cores the job may run on ("2-3"); empty: any
 	pidsLimit   int64
 	devices     []*devcfg.Device // the job's own devices (Task.Devices)
+	criuLabel   string           // see checkpoint.ConfigFileLabel
 }
 
 // release undoes what prepare made for a container that is not to be:
@@ -110,6 +111,7 @@ func containerConfig(s spec) *configs.Config {
 		// find their libraries. A job's own
 		// image may be written to, as Docker allows: the writes go to its
 		// overlay's upper directory in its scratch directory.
+		Labels:          []string{s.criuLabel},
 		Rootfs:          s.rootfs,
 		Readonlyfs:      s.upper == nil,
 		Hostname:        s.hostname,

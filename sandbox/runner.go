@@ -171,6 +171,7 @@ func (r *Runner) prepare(ctx context.Context, t *Task, rootDir *os.File) (spec, 
 	}
 	s := spec{
 		devices:      devices,
+		criuLabel:    checkpoint.ConfigFileLabel(containersDir(r.cfg.StateRoot, r.cfg.Slot), id),
 		id:           id,
 		upper:        upper,
 		cgroupParent: slotPath,

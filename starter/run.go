@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"path"
 	"path/filepath"
@@ -166,6 +167,12 @@ func (s *Starter) restoreOrStart(ck *checkpoints, job *classad.ClassAd, fresh fu
 			return nil, fmt.Errorf("Cannot restore the job from its checkpoint: %v", err)
 		}
 		logger.Warn("cannot restore the job from its checkpoint; starting it afresh", "err", err)
+		if t.Stdin != nil {
+			// CRIU may have placed it where the dumped job was.
+			if _, err := t.Stdin.Seek(0, io.SeekStart); err != nil {
+				return nil, fmt.Errorf("rewind the job's input: %w", err)
+			}
+		}
 		if scratchReplaced && xfer != nil {
 			// Afresh is from the job's inputs, not from where it was.
 			if rerr := xfer.again(ctx); rerr != nil {

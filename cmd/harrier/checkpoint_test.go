@@ -433,15 +433,17 @@ count() {
 }
 case "$1" in
 count)
-	# Also reads a line per count from an input it holds open, and
-	# prints the count.
+	# Also reads a line per count from an input it holds open (through
+	# iofs) and from its standard input (the submit file's input, a file
+	# the starter opened outside the container), and prints the count.
 	exec 3< input.txt
 	i=0
 	while [ ! -e stop ]; do
 		i=$((i + 1))
 		read -r l <&3
+		read -r s
 		echo "$i" >> count.txt
-		echo "$i $l" >> reads.txt
+		echo "$i $l $s" >> reads.txt
 		echo "count $i"
 		sleep 0.2
 	done ;;
@@ -539,7 +541,8 @@ func readCounts(t *testing.T, path string) []int {
 
 // TestMigrationManyHops vacates two jobs, both at once, five times from
 // one execute host of a netns pool to the other and back: a counting
-// script that also reads an input it holds open, and a process tree of a
+// script that also reads an input it holds open and its standard input
+// (both the submit side's input.txt), and a process tree of a
 // dozen processes holding a pipeline, a multi-threaded program, and a
 // server and its client talking over TCP on the job's loopback. Every
 // job runs as the slot user (nobody); each time, both are checkpointed
@@ -568,6 +571,7 @@ func TestMigrationManyHops(t *testing.T) {
 	// Each time the job runs, it must run on the other host.
 	writeFile(t, filepath.Join(work, "hop.sub"), `executable   = hop.sh
 arguments    = $(kind)
+input        = input.txt
 output       = $(kind).out
 error        = $(kind).err
 log          = hop.log
@@ -677,7 +681,7 @@ queue kind in (`+strings.Join(hopKinds, ", ")+`)
 	}
 	reads := lines(t, filepath.Join(work, "reads.txt"))
 	for i, l := range reads {
-		if want := fmt.Sprintf("%d line%d", i+1, i+1); l != want {
+		if want := fmt.Sprintf("%d line%d line%d", i+1, i+1, i+1); l != want {
 			t.Fatalf("reads.txt line %d: %q, want %q", i+1, l, want)
 		}
 	}
