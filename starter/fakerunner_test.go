@@ -75,6 +75,12 @@ func (r *fakeRunner) Start(_ context.Context, t *starter.Task) (starter.Job, err
 
 func (r *fakeRunner) Restore(_ context.Context, t *starter.Task, imageDir string) (starter.Job, error) {
 	if r.restoreErr != nil {
+		if t.Stdin != nil {
+			// As a CRIU that failed may leave it: where the dumped job was.
+			if _, err := t.Stdin.Seek(0, io.SeekEnd); err != nil {
+				return nil, err
+			}
+		}
 		return nil, r.restoreErr
 	}
 	prog, err := os.ReadFile(filepath.Join(imageDir, imageFile))

@@ -532,6 +532,28 @@ func TestSessionRestoreFailure(t *testing.T) {
 			t.Errorf("Out holds %q, want only the fresh run's output", got)
 		}
 	})
+	t.Run("start afresh reading its input from the beginning", func(t *testing.T) {
+		s := newSession(t)
+		if err := os.WriteFile(filepath.Join(s.iwd, "in.txt"), []byte("the input\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		reader := func(attrs ...string) job {
+			return job{program: "stdout before\nwait\ncat\nexit 5", attrs: append(attrs, `In = "in.txt"`)}
+		}
+		vacateWithCheckpoint(t, s, reader())
+		runner := newFakeRunner()
+		runner.restoreErr = restoreErr
+		r := s.launch(reader("NumCkpts = 1"), runner)
+		s.expect(shadow.EventExecuting)
+		nextJob(t, runner).Release()
+		s.expect(shadow.EventExited)
+		if err := r.wait(t); err != nil {
+			t.Errorf("starter: %v", err)
+		}
+		if got := s.output("out.0"); got != "before\nthe input\n" {
+			t.Errorf("Out holds %q, want the fresh run's output with the whole input", got)
+		}
+	})
 	t.Run("hold", func(t *testing.T) {
 		s := newSession(t)
 		vacateWithCheckpoint(t, s, migrationJob())
