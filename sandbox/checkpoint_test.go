@@ -215,3 +215,76 @@ func TestCheckpointReadingInput(t *testing.T) {
 		}
 	}
 }
+
+// ghostScript holds open a removed file of 2.6 MB, larger than CRIU's
+// default limit for such files, in the directory $1; asked to (a file
+// "check" in its working directory) it counts the file's lines.
+const ghostScript = `#!/bin/sh
+exec 4<>"$1/ghost"
+rm "$1/ghost"
+seq 1 400000 >&4
+i=0
+while :; do
+	i=$((i+1))
+	echo $i >> count.txt
+	if [ -e check ] && [ ! -e lines.txt ]; then
+		wc -l < /proc/self/fd/4 > lines.txt
+	fi
+	sleep 0.1
+done
+`
+
+// TestCheckpointRemovedFile checkpoints a job holding open a large file
+// it removed (a temporary file, as Python's tempfile makes them), in its
+// own /tmp and in its scratch directory, and restores it as on another
+// machine: the file comes back whole.
+func TestCheckpointRemovedFile(t *testing.T) {
+	for _, dir := range []string{"/tmp", JobScratchDir} {
+		t.Run(dir, func(t *testing.T) {
+			r := testRunner(t, nil)
+			work := t.TempDir()
+			if err := os.Chown(work, r.user.uid, r.user.gid); err != nil {
+				t.Fatal(err)
+			}
+			task := func() *Task {
+				scratch := t.TempDir()
+				if err := os.Chown(scratch, r.user.uid, r.user.gid); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(scratch, "ghost.sh"), []byte(ghostScript), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				return &Task{ID: "9.0", Path: filepath.Join(scratch, "ghost.sh"), Args: []string{dir}, Dir: work, ScratchDir: scratch}
+			}
+			countFile := filepath.Join(work, "count.txt")
+			s := startJob(t, r, task())
+			n := len(waitCounted(t, countFile, 3))
+			img := filepath.Join(t.TempDir(), "img")
+			if _, err := s.job.Checkpoint(context.Background(), checkpoint.DumpOptions{ImageDir: img}); err != nil {
+				_ = s.job.Signal(9)
+				s.wait(t)
+				t.Fatalf("checkpoint: %v", err)
+			}
+			s.wait(t)
+			s = restoreJob(t, r, task(), img)
+			defer func() {
+				_ = s.job.Signal(9)
+				s.wait(t)
+			}()
+			waitCounted(t, countFile, n+3)
+			if err := os.WriteFile(filepath.Join(work, "check"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			got := filepath.Join(work, "lines.txt")
+			for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+				if b, _ := os.ReadFile(got); strings.HasSuffix(string(b), "\n") {
+					if strings.TrimSpace(string(b)) != "400000" {
+						t.Errorf("the restored job's removed file has %s lines, want 400000", b)
+					}
+					return
+				}
+			}
+			t.Fatal("the restored job did not count its removed file's lines")
+		})
+	}
+}

@@ -14,15 +14,26 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// A job's standard input, when it is a file (HTCondor's input), is
-// opened on the execute machine outside the job's container and handed
-// to it: CRIU finds no mount of the container that holds it and refuses
-// to dump the job. Dump declares it external instead, by its mount and
-// inode (CRIU still records where the job was in it); Restore hands CRIU
-// the same file again, opened afresh on this machine, and CRIU places
-// the job where it was. Both pass CRIU what libcontainer has no option
-// for through a CRIU configuration file named by the container's label
-// (see ConfigFileLabel).
+// Dump and Restore tell CRIU what libcontainer has no option for
+// through a CRIU configuration file named by the container's label (see
+// ConfigFileLabel):
+//
+//   - A job's standard input, when it is a file (HTCondor's input), is
+//     opened on the execute machine outside the job's container and
+//     handed to it: CRIU finds no mount of the container that holds it
+//     and refuses to dump the job. Dump declares it external, by its
+//     mount and inode (CRIU still records where the job was in it);
+//     Restore hands CRIU the same file again, opened afresh on this
+//     machine, and CRIU places the job where it was.
+//   - A file the job holds open after removing it (a temporary file, as
+//     Python's tempfile, sort or SQLite make them) travels in the image,
+//     whatever its size (ghostLimit).
+
+// ghostLimit is the largest removed file the job holds open that a dump
+// copies into the image. CRIU's default, 1 MiB, refuses the checkpoint
+// of any job with a larger temporary file; the job's own disk and
+// memory limits are what bound them.
+const ghostLimit = "1024G"
 
 // ErrNoInput says a restore was given no input file for a job whose dump
 // recorded one.
@@ -54,15 +65,8 @@ func criuConfigPath(cfg *configs.Config) (string, error) {
 	return "", fmt.Errorf("the container has no %s label (see ConfigFileLabel)", criuConfigLabel)
 }
 
-// writeCRIUConfig makes the CRIU configuration file path hold lines, or
-// removes it when there are none.
+// writeCRIUConfig makes the CRIU configuration file path hold lines.
 func writeCRIUConfig(path string, lines ...string) error {
-	if len(lines) == 0 {
-		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("CRIU configuration: %w", err)
-		}
-		return nil
-	}
 	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
 		return fmt.Errorf("CRIU configuration: %w", err)
 	}
@@ -99,9 +103,10 @@ func mountID(f *os.File) (uint64, error) {
 	return 0, errors.New("no mnt_id in fdinfo")
 }
 
-// dumpConfig writes the CRIU configuration of a dump of c: the input
-// file declared external, or none (a restored container's file names
-// the input it was restored with). It returns the input's key.
+// dumpConfig writes the CRIU configuration of a dump of c, replacing a
+// restore's, and returns the input's key (none without an input). A
+// container without the label is dumped with CRIU's defaults, unless
+// it has an input.
 func dumpConfig(c *libcontainer.Container, input *os.File) (string, error) {
 	cfg := c.Config()
 	path, err := criuConfigPath(&cfg)
@@ -111,14 +116,15 @@ func dumpConfig(c *libcontainer.Container, input *os.File) (string, error) {
 		}
 		return "", err
 	}
-	if input == nil {
-		return "", writeCRIUConfig(path)
+	lines := []string{"ghost-limit " + ghostLimit}
+	var key string
+	if input != nil {
+		if key, err = inputKey(input); err != nil {
+			return "", err
+		}
+		lines = append(lines, "external "+key)
 	}
-	key, err := inputKey(input)
-	if err != nil {
-		return "", err
-	}
-	return key, writeCRIUConfig(path, "external "+key)
+	return key, writeCRIUConfig(path, lines...)
 }
 
 // restoreConfig writes the CRIU configuration of a restore into a
