@@ -199,6 +199,11 @@ func dump(ctx context.Context, c *libcontainer.Container, opts DumpOptions, pre 
 			PreDump:         pre,
 			EmptyNs:         emptyNs(loopbackOnly),
 			TcpEstablished:  tcp,
+			// Locks the job holds (flock, fcntl: HDF5, SQLite, lock
+			// files) are its own: nothing outside its container shares
+			// the files they are on, and CRIU refuses a job holding one
+			// unless told to save them.
+			FileLocks: true,
 		})
 		if paused {
 			// CRIU leaves a cgroup it found frozen frozen, whether the

@@ -141,8 +141,10 @@ func Restore(ctx context.Context, opts RestoreOptions) (*libcontainer.Container,
 				ImagesDirectory: opts.ImageDir,
 				WorkDirectory:   opts.WorkDir,
 				EmptyNs:         emptyNs(info.LoopbackOnly),
-				// Connections in the job's own namespace (see Dump).
+				// Connections in the job's own namespace, and its file
+				// locks (see Dump).
 				TcpEstablished: true,
+				FileLocks:      true,
 			})
 		})
 	})

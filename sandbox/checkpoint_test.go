@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"harrier.dev/harrier/checkpoint"
 )
@@ -285,6 +288,78 @@ func TestCheckpointRemovedFile(t *testing.T) {
 				}
 			}
 			t.Fatal("the restored job did not count its removed file's lines")
+		})
+	}
+}
+
+// lockScript takes a lock of kind $1 (flock or lockf) on the file lock in
+// its working directory and counts.
+const lockScript = `import fcntl, sys, time
+f = open("lock", "w")
+if sys.argv[1] == "flock":
+    fcntl.flock(f, fcntl.LOCK_EX)
+else:
+    fcntl.lockf(f, fcntl.LOCK_EX)
+i = 0
+while True:
+    i += 1
+    with open("count.txt", "a") as c:
+        c.write("%d\n" % i)
+    time.sleep(0.1)
+`
+
+// TestCheckpointFileLocks checkpoints a job holding a lock on a file, by
+// flock(2) and by fcntl(2) (HDF5, SQLite and lock files take them), and
+// restores it: the job holds its lock again.
+func TestCheckpointFileLocks(t *testing.T) {
+	// The container's PATH, not this process's.
+	const python = "/usr/bin/python3"
+	if _, err := os.Stat(python); err != nil {
+		t.Skip("the job is a python3 program (scripts/setup installs python3)")
+	}
+	for _, kind := range []string{"flock", "lockf"} {
+		t.Run(kind, func(t *testing.T) {
+			r := testRunner(t, nil)
+			work := t.TempDir()
+			if err := os.Chown(work, r.user.uid, r.user.gid); err != nil {
+				t.Fatal(err)
+			}
+			task := func() *Task {
+				scratch := t.TempDir()
+				if err := os.WriteFile(filepath.Join(scratch, "lock.py"), []byte(lockScript), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return &Task{ID: "10.0", Path: python, Args: []string{filepath.Join(JobScratchDir, "lock.py"), kind}, Dir: work, ScratchDir: scratch}
+			}
+			countFile := filepath.Join(work, "count.txt")
+			s := startJob(t, r, task())
+			n := len(waitCounted(t, countFile, 3))
+			img := filepath.Join(t.TempDir(), "img")
+			if _, err := s.job.Checkpoint(context.Background(), checkpoint.DumpOptions{ImageDir: img}); err != nil {
+				_ = s.job.Signal(9)
+				s.wait(t)
+				t.Fatalf("checkpoint: %v", err)
+			}
+			s.wait(t)
+			s = restoreJob(t, r, task(), img)
+			defer func() {
+				_ = s.job.Signal(9)
+				s.wait(t)
+			}()
+			waitCounted(t, countFile, n+3)
+			f, err := os.OpenFile(filepath.Join(work, "lock"), os.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if kind == "flock" {
+				err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+			} else {
+				err = unix.FcntlFlock(f.Fd(), unix.F_SETLK, &unix.Flock_t{Type: unix.F_WRLCK})
+			}
+			if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EACCES) {
+				t.Errorf("another process takes the lock the restored job should hold: %v", err)
+			}
 		})
 	}
 }

@@ -435,8 +435,11 @@ case "$1" in
 count)
 	# Also reads a line per count from an input it holds open (through
 	# iofs) and from its standard input (the submit file's input, a file
-	# the starter opened outside the container), and prints the count.
+	# the starter opened outside the container), and prints the count;
+	# it holds a lock on a file there.
 	exec 3< input.txt
+	exec 5>> count.lock
+	flock -x 5
 	i=0
 	while [ ! -e stop ]; do
 		i=$((i + 1))
@@ -542,7 +545,8 @@ func readCounts(t *testing.T, path string) []int {
 // TestMigrationManyHops vacates two jobs, both at once, five times from
 // one execute host of a netns pool to the other and back: a counting
 // script that also reads an input it holds open and its standard input
-// (both the submit side's input.txt), and a process tree of a
+// (both the submit side's input.txt) and holds a lock, and a process
+// tree of a
 // dozen processes holding a pipeline, a multi-threaded program, and a
 // server and its client talking over TCP on the job's loopback. Every
 // job runs as the slot user (nobody); each time, both are checkpointed
