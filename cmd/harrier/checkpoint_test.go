@@ -470,9 +470,9 @@ esac
 `
 
 // hopPython is the multi-threaded job (four threads, each counting in a
-// file of its own) and the server and client of the TCP job (the client
+// file of its own, the process holding an fcntl lock) and the server and client of the TCP job (the client
 // sends each count and appends the server's echo to tcp.txt).
-const hopPython = `import os, socket, sys, threading, time
+const hopPython = `import fcntl, os, socket, sys, threading, time
 
 def count(path):
     i = 0
@@ -483,6 +483,8 @@ def count(path):
         time.sleep(0.2)
 
 if sys.argv[1] == "threads":
+    lock = open("threads.lock", "w")
+    fcntl.lockf(lock, fcntl.LOCK_EX)
     ts = [threading.Thread(target=count, args=("threads.%d.txt" % n,)) for n in range(4)]
     for t in ts:
         t.start()
