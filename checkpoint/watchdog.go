@@ -1,7 +1,6 @@
 package checkpoint
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -11,10 +10,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"harrier.dev/harrier/fusectl"
 )
 
 // watchdog runs one CRIU call with a deadline. CRIU has no timeout of
@@ -67,7 +67,7 @@ func (w *watchdog) run(ctx context.Context, fn func(context.Context) error) erro
 		return fmt.Errorf("%w: %w (pids %v) and no FUSE connection may be aborted", why, ErrStuck, killed)
 	}
 	for _, m := range w.abortFUSE {
-		if err := abortFUSE(m); err != nil {
+		if err := fusectl.Abort(m); err != nil {
 			w.logger.Error("abort FUSE connection", "mount", m, "err", err)
 			continue
 		}
@@ -169,85 +169,8 @@ func holds(pid int, path string) bool {
 	return false
 }
 
-// fusectlDir is where the kernel lists FUSE connections.
-const fusectlDir = "/sys/fs/fuse/connections"
-
-// abortFUSE aborts the connection of the FUSE file system mounted at
-// mountpoint: every pending and future request fails with ECONNABORTED.
-// It finds the connection in /proc/self/mountinfo, as stat(2) on a stuck
-// mount would hang.
-func abortFUSE(mountpoint string) error {
-	minor, err := mountMinor(mountpoint)
-	if err != nil {
-		return err
-	}
-	var fs unix.Statfs_t
-	if err := unix.Statfs(fusectlDir, &fs); err != nil || fs.Type != fusectlMagic {
-		if err := unix.Mount("fusectl", fusectlDir, "fusectl", 0, ""); err != nil && !errors.Is(err, unix.EBUSY) {
-			return fmt.Errorf("mount fusectl: %w", err)
-		}
-	}
-	conn := filepath.Join(fusectlDir, minor, "abort")
-	if err := os.WriteFile(conn, []byte("1"), 0); err != nil {
-		return fmt.Errorf("abort %s: %w", mountpoint, err)
-	}
-	return nil
-}
-
-// mountMinor returns the minor device number of the file system mounted
-// at mountpoint, the last one if several are stacked there.
-func mountMinor(mountpoint string) (string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	want := filepath.Clean(mountpoint)
-	var minor string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// id parent major:minor root mountpoint options ...
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 || unescapeMount(fields[4]) != want {
-			continue
-		}
-		if _, m, ok := strings.Cut(fields[2], ":"); ok {
-			minor = m
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return "", fmt.Errorf("read mountinfo: %w", err)
-	}
-	if minor == "" {
-		return "", fmt.Errorf("%s is not a mount point", mountpoint)
-	}
-	return minor, nil
-}
-
-// unescapeMount undoes the octal escapes (\040 for a space) of mountinfo.
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-// Magic numbers of statfs(2).
-const (
-	fuseMagic    = 0x65735546
-	fusectlMagic = 0x65735543
-)
+// fuseMagic is FUSE's magic number of statfs(2).
+const fuseMagic = 0x65735546
 
 // isFUSE reports whether path is on a FUSE file system.
 func isFUSE(path string) (bool, error) {

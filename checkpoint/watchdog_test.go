@@ -6,20 +6,6 @@ import (
 	"testing"
 )
 
-func TestUnescapeMount(t *testing.T) {
-	for in, want := range map[string]string{
-		`/mnt/plain`:         "/mnt/plain",
-		`/mnt/with\040space`: "/mnt/with space",
-		`/mnt/tab\011x`:      "/mnt/tab\tx",
-		`/mnt/back\134slash`: `/mnt/back\slash`,
-		`/mnt/short\04`:      `/mnt/short\04`,
-	} {
-		if got := unescapeMount(in); got != want {
-			t.Errorf("unescapeMount(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestProcStat(t *testing.T) {
 	comm, ppid, ok := procStat(os.Getpid())
 	if !ok || ppid != os.Getppid() || comm == "" {
@@ -27,15 +13,6 @@ func TestProcStat(t *testing.T) {
 	}
 	if _, _, ok := procStat(-1); ok {
 		t.Error("procStat of no process succeeded")
-	}
-}
-
-func TestMountMinor(t *testing.T) {
-	if _, err := mountMinor("/proc"); err != nil {
-		t.Errorf("mountMinor(/proc): %v", err)
-	}
-	if _, err := mountMinor(t.TempDir()); err == nil {
-		t.Error("a plain directory has a mount's device")
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"harrier.dev/harrier/fusectl"
 	"harrier.dev/harrier/sandbox"
 	"harrier.dev/harrier/starter"
 )
@@ -63,21 +64,15 @@ func cleanupSlot(executeDir, slot, mode string) error {
 
 // unmountJobDirs detaches and removes the iofs mounts (the jobs' working
 // directories) in dir whose names start with prefix: a starter that was
-// killed could not unmount its own.
+// killed could not unmount its own. Their connections are aborted first,
+// which frees a starter stuck on its own mount (see run.sigkill).
 func unmountJobDirs(dir, prefix string) error {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil // no container job ran here yet
-	}
+	errs := []error{abortJobDirs(dir, prefix)}
+	mounts, err := jobDirs(dir, prefix)
 	if err != nil {
-		return fmt.Errorf("clean iofs mounts: %w", err)
+		return errors.Join(append(errs, err)...)
 	}
-	var errs []error
-	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), prefix) {
-			continue
-		}
-		p := filepath.Join(dir, e.Name())
+	for _, p := range mounts {
 		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && err != unix.EINVAL {
 			errs = append(errs, fmt.Errorf("unmount %s: %w", p, err))
 			continue
@@ -87,6 +82,41 @@ func unmountJobDirs(dir, prefix string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// abortJobDirs aborts the connections of the iofs mounts in dir whose
+// names start with prefix, leaving them mounted.
+func abortJobDirs(dir, prefix string) error {
+	mounts, err := jobDirs(dir, prefix)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, p := range mounts {
+		if err := fusectl.Abort(p); err != nil && !errors.Is(err, fusectl.ErrNotMounted) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// jobDirs lists the mount points in dir whose names start with prefix.
+// Reading dir does not reach into the mounts.
+func jobDirs(dir, prefix string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil // no container job ran here yet
+	}
+	if err != nil {
+		return nil, fmt.Errorf("clean iofs mounts: %w", err)
+	}
+	var mounts []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), prefix) {
+			mounts = append(mounts, filepath.Join(dir, e.Name()))
+		}
+	}
+	return mounts, nil
 }
 
 // cleanupSandbox removes every container and cgroup left in executeDir by

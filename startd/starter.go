@@ -60,6 +60,8 @@ type run struct {
 	err error
 	// cleanup removes what the starter's job may have left.
 	cleanup func() error
+	// abortIO aborts the connections of the starter's iofs mounts.
+	abortIO func() error
 }
 
 // startStarter creates a fresh scratch directory for slot under executeDir,
@@ -84,7 +86,9 @@ func startStarter(argv []string, proc *starterProc, executeDir, slot string, spe
 		}
 	}
 	return &run{proc: proc, scratch: scratch, done: make(chan struct{}),
-		cleanup: func() error { return cleanupSlot(executeDir, slot, spec.Sandbox) }}, nil
+		cleanup: func() error { return cleanupSlot(executeDir, slot, spec.Sandbox) },
+		abortIO: func() error { return abortJobDirs(starter.JobDirsDir(executeDir), scratchPrefix+slot+".") },
+	}, nil
 }
 
 func newStarterProc(argv []string, executeDir, slot string, spec starter.Spec) (*starterProc, error) {
@@ -206,8 +210,28 @@ func (r *run) kill(grace time.Duration) {
 		return
 	case <-t.C:
 	}
-	syscall.Kill(-r.proc.cmd.Process.Pid, syscall.SIGKILL)
+	r.sigkill()
 	<-r.done
+}
+
+// killStuck is how long a starter sent SIGKILL has to exit before its
+// iofs mounts are aborted.
+const killStuck = 2 * time.Second
+
+// sigkill sends SIGKILL to the starter's process group and sees that the
+// starter exits. A starter killed while one of its threads waited on its
+// own iofs mount (a stat of the job's directory as it mounts it, a sync
+// of the job's files), the request taken by a thread the kill ended,
+// would never exit: the kernel waits for an answer that cannot come.
+// Aborting the mount's connection lets it go.
+func (r *run) sigkill() {
+	syscall.Kill(-r.proc.cmd.Process.Pid, syscall.SIGKILL)
+	select {
+	case <-r.proc.exited:
+	case <-time.After(killStuck):
+		// Nothing else frees it: an error leaves it as it is.
+		_ = r.abortIO()
+	}
 }
 
 // abandon kills a job that was started for a slot the claim has left
@@ -235,7 +259,7 @@ func (r *run) killAfter(grace time.Duration) {
 	select {
 	case <-r.done:
 	case <-t.C:
-		syscall.Kill(-r.proc.cmd.Process.Pid, syscall.SIGKILL)
+		r.sigkill()
 	}
 }
 

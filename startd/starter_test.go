@@ -15,8 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 
+	"harrier.dev/harrier/fusectl"
 	"harrier.dev/harrier/starter"
 	"harrier.dev/harrier/wire"
 )
@@ -295,5 +297,58 @@ func TestRemoveImageAreas(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, keep)); err != nil {
 			t.Errorf("%s removed: %v", keep, err)
 		}
+	}
+}
+
+// TestKillFreesAStarterStuckOnItsMount: a starter killed while its own
+// stat of its iofs mount waited for an answer its server had taken (a
+// thread the kill ended) exits all the same, its mount's connection
+// aborted, and its mount is gone.
+func TestKillFreesAStarterStuckOnItsMount(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting FUSE and writing fusectl need root")
+	}
+	dir := t.TempDir()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(stuckStarterEnv, "1")
+	r, err := startStarter([]string{exe}, nil, dir, "slot1", starter.Spec{JobAd: "[]"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go r.wait()
+	logPath := filepath.Join(dir, "starter.slot1.log")
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		b, _ := os.ReadFile(logPath)
+		if bytes.Contains(b, []byte("ready")) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the starter never got stuck; log %q", b)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	killed := make(chan struct{})
+	go func() {
+		r.kill(50 * time.Millisecond)
+		close(killed)
+	}()
+	mnt := filepath.Join(starter.JobDirsDir(dir), scratchPrefix+"slot1.dir")
+	select {
+	case <-killed:
+	case <-time.After(30 * time.Second):
+		// Free it, so that the test's clean-up does not hang on it.
+		_ = fusectl.Abort(mnt)
+		_ = unix.Unmount(mnt, unix.MNT_DETACH)
+		t.Fatal("the killed starter does not exit")
+	}
+	var ee *exec.ExitError
+	if !errors.As(r.err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Errorf("starter ended with %v, want SIGKILL", r.err)
+	}
+	if err := fusectl.Abort(mnt); !errors.Is(err, fusectl.ErrNotMounted) {
+		t.Errorf("the starter's mount after its end: %v", err)
 	}
 }

@@ -126,6 +126,7 @@ func (n *netnsPool) teardown() {
 		}
 	}
 	for _, h := range n.hosts {
+		freeFUSEMounts(n.t, h.dir)
 		_ = exec.Command("ip", "netns", "del", h.ns).Run()
 	}
 	_ = exec.Command("ip", "netns", "del", n.prefix+"-br").Run()

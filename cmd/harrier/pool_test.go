@@ -66,6 +66,7 @@ func startPoolFrom(t testing.TB, bin string, startds int, extra string, upArgs .
 		if code != 0 {
 			t.Errorf("pool down: exit %d: %s", code, out)
 		}
+		freeFUSEMounts(t, p.dir)
 		if t.Failed() {
 			logs, _ := filepath.Glob(filepath.Join(p.dir, "log", "*.log"))
 			starters, _ := filepath.Glob(filepath.Join(p.dir, "execute", "*", "starter.*.log"))
