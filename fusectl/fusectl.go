@@ -15,8 +15,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ErrNotMounted says nothing is mounted at the path Abort was given.
-var ErrNotMounted = errors.New("not a mount point")
+// ErrNotMounted says no FUSE file system is mounted at the path Abort was
+// given.
+var ErrNotMounted = errors.New("no FUSE file system mounted there")
 
 // dir is where the kernel lists FUSE connections.
 const dir = "/sys/fs/fuse/connections"
@@ -45,8 +46,8 @@ func Abort(mountpoint string) error {
 	return nil
 }
 
-// mountMinor returns the minor device number of the file system mounted
-// at mountpoint, the last one if several are stacked there.
+// mountMinor returns the minor device number of the FUSE file system
+// mounted at mountpoint, the last one if several are stacked there.
 func mountMinor(mountpoint string) (string, error) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
@@ -57,9 +58,14 @@ func mountMinor(mountpoint string) (string, error) {
 	var minor string
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		// id parent major:minor root mountpoint options ...
-		fields := strings.Fields(sc.Text())
+		// id parent major:minor root mountpoint options... - fstype ...
+		line := sc.Text()
+		fields := strings.Fields(line)
 		if len(fields) < 5 || unescapeMount(fields[4]) != want {
+			continue
+		}
+		_, fstype, _ := strings.Cut(line, " - ")
+		if !strings.HasPrefix(fstype, "fuse") {
 			continue
 		}
 		if _, m, ok := strings.Cut(fields[2], ":"); ok {

@@ -28,12 +28,13 @@ func TestUnescapeMount(t *testing.T) {
 	}
 }
 
-func TestMountMinor(t *testing.T) {
-	if _, err := mountMinor("/proc"); err != nil {
-		t.Errorf("mountMinor(/proc): %v", err)
-	}
-	if _, err := mountMinor(t.TempDir()); err == nil {
-		t.Error("a plain directory has a mount's device")
+// TestMountMinorNotFUSE: neither a plain directory nor another file
+// system's mount point has a FUSE connection.
+func TestMountMinorNotFUSE(t *testing.T) {
+	for _, p := range []string{"/proc", t.TempDir()} {
+		if _, err := mountMinor(p); !errors.Is(err, ErrNotMounted) {
+			t.Errorf("mountMinor(%s): %v, want ErrNotMounted", p, err)
+		}
 	}
 }
 
