@@ -151,6 +151,24 @@ func restoreJob(t *testing.T, r *Runner, task *Task, imageDir string) *started {
 	return s
 }
 
+// migrate checkpoints the job s, which counts into countFile (n numbers
+// so far), and restores it as task, as on another machine; it returns the
+// restored job once it counts on, and the dump's result.
+func migrate(t *testing.T, r *Runner, s *started, task *Task, countFile string, n int) (*started, *checkpoint.Result) {
+	t.Helper()
+	img := filepath.Join(t.TempDir(), "img")
+	res, err := s.job.Checkpoint(context.Background(), checkpoint.DumpOptions{ImageDir: img})
+	if err != nil {
+		_ = s.job.Signal(9)
+		s.wait(t)
+		t.Fatalf("checkpoint: %v", err)
+	}
+	s.wait(t)
+	s = restoreJob(t, r, task, img)
+	waitCounted(t, countFile, n+3)
+	return s, res
+}
+
 // readScript copies its input to count.txt a line at a time.
 const readScript = "#!/bin/sh\nwhile read -r line; do echo $line >> count.txt; sleep 0.1; done\n"
 
@@ -162,7 +180,6 @@ const readScript = "#!/bin/sh\nwhile read -r line; do echo $line >> count.txt; s
 // where it was, no line read twice or missed.
 func TestCheckpointReadingInput(t *testing.T) {
 	r := testRunner(t, nil)
-	ctx := context.Background()
 	work := t.TempDir()
 	if err := os.Chown(work, r.user.uid, r.user.gid); err != nil {
 		t.Fatal(err)
@@ -195,19 +212,12 @@ func TestCheckpointReadingInput(t *testing.T) {
 	s := startJob(t, r, task())
 	n := len(waitCounted(t, countFile, 3))
 	for hop := 1; hop <= 2; hop++ {
-		img := filepath.Join(t.TempDir(), "img")
-		res, err := s.job.Checkpoint(ctx, checkpoint.DumpOptions{ImageDir: img})
-		if err != nil {
-			_ = s.job.Signal(9)
-			s.wait(t)
-			t.Fatalf("checkpoint %d: %v", hop, err)
-		}
+		var res *checkpoint.Result
+		s, res = migrate(t, r, s, task(), countFile, n)
 		if res.Input == "" {
 			t.Errorf("checkpoint %d recorded no input", hop)
 		}
-		s.wait(t)
-		s = restoreJob(t, r, task(), img)
-		n = len(waitCounted(t, countFile, n+3))
+		n = len(waitCounted(t, countFile, 0))
 		t.Logf("hop %d: read %d lines", hop, n)
 	}
 	_ = s.job.Signal(9)
@@ -262,19 +272,11 @@ func TestCheckpointRemovedFile(t *testing.T) {
 			countFile := filepath.Join(work, "count.txt")
 			s := startJob(t, r, task())
 			n := len(waitCounted(t, countFile, 3))
-			img := filepath.Join(t.TempDir(), "img")
-			if _, err := s.job.Checkpoint(context.Background(), checkpoint.DumpOptions{ImageDir: img}); err != nil {
-				_ = s.job.Signal(9)
-				s.wait(t)
-				t.Fatalf("checkpoint: %v", err)
-			}
-			s.wait(t)
-			s = restoreJob(t, r, task(), img)
+			s, _ = migrate(t, r, s, task(), countFile, n)
 			defer func() {
 				_ = s.job.Signal(9)
 				s.wait(t)
 			}()
-			waitCounted(t, countFile, n+3)
 			if err := os.WriteFile(filepath.Join(work, "check"), nil, 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -334,19 +336,11 @@ func TestCheckpointFileLocks(t *testing.T) {
 			countFile := filepath.Join(work, "count.txt")
 			s := startJob(t, r, task())
 			n := len(waitCounted(t, countFile, 3))
-			img := filepath.Join(t.TempDir(), "img")
-			if _, err := s.job.Checkpoint(context.Background(), checkpoint.DumpOptions{ImageDir: img}); err != nil {
-				_ = s.job.Signal(9)
-				s.wait(t)
-				t.Fatalf("checkpoint: %v", err)
-			}
-			s.wait(t)
-			s = restoreJob(t, r, task(), img)
+			s, _ = migrate(t, r, s, task(), countFile, n)
 			defer func() {
 				_ = s.job.Signal(9)
 				s.wait(t)
 			}()
-			waitCounted(t, countFile, n+3)
 			f, err := os.OpenFile(filepath.Join(work, "lock"), os.O_RDWR, 0)
 			if err != nil {
 				t.Fatal(err)

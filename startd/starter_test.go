@@ -23,6 +23,21 @@ import (
 	"harrier.dev/harrier/wire"
 )
 
+// waitReady waits until a test's starter has written "ready" to its log.
+func waitReady(t *testing.T, logPath string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		b, _ := os.ReadFile(logPath)
+		if bytes.Contains(b, []byte("ready")) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the starter never got ready; log %q", b)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func TestKillEscalatesToSIGKILL(t *testing.T) {
 	dir := t.TempDir()
 	// The starter and everything it runs ignore SIGTERM.
@@ -32,17 +47,7 @@ func TestKillEscalatesToSIGKILL(t *testing.T) {
 		t.Fatal(err)
 	}
 	go r.wait()
-	logPath := filepath.Join(dir, "starter.slot1.log")
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		b, _ := os.ReadFile(logPath)
-		if bytes.Contains(b, []byte("ready")) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("starter never got ready; log %q", b)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitReady(t, filepath.Join(dir, "starter.slot1.log"))
 	r.kill(50 * time.Millisecond)
 	var ee *exec.ExitError
 	if !errors.As(r.err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
@@ -319,17 +324,7 @@ func TestKillFreesAStarterStuckOnItsMount(t *testing.T) {
 		t.Fatal(err)
 	}
 	go r.wait()
-	logPath := filepath.Join(dir, "starter.slot1.log")
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		b, _ := os.ReadFile(logPath)
-		if bytes.Contains(b, []byte("ready")) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the starter never got stuck; log %q", b)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitReady(t, filepath.Join(dir, "starter.slot1.log"))
 	killed := make(chan struct{})
 	go func() {
 		r.kill(50 * time.Millisecond)
