@@ -131,8 +131,8 @@ func dumpConfig(c *libcontainer.Container, input *os.File) (string, error) {
 // container made from cfg whose dump recorded the input key: the file
 // CRIU is given as its standard input stands for it.
 func restoreConfig(cfg *configs.Config, key string) error {
-	// The image is sealed, but a line of CRIU's configuration is worth
-	// no trust in anything else.
+	// The image is sealed; still, nothing but a key of inputKey's form
+	// goes into CRIU's configuration.
 	if !inputKeyPattern.MatchString(key) {
 		return fmt.Errorf("%w: input key %q", ErrBadImage, key)
 	}

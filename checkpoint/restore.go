@@ -40,8 +40,9 @@ type RestoreOptions struct {
 	// ".restore" appended) receives CRIU's log and statistics.
 	ImageDir, WorkDir string
 	// Input is the job's input file, opened afresh, when the dump
-	// recorded one (Result.Input): the restored job reads on in it from
-	// where it was. Config must carry ConfigFileLabel.
+	// recorded one (Result.Input): it becomes Process.Stdin, and the
+	// restored job reads on in it from where it was. Config must carry
+	// ConfigFileLabel.
 	Input *os.File
 	// FUSE lists bind-mount sources in Config that must be FUSE mounts,
 	// already served; Restore checks them before starting CRIU.
