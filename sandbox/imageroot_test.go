@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -67,7 +68,8 @@ echo hi > /tmp/t && cat /tmp/t; echo s > /srv/s; echo w > `+work+`/w; ls /srv`, 
 // descriptor open on a file in its image's root (its upper directory)
 // and has deleted one of the image's files, and each restore finds its
 // root as the dump left it. Its count, in its working directory and in
-// its root, goes on unbroken.
+// its root, goes on unbroken, and so does its reading of its standard
+// input, a file handed to it as a starter hands the submit file's input.
 func TestImageJobCheckpointHops(t *testing.T) {
 	if _, err := exec.LookPath("criu"); err != nil {
 		t.Skip("no criu on PATH (scripts/setup installs it)")
@@ -85,14 +87,27 @@ func TestImageJobCheckpointHops(t *testing.T) {
 		t.Fatal(err)
 	}
 	seal := key.For("submit#6.0#1700000000", "alice")
+	var input strings.Builder
+	for i := 1; i <= 1000; i++ {
+		fmt.Fprintf(&input, "line%d\n", i)
+	}
 	task := func() *Task {
 		scratch := t.TempDir()
 		if err := os.Chmod(scratch, 0o700); err != nil {
 			t.Fatal(err)
 		}
+		in := filepath.Join(t.TempDir(), "in")
+		if err := os.WriteFile(in, []byte(input.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
 		return &Task{ID: "6.0", Path: "/bin/sh", Args: []string{"-c",
-			"rm /data/gone; exec 3>>/data/count; i=0; while :; do i=$((i+1)); echo $i >&3; echo $i >> count.txt; sleep 0.1; done"},
-			Dir: work, ScratchDir: scratch, ImageLayers: im.Layers}
+			"rm /data/gone; exec 3>>/data/count; i=0; while :; do i=$((i+1)); read -r l; echo $i >&3; echo $i >> count.txt; echo $i $l >> reads.txt; sleep 0.1; done"},
+			Dir: work, ScratchDir: scratch, ImageLayers: im.Layers, Stdin: f}
 	}
 	first := task()
 	s := startJob(t, r, first)
@@ -132,6 +147,15 @@ func TestImageJobCheckpointHops(t *testing.T) {
 	for i, v := range counts {
 		if v != i+1 {
 			t.Fatalf("count.txt breaks at line %d: %d", i+1, v)
+		}
+	}
+	reads, err := os.ReadFile(filepath.Join(work, "reads.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range strings.Split(strings.TrimSuffix(string(reads), "\n"), "\n") {
+		if want := fmt.Sprintf("%d line%d", i+1, i+1); l != want {
+			t.Fatalf("reads.txt line %d: %q, want %q", i+1, l, want)
 		}
 	}
 	inRoot := waitCounted(t, filepath.Join(upperDir(scratch), "data", "count"), 0)
