@@ -82,6 +82,11 @@ func inputKey(f *os.File) (string, error) {
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
 		return "", fmt.Errorf("input: %w", err)
 	}
+	// A pipe or socket is CRIU's to hand over (libcontainer does so for
+	// the job's standard I/O): only a file is declared external.
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return "", fmt.Errorf("input %s is not a regular file", f.Name())
+	}
 	mnt, err := mountID(f)
 	if err != nil {
 		return "", fmt.Errorf("input: %w", err)

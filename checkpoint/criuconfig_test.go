@@ -51,4 +51,13 @@ func TestInputKey(t *testing.T) {
 	if err := restoreConfig(&configs.Config{}, key); err == nil {
 		t.Error("restoreConfig without the label: no error")
 	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	if key, err := inputKey(r); err == nil {
+		t.Errorf("a pipe as the input: key %q, want an error", key)
+	}
 }
