@@ -11,8 +11,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestInputKey names a file as CRIU does (file[mount:inode], hex), and a
-// restore writes only such a name into CRIU's configuration.
+// TestInputKey names a file as CRIU does (file[mount:inode], hex), and
+// no pipe; a restore writes only such a name into CRIU's configuration.
 func TestInputKey(t *testing.T) {
 	f, err := os.Create(filepath.Join(t.TempDir(), "in"))
 	if err != nil {
