@@ -44,8 +44,21 @@ func slotCgroupPath(stateRoot, slot string) string {
 // errNoCgroups means the machine has no usable cgroup file system.
 var errNoCgroups = errors.New("no cgroup file system mounted")
 
-// ensureSlotCgroup creates the slot cgroup if it is missing.
+// ensureSlotCgroup creates the slot cgroup if it is missing. Another
+// slot's clean-up may remove the state root's cgroup, empty for a moment,
+// between the creation of a parent and of its child: the creation is
+// tried again then.
 func ensureSlotCgroup(path string) error {
+	var err error
+	for range 5 {
+		if err = makeSlotCgroup(path); !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return err
+}
+
+func makeSlotCgroup(path string) error {
 	switch cgroups.Mode() {
 	case cgroups.Unavailable:
 		return errNoCgroups
@@ -189,16 +202,16 @@ func rmdirRetry(dir string) error {
 	return fmt.Errorf("remove cgroup %s: %w", dir, err)
 }
 
-// removeEmptyParents removes the cgroups harrier/<hash> and harrier if no
-// other slot or startd uses them any more.
+// removeEmptyParents removes the cgroup harrier/<hash> if no slot of the
+// state root uses it any more. The top cgroup, harrier, stays: the
+// startds of a machine share it, and one removing it while another makes
+// its slots' cgroups below it would make that fail.
 func removeEmptyParents(stateRoot string) {
 	roots, err := hierarchies()
 	if err != nil {
 		return
 	}
 	for _, root := range roots {
-		for _, p := range []string{cgroupBase(stateRoot), cgroupTop} {
-			_ = unix.Rmdir(filepath.Join(root, p)) // ENOTEMPTY/EBUSY: still in use
-		}
+		_ = unix.Rmdir(filepath.Join(root, cgroupBase(stateRoot))) // ENOTEMPTY/EBUSY: still in use
 	}
 }
