@@ -260,6 +260,13 @@ func (b *behind) ReadAt(ctx context.Context, dest []byte, off int64) ([]byte, er
 	return b.inner.ReadAt(ctx, dest, off)
 }
 
+func (b *behind) refresh(ctx context.Context) error {
+	if r, ok := b.inner.(refresher); ok {
+		return r.refresh(ctx)
+	}
+	return nil
+}
+
 func (b *behind) Truncate(ctx context.Context, size int64) error {
 	if err := b.drain(); err != nil {
 		return err

@@ -185,11 +185,10 @@ func (b *buffered) sendBehind() {
 	}()
 }
 
-// Flush sends what is gathered and waits until every write is through.
+// Flush sends what is gathered, waits until every write is through and
+// reports (and clears) the first error among them.
 func (b *buffered) Flush(context.Context) error {
-	b.sendBehind()
-	b.wbusy <- struct{}{}
-	<-b.wbusy
+	b.await()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	err := b.werr
@@ -197,14 +196,45 @@ func (b *buffered) Flush(context.Context) error {
 	return err
 }
 
-func (b *buffered) Truncate(ctx context.Context, size int64) error {
-	if err := b.Flush(ctx); err != nil {
-		return err
+// settle waits until every write is through, leaving an error to be
+// reported by the file's next operation.
+func (b *buffered) settle() error {
+	b.await()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.werr
+}
+
+// await sends what is gathered and waits until every write is through.
+func (b *buffered) await() {
+	b.sendBehind()
+	b.wbusy <- struct{}{}
+	<-b.wbusy
+}
+
+// refresh drops the cached blocks.
+func (b *buffered) refresh(ctx context.Context) error {
+	b.dropBlocks()
+	if r, ok := b.inner.(refresher); ok {
+		return r.refresh(ctx)
 	}
+	return nil
+}
+
+func (b *buffered) dropBlocks() {
 	b.mu.Lock()
 	for _, c := range b.blocks {
 		b.forget(c)
 	}
+	b.mu.Unlock()
+}
+
+func (b *buffered) Truncate(ctx context.Context, size int64) error {
+	if err := b.Flush(ctx); err != nil {
+		return err
+	}
+	b.dropBlocks()
+	b.mu.Lock()
 	b.size = size
 	b.mu.Unlock()
 	return b.inner.Truncate(ctx, size)

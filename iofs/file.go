@@ -16,6 +16,9 @@ type file struct {
 	h        handle
 	node     *node
 	writable bool
+	// gen is the node's count of changes (see node.changed) that what
+	// h holds of the file is as of; node.mu guards it.
+	gen uint64
 
 	// mu keeps Server.Sync from settling a file being closed.
 	mu     sync.Mutex
@@ -26,6 +29,13 @@ type file struct {
 // any error to be reported to the job too.
 type settler interface {
 	settle() error
+}
+
+// A refresher forgets what it holds of its file's contents (what its open
+// brought along, blocks it cached), which the job has changed since
+// through another descriptor: its reads then ask the shadow.
+type refresher interface {
+	refresh(ctx context.Context) error
 }
 
 // settle brings the writes made through the file to the submit side.
@@ -51,8 +61,13 @@ var (
 
 func (f *file) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	// What the job wrote through its other descriptors of the file comes
-	// first.
+	// first, and replaces what this one brought along when it opened.
 	f.node.drainOthers(f)
+	if r, ok := f.h.(refresher); ok && f.node.outdated(f) {
+		if err := r.refresh(ctx); err != nil {
+			return nil, toErrno(err)
+		}
+	}
 	data, err := f.h.ReadAt(ctx, dest, off)
 	if err != nil {
 		return nil, toErrno(err)
@@ -68,6 +83,7 @@ func (f *file) Write(ctx context.Context, data []byte, off int64) (uint32, sysca
 	if err != nil && n == 0 {
 		return 0, toErrno(err)
 	}
+	f.node.changed(f)
 	if b, ok := f.h.(*behind); ok && n > 0 {
 		if errno := f.killSetID(ctx, b); errno != 0 {
 			return 0, errno
@@ -114,7 +130,10 @@ func (f *file) Allocate(ctx context.Context, off, size uint64, mode uint32) sysc
 	if !ok {
 		return syscall.EOPNOTSUPP
 	}
-	return toErrno(a.allocate(ctx, mode, int64(off), int64(size)))
+	f.node.drainOthers(f)
+	err := a.allocate(ctx, mode, int64(off), int64(size))
+	f.node.changed(f)
+	return toErrno(err)
 }
 
 func (f *file) Flush(ctx context.Context) syscall.Errno { return toErrno(f.h.Flush(ctx)) }
@@ -122,11 +141,13 @@ func (f *file) Flush(ctx context.Context) syscall.Errno { return toErrno(f.h.Flu
 // Release runs after the job has let go of the file, so nobody hears its
 // error but the log.
 func (f *file) Release(ctx context.Context) syscall.Errno {
-	f.node.forget(f)
 	f.mu.Lock()
 	f.closed = true
 	err := f.h.Close(ctx)
 	f.mu.Unlock()
+	// Only now: the node's other files wait for its writes before they
+	// read.
+	f.node.forget(f)
 	if err != nil {
 		f.node.fsys.opts.Logger.Warn("iofs: close", "err", err)
 		return toErrno(err)

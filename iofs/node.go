@@ -242,6 +242,10 @@ type node struct {
 	randomReads int
 	lastEnd     int64
 	fetch       *fetcher
+	// gen counts the changes the job made to the file's contents through
+	// its open files; each file holds the count its contents were fetched
+	// at (see file.Read).
+	gen uint64
 }
 
 // cacheState is what tells one version of a file from another: the
@@ -278,9 +282,10 @@ func (n *node) record(a Attr) {
 	n.mu.Unlock()
 }
 
-// track records a file of the node opened with flags and returns it.
-func (n *node) track(h handle, flags uint32) *file {
-	f := &file{h: h, node: n, writable: flags&syscall.O_ACCMODE != syscall.O_RDONLY}
+// track records a file of the node opened with flags and returns it. gen
+// is the node's count of changes before the file was opened.
+func (n *node) track(h handle, flags uint32, gen uint64) *file {
+	f := &file{h: h, node: n, writable: flags&syscall.O_ACCMODE != syscall.O_RDONLY, gen: gen}
 	n.mu.Lock()
 	if n.open == nil {
 		n.open = map[*file]struct{}{}
@@ -301,20 +306,58 @@ func (n *node) track(h handle, flags uint32) *file {
 	return f
 }
 
-// drainOthers waits until the writes made through the node's other open
-// files have reached the shadow. A write's error stays with its file.
+// drainOthers waits until the writes made through the node's open files
+// other than f (any, if f is nil) have reached the shadow. A write's
+// error stays with its file.
 func (n *node) drainOthers(f *file) {
 	n.mu.Lock()
-	var others []*behind
+	var others []settler
 	for o := range n.open {
-		if b, ok := o.h.(*behind); ok && o != f {
-			others = append(others, b)
+		if s, ok := o.h.(settler); ok && o != f {
+			others = append(others, s)
 		}
 	}
 	n.mu.Unlock()
-	for _, b := range others {
-		b.settle() // the error is the other file's to report
+	for _, s := range others {
+		s.settle() // the error is the other file's to report
 	}
+}
+
+// changing returns the node's count of changes before a file is opened:
+// what the open brings along of the file was fetched after the writes
+// made through its other files, which it first waits for.
+func (n *node) changing() uint64 {
+	n.mu.Lock()
+	gen := n.gen
+	n.mu.Unlock()
+	n.drainOthers(nil)
+	return gen
+}
+
+// changed counts a change of the file's contents made through f (or by
+// name, if f is nil): its
+// other open files must fetch again what they hold of the file, as must
+// an open that would use what the lookup brought along.
+func (n *node) changed(f *file) {
+	n.mu.Lock()
+	if f != nil && f.gen == n.gen {
+		f.gen++ // f holds nothing older than its own change
+	}
+	n.gen++
+	n.whole = nil
+	n.mu.Unlock()
+}
+
+// outdated reports whether f holds contents of the file fetched before a
+// change made through another of its open files, and counts it current.
+func (n *node) outdated(f *file) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if f.gen == n.gen {
+		return false
+	}
+	f.gen = n.gen
+	return true
 }
 
 func (n *node) forget(f *file) {
@@ -344,6 +387,7 @@ func (n *node) openOrphan(ctx context.Context, flags uint32) (*file, error) {
 	if r == nil {
 		return nil, syscall.ENOENT
 	}
+	gen := n.changing()
 	// Through the page cache, as the kernel opens it.
 	h, err := r.reopen(ctx, cachedFlags(flags))
 	if errors.Is(err, syscall.EACCES) && cachedFlags(flags) != flags {
@@ -352,7 +396,7 @@ func (n *node) openOrphan(ctx context.Context, flags uint32) (*file, error) {
 	if err != nil {
 		return nil, err
 	}
-	return n.track(h, flags), nil
+	return n.track(h, flags, gen), nil
 }
 
 var (
@@ -409,6 +453,9 @@ func (n *node) resolve(ctx context.Context) (Resolution, error) {
 // along (whole is nil otherwise).
 func (n *node) remember(name string, p Physical, whole []byte, a Attr) {
 	n.mu.Lock()
+	if n.writers > 0 {
+		whole = nil // the job's writes may still be on their way
+	}
 	n.name, n.phys, n.at, n.whole, n.wholeAttr = name, p, time.Now(), whole, a
 	n.mu.Unlock()
 }
@@ -561,7 +608,10 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 		set.Mtime = &ns
 	}
 	if size, ok := in.GetSize(); ok {
-		if f, isFile := fh.(*file); isFile {
+		f, _ := fh.(*file)
+		// Made after the writes on their way, which it may cut.
+		n.drainOthers(f)
+		if f != nil {
 			// Through the open file: it may be staged, buffered or unlinked.
 			if err := f.h.Truncate(ctx, int64(size)); err != nil {
 				return toErrno(err)
@@ -569,6 +619,7 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 		} else {
 			set.Size = &size
 		}
+		n.changed(f)
 	}
 	// The shadow answers a change with the file's attributes after it:
 	// they are the reply, without another round trip to ask for them.
@@ -657,6 +708,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	if err != nil {
 		return nil, 0, toErrno(err)
 	}
+	gen := n.changing()
 	name, _ := n.logical()
 	if data, a, ok := n.takeWhole(name); ok && flags&(syscall.O_ACCMODE|syscall.O_TRUNC) == syscall.O_RDONLY && len(p.Methods) == 1 && p.Base() == methodRemote {
 		// Phase two was answered with phase one; the shadow hears of it
@@ -668,7 +720,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		} else {
 			n.stopPrefetch()
 		}
-		return n.track(&remoteFile{c: n.fsys.client, path: p.Path, flags: flags, head: data, headEOF: true, attr: a}, flags), ff, 0
+		return n.track(&remoteFile{c: n.fsys.client, path: p.Path, flags: flags, head: data, headEOF: true, attr: a}, flags, gen), ff, 0
 	}
 	ff := openFlags(p)
 	h, a, err := n.fsys.openCached(ctx, p, flags, 0, ff)
@@ -682,7 +734,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 			n.stopPrefetch() // its pages are about to be dropped
 		}
 	}
-	f := n.track(h, flags)
+	f := n.track(h, flags, gen)
 	if f.writable {
 		n.stopPrefetch()
 	}
@@ -699,13 +751,25 @@ func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out 
 	if err != nil {
 		return nil, nil, 0, toErrno(err)
 	}
+	// The file may exist and be open, with writes on their way.
+	var prior *node
+	var gen uint64
+	if c := n.GetChild(name); c != nil {
+		if prior, _ = c.Operations().(*node); prior != nil {
+			gen = prior.changing()
+		}
+	}
 	ff := openFlags(p)
 	h, a, err := n.fsys.openCached(ctx, p, flags|syscall.O_CREAT, mode, ff)
 	if err != nil {
 		return nil, nil, 0, toErrno(err)
 	}
 	child := n.newChild(ctx, logical, p, nil, a, out)
-	return child, child.Operations().(*node).track(h, flags), ff, 0
+	ch := child.Operations().(*node)
+	if ch != prior {
+		gen = ch.changing()
+	}
+	return child, ch.track(h, flags, gen), ff, 0
 }
 
 func (n *node) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {

@@ -90,6 +90,26 @@ func (f *remoteFile) reopen(ctx context.Context, flags uint32) (handle, error) {
 	return &remoteFile{c: f.c, path: f.path, flags: flags, id: o.Handle}, nil
 }
 
+// refresh forgets the file's first bytes the open brought along. A file
+// the shadow sent whole and keeps nothing open of is opened again.
+func (f *remoteFile) refresh(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.head, f.headEOF = nil, false
+	if f.id != 0 {
+		return nil
+	}
+	o, err := f.c.Open(ctx, f.path, f.flags&^(syscall.O_CREAT|syscall.O_EXCL|syscall.O_TRUNC), 0, 0)
+	if err != nil {
+		return err
+	}
+	f.id = o.Handle
+	if len(o.Data) > 0 || o.EOF {
+		f.head, f.headEOF = o.Data, o.EOF
+	}
+	return nil
+}
+
 func (f *remoteFile) dropHead() {
 	f.mu.Lock()
 	f.head, f.headEOF = nil, false
