@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -599,33 +601,147 @@ while True:
     time.sleep(0.1)
 `
 
-// TestDumpRestoreTCP checkpoints a job holding a listening TCP socket and
-// both ends of an established connection on its loopback, and restores
-// it: the connection goes on. Asked to leave the network namespace out
-// (LoopbackOnly), Dump keeps it in, as the connection needs its
-// addresses when CRIU restores it.
-func TestDumpRestoreTCP(t *testing.T) {
+// udpJob sends a count to itself over a connected UDP socket on
+// 127.0.0.1 and appends what it receives to /job/counts.txt.
+const udpJob = `
+import socket, time
+srv = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+srv.bind(("127.0.0.1", 5000))
+cl = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+cl.connect(("127.0.0.1", 5000))
+i = 0
+while True:
+    i += 1
+    cl.send(b"%d\n" % i)
+    r = srv.recv(64)
+    with open("/job/counts.txt", "ab") as out:
+        out.write(r)
+    time.sleep(0.1)
+`
+
+// TestDumpRestoreInetSockets checkpoints a job holding internet sockets
+// on its loopback and restores it: a listening TCP socket and both ends
+// of an established connection, or two UDP sockets, one connected to the
+// other. The count goes on only while they do. Asked to leave the
+// network namespace out (LoopbackOnly), Dump keeps it in, as CRIU binds
+// the sockets to their addresses as it restores them.
+func TestDumpRestoreInetSockets(t *testing.T) {
+	needCRIU(t)
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("the job is a python3 program (scripts/setup installs python3)")
+	}
+	for _, tc := range []struct{ name, job string }{{"tcp", tcpJob}, {"udp", udpJob}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			tmp, root, jobDir := jobDirs(t)
+			id := "ckpt-" + tc.name
+			cfg := containerConfig(t, id, jobDir, 256<<20)
+			args := []string{"python3", "-c", tc.job}
+			j := startJob(t, root, id, cfg, args, nil)
+			countsFile := filepath.Join(jobDir, "counts.txt")
+			waitCount(t, countsFile, 3)
+			img := filepath.Join(tmp, "img")
+			res, err := Dump(ctx, j.c, DumpOptions{ImageDir: img, LoopbackOnly: true})
+			if err != nil {
+				j.stop(t)
+				t.Fatal(err)
+			}
+			j.gone(t)
+			if res.LoopbackOnly {
+				t.Error("the image of a job holding internet sockets leaves its network namespace out")
+			}
+			before := counts(t, countsFile)
+			received, _ := transfer(t, img)
+			p, out := newProcess(args, nil)
+			c, _, err := Restore(ctx, RestoreOptions{Root: root, ID: id, Config: cfg, Process: p, ImageDir: received})
+			if err != nil {
+				t.Fatalf("restore: %v", err)
+			}
+			r := &job{c: c, p: p, out: out}
+			defer r.stop(t)
+			checkUnbroken(t, waitCount(t, countsFile, len(before)+5))
+			if s := out.String(); s != "" {
+				t.Errorf("the job's output: %s", s)
+			}
+		})
+	}
+}
+
+// TestDumpRestoreStopped checkpoints a job with a stopped child, first
+// leaving it running, then to restore it: the dumps finish (CRIU cannot
+// seize a stopped process in a frozen cgroup), and the child is stopped
+// again where the job goes on, after each.
+func TestDumpRestoreStopped(t *testing.T) {
 	needCRIU(t)
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("the job is a python3 program (scripts/setup installs python3)")
 	}
 	ctx := context.Background()
 	tmp, root, jobDir := jobDirs(t)
-	id := "ckpt-tcp"
+	id := "ckpt-stopped"
 	cfg := containerConfig(t, id, jobDir, 256<<20)
-	args := []string{"python3", "-c", tcpJob}
+	args := []string{"python3", "-c", `import os, signal, time
+child = os.fork()
+if child == 0:
+    while True:
+        time.sleep(0.01)
+os.kill(child, signal.SIGSTOP)
+with open("/job/child.pid", "w") as f:
+    f.write("%d" % child)
+i = 0
+while True:
+    i += 1
+    with open("/job/counts.txt", "a") as f:
+        f.write("%d\n" % i)
+    time.sleep(0.1)
+`}
 	j := startJob(t, root, id, cfg, args, nil)
 	countsFile := filepath.Join(jobDir, "counts.txt")
 	waitCount(t, countsFile, 3)
+	b, err := os.ReadFile(filepath.Join(jobDir, "child.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, err := strconv.Atoi(string(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// childState is the state of the job's child in c.
+	childState := func(c *libcontainer.Container) byte {
+		t.Helper()
+		pids, err := c.Processes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pid := range pids {
+			if st, ns, err := processState(pid); err == nil && ns == child {
+				return st
+			}
+		}
+		t.Fatalf("no process %d in the job", child)
+		return 0
+	}
+	if st := childState(j.c); st != 'T' {
+		t.Fatalf("the child is in state %c before the dump", st)
+	}
+	// Stuck, the dump would take its whole timeout.
+	opts := DumpOptions{ImageDir: filepath.Join(tmp, "periodic"), LeaveRunning: true, LoopbackOnly: true, Timeout: 20 * time.Second}
+	if _, err := Dump(ctx, j.c, opts); err != nil {
+		j.stop(t)
+		t.Fatal(err)
+	}
+	if st := childState(j.c); st != 'T' {
+		t.Errorf("after a checkpoint that left it running, the child is in state %c", st)
+	}
 	img := filepath.Join(tmp, "img")
-	res, err := Dump(ctx, j.c, DumpOptions{ImageDir: img, LoopbackOnly: true})
+	res, err := Dump(ctx, j.c, DumpOptions{ImageDir: img, LoopbackOnly: true, Timeout: 20 * time.Second})
 	if err != nil {
 		j.stop(t)
 		t.Fatal(err)
 	}
 	j.gone(t)
-	if res.LoopbackOnly {
-		t.Error("the image of a job holding TCP sockets leaves its network namespace out")
+	if !slices.Equal(res.Stopped, []int{child}) {
+		t.Errorf("the image records the stopped processes %v, want [%d]", res.Stopped, child)
 	}
 	before := counts(t, countsFile)
 	received, _ := transfer(t, img)
@@ -636,9 +752,71 @@ func TestDumpRestoreTCP(t *testing.T) {
 	}
 	r := &job{c: c, p: p, out: out}
 	defer r.stop(t)
-	checkUnbroken(t, waitCount(t, countsFile, len(before)+5))
+	checkUnbroken(t, waitCount(t, countsFile, len(before)+3))
+	if st := childState(c); st != 'T' {
+		t.Errorf("after the restore, the child is in state %c", st)
+	}
+}
+
+// TestDumpRestoreRemovedFile checkpoints a job holding open a file it
+// removed from its own directory (a temporary file beside its data) and
+// restores it: the file travels in the image (within CRIU's default
+// limit: the sandbox raises it), is no input a restore looks for, and
+// comes back whole, and nameless.
+func TestDumpRestoreRemovedFile(t *testing.T) {
+	needCRIU(t)
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("the job is a python3 program (scripts/setup installs python3)")
+	}
+	ctx := context.Background()
+	tmp, root, jobDir := jobDirs(t)
+	id := "ckpt-removed"
+	cfg := containerConfig(t, id, jobDir, 256<<20)
+	args := []string{"python3", "-c", `import hashlib, os, time
+f = open("/job/scratch.tmp", "w+b")
+data = os.urandom(512 << 10)
+f.write(data)
+f.flush()
+os.unlink("/job/scratch.tmp")
+want = hashlib.sha256(data).digest()
+i = 0
+while True:
+    i += 1
+    f.seek(0)
+    if hashlib.sha256(f.read()).digest() != want:
+        print("the removed file changed", flush=True)
+    with open("/job/counts.txt", "a") as out:
+        out.write("%d\n" % i)
+    time.sleep(0.1)
+`}
+	j := startJob(t, root, id, cfg, args, nil)
+	countsFile := filepath.Join(jobDir, "counts.txt")
+	waitCount(t, countsFile, 3)
+	img := filepath.Join(tmp, "img")
+	res, err := Dump(ctx, j.c, DumpOptions{ImageDir: img, LoopbackOnly: true})
+	if err != nil {
+		j.stop(t)
+		t.Fatal(err)
+	}
+	j.gone(t)
+	if in, ok := findInput(res.Inputs, "/job/scratch.tmp"); ok {
+		t.Errorf("the removed file is an input a restore looks for: %+v", in)
+	}
+	before := counts(t, countsFile)
+	received, _ := transfer(t, img)
+	p, out := newProcess(args, nil)
+	c, _, err := Restore(ctx, RestoreOptions{Root: root, ID: id, Config: cfg, Process: p, ImageDir: received})
+	if err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+	r := &job{c: c, p: p, out: out}
+	defer r.stop(t)
+	checkUnbroken(t, waitCount(t, countsFile, len(before)+3))
 	if s := out.String(); s != "" {
 		t.Errorf("the job's output: %s", s)
+	}
+	if _, err := os.Stat(filepath.Join(jobDir, "scratch.tmp")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the removed file has a name again after the restore: %v", err)
 	}
 }
 

@@ -65,11 +65,11 @@ type DumpOptions struct {
 	// dump it: that saves CRIU's ip and iptables runs, 150 ms or more of
 	// frozen time. Restore then gives the job a fresh namespace with the
 	// loopback up (it reads this choice from the image). A job that
-	// holds TCP sockets, listening or connected, has its namespace
-	// dumped all the same (Result.LoopbackOnly says which it was): CRIU
-	// reconnects a connection as it restores it, before Restore could
-	// bring a fresh loopback up, so the namespace must come back with
-	// its addresses.
+	// holds internet sockets (TCP listening or connected, UDP, raw) has
+	// its namespace dumped all the same (Result.LoopbackOnly says which
+	// it was): CRIU binds and reconnects a socket as it restores it,
+	// before Restore could bring a fresh loopback up, so the namespace
+	// must come back with its addresses.
 	LoopbackOnly bool
 	// Parent is the image directory of a pre-dump this dump builds on
 	// (see PreDump), relative to ImageDir or absolute; empty for a full
@@ -124,6 +124,9 @@ type Result struct {
 	// in the image, file[mount:inode] on the machine of the dump: Restore
 	// needs the file handed back (RestoreOptions.Input).
 	Input string `json:"input,omitempty"`
+	// Stopped are the pids, in the job's namespace, of its processes
+	// that were stopped: Restore stops them again (see stopped.go).
+	Stopped []int `json:"stopped,omitempty"`
 }
 
 // PreDumpStats are the figures of one pre-dump.
@@ -164,6 +167,10 @@ func dump(ctx context.Context, c *libcontainer.Container, opts DumpOptions, pre 
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", c.ID(), err)
 	}
+	stopped, err := continueStopped(c)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", c.ID(), errors.Join(err, stopAgain(stopped)))
+	}
 	start := time.Now()
 	loopbackOnly := opts.LoopbackOnly
 	w := watchdog{
@@ -180,7 +187,7 @@ func dump(ctx context.Context, c *libcontainer.Container, opts DumpOptions, pre 
 			return err
 		}
 		// Frozen, the job opens no socket before CRIU looks.
-		tcp, err := holdsTCP(c)
+		inet, tcp, err := inetSockets(c)
 		if err == nil {
 			err = ctx.Err()
 		}
@@ -190,7 +197,7 @@ func dump(ctx context.Context, c *libcontainer.Container, opts DumpOptions, pre 
 			}
 			return err
 		}
-		loopbackOnly = loopbackOnly && !tcp
+		loopbackOnly = loopbackOnly && !inet
 		err = c.Checkpoint(&libcontainer.CriuOpts{
 			ImagesDirectory: opts.ImageDir,
 			WorkDirectory:   opts.WorkDir,
@@ -218,9 +225,18 @@ func dump(ctx context.Context, c *libcontainer.Container, opts DumpOptions, pre 
 				err = errors.Join(err, terr)
 			}
 		}
-		return nil, fmt.Errorf("checkpoint %s: %w", c.ID(), criuFailure(opts.WorkDir, "dump.log", err))
+		err = criuFailure(opts.WorkDir, "dump.log", err)
+		return nil, fmt.Errorf("checkpoint %s: %w", c.ID(), errors.Join(err, stopAgain(stopped)))
+	}
+	if opts.LeaveRunning || pre {
+		if err := stopAgain(stopped); err != nil {
+			return nil, fmt.Errorf("checkpoint %s: %w", c.ID(), err)
+		}
 	}
 	res := &Result{Wall: time.Since(start), Time: time.Now(), LoopbackOnly: loopbackOnly, Input: input}
+	for _, p := range stopped {
+		res.Stopped = append(res.Stopped, p.ns)
+	}
 	if res.Stats, err = readDumpStats(opts.WorkDir); err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", c.ID(), err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/checkpoint-restore/go-criu/v8/crit"
 	"github.com/checkpoint-restore/go-criu/v8/crit/images/fdinfo"
+	remap "github.com/checkpoint-restore/go-criu/v8/crit/images/remap-file-path"
 )
 
 // Input is a regular file the job holds open or has mapped whose size
@@ -36,6 +37,10 @@ func readInputs(imageDir string) ([]Input, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read inputs: files.img: %w", err)
 	}
+	removed, err := removedFiles(imageDir)
+	if err != nil {
+		return nil, fmt.Errorf("read inputs: %w", err)
+	}
 	seen := map[string]bool{}
 	var out []Input
 	for _, e := range img.Entries {
@@ -45,8 +50,9 @@ func readInputs(imageDir string) ([]Input, error) {
 		}
 		reg := fe.GetReg()
 		// An external file (the job's input, DumpOptions.Input) is
-		// handed back at restore, not looked for.
-		if reg == nil || reg.Size == nil || reg.GetExt() {
+		// handed back at restore, not looked for; nor is one the job
+		// removed, which travels in the image.
+		if reg == nil || reg.Size == nil || reg.GetExt() || removed[reg.GetId()] {
 			continue
 		}
 		name := "/" + strings.TrimPrefix(reg.GetName(), "/")
@@ -58,6 +64,31 @@ func readInputs(imageDir string) ([]Input, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
+}
+
+// removedFiles returns the ids of the files the job held open after it
+// removed them, which CRIU saved in the image (ghost files) and makes
+// anew at restore: the image's remap-fpath.img, if any.
+func removedFiles(imageDir string) (map[uint32]bool, error) {
+	f, err := os.Open(filepath.Join(imageDir, "remap-fpath.img"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	img, err := crit.New(f, nil, "", false, true).Decode(&remap.RemapFilePathEntry{})
+	if err != nil {
+		return nil, fmt.Errorf("remap-fpath.img: %w", err)
+	}
+	ids := map[uint32]bool{}
+	for _, e := range img.Entries {
+		if r, ok := e.Message.(*remap.RemapFilePathEntry); ok && r.GetRemapType() == remap.RemapType_GHOST {
+			ids[r.GetOrigId()] = true
+		}
+	}
+	return ids, nil
 }
 
 // ErrInputChanged reports an input of the job that is not as it was at

@@ -90,25 +90,27 @@ func ifUp(name string) error {
 	return nil
 }
 
-// holdsTCP reports whether the network namespace of c's first process
-// holds a TCP socket, in any state: the kernel lists them in the
-// namespace's /proc/net/tcp and tcp6, a line each after a heading.
-func holdsTCP(c *libcontainer.Container) (bool, error) {
+// inetSockets reports whether the network namespace of c's first process
+// holds an internet socket (inet) of any kind, and a TCP one (tcp), in any state:
+// the kernel lists them in the namespace's /proc/net files, a line each
+// after a heading.
+func inetSockets(c *libcontainer.Container) (inet, tcp bool, err error) {
 	st, err := c.State()
 	if err != nil {
-		return false, fmt.Errorf("look for TCP sockets: %w", err)
+		return false, false, fmt.Errorf("look for internet sockets: %w", err)
 	}
-	for _, name := range []string{"tcp", "tcp6"} {
+	for _, name := range []string{"tcp", "tcp6", "udp", "udp6", "udplite", "udplite6", "raw", "raw6"} {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", st.InitProcessPid, name))
 		if errors.Is(err, os.ErrNotExist) {
-			continue // no IPv6 in this kernel
+			continue // not in this kernel
 		}
 		if err != nil {
-			return false, fmt.Errorf("look for TCP sockets: %w", err)
+			return false, false, fmt.Errorf("look for internet sockets: %w", err)
 		}
 		if bytes.Count(b, []byte{'\n'}) > 1 {
-			return true, nil
+			inet = true
+			tcp = tcp || name == "tcp" || name == "tcp6"
 		}
 	}
-	return false, nil
+	return inet, tcp, nil
 }

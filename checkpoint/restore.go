@@ -154,6 +154,7 @@ func Restore(ctx context.Context, opts RestoreOptions) (*libcontainer.Container,
 		return nil, nil, fmt.Errorf("restore %s: %w; container left for cleanup", opts.ID, err)
 	}
 	if err != nil {
+		err = criuFailure(opts.WorkDir, "restore.log", err)
 		return nil, nil, fmt.Errorf("restore %s: %w", opts.ID, errors.Join(err, destroy(c)))
 	}
 	loaded, err := libcontainer.Load(opts.Root, opts.ID)
@@ -166,6 +167,9 @@ func Restore(ctx context.Context, opts RestoreOptions) (*libcontainer.Container,
 		if err := loopbackUp(opts.Process); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, nil, fmt.Errorf("restore %s: %w", opts.ID, errors.Join(err, destroy(loaded)))
 		}
+	}
+	if err := stopRestored(loaded, info.Stopped); err != nil {
+		opts.Logger.Warn("restored processes not stopped again", "container", opts.ID, "err", err)
 	}
 	res := &RestoreResult{Wall: time.Since(start)}
 	if res.Stats, err = readRestoreStats(opts.WorkDir); err != nil {

@@ -1,0 +1,113 @@
+package checkpoint
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+
+	"github.com/opencontainers/runc/libcontainer"
+	"golang.org/x/sys/unix"
+)
+
+// A stopped process of the job (SIGSTOP, SIGTSTP: a shell's job control, a
+// job pausing a helper) cannot be dumped as it is. CRIU seizes the job's
+// processes with ptrace once their cgroup is frozen, and attaching to a
+// stopped process waits until it has run once more, which a frozen cgroup
+// never lets it: CRIU hangs until the dump's timeout, the job frozen all
+// along (CRIU's own tests of stopped processes fail with its cgroup
+// freezer too). So a dump first continues the job's stopped processes,
+// records them in the image, and stops them again where the job goes on:
+// at once if it stays (a checkpoint that leaves it running, a failed
+// dump), after the restore otherwise. They run for the moment between,
+// and their parent hears of both changes (SIGCHLD), as it would of any
+// SIGCONT and SIGSTOP; a process stopped by SIGTSTP comes back stopped by
+// SIGSTOP.
+
+// stoppedProcess is a process of the job in the stopped state: its pid on
+// the host and in the job's pid namespace.
+type stoppedProcess struct{ host, ns int }
+
+// continueStopped continues c's stopped processes and returns them.
+func continueStopped(c *libcontainer.Container) ([]stoppedProcess, error) {
+	pids, err := c.Processes()
+	if err != nil {
+		return nil, fmt.Errorf("list the job's processes: %w", err)
+	}
+	var stopped []stoppedProcess
+	for _, pid := range pids {
+		st, ns, err := processState(pid)
+		if err != nil || st != 'T' {
+			continue // exited, or not stopped
+		}
+		if err := unix.Kill(pid, unix.SIGCONT); err != nil && !errors.Is(err, unix.ESRCH) {
+			return stopped, fmt.Errorf("continue stopped process %d: %w", pid, err)
+		}
+		stopped = append(stopped, stoppedProcess{host: pid, ns: ns})
+	}
+	return stopped, nil
+}
+
+// stopAgain stops the processes continueStopped continued, where the job
+// stays.
+func stopAgain(stopped []stoppedProcess) error {
+	var errs []error
+	for _, p := range stopped {
+		if err := unix.Kill(p.host, unix.SIGSTOP); err != nil && !errors.Is(err, unix.ESRCH) {
+			errs = append(errs, fmt.Errorf("stop process %d again: %w", p.host, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// stopRestored stops the processes of the restored container c whose pids
+// in its namespace are ns: those stopped when it was dumped.
+func stopRestored(c *libcontainer.Container, ns []int) error {
+	if len(ns) == 0 {
+		return nil
+	}
+	pids, err := c.Processes()
+	if err != nil {
+		return fmt.Errorf("list the restored job's processes: %w", err)
+	}
+	var errs []error
+	for _, pid := range pids {
+		_, nsPid, err := processState(pid)
+		if err != nil || !slices.Contains(ns, nsPid) {
+			continue
+		}
+		if err := unix.Kill(pid, unix.SIGSTOP); err != nil && !errors.Is(err, unix.ESRCH) {
+			errs = append(errs, fmt.Errorf("stop restored process %d: %w", pid, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// processState returns the state letter of process pid (R, S, T, ...)
+// and its pid in its own pid namespace, from /proc/PID/status.
+func processState(pid int) (byte, int, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, 0, err
+	}
+	var state byte
+	ns := pid
+	for line := range bytes.Lines(b) {
+		k, v, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			continue
+		}
+		f := bytes.Fields(v)
+		switch {
+		case string(k) == "State" && len(f) > 0 && len(f[0]) == 1:
+			state = f[0][0]
+		case string(k) == "NSpid" && len(f) > 0:
+			if ns, err = strconv.Atoi(string(f[len(f)-1])); err != nil {
+				return 0, 0, fmt.Errorf("NSpid of %d: %w", pid, err)
+			}
+		}
+	}
+	return state, ns, nil
+}
