@@ -63,6 +63,37 @@ func TestCompress(t *testing.T) {
 	}
 }
 
+// TestCompressOpenFileSize: an open compressed file has the size of its
+// contents as the job reads them, though its name was looked up (and its
+// attributes cached) before: programs read st_size bytes, and CRIU checks
+// that size at a restore against the one it saw at the dump.
+func TestCompressOpenFileSize(t *testing.T) {
+	e := newEnv(t, `CompressFiles = "*.gz"`)
+	text := strings.Repeat("the same line again\n", 100)
+	if err := os.WriteFile(filepath.Join(e.submit, "in.gz"), gz(t, text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(e.path("in.gz")); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(e.path("in.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() != int64(len(text)) {
+		t.Errorf("the open file has size %d, want %d", fi.Size(), len(text))
+	}
+	data, err := io.ReadAll(f)
+	if err != nil || string(data) != text {
+		t.Errorf("the job reads %d bytes, %v; want the %d of the contents", len(data), err, len(text))
+	}
+}
+
 func TestFetch(t *testing.T) {
 	e := newEnv(t, `FetchFiles = "config"`)
 	e.writeSubmit("config", "a=1\nb=2\n")

@@ -738,7 +738,30 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	if f.writable {
 		n.stopPrefetch()
 	}
+	if s, ok := h.(*staged); ok && s.gzip {
+		n.learnSize(ctx, s, a.Size)
+	}
 	return f, ff, 0
+}
+
+// learnSize tells the kernel the size of a compressed file's contents,
+// which the job reads from its copy: the kernel keeps the size the look-up
+// brought, the compressed file's, and trusts it over any a later GETATTR
+// gives (it caches the file's writes). Storing the copy's last byte in
+// its page cache makes it learn a larger size; a smaller one (contents
+// that do not compress) it cannot be told.
+func (n *node) learnSize(ctx context.Context, s *staged, size uint64) {
+	if size == 0 {
+		return
+	}
+	var b [1]byte
+	last, err := s.ReadAt(ctx, b[:], int64(size-1))
+	if err != nil || len(last) != 1 {
+		return
+	}
+	if errno := n.WriteCache(int64(size-1), last); errno != 0 {
+		n.fsys.opts.Logger.Debug("iofs: the size of a compressed file's contents", "err", errno)
+	}
 }
 
 func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
