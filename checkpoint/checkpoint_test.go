@@ -820,6 +820,56 @@ while True:
 	}
 }
 
+// TestDumpRestoreTimerfd checkpoints a job waiting on a periodic timerfd
+// whose period passed while the job slept (a tick pending, the timer not
+// yet moved on) and restores it: the timer goes on ticking (CRIU as
+// scripts/setup patches it; a plain one disarms it, and the job blocks
+// for ever on its next read).
+func TestDumpRestoreTimerfd(t *testing.T) {
+	needCRIU(t)
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("the job is a python3 program (scripts/setup installs python3)")
+	}
+	ctx := context.Background()
+	tmp, root, jobDir := jobDirs(t)
+	id := "ckpt-timerfd"
+	cfg := containerConfig(t, id, jobDir, 256<<20)
+	args := []string{"python3", "-c", `import ctypes, os, struct, time
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.timerfd_create(1, 0)  # CLOCK_MONOTONIC
+assert fd >= 0
+# every 20 ms from 20 ms on
+assert libc.timerfd_settime(fd, 0, struct.pack("qqqq", 0, 20000000, 0, 20000000), None) == 0
+i = 0
+while True:
+    os.read(fd, 8)
+    i += 1
+    with open("/job/counts.txt", "a") as f:
+        f.write("%d\n" % i)
+    time.sleep(0.3)  # the timer expires meanwhile, unread
+`}
+	j := startJob(t, root, id, cfg, args, nil)
+	countsFile := filepath.Join(jobDir, "counts.txt")
+	waitCount(t, countsFile, 2)
+	time.Sleep(100 * time.Millisecond) // well past the period after a read
+	img := filepath.Join(tmp, "img")
+	if _, err := Dump(ctx, j.c, DumpOptions{ImageDir: img, LoopbackOnly: true}); err != nil {
+		j.stop(t)
+		t.Fatal(err)
+	}
+	j.gone(t)
+	before := counts(t, countsFile)
+	received, _ := transfer(t, img)
+	p, out := newProcess(args, nil)
+	c, _, err := Restore(ctx, RestoreOptions{Root: root, ID: id, Config: cfg, Process: p, ImageDir: received})
+	if err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+	r := &job{c: c, p: p, out: out}
+	defer r.stop(t)
+	checkUnbroken(t, waitCount(t, countsFile, len(before)+3))
+}
+
 // TestDumpRestoreZombie checkpoints a job holding a child it has not
 // reaped, and restores it: CRIU records no threads for a zombie (its
 // thread list says 0), and the privilege check must not look for them.
