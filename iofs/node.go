@@ -335,9 +335,9 @@ func (n *node) changing() uint64 {
 }
 
 // changed counts a change of the file's contents made through f (or by
-// name, if f is nil): its
-// other open files must fetch again what they hold of the file, as must
-// an open that would use what the lookup brought along.
+// name, if f is nil): its other open files must fetch again what they
+// hold of the file, as must an open that would use what the lookup
+// brought along.
 func (n *node) changed(f *file) {
 	n.mu.Lock()
 	if f != nil && f.gen == n.gen {
