@@ -229,6 +229,9 @@ type node struct {
 	// and wholeAttr its attributes then.
 	whole     []byte
 	wholeAttr Attr
+	// seen is the file's attributes as iofs last gave them, for a file
+	// the job removed but holds (see Getattr).
+	seen Attr
 	open      map[*file]struct{}
 	// cached is the file as the kernel's page cache of it holds it, as
 	// far as iofs knows: as it was at its last open or close through
@@ -457,6 +460,9 @@ func (n *node) remember(name string, p Physical, whole []byte, a Attr) {
 		whole = nil // the job's writes may still be on their way
 	}
 	n.name, n.phys, n.at, n.whole, n.wholeAttr = name, p, time.Now(), whole, a
+	if a.Mode != 0 {
+		n.seen = a
+	}
 	n.mu.Unlock()
 }
 
@@ -566,10 +572,37 @@ func (n *node) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut)
 		}
 	}
 	if err != nil {
-		return toErrno(err)
+		var ok bool
+		if a, ok = n.removed(err); !ok {
+			return toErrno(err)
+		}
 	}
+	n.mu.Lock()
+	n.seen = a
+	n.mu.Unlock()
 	fillAttr(&out.Attr, a)
 	return 0
+}
+
+// removed returns the attributes of a file the job removed but holds (a
+// directory it works in), which a stat by its name failed to find with
+// err: as last seen, with no links, as a local file system answers an
+// fstat of it.
+func (n *node) removed(err error) (Attr, bool) {
+	if !errors.Is(err, syscall.ENOENT) {
+		return Attr{}, false
+	}
+	if _, lerr := n.logical(); lerr == nil {
+		return Attr{}, false // the name is the job's: gone on the submit side
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.seen.Mode == 0 {
+		return Attr{}, false
+	}
+	a := n.seen
+	a.Nlink = 0
+	return a, true
 }
 
 // Setattr changes the attributes on the submit side, where its operating

@@ -324,3 +324,29 @@ func TestMtimeTravelsWithWrites(t *testing.T) {
 		t.Errorf("the submit side holds %d bytes, not the writes", len(got))
 	}
 }
+
+// TestRemovedDirectoryStat: a directory the job removed while it holds it
+// open (its working directory, as a program that cleans up after itself
+// may leave it) still answers fstat, with no links, as on a local disk:
+// CRIU checkpoints such a working directory only so.
+func TestRemovedDirectoryStat(t *testing.T) {
+	e := newEnv(t, "")
+	if err := os.Mkdir(e.path("wd"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	d, err := os.Open(e.path("wd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := os.Remove(e.path("wd")); err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(d.Fd()), &st); err != nil {
+		t.Fatalf("fstat of the removed directory: %v", err)
+	}
+	if st.Nlink != 0 || st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Mode&0o7777 != 0o750 {
+		t.Errorf("fstat of the removed directory: mode %o, %d links; want a directory of mode 750, no links", st.Mode, st.Nlink)
+	}
+}
