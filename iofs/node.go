@@ -232,7 +232,7 @@ type node struct {
 	// seen is the file's attributes as iofs last gave them, for a file
 	// the job removed but holds (see Getattr).
 	seen Attr
-	open      map[*file]struct{}
+	open map[*file]struct{}
 	// cached is the file as the kernel's page cache of it holds it, as
 	// far as iofs knows: as it was at its last open or close through
 	// iofs (see keepCache).
