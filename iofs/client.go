@@ -142,7 +142,7 @@ type Opened struct {
 
 // Attr holds what stat(2) reports; times in nanoseconds since the epoch.
 type Attr struct {
-	Ino                 uint64
+	Dev, Ino            uint64
 	Mode                uint32 // type and permission bits
 	Nlink, Uid, Gid     uint32
 	Size, Blocks        uint64

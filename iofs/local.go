@@ -58,7 +58,7 @@ func statFd(fd int) (Attr, error) {
 }
 
 func attrOfStat(st *unix.Stat_t) Attr {
-	return Attr{Ino: st.Ino, Mode: st.Mode, Nlink: uint32(st.Nlink), Uid: st.Uid, Gid: st.Gid, Size: uint64(st.Size),
+	return Attr{Dev: st.Dev, Ino: st.Ino, Mode: st.Mode, Nlink: uint32(st.Nlink), Uid: st.Uid, Gid: st.Gid, Size: uint64(st.Size),
 		Blocks: uint64(st.Blocks), Atime: st.Atim.Nano(), Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano()}
 }
 

@@ -45,6 +45,54 @@ type fileSystem struct {
 	// writing are the files open for writing, which Server.Sync settles.
 	writingMu sync.Mutex
 	writing   map[*file]struct{}
+	// linked are the nodes of regular files of more than one name, by
+	// the submit side's device and inode number: every name of such a
+	// file is the one node, whose pages the job's writes through any
+	// name go to (see newChild).
+	linkedMu sync.Mutex
+	linked   map[fileID]*node
+}
+
+// fileID tells one file from another on the side that holds it.
+type fileID struct{ dev, ino uint64 }
+
+// linkedNode returns the node of the file of more than one name whose
+// attributes are a, if the kernel knows it and it has not changed.
+func (f *fileSystem) linkedNode(a Attr) *node {
+	if a.Nlink < 2 || a.Ino == 0 || a.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return nil
+	}
+	f.linkedMu.Lock()
+	n := f.linked[fileID{a.Dev, a.Ino}]
+	f.linkedMu.Unlock()
+	if n == nil || !n.sameFile(a) || !n.current(a) {
+		return nil
+	}
+	return n
+}
+
+// recordLinked records n as the node of its file, if it has more than one
+// name (a, its attributes, say).
+func (f *fileSystem) recordLinked(n *node, a Attr) {
+	if a.Nlink < 2 || a.Ino == 0 || a.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return
+	}
+	f.linkedMu.Lock()
+	if f.linked == nil {
+		f.linked = map[fileID]*node{}
+	}
+	f.linked[fileID{a.Dev, a.Ino}] = n
+	f.linkedMu.Unlock()
+}
+
+// forgetLinked forgets n as the node of its file.
+func (f *fileSystem) forgetLinked(n *node) {
+	f.linkedMu.Lock()
+	id := fileID{n.dev, n.ino}
+	if f.linked[id] == n {
+		delete(f.linked, id)
+	}
+	f.linkedMu.Unlock()
 }
 
 // writtenNames returns a name of each file open for writing, as far as it
@@ -223,8 +271,10 @@ type node struct {
 	mu   sync.Mutex
 	name string // the logical name phys was resolved for
 	phys Physical
-	ino  uint64 // the inode number of the file behind phys, 0 if unknown
-	at   time.Time
+	// dev and ino are the device and inode number of the file behind
+	// phys, 0 if unknown.
+	dev, ino uint64
+	at       time.Time
 	// whole is the file's contents, sent with the lookup (small files),
 	// and wholeAttr its attributes then.
 	whole     []byte
@@ -403,22 +453,23 @@ func (n *node) openOrphan(ctx context.Context, flags uint32) (*file, error) {
 }
 
 var (
-	_ fs.NodeLookuper   = (*node)(nil)
-	_ fs.NodeGetattrer  = (*node)(nil)
-	_ fs.NodeSetattrer  = (*node)(nil)
-	_ fs.NodeOpener     = (*node)(nil)
-	_ fs.NodeCreater    = (*node)(nil)
-	_ fs.NodeReaddirer  = (*node)(nil)
-	_ fs.NodeMkdirer    = (*node)(nil)
-	_ fs.NodeUnlinker   = (*node)(nil)
-	_ fs.NodeRmdirer    = (*node)(nil)
-	_ fs.NodeRenamer    = (*node)(nil)
-	_ fs.NodeSymlinker  = (*node)(nil)
-	_ fs.NodeReadlinker = (*node)(nil)
-	_ fs.NodeStatfser   = (*node)(nil)
-	_ fs.NodeLinker     = (*node)(nil)
-	_ fs.NodeMknoder    = (*node)(nil)
-	_ fs.NodeFsyncer    = (*node)(nil)
+	_ fs.NodeLookuper    = (*node)(nil)
+	_ fs.NodeGetattrer   = (*node)(nil)
+	_ fs.NodeSetattrer   = (*node)(nil)
+	_ fs.NodeOpener      = (*node)(nil)
+	_ fs.NodeCreater     = (*node)(nil)
+	_ fs.NodeReaddirer   = (*node)(nil)
+	_ fs.NodeMkdirer     = (*node)(nil)
+	_ fs.NodeUnlinker    = (*node)(nil)
+	_ fs.NodeRmdirer     = (*node)(nil)
+	_ fs.NodeRenamer     = (*node)(nil)
+	_ fs.NodeSymlinker   = (*node)(nil)
+	_ fs.NodeReadlinker  = (*node)(nil)
+	_ fs.NodeStatfser    = (*node)(nil)
+	_ fs.NodeLinker      = (*node)(nil)
+	_ fs.NodeMknoder     = (*node)(nil)
+	_ fs.NodeFsyncer     = (*node)(nil)
+	_ fs.NodeOnForgetter = (*node)(nil)
 )
 
 // logical returns the node's name relative to the job's directory, or
@@ -508,11 +559,23 @@ func (n *node) newChild(ctx context.Context, name string, p Physical, whole []by
 			return in
 		}
 	}
-	ch := &node{fsys: n.fsys, ino: a.Ino}
+	// Another name of a hard link the kernel knows is the same inode
+	// too: a job writing through one name reads the writes through the
+	// other, which with writeback caching are first the inode's pages.
+	if old := n.fsys.linkedNode(a); old != nil {
+		old.remember(name, p, whole, a)
+		return old.EmbeddedInode()
+	}
+	ch := &node{fsys: n.fsys, dev: a.Dev, ino: a.Ino}
 	ch.remember(name, p, whole, a)
 	ch.record(a)
-	return n.NewInode(ctx, ch, fs.StableAttr{Mode: a.Mode & syscall.S_IFMT})
+	in := n.NewInode(ctx, ch, fs.StableAttr{Mode: a.Mode & syscall.S_IFMT})
+	n.fsys.recordLinked(ch, a)
+	return in
 }
+
+// OnForget runs when the kernel has forgotten the node.
+func (n *node) OnForget() { n.fsys.forgetLinked(n) }
 
 // sameFile reports whether the node is the file of attributes a: the same
 // type and inode number (where it is kept). The name it was reached by
@@ -520,7 +583,7 @@ func (n *node) newChild(ctx context.Context, name string, p Physical, whole []by
 func (n *node) sameFile(a Attr) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return a.Ino != 0 && n.ino == a.Ino && n.StableAttr().Mode == a.Mode&syscall.S_IFMT
+	return a.Ino != 0 && n.dev == a.Dev && n.ino == a.Ino && n.StableAttr().Mode == a.Mode&syscall.S_IFMT
 }
 
 // current reports whether the kernel's inode of the node may stand for the
@@ -983,6 +1046,7 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 	if err != nil {
 		return nil, toErrno(err)
 	}
+	n.fsys.recordLinked(t, a)
 	fillAttr(&out.Attr, a)
 	return t.EmbeddedInode(), 0
 }

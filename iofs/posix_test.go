@@ -71,6 +71,35 @@ func TestHardLink(t *testing.T) {
 	}
 }
 
+// TestHardLinkNamesLookedUpApart: the names of a hard link made on the
+// submit side (or looked up again after a restore), each looked up on
+// its own, are one file to the job: one inode number, and what the job
+// writes through one name it reads through the other at once, though
+// the kernel still holds the write in its pages.
+func TestHardLinkNamesLookedUpApart(t *testing.T) {
+	e := newEnv(t, "")
+	e.writeSubmit("x", "old contents\n")
+	if err := os.Link(filepath.Join(e.submit, "x"), filepath.Join(e.submit, "y")); err != nil {
+		t.Fatal(err)
+	}
+	e.writeSubmit("z", "another file\n") // same size, another inode
+	w, err := os.OpenFile(e.path("y"), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := w.WriteAt([]byte("NEW"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(e.path("x")); err != nil || string(got) != "NEW contents\n" {
+		t.Errorf("written through y, x reads %q, %v", got, err)
+	}
+	mx, my, mz := lstat(t, e.path("x")), lstat(t, e.path("y")), lstat(t, e.path("z"))
+	if mx.Ino != my.Ino || mx.Nlink != 2 || mz.Ino == mx.Ino {
+		t.Errorf("x is inode %d with %d links, y %d, z %d: want x and y one inode of 2 links, z another", mx.Ino, mx.Nlink, my.Ino, mz.Ino)
+	}
+}
+
 // TestSymlinkOwnTimes sets a symbolic link's own times, as tar, cp -a and
 // rsync -a do: the link changes, its target does not.
 func TestSymlinkOwnTimes(t *testing.T) {

@@ -86,7 +86,7 @@ func attrFrom(a *wire.Attr) Attr {
 	if a == nil {
 		return Attr{}
 	}
-	return Attr{Ino: a.Ino, Mode: a.Mode, Nlink: a.Nlink, Uid: a.Uid, Gid: a.Gid, Size: a.Size, Blocks: a.Blocks,
+	return Attr{Dev: a.Dev, Ino: a.Ino, Mode: a.Mode, Nlink: a.Nlink, Uid: a.Uid, Gid: a.Gid, Size: a.Size, Blocks: a.Blocks,
 		Atime: a.AtimeNs, Mtime: a.MtimeNs, Ctime: a.CtimeNs}
 }
 

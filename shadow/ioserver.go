@@ -361,7 +361,7 @@ func statAt(dirfd int, base string) (*wire.Attr, error) {
 
 func attrOf(st *unix.Stat_t) *wire.Attr {
 	return &wire.Attr{
-		Ino: st.Ino, Mode: st.Mode, Nlink: uint32(st.Nlink), Uid: st.Uid, Gid: st.Gid,
+		Dev: st.Dev, Ino: st.Ino, Mode: st.Mode, Nlink: uint32(st.Nlink), Uid: st.Uid, Gid: st.Gid,
 		Size: uint64(st.Size), Blocks: uint64(st.Blocks),
 		AtimeNs: st.Atim.Nano(), MtimeNs: st.Mtim.Nano(), CtimeNs: st.Ctim.Nano(),
 	}

@@ -86,17 +86,20 @@ func (Sync) EnumDescriptor() ([]byte, []int) {
 
 // Attr is the part of stat(2) a file system reports.
 type Attr struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ino           uint64                 `protobuf:"varint,1,opt,name=ino,proto3" json:"ino,omitempty"`
-	Mode          uint32                 `protobuf:"varint,2,opt,name=mode,proto3" json:"mode,omitempty"` // type and permission bits, as st_mode
-	Nlink         uint32                 `protobuf:"varint,3,opt,name=nlink,proto3" json:"nlink,omitempty"`
-	Uid           uint32                 `protobuf:"varint,4,opt,name=uid,proto3" json:"uid,omitempty"`
-	Gid           uint32                 `protobuf:"varint,5,opt,name=gid,proto3" json:"gid,omitempty"`
-	Size          uint64                 `protobuf:"varint,6,opt,name=size,proto3" json:"size,omitempty"`
-	Blocks        uint64                 `protobuf:"varint,7,opt,name=blocks,proto3" json:"blocks,omitempty"`
-	AtimeNs       int64                  `protobuf:"varint,8,opt,name=atime_ns,json=atimeNs,proto3" json:"atime_ns,omitempty"`
-	MtimeNs       int64                  `protobuf:"varint,9,opt,name=mtime_ns,json=mtimeNs,proto3" json:"mtime_ns,omitempty"`
-	CtimeNs       int64                  `protobuf:"varint,10,opt,name=ctime_ns,json=ctimeNs,proto3" json:"ctime_ns,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Ino     uint64                 `protobuf:"varint,1,opt,name=ino,proto3" json:"ino,omitempty"`
+	Mode    uint32                 `protobuf:"varint,2,opt,name=mode,proto3" json:"mode,omitempty"` // type and permission bits, as st_mode
+	Nlink   uint32                 `protobuf:"varint,3,opt,name=nlink,proto3" json:"nlink,omitempty"`
+	Uid     uint32                 `protobuf:"varint,4,opt,name=uid,proto3" json:"uid,omitempty"`
+	Gid     uint32                 `protobuf:"varint,5,opt,name=gid,proto3" json:"gid,omitempty"`
+	Size    uint64                 `protobuf:"varint,6,opt,name=size,proto3" json:"size,omitempty"`
+	Blocks  uint64                 `protobuf:"varint,7,opt,name=blocks,proto3" json:"blocks,omitempty"`
+	AtimeNs int64                  `protobuf:"varint,8,opt,name=atime_ns,json=atimeNs,proto3" json:"atime_ns,omitempty"`
+	MtimeNs int64                  `protobuf:"varint,9,opt,name=mtime_ns,json=mtimeNs,proto3" json:"mtime_ns,omitempty"`
+	CtimeNs int64                  `protobuf:"varint,10,opt,name=ctime_ns,json=ctimeNs,proto3" json:"ctime_ns,omitempty"`
+	// The device the file is on: with ino, what tells one file from
+	// another (the names of a hard link are one file).
+	Dev           uint64 `protobuf:"varint,11,opt,name=dev,proto3" json:"dev,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -197,6 +200,13 @@ func (x *Attr) GetMtimeNs() int64 {
 func (x *Attr) GetCtimeNs() int64 {
 	if x != nil {
 		return x.CtimeNs
+	}
+	return 0
+}
+
+func (x *Attr) GetDev() uint64 {
+	if x != nil {
+		return x.Dev
 	}
 	return 0
 }
@@ -2198,7 +2208,7 @@ var File_harrier_v1_io_proto protoreflect.FileDescriptor
 const file_harrier_v1_io_proto_rawDesc = "" +
 	"\n" +
 	"\x13harrier/v1/io.proto\x12\n" +
-	"harrier.v1\"\xe3\x01\n" +
+	"harrier.v1\"\xf5\x01\n" +
 	"\x04Attr\x12\x10\n" +
 	"\x03ino\x18\x01 \x01(\x04R\x03ino\x12\x12\n" +
 	"\x04mode\x18\x02 \x01(\rR\x04mode\x12\x14\n" +
@@ -2210,7 +2220,8 @@ const file_harrier_v1_io_proto_rawDesc = "" +
 	"\batime_ns\x18\b \x01(\x03R\aatimeNs\x12\x19\n" +
 	"\bmtime_ns\x18\t \x01(\x03R\amtimeNs\x12\x19\n" +
 	"\bctime_ns\x18\n" +
-	" \x01(\x03R\actimeNs\"X\n" +
+	" \x01(\x03R\actimeNs\x12\x10\n" +
+	"\x03dev\x18\v \x01(\x04R\x03dev\"X\n" +
 	"\x0eResolveRequest\x12\x16\n" +
 	"\x06secret\x18\x01 \x01(\tR\x06secret\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1a\n" +
