@@ -168,6 +168,7 @@ func dump(ctx context.Context, c *libcontainer.Container, opts DumpOptions, pre 
 		return nil, fmt.Errorf("checkpoint %s: %w", c.ID(), err)
 	}
 	stopped, err := continueStopped(c)
+	defer closeStopped(stopped)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", c.ID(), errors.Join(err, stopAgain(stopped)))
 	}

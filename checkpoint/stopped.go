@@ -26,11 +26,14 @@ import (
 // SIGCONT and SIGSTOP; a process stopped by SIGTSTP comes back stopped by
 // SIGSTOP.
 
-// stoppedProcess is a process of the job in the stopped state: its pid on
-// the host and in the job's pid namespace.
-type stoppedProcess struct{ host, ns int }
+// stoppedProcess is a process of the job in the stopped state: a pidfd
+// of it, which a signal reaches only while it lives (its pid may be
+// another process's by the time the dump is over), and its pid in the
+// job's pid namespace.
+type stoppedProcess struct{ pidfd, ns int }
 
-// continueStopped continues c's stopped processes and returns them.
+// continueStopped continues c's stopped processes and returns them; the
+// caller closes them (closeStopped).
 func continueStopped(c *libcontainer.Container) ([]stoppedProcess, error) {
 	pids, err := c.Processes()
 	if err != nil {
@@ -38,16 +41,32 @@ func continueStopped(c *libcontainer.Container) ([]stoppedProcess, error) {
 	}
 	var stopped []stoppedProcess
 	for _, pid := range pids {
-		st, ns, err := processState(pid)
-		if err != nil || st != 'T' {
-			continue // exited, or not stopped
+		p, ok := openStopped(pid)
+		if !ok {
+			continue
 		}
-		if err := unix.Kill(pid, unix.SIGCONT); err != nil && !errors.Is(err, unix.ESRCH) {
+		stopped = append(stopped, p)
+		if err := unix.PidfdSendSignal(p.pidfd, unix.SIGCONT, nil, 0); err != nil && !errors.Is(err, unix.ESRCH) {
 			return stopped, fmt.Errorf("continue stopped process %d: %w", pid, err)
 		}
-		stopped = append(stopped, stoppedProcess{host: pid, ns: ns})
 	}
 	return stopped, nil
+}
+
+// openStopped returns process pid if it is stopped. The pidfd is opened
+// first: the state read after it is that process's, or the pidfd's
+// process is gone.
+func openStopped(pid int) (stoppedProcess, bool) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return stoppedProcess{}, false // exited
+	}
+	st, ns, err := processState(pid)
+	if err != nil || st != 'T' {
+		unix.Close(fd)
+		return stoppedProcess{}, false
+	}
+	return stoppedProcess{pidfd: fd, ns: ns}, true
 }
 
 // stopAgain stops the processes continueStopped continued, where the job
@@ -55,11 +74,17 @@ func continueStopped(c *libcontainer.Container) ([]stoppedProcess, error) {
 func stopAgain(stopped []stoppedProcess) error {
 	var errs []error
 	for _, p := range stopped {
-		if err := unix.Kill(p.host, unix.SIGSTOP); err != nil && !errors.Is(err, unix.ESRCH) {
-			errs = append(errs, fmt.Errorf("stop process %d again: %w", p.host, err))
+		if err := unix.PidfdSendSignal(p.pidfd, unix.SIGSTOP, nil, 0); err != nil && !errors.Is(err, unix.ESRCH) {
+			errs = append(errs, fmt.Errorf("stop process %d of the job again: %w", p.ns, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+func closeStopped(stopped []stoppedProcess) {
+	for _, p := range stopped {
+		unix.Close(p.pidfd)
+	}
 }
 
 // stopRestored stops the processes of the restored container c whose pids
@@ -74,13 +99,16 @@ func stopRestored(c *libcontainer.Container, ns []int) error {
 	}
 	var errs []error
 	for _, pid := range pids {
-		_, nsPid, err := processState(pid)
-		if err != nil || !slices.Contains(ns, nsPid) {
-			continue
+		fd, err := unix.PidfdOpen(pid, 0)
+		if err != nil {
+			continue // exited
 		}
-		if err := unix.Kill(pid, unix.SIGSTOP); err != nil && !errors.Is(err, unix.ESRCH) {
-			errs = append(errs, fmt.Errorf("stop restored process %d: %w", pid, err))
+		if _, nsPid, err := processState(pid); err == nil && slices.Contains(ns, nsPid) {
+			if err := unix.PidfdSendSignal(fd, unix.SIGSTOP, nil, 0); err != nil && !errors.Is(err, unix.ESRCH) {
+				errs = append(errs, fmt.Errorf("stop restored process %d: %w", pid, err))
+			}
 		}
+		unix.Close(fd)
 	}
 	return errors.Join(errs...)
 }
