@@ -167,11 +167,9 @@ func dump(ctx context.Context, c *libcontainer.Container, opts DumpOptions, pre 
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", c.ID(), err)
 	}
-	stopped, err := continueStopped(c)
-	defer closeStopped(stopped)
-	if err != nil {
-		return nil, fmt.Errorf("checkpoint %s: %w", c.ID(), errors.Join(err, stopAgain(stopped)))
-	}
+	// The job's stopped processes, which the dump continues (see
+	// stopped.go); fn may outlive w.run.
+	continued := make(chan []stoppedProcess, 1)
 	start := time.Now()
 	loopbackOnly := opts.LoopbackOnly
 	w := watchdog{
@@ -183,7 +181,8 @@ func dump(ctx context.Context, c *libcontainer.Container, opts DumpOptions, pre 
 		// Freezing the job ourselves spares CRIU's first freezer poll,
 		// a fixed 100 ms of downtime, and keeps CRIU from meeting a
 		// process it cannot seize.
-		paused, err := freezeForDump(ctx, c)
+		paused, stopped, err := freezeForDump(ctx, c)
+		continued <- stopped
 		if err != nil {
 			return err
 		}
@@ -220,6 +219,12 @@ func dump(ctx context.Context, c *libcontainer.Container, opts DumpOptions, pre 
 		}
 		return err
 	})
+	var stopped []stoppedProcess
+	select {
+	case stopped = <-continued:
+		defer closeStopped(stopped)
+	default:
+	}
 	if err != nil {
 		if w.fired {
 			if terr := thaw(freezer); terr != nil {

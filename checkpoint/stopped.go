@@ -18,13 +18,15 @@ import (
 // stopped process waits until it has run once more, which a frozen cgroup
 // never lets it: CRIU hangs until the dump's timeout, the job frozen all
 // along (CRIU's own tests of stopped processes fail with its cgroup
-// freezer too). So a dump first continues the job's stopped processes,
-// records them in the image, and stops them again where the job goes on:
-// at once if it stays (a checkpoint that leaves it running, a failed
-// dump), after the restore otherwise. They run for the moment between,
-// and their parent hears of both changes (SIGCHLD), as it would of any
-// SIGCONT and SIGSTOP; a process stopped by SIGTSTP comes back stopped by
-// SIGSTOP.
+// freezer too), and a stopped process frozen does not heed SIGCONT
+// until thawed. So a dump that finds a process of the job frozen
+// stopped thaws the job, continues its stopped processes and freezes it
+// again (freezeForDump); it records them in the image and stops them
+// again where the job goes on: at once if it stays (a checkpoint that
+// leaves it running, a failed dump), after the restore otherwise. They
+// run for the moment between, and their parent hears of both changes
+// (SIGCHLD), as it would of any SIGCONT and SIGSTOP; a process stopped by
+// SIGTSTP comes back stopped by SIGSTOP.
 
 // stoppedProcess is a process of the job in the stopped state: a pidfd
 // of it, which a signal reaches only while it lives (its pid may be
