@@ -470,6 +470,7 @@ var (
 	_ fs.NodeMknoder     = (*node)(nil)
 	_ fs.NodeFsyncer     = (*node)(nil)
 	_ fs.NodeOnForgetter = (*node)(nil)
+	_ fs.NodeLseeker     = (*node)(nil)
 )
 
 // logical returns the node's name relative to the job's directory, or
@@ -574,6 +575,16 @@ func (n *node) newChild(ctx context.Context, name string, p Physical, whole []by
 	return in
 }
 
+// Lseek leaves SEEK_DATA and SEEK_HOLE to the kernel, which then finds
+// the file's data in the size it knows: with writeback caching the size
+// of what the job wrote, where the submit side's (which go-fuse would
+// ask) lacks what the kernel has not written back yet. (CRIU found a
+// removed file the job had just written empty, and saved none of it.)
+// iofs knows of no holes: all of a file is data.
+func (n *node) Lseek(context.Context, fs.FileHandle, uint64, uint32) (uint64, syscall.Errno) {
+	return 0, syscall.ENOSYS
+}
+
 // OnForget runs when the kernel has forgotten the node.
 func (n *node) OnForget() { n.fsys.forgetLinked(n) }
 
@@ -647,8 +658,8 @@ func (n *node) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut)
 	return 0
 }
 
-// removed returns the attributes of a file the job removed but holds (a
-// directory it works in), which a stat by its name failed to find with
+// removed returns the attributes of a directory the job removed but
+// holds (one it works in), which a stat by its name failed to find with
 // err: as last seen, with no links, as a local file system answers an
 // fstat of it.
 func (n *node) removed(err error) (Attr, bool) {
@@ -660,7 +671,9 @@ func (n *node) removed(err error) (Attr, bool) {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.seen.Mode == 0 {
+	// A regular file's size as last seen may lack the job's writes;
+	// one the job holds open answers through it.
+	if n.seen.Mode&syscall.S_IFMT != syscall.S_IFDIR {
 		return Attr{}, false
 	}
 	a := n.seen

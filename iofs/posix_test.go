@@ -3,6 +3,7 @@ package iofs_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -377,5 +378,40 @@ func TestRemovedDirectoryStat(t *testing.T) {
 	}
 	if st.Nlink != 0 || st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Mode&0o7777 != 0o750 {
 		t.Errorf("fstat of the removed directory: mode %o, %d links; want a directory of mode 750, no links", st.Mode, st.Nlink)
+	}
+}
+
+// TestSeekDataOfWrittenFile: SEEK_DATA and SEEK_HOLE find what the job
+// wrote, though the kernel holds it in its pages and the submit side's
+// file is still empty, and in a file the job removed, as CRIU seeks
+// through one it saves.
+func TestSeekDataOfWrittenFile(t *testing.T) {
+	e := newEnv(t, "")
+	f, err := os.OpenFile(e.path("w.dat"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	const size = 3 << 20
+	if _, err := f.Write(bytes.Repeat([]byte("x"), size)); err != nil {
+		t.Fatal(err)
+	}
+	for _, removed := range []bool{false, true} {
+		if removed {
+			if err := os.Remove(e.path("w.dat")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Another descriptor, as CRIU opens /proc/PID/fd/N.
+		g, err := os.Open(fmt.Sprintf("/proc/self/fd/%d", f.Fd()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, derr := unix.Seek(int(g.Fd()), 0, unix.SEEK_DATA)
+		hole, herr := unix.Seek(int(g.Fd()), 0, unix.SEEK_HOLE)
+		g.Close()
+		if derr != nil || herr != nil || data != 0 || hole != size {
+			t.Errorf("removed %v: SEEK_DATA %d, %v; SEEK_HOLE %d, %v; want 0 and %d", removed, data, derr, hole, herr, size)
+		}
 	}
 }
