@@ -452,7 +452,8 @@ count)
 	done ;;
 tree)
 	# A process tree: a child and a grandchild counting, a pipeline, a
-	# multi-threaded program, a server and its client talking over TCP.
+	# multi-threaded program, a server and its client talking over TCP,
+	# a program keeping what else jobs hold.
 	count tree.child.txt &
 	(count tree.grandchild.txt & wait) &
 	(i=0
@@ -464,15 +465,23 @@ tree)
 	python3 hop.py threads &
 	python3 hop.py serve &
 	python3 hop.py talk &
+	python3 hop.py keep &
 	count tree.parent.txt
 	wait ;;
 esac
 `
 
 // hopPython is the multi-threaded job (four threads, each counting in a
-// file of its own, the process holding an fcntl lock) and the server and client of the TCP job (the client
-// sends each count and appends the server's echo to tcp.txt).
-const hopPython = `import fcntl, os, socket, sys, threading, time
+// file of its own, the process holding an fcntl lock), the server and
+// client of the TCP job (the client sends each count and appends the
+// server's echo to tcp.txt), and a job keeping what else jobs hold (it
+// counts in keep.txt, a 0 where a check failed, and stops counting if its
+// timer stops): a file it removed from its directory just after writing
+// it (its data still in the kernel's pages at the first dump), a stopped
+// child, a UDP socket, a periodic timer (timerfd) it reads less often
+// than it expires, and a hard link it writes through one name and reads
+// through the other.
+const hopPython = `import ctypes, fcntl, hashlib, os, signal, socket, struct, subprocess, sys, threading, time
 
 def count(path):
     i = 0
@@ -490,6 +499,44 @@ if sys.argv[1] == "threads":
         t.start()
     for t in ts:
         t.join()
+elif sys.argv[1] == "keep":
+    removed = open("removed.tmp", "w+b")
+    data = os.urandom(1 << 20)
+    removed.write(data)
+    removed.flush()
+    os.unlink("removed.tmp")
+    want = hashlib.sha256(data).digest()
+    child = subprocess.Popen(["sleep", "1000"])
+    os.kill(child.pid, signal.SIGSTOP)
+    rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    rx.bind(("127.0.0.1", 5001))
+    rx.settimeout(5)
+    tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    tx.connect(("127.0.0.1", 5001))
+    libc = ctypes.CDLL(None, use_errno=True)
+    timer = libc.timerfd_create(1, 0)  # CLOCK_MONOTONIC, every 20 ms
+    libc.timerfd_settime(timer, 0, struct.pack("qqqq", 0, 20000000, 0, 20000000), None)
+    with open("linked.a", "w") as f:
+        f.write("0\n")
+    os.link("linked.a", "linked.b")
+    linked = open("linked.b", "r+")
+    i = 0
+    while not os.path.exists("stop"):
+        i += 1
+        os.read(timer, 8)
+        removed.seek(0)
+        ok = hashlib.sha256(removed.read()).digest() == want and child.poll() is None
+        tx.send(b"%d" % i)
+        ok = ok and rx.recv(16) == b"%d" % i
+        linked.seek(0)
+        linked.write("%d\n" % i)
+        linked.flush()
+        with open("linked.a") as f:
+            ok = ok and f.read() == "%d\n" % i
+        with open("keep.txt", "a") as f:
+            f.write("%d\n" % (i if ok else 0))
+        time.sleep(0.2)
+    child.kill()
 elif sys.argv[1] == "serve":
     srv = socket.socket()
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -520,7 +567,7 @@ else:
 var hopFiles = map[string][]string{
 	"count": {"count.txt"},
 	"tree": {"tree.parent.txt", "tree.child.txt", "tree.grandchild.txt", "pipeline.txt",
-		"threads.0.txt", "threads.1.txt", "threads.2.txt", "threads.3.txt", "tcp.txt"},
+		"threads.0.txt", "threads.1.txt", "threads.2.txt", "threads.3.txt", "tcp.txt", "keep.txt"},
 }
 
 // hopKinds are the kinds of hop jobs, in the order they are queued:
@@ -548,9 +595,10 @@ func readCounts(t *testing.T, path string) []int {
 // one execute host of a netns pool to the other and back: a counting
 // script that also reads an input it holds open and its standard input
 // (both the submit side's input.txt) and holds a lock, and a process
-// tree of a
-// dozen processes holding a pipeline, a multi-threaded program, and a
-// server and its client talking over TCP on the job's loopback. Every
+// tree of a dozen processes holding a pipeline, a multi-threaded program,
+// a server and its client talking over TCP on the job's loopback, and a
+// program holding a removed file, a stopped child, a UDP socket, a timer
+// and a hard link (hopPython). Every
 // job runs as the slot user (nobody); each time, both are checkpointed
 // and restored on the other host, into a container made afresh there,
 // and every count runs on unbroken to the end. The hosts' networks are
