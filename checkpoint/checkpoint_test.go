@@ -632,7 +632,6 @@ func TestDumpRestoreInetSockets(t *testing.T) {
 	}
 	for _, tc := range []struct{ name, job string }{{"tcp", tcpJob}, {"udp", udpJob}} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
 			tmp, root, jobDir := jobDirs(t)
 			id := "ckpt-" + tc.name
 			cfg := containerConfig(t, id, jobDir, 256<<20)
@@ -640,27 +639,12 @@ func TestDumpRestoreInetSockets(t *testing.T) {
 			j := startJob(t, root, id, cfg, args, nil)
 			countsFile := filepath.Join(jobDir, "counts.txt")
 			waitCount(t, countsFile, 3)
-			img := filepath.Join(tmp, "img")
-			res, err := Dump(ctx, j.c, DumpOptions{ImageDir: img, LoopbackOnly: true})
-			if err != nil {
-				j.stop(t)
-				t.Fatal(err)
-			}
-			j.gone(t)
+			res, r, before := migrate(t, j, tmp, root, id, cfg, args, DumpOptions{LoopbackOnly: true}, countsFile)
 			if res.LoopbackOnly {
 				t.Error("the image of a job holding internet sockets leaves its network namespace out")
 			}
-			before := counts(t, countsFile)
-			received, _ := transfer(t, img)
-			p, out := newProcess(args, nil)
-			c, _, err := Restore(ctx, RestoreOptions{Root: root, ID: id, Config: cfg, Process: p, ImageDir: received})
-			if err != nil {
-				t.Fatalf("restore: %v", err)
-			}
-			r := &job{c: c, p: p, out: out}
-			defer r.stop(t)
 			checkUnbroken(t, waitCount(t, countsFile, len(before)+5))
-			if s := out.String(); s != "" {
+			if s := r.out.String(); s != "" {
 				t.Errorf("the job's output: %s", s)
 			}
 		})
@@ -736,27 +720,12 @@ while True:
 			t.Fatalf("after a checkpoint that left it running, the child is in state %c", childState(j.c))
 		}
 	}
-	img := filepath.Join(tmp, "img")
-	res, err := Dump(ctx, j.c, DumpOptions{ImageDir: img, LoopbackOnly: true, Timeout: 20 * time.Second})
-	if err != nil {
-		j.stop(t)
-		t.Fatal(err)
-	}
-	j.gone(t)
+	res, r, before := migrate(t, j, tmp, root, id, cfg, args, DumpOptions{LoopbackOnly: true, Timeout: 20 * time.Second}, countsFile)
 	if !slices.Equal(res.Stopped, []int{child}) {
 		t.Errorf("the image records the stopped processes %v, want [%d]", res.Stopped, child)
 	}
-	before := counts(t, countsFile)
-	received, _ := transfer(t, img)
-	p, out := newProcess(args, nil)
-	c, _, err := Restore(ctx, RestoreOptions{Root: root, ID: id, Config: cfg, Process: p, ImageDir: received})
-	if err != nil {
-		t.Fatalf("restore: %v", err)
-	}
-	r := &job{c: c, p: p, out: out}
-	defer r.stop(t)
 	checkUnbroken(t, waitCount(t, countsFile, len(before)+3))
-	if st := childState(c); st != 'T' {
+	if st := childState(r.c); st != 'T' {
 		t.Errorf("after the restore, the child is in state %c", st)
 	}
 }
@@ -771,7 +740,6 @@ func TestDumpRestoreRemovedFile(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("the job is a python3 program (scripts/setup installs python3)")
 	}
-	ctx := context.Background()
 	tmp, root, jobDir := jobDirs(t)
 	id := "ckpt-removed"
 	cfg := containerConfig(t, id, jobDir, 256<<20)
@@ -795,27 +763,12 @@ while True:
 	j := startJob(t, root, id, cfg, args, nil)
 	countsFile := filepath.Join(jobDir, "counts.txt")
 	waitCount(t, countsFile, 3)
-	img := filepath.Join(tmp, "img")
-	res, err := Dump(ctx, j.c, DumpOptions{ImageDir: img, LoopbackOnly: true})
-	if err != nil {
-		j.stop(t)
-		t.Fatal(err)
-	}
-	j.gone(t)
+	res, r, before := migrate(t, j, tmp, root, id, cfg, args, DumpOptions{LoopbackOnly: true}, countsFile)
 	if in, ok := findInput(res.Inputs, "/job/scratch.tmp"); ok {
 		t.Errorf("the removed file is an input a restore looks for: %+v", in)
 	}
-	before := counts(t, countsFile)
-	received, _ := transfer(t, img)
-	p, out := newProcess(args, nil)
-	c, _, err := Restore(ctx, RestoreOptions{Root: root, ID: id, Config: cfg, Process: p, ImageDir: received})
-	if err != nil {
-		t.Fatalf("restore: %v", err)
-	}
-	r := &job{c: c, p: p, out: out}
-	defer r.stop(t)
 	checkUnbroken(t, waitCount(t, countsFile, len(before)+3))
-	if s := out.String(); s != "" {
+	if s := r.out.String(); s != "" {
 		t.Errorf("the job's output: %s", s)
 	}
 	if _, err := os.Stat(filepath.Join(jobDir, "scratch.tmp")); !errors.Is(err, os.ErrNotExist) {
@@ -833,7 +786,6 @@ func TestDumpRestoreTimerfd(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("the job is a python3 program (scripts/setup installs python3)")
 	}
-	ctx := context.Background()
 	tmp, root, jobDir := jobDirs(t)
 	id := "ckpt-timerfd"
 	cfg := containerConfig(t, id, jobDir, 256<<20)
@@ -855,21 +807,7 @@ while True:
 	countsFile := filepath.Join(jobDir, "counts.txt")
 	waitCount(t, countsFile, 2)
 	time.Sleep(100 * time.Millisecond) // well past the period after a read
-	img := filepath.Join(tmp, "img")
-	if _, err := Dump(ctx, j.c, DumpOptions{ImageDir: img, LoopbackOnly: true}); err != nil {
-		j.stop(t)
-		t.Fatal(err)
-	}
-	j.gone(t)
-	before := counts(t, countsFile)
-	received, _ := transfer(t, img)
-	p, out := newProcess(args, nil)
-	c, _, err := Restore(ctx, RestoreOptions{Root: root, ID: id, Config: cfg, Process: p, ImageDir: received})
-	if err != nil {
-		t.Fatalf("restore: %v", err)
-	}
-	r := &job{c: c, p: p, out: out}
-	defer r.stop(t)
+	_, _, before := migrate(t, j, tmp, root, id, cfg, args, DumpOptions{LoopbackOnly: true}, countsFile)
 	checkUnbroken(t, waitCount(t, countsFile, len(before)+3))
 }
 
@@ -881,7 +819,6 @@ func TestDumpRestoreZombie(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("the job is a python3 program (scripts/setup installs python3)")
 	}
-	ctx := context.Background()
 	tmp, root, jobDir := jobDirs(t)
 	id := "ckpt-zombie"
 	cfg := containerConfig(t, id, jobDir, 256<<20)
@@ -898,20 +835,6 @@ while True:
 	j := startJob(t, root, id, cfg, args, nil)
 	countsFile := filepath.Join(jobDir, "counts.txt")
 	waitCount(t, countsFile, 3)
-	img := filepath.Join(tmp, "img")
-	if _, err := Dump(ctx, j.c, DumpOptions{ImageDir: img, LoopbackOnly: true}); err != nil {
-		j.stop(t)
-		t.Fatal(err)
-	}
-	j.gone(t)
-	before := counts(t, countsFile)
-	received, _ := transfer(t, img)
-	p, out := newProcess(args, nil)
-	c, _, err := Restore(ctx, RestoreOptions{Root: root, ID: id, Config: cfg, Process: p, ImageDir: received})
-	if err != nil {
-		t.Fatalf("restore: %v", err)
-	}
-	r := &job{c: c, p: p, out: out}
-	defer r.stop(t)
+	_, _, before := migrate(t, j, tmp, root, id, cfg, args, DumpOptions{LoopbackOnly: true}, countsFile)
 	checkUnbroken(t, waitCount(t, countsFile, len(before)+3))
 }

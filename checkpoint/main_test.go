@@ -257,6 +257,34 @@ func (j *job) gone(t testing.TB) {
 	}
 }
 
+// migrate dumps j with opts (into tmp/img unless ImageDir is set), sends
+// the image through Pack and Unpack and restores it as the container id
+// with cfg, running args: a migration. It returns the dump's result, the
+// restored job (stopped at the test's end) and the counts in countsFile
+// at the dump.
+func migrate(t *testing.T, j *job, tmp, root, id string, cfg *configs.Config, args []string, opts DumpOptions, countsFile string) (*Result, *job, []int) {
+	t.Helper()
+	if opts.ImageDir == "" {
+		opts.ImageDir = filepath.Join(tmp, "img")
+	}
+	res, err := Dump(context.Background(), j.c, opts)
+	if err != nil {
+		j.stop(t)
+		t.Fatal(err)
+	}
+	j.gone(t)
+	before := counts(t, countsFile)
+	received, _ := transfer(t, opts.ImageDir)
+	p, out := newProcess(args, nil)
+	c, _, err := Restore(context.Background(), RestoreOptions{Root: root, ID: id, Config: cfg, Process: p, ImageDir: received})
+	if err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+	r := &job{c: c, p: p, out: out}
+	t.Cleanup(func() { r.stop(t) })
+	return res, r, before
+}
+
 // counts reads the numbers in a counts file.
 func counts(t testing.TB, path string) []int {
 	t.Helper()
