@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -626,15 +625,10 @@ while True:
 // network namespace out (LoopbackOnly), Dump keeps it in, as CRIU binds
 // the sockets to their addresses as it restores them.
 func TestDumpRestoreInetSockets(t *testing.T) {
-	needCRIU(t)
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("the job is a python3 program (scripts/setup installs python3)")
-	}
 	for _, tc := range []struct{ name, job string }{{"tcp", tcpJob}, {"udp", udpJob}} {
 		t.Run(tc.name, func(t *testing.T) {
-			tmp, root, jobDir := jobDirs(t)
 			id := "ckpt-" + tc.name
-			cfg := containerConfig(t, id, jobDir, 256<<20)
+			tmp, root, jobDir, cfg := pythonJob(t, id)
 			args := []string{"python3", "-c", tc.job}
 			j := startJob(t, root, id, cfg, args, nil)
 			countsFile := filepath.Join(jobDir, "counts.txt")
@@ -656,14 +650,9 @@ func TestDumpRestoreInetSockets(t *testing.T) {
 // seize a stopped process in a frozen cgroup), and the child is stopped
 // again where the job goes on, after each.
 func TestDumpRestoreStopped(t *testing.T) {
-	needCRIU(t)
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("the job is a python3 program (scripts/setup installs python3)")
-	}
 	ctx := context.Background()
-	tmp, root, jobDir := jobDirs(t)
 	id := "ckpt-stopped"
-	cfg := containerConfig(t, id, jobDir, 256<<20)
+	tmp, root, jobDir, cfg := pythonJob(t, id)
 	args := []string{"python3", "-c", `import os, signal, time
 child = os.fork()
 if child == 0:
@@ -736,13 +725,8 @@ while True:
 // limit: the sandbox raises it), is no input a restore looks for, and
 // comes back whole, and nameless.
 func TestDumpRestoreRemovedFile(t *testing.T) {
-	needCRIU(t)
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("the job is a python3 program (scripts/setup installs python3)")
-	}
-	tmp, root, jobDir := jobDirs(t)
 	id := "ckpt-removed"
-	cfg := containerConfig(t, id, jobDir, 256<<20)
+	tmp, root, jobDir, cfg := pythonJob(t, id)
 	args := []string{"python3", "-c", `import hashlib, os, time
 f = open("/job/scratch.tmp", "w+b")
 data = os.urandom(512 << 10)
@@ -782,13 +766,8 @@ while True:
 // scripts/setup patches it; a plain one disarms it, and the job blocks
 // for ever on its next read).
 func TestDumpRestoreTimerfd(t *testing.T) {
-	needCRIU(t)
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("the job is a python3 program (scripts/setup installs python3)")
-	}
-	tmp, root, jobDir := jobDirs(t)
 	id := "ckpt-timerfd"
-	cfg := containerConfig(t, id, jobDir, 256<<20)
+	tmp, root, jobDir, cfg := pythonJob(t, id)
 	args := []string{"python3", "-c", `import ctypes, os, struct, time
 libc = ctypes.CDLL(None, use_errno=True)
 fd = libc.timerfd_create(1, 0)  # CLOCK_MONOTONIC
@@ -815,13 +794,8 @@ while True:
 // reaped, and restores it: CRIU records no threads for a zombie (its
 // thread list says 0), and the privilege check must not look for them.
 func TestDumpRestoreZombie(t *testing.T) {
-	needCRIU(t)
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("the job is a python3 program (scripts/setup installs python3)")
-	}
-	tmp, root, jobDir := jobDirs(t)
 	id := "ckpt-zombie"
-	cfg := containerConfig(t, id, jobDir, 256<<20)
+	tmp, root, jobDir, cfg := pythonJob(t, id)
 	args := []string{"python3", "-c", `import os, time
 if os.fork() == 0:
     os._exit(3)

@@ -222,6 +222,18 @@ func jobDirs(t testing.TB) (tmp, root, jobDir string) {
 	return tmp, root, jobDir
 }
 
+// pythonJob makes the directories of a test whose job, in the container
+// id, is a python3 program, and its container's configuration.
+func pythonJob(t *testing.T, id string) (tmp, root, jobDir string, cfg *configs.Config) {
+	t.Helper()
+	needCRIU(t)
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("the job is a python3 program (scripts/setup installs python3)")
+	}
+	tmp, root, jobDir = jobDirs(t)
+	return tmp, root, jobDir, containerConfig(t, id, jobDir, 256<<20)
+}
+
 // startJob runs args in a new container.
 func startJob(t testing.TB, root, id string, cfg *configs.Config, args, env []string) *job {
 	t.Helper()
