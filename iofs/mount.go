@@ -157,11 +157,40 @@ func mount(mountpoint string, root fs.InodeEmbedder, fo *fs.Options, jobUID uint
 	if err != nil {
 		return nil, err
 	}
+	if err := fuseCloseOnExec(); err != nil {
+		srv.Unmount()
+		return nil, err
+	}
 	go srv.Serve()
 	if err := srv.WaitMount(); err != nil {
 		return nil, err
 	}
 	return srv, nil
+}
+
+// fuseCloseOnExec marks this process's /dev/fuse descriptors close-on-exec.
+// go-fuse's direct mount leaves its own without, so that every process
+// the starter starts (CRIU, among them) held the connection: one that
+// outlived the starter kept its mount alive, answering nothing, where
+// the kernel ends a connection nobody holds.
+func fuseCloseOnExec() error {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return fmt.Errorf("list this process's descriptors: %w", err)
+	}
+	for _, e := range ents {
+		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err != nil || l != "/dev/fuse" {
+			continue
+		}
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC); err != nil {
+			return fmt.Errorf("make /dev/fuse close-on-exec: %w", err)
+		}
+	}
+	return nil
 }
 
 // maxDirty bounds the job's written pages the kernel holds before it

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -413,5 +414,19 @@ func TestSeekDataOfWrittenFile(t *testing.T) {
 		if derr != nil || herr != nil || data != 0 || hole != size {
 			t.Errorf("removed %v: SEEK_DATA %d, %v; SEEK_HOLE %d, %v; want 0 and %d", removed, data, derr, hole, herr, size)
 		}
+	}
+}
+
+// TestFUSEDescriptorNotInherited: the mount's /dev/fuse descriptor is
+// close-on-exec, so that no process the starter runs holds the
+// connection (go-fuse's direct mount leaves it inheritable).
+func TestFUSEDescriptorNotInherited(t *testing.T) {
+	e := newEnv(t, "")
+	out, err := exec.Command("sh", "-c", "ls -l /proc/self/fd").CombinedOutput()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), "/dev/fuse") {
+		t.Errorf("a child of the process that mounted %s holds /dev/fuse:\n%s", e.mnt, out)
 	}
 }
