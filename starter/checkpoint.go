@@ -44,10 +44,8 @@ type checkpoints struct {
 	// syncFiles, if set, brings the job's writes to the submit side: a
 	// checkpoint counts only once the files it goes with are there.
 	syncFiles func(context.Context) error
-	// withScratch: the job works in its scratch directory with
-	// transferred files, which its images carry (see scratchArchive),
-	// but for the runner's own directories there, keptByRunner.
-	withScratch  bool
+	// keptByRunner are the runner's own directories in the scratch
+	// directory, which the job's images do not carry (see scratchArchive).
 	keptByRunner []string
 	// image is the container image the job runs in, which its images
 	// name (see imageRecordName); nil: the machine's own root.
@@ -110,10 +108,8 @@ func (c *checkpoints) take(ctx context.Context, job Job, vacate bool) error {
 			return fmt.Errorf("bring the job's writes to the submit side: %w", err)
 		}
 	}
-	if c.withScratch {
-		if err := c.archiveScratch(ctx, dir); err != nil {
-			return fmt.Errorf("checkpoint: %w", err)
-		}
+	if err := c.archiveScratch(ctx, dir); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
 	}
 	if c.image != nil {
 		if err := c.image.record(dir); err != nil {

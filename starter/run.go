@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path"
 	"path/filepath"
 	"time"
@@ -24,7 +25,7 @@ import (
 func (s *Starter) executeJob(ctx context.Context, conn grpc.ClientConnInterface, client wire.ShadowClient, job *classad.ClassAd,
 	task *Task, stop stopping, send *sender, kills <-chan stopRequest, shellOpens <-chan *wire.ShellOpen, xfer *fileTransfer,
 	logger *slog.Logger) (*wire.Exited, error) {
-	ck := &checkpoints{client: client, secret: s.spec.Secret, scratch: s.spec.ScratchDir, withScratch: xfer != nil, logger: logger}
+	ck := &checkpoints{client: client, secret: s.spec.Secret, scratch: s.spec.ScratchDir, logger: logger}
 	if k, ok := s.runner.(ScratchKeeper); ok {
 		ck.keptByRunner = k.KeptInScratch()
 	}
@@ -109,6 +110,30 @@ func (s *Starter) executeJob(ctx context.Context, conn grpc.ClientConnInterface,
 	return x, err
 }
 
+// startOver gives a job that starts afresh after a failed restore the
+// scratch directory a first start finds, where the restore had put back
+// the one archived in its image: its inputs, if it has its files
+// transferred, and the executable prepare fetched.
+func (s *Starter) startOver(ctx context.Context, client wire.ShadowClient, xfer *fileTransfer, t *Task) error {
+	if xfer != nil {
+		if err := xfer.again(ctx); err != nil {
+			return err
+		}
+	} else if err := emptyDir(s.spec.ScratchDir); err != nil {
+		return err
+	}
+	if filepath.Dir(t.Path) != s.spec.ScratchDir {
+		return nil // transfer_executable = false: a program of this machine
+	}
+	if _, err := os.Lstat(t.Path); err == nil {
+		return nil // among the inputs
+	}
+	if err := s.fetch(ctx, client, "executable", t.Path, true); err != nil {
+		return fmt.Errorf("fetch the executable again: %w", err)
+	}
+	return nil
+}
+
 // wantCheckpoint reads the job's want_checkpoint: jobs that run where they
 // can be checkpointed are, unless they say no.
 func wantCheckpoint(job *classad.ClassAd) bool {
@@ -140,9 +165,8 @@ func (s *Starter) restoreOrStart(ck *checkpoints, job *classad.ClassAd, fresh fu
 				if ck.image != nil {
 					err = ck.image.pin(ctx, area.image(), t)
 				}
-				if err == nil && ck.withScratch {
-					err = ck.restoreScratch(ctx, area.image())
-					scratchReplaced = true
+				if err == nil {
+					scratchReplaced, err = ck.restoreScratch(ctx, area.image())
 				}
 				if err == nil {
 					var j Job
@@ -173,9 +197,8 @@ func (s *Starter) restoreOrStart(ck *checkpoints, job *classad.ClassAd, fresh fu
 				return nil, fmt.Errorf("rewind the job's input: %w", err)
 			}
 		}
-		if scratchReplaced && xfer != nil {
-			// Afresh is from the job's inputs, not from where it was.
-			if rerr := xfer.again(ctx); rerr != nil {
+		if scratchReplaced {
+			if rerr := s.startOver(ctx, ck.client, xfer, t); rerr != nil {
 				return nil, rerr
 			}
 		}

@@ -10,17 +10,21 @@ import (
 	"harrier.dev/harrier/transfer"
 )
 
-// A job with should_transfer_files = YES works in its scratch directory,
-// and the processes CRIU dumps hold files in it open: a restore on
-// another machine needs that directory as it was, the same files at the
-// same paths with the same contents, before CRIU starts. So such a job's
-// images carry its scratch directory, archived (transfer.Archive) in the
-// image directory as scratchArchive: sealed and checked with the image,
-// and put back, replacing whatever the directory holds, just before the
-// restore; what the runner keeps there itself (a container's image root,
-// see ScratchKeeper) is left out. A vacate's archive is made once the dump has ended the job,
-// so it is the directory exactly as the image left it; a periodic
-// checkpoint's just after the dump, while the job runs on.
+// Every job has files in its scratch directory that it expects to find
+// again: a job with should_transfer_files = YES works there, and one
+// that works in its submit-side directory through iofs has its HOME,
+// TMPDIR and `local:` files there (a compiler's temporary files between
+// its passes, sort's runs). The processes CRIU dumps may hold them open
+// or come back to them by name, so a restore on another machine needs
+// that directory as it was, the same files at the same paths with the
+// same contents, before CRIU starts. So a job's images carry its scratch
+// directory, archived (transfer.Archive) in the image directory as
+// scratchArchive: sealed and checked with the image, and put back,
+// replacing whatever the directory holds, just before the restore; what
+// the runner keeps there itself (a container's image root, see
+// ScratchKeeper) is left out. A vacate's archive is made once the dump
+// has ended the job, so it is the directory exactly as the image left
+// it; a periodic checkpoint's just after the dump, while the job runs on.
 
 // scratchArchive is the name of the scratch directory's archive in an
 // image. CRIU reads only the files it knows.
@@ -49,30 +53,33 @@ func (c *checkpoints) archiveScratch(ctx context.Context, dir string) error {
 }
 
 // restoreScratch empties the scratch directory and puts back the one
-// archived in the image dir.
-func (c *checkpoints) restoreScratch(ctx context.Context, dir string) error {
+// archived in the image dir. An image without one (made by a starter
+// that archived only transferred files' directories) leaves the
+// directory as the job's start made it, and replaced false.
+func (c *checkpoints) restoreScratch(ctx context.Context, dir string) (replaced bool, err error) {
 	f, err := os.Open(filepath.Join(dir, scratchArchive))
 	if errors.Is(err, os.ErrNotExist) {
-		return errors.New("the image does not hold the job's scratch directory")
+		c.logger.InfoContext(ctx, "the image holds no scratch directory; the job finds its scratch directory as a start leaves it")
+		return false, nil
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer f.Close()
 	if err := emptyDir(c.scratch); err != nil {
-		return err
+		return true, err
 	}
 	to, err := os.OpenRoot(c.scratch)
 	if err != nil {
-		return err
+		return true, err
 	}
 	defer to.Close()
 	files, n, err := transfer.Extract(f, to)
 	if err != nil {
-		return fmt.Errorf("put back the scratch directory: %w", err)
+		return true, fmt.Errorf("put back the scratch directory: %w", err)
 	}
 	c.logger.InfoContext(ctx, "scratch directory put back from the image", "files", files, "bytes", n)
-	return nil
+	return true, nil
 }
 
 // emptyDir removes everything in the scratch directory dir.

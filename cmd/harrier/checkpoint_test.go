@@ -479,8 +479,9 @@ esac
 // timer stops): a file it removed from its directory just after writing
 // it (its data still in the kernel's pages at the first dump), a stopped
 // child, a UDP socket, a periodic timer (timerfd) it reads less often
-// than it expires, and a hard link it writes through one name and reads
-// through the other.
+// than it expires, a hard link it writes through one name and reads
+// through the other, and a file it wrote in its scratch directory
+// ($TMPDIR), closed, which it reads again by name.
 const hopPython = `import ctypes, fcntl, hashlib, os, signal, socket, struct, subprocess, sys, threading, time
 
 def count(path):
@@ -506,6 +507,9 @@ elif sys.argv[1] == "keep":
     removed.flush()
     os.unlink("removed.tmp")
     want = hashlib.sha256(data).digest()
+    scratch = os.path.join(os.environ["TMPDIR"], "scratch.tmp")
+    with open(scratch, "wb") as f:
+        f.write(data)
     child = subprocess.Popen(["sleep", "1000"])
     os.kill(child.pid, signal.SIGSTOP)
     rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -533,6 +537,11 @@ elif sys.argv[1] == "keep":
         linked.flush()
         with open("linked.a") as f:
             ok = ok and f.read() == "%d\n" % i
+        try:
+            with open(scratch, "rb") as f:
+                ok = ok and hashlib.sha256(f.read()).digest() == want
+        except OSError:
+            ok = False
         with open("keep.txt", "a") as f:
             f.write("%d\n" % (i if ok else 0))
         time.sleep(0.2)
