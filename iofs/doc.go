@@ -80,7 +80,8 @@
 // counts nothing, and the opens iofs serves from one are reported to it
 // (Client.Account).
 //
-// Every call is made with the rights of the job's owner. A mount made by
+// Every call is made with the rights of the job's owner, whose files the
+// job sees as its own user's (Options.Owner). A mount made by
 // root is therefore open to other users only as far as the job needs:
 // iofs answers only the job's user (Options.JobUID) and root, and refuses
 // everyone else (see callerGuard).

@@ -48,7 +48,20 @@ type Options struct {
 	// open to other users for the job's sake, and iofs refuses every
 	// other user but root (see callerGuard); zero lets in root alone.
 	JobUID uint32
+	// Owner is the job's owner on the submit side, who runs the shadow.
+	// iofs shows the owner's files as the job's own, owned by JobUID and,
+	// where their group is the owner's, by JobGID, as a local disk shows
+	// users their files: programs that check that they own what they work
+	// in (git's safe.directory, ssh's keys, test -O) find it so, whatever
+	// user the job runs as here. A change of owner to the job's user or
+	// group is one to the owner's. nil: the submit side's ids as they are.
+	Owner *IDs
+	// JobGID is the group the job runs as (see Owner).
+	JobGID uint32
 }
+
+// IDs are a user's and a group's numeric ids.
+type IDs struct{ UID, GID uint32 }
 
 // Server is a mounted iofs.
 type Server struct {

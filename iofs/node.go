@@ -245,11 +245,21 @@ func toErrno(err error) syscall.Errno {
 	return syscall.EIO
 }
 
-func fillAttr(out *fuse.Attr, a Attr) {
+// fillAttr gives the kernel a, its owner and group as the job sees them
+// (Options.Owner).
+func (f *fileSystem) fillAttr(out *fuse.Attr, a Attr) {
 	out.Ino = 0 // go-fuse numbers the nodes
 	out.Mode = a.Mode
 	out.Nlink = a.Nlink
 	out.Owner = fuse.Owner{Uid: a.Uid, Gid: a.Gid}
+	if o := f.opts.Owner; o != nil {
+		if a.Uid == o.UID {
+			out.Uid = f.opts.JobUID
+		}
+		if a.Gid == o.GID {
+			out.Gid = f.opts.JobGID
+		}
+	}
 	out.Size = a.Size
 	out.Blocks = a.Blocks
 	out.Blksize = 4096
@@ -546,7 +556,7 @@ func (n *node) physical(ctx context.Context) (Physical, error) {
 }
 
 func (n *node) newChild(ctx context.Context, name string, p Physical, whole []byte, a Attr, out *fuse.EntryOut) *fs.Inode {
-	fillAttr(&out.Attr, a)
+	n.fsys.fillAttr(&out.Attr, a)
 	// The same file found again under its name (the kernel's entry
 	// expired) is the same inode, with the same number: a job holding it
 	// open finds by its name the file it has open, as CRIU checks when
@@ -654,7 +664,7 @@ func (n *node) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut)
 	n.mu.Lock()
 	n.seen = a
 	n.mu.Unlock()
-	fillAttr(&out.Attr, a)
+	n.fsys.fillAttr(&out.Attr, a)
 	return 0
 }
 
@@ -688,15 +698,21 @@ func (n *node) removed(err error) (Attr, bool) {
 // changed on the link, never on its target.
 func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	if a, ok := n.deferMtime(fh, in); ok {
-		fillAttr(&out.Attr, a)
+		n.fsys.fillAttr(&out.Attr, a)
 		out.SetTimeout(n.fsys.opts.Timeout)
 		return 0
 	}
 	var set SetAttr
 	if uid, ok := in.GetUID(); ok {
+		if o := n.fsys.opts.Owner; o != nil && uid == n.fsys.opts.JobUID {
+			uid = o.UID // the job's own, as fillAttr shows it
+		}
 		set.Uid = &uid
 	}
 	if gid, ok := in.GetGID(); ok {
+		if o := n.fsys.opts.Owner; o != nil && gid == n.fsys.opts.JobGID {
+			gid = o.GID
+		}
 		set.Gid = &gid
 	}
 	if m, ok := in.GetMode(); ok {
@@ -765,7 +781,7 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 		}
 	}
 	if after != nil {
-		fillAttr(&out.Attr, *after)
+		n.fsys.fillAttr(&out.Attr, *after)
 	} else if errno := n.Getattr(ctx, fh, out); errno != 0 {
 		return errno
 	}
@@ -1060,7 +1076,7 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 		return nil, toErrno(err)
 	}
 	n.fsys.recordLinked(t, a)
-	fillAttr(&out.Attr, a)
+	n.fsys.fillAttr(&out.Attr, a)
 	return t.EmbeddedInode(), 0
 }
 

@@ -43,6 +43,34 @@ const JobScratchDir = "/srv"
 // itself, or binds a job's directory at, rather than binding the host's.
 var ownMounts = []string{"/proc", "/dev", "/sys", "/tmp", JobScratchDir}
 
+// hostSystemDirs are the host's top-level directories that a container
+// on the host root shows as they are: a job's directory below one of them
+// is shown at its path there, which must be on the execute machine too.
+var hostSystemDirs = []string{"/bin", "/boot", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/run", "/sbin", "/usr", "/var"}
+
+// dirTop is the directory of a container on the host root that holds the
+// job's directory dir, made the container's own (a small tmpfs with
+// nothing in it but the path down to dir): the top-level directory of
+// dir, /home for /home/alice/run. A user's directory on the submit
+// machine is seldom on the execute machine, whose root the container
+// cannot write to make it, nor reachable there by the slot's user (a
+// home directory is often closed to others); here the job finds its
+// directory at its path, whatever the machine has there. It depends on
+// dir alone, so that a checkpoint's restore on another machine finds the
+// same mounts. "" if dir needs none: it is one of the container's own
+// mounts or below one, a top-level directory itself, or below one of
+// hostSystemDirs.
+func dirTop(dir string) string {
+	if under(dir, ownMounts) {
+		return ""
+	}
+	top, rest, _ := strings.Cut(strings.TrimPrefix(dir, "/"), "/")
+	if top == "" || rest == "" || slices.Contains(hostSystemDirs, "/"+top) {
+		return ""
+	}
+	return "/" + top
+}
+
 // spec is what one job's container needs, decided before it is made.
 type spec struct {
 	id, hostname string
@@ -51,6 +79,7 @@ type spec struct {
 	scratch      string // the host directory bound at JobScratchDir
 	dir          string // the job's working directory, in the container
 	dirSource    string // the host directory bound at dir; none if dir is in the scratch directory
+	dirTop       string // the container's own directory holding dir (see dirTop); none: dir is the host's
 	cwd          string // where the job starts: dir, or JobScratchDir (Task.InScratch)
 	rootfs       string // see hostRoot (or prepareRootfs), or the job's image root (mountImageRoot)
 	// upper is the upper directory of the overlay that is the root when
@@ -152,6 +181,9 @@ func containerConfig(s spec) *configs.Config {
 	cfg.Mounts = append(cfg.Mounts, &configs.Mount{Source: "tmpfs", Destination: "/tmp", Device: "tmpfs",
 		Flags: unix.MS_NOSUID | unix.MS_NODEV, Data: "mode=1777"})
 	for _, m := range s.hostDirs {
+		if m == s.dirTop {
+			continue
+		}
 		// Not recursive: mounts below the host's top-level directories
 		// (network namespaces under /run, other file systems) stay out of
 		// the job's view, and out of the way of CRIU, which cannot
@@ -165,6 +197,12 @@ func containerConfig(s spec) *configs.Config {
 	// that do not depend on the machine (see JobScratchDir).
 	if s.scratch != "" {
 		cfg.Mounts = append(cfg.Mounts, bindMount(s.scratch, JobScratchDir))
+	}
+	if s.dirTop != "" {
+		// Root's, 0755: the job can reach its directory, and write nothing
+		// else there.
+		cfg.Mounts = append(cfg.Mounts, &configs.Mount{Source: "tmpfs", Destination: s.dirTop, Device: "tmpfs",
+			Flags: unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC, Data: "mode=755,size=64k,nr_inodes=256"})
 	}
 	if s.dirSource != "" {
 		cfg.Mounts = append(cfg.Mounts, bindMount(s.dirSource, s.dir))

@@ -191,6 +191,9 @@ func (r *Runner) prepare(ctx context.Context, t *Task, rootDir *os.File) (spec, 
 	if t.InScratch && dirSource != "" {
 		s.cwd = JobScratchDir
 	}
+	if upper == nil && dirSource != "" {
+		s.dirTop = dirTop(dir)
+	}
 	s.hostname = s.id
 	if r.cfg.CPUQuota && t.Cpus > 0 {
 		s.cpuQuota = t.Cpus * cpuPeriod

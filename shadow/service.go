@@ -39,7 +39,10 @@ func (v *service) Attach(stream wire.Shadow_AttachServer) error {
 		return status.Error(codes.FailedPrecondition, err.Error())
 	}
 	defer sess.out.close()
-	if err := stream.Send(&wire.ShadowMessage{Body: &wire.ShadowMessage_Job{Job: &wire.JobSpec{JobAd: s.spec.JobAd}}}); err != nil {
+	// The shadow runs as the job's owner, whose files are then its own.
+	uid, gid := uint32(os.Geteuid()), uint32(os.Getegid())
+	job := &wire.JobSpec{JobAd: s.spec.JobAd, OwnerUid: &uid, OwnerGid: &gid}
+	if err := stream.Send(&wire.ShadowMessage{Body: &wire.ShadowMessage_Job{Job: job}}); err != nil {
 		return err
 	}
 	stop := make(chan struct{})

@@ -31,9 +31,10 @@ type jobDir struct {
 const ioLease = 2 * time.Minute
 
 // mountJobDir mounts iofs for the job beside (not inside) its scratch
-// directory, which is bound into the container too. Only jobUID (the
-// user the job runs as) and root may use it.
-func mountJobDir(ctx context.Context, conn grpc.ClientConnInterface, secret, scratch string, jobUID uint32, logger *slog.Logger) (*jobDir, error) {
+// directory, which is bound into the container too. Only the user the
+// job runs as (job) and root may use it; the files of the job's owner on
+// the submit side (owner, nil if the shadow did not say) show as job's.
+func mountJobDir(ctx context.Context, conn grpc.ClientConnInterface, secret, scratch string, job iofs.IDs, owner *iofs.IDs, logger *slog.Logger) (*jobDir, error) {
 	mnt := jobDirMountpoint(scratch)
 	if err := os.Mkdir(filepath.Dir(mnt), 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return nil, fmt.Errorf("make iofs mount point: %w", err)
@@ -48,7 +49,7 @@ func mountJobDir(ctx context.Context, conn grpc.ClientConnInterface, secret, scr
 		return nil, fmt.Errorf("make iofs mount point: %w", err)
 	}
 	srv, err := iofs.Mount(ctx, mnt, iofs.NewShadowClient(conn, secret, ioLease), iofs.Options{
-		LocalDir: scratch, StageDir: scratch, Logger: logger, JobUID: jobUID,
+		LocalDir: scratch, StageDir: scratch, Logger: logger, JobUID: job.UID, JobGID: job.GID, Owner: owner,
 	})
 	if err != nil {
 		os.Remove(mnt)

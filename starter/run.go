@@ -17,13 +17,14 @@ import (
 
 	"harrier.dev/harrier/checkpoint"
 	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/iofs"
 	"harrier.dev/harrier/wire"
 )
 
 // executeJob sets up where the job works, starts or restores it, and sees it to
 // its end.
 func (s *Starter) executeJob(ctx context.Context, conn grpc.ClientConnInterface, client wire.ShadowClient, job *classad.ClassAd,
-	task *Task, stop stopping, send *sender, kills <-chan stopRequest, shellOpens <-chan *wire.ShellOpen, xfer *fileTransfer,
+	owner *iofs.IDs, task *Task, stop stopping, send *sender, kills <-chan stopRequest, shellOpens <-chan *wire.ShellOpen, xfer *fileTransfer,
 	logger *slog.Logger) (*wire.Exited, error) {
 	ck := &checkpoints{client: client, secret: s.spec.Secret, scratch: s.spec.ScratchDir, logger: logger}
 	if k, ok := s.runner.(ScratchKeeper); ok {
@@ -39,7 +40,7 @@ func (s *Starter) executeJob(ctx context.Context, conn grpc.ClientConnInterface,
 	// submit-side directory there all the same, as submitDirName.
 	if iwd := stringAttr(job, "Iwd"); s.spec.Sandbox == "container" && filepath.IsAbs(iwd) && (xfer == nil || xfer.submitDir()) {
 		var err error
-		dir, err = mountJobDir(ctx, conn, s.spec.Secret, s.spec.ScratchDir, s.jobUID(), logger)
+		dir, err = mountJobDir(ctx, conn, s.spec.Secret, s.spec.ScratchDir, s.jobIDs(), owner, logger)
 		if err != nil {
 			return &wire.Exited{HoldReason: fmt.Sprintf("Cannot reach the job's directory %s: %v", iwd, err), HoldCode: holdCodeInput}, nil
 		}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"harrier.dev/harrier/iofs"
 )
 
 // Runner starts jobs. The plain-process runner (ProcessRunner) works
@@ -88,14 +90,14 @@ type JobUserRunner interface {
 	JobUser() (uid, gid int)
 }
 
-// jobUID is the user the job's own processes run as: the runner's, or
-// the starter's.
-func (s *Starter) jobUID() uint32 {
+// jobIDs are the user and group the job's own processes run as: the
+// runner's, or the starter's.
+func (s *Starter) jobIDs() iofs.IDs {
 	if r, ok := s.runner.(JobUserRunner); ok {
-		uid, _ := r.JobUser()
-		return uint32(uid)
+		uid, gid := r.JobUser()
+		return iofs.IDs{UID: uint32(uid), GID: uint32(gid)}
 	}
-	return uint32(os.Geteuid())
+	return iofs.IDs{UID: uint32(os.Geteuid()), GID: uint32(os.Getegid())}
 }
 
 // Job is a started job.

@@ -24,6 +24,7 @@ import (
 	"google.golang.org/grpc"
 
 	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/iofs"
 	"harrier.dev/harrier/jobargs"
 	"harrier.dev/harrier/wire"
 )
@@ -87,7 +88,7 @@ func (s *Starter) Run(ctx context.Context) error {
 	client := wire.NewShadowClient(s.conn)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream, job, err := s.attach(ctx, client, jobID)
+	stream, job, owner, err := s.attach(ctx, client, jobID)
 	if err != nil {
 		return err
 	}
@@ -119,7 +120,7 @@ func (s *Starter) Run(ctx context.Context) error {
 	ended := make(chan struct{})
 	shellOpens := make(chan *wire.ShellOpen, maxShellOpens)
 	go s.listen(ctx, client, jobID, stream, send, kills, ended, shellOpens, logger)
-	exited, err := s.executeJob(ctx, s.conn, client, job, task, stopping, send, kills, shellOpens, xfer, logger)
+	exited, err := s.executeJob(ctx, s.conn, client, job, owner, task, stopping, send, kills, shellOpens, xfer, logger)
 	if err != nil {
 		exited = &wire.Exited{HoldReason: err.Error(), HoldCode: holdCodeExec}
 	}
@@ -137,29 +138,35 @@ func (s *Starter) Run(ctx context.Context) error {
 
 // attach opens the session with the job's shadow, proves with the job's
 // secret that this starter runs the job, and returns the job's ad as the
-// shadow sends it: the shadow's copy is authoritative, being the owner's
-// representative.
-func (s *Starter) attach(ctx context.Context, client wire.ShadowClient, jobID string) (wire.Shadow_AttachClient, *classad.ClassAd, error) {
+// shadow sends it (the shadow's copy is authoritative, being the owner's
+// representative) and the owner's ids on the submit side, nil if the
+// shadow did not say.
+func (s *Starter) attach(ctx context.Context, client wire.ShadowClient, jobID string) (wire.Shadow_AttachClient, *classad.ClassAd, *iofs.IDs, error) {
 	stream, err := client.Attach(ctx)
 	if err != nil {
-		return nil, nil, fmt.Errorf("attach to shadow %s: %w", s.spec.ShadowAddr, err)
+		return nil, nil, nil, fmt.Errorf("attach to shadow %s: %w", s.spec.ShadowAddr, err)
 	}
 	if err := stream.Send(&wire.StarterMessage{Body: &wire.StarterMessage_Hello{Hello: &wire.Hello{
 		JobId: jobID, Secret: s.spec.Secret, Host: s.spec.Host}}}); err != nil {
-		return nil, nil, fmt.Errorf("hello to shadow: %w", err)
+		return nil, nil, nil, fmt.Errorf("hello to shadow: %w", err)
 	}
 	first, err := stream.Recv()
 	if err != nil {
-		return nil, nil, fmt.Errorf("receive job from shadow: %w", err)
+		return nil, nil, nil, fmt.Errorf("receive job from shadow: %w", err)
 	}
 	if first.GetJob() == nil {
-		return nil, nil, errors.New("shadow did not send the job first")
+		return nil, nil, nil, errors.New("shadow did not send the job first")
 	}
-	job, err := classad.Parse(first.GetJob().JobAd)
+	spec := first.GetJob()
+	job, err := classad.Parse(spec.JobAd)
 	if err != nil {
-		return nil, nil, fmt.Errorf("starter: parse job ad from shadow: %w", err)
+		return nil, nil, nil, fmt.Errorf("starter: parse job ad from shadow: %w", err)
 	}
-	return stream, job, nil
+	var owner *iofs.IDs
+	if spec.OwnerUid != nil && spec.OwnerGid != nil {
+		owner = &iofs.IDs{UID: spec.GetOwnerUid(), GID: spec.GetOwnerGid()}
+	}
+	return stream, job, owner, nil
 }
 
 // maxShellOpens is how many processes asked for in the job may wait for

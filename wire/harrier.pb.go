@@ -2962,8 +2962,13 @@ func (x *CheckpointNow) GetVacate() bool {
 }
 
 type JobSpec struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	JobAd         string                 `protobuf:"bytes,1,opt,name=job_ad,json=jobAd,proto3" json:"job_ad,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	JobAd string                 `protobuf:"bytes,1,opt,name=job_ad,json=jobAd,proto3" json:"job_ad,omitempty"`
+	// The user and group the shadow, and so the job's owner, has on the
+	// submit side: iofs shows the owner's files as the job's own, whatever
+	// user the job runs as on the execute machine. Unset: not told.
+	OwnerUid      *uint32 `protobuf:"varint,2,opt,name=owner_uid,json=ownerUid,proto3,oneof" json:"owner_uid,omitempty"`
+	OwnerGid      *uint32 `protobuf:"varint,3,opt,name=owner_gid,json=ownerGid,proto3,oneof" json:"owner_gid,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3003,6 +3008,20 @@ func (x *JobSpec) GetJobAd() string {
 		return x.JobAd
 	}
 	return ""
+}
+
+func (x *JobSpec) GetOwnerUid() uint32 {
+	if x != nil && x.OwnerUid != nil {
+		return *x.OwnerUid
+	}
+	return 0
+}
+
+func (x *JobSpec) GetOwnerGid() uint32 {
+	if x != nil && x.OwnerGid != nil {
+		return *x.OwnerGid
+	}
+	return 0
 }
 
 // Kill stops the job: its kill signal, then SIGKILL after its grace
@@ -3946,9 +3965,15 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\x05shell\x18\x04 \x01(\v2\x15.harrier.v1.ShellOpenH\x00R\x05shellB\x06\n" +
 	"\x04body\"'\n" +
 	"\rCheckpointNow\x12\x16\n" +
-	"\x06vacate\x18\x01 \x01(\bR\x06vacate\" \n" +
+	"\x06vacate\x18\x01 \x01(\bR\x06vacate\"\x80\x01\n" +
 	"\aJobSpec\x12\x15\n" +
-	"\x06job_ad\x18\x01 \x01(\tR\x05jobAd\"2\n" +
+	"\x06job_ad\x18\x01 \x01(\tR\x05jobAd\x12 \n" +
+	"\towner_uid\x18\x02 \x01(\rH\x00R\bownerUid\x88\x01\x01\x12 \n" +
+	"\towner_gid\x18\x03 \x01(\rH\x01R\bownerGid\x88\x01\x01B\f\n" +
+	"\n" +
+	"_owner_uidB\f\n" +
+	"\n" +
+	"_owner_gid\"2\n" +
 	"\x04Kill\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x12\n" +
 	"\x04fast\x18\x02 \x01(\bR\x04fast\"=\n" +
@@ -4196,6 +4221,7 @@ func file_harrier_v1_harrier_proto_init() {
 		(*ShadowMessage_Checkpoint)(nil),
 		(*ShadowMessage_Shell)(nil),
 	}
+	file_harrier_v1_harrier_proto_msgTypes[47].OneofWrappers = []any{}
 	file_harrier_v1_harrier_proto_msgTypes[52].OneofWrappers = []any{
 		(*ShellRequest_Open)(nil),
 		(*ShellRequest_Input)(nil),

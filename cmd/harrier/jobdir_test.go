@@ -110,3 +110,66 @@ queue
 		t.Errorf("the job saw mode %s after its truncate, want 777", a)
 	}
 }
+
+// TestJobOwnsItsFiles: a container job runs as the slot's user, not as
+// its owner, yet sees its owner's files in its directory as its own,
+// as it would on its owner's disk: git works in a repository there
+// (git refuses one owned by another user), test -O holds, giving its
+// own file to itself succeeds; another user's file keeps its owner.
+func TestJobOwnsItsFiles(t *testing.T) {
+	if err := sandbox.Available(); err != nil {
+		t.Skipf("containers not available: %v", err)
+	}
+	p := startPoolFrom(t, publicBinary(t), 1, "SANDBOX = container\nNUM_SLOTS = 1")
+	alice, bob := newUser(t), newUser(t)
+	au, ag := lookupIDs(t, alice.Username)
+	bu, _ := lookupIDs(t, bob.Username)
+	dir := filepath.Join(alice.HomeDir, "own")
+	writeFile(t, filepath.Join(dir, "mine"), "alice's\n", 0o644)
+	writeFile(t, filepath.Join(dir, "theirs"), "bob's\n", 0o644)
+	writeFile(t, filepath.Join(dir, "job.sh"), `set -e
+exec > seen 2>&1
+echo "job $(id -u) mine $(stat -c %u:%g mine) theirs $(stat -c %u theirs)"
+test -O mine && echo "owns mine"
+chown "$(id -u):$(id -g)" mine && echo "gave mine to itself"
+git init -q repo
+cd repo
+echo 1 > f
+git add f
+git -c user.name=a -c user.email=a@example.org commit -qm one
+git fsck --strict && echo "git $(git rev-list --count HEAD)"
+`, 0o644)
+	chownAll(t, dir, au, ag)
+	if err := os.Chown(filepath.Join(dir, "theirs"), int(bu), int(ag)); err != nil {
+		t.Fatal(err)
+	}
+	c := p.submitAs(t, alice.Username, dir, "own.sub", `executable = /bin/sh
+arguments = job.sh
+should_transfer_files = NO
+queue
+`)
+	if out, code := p.harrier(t, "wait", "--timeout", "60", fmt.Sprintf("%d.0", c)); code != 0 {
+		t.Fatalf("wait: exit %d: %s", code, out)
+	}
+	seen := mustRead(t, filepath.Join(dir, "seen"))
+	var job int
+	var mine, theirs string
+	if _, err := fmt.Sscanf(seen, "job %d mine %s theirs %s", &job, &mine, &theirs); err != nil {
+		t.Fatalf("the job wrote %q: %v", seen, err)
+	}
+	if uint32(job) == au {
+		t.Fatalf("the job ran as its owner (%d): the test needs a slot user", job)
+	}
+	if !strings.HasPrefix(mine, fmt.Sprintf("%d:", job)) || theirs != fmt.Sprint(bu) {
+		t.Errorf("the job (%d) saw its owner's file owned by %s and bob's (%d) by %s", job, mine, bu, theirs)
+	}
+	for _, want := range []string{"owns mine", "gave mine to itself", "git 1"} {
+		if !strings.Contains(seen, want) {
+			t.Errorf("the job's output lacks %q:\n%s", want, seen)
+		}
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(dir, "mine"), &st); err != nil || st.Uid != au {
+		t.Errorf("on the submit side mine is %d's (%v), want alice's %d", st.Uid, err, au)
+	}
+}
