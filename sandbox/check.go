@@ -85,10 +85,20 @@ func checkDirs(t *Task) error {
 
 // executableBy reports whether the file's mode lets the user execute it.
 func executableBy(st os.FileInfo, id identity) bool {
+	return st.Mode().IsRegular() && xBit(st, id)
+}
+
+// searchableBy reports whether the directory's mode lets the user
+// search it (root always may).
+func searchableBy(st os.FileInfo, id identity) bool {
+	return st.IsDir() && (id.uid == 0 || xBit(st, id))
+}
+
+// xBit reports whether the execute (search) bit that applies to the user
+// is set: the owner's, the group's or others', as the kernel picks them
+// for a user without supplementary groups; for root, any of them.
+func xBit(st os.FileInfo, id identity) bool {
 	mode := st.Mode()
-	if !mode.IsRegular() {
-		return false
-	}
 	sys, ok := st.Sys().(*syscall.Stat_t)
 	if !ok {
 		return mode&0o111 != 0
@@ -103,4 +113,13 @@ func executableBy(st os.FileInfo, id identity) bool {
 	default:
 		return mode&0o001 != 0
 	}
+}
+
+// checkDirTop checks that this machine has the top-level directory top
+// in which the job's directory dir is shown (see dirTop).
+func checkDirTop(dir, top string) error {
+	if st, err := os.Stat(top); err != nil || !st.IsDir() {
+		return fmt.Errorf("Bad working directory '%s': this machine has no directory %s to show it in", dir, top)
+	}
+	return nil
 }

@@ -49,26 +49,43 @@ var ownMounts = []string{"/proc", "/dev", "/sys", "/tmp", JobScratchDir}
 var hostSystemDirs = []string{"/bin", "/boot", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/run", "/sbin", "/usr", "/var"}
 
 // dirTop is the directory of a container on the host root that holds the
-// job's directory dir, made the container's own (a small tmpfs with
-// nothing in it but the path down to dir): the top-level directory of
-// dir, /home for /home/alice/run. A user's directory on the submit
-// machine is seldom on the execute machine, whose root the container
-// cannot write to make it, nor reachable there by the slot's user (a
-// home directory is often closed to others); here the job finds its
-// directory at its path, whatever the machine has there. It depends on
-// dir alone, so that a checkpoint's restore on another machine finds the
-// same mounts. "" if dir needs none: it is one of the container's own
-// mounts or below one, a top-level directory itself, or below one of
-// hostSystemDirs.
-func dirTop(dir string) string {
+// job's directory dir where the machine cannot show it at its path to
+// the job's user u (see reachableBy), made the container's own: a small
+// tmpfs with nothing in it but the path down to dir, at the top-level
+// directory of dir (/home for /home/alice/run). A user's directory on
+// the submit machine is seldom on the execute machine, whose root the
+// container cannot write to make it, and a home directory is often
+// closed to the slot's user. The top-level directory, rather than the
+// first missing or closed one, so that a checkpoint taken here restores
+// on another machine that lacks more of the path. Where the machine has
+// the path open to u (the same machine, a shared file system), the job
+// sees the machine's directories around it as before. "" if dir needs
+// none: it is reachable, one of the container's own mounts or below
+// one, a top-level directory itself, or below one of hostSystemDirs.
+func dirTop(dir string, u identity) string {
 	if under(dir, ownMounts) {
 		return ""
 	}
 	top, rest, _ := strings.Cut(strings.TrimPrefix(dir, "/"), "/")
-	if top == "" || rest == "" || slices.Contains(hostSystemDirs, "/"+top) {
+	if top == "" || rest == "" || slices.Contains(hostSystemDirs, "/"+top) || reachableBy(dir, u) {
 		return ""
 	}
 	return "/" + top
+}
+
+// reachableBy reports whether dir is a directory of this machine that
+// the user u may reach: every directory above it searchable by u.
+func reachableBy(dir string, u identity) bool {
+	for p := filepath.Dir(dir); ; p = filepath.Dir(p) {
+		if st, err := os.Stat(p); err != nil || !searchableBy(st, u) {
+			return false
+		}
+		if p == "/" {
+			break
+		}
+	}
+	st, err := os.Stat(dir)
+	return err == nil && st.IsDir()
 }
 
 // spec is what one job's container needs, decided before it is made.

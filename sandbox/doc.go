@@ -16,11 +16,11 @@
 //     (JobScratchDir), its working directory at the job's own path (the
 //     submit side's, when iofs serves it): nothing the job sees depends on
 //     the machine, so that a checkpointed job finds everything where it
-//     left it on whichever machine restores it. A working directory below
-//     a top-level directory that is not the system's (/home, /data) is
+//     left it on whichever machine restores it. A working directory that
+//     the machine lacks, or has closed to the slot's user, below a
+//     top-level directory that is not the system's (/home, /data), is
 //     shown in a tmpfs of the container's own at that top-level directory
-//     (see dirTop): the execute machine need not have the path, nor open
-//     it to the slot's user.
+//     (see dirTop).
 //   - A job that names its own container image (Task.ImageLayers) gets
 //     that image as its root instead: an overlay of the image's layers,
 //     read-only and shared with other jobs, under a layer of the

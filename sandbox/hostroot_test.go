@@ -1,8 +1,10 @@
 package sandbox
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -60,22 +62,28 @@ func TestHostRootShowsNoOtherMount(t *testing.T) {
 // the submit machine) is at a path this machine lacks, or below a
 // directory closed to the slot's user (a home directory of mode 0700),
 // finds it at its path all the same, and nothing else of the machine's
-// in the directory above it (/home).
+// in the directory above it (/home); where the machine has the path open
+// to the slot's user, the job sees the machine's /home around it.
 func TestJobDirWhereTheMachineHasNone(t *testing.T) {
 	r := testRunner(t, nil)
-	closed, err := os.MkdirTemp("/home", "harrier-closed-")
-	if err != nil {
-		t.Skip(err)
+	var homes []string
+	for _, mode := range []os.FileMode{0o700, 0o755} {
+		d, err := os.MkdirTemp("/home", "harrier-dir-")
+		if err != nil {
+			t.Skip(err)
+		}
+		defer os.RemoveAll(d)
+		if err := os.Mkdir(filepath.Join(d, "run"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(d, mode); err != nil {
+			t.Fatal(err)
+		}
+		homes = append(homes, d)
 	}
-	defer os.RemoveAll(closed)
-	if err := os.Mkdir(filepath.Join(closed, "run"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(closed, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	closed, open := filepath.Join(homes[0], "run"), filepath.Join(homes[1], "run")
 	absent := filepath.Join("/home", "harrier-absent-"+filepath.Base(t.TempDir()), "run")
-	for _, dir := range []string{absent, filepath.Join(closed, "run")} {
+	for _, dir := range []string{absent, closed, open} {
 		src := t.TempDir()
 		if err := os.Chmod(src, 0o777); err != nil {
 			t.Fatal(err)
@@ -83,25 +91,45 @@ func TestJobDirWhereTheMachineHasNone(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(src, "hello"), []byte("hi\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		res := runJob(t, r, `realpath .; cat hello; ls -A /home; cd "$(pwd -P)" && echo > made && echo made`, func(task *Task) {
+		res := runJob(t, r, `realpath .; cat hello; cd "$(pwd -P)" && echo > made && echo made; ls -A /home`, func(task *Task) {
 			task.Dir, task.DirSource = dir, src
 		})
-		want := dir + "\nhi\n" + filepath.Base(filepath.Dir(dir)) + "\nmade\n"
-		if res.exit.Code != 0 || res.stdout != want {
-			t.Errorf("the job in %s: exit %+v, stdout %q, want %q; stderr %s", dir, res.exit, res.stdout, want, res.stderr)
+		if want := dir + "\nhi\nmade\n"; res.exit.Code != 0 || !strings.HasPrefix(res.stdout, want) {
+			t.Errorf("the job in %s: exit %+v, stdout %q, want %q first; stderr %s", dir, res.exit, res.stdout, want, res.stderr)
 		}
 		if _, err := os.Stat(filepath.Join(src, "made")); err != nil {
 			t.Errorf("the job's file is not in its directory: %v", err)
 		}
+		home := strings.Fields(strings.TrimPrefix(res.stdout, dir+"\nhi\nmade\n"))
+		own := filepath.Base(filepath.Dir(dir))
+		if dir == open {
+			if !slices.Contains(home, filepath.Base(homes[0])) || !slices.Contains(home, own) {
+				t.Errorf("the job in %s, open on this machine, sees /home as %v, want the machine's", dir, home)
+			}
+		} else if !slices.Equal(home, []string{own}) {
+			t.Errorf("the job in %s sees /home as %v, want its own directory alone", dir, home)
+		}
+	}
+}
+
+// TestDirTopMissing: a job whose directory is below a top-level
+// directory this machine lacks does not start, and says why.
+func TestDirTopMissing(t *testing.T) {
+	r := testRunner(t, nil)
+	dir := "/harrier-absent-" + filepath.Base(t.TempDir()) + "/run"
+	_, err := r.Start(context.Background(), &Task{ID: "1.0", Path: "/bin/true", Dir: dir, DirSource: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "this machine has no directory /harrier-absent-") {
+		t.Errorf("start in %s: %v, want a reason naming the missing directory", dir, err)
 	}
 }
 
 func TestDirTop(t *testing.T) {
+	nobody := identity{name: "nobody", uid: 65534, gid: 65534}
 	for dir, want := range map[string]string{
-		"/home/alice/run": "/home", "/data/x": "/data", "/home": "", "/": "",
+		"/home/harrier-absent/run": "/home", "/data-absent/x": "/data-absent", "/home": "", "/": "",
 		"/tmp/x/y": "", "/srv/x": "", "/var/lib/x": "", "/usr/local/x": "", "/opt/x": "",
 	} {
-		if got := dirTop(dir); got != want {
+		if got := dirTop(dir, nobody); got != want {
 			t.Errorf("dirTop(%q) = %q, want %q", dir, got, want)
 		}
 	}

@@ -192,7 +192,11 @@ func (r *Runner) prepare(ctx context.Context, t *Task, rootDir *os.File) (spec, 
 		s.cwd = JobScratchDir
 	}
 	if upper == nil && dirSource != "" {
-		s.dirTop = dirTop(dir)
+		if s.dirTop = dirTop(dir, r.user); s.dirTop != "" {
+			if err := checkDirTop(dir, s.dirTop); err != nil {
+				return spec{}, nil, err
+			}
+		}
 	}
 	s.hostname = s.id
 	if r.cfg.CPUQuota && t.Cpus > 0 {
