@@ -45,7 +45,7 @@ func (f *remoteFile) retry(ctx context.Context, op func(id uint64) error) error 
 	}
 	f.mu.Lock()
 	if f.id == id {
-		o, oerr := f.c.Open(ctx, f.path, f.flags&^(syscall.O_CREAT|syscall.O_EXCL|syscall.O_TRUNC), 0, 0)
+		o, oerr := f.openAgain(ctx)
 		if oerr != nil {
 			f.mu.Unlock()
 			return oerr
@@ -99,7 +99,7 @@ func (f *remoteFile) refresh(ctx context.Context) error {
 	if f.id != 0 {
 		return nil
 	}
-	o, err := f.c.Open(ctx, f.path, f.flags&^(syscall.O_CREAT|syscall.O_EXCL|syscall.O_TRUNC), 0, 0)
+	o, err := f.openAgain(ctx)
 	if err != nil {
 		return err
 	}
@@ -108,6 +108,12 @@ func (f *remoteFile) refresh(ctx context.Context) error {
 		f.head, f.headEOF = o.Data, o.EOF
 	}
 	return nil
+}
+
+// openAgain opens the file by its name as the job opened it, but for
+// what would create or empty it.
+func (f *remoteFile) openAgain(ctx context.Context) (Opened, error) {
+	return f.c.Open(ctx, f.path, f.flags&^(syscall.O_CREAT|syscall.O_EXCL|syscall.O_TRUNC), 0, 0)
 }
 
 func (f *remoteFile) dropHead() {
