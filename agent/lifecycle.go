@@ -183,8 +183,8 @@ func (a *Agent) checkpointFailed(ctx context.Context, r *run, ev shadow.Event) {
 	}
 }
 
-// suspended records that the execute machine suspended the job, or let
-// it continue.
+// suspended records that the job was suspended (by its machine's owner
+// policy, or its owner), or let continue.
 func (a *Agent) suspended(ctx context.Context, r *run, on bool, reason string) {
 	from, to, ev := Running, Suspended, joblog.Event{Type: joblog.Suspended, Reason: reason}
 	if !on {

@@ -106,6 +106,34 @@ func (a *Agent) askCheckpoint(id jobqueue.JobID, vacate bool) bool {
 	return true
 }
 
+// askSuspend has a running job's processes stopped where they are for
+// its owner (harrier suspend), or with resume a job so suspended let run
+// on (harrier continue). The execute machine's owner policy suspends and
+// resumes apart from this: a job it holds suspended stays so.
+func (a *Agent) askSuspend(ctx context.Context, id jobqueue.JobID, resume bool) error {
+	a.mu.Lock()
+	r := a.runs[id]
+	a.mu.Unlock()
+	switch st := a.jobs.status(id); {
+	case r == nil || (!resume && st != Running):
+		return fmt.Errorf("job %s is not running", id)
+	case resume && st != Suspended:
+		return fmt.Errorf("job %s is not suspended", id)
+	}
+	// Not dropped as a second checkpoint request may be: a continue
+	// right after a suspend must arrive.
+	t := time.NewTimer(wire.CallTimeout)
+	defer t.Stop()
+	select {
+	case r.commands <- shadow.Command{Suspend: true, Resume: resume}:
+		return nil
+	case <-t.C:
+		return fmt.Errorf("job %s: its shadow is busy; try again", id)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // stopRuns stops every job this agent runs and waits, for up to
 // StopGrace, for their runs to record how the jobs stopped; then it
 // abandons the runs and waits for them to return. No run starts after it

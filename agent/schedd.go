@@ -668,6 +668,8 @@ func (a *Agent) act(ctx context.Context, who caller, action wire.ActRequest_Acti
 			return fmt.Errorf("job %s is not running", id)
 		}
 		return nil
+	case wire.ActRequest_SUSPEND, wire.ActRequest_CONTINUE:
+		return a.askSuspend(ctx, id, action == wire.ActRequest_CONTINUE)
 	}
 	return errors.New("unknown action")
 }

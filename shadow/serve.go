@@ -107,6 +107,9 @@ func ServeClaim(ctx context.Context, in io.Reader, out io.Writer, logger *slog.L
 					if c.Checkpoint {
 						s.Checkpoint(c.Vacate)
 					}
+					if c.Suspend {
+						s.Suspend(c.Resume)
+					}
 					if c.Shell != nil {
 						s.shellCommand(c.Shell)
 					}

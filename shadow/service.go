@@ -116,8 +116,8 @@ type session struct {
 }
 
 // relay passes the agent's commands to the starter until stop closes:
-// a kill (after which nothing more is passed), a checkpoint, or a process
-// to start in the job.
+// a kill (after which nothing more is passed), a checkpoint, a suspend or
+// continue, or a process to start in the job.
 func (x *session) relay(stream wire.Shadow_AttachServer, stop <-chan struct{}) {
 	for {
 		select {
@@ -127,6 +127,8 @@ func (x *session) relay(stream wire.Shadow_AttachServer, stop <-chan struct{}) {
 			return
 		case vacate := <-x.s.ckpt:
 			_ = stream.Send(&wire.ShadowMessage{Body: &wire.ShadowMessage_Checkpoint{Checkpoint: &wire.CheckpointNow{Vacate: vacate}}})
+		case resume := <-x.s.suspend:
+			_ = stream.Send(&wire.ShadowMessage{Body: &wire.ShadowMessage_Suspend{Suspend: &wire.SuspendNow{Resume: resume}}})
 		case open := <-x.s.shellOpens:
 			_ = stream.Send(&wire.ShadowMessage{Body: &wire.ShadowMessage_Shell{Shell: open}})
 		case <-stop:

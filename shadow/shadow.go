@@ -58,6 +58,7 @@ type Shadow struct {
 	kill       chan kill   // buffered 1
 	abandon    chan string // a Kill before any starter attached; buffered 1
 	ckpt       chan bool   // a checkpoint request (true: vacate); buffered 1
+	suspend    chan bool   // the owner's suspend (false) and continue (true), in order
 	done       chan Event  // the final event of the run
 
 	// shells are the processes started in the job for its owner;
@@ -100,6 +101,7 @@ func newShadow(link *claimLink, spec *Spec, logger *slog.Logger, events func(Eve
 		kill:    make(chan kill, 1),
 		abandon: make(chan string, 1),
 		ckpt:    make(chan bool, 1),
+		suspend: make(chan bool, 8),
 		done:    make(chan Event, 1),
 		// A few opens wait for the starter; more are refused.
 		shellOpens: make(chan *wire.ShellOpen, 4),
@@ -144,6 +146,16 @@ func (s *Shadow) Checkpoint(vacate bool) {
 	select {
 	case s.ckpt <- vacate:
 	default:
+	}
+}
+
+// Suspend passes on the owner's request to stop the job's processes where
+// they are, or with resume to let them run on.
+func (s *Shadow) Suspend(resume bool) {
+	select {
+	case s.suspend <- resume:
+	default:
+		s.logger.Warn("too many suspend and continue requests at once; dropping one", "resume", resume)
 	}
 }
 

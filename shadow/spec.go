@@ -50,6 +50,10 @@ type Command struct {
 	// job stops after it, to run again elsewhere.
 	Checkpoint bool `json:"checkpoint,omitempty"`
 	Vacate     bool `json:"vacate,omitempty"`
+	// Suspend asks for the job's processes to be stopped where they are
+	// for its owner, or with Resume to run on.
+	Suspend bool `json:"suspend,omitempty"`
+	Resume  bool `json:"resume,omitempty"`
 	// Shell concerns a process started in the job for its owner
 	// (harrier ssh-to-job).
 	Shell *ShellCommand `json:"shell,omitempty"`

@@ -54,7 +54,28 @@ const (
 	controlContinue
 	controlVacate
 	controlCheckpoint // a checkpoint, the job running on
+	// The job's owner's suspend and continue (harrier suspend), through
+	// the shadow: apart from the owner policy's, so that neither lets
+	// the job run while the other holds it.
+	controlOwnerSuspend
+	controlOwnerContinue
 )
+
+// suspenders are who hold a job suspended.
+type suspenders uint8
+
+const (
+	byPolicy suspenders = 1 << iota // the execute machine's owner policy
+	byOwner                         // the job's owner
+)
+
+// reason says why a job so suspended is, as its events tell.
+func (s suspenders) reason() string {
+	if s&byPolicy != 0 {
+		return "the machine's owner policy"
+	}
+	return "its owner (harrier suspend)"
+}
 
 // checkpointing is how a job is checkpointed: take, if not nil, sends a
 // checkpoint home; a vacate takes one when want is set, and interval (if
@@ -107,7 +128,9 @@ type execution struct {
 	hardKill   <-chan time.Time // set once the job was told to stop
 	stopReason string           // why
 	evict      string           // why the execute machine took the job back
-	suspended  bool
+	// suspended: the job's processes are stopped, for suspendedBy.
+	suspended   bool
+	suspendedBy suspenders
 }
 
 // waited is how the job's Wait returned.
@@ -230,7 +253,7 @@ func (e *execution) openShell(ctx context.Context, o *wire.ShellOpen) {
 	case e.suspended:
 		// As HTCondor says: better refused with a reason than let in
 		// and frozen at once without one.
-		refused = "the job is suspended (the execute machine's owner policy); try again when it runs"
+		refused = "the job is suspended (" + e.suspendedBy.reason() + "); try again when it runs"
 	}
 	e.shells.start(ctx, o, x, refused)
 }
@@ -339,19 +362,13 @@ func (e *execution) stop(reason string) {
 func (e *execution) control(ctx context.Context, c control) {
 	switch c {
 	case controlSuspend:
-		if err := e.job.Suspend(); err != nil {
-			e.logger.Warn("suspend job", "err", err)
-			return
-		}
-		e.suspended = true
-		e.send.note(&wire.StarterMessage{Body: &wire.StarterMessage_Suspended{Suspended: &wire.Suspended{Reason: "the machine's owner policy"}}})
+		e.suspend(byPolicy)
+	case controlOwnerSuspend:
+		e.suspend(byOwner)
 	case controlContinue:
-		if err := e.job.Continue(); err != nil {
-			e.logger.Warn("continue job", "err", err)
-			return
-		}
-		e.suspended = false
-		e.send.note(&wire.StarterMessage{Body: &wire.StarterMessage_Resumed{Resumed: &wire.Resumed{}}})
+		e.resume(byPolicy)
+	case controlOwnerContinue:
+		e.resume(byOwner)
 	case controlVacate:
 		e.vacate(ctx)
 	case controlCheckpoint:
@@ -361,6 +378,40 @@ func (e *execution) control(ctx context.Context, c control) {
 	}
 }
 
+// suspend stops the job's processes for by, unless they are already.
+func (e *execution) suspend(by suspenders) {
+	if e.suspendedBy&by != 0 || e.hardKill != nil {
+		return
+	}
+	if !e.suspended {
+		if err := e.job.Suspend(); err != nil {
+			e.logger.Warn("suspend job", "err", err)
+			return
+		}
+		e.suspended = true
+		e.send.note(&wire.StarterMessage{Body: &wire.StarterMessage_Suspended{Suspended: &wire.Suspended{Reason: by.reason()}}})
+	}
+	e.suspendedBy |= by
+}
+
+// resume lets the job's processes run on once neither its owner policy
+// nor its owner holds it suspended.
+func (e *execution) resume(by suspenders) {
+	if e.suspendedBy&by == 0 {
+		return
+	}
+	e.suspendedBy &^= by
+	if e.suspendedBy != 0 || !e.suspended {
+		return
+	}
+	if err := e.job.Continue(); err != nil {
+		e.logger.Warn("continue job", "err", err)
+		return
+	}
+	e.suspended = false
+	e.send.note(&wire.StarterMessage{Body: &wire.StarterMessage_Resumed{Resumed: &wire.Resumed{}}})
+}
+
 // vacate takes the job off the machine: with a checkpoint where it wants
 // one (the dump ends the job), else, or if the dump fails, by stopping it.
 func (e *execution) vacate(ctx context.Context) {
@@ -368,7 +419,7 @@ func (e *execution) vacate(ctx context.Context) {
 	if e.ck.take != nil && e.ck.want && e.hardKill == nil {
 		if e.suspended {
 			_ = e.job.Continue()
-			e.suspended = false
+			e.suspended, e.suspendedBy = false, 0
 		}
 		// CRIU takes the job's own processes, not those of its owner's
 		// sessions, which hold terminals and pipes outside the job.

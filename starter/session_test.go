@@ -418,6 +418,55 @@ func TestSessionSuspendContinue(t *testing.T) {
 	}
 }
 
+// TestSessionOwnerSuspends: the job's owner suspends the job and lets it
+// continue (harrier suspend, harrier continue), through the shadow.
+func TestSessionOwnerSuspends(t *testing.T) {
+	s := newSession(t)
+	runner := newFakeRunner()
+	r := s.launch(job{program: "wait\nstdout done"}, runner)
+	s.expect(shadow.EventExecuting)
+	j := nextJob(t, runner)
+	s.send(shadow.Command{Suspend: true})
+	if ev := s.expect(shadow.EventSuspended); !strings.Contains(ev.Reason, "harrier suspend") {
+		t.Errorf("suspended for %q, want its owner named", ev.Reason)
+	}
+	s.send(shadow.Command{Suspend: true, Resume: true})
+	s.expect(shadow.EventResumed)
+	if sus, cont := j.Counts(); sus != 1 || cont != 1 {
+		t.Errorf("the job was suspended %d and continued %d times, want once each", sus, cont)
+	}
+	j.Release()
+	s.expect(shadow.EventExited)
+	if err := r.wait(t); err != nil {
+		t.Errorf("starter: %v", err)
+	}
+}
+
+// TestSessionOwnerSuspendOutlastsPolicy: a job its owner suspended stays
+// suspended when the machine's owner policy, which suspended it too,
+// lets it continue: the policy's continue is not the job owner's.
+func TestSessionOwnerSuspendOutlastsPolicy(t *testing.T) {
+	s := newSession(t)
+	runner := newFakeRunner()
+	r := s.launch(job{program: "wait"}, runner)
+	s.expect(shadow.EventExecuting)
+	j := nextJob(t, runner)
+	s.send(shadow.Command{Suspend: true})
+	s.expect(shadow.EventSuspended)
+	r.Suspend()
+	r.Continue()
+	// Sent after the policy's controls: the next event would be the
+	// job's resumption if the policy's continue had let it run.
+	s.send(shadow.Command{Kill: true, Reason: "removed by alice"})
+	s.expect(shadow.EventKilled)
+	if err := r.wait(t); err != nil {
+		t.Errorf("starter: %v", err)
+	}
+	if sus, cont := j.Counts(); sus != 1 || cont != 1 {
+		t.Errorf("the job was suspended %d and continued %d times, want once each (continued for its kill)", sus, cont)
+	}
+}
+
 // TestSessionSuspendedJobKilled: a job stopped for the owner is continued
 // before its kill signal, which a stopped process could not handle.
 func TestSessionSuspendedJobKilled(t *testing.T) {

@@ -215,6 +215,13 @@ func (s *Starter) listen(ctx context.Context, client wire.ShadowClient, jobID st
 				logger.Warn("too many processes asked for in the job at once; dropping one", "session", o.Session)
 			}
 		}
+		if sp := msg.GetSuspend(); sp != nil {
+			if sp.Resume {
+				s.control(controlOwnerContinue)
+			} else {
+				s.control(controlOwnerSuspend)
+			}
+		}
 		if c := msg.GetCheckpoint(); c != nil {
 			if c.Vacate {
 				s.Vacate()

@@ -2809,6 +2809,7 @@ type ShadowMessage struct {
 	//	*ShadowMessage_Kill
 	//	*ShadowMessage_Checkpoint
 	//	*ShadowMessage_Shell
+	//	*ShadowMessage_Suspend
 	Body          isShadowMessage_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2887,6 +2888,15 @@ func (x *ShadowMessage) GetShell() *ShellOpen {
 	return nil
 }
 
+func (x *ShadowMessage) GetSuspend() *SuspendNow {
+	if x != nil {
+		if x, ok := x.Body.(*ShadowMessage_Suspend); ok {
+			return x.Suspend
+		}
+	}
+	return nil
+}
+
 type isShadowMessage_Body interface {
 	isShadowMessage_Body()
 }
@@ -2907,6 +2917,10 @@ type ShadowMessage_Shell struct {
 	Shell *ShellOpen `protobuf:"bytes,4,opt,name=shell,proto3,oneof"`
 }
 
+type ShadowMessage_Suspend struct {
+	Suspend *SuspendNow `protobuf:"bytes,5,opt,name=suspend,proto3,oneof"`
+}
+
 func (*ShadowMessage_Job) isShadowMessage_Body() {}
 
 func (*ShadowMessage_Kill) isShadowMessage_Body() {}
@@ -2914,6 +2928,55 @@ func (*ShadowMessage_Kill) isShadowMessage_Body() {}
 func (*ShadowMessage_Checkpoint) isShadowMessage_Body() {}
 
 func (*ShadowMessage_Shell) isShadowMessage_Body() {}
+
+func (*ShadowMessage_Suspend) isShadowMessage_Body() {}
+
+// SuspendNow asks the starter to stop the job's processes for its owner
+// (harrier suspend), or with resume to let them run on. The execute
+// machine's owner policy suspends and resumes a job apart from this.
+type SuspendNow struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Resume        bool                   `protobuf:"varint,1,opt,name=resume,proto3" json:"resume,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SuspendNow) Reset() {
+	*x = SuspendNow{}
+	mi := &file_harrier_v1_harrier_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SuspendNow) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SuspendNow) ProtoMessage() {}
+
+func (x *SuspendNow) ProtoReflect() protoreflect.Message {
+	mi := &file_harrier_v1_harrier_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SuspendNow.ProtoReflect.Descriptor instead.
+func (*SuspendNow) Descriptor() ([]byte, []int) {
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *SuspendNow) GetResume() bool {
+	if x != nil {
+		return x.Resume
+	}
+	return false
+}
 
 // CheckpointNow asks the starter for a checkpoint of the job now; with
 // vacate the job stops after it and runs again elsewhere.
@@ -2926,7 +2989,7 @@ type CheckpointNow struct {
 
 func (x *CheckpointNow) Reset() {
 	*x = CheckpointNow{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[46]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2938,7 +3001,7 @@ func (x *CheckpointNow) String() string {
 func (*CheckpointNow) ProtoMessage() {}
 
 func (x *CheckpointNow) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[46]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2951,7 +3014,7 @@ func (x *CheckpointNow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointNow.ProtoReflect.Descriptor instead.
 func (*CheckpointNow) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{46}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *CheckpointNow) GetVacate() bool {
@@ -2975,7 +3038,7 @@ type JobSpec struct {
 
 func (x *JobSpec) Reset() {
 	*x = JobSpec{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[47]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2987,7 +3050,7 @@ func (x *JobSpec) String() string {
 func (*JobSpec) ProtoMessage() {}
 
 func (x *JobSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[47]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3000,7 +3063,7 @@ func (x *JobSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobSpec.ProtoReflect.Descriptor instead.
 func (*JobSpec) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{47}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *JobSpec) GetJobAd() string {
@@ -3037,7 +3100,7 @@ type Kill struct {
 
 func (x *Kill) Reset() {
 	*x = Kill{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[48]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3049,7 +3112,7 @@ func (x *Kill) String() string {
 func (*Kill) ProtoMessage() {}
 
 func (x *Kill) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[48]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3062,7 +3125,7 @@ func (x *Kill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Kill.ProtoReflect.Descriptor instead.
 func (*Kill) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{48}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *Kill) GetReason() string {
@@ -3090,7 +3153,7 @@ type ReadFileRequest struct {
 
 func (x *ReadFileRequest) Reset() {
 	*x = ReadFileRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[49]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3102,7 +3165,7 @@ func (x *ReadFileRequest) String() string {
 func (*ReadFileRequest) ProtoMessage() {}
 
 func (x *ReadFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[49]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3115,7 +3178,7 @@ func (x *ReadFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadFileRequest.ProtoReflect.Descriptor instead.
 func (*ReadFileRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{49}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ReadFileRequest) GetSecret() string {
@@ -3143,7 +3206,7 @@ type FileChunk struct {
 
 func (x *FileChunk) Reset() {
 	*x = FileChunk{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[50]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3155,7 +3218,7 @@ func (x *FileChunk) String() string {
 func (*FileChunk) ProtoMessage() {}
 
 func (x *FileChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[50]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3168,7 +3231,7 @@ func (x *FileChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileChunk.ProtoReflect.Descriptor instead.
 func (*FileChunk) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{50}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *FileChunk) GetData() []byte {
@@ -3206,7 +3269,7 @@ type ShellOpen struct {
 
 func (x *ShellOpen) Reset() {
 	*x = ShellOpen{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[51]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3218,7 +3281,7 @@ func (x *ShellOpen) String() string {
 func (*ShellOpen) ProtoMessage() {}
 
 func (x *ShellOpen) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[51]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3231,7 +3294,7 @@ func (x *ShellOpen) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellOpen.ProtoReflect.Descriptor instead.
 func (*ShellOpen) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{51}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ShellOpen) GetJobId() string {
@@ -3298,7 +3361,7 @@ type ShellRequest struct {
 
 func (x *ShellRequest) Reset() {
 	*x = ShellRequest{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[52]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3310,7 +3373,7 @@ func (x *ShellRequest) String() string {
 func (*ShellRequest) ProtoMessage() {}
 
 func (x *ShellRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[52]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3323,7 +3386,7 @@ func (x *ShellRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellRequest.ProtoReflect.Descriptor instead.
 func (*ShellRequest) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{52}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ShellRequest) GetBody() isShellRequest_Body {
@@ -3393,7 +3456,7 @@ type ShellInput struct {
 
 func (x *ShellInput) Reset() {
 	*x = ShellInput{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[53]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3405,7 +3468,7 @@ func (x *ShellInput) String() string {
 func (*ShellInput) ProtoMessage() {}
 
 func (x *ShellInput) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[53]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3418,7 +3481,7 @@ func (x *ShellInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellInput.ProtoReflect.Descriptor instead.
 func (*ShellInput) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{53}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ShellInput) GetData() []byte {
@@ -3446,7 +3509,7 @@ type ShellResize struct {
 
 func (x *ShellResize) Reset() {
 	*x = ShellResize{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[54]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3458,7 +3521,7 @@ func (x *ShellResize) String() string {
 func (*ShellResize) ProtoMessage() {}
 
 func (x *ShellResize) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[54]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3471,7 +3534,7 @@ func (x *ShellResize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellResize.ProtoReflect.Descriptor instead.
 func (*ShellResize) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{54}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ShellResize) GetRows() uint32 {
@@ -3505,7 +3568,7 @@ type ShellReply struct {
 
 func (x *ShellReply) Reset() {
 	*x = ShellReply{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[55]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3517,7 +3580,7 @@ func (x *ShellReply) String() string {
 func (*ShellReply) ProtoMessage() {}
 
 func (x *ShellReply) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[55]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3530,7 +3593,7 @@ func (x *ShellReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellReply.ProtoReflect.Descriptor instead.
 func (*ShellReply) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{55}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ShellReply) GetBody() isShellReply_Body {
@@ -3614,7 +3677,7 @@ type ShellStarted struct {
 
 func (x *ShellStarted) Reset() {
 	*x = ShellStarted{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[56]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3626,7 +3689,7 @@ func (x *ShellStarted) String() string {
 func (*ShellStarted) ProtoMessage() {}
 
 func (x *ShellStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[56]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3639,7 +3702,7 @@ func (x *ShellStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellStarted.ProtoReflect.Descriptor instead.
 func (*ShellStarted) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{56}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{57}
 }
 
 type ShellHello struct {
@@ -3652,7 +3715,7 @@ type ShellHello struct {
 
 func (x *ShellHello) Reset() {
 	*x = ShellHello{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[57]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3664,7 +3727,7 @@ func (x *ShellHello) String() string {
 func (*ShellHello) ProtoMessage() {}
 
 func (x *ShellHello) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[57]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3677,7 +3740,7 @@ func (x *ShellHello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellHello.ProtoReflect.Descriptor instead.
 func (*ShellHello) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{57}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ShellHello) GetSecret() string {
@@ -3709,7 +3772,7 @@ type ShellExited struct {
 
 func (x *ShellExited) Reset() {
 	*x = ShellExited{}
-	mi := &file_harrier_v1_harrier_proto_msgTypes[58]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3721,7 +3784,7 @@ func (x *ShellExited) String() string {
 func (*ShellExited) ProtoMessage() {}
 
 func (x *ShellExited) ProtoReflect() protoreflect.Message {
-	mi := &file_harrier_v1_harrier_proto_msgTypes[58]
+	mi := &file_harrier_v1_harrier_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3734,7 +3797,7 @@ func (x *ShellExited) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellExited.ProtoReflect.Descriptor instead.
 func (*ShellExited) Descriptor() ([]byte, []int) {
-	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{58}
+	return file_harrier_v1_harrier_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ShellExited) GetExitCode() int32 {
@@ -3955,15 +4018,19 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"holdReason\x12\x1b\n" +
 	"\thold_code\x18\x06 \x01(\x05R\bholdCode\x12\x18\n" +
 	"\aevicted\x18\a \x01(\bR\aevicted\x12!\n" +
-	"\fevict_reason\x18\b \x01(\tR\vevictReason\"\xd4\x01\n" +
+	"\fevict_reason\x18\b \x01(\tR\vevictReason\"\x88\x02\n" +
 	"\rShadowMessage\x12'\n" +
 	"\x03job\x18\x01 \x01(\v2\x13.harrier.v1.JobSpecH\x00R\x03job\x12&\n" +
 	"\x04kill\x18\x02 \x01(\v2\x10.harrier.v1.KillH\x00R\x04kill\x12;\n" +
 	"\n" +
 	"checkpoint\x18\x03 \x01(\v2\x19.harrier.v1.CheckpointNowH\x00R\n" +
 	"checkpoint\x12-\n" +
-	"\x05shell\x18\x04 \x01(\v2\x15.harrier.v1.ShellOpenH\x00R\x05shellB\x06\n" +
-	"\x04body\"'\n" +
+	"\x05shell\x18\x04 \x01(\v2\x15.harrier.v1.ShellOpenH\x00R\x05shell\x122\n" +
+	"\asuspend\x18\x05 \x01(\v2\x16.harrier.v1.SuspendNowH\x00R\asuspendB\x06\n" +
+	"\x04body\"$\n" +
+	"\n" +
+	"SuspendNow\x12\x16\n" +
+	"\x06resume\x18\x01 \x01(\bR\x06resume\"'\n" +
 	"\rCheckpointNow\x12\x16\n" +
 	"\x06vacate\x18\x01 \x01(\bR\x06vacate\"\x80\x01\n" +
 	"\aJobSpec\x12\x15\n" +
@@ -4061,7 +4128,7 @@ func file_harrier_v1_harrier_proto_rawDescGZIP() []byte {
 }
 
 var file_harrier_v1_harrier_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_harrier_v1_harrier_proto_msgTypes = make([]protoimpl.MessageInfo, 59)
+var file_harrier_v1_harrier_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
 var file_harrier_v1_harrier_proto_goTypes = []any{
 	(TransferEntry_Kind)(0),            // 0: harrier.v1.TransferEntry.Kind
 	(*AdvertiseRequest)(nil),           // 1: harrier.v1.AdvertiseRequest
@@ -4110,19 +4177,20 @@ var file_harrier_v1_harrier_proto_goTypes = []any{
 	(*Usage)(nil),                      // 44: harrier.v1.Usage
 	(*Exited)(nil),                     // 45: harrier.v1.Exited
 	(*ShadowMessage)(nil),              // 46: harrier.v1.ShadowMessage
-	(*CheckpointNow)(nil),              // 47: harrier.v1.CheckpointNow
-	(*JobSpec)(nil),                    // 48: harrier.v1.JobSpec
-	(*Kill)(nil),                       // 49: harrier.v1.Kill
-	(*ReadFileRequest)(nil),            // 50: harrier.v1.ReadFileRequest
-	(*FileChunk)(nil),                  // 51: harrier.v1.FileChunk
-	(*ShellOpen)(nil),                  // 52: harrier.v1.ShellOpen
-	(*ShellRequest)(nil),               // 53: harrier.v1.ShellRequest
-	(*ShellInput)(nil),                 // 54: harrier.v1.ShellInput
-	(*ShellResize)(nil),                // 55: harrier.v1.ShellResize
-	(*ShellReply)(nil),                 // 56: harrier.v1.ShellReply
-	(*ShellStarted)(nil),               // 57: harrier.v1.ShellStarted
-	(*ShellHello)(nil),                 // 58: harrier.v1.ShellHello
-	(*ShellExited)(nil),                // 59: harrier.v1.ShellExited
+	(*SuspendNow)(nil),                 // 47: harrier.v1.SuspendNow
+	(*CheckpointNow)(nil),              // 48: harrier.v1.CheckpointNow
+	(*JobSpec)(nil),                    // 49: harrier.v1.JobSpec
+	(*Kill)(nil),                       // 50: harrier.v1.Kill
+	(*ReadFileRequest)(nil),            // 51: harrier.v1.ReadFileRequest
+	(*FileChunk)(nil),                  // 52: harrier.v1.FileChunk
+	(*ShellOpen)(nil),                  // 53: harrier.v1.ShellOpen
+	(*ShellRequest)(nil),               // 54: harrier.v1.ShellRequest
+	(*ShellInput)(nil),                 // 55: harrier.v1.ShellInput
+	(*ShellResize)(nil),                // 56: harrier.v1.ShellResize
+	(*ShellReply)(nil),                 // 57: harrier.v1.ShellReply
+	(*ShellStarted)(nil),               // 58: harrier.v1.ShellStarted
+	(*ShellHello)(nil),                 // 59: harrier.v1.ShellHello
+	(*ShellExited)(nil),                // 60: harrier.v1.ShellExited
 }
 var file_harrier_v1_harrier_proto_depIdxs = []int32{
 	9,  // 0: harrier.v1.MatchedRequest.gang:type_name -> harrier.v1.GangMember
@@ -4138,66 +4206,67 @@ var file_harrier_v1_harrier_proto_depIdxs = []int32{
 	40, // 10: harrier.v1.StarterMessage.resumed:type_name -> harrier.v1.Resumed
 	38, // 11: harrier.v1.StarterMessage.checkpoint_failed:type_name -> harrier.v1.CheckpointFailed
 	44, // 12: harrier.v1.Exited.usage:type_name -> harrier.v1.Usage
-	48, // 13: harrier.v1.ShadowMessage.job:type_name -> harrier.v1.JobSpec
-	49, // 14: harrier.v1.ShadowMessage.kill:type_name -> harrier.v1.Kill
-	47, // 15: harrier.v1.ShadowMessage.checkpoint:type_name -> harrier.v1.CheckpointNow
-	52, // 16: harrier.v1.ShadowMessage.shell:type_name -> harrier.v1.ShellOpen
-	52, // 17: harrier.v1.ShellRequest.open:type_name -> harrier.v1.ShellOpen
-	54, // 18: harrier.v1.ShellRequest.input:type_name -> harrier.v1.ShellInput
-	55, // 19: harrier.v1.ShellRequest.resize:type_name -> harrier.v1.ShellResize
-	58, // 20: harrier.v1.ShellReply.hello:type_name -> harrier.v1.ShellHello
-	42, // 21: harrier.v1.ShellReply.output:type_name -> harrier.v1.Output
-	59, // 22: harrier.v1.ShellReply.exited:type_name -> harrier.v1.ShellExited
-	57, // 23: harrier.v1.ShellReply.started:type_name -> harrier.v1.ShellStarted
-	1,  // 24: harrier.v1.Collector.Advertise:input_type -> harrier.v1.AdvertiseRequest
-	2,  // 25: harrier.v1.Collector.AdvertiseJobs:input_type -> harrier.v1.AdvertiseJobsRequest
-	4,  // 26: harrier.v1.Collector.Invalidate:input_type -> harrier.v1.InvalidateRequest
-	6,  // 27: harrier.v1.Collector.Query:input_type -> harrier.v1.QueryRequest
-	8,  // 28: harrier.v1.Agent.Matched:input_type -> harrier.v1.MatchedRequest
-	15, // 29: harrier.v1.Startd.Matched:input_type -> harrier.v1.StartdMatchedRequest
-	17, // 30: harrier.v1.Startd.RequestClaim:input_type -> harrier.v1.RequestClaimRequest
-	19, // 31: harrier.v1.Startd.ActivateClaim:input_type -> harrier.v1.ActivateClaimRequest
-	21, // 32: harrier.v1.Startd.ReleaseClaim:input_type -> harrier.v1.ReleaseClaimRequest
-	13, // 33: harrier.v1.Startd.KeepAlive:input_type -> harrier.v1.KeepAliveRequest
-	11, // 34: harrier.v1.Startd.Vacate:input_type -> harrier.v1.StartdVacateRequest
-	37, // 35: harrier.v1.Shadow.Attach:input_type -> harrier.v1.StarterMessage
-	50, // 36: harrier.v1.Shadow.ReadFile:input_type -> harrier.v1.ReadFileRequest
-	33, // 37: harrier.v1.Shadow.PutCheckpoint:input_type -> harrier.v1.CheckpointChunk
-	36, // 38: harrier.v1.Shadow.GetCheckpoint:input_type -> harrier.v1.GetCheckpointRequest
-	56, // 39: harrier.v1.Shadow.Shell:input_type -> harrier.v1.ShellReply
-	31, // 40: harrier.v1.Shadow.SaveCheckpointFiles:input_type -> harrier.v1.CheckpointFilesRequest
-	31, // 41: harrier.v1.Shadow.RestoreCheckpointFiles:input_type -> harrier.v1.CheckpointFilesRequest
-	25, // 42: harrier.v1.Shadow.TransferInput:input_type -> harrier.v1.TransferInputRequest
-	27, // 43: harrier.v1.Shadow.TransferOutput:input_type -> harrier.v1.TransferChunk
-	29, // 44: harrier.v1.Shadow.ReportTransfer:input_type -> harrier.v1.TransferReport
-	23, // 45: harrier.v1.Shadow.RegistryCredentials:input_type -> harrier.v1.RegistryCredentialsRequest
-	3,  // 46: harrier.v1.Collector.Advertise:output_type -> harrier.v1.AdvertiseReply
-	3,  // 47: harrier.v1.Collector.AdvertiseJobs:output_type -> harrier.v1.AdvertiseReply
-	5,  // 48: harrier.v1.Collector.Invalidate:output_type -> harrier.v1.InvalidateReply
-	7,  // 49: harrier.v1.Collector.Query:output_type -> harrier.v1.QueryReply
-	10, // 50: harrier.v1.Agent.Matched:output_type -> harrier.v1.MatchedReply
-	16, // 51: harrier.v1.Startd.Matched:output_type -> harrier.v1.StartdMatchedReply
-	18, // 52: harrier.v1.Startd.RequestClaim:output_type -> harrier.v1.RequestClaimReply
-	20, // 53: harrier.v1.Startd.ActivateClaim:output_type -> harrier.v1.ActivateClaimReply
-	22, // 54: harrier.v1.Startd.ReleaseClaim:output_type -> harrier.v1.ReleaseClaimReply
-	14, // 55: harrier.v1.Startd.KeepAlive:output_type -> harrier.v1.KeepAliveReply
-	12, // 56: harrier.v1.Startd.Vacate:output_type -> harrier.v1.StartdVacateReply
-	46, // 57: harrier.v1.Shadow.Attach:output_type -> harrier.v1.ShadowMessage
-	51, // 58: harrier.v1.Shadow.ReadFile:output_type -> harrier.v1.FileChunk
-	35, // 59: harrier.v1.Shadow.PutCheckpoint:output_type -> harrier.v1.PutCheckpointReply
-	33, // 60: harrier.v1.Shadow.GetCheckpoint:output_type -> harrier.v1.CheckpointChunk
-	53, // 61: harrier.v1.Shadow.Shell:output_type -> harrier.v1.ShellRequest
-	32, // 62: harrier.v1.Shadow.SaveCheckpointFiles:output_type -> harrier.v1.CheckpointFilesReply
-	32, // 63: harrier.v1.Shadow.RestoreCheckpointFiles:output_type -> harrier.v1.CheckpointFilesReply
-	27, // 64: harrier.v1.Shadow.TransferInput:output_type -> harrier.v1.TransferChunk
-	28, // 65: harrier.v1.Shadow.TransferOutput:output_type -> harrier.v1.TransferOutputReply
-	30, // 66: harrier.v1.Shadow.ReportTransfer:output_type -> harrier.v1.TransferReportReply
-	24, // 67: harrier.v1.Shadow.RegistryCredentials:output_type -> harrier.v1.RegistryCredentialsReply
-	46, // [46:68] is the sub-list for method output_type
-	24, // [24:46] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	49, // 13: harrier.v1.ShadowMessage.job:type_name -> harrier.v1.JobSpec
+	50, // 14: harrier.v1.ShadowMessage.kill:type_name -> harrier.v1.Kill
+	48, // 15: harrier.v1.ShadowMessage.checkpoint:type_name -> harrier.v1.CheckpointNow
+	53, // 16: harrier.v1.ShadowMessage.shell:type_name -> harrier.v1.ShellOpen
+	47, // 17: harrier.v1.ShadowMessage.suspend:type_name -> harrier.v1.SuspendNow
+	53, // 18: harrier.v1.ShellRequest.open:type_name -> harrier.v1.ShellOpen
+	55, // 19: harrier.v1.ShellRequest.input:type_name -> harrier.v1.ShellInput
+	56, // 20: harrier.v1.ShellRequest.resize:type_name -> harrier.v1.ShellResize
+	59, // 21: harrier.v1.ShellReply.hello:type_name -> harrier.v1.ShellHello
+	42, // 22: harrier.v1.ShellReply.output:type_name -> harrier.v1.Output
+	60, // 23: harrier.v1.ShellReply.exited:type_name -> harrier.v1.ShellExited
+	58, // 24: harrier.v1.ShellReply.started:type_name -> harrier.v1.ShellStarted
+	1,  // 25: harrier.v1.Collector.Advertise:input_type -> harrier.v1.AdvertiseRequest
+	2,  // 26: harrier.v1.Collector.AdvertiseJobs:input_type -> harrier.v1.AdvertiseJobsRequest
+	4,  // 27: harrier.v1.Collector.Invalidate:input_type -> harrier.v1.InvalidateRequest
+	6,  // 28: harrier.v1.Collector.Query:input_type -> harrier.v1.QueryRequest
+	8,  // 29: harrier.v1.Agent.Matched:input_type -> harrier.v1.MatchedRequest
+	15, // 30: harrier.v1.Startd.Matched:input_type -> harrier.v1.StartdMatchedRequest
+	17, // 31: harrier.v1.Startd.RequestClaim:input_type -> harrier.v1.RequestClaimRequest
+	19, // 32: harrier.v1.Startd.ActivateClaim:input_type -> harrier.v1.ActivateClaimRequest
+	21, // 33: harrier.v1.Startd.ReleaseClaim:input_type -> harrier.v1.ReleaseClaimRequest
+	13, // 34: harrier.v1.Startd.KeepAlive:input_type -> harrier.v1.KeepAliveRequest
+	11, // 35: harrier.v1.Startd.Vacate:input_type -> harrier.v1.StartdVacateRequest
+	37, // 36: harrier.v1.Shadow.Attach:input_type -> harrier.v1.StarterMessage
+	51, // 37: harrier.v1.Shadow.ReadFile:input_type -> harrier.v1.ReadFileRequest
+	33, // 38: harrier.v1.Shadow.PutCheckpoint:input_type -> harrier.v1.CheckpointChunk
+	36, // 39: harrier.v1.Shadow.GetCheckpoint:input_type -> harrier.v1.GetCheckpointRequest
+	57, // 40: harrier.v1.Shadow.Shell:input_type -> harrier.v1.ShellReply
+	31, // 41: harrier.v1.Shadow.SaveCheckpointFiles:input_type -> harrier.v1.CheckpointFilesRequest
+	31, // 42: harrier.v1.Shadow.RestoreCheckpointFiles:input_type -> harrier.v1.CheckpointFilesRequest
+	25, // 43: harrier.v1.Shadow.TransferInput:input_type -> harrier.v1.TransferInputRequest
+	27, // 44: harrier.v1.Shadow.TransferOutput:input_type -> harrier.v1.TransferChunk
+	29, // 45: harrier.v1.Shadow.ReportTransfer:input_type -> harrier.v1.TransferReport
+	23, // 46: harrier.v1.Shadow.RegistryCredentials:input_type -> harrier.v1.RegistryCredentialsRequest
+	3,  // 47: harrier.v1.Collector.Advertise:output_type -> harrier.v1.AdvertiseReply
+	3,  // 48: harrier.v1.Collector.AdvertiseJobs:output_type -> harrier.v1.AdvertiseReply
+	5,  // 49: harrier.v1.Collector.Invalidate:output_type -> harrier.v1.InvalidateReply
+	7,  // 50: harrier.v1.Collector.Query:output_type -> harrier.v1.QueryReply
+	10, // 51: harrier.v1.Agent.Matched:output_type -> harrier.v1.MatchedReply
+	16, // 52: harrier.v1.Startd.Matched:output_type -> harrier.v1.StartdMatchedReply
+	18, // 53: harrier.v1.Startd.RequestClaim:output_type -> harrier.v1.RequestClaimReply
+	20, // 54: harrier.v1.Startd.ActivateClaim:output_type -> harrier.v1.ActivateClaimReply
+	22, // 55: harrier.v1.Startd.ReleaseClaim:output_type -> harrier.v1.ReleaseClaimReply
+	14, // 56: harrier.v1.Startd.KeepAlive:output_type -> harrier.v1.KeepAliveReply
+	12, // 57: harrier.v1.Startd.Vacate:output_type -> harrier.v1.StartdVacateReply
+	46, // 58: harrier.v1.Shadow.Attach:output_type -> harrier.v1.ShadowMessage
+	52, // 59: harrier.v1.Shadow.ReadFile:output_type -> harrier.v1.FileChunk
+	35, // 60: harrier.v1.Shadow.PutCheckpoint:output_type -> harrier.v1.PutCheckpointReply
+	33, // 61: harrier.v1.Shadow.GetCheckpoint:output_type -> harrier.v1.CheckpointChunk
+	54, // 62: harrier.v1.Shadow.Shell:output_type -> harrier.v1.ShellRequest
+	32, // 63: harrier.v1.Shadow.SaveCheckpointFiles:output_type -> harrier.v1.CheckpointFilesReply
+	32, // 64: harrier.v1.Shadow.RestoreCheckpointFiles:output_type -> harrier.v1.CheckpointFilesReply
+	27, // 65: harrier.v1.Shadow.TransferInput:output_type -> harrier.v1.TransferChunk
+	28, // 66: harrier.v1.Shadow.TransferOutput:output_type -> harrier.v1.TransferOutputReply
+	30, // 67: harrier.v1.Shadow.ReportTransfer:output_type -> harrier.v1.TransferReportReply
+	24, // 68: harrier.v1.Shadow.RegistryCredentials:output_type -> harrier.v1.RegistryCredentialsReply
+	47, // [47:69] is the sub-list for method output_type
+	25, // [25:47] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_harrier_v1_harrier_proto_init() }
@@ -4220,14 +4289,15 @@ func file_harrier_v1_harrier_proto_init() {
 		(*ShadowMessage_Kill)(nil),
 		(*ShadowMessage_Checkpoint)(nil),
 		(*ShadowMessage_Shell)(nil),
+		(*ShadowMessage_Suspend)(nil),
 	}
-	file_harrier_v1_harrier_proto_msgTypes[47].OneofWrappers = []any{}
-	file_harrier_v1_harrier_proto_msgTypes[52].OneofWrappers = []any{
+	file_harrier_v1_harrier_proto_msgTypes[48].OneofWrappers = []any{}
+	file_harrier_v1_harrier_proto_msgTypes[53].OneofWrappers = []any{
 		(*ShellRequest_Open)(nil),
 		(*ShellRequest_Input)(nil),
 		(*ShellRequest_Resize)(nil),
 	}
-	file_harrier_v1_harrier_proto_msgTypes[55].OneofWrappers = []any{
+	file_harrier_v1_harrier_proto_msgTypes[56].OneofWrappers = []any{
 		(*ShellReply_Hello)(nil),
 		(*ShellReply_Output)(nil),
 		(*ShellReply_Exited)(nil),
@@ -4239,7 +4309,7 @@ func file_harrier_v1_harrier_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harrier_v1_harrier_proto_rawDesc), len(file_harrier_v1_harrier_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   59,
+			NumMessages:   60,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

@@ -44,6 +44,11 @@ const (
 	ActRequest_VACATE ActRequest_Action = 4
 	// CHECKPOINT takes a checkpoint of a running job and lets it run on.
 	ActRequest_CHECKPOINT ActRequest_Action = 5
+	// SUSPEND stops a running job's processes where they are, on its
+	// machine, holding its claim (condor_suspend); CONTINUE lets them
+	// run on (condor_continue).
+	ActRequest_SUSPEND  ActRequest_Action = 6
+	ActRequest_CONTINUE ActRequest_Action = 7
 )
 
 // Enum value maps for ActRequest_Action.
@@ -55,6 +60,8 @@ var (
 		3: "RELEASE",
 		4: "VACATE",
 		5: "CHECKPOINT",
+		6: "SUSPEND",
+		7: "CONTINUE",
 	}
 	ActRequest_Action_value = map[string]int32{
 		"ACTION_UNSPECIFIED": 0,
@@ -63,6 +70,8 @@ var (
 		"RELEASE":            3,
 		"VACATE":             4,
 		"CHECKPOINT":         5,
+		"SUSPEND":            6,
+		"CONTINUE":           7,
 	}
 )
 
@@ -951,7 +960,7 @@ const file_harrier_v1_schedd_proto_rawDesc = "" +
 	"\x05limit\x18\x03 \x01(\x05R\x05limit\x12\x16\n" +
 	"\x06global\x18\x04 \x01(\bR\x06global\"!\n" +
 	"\rJobQueryReply\x12\x10\n" +
-	"\x03ads\x18\x01 \x03(\tR\x03ads\"\xee\x01\n" +
+	"\x03ads\x18\x01 \x03(\tR\x03ads\"\x89\x02\n" +
 	"\n" +
 	"ActRequest\x125\n" +
 	"\x06action\x18\x01 \x01(\x0e2\x1d.harrier.v1.ActRequest.ActionR\x06action\x12\x10\n" +
@@ -959,7 +968,7 @@ const file_harrier_v1_schedd_proto_rawDesc = "" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x1e\n" +
 	"\n" +
 	"constraint\x18\x04 \x01(\tR\n" +
-	"constraint\"_\n" +
+	"constraint\"z\n" +
 	"\x06Action\x12\x16\n" +
 	"\x12ACTION_UNSPECIFIED\x10\x00\x12\n" +
 	"\n" +
@@ -969,7 +978,9 @@ const file_harrier_v1_schedd_proto_rawDesc = "" +
 	"\n" +
 	"\x06VACATE\x10\x04\x12\x0e\n" +
 	"\n" +
-	"CHECKPOINT\x10\x05\";\n" +
+	"CHECKPOINT\x10\x05\x12\v\n" +
+	"\aSUSPEND\x10\x06\x12\f\n" +
+	"\bCONTINUE\x10\a\";\n" +
 	"\bActReply\x12/\n" +
 	"\aresults\x18\x01 \x03(\v2\x15.harrier.v1.ActResultR\aresults\"A\n" +
 	"\tActResult\x12\x0e\n" +

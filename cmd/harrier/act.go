@@ -11,7 +11,8 @@ import (
 	"harrier.dev/harrier/wire"
 )
 
-// actCommand returns rm, hold, release, vacate or checkpoint. Like
+// actCommand returns rm, hold, release, vacate, checkpoint, suspend or
+// continue. Like
 // condor_rm, it acts on the jobs given by id, by owner name, by -constraint
 // or -all (a user's -all is their own jobs, root's every job), reports
 // each job, and fails if any job could not be acted on or none was found.
@@ -19,12 +20,14 @@ func actCommand(name string) func([]string, io.Reader, io.Writer) error {
 	action := map[string]wire.ActRequest_Action{
 		"rm": wire.ActRequest_REMOVE, "hold": wire.ActRequest_HOLD, "release": wire.ActRequest_RELEASE,
 		"vacate": wire.ActRequest_VACATE, "checkpoint": wire.ActRequest_CHECKPOINT,
+		"suspend": wire.ActRequest_SUSPEND, "continue": wire.ActRequest_CONTINUE,
 	}[name]
 	done := map[string]string{"rm": "marked for removal", "hold": "held", "release": "released",
-		"vacate": "being vacated", "checkpoint": "being checkpointed"}[name]
+		"vacate": "being vacated", "checkpoint": "being checkpointed", "suspend": "being suspended", "continue": "being continued"}[name]
 	// The jobs each action applies to, by JobStatus.
 	applicable := map[string]string{"rm": "JobStatus != 3", "hold": "JobStatus != 5 && JobStatus != 3 && JobStatus != 4",
-		"release": "JobStatus == 5", "vacate": "JobStatus == 2", "checkpoint": "JobStatus == 2"}[name]
+		"release": "JobStatus == 5", "vacate": "JobStatus == 2", "checkpoint": "JobStatus == 2",
+		"suspend": "JobStatus == 2", "continue": "JobStatus == 7"}[name]
 	return func(args []string, _ io.Reader, stdout io.Writer) error {
 		tf := newToolFlags(name)
 		var reason string

@@ -81,6 +81,8 @@ func commands() []command {
 		{"release", "release [--pool DIR] [-reason TEXT] [-constraint EXPR] [-all] [ID | OWNER]...", actCommand("release")},
 		{"vacate", "vacate [--pool DIR] [-constraint EXPR] [-all] [ID | OWNER]...", actCommand("vacate")},
 		{"checkpoint", "checkpoint [--pool DIR] [-constraint EXPR] [-all] [ID | OWNER]...", actCommand("checkpoint")},
+		{"suspend", "suspend [--pool DIR] [-constraint EXPR] [-all] [ID | OWNER]...", actCommand("suspend")},
+		{"continue", "continue [--pool DIR] [-constraint EXPR] [-all] [ID | OWNER]...", actCommand("continue")},
 		{"qedit", "qedit [--pool DIR] {ID | OWNER | -constraint EXPR} ATTR VALUE [ATTR VALUE | ATTR=VALUE]...", runQedit},
 		{"watch-q", "watch-q [--pool DIR] [-users U,...] [-clusters C,...] [-batches NAME,...] [-exit all|any|none,active|done|idle|held[,CODE]]... [-interval SECONDS] [-refresh | -no-refresh]", runWatchQ},
 		{"ssh-to-job", "ssh-to-job [--pool DIR] [-auto-retry] ID [-- COMMAND ARGS...]", runSshToJob},
