@@ -16,6 +16,12 @@ import (
 var ErrRlimits = errors.New("this machine's CRIU cannot read the resource limits of another user's processes " +
 	"(root lacks CAP_SYS_RESOURCE, and only the CRIU scripts/setup builds works around it)")
 
+// errUnseizable says CRIU timed out waiting to seize a process of the job
+// asleep where ptrace cannot stop it (state D), at a moment the dump's
+// own freeze did not recognise (see freezeForDump): under load, rarely,
+// a busy shell's fork.
+var errUnseizable = errors.New("a process of the job could not be seized")
+
 // criuFailure adds the cause of a failed CRIU call to err from CRIU's log
 // (name, in workDir): its first error, which libcontainer's "criu failed:
 // type DUMP errno 0" does not say, and which the job's owner reads in
@@ -30,7 +36,10 @@ func criuFailure(workDir, name string, err error) error {
 		return fmt.Errorf("%w: %w", ErrRlimits, err)
 	}
 	if cause := firstError(b); cause != "" {
-		return fmt.Errorf("%w: %s", err, cause)
+		err = fmt.Errorf("%w: %s", err, cause)
+	}
+	if bytes.Contains(b, []byte("Unseizable non-zombie")) {
+		err = fmt.Errorf("%w: %w", errUnseizable, err)
 	}
 	return err
 }

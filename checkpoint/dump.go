@@ -143,6 +143,18 @@ type PreDumpStats struct {
 // that CRIU has not exited yet (see ErrStuck), one wrapping ErrRlimits
 // that this machine's CRIU cannot dump a job of another user.
 func Dump(ctx context.Context, c *libcontainer.Container, opts DumpOptions) (*Result, error) {
+	res, err := dump(ctx, c, opts, false)
+	if !errors.Is(err, errUnseizable) || ctx.Err() != nil {
+		return res, err
+	}
+	// CRIU thawed the job and left it running; its next freeze finds the
+	// process elsewhere. Once more, from an empty image directory.
+	opts, _ = opts.withDefaults()
+	opts.Logger.Warn("dump found a process it could not seize; trying once more", "container", c.ID(), "err", err)
+	if rerr := os.RemoveAll(opts.ImageDir); rerr != nil {
+		return nil, errors.Join(err, rerr)
+	}
+	_ = os.Remove(filepath.Join(opts.WorkDir, "dump.log"))
 	return dump(ctx, c, opts, false)
 }
 
