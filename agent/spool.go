@@ -197,7 +197,7 @@ func spooledJobs(req *wire.SubmitRequest) ([]spooledJob, error) {
 // receiveSpool writes each job's inputs from the stream into a directory
 // of its own beneath incoming, named after its ProcId, within the job's
 // limit. Names are confined to that directory (package transfer).
-func receiveSpool(stream wire.Schedd_SubmitSpooledServer, incoming string, jobs []spooledJob) error {
+func receiveSpool(stream wire.Schedd_SubmitSpooledServer, incoming string, jobs []spooledJob) (err error) {
 	for _, j := range jobs {
 		if err := os.Mkdir(filepath.Join(incoming, fmt.Sprint(j.proc)), 0o700); err != nil {
 			return err
@@ -205,9 +205,33 @@ func receiveSpool(stream wire.Schedd_SubmitSpooledServer, incoming string, jobs 
 	}
 	var (
 		r    *transfer.Receiver
+		root *os.Root
 		cur  = int32(-1)
-		done = func() error { return nil }
 	)
+	// A job's receiver writes small files in the background: whatever
+	// ends the stream early stops it before anything else touches the
+	// directory.
+	defer func() {
+		if err != nil && r != nil {
+			r.Abort()
+		}
+		if root != nil {
+			root.Close()
+		}
+	}()
+	done := func() error {
+		if r == nil {
+			return nil
+		}
+		err := r.Close()
+		r = nil
+		root.Close()
+		root = nil
+		if err != nil {
+			return fmt.Errorf("inputs of job %d: %w", cur, err)
+		}
+		return nil
+	}
 	for {
 		m, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -230,21 +254,12 @@ func receiveSpool(stream wire.Schedd_SubmitSpooledServer, incoming string, jobs 
 			if err := done(); err != nil {
 				return err
 			}
-			root, err := os.OpenRoot(filepath.Join(incoming, fmt.Sprint(m.Proc)))
-			if err != nil {
+			if root, err = os.OpenRoot(filepath.Join(incoming, fmt.Sprint(m.Proc))); err != nil {
 				return err
 			}
 			r, cur = &transfer.Receiver{To: root, Limit: jobs[i].limit}, m.Proc
-			done = func() error {
-				defer root.Close()
-				if err := r.Close(); err != nil {
-					return fmt.Errorf("inputs of job %d: %w", cur, err)
-				}
-				return nil
-			}
 		}
 		if err := r.Chunk(m.Chunk); err != nil {
-			r.Abort()
 			if errors.Is(err, transfer.ErrTooLarge) {
 				return status.Errorf(codes.ResourceExhausted, "inputs of job %d: %v (max_transfer_input_mb)", cur, err)
 			}

@@ -4,8 +4,10 @@ import (
 	"crypto/sha256"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc"
@@ -91,6 +93,14 @@ func TestReceiveSpoolConfined(t *testing.T) {
 					t.Errorf("%s written: %v", p, err)
 				}
 			}
+			// A refused stream stops its writers before it returns: no
+			// file on the way is left, nor written after.
+			_ = filepath.WalkDir(in, func(p string, d fs.DirEntry, err error) error {
+				if err == nil && strings.HasPrefix(d.Name(), ".harrier-transfer-") {
+					t.Errorf("left on the way: %s", p)
+				}
+				return err
+			})
 		})
 	}
 }
