@@ -96,7 +96,9 @@ func (a *Agent) askCheckpoint(id jobqueue.JobID, vacate bool) bool {
 	a.mu.Lock()
 	r := a.runs[id]
 	a.mu.Unlock()
-	if r == nil || a.jobs.status(id) != Running {
+	// A suspended job is on its machine too: the starter lets it go for
+	// the dump and stops it again after a checkpoint that leaves it.
+	if r == nil || !a.jobs.status(id).runs() {
 		return false
 	}
 	select {

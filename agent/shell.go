@@ -133,7 +133,7 @@ func (a *Agent) shellRun(who caller, id jobqueue.JobID) (*run, error) {
 	switch st := statusOf(ad); st {
 	case Running:
 	case Suspended:
-		return nil, status.Errorf(codes.Unavailable, "job %s is suspended (the execute machine's owner policy); try again when it runs", id)
+		return nil, status.Errorf(codes.Unavailable, "job %s is suspended (by the execute machine's owner policy, or by its owner: harrier continue); try again when it runs", id)
 	case Idle:
 		return nil, status.Errorf(codes.Unavailable, "job %s is not running yet (it is idle)", id)
 	default:

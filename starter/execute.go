@@ -437,9 +437,23 @@ func (e *execution) vacate(ctx context.Context) {
 	e.stop(e.evict)
 }
 
-// checkpoint takes a checkpoint, the job running on.
+// checkpoint takes a checkpoint, the job running on, or staying
+// suspended. The dump freezes the job at a moment when CRIU can seize
+// every process, which the suspension's moment may not be (a vfork's
+// wait): a suspended job is let go for it and stopped again after.
 func (e *execution) checkpoint(ctx context.Context, what string) {
 	e.shells.stop("the job is being checkpointed")
+	if e.suspended {
+		if err := e.job.Continue(); err != nil {
+			e.checkpointFailed(what, fmt.Errorf("continue the suspended job for its dump: %w", err), false)
+			return
+		}
+		defer func() {
+			if err := e.job.Suspend(); err != nil {
+				e.logger.Warn("suspend job again after its checkpoint", "err", err)
+			}
+		}()
+	}
 	if err := e.ck.take(ctx, e.job, false); err != nil {
 		e.checkpointFailed(what, err, false)
 	}

@@ -160,6 +160,8 @@ type fakeJob struct {
 	continues int
 	received  []unix.Signal
 	stopped   bool // suspended
+	// stoppedAtDump: a checkpoint found the job suspended.
+	stoppedAtDump bool
 }
 
 // run interprets the program, then closes the job's output as its exit
@@ -290,6 +292,7 @@ func (j *fakeJob) Checkpoint(_ context.Context, imageDir string, leaveRunning bo
 		return starter.CheckpointStats{}, err
 	}
 	j.mu.Lock()
+	j.stoppedAtDump = j.stoppedAtDump || j.stopped
 	rest := strings.Join(j.program[j.pc:], "\n")
 	info, err := json.Marshal(checkpoint.Result{Inputs: j.inputs})
 	j.mu.Unlock()

@@ -442,6 +442,35 @@ func TestSessionOwnerSuspends(t *testing.T) {
 	}
 }
 
+// TestSessionCheckpointSuspended: a job checkpointed while suspended
+// runs for its dump, which freezes it at a moment of its own, and is
+// suspended again after it, with nothing said of its running.
+func TestSessionCheckpointSuspended(t *testing.T) {
+	s := newSession(t)
+	runner := newFakeRunner()
+	r := s.launch(migrationJob(), runner)
+	s.expect(shadow.EventExecuting)
+	j := nextJob(t, runner)
+	s.send(shadow.Command{Suspend: true})
+	s.expect(shadow.EventSuspended)
+	s.send(shadow.Command{Checkpoint: true})
+	s.expect(shadow.EventCheckpointed)
+	// The next event is the kill's, not a resumption.
+	s.send(shadow.Command{Kill: true, Reason: "removed by alice"})
+	s.expect(shadow.EventKilled)
+	if err := r.wait(t); err != nil {
+		t.Errorf("starter: %v", err)
+	}
+	j.mu.Lock()
+	atDump := j.stoppedAtDump
+	j.mu.Unlock()
+	// Suspended by its owner and after the dump; continued for the dump
+	// and for its kill.
+	if sus, cont := j.Counts(); atDump || sus != 2 || cont != 2 {
+		t.Errorf("dumped suspended: %v; suspended %d and continued %d times, want twice each", atDump, sus, cont)
+	}
+}
+
 // TestSessionOwnerSuspendOutlastsPolicy: a job its owner suspended stays
 // suspended when the machine's owner policy, which suspended it too,
 // lets it continue: the policy's continue is not the job owner's.

@@ -26,7 +26,7 @@ func actCommand(name string) func([]string, io.Reader, io.Writer) error {
 		"vacate": "being vacated", "checkpoint": "being checkpointed", "suspend": "being suspended", "continue": "being continued"}[name]
 	// The jobs each action applies to, by JobStatus.
 	applicable := map[string]string{"rm": "JobStatus != 3", "hold": "JobStatus != 5 && JobStatus != 3 && JobStatus != 4",
-		"release": "JobStatus == 5", "vacate": "JobStatus == 2", "checkpoint": "JobStatus == 2",
+		"release": "JobStatus == 5", "vacate": "(JobStatus == 2 || JobStatus == 7)", "checkpoint": "(JobStatus == 2 || JobStatus == 7)",
 		"suspend": "JobStatus == 2", "continue": "JobStatus == 7"}[name]
 	return func(args []string, _ io.Reader, stdout io.Writer) error {
 		tf := newToolFlags(name)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +15,8 @@ import (
 // TestOwnerSuspendsAndContinues: a job's owner stops its processes where
 // they are (harrier suspend, HTCondor's condor_suspend) and lets them run
 // on (harrier continue); another user may do neither; the job's record
-// and event log say so.
+// and event log say so. A suspended job is checkpointed, vacated and
+// removed as a running one.
 func TestOwnerSuspendsAndContinues(t *testing.T) {
 	if err := sandbox.Available(); err != nil {
 		t.Skipf("containers not available: %v", err)
@@ -72,11 +74,44 @@ func TestOwnerSuspendsAndContinues(t *testing.T) {
 		t.Errorf("the job's record: %v, want NumJobSuspensions 1", ads)
 	}
 
-	// Removed while suspended, it stops as a running job does.
+	// Checkpointed while suspended, it stays suspended; vacated, it
+	// runs on elsewhere from its checkpoint, no longer suspended.
+	atoi := func(s string) int { n, _ := strconv.Atoi(s); return n }
+	attr := func(name string) any {
+		if ads := p.jobs(t, "q", id); len(ads) == 1 {
+			return ads[0][name]
+		}
+		return nil
+	}
 	if out, code := as(alice.Username, "suspend"); code != 0 {
 		t.Fatalf("alice's second suspend: exit %d: %s", code, out)
 	}
 	eventually(t, 30*time.Second, "the job to be suspended again", func() bool { return p.jobStatus(t, id) == 7 })
+	if out, code := as(alice.Username, "checkpoint"); code != 0 {
+		t.Fatalf("checkpoint of the suspended job: exit %d: %s", code, out)
+	}
+	eventually(t, 60*time.Second, "the suspended job's checkpoint", func() bool { return attr("NumCkpts") == float64(1) })
+	time.Sleep(300 * time.Millisecond)
+	frozen := count()
+	time.Sleep(time.Second)
+	if st, now := p.jobStatus(t, id), count(); st != 7 || now != frozen {
+		t.Errorf("after its checkpoint the suspended job is in status %d, counting from %s to %s", st, frozen, now)
+	}
+	if out, code := as(alice.Username, "vacate"); code != 0 {
+		t.Fatalf("vacate of the suspended job: exit %d: %s", code, out)
+	}
+	eventually(t, 60*time.Second, "the vacated job to run on from its checkpoint", func() bool {
+		return attr("NumRestores") == float64(1) && p.jobStatus(t, id) == 2 && count() != frozen
+	})
+	if n, err := strconv.Atoi(count()); err != nil || n < atoi(frozen) {
+		t.Errorf("after the restore the job counts %q, from %s: it started over", count(), frozen)
+	}
+
+	// Removed while suspended, it stops as a running job does.
+	if out, code := as(alice.Username, "suspend"); code != 0 {
+		t.Fatalf("alice's third suspend: exit %d: %s", code, out)
+	}
+	eventually(t, 30*time.Second, "the job to be suspended a third time", func() bool { return p.jobStatus(t, id) == 7 })
 	if out, code := as(alice.Username, "rm"); code != 0 {
 		t.Fatalf("alice's rm of her suspended job: exit %d: %s", code, out)
 	}
