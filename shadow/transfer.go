@@ -42,6 +42,9 @@ type inputItem struct {
 	from  *os.Root
 	name  string
 	as    string
+	// intermediate: the files an evicted job's last run left, which
+	// are its outputs, not its inputs.
+	intermediate bool
 }
 
 func (v *service) TransferInput(req *wire.TransferInputRequest, stream wire.Shadow_TransferInputServer) error {
@@ -62,6 +65,14 @@ func (v *service) TransferInput(req *wire.TransferInputRequest, stream wire.Shad
 	s.events(Event{Type: EventTransfer, Transfer: &TransferStats{}})
 	snd := &transfer.Sender{Out: stream.Send, Buffers: s.link.buffers}
 	for _, it := range items {
+		snd.Out = stream.Send
+		if it.intermediate {
+			// The starter sends them home at the end, changed or not.
+			snd.Out = func(c *wire.TransferChunk) error {
+				c.Intermediate = true
+				return stream.Send(c)
+			}
+		}
 		if err := snd.Send(it.from, it.name, it.as); err != nil {
 			s.logger.Warn("input transfer failed", "entry", it.entry, "err", err)
 			return status.Error(codes.FailedPrecondition, inputError(it, err))
@@ -110,7 +121,7 @@ func (s *Shadow) inputItems() ([]inputItem, int64, error) {
 	}
 	if s.spec.CheckpointDir != "" {
 		if from, err := os.OpenRoot(IntermediateFilesDir(s.spec.CheckpointDir, s.spec.CheckpointKey)); err == nil {
-			items = append(items, inputItem{entry: "(intermediate files of the job's last run)", from: from, name: ".", as: ""})
+			items = append(items, inputItem{entry: "(intermediate files of the job's last run)", from: from, name: ".", as: "", intermediate: true})
 		}
 	}
 	if max, ok := s.job.EvalInt("MaxTransferInputMB"); ok && max >= 0 && size > max<<20 {

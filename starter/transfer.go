@@ -99,7 +99,7 @@ func (x *fileTransfer) inputs(ctx context.Context) *wire.Exited {
 	}
 	defer root.Close()
 	began := time.Now()
-	n, size, err := x.fromShadow(ctx, root)
+	n, size, made, err := x.fromShadow(ctx, root)
 	if err != nil {
 		code := holdCodeInput
 		if status.Code(err) == codes.ResourceExhausted {
@@ -128,6 +128,11 @@ func (x *fileTransfer) inputs(ctx context.Context) *wire.Exited {
 	if err != nil {
 		return &wire.Exited{HoldReason: "Cannot list the scratch directory: " + err.Error(), HoldCode: holdCodeInput}
 	}
+	// What an earlier run made is the job's output, whether this run
+	// changes it or not (HTCondor's SpooledOutputFiles).
+	for name := range made {
+		delete(x.before, name)
+	}
 	return nil
 }
 
@@ -144,19 +149,30 @@ func (x *fileTransfer) again(ctx context.Context) error {
 	return nil
 }
 
-// fromShadow receives the stream of the shadow's TransferInput.
-func (x *fileTransfer) fromShadow(ctx context.Context, root *os.Root) (int, int64, error) {
+// fromShadow receives the stream of the shadow's TransferInput, and
+// returns the names at the top of the scratch directory of what the
+// job's earlier runs made (the intermediate files of an eviction).
+func (x *fileTransfer) fromShadow(ctx context.Context, root *os.Root) (files int, n int64, made map[string]bool, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := x.client.TransferInput(ctx, &wire.TransferInputRequest{Secret: x.secret})
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
+	made = map[string]bool{}
 	r := &transfer.Receiver{To: root}
-	if err := r.Receive(func(c *wire.TransferChunk) error { return stream.RecvMsg(c) }); err != nil {
-		return 0, 0, err
+	err = r.Receive(func(c *wire.TransferChunk) error {
+		err := stream.RecvMsg(c)
+		if err == nil && c.Intermediate && c.Entry != nil {
+			top, _, _ := strings.Cut(c.Entry.Name, "/")
+			made[top] = true
+		}
+		return err
+	})
+	if err != nil {
+		return 0, 0, nil, err
 	}
-	return r.Files, r.Bytes, nil
+	return r.Files, r.Bytes, made, nil
 }
 
 // fetchURL fetches a URL input (HTCondor's built-in file and http(s)

@@ -1556,7 +1556,9 @@ func (x *TransferEntry) GetLink() string {
 type TransferChunk struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// With the first chunk of TransferOutput: the job's secret, and whether
-	// the files are an evicted job's intermediate files.
+	// the files are an evicted job's intermediate files. In TransferInput,
+	// intermediate marks each chunk of those files, which are the job's
+	// outputs when it ends, changed or not.
 	Secret        string         `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
 	Intermediate  bool           `protobuf:"varint,2,opt,name=intermediate,proto3" json:"intermediate,omitempty"`
 	Entry         *TransferEntry `protobuf:"bytes,3,opt,name=entry,proto3" json:"entry,omitempty"`

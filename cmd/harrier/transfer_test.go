@@ -236,6 +236,7 @@ queue
 // TestTransferOnExitOrEvict: an evicted job with when_to_transfer_output
 // = ON_EXIT_OR_EVICT sends its intermediate files home, and they come
 // back with its next start, on another machine: it goes on from them.
+// What its first run made and the second left alone comes home too.
 func TestTransferOnExitOrEvict(t *testing.T) {
 	bin := publicBinary(t)
 	p := startPoolFrom(t, bin, 2, "")
@@ -245,6 +246,7 @@ func TestTransferOnExitOrEvict(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "count.sh"), `#!/bin/sh
 n=$(cat progress.txt 2>/dev/null || echo 0)
 echo "start at $n"
+[ -e made.txt ] || echo "made at $n" > made.txt
 while [ "$n" -lt 12 ]; do
 	n=$((n + 1))
 	echo "$n" > progress.txt
@@ -278,6 +280,9 @@ queue
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "progress.txt")); strings.TrimSpace(string(b)) != "12" {
 		t.Errorf("progress.txt: %q, want the final output", b)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "made.txt")); string(b) != "made at 0\n" {
+		t.Errorf("made.txt, made by the first run: %q %v", b, err)
 	}
 	h := p.historyAd(t, id)
 	if h["NumJobStarts"] != 2.0 {
