@@ -104,6 +104,9 @@ func (a *Agent) dropCheckpoint(ad *classad.ClassAd) {
 	if err := os.RemoveAll(shadow.IntermediateFilesDir(dir, key)); err != nil {
 		a.log.Warn("remove intermediate files", "job", key, "err", err)
 	}
+	if err := os.Remove(shadow.OutputMarkFile(dir, key)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		a.log.Warn("remove output mark", "job", key, "err", err)
+	}
 	if n, _ := ad.EvalInt(AttrNumCkpts); n == 0 {
 		return
 	}

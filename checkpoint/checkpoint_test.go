@@ -307,10 +307,16 @@ func TestResumeFromLastCheckpoint(t *testing.T) {
 	countsFile := filepath.Join(jobDir, "counts.txt")
 	atDump := len(waitCount(t, countsFile, 3))
 	img := filepath.Join(tmp, "img")
-	info, err := Dump(ctx, j.c, DumpOptions{ImageDir: img, LeaveRunning: true})
+	// The count seen while the dump has the job frozen is the image's.
+	var frozen [][]int
+	info, err := Dump(WithFrozen(ctx, func() { frozen = append(frozen, counts(t, countsFile)) }), j.c,
+		DumpOptions{ImageDir: img, LeaveRunning: true})
 	if err != nil {
 		j.stop(t)
 		t.Fatal(err)
+	}
+	if len(frozen) != 1 || len(frozen[0]) < atDump {
+		t.Fatalf("the dump called its frozen hook %d times, seeing %v; want once, after count %d", len(frozen), frozen, atDump)
 	}
 	waitCount(t, countsFile, atDump+5) // it runs on
 	j.stop(t)
@@ -329,6 +335,9 @@ func TestResumeFromLastCheckpoint(t *testing.T) {
 	k := resumed[0] - 1 // the count at the checkpoint
 	if k < atDump || k >= crashed {
 		t.Fatalf("resumed at %d; the checkpoint was taken between counts %d and %d", resumed[0], atDump, crashed)
+	}
+	if seen := frozen[0]; k != seen[len(seen)-1] {
+		t.Errorf("resumed after %d; the job was frozen for the dump after %d", k, seen[len(seen)-1])
 	}
 	for i, v := range resumed {
 		if v != k+1+i {

@@ -184,6 +184,7 @@ func dump(ctx context.Context, c *libcontainer.Container, opts DumpOptions, pre 
 	continued := make(chan []stoppedProcess, 1)
 	start := time.Now()
 	loopbackOnly := opts.LoopbackOnly
+	frozen := frozenHook(ctx)
 	w := watchdog{
 		workDir: opts.WorkDir, log: "dump.log",
 		timeout: opts.Timeout, grace: opts.Grace,
@@ -197,6 +198,9 @@ func dump(ctx context.Context, c *libcontainer.Container, opts DumpOptions, pre 
 		continued <- stopped
 		if err != nil {
 			return err
+		}
+		if frozen != nil && paused && !pre {
+			frozen()
 		}
 		// Frozen, the job opens no socket before CRIU looks.
 		inet, tcp, err := inetSockets(c)

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // Store keeps the latest good packed image of each job, on the submit
@@ -127,6 +129,21 @@ func (s *Store) Info(job string) (*Result, error) {
 		return nil, fmt.Errorf("image store: %s: %w", job, err)
 	}
 	return res, nil
+}
+
+// Stamp names job's current image as a file: a new image, put in its
+// place, has another stamp. What the submit side keeps beside an image
+// records it, to be used with that image only.
+func (s *Store) Stamp(job string) (string, error) {
+	p, err := s.path(job)
+	if err != nil {
+		return "", err
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(p, &st); err != nil {
+		return "", fmt.Errorf("image store: %s: %w", job, err)
+	}
+	return fmt.Sprintf("%d:%d:%d.%09d", st.Ino, st.Size, st.Mtim.Sec, st.Mtim.Nsec), nil
 }
 
 // Remove deletes job's image; a job without one is not an error.

@@ -90,6 +90,11 @@ func (v *service) PutCheckpoint(stream wire.Shadow_PutCheckpointServer) error {
 	ev := Event{Type: EventCheckpointed, ImageBytes: m.Size(), StoredBytes: r.n}
 	if info != nil {
 		ev.FrozenSeconds, ev.DumpSeconds, ev.Vacate = info.FrozenSeconds, info.DumpSeconds, info.Vacate
+	} else {
+		info = &wire.CheckpointInfo{}
+	}
+	if err := s.markOutput(store, info); err != nil {
+		s.logger.Warn("keep where the job's output ended at its checkpoint", "err", err)
 	}
 	s.events(ev)
 	return stream.SendAndClose(&wire.PutCheckpointReply{StoredBytes: r.n})

@@ -150,10 +150,22 @@ func (x *session) handle(msg *wire.StarterMessage) bool {
 		// The job's first output follows this message: a job that starts
 		// afresh after a failed restore writes its output anew, not after
 		// the lines its previous run wrote.
-		if x.appending && !b.Started.Restored {
+		switch {
+		case x.appending && !b.Started.Restored:
 			if err := x.out.truncate(); err != nil {
 				s.logger.Warn("truncate job output for a fresh start", "err", err)
 			}
+		case b.Started.Restored:
+			if err := s.rollBackOutput(x.out); err != nil {
+				s.logger.Warn("cut the job's output back to its checkpoint", "err", err)
+			}
+		}
+		if base, err := x.out.base(); err != nil {
+			s.logger.Warn("the job's output files", "err", err)
+		} else {
+			s.mu.Lock()
+			s.outBase = base
+			s.mu.Unlock()
 		}
 		s.events(Event{Type: EventExecuting, Host: x.host, RestoreSeconds: b.Started.RestoreSeconds,
 			Restored: b.Started.Restored, RestoreFailure: b.Started.RestoreFailure})

@@ -60,6 +60,10 @@ type Shadow struct {
 	ckpt       chan bool   // a checkpoint request (true: vacate); buffered 1
 	suspend    chan bool   // the owner's suspend (false) and continue (true), in order
 	done       chan Event  // the final event of the run
+	// outBase is how long the output files were when the job started:
+	// a checkpoint's count of its output is from there (nil: this
+	// shadow did not see the job start).
+	outBase *outputBase
 
 	// shells are the processes started in the job for its owner;
 	// shellOpens carries the requests for new ones to the starter.

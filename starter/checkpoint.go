@@ -50,6 +50,9 @@ type checkpoints struct {
 	// image is the container image the job runs in, which its images
 	// name (see imageRecordName); nil: the machine's own root.
 	image *heldImage
+	// output counts what the job has written of its streamed output,
+	// which each image's information carries; nil: not counted.
+	output *outputCount
 }
 
 // sealFor returns the seal of the job's images: the pool's key from the
@@ -96,11 +99,27 @@ func (c *checkpoints) take(ctx context.Context, job Job, vacate bool) error {
 	}
 	defer area.remove(c.logger)
 	dir := area.image()
+	// How much output the job had written at the moment of its image:
+	// counted while it is frozen for the dump, or, where the dump did
+	// not freeze it itself, as soon after as can be (a little output
+	// written since is then counted too, and written again after a
+	// restore; none is left out).
+	var out outputAt
+	if c.output != nil {
+		ctx = checkpoint.WithFrozen(ctx, func() { out.set(c.output.at()) })
+	}
 	stats, err := cp.Checkpoint(ctx, dir, !vacate)
 	if err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	c.logger.Info("checkpoint dumped", "vacate", vacate, "frozen", stats.Frozen, "dump", stats.Dump)
+	info := &wire.CheckpointInfo{FrozenSeconds: stats.Frozen.Seconds(), DumpSeconds: stats.Dump.Seconds(),
+		ImageBytes: stats.ImageBytes, Vacate: vacate}
+	if c.output != nil {
+		if !out.get(&info.StdoutBytes, &info.StderrBytes) {
+			info.StdoutBytes, info.StderrBytes = c.output.at()
+		}
+	}
 	// Everything the job wrote before the dump froze it, and perhaps a
 	// little after, which a job restored from it would write again.
 	if c.syncFiles != nil {
@@ -117,7 +136,7 @@ func (c *checkpoints) take(ctx context.Context, job Job, vacate bool) error {
 		}
 	}
 	began, cpu := time.Now(), processCPU()
-	if err := c.upload(ctx, dir, stats, vacate); err != nil {
+	if err := c.upload(ctx, dir, info); err != nil {
 		return fmt.Errorf("send checkpoint to the shadow: %w", err)
 	}
 	c.logger.Info("checkpoint sent", "vacate", vacate, "frozen", stats.Frozen, "image_bytes", stats.ImageBytes,
@@ -125,8 +144,9 @@ func (c *checkpoints) take(ctx context.Context, job Job, vacate bool) error {
 	return nil
 }
 
-// upload packs the image in dir and streams it to the shadow.
-func (c *checkpoints) upload(ctx context.Context, dir string, stats CheckpointStats, vacate bool) error {
+// upload packs the image in dir and streams it to the shadow, info with
+// its first chunk.
+func (c *checkpoints) upload(ctx context.Context, dir string, info *wire.CheckpointInfo) error {
 	// Cancelled on a failure, the call ends with an error at the shadow
 	// too, which keeps the previous image.
 	ctx, cancel := context.WithCancel(ctx)
@@ -135,9 +155,7 @@ func (c *checkpoints) upload(ctx context.Context, dir string, stats CheckpointSt
 	if err != nil {
 		return err
 	}
-	w := &chunkSender{stream: stream, buf: make([]byte, 0, chunkSize), first: &wire.CheckpointChunk{Secret: c.secret,
-		Info: &wire.CheckpointInfo{FrozenSeconds: stats.Frozen.Seconds(), DumpSeconds: stats.Dump.Seconds(),
-			ImageBytes: stats.ImageBytes, Vacate: vacate}}}
+	w := &chunkSender{stream: stream, buf: make([]byte, 0, chunkSize), first: &wire.CheckpointChunk{Secret: c.secret, Info: info}}
 	_, err = checkpoint.Pack(w, dir, c.seal)
 	if err == nil {
 		err = w.flush()

@@ -114,6 +114,7 @@ type execution struct {
 	stopping stopping
 	send     *sender
 	spool    *outputSpool // nil: the job's output is streamed
+	out      *outputCount // what of it the job has written, streamed
 	kills    <-chan stopRequest
 	controls <-chan control
 	ck       checkpointing
@@ -181,13 +182,17 @@ func (e *execution) runOnce(ctx context.Context, first bool) (waited, error) {
 	}
 	copied := make(chan struct{}, 2)
 	_, restored := e.job.(Restored)
-	for fd, r := range map[int32]io.Reader{1: stdoutR, 2: stderrR} {
+	for fd, r := range map[int32]*os.File{1: stdoutR, 2: stderrR} {
 		// A job that starts from its beginning writes its output anew.
 		spool, err := e.spool.open(int(fd), first && !restored)
 		if err != nil {
 			e.logger.Warn("keep the job's output in its scratch directory; streaming it instead", "err", err)
 		}
-		go pump(r, fd, e.send, spool, copied)
+		var from io.Reader = r
+		if spool == nil && e.out != nil {
+			from = e.out.reader(int(fd), r)
+		}
+		go pump(from, fd, e.send, spool, copied)
 	}
 	done := make(chan waited, 1)
 	go func() {

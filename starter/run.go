@@ -87,8 +87,9 @@ func (s *Starter) executeJob(ctx context.Context, conn grpc.ClientConnInterface,
 	if n, _ := job.EvalInt("NumCkpts"); n > 0 {
 		start = s.restoreOrStart(ck, job, fresh, hasFiles, xfer, logger)
 	}
+	ck.output = &outputCount{}
 	e := &execution{start: start, restart: s.runner.Start, task: task, stopping: stop, send: send,
-		spool: spoolFor(job, xfer, s.spec.ScratchDir), kills: kills,
+		spool: spoolFor(job, xfer, s.spec.ScratchDir), out: ck.output, kills: kills,
 		controls: s.controls, ck: policy, self: self, shellOpens: shellOpens, shells: newShells(client, s.spec.Secret, logger),
 		logger: logger}
 	x, err := e.run(ctx)

@@ -1964,7 +1964,14 @@ type CheckpointInfo struct {
 	// Size of the image before compression.
 	ImageBytes int64 `protobuf:"varint,3,opt,name=image_bytes,json=imageBytes,proto3" json:"image_bytes,omitempty"`
 	// The job was stopped by this checkpoint (a vacate), not left running.
-	Vacate        bool `protobuf:"varint,4,opt,name=vacate,proto3" json:"vacate,omitempty"`
+	Vacate bool `protobuf:"varint,4,opt,name=vacate,proto3" json:"vacate,omitempty"`
+	// How many bytes of standard output and error the job had written
+	// through the starter's pipes in this session when it was checkpointed
+	// (perhaps a few more, never fewer): a job restored from the image
+	// writes again what came after. Absent where the output is not
+	// streamed to the shadow.
+	StdoutBytes   *int64 `protobuf:"varint,5,opt,name=stdout_bytes,json=stdoutBytes,proto3,oneof" json:"stdout_bytes,omitempty"`
+	StderrBytes   *int64 `protobuf:"varint,6,opt,name=stderr_bytes,json=stderrBytes,proto3,oneof" json:"stderr_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2025,6 +2032,20 @@ func (x *CheckpointInfo) GetVacate() bool {
 		return x.Vacate
 	}
 	return false
+}
+
+func (x *CheckpointInfo) GetStdoutBytes() int64 {
+	if x != nil && x.StdoutBytes != nil {
+		return *x.StdoutBytes
+	}
+	return 0
+}
+
+func (x *CheckpointInfo) GetStderrBytes() int64 {
+	if x != nil && x.StderrBytes != nil {
+		return *x.StderrBytes
+	}
+	return 0
 }
 
 type PutCheckpointReply struct {
@@ -3966,13 +3987,17 @@ const file_harrier_v1_harrier_proto_rawDesc = "" +
 	"\x0fCheckpointChunk\x12\x16\n" +
 	"\x06secret\x18\x01 \x01(\tR\x06secret\x12.\n" +
 	"\x04info\x18\x02 \x01(\v2\x1a.harrier.v1.CheckpointInfoR\x04info\x12\x12\n" +
-	"\x04data\x18\x03 \x01(\fR\x04data\"\x93\x01\n" +
+	"\x04data\x18\x03 \x01(\fR\x04data\"\x85\x02\n" +
 	"\x0eCheckpointInfo\x12%\n" +
 	"\x0efrozen_seconds\x18\x01 \x01(\x01R\rfrozenSeconds\x12!\n" +
 	"\fdump_seconds\x18\x02 \x01(\x01R\vdumpSeconds\x12\x1f\n" +
 	"\vimage_bytes\x18\x03 \x01(\x03R\n" +
 	"imageBytes\x12\x16\n" +
-	"\x06vacate\x18\x04 \x01(\bR\x06vacate\"7\n" +
+	"\x06vacate\x18\x04 \x01(\bR\x06vacate\x12&\n" +
+	"\fstdout_bytes\x18\x05 \x01(\x03H\x00R\vstdoutBytes\x88\x01\x01\x12&\n" +
+	"\fstderr_bytes\x18\x06 \x01(\x03H\x01R\vstderrBytes\x88\x01\x01B\x0f\n" +
+	"\r_stdout_bytesB\x0f\n" +
+	"\r_stderr_bytes\"7\n" +
 	"\x12PutCheckpointReply\x12!\n" +
 	"\fstored_bytes\x18\x01 \x01(\x03R\vstoredBytes\".\n" +
 	"\x14GetCheckpointRequest\x12\x16\n" +
@@ -4276,6 +4301,7 @@ func file_harrier_v1_harrier_proto_init() {
 	if File_harrier_v1_harrier_proto != nil {
 		return
 	}
+	file_harrier_v1_harrier_proto_msgTypes[33].OneofWrappers = []any{}
 	file_harrier_v1_harrier_proto_msgTypes[36].OneofWrappers = []any{
 		(*StarterMessage_Hello)(nil),
 		(*StarterMessage_Output)(nil),

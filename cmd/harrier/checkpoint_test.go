@@ -145,13 +145,15 @@ func TestResumeFromLastCheckpoint(t *testing.T) {
 		}
 		writeFile(t, filepath.Join(dir, f), string(b), 0o755)
 	}
-	c := p.submit(t, dir, "count.sub", "executable = count.sh\narguments = 400\ncheckpoint_interval = 1\noutput = count.out\nqueue\n")
+	c := p.submit(t, dir, "count.sub", "executable = count.sh\narguments = 400\ncheckpoint_interval = 3\noutput = count.out\nqueue\n")
 	id := fmt.Sprintf("%d.0", c)
 	eventually(t, 60*time.Second, "two checkpoints", func() bool {
 		ads := p.jobs(t, "q", id)
 		n, _ := ads[0]["NumCkpts"].(float64)
 		return n >= 2
 	})
+	// Halfway to the next checkpoint: the job has printed lines since.
+	time.Sleep(1500 * time.Millisecond)
 	before := len(counts(t, dir))
 	// The starter dies (SIGKILL, as if its machine crashed).
 	killStarters(t, p)
@@ -173,9 +175,16 @@ func TestResumeFromLastCheckpoint(t *testing.T) {
 	if starts, _ := p.jobs(t, "q", id)[0]["NumJobStarts"].(float64); starts < 2 {
 		t.Fatalf("the job ran %v times; it should have run again after its starter was killed", starts)
 	}
-	// The restored job appends to its output.
+	// The restored job appends to its output, from where the output
+	// was at its checkpoint: what the killed run printed after it is
+	// not there twice.
 	if out := outputLines(t, dir); len(out) == 0 || !strings.HasPrefix(out[0], "count 1 ") {
 		t.Fatalf("after the restore count.out should still begin with the first run's lines: %q", out)
+	}
+	for i, l := range outputLines(t, dir) {
+		if !strings.HasPrefix(l, fmt.Sprintf("count %d ", i+1)) {
+			t.Fatalf("count.out after the restore: line %d is %q, want count %d:\n%s", i+1, l, i+1, mustRead(t, filepath.Join(dir, "count.out")))
+		}
 	}
 
 	// Corrupt the stored image: the next restore refuses it and the job
