@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -99,26 +100,41 @@ func (c *checkpoints) take(ctx context.Context, job Job, vacate bool) error {
 	}
 	defer area.remove(c.logger)
 	dir := area.image()
-	// How much output the job had written at the moment of its image:
-	// counted while it is frozen for the dump, or, where the dump did
-	// not freeze it itself, as soon after as can be (a little output
+	// What else the image must agree with is taken at its moment, while
+	// the dump has the job frozen: how much output the job had written,
+	// and (unless the dump ends the job, after which nothing changes)
+	// its scratch directory. Where the dump did not freeze the job
+	// itself, they are taken as soon after as can be: a little output
 	// written since is then counted too, and written again after a
-	// restore; none is left out).
-	var out outputAt
-	if c.output != nil {
-		ctx = checkpoint.WithFrozen(ctx, func() { out.set(c.output.at()) })
-	}
+	// restore; none is left out.
+	var at frozenState
+	ctx = checkpoint.WithFrozen(ctx, func() {
+		began := time.Now()
+		at.mu.Lock()
+		defer at.mu.Unlock()
+		defer func() { at.took = time.Since(began) }()
+		at.taken = true
+		if c.output != nil {
+			at.stdout, at.stderr = c.output.at()
+		}
+		if !vacate {
+			at.archived = true
+			at.archiveErr = c.archiveScratch(ctx, dir)
+		}
+	})
 	stats, err := cp.Checkpoint(ctx, dir, !vacate)
 	if err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
-	c.logger.Info("checkpoint dumped", "vacate", vacate, "frozen", stats.Frozen, "dump", stats.Dump)
+	at.mu.Lock()
+	stats.Frozen += at.took // before CRIU, which counts its own
 	info := &wire.CheckpointInfo{FrozenSeconds: stats.Frozen.Seconds(), DumpSeconds: stats.Dump.Seconds(),
-		ImageBytes: stats.ImageBytes, Vacate: vacate}
-	if c.output != nil {
-		if !out.get(&info.StdoutBytes, &info.StderrBytes) {
-			info.StdoutBytes, info.StderrBytes = c.output.at()
-		}
+		ImageBytes: stats.ImageBytes, Vacate: vacate, StdoutBytes: at.stdout, StderrBytes: at.stderr}
+	taken, archived, archiveErr := at.taken, at.archived, at.archiveErr
+	at.mu.Unlock()
+	c.logger.Info("checkpoint dumped", "vacate", vacate, "frozen", stats.Frozen, "dump", stats.Dump)
+	if !taken && c.output != nil {
+		info.StdoutBytes, info.StderrBytes = c.output.at()
 	}
 	// Everything the job wrote before the dump froze it, and perhaps a
 	// little after, which a job restored from it would write again.
@@ -127,8 +143,11 @@ func (c *checkpoints) take(ctx context.Context, job Job, vacate bool) error {
 			return fmt.Errorf("bring the job's writes to the submit side: %w", err)
 		}
 	}
-	if err := c.archiveScratch(ctx, dir); err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
+	if !archived {
+		archiveErr = c.archiveScratch(ctx, dir)
+	}
+	if archiveErr != nil {
+		return fmt.Errorf("checkpoint: %w", archiveErr)
 	}
 	if c.image != nil {
 		if err := c.image.record(dir); err != nil {
@@ -142,6 +161,17 @@ func (c *checkpoints) take(ctx context.Context, job Job, vacate bool) error {
 	c.logger.Info("checkpoint sent", "vacate", vacate, "frozen", stats.Frozen, "image_bytes", stats.ImageBytes,
 		"pre_dumps", stats.PreDumps, "pre_dump_time", stats.PreDump, "took", time.Since(began), "cpu", processCPU()-cpu)
 	return nil
+}
+
+// frozenState is what a checkpoint took while the dump had the job
+// frozen, set from the dump's goroutine.
+type frozenState struct {
+	mu             sync.Mutex
+	taken          bool
+	stdout, stderr *int64
+	archived       bool // the scratch directory, into the image
+	archiveErr     error
+	took           time.Duration
 }
 
 // upload packs the image in dir and streams it to the shadow, info with

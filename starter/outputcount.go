@@ -106,27 +106,3 @@ func (p *countedPipe) Read(b []byte) (int, error) {
 	}
 	return n, nil
 }
-
-// outputAt is what at returned at a checkpoint's freeze, set from the
-// dump's goroutine.
-type outputAt struct {
-	mu             sync.Mutex
-	taken          bool
-	stdout, stderr *int64
-}
-
-func (a *outputAt) set(stdout, stderr *int64) {
-	a.mu.Lock()
-	a.taken, a.stdout, a.stderr = true, stdout, stderr
-	a.mu.Unlock()
-}
-
-// get stores what was set, if anything was, and reports whether.
-func (a *outputAt) get(stdout, stderr **int64) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.taken {
-		*stdout, *stderr = a.stdout, a.stderr
-	}
-	return a.taken
-}

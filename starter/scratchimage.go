@@ -23,8 +23,12 @@ import (
 // replacing whatever the directory holds, just before the restore; what
 // the runner keeps there itself (a container's image root, see
 // ScratchKeeper) is left out. A vacate's archive is made once the dump
-// has ended the job, so it is the directory exactly as the image left
-// it; a periodic checkpoint's just after the dump, while the job runs on.
+// has ended the job; a checkpoint that leaves the job running makes it
+// while the dump has the job frozen (checkpoint.WithFrozen), which the
+// job then is for longer. Either way it is the directory as the image
+// has it: a job restored after a crash finds its files as its memory
+// knows them (a database's pages, an appended log's end), not as the
+// lost run left them.
 
 // scratchArchive is the name of the scratch directory's archive in an
 // image. CRIU reads only the files it knows.

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -290,6 +291,68 @@ queue
 	}
 	if _, err := os.Stat(filepath.Join(p.dir, "spool", "checkpoints", owner.Username, id+".xfer")); !os.IsNotExist(err) {
 		t.Errorf("the intermediate files outlived the job: %v", err)
+	}
+}
+
+// TestTransferResumeScratchAtCheckpoint kills the starter of a job with
+// transferred files between two of its periodic checkpoints, as a crash
+// of its machine would: restored from the last one, the job finds its
+// scratch directory as its memory knows it. Its file, appended to as
+// fast as a shell can, runs on from the checkpoint's last line, with
+// none twice: the directory was archived while the dump had the job
+// frozen, not once it ran on.
+func TestTransferResumeScratchAtCheckpoint(t *testing.T) {
+	bin := publicBinary(t)
+	p := startPoolFrom(t, bin, 1, "")
+	owner := newUser(t)
+	uid, gid := lookupIDs(t, owner.Username)
+	dir := filepath.Join(owner.HomeDir, "fast")
+	writeFile(t, filepath.Join(dir, "append.sh"), `#!/bin/bash
+exec 3>>lines.txt
+i=0
+while [ "$SECONDS" -lt 16 ]; do
+	i=$((i + 1))
+	echo "$i" >&3
+done
+echo "wrote $i"
+`, 0o755)
+	chownAll(t, dir, uid, gid)
+	c := p.submitAs(t, owner.Username, dir, "append.sub", `executable = append.sh
+should_transfer_files = YES
+checkpoint_interval = 3
+output = append.out
+log = append.log
+queue
+`)
+	id := fmt.Sprintf("%d.0", c)
+	eventually(t, 90*time.Second, "two checkpoints", func() bool {
+		ads := p.jobs(t, "q", id)
+		if len(ads) == 0 {
+			t.Fatalf("the job ended before two checkpoints: %v", p.historyAd(t, id))
+		}
+		n, _ := ads[0]["NumCkpts"].(float64)
+		return n >= 2
+	})
+	time.Sleep(1500 * time.Millisecond) // halfway to the next one
+	killStarters(t, p)
+	if o, code := p.harrier(t, "wait", "--timeout", "120", id); code != 0 {
+		t.Fatalf("wait: exit %d: %s", code, o)
+	}
+	if h := p.historyAd(t, id); h["NumRestores"] != 1.0 {
+		t.Fatalf("NumRestores %v, want 1: the job was not restored after its starter died", h["NumRestores"])
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "lines.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	for i, l := range lines {
+		if l != strconv.Itoa(i+1) {
+			t.Fatalf("lines.txt: line %d is %q (of %d lines): the restored job found its file as the lost run left it", i+1, l, len(lines))
+		}
+	}
+	if out := mustRead(t, filepath.Join(dir, "append.out")); out != fmt.Sprintf("wrote %d\n", len(lines)) {
+		t.Errorf("append.out: %q, want the count of %d lines", out, len(lines))
 	}
 }
 
