@@ -118,7 +118,6 @@ func (c *checkpoints) take(ctx context.Context, job Job, vacate bool) error {
 			at.stdout, at.stderr = c.output.at()
 		}
 		if !vacate {
-			at.archived = true
 			at.archiveErr = c.archiveScratch(ctx, dir)
 		}
 	})
@@ -130,7 +129,7 @@ func (c *checkpoints) take(ctx context.Context, job Job, vacate bool) error {
 	stats.Frozen += at.took // before CRIU, which counts its own
 	info := &wire.CheckpointInfo{FrozenSeconds: stats.Frozen.Seconds(), DumpSeconds: stats.Dump.Seconds(),
 		ImageBytes: stats.ImageBytes, Vacate: vacate, StdoutBytes: at.stdout, StderrBytes: at.stderr}
-	taken, archived, archiveErr := at.taken, at.archived, at.archiveErr
+	taken, archiveErr := at.taken, at.archiveErr
 	at.mu.Unlock()
 	c.logger.Info("checkpoint dumped", "vacate", vacate, "frozen", stats.Frozen, "dump", stats.Dump)
 	if !taken && c.output != nil {
@@ -143,7 +142,7 @@ func (c *checkpoints) take(ctx context.Context, job Job, vacate bool) error {
 			return fmt.Errorf("bring the job's writes to the submit side: %w", err)
 		}
 	}
-	if !archived {
+	if !taken || vacate {
 		archiveErr = c.archiveScratch(ctx, dir)
 	}
 	if archiveErr != nil {
@@ -169,8 +168,7 @@ type frozenState struct {
 	mu             sync.Mutex
 	taken          bool
 	stdout, stderr *int64
-	archived       bool // the scratch directory, into the image
-	archiveErr     error
+	archiveErr     error // of the scratch directory's archive, unless a vacate
 	took           time.Duration
 }
 
