@@ -430,6 +430,23 @@ func TestJobHeldByItsShadow(t *testing.T) {
 	p.await(id, "JobStatus == 1")
 }
 
+// TestShadowOnOneProcessor: a shadow's Go runtime gets one processor, not
+// the submit machine's all.
+func TestShadowOnOneProcessor(t *testing.T) {
+	t.Setenv("GOMAXPROCS", "")
+	os.Unsetenv("GOMAXPROCS")
+	p := newPool(t, readyShadow+`echo '{"type":"hold","reason":"procs='"$GOMAXPROCS"'","code":6}'
+`+drain, &fakeStartd{})
+	id := p.submit()
+	if err := p.match(id); err != nil {
+		t.Fatal(err)
+	}
+	ad, _ := p.await(id, "JobStatus == 5")
+	if r, _ := ad.EvalString("HoldReason"); r != "procs=1" {
+		t.Errorf("the shadow's GOMAXPROCS: %q, want procs=1", r)
+	}
+}
+
 // TestRunningJobRemoved: a removal reaches the running job's shadow, and
 // the job leaves the queue once the shadow reports it stopped.
 func TestRunningJobRemoved(t *testing.T) {

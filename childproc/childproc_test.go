@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"os"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -109,4 +112,30 @@ func FuzzReceive(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestEnvSizesTheRuntime(t *testing.T) {
+	t.Setenv("GOMAXPROCS", "") // restored after the test
+	os.Unsetenv("GOMAXPROCS")
+	for _, c := range []struct{ procs, want int }{{0, 1}, {1, 1}, {runtime.NumCPU() + 4, runtime.NumCPU()}} {
+		env := Env(c.procs)
+		if got := env[len(env)-1]; got != "GOMAXPROCS="+strconv.Itoa(c.want) {
+			t.Errorf("Env(%d) ends with %q, want GOMAXPROCS=%d", c.procs, got, c.want)
+		}
+	}
+	// The administrator's setting wins.
+	t.Setenv("GOMAXPROCS", "3")
+	env := Env(1)
+	n := 0
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "GOMAXPROCS=") {
+			n++
+			if kv != "GOMAXPROCS=3" {
+				t.Errorf("Env(1) has %q with the parent's GOMAXPROCS=3", kv)
+			}
+		}
+	}
+	if n != 1 {
+		t.Errorf("Env(1) has %d GOMAXPROCS settings, want the parent's one", n)
+	}
 }

@@ -307,6 +307,7 @@ func (s *Startd) reserveActivation(ctx context.Context, req *wire.ActivateClaimR
 		CAFile:            s.cfg.CAFile,
 		Sandbox:           s.cfg.Sandbox,
 		ScratchLimitKB:    max(scratchLimit, 0),
+		Cpus:              have.cpus,
 		MachineCpus:       int64(m.cpus),
 		Cpuset:            s.pin(sl, have.cpus),
 		CheckpointKeyFile: s.cfg.CheckpointKeyFile,

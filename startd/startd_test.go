@@ -317,7 +317,7 @@ func TestClaimLifecycle(t *testing.T) {
 	spec := first.Job
 	want := starter.Spec{Slot: slot, Host: "exec1", ClaimID: "c1", JobAd: jobAd, ShadowAddr: "10.0.0.1:9", ShadowFingerprint: "f1", Secret: "s3cret",
 		ScratchDir: cwd, Reusable: true, CertFile: "/pool/exec1.crt", KeyFile: "/pool/exec1.key", CAFile: "/pool/ca.crt",
-		MachineCpus: int64(runtime.NumCPU())}
+		Cpus: adInt(t, ad, "Cpus"), MachineCpus: int64(runtime.NumCPU())}
 	// Without SCRATCH_LIMIT every job is held to its slot's share of
 	// the free disk.
 	if disk := adInt(t, ad, "Disk"); spec.ScratchLimitKB <= 0 || spec.ScratchLimitKB > 2*disk || 2*spec.ScratchLimitKB < disk {

@@ -99,6 +99,7 @@ func newStarterProc(argv []string, executeDir, slot string, spec starter.Spec) (
 	}
 	defer log.Close() // the starter has its own copy
 	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = childproc.Env(int(spec.Cpus))
 	cmd.Dir = spec.ScratchDir
 	cmd.Stderr = log
 	// Its own process group, so that a kill reaches the job under it too.

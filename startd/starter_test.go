@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -345,5 +346,31 @@ func TestKillFreesAStarterStuckOnItsMount(t *testing.T) {
 	}
 	if err := fusectl.Abort(mnt); !errors.Is(err, fusectl.ErrNotMounted) {
 		t.Errorf("the starter's mount after its end: %v", err)
+	}
+}
+
+// TestStarterRuntimeSizedToSlot: a starter's Go runtime gets its slot's
+// CPUs (at least one), not the whole machine's.
+func TestStarterRuntimeSizedToSlot(t *testing.T) {
+	t.Setenv("GOMAXPROCS", "")
+	os.Unsetenv("GOMAXPROCS")
+	for _, c := range []struct {
+		cpus int64
+		want int
+	}{{0, 1}, {1, 1}, {int64(runtime.NumCPU()), runtime.NumCPU()}} {
+		dir := t.TempDir()
+		argv := []string{"/bin/sh", "-c", `echo "procs=$GOMAXPROCS ready" >&2; cat >/dev/null`}
+		r, err := startStarter(argv, nil, dir, "slot1", starter.Spec{JobAd: "[]", Cpus: c.cpus})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go r.wait()
+		logPath := filepath.Join(dir, "starter.slot1.log")
+		waitReady(t, logPath)
+		r.kill(50 * time.Millisecond)
+		b, _ := os.ReadFile(logPath)
+		if want := fmt.Sprintf("procs=%d ready", c.want); !bytes.Contains(b, []byte(want)) {
+			t.Errorf("slot of %d CPUs: the starter logged %q, want %q", c.cpus, b, want)
+		}
 	}
 }

@@ -34,6 +34,9 @@ type Spec struct {
 	// Cpuset, when set, is the cores the job is pinned to, its slot's
 	// own (ASSIGN_CPU_AFFINITY), in the kernel's list format ("0-1,4").
 	Cpuset string `json:"cpuset,omitempty"`
+	// Cpus is the slot's CPUs. The startd sizes the starter's Go runtime
+	// to them (childproc.Env): the starter works for the slot's jobs alone.
+	Cpus int64 `json:"cpus,omitempty"`
 	// MachineCpus is the number of CPUs the execute machine advertises
 	// (NUM_CPUS may set more than the hardware has); 0: the hardware's.
 	MachineCpus int64 `json:"machine_cpus,omitempty"`
