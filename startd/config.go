@@ -92,6 +92,10 @@ type Config struct {
 	AdvertiseInterval time.Duration
 	// StarterCommand is the argv that runs a starter (required).
 	StarterCommand []string
+	// ThreadEnvVars are the environment variables set, in every job's
+	// environment, to the processors its slot has
+	// (STARTER_NUM_THREADS_ENV_VARS; see DefaultThreadEnvVars).
+	ThreadEnvVars []string
 	// Metrics is where the startd registers its metrics (its slots, the
 	// jobs it starts and the calls it serves); nil keeps them
 	// unregistered.
@@ -129,6 +133,13 @@ type Config struct {
 	// job's user, for its URLs of the scheme.
 	TransferPlugins []string
 }
+
+// DefaultThreadEnvVars are HTCondor's STARTER_NUM_THREADS_ENV_VARS: the
+// variables that OpenMP, MKL, OpenBLAS, NumExpr, Julia, Go, Python, ROOT,
+// TensorFlow and Cuba read for how many threads to run.
+var DefaultThreadEnvVars = []string{"CUBACORES", "GOMAXPROCS", "JULIA_NUM_THREADS", "MKL_NUM_THREADS",
+	"NUMEXPR_NUM_THREADS", "OMP_NUM_THREADS", "OMP_THREAD_LIMIT", "OPENBLAS_NUM_THREADS", "PYTHON_CPU_COUNT",
+	"ROOT_MAX_THREADS", "TF_LOOP_PARALLEL_ITERATIONS", "TF_NUM_THREADS"}
 
 // A SlotType is one kind of slot of the machine.
 type SlotType struct {

@@ -41,6 +41,7 @@ func (s *Startd) Reconfigure(cfg Config) (restart []string, err error) {
 	s.cfg.PollingInterval = next.PollingInterval
 	s.cfg.ClaimLease = next.ClaimLease
 	s.cfg.ScratchLimitKB = next.ScratchLimitKB
+	s.cfg.ThreadEnvVars = next.ThreadEnvVars
 	s.mu.Unlock()
 	s.log.Info("reconfigured", "start", next.Start, "polling_interval", next.PollingInterval, "claim_lease", next.ClaimLease)
 	s.notify() // the ads show the new policy

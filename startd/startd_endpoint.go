@@ -285,11 +285,13 @@ func (s *Startd) reserveActivation(ctx context.Context, req *wire.ActivateClaimR
 	if idle.activating {
 		return nil, nil, starter.Spec{}, nil, status.Errorf(codes.FailedPrecondition, "activate claim: %s is already starting a job", sl.name)
 	}
-	if !machineAd(s.adc, m, sl.view(s.slots), now).EvalExpr(s.adc.policy.start, job).IsTrue() {
+	view := sl.view(s.slots)
+	slotAd := machineAd(s.adc, m, view, now)
+	if !slotAd.EvalExpr(s.adc.policy.start, job).IsTrue() {
 		return nil, nil, starter.Spec{}, nil, status.Errorf(codes.FailedPrecondition, "activate claim: the machine's START expression is not true for job %s", jobID(job))
 	}
 	sl.renewed = now
-	have, _ := sl.view(s.slots).resources(m, s.adc.numSlots)
+	have, _ := view.resources(m, s.adc.numSlots)
 	scratchLimit := s.cfg.ScratchLimitKB
 	if scratchLimit == 0 {
 		scratchLimit = have.diskKiB
@@ -299,6 +301,7 @@ func (s *Startd) reserveActivation(ctx context.Context, req *wire.ActivateClaimR
 		Host:              s.cfg.Name,
 		ClaimID:           c.id,
 		JobAd:             req.JobAd,
+		MachineAd:         slotAd.String(),
 		ShadowAddr:        req.ShadowAddr,
 		ShadowFingerprint: req.ShadowFingerprint,
 		Secret:            req.Secret,
@@ -308,6 +311,7 @@ func (s *Startd) reserveActivation(ctx context.Context, req *wire.ActivateClaimR
 		Sandbox:           s.cfg.Sandbox,
 		ScratchLimitKB:    max(scratchLimit, 0),
 		Cpus:              have.cpus,
+		ThreadEnvVars:     s.cfg.ThreadEnvVars,
 		MachineCpus:       int64(m.cpus),
 		Cpuset:            s.pin(sl, have.cpus),
 		CheckpointKeyFile: s.cfg.CheckpointKeyFile,

@@ -324,6 +324,11 @@ func TestClaimLifecycle(t *testing.T) {
 		t.Errorf("scratch limit %d KiB, want about the slot's Disk %d KiB", spec.ScratchLimitKB, disk)
 	}
 	want.ScratchLimitKB = spec.ScratchLimitKB
+	// The job finds its slot's ad as it starts.
+	if m, err := classad.Parse(spec.MachineAd); err != nil || adString(t, m, "Name") != slot || adInt(t, m, "Cpus") != want.Cpus {
+		t.Errorf("the job's machine ad: %v, %s", err, spec.MachineAd)
+	}
+	want.MachineAd = spec.MachineAd
 	if !reflect.DeepEqual(*spec, want) {
 		t.Errorf("starter spec\n got %+v\nwant %+v", *spec, want)
 	}

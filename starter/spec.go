@@ -13,6 +13,9 @@ type Spec struct {
 	ClaimID string `json:"claim_id"`
 	// JobAd is the job's ad in new ClassAd syntax, as the agent sent it.
 	JobAd string `json:"job_ad"`
+	// MachineAd is the slot's ad as the job starts, in new ClassAd
+	// syntax: the job finds it in its scratch directory (MachineAdFile).
+	MachineAd string `json:"machine_ad,omitempty"`
 	// ShadowAddr and Secret are how the starter finds and proves itself to
 	// the job's shadow; ShadowFingerprint is the SHA-256 of the shadow's
 	// session certificate, the only one the starter accepts (a shadow has
@@ -35,8 +38,13 @@ type Spec struct {
 	// own (ASSIGN_CPU_AFFINITY), in the kernel's list format ("0-1,4").
 	Cpuset string `json:"cpuset,omitempty"`
 	// Cpus is the slot's CPUs. The startd sizes the starter's Go runtime
-	// to them (childproc.Env): the starter works for the slot's jobs alone.
+	// to them (childproc.Env): the starter works for the slot's jobs
+	// alone. The job's ThreadEnvVars say them to it.
 	Cpus int64 `json:"cpus,omitempty"`
+	// ThreadEnvVars are the environment variables that tell a job's
+	// libraries (OpenMP, MKL, Go, ...) how many processors it has
+	// (STARTER_NUM_THREADS_ENV_VARS).
+	ThreadEnvVars []string `json:"thread_env_vars,omitempty"`
 	// MachineCpus is the number of CPUs the execute machine advertises
 	// (NUM_CPUS may set more than the hardware has); 0: the hardware's.
 	MachineCpus int64 `json:"machine_cpus,omitempty"`

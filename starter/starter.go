@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"google.golang.org/grpc"
@@ -258,9 +259,13 @@ func (s *Starter) prepare(ctx context.Context, client wire.ShadowClient, job *cl
 	if r, ok := s.runner.(ScratchRelocator); ok {
 		scratch = r.JobScratchDir()
 	}
-	t := &Task{ID: jobID, Path: exe, Args: args, Env: jobEnv(env, scratch),
-		Dir: s.spec.ScratchDir, ScratchDir: s.spec.ScratchDir}
+	if err := writeAds(s.spec.ScratchDir, job, s.spec.MachineAd); err != nil {
+		return nil, stopping{}, &wire.Exited{HoldReason: "Cannot write the job's ads: " + err.Error(), HoldCode: holdCodeExec}
+	}
+	t := &Task{ID: jobID, Path: exe, Args: args, Dir: s.spec.ScratchDir, ScratchDir: s.spec.ScratchDir}
 	t.Cpus, _ = job.EvalInt("RequestCpus")
+	// The processors provisioned: the slot's, at least what the job asked.
+	t.Env = jobEnv(env, scratch, stringAttr(job, "Iwd"), s.spec.ThreadEnvVars, max(s.spec.Cpus, t.Cpus, 1))
 	t.MemoryMB, _ = job.EvalInt("RequestMemory")
 	// request_disk is a limit only when the user gave it. Without it the
 	// job carries submit's estimate (DiskUsage: its executable and input),
@@ -330,14 +335,27 @@ func stringAttr(ad *classad.ClassAd, name string) string {
 	return s
 }
 
-// jobEnv is the environment a job sees: its own, plus what HTCondor sets.
-// scratch is the scratch directory as the job sees it.
-func jobEnv(env []string, scratch string) []string {
+// jobEnv is the environment a job sees: what HTCondor sets, then the
+// job's own, which wins where both name a variable (a later entry does).
+// scratch is the scratch directory as the job sees it, iwd the job's
+// initial directory on the submit side; each of threads is set to cpus,
+// the processors provisioned to the job, which libraries such as OpenMP
+// read for how many threads to run.
+func jobEnv(env []string, scratch, iwd string, threads []string, cpus int64) []string {
 	base := []string{
 		"PATH=/usr/local/bin:/usr/bin:/bin",
 		"HOME=" + scratch,
 		"TMPDIR=" + scratch,
 		"_CONDOR_SCRATCH_DIR=" + scratch,
+		"_CONDOR_JOB_AD=" + filepath.Join(scratch, JobAdFile),
+		"_CONDOR_MACHINE_AD=" + filepath.Join(scratch, MachineAdFile),
+	}
+	if iwd != "" {
+		base = append(base, "_CONDOR_JOB_IWD="+iwd)
+	}
+	n := strconv.FormatInt(cpus, 10)
+	for _, name := range threads {
+		base = append(base, name+"="+n)
 	}
 	return append(base, env...)
 }

@@ -65,7 +65,16 @@ func TestWantCheckpoint(t *testing.T) {
 }
 
 func TestJobEnvKeepsTheJobsOwnLast(t *testing.T) {
-	env := jobEnv([]string{"PATH=/opt/bin", "A=1"}, "/scratch")
+	env := jobEnv([]string{"PATH=/opt/bin", "A=1", "OMP_NUM_THREADS=7"}, "/scratch", "/home/u/run", []string{"OMP_NUM_THREADS", "MKL_NUM_THREADS"}, 4)
+	for _, kv := range []string{"_CONDOR_JOB_AD=/scratch/.job.ad", "_CONDOR_MACHINE_AD=/scratch/.machine.ad", "_CONDOR_JOB_IWD=/home/u/run", "MKL_NUM_THREADS=4"} {
+		if !slices.Contains(env, kv) {
+			t.Errorf("%s missing: %q", kv, env)
+		}
+	}
+	// The job's own setting of a thread variable wins.
+	if i, j := slices.Index(env, "OMP_NUM_THREADS=4"), slices.Index(env, "OMP_NUM_THREADS=7"); i < 0 || j < i {
+		t.Errorf("job's OMP_NUM_THREADS does not override the slot's: %q", env)
+	}
 	if !slices.Contains(env, "_CONDOR_SCRATCH_DIR=/scratch") || !slices.Contains(env, "TMPDIR=/scratch") {
 		t.Errorf("scratch variables missing: %q", env)
 	}

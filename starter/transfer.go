@@ -443,7 +443,7 @@ func (x *fileTransfer) outputItems(root *os.Root) ([][2]string, error) {
 		return nil, err
 	}
 	for name, st := range now {
-		if name == x.exe || strings.HasPrefix(name, ".harrier") {
+		if name == x.exe || name == JobAdFile || name == MachineAdFile || strings.HasPrefix(name, ".harrier") {
 			continue
 		}
 		if old, ok := x.before[name]; ok && old.size == st.size && old.mtime.Equal(st.mtime) {

@@ -779,6 +779,9 @@ func startdConfig(pc *poolConfig, name string, logger *slog.Logger) (startd.Conf
 		return cfg, err
 	}
 	cfg.CronUser = pc.c.String("STARTD_CRON_USER", "")
+	// STARTER_NUM_THREADS_ENV_VARS, as HTCondor's; empty sets none.
+	cfg.ThreadEnvVars = strings.FieldsFunc(pc.c.String("STARTER_NUM_THREADS_ENV_VARS", strings.Join(startd.DefaultThreadEnvVars, ", ")),
+		func(r rune) bool { return r == ',' || r == ' ' || r == '\t' })
 	// FILETRANSFER_PLUGINS lists the administrator's transfer plugins.
 	cfg.TransferPlugins = strings.FieldsFunc(pc.c.String("FILETRANSFER_PLUGINS", ""), func(r rune) bool { return r == ',' || r == ' ' || r == '\t' })
 	if cfg.GPUs, err = gpu.Discover(context.Background(), gpu.Config{
