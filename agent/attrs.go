@@ -97,12 +97,15 @@ const (
 
 // The job's policy expressions.
 const (
-	AttrOnExitHold         = "OnExitHold"
-	AttrOnExitRemove       = "OnExitRemove"
-	AttrPeriodicHold       = "PeriodicHold"
-	AttrPeriodicHoldReason = "PeriodicHoldReason"
-	AttrPeriodicRelease    = "PeriodicRelease"
-	AttrPeriodicRemove     = "PeriodicRemove"
+	AttrOnExitHold          = "OnExitHold"
+	AttrOnExitHoldReason    = "OnExitHoldReason"
+	AttrOnExitHoldSubCode   = "OnExitHoldSubCode"
+	AttrOnExitRemove        = "OnExitRemove"
+	AttrPeriodicHold        = "PeriodicHold"
+	AttrPeriodicHoldReason  = "PeriodicHoldReason"
+	AttrPeriodicHoldSubCode = "PeriodicHoldSubCode"
+	AttrPeriodicRelease     = "PeriodicRelease"
+	AttrPeriodicRemove      = "PeriodicRemove"
 	// AttrWantGracefulRemoval (want_graceful_removal) false stops a
 	// removed job at once rather than with its kill signal.
 	AttrWantGracefulRemoval = "WantGracefulRemoval"

@@ -392,7 +392,9 @@ func exited(ad *classad.ClassAd, ev shadow.Event) step {
 	rio.logTo(&term, ad)
 	switch {
 	case ad.Eval(AttrOnExitHold).IsTrue():
-		return holding("The job attribute OnExitHold expression evaluated to TRUE", holdByJobPolicy, 0, final, term)
+		reason, _ := policySays(ad, AttrOnExitHold)
+		reason, subcode := holdDetails(ad, reason, AttrOnExitHoldReason, AttrOnExitHoldSubCode)
+		return holding(reason, holdByJobPolicy, subcode, final, term)
 	case onExitRemove(ad):
 		return step{to: Completed, set: final, log: logs(term)}
 	case from == Idle:

@@ -483,3 +483,29 @@ func TestExitReplacesTheLastRunsExit(t *testing.T) {
 		t.Errorf("ExitSignal after an exit with a code: %v, want undefined", v)
 	}
 }
+
+// TestOnExitHoldReasonAndSubCode: an exit that on_exit_hold holds gets the
+// job's on_exit_hold_reason and on_exit_hold_subcode, evaluated after the
+// exit, or else HTCondor's reason naming the expression and subcode 0.
+func TestOnExitHoldReasonAndSubCode(t *testing.T) {
+	for _, tc := range []struct {
+		attrs, reason string
+		subcode       int64
+	}{
+		{`OnExitHold = ExitCode != 0; OnExitHoldReason = strcat("exited with ", ExitCode); OnExitHoldSubCode = ExitCode + 40`, "exited with 3", 43},
+		{`OnExitHold = ExitCode != 0`, "The job attribute OnExitHold expression 'ExitCode != 0' evaluated to TRUE", 0},
+	} {
+		ad, err := classad.Parse("[ JobStatus = 2; " + tc.attrs + " ]")
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := exited(ad, shadow.Event{Type: shadow.EventExited, ExitCode: 3})
+		reason, _ := st.set[AttrHoldReason].StringValue()
+		code, _ := st.set[AttrHoldReasonCode].IntValue()
+		subcode, _ := st.set[AttrHoldReasonSubCode].IntValue()
+		if st.to != Held || reason != tc.reason || code != holdByJobPolicy || subcode != tc.subcode {
+			t.Errorf("%s: exit 3 gives %v, %q, code %d, subcode %d; want held, %q, code %d, subcode %d",
+				tc.attrs, st.to, reason, code, subcode, tc.reason, holdByJobPolicy, tc.subcode)
+		}
+	}
+}

@@ -41,9 +41,13 @@ func TestPeriodicDecision(t *testing.T) {
 			t.Errorf("%s: decided %q, want %q", tc.ad, got, tc.want)
 		}
 	}
-	act, _ := periodicDecision(id, ad(t, `[ JobStatus = 2; PeriodicHold = true; PeriodicHoldReason = "too long" ]`))
-	if act.reason != "too long" {
-		t.Errorf("PeriodicHoldReason ignored: %q", act.reason)
+	act, _ := periodicDecision(id, ad(t, `[ JobStatus = 2; PeriodicHold = true; PeriodicHoldReason = strcat("too ", "long"); PeriodicHoldSubCode = 40 + 2 ]`))
+	if act.reason != "too long" || act.subcode != 42 {
+		t.Errorf("PeriodicHoldReason and PeriodicHoldSubCode ignored: %q, %d", act.reason, act.subcode)
+	}
+	act, _ = periodicDecision(id, ad(t, `[ JobStatus = 2; PeriodicHold = true ]`))
+	if act.reason != "The job attribute PeriodicHold expression 'true' evaluated to TRUE" || act.subcode != 0 {
+		t.Errorf("a hold without reason or subcode: %q, %d", act.reason, act.subcode)
 	}
 }
 

@@ -134,9 +134,12 @@ queue`,
 		src: `executable = job.sh
 periodic_hold = (time() - EnteredCurrentStatus) > 3600
 periodic_hold_reason = "ran too long"
+periodic_hold_subcode = 42
 periodic_release = NumJobStarts < 3
 periodic_remove = JobStatus == 5 && HoldReasonCode == 15
 on_exit_hold = ExitCode != 0
+on_exit_hold_reason = strcat("exited with ", ExitCode)
+on_exit_hold_subcode = ExitCode
 on_exit_remove = ExitBySignal == false
 max_retries = 5
 max_idle = 100
@@ -151,9 +154,10 @@ queue`,
 		want: []map[string]string{{
 			"PeriodicHold": "(time() - EnteredCurrentStatus) > 3600", "PeriodicHoldReason": `"ran too long"`,
 			"PeriodicRelease": "NumJobStarts < 3", "PeriodicRemove": "JobStatus == 5 && HoldReasonCode == 15",
-			"OnExitHold":    "ExitCode != 0",
-			"OnExitRemove":  "NumJobCompletions > JobMaxRetries || ExitCode is 3 || (ExitBySignal == false)",
-			"JobMaxRetries": "5", "JobMaterializeMaxIdle": "100", "JobMaxVacateTime": "120", "MaxJobRetirementTime": "3600",
+			"OnExitHold": "ExitCode != 0", "OnExitHoldReason": `strcat("exited with ", ExitCode)`, "OnExitHoldSubCode": "ExitCode",
+			"PeriodicHoldSubCode": "42",
+			"OnExitRemove":        "NumJobCompletions > JobMaxRetries || ExitCode is 3 || (ExitBySignal == false)",
+			"JobMaxRetries":       "5", "JobMaterializeMaxIdle": "100", "JobMaxVacateTime": "120", "MaxJobRetirementTime": "3600",
 			"KillSig": `"SIGTERM"`, "LeaveJobInQueue": "false", "JobSuccessExitCode": "3",
 		}, {
 			// success_exit_code without max_retries gets condor_submit's

@@ -26,8 +26,6 @@ const (
 	noDuration  = "the agent does not limit run times yet; use periodic_hold = JobStatus == 2 && time() - JobCurrentStartDate > SECONDS"
 	noGroups    = "accounting groups are not supported: fair share is by user"
 	noCreds     = "credentials are not handed to jobs"
-	noHoldCode  = "the agent does not read it yet: a job held by a policy expression gets HoldReasonSubCode 0"
-	noHoldText  = "the agent does not read it yet: a job held by on_exit_hold gets Harrier's own hold reason"
 	noDAGMan    = "DAGMan is not available"
 	noEventLog  = "the job event log records only Harrier's own events"
 	noMatchLog  = "the agent does not record machine attributes in the job ad"

@@ -32,12 +32,29 @@ func TestJobPolicyExpressions(t *testing.T) {
 	released := p.submit(t, dir, "release.sub", "executable = /bin/true\nhold = true\nperiodic_release = true\nqueue\n")
 	removed := p.submit(t, dir, "remove.sub", "executable = /bin/true\nrequirements = false\nperiodic_remove = true\nqueue\n")
 	retried := p.submit(t, dir, "retry.sub", "executable = /bin/false\nmax_retries = 2\nqueue\n")
+	told := p.submit(t, dir, "told.sub", "executable = /bin/sleep\narguments = 300\nperiodic_hold = JobStatus == 2\n"+
+		"periodic_hold_reason = strcat(\"ran on \", RemoteHost)\nperiodic_hold_subcode = 42\nqueue\n")
+	exitHeld := p.submit(t, dir, "exit.sub", "executable = /bin/sh\narguments = \"-c 'exit 7'\"\non_exit_hold = ExitCode != 0\n"+
+		"on_exit_hold_reason = strcat(\"exited with \", ExitCode)\non_exit_hold_subcode = ExitCode\nqueue\n")
 
 	heldID := fmt.Sprintf("%d.0", held)
 	eventually(t, 60*time.Second, "periodic_hold to hold the running job", func() bool { return p.jobStatus(t, heldID) == 5 })
 	ad := p.jobs(t, "q", heldID)[0]
 	if r, _ := ad["HoldReason"].(string); !strings.Contains(r, "PeriodicHold") || ad["HoldReasonCode"] != 3.0 {
 		t.Errorf("held by policy: HoldReason %q, code %v", r, ad["HoldReasonCode"])
+	}
+	// The job's own reason and subcode, evaluated as it is held.
+	for _, c := range []struct {
+		cluster int
+		reason  string
+		subcode float64
+	}{{told, "ran on slot1@", 42}, {exitHeld, "exited with 7", 7}} {
+		id := fmt.Sprintf("%d.0", c.cluster)
+		eventually(t, 60*time.Second, "job "+id+" held by its policy", func() bool { return p.jobStatus(t, id) == 5 })
+		ad := p.jobs(t, "q", id)[0]
+		if r, _ := ad["HoldReason"].(string); !strings.HasPrefix(r, c.reason) || ad["HoldReasonCode"] != 3.0 || ad["HoldReasonSubCode"] != c.subcode {
+			t.Errorf("job %s held by policy: HoldReason %q, code %v, subcode %v; want %q…, 3, %v", id, r, ad["HoldReasonCode"], ad["HoldReasonSubCode"], c.reason, c.subcode)
+		}
 	}
 	if out, code := p.harrier(t, "wait", "--timeout", "60", fmt.Sprintf("%d.0", released)); code != 0 {
 		t.Errorf("periodic_release: the job submitted on hold did not complete: exit %d: %s", code, out)
