@@ -358,11 +358,6 @@ func oneOf(attr string, values ...string) command {
 	}
 }
 
-// refuseCommand refuses a command Harrier knows but does not act on.
-func refuseCommand(reason string) command {
-	return func(_ *job, name, _ string) error { return notSupported(name, reason) }
-}
-
 // exprAttr sets attr to the value read as a ClassAd expression.
 func exprAttr(attr string) command {
 	return func(j *job, name, v string) error {
