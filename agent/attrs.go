@@ -109,6 +109,10 @@ const (
 	// AttrWantGracefulRemoval (want_graceful_removal) false stops a
 	// removed job at once rather than with its kill signal.
 	AttrWantGracefulRemoval = "WantGracefulRemoval"
+	// AllowedJobDuration and AllowedExecuteDuration (allowed_job_duration,
+	// allowed_execute_duration) bound a run's time, in seconds.
+	AttrAllowedJobDuration     = "AllowedJobDuration"
+	AttrAllowedExecuteDuration = "AllowedExecuteDuration"
 )
 
 // Checkpoints and restores.

@@ -26,17 +26,18 @@ func (a *Agent) policyLoop(ctx context.Context) {
 
 // policyAction is what a job's periodic expressions ask for.
 type policyAction struct {
-	id      jobqueue.JobID
-	do      string // "remove", "hold", "release", "expire"
-	reason  string
-	subcode int // of a hold: HoldReasonSubCode
+	id            jobqueue.JobID
+	do            string // "remove", "hold", "release", "expire"
+	reason        string
+	code, subcode int // of a hold: HoldReasonCode and HoldReasonSubCode
 }
 
 // periodicDecision applies HTCondor's order: PeriodicRemove first, then
 // PeriodicHold for jobs that are not held, PeriodicRelease for held ones.
 // Only an expression that is exactly true acts; undefined or error does
-// nothing.
-func periodicDecision(id jobqueue.JobID, ad *classad.ClassAd) (policyAction, bool) {
+// nothing. A running job that has run longer than its allowed_job_duration
+// or allowed_execute_duration, at now, is held.
+func periodicDecision(id jobqueue.JobID, ad *classad.ClassAd, now time.Time) (policyAction, bool) {
 	st := statusOf(ad)
 	if st == Completed && spooled(ad) && !waitsForFetch(ad) {
 		// A spooled job whose LeaveJobInQueue ended, its outputs
@@ -56,11 +57,38 @@ func periodicDecision(id jobqueue.JobID, ad *classad.ClassAd) (policyAction, boo
 		}
 		return policyAction{}, false
 	}
+	if reason, code, ok := durationExceeded(ad, now); ok {
+		return policyAction{id: id, do: "hold", reason: reason, code: code}, true
+	}
 	if reason, ok := says(AttrPeriodicHold); ok {
 		reason, subcode := holdDetails(ad, reason, AttrPeriodicHoldReason, AttrPeriodicHoldSubCode)
-		return policyAction{id: id, do: "hold", reason: reason, subcode: subcode}, true
+		return policyAction{id: id, do: "hold", reason: reason, code: holdByJobPolicy, subcode: subcode}, true
 	}
 	return policyAction{}, false
+}
+
+// durationExceeded reports whether a running job has run longer than its
+// AllowedJobDuration or AllowedExecuteDuration (seconds), with HTCondor's
+// hold codes. A run is Running from its process's start, after its input
+// transfer (JobCurrentStartDate): both limits count from there.
+func durationExceeded(ad *classad.ClassAd, now time.Time) (reason string, code int, exceeded bool) {
+	if statusOf(ad) != Running {
+		return "", 0, false
+	}
+	start, ok := ad.EvalInt(AttrJobCurrentStartDate)
+	if !ok {
+		return "", 0, false
+	}
+	ran := now.Unix() - start
+	for _, limit := range []struct {
+		attr, what string
+		code       int
+	}{{AttrAllowedJobDuration, "job", holdJobDurationExceeded}, {AttrAllowedExecuteDuration, "execute", holdExecuteDurationExceeded}} {
+		if max, ok := ad.EvalInt(limit.attr); ok && max > 0 && ran > max {
+			return fmt.Sprintf("The job exceeded allowed %s duration of %d seconds", limit.what, max), limit.code, true
+		}
+	}
+	return "", 0, false
 }
 
 // policySays reports whether the job's policy expression attr is exactly
@@ -87,11 +115,12 @@ func holdDetails(ad *classad.ClassAd, reason, reasonAttr, subcodeAttr string) (s
 
 func (a *Agent) evalPeriodic(ctx context.Context) {
 	var actions []policyAction
+	now := time.Now()
 	a.queue.Scan(func(id jobqueue.JobID, ad *classad.ClassAd) bool {
 		if !isJob(id) {
 			return true
 		}
-		if act, ok := periodicDecision(id, ad); ok {
+		if act, ok := periodicDecision(id, ad, now); ok {
 			actions = append(actions, act)
 		}
 		return true
@@ -102,7 +131,7 @@ func (a *Agent) evalPeriodic(ctx context.Context) {
 		case "remove":
 			err = a.remove(ctx, act.id, act.reason)
 		case "hold":
-			err = a.hold(ctx, act.id, act.reason, holdByJobPolicy, act.subcode)
+			err = a.hold(ctx, act.id, act.reason, act.code, act.subcode)
 		case "release":
 			err = a.releaseBy(ctx, act.id, act.reason)
 		case "expire":

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"testing"
+	"time"
 
 	"harrier.dev/harrier/agent/jobqueue"
 	"harrier.dev/harrier/classad"
@@ -32,7 +33,7 @@ func TestPeriodicDecision(t *testing.T) {
 		{`[ JobStatus = 1; PeriodicHold = NoSuchAttr > 3 ]`, ""},
 		{`[ JobStatus = 4; PeriodicRemove = true ]`, ""},
 	} {
-		act, ok := periodicDecision(id, ad(t, tc.ad))
+		act, ok := periodicDecision(id, ad(t, tc.ad), time.Now())
 		got := ""
 		if ok {
 			got = act.do
@@ -41,11 +42,11 @@ func TestPeriodicDecision(t *testing.T) {
 			t.Errorf("%s: decided %q, want %q", tc.ad, got, tc.want)
 		}
 	}
-	act, _ := periodicDecision(id, ad(t, `[ JobStatus = 2; PeriodicHold = true; PeriodicHoldReason = strcat("too ", "long"); PeriodicHoldSubCode = 40 + 2 ]`))
+	act, _ := periodicDecision(id, ad(t, `[ JobStatus = 2; PeriodicHold = true; PeriodicHoldReason = strcat("too ", "long"); PeriodicHoldSubCode = 40 + 2 ]`), time.Now())
 	if act.reason != "too long" || act.subcode != 42 {
 		t.Errorf("PeriodicHoldReason and PeriodicHoldSubCode ignored: %q, %d", act.reason, act.subcode)
 	}
-	act, _ = periodicDecision(id, ad(t, `[ JobStatus = 2; PeriodicHold = true ]`))
+	act, _ = periodicDecision(id, ad(t, `[ JobStatus = 2; PeriodicHold = true ]`), time.Now())
 	if act.reason != "The job attribute PeriodicHold expression 'true' evaluated to TRUE" || act.subcode != 0 {
 		t.Errorf("a hold without reason or subcode: %q, %d", act.reason, act.subcode)
 	}
@@ -113,5 +114,36 @@ func TestFilter(t *testing.T) {
 	}
 	if _, err := newFilterFor([]string{"x.y"}, ""); err == nil {
 		t.Error("bad id accepted")
+	}
+}
+
+// TestDurationLimits: a running job held for outliving its
+// allowed_job_duration (code 46) or allowed_execute_duration (47),
+// counted from its current run's start; an idle or held one, or one
+// within its limits, is left alone.
+func TestDurationLimits(t *testing.T) {
+	id := jobqueue.JobID{Cluster: 1}
+	now := time.Unix(10_000, 0)
+	for _, tc := range []struct {
+		ad   string
+		code int
+	}{
+		{`[ JobStatus = 2; JobCurrentStartDate = 9000; AllowedJobDuration = 600 ]`, 46},
+		{`[ JobStatus = 2; JobCurrentStartDate = 9000; AllowedExecuteDuration = 999 ]`, 47},
+		{`[ JobStatus = 2; JobCurrentStartDate = 9000; AllowedJobDuration = 1000; AllowedExecuteDuration = 1000 ]`, 0},
+		{`[ JobStatus = 1; JobCurrentStartDate = 9000; AllowedJobDuration = 600 ]`, 0},
+		{`[ JobStatus = 5; JobCurrentStartDate = 9000; AllowedJobDuration = 600 ]`, 0},
+		{`[ JobStatus = 2; AllowedJobDuration = 600 ]`, 0},
+	} {
+		act, ok := periodicDecision(id, ad(t, tc.ad), now)
+		if tc.code == 0 {
+			if ok {
+				t.Errorf("%s: %+v, want nothing done", tc.ad, act)
+			}
+			continue
+		}
+		if !ok || act.do != "hold" || act.code != tc.code || act.reason == "" {
+			t.Errorf("%s: %+v, want a hold with code %d", tc.ad, act, tc.code)
+		}
 	}
 }

@@ -57,4 +57,7 @@ func statusOf(ad *classad.ClassAd) JobStatus {
 const (
 	holdByUser      = 1
 	holdByJobPolicy = 3
+	// allowed_job_duration and allowed_execute_duration exceeded.
+	holdJobDurationExceeded     = 46
+	holdExecuteDurationExceeded = 47
 )

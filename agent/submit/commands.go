@@ -83,6 +83,8 @@ var commandTable = []commandEntry{
 	{"on_exit_remove", setOnExitRemove},
 	{"leave_in_queue", onlyFalse("the agent does not keep completed jobs in the queue; harrier history shows them")},
 	{"max_retries", setMaxRetries},
+	{"allowed_job_duration", intAttr("AllowedJobDuration")},
+	{"allowed_execute_duration", intAttr("AllowedExecuteDuration")},
 	{"success_exit_code", setSuccessExitCode},
 	{"retry_until", setRetryUntil},
 	{"max_idle", intAttr("JobMaterializeMaxIdle")},

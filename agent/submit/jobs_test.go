@@ -135,6 +135,8 @@ queue`,
 periodic_hold = (time() - EnteredCurrentStatus) > 3600
 periodic_hold_reason = "ran too long"
 periodic_hold_subcode = 42
+allowed_job_duration = 3600
+allowed_execute_duration = 1800
 periodic_release = NumJobStarts < 3
 periodic_remove = JobStatus == 5 && HoldReasonCode == 15
 on_exit_hold = ExitCode != 0
@@ -155,9 +157,9 @@ queue`,
 			"PeriodicHold": "(time() - EnteredCurrentStatus) > 3600", "PeriodicHoldReason": `"ran too long"`,
 			"PeriodicRelease": "NumJobStarts < 3", "PeriodicRemove": "JobStatus == 5 && HoldReasonCode == 15",
 			"OnExitHold": "ExitCode != 0", "OnExitHoldReason": `strcat("exited with ", ExitCode)`, "OnExitHoldSubCode": "ExitCode",
-			"PeriodicHoldSubCode": "42",
-			"OnExitRemove":        "NumJobCompletions > JobMaxRetries || ExitCode is 3 || (ExitBySignal == false)",
-			"JobMaxRetries":       "5", "JobMaterializeMaxIdle": "100", "JobMaxVacateTime": "120", "MaxJobRetirementTime": "3600",
+			"PeriodicHoldSubCode": "42", "AllowedJobDuration": "3600", "AllowedExecuteDuration": "1800",
+			"OnExitRemove":  "NumJobCompletions > JobMaxRetries || ExitCode is 3 || (ExitBySignal == false)",
+			"JobMaxRetries": "5", "JobMaterializeMaxIdle": "100", "JobMaxVacateTime": "120", "MaxJobRetirementTime": "3600",
 			"KillSig": `"SIGTERM"`, "LeaveJobInQueue": "false", "JobSuccessExitCode": "3",
 		}, {
 			// success_exit_code without max_retries gets condor_submit's

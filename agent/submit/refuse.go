@@ -23,7 +23,6 @@ const (
 	noParallel  = "the parallel universe is not available"
 	noJava      = "the java universe is not available; run java as the executable of a vanilla job"
 	noCron      = "deferred and cron start times are not supported: jobs start when they are matched (submit with hold = true and release the job when it should run)"
-	noDuration  = "the agent does not limit run times yet; use periodic_hold = JobStatus == 2 && time() - JobCurrentStartDate > SECONDS"
 	noGroups    = "accounting groups are not supported: fair share is by user"
 	noCreds     = "credentials are not handed to jobs"
 	noDAGMan    = "DAGMan is not available"
@@ -75,12 +74,10 @@ var refusals = map[string]refusal{
 	"image_size":           always("the job's image size is measured, not requested; use request_memory"),
 
 	// policy
-	"allowed_execute_duration": always(noDuration),
-	"allowed_job_duration":     always(noDuration),
-	"keep_claim_idle":          always("the agent releases a claim when it has no job for it"),
-	"next_job_start_delay":     always("jobs start as soon as they are matched"),
-	"periodic_vacate":          always("the agent does not read it yet; use harrier vacate"),
-	"max_materialize":          always("the agent does not limit materialized jobs yet; use max_idle"),
+	"keep_claim_idle":      always("the agent releases a claim when it has no job for it"),
+	"next_job_start_delay": always("jobs start as soon as they are matched"),
+	"periodic_vacate":      always("the agent does not read it yet; use harrier vacate"),
+	"max_materialize":      always("the agent does not limit materialized jobs yet; use max_idle"),
 
 	// standard universe
 	"allow_startup_script": always("jobs are not relinked; the executable is what runs"),

@@ -34,6 +34,7 @@ func TestJobPolicyExpressions(t *testing.T) {
 	retried := p.submit(t, dir, "retry.sub", "executable = /bin/false\nmax_retries = 2\nqueue\n")
 	told := p.submit(t, dir, "told.sub", "executable = /bin/sleep\narguments = 300\nperiodic_hold = JobStatus == 2\n"+
 		"periodic_hold_reason = strcat(\"ran on \", RemoteHost)\nperiodic_hold_subcode = 42\nqueue\n")
+	outlived := p.submit(t, dir, "duration.sub", "executable = /bin/sleep\narguments = 300\nallowed_job_duration = 2\nqueue\n")
 	exitHeld := p.submit(t, dir, "exit.sub", "executable = /bin/sh\narguments = \"-c 'exit 7'\"\non_exit_hold = ExitCode != 0\n"+
 		"on_exit_hold_reason = strcat(\"exited with \", ExitCode)\non_exit_hold_subcode = ExitCode\nqueue\n")
 
@@ -43,17 +44,19 @@ func TestJobPolicyExpressions(t *testing.T) {
 	if r, _ := ad["HoldReason"].(string); !strings.Contains(r, "PeriodicHold") || ad["HoldReasonCode"] != 3.0 {
 		t.Errorf("held by policy: HoldReason %q, code %v", r, ad["HoldReasonCode"])
 	}
-	// The job's own reason and subcode, evaluated as it is held.
+	// The job's own reason and subcode, evaluated as it is held; the
+	// duration limit's code.
 	for _, c := range []struct {
 		cluster int
 		reason  string
 		subcode float64
-	}{{told, "ran on slot1@", 42}, {exitHeld, "exited with 7", 7}} {
+		code    float64
+	}{{told, "ran on slot1@", 42, 3}, {exitHeld, "exited with 7", 7, 3}, {outlived, "The job exceeded allowed job duration of 2 seconds", 0, 46}} {
 		id := fmt.Sprintf("%d.0", c.cluster)
 		eventually(t, 60*time.Second, "job "+id+" held by its policy", func() bool { return p.jobStatus(t, id) == 5 })
 		ad := p.jobs(t, "q", id)[0]
-		if r, _ := ad["HoldReason"].(string); !strings.HasPrefix(r, c.reason) || ad["HoldReasonCode"] != 3.0 || ad["HoldReasonSubCode"] != c.subcode {
-			t.Errorf("job %s held by policy: HoldReason %q, code %v, subcode %v; want %q…, 3, %v", id, r, ad["HoldReasonCode"], ad["HoldReasonSubCode"], c.reason, c.subcode)
+		if r, _ := ad["HoldReason"].(string); !strings.HasPrefix(r, c.reason) || ad["HoldReasonCode"] != c.code || ad["HoldReasonSubCode"] != c.subcode {
+			t.Errorf("job %s held by policy: HoldReason %q, code %v, subcode %v; want %q…, %v, %v", id, r, ad["HoldReasonCode"], ad["HoldReasonSubCode"], c.reason, c.code, c.subcode)
 		}
 	}
 	if out, code := p.harrier(t, "wait", "--timeout", "60", fmt.Sprintf("%d.0", released)); code != 0 {
