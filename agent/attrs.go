@@ -161,4 +161,5 @@ const (
 	AttrJobMaterializeNextProcID = "JobMaterializeNextProcId"
 	AttrTotalSubmitProcs         = "TotalSubmitProcs"
 	AttrJobMaterializeMaxIdle    = "JobMaterializeMaxIdle"
+	AttrJobMaterializeLimit      = "JobMaterializeLimit"
 )

@@ -10,12 +10,14 @@ import (
 	"harrier.dev/harrier/joblog"
 )
 
-// Late materialization (HTCondor's max_idle): a cluster submitted with more
-// jobs than JobMaterializeMaxIdle is stored as a factory — the cluster ad
-// under job id C.-1, with each remaining job's own attributes in
-// JobMaterializeItems — and only max_idle of its jobs exist at first. As
-// jobs leave Idle, the agent makes the next ones, each in one transaction
-// with the factory's progress, so a crash neither loses nor repeats one.
+// Late materialization (HTCondor's max_idle and max_materialize): a
+// cluster submitted with more jobs than JobMaterializeMaxIdle or
+// JobMaterializeLimit is stored as a factory — the cluster ad under job id
+// C.-1, with each remaining job's own attributes in JobMaterializeItems —
+// and only that many of its jobs exist at first. As jobs leave Idle (for
+// max_idle) or the queue (for max_materialize), the agent makes the next
+// ones, each in one transaction with the factory's progress, so a crash
+// neither loses nor repeats one.
 
 const (
 	factoryProc     = -1   // HTCondor's proc id of a cluster ad
@@ -32,11 +34,25 @@ func factoryPlan(common *classad.ClassAd, n int) int {
 	if common == nil {
 		return 0
 	}
-	max, ok := common.EvalInt(AttrJobMaterializeMaxIdle)
-	if !ok || max <= 0 || int(max) >= n {
+	now := materializable(common, 0, 0)
+	if now < 0 || now >= int64(n) {
 		return 0
 	}
-	return int(max)
+	return int(now)
+}
+
+// materializable is how many more jobs a factory (or a cluster ad about to
+// become one) allows, given idle of its jobs Idle and present in the
+// queue; -1 when it sets no limit.
+func materializable(f *classad.ClassAd, idle, present int64) int64 {
+	n := int64(-1)
+	if max, ok := f.EvalInt(AttrJobMaterializeMaxIdle); ok && max > 0 {
+		n = max - idle
+	}
+	if limit, ok := f.EvalInt(AttrJobMaterializeLimit); ok && limit > 0 && (n < 0 || limit-present < n) {
+		n = limit - present
+	}
+	return n
 }
 
 // factoryAd is the record of a cluster's jobs still to be made.
@@ -60,31 +76,27 @@ func (a *Agent) materialize(ctx context.Context) {
 	if a.factories.Load() == 0 {
 		return
 	}
-	type factory struct {
-		id  jobqueue.JobID
-		ad  *classad.ClassAd
-		max int64
-	}
-	var factories []factory
-	idle := map[int]int64{}
+	var factories []jobqueue.JobID
+	var ads []*classad.ClassAd
+	idle, present := map[int]int64{}, map[int]int64{}
 	a.queue.Scan(func(id jobqueue.JobID, ad *classad.ClassAd) bool {
 		if !isJob(id) {
-			max, _ := ad.EvalInt(AttrJobMaterializeMaxIdle)
-			factories = append(factories, factory{id, ad, max})
+			factories, ads = append(factories, id), append(ads, ad)
 			return true
 		}
+		present[id.Cluster]++
 		if st := statusOf(ad); st == Idle {
 			idle[id.Cluster]++
 		}
 		return true
 	})
-	for _, f := range factories {
-		want := f.max - idle[f.id.Cluster]
+	for i, id := range factories {
+		want := materializable(ads[i], idle[id.Cluster], present[id.Cluster])
 		if want <= 0 {
 			continue
 		}
-		if err := a.makeJobs(ctx, f.id, int(min(want, materializeStep))); err != nil {
-			a.log.Error("materialize jobs", "cluster", f.id.Cluster, "err", err)
+		if err := a.makeJobs(ctx, id, int(min(want, materializeStep))); err != nil {
+			a.log.Error("materialize jobs", "cluster", id.Cluster, "err", err)
 		}
 	}
 }

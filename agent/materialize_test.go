@@ -60,3 +60,28 @@ func TestFactoryCountedUntilItsRemovalCommits(t *testing.T) {
 		t.Errorf("%d entries in the queue, want the 2 jobs", q.Len())
 	}
 }
+
+// TestMaterializable: max_idle counts a cluster's idle jobs, max_materialize
+// all of its jobs in the queue; with both, the stricter decides.
+func TestMaterializable(t *testing.T) {
+	for _, tc := range []struct {
+		attrs         string
+		idle, present int64
+		want          int64
+	}{
+		{"", 0, 0, -1},
+		{"JobMaterializeMaxIdle = 5", 2, 9, 3},
+		{"JobMaterializeLimit = 10", 2, 9, 1},
+		{"JobMaterializeLimit = 10", 0, 10, 0},
+		{"JobMaterializeMaxIdle = 5; JobMaterializeLimit = 10", 0, 8, 2},
+		{"JobMaterializeMaxIdle = 5; JobMaterializeLimit = 10", 4, 5, 1},
+	} {
+		f, err := classad.Parse("[" + tc.attrs + "]")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := materializable(f, tc.idle, tc.present); got != tc.want {
+			t.Errorf("[%s] with %d idle of %d: %d more, want %d", tc.attrs, tc.idle, tc.present, got, tc.want)
+		}
+	}
+}

@@ -88,6 +88,7 @@ var commandTable = []commandEntry{
 	{"success_exit_code", setSuccessExitCode},
 	{"retry_until", setRetryUntil},
 	{"max_idle", intAttr("JobMaterializeMaxIdle")},
+	{"max_materialize", intAttr("JobMaterializeLimit")},
 	{"job_max_vacate_time", exprAttr("JobMaxVacateTime")},
 	{"max_job_retirement_time", exprAttr("MaxJobRetirementTime")},
 	{"kill_sig", signalAttr("KillSig")},

@@ -153,6 +153,22 @@ func TestMaxIdleMaterializesLate(t *testing.T) {
 	eventually(t, 20*time.Second, "held jobs to stop the making", func() bool {
 		return len(p.jobs(t, "q")) == 6 // 3 held, then 3 more idle
 	})
+
+	// max_materialize bounds the cluster's jobs in the queue, whatever
+	// their state: held ones count, and each that leaves lets one more in.
+	m := p.submit(t, dir, "bounded.sub", "executable = /bin/true\nrequirements = false\nhold = true\nmax_materialize = 4\nqueue 10\n")
+	procs := func() string {
+		return strings.Join(strings.Fields(p.must(t, "q", "-af", "ProcId", "-constraint", fmt.Sprintf("ClusterId == %d", m))), " ")
+	}
+	if got := procs(); got != "0 1 2 3" {
+		t.Fatalf("with max_materialize = 4 the cluster shows jobs %q, want 0 1 2 3", got)
+	}
+	time.Sleep(2 * time.Second) // held, they stay four
+	if got := procs(); got != "0 1 2 3" {
+		t.Fatalf("four held jobs of a cluster with max_materialize = 4 became %q", got)
+	}
+	p.must(t, "rm", fmt.Sprintf("%d.1", m))
+	eventually(t, 20*time.Second, "job 4 to take the removed job's place", func() bool { return procs() == "0 2 3 4" })
 }
 
 // TestJobThatCannotStartWaits: a job whose shadow cannot start (its owner

@@ -46,7 +46,7 @@ func runSubmit(args []string, stdin io.Reader, stdout io.Writer) error {
 	tf.refuse("refused: -spool sends the inputs; there is no other transfer method", "stm=")
 	tf.refuse("not yet: use -dry-run FILE", "dump=")
 	tf.refuse("not yet: Harrier has no interactive jobs", "interactive")
-	tf.refuse("not yet: max_idle in the submit file makes a cluster materialize late", "factory")
+	tf.refuse("not yet: max_idle or max_materialize in the submit file makes a cluster materialize late", "factory")
 	tf.refuse("not yet", "disable", "allow-crlf-script")
 	args, queue := takeQueue(args)
 	if err := tf.parse(args); err != nil {
