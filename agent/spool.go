@@ -170,7 +170,7 @@ func spooledJobs(req *wire.SubmitRequest) ([]spooledJob, error) {
 	}
 	if req.ClusterAd != "" && factoryPlan(common, len(req.Ads)) > 0 {
 		// Jobs made later would have spools no queued job points at.
-		return nil, status.Error(codes.InvalidArgument, "a spooled cluster is queued whole: max_idle (jobs made as others leave Idle) does not go with -spool")
+		return nil, status.Error(codes.InvalidArgument, "a spooled cluster is queued whole: max_idle and max_materialize (jobs made as others leave Idle or the queue) do not go with -spool")
 	}
 	var jobs []spooledJob
 	for i, text := range req.Ads {
