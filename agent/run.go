@@ -308,7 +308,13 @@ func (a *Agent) useClaim(ctx context.Context, c *claim, r *run) {
 			if c.gang != nil {
 				job = c.gang.jobAd(ad)
 			}
-			ev, err = a.serveOnShadow(ctx, sp, c, r, job)
+			var hold string
+			switch job, hold, err = a.expandForRun(ctx, r, job, c.machine); {
+			case hold != "":
+				ev = shadow.Event{Type: shadow.EventHold, Reason: hold}
+			case err == nil:
+				ev, err = a.serveOnShadow(ctx, sp, c, r, job)
+			}
 		}
 		if err != nil {
 			a.log.Error("shadow", "job", r.id, "err", err)

@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -247,17 +248,20 @@ func (s *Starter) prepare(ctx context.Context, client wire.ShadowClient, job *cl
 	} else if err := s.fetch(ctx, client, "executable", exe, true); err != nil {
 		return nil, stopping{}, &wire.Exited{HoldReason: fmt.Sprintf("Cannot fetch executable %s: %v", cmd, err), HoldCode: holdCodeExec}
 	}
-	args, err := jobargs.Split(stringAttr(job, "Arguments"))
-	if err != nil {
-		return nil, stopping{}, &wire.Exited{HoldReason: "Bad Arguments: " + err.Error(), HoldCode: holdCodeExec}
-	}
-	env, err := jobargs.SplitEnv(stringAttr(job, "Environment"))
-	if err != nil {
-		return nil, stopping{}, &wire.Exited{HoldReason: "Bad Environment: " + err.Error(), HoldCode: holdCodeExec}
-	}
 	scratch := s.spec.ScratchDir
 	if r, ok := s.runner.(ScratchRelocator); ok {
 		scratch = r.JobScratchDir()
+	}
+	// $$(CondorScratchDir), which the agent leaves, is the scratch
+	// directory as the job sees it.
+	withScratch := strings.NewReplacer("$$(CondorScratchDir)", scratch)
+	args, err := jobargs.Split(withScratch.Replace(stringAttr(job, "Arguments")))
+	if err != nil {
+		return nil, stopping{}, &wire.Exited{HoldReason: "Bad Arguments: " + err.Error(), HoldCode: holdCodeExec}
+	}
+	env, err := jobargs.SplitEnv(withScratch.Replace(stringAttr(job, "Environment")))
+	if err != nil {
+		return nil, stopping{}, &wire.Exited{HoldReason: "Bad Environment: " + err.Error(), HoldCode: holdCodeExec}
 	}
 	if err := writeAds(s.spec.ScratchDir, job, s.spec.MachineAd); err != nil {
 		return nil, stopping{}, &wire.Exited{HoldReason: "Cannot write the job's ads: " + err.Error(), HoldCode: holdCodeExec}

@@ -188,9 +188,6 @@ func (b *builder) apply(j *job, x *expander, name string, def macro) error {
 	if err := commands[name](j, name, v); err != nil {
 		return errorf(def.file, def.line, "%w", err)
 	}
-	if err := refuseMatchTime(name, v); err != nil {
-		return errorf(def.file, def.line, "%w", err)
-	}
 	return nil
 }
 
@@ -218,9 +215,6 @@ func (b *builder) job(p *plan, x *expander, customs []stmt) (*classad.ClassAd, e
 		}
 		v = strings.TrimSpace(v)
 		e, err := j.expr("+"+c.name, v)
-		if err == nil {
-			err = refuseMatchTime("+"+c.name, v)
-		}
 		if err != nil {
 			return nil, errorf(c.file, c.line, "%w", err)
 		}

@@ -102,8 +102,6 @@ func TestJobsErrors(t *testing.T) {
 		{"bad count after expansion", "executable = job.sh\nN = lots\nqueue $(N)", `job.sub:3: malformed queue statement: count "lots" is not an integer`},
 		{"missing items file", "executable = job.sh\nqueue from nofile", "job.sub:2: queue from " + env.Dir + "/nofile: no such file"},
 		{"macro cycle", "executable = job.sh\na = $(b)\nb = $(a)x\narguments = $(a)\nqueue", "job.sub:4: arguments: macro expansion does not end"},
-		{"match-time reference", "executable = job.sh\narguments = --memory $$([TARGET.Memory * 0.9])\nqueue", "job.sub:2: arguments: $$([TARGET.Memory * 0.9]) is a match-time substitution, which Harrier does not do yet"},
-		{"match-time reference in an attribute", "executable = job.sh\n+Where = \"$$(Machine)\"\nqueue", "job.sub:2: +Where: $$(Machine) is a match-time substitution"},
 		{"macro cycle without growth", "executable = job.sh\na = $(b)\nb = $(a)\narguments = $(a)\nqueue", "job.sub:4: arguments: macro expansion does not end"},
 		{"function cycle", "executable = job.sh\nn = $INT(n)\narguments = $(n)\nqueue", "job.sub:3: arguments: macro expansion does not end"},
 		{"macro explosion", "executable = job.sh\na0 = xxxxxxxxxxxxxxxx\na1 = $(a0)$(a0)$(a0)$(a0)\na2 = $(a1)$(a1)$(a1)$(a1)\na3 = $(a2)$(a2)$(a2)$(a2)\na4 = $(a3)$(a3)$(a3)$(a3)\na5 = $(a4)$(a4)$(a4)$(a4)\na6 = $(a5)$(a5)$(a5)$(a5)\na7 = $(a6)$(a6)$(a6)$(a6)\na8 = $(a7)$(a7)$(a7)$(a7)\narguments = $(a8)$(a8)\nqueue", "job.sub:11: arguments: macro expansion longer than 1 MiB"},
@@ -111,7 +109,6 @@ func TestJobsErrors(t *testing.T) {
 		{"bad $INT format", "executable = job.sh\narguments = $INT(3,%s)\nqueue", "job.sub:2: arguments: $INT(3,%s): %s is not a valid conversion here (want one of d i o u x X c)"},
 		{"two conversions", "executable = job.sh\narguments = $REAL(3,%f %f)\nqueue", `job.sub:2: arguments: $REAL(3,%f %f): format "%f %f" holds more than one conversion`},
 		{"queue from a command without commands", "executable = job.sh\nqueue from ls |", "job.sub:2: queue from ls |: running commands is not allowed here"},
-		{"match-time reference after expansion", "executable = job.sh\nm = $$(Memory)\narguments = $(m)\nqueue", "job.sub:3: arguments: $$(Memory) is a match-time substitution"},
 		{"refused value after expansion", "executable = job.sh\ng = always\nnotification = $(g)\nqueue", "job.sub:3: notification = always is not supported"},
 		{"bad pattern", "executable = job.sh\nqueue matching a[", "job.sub:2: malformed queue statement: bad pattern"},
 	} {

@@ -343,9 +343,7 @@ func (d *Description) check(refs map[string]bool) error {
 			err = checkAssign(st, refs)
 		case customStmt:
 			if !strings.Contains(st.value, "$") {
-				if _, err = parseExpr(st.value, "+"+st.name); err == nil {
-					err = refuseMatchTime("+"+st.name, st.value)
-				}
+				_, err = parseExpr(st.value, "+"+st.name)
 			}
 		case queueStmt:
 			queued = true
@@ -384,8 +382,5 @@ func checkAssign(st stmt, refs map[string]bool) error {
 	if st.value == "" || strings.Contains(st.value, "$") {
 		return nil
 	}
-	if err := cmd(newJob(), st.name, st.value); err != nil {
-		return err
-	}
-	return refuseMatchTime(st.name, st.value)
+	return cmd(newJob(), st.name, st.value)
 }

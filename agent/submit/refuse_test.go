@@ -136,30 +136,14 @@ func TestAcceptedCommandsTakeEffect(t *testing.T) {
 		{"request_cpus in requirements", "request_cpus = 3",
 			map[string]string{"RequestCpus": "3", "Requirements": defaultReq}},
 		{"jobbatchname", "JobBatchName = nightly", map[string]string{"JobBatchName": `"nightly"`}},
+		// Match-time references are left for the agent, as written.
+		{"match-time references", "m = $$(Memory)\narguments = --memory $$([TARGET.Memory * 0.9]) $(m)\n+Where = \"$$(Machine)\"",
+			map[string]string{"Arguments": `"--memory $$([TARGET.Memory * 0.9]) $$(Memory)"`, "Where": `"$$(Machine)"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ads := jobsOf(t, "executable = job.sh\n"+tc.src+"\nqueue\n", env)
 			checkAttrs(t, ads[0], env.Dir, tc.want)
 		})
-	}
-}
-
-func TestMatchTimeRef(t *testing.T) {
-	for _, tc := range []struct {
-		in, want string
-	}{
-		{"$$(OpSys)", "$$(OpSys)"},
-		{"a $$(input_file_path:/usr/foo) b", "$$(input_file_path:/usr/foo)"},
-		{"$$([TARGET.Memory * 0.9])", "$$([TARGET.Memory * 0.9])"},
-		{"$$(DOLLARDOLLAR)", "$$(DOLLARDOLLAR)"},
-		{"echo $$(date +%s) $$(x", ""},
-		{"$$() $$([no end", ""},
-		{"$(DOLLAR) $5", ""},
-	} {
-		got, ok := matchTimeRef(tc.in)
-		if got != tc.want || ok != (tc.want != "") {
-			t.Errorf("matchTimeRef(%q) = %q, %v; want %q", tc.in, got, ok, tc.want)
-		}
 	}
 }
 

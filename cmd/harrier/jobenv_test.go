@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestJobEnvironment: a job finds what HTCondor's starter gives it: its ad
@@ -70,5 +71,47 @@ queue
 		if _, err := os.Lstat(filepath.Join(dir, name)); !os.IsNotExist(err) {
 			t.Errorf("%s came home among the job's outputs: %v", name, err)
 		}
+	}
+}
+
+// TestMatchTimeSubstitution: $$(Name), $$(Name:default) and $$([expr])
+// in a job's string attributes are replaced, when it starts, with the
+// values of the machine it runs on, and what they came to is recorded in
+// its ad (MATCH_EXP_, MATCH_); a reference the machine cannot answer
+// holds the job, saying which.
+func TestMatchTimeSubstitution(t *testing.T) {
+	p := startPool(t, 1)
+	dir := t.TempDir()
+	ok := p.submit(t, dir, "match.sub", `executable = /bin/echo
+arguments = "slot=$$(Name) cpus=$$([Cpus * 2]) site=$$(GLIDEIN_Site:nowhere) shell=$$(date +%s) scratch=$$(CondorScratchDir)"
++JOB_Machine = "$$(Machine)"
+output = match.out
+queue
+`)
+	bad := p.submit(t, dir, "bad.sub", "executable = /bin/echo\narguments = $$(NoSuchAttr)\nqueue\n")
+	if out, code := p.harrier(t, "wait", "--timeout", "60", strconv.Itoa(ok)+".0"); code != 0 {
+		t.Fatalf("wait: exit %d: %s", code, out)
+	}
+	out, _ := os.ReadFile(filepath.Join(dir, "match.out"))
+	h := p.historyAd(t, strconv.Itoa(ok)+".0")
+	slot, _ := h["RemoteHost"].(string)
+	machine, _ := h["MATCH_Machine"].(string)
+	if slot == "" || machine == "" {
+		t.Fatalf("no RemoteHost or MATCH_Machine in the history: %v", h)
+	}
+	if got, want := strings.TrimSpace(string(out)), "slot="+slot+" cpus="; !strings.HasPrefix(got, want) ||
+		!strings.Contains(got, " site=nowhere shell=$$(date +%s) scratch=/") || strings.Contains(got, "CondorScratchDir") {
+		t.Errorf("the job's arguments came to %q, want %q… site=nowhere shell=$$(date +%%s) scratch=/…", got, want)
+	}
+	if h["MATCH_EXP_JOB_Machine"] != machine || h["MATCH_Name"] != slot {
+		t.Errorf("MATCH_EXP_JOB_Machine %v, MATCH_Name %v; want %q, %q", h["MATCH_EXP_JOB_Machine"], h["MATCH_Name"], machine, slot)
+	}
+	if args, _ := h["Arguments"].(string); !strings.Contains(args, "$$(Name)") {
+		t.Errorf("the job's own Arguments lost their references: %q", args)
+	}
+	id := strconv.Itoa(bad) + ".0"
+	eventually(t, 60*time.Second, "the job with $$(NoSuchAttr) held", func() bool { return p.jobStatus(t, id) == 5 })
+	if r, _ := p.jobs(t, "q", id)[0]["HoldReason"].(string); !strings.Contains(r, "NoSuchAttr") {
+		t.Errorf("hold reason %q does not name NoSuchAttr", r)
 	}
 }
