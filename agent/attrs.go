@@ -106,6 +106,7 @@ const (
 	AttrPeriodicHoldSubCode = "PeriodicHoldSubCode"
 	AttrPeriodicRelease     = "PeriodicRelease"
 	AttrPeriodicRemove      = "PeriodicRemove"
+	AttrPeriodicVacate      = "PeriodicVacate"
 	// AttrWantGracefulRemoval (want_graceful_removal) false stops a
 	// removed job at once rather than with its kill signal.
 	AttrWantGracefulRemoval = "WantGracefulRemoval"

@@ -27,7 +27,7 @@ func (a *Agent) policyLoop(ctx context.Context) {
 // policyAction is what a job's periodic expressions ask for.
 type policyAction struct {
 	id            jobqueue.JobID
-	do            string // "remove", "hold", "release", "expire"
+	do            string // "remove", "hold", "release", "vacate", "expire"
 	reason        string
 	code, subcode int // of a hold: HoldReasonCode and HoldReasonSubCode
 }
@@ -63,6 +63,11 @@ func periodicDecision(id jobqueue.JobID, ad *classad.ClassAd, now time.Time) (po
 	if reason, ok := says(AttrPeriodicHold); ok {
 		reason, subcode := holdDetails(ad, reason, AttrPeriodicHoldReason, AttrPeriodicHoldSubCode)
 		return policyAction{id: id, do: "hold", reason: reason, code: holdByJobPolicy, subcode: subcode}, true
+	}
+	if st.runs() {
+		if reason, ok := says(AttrPeriodicVacate); ok {
+			return policyAction{id: id, do: "vacate", reason: reason}, true
+		}
 	}
 	return policyAction{}, false
 }
@@ -134,6 +139,8 @@ func (a *Agent) evalPeriodic(ctx context.Context) {
 			err = a.hold(ctx, act.id, act.reason, act.code, act.subcode)
 		case "release":
 			err = a.releaseBy(ctx, act.id, act.reason)
+		case "vacate":
+			a.askPolicyVacate(act.id)
 		case "expire":
 			err = a.expireSpooled(ctx, act.id)
 		}

@@ -32,6 +32,10 @@ func TestPeriodicDecision(t *testing.T) {
 		{`[ JobStatus = 1; PeriodicHold = 1/0 ]`, ""},
 		{`[ JobStatus = 1; PeriodicHold = NoSuchAttr > 3 ]`, ""},
 		{`[ JobStatus = 4; PeriodicRemove = true ]`, ""},
+		{`[ JobStatus = 2; PeriodicVacate = true ]`, "vacate"},
+		{`[ JobStatus = 7; PeriodicVacate = true ]`, "vacate"},
+		{`[ JobStatus = 1; PeriodicVacate = true ]`, ""},
+		{`[ JobStatus = 2; PeriodicVacate = true; PeriodicHold = true ]`, "hold"},
 	} {
 		act, ok := periodicDecision(id, ad(t, tc.ad), time.Now())
 		got := ""

@@ -50,6 +50,9 @@ type run struct {
 	commands chan shadow.Command // to the shadow, once it runs
 	executed bool                // the job's process started
 	vacated  bool                // a checkpoint came with the job's vacate
+	// policyVacate is set once the job's periodic_vacate asked for this
+	// run's vacate, which is asked once.
+	policyVacate bool
 
 	// shells are the processes started in the job for its owner.
 	shells runShells
@@ -106,6 +109,24 @@ func (a *Agent) askCheckpoint(id jobqueue.JobID, vacate bool) bool {
 	default:
 	}
 	return true
+}
+
+// askPolicyVacate asks, once a run, for the vacate of a running job whose
+// periodic_vacate became true.
+func (a *Agent) askPolicyVacate(id jobqueue.JobID) {
+	a.mu.Lock()
+	r := a.runs[id]
+	a.mu.Unlock()
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	asked := r.policyVacate
+	r.policyVacate = true
+	r.mu.Unlock()
+	if !asked {
+		a.askCheckpoint(id, true)
+	}
 }
 
 // askSuspend has a running job's processes stopped where they are for

@@ -77,6 +77,7 @@ var commandTable = []commandEntry{
 	{"periodic_hold_subcode", exprAttr("PeriodicHoldSubCode")},
 	{"periodic_release", exprAttr("PeriodicRelease")},
 	{"periodic_remove", exprAttr("PeriodicRemove")},
+	{"periodic_vacate", exprAttr("PeriodicVacate")},
 	{"on_exit_hold", exprAttr("OnExitHold")},
 	{"on_exit_hold_reason", exprAttr("OnExitHoldReason")},
 	{"on_exit_hold_subcode", exprAttr("OnExitHoldSubCode")},

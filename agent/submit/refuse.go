@@ -76,7 +76,6 @@ var refusals = map[string]refusal{
 	// policy
 	"keep_claim_idle":      always("the agent releases a claim when it has no job for it"),
 	"next_job_start_delay": always("jobs start as soon as they are matched"),
-	"periodic_vacate":      always("the agent does not read it yet; use harrier vacate"),
 
 	// standard universe
 	"allow_startup_script": always("jobs are not relinked; the executable is what runs"),

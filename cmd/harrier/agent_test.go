@@ -34,6 +34,8 @@ func TestJobPolicyExpressions(t *testing.T) {
 	retried := p.submit(t, dir, "retry.sub", "executable = /bin/false\nmax_retries = 2\nqueue\n")
 	told := p.submit(t, dir, "told.sub", "executable = /bin/sleep\narguments = 300\nperiodic_hold = JobStatus == 2\n"+
 		"periodic_hold_reason = strcat(\"ran on \", RemoteHost)\nperiodic_hold_subcode = 42\nqueue\n")
+	vacated := p.submit(t, dir, "vacate.sub", "executable = /bin/sleep\narguments = 4\n"+
+		"periodic_vacate = NumJobStarts == 1 && time() - JobCurrentStartDate > 1\nlog = vacate.log\nqueue\n")
 	outlived := p.submit(t, dir, "duration.sub", "executable = /bin/sleep\narguments = 300\nallowed_job_duration = 2\nqueue\n")
 	exitHeld := p.submit(t, dir, "exit.sub", "executable = /bin/sh\narguments = \"-c 'exit 7'\"\non_exit_hold = ExitCode != 0\n"+
 		"on_exit_hold_reason = strcat(\"exited with \", ExitCode)\non_exit_hold_subcode = ExitCode\nqueue\n")
@@ -58,6 +60,15 @@ func TestJobPolicyExpressions(t *testing.T) {
 		if r, _ := ad["HoldReason"].(string); !strings.HasPrefix(r, c.reason) || ad["HoldReasonCode"] != c.code || ad["HoldReasonSubCode"] != c.subcode {
 			t.Errorf("job %s held by policy: HoldReason %q, code %v, subcode %v; want %q…, %v, %v", id, r, ad["HoldReasonCode"], ad["HoldReasonSubCode"], c.reason, c.code, c.subcode)
 		}
+	}
+	// periodic_vacate evicts the running job once; it runs again and ends.
+	if out, code := p.harrier(t, "wait", "--timeout", "90", fmt.Sprintf("%d.0", vacated)); code != 0 {
+		t.Errorf("periodic_vacate: the job did not complete: exit %d: %s", code, out)
+	} else if h := p.jobs(t, "history", fmt.Sprintf("%d.0", vacated))[0]; h["NumJobStarts"] != 2.0 {
+		t.Errorf("periodic_vacate: NumJobStarts %v, want 2 (one eviction)", h["NumJobStarts"])
+	}
+	if log, _ := os.ReadFile(filepath.Join(dir, "vacate.log")); !strings.Contains(string(log), "004 (") {
+		t.Errorf("periodic_vacate: no eviction in the job's event log:\n%s", log)
 	}
 	if out, code := p.harrier(t, "wait", "--timeout", "60", fmt.Sprintf("%d.0", released)); code != 0 {
 		t.Errorf("periodic_release: the job submitted on hold did not complete: exit %d: %s", code, out)
