@@ -76,12 +76,15 @@ func (a *Agent) materialize(ctx context.Context) {
 	if a.factories.Load() == 0 {
 		return
 	}
-	var factories []jobqueue.JobID
-	var ads []*classad.ClassAd
+	type factory struct {
+		id jobqueue.JobID
+		ad *classad.ClassAd
+	}
+	var factories []factory
 	idle, present := map[int]int64{}, map[int]int64{}
 	a.queue.Scan(func(id jobqueue.JobID, ad *classad.ClassAd) bool {
 		if !isJob(id) {
-			factories, ads = append(factories, id), append(ads, ad)
+			factories = append(factories, factory{id, ad})
 			return true
 		}
 		present[id.Cluster]++
@@ -90,13 +93,13 @@ func (a *Agent) materialize(ctx context.Context) {
 		}
 		return true
 	})
-	for i, id := range factories {
-		want := materializable(ads[i], idle[id.Cluster], present[id.Cluster])
+	for _, f := range factories {
+		want := materializable(f.ad, idle[f.id.Cluster], present[f.id.Cluster])
 		if want <= 0 {
 			continue
 		}
-		if err := a.makeJobs(ctx, id, int(min(want, materializeStep))); err != nil {
-			a.log.Error("materialize jobs", "cluster", id.Cluster, "err", err)
+		if err := a.makeJobs(ctx, f.id, int(min(want, materializeStep))); err != nil {
+			a.log.Error("materialize jobs", "cluster", f.id.Cluster, "err", err)
 		}
 	}
 }

@@ -47,12 +47,11 @@ func periodicDecision(id jobqueue.JobID, ad *classad.ClassAd, now time.Time) (po
 	if st == Removed || st == Completed {
 		return policyAction{}, false
 	}
-	says := func(attr string) (string, bool) { return policySays(ad, attr) }
-	if reason, ok := says(AttrPeriodicRemove); ok {
+	if reason, ok := policySays(ad, AttrPeriodicRemove); ok {
 		return policyAction{id: id, do: "remove", reason: reason}, true
 	}
 	if st == Held {
-		if reason, ok := says(AttrPeriodicRelease); ok {
+		if reason, ok := policySays(ad, AttrPeriodicRelease); ok {
 			return policyAction{id: id, do: "release", reason: reason}, true
 		}
 		return policyAction{}, false
@@ -60,12 +59,12 @@ func periodicDecision(id jobqueue.JobID, ad *classad.ClassAd, now time.Time) (po
 	if reason, code, ok := durationExceeded(ad, now); ok {
 		return policyAction{id: id, do: "hold", reason: reason, code: code}, true
 	}
-	if reason, ok := says(AttrPeriodicHold); ok {
+	if reason, ok := policySays(ad, AttrPeriodicHold); ok {
 		reason, subcode := holdDetails(ad, reason, AttrPeriodicHoldReason, AttrPeriodicHoldSubCode)
 		return policyAction{id: id, do: "hold", reason: reason, code: holdByJobPolicy, subcode: subcode}, true
 	}
 	if st.runs() {
-		if reason, ok := says(AttrPeriodicVacate); ok {
+		if reason, ok := policySays(ad, AttrPeriodicVacate); ok {
 			return policyAction{id: id, do: "vacate", reason: reason}, true
 		}
 	}
