@@ -92,5 +92,5 @@ func (r *Runner) Restore(ctx context.Context, t *Task, imageDir string) (*Job, *
 		s.release()
 		return nil, nil, fmt.Errorf("restore: %w", err)
 	}
-	return newJob(r, c, p, t, s.upper), res, nil
+	return newJob(r, c, p, t, s.root), res, nil
 }

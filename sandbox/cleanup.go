@@ -12,7 +12,8 @@ import (
 
 // Cleanup removes everything slot's jobs left under stateRoot: it kills
 // every process in the slot cgroup, removes the containers' state and
-// image roots, and then the slot's cgroups. The startd calls it after each starter exits, so
+// image roots (a root kept for a next job too), and then the slot's
+// cgroups. The startd calls it after each starter exits, so
 // that a starter killed in the middle of a job leaves nothing behind.
 // Cleaning a slot that left nothing is cheap and not an error.
 func Cleanup(stateRoot, slot string) error {
@@ -57,6 +58,11 @@ func Cleanup(stateRoot, slot string) error {
 		if dir != diskImageRootsDir(stateRoot) {
 			_ = unix.Rmdir(dir) // as the slots' state directories (ENOTEMPTY: another slot's)
 		}
+	}
+	// The directory of a root kept for the slot's next job (see
+	// keepRoot), now that its overlay is unmounted.
+	if err := os.RemoveAll(heldRoot(stateRoot, slot)); err != nil {
+		errs = append(errs, err)
 	}
 	errs = append(errs, removeCgroupTree(path))
 	removeEmptyParents(stateRoot)

@@ -99,10 +99,9 @@ type spec struct {
 	dirTop       string // the container's own directory holding dir (see dirTop); none: dir is the host's
 	cwd          string // where the job starts: dir, or JobScratchDir (Task.InScratch)
 	rootfs       string // see hostRoot (or prepareRootfs), or the job's image root (mountImageRoot)
-	// upper is the upper directory of the overlay that is the root when
-	// it is the job's own image (writable), opened before the job ran;
-	// nil: the machine's root, read-only.
-	upper       *os.Root
+	// root is the overlay that is the root when it is the job's own
+	// image (writable); nil: the machine's root, read-only.
+	root        *imageRoot
 	hostDirs    []string // the host's top-level directories not in rootfs, bound read-only
 	memoryBytes int64
 	noSwap      bool // the memory limit covers swap too
@@ -117,9 +116,8 @@ type spec struct {
 // release undoes what prepare made for a container that is not to be:
 // a job's image root.
 func (s spec) release() {
-	if s.upper != nil {
-		s.upper.Close()
-		_ = unmountImageRoot(s.rootfs)
+	if s.root != nil {
+		_ = s.root.unmount()
 	}
 }
 
@@ -159,7 +157,7 @@ func containerConfig(s spec) *configs.Config {
 		// overlay's upper directory in its scratch directory.
 		Labels:          []string{s.criuLabel},
 		Rootfs:          s.rootfs,
-		Readonlyfs:      s.upper == nil,
+		Readonlyfs:      s.root == nil,
 		Hostname:        s.hostname,
 		NoNewPrivileges: true,
 		Capabilities:    caps,

@@ -24,7 +24,7 @@ import (
 // upper directory, root's alone, and the root is gone after the job.
 func TestJobInImage(t *testing.T) {
 	r := testRunner(t, nil)
-	im := cachedImage(t, map[string]string{"etc/harrier-test-image": "marker-42\n"})
+	im := cachedImage(t, map[string]string{"etc/harrier-test-image": "marker-42\n", "shared/": "777"})
 	scratch := t.TempDir()
 	if err := os.Chmod(scratch, 0o700); err != nil {
 		t.Fatal(err)
@@ -34,7 +34,7 @@ func TestJobInImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := runJob(t, r, `cat /etc/harrier-test-image; ls /; test -e /etc/os-release && echo host-etc
-echo hi > /tmp/t && cat /tmp/t; echo s > /srv/s; echo w > `+work+`/w; ls /srv`, func(task *Task) {
+echo hi > /tmp/t && cat /tmp/t; echo s > /srv/s; echo w > `+work+`/w; ls /srv; echo r > /shared/r`, func(task *Task) {
 		task.ImageLayers, task.ScratchDir, task.Dir = im.Layers, scratch, work
 	})
 	if res.exit.Code != 0 {
@@ -56,6 +56,9 @@ echo hi > /tmp/t && cat /tmp/t; echo s > /srv/s; echo w > `+work+`/w; ls /srv`, 
 	st, err := os.Stat(filepath.Join(scratch, ImageRootDir))
 	if err != nil || st.Mode().Perm() != 0o700 {
 		t.Errorf("upper directory %v %v", st, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(upperDir(scratch), "shared", "r")); err != nil || string(b) != "r\n" {
+		t.Errorf("the job's write to its root is not in its upper directory: %q %v", b, err)
 	}
 	if es, _ := os.ReadDir(imageRootsDir(r.cfg.StateRoot)); len(es) != 0 {
 		t.Errorf("image roots left mounted: %v", es)
@@ -389,4 +392,83 @@ func cachedImage(tb testing.TB, files map[string]string) *imagecache.Image {
 	}
 	tb.Cleanup(func() { _ = im.Release() })
 	return im
+}
+
+// A slot keeps the root of a job in its image that left it untouched,
+// for its next job in the same image, and only then: a job that wrote
+// to its root, even a file it removed again, or that swapped the root's
+// directory in its scratch directory for one of its own, leaves a root
+// that is unmounted, and the job after it gets a fresh one. Every job
+// sees the image as it is.
+func TestImageRootKeptOnlyUntouched(t *testing.T) {
+	r := testRunner(t, nil)
+	im := cachedImage(t, map[string]string{"shared/": "777", "shared/marker": "image\n"})
+	other := cachedImage(t, map[string]string{"shared/": "777", "shared/marker": "other\n"})
+	run := func(script string, layers []string) (result, *imageRoot) {
+		t.Helper()
+		scratch := t.TempDir()
+		if err := os.Chmod(scratch, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		s := startJob(t, r, &Task{ID: "1.0", Path: "/bin/sh", Args: []string{"-c", script},
+			ScratchDir: scratch, ImageLayers: layers})
+		root := s.job.root
+		res := s.wait(t)
+		if res.exit.Code != 0 {
+			t.Fatalf("%q: exit %+v stderr %q", script, res.exit, res.stderr)
+		}
+		if _, err := os.Lstat(filepath.Join(scratch, ImageRootDir)); r.kept != nil && err == nil {
+			t.Errorf("%q: the kept root is still in the job's scratch directory", script)
+		}
+		return res, root
+	}
+	kept := func() *imageRoot {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.kept
+	}
+	const look = "cat /shared/marker; ls /shared /"
+	first, root1 := run(look, im.Layers)
+	if kept() != root1 {
+		t.Fatalf("an untouched root is not kept")
+	}
+	for _, step := range []struct{ name, script string }{
+		{"a file made and removed", "touch /shared/made && rm /shared/made"},
+		{"a file of the image renamed", "mv /shared/marker /shared/moved"},
+		{"a file of the image removed", "rm /shared/marker"},
+		{"the root's directory swapped", "mv /srv/" + ImageRootDir + " /srv/moved && mkdir /srv/" + ImageRootDir},
+	} {
+		before := kept()
+		_, root := run(step.script, im.Layers)
+		if root != before {
+			t.Errorf("%s: the job did not get the kept root", step.name)
+		}
+		if kept() != nil {
+			t.Errorf("%s: the root is kept", step.name)
+		}
+		next, root := run(look, im.Layers)
+		if root == before {
+			t.Errorf("%s: the next job got the used root", step.name)
+		}
+		if next.stdout != first.stdout {
+			t.Errorf("%s: the next job sees %q, not the image as it is %q", step.name, next.stdout, first.stdout)
+		}
+		if kept() != root {
+			t.Errorf("%s: the next job's untouched root is not kept", step.name)
+		}
+	}
+	before := kept()
+	res, root := run("cat /shared/marker", other.Layers)
+	if root == before || res.stdout != "other\n" {
+		t.Errorf("a job in another image got the kept root: %q", res.stdout)
+	}
+	if err := Cleanup(r.cfg.StateRoot, r.cfg.Slot); err != nil {
+		t.Fatal(err)
+	}
+	if es, _ := os.ReadDir(imageRootsDir(r.cfg.StateRoot)); len(es) != 0 {
+		t.Errorf("image roots left mounted after the slot's cleanup: %v", es)
+	}
+	if _, err := os.Lstat(heldRoot(r.cfg.StateRoot, r.cfg.Slot)); err == nil {
+		t.Errorf("the kept root's directory is left after the slot's cleanup")
+	}
 }

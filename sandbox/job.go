@@ -24,10 +24,10 @@ type Job struct {
 	p    *libcontainer.Process
 	task *Task
 	pid  int
-	// upper is the upper directory of the job's image root (nil: the
-	// job runs on the machine's root, or its container is gone), see
-	// makeImageRootDir. It is set once; mu guards its closing.
-	upper *os.Root
+	// root is the job's image root (nil: the job runs on the machine's
+	// root, or its container is gone). It is set once; mu guards its
+	// release.
+	root *imageRoot
 	// cgroups are the job's cgroup directories by controller ("" for
 	// cgroup v2), read once at its start.
 	cgroups map[string]string
@@ -41,9 +41,9 @@ type Job struct {
 	emulated unix.Signal // a signal the job's init could not receive, see Signal
 }
 
-func newJob(r *Runner, c *libcontainer.Container, p *libcontainer.Process, t *Task, upper *os.Root) *Job {
+func newJob(r *Runner, c *libcontainer.Container, p *libcontainer.Process, t *Task, root *imageRoot) *Job {
 	pid, _ := p.Pid()
-	j := &Job{r: r, c: c, p: p, task: t, pid: pid, upper: upper, stopDisk: make(chan struct{}), diskDone: make(chan struct{})}
+	j := &Job{r: r, c: c, p: p, task: t, pid: pid, root: root, stopDisk: make(chan struct{}), diskDone: make(chan struct{})}
 	if st, err := c.State(); err == nil {
 		j.cgroups = st.CgroupPaths
 	}
@@ -217,14 +217,13 @@ func (j *Job) destroy() error {
 		_ = unix.Rmdir(dir)
 	}
 	j.mu.Lock()
-	upper := j.upper
-	j.upper = nil
+	root := j.root
+	j.root = nil
 	j.mu.Unlock()
-	if upper != nil {
-		upper.Close()
-		return unmountImageRoot(filepath.Join(imageRootsDir(j.r.cfg.StateRoot), j.c.ID()))
+	if root == nil || j.r.keepRoot(root, j.task.ScratchDir) {
+		return nil
 	}
-	return nil
+	return root.unmount()
 }
 
 // upperHandle is a handle of its own on the upper directory of the job's
@@ -236,10 +235,10 @@ func (j *Job) upperHandle() (*os.Root, error) {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.upper == nil {
+	if j.root == nil {
 		return nil, errors.New("the job's container is gone")
 	}
-	return j.upper.OpenRoot(".")
+	return j.root.upper.OpenRoot(".")
 }
 
 // releaseCores empties the cpuset of the job's cgroup (v1), now that no

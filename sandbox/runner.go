@@ -34,6 +34,9 @@ type Runner struct {
 	// features (pre-copy) this machine has; features is its answer.
 	probe    sync.Once
 	features checkpoint.Features
+
+	mu   sync.Mutex
+	kept *imageRoot // an untouched image root kept for the next job (see keepRoot)
 }
 
 // checkpointFeatures are CRIU's optional features here, probed once. A
@@ -90,7 +93,7 @@ func (r *Runner) Start(ctx context.Context, t *Task) (_ *Job, retErr error) {
 		//lint:ignore ST1005 a hold reason, written as HTCondor writes it
 		return nil, fmt.Errorf("Failed to execute '%s': %w", t.Path, err)
 	}
-	j := newJob(r, c, p, t, s.upper)
+	j := newJob(r, c, p, t, s.root)
 	r.log.Debug("job started in container", "container", s.id, "pid", j.pid)
 	return j, nil
 }
@@ -142,25 +145,24 @@ func (r *Runner) prepare(ctx context.Context, t *Task, rootDir *os.File) (spec, 
 		hostDirs []string
 	)
 	dir, dirSource := jobDir(t)
-	var upper *os.Root
+	var root *imageRoot
 	if len(t.ImageLayers) > 0 {
-		if rootDir == nil {
-			if rootDir, err = makeImageRootDir(t.ScratchDir); err != nil {
-				return spec{}, nil, err
-			}
-			defer rootDir.Close()
-		}
 		mountPoints := ownMounts
 		if dirSource != "" && !under(dir, ownMounts) {
 			mountPoints = append(slices.Clip(ownMounts), dir)
 		}
-		if rootfs, err = mountImageRoot(r.cfg.StateRoot, id, t, rootDir, mountPoints); err != nil {
-			return spec{}, nil, err
+		key := rootKey(t.ImageLayers, mountPoints)
+		if rootDir == nil {
+			root = r.takeRoot(key, t.ScratchDir)
+		} else {
+			r.dropKeptRoot() // the restored root is the job's own
 		}
-		if upper, err = os.OpenRoot(inDir(rootDir, "upper")); err != nil {
-			_ = unmountImageRoot(rootfs)
-			return spec{}, nil, fmt.Errorf("prepare image root: %w", err)
+		if root == nil {
+			if root, err = r.mountRoot(t, id, rootDir, key, mountPoints); err != nil {
+				return spec{}, nil, err
+			}
 		}
+		rootfs = root.target
 	} else if rootfs, hostDirs, err = hostRoot(); errors.Is(err, errNoHostRoot) {
 		rootfs = filepath.Join(r.cfg.StateRoot, "rootfs")
 		if hostDirs, err = prepareRootfs(rootfs); err != nil {
@@ -173,7 +175,7 @@ func (r *Runner) prepare(ctx context.Context, t *Task, rootDir *os.File) (spec, 
 		devices:      devices,
 		criuLabel:    checkpoint.ConfigFileLabel(containersDir(r.cfg.StateRoot, r.cfg.Slot), id),
 		id:           id,
-		upper:        upper,
+		root:         root,
 		cgroupParent: slotPath,
 		user:         r.user,
 		scratch:      t.ScratchDir,
@@ -191,7 +193,7 @@ func (r *Runner) prepare(ctx context.Context, t *Task, rootDir *os.File) (spec, 
 	if t.InScratch && dirSource != "" {
 		s.cwd = JobScratchDir
 	}
-	if upper == nil && dirSource != "" {
+	if root == nil && dirSource != "" {
 		if s.dirTop = dirTop(dir, r.user); s.dirTop != "" {
 			if err := checkDirTop(dir, s.dirTop); err != nil {
 				return spec{}, nil, err
@@ -203,6 +205,28 @@ func (r *Runner) prepare(ctx context.Context, t *Task, rootDir *os.File) (spec, 
 		s.cpuQuota = t.Cpus * cpuPeriod
 	}
 	return s, containerConfig(s), nil
+}
+
+// mountRoot mounts a root of its own for task t in its image, in
+// container id, with rootDir (see makeImageRootDir), made afresh if nil.
+func (r *Runner) mountRoot(t *Task, id string, rootDir *os.File, key string, mountPoints []string) (*imageRoot, error) {
+	if rootDir == nil {
+		var err error
+		if rootDir, err = makeImageRootDir(t.ScratchDir); err != nil {
+			return nil, err
+		}
+		defer rootDir.Close()
+	}
+	target, err := mountImageRoot(r.cfg.StateRoot, id, t, rootDir, mountPoints)
+	if err != nil {
+		return nil, err
+	}
+	root, err := newImageRoot(target, rootDir, key)
+	if err != nil {
+		_ = unmountImageRoot(target)
+		return nil, err
+	}
+	return root, nil
 }
 
 // jobDir is where the job works in its container, and the host
