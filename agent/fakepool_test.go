@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -22,6 +23,7 @@ import (
 
 	"harrier.dev/harrier/agent"
 	"harrier.dev/harrier/agent/jobqueue"
+	"harrier.dev/harrier/childproc"
 	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/peercred"
 	"harrier.dev/harrier/pki"
@@ -431,19 +433,22 @@ func TestJobHeldByItsShadow(t *testing.T) {
 }
 
 // TestShadowOnOneProcessor: a shadow's Go runtime gets one processor, not
-// the submit machine's all.
+// the submit machine's all, and the collector of a process with a small
+// heap (childproc.Env).
 func TestShadowOnOneProcessor(t *testing.T) {
-	t.Setenv("GOMAXPROCS", "")
-	os.Unsetenv("GOMAXPROCS")
-	p := newPool(t, readyShadow+`echo '{"type":"hold","reason":"procs='"$GOMAXPROCS"'","code":6}'
+	for _, name := range []string{"GOMAXPROCS", "GOGC"} {
+		t.Setenv(name, "")
+		os.Unsetenv(name)
+	}
+	p := newPool(t, readyShadow+`echo '{"type":"hold","reason":"procs='"$GOMAXPROCS"' gogc='"$GOGC"'","code":6}'
 `+drain, &fakeStartd{})
 	id := p.submit()
 	if err := p.match(id); err != nil {
 		t.Fatal(err)
 	}
 	ad, _ := p.await(id, "JobStatus == 5")
-	if r, _ := ad.EvalString("HoldReason"); r != "procs=1" {
-		t.Errorf("the shadow's GOMAXPROCS: %q, want procs=1", r)
+	if r, _ := ad.EvalString("HoldReason"); r != fmt.Sprintf("procs=1 gogc=%d", childproc.ChildGOGC) {
+		t.Errorf("the shadow's GOMAXPROCS and GOGC: %q, want procs=1 gogc=%d", r, childproc.ChildGOGC)
 	}
 }
 

@@ -115,27 +115,35 @@ func FuzzReceive(f *testing.F) {
 }
 
 func TestEnvSizesTheRuntime(t *testing.T) {
-	t.Setenv("GOMAXPROCS", "") // restored after the test
-	os.Unsetenv("GOMAXPROCS")
-	for _, c := range []struct{ procs, want int }{{0, 1}, {1, 1}, {runtime.NumCPU() + 4, runtime.NumCPU()}} {
-		env := Env(c.procs)
-		if got := env[len(env)-1]; got != "GOMAXPROCS="+strconv.Itoa(c.want) {
-			t.Errorf("Env(%d) ends with %q, want GOMAXPROCS=%d", c.procs, got, c.want)
-		}
+	for _, name := range []string{"GOMAXPROCS", "GOGC"} {
+		t.Setenv(name, "") // restored after the test
+		os.Unsetenv(name)
 	}
-	// The administrator's setting wins.
-	t.Setenv("GOMAXPROCS", "3")
-	env := Env(1)
-	n := 0
-	for _, kv := range env {
-		if strings.HasPrefix(kv, "GOMAXPROCS=") {
-			n++
-			if kv != "GOMAXPROCS=3" {
-				t.Errorf("Env(1) has %q with the parent's GOMAXPROCS=3", kv)
+	setting := func(env []string, name string) (value string, n int) {
+		for _, kv := range env {
+			if v, ok := strings.CutPrefix(kv, name+"="); ok {
+				value, n = v, n+1
 			}
 		}
+		return value, n
 	}
-	if n != 1 {
-		t.Errorf("Env(1) has %d GOMAXPROCS settings, want the parent's one", n)
+	for _, c := range []struct{ procs, want int }{{0, 1}, {1, 1}, {runtime.NumCPU() + 4, runtime.NumCPU()}} {
+		env := Env(c.procs)
+		if got, n := setting(env, "GOMAXPROCS"); got != strconv.Itoa(c.want) || n != 1 {
+			t.Errorf("Env(%d) sets GOMAXPROCS=%s (%d times), want %d", c.procs, got, n, c.want)
+		}
+		if got, n := setting(env, "GOGC"); got != strconv.Itoa(ChildGOGC) || n != 1 {
+			t.Errorf("Env(%d) sets GOGC=%s (%d times), want %d", c.procs, got, n, ChildGOGC)
+		}
+	}
+	// The administrator's settings win.
+	t.Setenv("GOMAXPROCS", "3")
+	t.Setenv("GOGC", "50")
+	env := Env(1)
+	if got, n := setting(env, "GOMAXPROCS"); got != "3" || n != 1 {
+		t.Errorf("Env(1) sets GOMAXPROCS=%s (%d times) with the parent's GOMAXPROCS=3", got, n)
+	}
+	if got, n := setting(env, "GOGC"); got != "50" || n != 1 {
+		t.Errorf("Env(1) sets GOGC=%s (%d times) with the parent's GOGC=50", got, n)
 	}
 }

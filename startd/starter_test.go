@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 
+	"harrier.dev/harrier/childproc"
 	"harrier.dev/harrier/fusectl"
 	"harrier.dev/harrier/starter"
 	"harrier.dev/harrier/wire"
@@ -350,16 +351,19 @@ func TestKillFreesAStarterStuckOnItsMount(t *testing.T) {
 }
 
 // TestStarterRuntimeSizedToSlot: a starter's Go runtime gets its slot's
-// CPUs (at least one), not the whole machine's.
+// CPUs (at least one), not the whole machine's, and the collector of a
+// process with a small heap (childproc.Env).
 func TestStarterRuntimeSizedToSlot(t *testing.T) {
-	t.Setenv("GOMAXPROCS", "")
-	os.Unsetenv("GOMAXPROCS")
+	for _, name := range []string{"GOMAXPROCS", "GOGC"} {
+		t.Setenv(name, "")
+		os.Unsetenv(name)
+	}
 	for _, c := range []struct {
 		cpus int64
 		want int
 	}{{0, 1}, {1, 1}, {int64(runtime.NumCPU()), runtime.NumCPU()}} {
 		dir := t.TempDir()
-		argv := []string{"/bin/sh", "-c", `echo "procs=$GOMAXPROCS ready" >&2; cat >/dev/null`}
+		argv := []string{"/bin/sh", "-c", `echo "procs=$GOMAXPROCS gogc=$GOGC ready" >&2; cat >/dev/null`}
 		r, err := startStarter(argv, nil, dir, "slot1", starter.Spec{JobAd: "[]", Cpus: c.cpus})
 		if err != nil {
 			t.Fatal(err)
@@ -369,7 +373,7 @@ func TestStarterRuntimeSizedToSlot(t *testing.T) {
 		waitReady(t, logPath)
 		r.kill(50 * time.Millisecond)
 		b, _ := os.ReadFile(logPath)
-		if want := fmt.Sprintf("procs=%d ready", c.want); !bytes.Contains(b, []byte(want)) {
+		if want := fmt.Sprintf("procs=%d gogc=%d ready", c.want, childproc.ChildGOGC); !bytes.Contains(b, []byte(want)) {
 			t.Errorf("slot of %d CPUs: the starter logged %q, want %q", c.cpus, b, want)
 		}
 	}
