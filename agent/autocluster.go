@@ -119,6 +119,8 @@ func significantOf(ad *classad.ClassAd, significant []string, names map[string][
 	add(AttrRank)
 	// A gang job's Ports are its requirements.
 	add(AttrPorts)
+	// The negotiator counts a job's concurrency limits.
+	add("ConcurrencyLimits")
 	// The negotiator prefers machines that hold a job's image.
 	add("ContainerImage")
 	add("DockerImage")

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/user"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -199,6 +200,10 @@ type claim struct {
 	// owner is the Owner of the job the claim was made for: the user the
 	// matchmaker charges for the slot, whose jobs alone may reuse it.
 	owner string
+	// limits are the concurrency limits of that job (ConcurrencyLimits):
+	// the matchmaker counted them for the slot, so only jobs that use the
+	// same may reuse it.
+	limits string
 	// gang, for a job matched as a gang, holds its other machines with
 	// this one (see gang.go); nil for an ordinary match.
 	gang *gangClaims
@@ -293,6 +298,7 @@ func (a *Agent) useClaim(ctx context.Context, c *claim, r *run) {
 	}
 	c.since = time.Now()
 	c.owner, _ = ad.EvalString(AttrOwner)
+	c.limits, _ = ad.EvalString(AttrConcurrencyLimits)
 	stop := a.keepAlive(ctx, c)
 	defer func() {
 		stop()
@@ -374,7 +380,9 @@ func (a *Agent) completeStop(ctx context.Context, r *run) bool {
 // nextJobFor picks the next idle job of the claim's owner that matches the
 // claimed machine and registers a run for it. Only the owner's jobs reuse
 // a claim, as in HTCondor: the slot is charged to the owner, and a claim
-// won by the owner's priority must not serve another user. It looks first
+// won by the owner's priority must not serve another user; and only jobs
+// that use the same concurrency limits, which the matchmaker counted for
+// the claim. It looks first
 // at the jobs that follow the one just finished in its cluster, which
 // usually match too, so that a large queue is not scanned for every job;
 // jobs of the cluster that have left the queue already leave gaps it steps
@@ -385,6 +393,9 @@ func (a *Agent) nextJobFor(c *claim, after jobqueue.JobID) (*run, *classad.Class
 			return nil
 		}
 		if owner, _ := ad.EvalString(AttrOwner); owner != c.owner {
+			return nil
+		}
+		if limits, _ := ad.EvalString(AttrConcurrencyLimits); !strings.EqualFold(limits, c.limits) {
 			return nil
 		}
 		r, err := a.newRun(id, c)

@@ -309,10 +309,22 @@ func (c *Collector) Claim(m Match) {
 		// A partitionable slot stays Unclaimed with what the match
 		// leaves, until its startd advertises the leftover itself.
 		a.ad = consume(a.ad, m.Job.Ad)
+		// The dynamic slot's claim holds the job's concurrency limits
+		// once its startd advertises it; until then this ad does.
+		if limits, ok := m.Job.Ad.EvalString(AttrConcurrencyLimits); ok && limits != "" {
+			list, _ := a.ad.Eval(AttrPendingConcurrencyLimits).ListValue()
+			a.ad.SetValue(AttrPendingConcurrencyLimits, classad.List(append(slices.Clip(list), classad.String(limits))...))
+		}
 		c.ads[k] = a
 	case ok && (state(a.ad) == StateUnclaimed || m.Preempts != nil && state(a.ad) == StateClaimed):
 		ad := a.ad.Copy()
 		ad.SetString("State", StateMatched)
+		// Its claim's concurrency limits are the new job's, as the
+		// startd will publish them.
+		ad.Delete(AttrConcurrencyLimits)
+		if limits, ok := m.Job.Ad.EvalString(AttrConcurrencyLimits); ok && limits != "" {
+			ad.SetString(AttrConcurrencyLimits, limits)
+		}
 		a.ad = ad
 		c.ads[k] = a
 	}

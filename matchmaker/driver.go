@@ -40,18 +40,19 @@ type driver struct {
 	reservations *reservations
 	metrics      *cycleMetrics
 
-	// mu guards interval and negotiator.PreemptionRequirements, which
-	// reconfigure changes; retime (capacity 1) tells run the interval
+	// mu guards interval, negotiator.PreemptionRequirements and
+	// negotiator.Limits, which reconfigure changes; retime (capacity 1) tells run the interval
 	// changed.
 	mu     sync.Mutex
 	retime chan struct{}
 }
 
-// reconfigure sets the interval between periodic cycles and the
-// preemption requirements; the next cycle uses them.
-func (d *driver) reconfigure(interval time.Duration, preempt classad.Expr) {
+// reconfigure sets the interval between periodic cycles, the
+// preemption requirements and the concurrency limits; the next cycle
+// uses them.
+func (d *driver) reconfigure(interval time.Duration, preempt classad.Expr, limits *Limits) {
 	d.mu.Lock()
-	d.interval, d.negotiator.PreemptionRequirements = interval, preempt
+	d.interval, d.negotiator.PreemptionRequirements, d.negotiator.Limits = interval, preempt, limits
 	d.mu.Unlock()
 	select {
 	case d.retime <- struct{}{}:
@@ -188,6 +189,9 @@ func (d *driver) cycle(ctx context.Context) CycleStats {
 	}
 	ad := negotiatorAd(d.name, d.cycles)
 	ad.SetInt("DaemonStartTime", d.started.Unix())
+	for name, use := range res.LimitsInUse {
+		ad.SetReal(LimitAttr(name), use)
+	}
 	d.collector.Advertise(TypeNegotiator, d.name, ad, 3*interval)
 	level := slog.LevelDebug
 	if s.Matches > 0 {

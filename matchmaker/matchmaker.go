@@ -89,6 +89,10 @@ type Config struct {
 	// user with better priority may preempt another's job. Empty means
 	// never; rank preemption does not depend on it.
 	PreemptionRequirements string
+	// Limits are the pool's concurrency limits (NAME_LIMIT,
+	// CONCURRENCY_LIMIT_DEFAULT, CONCURRENCY_LIMIT_DEFAULT_SET; see
+	// LimitsFromConfig); nil: none.
+	Limits *Limits
 	// LicenseFile holds the license ads offered to gangs (LICENSE_FILE;
 	// see ReadLicenseFile); "" for none.
 	LicenseFile string
@@ -240,7 +244,7 @@ func New(cfg Config) (*Matchmaker, error) {
 		driver: &driver{
 			log:          log,
 			collector:    c,
-			negotiator:   Negotiator{Priorities: cfg.Priorities, PreemptionRequirements: preempt, GangAlgorithm: alg},
+			negotiator:   Negotiator{Priorities: cfg.Priorities, PreemptionRequirements: preempt, GangAlgorithm: alg, Limits: cfg.Limits},
 			accountant:   accountant,
 			licenses:     licenses,
 			notifier:     cfg.Notifier,
@@ -264,8 +268,8 @@ func New(cfg Config) (*Matchmaker, error) {
 
 // Reconfigure applies a re-read configuration to the running matchmaker
 // without losing its ads, matches or priorities: the interval between
-// periodic cycles (NEGOTIATOR_INTERVAL) and PREEMPTION_REQUIREMENTS take
-// effect from the next cycle. The rest of cfg is ignored; it takes effect
+// periodic cycles (NEGOTIATOR_INTERVAL), PREEMPTION_REQUIREMENTS and the
+// concurrency limits take effect from the next cycle. The rest of cfg is ignored; it takes effect
 // when the matchmaker restarts. A PREEMPTION_REQUIREMENTS that does not
 // parse is refused and nothing changes.
 func (m *Matchmaker) Reconfigure(cfg Config) error {
@@ -280,7 +284,7 @@ func (m *Matchmaker) Reconfigure(cfg Config) error {
 			return fmt.Errorf("matchmaker: PREEMPTION_REQUIREMENTS: %w", err)
 		}
 	}
-	m.driver.reconfigure(interval, preempt)
+	m.driver.reconfigure(interval, preempt, cfg.Limits)
 	m.log.Info("reconfigured", "interval", interval, "preemption_requirements", cfg.PreemptionRequirements)
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/classad/exprtext"
+	"harrier.dev/harrier/concurrency"
 	"harrier.dev/harrier/imagecache"
 	"harrier.dev/harrier/matchmaker/gang"
 )
@@ -78,6 +79,9 @@ type Result struct {
 	MatchLists int
 	// Preemptions counts the matches that displace a running job.
 	Preemptions int
+	// LimitsInUse are the uses of the concurrency limits, with this
+	// cycle's matches, by lower-case name; nil when no limit is set.
+	LimitsInUse map[string]float64
 	// SignificantAttributes are the job attributes that machine policies
 	// and PREEMPTION_REQUIREMENTS read, lower-cased and sorted: the
 	// attributes an agent must keep equal within an autocluster.
@@ -120,6 +124,11 @@ type Negotiator struct {
 	Workers int
 	// GangAlgorithm is how MarshalGangs searches for gangs.
 	GangAlgorithm gang.Algorithm
+	// Limits are the pool's concurrency limits: a request whose job's
+	// ConcurrencyLimits would take one past its maximum, counting the
+	// uses the machine ads show and this cycle's matches, gets no more
+	// machines. nil: none.
+	Limits *Limits
 }
 
 // Negotiate pairs jobs with machines.
@@ -137,12 +146,15 @@ type Negotiator struct {
 // among interchangeable machines and, between classes of machines, the
 // name of each class's first slot.
 //
+// A request whose ConcurrencyLimits would take a limit past its maximum
+// (see Limits) gets no machine, by match or by preemption.
+//
 // A request left with jobs may then preempt: a Claimed machine that
 // publishes CurrentRank and ranks the request higher (rank preemption), or
 // one running another submitter's job where PreemptionRequirements holds
 // (priority preemption).
 func (n Negotiator) Negotiate(reqs []Request, machines []Machine) Result {
-	g := &negotiation{n: n, reqs: reqs}
+	g := &negotiation{n: n, reqs: reqs, machines: machines}
 	g.partition(machines)
 	g.timed(&g.res.Phases.Requests, g.readRequests)
 	g.timed(&g.res.Phases.Classify, g.classify)
@@ -161,6 +173,7 @@ type negotiation struct {
 	reqs []Request
 	res  Result
 
+	machines      []Machine
 	free, claimed []Machine
 	// parts are the Unclaimed partitionable slots, matched apart from
 	// the classes: each match changes what one has left.
@@ -319,6 +332,9 @@ func (g *negotiation) buildFirstMatchlists() {
 	}
 	g.n.parallelWorker(len(first), func(w, i int) { first[i].build(g.matchers[w], g.reps, g.index, nil) })
 	g.alloc = allocator{free: g.free, parts: g.parts, classes: g.classes, reps: g.reps, index: g.index, n: g.n, matchers: g.matchers, built: len(first)}
+	if !g.n.Limits.empty() {
+		g.alloc.limits = newLimitCounter(g.n.Limits, g.machines)
+	}
 }
 
 // allocate gives submitters their shares of the candidates; the
@@ -347,6 +363,9 @@ func (g *negotiation) result() Result {
 		}
 	}
 	res.Rejections = res.IdleJobs - len(g.alloc.matches)
+	if c := g.alloc.limits; c != nil {
+		res.LimitsInUse = c.used
+	}
 	return res
 }
 
@@ -509,6 +528,9 @@ type allocator struct {
 	classes   []machineClass
 	matches   []Match
 	taken     map[string]bool // claimed machines preempted in this cycle
+	// limits counts the concurrency limits' uses; nil: no limits.
+	limits *limitCounter
+	uses   map[int][]concurrency.Use // by request, read as requests negotiate
 
 	// For matchlists built on demand.
 	reps     []*classad.ClassAd
@@ -569,6 +591,24 @@ func (a *allocator) take(r *Request, p *plan, job int) (int, bool) {
 	return 0, false
 }
 
+// fitsLimits reports whether one more job of request i fits the
+// concurrency limits, and gives its uses.
+func (a *allocator) fitsLimits(reqs []Request, i int) ([]concurrency.Use, bool) {
+	if a.limits == nil {
+		return nil, true
+	}
+	uses, ok := a.uses[i]
+	if !ok {
+		uses = limitsOf(reqs[i].Ad, AttrConcurrencyLimits)
+		if a.uses == nil {
+			a.uses = map[int][]concurrency.Use{}
+		}
+		a.uses[i] = uses
+	}
+	_, fits := a.limits.allows(uses)
+	return uses, fits
+}
+
 // submitterQueue is one submitter's requests in negotiation order.
 type submitterQueue struct {
 	name   string
@@ -617,12 +657,19 @@ func (a *allocator) allocate(reqs []Request, plans []*plan, queues []*submitterQ
 					q.served = 0
 					continue
 				}
+				uses, fits := a.fitsLimits(reqs, i)
+				if !fits {
+					q.at++
+					q.served = 0
+					continue
+				}
 				took, ok := a.take(&reqs[i], plans[i], q.served)
 				if !ok {
 					q.at++
 					q.served = 0
 					continue
 				}
+				a.limits.add(uses)
 				q.served++
 				want[i]--
 				quota -= took

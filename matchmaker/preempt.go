@@ -35,6 +35,12 @@ func (a *allocator) preempt(reqs []Request, want []int, claimed []Machine, n Neg
 		for _, i := range q.reqs {
 			r := &reqs[i]
 			for want[i] > 0 {
+				// The preempted job's uses are not counted back: a
+				// request at its limit preempts nothing.
+				uses, fits := a.fitsLimits(reqs, i)
+				if !fits {
+					break
+				}
 				best, why := -1, ""
 				var bestJR, bestMR float64
 				for k, mach := range claimed {
@@ -65,6 +71,7 @@ func (a *allocator) preempt(reqs []Request, want []int, claimed []Machine, n Neg
 					Preempts: &Preemption{Reason: why, RemoteOwner: owner, JobID: jobID},
 				})
 				want[i]--
+				a.limits.add(uses)
 			}
 		}
 	}

@@ -150,9 +150,14 @@ func machineAd(c adConfig, m machine, v view, now time.Time) *classad.ClassAd {
 		}
 		// The licenses a gang's claim holds, for as long as it lasts: the
 		// matchmaker counts license seats in use from these.
+		// And the concurrency limits its job uses, from which the
+		// matchmaker counts each limit's use.
 		if cl.job != nil {
 			if l, ok := cl.job.Lookup(attrGangLicenses); ok {
 				ad.Set(attrGangLicenses, l)
+			}
+			if l, ok := cl.job.EvalString(attrConcurrencyLimits); ok && l != "" {
+				ad.SetString(attrConcurrencyLimits, l)
 			}
 		}
 		// How much the machine's RANK likes the job it has: the

@@ -28,6 +28,10 @@ const (
 	// attrGangLicenses (matchmaker.AttrGangLicenses) lists the licenses
 	// the job claiming a gang's first machine holds.
 	attrGangLicenses = "GangLicenses"
+	// attrConcurrencyLimits (matchmaker.AttrConcurrencyLimits) names
+	// the concurrency limits a job uses, in its ad and, while its claim
+	// lasts, in its slot's.
+	attrConcurrencyLimits = "ConcurrencyLimits"
 	// attrGangHeld (matchmaker.AttrGangHeld) marks a claim held for a
 	// gang's job that runs on another machine.
 	attrGangHeld = "GangHeld"

@@ -10,6 +10,7 @@ import (
 	"unicode"
 
 	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/concurrency"
 	"harrier.dev/harrier/jobargs"
 )
 
@@ -84,6 +85,7 @@ var commandTable = []commandEntry{
 	{"on_exit_remove", setOnExitRemove},
 	{"leave_in_queue", onlyFalse("the agent does not keep completed jobs in the queue; harrier history shows them")},
 	{"max_retries", setMaxRetries},
+	{"concurrency_limits", setConcurrencyLimits},
 	{"allowed_job_duration", intAttr("AllowedJobDuration")},
 	{"allowed_execute_duration", intAttr("AllowedExecuteDuration")},
 	{"success_exit_code", setSuccessExitCode},
@@ -262,6 +264,20 @@ func setNotification(j *job, name, v string) error {
 // retries a job with success_exit_code or retry_until and no max_retries
 // gets.
 const defaultMaxRetries = 2
+
+// setConcurrencyLimits reads concurrency_limits: the pool's limited
+// resources the job uses while it runs, "name" or "name:use" separated by
+// commas, stored lower-cased as ConcurrencyLimits.
+func setConcurrencyLimits(j *job, name, v string) error {
+	uses, err := concurrency.Parse(v)
+	if err != nil {
+		return fmt.Errorf("bad %s: %w", name, err)
+	}
+	if len(uses) > 0 {
+		j.ad.SetString("ConcurrencyLimits", concurrency.Format(uses))
+	}
+	return nil
+}
 
 func setMaxRetries(j *job, name, v string) error {
 	n, err := strconv.ParseInt(v, 10, 64)

@@ -146,6 +146,7 @@ on_exit_remove = ExitBySignal == false
 max_retries = 5
 max_idle = 100
 max_materialize = 250
+concurrency_limits = XSW, Database:2
 job_max_vacate_time = 120
 max_job_retirement_time = 3600
 kill_sig = term
@@ -160,7 +161,7 @@ queue`,
 			"OnExitHold": "ExitCode != 0", "OnExitHoldReason": `strcat("exited with ", ExitCode)`, "OnExitHoldSubCode": "ExitCode",
 			"PeriodicHoldSubCode": "42", "AllowedJobDuration": "3600", "AllowedExecuteDuration": "1800",
 			"OnExitRemove":  "NumJobCompletions > JobMaxRetries || ExitCode is 3 || (ExitBySignal == false)",
-			"JobMaxRetries": "5", "JobMaterializeMaxIdle": "100", "JobMaterializeLimit": "250", "JobMaxVacateTime": "120", "MaxJobRetirementTime": "3600",
+			"JobMaxRetries": "5", "JobMaterializeMaxIdle": "100", "JobMaterializeLimit": "250", "ConcurrencyLimits": `"xsw,database:2"`, "JobMaxVacateTime": "120", "MaxJobRetirementTime": "3600",
 			"KillSig": `"SIGTERM"`, "LeaveJobInQueue": "false", "JobSuccessExitCode": "3",
 		}, {
 			// success_exit_code without max_retries gets condor_submit's

@@ -129,8 +129,7 @@ var refusals = map[string]refusal{
 	// advanced
 	"accounting_group":                 always(noGroups),
 	"accounting_group_user":            always(noGroups),
-	"concurrency_limits":               always("concurrency limits are not supported"),
-	"concurrency_limits_expr":          always("concurrency limits are not supported"),
+	"concurrency_limits_expr":          always("concurrency limits are named by concurrency_limits; an expression for them is not supported"),
 	"copy_to_spool":                    unlessFalse("executables are served by the shadow, never spooled"),
 	"coresize":                         always("the starter does not set the job's core file limit"),
 	"cron_day_of_month":                always(noCron),

@@ -73,6 +73,7 @@ func TestRefusedValues(t *testing.T) {
 		{"use_x509userproxy", []string{"true"}, []string{"false"}, "credentials"},
 		{"noop_job", []string{"true"}, []string{"false"}, "no-op jobs"},
 		{"manifest", []string{"true"}, []string{"false"}, "no manifest"},
+		{"concurrency_limits", []string{"sw:0", "sw:-1", "a-b", "sw:x"}, []string{"XSW", "xsw, DATABASE, FILESERVER:3", "large.swlicense:0.5"}, "concurrency limit"},
 	} {
 		for _, v := range tc.refused {
 			t.Run(tc.command+"="+v, func(t *testing.T) {

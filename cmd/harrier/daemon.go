@@ -345,8 +345,8 @@ func serveMatchmaker(ctx context.Context, pc *poolConfig, reg prometheus.Registe
 		if err := mm.Reconfigure(cfg); err != nil {
 			return nil, err
 		}
-		// The negotiation interval and PREEMPTION_REQUIREMENTS change
-		// live; the accountant, the licenses, the reservation book and
+		// The negotiation interval, PREEMPTION_REQUIREMENTS and the
+		// concurrency limits change live; the accountant, the licenses, the reservation book and
 		// the listener are made at start.
 		return restartKeys(started, pc, "MATCHMAKER_ADDR", "MATCHMAKER_LISTEN", "PRIORITY_HALFLIFE",
 			"DEFAULT_PRIO_FACTOR", "PRIORITY_FACTORS", "ACCOUNTANT_FILE", "NEGOTIATOR_STATS_FILE",
@@ -401,13 +401,21 @@ func matchmakerConfig(pc *poolConfig, logger *slog.Logger) (matchmaker.Config, e
 	if err != nil {
 		return cfg, err
 	}
-	return matchmaker.Config{Logger: logger, TLS: serverTLS, ClientTLS: clientTLS, Interval: interval,
+	limits, err := matchmaker.LimitsFromConfig(pc.c.Keys(), func(key string) string { return pc.c.String(key, "") }, notConcurrencyLimits)
+	if err != nil {
+		return cfg, err
+	}
+	return matchmaker.Config{Logger: logger, TLS: serverTLS, ClientTLS: clientTLS, Interval: interval, Limits: limits,
 		HalfLife: halfLife, DefaultPriorityFactor: factor, PriorityFactors: factors, AccountantFile: accountantFile, StatsFile: statsFile,
 		ReservationFile: reservationFile, ReservationPolicyFile: pc.c.String("RESERVATION_POLICY_FILE", ""),
 		PreemptionRequirements: pc.c.String("PREEMPTION_REQUIREMENTS", ""),
 		LicenseFile:            pc.c.String("LICENSE_FILE", ""), LicenseHold: update + update/2,
 		GangAlgorithm: pc.c.String("GANG_ALGORITHM", "")}, nil
 }
+
+// notConcurrencyLimits are the knobs whose names end in _LIMIT that are
+// not concurrency limits.
+var notConcurrencyLimits = map[string]bool{"SCRATCH_LIMIT": true, "SLOT_PIDS_LIMIT": true, "CPU_HARD_LIMIT": true}
 
 // priorityFactors parses PRIORITY_FACTORS, a list of USER=FACTOR separated
 // by commas or blanks: the users whose priority factor is not

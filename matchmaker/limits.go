@@ -1,0 +1,169 @@
+package matchmaker
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/concurrency"
+)
+
+// Concurrency limits, as HTCondor's: a job's ConcurrencyLimits names the
+// pool-wide resources it uses while it runs ("sw_license, db:2", names
+// case-insensitive, a use of 1 unless a number follows the name), and
+// the negotiator starts no job whose use would take a resource past its
+// limit. The uses of running jobs are counted from the machine ads: a
+// claimed slot publishes its job's ConcurrencyLimits while the claim
+// lasts, and a match the startd has not answered yet counts from the
+// ad the collector keeps for it (see Collector.Claim), so that a
+// restarted matchmaker counts them again from the next advertisements.
+const (
+	// AttrConcurrencyLimits is the job attribute that names the limits
+	// a job uses, and the slot attribute that names those its claim's
+	// job holds.
+	AttrConcurrencyLimits = "ConcurrencyLimits"
+	// AttrPendingConcurrencyLimits lists, in the collector's copy of an
+	// Unclaimed partitionable slot, the limits of the jobs matched to
+	// it whose dynamic slots its startd has not advertised yet.
+	AttrPendingConcurrencyLimits = "PendingConcurrencyLimits"
+)
+
+// Limits are the maximum uses of the pool's concurrency limits, from
+// the configuration.
+type Limits struct {
+	// Max is the limit of each named resource (NAME_LIMIT), by lower-case
+	// name.
+	Max map[string]float64
+	// SetDefault is the limit of a resource named SET.NAME that Max does
+	// not name (CONCURRENCY_LIMIT_DEFAULT_SET), by lower-case set name.
+	SetDefault map[string]float64
+	// Default is the limit of a resource named nowhere else
+	// (CONCURRENCY_LIMIT_DEFAULT); HasDefault false: no limit.
+	Default    float64
+	HasDefault bool
+}
+
+// limitOf is the maximum use of resource name (lower case); ok is false
+// for a resource without a limit.
+func (l *Limits) limitOf(name string) (max float64, ok bool) {
+	if l == nil {
+		return 0, false
+	}
+	if m, ok := l.Max[name]; ok {
+		return m, true
+	}
+	if set, _, found := strings.Cut(name, "."); found {
+		if m, ok := l.SetDefault[set]; ok {
+			return m, true
+		}
+	}
+	return l.Default, l.HasDefault
+}
+
+// LimitsFromConfig reads the limits from the configuration's keys and
+// values (lookup gives a key's value): every NAME_LIMIT, and
+// CONCURRENCY_LIMIT_DEFAULT and CONCURRENCY_LIMIT_DEFAULT_SET. skip are
+// keys that end in _LIMIT and mean something else.
+func LimitsFromConfig(keys []string, lookup func(string) string, skip map[string]bool) (*Limits, error) {
+	l := &Limits{Max: map[string]float64{}, SetDefault: map[string]float64{}}
+	number := func(key string) (float64, error) {
+		v := strings.TrimSpace(lookup(key))
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil || x < 0 {
+			return 0, fmt.Errorf("%s = %q: a concurrency limit must be a number, 0 or more", key, v)
+		}
+		return x, nil
+	}
+	for _, key := range keys {
+		upper := strings.ToUpper(key)
+		var err error
+		switch {
+		case upper == "CONCURRENCY_LIMIT_DEFAULT":
+			l.Default, err = number(key)
+			l.HasDefault = true
+		case strings.HasPrefix(upper, "CONCURRENCY_LIMIT_DEFAULT_"):
+			set := strings.ToLower(strings.TrimPrefix(upper, "CONCURRENCY_LIMIT_DEFAULT_"))
+			l.SetDefault[set], err = number(key)
+		case strings.HasSuffix(upper, "_LIMIT") && len(upper) > len("_LIMIT") && !skip[upper]:
+			l.Max[strings.ToLower(strings.TrimSuffix(upper, "_LIMIT"))], err = number(key)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// empty reports whether no limit is set.
+func (l *Limits) empty() bool {
+	return l == nil || len(l.Max) == 0 && len(l.SetDefault) == 0 && !l.HasDefault
+}
+
+// limitsOf reads the concurrency limits attribute attr of ad; a value
+// that does not parse counts as none.
+func limitsOf(ad *classad.ClassAd, attr string) []concurrency.Use {
+	s, ok := ad.EvalString(attr)
+	if !ok || s == "" {
+		return nil
+	}
+	uses, _ := concurrency.Parse(s)
+	return uses
+}
+
+// limitCounter counts the uses of the limits in a negotiation.
+type limitCounter struct {
+	limits *Limits
+	used   map[string]float64
+}
+
+// newLimitCounter counts the uses the machine ads show: the limits held
+// by the claims of slots that are not Unclaimed (a Matched slot's ad is
+// the collector's, with its match's job's limits), and those of an
+// Unclaimed partitionable slot's matches not yet advertised.
+func newLimitCounter(limits *Limits, machines []Machine) *limitCounter {
+	c := &limitCounter{limits: limits, used: map[string]float64{}}
+	for _, m := range machines {
+		if state(m.Ad) != StateUnclaimed {
+			c.add(limitsOf(m.Ad, AttrConcurrencyLimits))
+		}
+		if v := m.Ad.Eval(AttrPendingConcurrencyLimits); !v.IsUndefined() {
+			list, _ := v.ListValue()
+			for _, e := range list {
+				if s, ok := e.StringValue(); ok {
+					uses, _ := concurrency.Parse(s)
+					c.add(uses)
+				}
+			}
+		}
+	}
+	return c
+}
+
+// allows reports whether one more job with uses fits every limit; a
+// limit a job would exceed is returned.
+func (c *limitCounter) allows(uses []concurrency.Use) (string, bool) {
+	for _, u := range uses {
+		if max, ok := c.limits.limitOf(u.Name); ok && c.used[u.Name]+u.Use > max+1e-9 {
+			return u.Name, false
+		}
+	}
+	return "", true
+}
+
+// add counts uses; a nil counter counts nothing.
+func (c *limitCounter) add(uses []concurrency.Use) {
+	if c == nil {
+		return
+	}
+	for _, u := range uses {
+		c.used[u.Name] += u.Use
+	}
+}
+
+// LimitAttr is the attribute of the negotiator's ad that gives the use of
+// limit name: ConcurrencyLimit_NAME, as HTCondor's (a dot in the name
+// becomes an underscore).
+func LimitAttr(name string) string {
+	return "ConcurrencyLimit_" + strings.ReplaceAll(name, ".", "_")
+}
