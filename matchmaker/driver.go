@@ -192,6 +192,7 @@ func (d *driver) cycle(ctx context.Context) CycleStats {
 	for name, use := range res.LimitsInUse {
 		ad.SetReal(LimitAttr(name), use)
 	}
+	negotiator.Limits.publish(ad)
 	d.collector.Advertise(TypeNegotiator, d.name, ad, 3*interval)
 	level := slog.LevelDebug
 	if s.Matches > 0 {

@@ -164,6 +164,80 @@ func (c *limitCounter) add(uses []concurrency.Use) {
 // LimitAttr is the attribute of the negotiator's ad that gives the use of
 // limit name: ConcurrencyLimit_NAME, as HTCondor's (a dot in the name
 // becomes an underscore).
-func LimitAttr(name string) string {
-	return "ConcurrencyLimit_" + strings.ReplaceAll(name, ".", "_")
+func LimitAttr(name string) string { return "ConcurrencyLimit_" + attrSafe(name) }
+
+// The limits are published in the negotiator's ad beside their uses, so
+// that a user's analysis of a waiting job can say which limit holds it:
+// ConcurrencyLimitMax_NAME for each NAME_LIMIT, ConcurrencyLimitDefault
+// and ConcurrencyLimitDefault_SET.
+const (
+	attrLimitMax     = "ConcurrencyLimitMax_"
+	attrLimitDefault = "ConcurrencyLimitDefault"
+)
+
+// publish puts the limits into the negotiator's ad ad.
+func (l *Limits) publish(ad *classad.ClassAd) {
+	if l == nil {
+		return
+	}
+	for name, max := range l.Max {
+		ad.SetReal(attrLimitMax+attrSafe(name), max)
+	}
+	for set, max := range l.SetDefault {
+		ad.SetReal(attrLimitDefault+"_"+attrSafe(set), max)
+	}
+	if l.HasDefault {
+		ad.SetReal(attrLimitDefault, l.Default)
+	}
+}
+
+// attrSafe is name as part of an attribute's name: a dot becomes an
+// underscore, as in HTCondor's ConcurrencyLimit_NAME.
+func attrSafe(name string) string { return strings.ReplaceAll(name, ".", "_") }
+
+// LimitState is one of a job's concurrency limits as the negotiator last
+// counted it.
+type LimitState struct {
+	Name     string
+	Use      float64 // the job's
+	InUse    float64 // by running and matched jobs
+	Max      float64
+	HasLimit bool
+}
+
+// Full reports whether the job's use does not fit beside those counted.
+func (s LimitState) Full() bool { return s.HasLimit && s.InUse+s.Use > s.Max+1e-9 }
+
+// JobLimits gives the state of each concurrency limit job names, from
+// the negotiator's ad negotiator (nil: no limit is known).
+func JobLimits(job, negotiator *classad.ClassAd) []LimitState {
+	uses := limitsOf(job, AttrConcurrencyLimits)
+	if len(uses) == 0 {
+		return nil
+	}
+	limits := &Limits{Max: map[string]float64{}, SetDefault: map[string]float64{}}
+	if negotiator != nil {
+		limits.Default, limits.HasDefault = negotiator.EvalReal(attrLimitDefault)
+	}
+	lookup := func(attr string) (float64, bool) {
+		if negotiator == nil {
+			return 0, false
+		}
+		return negotiator.EvalReal(attr)
+	}
+	out := make([]LimitState, len(uses))
+	for i, u := range uses {
+		s := LimitState{Name: u.Name, Use: u.Use}
+		s.InUse, _ = lookup(LimitAttr(u.Name))
+		if m, ok := lookup(attrLimitMax + attrSafe(u.Name)); ok {
+			s.Max, s.HasLimit = m, true
+		} else if set, _, found := strings.Cut(u.Name, "."); found {
+			s.Max, s.HasLimit = lookup(attrLimitDefault + "_" + attrSafe(set))
+		}
+		if !s.HasLimit {
+			s.Max, s.HasLimit = limits.Default, limits.HasDefault
+		}
+		out[i] = s
+	}
+	return out
 }

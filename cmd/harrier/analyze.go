@@ -23,14 +23,32 @@ func betterAnalyze(ctx context.Context, w io.Writer, client wire.ScheddClient, j
 	if err != nil {
 		return err
 	}
-	var licenses []*classad.ClassAd
+	var (
+		licenses   []*classad.ClassAd
+		negotiator *classad.ClassAd // read once a job names concurrency limits
+		askedNeg   bool
+	)
 	for _, t := range jobs {
 		job, err := classad.Parse(t)
 		if err != nil {
 			return fmt.Errorf("bad job ad from the pool: %w", err)
 		}
 		if _, gang := job.Lookup("Ports"); !gang {
-			printAnalysis(w, job, matchmaker.Analyze(job, machines))
+			if _, limited := job.Lookup(matchmaker.AttrConcurrencyLimits); limited && !askedNeg {
+				askedNeg = true
+				reply, err := client.QueryPool(ctx, &wire.QueryRequest{Type: matchmaker.TypeNegotiator})
+				if err != nil {
+					return rpcError("q -better-analyze", err)
+				}
+				ads, err := parsePoolAds(reply.Ads, "negotiator")
+				if err != nil {
+					return err
+				}
+				if len(ads) > 0 {
+					negotiator = ads[0]
+				}
+			}
+			printAnalysis(w, job, matchmaker.Analyze(job, machines), matchmaker.JobLimits(job, negotiator))
 			continue
 		}
 		if licenses == nil {
@@ -59,8 +77,9 @@ func parsePoolAds(texts []string, what string) ([]*classad.ClassAd, error) {
 	return ads, nil
 }
 
-// printAnalysis writes one job's analysis.
-func printAnalysis(w io.Writer, job *classad.ClassAd, a matchmaker.Analysis) {
+// printAnalysis writes one job's analysis, with the state of the
+// concurrency limits it names.
+func printAnalysis(w io.Writer, job *classad.ClassAd, a matchmaker.Analysis, limits []matchmaker.LimitState) {
 	c, _ := job.EvalInt("ClusterId")
 	p, _ := job.EvalInt("ProcId")
 	id := fmt.Sprintf("%d.%d", c, p)
@@ -97,6 +116,21 @@ func printAnalysis(w io.Writer, job *classad.ClassAd, a matchmaker.Analysis) {
 			a.Image, a.RunImage, a.Machines, a.ImageNeeds, a.HoldImage)
 		if a.RunImage == 0 {
 			fmt.Fprintf(w, "  No machine runs jobs in containers: none advertises %s, so the job cannot run in this pool\n", a.ImageNeeds)
+		}
+	}
+	if len(limits) > 0 {
+		fmt.Fprintf(w, "\nThe job uses concurrency limits, as the negotiator last counted them:\n")
+		for _, l := range limits {
+			switch {
+			case !l.HasLimit:
+				fmt.Fprintf(w, "  %s: %g of it, no limit set\n", l.Name, l.Use)
+			case l.Use > l.Max+1e-9:
+				fmt.Fprintf(w, "  %s: %g of it, more than its limit of %g: the job can never start\n", l.Name, l.Use, l.Max)
+			case l.Full():
+				fmt.Fprintf(w, "  %s: %g of it, %g of %g in use: the job waits until enough is released\n", l.Name, l.Use, l.InUse, l.Max)
+			default:
+				fmt.Fprintf(w, "  %s: %g of it, %g of %g in use\n", l.Name, l.Use, l.InUse, l.Max)
+			}
 		}
 	}
 	if len(a.MachineConditions) > 0 {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 )
@@ -12,8 +13,19 @@ import (
 // with slots to spare, while a job naming another resource runs beside
 // them, and one whose use exceeds the default limit never starts. The
 // matchmaker publishes each limit's use in its ad while jobs hold it.
+// The same with four static slots and with a partitionable slot of four
+// CPUs, whose dynamic slots the startd advertises after the match.
 func TestConcurrencyLimits(t *testing.T) {
-	p := startPoolFrom(t, publicBinary(t), 1, "NUM_SLOTS = 4\nNEGOTIATOR_INTERVAL = 1\nSW_LIMIT = 1\nCONCURRENCY_LIMIT_DEFAULT = 2")
+	for _, c := range []struct{ name, slots string }{
+		{"static", "NUM_SLOTS = 4"},
+		{"partitionable", "NUM_CPUS = 4\nNUM_SLOTS_TYPE_1 = 1\nSLOT_TYPE_1 = 100%\nSLOT_TYPE_1_PARTITIONABLE = true"},
+	} {
+		t.Run(c.name, func(t *testing.T) { testConcurrencyLimits(t, c.slots) })
+	}
+}
+
+func testConcurrencyLimits(t *testing.T, slots string) {
+	p := startPoolFrom(t, publicBinary(t), 1, slots+"\nNEGOTIATOR_INTERVAL = 1\nSW_LIMIT = 1\nCONCURRENCY_LIMIT_DEFAULT = 2")
 	alice, bob := newUser(t), newUser(t)
 	const sleeper = "executable = /bin/sleep\narguments = 3\nshould_transfer_files = NO\n"
 	a := p.submitAs(t, alice.Username, alice.HomeDir, "sw.sub", sleeper+"concurrency_limits = SW\nqueue 2\n")
@@ -62,6 +74,11 @@ func TestConcurrencyLimits(t *testing.T) {
 	db := runOf(fmt.Sprintf("%d.0", other))
 	if db.start >= runs[0].end {
 		t.Errorf("the job naming db:2 waited for the sw jobs: %v, sw %v", db, runs)
+	}
+	// Its owner's analysis says why.
+	out, code := harrierAs(t, p.env, bob.Username, "q", "-better-analyze", fmt.Sprintf("%d.0", tooMuch))
+	if code != 0 || !strings.Contains(out, "db: 3 of it, more than its limit of 2: the job can never start") {
+		t.Errorf("q -better-analyze of the job naming db:3: exit %d:\n%s", code, out)
 	}
 	if st := p.jobStatus(t, fmt.Sprintf("%d.0", tooMuch)); st != 1 {
 		t.Errorf("the job naming db:3 with a default limit of 2 has status %d, want 1 (idle)\n%s\n%s", st, p.must(t, "q", "-long"), p.must(t, "history", "-long", fmt.Sprintf("%d.0", tooMuch)))

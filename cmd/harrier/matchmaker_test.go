@@ -99,6 +99,7 @@ queue
 
 func TestPrintAnalysis(t *testing.T) {
 	job, err := classad.Parse(`[ ClusterId = 4; ProcId = 2; Owner = "alice"; RequestMemory = 4096;
+		ConcurrencyLimits = "sw,db:2,large.x:3,free";
 		Requirements = TARGET.OpSys == "LINUX" && TARGET.Memory >= MY.RequestMemory ]`)
 	if err != nil {
 		t.Fatal(err)
@@ -112,8 +113,13 @@ func TestPrintAnalysis(t *testing.T) {
 		}
 		machines = append(machines, ad)
 	}
+	negotiator, err := classad.Parse(`[ ConcurrencyLimit_sw = 1.0; ConcurrencyLimitMax_sw = 1.0; ConcurrencyLimit_db = 1.0;
+		ConcurrencyLimitMax_db = 4.0; ConcurrencyLimitDefault_large = 2.0 ]`)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var b bytes.Buffer
-	printAnalysis(&b, job, matchmaker.Analyze(job, machines))
+	printAnalysis(&b, job, matchmaker.Analyze(job, machines), matchmaker.JobLimits(job, negotiator))
 	out := b.String()
 	for _, want := range []string{
 		"[0]              4",
@@ -125,6 +131,10 @@ func TestPrintAnalysis(t *testing.T) {
 		"       1 are able to run your job",
 		"Condition [1] is the most restrictive (2 of 4 machines)",
 		`       1  TARGET.Owner != "alice" || 2 == 3`,
+		"  sw: 1 of it, 1 of 1 in use: the job waits until enough is released",
+		"  db: 2 of it, 1 of 4 in use\n",
+		"  large.x: 3 of it, more than its limit of 2: the job can never start",
+		"  free: 1 of it, no limit set",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("analysis lacks %q:\n%s", want, out)
