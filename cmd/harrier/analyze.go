@@ -15,18 +15,13 @@ import (
 // betterAnalyze prints, for each job ad, why it does or does not match the
 // pool's machines, in the manner of condor_q -better-analyze.
 func betterAnalyze(ctx context.Context, w io.Writer, client wire.ScheddClient, jobs []string) error {
-	reply, err := client.QueryPool(ctx, &wire.QueryRequest{Type: matchmaker.TypeMachine})
-	if err != nil {
-		return rpcError("q -better-analyze", err)
-	}
-	machines, err := parsePoolAds(reply.Ads, "machine")
+	machines, err := queryPoolAds(ctx, client, matchmaker.TypeMachine)
 	if err != nil {
 		return err
 	}
 	var (
-		licenses   []*classad.ClassAd
-		negotiator *classad.ClassAd // read once a job names concurrency limits
-		askedNeg   bool
+		licenses, negotiators []*classad.ClassAd // read once a job needs them
+		askedNegotiator       bool
 	)
 	for _, t := range jobs {
 		job, err := classad.Parse(t)
@@ -34,29 +29,23 @@ func betterAnalyze(ctx context.Context, w io.Writer, client wire.ScheddClient, j
 			return fmt.Errorf("bad job ad from the pool: %w", err)
 		}
 		if _, gang := job.Lookup("Ports"); !gang {
-			if _, limited := job.Lookup(matchmaker.AttrConcurrencyLimits); limited && !askedNeg {
-				askedNeg = true
-				reply, err := client.QueryPool(ctx, &wire.QueryRequest{Type: matchmaker.TypeNegotiator})
-				if err != nil {
-					return rpcError("q -better-analyze", err)
+			var negotiator *classad.ClassAd
+			if _, limited := job.Lookup(matchmaker.AttrConcurrencyLimits); limited {
+				if !askedNegotiator {
+					askedNegotiator = true
+					if negotiators, err = queryPoolAds(ctx, client, matchmaker.TypeNegotiator); err != nil {
+						return err
+					}
 				}
-				ads, err := parsePoolAds(reply.Ads, "negotiator")
-				if err != nil {
-					return err
-				}
-				if len(ads) > 0 {
-					negotiator = ads[0]
+				if len(negotiators) > 0 {
+					negotiator = negotiators[0]
 				}
 			}
 			printAnalysis(w, job, matchmaker.Analyze(job, machines), matchmaker.JobLimits(job, negotiator))
 			continue
 		}
 		if licenses == nil {
-			reply, err := client.QueryPool(ctx, &wire.QueryRequest{Type: matchmaker.TypeLicense})
-			if err != nil {
-				return rpcError("q -better-analyze", err)
-			}
-			if licenses, err = parsePoolAds(reply.Ads, "license"); err != nil {
+			if licenses, err = queryPoolAds(ctx, client, matchmaker.TypeLicense); err != nil {
 				return err
 			}
 		}
@@ -65,12 +54,17 @@ func betterAnalyze(ctx context.Context, w io.Writer, client wire.ScheddClient, j
 	return nil
 }
 
-func parsePoolAds(texts []string, what string) ([]*classad.ClassAd, error) {
-	ads := make([]*classad.ClassAd, 0, len(texts))
-	for _, t := range texts {
+// queryPoolAds asks the pool for its ads of type typ.
+func queryPoolAds(ctx context.Context, client wire.ScheddClient, typ string) ([]*classad.ClassAd, error) {
+	reply, err := client.QueryPool(ctx, &wire.QueryRequest{Type: typ})
+	if err != nil {
+		return nil, rpcError("q -better-analyze", err)
+	}
+	ads := make([]*classad.ClassAd, 0, len(reply.Ads))
+	for _, t := range reply.Ads {
 		ad, err := classad.Parse(t)
 		if err != nil {
-			return nil, fmt.Errorf("bad %s ad from the pool: %w", what, err)
+			return nil, fmt.Errorf("bad %s ad from the pool: %w", strings.ToLower(typ), err)
 		}
 		ads = append(ads, ad)
 	}
