@@ -96,11 +96,17 @@ type slotAd struct {
 func (s *Startd) ads(every bool) []slotAd {
 	every = s.everyAd.Swap(false) || every
 	s.mu.Lock()
+	// Dynamic slots go before their partitionable slots: the matchmaker
+	// counts a new dynamic slot's claim (its job's concurrency limits)
+	// in the partitionable slot's ad until that slot's next ad, which so
+	// never arrives before the dynamic slot's own.
 	var views []view
-	for _, sl := range s.slots {
-		if every || sl.unsent {
-			views = append(views, sl.view(s.slots))
-			sl.unsent = false
+	for _, dynamicFirst := range []bool{true, false} {
+		for _, sl := range s.slots {
+			if (sl.parent != nil) == dynamicFirst && (every || sl.unsent) {
+				views = append(views, sl.view(s.slots))
+				sl.unsent = false
+			}
 		}
 	}
 	c := s.adc

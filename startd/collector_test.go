@@ -23,6 +23,7 @@ type fakeCollector struct {
 	sent        map[string]int    // name → ads received
 	leases      map[string]int32
 	invalidated map[string]bool
+	order       []string      // the names of the ads received, in order
 	changed     chan struct{} // closed and replaced on every call
 }
 
@@ -54,6 +55,7 @@ func (c *fakeCollector) Advertise(_ context.Context, req *wire.AdvertiseRequest)
 	if req.Type == "Machine" {
 		c.latest[req.Name] = req.Ad
 		c.sent[req.Name]++
+		c.order = append(c.order, req.Name)
 		c.leases[req.Name] = req.LeaseSeconds
 		delete(c.invalidated, req.Name)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -121,6 +122,9 @@ func TestCarveAndReturn(t *testing.T) {
 	}
 
 	// Two matches carve slot1_1 and slot1_2; the slot has 1 CPU left.
+	h.collector.mu.Lock()
+	before := len(h.collector.order)
+	h.collector.mu.Unlock()
 	for i, claimID := range []string{"c1", "c2"} {
 		if _, err := h.client.Matched(ctx, &wire.StartdMatchedRequest{Slot: pslot, ClaimId: claimID, JobAd: sizedJob(i+1, int64(1+i), 1024)}); err != nil {
 			t.Fatal(err)
@@ -129,6 +133,14 @@ func TestCarveAndReturn(t *testing.T) {
 	h.collector.waitStatus(t, "slot1_1@exec1", Status{Matched, Idle})
 	h.collector.waitStatus(t, "slot1_2@exec1", Status{Matched, Idle})
 	leftover(1, 2048)
+	// The first dynamic slot's ad went before the partitionable slot's
+	// that shows it carved (see Startd.ads).
+	h.collector.mu.Lock()
+	after := slices.Clone(h.collector.order[before:])
+	h.collector.mu.Unlock()
+	if len(after) == 0 || after[0] != "slot1_1@exec1" {
+		t.Errorf("ads after the first match, in order: %v; want slot1_1@exec1's first", after)
+	}
 
 	// A match for more than is left is refused.
 	_, err := h.client.Matched(ctx, &wire.StartdMatchedRequest{Slot: pslot, ClaimId: "c3", JobAd: sizedJob(3, 2, 512)})
@@ -148,7 +160,6 @@ func TestCarveAndReturn(t *testing.T) {
 		t.Errorf("claimed dynamic slot's ad: %s", dad)
 	}
 	h.collector.waitStatus(t, "slot1_2@exec1", Status{Claimed, Idle})
-
 	// Released, the claim's resources return and its ad is withdrawn;
 	// the unclaimed match's too.
 	if _, err := h.client.ReleaseClaim(ctx, &wire.ReleaseClaimRequest{ClaimId: "c2"}); err != nil {
