@@ -140,15 +140,14 @@ func newLimitCounter(limits *Limits, machines []Machine) *limitCounter {
 	return c
 }
 
-// allows reports whether one more job with uses fits every limit; a
-// limit a job would exceed is returned.
-func (c *limitCounter) allows(uses []concurrency.Use) (string, bool) {
+// allows reports whether one more job with uses fits every limit.
+func (c *limitCounter) allows(uses []concurrency.Use) bool {
 	for _, u := range uses {
 		if max, ok := c.limits.limitOf(u.Name); ok && c.used[u.Name]+u.Use > max+1e-9 {
-			return u.Name, false
+			return false
 		}
 	}
-	return "", true
+	return true
 }
 
 // add counts uses; a nil counter counts nothing.
@@ -215,10 +214,6 @@ func JobLimits(job, negotiator *classad.ClassAd) []LimitState {
 	if len(uses) == 0 {
 		return nil
 	}
-	limits := &Limits{Max: map[string]float64{}, SetDefault: map[string]float64{}}
-	if negotiator != nil {
-		limits.Default, limits.HasDefault = negotiator.EvalReal(attrLimitDefault)
-	}
 	lookup := func(attr string) (float64, bool) {
 		if negotiator == nil {
 			return 0, false
@@ -235,7 +230,7 @@ func JobLimits(job, negotiator *classad.ClassAd) []LimitState {
 			s.Max, s.HasLimit = lookup(attrLimitDefault + "_" + attrSafe(set))
 		}
 		if !s.HasLimit {
-			s.Max, s.HasLimit = limits.Default, limits.HasDefault
+			s.Max, s.HasLimit = lookup(attrLimitDefault)
 		}
 		out[i] = s
 	}

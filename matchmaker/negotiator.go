@@ -605,8 +605,7 @@ func (a *allocator) fitsLimits(reqs []Request, i int) ([]concurrency.Use, bool) 
 		}
 		a.uses[i] = uses
 	}
-	_, fits := a.limits.allows(uses)
-	return uses, fits
+	return uses, a.limits.allows(uses)
 }
 
 // submitterQueue is one submitter's requests in negotiation order.
