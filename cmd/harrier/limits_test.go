@@ -28,9 +28,12 @@ func testConcurrencyLimits(t *testing.T, slots string) {
 	p := startPoolFrom(t, publicBinary(t), 1, slots+"\nNEGOTIATOR_INTERVAL = 1\nSW_LIMIT = 1\nCONCURRENCY_LIMIT_DEFAULT = 2")
 	alice, bob := newUser(t), newUser(t)
 	const sleeper = "executable = /bin/sleep\narguments = 3\nshould_transfer_files = NO\n"
+	// First, and long enough to be running when the first sw job starts
+	// however slow the machine.
+	other := p.submitAs(t, bob.Username, bob.HomeDir, "other.sub",
+		"executable = /bin/sleep\narguments = 10\nshould_transfer_files = NO\nconcurrency_limits = db:2\nqueue\n")
 	a := p.submitAs(t, alice.Username, alice.HomeDir, "sw.sub", sleeper+"concurrency_limits = SW\nqueue 2\n")
 	b := p.submitAs(t, bob.Username, bob.HomeDir, "sw.sub", sleeper+"concurrency_limits = sw\nqueue\n")
-	other := p.submitAs(t, bob.Username, bob.HomeDir, "other.sub", sleeper+"concurrency_limits = db:2\nqueue\n")
 	tooMuch := p.submitAs(t, bob.Username, bob.HomeDir, "much.sub", sleeper+"concurrency_limits = db:3\nqueue\n")
 
 	eventually(t, 30*time.Second, "the matchmaker to publish the use of sw", func() bool {
@@ -72,7 +75,7 @@ func testConcurrencyLimits(t *testing.T, slots string) {
 	}
 	// The slots were free: the job limited apart ran beside the first.
 	db := runOf(fmt.Sprintf("%d.0", other))
-	if db.start >= runs[0].end {
+	if db.start >= runs[0].end || db.end <= runs[0].start {
 		t.Errorf("the job naming db:2 waited for the sw jobs: %v, sw %v", db, runs)
 	}
 	// Its owner's analysis says why.
