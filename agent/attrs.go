@@ -7,20 +7,17 @@ package agent
 
 // Identity, ownership and what the job asks for.
 const (
-	AttrClusterID = "ClusterId"
-	AttrProcID    = "ProcId"
-	AttrOwner     = "Owner"
-	// AttrConcurrencyLimits names the concurrency limits a job uses
-	// (matchmaker.AttrConcurrencyLimits).
-	AttrConcurrencyLimits = "ConcurrencyLimits"
-	AttrUser              = "User"
-	AttrQDate             = "QDate"
-	AttrGlobalJobID       = "GlobalJobId"
-	AttrIwd               = "Iwd"
-	AttrUserLog           = "UserLog"
-	AttrJobPrio           = "JobPrio"
-	AttrRequirements      = "Requirements"
-	AttrRank              = "Rank"
+	AttrClusterID    = "ClusterId"
+	AttrProcID       = "ProcId"
+	AttrOwner        = "Owner"
+	AttrUser         = "User"
+	AttrQDate        = "QDate"
+	AttrGlobalJobID  = "GlobalJobId"
+	AttrIwd          = "Iwd"
+	AttrUserLog      = "UserLog"
+	AttrJobPrio      = "JobPrio"
+	AttrRequirements = "Requirements"
+	AttrRank         = "Rank"
 	// AttrPorts makes a job a gang (package matchmaker/gang).
 	AttrPorts = "Ports"
 	// AttrEnvironment is the job's environment, HTCondor's V2 syntax.

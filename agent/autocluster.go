@@ -120,7 +120,7 @@ func significantOf(ad *classad.ClassAd, significant []string, names map[string][
 	// A gang job's Ports are its requirements.
 	add(AttrPorts)
 	// The negotiator counts a job's concurrency limits.
-	add("ConcurrencyLimits")
+	add(matchmaker.AttrConcurrencyLimits)
 	// The negotiator prefers machines that hold a job's image.
 	add("ContainerImage")
 	add("DockerImage")

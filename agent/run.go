@@ -24,6 +24,7 @@ import (
 	"harrier.dev/harrier/agent/jobqueue"
 	"harrier.dev/harrier/childproc"
 	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/matchmaker"
 	"harrier.dev/harrier/shadow"
 	"harrier.dev/harrier/wire"
 )
@@ -298,7 +299,7 @@ func (a *Agent) useClaim(ctx context.Context, c *claim, r *run) {
 	}
 	c.since = time.Now()
 	c.owner, _ = ad.EvalString(AttrOwner)
-	c.limits, _ = ad.EvalString(AttrConcurrencyLimits)
+	c.limits, _ = ad.EvalString(matchmaker.AttrConcurrencyLimits)
 	stop := a.keepAlive(ctx, c)
 	defer func() {
 		stop()
@@ -395,7 +396,7 @@ func (a *Agent) nextJobFor(c *claim, after jobqueue.JobID) (*run, *classad.Class
 		if owner, _ := ad.EvalString(AttrOwner); owner != c.owner {
 			return nil
 		}
-		if limits, _ := ad.EvalString(AttrConcurrencyLimits); !strings.EqualFold(limits, c.limits) {
+		if limits, _ := ad.EvalString(matchmaker.AttrConcurrencyLimits); !strings.EqualFold(limits, c.limits) {
 			return nil
 		}
 		r, err := a.newRun(id, c)

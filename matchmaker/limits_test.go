@@ -2,6 +2,7 @@ package matchmaker
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -45,25 +46,13 @@ func TestNegotiateConcurrencyLimits(t *testing.T) {
 	if want := []string{"1.0", "3.0", "4.0", "5.0", "5.1"}; !slices.Equal(got, want) {
 		t.Errorf("matched %v, want %v", got, want)
 	}
-	if want := map[string]float64{"sw": 2, "large.x": 2, "large.y": 1, "other": 1}; !mapsEqual(res.LimitsInUse, want) {
+	if want := map[string]float64{"sw": 2, "large.x": 2, "large.y": 1, "other": 1}; !maps.Equal(res.LimitsInUse, want) {
 		t.Errorf("limits in use %v, want %v", res.LimitsInUse, want)
 	}
 	// Without limits, every job gets a machine.
 	if res := (Negotiator{}).Negotiate(jobs, machines); len(res.Matches) != 8 || res.LimitsInUse != nil {
 		t.Errorf("without limits: %d matches, in use %v", len(res.Matches), res.LimitsInUse)
 	}
-}
-
-func mapsEqual(a, b map[string]float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // A request at its limit preempts nothing either.

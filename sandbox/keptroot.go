@@ -149,16 +149,12 @@ func (r *Runner) keepRoot(ir *imageRoot, scratch string) bool {
 // its directory moved into the job's scratch directory; nil if there is
 // none (a root kept for another image is unmounted).
 func (r *Runner) takeRoot(key, scratch string) *imageRoot {
-	r.mu.Lock()
-	ir := r.kept
-	r.kept = nil
-	r.mu.Unlock()
+	ir := r.takeKept()
 	if ir == nil {
 		return nil
 	}
-	held := heldRoot(r.cfg.StateRoot, r.cfg.Slot)
 	if ir.key != key || scratch == "" {
-		r.dropRoot(ir, held)
+		r.dropRoot(ir)
 		return nil
 	}
 	// Whatever has the name in the new scratch directory (an input of
@@ -166,19 +162,28 @@ func (r *Runner) takeRoot(key, scratch string) *imageRoot {
 	name := filepath.Join(scratch, ImageRootDir)
 	err := os.RemoveAll(name)
 	if err == nil {
-		err = unix.Renameat2(unix.AT_FDCWD, held, unix.AT_FDCWD, name, unix.RENAME_NOREPLACE)
+		err = unix.Renameat2(unix.AT_FDCWD, heldRoot(r.cfg.StateRoot, r.cfg.Slot), unix.AT_FDCWD, name, unix.RENAME_NOREPLACE)
 	}
 	if err != nil {
 		r.log.Warn("cannot reuse the slot's image root", "err", err)
-		r.dropRoot(ir, held)
+		r.dropRoot(ir)
 		return nil
 	}
 	return ir
 }
 
+// takeKept takes the root the slot kept, if any.
+func (r *Runner) takeKept() *imageRoot {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ir := r.kept
+	r.kept = nil
+	return ir
+}
+
 // dropRoot unmounts a kept root and removes its directory.
-func (r *Runner) dropRoot(ir *imageRoot, held string) {
-	if err := errors.Join(ir.unmount(), os.RemoveAll(held)); err != nil {
+func (r *Runner) dropRoot(ir *imageRoot) {
+	if err := errors.Join(ir.unmount(), os.RemoveAll(heldRoot(r.cfg.StateRoot, r.cfg.Slot))); err != nil {
 		r.log.Warn("remove the slot's kept image root", "err", err)
 	}
 }
@@ -186,11 +191,7 @@ func (r *Runner) dropRoot(ir *imageRoot, held string) {
 // dropKeptRoot unmounts the root the slot kept, if any: the next job
 // gets a root made afresh.
 func (r *Runner) dropKeptRoot() {
-	r.mu.Lock()
-	ir := r.kept
-	r.kept = nil
-	r.mu.Unlock()
-	if ir != nil {
-		r.dropRoot(ir, heldRoot(r.cfg.StateRoot, r.cfg.Slot))
+	if ir := r.takeKept(); ir != nil {
+		r.dropRoot(ir)
 	}
 }
