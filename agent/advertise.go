@@ -17,8 +17,9 @@ import (
 func (a *Agent) advertiseLoop(ctx context.Context) {
 	ticker := time.NewTicker(a.cfg.AdvertiseInterval)
 	defer ticker.Stop()
+	clusterers := map[string]*clusterer{} // by matchmaker address
 	a.materialize(ctx)
-	took := a.timedAdvertise(ctx)
+	took := a.timedAdvertise(ctx, clusterers)
 	for {
 		select {
 		case <-ctx.Done():
@@ -31,13 +32,13 @@ func (a *Agent) advertiseLoop(ctx context.Context) {
 			time.Sleep(max(10*time.Millisecond, 4*took))
 		}
 		a.materialize(ctx)
-		took = a.timedAdvertise(ctx)
+		took = a.timedAdvertise(ctx, clusterers)
 	}
 }
 
-func (a *Agent) timedAdvertise(ctx context.Context) time.Duration {
+func (a *Agent) timedAdvertise(ctx context.Context, clusterers map[string]*clusterer) time.Duration {
 	start := time.Now()
-	a.advertise(ctx)
+	a.advertise(ctx, clusterers)
 	return time.Since(start)
 }
 
@@ -46,8 +47,9 @@ func (a *Agent) timedAdvertise(ctx context.Context) time.Duration {
 // order (direct flocking): a job runs in whichever pool matches it first,
 // and a match that comes for a job no longer idle is refused. Each pool
 // gets requests clustered by the significant attributes its negotiator
-// publishes.
-func (a *Agent) advertise(ctx context.Context) {
+// publishes; clusterers keeps each pool's autoclustering from one round
+// to the next.
+func (a *Agent) advertise(ctx context.Context, clusterers map[string]*clusterer) {
 	reschedule := a.reschedule.Swap(false)
 	// The jobs being claimed are taken first, so that the scan of a large
 	// queue does not hold up the runs, which need the lock to start and
@@ -95,8 +97,19 @@ func (a *Agent) advertise(ctx context.Context) {
 	sched.SetInt("TotalHeldJobs", counts[Held])
 	sched.SetInt("MyCurrentTime", time.Now().Unix())
 	sched.SetInt("DaemonStartTime", a.started.Unix())
-	for _, addr := range append([]string{a.cfg.MatchmakerAddr}, a.cfg.FlockTo...) {
-		if err := a.advertiseTo(ctx, addr, idle, sched, reschedule); err != nil {
+	addrs := append([]string{a.cfg.MatchmakerAddr}, a.cfg.FlockTo...)
+	for addr := range clusterers {
+		if !slices.Contains(addrs, addr) {
+			delete(clusterers, addr) // a pool no longer flocked to
+		}
+	}
+	for _, addr := range addrs {
+		c := clusterers[addr]
+		if c == nil {
+			c = &clusterer{}
+			clusterers[addr] = c
+		}
+		if err := a.advertiseTo(ctx, addr, c, idle, sched, reschedule); err != nil {
 			a.log.Warn("advertise", "matchmaker", addr, "err", err)
 		}
 	}
@@ -104,7 +117,7 @@ func (a *Agent) advertise(ctx context.Context) {
 
 // advertiseTo advertises to the matchmaker at addr, asking for a cycle if
 // reschedule is set.
-func (a *Agent) advertiseTo(ctx context.Context, addr string, idle []idleJob, sched *classad.ClassAd, reschedule bool) error {
+func (a *Agent) advertiseTo(ctx context.Context, addr string, c *clusterer, idle []idleJob, sched *classad.ClassAd, reschedule bool) error {
 	client, err := a.client.collector(addr)
 	if err != nil {
 		return err
@@ -117,7 +130,7 @@ func (a *Agent) advertiseTo(ctx context.Context, addr string, idle []idleJob, sc
 			significant, _ = parseSignificant(ad)
 		}
 	}
-	reqs := autoclusters(slices.Clone(idle), significant)
+	reqs := c.requests(idle, significant)
 	ads := make([]string, len(reqs))
 	for i, r := range reqs {
 		ads[i] = r.String()

@@ -1,8 +1,6 @@
 package agent
 
 import (
-	"cmp"
-	"fmt"
 	"hash/fnv"
 	"regexp"
 	"slices"
@@ -39,15 +37,57 @@ type idleJob struct {
 	ad *classad.ClassAd
 }
 
-// autoclusters groups jobs by their significant attributes and returns one
+// clusterer groups the idle jobs sent to one matchmaker into
+// autoclusters, round after round. It keeps what it derived from each
+// job's ad in the last round: the queue never changes an ad it has
+// handed out (a change to a job replaces its ad), so an ad seen before
+// needs no work again, and a round over a large queue costs little more
+// than its scan. What it keeps is bounded by the last round's idle jobs.
+// Only the advertiser uses it.
+type clusterer struct {
+	significant []string // the negotiator's list the keys were derived under
+	keys        map[*classad.ClassAd]*jobKey
+}
+
+// jobKey is what autoclustering derives from one job's ad.
+type jobKey struct {
+	attrs []string      // its significant attributes (significantOf); nil without a list
+	sig   string        // their text (signature)
+	id    classad.Value // "cluster.proc", for the request's job list
+	// order holds the values of orderAttrs, JobPrio negated, so that
+	// jobs sort in the order the negotiator serves them.
+	order [4]int64
+}
+
+// requests groups jobs by their significant attributes and returns one
 // resource request ad per group, in the order of each group's best job.
 // With significant nil (the negotiator has not said what it reads) every
 // job is a request of its own: its whole ad.
-func autoclusters(jobs []idleJob, significant []string) []*classad.ClassAd {
-	slices.SortStableFunc(jobs, func(a, b idleJob) int { return compareJobs(a.ad, b.ad) })
+func (c *clusterer) requests(jobs []idleJob, significant []string) []*classad.ClassAd {
+	if !slices.Equal(c.significant, significant) || (c.significant == nil) != (significant == nil) {
+		c.keys = nil // derived under another list
+	}
+	c.significant = significant
+	prev := c.keys
+	c.keys = make(map[*classad.ClassAd]*jobKey, len(jobs))
+	names := map[string][]string{} // expression text → the names in it
+	type keyed struct {
+		ad  *classad.ClassAd
+		key *jobKey
+	}
+	all := make([]keyed, len(jobs))
+	for i, j := range jobs {
+		k := prev[j.ad]
+		if k == nil {
+			k = newJobKey(j, significant, names)
+		}
+		c.keys[j.ad] = k
+		all[i] = keyed{j.ad, k}
+	}
+	slices.SortStableFunc(all, func(a, b keyed) int { return slices.Compare(a.key.order[:], b.key.order[:]) })
 	if significant == nil {
-		out := make([]*classad.ClassAd, len(jobs))
-		for i, j := range jobs {
+		out := make([]*classad.ClassAd, len(all))
+		for i, j := range all {
 			ad := j.ad.Copy()
 			ad.SetString("MyType", "Job")
 			ad.SetString("TargetType", "Machine")
@@ -56,23 +96,20 @@ func autoclusters(jobs []idleJob, significant []string) []*classad.ClassAd {
 		return out
 	}
 	type group struct {
-		attrs []string
-		ids   []classad.Value
+		key   *jobKey // of its best job
 		first *classad.ClassAd
+		ids   []classad.Value
 	}
 	var groups []*group
 	bySig := map[string]*group{}
-	names := map[string][]string{} // expression text → the names in it
-	for _, j := range jobs {
-		attrs := significantOf(j.ad, significant, names)
-		sig := signature(j.ad, attrs)
-		g := bySig[sig]
+	for _, j := range all {
+		g := bySig[j.key.sig]
 		if g == nil {
-			g = &group{attrs: attrs, first: j.ad}
-			bySig[sig] = g
+			g = &group{key: j.key, first: j.ad}
+			bySig[j.key.sig] = g
 			groups = append(groups, g)
 		}
-		g.ids = append(g.ids, classad.String(fmt.Sprintf("%d.%d", j.id.Cluster, j.id.Proc)))
+		g.ids = append(g.ids, j.key.id)
 	}
 	out := make([]*classad.ClassAd, len(groups))
 	for i, g := range groups {
@@ -80,7 +117,7 @@ func autoclusters(jobs []idleJob, significant []string) []*classad.ClassAd {
 		ad.SetString("MyType", "Job")
 		ad.SetString("TargetType", "Machine")
 		keep := map[string]bool{}
-		for _, name := range append(g.attrs, orderAttrs...) {
+		for _, name := range append(g.key.attrs, orderAttrs...) {
 			keep[strings.ToLower(name)] = true
 		}
 		for _, name := range g.first.Names() { // keeps the names' spelling
@@ -89,11 +126,26 @@ func autoclusters(jobs []idleJob, significant []string) []*classad.ClassAd {
 				ad.Set(name, e)
 			}
 		}
-		ad.SetInt(matchmaker.AttrAutoClusterID, clusterID(signature(g.first, g.attrs)))
+		ad.SetInt(matchmaker.AttrAutoClusterID, clusterID(g.key.sig))
 		ad.SetValue(matchmaker.AttrJobIDs, classad.List(g.ids...))
 		out[i] = ad
 	}
 	return out
+}
+
+// newJobKey derives j's key; names memoizes the names found in
+// expression texts, which the jobs of a cluster share.
+func newJobKey(j idleJob, significant []string, names map[string][]string) *jobKey {
+	k := &jobKey{id: classad.String(j.id.String())}
+	for i, n := range orderAttrs {
+		k.order[i], _ = j.ad.EvalInt(n)
+	}
+	k.order[0] = -k.order[0] // JobPrio: higher first
+	if significant != nil {
+		k.attrs = significantOf(j.ad, significant, names)
+		k.sig = signature(j.ad, k.attrs)
+	}
+	return k
 }
 
 // significantOf returns the attributes that make up ad's signature,
@@ -171,21 +223,6 @@ func clusterID(sig string) int64 {
 	h := fnv.New64a()
 	h.Write([]byte(sig))
 	return int64(h.Sum64() >> 1)
-}
-
-// compareJobs orders jobs as the negotiator serves them: JobPrio higher
-// first, then QDate, ClusterId and ProcId earlier first.
-func compareJobs(a, b *classad.ClassAd) int {
-	get := func(ad *classad.ClassAd, name string) int64 { v, _ := ad.EvalInt(name); return v }
-	if c := cmp.Compare(get(b, AttrJobPrio), get(a, AttrJobPrio)); c != 0 {
-		return c
-	}
-	for _, n := range orderAttrs[1:] {
-		if c := cmp.Compare(get(a, n), get(b, n)); c != 0 {
-			return c
-		}
-	}
-	return 0
 }
 
 // parseSignificant reads the negotiator's list of significant attributes;

@@ -44,7 +44,7 @@ func TestAutoclustersGroupBySignificantAttributes(t *testing.T) {
 		idleJobAd(t, 1, 2, "JobPrio = 5"),            // same cluster, served first
 		idleJobAd(t, 3, 0, `Owner = "bob"`),          // another submitter
 	}
-	reqs := autoclusters(jobs, []string{"Department"})
+	reqs := new(clusterer).requests(jobs, []string{"Department"})
 	var got [][]string
 	for _, r := range reqs {
 		got = append(got, requestIDs(t, r))
@@ -63,7 +63,7 @@ func TestAutoclustersGroupBySignificantAttributes(t *testing.T) {
 		t.Errorf("first request's JobPrio %d, want its best job's 5", p)
 	}
 	// The same jobs give the same cluster ids.
-	again := autoclusters(jobs, []string{"Department"})
+	again := new(clusterer).requests(jobs, []string{"Department"})
 	for i := range reqs {
 		a, _ := reqs[i].EvalInt(matchmaker.AttrAutoClusterID)
 		b, _ := again[i].EvalInt(matchmaker.AttrAutoClusterID)
@@ -75,7 +75,7 @@ func TestAutoclustersGroupBySignificantAttributes(t *testing.T) {
 
 func TestAutoclustersWithoutSignificantAttributes(t *testing.T) {
 	jobs := []idleJob{idleJobAd(t, 1, 0, ""), idleJobAd(t, 1, 1, "")}
-	reqs := autoclusters(jobs, nil)
+	reqs := new(clusterer).requests(jobs, nil)
 	if len(reqs) != 2 {
 		t.Fatalf("%d requests, want one per job", len(reqs))
 	}
@@ -98,6 +98,57 @@ func TestParseSignificant(t *testing.T) {
 	}
 }
 
+// A clusterer derives each ad's key once: a job whose ad the queue
+// replaced is grouped by its new ad, a new list of significant
+// attributes regroups every job, and what it keeps is the last round's.
+func TestClustererKeepsKeysOfUnchangedAds(t *testing.T) {
+	jobs := []idleJob{idleJobAd(t, 1, 0, ""), idleJobAd(t, 1, 1, ""), idleJobAd(t, 1, 2, `Department = "Physics"`)}
+	var c clusterer
+	ids := func(reqs []*classad.ClassAd) [][]string {
+		var out [][]string
+		for _, r := range reqs {
+			out = append(out, requestIDs(t, r))
+		}
+		return out
+	}
+	check := func(what string, reqs []*classad.ClassAd, want [][]string) {
+		t.Helper()
+		if got := ids(reqs); !slices.EqualFunc(got, want, slices.Equal) {
+			t.Errorf("%s: requests %v, want %v", what, got, want)
+		}
+	}
+	for i, r := range c.requests(jobs, nil) {
+		if p, _ := r.EvalInt("ProcId"); p != int64(i) {
+			t.Errorf("without a list, request %d is job 1.%d's ad", i, p)
+		}
+	}
+	first := c.requests(jobs, []string{"requestmemory"})
+	check("with a list", first, [][]string{{"1.0", "1.1", "1.2"}})
+	again := c.requests(jobs, []string{"requestmemory"})
+	check("again", again, [][]string{{"1.0", "1.1", "1.2"}})
+	if a, b := first[0].String(), again[0].String(); a != b {
+		t.Errorf("the same jobs gave another request:\n%s\n%s", a, b)
+	}
+	// The queue replaces the ad of a job that changes.
+	changed := jobs[1].ad.Copy()
+	changed.SetInt("RequestMemory", 4096)
+	jobs[1].ad = changed
+	check("a job changed", c.requests(jobs, []string{"requestmemory"}), [][]string{{"1.0", "1.2"}, {"1.1"}})
+	check("another list", c.requests(jobs, []string{"requestmemory", "department"}), [][]string{{"1.0"}, {"1.1"}, {"1.2"}})
+	// A higher JobPrio goes first; the key of the new ad says so.
+	prio := jobs[2].ad.Copy()
+	prio.SetInt("JobPrio", 10)
+	jobs[2].ad = prio
+	check("a job raised", c.requests(jobs, []string{"requestmemory", "department"}), [][]string{{"1.2"}, {"1.0"}, {"1.1"}})
+	c.requests(jobs[:1], []string{"requestmemory", "department"})
+	if len(c.keys) != 1 {
+		t.Errorf("after a round of one job the clusterer keeps %d keys", len(c.keys))
+	}
+}
+
+// BenchmarkAutoclusters groups 100,000 idle jobs: cold, each ad's key
+// derived (the agent's first round), and warm, the next rounds over the
+// same ads.
 func BenchmarkAutoclusters(b *testing.B) {
 	var jobs []idleJob
 	for i := range 100_000 {
@@ -110,10 +161,26 @@ func BenchmarkAutoclusters(b *testing.B) {
 		}
 		jobs = append(jobs, idleJob{id: jobqueue.JobID{Cluster: i / 1000, Proc: i % 1000}, ad: ad})
 	}
-	b.ReportAllocs()
-	var reqs []*classad.ClassAd
-	for b.Loop() {
-		reqs = autoclusters(jobs, []string{"requestmemory", "requestdisk", "department"})
+	significant := []string{"requestmemory", "requestdisk", "department"}
+	for _, warm := range []bool{false, true} {
+		name := "cold"
+		if warm {
+			name = "warm"
+		}
+		b.Run(name, func(b *testing.B) {
+			c := new(clusterer)
+			if warm {
+				c.requests(jobs, significant)
+			}
+			b.ReportAllocs()
+			var reqs []*classad.ClassAd
+			for b.Loop() {
+				if !warm {
+					c = new(clusterer)
+				}
+				reqs = c.requests(jobs, significant)
+			}
+			b.ReportMetric(float64(len(reqs)), "requests")
+		})
 	}
-	b.ReportMetric(float64(len(reqs)), "requests")
 }

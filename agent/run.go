@@ -389,14 +389,19 @@ func (a *Agent) completeStop(ctx context.Context, r *run) bool {
 // jobs of the cluster that have left the queue already leave gaps it steps
 // over.
 func (a *Agent) nextJobFor(c *claim, after jobqueue.JobID) (*run, *classad.ClassAd) {
+	// The match, the dearest test, comes last: a queue holds many jobs
+	// of other owners, or not idle.
 	try := func(id jobqueue.JobID, ad *classad.ClassAd) *run {
-		if st := statusOf(ad); st != Idle || !isJob(id) || !classad.Match(ad, c.machine) {
+		if st := statusOf(ad); st != Idle || !isJob(id) {
 			return nil
 		}
 		if owner, _ := ad.EvalString(AttrOwner); owner != c.owner {
 			return nil
 		}
 		if limits, _ := ad.EvalString(matchmaker.AttrConcurrencyLimits); !strings.EqualFold(limits, c.limits) {
+			return nil
+		}
+		if !classad.Match(ad, c.machine) {
 			return nil
 		}
 		r, err := a.newRun(id, c)

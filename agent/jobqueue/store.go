@@ -29,7 +29,10 @@ type Store interface {
 	// Scan calls fn for each job in ascending JobID order until fn returns
 	// false. It sees the queue as of one moment between commits, and does
 	// not hold up commits while fn runs. The ads are shared and read-only:
-	// Copy one before changing it.
+	// Copy one before changing it. The store never changes an ad it has
+	// handed out: a change to a job replaces its ad, and a job not
+	// changed keeps its ad (the agent's advertiser keeps what it derived
+	// from each ad by its pointer).
 	Scan(fn func(id JobID, ad *classad.ClassAd) bool)
 	// NextCluster durably reserves for owner, and returns, a cluster number
 	// that has never been returned or used before, even across crashes and

@@ -50,6 +50,7 @@ func Run(t *testing.T, newQueue NewQueue) {
 		{"ConcurrentCommits", testConcurrentCommits},
 		{"ScanOrderAndStop", testScanOrderAndStop},
 		{"ScanDoesNotHoldUpCommits", testScanDoesNotHoldUpCommits},
+		{"ScannedAdsNeverChange", testScannedAdsNeverChange},
 		{"CommitContext", testCommitContext},
 		{"Closed", testClosed},
 		{"OpenedOnce", testOpenedOnce},
@@ -399,6 +400,39 @@ func testScanDoesNotHoldUpCommits(t *testing.T, o Opener) {
 	}
 	if s.Len() != 3 {
 		t.Errorf("Len = %d, want 3", s.Len())
+	}
+}
+
+// testScannedAdsNeverChange checks what the agent's advertiser relies
+// on to keep what it derived from each ad: an ad Scan handed out is never
+// changed (a change to a job replaces its ad), and a job not changed
+// keeps its ad.
+func testScannedAdsNeverChange(t *testing.T, o Opener) {
+	s := open(t, o, Config{})
+	var txn jobqueue.Txn
+	txn.NewJob(id(1, 0), JobAd(1, 0))
+	txn.NewJob(id(1, 1), JobAd(1, 1))
+	commit(t, s, &txn)
+	scan := func() map[jobqueue.JobID]*classad.ClassAd {
+		ads := map[jobqueue.JobID]*classad.ClassAd{}
+		s.Scan(func(jid jobqueue.JobID, ad *classad.ClassAd) bool { ads[jid] = ad; return true })
+		return ads
+	}
+	before := scan()
+	text := before[id(1, 1)].String()
+	txn = jobqueue.Txn{}
+	txn.SetValue(id(1, 1), "JobStatus", classad.Int(2))
+	txn.Delete(id(1, 1), "Arguments")
+	commit(t, s, &txn)
+	if got := before[id(1, 1)].String(); got != text {
+		t.Errorf("a commit changed the ad an earlier Scan handed out:\n%s\nbecame\n%s", text, got)
+	}
+	after := scan()
+	if st, _ := after[id(1, 1)].EvalInt("JobStatus"); st != 2 || after[id(1, 1)] == before[id(1, 1)] {
+		t.Errorf("Scan after the change: JobStatus %d, the same ad %v", st, after[id(1, 1)] == before[id(1, 1)])
+	}
+	if after[id(1, 0)] != before[id(1, 0)] {
+		t.Errorf("job 1.0, not changed, has another ad")
 	}
 }
 
