@@ -52,14 +52,20 @@ func (a *Agent) checkpointed(ctx context.Context, r *run, ev shadow.Event) {
 	a.metrics.checkpointed(ev)
 	_, err := a.jobs.apply(ctx, r.id, func(ad *classad.ClassAd) (step, error) {
 		n, _ := ad.EvalInt(AttrNumCkpts)
-		return step{set: change{
+		c := change{
 			AttrNumCkpts:           classad.Int(n + 1),
 			AttrLastCkptTime:       classad.Int(time.Now().Unix()),
 			AttrLastCkptSize:       classad.Int(ev.StoredBytes),
 			AttrLastCkptImageSize:  classad.Int(ev.ImageBytes),
 			AttrLastCkptFrozenTime: seconds(ev.FrozenSeconds),
 			AttrLastCkptDumpTime:   seconds(ev.DumpSeconds),
-		}, log: logs(joblog.Event{Type: joblog.Checkpointed})}, nil
+		}
+		// The job's Requirements ask it of the machine that restores the
+		// image (submit adds the clause).
+		if r.platform != "" {
+			c[checkpoint.AttrLastPlatform] = classad.String(r.platform)
+		}
+		return step{set: c, log: logs(joblog.Event{Type: joblog.Checkpointed})}, nil
 	})
 	if err != nil {
 		a.log.Error("record checkpoint", "job", r.id, "err", err)

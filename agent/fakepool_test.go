@@ -117,7 +117,7 @@ func (s *fakeStartd) RequestClaim(_ context.Context, req *wire.RequestClaimReque
 		return &wire.RequestClaimReply{Reason: "the owner is back"}, nil
 	}
 	_, host, _ := strings.Cut(req.Slot, "@")
-	return &wire.RequestClaimReply{Accepted: true, MachineAd: `[ MyType = "Machine"; Name = "` + req.Slot + `"; Machine = "` + host + `"; Requirements = true ]`}, nil
+	return &wire.RequestClaimReply{Accepted: true, MachineAd: `[ MyType = "Machine"; Name = "` + req.Slot + `"; Machine = "` + host + `"; Requirements = true; CheckpointPlatform = "LINUX X86_64 fake" ]`}, nil
 }
 
 func (s *fakeStartd) ActivateClaim(_ context.Context, req *wire.ActivateClaimRequest) (*wire.ActivateClaimReply, error) {
@@ -295,7 +295,7 @@ func (p *pool) submitCluster(n int, attrs ...string) []string {
 func (p *pool) match(id string) error {
 	p.t.Helper()
 	_, err := p.matchmaker.Matched(p.t.Context(), &wire.MatchedRequest{JobId: id, ClaimId: "claim-" + id,
-		MachineAd: `[ MyType = "Machine"; Name = "slot1@exec"; Requirements = true ]`, StartdAddr: p.startdAddr, Slot: "slot1@exec"})
+		MachineAd: `[ MyType = "Machine"; Name = "slot1@exec"; Requirements = true; CheckpointPlatform = "LINUX X86_64 fake" ]`, StartdAddr: p.startdAddr, Slot: "slot1@exec"})
 	return err
 }
 
@@ -506,6 +506,11 @@ func TestRunningJobVacated(t *testing.T) {
 	ad, _ := p.await(id, "JobStatus == 1 && NumCkpts == 2")
 	if intAttr(ad, "LastCkptSize") != 50 {
 		t.Errorf("vacated job: %s", ad)
+	}
+	// Its image is restored only on a machine of the platform it was
+	// taken on.
+	if pl, _ := ad.EvalString("LastCheckpointPlatform"); pl != "LINUX X86_64 fake" {
+		t.Errorf("LastCheckpointPlatform %q, want the machine's", pl)
 	}
 	waitReleased(t, p, "claim-"+id)
 }

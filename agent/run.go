@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"harrier.dev/harrier/agent/jobqueue"
+	"harrier.dev/harrier/checkpoint"
 	"harrier.dev/harrier/childproc"
 	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/matchmaker"
@@ -45,6 +46,10 @@ type run struct {
 	claimID    string
 	slot       string
 	startdAddr string
+	// platform is the machine's CheckpointPlatform: a checkpoint taken
+	// there is restored only on a machine of the same (see
+	// checkpoint.Platform).
+	platform string
 
 	mu       sync.Mutex
 	action   stopAction
@@ -250,7 +255,8 @@ func (a *Agent) newRun(id jobqueue.JobID, c *claim) (*run, error) {
 	if _, busy := a.runs[id]; busy {
 		return nil, fmt.Errorf("job %s is already being run", id)
 	}
-	r := &run{id: id, claimID: c.id, slot: c.slot, startdAddr: c.startdAddr, commands: make(chan shadow.Command, 1)}
+	platform, _ := c.machine.EvalString(checkpoint.AttrPlatform)
+	r := &run{id: id, claimID: c.id, slot: c.slot, startdAddr: c.startdAddr, platform: platform, commands: make(chan shadow.Command, 1)}
 	a.runs[id] = r
 	return r, nil
 }

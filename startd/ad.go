@@ -4,6 +4,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"harrier.dev/harrier/checkpoint"
 	"harrier.dev/harrier/classad"
 )
 
@@ -29,6 +30,9 @@ type adConfig struct {
 	// pluginMethods is HasFileTransferPluginMethods: the URL schemes
 	// the starters move, built in or by a plugin.
 	pluginMethods string
+	// ckptPlatform is CheckpointPlatform; "" where the machine cannot
+	// restore checkpoints (it advertises none).
+	ckptPlatform string
 }
 
 // machineAd builds the ad of one slot from a measurement of the whole
@@ -127,6 +131,11 @@ func machineAd(c adConfig, m machine, v view, now time.Time) *classad.ClassAd {
 			names[i] = classad.String(n)
 		}
 		ad.SetValue("CachedImages", classad.List(names...))
+	}
+	// A job checkpointed on one platform asks for it (see
+	// checkpoint.Platform).
+	if c.ckptPlatform != "" {
+		ad.SetString(checkpoint.AttrPlatform, c.ckptPlatform)
 	}
 	if cl := v.claim; cl != nil {
 		ad.SetString("ClaimedBy", cl.agent)

@@ -69,6 +69,34 @@ func TestMachineAdSharesTheMachine(t *testing.T) {
 	}
 }
 
+// A machine that restores checkpoints says on which platform; one that
+// cannot says nothing, and a checkpointed job does not come to it.
+func TestMachineAdCheckpointPlatform(t *testing.T) {
+	v := view{id: 1, name: "slot1@exec1", status: Status{Unclaimed, Idle}}
+	c := adConfig{host: "exec1", policy: testPolicy(t, "true"), numSlots: 1}
+	if _, ok := machineAd(c, testMachine, v, time.Unix(0, 0)).Lookup("CheckpointPlatform"); ok {
+		t.Error("a machine that restores no checkpoint advertises a platform")
+	}
+	c.ckptPlatform = "LINUX X86_64 avx"
+	ad := machineAd(c, testMachine, v, time.Unix(0, 0))
+	for _, tc := range []struct {
+		last string // the job's LastCheckpointPlatform; "" none
+		want bool
+	}{{"", true}, {"LINUX X86_64 avx", true}, {"LINUX X86_64 avx avx2", false}} {
+		src := `[ Owner = "alice"; Requirements = (MY.LastCheckpointPlatform =?= undefined) || (TARGET.CheckpointPlatform =?= MY.LastCheckpointPlatform) ]`
+		job, err := classad.Parse(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.last != "" {
+			job.SetString("LastCheckpointPlatform", tc.last)
+		}
+		if got := classad.Match(job, ad); got != tc.want {
+			t.Errorf("job checkpointed on %q: match %v, want %v", tc.last, got, tc.want)
+		}
+	}
+}
+
 func TestMachineAdMatchesJobs(t *testing.T) {
 	c := adConfig{host: "exec1", policy: testPolicy(t, `TARGET.Owner == "alice"`), numSlots: 1}
 	ad := machineAd(c, testMachine, view{id: 1, name: "slot1@exec1", status: Status{Unclaimed, Idle}}, time.Unix(0, 0))

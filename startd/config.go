@@ -107,6 +107,13 @@ type Config struct {
 	// starter to seal and check the job's checkpoint images (see
 	// starter.Spec). Empty: jobs are not checkpointed here.
 	CheckpointKeyFile string
+	// CheckpointPlatform is what the machine advertises as its
+	// CheckpointPlatform where it can restore checkpoints: a job
+	// checkpointed elsewhere runs here only if this is the platform it
+	// was checkpointed on. Empty: what checkpoint.Platform measures; an
+	// administrator sets it (CHECKPOINT_PLATFORM) to tell the pool that
+	// machines differing only in ways checkpoints do not mind are alike.
+	CheckpointPlatform string
 	// Sandbox is how jobs run: "container", "process", or "" to use
 	// containers where they work (see sandbox.go). Advertised as
 	// HarrierSandbox.

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 
+	"harrier.dev/harrier/checkpoint"
 	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/metrics"
 	"harrier.dev/harrier/pki"
@@ -117,6 +118,14 @@ func New(cfg Config) (*Startd, error) {
 	if len(cfg.Cron) > 0 {
 		if s.cronCred, err = cronCredential(cfg.CronUser, s.log); err != nil {
 			return nil, fmt.Errorf("startd configuration: %w", err)
+		}
+	}
+	// Only a machine that runs jobs in containers and holds the pool's
+	// checkpoint key restores checkpoints.
+	if s.adc.sandbox == "container" && cfg.CheckpointKeyFile != "" {
+		s.adc.ckptPlatform = cfg.CheckpointPlatform
+		if s.adc.ckptPlatform == "" {
+			s.adc.ckptPlatform = checkpoint.Platform()
 		}
 	}
 	s.plugins = queryPlugins(cfg.TransferPlugins, s.log)

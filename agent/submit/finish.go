@@ -231,10 +231,15 @@ func (b *builder) size(path string) int64 {
 
 // requirements sets Requirements to the user's expression AND-ed with the
 // clauses condor_submit adds for attributes the expression does not
-// mention: Arch, OpSys, Disk, Memory and Cpus.
+// mention: Arch, OpSys, Disk, Memory and Cpus, and for a job that may be
+// checkpointed its checkpoint's platform.
 func (b *builder) requirements(j *job) error {
 	plugins := pluginClauses(j)
-	src := j.requirements + "\x00" + j.universe + "\x00" + strings.Join(gpuClauses(j, nil), "\x00") + "\x00" + strings.Join(plugins, "\x00")
+	ckpt := "no"
+	if want, ok := j.ad.EvalBool("WantCheckpoint"); !ok || want {
+		ckpt = "yes"
+	}
+	src := j.requirements + "\x00" + j.universe + "\x00" + strings.Join(gpuClauses(j, nil), "\x00") + "\x00" + strings.Join(plugins, "\x00") + "\x00" + ckpt
 	if !b.reqExpr.IsZero() && b.reqSrc == src {
 		j.ad.Set("Requirements", b.reqExpr)
 		return nil
@@ -271,6 +276,12 @@ func (b *builder) requirements(j *job) error {
 	parts = append(parts, gpuClauses(j, mentioned)...)
 	if !mentioned["hasfiletransferpluginmethods"] {
 		parts = append(parts, plugins...)
+	}
+	// A checkpointed job goes on only where its image can be restored:
+	// a machine of the platform it was checkpointed on (HTCondor adds
+	// the same clause for the jobs it checkpoints).
+	if ckpt == "yes" && !mentioned["checkpointplatform"] && !mentioned["lastcheckpointplatform"] {
+		parts = append(parts, "((MY.LastCheckpointPlatform =?= undefined) || (TARGET.CheckpointPlatform =?= MY.LastCheckpointPlatform))")
 	}
 	e, err := j.expr("requirements", strings.Join(parts, " && "))
 	if err != nil {

@@ -168,7 +168,7 @@ arguments = $(args)
 queue`, env)
 	checkAttrs(t, ads[0], env.Dir, map[string]string{
 		"Arguments":    `"-a -b"`,
-		"Requirements": `((TARGET.Memory > 100) && (TARGET.Disk > 100)) && (TARGET.Arch == "X86_64") && (TARGET.OpSys == "LINUX") && (TARGET.Cpus >= RequestCpus)`,
+		"Requirements": `((TARGET.Memory > 100) && (TARGET.Disk > 100)) && (TARGET.Arch == "X86_64") && (TARGET.OpSys == "LINUX") && (TARGET.Cpus >= RequestCpus)` + ckptReq,
 	})
 }
 

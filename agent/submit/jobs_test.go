@@ -5,7 +5,14 @@ import (
 	"testing"
 )
 
-var defaultReq = `(TARGET.Arch == "X86_64") && (TARGET.OpSys == "LINUX") && (TARGET.Disk >= RequestDisk) && (TARGET.Memory >= RequestMemory) && (TARGET.Cpus >= RequestCpus)`
+var defaultReq = baseReq + ckptReq
+
+// baseReq are the clauses condor_submit adds, ckptReq the one a job that
+// may be checkpointed gets for its checkpoint's platform.
+const (
+	baseReq = `(TARGET.Arch == "X86_64") && (TARGET.OpSys == "LINUX") && (TARGET.Disk >= RequestDisk) && (TARGET.Memory >= RequestMemory) && (TARGET.Cpus >= RequestCpus)`
+	ckptReq = ` && ((MY.LastCheckpointPlatform is undefined) || (TARGET.CheckpointPlatform is MY.LastCheckpointPlatform))`
+)
 
 func TestJobs(t *testing.T) {
 	for _, tc := range []struct {
@@ -107,14 +114,24 @@ queue
 requirements = Arch == "aarch64" && OpSys == "LINUX" && Disk > 10
 queue
 requirements = TARGET.Cpus >= 2
+queue
+want_checkpoint = false
+requirements = true
+queue
+want_checkpoint = true
+requirements = TARGET.CheckpointPlatform =!= undefined
 queue`,
 		want: []map[string]string{
 			{
-				"Requirements": `(HasJava && TARGET.Memory > 1024) && (TARGET.Arch == "X86_64") && (TARGET.OpSys == "LINUX") && (TARGET.Disk >= RequestDisk) && (TARGET.Cpus >= RequestCpus)`,
+				"Requirements": `(HasJava && TARGET.Memory > 1024) && (TARGET.Arch == "X86_64") && (TARGET.OpSys == "LINUX") && (TARGET.Disk >= RequestDisk) && (TARGET.Cpus >= RequestCpus)` + ckptReq,
 				"Rank":         "KFlops",
 			},
-			{"Requirements": `(Arch == "aarch64" && OpSys == "LINUX" && Disk > 10) && (TARGET.Memory >= RequestMemory) && (TARGET.Cpus >= RequestCpus)`},
-			{"Requirements": `(TARGET.Cpus >= 2) && (TARGET.Arch == "X86_64") && (TARGET.OpSys == "LINUX") && (TARGET.Disk >= RequestDisk) && (TARGET.Memory >= RequestMemory)`},
+			{"Requirements": `(Arch == "aarch64" && OpSys == "LINUX" && Disk > 10) && (TARGET.Memory >= RequestMemory) && (TARGET.Cpus >= RequestCpus)` + ckptReq},
+			{"Requirements": `(TARGET.Cpus >= 2) && (TARGET.Arch == "X86_64") && (TARGET.OpSys == "LINUX") && (TARGET.Disk >= RequestDisk) && (TARGET.Memory >= RequestMemory)` + ckptReq},
+			// A job never checkpointed asks nothing of a platform, nor
+			// one whose requirements name it.
+			{"Requirements": `(true) && ` + baseReq},
+			{"Requirements": `(TARGET.CheckpointPlatform isnt undefined) && ` + baseReq},
 		},
 	}, {
 		name: "scheduler and local universes",
@@ -221,7 +238,7 @@ queue`,
 			"RequireGPUs": `(DeviceName != "V100" && regexp("A1",DeviceName)) && Capability >= 8 && GlobalMemoryMb >= 20480`,
 			"Requirements": `(TARGET.Arch == "X86_64") && (TARGET.OpSys == "LINUX") && (TARGET.Disk >= RequestDisk) && ` +
 				`(TARGET.Memory >= RequestMemory) && (TARGET.Cpus >= RequestCpus) && (TARGET.GPUs >= RequestGPUs) && ` +
-				`((TARGET.GPUs_DeviceName != "V100" && regexp("A1",TARGET.GPUs_DeviceName)) && TARGET.GPUs_Capability >= 8 && TARGET.GPUs_GlobalMemoryMb >= 20480)`,
+				`((TARGET.GPUs_DeviceName != "V100" && regexp("A1",TARGET.GPUs_DeviceName)) && TARGET.GPUs_Capability >= 8 && TARGET.GPUs_GlobalMemoryMb >= 20480)` + ckptReq,
 		}},
 	}, {
 		name: "remote I/O and checkpointing",

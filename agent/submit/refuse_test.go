@@ -124,8 +124,8 @@ func TestAcceptedCommandsTakeEffect(t *testing.T) {
 			"output_destination = store://h/results",
 			map[string]string{"TransferInput": `"in.dat,demo://h/a,mine://h/b,http://h/c,my_plugin.sh"`,
 				"TransferPlugins": `"mine, other = my_plugin.sh"`, "OutputDestination": `"store://h/results"`,
-				"Requirements": defaultReq +
-					` && stringListIMember("demo", TARGET.HasFileTransferPluginMethods) && stringListIMember("store", TARGET.HasFileTransferPluginMethods)`}},
+				"Requirements": baseReq +
+					` && stringListIMember("demo", TARGET.HasFileTransferPluginMethods) && stringListIMember("store", TARGET.HasFileTransferPluginMethods)` + ckptReq}},
 		{"want_graceful_removal", "want_graceful_removal = false", map[string]string{"WantGracefulRemoval": "false"}},
 		{"on_exit_remove alone", "on_exit_remove = ExitCode == 0", map[string]string{"OnExitRemove": "ExitCode == 0", "JobMaxRetries": absent}},
 		{"getenv match list", "getenv = path*, *cuda*",

@@ -905,3 +905,93 @@ func checkCounted(t *testing.T, work string, n int) {
 		t.Errorf("count.out has %d lines, want %d:\n%s", len(lines), n, out)
 	}
 }
+
+// TestCheckpointPlatform: a job checkpointed on one machine goes on only
+// where its image can be restored, a machine advertising the
+// CheckpointPlatform of the one it was taken on, even when the job ranks
+// another higher; there it is restored and counts on unbroken. exec3's
+// administrator gave it another platform (CHECKPOINT_PLATFORM).
+func TestCheckpointPlatform(t *testing.T) {
+	n := newNetnsPool(t, "submit", "exec1", "exec2", "exec3")
+	roles := map[string]string{"submit": "matchmaker,agent", "exec1": "startd", "exec2": "startd", "exec3": "startd"}
+	mmOf, extra := map[string]string{}, map[string]string{}
+	for name := range n.hosts {
+		mmOf[name] = "submit"
+	}
+	extra["exec3"] = "CHECKPOINT_PLATFORM = LINUX X86_64 elsewhere"
+	n.configurePools(mmOf, roles, extra)
+	n.run(roles)
+
+	platforms := map[string]string{}
+	out, code := n.tool("submit", "status", "-af", "Machine", "CheckpointPlatform")
+	if code != 0 {
+		t.Fatalf("status: exit %d: %s", code, out)
+	}
+	for line := range strings.Lines(out) {
+		if host, platform, ok := strings.Cut(strings.TrimSpace(line), " "); ok {
+			platforms[host] = platform
+		}
+	}
+	here := checkpoint.Platform()
+	if platforms["exec1"] != here || platforms["exec2"] != here || platforms["exec3"] != "LINUX X86_64 elsewhere" {
+		t.Fatalf("machines' CheckpointPlatform %q, want exec1's and exec2's %q and exec3's as configured", platforms, here)
+	}
+
+	work := filepath.Join(n.hosts["submit"].dir, "work")
+	var input strings.Builder
+	for i := 1; i <= 2000; i++ {
+		fmt.Fprintf(&input, "line%d\n", i)
+	}
+	writeFile(t, filepath.Join(work, "input.txt"), input.String(), 0o644)
+	writeFile(t, filepath.Join(work, "hop.sh"), hopScript, 0o755)
+	// It starts on exec1; each later run must be on another machine, and
+	// exec3 is the one it prefers.
+	writeFile(t, filepath.Join(work, "count.sub"), `executable   = hop.sh
+arguments    = count
+input        = input.txt
+output       = count.out
+error        = count.err
+log          = hop.log
+requirements = ifThenElse(MY.LastRemoteHost =?= undefined, TARGET.Machine == "exec1", TARGET.Machine =!= splitslotname(MY.LastRemoteHost)[1])
+rank         = TARGET.Machine == "exec3"
+queue
+`, 0o644)
+	for d := work; d != "/" && d != "/tmp"; d = filepath.Dir(d) {
+		_ = os.Chmod(d, 0o755)
+	}
+	if out, code := n.tool("submit", "submit", filepath.Join(work, "count.sub")); code != 0 {
+		t.Fatalf("submit: exit %d: %s", code, out)
+	}
+	host := func() string {
+		out, _ := n.tool("submit", "q", "-af", "RemoteHost")
+		_, h, _ := strings.Cut(strings.TrimSpace(out), "@")
+		return h
+	}
+	counted := func() int { return len(readCounts(t, filepath.Join(work, "count.txt"))) }
+	eventually(t, 60*time.Second, "the job to count on exec1", func() bool { return host() == "exec1" && counted() >= 3 })
+	if out, code := n.tool("submit", "vacate", "1.0"); code != 0 {
+		t.Fatalf("vacate: exit %d: %s", code, out)
+	}
+	left := counted()
+	eventually(t, 60*time.Second, "the job to count on another machine", func() bool {
+		h := host()
+		return h != "" && h != "exec1" && counted() > left+1
+	})
+	if h := host(); h != "exec2" {
+		t.Errorf("the job checkpointed on exec1 went on on %s, whose platform is %q", h, platforms[h])
+	}
+	out, _ = n.tool("submit", "q", "-af", "LastCheckpointPlatform", "NumRestores")
+	if want := here + " 1"; strings.TrimSpace(out) != want {
+		t.Errorf("LastCheckpointPlatform and NumRestores: %q, want %q", strings.TrimSpace(out), want)
+	}
+	writeFile(t, filepath.Join(work, "stop"), "", 0o644)
+	if out, code := n.tool("submit", "wait", "--timeout", "60", "1.0"); code != 0 {
+		t.Fatalf("wait: exit %d: %s", code, out)
+	}
+	got := readCounts(t, filepath.Join(work, "count.txt"))
+	for i, c := range got {
+		if c != i+1 {
+			t.Fatalf("count.txt breaks at line %d: %v", i+1, got)
+		}
+	}
+}

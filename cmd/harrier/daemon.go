@@ -780,6 +780,7 @@ func startdConfig(pc *poolConfig, name string, logger *slog.Logger) (startd.Conf
 		logger.Warn("no checkpoints on this machine", "err", err)
 		cfg.CheckpointKeyFile = ""
 	}
+	cfg.CheckpointPlatform = pc.c.String("CHECKPOINT_PLATFORM", "")
 	if err := startdPolicy(pc, &cfg); err != nil {
 		return cfg, err
 	}
