@@ -592,6 +592,20 @@ var hopFiles = map[string][]string{
 // job 1.N is of kind hopKinds[N].
 var hopKinds = []string{"count", "tree"}
 
+// hopWork makes the job's directory on n's submit host: hopScript and the
+// input its count reads.
+func hopWork(t *testing.T, n *netnsPool) string {
+	t.Helper()
+	work := filepath.Join(n.hosts["submit"].dir, "work")
+	var input strings.Builder
+	for i := 1; i <= 2000; i++ {
+		fmt.Fprintf(&input, "line%d\n", i)
+	}
+	writeFile(t, filepath.Join(work, "input.txt"), input.String(), 0o644)
+	writeFile(t, filepath.Join(work, "hop.sh"), hopScript, 0o755)
+	return work
+}
+
 // readCounts reads a file of numbers, one a line, that its job may be
 // writing: a last line without its newline is left out.
 func readCounts(t *testing.T, path string) []int {
@@ -632,13 +646,7 @@ func TestMigrationManyHops(t *testing.T) {
 		before[name] = netState(t, h.ns)
 	}
 
-	work := filepath.Join(n.hosts["submit"].dir, "work")
-	var input strings.Builder
-	for i := 1; i <= 2000; i++ {
-		fmt.Fprintf(&input, "line%d\n", i)
-	}
-	writeFile(t, filepath.Join(work, "input.txt"), input.String(), 0o644)
-	writeFile(t, filepath.Join(work, "hop.sh"), hopScript, 0o755)
+	work := hopWork(t, n)
 	writeFile(t, filepath.Join(work, "hop.py"), hopPython, 0o644)
 	// Each time the job runs, it must run on the other host.
 	writeFile(t, filepath.Join(work, "hop.sub"), `executable   = hop.sh
@@ -937,13 +945,7 @@ func TestCheckpointPlatform(t *testing.T) {
 		t.Fatalf("machines' CheckpointPlatform %q, want exec1's and exec2's %q and exec3's as configured", platforms, here)
 	}
 
-	work := filepath.Join(n.hosts["submit"].dir, "work")
-	var input strings.Builder
-	for i := 1; i <= 2000; i++ {
-		fmt.Fprintf(&input, "line%d\n", i)
-	}
-	writeFile(t, filepath.Join(work, "input.txt"), input.String(), 0o644)
-	writeFile(t, filepath.Join(work, "hop.sh"), hopScript, 0o755)
+	work := hopWork(t, n)
 	// It starts on exec1; each later run must be on another machine, and
 	// exec3 is the one it prefers.
 	writeFile(t, filepath.Join(work, "count.sub"), `executable   = hop.sh

@@ -376,11 +376,7 @@ func testScanOrderAndStop(t *testing.T, o Opener) {
 // would deadlock if Scan held the queue locked, and checks that the Scan
 // goes on seeing the queue as it was when it began.
 func testScanDoesNotHoldUpCommits(t *testing.T, o Opener) {
-	s := open(t, o, Config{})
-	var txn jobqueue.Txn
-	txn.NewJob(id(1, 0), JobAd(1, 0))
-	txn.NewJob(id(1, 1), JobAd(1, 1))
-	commit(t, s, &txn)
+	s := openWithTwoJobs(t, o)
 	seen := 0
 	s.Scan(func(jid jobqueue.JobID, ad *classad.ClassAd) bool {
 		seen++
@@ -408,11 +404,7 @@ func testScanDoesNotHoldUpCommits(t *testing.T, o Opener) {
 // changed (a change to a job replaces its ad), and a job not changed
 // keeps its ad.
 func testScannedAdsNeverChange(t *testing.T, o Opener) {
-	s := open(t, o, Config{})
-	var txn jobqueue.Txn
-	txn.NewJob(id(1, 0), JobAd(1, 0))
-	txn.NewJob(id(1, 1), JobAd(1, 1))
-	commit(t, s, &txn)
+	s := openWithTwoJobs(t, o)
 	scan := func() map[jobqueue.JobID]*classad.ClassAd {
 		ads := map[jobqueue.JobID]*classad.ClassAd{}
 		s.Scan(func(jid jobqueue.JobID, ad *classad.ClassAd) bool { ads[jid] = ad; return true })
@@ -420,7 +412,7 @@ func testScannedAdsNeverChange(t *testing.T, o Opener) {
 	}
 	before := scan()
 	text := before[id(1, 1)].String()
-	txn = jobqueue.Txn{}
+	var txn jobqueue.Txn
 	txn.SetValue(id(1, 1), "JobStatus", classad.Int(2))
 	txn.Delete(id(1, 1), "Arguments")
 	commit(t, s, &txn)
@@ -434,6 +426,17 @@ func testScannedAdsNeverChange(t *testing.T, o Opener) {
 	if after[id(1, 0)] != before[id(1, 0)] {
 		t.Errorf("job 1.0, not changed, has another ad")
 	}
+}
+
+// openWithTwoJobs opens a store holding jobs 1.0 and 1.1.
+func openWithTwoJobs(t *testing.T, o Opener) Store {
+	t.Helper()
+	s := open(t, o, Config{})
+	var txn jobqueue.Txn
+	txn.NewJob(id(1, 0), JobAd(1, 0))
+	txn.NewJob(id(1, 1), JobAd(1, 1))
+	commit(t, s, &txn)
+	return s
 }
 
 func testCommitContext(t *testing.T, o Opener) {
