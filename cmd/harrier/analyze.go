@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"harrier.dev/harrier/checkpoint"
 	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/matchmaker"
 	"harrier.dev/harrier/wire"
@@ -42,6 +43,8 @@ func betterAnalyze(ctx context.Context, w io.Writer, client wire.ScheddClient, j
 				}
 			}
 			printAnalysis(w, job, matchmaker.Analyze(job, machines), matchmaker.JobLimits(job, negotiator))
+			printCheckpointHistory(w, job, machines)
+			fmt.Fprintln(w)
 			continue
 		}
 		if licenses == nil {
@@ -133,13 +136,15 @@ func printAnalysis(w io.Writer, job *classad.ClassAd, a matchmaker.Analysis, lim
 			fmt.Fprintf(w, "  %6d  %s\n", cond.Machines, strings.TrimSpace(cond.Text))
 		}
 	}
-	printCheckpointHistory(w, id, job)
-	fmt.Fprintln(w)
 }
 
 // printCheckpointHistory says how the job's checkpoints and restores went,
-// and why the last that failed did: a job that lost its work says why.
-func printCheckpointHistory(w io.Writer, id string, job *classad.ClassAd) {
+// and why the last that failed did: a job that lost its work says why;
+// and, for a job with a checkpoint, how many of machines can restore it.
+func printCheckpointHistory(w io.Writer, job *classad.ClassAd, machines []*classad.ClassAd) {
+	c, _ := job.EvalInt("ClusterId")
+	p, _ := job.EvalInt("ProcId")
+	id := fmt.Sprintf("%d.%d", c, p)
 	count := func(name string) int64 { n, _ := job.EvalInt(name); return n }
 	ckpts, ckptFailures := count("NumCkpts"), count("NumCheckpointFailures")
 	restores, restoreFailures := count("NumRestores"), count("NumRestoreFailures")
@@ -153,5 +158,14 @@ func printCheckpointHistory(w io.Writer, id string, job *classad.ClassAd) {
 	}
 	if r, ok := job.EvalString("LastRestoreFailure"); ok && r != "" {
 		fmt.Fprintf(w, "  Last restore failure: %s\n", r)
+	}
+	if platform, ok := job.EvalString(checkpoint.AttrLastPlatform); ok {
+		n := 0
+		for _, m := range machines {
+			if p, _ := m.EvalString(checkpoint.AttrPlatform); p == platform {
+				n++
+			}
+		}
+		fmt.Fprintf(w, "  Its last checkpoint was taken on platform %q: %d of %d machines restore it\n", platform, n, len(machines))
 	}
 }

@@ -986,6 +986,9 @@ queue
 	if want := here + " 1"; strings.TrimSpace(out) != want {
 		t.Errorf("LastCheckpointPlatform and NumRestores: %q, want %q", strings.TrimSpace(out), want)
 	}
+	if out, _ := n.tool("submit", "q", "-better-analyze", "1.0"); !strings.Contains(out, "machines restore it") || !strings.Contains(out, ": 2 of 3 machines restore it") {
+		t.Errorf("-better-analyze does not say that exec1 and exec2 restore the job:\n%s", out)
+	}
 	writeFile(t, filepath.Join(work, "stop"), "", 0o644)
 	if out, code := n.tool("submit", "wait", "--timeout", "60", "1.0"); code != 0 {
 		t.Fatalf("wait: exit %d: %s", code, out)

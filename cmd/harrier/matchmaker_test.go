@@ -97,6 +97,33 @@ queue
 	}
 }
 
+// A job's checkpoint history says how many machines can restore its last
+// checkpoint: those of the platform it was taken on.
+func TestPrintCheckpointHistory(t *testing.T) {
+	job, err := classad.Parse(`[ ClusterId = 4; ProcId = 2; NumCkpts = 2; NumRestores = 1; LastCheckpointPlatform = "LINUX X86_64 avx" ]`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var machines []*classad.ClassAd
+	for _, p := range []string{`"LINUX X86_64 avx"`, `"LINUX X86_64 avx avx2"`, `"LINUX X86_64 avx"`, "undefined"} {
+		ad, err := classad.Parse(`[ Name = "slot1@h"; CheckpointPlatform = ` + p + ` ]`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		machines = append(machines, ad)
+	}
+	var b bytes.Buffer
+	printCheckpointHistory(&b, job, machines)
+	for _, want := range []string{
+		"4.2: checkpoints taken 2, failed 0; restored from a checkpoint 1 times",
+		`Its last checkpoint was taken on platform "LINUX X86_64 avx": 2 of 4 machines restore it`,
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("history lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
 func TestPrintAnalysis(t *testing.T) {
 	job, err := classad.Parse(`[ ClusterId = 4; ProcId = 2; Owner = "alice"; RequestMemory = 4096;
 		ConcurrencyLimits = "sw,db:2,large.x:3,free";
