@@ -110,6 +110,7 @@ type spec struct {
 	cpuset      string // the cores the job may run on ("2-3"); empty: any
 	pidsLimit   int64
 	devices     []*devcfg.Device // the job's own devices (Task.Devices)
+	rlimits     []configs.Rlimit // the job's own (Task.Rlimits)
 	criuLabel   string           // see checkpoint.ConfigFileLabel
 }
 
@@ -183,6 +184,7 @@ func containerConfig(s spec) *configs.Config {
 		ReadonlyPaths: readonlyPaths,
 		Devices:       append(slices.Clip(specconv.AllowedDevices), s.devices...),
 		Networks:      []*configs.Network{{Type: "loopback", Address: "127.0.0.1/0", Gateway: "localhost"}},
+		Rlimits:       s.rlimits,
 		Mounts: []*configs.Mount{
 			{Source: "proc", Destination: "/proc", Device: "proc", Flags: unix.MS_NOEXEC | unix.MS_NOSUID | unix.MS_NODEV},
 			{Source: "tmpfs", Destination: "/dev", Device: "tmpfs", Flags: unix.MS_NOSUID | unix.MS_STRICTATIME, Data: "mode=755,size=65536k"},

@@ -190,6 +190,7 @@ func (r *Runner) prepare(ctx context.Context, t *Task, rootDir *os.File) (spec, 
 		cpuset:       t.Cpuset,
 		pidsLimit:    r.cfg.PidsLimit,
 	}
+	s.rlimits = containerRlimits(t.Rlimits)
 	if t.InScratch && dirSource != "" {
 		s.cwd = JobScratchDir
 	}

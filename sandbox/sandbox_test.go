@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +24,32 @@ func TestExitCodeAndOutput(t *testing.T) {
 	}
 	if res.stdout != "out\n" || res.stderr != "err\n" {
 		t.Errorf("stdout %q stderr %q", res.stdout, res.stderr)
+	}
+}
+
+// A job runs under the resource limits its task sets (its coresize and
+// stack_size), from its first instruction, soft and hard alike; without
+// them, under the machine's.
+func TestJobRlimits(t *testing.T) {
+	r := testRunner(t, nil)
+	script := "ulimit -c; ulimit -Hc; ulimit -s"
+	res := runJob(t, r, script, func(task *Task) {
+		task.Rlimits = []Rlimit{{Resource: unix.RLIMIT_CORE, Limit: 0}, {Resource: unix.RLIMIT_STACK, Limit: 16 << 20}}
+	})
+	if want := "0\n0\n16384\n"; res.stdout != want {
+		t.Errorf("limits (core, hard core, stack in KiB) %q, want %q", res.stdout, want)
+	}
+	var stack unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_STACK, &stack); err != nil {
+		t.Fatal(err)
+	}
+	res = runJob(t, r, "ulimit -s", nil)
+	want := "unlimited\n"
+	if stack.Cur != unix.RLIM_INFINITY {
+		want = fmt.Sprintf("%d\n", stack.Cur/1024)
+	}
+	if res.stdout != want {
+		t.Errorf("without limits the stack limit is %q, want the machine's %q", res.stdout, want)
 	}
 }
 
@@ -471,5 +498,26 @@ func BenchmarkContainerTrue(b *testing.B) {
 		if res.exit.Code != 0 {
 			b.Fatalf("exit %+v", res.exit)
 		}
+	}
+}
+
+// A limit above the starter's own hard limit is held to it where the
+// starter may not raise it, and asked for whole where it may. (Any
+// resource will do: the open files' hard limit is finite.)
+func TestContainerRlimitsHeldToTheHardLimit(t *testing.T) {
+	var own unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &own); err != nil {
+		t.Fatal(err)
+	}
+	if own.Max == unix.RLIM_INFINITY {
+		t.Skip("this machine sets no hard limit on open files to go above")
+	}
+	got := containerRlimits([]Rlimit{{Resource: unix.RLIMIT_NOFILE, Limit: own.Max + 1}, {Resource: unix.RLIMIT_CORE, Limit: 0}})
+	want := own.Max
+	if mayRaiseLimits() {
+		want = own.Max + 1
+	}
+	if got[0].Hard != want || got[0].Soft != want || got[1].Hard != 0 || got[1].Soft != 0 {
+		t.Errorf("limits %+v, want %d then 0 (own hard limit %d, may raise %v)", got, want, own.Max, mayRaiseLimits())
 	}
 }

@@ -3,6 +3,10 @@ package sandbox
 import (
 	"os"
 	"runtime"
+
+	"github.com/moby/sys/capability"
+	"github.com/opencontainers/runc/libcontainer/configs"
+	"golang.org/x/sys/unix"
 )
 
 // Task is one job to run: what, where, and under which limits.
@@ -54,6 +58,17 @@ type Task struct {
 	// the same paths in its container and allowed by its device cgroup.
 	// A job holding any is not checkpointed (ErrGPUCheckpoint).
 	Devices []string
+	// Rlimits are resource limits the job's processes start under, soft
+	// and hard alike (its coresize and stack_size); the machine's own for
+	// the others.
+	Rlimits []Rlimit
+}
+
+// Rlimit is one resource limit: unix.RLIMIT_CORE, say, and its value
+// (unix.RLIM_INFINITY: none).
+type Rlimit struct {
+	Resource int
+	Limit    uint64
 }
 
 // machineCpus is MachineCpus or, unset, the hardware's CPUs.
@@ -100,3 +115,32 @@ type Usage struct {
 // HoldCodeOutOfResources is HTCondor's HoldReasonCode for a job that went
 // over a resource limit (JobOutOfResources).
 const HoldCodeOutOfResources = 34
+
+// containerRlimits are limits as a container's init sets them, soft and
+// hard alike. One above the starter's own hard limit needs the privilege
+// to raise it, which a root starter may lack (virtual machines drop
+// CAP_SYS_RESOURCE): it is held to that limit then, as HTCondor's
+// starter does when it is not root, rather than keep the job from
+// starting.
+func containerRlimits(ls []Rlimit) []configs.Rlimit {
+	var out []configs.Rlimit
+	for _, l := range ls {
+		limit := l.Limit
+		var own unix.Rlimit
+		if unix.Getrlimit(l.Resource, &own) == nil && limit > own.Max && !mayRaiseLimits() {
+			limit = own.Max
+		}
+		out = append(out, configs.Rlimit{Type: l.Resource, Hard: limit, Soft: limit})
+	}
+	return out
+}
+
+// mayRaiseLimits reports whether this process may raise hard resource
+// limits: whether it holds CAP_SYS_RESOURCE.
+func mayRaiseLimits() bool {
+	caps, err := capability.NewPid2(0)
+	if err != nil || caps.Load() != nil {
+		return false
+	}
+	return caps.Get(capability.EFFECTIVE, capability.CAP_SYS_RESOURCE)
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"syscall"
 	"time"
 
@@ -26,6 +27,12 @@ type ProcessRunner struct {
 	// that left its process group included. Without it a job is ended
 	// by its process group.
 	Track func() (ProcessTracker, error)
+	// WithLimits is the command a job with resource limits (Task.Rlimits)
+	// runs through: it is given RESOURCE=LIMIT arguments, "--", the
+	// program's path, its argv[0] and its arguments, and sets the limits
+	// and executes the program (harrier's exec-with-limits). Without it
+	// such a job cannot start.
+	WithLimits []string
 }
 
 // ProcessTracker keeps a job's processes together wherever they go.
@@ -49,6 +56,24 @@ func (r ProcessRunner) Start(_ context.Context, t *Task) (Job, error) {
 		return nil, errors.New("no user to run the job as: jobs do not run as root")
 	}
 	cmd := exec.Command(t.Path, t.Args...)
+	if len(t.Rlimits) > 0 {
+		// Go starts a process under its parent's limits, and the
+		// starter's own must stay: the job's program is run through
+		// WithLimits, which sets them as the job's user and becomes it.
+		if len(r.WithLimits) == 0 {
+			return nil, errors.New("cannot set the job's resource limits (coresize, stack_size) here")
+		}
+		if cmd.Err != nil {
+			//lint:ignore ST1005 a hold reason, written as HTCondor writes it
+			return nil, fmt.Errorf("Failed to execute '%s': %v", t.Path, cmd.Err)
+		}
+		args := slices.Clone(r.WithLimits[1:])
+		for _, l := range t.Rlimits {
+			args = append(args, fmt.Sprintf("%d=%d", l.Resource, l.Limit))
+		}
+		args = append(append(args, "--", cmd.Path, t.Path), t.Args...)
+		cmd = exec.Command(r.WithLimits[0], args...)
+	}
 	cmd.Env = t.Env
 	cmd.Dir = t.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = t.Stdin, t.Stdout, t.Stderr

@@ -93,6 +93,53 @@ func TestProcessRunnerExit(t *testing.T) {
 	}
 }
 
+// TestProcessRunnerSetsLimits: a job with resource limits runs through
+// the runner's WithLimits command, which gets each limit, the program's
+// path, its argv[0] and its arguments (here a shell stand-in for
+// harrier's exec-with-limits); without one the job does not start.
+func TestProcessRunnerSetsLimits(t *testing.T) {
+	limits := []starter.Rlimit{{Resource: unix.RLIMIT_CORE, Limit: 0}, {Resource: unix.RLIMIT_STACK, Limit: 16 << 20}}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	dir := scratchDir(t)
+	with := filepath.Join(dir, "with-limits")
+	if err := os.WriteFile(with, []byte(`#!/bin/sh
+echo "limits: $1 $2"
+[ "$3" = -- ] || exit 9
+ulimit -c "${1#4=}"
+ulimit -s "$(( ${2#3=} / 1024 ))"
+shift 3
+path=$1
+shift 2 # and argv[0], which sh cannot pass on
+exec "$path" "$@"
+`), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	runner := processRunner(t)
+	runner.WithLimits = []string{with}
+	task := &starter.Task{ID: "1.0", Path: "/bin/sh", Args: []string{"-c", `ulimit -c; ulimit -s; echo "$0"`}, Dir: dir, ScratchDir: dir,
+		Env: []string{"PATH=/usr/bin:/bin"}, Stdout: w, Stderr: w, Rlimits: limits}
+	job, err := runner.Start(context.Background(), task)
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := job.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(r)
+	if want := "limits: 4=0 3=16777216\n0\n16384\n/bin/sh\n"; string(out) != want {
+		t.Errorf("the job's output:\n%s\nwant\n%s", out, want)
+	}
+	runner.WithLimits = nil
+	if _, err := runner.Start(context.Background(), task); err == nil || !strings.Contains(err.Error(), "resource limits") {
+		t.Errorf("a runner without WithLimits started a job with limits: %v", err)
+	}
+}
+
 // TestProcessRunnerSignals: the job's whole process group is stopped,
 // continued and killed, and a job killed by a signal says which.
 func TestProcessRunnerSignals(t *testing.T) {

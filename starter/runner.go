@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/iofs"
 )
 
@@ -65,6 +66,16 @@ type Task struct {
 	// RestoreFailure is set by a start that was to restore the job from
 	// its checkpoint and started it from the beginning instead: why.
 	RestoreFailure string
+	// Rlimits are resource limits the job starts under, soft and hard
+	// alike: its coresize and stack_size (see jobRlimits).
+	Rlimits []Rlimit
+}
+
+// Rlimit is one resource limit: unix.RLIMIT_CORE, say, and its value
+// (unix.RLIM_INFINITY: none).
+type Rlimit struct {
+	Resource int
+	Limit    uint64
 }
 
 // ScratchRelocator is a Runner whose jobs see their scratch directory
@@ -237,4 +248,26 @@ type ProcessExit struct {
 	// JobEnding is set when the process was killed because the job was
 	// ending: the job's end took it along.
 	JobEnding bool
+}
+
+// jobRlimits are the resource limits the job's submit file asked for:
+// coresize (CoreSize) and stack_size (StackSize), in bytes, -1 for none,
+// as HTCondor's. A job that sets neither runs under the machine's.
+func jobRlimits(job *classad.ClassAd) []Rlimit {
+	var out []Rlimit
+	for _, l := range []struct {
+		attr     string
+		resource int
+	}{{"CoreSize", unix.RLIMIT_CORE}, {"StackSize", unix.RLIMIT_STACK}} {
+		n, ok := job.EvalInt(l.attr)
+		if !ok || n < -1 {
+			continue
+		}
+		limit := uint64(n)
+		if n == -1 {
+			limit = unix.RLIM_INFINITY
+		}
+		out = append(out, Rlimit{Resource: l.resource, Limit: limit})
+	}
+	return out
 }

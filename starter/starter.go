@@ -287,6 +287,7 @@ func (s *Starter) prepare(ctx context.Context, client wire.ShadowClient, job *cl
 		giveGPUs(t, s.spec.GPUs, s.spec.GPUDevices)
 	}
 	t.MachineCpus, t.Cpuset = s.spec.MachineCpus, s.spec.Cpuset
+	t.Rlimits = jobRlimits(job)
 	if in := stringAttr(job, "In"); in != "" && in != os.DevNull {
 		path := filepath.Join(s.spec.ScratchDir, ".harrier_stdin")
 		if err := s.fetch(ctx, client, "input", path, false); err != nil {

@@ -188,3 +188,25 @@ func TestImageArea(t *testing.T) {
 		})
 	}
 }
+
+// coresize and stack_size become the job's limits; -1 is none; a value
+// that is neither is left to the machine.
+func TestJobRlimits(t *testing.T) {
+	for _, tc := range []struct {
+		ad   string
+		want []Rlimit
+	}{
+		{`[ Cmd = "x" ]`, nil},
+		{`[ CoreSize = 0 ]`, []Rlimit{{unix.RLIMIT_CORE, 0}}},
+		{`[ CoreSize = -1; StackSize = 16777216 ]`, []Rlimit{{unix.RLIMIT_CORE, unix.RLIM_INFINITY}, {unix.RLIMIT_STACK, 16 << 20}}},
+		{`[ CoreSize = -7; StackSize = "big" ]`, nil},
+	} {
+		ad, err := classad.Parse(tc.ad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := jobRlimits(ad); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: limits %v, want %v", tc.ad, got, tc.want)
+		}
+	}
+}

@@ -111,6 +111,8 @@ var commandTable = []commandEntry{
 	{"buffer_block_size", intAttr("BufferBlockSize")},
 	{"fetch_files", listAttr("FetchFiles")},
 	{"append_files", listAttr("AppendFiles")},
+	{"coresize", rlimitAttr("CoreSize")},
+	{"stack_size", rlimitAttr("StackSize")},
 	{"nice_user", onlyFalse("every job runs at its owner's priority; use priority to order your own jobs")},
 	{"batch_name", stringAttr("JobBatchName")},
 	{"jobbatchname", stringAttr("JobBatchName")},
@@ -415,6 +417,19 @@ func intAttr(attr string) command {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
 			return fmt.Errorf("bad %s: %q is not an integer", name, v)
+		}
+		j.ad.SetInt(attr, n)
+		return nil
+	}
+}
+
+// rlimitAttr reads a resource limit in bytes (coresize, stack_size): a
+// number of bytes, or -1 for none. The starter sets it on the job.
+func rlimitAttr(attr string) command {
+	return func(j *job, name, v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < -1 {
+			return fmt.Errorf("bad %s: %q is not a number of bytes (or -1 for no limit)", name, v)
 		}
 		j.ad.SetInt(attr, n)
 		return nil

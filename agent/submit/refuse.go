@@ -131,7 +131,6 @@ var refusals = map[string]refusal{
 	"accounting_group_user":            always(noGroups),
 	"concurrency_limits_expr":          always("concurrency limits are named by concurrency_limits; an expression for them is not supported"),
 	"copy_to_spool":                    unlessFalse("executables are served by the shadow, never spooled"),
-	"coresize":                         always("the starter does not set the job's core file limit"),
 	"cron_day_of_month":                always(noCron),
 	"cron_day_of_week":                 always(noCron),
 	"cron_hour":                        always(noCron),
@@ -156,7 +155,6 @@ var refusals = map[string]refusal{
 	"noop_job_exit_code":               always("the agent has no no-op jobs"),
 	"noop_job_exit_signal":             always("the agent has no no-op jobs"),
 	"remote_initialdir":                always("a job runs in a scratch directory of the execute machine and sees its initialdir through the shadow"),
-	"stack_size":                       always("the starter does not set the job's stack limit"),
 }
 
 // refused reports whether name (lower case) is a documented command that

@@ -74,6 +74,8 @@ func TestRefusedValues(t *testing.T) {
 		{"noop_job", []string{"true"}, []string{"false"}, "no-op jobs"},
 		{"manifest", []string{"true"}, []string{"false"}, "no manifest"},
 		{"concurrency_limits", []string{"sw:0", "sw:-1", "a-b", "sw:x"}, []string{"XSW", "xsw, DATABASE, FILESERVER:3", "large.swlicense:0.5"}, "concurrency limit"},
+		{"coresize", []string{"-2", "10MB", "unlimited"}, []string{"0", "-1", "1048576"}, "number of bytes"},
+		{"stack_size", []string{"-5", "8M"}, []string{"8388608", "-1"}, "number of bytes"},
 	} {
 		for _, v := range tc.refused {
 			t.Run(tc.command+"="+v, func(t *testing.T) {
@@ -137,6 +139,7 @@ func TestAcceptedCommandsTakeEffect(t *testing.T) {
 		{"request_cpus in requirements", "request_cpus = 3",
 			map[string]string{"RequestCpus": "3", "Requirements": defaultReq}},
 		{"jobbatchname", "JobBatchName = nightly", map[string]string{"JobBatchName": `"nightly"`}},
+		{"coresize and stack_size", "coresize = 0\nstack_size = 16777216", map[string]string{"CoreSize": "0", "StackSize": "16777216"}},
 		// Match-time references are left for the agent, as written.
 		{"match-time references", "m = $$(Memory)\narguments = --memory $$([TARGET.Memory * 0.9]) $(m)\n+Where = \"$$(Machine)\"",
 			map[string]string{"Arguments": `"--memory $$([TARGET.Memory * 0.9]) $$(Memory)"`, "Where": `"$$(Machine)"`}},

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestJobEnvironment: a job finds what HTCondor's starter gives it: its ad
@@ -113,5 +115,66 @@ queue
 	eventually(t, 60*time.Second, "the job with $$(NoSuchAttr) held", func() bool { return p.jobStatus(t, id) == 5 })
 	if r, _ := p.jobs(t, "q", id)[0]["HoldReason"].(string); !strings.Contains(r, "NoSuchAttr") {
 		t.Errorf("hold reason %q does not name NoSuchAttr", r)
+	}
+}
+
+// TestJobResourceLimits: coresize and stack_size become the limits a
+// job's processes run under, in a container and as plain processes;
+// another user's job without them runs under the machine's.
+func TestJobResourceLimits(t *testing.T) {
+	bin := publicBinary(t)
+	var stack unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_STACK, &stack); err != nil {
+		t.Fatal(err)
+	}
+	machineStack := "unlimited"
+	if stack.Cur != unix.RLIM_INFINITY {
+		machineStack = strconv.FormatUint(stack.Cur/1024, 10)
+	}
+	for _, sandbox := range []string{"container", "process"} {
+		t.Run(sandbox, func(t *testing.T) {
+			p := startPoolFrom(t, bin, 1, "SANDBOX = "+sandbox)
+			alice, bob := newUser(t), newUser(t)
+			outs := map[string]string{}
+			for _, u := range []struct {
+				name, home, limits string
+			}{{alice.Username, alice.HomeDir, "coresize = 0\nstack_size = 16777216\n"}, {bob.Username, bob.HomeDir, ""}} {
+				uid, gid := lookupIDs(t, u.name)
+				dir := filepath.Join(u.home, "limits")
+				writeFile(t, filepath.Join(dir, "limits.sh"), "#!/bin/sh\necho \"core=$(ulimit -c) stack=$(ulimit -s)\"\n", 0o755)
+				chownAll(t, dir, uid, gid)
+				c := p.submitAs(t, u.name, dir, "limits.sub", "executable = limits.sh\noutput = limits.out\nlog = limits.log\n"+u.limits+"queue\n")
+				if out, code := p.harrier(t, "wait", "--timeout", "60", strconv.Itoa(c)+".0"); code != 0 {
+					t.Fatalf("wait %d.0: exit %d: %s", c, code, out)
+				}
+				out, _ := os.ReadFile(filepath.Join(dir, "limits.out"))
+				outs[u.name] = strings.TrimSpace(string(out))
+			}
+			if want := "core=0 stack=16384"; outs[alice.Username] != want {
+				t.Errorf("the job with coresize and stack_size ran under %q, want %q", outs[alice.Username], want)
+			}
+			if want := " stack=" + machineStack; !strings.HasSuffix(outs[bob.Username], want) {
+				t.Errorf("the job without them ran under %q, want the machine's stack limit (%q)", outs[bob.Username], want)
+			}
+		})
+	}
+}
+
+// exec-with-limits refuses what is not RESOURCE=LIMIT ... -- PATH ARGV0,
+// and sets the limits before it becomes the program.
+func TestExecWithLimits(t *testing.T) {
+	for _, args := range [][]string{
+		{"4=x", "--", "/bin/true", "true"},
+		{"core=0", "--", "/bin/true", "true"},
+		{"4=0", "/bin/true", "true"},
+		{"4=0", "--", "/bin/true"},
+	} {
+		if out, code := harrier(t, nil, append([]string{"exec-with-limits"}, args...)...); code != 2 {
+			t.Errorf("exec-with-limits %v: exit %d, want 2: %s", args, code, out)
+		}
+	}
+	out, code := harrier(t, nil, "exec-with-limits", "4=0", "3=16777216", "--", "/bin/sh", "job", "-c", `echo "$0 $(ulimit -c) $(ulimit -s)"`)
+	if code != 0 || out != "job 0 16384\n" {
+		t.Errorf("exec-with-limits: exit %d, output %q, want %q", code, out, "job 0 16384\n")
 	}
 }

@@ -105,6 +105,7 @@ func commands() []command {
 		{"daemon", "daemon matchmaker|agent|startd --config FILE [--name NAME]", runDaemon},
 		{"shadow", "shadow (started by the agent)", runShadowProcess},
 		{"starter", "starter (started by a startd)", runStarterProcess},
+		{"exec-with-limits", "exec-with-limits RESOURCE=LIMIT... -- PATH ARGV0 [ARG...] (run by a starter)", runExecWithLimits},
 	}
 }
 

@@ -70,15 +70,21 @@ func chooseRunner(spec *starter.Spec, logger *slog.Logger) starter.Runner {
 // the machine has cgroup v2; else as the starter's own user, who
 // started the pool.
 func processRunner(spec *starter.Spec) starter.Runner {
+	exe, err := os.Executable()
+	if err != nil {
+		//lint:ignore ST1005 a hold reason, written as HTCondor writes it
+		return failingRunner{fmt.Errorf("Cannot run jobs on this machine: %w", err)}
+	}
+	withLimits := []string{exe, "exec-with-limits"}
 	if os.Geteuid() != 0 {
-		return starter.ProcessRunner{}
+		return starter.ProcessRunner{WithLimits: withLimits}
 	}
 	policy, err := sandbox.ReadPolicy(sandbox.StateRoot(filepath.Dir(spec.ScratchDir)))
 	if err == nil {
 		var uid, gid int
 		slot, _, _ := strings.Cut(spec.Slot, "@")
 		if uid, gid, err = sandbox.SlotUser(policy, slot); err == nil {
-			r := starter.ProcessRunner{User: &asuser.Credential{UID: uint32(uid), GID: uint32(gid), Groups: []uint32{}}}
+			r := starter.ProcessRunner{User: &asuser.Credential{UID: uint32(uid), GID: uint32(gid), Groups: []uint32{}}, WithLimits: withLimits}
 			if cgroups, err := sandbox.NewProcessCgroups(sandbox.StateRoot(filepath.Dir(spec.ScratchDir)), slot); err == nil {
 				r.Track = func() (starter.ProcessTracker, error) { return cgroups.Open() }
 			}
@@ -158,11 +164,15 @@ type restoredJob struct {
 func (r restoredJob) RestoreTime() time.Duration { return r.restore }
 
 func sandboxTask(t *starter.Task) *sandbox.Task {
+	var rlimits []sandbox.Rlimit
+	for _, l := range t.Rlimits {
+		rlimits = append(rlimits, sandbox.Rlimit{Resource: l.Resource, Limit: l.Limit})
+	}
 	return &sandbox.Task{
 		ID: t.ID, Path: t.Path, Args: t.Args, Env: t.Env, Dir: t.Dir, ScratchDir: t.ScratchDir, DirSource: t.DirSource, InScratch: t.InScratch,
 		Stdin: t.Stdin, Stdout: t.Stdout, Stderr: t.Stderr,
 		Cpus: t.Cpus, MemoryMB: t.MemoryMB, DiskKB: t.DiskKB, ScratchLimitKB: t.ScratchLimitKB, MachineCpus: t.MachineCpus, Cpuset: t.Cpuset,
-		ImageLayers: t.ImageLayers, Devices: t.Devices,
+		ImageLayers: t.ImageLayers, Devices: t.Devices, Rlimits: rlimits,
 	}
 }
 
