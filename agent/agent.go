@@ -71,6 +71,12 @@ type Config struct {
 	PeriodicInterval time.Duration
 	// Limits bound what each local user may ask of the agent.
 	Limits Limits
+	// AccountingGroups are the pool's accounting groups (HTCondor's
+	// GROUP_NAMES): a job of one of them (accounting_group) is charged,
+	// and has its fair share, as group.owner; a job naming another is
+	// charged to its owner, as a user cannot make up groups to get more
+	// of the pool.
+	AccountingGroups []string
 	// StopGrace is how long a stopping agent waits for the jobs it runs
 	// to stop and their moves to be recorded before it abandons them
 	// (their jobs are then requeued on restart). Zero means 10 seconds.

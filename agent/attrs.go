@@ -5,19 +5,27 @@ package agent
 // they read HTCondor's. The attributes of resource-request ads are the
 // matchmaker's (matchmaker.AttrJobIDs and the rest).
 
+import "harrier.dev/harrier/matchmaker"
+
 // Identity, ownership and what the job asks for.
 const (
-	AttrClusterID    = "ClusterId"
-	AttrProcID       = "ProcId"
-	AttrOwner        = "Owner"
-	AttrUser         = "User"
-	AttrQDate        = "QDate"
-	AttrGlobalJobID  = "GlobalJobId"
-	AttrIwd          = "Iwd"
-	AttrUserLog      = "UserLog"
-	AttrJobPrio      = "JobPrio"
-	AttrRequirements = "Requirements"
-	AttrRank         = "Rank"
+	AttrClusterID = "ClusterId"
+	AttrProcID    = "ProcId"
+	AttrOwner     = "Owner"
+	AttrUser      = "User"
+	// AttrAcctGroup and AttrAcctGroupUser are a job's accounting_group
+	// and accounting_group_user; the agent sets AttrAccountingGroup
+	// (group.user) when the group is one of the pool's.
+	AttrAcctGroup       = "AcctGroup"
+	AttrAcctGroupUser   = "AcctGroupUser"
+	AttrAccountingGroup = matchmaker.AttrAccountingGroup
+	AttrQDate           = "QDate"
+	AttrGlobalJobID     = "GlobalJobId"
+	AttrIwd             = "Iwd"
+	AttrUserLog         = "UserLog"
+	AttrJobPrio         = "JobPrio"
+	AttrRequirements    = "Requirements"
+	AttrRank            = "Rank"
 	// AttrPorts makes a job a gang (package matchmaker/gang).
 	AttrPorts = "Ports"
 	// AttrEnvironment is the job's environment, HTCondor's V2 syntax.

@@ -171,8 +171,10 @@ func significantOf(ad *classad.ClassAd, significant []string, names map[string][
 	add(AttrRank)
 	// A gang job's Ports are its requirements.
 	add(AttrPorts)
-	// The negotiator counts a job's concurrency limits.
+	// The negotiator counts a job's concurrency limits, and negotiates
+	// for its accounting group.
 	add(matchmaker.AttrConcurrencyLimits)
+	add(AttrAccountingGroup)
 	// The negotiator prefers machines that hold a job's image.
 	add("ContainerImage")
 	add("DockerImage")

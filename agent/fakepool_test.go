@@ -600,3 +600,34 @@ func TestClaimReused(t *testing.T) {
 		t.Errorf("the second job was matched: %s", ad)
 	}
 }
+
+// TestAccountingGroups: a job of one of the pool's accounting groups is
+// charged to group.owner, whatever its submitter wrote of who it is
+// charged to; a group the pool does not list charges the owner; and no
+// one edits who a queued job is charged to.
+func TestAccountingGroups(t *testing.T) {
+	p := newPool(t, obeyingShadow, &fakeStartd{}, func(c *agent.Config) { c.AccountingGroups = []string{"group_physics"} })
+	in := p.submit(`AcctGroup = "Group_Physics"`, `AcctGroupUser = "mallory"`, `AccountingGroup = "group_chem.mallory"`)
+	out := p.submit(`AcctGroup = "group_madeup"`, `AccountingGroup = "group_madeup.x"`)
+	none := p.submit(`AccountingGroup = "group_physics.x"`)
+	ad, _ := p.await(in, "JobStatus == 1")
+	owner, _ := ad.EvalString("Owner")
+	if g, _ := ad.EvalString("AccountingGroup"); g != "group_physics."+owner {
+		t.Errorf("AccountingGroup %q, want group_physics.%s", g, owner)
+	}
+	if u, _ := ad.EvalString("AcctGroupUser"); u != owner {
+		t.Errorf("AcctGroupUser %q, want the owner %s", u, owner)
+	}
+	for _, id := range []string{out, none} {
+		ad, _ := p.await(id, "JobStatus == 1")
+		if g, ok := ad.Lookup("AccountingGroup"); ok {
+			t.Errorf("job %s, in no group of the pool's, is charged to %s", id, g)
+		}
+	}
+	for _, attr := range []string{"AccountingGroup", "AcctGroup", "AcctGroupUser"} {
+		_, err := p.schedd.Edit(p.t.Context(), &wire.EditRequest{Ids: []string{in}, Attrs: []*wire.EditAttribute{{Name: attr, Expr: `"group_physics.root"`}}})
+		if status.Code(err) != codes.PermissionDenied {
+			t.Errorf("edit of %s: %v, want PermissionDenied", attr, err)
+		}
+	}
+}

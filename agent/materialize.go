@@ -129,6 +129,8 @@ func (a *Agent) makeJobs(ctx context.Context, id jobqueue.JobID, n int) error {
 			}
 			ad := common.Copy()
 			ad.Update(own)
+			owner, _ := ad.EvalString(AttrOwner)
+			a.chargeJob(ad, owner)
 			ad.SetString(AttrGlobalJobID, fmt.Sprintf("%s#%s#%d", a.cfg.Name, jobID(ad), time.Now().Unix()))
 			txn.NewJob(jobID(ad), ad)
 			made = append(made, ad)

@@ -46,6 +46,7 @@ func (a *Agent) needRestart(next Config) []string {
 		"SPOOL":                  old.CheckpointDir == next.CheckpointDir,
 		"MAX_SUBMISSION_BYTES":   old.Limits.MaxSubmissionBytes == next.Limits.MaxSubmissionBytes,
 		"shadow command":         reflect.DeepEqual(old.ShadowCommand, next.ShadowCommand),
+		"GROUP_NAMES":            slices.Equal(old.AccountingGroups, next.AccountingGroups),
 	} {
 		if !same {
 			names = append(names, name)

@@ -206,6 +206,9 @@ type claim struct {
 	// owner is the Owner of the job the claim was made for: the user the
 	// matchmaker charges for the slot, whose jobs alone may reuse it.
 	owner string
+	// group is that job's AccountingGroup, if any: the matchmaker charges
+	// the slot to it, so only jobs charged alike may reuse it.
+	group string
 	// limits are the concurrency limits of that job (ConcurrencyLimits):
 	// the matchmaker counted them for the slot, so only jobs that use the
 	// same may reuse it.
@@ -305,6 +308,7 @@ func (a *Agent) useClaim(ctx context.Context, c *claim, r *run) {
 	}
 	c.since = time.Now()
 	c.owner, _ = ad.EvalString(AttrOwner)
+	c.group, _ = ad.EvalString(AttrAccountingGroup)
 	c.limits, _ = ad.EvalString(matchmaker.AttrConcurrencyLimits)
 	stop := a.keepAlive(ctx, c)
 	defer func() {
@@ -386,8 +390,9 @@ func (a *Agent) completeStop(ctx context.Context, r *run) bool {
 
 // nextJobFor picks the next idle job of the claim's owner that matches the
 // claimed machine and registers a run for it. Only the owner's jobs reuse
-// a claim, as in HTCondor: the slot is charged to the owner, and a claim
-// won by the owner's priority must not serve another user; and only jobs
+// a claim, as in HTCondor: the slot is charged to the owner (or the
+// owner's accounting group, which the job must share), and a claim won by
+// the owner's priority must not serve another user; and only jobs
 // that use the same concurrency limits, which the matchmaker counted for
 // the claim. It looks first
 // at the jobs that follow the one just finished in its cluster, which
@@ -402,6 +407,9 @@ func (a *Agent) nextJobFor(c *claim, after jobqueue.JobID) (*run, *classad.Class
 			return nil
 		}
 		if owner, _ := ad.EvalString(AttrOwner); owner != c.owner {
+			return nil
+		}
+		if group, _ := ad.EvalString(AttrAccountingGroup); group != c.group {
 			return nil
 		}
 		if limits, _ := ad.EvalString(matchmaker.AttrConcurrencyLimits); !strings.EqualFold(limits, c.limits) {

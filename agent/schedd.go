@@ -287,6 +287,7 @@ func (a *Agent) addCluster(txn *jobqueue.Txn, who caller, req *wire.SubmitReques
 			stage.mark(ad)
 		}
 		ad.SetString(AttrGlobalJobID, fmt.Sprintf("%s#%s#%d", a.cfg.Name, id, now))
+		a.chargeJob(ad, who.name)
 		if st := statusOf(ad); st != Idle && st != Held {
 			ad.SetValue(AttrJobStatus, Idle.value())
 		}
@@ -479,6 +480,8 @@ var protectedAttrs = map[string]bool{
 	"owner": true, "user": true, "clusterid": true, "procid": true, "mytype": true, "targettype": true,
 	"jobstatus": true, "qdate": true, "globaljobid": true, "enteredcurrentstatus": true,
 	"stageinstart": true, "stageinfinish": true, "stageoutfinish": true,
+	// Who the job is charged to is decided when it is queued.
+	"acctgroup": true, "acctgroupuser": true, "accountinggroup": true,
 }
 
 // isAttrName reports whether s is a plain ClassAd attribute name.

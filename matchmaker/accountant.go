@@ -161,7 +161,8 @@ func (u UserPriority) Ad() *classad.ClassAd {
 	return ad
 }
 
-// usageOf counts the claimed slots of each RemoteOwner. A dynamic slot
+// usageOf counts the claimed slots of each user they are charged to (see
+// chargedTo). A dynamic slot
 // counts its CPUs, as the negotiator's fair share weighs what it carves
 // out of a partitionable slot.
 func usageOf(machines []Machine) map[string]int {
@@ -170,7 +171,7 @@ func usageOf(machines []Machine) map[string]int {
 		if state(m.Ad) != StateClaimed {
 			continue
 		}
-		if owner, ok := m.Ad.EvalString("RemoteOwner"); ok && owner != "" {
+		if owner := chargedTo(m.Ad, "RemoteOwner"); owner != "" {
 			weight := 1
 			if dyn, _ := m.Ad.EvalBool("DynamicSlot"); dyn {
 				if cpus, ok := m.Ad.EvalInt("Cpus"); ok && cpus > 1 {

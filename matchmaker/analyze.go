@@ -62,13 +62,13 @@ func (a Analysis) Blame() int {
 }
 
 // Analyze matches job against every machine and explains the outcome. A
-// matching machine whose RemoteOwner is the job's Owner counts as running
-// the owner's own jobs. A partitionable slot is judged whole, by what it
+// matching machine charged to whom the job is (its Owner, or its
+// accounting group) counts as running the owner's own jobs. A partitionable slot is judged whole, by what it
 // has when every dynamic slot has returned, as HTCondor's analysis does:
 // what matters is whether the job could ever run there.
 func Analyze(job *classad.ClassAd, machines []*classad.ClassAd) Analysis {
 	a := Analysis{Machines: len(machines)}
-	owner, _ := job.EvalString("Owner")
+	owner := chargedTo(job, "Owner")
 	var conds []classad.Expr
 	if e, ok := job.Lookup("Requirements"); ok {
 		a.Requirements = e.String()
@@ -114,7 +114,7 @@ func Analyze(job *classad.ClassAd, machines []*classad.ClassAd) Analysis {
 			}
 			continue
 		}
-		switch remote, _ := mach.EvalString("RemoteOwner"); {
+		switch remote := chargedTo(mach, "RemoteOwner"); {
 		case state(mach) == StateUnclaimed:
 			a.Available++
 		case remote != "" && remote == owner:

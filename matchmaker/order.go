@@ -6,13 +6,29 @@ import (
 	"harrier.dev/harrier/classad"
 )
 
-// submitter names the user a request negotiates for: its Owner, or its
-// agent when the ad has none.
+// AttrAccountingGroup is who a job is charged to when its owner runs it
+// in one of the pool's accounting groups ("group_physics.alice"): its
+// agent sets it, and a claimed slot publishes its job's.
+const AttrAccountingGroup = "AccountingGroup"
+
+// submitter names the user a request negotiates for: its accounting
+// group, its Owner, or its agent when the ad has neither.
 func submitter(r *Request) string {
-	if s, ok := r.Ad.EvalString("Owner"); ok && s != "" {
+	if s := chargedTo(r.Ad, "Owner"); s != "" {
 		return s
 	}
 	return r.Agent
+}
+
+// chargedTo names who the job of ad, a job's or a claimed slot's, is
+// charged to: its AccountingGroup, else the owner its attribute owner
+// names ("Owner" in a job's ad, "RemoteOwner" in a slot's).
+func chargedTo(ad *classad.ClassAd, owner string) string {
+	if g, ok := ad.EvalString(AttrAccountingGroup); ok && g != "" {
+		return g
+	}
+	s, _ := ad.EvalString(owner)
+	return s
 }
 
 // jobKey holds the attributes that order jobs within a submitter group.

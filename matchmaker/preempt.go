@@ -91,7 +91,7 @@ func (n Negotiator) preemptReason(m *classad.Matcher, r *Request, mach Machine) 
 	if n.PreemptionRequirements.IsZero() || n.Priorities == nil || (hasRank && newRank < current) {
 		return ""
 	}
-	owner, _ := mach.Ad.EvalString("RemoteOwner")
+	owner := chargedTo(mach.Ad, "RemoteOwner")
 	user := submitter(r)
 	if owner == "" || strings.EqualFold(owner, user) {
 		return ""

@@ -308,3 +308,39 @@ func TestEqualRequestsShareAMatchList(t *testing.T) {
 		t.Errorf("matches %v", got)
 	}
 }
+
+// TestNegotiateAccountingGroups: a job in an accounting group negotiates,
+// and its slot is charged, as the group's user (group_physics.alice),
+// apart from the same owner's other jobs; a claimed slot publishing the
+// group is counted for it.
+func TestNegotiateAccountingGroups(t *testing.T) {
+	var machines []Machine
+	for i := range 4 {
+		machines = append(machines, machine(t, fmt.Sprintf("slot%d@a", i), StateUnclaimed, 1024, ""))
+	}
+	group := job(t, "ag", 1, 0, "alice", `AccountingGroup = "group_physics.alice"`)
+	group.JobIDs = []string{"1.0", "1.1", "1.2", "1.3"}
+	own := job(t, "ag", 2, 0, "alice", "")
+	own.JobIDs = []string{"2.0", "2.1", "2.2", "2.3"}
+	if s := submitter(&group); s != "group_physics.alice" {
+		t.Errorf("submitter of a job in a group: %q", s)
+	}
+	// group_physics.alice has used the pool much, alice little: alice
+	// gets the larger share, as a submitter of her own.
+	n := Negotiator{Priorities: prios{"alice": 1, "group_physics.alice": 3}}
+	res := n.Negotiate([]Request{group, own}, machines)
+	got := map[string]int{}
+	for _, m := range res.Matches {
+		got[chargedTo(m.Job.Ad, "Owner")]++
+	}
+	if got["alice"] != 3 || got["group_physics.alice"] != 1 {
+		t.Errorf("shares %v, want alice 3, group_physics.alice 1", got)
+	}
+	usage := usageOf([]Machine{
+		machine(t, "slot1@b", StateClaimed, 1024, `RemoteOwner = "alice"; AccountingGroup = "group_physics.alice"`),
+		machine(t, "slot2@b", StateClaimed, 1024, `RemoteOwner = "alice"`),
+	})
+	if usage["group_physics.alice"] != 1 || usage["alice"] != 1 {
+		t.Errorf("usage %v, want a slot each to group_physics.alice and alice", usage)
+	}
+}

@@ -168,6 +168,11 @@ func machineAd(c adConfig, m machine, v view, now time.Time) *classad.ClassAd {
 			if l, ok := cl.job.EvalString(attrConcurrencyLimits); ok && l != "" {
 				ad.SetString(attrConcurrencyLimits, l)
 			}
+			// And whom the slot is charged to, when not its owner: the
+			// accounting group its job runs in.
+			if g, ok := cl.job.EvalString(attrAccountingGroup); ok && g != "" {
+				ad.SetString(attrAccountingGroup, g)
+			}
 		}
 		// How much the machine's RANK likes the job it has: the
 		// negotiator lets only a job it ranks higher preempt this one.

@@ -165,3 +165,25 @@ func TestMachineAdAttrsAndGangLicenses(t *testing.T) {
 		t.Errorf("a bad STARTD_ATTRS expression: %v", err)
 	}
 }
+
+// A claimed slot publishes what the matchmaker counts of its job: the
+// concurrency limits it uses and the accounting group it is charged to.
+func TestMachineAdChargesTheClaimsGroup(t *testing.T) {
+	job, err := classad.Parse(`[ Owner = "alice"; ConcurrencyLimits = "sw"; AccountingGroup = "group_physics.alice" ]`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := adConfig{host: "exec1", policy: testPolicy(t, "true"), numSlots: 1}
+	v := view{id: 1, name: "slot1@exec1", status: Status{Claimed, Busy},
+		claim: &claim{id: "c1", agent: "agent@submit", owner: "alice", jobID: "3.1", job: job}}
+	ad := machineAd(c, testMachine, v, time.Unix(0, 0))
+	for name, want := range map[string]string{"RemoteOwner": "alice", "ConcurrencyLimits": "sw", "AccountingGroup": "group_physics.alice"} {
+		if got, _ := ad.EvalString(name); got != want {
+			t.Errorf("%s = %q, want %q", name, got, want)
+		}
+	}
+	v.claim.job = classad.New()
+	if _, ok := machineAd(c, testMachine, v, time.Unix(0, 0)).Lookup("AccountingGroup"); ok {
+		t.Error("a slot whose job runs in no accounting group publishes one")
+	}
+}

@@ -32,6 +32,9 @@ const (
 	// the concurrency limits a job uses, in its ad and, while its claim
 	// lasts, in its slot's.
 	attrConcurrencyLimits = "ConcurrencyLimits"
+	// attrAccountingGroup (matchmaker.AttrAccountingGroup) names the
+	// accounting group a job runs in, in its ad and in its slot's.
+	attrAccountingGroup = "AccountingGroup"
 	// attrGangHeld (matchmaker.AttrGangHeld) marks a claim held for a
 	// gang's job that runs on another machine.
 	attrGangHeld = "GangHeld"

@@ -111,6 +111,8 @@ var commandTable = []commandEntry{
 	{"buffer_block_size", intAttr("BufferBlockSize")},
 	{"fetch_files", listAttr("FetchFiles")},
 	{"append_files", listAttr("AppendFiles")},
+	{"accounting_group", groupAttr("AcctGroup")},
+	{"accounting_group_user", groupAttr("AcctGroupUser")},
 	{"coresize", rlimitAttr("CoreSize")},
 	{"stack_size", rlimitAttr("StackSize")},
 	{"nice_user", onlyFalse("every job runs at its owner's priority; use priority to order your own jobs")},
@@ -419,6 +421,22 @@ func intAttr(attr string) command {
 			return fmt.Errorf("bad %s: %q is not an integer", name, v)
 		}
 		j.ad.SetInt(attr, n)
+		return nil
+	}
+}
+
+// groupAttr reads an accounting group's name, or a user's in it: letters,
+// digits, "_" and "-", in parts separated by dots (group_physics.theory).
+func groupAttr(attr string) command {
+	return func(j *job, name, v string) error {
+		for _, part := range strings.Split(v, ".") {
+			if part == "" || strings.IndexFunc(part, func(r rune) bool {
+				return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '_' || r == '-')
+			}) >= 0 {
+				return fmt.Errorf("bad %s: %q: want letters, digits, _ and -, in parts separated by dots", name, v)
+			}
+		}
+		j.ad.SetString(attr, v)
 		return nil
 	}
 }

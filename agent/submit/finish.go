@@ -44,6 +44,10 @@ func (b *builder) finish(j *job, p *plan) error {
 	if err := j.finishGPUs(); err != nil {
 		return err
 	}
+	// A job is charged to its owner within its accounting group.
+	if u, ok := ad.EvalString("AcctGroupUser"); ok && u != b.env.Owner {
+		return errorf(p.queue.file, p.queue.line, "accounting_group_user %q: a job is charged to its owner, %s", u, b.env.Owner)
+	}
 	if err := finishTransfer(j); err != nil {
 		return errorf(p.queue.file, p.queue.line, "%w", err)
 	}

@@ -23,7 +23,6 @@ const (
 	noParallel  = "the parallel universe is not available"
 	noJava      = "the java universe is not available; run java as the executable of a vanilla job"
 	noCron      = "deferred and cron start times are not supported: jobs start when they are matched (submit with hold = true and release the job when it should run)"
-	noGroups    = "accounting groups are not supported: fair share is by user"
 	noCreds     = "credentials are not handed to jobs"
 	noDAGMan    = "DAGMan is not available"
 	noEventLog  = "the job event log records only Harrier's own events"
@@ -127,8 +126,6 @@ var refusals = map[string]refusal{
 	"container_service_names": always(noContainer), "transfer_container": always(noContainer),
 
 	// advanced
-	"accounting_group":                 always(noGroups),
-	"accounting_group_user":            always(noGroups),
 	"concurrency_limits_expr":          always("concurrency limits are named by concurrency_limits; an expression for them is not supported"),
 	"copy_to_spool":                    unlessFalse("executables are served by the shadow, never spooled"),
 	"cron_day_of_month":                always(noCron),

@@ -75,6 +75,8 @@ func TestRefusedValues(t *testing.T) {
 		{"manifest", []string{"true"}, []string{"false"}, "no manifest"},
 		{"concurrency_limits", []string{"sw:0", "sw:-1", "a-b", "sw:x"}, []string{"XSW", "xsw, DATABASE, FILESERVER:3", "large.swlicense:0.5"}, "concurrency limit"},
 		{"coresize", []string{"-2", "10MB", "unlimited"}, []string{"0", "-1", "1048576"}, "number of bytes"},
+		{"accounting_group", []string{"group physics", "group_physics.", ".x", "a/b"}, []string{"group_physics", "group_physics.theory", "Group-2"}, "letters, digits"},
+		{"accounting_group_user", []string{"a b", "x..y"}, []string{"alice"}, "letters, digits"},
 		{"stack_size", []string{"-5", "8M"}, []string{"8388608", "-1"}, "number of bytes"},
 	} {
 		for _, v := range tc.refused {
@@ -91,6 +93,19 @@ func TestRefusedValues(t *testing.T) {
 				jobsOf(t, "executable = job.sh\n"+tc.command+" = "+v+"\nqueue\n", env)
 			})
 		}
+	}
+}
+
+// A job is charged to its owner within its accounting group: another
+// user's name is refused where the job is queued.
+func TestAccountingGroupUserIsTheOwner(t *testing.T) {
+	env := testEnv(t, nil)
+	d, err := Parse([]byte("executable = job.sh\naccounting_group = group_physics\naccounting_group_user = bob\nqueue\n"), "job.sub", env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Jobs(42, env); err == nil || !strings.Contains(err.Error(), `job.sub:4: accounting_group_user "bob": a job is charged to its owner, alice`) {
+		t.Errorf("Jobs: %v, want a refusal of bob", err)
 	}
 }
 
@@ -140,6 +155,8 @@ func TestAcceptedCommandsTakeEffect(t *testing.T) {
 			map[string]string{"RequestCpus": "3", "Requirements": defaultReq}},
 		{"jobbatchname", "JobBatchName = nightly", map[string]string{"JobBatchName": `"nightly"`}},
 		{"coresize and stack_size", "coresize = 0\nstack_size = 16777216", map[string]string{"CoreSize": "0", "StackSize": "16777216"}},
+		{"accounting group", "accounting_group = group_physics.theory\naccounting_group_user = alice",
+			map[string]string{"AcctGroup": `"group_physics.theory"`, "AcctGroupUser": `"alice"`, "AccountingGroup": absent}},
 		// Match-time references are left for the agent, as written.
 		{"match-time references", "m = $$(Memory)\narguments = --memory $$([TARGET.Memory * 0.9]) $(m)\n+Where = \"$$(Machine)\"",
 			map[string]string{"Arguments": `"--memory $$([TARGET.Memory * 0.9]) $$(Memory)"`, "Where": `"$$(Machine)"`}},

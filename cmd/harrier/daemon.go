@@ -641,6 +641,7 @@ func agentConfig(pc *poolConfig, name string, logger *slog.Logger) (agent.Config
 		CAPEM:             caPEM,
 		MatchmakerAddr:    mmAddr,
 		FlockTo:           strings.Fields(strings.ReplaceAll(pc.c.String("FLOCK_TO", ""), ",", " ")),
+		AccountingGroups:  strings.Fields(strings.ReplaceAll(pc.c.String("GROUP_NAMES", ""), ",", " ")),
 		AdvertiseInterval: interval,
 		ShadowCommand:     []string{exe, "shadow"},
 		ClaimWorkLife:     workLife,
