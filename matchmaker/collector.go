@@ -325,6 +325,12 @@ func (c *Collector) Claim(m Match) {
 		if limits, ok := m.Job.Ad.EvalString(AttrConcurrencyLimits); ok && limits != "" {
 			ad.SetString(AttrConcurrencyLimits, limits)
 		}
+		// And it is charged to the new job's accounting group, which
+		// counts against the group's quota.
+		ad.Delete(AttrAccountingGroup)
+		if g, ok := m.Job.Ad.EvalString(AttrAccountingGroup); ok && g != "" {
+			ad.SetString(AttrAccountingGroup, g)
+		}
 		a.ad = ad
 		c.ads[k] = a
 	}

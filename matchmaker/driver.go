@@ -192,6 +192,10 @@ func (d *driver) cycle(ctx context.Context) CycleStats {
 	for name, use := range res.LimitsInUse {
 		ad.SetReal(LimitAttr(name), use)
 	}
+	for g, quota := range res.GroupQuotas {
+		ad.SetReal(GroupQuotaAttr(g), quota)
+		ad.SetReal(GroupUsageAttr(g), res.GroupsInUse[g])
+	}
 	negotiator.Limits.publish(ad)
 	d.collector.Advertise(TypeNegotiator, d.name, ad, 3*interval)
 	level := slog.LevelDebug

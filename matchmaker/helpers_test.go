@@ -79,3 +79,22 @@ func job(t testing.TB, agent string, cluster, proc int, owner, extra string) Req
 func matchOf(r Request, m Machine) Match {
 	return Match{Job: Job{ID: r.JobIDs[0], Agent: r.Agent, AgentAddr: r.AgentAddr, Ad: r.Ad}, Request: r.ID, Machine: m}
 }
+
+// manyJobs is a request of n jobs of owner in cluster, with extra
+// attributes.
+func manyJobs(t testing.TB, owner string, cluster, n int, extra string) Request {
+	r := job(t, "ag", cluster, 0, owner, extra)
+	for p := 1; p < n; p++ {
+		r.JobIDs = append(r.JobIDs, fmt.Sprintf("%d.%d", cluster, p))
+	}
+	return r
+}
+
+// sharesOf counts a cycle's matches by whom each is charged to.
+func sharesOf(res Result) map[string]int {
+	out := map[string]int{}
+	for _, m := range res.Matches {
+		out[chargedTo(m.Job.Ad, "Owner")]++
+	}
+	return out
+}

@@ -42,6 +42,12 @@ type Limits struct {
 	// (CONCURRENCY_LIMIT_DEFAULT); HasDefault false: no limit.
 	Default    float64
 	HasDefault bool
+	// Groups are the accounting groups' quotas (see groups.go), by
+	// lower-case group name.
+	Groups map[string]GroupQuota
+	// AcceptSurplus is GROUP_ACCEPT_SURPLUS: whether a group whose own
+	// GROUP_ACCEPT_SURPLUS_<group> says nothing takes what others leave.
+	AcceptSurplus bool
 }
 
 // limitOf is the maximum use of resource name (lower case); ok is false
@@ -66,19 +72,47 @@ func (l *Limits) limitOf(name string) (max float64, ok bool) {
 // CONCURRENCY_LIMIT_DEFAULT and CONCURRENCY_LIMIT_DEFAULT_SET. skip are
 // keys that end in _LIMIT and mean something else.
 func LimitsFromConfig(keys []string, lookup func(string) string, skip map[string]bool) (*Limits, error) {
-	l := &Limits{Max: map[string]float64{}, SetDefault: map[string]float64{}}
+	l := &Limits{Max: map[string]float64{}, SetDefault: map[string]float64{}, Groups: map[string]GroupQuota{}}
+	boolean := func(key string) (bool, error) {
+		v := strings.TrimSpace(lookup(key))
+		switch strings.ToLower(v) {
+		case "true", "yes", "1":
+			return true, nil
+		case "false", "no", "0":
+			return false, nil
+		}
+		return false, fmt.Errorf("%s = %q: want true or false", key, v)
+	}
 	number := func(key string) (float64, error) {
 		v := strings.TrimSpace(lookup(key))
 		x, err := strconv.ParseFloat(v, 64)
 		if err != nil || x < 0 {
-			return 0, fmt.Errorf("%s = %q: a concurrency limit must be a number, 0 or more", key, v)
+			return 0, fmt.Errorf("%s = %q: want a number, 0 or more", key, v)
 		}
 		return x, nil
 	}
+	surplus := map[string]bool{}
 	for _, key := range keys {
 		upper := strings.ToUpper(key)
 		var err error
 		switch {
+		case strings.HasPrefix(upper, "GROUP_QUOTA_DYNAMIC_"):
+			g := strings.ToLower(strings.TrimPrefix(upper, "GROUP_QUOTA_DYNAMIC_"))
+			q := l.Groups[g]
+			if q.Share, err = number(key); err == nil && q.Share > 1 {
+				err = fmt.Errorf("%s = %q: a dynamic group quota is a share of the pool, 0 to 1", key, lookup(key))
+			}
+			q.Dynamic = true
+			l.Groups[g] = q
+		case strings.HasPrefix(upper, "GROUP_QUOTA_"):
+			g := strings.ToLower(strings.TrimPrefix(upper, "GROUP_QUOTA_"))
+			q := l.Groups[g]
+			q.CPUs, err = number(key)
+			l.Groups[g] = q
+		case upper == "GROUP_ACCEPT_SURPLUS":
+			l.AcceptSurplus, err = boolean(key)
+		case strings.HasPrefix(upper, "GROUP_ACCEPT_SURPLUS_"):
+			surplus[strings.ToLower(strings.TrimPrefix(upper, "GROUP_ACCEPT_SURPLUS_"))], err = boolean(key)
 		case upper == "CONCURRENCY_LIMIT_DEFAULT":
 			l.Default, err = number(key)
 			l.HasDefault = true
@@ -92,12 +126,19 @@ func LimitsFromConfig(keys []string, lookup func(string) string, skip map[string
 			return nil, err
 		}
 	}
+	for g, q := range l.Groups {
+		q.AcceptSurplus = l.AcceptSurplus
+		if s, ok := surplus[g]; ok {
+			q.AcceptSurplus = s
+		}
+		l.Groups[g] = q
+	}
 	return l, nil
 }
 
 // empty reports whether no limit is set.
 func (l *Limits) empty() bool {
-	return l == nil || len(l.Max) == 0 && len(l.SetDefault) == 0 && !l.HasDefault
+	return l == nil || len(l.Max) == 0 && len(l.SetDefault) == 0 && !l.HasDefault && len(l.Groups) == 0
 }
 
 // limitsOf reads the concurrency limits attribute attr of ad; a value
@@ -111,28 +152,60 @@ func limitsOf(ad *classad.ClassAd, attr string) []concurrency.Use {
 	return uses
 }
 
-// limitCounter counts the uses of the limits in a negotiation.
+// limitCounter counts the uses of the limits in a negotiation, and the
+// CPUs of the groups with quotas.
 type limitCounter struct {
 	limits *Limits
 	used   map[string]float64
+	// quota and groupUsed are the CPUs of each group with a quota, by
+	// lower-case group; surplus is set for the pass in which the groups
+	// that accept surplus may go beyond their quotas.
+	quota, groupUsed map[string]float64
+	surplus          bool
+}
+
+// charge is what one more job of a request takes: uses of concurrency
+// limits, and CPUs of its group's quota (group "" for none).
+type charge struct {
+	uses  []concurrency.Use
+	group string
+	cpus  float64
 }
 
 // newLimitCounter counts the uses the machine ads show: the limits held
 // by the claims of slots that are not Unclaimed (a Matched slot's ad is
 // the collector's, with its match's job's limits), and those of an
-// Unclaimed partitionable slot's matches not yet advertised.
+// Unclaimed partitionable slot's matches not yet advertised; and the
+// CPUs of the groups' claims, against quotas of the pool's CPUs.
 func newLimitCounter(limits *Limits, machines []Machine) *limitCounter {
 	c := &limitCounter{limits: limits, used: map[string]float64{}}
+	if len(limits.Groups) > 0 {
+		var pool float64
+		c.groupUsed = map[string]float64{}
+		for _, m := range machines {
+			cpus := cpusOf(m.Ad, "Cpus")
+			pool += cpus
+			if state(m.Ad) != StateUnclaimed {
+				if g := groupOf(chargedTo(m.Ad, "RemoteOwner")); g != "" {
+					c.groupUsed[g] += cpus
+				}
+			}
+		}
+		c.quota = map[string]float64{}
+		for g, q := range limits.Groups {
+			c.quota[g] = q.quota(pool)
+		}
+	}
 	for _, m := range machines {
 		if state(m.Ad) != StateUnclaimed {
-			c.add(limitsOf(m.Ad, AttrConcurrencyLimits))
+			c.add(charge{uses: limitsOf(m.Ad, AttrConcurrencyLimits)})
 		}
 		if v := m.Ad.Eval(AttrPendingConcurrencyLimits); !v.IsUndefined() {
 			list, _ := v.ListValue()
 			for _, e := range list {
 				if s, ok := e.StringValue(); ok {
 					uses, _ := concurrency.Parse(s)
-					c.add(uses)
+					c.add(charge{uses: uses})
 				}
 			}
 		}
@@ -140,23 +213,31 @@ func newLimitCounter(limits *Limits, machines []Machine) *limitCounter {
 	return c
 }
 
-// allows reports whether one more job with uses fits every limit.
-func (c *limitCounter) allows(uses []concurrency.Use) bool {
-	for _, u := range uses {
+// allows reports whether one more job charged ch fits every limit, and
+// its group's quota (beyond it, in the surplus pass, for a group that
+// accepts surplus).
+func (c *limitCounter) allows(ch charge) bool {
+	for _, u := range ch.uses {
 		if max, ok := c.limits.limitOf(u.Name); ok && c.used[u.Name]+u.Use > max+1e-9 {
 			return false
 		}
 	}
+	if q, ok := c.quota[ch.group]; ok && c.groupUsed[ch.group]+ch.cpus > q+1e-9 {
+		return c.surplus && c.limits.Groups[ch.group].AcceptSurplus
+	}
 	return true
 }
 
-// add counts uses; a nil counter counts nothing.
-func (c *limitCounter) add(uses []concurrency.Use) {
+// add counts ch; a nil counter counts nothing.
+func (c *limitCounter) add(ch charge) {
 	if c == nil {
 		return
 	}
-	for _, u := range uses {
+	for _, u := range ch.uses {
 		c.used[u.Name] += u.Use
+	}
+	if _, ok := c.quota[ch.group]; ok {
+		c.groupUsed[ch.group] += ch.cpus
 	}
 }
 
@@ -235,4 +316,14 @@ func JobLimits(job, negotiator *classad.ClassAd) []LimitState {
 		out[i] = s
 	}
 	return out
+}
+
+// anySurplus reports whether a group with a quota accepts surplus.
+func (c *limitCounter) anySurplus() bool {
+	for g := range c.quota {
+		if c.limits.Groups[g].AcceptSurplus {
+			return true
+		}
+	}
+	return false
 }

@@ -12,7 +12,6 @@ import (
 
 	"harrier.dev/harrier/classad"
 	"harrier.dev/harrier/classad/exprtext"
-	"harrier.dev/harrier/concurrency"
 	"harrier.dev/harrier/imagecache"
 	"harrier.dev/harrier/matchmaker/gang"
 )
@@ -82,6 +81,10 @@ type Result struct {
 	// LimitsInUse are the uses of the concurrency limits, with this
 	// cycle's matches, by lower-case name; nil when no limit is set.
 	LimitsInUse map[string]float64
+	// GroupQuotas and GroupsInUse are the CPUs of each accounting
+	// group's quota and those its claims hold, with this cycle's
+	// matches, by lower-case group; nil when no group has a quota.
+	GroupQuotas, GroupsInUse map[string]float64
 	// SignificantAttributes are the job attributes that machine policies
 	// and PREEMPTION_REQUIREMENTS read, lower-cased and sorted: the
 	// attributes an agent must keep equal within an autocluster.
@@ -341,7 +344,27 @@ func (g *negotiation) buildFirstMatchlists() {
 // matchlists it builds on the way count as matchlist time.
 func (g *negotiation) allocate() {
 	t := time.Now()
-	g.want = g.alloc.allocate(g.reqs, g.plans, g.queues)
+	g.want = make([]int, len(g.reqs))
+	for i := range g.reqs {
+		g.want[i] = len(g.reqs[i].JobIDs)
+	}
+	g.alloc.allocate(g.reqs, g.plans, g.queues, g.want)
+	// What the groups at their quotas left goes, in fair share, to the
+	// groups that accept surplus.
+	if c := g.alloc.limits; c != nil && c.anySurplus() {
+		c.surplus = true
+		var again []*submitterQueue
+		for _, q := range submitterQueues(g.reqs, g.n.Priorities) {
+			q.reqs = slices.DeleteFunc(q.reqs, func(i int) bool {
+				ch, _ := g.alloc.fitsLimits(g.reqs, i)
+				return g.want[i] == 0 || !g.n.Limits.Groups[ch.group].AcceptSurplus
+			})
+			if len(q.reqs) > 0 {
+				again = append(again, q)
+			}
+		}
+		g.alloc.allocate(g.reqs, g.plans, again, g.want)
+	}
 	g.res.Phases.Allocate = time.Since(t) - g.alloc.building
 	g.res.Phases.MatchLists += g.alloc.building
 	g.res.MatchLists = g.alloc.built
@@ -365,6 +388,7 @@ func (g *negotiation) result() Result {
 	res.Rejections = res.IdleJobs - len(g.alloc.matches)
 	if c := g.alloc.limits; c != nil {
 		res.LimitsInUse = c.used
+		res.GroupQuotas, res.GroupsInUse = c.quota, c.groupUsed
 	}
 	return res
 }
@@ -528,9 +552,10 @@ type allocator struct {
 	classes   []machineClass
 	matches   []Match
 	taken     map[string]bool // claimed machines preempted in this cycle
-	// limits counts the concurrency limits' uses; nil: no limits.
-	limits *limitCounter
-	uses   map[int][]concurrency.Use // by request, read as requests negotiate
+	// limits counts the concurrency limits' uses and the groups' CPUs;
+	// nil: no limits.
+	limits  *limitCounter
+	charges map[int]charge // by request, read as requests negotiate
 
 	// For matchlists built on demand.
 	reps     []*classad.ClassAd
@@ -592,20 +617,36 @@ func (a *allocator) take(r *Request, p *plan, job int) (int, bool) {
 }
 
 // fitsLimits reports whether one more job of request i fits the
-// concurrency limits, and gives its uses.
-func (a *allocator) fitsLimits(reqs []Request, i int) ([]concurrency.Use, bool) {
+// concurrency limits and its group's quota, and gives what it takes.
+func (a *allocator) fitsLimits(reqs []Request, i int) (charge, bool) {
 	if a.limits == nil {
-		return nil, true
+		return charge{}, true
 	}
-	uses, ok := a.uses[i]
+	ch, ok := a.charges[i]
 	if !ok {
-		uses = limitsOf(reqs[i].Ad, AttrConcurrencyLimits)
-		if a.uses == nil {
-			a.uses = map[int][]concurrency.Use{}
+		ch = charge{uses: limitsOf(reqs[i].Ad, AttrConcurrencyLimits)}
+		if g := groupOf(chargedTo(reqs[i].Ad, "Owner")); g != "" {
+			ch.group, ch.cpus = g, cpusOf(reqs[i].Ad, "RequestCpus")
 		}
-		a.uses[i] = uses
+		if a.charges == nil {
+			a.charges = map[int]charge{}
+		}
+		a.charges[i] = ch
 	}
-	return uses, a.limits.allows(uses)
+	return ch, a.limits.allows(ch)
+}
+
+// quotaGroup is the group whose quota bounds the jobs of q, all charged
+// to one submitter; "" for none, or in the surplus pass.
+func (a *allocator) quotaGroup(reqs []Request, q *submitterQueue) string {
+	if a.limits == nil || a.limits.quota == nil || a.limits.surplus || len(q.reqs) == 0 {
+		return ""
+	}
+	ch, _ := a.fitsLimits(reqs, q.reqs[0])
+	if _, ok := a.limits.quota[ch.group]; !ok {
+		return ""
+	}
+	return ch.group
 }
 
 // submitterQueue is one submitter's requests in negotiation order.
@@ -614,16 +655,13 @@ type submitterQueue struct {
 	prio   float64
 	reqs   []int // indices into the cycle's requests
 	at     int   // reqs[:at] are done
-	served int   // jobs of reqs[at] already matched
+	served int   // jobs of reqs[at] already matched, where gangs are
 }
 
-// allocate serves the requests in fair-share order and returns, per
-// request, how many of its jobs are still without a machine.
-func (a *allocator) allocate(reqs []Request, plans []*plan, queues []*submitterQueue) []int {
-	want := make([]int, len(reqs))
-	for i := range reqs {
-		want[i] = len(reqs[i].JobIDs)
-	}
+// allocate serves the requests in fair-share order, each for its jobs
+// want counts as still without a machine (the first of them have one),
+// and leaves in want how many are still without.
+func (a *allocator) allocate(reqs []Request, plans []*plan, queues []*submitterQueue, want []int) {
 	left := 0
 	for i := range a.classes {
 		left += a.classes[i].free()
@@ -634,10 +672,19 @@ func (a *allocator) allocate(reqs []Request, plans []*plan, queues []*submitterQ
 	for left > 0 {
 		var weight float64
 		active := queues[:0:0]
+		// The users of a group with a quota share what the quota has
+		// room for, by their priorities.
+		var groupWeight map[string]float64
 		for _, q := range queues {
 			if q.at < len(q.reqs) {
 				active = append(active, q)
 				weight += 1 / q.prio
+				if g := a.quotaGroup(reqs, q); g != "" {
+					if groupWeight == nil {
+						groupWeight = map[string]float64{}
+					}
+					groupWeight[g] += 1 / q.prio
+				}
 			}
 		}
 		if len(active) == 0 {
@@ -645,31 +692,34 @@ func (a *allocator) allocate(reqs []Request, plans []*plan, queues []*submitterQ
 		}
 		progress := false
 		pie := float64(left)
+		groupRoom := make(map[string]float64, len(groupWeight))
+		for g := range groupWeight {
+			groupRoom[g] = max(a.limits.quota[g]-a.limits.groupUsed[g], 0)
+		}
 		for _, q := range active {
 			// Round shares up, so that every round makes progress.
 			quota := int(math.Ceil(pie/q.prio/weight - 1e-9))
+			if g := a.quotaGroup(reqs, q); g != "" {
+				quota = min(quota, int(math.Ceil(groupRoom[g]/q.prio/groupWeight[g]-1e-9)))
+			}
 			for quota > 0 && left > 0 && q.at < len(q.reqs) {
 				i := q.reqs[q.at]
 				a.prefetch(q, plans)
-				if q.served == len(reqs[i].JobIDs) {
+				if want[i] == 0 {
 					q.at++
-					q.served = 0
 					continue
 				}
-				uses, fits := a.fitsLimits(reqs, i)
+				ch, fits := a.fitsLimits(reqs, i)
 				if !fits {
 					q.at++
-					q.served = 0
 					continue
 				}
-				took, ok := a.take(&reqs[i], plans[i], q.served)
+				took, ok := a.take(&reqs[i], plans[i], len(reqs[i].JobIDs)-want[i])
 				if !ok {
 					q.at++
-					q.served = 0
 					continue
 				}
-				a.limits.add(uses)
-				q.served++
+				a.limits.add(ch)
 				want[i]--
 				quota -= took
 				left -= took
@@ -680,7 +730,6 @@ func (a *allocator) allocate(reqs []Request, plans []*plan, queues []*submitterQ
 			break
 		}
 	}
-	return want
 }
 
 // submitterQueues groups request indices by submitter, submitters in

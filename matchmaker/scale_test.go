@@ -113,21 +113,8 @@ func TestNegotiateFairShare(t *testing.T) {
 	for i := range 8 {
 		machines = append(machines, machine(t, fmt.Sprintf("slot%d@a", i), StateUnclaimed, 1024, ""))
 	}
-	many := func(owner string, cluster, n int) Request {
-		r := job(t, "ag", cluster, 0, owner, "")
-		for p := 1; p < n; p++ {
-			r.JobIDs = append(r.JobIDs, fmt.Sprintf("%d.%d", cluster, p))
-		}
-		return r
-	}
-	count := func(res Result) map[string]int {
-		out := map[string]int{}
-		for _, m := range res.Matches {
-			o, _ := m.Job.Ad.EvalString("Owner")
-			out[o]++
-		}
-		return out
-	}
+	many := func(owner string, cluster, n int) Request { return manyJobs(t, owner, cluster, n, "") }
+	count := sharesOf
 	n := Negotiator{Priorities: prios{"alice": 1, "bob": 3}}
 	// Weights 1 and 1/3: alice's share is 3/4 of 8 machines, bob's 1/4.
 	res := n.Negotiate([]Request{many("bob", 2, 10), many("alice", 1, 10)}, machines)
@@ -318,21 +305,15 @@ func TestNegotiateAccountingGroups(t *testing.T) {
 	for i := range 4 {
 		machines = append(machines, machine(t, fmt.Sprintf("slot%d@a", i), StateUnclaimed, 1024, ""))
 	}
-	group := job(t, "ag", 1, 0, "alice", `AccountingGroup = "group_physics.alice"`)
-	group.JobIDs = []string{"1.0", "1.1", "1.2", "1.3"}
-	own := job(t, "ag", 2, 0, "alice", "")
-	own.JobIDs = []string{"2.0", "2.1", "2.2", "2.3"}
+	group := manyJobs(t, "alice", 1, 4, `AccountingGroup = "group_physics.alice"`)
+	own := manyJobs(t, "alice", 2, 4, "")
 	if s := submitter(&group); s != "group_physics.alice" {
 		t.Errorf("submitter of a job in a group: %q", s)
 	}
 	// group_physics.alice has used the pool much, alice little: alice
 	// gets the larger share, as a submitter of her own.
 	n := Negotiator{Priorities: prios{"alice": 1, "group_physics.alice": 3}}
-	res := n.Negotiate([]Request{group, own}, machines)
-	got := map[string]int{}
-	for _, m := range res.Matches {
-		got[chargedTo(m.Job.Ad, "Owner")]++
-	}
+	got := sharesOf(n.Negotiate([]Request{group, own}, machines))
 	if got["alice"] != 3 || got["group_physics.alice"] != 1 {
 		t.Errorf("shares %v, want alice 3, group_physics.alice 1", got)
 	}

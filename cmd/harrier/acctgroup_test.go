@@ -3,11 +3,21 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 )
+
+// groupPool starts a pool of config for two users' jobs of sleepJob.
+func groupPool(t *testing.T, config string) (p *testPool, alice, bob *user.User) {
+	t.Helper()
+	return startPoolFrom(t, publicBinary(t), 1, config+"\nNEGOTIATOR_INTERVAL = 1"), newUser(t), newUser(t)
+}
+
+// sleepJob is a job that sleeps a few seconds where it is submitted.
+const sleepJob = "executable = /bin/sleep\narguments = 3\nshould_transfer_files = NO\n"
 
 // TestAccountingGroups: with GROUP_NAMES = group_physics, alice's job in
 // that group is charged to group_physics.alice (its ad, its slot's while
@@ -15,9 +25,8 @@ import (
 // pool does not have is charged to bob; bob cannot charge his job to
 // alice, nor edit his job into the group.
 func TestAccountingGroups(t *testing.T) {
-	p := startPoolFrom(t, publicBinary(t), 1, "NUM_SLOTS = 2\nNEGOTIATOR_INTERVAL = 1\nGROUP_NAMES = group_physics")
-	alice, bob := newUser(t), newUser(t)
-	const job = "executable = /bin/sleep\narguments = 4\nshould_transfer_files = NO\n"
+	p, alice, bob := groupPool(t, "NUM_SLOTS = 2\nGROUP_NAMES = group_physics")
+	const job = sleepJob
 	a := p.submitAs(t, alice.Username, alice.HomeDir, "a.sub", job+"accounting_group = group_physics\nqueue\n")
 	b := p.submitAs(t, bob.Username, bob.HomeDir, "b.sub", job+"accounting_group = group_madeup\nqueue\n")
 	aID, bID := fmt.Sprintf("%d.0", a), fmt.Sprintf("%d.0", b)
@@ -61,8 +70,64 @@ func TestAccountingGroups(t *testing.T) {
 		t.Errorf("bob edited his job's AccountingGroup: exit %d: %s", code, out)
 	}
 	for _, id := range []string{aID, bID} {
-		if out, code := p.harrier(t, "wait", "--timeout", "60", id); code != 0 {
-			t.Fatalf("wait %s: exit %d: %s", id, code, out)
+		p.completed(t, id)
+	}
+}
+
+// TestGroupQuota: with GROUP_QUOTA_group_a = 1 on a pool of four slots,
+// alice's three jobs in group_a run one after another while bob's three,
+// in no group, run together; the negotiator publishes the group's quota
+// and use, and alice's waiting job's -better-analyze says why it waits.
+func TestGroupQuota(t *testing.T) {
+	p, alice, bob := groupPool(t, "NUM_SLOTS = 4\nGROUP_NAMES = group_a\nGROUP_QUOTA_group_a = 1")
+	const job = sleepJob
+	a := p.submitAs(t, alice.Username, alice.HomeDir, "a.sub", job+"accounting_group = group_a\nqueue 3\n")
+	b := p.submitAs(t, bob.Username, bob.HomeDir, "b.sub", job+"queue 3\n")
+	var waiting string
+	eventually(t, 30*time.Second, "one of alice's jobs to run and another to wait for the group's quota", func() bool {
+		for _, id := range []string{"0", "1", "2"} {
+			id = fmt.Sprintf("%d.%s", a, id)
+			out, _ := harrierAs(t, p.env, alice.Username, "q", "-better-analyze", id)
+			if strings.Contains(out, "charged to accounting group group_a: 1 of its quota of 1 CPUs in use: the job, of 1, waits") {
+				waiting = out
+				return true
+			}
 		}
+		return false
+	})
+	t.Logf("a waiting job's analysis ends:\n%s", waiting[max(0, len(waiting)-400):])
+	negotiator := p.poolAds(t, "Negotiator")
+	if len(negotiator) == 0 {
+		t.Fatal("no negotiator ad")
+	}
+	if q, _ := negotiator[0].EvalReal("GroupQuota_group_a"); q != 1 {
+		t.Errorf("GroupQuota_group_a = %v, want 1", q)
+	}
+	type span struct{ start, end int64 }
+	runs := func(cluster int) []span {
+		var out []span
+		for proc := range 3 {
+			ad := p.completed(t, fmt.Sprintf("%d.%d", cluster, proc))
+			start, _ := ad["JobCurrentStartDate"].(float64)
+			end, _ := ad["CompletionDate"].(float64)
+			out = append(out, span{int64(start), int64(end)})
+		}
+		return out
+	}
+	overlaps := func(s []span) bool {
+		for i := range s {
+			for j := i + 1; j < len(s); j++ {
+				if s[i].start < s[j].end && s[j].start < s[i].end {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	if s := runs(a); overlaps(s) {
+		t.Errorf("alice's jobs in group_a, of quota 1, ran together: %v", s)
+	}
+	if s := runs(b); !overlaps(s) {
+		t.Errorf("bob's jobs, in no group, ran one after another: %v", s)
 	}
 }

@@ -31,7 +31,9 @@ func betterAnalyze(ctx context.Context, w io.Writer, client wire.ScheddClient, j
 		}
 		if _, gang := job.Lookup("Ports"); !gang {
 			var negotiator *classad.ClassAd
-			if _, limited := job.Lookup(matchmaker.AttrConcurrencyLimits); limited {
+			_, limited := job.Lookup(matchmaker.AttrConcurrencyLimits)
+			_, grouped := job.Lookup(matchmaker.AttrAccountingGroup)
+			if limited || grouped {
 				if !askedNegotiator {
 					askedNegotiator = true
 					if negotiators, err = queryPoolAds(ctx, client, matchmaker.TypeNegotiator); err != nil {
@@ -43,6 +45,9 @@ func betterAnalyze(ctx context.Context, w io.Writer, client wire.ScheddClient, j
 				}
 			}
 			printAnalysis(w, job, matchmaker.Analyze(job, machines), matchmaker.JobLimits(job, negotiator))
+			if s, ok := matchmaker.JobGroup(job, negotiator); ok {
+				printGroupQuota(w, s)
+			}
 			printCheckpointHistory(w, job, machines)
 			fmt.Fprintln(w)
 			continue
@@ -168,4 +173,14 @@ func printCheckpointHistory(w io.Writer, job *classad.ClassAd, machines []*class
 		}
 		fmt.Fprintf(w, "  Its last checkpoint was taken on platform %q: %d of %d machines restore it\n", platform, n, len(machines))
 	}
+}
+
+// printGroupQuota says how much of its accounting group's quota a job's
+// group uses, as the negotiator last counted it.
+func printGroupQuota(w io.Writer, s matchmaker.GroupState) {
+	fmt.Fprintf(w, "\nThe job is charged to accounting group %s: %g of its quota of %g CPUs in use", s.Group, s.Usage, s.Quota)
+	if s.Usage+s.CPUs > s.Quota+1e-9 {
+		fmt.Fprintf(w, ": the job, of %g, waits until the group's jobs free enough, or for what other groups leave if the group accepts surplus", s.CPUs)
+	}
+	fmt.Fprintln(w)
 }

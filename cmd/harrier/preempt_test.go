@@ -86,6 +86,16 @@ func (p *testPool) startdLog(t *testing.T) string {
 	return startds[0]
 }
 
+// completed waits, two minutes at most, for job id to complete, and
+// returns its history record.
+func (p *testPool) completed(t testing.TB, id string) map[string]any {
+	t.Helper()
+	if out, code := p.harrier(t, "wait", "--timeout", "120", id); code != 0 {
+		t.Fatalf("wait %s: exit %d: %s", id, code, out)
+	}
+	return p.historyAd(t, id)
+}
+
 // historyAd returns a job's ad from the history.
 func (p *testPool) historyAd(t testing.TB, id string) map[string]any {
 	t.Helper()
