@@ -77,6 +77,12 @@ type Config struct {
 	// charged to its owner, as a user cannot make up groups to get more
 	// of the pool.
 	AccountingGroups []string
+	// MachineAttrs are machine attributes recorded in every job's ad when
+	// it starts (SYSTEM_JOB_MACHINE_ATTRS), beside those its
+	// job_machine_attrs names, for MachineAttrsHistory of its runs at
+	// least (SYSTEM_JOB_MACHINE_ATTRS_HISTORY_LENGTH).
+	MachineAttrs        []string
+	MachineAttrsHistory int
 	// StopGrace is how long a stopping agent waits for the jobs it runs
 	// to stop and their moves to be recorded before it abandons them
 	// (their jobs are then requeued on restart). Zero means 10 seconds.

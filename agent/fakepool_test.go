@@ -631,3 +631,38 @@ func TestAccountingGroups(t *testing.T) {
 		}
 	}
 }
+
+// TestJobMachineAttrs: the machine attributes a job names, and those the
+// pool names for every job, are recorded in its ad at each start, earlier
+// runs' values kept for as many runs as asked.
+func TestJobMachineAttrs(t *testing.T) {
+	p := newPool(t, obeyingShadow, &fakeStartd{}, func(c *agent.Config) { c.MachineAttrs = []string{"CheckpointPlatform"} })
+	id := p.submit(`JobMachineAttrs = "Name,Missing"`, "JobMachineAttrsHistoryLength = 2")
+	if err := p.match(id); err != nil {
+		t.Fatal(err)
+	}
+	ad, _ := p.await(id, "JobStatus == 2")
+	first, _ := ad.EvalString("MachineAttrName0")
+	if first != "slot1@exec" {
+		t.Fatalf("MachineAttrName0 = %q after the first start, want the slot's name: %s", first, ad)
+	}
+	if pl, _ := ad.EvalString("MachineAttrCheckpointPlatform0"); pl != "LINUX X86_64 fake" {
+		t.Errorf("MachineAttrCheckpointPlatform0 = %q, want the machine's", pl)
+	}
+	if v := ad.Eval("MachineAttrMissing0"); !v.IsUndefined() {
+		t.Errorf("MachineAttrMissing0 = %v, want undefined", v)
+	}
+	p.act(wire.ActRequest_VACATE, id)
+	p.await(id, "JobStatus == 1")
+	waitReleased(t, p, "claim-"+id)
+	if err := p.match(id); err != nil {
+		t.Fatal(err)
+	}
+	ad, _ = p.await(id, "JobStatus == 2 && NumJobStarts == 2")
+	if m, _ := ad.EvalString("MachineAttrName1"); m != first {
+		t.Errorf("MachineAttrName1 = %q, want the first run's %q", m, first)
+	}
+	if _, ok := ad.Lookup("MachineAttrName2"); ok {
+		t.Errorf("more history than asked: %s", ad)
+	}
+}

@@ -130,6 +130,7 @@ func (a *Agent) executing(ctx context.Context, r *run, ev shadow.Event) {
 		if _, ok := ad.Lookup(AttrJobStartDate); !ok {
 			c[AttrJobStartDate] = classad.Int(now)
 		}
+		a.recordMachineAttrs(c, ad, r.machine)
 		// Restores and starts from the beginning are counted apart, and a
 		// failed restore is recorded with its reason: the user sees why a
 		// job that had a checkpoint lost its work.

@@ -47,6 +47,8 @@ func (a *Agent) needRestart(next Config) []string {
 		"MAX_SUBMISSION_BYTES":   old.Limits.MaxSubmissionBytes == next.Limits.MaxSubmissionBytes,
 		"shadow command":         reflect.DeepEqual(old.ShadowCommand, next.ShadowCommand),
 		"GROUP_NAMES":            slices.Equal(old.AccountingGroups, next.AccountingGroups),
+		"SYSTEM_JOB_MACHINE_ATTRS": slices.Equal(old.MachineAttrs, next.MachineAttrs) &&
+			old.MachineAttrsHistory == next.MachineAttrsHistory,
 	} {
 		if !same {
 			names = append(names, name)

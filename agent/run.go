@@ -50,6 +50,9 @@ type run struct {
 	// there is restored only on a machine of the same (see
 	// checkpoint.Platform).
 	platform string
+	// machine is the claimed slot's ad, for the job's MachineAttr
+	// attributes (see machineattrs.go).
+	machine *classad.ClassAd
 
 	mu       sync.Mutex
 	action   stopAction
@@ -259,7 +262,8 @@ func (a *Agent) newRun(id jobqueue.JobID, c *claim) (*run, error) {
 		return nil, fmt.Errorf("job %s is already being run", id)
 	}
 	platform, _ := c.machine.EvalString(checkpoint.AttrPlatform)
-	r := &run{id: id, claimID: c.id, slot: c.slot, startdAddr: c.startdAddr, platform: platform, commands: make(chan shadow.Command, 1)}
+	r := &run{id: id, claimID: c.id, slot: c.slot, startdAddr: c.startdAddr, platform: platform, machine: c.machine,
+		commands: make(chan shadow.Command, 1)}
 	a.runs[id] = r
 	return r, nil
 }

@@ -113,6 +113,8 @@ var commandTable = []commandEntry{
 	{"append_files", listAttr("AppendFiles")},
 	{"accounting_group", groupAttr("AcctGroup")},
 	{"accounting_group_user", groupAttr("AcctGroupUser")},
+	{"job_machine_attrs", machineAttrsAttr("JobMachineAttrs")},
+	{"job_machine_attrs_history_length", historyLengthAttr("JobMachineAttrsHistoryLength")},
 	{"coresize", rlimitAttr("CoreSize")},
 	{"stack_size", rlimitAttr("StackSize")},
 	{"nice_user", onlyFalse("every job runs at its owner's priority; use priority to order your own jobs")},
@@ -421,6 +423,34 @@ func intAttr(attr string) command {
 			return fmt.Errorf("bad %s: %q is not an integer", name, v)
 		}
 		j.ad.SetInt(attr, n)
+		return nil
+	}
+}
+
+// machineAttrsAttr reads names of machine attributes, which the agent
+// records in the job's ad as MachineAttr<name>0 when it starts.
+func machineAttrsAttr(attr string) command {
+	return func(j *job, name, v string) error {
+		names := splitList(v)
+		for _, n := range names {
+			if n == "" || '0' <= n[0] && n[0] <= '9' || strings.IndexFunc(n, func(r rune) bool { return r > 0x7f || !isWordByte(byte(r)) }) >= 0 {
+				return fmt.Errorf("bad %s: %q is not an attribute name", name, n)
+			}
+		}
+		j.ad.SetString(attr, strings.Join(names, ","))
+		return nil
+	}
+}
+
+// historyLengthAttr reads how many runs' values job_machine_attrs keeps:
+// 0 to 100.
+func historyLengthAttr(attr string) command {
+	return func(j *job, name, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 100 {
+			return fmt.Errorf("bad %s: %q is not a number from 0 to 100", name, v)
+		}
+		j.ad.SetInt(attr, int64(n))
 		return nil
 	}
 }

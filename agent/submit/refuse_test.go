@@ -78,6 +78,8 @@ func TestRefusedValues(t *testing.T) {
 		{"accounting_group", []string{"group physics", "group_physics.", ".x", "a/b"}, []string{"group_physics", "group_physics.theory", "Group-2"}, "letters, digits"},
 		{"accounting_group_user", []string{"a b", "x..y"}, []string{"alice"}, "letters, digits"},
 		{"stack_size", []string{"-5", "8M"}, []string{"8388608", "-1"}, "number of bytes"},
+		{"job_machine_attrs", []string{"1x", "a-b", "Machine, GLIDEIN.Site"}, []string{"Machine", "Machine, GLIDEIN_Site CpuModel"}, "attribute name"},
+		{"job_machine_attrs_history_length", []string{"-1", "101", "x"}, []string{"0", "5"}, "0 to 100"},
 	} {
 		for _, v := range tc.refused {
 			t.Run(tc.command+"="+v, func(t *testing.T) {
@@ -155,6 +157,8 @@ func TestAcceptedCommandsTakeEffect(t *testing.T) {
 			map[string]string{"RequestCpus": "3", "Requirements": defaultReq}},
 		{"jobbatchname", "JobBatchName = nightly", map[string]string{"JobBatchName": `"nightly"`}},
 		{"coresize and stack_size", "coresize = 0\nstack_size = 16777216", map[string]string{"CoreSize": "0", "StackSize": "16777216"}},
+		{"job_machine_attrs", "job_machine_attrs = Machine, GLIDEIN_Site\njob_machine_attrs_history_length = 3",
+			map[string]string{"JobMachineAttrs": `"Machine,GLIDEIN_Site"`, "JobMachineAttrsHistoryLength": "3"}},
 		{"accounting group", "accounting_group = group_physics.theory\naccounting_group_user = alice",
 			map[string]string{"AcctGroup": `"group_physics.theory"`, "AcctGroupUser": `"alice"`, "AccountingGroup": absent}},
 		// Match-time references are left for the agent, as written.

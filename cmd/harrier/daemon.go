@@ -631,6 +631,10 @@ func agentConfig(pc *poolConfig, name string, logger *slog.Logger) (agent.Config
 	if err != nil {
 		return cfg, err
 	}
+	machineHistory, err := pc.c.Int("SYSTEM_JOB_MACHINE_ATTRS_HISTORY_LENGTH", 1)
+	if err != nil {
+		return cfg, err
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return cfg, err
@@ -638,16 +642,18 @@ func agentConfig(pc *poolConfig, name string, logger *slog.Logger) (agent.Config
 	return agent.Config{
 		Name: name, Logger: logger,
 		TLS: serverTLS, ClientTLS: clientTLS,
-		CAPEM:             caPEM,
-		MatchmakerAddr:    mmAddr,
-		FlockTo:           strings.Fields(strings.ReplaceAll(pc.c.String("FLOCK_TO", ""), ",", " ")),
-		AccountingGroups:  strings.Fields(strings.ReplaceAll(pc.c.String("GROUP_NAMES", ""), ",", " ")),
-		AdvertiseInterval: interval,
-		ShadowCommand:     []string{exe, "shadow"},
-		ClaimWorkLife:     workLife,
-		CheckpointDir:     filepath.Join(spool, "checkpoints"),
-		PeriodicInterval:  periodic,
-		Limits:            limits,
+		CAPEM:               caPEM,
+		MatchmakerAddr:      mmAddr,
+		FlockTo:             strings.Fields(strings.ReplaceAll(pc.c.String("FLOCK_TO", ""), ",", " ")),
+		AccountingGroups:    strings.Fields(strings.ReplaceAll(pc.c.String("GROUP_NAMES", ""), ",", " ")),
+		MachineAttrs:        strings.Fields(strings.ReplaceAll(pc.c.String("SYSTEM_JOB_MACHINE_ATTRS", ""), ",", " ")),
+		MachineAttrsHistory: int(machineHistory),
+		AdvertiseInterval:   interval,
+		ShadowCommand:       []string{exe, "shadow"},
+		ClaimWorkLife:       workLife,
+		CheckpointDir:       filepath.Join(spool, "checkpoints"),
+		PeriodicInterval:    periodic,
+		Limits:              limits,
 	}, nil
 }
 
