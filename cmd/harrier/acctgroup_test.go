@@ -37,6 +37,11 @@ func TestAccountingGroups(t *testing.T) {
 	if out := strings.TrimSpace(p.must(t, "q", "-af", "AcctGroup", "AccountingGroup", bID)); out != "group_madeup undefined" {
 		t.Errorf("bob's job, in no group of the pool's: AcctGroup AccountingGroup = %q", out)
 	}
+	// As condor_q -format prints them: bob's job has no AccountingGroup.
+	out, code := harrierAs(t, p.env, alice.Username, "q", "-allusers", "-format", "%d.", "ClusterId", "-format", `%d `, "ProcId", "-format", `%s`, "AccountingGroup", "-format", `\n`, "Owner")
+	if want := fmt.Sprintf("%d.0 group_physics.%s\n%d.0 \n", a, alice.Username, b); code != 0 || out != want {
+		t.Errorf("q -format: exit %d, %q, want %q", code, out, want)
+	}
 	eventually(t, 30*time.Second, "alice's job to run on a slot charged to group_physics."+alice.Username, func() bool {
 		for _, ad := range p.poolAds(t, "Machine") {
 			if g, _ := ad.EvalString("AccountingGroup"); g == "group_physics."+alice.Username {

@@ -163,6 +163,10 @@ func receive(stream grpc.ServerStreamingClient[wire.JobQueryReply], fn func(text
 }
 
 func queryJobs(name string, args []string, stdout io.Writer, call jobQuery) error {
+	args, formats, err := takeFormats(args)
+	if err != nil {
+		return err
+	}
 	args, afOpts, af := takeAutoformat(args)
 	tf := newToolFlags(name)
 	var o output
@@ -190,7 +194,7 @@ func queryJobs(name string, args []string, stdout io.Writer, call jobQuery) erro
 		tf.refuse("refused: "+localAgent, "global", "submitter=", "name=")
 	}
 	tf.refuse("not yet: use -json or -long", "xml")
-	tf.refuse("not yet: use -af", "format=", "print-format=")
+	tf.refuse("not yet: use -af or -format", "print-format=")
 	tf.refuse("not yet", "jobads=", "userlog=", "factory", "jobset", "autocluster", "grid", "io", "expert", "unmatchable", "machine=", "mconstraint=", "slotads=", "userprios=", "nouserprios", "reverse-analyze", "verbose")
 	tf.accept("Harrier streams results and never truncates columns; RUN_TIME is cumulative", "stream-results", "wide", "cumulative-time")
 	if name == "q" {
@@ -206,12 +210,19 @@ func queryJobs(name string, args []string, stdout io.Writer, call jobQuery) erro
 	// condor_q -af takes attribute names (or expressions) after it; other
 	// tools' arguments are job ids and, for q, owner names.
 	ids, rest := splitIDs(tf.fs.Args())
-	var f *autoformatter
-	if af {
+	var f adPrinter
+	switch {
+	case af && len(formats) > 0:
+		return usagef("-af and -format may not be used together")
+	case af:
 		if f, err = newAutoformatter(stdout, afOpts, rest, true); err != nil {
 			return err
 		}
 		rest = nil
+	case len(formats) > 0:
+		if f, err = newFormatter(stdout, formats); err != nil {
+			return err
+		}
 	}
 	if len(rest) > 0 && name != "q" {
 		return usagef("bad job id %q: want cluster or cluster.proc", rest[0])
@@ -243,7 +254,7 @@ func queryJobs(name string, args []string, stdout io.Writer, call jobQuery) erro
 	var each func(string) error
 	var done func() error
 	switch {
-	case af:
+	case f != nil:
 		each, done = f.add, f.finish
 	case analyze:
 		var texts []string

@@ -20,6 +20,10 @@ import (
 // slots ready for a job, -draining the draining machines with why, -af
 // prints chosen values.
 func runStatus(args []string, _ io.Reader, stdout io.Writer) error {
+	args, formats, err := takeFormats(args)
+	if err != nil {
+		return err
+	}
 	args, afOpts, af := takeAutoformat(args)
 	tf := newToolFlags("status")
 	var o output
@@ -46,7 +50,7 @@ func runStatus(args []string, _ io.Reader, stdout io.Writer) error {
 	tf.refuse("not yet: harrier status shows the slots, and with -schedd, -master, -negotiator or -daemons the daemons", "absent", "any", "cod", "collector", "defrag", "grid", "java",
 		"server", "broken", "lvm", "storage", "submitters", "vm", "offline", "subsystem=")
 	tf.refuse("not yet: use -json or -long", "xml")
-	tf.refuse("not yet: use -af", "format=", "print-format=")
+	tf.refuse("not yet: use -af or -format", "print-format=")
 	tf.refuse("refused: "+localAgent, "direct=", "snapshot", "statistics=")
 	tf.refuse("not yet", "ads=", "annex=", "target=", "merge=", "expert", "diagnose")
 	tf.accept("harrier status shows the startds' slots", "startd")
@@ -57,13 +61,21 @@ func runStatus(args []string, _ io.Reader, stdout io.Writer) error {
 	defer closeFn()
 	// Without -af the arguments are machine or slot names, as
 	// condor_status takes them.
-	var f *autoformatter
+	var f adPrinter
 	var names []string
-	if af {
+	switch {
+	case af && len(formats) > 0:
+		return usagef("-af and -format may not be used together")
+	case af:
 		if f, err = newAutoformatter(stdout, afOpts, tf.fs.Args(), false); err != nil {
 			return err
 		}
-	} else {
+	case len(formats) > 0:
+		if f, err = newFormatter(stdout, formats); err != nil {
+			return err
+		}
+	}
+	if !af {
 		for _, n := range tf.fs.Args() {
 			q := classad.String(n).String()
 			names = append(names, "Name == "+q+" || Machine == "+q)
