@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/matchmaker"
 )
 
 // Accounting groups, as HTCondor's: a job's accounting_group (AcctGroup)
@@ -17,9 +18,15 @@ import (
 // its owner within the group (AcctGroupUser is the owner).
 
 // chargeJob sets who the job of ad, owned by owner, is charged to, over
-// what its submitter wrote.
+// what its submitter wrote. A nice user's job (nice_user) is charged to
+// nice-user.owner, whose priority is the worst (see
+// matchmaker.NiceUserFactor), whatever its group.
 func (a *Agent) chargeJob(ad *classad.ClassAd, owner string) {
 	ad.Delete(AttrAccountingGroup)
+	if nice, _ := ad.EvalBool(AttrNiceUser); nice {
+		ad.SetString(AttrAccountingGroup, matchmaker.NiceUserPrefix+owner)
+		return
+	}
 	group, _ := ad.EvalString(AttrAcctGroup)
 	if group == "" {
 		ad.Delete(AttrAcctGroupUser)

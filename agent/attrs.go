@@ -19,6 +19,7 @@ const (
 	AttrAcctGroup       = "AcctGroup"
 	AttrAcctGroupUser   = "AcctGroupUser"
 	AttrAccountingGroup = matchmaker.AttrAccountingGroup
+	AttrNiceUser        = "NiceUser"
 	AttrQDate           = "QDate"
 	AttrGlobalJobID     = "GlobalJobId"
 	AttrIwd             = "Iwd"

@@ -666,3 +666,15 @@ func TestJobMachineAttrs(t *testing.T) {
 		t.Errorf("more history than asked: %s", ad)
 	}
 }
+
+// TestNiceUser: a nice user's job is charged to nice-user.owner, whatever
+// group it names.
+func TestNiceUser(t *testing.T) {
+	p := newPool(t, obeyingShadow, &fakeStartd{}, func(c *agent.Config) { c.AccountingGroups = []string{"group_physics"} })
+	id := p.submit("NiceUser = true", `AcctGroup = "group_physics"`)
+	ad, _ := p.await(id, "JobStatus == 1")
+	owner, _ := ad.EvalString("Owner")
+	if g, _ := ad.EvalString("AccountingGroup"); g != "nice-user."+owner {
+		t.Errorf("a nice user's job is charged to %q, want nice-user.%s", g, owner)
+	}
+}

@@ -109,8 +109,20 @@ func (a *Accountant) factor(user string) float64 {
 	if f, ok := a.factors[user]; ok && f > 0 {
 		return f
 	}
+	if strings.HasPrefix(user, NiceUserPrefix) {
+		return NiceUserFactor
+	}
 	return a.defaultFactor
 }
+
+// A nice user's jobs (nice_user = true) are charged to NiceUserPrefix +
+// owner, whose priority factor is NiceUserFactor, as HTCondor's
+// NICE_USER_PRIO_FACTOR: they get what every other user leaves. The
+// administrator may set another factor for one (SetFactor).
+const (
+	NiceUserPrefix = "nice-user."
+	NiceUserFactor = 1e10
+)
 
 // A UserPriority is one user's record, as `harrier userprio` shows it.
 type UserPriority struct {

@@ -325,3 +325,21 @@ func TestNegotiateAccountingGroups(t *testing.T) {
 		t.Errorf("usage %v, want a slot each to group_physics.alice and alice", usage)
 	}
 }
+
+// A nice user's priority factor is the worst, unless the administrator
+// sets another.
+func TestNiceUserFactor(t *testing.T) {
+	a := NewAccountant(time.Hour, 1, map[string]float64{"alice": 10})
+	if p, want := a.Priority("nice-user.bob"), 0.5*NiceUserFactor; p != want {
+		t.Errorf("nice-user.bob's priority %v, want %v", p, want)
+	}
+	if p := a.Priority("alice"); p != 5 {
+		t.Errorf("alice's priority %v, want 5", p)
+	}
+	if err := a.SetFactor("nice-user.bob", 2); err != nil {
+		t.Fatal(err)
+	}
+	if p := a.Priority("nice-user.bob"); p != 1 {
+		t.Errorf("nice-user.bob's priority after SetFactor: %v, want 1", p)
+	}
+}

@@ -117,7 +117,7 @@ var commandTable = []commandEntry{
 	{"job_machine_attrs_history_length", historyLengthAttr("JobMachineAttrsHistoryLength")},
 	{"coresize", rlimitAttr("CoreSize")},
 	{"stack_size", rlimitAttr("StackSize")},
-	{"nice_user", onlyFalse("every job runs at its owner's priority; use priority to order your own jobs")},
+	{"nice_user", boolAttr("NiceUser")},
 	{"batch_name", stringAttr("JobBatchName")},
 	{"jobbatchname", stringAttr("JobBatchName")},
 	{"description", stringAttr("JobDescription")},

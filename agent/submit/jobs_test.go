@@ -199,7 +199,7 @@ queue`,
 		want: []map[string]string{{
 			"JobStatus": "5", "HoldReasonCode": "15", "HoldReason": `"submitted on hold at user's request"`,
 			"JobPrio": "-3", "JobNotification": "0", "NotifyUser": `"a@example.org"`,
-			"AcctGroup": absent, "NiceUser": absent, "JobBatchName": `"sweep"`, "JobDescription": `"\"the sweep\""`,
+			"AcctGroup": absent, "NiceUser": "false", "JobBatchName": `"sweep"`, "JobDescription": `"\"the sweep\""`,
 		}},
 	}, {
 		// What Harrier does anyway is accepted: no file transfer, output

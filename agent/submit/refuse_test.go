@@ -61,7 +61,7 @@ func TestRefusedValues(t *testing.T) {
 		{"output_destination", []string{"/not/a/url"}, nil, "not a URL"},
 		{"stream_input", []string{"true"}, []string{"false"}, "copies the job's input"},
 		{"leave_in_queue", []string{"true", "JobStatus == 4"}, []string{"false", "False"}, "does not keep completed jobs"},
-		{"nice_user", []string{"true"}, []string{"false"}, "owner's priority"},
+		{"nice_user", []string{"maybe"}, []string{"false", "true"}, "nice_user"},
 		{"log_xml", []string{"true"}, []string{"false"}, "text format"},
 		{"job_lease_duration", []string{"-1", "forever"}, []string{"0", "2400"}, "number of seconds"},
 		{"encrypt_execute_directory", []string{"true"}, []string{"false"}, "not encrypted"},

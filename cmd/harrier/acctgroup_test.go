@@ -136,3 +136,36 @@ func TestGroupQuota(t *testing.T) {
 		t.Errorf("bob's jobs, in no group, ran one after another: %v", s)
 	}
 }
+
+// TestNiceUser: on a pool of one slot, bob's nice_user job, released
+// with alice's, runs only once hers is done, charged to nice-user.bob,
+// whose priority factor is the worst.
+func TestNiceUser(t *testing.T) {
+	p, alice, bob := groupPool(t, "NUM_SLOTS = 1")
+	b := p.submitAs(t, bob.Username, bob.HomeDir, "nice.sub", sleepJob+"nice_user = true\nhold = true\nqueue\n")
+	a := p.submitAs(t, alice.Username, alice.HomeDir, "a.sub", sleepJob+"hold = true\nqueue\n")
+	// Both at once, so that one cycle sees both: bob's would win a tie of
+	// equal priorities half the time.
+	p.must(t, "release", "-all")
+	if g := strings.TrimSpace(p.must(t, "q", "-af", "AccountingGroup", fmt.Sprintf("%d.0", b))); g != "nice-user."+bob.Username {
+		t.Errorf("bob's nice job is charged to %q", g)
+	}
+	first, second := p.completed(t, fmt.Sprintf("%d.0", a)), p.completed(t, fmt.Sprintf("%d.0", b))
+	end, _ := first["CompletionDate"].(float64)
+	start, _ := second["JobCurrentStartDate"].(float64)
+	if start < end {
+		t.Errorf("bob's nice job started at %v, before alice's ended at %v", start, end)
+	}
+	out, _ := p.harrier(t, "userprio", "-json")
+	var ads []map[string]any
+	_ = json.Unmarshal([]byte(out), &ads)
+	for _, ad := range ads {
+		if ad["Name"] == "nice-user."+bob.Username {
+			if f, _ := ad["PriorityFactor"].(float64); f != 1e10 {
+				t.Errorf("nice-user.%s's factor %v, want 1e10", bob.Username, f)
+			}
+			return
+		}
+	}
+	t.Errorf("userprio does not list nice-user.%s:\n%s", bob.Username, out)
+}
