@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"harrier.dev/harrier/cformat"
 	"harrier.dev/harrier/classad"
 )
 
@@ -217,15 +218,15 @@ func (x *expander) substr(body string, depth int) (string, error) {
 // format is everything after the comma, a C printf format with one
 // conversion and any text around it.
 func (x *expander) number(r *ref, depth int) (string, error) {
-	fn, verbs := "$INT", intVerbs
+	fn, verbs := "$INT", cformat.IntVerbs
 	if r.kind == refReal {
-		fn, verbs = "$REAL", realVerbs
+		fn, verbs = "$REAL", cformat.RealVerbs
 	}
 	arg, format, hasFormat := strings.Cut(r.body, ",")
-	var f cFormat
+	var f cformat.Format
 	if hasFormat {
 		var err error
-		if f, err = parseCFormat(format, verbs); err != nil {
+		if f, err = cformat.Parse(format, verbs); err != nil {
 			return "", fmt.Errorf("%s(%s): %w", fn, r.body, err)
 		}
 	}
@@ -241,16 +242,16 @@ func (x *expander) number(r *ref, depth int) (string, error) {
 		if !hasFormat {
 			return strconv.FormatInt(n, 10), nil
 		}
-		return f.formatInt(n), nil
+		return f.Int(n), nil
 	}
 	g, ok := toReal(v)
 	if !ok {
 		return "", fmt.Errorf("%s(%s): %q does not evaluate to a number", fn, r.body, v)
 	}
 	if !hasFormat {
-		return defaultReal.formatReal(g), nil
+		return defaultReal.Real(g), nil
 	}
-	out := f.formatReal(g)
+	out := f.Real(g)
 	if !strings.Contains(out, ".") { // condor_submit makes it look like a real
 		out += ".0"
 	}
@@ -258,17 +259,17 @@ func (x *expander) number(r *ref, depth int) (string, error) {
 }
 
 // defaultReal is $REAL's format when none is given.
-var defaultReal, _ = parseCFormat("%.16G", realVerbs)
+var defaultReal, _ = cformat.Parse("%.16G", cformat.RealVerbs)
 
 // stringOf implements $STRING(name[,format]): the value of name, evaluated
 // as a ClassAd expression if that gives a string, formatted with a %s
 // format.
 func (x *expander) stringOf(body string, depth int) (string, error) {
 	arg, format, hasFormat := strings.Cut(body, ",")
-	var f cFormat
+	var f cformat.Format
 	if hasFormat {
 		var err error
-		if f, err = parseCFormat(format, stringVerbs); err != nil {
+		if f, err = cformat.Parse(format, cformat.StringVerbs); err != nil {
 			return "", fmt.Errorf("$STRING(%s): %w", body, err)
 		}
 	}
@@ -284,7 +285,7 @@ func (x *expander) stringOf(body string, depth int) (string, error) {
 	if !hasFormat {
 		return v, nil
 	}
-	return f.formatString(v), nil
+	return f.Str(v), nil
 }
 
 // evalOf implements $EVAL(name): the value of name (or the text), expanded

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"strconv"
 	"strings"
 
+	"harrier.dev/harrier/cformat"
 	"harrier.dev/harrier/classad"
 )
 
@@ -46,24 +48,29 @@ func takeFormats(args []string) (out []string, pairs [][2]string, err error) {
 // skipped. The conversions: %d %i %u %x %X %o %c (an integer: a real is
 // truncated, a boolean is 1 or 0), %f %F %e %E %g %G (a number), %s (a
 // string as it is, another value as ClassAd text), %v (as -af prints),
-// %V (as -long prints), %r and %R (the expression as written).
+// %V (as -long prints), %r and %R (the expression as written), with C's
+// flags, width and precision (see the cformat package).
 type formatter struct {
 	w     io.Writer
 	pairs []formatPair
 }
 
 type formatPair struct {
-	before, spec, after string // spec: "%5.2f", say, or "" for none
-	verb                byte
-	name                string // the expression as given
-	expr                classad.Expr
+	format cformat.Format
+	name   string // the expression as given
+	expr   classad.Expr
 }
+
+// formatVerbs are -format's conversions: C's, and HTCondor's %v %V %r %R.
+const formatVerbs = cformat.IntVerbs + cformat.RealVerbs + cformat.StringVerbs + "vVrR"
 
 func newFormatter(w io.Writer, pairs [][2]string) (*formatter, error) {
 	f := &formatter{w: w}
 	for _, p := range pairs {
-		fp, err := parseFormat(p[0])
-		if err != nil {
+		var fp formatPair
+		var err error
+		text := strings.NewReplacer(`\n`, "\n", `\t`, "\t").Replace(p[0])
+		if fp.format, err = cformat.Parse(text, formatVerbs); err != nil && !errors.Is(err, cformat.ErrNoConversion) {
 			return nil, usagef("-format %q: %v", p[0], err)
 		}
 		if fp.expr, err = classad.ParseExpr(p[1]); err != nil {
@@ -73,44 +80,6 @@ func newFormatter(w io.Writer, pairs [][2]string) (*formatter, error) {
 		f.pairs = append(f.pairs, fp)
 	}
 	return f, nil
-}
-
-// parseFormat splits a format around its one conversion.
-func parseFormat(s string) (formatPair, error) {
-	s = strings.NewReplacer(`\n`, "\n", `\t`, "\t").Replace(s)
-	var p formatPair
-	var text strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] != '%' {
-			text.WriteByte(s[i])
-			continue
-		}
-		if i+1 < len(s) && s[i+1] == '%' {
-			text.WriteByte('%')
-			i++
-			continue
-		}
-		if p.verb != 0 {
-			return p, fmt.Errorf("more than one conversion")
-		}
-		j := i + 1
-		for j < len(s) && strings.IndexByte("-+ #0123456789.l", s[j]) >= 0 {
-			j++
-		}
-		if j == len(s) || strings.IndexByte("diuxXocfFeEgGsvVrR", s[j]) < 0 {
-			return p, fmt.Errorf("no conversion Harrier knows at %q", s[i:])
-		}
-		p.before, p.verb = text.String(), s[j]
-		p.spec = strings.ReplaceAll(s[i:j], "l", "")
-		text.Reset()
-		i = j
-	}
-	if p.verb == 0 {
-		p.before = text.String()
-	} else {
-		p.after = text.String()
-	}
-	return p, nil
 }
 
 // add prints one ad, given as text.
@@ -129,27 +98,19 @@ func (f *formatter) add(text string) error {
 		if !own && v.IsUndefined() {
 			continue
 		}
-		b.WriteString(p.before)
-		if p.verb != 0 {
-			b.WriteString(p.convert(e, v))
-		}
-		b.WriteString(p.after)
+		b.WriteString(p.convert(e, v))
 	}
 	_, err = io.WriteString(f.w, b.String())
 	return err
 }
 
-// convert fills p's conversion with v, the value of e.
+// convert fills p's format with v, the value of e.
 func (p formatPair) convert(e classad.Expr, v classad.Value) string {
-	spec := p.spec
-	switch p.verb {
-	case 'd', 'i', 'u', 'x', 'X', 'o', 'c':
-		verb := map[byte]byte{'i': 'd', 'u': 'd'}[p.verb]
-		if verb == 0 {
-			verb = p.verb
-		}
-		return fmt.Sprintf(spec+string(verb), integerOf(v))
-	case 'f', 'F', 'e', 'E', 'g', 'G':
+	verb := p.format.Verb()
+	switch {
+	case strings.IndexByte(cformat.IntVerbs, verb) >= 0:
+		return p.format.Int(integerOf(v))
+	case strings.IndexByte(cformat.RealVerbs, verb) >= 0:
 		x, ok := v.RealValue()
 		if !ok {
 			n, isInt := v.IntValue()
@@ -158,17 +119,18 @@ func (p formatPair) convert(e classad.Expr, v classad.Value) string {
 				x = math.NaN()
 			}
 		}
-		return fmt.Sprintf(spec+string(p.verb), x)
-	case 's', 'v':
+		return p.format.Real(x)
+	case verb == 's' || verb == 'v':
 		if s, ok := v.StringValue(); ok {
-			return fmt.Sprintf(spec+"s", s)
+			return p.format.Str(s)
 		}
-		return fmt.Sprintf(spec+"s", v.OldString())
-	case 'V':
-		return fmt.Sprintf(spec+"s", v.OldString())
-	default: // r, R
-		return fmt.Sprintf(spec+"s", e.String())
+		return p.format.Str(v.OldString())
+	case verb == 'V':
+		return p.format.Str(v.OldString())
+	case verb == 'r' || verb == 'R':
+		return p.format.Str(e.String())
 	}
+	return p.format.Str("") // no conversion: the format's text
 }
 
 // integerOf is v as an integer: a real truncated, a boolean 1 or 0, a

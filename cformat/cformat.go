@@ -1,4 +1,7 @@
-package submit
+// Package cformat formats values as C's printf does with a format that
+// holds one conversion, as HTCondor's tools and submit language take
+// them ($INT, $REAL and $STRING in a submit file, condor_q -format).
+package cformat
 
 import (
 	"errors"
@@ -7,16 +10,22 @@ import (
 	"strings"
 )
 
-// The C conversions each formatting function accepts.
+// The C conversions of each kind of value. Parse also takes conversion
+// characters of the caller's own (condor_q's %v, say), which format
+// strings as %s does.
 const (
-	intVerbs    = "diouxXc"
-	realVerbs   = "eEfFgG"
-	stringVerbs = "s"
+	IntVerbs    = "diouxXc"
+	RealVerbs   = "eEfFgG"
+	StringVerbs = "s"
 )
 
-// A cFormat is a C printf format holding exactly one conversion, as $INT,
-// $REAL and $STRING take, rewritten for Go's fmt.
-type cFormat struct {
+// ErrNoConversion reports a format without a conversion; the Format
+// Parse returns with it prints the format's text.
+var ErrNoConversion = errors.New("format holds no conversion")
+
+// A Format is a C printf format holding exactly one conversion,
+// rewritten for Go's fmt.
+type Format struct {
 	before, after string // literal text around the conversion, "%%" already turned into "%"
 	spec          string // the conversion in Go's syntax
 	verb          byte   // the C conversion character
@@ -25,12 +34,12 @@ type cFormat struct {
 	width         string
 }
 
-// parseCFormat reads a C format whose conversion must be one of verbs.
-// Flags, width, precision and length modifiers (which Go does not need)
-// are accepted; "*" widths, a second conversion and conversions of another
+// Parse reads a C format whose conversion must be one of verbs. Flags,
+// width, precision and length modifiers (which Go does not need) are
+// accepted; "*" widths, a second conversion and conversions of another
 // type are refused.
-func parseCFormat(f, verbs string) (cFormat, error) {
-	var out cFormat
+func Parse(f, verbs string) (Format, error) {
+	var out Format
 	var lit strings.Builder
 	found := false
 	for i := 0; i < len(f); i++ {
@@ -44,7 +53,7 @@ func parseCFormat(f, verbs string) (cFormat, error) {
 			continue
 		}
 		if found {
-			return cFormat{}, fmt.Errorf("format %q holds more than one conversion", f)
+			return Format{}, fmt.Errorf("format %q holds more than one conversion", f)
 		}
 		found = true
 		out.before = lit.String()
@@ -72,14 +81,14 @@ func parseCFormat(f, verbs string) (cFormat, error) {
 			j++
 		}
 		if j >= len(f) {
-			return cFormat{}, fmt.Errorf("format %q ends inside a conversion", f)
+			return Format{}, fmt.Errorf("format %q ends inside a conversion", f)
 		}
 		if f[j] == '*' {
-			return cFormat{}, fmt.Errorf("format %q: a * width or precision is not allowed", f)
+			return Format{}, fmt.Errorf("format %q: a * width or precision is not allowed", f)
 		}
 		out.verb = f[j]
 		if strings.IndexByte(verbs, out.verb) < 0 {
-			return cFormat{}, fmt.Errorf("%%%c is not a valid conversion here (want one of %s)", out.verb, strings.Join(strings.Split(verbs, ""), " "))
+			return Format{}, fmt.Errorf("%%%c is not a valid conversion here (want one of %s)", out.verb, strings.Join(strings.Split(verbs, ""), " "))
 		}
 		goVerb := out.verb
 		switch goVerb {
@@ -91,6 +100,12 @@ func parseCFormat(f, verbs string) (cFormat, error) {
 			}
 		case 's':
 			flagText = strings.ReplaceAll(flagText, "0", "") // C pads strings with spaces
+		default:
+			if strings.IndexByte(IntVerbs+RealVerbs, goVerb) < 0 {
+				// The caller's own: a string.
+				goVerb = 's'
+				flagText = strings.ReplaceAll(flagText, "0", "")
+			}
 		}
 		out.left = strings.Contains(flagText, "-")
 		out.plus = strings.Contains(flagText, "+")
@@ -98,23 +113,31 @@ func parseCFormat(f, verbs string) (cFormat, error) {
 		i = j
 	}
 	if !found {
-		return cFormat{}, errors.New("format holds no conversion")
+		return Format{before: lit.String()}, ErrNoConversion
 	}
 	out.after = lit.String()
 	return out, nil
 }
 
-func (f *cFormat) formatInt(n int64) string {
+// Verb is the format's conversion character, as written (0 for none).
+func (f *Format) Verb() byte { return f.verb }
+
+// Int formats an integer.
+func (f *Format) Int(n int64) string {
 	return f.before + fmt.Sprintf(f.spec, n) + f.after
 }
 
-func (f *cFormat) formatString(s string) string {
+// Str formats a string; with no conversion, it is the format's text.
+func (f *Format) Str(s string) string {
+	if f.verb == 0 {
+		return f.before
+	}
 	return f.before + fmt.Sprintf(f.spec, s) + f.after
 }
 
-// formatReal formats as C does, which spells infinities and NaN inf and nan
+// Real formats as C does, which spells infinities and NaN inf and nan
 // (INF and NAN for upper-case conversions).
-func (f *cFormat) formatReal(g float64) string {
+func (f *Format) Real(g float64) string {
 	if !math.IsInf(g, 0) && !math.IsNaN(g) {
 		return f.before + fmt.Sprintf(f.spec, g) + f.after
 	}
