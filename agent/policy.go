@@ -39,9 +39,9 @@ type policyAction struct {
 // or allowed_execute_duration, at now, is held.
 func periodicDecision(id jobqueue.JobID, ad *classad.ClassAd, now time.Time) (policyAction, bool) {
 	st := statusOf(ad)
-	if st == Completed && spooled(ad) && !waitsForFetch(ad) {
-		// A spooled job whose LeaveJobInQueue ended, its outputs
-		// never fetched.
+	if _, kept := ad.Lookup(AttrLeaveJobInQueue); kept && st == Completed && !keptInQueue(ad) {
+		// A completed job whose LeaveJobInQueue ended (a spooled one,
+		// its outputs never fetched).
 		return policyAction{id: id, do: "expire"}, true
 	}
 	if st == Removed || st == Completed {
@@ -141,7 +141,7 @@ func (a *Agent) evalPeriodic(ctx context.Context) {
 		case "vacate":
 			a.askPolicyVacate(act.id)
 		case "expire":
-			err = a.expireSpooled(ctx, act.id)
+			err = a.expireCompleted(ctx, act.id)
 		}
 		if err != nil {
 			a.log.Warn("job policy", "job", act.id, "action", act.do, "err", err)

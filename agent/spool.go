@@ -64,14 +64,14 @@ func spooled(ad *classad.ClassAd) bool {
 	return ok && t > 0
 }
 
-// waitsForFetch reports whether a completed job stays in the queue: it
-// is spooled, its outputs have not been fetched, and its LeaveJobInQueue
-// still holds.
-func waitsForFetch(ad *classad.ClassAd) bool {
-	if statusOf(ad) != Completed || !spooled(ad) {
+// keptInQueue reports whether a completed job stays in the queue: its
+// LeaveJobInQueue (leave_in_queue, or submit -spool's) still holds, and,
+// for a spooled job, its outputs have not been fetched.
+func keptInQueue(ad *classad.ClassAd) bool {
+	if statusOf(ad) != Completed {
 		return false
 	}
-	if t, ok := ad.EvalInt(AttrStageOutFinish); ok && t > 0 {
+	if t, ok := ad.EvalInt(AttrStageOutFinish); ok && t > 0 && spooled(ad) {
 		return false
 	}
 	keep, _ := ad.EvalBool(AttrLeaveJobInQueue)
@@ -435,11 +435,11 @@ func (a *Agent) sweepSpool(ctx context.Context) {
 	}
 }
 
-// expireSpooled lets a completed spooled job whose LeaveJobInQueue no
-// longer holds leave the queue, its outputs never fetched.
-func (a *Agent) expireSpooled(ctx context.Context, id jobqueue.JobID) error {
+// expireCompleted lets a completed job whose LeaveJobInQueue no longer
+// holds leave the queue (a spooled one, its outputs never fetched).
+func (a *Agent) expireCompleted(ctx context.Context, id jobqueue.JobID) error {
 	_, err := a.jobs.apply(ctx, id, func(ad *classad.ClassAd) (step, error) {
-		if statusOf(ad) != Completed || waitsForFetch(ad) {
+		if statusOf(ad) != Completed || keptInQueue(ad) {
 			return step{}, nil
 		}
 		return step{set: change{AttrLeaveJobInQueue: classad.Bool(false)}}, nil

@@ -107,8 +107,8 @@ func TestReceiveSpoolConfined(t *testing.T) {
 
 // TestSpooledJobStaysUntilFetched: a completed spooled job waits in the
 // queue while its LeaveJobInQueue holds and its outputs are not
-// fetched; a job submitted without -spool never does, whatever its ad
-// says.
+// fetched; a job submitted without -spool stays while its
+// LeaveJobInQueue (leave_in_queue) holds.
 func TestSpooledJobStaysUntilFetched(t *testing.T) {
 	ad := func(src string) *classad.ClassAd {
 		a, err := classad.Parse(src)
@@ -122,12 +122,14 @@ func TestSpooledJobStaysUntilFetched(t *testing.T) {
 		`[ JobStatus = 4; StageInFinish = 5; ` + leave + ` ]`:                     true,
 		`[ JobStatus = 4; StageInFinish = 5; CompletionDate = 1; ` + leave + ` ]`: false, // expired
 		`[ JobStatus = 4; StageInFinish = 5; StageOutFinish = 9; ` + leave + ` ]`: false,
-		`[ JobStatus = 4; ` + leave + ` ]`:                                        false,
+		`[ JobStatus = 4; ` + leave + ` ]`:                                        true,
+		`[ JobStatus = 4; StageOutFinish = 9; ` + leave + ` ]`:                    true, // not spooled: nothing to fetch
+		`[ JobStatus = 4; CompletionDate = 1; ` + leave + ` ]`:                    false,
 		`[ JobStatus = 3; StageInFinish = 5; ` + leave + ` ]`:                     false,
 		`[ JobStatus = 4; StageInFinish = 5; LeaveJobInQueue = false ]`:           false,
 	} {
-		if got := waitsForFetch(ad(src)); got != want {
-			t.Errorf("%s: waits %v, want %v", src, got, want)
+		if got := keptInQueue(ad(src)); got != want {
+			t.Errorf("%s: kept %v, want %v", src, got, want)
 		}
 	}
 	// Only the agent marks a job spooled.

@@ -168,9 +168,9 @@ func (t *jobTable) apply(ctx context.Context, id jobqueue.JobID, decide func(ad 
 	for name, v := range c {
 		ad.SetValue(name, v)
 	}
-	// A completed spooled job leaves once its outputs are fetched: a
-	// change, not a move.
-	leaving := statusOf(ad).leaves() && !waitsForFetch(ad)
+	// A completed job kept in the queue leaves once its LeaveJobInQueue
+	// ends or, spooled, its outputs are fetched: a change, not a move.
+	leaving := statusOf(ad).leaves() && !keptInQueue(ad)
 	txn := &jobqueue.Txn{}
 	if leaving {
 		txn.Retire(id, ad) // the store keeps ad: only read it from here on

@@ -83,7 +83,7 @@ var commandTable = []commandEntry{
 	{"on_exit_hold_reason", exprAttr("OnExitHoldReason")},
 	{"on_exit_hold_subcode", exprAttr("OnExitHoldSubCode")},
 	{"on_exit_remove", setOnExitRemove},
-	{"leave_in_queue", onlyFalse("the agent does not keep completed jobs in the queue; harrier history shows them")},
+	{"leave_in_queue", exprAttr("LeaveJobInQueue")},
 	{"max_retries", setMaxRetries},
 	{"concurrency_limits", setConcurrencyLimits},
 	{"allowed_job_duration", intAttr("AllowedJobDuration")},

@@ -115,7 +115,7 @@
 // A documented condor_submit command that no Harrier daemon acts on is
 // refused with its name and what to do instead (refuse.go), even when it is
 // used as a macro; one whose value is what Harrier does anyway is accepted
-// (should_transfer_files = NO, notification = never, a false leave_in_queue or nice_user, universe = standard, which is what
+// (should_transfer_files = NO, notification = never, universe = standard, which is what
 // every Harrier job gets). An empty value unsets any command.
 //
 // # Job ads

@@ -60,7 +60,7 @@ func TestRefusedValues(t *testing.T) {
 		{"transfer_plugins", []string{"foo", "a/b=x.sh", "s=http://h/p"}, []string{"demo = plug.sh; x,y = other.sh"}, "transfer_plugins"},
 		{"output_destination", []string{"/not/a/url"}, nil, "not a URL"},
 		{"stream_input", []string{"true"}, []string{"false"}, "copies the job's input"},
-		{"leave_in_queue", []string{"true", "JobStatus == 4"}, []string{"false", "False"}, "does not keep completed jobs"},
+		{"leave_in_queue", []string{"JobStatus ==", "(("}, []string{"false", "true", "JobStatus == 4 && (time() - CompletionDate) < 86400"}, "leave_in_queue"},
 		{"nice_user", []string{"maybe"}, []string{"false", "true"}, "nice_user"},
 		{"log_xml", []string{"true"}, []string{"false"}, "text format"},
 		{"job_lease_duration", []string{"-1", "forever"}, []string{"0", "2400"}, "number of seconds"},

@@ -134,7 +134,8 @@ func runWait(args []string, _ io.Reader, stdout io.Writer) error {
 	return w.run(ctx)
 }
 
-// waitInQueue waits until a job leaves the agent's queue.
+// waitInQueue waits until a job leaves the agent's queue, or completes
+// there (one kept by its leave_in_queue).
 func waitInQueue(ctx context.Context, tf toolFlags, id string, stdout io.Writer) error {
 	client, closeFn, err := tf.client(ctx)
 	if err != nil {
@@ -143,7 +144,7 @@ func waitInQueue(ctx context.Context, tf toolFlags, id string, stdout io.Writer)
 	defer closeFn()
 	req := &wire.JobQueryRequest{Ids: []string{id}}
 	for {
-		n, err := countJobs(ctx, client, req)
+		n, err := countJobs(ctx, client, &wire.JobQueryRequest{Ids: req.Ids, Constraint: "JobStatus =!= 4"})
 		if err != nil {
 			if ctx.Err() != nil {
 				fmt.Fprintf(stdout, "Timed out waiting for job %s\n", id)
@@ -163,13 +164,22 @@ func waitInQueue(ctx context.Context, tf toolFlags, id string, stdout io.Writer)
 	}
 	hctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	h, err := client.History(hctx, req)
+	var last string
+	q, err := client.Query(hctx, req)
+	if err == nil {
+		err = receive(q, func(text string) error { last = text; return nil })
+	}
 	if err != nil {
 		return rpcError("wait", err)
 	}
-	var last string
-	if err := receive(h, func(text string) error { last = text; return nil }); err != nil {
-		return rpcError("wait", err)
+	if last == "" {
+		h, err := client.History(hctx, req)
+		if err != nil {
+			return rpcError("wait", err)
+		}
+		if err := receive(h, func(text string) error { last = text; return nil }); err != nil {
+			return rpcError("wait", err)
+		}
 	}
 	if last == "" {
 		return fmt.Errorf("job %s is neither in the queue nor in the history", id)
