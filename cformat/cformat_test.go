@@ -3,6 +3,7 @@ package cformat
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -48,4 +49,28 @@ func TestFormats(t *testing.T) {
 			t.Errorf("Parse(%q) = %v, want an error", bad, err)
 		}
 	}
+}
+
+// FuzzParse: any format either parses, and then formats every kind of
+// value without panicking, or is refused with an error.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"%d", "%-08.3f", "%s%%", "x", "%*d", "%lld", "%", "%5.2G and", "%v"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		fm, err := Parse(s, IntVerbs+RealVerbs+StringVerbs+"v")
+		if err != nil && !errors.Is(err, ErrNoConversion) {
+			return
+		}
+		switch v := fm.Verb(); {
+		case v == 0:
+			_ = fm.Str("x")
+		case strings.IndexByte(IntVerbs, v) >= 0:
+			_ = fm.Int(-12345)
+		case strings.IndexByte(RealVerbs, v) >= 0:
+			_, _ = fm.Real(math.Pi), fm.Real(math.Inf(-1))
+		default:
+			_ = fm.Str("text")
+		}
+	})
 }
