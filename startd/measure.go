@@ -1,18 +1,17 @@
 package startd
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"math"
 	"os"
 	"runtime"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"harrier.dev/harrier/imagecache"
+	"harrier.dev/harrier/platform"
 )
 
 // machine is one measurement of the whole execute machine; slots get an
@@ -48,9 +47,9 @@ type measurer func() (machine, error)
 // measureHost returns a measurer for this host that reports free disk in
 // executeDir and idle times from im.
 func measureHost(executeDir string, im *idleMeter) measurer {
-	opSysAndVer := readOpSysAndVer("/etc/os-release")
+	opSysAndVer := platform.ReadRelease("/etc/os-release").AndVer
 	return func() (machine, error) {
-		m := machine{cpus: runtime.NumCPU(), arch: archName(runtime.GOARCH), opSysAndVer: opSysAndVer}
+		m := machine{cpus: runtime.NumCPU(), arch: platform.Arch(runtime.GOARCH), opSysAndVer: opSysAndVer}
 		var si syscall.Sysinfo_t
 		if err := syscall.Sysinfo(&si); err != nil {
 			return m, fmt.Errorf("sysinfo: %w", err)
@@ -89,62 +88,4 @@ func parseLoadAvg(b []byte) (float64, error) {
 		return 0, fmt.Errorf("parse /proc/loadavg: bad load %q", f[0])
 	}
 	return v, nil
-}
-
-// archName maps GOARCH to the Arch values HTCondor advertises.
-func archName(goarch string) string {
-	switch goarch {
-	case "amd64":
-		return "X86_64"
-	case "arm64":
-		return "aarch64"
-	case "386":
-		return "INTEL"
-	}
-	return strings.ToUpper(goarch)
-}
-
-// readOpSysAndVer returns the HTCondor-style OpSysAndVer ("Debian12") from
-// an os-release file, or "LINUX" if it cannot be read.
-func readOpSysAndVer(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "LINUX"
-	}
-	return parseOSRelease(b)
-}
-
-// parseOSRelease turns ID=debian and VERSION_ID="12.4" into "Debian12".
-func parseOSRelease(b []byte) string {
-	var id, ver string
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), "=")
-		if !ok {
-			continue
-		}
-		v = strings.Trim(v, `"'`)
-		switch k {
-		case "ID":
-			id = v
-		case "VERSION_ID":
-			ver, _, _ = strings.Cut(v, ".")
-		}
-	}
-	id = strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
-			return r
-		}
-		return -1
-	}, id)
-	ver = strings.Map(func(r rune) rune {
-		if r >= '0' && r <= '9' {
-			return r
-		}
-		return -1
-	}, ver)
-	if id == "" {
-		return "LINUX"
-	}
-	return strings.ToUpper(id[:1]) + id[1:] + ver
 }

@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"harrier.dev/harrier/classad"
+	"harrier.dev/harrier/platform"
 	"harrier.dev/harrier/starter"
 	"harrier.dev/harrier/wire"
 )
@@ -223,7 +224,7 @@ func TestClaimLifecycle(t *testing.T) {
 	ad := h.collector.waitStatus(t, slot, Status{Unclaimed, Idle})
 	for name, want := range map[string]string{
 		"MyType": "Machine", "TargetType": "Job", "Name": slot, "Machine": "exec1",
-		"StartdAddr": h.addr, "OpSys": "LINUX", "Arch": archName(runtime.GOARCH),
+		"StartdAddr": h.addr, "OpSys": "LINUX", "Arch": platform.Arch(runtime.GOARCH),
 	} {
 		if got := adString(t, ad, name); got != want {
 			t.Errorf("%s = %q, want %q", name, got, want)

@@ -53,7 +53,7 @@ func (d *Description) Jobs(cluster int, env Env) ([]*classad.ClassAd, error) {
 		exeErr: make(map[string]error),
 		sizes:  make(map[string]int64),
 	}
-	b.arch, b.opsys = platform()
+	b.arch, b.opsys = submitPlatform()
 	b.preset = presetMacros(dir, d.file)
 	b.template = newJob()
 	b.template.exprs = b.exprs

@@ -73,8 +73,8 @@
 //   - Per job: $(Cluster) $(ClusterId) $(Process) $(ProcId), and $(Step)
 //     $(Row) $(ItemIndex) $(Node) (empty outside the parallel universe),
 //     which a definition in the file overrides; the queue variables.
-//     Before the file is read: $(ARCH) $(OPSYS) $(IsLinux) $(IsWindows)
-//     $(SUBMIT_FILE).
+//     Before the file is read: $(ARCH) $(OPSYS) $(OPSYSANDVER)
+//     $(OPSYSMAJORVER) $(OPSYSVER) $(IsLinux) $(IsWindows) $(SUBMIT_FILE).
 //
 // Expansion is bounded in depth, substitutions and size, so cyclic or
 // exploding macros are errors rather than hangs.

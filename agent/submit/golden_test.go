@@ -28,7 +28,7 @@ func TestGolden(t *testing.T) {
 	env := Env{Dir: dir, Owner: "alice", Now: time.Unix(1_800_000_000, 0),
 		Getenv: func(k string) (string, bool) { return "/home/alice", k == "HOME" },
 		Rand:   func(n int) int { return n / 2 }}
-	arch, _ := platform()
+	arch, _ := submitPlatform()
 	placeholders := strings.NewReplacer(dir, "$DIR", `"`+arch+`"`, `"$ARCH"`)
 	values := strings.NewReplacer("$DIR", dir, `"$ARCH"`, `"`+arch+`"`)
 	for _, file := range files {

@@ -1,8 +1,11 @@
 package submit
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+
+	"harrier.dev/harrier/platform"
 )
 
 // testExpander returns an expander over defs (name = value lines) with the
@@ -78,6 +81,7 @@ func TestExpand(t *testing.T) {
 
 		// per-submit variables
 		{"preset", "", "$(ARCH) $(OPSYS) $(IsLinux) $(IsWindows) $(SUBMIT_FILE)", platformArch() + " LINUX true false /sub/job.sub"},
+		{"preset release", "", "$(OPSYSANDVER) $(OPSYSMAJORVER) $(OPSYSVER)", releaseMacros()},
 		{"preset overridden", "arch = mine", "$(ARCH)", "mine"},
 
 		// $ENV
@@ -146,7 +150,14 @@ func TestExpand(t *testing.T) {
 	}
 }
 
-func platformArch() string { a, _ := platform(); return a }
+func platformArch() string { a, _ := submitPlatform(); return a }
+
+// releaseMacros is what $(OPSYSANDVER) $(OPSYSMAJORVER) $(OPSYSVER) say
+// on this machine.
+func releaseMacros() string {
+	r := platform.ReadRelease("/etc/os-release")
+	return fmt.Sprintf("%s %d %d", r.AndVer, r.MajorVer, r.Ver)
+}
 
 func TestExpandErrors(t *testing.T) {
 	for _, tc := range []struct {
