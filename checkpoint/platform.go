@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/cpu"
+
+	"harrier.dev/harrier/platform"
 )
 
 // The attributes of the platform: a machine advertises the platform it
@@ -26,15 +28,14 @@ const (
 // a machine with another platform string cannot be trusted to restore.
 // It is opaque: machines compare it whole.
 func Platform() string {
-	arch := strings.ToUpper(runtime.GOARCH)
 	var features any
 	switch runtime.GOARCH {
 	case "amd64":
-		arch, features = "X86_64", &cpu.X86
+		features = &cpu.X86
 	case "arm64":
-		arch, features = "aarch64", &cpu.ARM64
+		features = &cpu.ARM64
 	}
-	parts := []string{"LINUX", arch}
+	parts := []string{platform.OpSys(), platform.Arch(runtime.GOARCH)}
 	if features != nil {
 		// Every HasX field the cpu package knows, in its order: those set
 		// are the features programs may use here.
