@@ -20,13 +20,16 @@ const (
 	AttrAcctGroupUser   = "AcctGroupUser"
 	AttrAccountingGroup = matchmaker.AttrAccountingGroup
 	AttrNiceUser        = "NiceUser"
-	AttrQDate           = "QDate"
-	AttrGlobalJobID     = "GlobalJobId"
-	AttrIwd             = "Iwd"
-	AttrUserLog         = "UserLog"
-	AttrJobPrio         = "JobPrio"
-	AttrRequirements    = "Requirements"
-	AttrRank            = "Rank"
+	// AttrSubmitEventNotes is submit_event_notes, written under the
+	// job's submit event.
+	AttrSubmitEventNotes = "SubmitEventNotes"
+	AttrQDate            = "QDate"
+	AttrGlobalJobID      = "GlobalJobId"
+	AttrIwd              = "Iwd"
+	AttrUserLog          = "UserLog"
+	AttrJobPrio          = "JobPrio"
+	AttrRequirements     = "Requirements"
+	AttrRank             = "Rank"
 	// AttrPorts makes a job a gang (package matchmaker/gang).
 	AttrPorts = "Ports"
 	// AttrEnvironment is the job's environment, HTCondor's V2 syntax.

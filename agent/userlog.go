@@ -20,7 +20,8 @@ var evictedOnRestart = joblog.Event{Type: joblog.Evicted, Reason: "the agent res
 // HTCondor's does: DAGMan's recovery finds its nodes' jobs by it.
 func (a *Agent) submitEvent(ad *classad.ClassAd) joblog.Event {
 	node, _ := ad.EvalString(AttrDAGNodeName)
-	return stamp(ad, []joblog.Event{{Type: joblog.Submit, Host: a.cfg.AdvertiseAddr, DAGNode: node}})[0]
+	notes, _ := ad.EvalString(AttrSubmitEventNotes)
+	return stamp(ad, []joblog.Event{{Type: joblog.Submit, Host: a.cfg.AdvertiseAddr, DAGNode: node, Notes: notes}})[0]
 }
 
 // eventStore is a queue that records job events in the transaction of the

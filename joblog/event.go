@@ -113,6 +113,9 @@ type Event struct {
 	// PostScriptTerminated, PreSkip): HTCondor's "DAG Node: NAME" note,
 	// which DAGMan's recovery reads.
 	DAGNode string
+	// Notes are the submitter's notes on a Submit event
+	// (submit_event_notes), one line.
+	Notes string
 }
 
 // TransferInfo is which transfer a FileTransfer event is about, and, at
@@ -140,6 +143,9 @@ func (e Event) Format() string {
 	case Submit:
 		fmt.Fprintf(&b, "Job submitted from host: <%s>\n", e.Host)
 		writeDAGNode(&b, e.DAGNode)
+		if notes := strings.TrimSpace(strings.ReplaceAll(e.Notes, "\n", " ")); notes != "" {
+			fmt.Fprintf(&b, "    %s\n", notes)
+		}
 	case Execute:
 		fmt.Fprintf(&b, "Job executing on host: <%s>\n", e.Host)
 		writeReason(&b, e.Reason)

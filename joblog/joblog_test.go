@@ -43,6 +43,8 @@ func TestRoundTrip(t *testing.T) {
 		{Type: Terminated, Cluster: 12, Proc: 4, Time: when, Signal: 9},
 		{Type: Aborted, Cluster: 1234, Proc: 56, Time: when, Reason: "via harrier rm"},
 		{Type: Submit, Cluster: 13, Time: when, Host: "10.0.0.1:9618", DAGNode: "splice+B"},
+		{Type: Submit, Cluster: 14, Time: when, Host: "10.0.0.1:9618", DAGNode: "E", Notes: "nightly run, input v3"},
+		{Type: Submit, Cluster: 15, Time: when, Host: "10.0.0.1:9618", Notes: "no node"},
 		{Type: PostScriptTerminated, Cluster: 13, Time: when, Normal: true, ReturnValue: 3, DAGNode: "splice+B"},
 		{Type: PostScriptTerminated, Cluster: 13, Time: when, Signal: 15, DAGNode: "C"},
 		{Type: PreSkip, Time: when, DAGNode: "D"},

@@ -181,6 +181,12 @@ func fillBody(e *Event, body []string) {
 			e.DAGNode = name
 			continue
 		}
+		if e.Type == Submit {
+			if notes := strings.TrimSpace(l); notes != "" {
+				e.Notes = notes
+			}
+			continue
+		}
 		if f, ok := strings.CutPrefix(l, "\t\t"); ok && inFiles {
 			e.Files += f + "\n"
 			continue

@@ -115,6 +115,7 @@ var commandTable = []commandEntry{
 	{"accounting_group_user", groupAttr("AcctGroupUser")},
 	{"job_machine_attrs", machineAttrsAttr("JobMachineAttrs")},
 	{"job_machine_attrs_history_length", historyLengthAttr("JobMachineAttrsHistoryLength")},
+	{"submit_event_notes", stringAttr("SubmitEventNotes")},
 	{"coresize", rlimitAttr("CoreSize")},
 	{"stack_size", rlimitAttr("StackSize")},
 	{"nice_user", boolAttr("NiceUser")},

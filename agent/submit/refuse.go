@@ -140,7 +140,6 @@ var refusals = map[string]refusal{
 	"dagman_log":               always(noDAGMan),
 	"email_attributes":         always("Harrier sends no e-mail"),
 	"job_ad_information_attrs": always(noEventLog),
-	"submit_event_notes":       always(noEventLog),
 	"match_list_length":        always("the agent does not keep the list of machines a job matched"),
 	"kill_sig_timeout":         always("use job_max_vacate_time, as HTCondor has asked since 7.7.3"),
 	"load_profile":             unlessFalse("jobs do not run a login profile"),

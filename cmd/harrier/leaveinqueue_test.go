@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,13 +17,19 @@ func TestLeaveInQueue(t *testing.T) {
 	p := startPoolFrom(t, publicBinary(t), 1, "NEGOTIATOR_INTERVAL = 1\nPERIODIC_EXPR_INTERVAL = 1")
 	alice, bob := newUser(t), newUser(t)
 	const job = "executable = /bin/true\nshould_transfer_files = NO\n"
-	brief := p.submitAs(t, alice.Username, alice.HomeDir, "brief.sub", job+"leave_in_queue = JobStatus == 4 && (time() - CompletionDate) < 4\nqueue\n")
+	brief := p.submitAs(t, alice.Username, alice.HomeDir, "brief.sub", job+"log = brief.log\nsubmit_event_notes = kept a little\n"+
+		"leave_in_queue = JobStatus == 4 && (time() - CompletionDate) < 4\nqueue\n")
 	kept := p.submitAs(t, alice.Username, alice.HomeDir, "kept.sub", job+"leave_in_queue = true\nqueue\n")
 	briefID, keptID := fmt.Sprintf("%d.0", brief), fmt.Sprintf("%d.0", kept)
 	for _, id := range []string{briefID, keptID} {
 		if out, code := p.harrier(t, "wait", "--timeout", "60", id); code != 0 {
 			t.Fatalf("wait %s: exit %d: %s", id, code, out)
 		}
+	}
+	// The submit event carries the job's notes, as HTCondor's does.
+	if log, err := os.ReadFile(filepath.Join(alice.HomeDir, "brief.log")); err != nil || !strings.Contains(string(log), "Job submitted from host: <") ||
+		!strings.Contains(string(log), ">\n    kept a little\n...") {
+		t.Errorf("the submit event lacks its notes: %v\n%s", err, log)
 	}
 	if out := strings.TrimSpace(p.must(t, "q", "-allusers", "-af", "JobStatus", keptID)); out != "4" {
 		t.Errorf("the kept job's JobStatus in the queue: %q, want 4", out)
