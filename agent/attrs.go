@@ -23,13 +23,16 @@ const (
 	// AttrSubmitEventNotes is submit_event_notes, written under the
 	// job's submit event.
 	AttrSubmitEventNotes = "SubmitEventNotes"
-	AttrQDate            = "QDate"
-	AttrGlobalJobID      = "GlobalJobId"
-	AttrIwd              = "Iwd"
-	AttrUserLog          = "UserLog"
-	AttrJobPrio          = "JobPrio"
-	AttrRequirements     = "Requirements"
-	AttrRank             = "Rank"
+	// AttrJobAdInformationAttrs (job_ad_information_attrs) names the
+	// attributes written, after each event, in a JobAdInformation event.
+	AttrJobAdInformationAttrs = "JobAdInformationAttrs"
+	AttrQDate                 = "QDate"
+	AttrGlobalJobID           = "GlobalJobId"
+	AttrIwd                   = "Iwd"
+	AttrUserLog               = "UserLog"
+	AttrJobPrio               = "JobPrio"
+	AttrRequirements          = "Requirements"
+	AttrRank                  = "Rank"
 	// AttrPorts makes a job a gang (package matchmaker/gang).
 	AttrPorts = "Ports"
 	// AttrEnvironment is the job's environment, HTCondor's V2 syntax.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"harrier.dev/harrier/agent/jobqueue"
@@ -44,15 +45,36 @@ func (a *Agent) commit(ctx context.Context, txn *jobqueue.Txn, events []joblog.E
 func stamp(ad *classad.ClassAd, events []joblog.Event) []joblog.Event {
 	id := jobID(ad)
 	now := time.Now()
-	out := make([]joblog.Event, len(events))
-	for i, ev := range events {
+	info := adInformation(ad)
+	out := make([]joblog.Event, 0, len(events))
+	for _, ev := range events {
 		ev.Cluster, ev.Proc = id.Cluster, id.Proc
 		if ev.Time.IsZero() {
 			ev.Time = now
 		}
-		out[i] = ev
+		out = append(out, ev)
+		// As HTCondor's: after each event, one with the attributes the
+		// job's job_ad_information_attrs names.
+		if info != "" && ev.Type != joblog.JobAdInformation {
+			out = append(out, joblog.Event{Type: joblog.JobAdInformation, Cluster: id.Cluster, Proc: id.Proc, Time: ev.Time,
+				Ad: fmt.Sprintf("TriggerEventTypeNumber = %d\n%s", int(ev.Type), info)})
+		}
 	}
 	return out
+}
+
+// adInformation is the text of a JobAdInformation event of the job of
+// ad: "Name = value" for each attribute its JobAdInformationAttrs names
+// and it has; "" if it names none.
+func adInformation(ad *classad.ClassAd) string {
+	names, _ := ad.EvalString(AttrJobAdInformationAttrs)
+	var b strings.Builder
+	for _, n := range strings.FieldsFunc(names, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' }) {
+		if e, ok := ad.Lookup(n); ok {
+			fmt.Fprintf(&b, "%s = %s\n", n, ad.EvalExpr(e, nil))
+		}
+	}
+	return b.String()
 }
 
 // logEvent appends ev to the job's event log, if it has one (its UserLog
@@ -100,7 +122,7 @@ func (a *Agent) logEvents(ads []*classad.ClassAd, events []joblog.Event) {
 		if _, ok := byLog[k]; !ok {
 			order = append(order, k)
 		}
-		byLog[k] = append(byLog[k], stamp(ad, events[i:i+1])[0])
+		byLog[k] = append(byLog[k], stamp(ad, events[i:i+1])...)
 	}
 	for _, k := range order {
 		if err := appendAs(k.owner, k.path, byLog[k]...); err != nil {

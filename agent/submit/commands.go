@@ -113,9 +113,10 @@ var commandTable = []commandEntry{
 	{"append_files", listAttr("AppendFiles")},
 	{"accounting_group", groupAttr("AcctGroup")},
 	{"accounting_group_user", groupAttr("AcctGroupUser")},
-	{"job_machine_attrs", machineAttrsAttr("JobMachineAttrs")},
+	{"job_machine_attrs", attrNamesAttr("JobMachineAttrs")},
 	{"job_machine_attrs_history_length", historyLengthAttr("JobMachineAttrsHistoryLength")},
 	{"submit_event_notes", stringAttr("SubmitEventNotes")},
+	{"job_ad_information_attrs", attrNamesAttr("JobAdInformationAttrs")},
 	{"coresize", rlimitAttr("CoreSize")},
 	{"stack_size", rlimitAttr("StackSize")},
 	{"nice_user", boolAttr("NiceUser")},
@@ -428,9 +429,9 @@ func intAttr(attr string) command {
 	}
 }
 
-// machineAttrsAttr reads names of machine attributes, which the agent
-// records in the job's ad as MachineAttr<name>0 when it starts.
-func machineAttrsAttr(attr string) command {
+// attrNamesAttr reads a list of attribute names (job_machine_attrs,
+// job_ad_information_attrs).
+func attrNamesAttr(attr string) command {
 	return func(j *job, name, v string) error {
 		names := splitList(v)
 		for _, n := range names {

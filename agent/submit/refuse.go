@@ -25,7 +25,6 @@ const (
 	noCron      = "deferred and cron start times are not supported: jobs start when they are matched (submit with hold = true and release the job when it should run)"
 	noCreds     = "credentials are not handed to jobs"
 	noDAGMan    = "DAGMan is not available"
-	noEventLog  = "the job event log records only Harrier's own events"
 	noGPUs      = "the startd does not measure the GPUs' CUDA runtime version yet; use require_gpus"
 )
 
@@ -125,29 +124,28 @@ var refusals = map[string]refusal{
 	"container_service_names": always(noContainer), "transfer_container": always(noContainer),
 
 	// advanced
-	"concurrency_limits_expr":  always("concurrency limits are named by concurrency_limits; an expression for them is not supported"),
-	"copy_to_spool":            unlessFalse("executables are served by the shadow, never spooled"),
-	"cron_day_of_month":        always(noCron),
-	"cron_day_of_week":         always(noCron),
-	"cron_hour":                always(noCron),
-	"cron_minute":              always(noCron),
-	"cron_month":               always(noCron),
-	"cron_prep_time":           always(noCron),
-	"cron_window":              always(noCron),
-	"deferral_prep_time":       always(noCron),
-	"deferral_time":            always(noCron),
-	"deferral_window":          always(noCron),
-	"dagman_log":               always(noDAGMan),
-	"email_attributes":         always("Harrier sends no e-mail"),
-	"job_ad_information_attrs": always(noEventLog),
-	"match_list_length":        always("the agent does not keep the list of machines a job matched"),
-	"kill_sig_timeout":         always("use job_max_vacate_time, as HTCondor has asked since 7.7.3"),
-	"load_profile":             unlessFalse("jobs do not run a login profile"),
-	"run_as_owner":             unlessFalse("jobs run as a slot user of the execute machine, never as their owner"),
-	"noop_job":                 unlessFalse("the agent has no no-op jobs"),
-	"noop_job_exit_code":       always("the agent has no no-op jobs"),
-	"noop_job_exit_signal":     always("the agent has no no-op jobs"),
-	"remote_initialdir":        always("a job runs in a scratch directory of the execute machine and sees its initialdir through the shadow"),
+	"concurrency_limits_expr": always("concurrency limits are named by concurrency_limits; an expression for them is not supported"),
+	"copy_to_spool":           unlessFalse("executables are served by the shadow, never spooled"),
+	"cron_day_of_month":       always(noCron),
+	"cron_day_of_week":        always(noCron),
+	"cron_hour":               always(noCron),
+	"cron_minute":             always(noCron),
+	"cron_month":              always(noCron),
+	"cron_prep_time":          always(noCron),
+	"cron_window":             always(noCron),
+	"deferral_prep_time":      always(noCron),
+	"deferral_time":           always(noCron),
+	"deferral_window":         always(noCron),
+	"dagman_log":              always(noDAGMan),
+	"email_attributes":        always("Harrier sends no e-mail"),
+	"match_list_length":       always("the agent does not keep the list of machines a job matched"),
+	"kill_sig_timeout":        always("use job_max_vacate_time, as HTCondor has asked since 7.7.3"),
+	"load_profile":            unlessFalse("jobs do not run a login profile"),
+	"run_as_owner":            unlessFalse("jobs run as a slot user of the execute machine, never as their owner"),
+	"noop_job":                unlessFalse("the agent has no no-op jobs"),
+	"noop_job_exit_code":      always("the agent has no no-op jobs"),
+	"noop_job_exit_signal":    always("the agent has no no-op jobs"),
+	"remote_initialdir":       always("a job runs in a scratch directory of the execute machine and sees its initialdir through the shadow"),
 }
 
 // refused reports whether name (lower case) is a documented command that

@@ -158,6 +158,7 @@ func TestAcceptedCommandsTakeEffect(t *testing.T) {
 		{"jobbatchname", "JobBatchName = nightly", map[string]string{"JobBatchName": `"nightly"`}},
 		{"coresize and stack_size", "coresize = 0\nstack_size = 16777216", map[string]string{"CoreSize": "0", "StackSize": "16777216"}},
 		{"submit_event_notes", "submit_event_notes = nightly run, input v3", map[string]string{"SubmitEventNotes": `"nightly run, input v3"`}},
+		{"job_ad_information_attrs", "job_ad_information_attrs = JobStatus, RemoteHost", map[string]string{"JobAdInformationAttrs": `"JobStatus,RemoteHost"`}},
 		{"job_machine_attrs", "job_machine_attrs = Machine, GLIDEIN_Site\njob_machine_attrs_history_length = 3",
 			map[string]string{"JobMachineAttrs": `"Machine,GLIDEIN_Site"`, "JobMachineAttrsHistoryLength": "3"}},
 		{"accounting group", "accounting_group = group_physics.theory\naccounting_group_user = alice",
