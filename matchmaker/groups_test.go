@@ -78,3 +78,20 @@ func TestNegotiateGroupQuotas(t *testing.T) {
 		})
 	}
 }
+
+// A group's quota counts the CPUs its jobs carve out of partitionable
+// slots, and those its dynamic slots hold.
+func TestNegotiateGroupQuotaPartitionable(t *testing.T) {
+	machines := []Machine{pslot(t, "slot1@a", 8, 8192),
+		machine(t, "slot1_1@b", StateClaimed, 1024, `Cpus = 2; DynamicSlot = true; RemoteOwner = "carol"; AccountingGroup = "group_a.carol"`)}
+	alice := manyJobs(t, "alice", 1, 4, `AccountingGroup = "group_a.alice"; RequestCpus = 2`)
+	n := Negotiator{Priorities: prios{"group_a.alice": 1}, Limits: &Limits{Groups: map[string]GroupQuota{"group_a": {CPUs: 6}}}}
+	res := n.Negotiate([]Request{alice}, machines)
+	// 6 CPUs of quota, 2 held by carol's dynamic slot: two 2-CPU jobs.
+	if got := sharesOf(res); got["group_a.alice"] != 2 {
+		t.Errorf("matches %v, want two of alice's 2-CPU jobs", got)
+	}
+	if res.GroupsInUse["group_a"] != 6 || res.GroupQuotas["group_a"] != 6 {
+		t.Errorf("group_a's use %v of quota %v, want 6 of 6", res.GroupsInUse["group_a"], res.GroupQuotas["group_a"])
+	}
+}
