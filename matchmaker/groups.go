@@ -33,9 +33,12 @@ func (q GroupQuota) quota(poolCPUs float64) float64 {
 	return q.CPUs
 }
 
-// groupOf is the lower-case group that charged names ("group_physics" of
-// "group_physics.alice"), or "" for a user charged alone.
-func groupOf(charged string) string {
+// groupOf is the lower-case group the job of ad, a job's or a claimed
+// slot's, is charged in ("group_physics" of AccountingGroup
+// "group_physics.alice"), or "" for one charged to its owner alone (whose
+// name may hold dots too).
+func groupOf(ad *classad.ClassAd) string {
+	charged, _ := ad.EvalString(AttrAccountingGroup)
 	i := strings.LastIndexByte(charged, '.')
 	if i < 0 {
 		return ""
@@ -70,7 +73,7 @@ type GroupState struct {
 // JobGroup reads the state of job's group from the negotiator's ad; ok is
 // false for a job in no group with a quota.
 func JobGroup(job, negotiator *classad.ClassAd) (s GroupState, ok bool) {
-	g := groupOf(chargedTo(job, "Owner"))
+	g := groupOf(job)
 	if g == "" || negotiator == nil {
 		return s, false
 	}

@@ -60,6 +60,9 @@ func TestNegotiateGroupQuotas(t *testing.T) {
 			[]Request{jobs("alice", "group_a", 1, 10), jobs("bob", "", 2, 10)}, map[string]int{"group_a.alice": 2, "bob": 6}},
 		{"dynamic quota", map[string]GroupQuota{"group_a": {Share: 0.25, Dynamic: true}}, free(8),
 			[]Request{jobs("alice", "group_a", 1, 10), jobs("bob", "", 2, 10)}, map[string]int{"group_a.alice": 2, "bob": 6}},
+		{"an owner's dotted name is no group", map[string]GroupQuota{"group_a": {CPUs: 2}},
+			append(free(7), machine(t, "slot9@b", StateClaimed, 1024, `RemoteOwner = "group_a.carol"`)),
+			[]Request{jobs("alice", "group_a", 1, 10), jobs("group_a.bob", "", 2, 10)}, map[string]int{"group_a.alice": 2, "group_a.bob": 5}},
 		{"claims count", map[string]GroupQuota{"group_a": {CPUs: 2}},
 			append(free(7), machine(t, "slot9@b", StateClaimed, 1024, `RemoteOwner = "carol"; AccountingGroup = "group_a.carol"`)),
 			[]Request{jobs("alice", "group_a", 1, 10), jobs("bob", "", 2, 10)}, map[string]int{"group_a.alice": 1, "bob": 6}},
@@ -71,7 +74,7 @@ func TestNegotiateGroupQuotas(t *testing.T) {
 			[]Request{jobs("alice", "group_a", 1, 10), jobs("bob", "", 2, 3)}, map[string]int{"group_a.alice": 2, "bob": 3}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			n := Negotiator{Priorities: prios{"group_a.alice": 1, "group_a.carol": 1, "bob": 1}, Limits: &Limits{Groups: tc.groups}}
+			n := Negotiator{Priorities: prios{"group_a.alice": 1, "group_a.carol": 1, "bob": 1, "group_a.bob": 1}, Limits: &Limits{Groups: tc.groups}}
 			if got := sharesOf(n.Negotiate(tc.reqs, tc.machines)); fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Errorf("matches %v, want %v", got, tc.want)
 			}

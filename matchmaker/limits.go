@@ -186,7 +186,7 @@ func newLimitCounter(limits *Limits, machines []Machine) *limitCounter {
 			cpus := cpusOf(m.Ad, "Cpus")
 			pool += cpus
 			if state(m.Ad) != StateUnclaimed {
-				if g := groupOf(chargedTo(m.Ad, "RemoteOwner")); g != "" {
+				if g := groupOf(m.Ad); g != "" {
 					c.groupUsed[g] += cpus
 				}
 			}

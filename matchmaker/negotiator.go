@@ -625,7 +625,7 @@ func (a *allocator) fitsLimits(reqs []Request, i int) (charge, bool) {
 	ch, ok := a.charges[i]
 	if !ok {
 		ch = charge{uses: limitsOf(reqs[i].Ad, AttrConcurrencyLimits)}
-		if g := groupOf(chargedTo(reqs[i].Ad, "Owner")); g != "" {
+		if g := groupOf(reqs[i].Ad); g != "" {
 			ch.group, ch.cpus = g, cpusOf(reqs[i].Ad, "RequestCpus")
 		}
 		if a.charges == nil {
