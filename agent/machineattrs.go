@@ -25,11 +25,9 @@ const (
 // of ad on machine.
 func (a *Agent) recordMachineAttrs(c change, ad, machine *classad.ClassAd) {
 	names := slices.Clone(a.cfg.MachineAttrs)
-	if s, ok := ad.EvalString(AttrJobMachineAttrs); ok {
-		for _, n := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' }) {
-			if !slices.ContainsFunc(names, func(m string) bool { return strings.EqualFold(m, n) }) {
-				names = append(names, n)
-			}
+	for _, n := range attrNames(ad, AttrJobMachineAttrs) {
+		if !slices.ContainsFunc(names, func(m string) bool { return strings.EqualFold(m, n) }) {
+			names = append(names, n)
 		}
 	}
 	history := max(a.cfg.MachineAttrsHistory, 1)
@@ -48,4 +46,12 @@ func (a *Agent) recordMachineAttrs(c change, ad, machine *classad.ClassAd) {
 		}
 		c[attr+"0"] = machine.Eval(name)
 	}
+}
+
+// attrNames reads a job attribute that lists attribute names
+// (JobMachineAttrs, JobAdInformationAttrs), separated by commas or
+// spaces as submit writes them or a user may.
+func attrNames(ad *classad.ClassAd, attr string) []string {
+	s, _ := ad.EvalString(attr)
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' })
 }

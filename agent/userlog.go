@@ -67,9 +67,8 @@ func stamp(ad *classad.ClassAd, events []joblog.Event) []joblog.Event {
 // ad: "Name = value" for each attribute its JobAdInformationAttrs names
 // and it has; "" if it names none.
 func adInformation(ad *classad.ClassAd) string {
-	names, _ := ad.EvalString(AttrJobAdInformationAttrs)
 	var b strings.Builder
-	for _, n := range strings.FieldsFunc(names, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' }) {
+	for _, n := range attrNames(ad, AttrJobAdInformationAttrs) {
 		if e, ok := ad.Lookup(n); ok {
 			fmt.Fprintf(&b, "%s = %s\n", n, ad.EvalExpr(e, nil))
 		}

@@ -186,6 +186,12 @@ func (c *Config) String(key, def string) string {
 	return v
 }
 
+// List returns key's value as HTCondor reads a list: items separated by
+// commas, spaces or tabs; def's items if key is undefined or empty.
+func (c *Config) List(key, def string) []string {
+	return strings.FieldsFunc(c.String(key, def), func(r rune) bool { return r == ',' || r == ' ' || r == '\t' })
+}
+
 // value is the common front half of the typed getters: it returns the
 // expanded value, whether it is usable, and the definition for errors.
 func (c *Config) value(key, def string) (string, bool, error) {

@@ -306,3 +306,20 @@ func TestWriteRoundTrip(t *testing.T) {
 		t.Errorf("Write of an invalid key succeeded")
 	}
 }
+
+func TestList(t *testing.T) {
+	c := mustParse(t, "L = a, b  c\t,d\nE =\nM = $(L), e\n", nil)
+	for _, tc := range []struct {
+		key, def string
+		want     []string
+	}{
+		{"L", "", []string{"a", "b", "c", "d"}},
+		{"M", "", []string{"a", "b", "c", "d", "e"}},
+		{"E", "x y", []string{"x", "y"}},
+		{"UNDEFINED", "", nil},
+	} {
+		if got := c.List(tc.key, tc.def); !slices.Equal(got, tc.want) {
+			t.Errorf("List(%s, %q) = %q, want %q", tc.key, tc.def, got, tc.want)
+		}
+	}
+}

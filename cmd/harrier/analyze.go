@@ -82,9 +82,7 @@ func queryPoolAds(ctx context.Context, client wire.ScheddClient, typ string) ([]
 // printAnalysis writes one job's analysis, with the state of the
 // concurrency limits it names.
 func printAnalysis(w io.Writer, job *classad.ClassAd, a matchmaker.Analysis, limits []matchmaker.LimitState) {
-	c, _ := job.EvalInt("ClusterId")
-	p, _ := job.EvalInt("ProcId")
-	id := fmt.Sprintf("%d.%d", c, p)
+	id := jobIDOf(job)
 	fmt.Fprintf(w, "The Requirements expression for job %s is\n\n    %s\n\n", id, a.Requirements)
 	if len(a.Conditions) > 0 {
 		fmt.Fprintf(w, "The Requirements expression for job %s reduces to these conditions:\n\n", id)
@@ -147,9 +145,7 @@ func printAnalysis(w io.Writer, job *classad.ClassAd, a matchmaker.Analysis, lim
 // and why the last that failed did: a job that lost its work says why;
 // and, for a job with a checkpoint, how many of machines can restore it.
 func printCheckpointHistory(w io.Writer, job *classad.ClassAd, machines []*classad.ClassAd) {
-	c, _ := job.EvalInt("ClusterId")
-	p, _ := job.EvalInt("ProcId")
-	id := fmt.Sprintf("%d.%d", c, p)
+	id := jobIDOf(job)
 	count := func(name string) int64 { n, _ := job.EvalInt(name); return n }
 	ckpts, ckptFailures := count("NumCkpts"), count("NumCheckpointFailures")
 	restores, restoreFailures := count("NumRestores"), count("NumRestoreFailures")

@@ -15,9 +15,7 @@ import (
 // whatever they are doing, which shows a port nothing can fill; then, if
 // a gang forms from those, from the machines and license seats free now.
 func printGangAnalysis(w io.Writer, job *classad.ClassAd, machines, licenses []*classad.ClassAd) {
-	c, _ := job.EvalInt("ClusterId")
-	p, _ := job.EvalInt("ProcId")
-	id := fmt.Sprintf("%d.%d", c, p)
+	id := jobIDOf(job)
 	fmt.Fprintf(w, "Job %s is a gang: each of its Ports must dock with a machine or license, all at once.\n\n", id)
 	all := append(append([]*classad.ClassAd{}, machines...), licenses...)
 	x, err := gang.NewMatcher(all, gang.Options{}).Explain(job)

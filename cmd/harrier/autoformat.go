@@ -165,9 +165,7 @@ func (a *autoformatter) add(text string) error {
 		fields = append(fields, value)
 	}
 	if a.jobID {
-		c, _ := ad.EvalInt("ClusterId")
-		p, _ := ad.EvalInt("ProcId")
-		field("ID", fmt.Sprintf("%d.%d", c, p))
+		field("ID", jobIDOf(ad))
 	}
 	for i, e := range a.exprs {
 		if a.raw {
@@ -194,4 +192,11 @@ func (a *autoformatter) finish() error {
 		return a.tw.Flush()
 	}
 	return nil
+}
+
+// jobIDOf is a job ad's id, "cluster.proc".
+func jobIDOf(ad *classad.ClassAd) string {
+	c, _ := ad.EvalInt("ClusterId")
+	p, _ := ad.EvalInt("ProcId")
+	return fmt.Sprintf("%d.%d", c, p)
 }

@@ -644,9 +644,9 @@ func agentConfig(pc *poolConfig, name string, logger *slog.Logger) (agent.Config
 		TLS: serverTLS, ClientTLS: clientTLS,
 		CAPEM:               caPEM,
 		MatchmakerAddr:      mmAddr,
-		FlockTo:             strings.Fields(strings.ReplaceAll(pc.c.String("FLOCK_TO", ""), ",", " ")),
-		AccountingGroups:    strings.Fields(strings.ReplaceAll(pc.c.String("GROUP_NAMES", ""), ",", " ")),
-		MachineAttrs:        strings.Fields(strings.ReplaceAll(pc.c.String("SYSTEM_JOB_MACHINE_ATTRS", ""), ",", " ")),
+		FlockTo:             pc.c.List("FLOCK_TO", ""),
+		AccountingGroups:    pc.c.List("GROUP_NAMES", ""),
+		MachineAttrs:        pc.c.List("SYSTEM_JOB_MACHINE_ATTRS", ""),
 		MachineAttrsHistory: int(machineHistory),
 		AdvertiseInterval:   interval,
 		ShadowCommand:       []string{exe, "shadow"},
@@ -701,7 +701,7 @@ func serveStartd(ctx context.Context, pc *poolConfig, name string, reg prometheu
 // (periodic, the default, or oneshot), as HTCondor names them.
 func startdCron(pc *poolConfig) ([]startd.CronJob, error) {
 	var jobs []startd.CronJob
-	for _, name := range strings.FieldsFunc(pc.c.String("STARTD_CRON_JOBLIST", ""), func(r rune) bool { return r == ',' || r == ' ' || r == '\t' }) {
+	for _, name := range pc.c.List("STARTD_CRON_JOBLIST", "") {
 		key := "STARTD_CRON_" + name + "_"
 		exe, err := pc.require(key + "EXECUTABLE")
 		if err != nil {
@@ -768,7 +768,7 @@ func startdConfig(pc *poolConfig, name string, logger *slog.Logger) (startd.Conf
 	}
 	// STARTD_ATTRS names configuration macros whose values, ClassAd
 	// expressions, join every slot's ad under the macro's name.
-	for _, name := range strings.FieldsFunc(pc.c.String("STARTD_ATTRS", ""), func(r rune) bool { return r == ',' || r == ' ' || r == '\t' }) {
+	for _, name := range pc.c.List("STARTD_ATTRS", "") {
 		v := pc.c.String(name, "")
 		if v == "" {
 			return cfg, fmt.Errorf("STARTD_ATTRS names %s, which is not configured", name)
@@ -796,10 +796,9 @@ func startdConfig(pc *poolConfig, name string, logger *slog.Logger) (startd.Conf
 	}
 	cfg.CronUser = pc.c.String("STARTD_CRON_USER", "")
 	// STARTER_NUM_THREADS_ENV_VARS, as HTCondor's; empty sets none.
-	cfg.ThreadEnvVars = strings.FieldsFunc(pc.c.String("STARTER_NUM_THREADS_ENV_VARS", strings.Join(startd.DefaultThreadEnvVars, ", ")),
-		func(r rune) bool { return r == ',' || r == ' ' || r == '\t' })
+	cfg.ThreadEnvVars = pc.c.List("STARTER_NUM_THREADS_ENV_VARS", strings.Join(startd.DefaultThreadEnvVars, ", "))
 	// FILETRANSFER_PLUGINS lists the administrator's transfer plugins.
-	cfg.TransferPlugins = strings.FieldsFunc(pc.c.String("FILETRANSFER_PLUGINS", ""), func(r rune) bool { return r == ',' || r == ' ' || r == '\t' })
+	cfg.TransferPlugins = pc.c.List("FILETRANSFER_PLUGINS", "")
 	if cfg.GPUs, err = gpu.Discover(context.Background(), gpu.Config{
 		Method: gpu.Method(pc.c.String("GPU_DISCOVERY", string(gpu.Auto))),
 		Static: pc.c.String("GPU_DEVICES", ""),
